@@ -1,0 +1,87 @@
+// Command jukebox is a flight recorder, time-travel debugger and transactional
+// sandbox for AI agents. See README.md for the tour.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/alecthomas/kong"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// Globals are the flags every command shares.
+type Globals struct {
+	Version kong.VersionFlag `help:"Print the version and exit."`
+}
+
+// CLI is the whole command line; each command lives in its own file.
+type CLI struct {
+	Globals
+
+	Ls     LsCmd     `cmd:"" help:"List the recordings in a folder."`
+	Show   ShowCmd   `cmd:"" help:"Print the frames of a tape."`
+	Verify VerifyCmd `cmd:"" help:"Check CRCs, the hash chain, every blob and (with --key-file) the seal."`
+	Seal   SealCmd   `cmd:"" help:"Seal a tape with a keyed BLAKE2b MAC over its chain head."`
+}
+
+// Env is what commands get instead of touching os.Stdout and friends, so the
+// CLI can be tested with captured writers.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Stdin  io.Reader
+}
+
+func main() {
+	env := &Env{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
+	os.Exit(run(os.Args[1:], env))
+}
+
+// run parses args, runs the command and maps its error to an exit code. It is
+// the one place that knows exit codes.
+func run(args []string, env *Env) int {
+	var cli CLI
+	parser, err := kong.New(&cli,
+		kong.Name("jukebox"),
+		kong.Description("Record, replay, fork and sandbox AI agent runs."),
+		kong.UsageOnError(),
+		kong.Writers(env.Stdout, env.Stderr),
+		kong.Vars{"version": version},
+		kong.Bind(env),
+		kong.Exit(func(code int) { panic(exitPanic(code)) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "jukebox: %v\n", err)
+		return ExitInternal
+	}
+	return parseAndRun(parser, args, env)
+}
+
+// exitPanic carries an exit code out of kong's help and version flags.
+type exitPanic int
+
+func parseAndRun(parser *kong.Kong, args []string, env *Env) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitPanic)
+			if !ok {
+				panic(r)
+			}
+			code = int(c)
+		}
+	}()
+	ctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "jukebox: %v\n", err)
+		return ExitUsage
+	}
+	if err := ctx.Run(); err != nil {
+		return report(env.Stderr, err)
+	}
+	return ExitOK
+}

@@ -1,0 +1,169 @@
+package tapefmt
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Blob record layout (48-byte header, then the stored bytes):
+//
+//	0  u8   record type 'B'
+//	1  u8   encoding: 0 raw, 1 zstd, 2 delta, 3 delta with a zstd middle
+//	2  u16  delta depth: 0 for a whole blob, else 1 + the base's depth
+//	4  u32  stored length
+//	8  [32] BLAKE3-256 of the decoded blob (its address)
+//	40 u32  decoded length
+//	44 u32  CRC32C of bytes 0..43 and the stored bytes
+//
+// A delta's stored bytes are: u64 file offset of the base blob record (always
+// before this record), uvarint prefix length and uvarint suffix length taken
+// from the base, then the middle bytes (zstd-compressed for encoding 3). The
+// blob is base[:prefix] + middle + base[len(base)-suffix:].
+type blobHeader struct {
+	Encoding uint8
+	Depth    uint16
+	Stored   uint32
+	Hash     Hash
+	RawLen   uint32
+}
+
+func (h *blobHeader) marshal(stored []byte) []byte {
+	b := make([]byte, blobHeaderSize, blobHeaderSize+len(stored))
+	b[0] = recBlob
+	b[1] = h.Encoding
+	le.PutUint16(b[2:], h.Depth)
+	le.PutUint32(b[4:], h.Stored)
+	copy(b[8:40], h.Hash[:])
+	le.PutUint32(b[40:], h.RawLen)
+	le.PutUint32(b[44:], crcOf(b[:44], stored))
+	return append(b, stored...)
+}
+
+func parseBlobHeader(b []byte, off int64) (blobHeader, error) {
+	var h blobHeader
+	if b[0] != recBlob {
+		return h, formatErr(off, "expected a blob record, found type 0x%02x", b[0])
+	}
+	h.Encoding, h.Depth = b[1], le.Uint16(b[2:])
+	h.Stored, h.RawLen = le.Uint32(b[4:]), le.Uint32(b[40:])
+	copy(h.Hash[:], b[8:40])
+	switch {
+	case h.Encoding > encDeltaZstd:
+		return h, formatErr(off+1, "unknown blob encoding %d", h.Encoding)
+	case h.RawLen > MaxBlobSize:
+		return h, formatErr(off+40, "blob of %d bytes exceeds the %d-byte limit", h.RawLen, MaxBlobSize)
+	case h.Stored > MaxBlobSize+1024:
+		return h, formatErr(off+4, "stored blob of %d bytes exceeds the limit", h.Stored)
+	case h.Depth > maxDeltaDepth:
+		return h, formatErr(off+2, "delta depth %d exceeds %d", h.Depth, maxDeltaDepth)
+	}
+	return h, nil
+}
+
+// codec holds the zstd encoder and decoder, which are costly to build and
+// safe for concurrent use through EncodeAll and DecodeAll.
+var codec = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+	if err != nil {
+		panic(err) // only on invalid options
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(MaxBlobSize), zstd.WithDecodeAllCapLimit(true))
+	if err != nil {
+		panic(err)
+	}
+	return enc, dec
+})
+
+// compress returns zstd(b) when that saves at least an eighth, else nil.
+func compress(b []byte) []byte {
+	if len(b) < 64 {
+		return nil
+	}
+	enc, _ := codec()
+	c := enc.EncodeAll(b, make([]byte, 0, len(b)/2))
+	if len(c) > len(b)-len(b)/8 {
+		return nil
+	}
+	return c
+}
+
+// decompress decodes a zstd frame that must yield exactly n bytes.
+func decompress(c []byte, n int, off int64) ([]byte, error) {
+	_, dec := codec()
+	out, err := dec.DecodeAll(c, make([]byte, 0, n))
+	if err != nil {
+		return nil, formatErr(off, "zstd: %v", err)
+	}
+	if len(out) != n {
+		return nil, formatErr(off, "zstd data decodes to %d bytes, header says %d", len(out), n)
+	}
+	return out, nil
+}
+
+// commonAffixes returns the lengths of the longest common prefix and, in what
+// is left, the longest common suffix of a and b.
+func commonAffixes(a, b []byte) (prefix, suffix int) {
+	n := min(len(a), len(b))
+	for prefix < n && a[prefix] == b[prefix] {
+		prefix++
+	}
+	for suffix < n-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
+		suffix++
+	}
+	return prefix, suffix
+}
+
+// encodeBlob chooses how to store data: as a delta against base when the
+// two share most of their bytes, else whole, compressed when that pays.
+func encodeBlob(data []byte, base []byte, baseOff int64, baseDepth uint16) (enc uint8, depth uint16, stored []byte) {
+	if base != nil && baseDepth+1 < deltaKeyframeEvery {
+		pre, suf := commonAffixes(base, data)
+		if pre+suf >= len(data)/4 && pre+suf > 64 {
+			mid := data[pre : len(data)-suf]
+			st := binary.LittleEndian.AppendUint64(nil, uint64(baseOff))
+			st = binary.AppendUvarint(st, uint64(pre))
+			st = binary.AppendUvarint(st, uint64(suf))
+			if c := compress(mid); c != nil {
+				return encDeltaZstd, baseDepth + 1, append(st, c...)
+			}
+			return encDelta, baseDepth + 1, append(st, mid...)
+		}
+	}
+	if c := compress(data); c != nil {
+		return encZstd, 0, c
+	}
+	return encRaw, 0, data
+}
+
+// deltaRef is the parsed head of a delta's stored bytes.
+type deltaRef struct {
+	base           int64
+	prefix, suffix uint64
+	middle         []byte
+}
+
+func parseDelta(st []byte, off int64) (deltaRef, error) {
+	var d deltaRef
+	if len(st) < 8 {
+		return d, formatErr(off, "delta blob too short")
+	}
+	d.base = int64(le.Uint64(st))
+	st = st[8:]
+	var n int
+	if d.prefix, n = binary.Uvarint(st); n <= 0 {
+		return d, formatErr(off+8, "delta prefix length is not a valid uvarint")
+	}
+	st = st[n:]
+	if d.suffix, n = binary.Uvarint(st); n <= 0 {
+		return d, formatErr(off+8, "delta suffix length is not a valid uvarint")
+	}
+	d.middle = st[n:]
+	if d.base < fileHeaderSize || d.base >= off {
+		return d, formatErr(off, "delta base offset %d does not point before this blob", d.base)
+	}
+	return d, nil
+}

@@ -1,0 +1,182 @@
+package tapefmt
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+)
+
+// blobCacheBytes bounds the memory the decoded-blob cache may hold.
+const blobCacheBytes = 64 << 20
+
+// blobCache keeps recently decoded blobs by record offset, so walking a
+// delta chain or re-reading a blob costs one decode. Oldest entries go first.
+type blobCache struct {
+	m     map[int64][]byte
+	order []int64
+	bytes int
+}
+
+func (c *blobCache) get(off int64) ([]byte, bool) {
+	b, ok := c.m[off]
+	return b, ok
+}
+
+func (c *blobCache) put(off int64, b []byte) {
+	if c.m == nil {
+		c.m = map[int64][]byte{}
+	}
+	if _, ok := c.m[off]; ok || len(b) > blobCacheBytes/4 {
+		return
+	}
+	for c.bytes+len(b) > blobCacheBytes && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.bytes -= len(c.m[old])
+		delete(c.m, old)
+	}
+	c.m[off] = b
+	c.order = append(c.order, off)
+	c.bytes += len(b)
+}
+
+// Blob returns the blob with hash h, decoded and checked against its hash.
+// The returned slice must not be modified.
+func (t *Tape) Blob(h Hash) ([]byte, error) {
+	blobs, err := t.blobTable()
+	if err != nil {
+		return nil, err
+	}
+	loc, ok := blobs[h]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrBlobNotFound, h)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, err := t.decodeBlob(loc.off, maxDeltaDepth)
+	if err != nil {
+		return nil, err
+	}
+	if HashOf(b) != h {
+		return nil, formatErr(loc.off, "blob content does not match its address %s", h.Short())
+	}
+	return b, nil
+}
+
+// HasBlob reports whether the tape holds a blob with hash h.
+func (t *Tape) HasBlob(h Hash) bool {
+	blobs, err := t.blobTable()
+	_, ok := blobs[h]
+	return err == nil && ok
+}
+
+// blobTable returns the hash-to-offset map, reading it from the footer index
+// on first use.
+func (t *Tape) blobTable() (map[Hash]blobLoc, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blobs != nil {
+		return t.blobs, nil
+	}
+	b := make([]byte, t.ft.blobs*blobEntrySize)
+	if err := t.readAt(b, t.ft.blobTable); err != nil {
+		return nil, err
+	}
+	if crcOf(b, nil) != t.ft.blobCRC {
+		return nil, formatErr(t.ft.blobTable, "blob index checksum mismatch")
+	}
+	m := make(map[Hash]blobLoc, t.ft.blobs)
+	for i := 0; i < len(b); i += blobEntrySize {
+		off := int64(le.Uint64(b[i+32:]))
+		if off < fileHeaderSize || off >= t.ft.recordsEnd {
+			return nil, formatErr(t.ft.blobTable+int64(i), "blob index entry points outside the records")
+		}
+		m[Hash(b[i:i+32])] = blobLoc{off: off, raw: le.Uint32(b[i+40:])}
+	}
+	t.blobs = m
+	return m, nil
+}
+
+// decodeBlob reads and decodes the blob record at off; budget bounds the
+// delta chain still allowed. Callers hold t.mu.
+func (t *Tape) decodeBlob(off int64, budget int) ([]byte, error) {
+	if b, ok := t.cache.get(off); ok {
+		return b, nil
+	}
+	if budget < 0 {
+		return nil, formatErr(off, "delta chain longer than %d", maxDeltaDepth)
+	}
+	if off < fileHeaderSize || off+blobHeaderSize > t.ft.recordsEnd {
+		return nil, formatErr(off, "blob offset outside the records")
+	}
+	hb := make([]byte, blobHeaderSize)
+	if err := t.readAt(hb, off); err != nil {
+		return nil, err
+	}
+	bh, err := parseBlobHeader(hb, off)
+	if err != nil {
+		return nil, err
+	}
+	if off+blobHeaderSize+int64(bh.Stored) > t.ft.recordsEnd {
+		return nil, formatErr(off, "blob record runs past the records")
+	}
+	st := make([]byte, bh.Stored)
+	if err := t.readAt(st, off+blobHeaderSize); err != nil {
+		return nil, err
+	}
+	if le.Uint32(hb[44:]) != crcOf(hb[:44], st) {
+		return nil, formatErr(off, "blob %s: checksum mismatch", bh.Hash.Short())
+	}
+	b, err := t.expand(bh, st, off, budget)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != int(bh.RawLen) {
+		return nil, formatErr(off, "blob decodes to %d bytes, header says %d", len(b), bh.RawLen)
+	}
+	t.cache.put(off, b)
+	return b, nil
+}
+
+// expand turns stored bytes into the blob.
+func (t *Tape) expand(bh blobHeader, st []byte, off int64, budget int) ([]byte, error) {
+	switch bh.Encoding {
+	case encRaw:
+		return st, nil
+	case encZstd:
+		return decompress(st, int(bh.RawLen), off)
+	}
+	d, err := parseDelta(st, off)
+	if err != nil {
+		return nil, err
+	}
+	base, err := t.decodeBlob(d.base, budget-1)
+	if err != nil {
+		return nil, fmt.Errorf("base of delta blob at %d: %w", off, err)
+	}
+	if d.prefix+d.suffix > uint64(len(base)) || d.prefix+d.suffix > uint64(bh.RawLen) {
+		return nil, formatErr(off, "delta takes %d+%d bytes from a %d-byte base", d.prefix, d.suffix, len(base))
+	}
+	mid := d.middle
+	if bh.Encoding == encDeltaZstd {
+		if mid, err = decompress(mid, int(uint64(bh.RawLen)-d.prefix-d.suffix), off); err != nil {
+			return nil, err
+		}
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(bh.RawLen))
+	buf.Write(base[:d.prefix])
+	buf.Write(mid)
+	buf.Write(base[uint64(len(base))-d.suffix:])
+	return buf.Bytes(), nil
+}
+
+// sortedHashes returns the blob hashes in ascending order.
+func sortedHashes(m map[Hash]blobLoc) []Hash {
+	hs := make([]Hash, 0, len(m))
+	for h := range m {
+		hs = append(hs, h)
+	}
+	sort.Slice(hs, func(i, j int) bool { return bytes.Compare(hs[i][:], hs[j][:]) < 0 })
+	return hs
+}

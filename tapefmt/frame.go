@@ -1,0 +1,70 @@
+package tapefmt
+
+import "time"
+
+// Frame is one record of the run: its header and its JSON payload.
+//
+// Frame record layout (32-byte header, then the payload):
+//
+//	0  u8  record type 'F'
+//	1  u8  kind
+//	2  u8  payload schema version
+//	3  u8  flags (zero)
+//	4  u32 payload length
+//	8  u64 sequence number, 0 for the first frame, then +1
+//	16 i64 time offset in nanoseconds since the run started (monotonic clock)
+//	24 u32 stream: which agent or process; 0 is the main one
+//	28 u32 CRC32C of bytes 0..27 and the payload
+type Frame struct {
+	Seq     uint64
+	Kind    Kind
+	Schema  uint8
+	Stream  uint32
+	Time    time.Duration
+	Offset  int64  // where the record starts in the file
+	Payload []byte // JSON; valid until the next call on the tape that yielded it
+}
+
+// Size is the number of bytes the frame's record takes in the file.
+func (f Frame) Size() int64 { return frameHeaderSize + int64(len(f.Payload)) }
+
+func (f *Frame) marshalHeader(b []byte) {
+	b[0] = recFrame
+	b[1] = byte(f.Kind)
+	b[2] = f.Schema
+	b[3] = 0
+	le.PutUint32(b[4:], uint32(len(f.Payload)))
+	le.PutUint64(b[8:], f.Seq)
+	le.PutUint64(b[16:], uint64(f.Time))
+	le.PutUint32(b[24:], f.Stream)
+	le.PutUint32(b[28:], crcOf(b[:28], f.Payload))
+}
+
+// parseFrameHeader reads a frame header; the payload length is checked
+// against MaxPayload but not yet against the file.
+func parseFrameHeader(b []byte, off int64) (Frame, uint32, error) {
+	f := Frame{Offset: off}
+	if b[0] != recFrame {
+		return f, 0, formatErr(off, "expected a frame record, found type 0x%02x", b[0])
+	}
+	f.Kind, f.Schema = Kind(b[1]), b[2]
+	n := le.Uint32(b[4:])
+	f.Seq = le.Uint64(b[8:])
+	f.Time = time.Duration(le.Uint64(b[16:]))
+	f.Stream = le.Uint32(b[24:])
+	if n > MaxPayload {
+		return f, 0, frameErr(off+4, f.Seq, "payload of %d bytes exceeds the %d-byte limit", n, MaxPayload)
+	}
+	if f.Time < 0 {
+		return f, 0, frameErr(off+16, f.Seq, "negative time offset %d", f.Time)
+	}
+	return f, n, nil
+}
+
+// checkFrameCRC verifies the CRC of a whole frame record.
+func checkFrameCRC(rec []byte, f *Frame) error {
+	if got, want := le.Uint32(rec[28:]), crcOf(rec[:28], rec[frameHeaderSize:]); got != want {
+		return frameErr(f.Offset, f.Seq, "checksum mismatch (stored %08x, computed %08x)", got, want)
+	}
+	return nil
+}

@@ -1,0 +1,285 @@
+package tapefmt
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Payload is the decoded body of a frame. Each kind has one payload type; its
+// schema version is in the frame header so that fields can be added later.
+// Payloads are stored as JSON objects; large bytes go into blobs and are
+// referenced by Hash.
+type Payload interface {
+	Kind() Kind
+}
+
+// schemaVersion is the payload schema version written for every known kind.
+// When a kind's payload changes incompatibly, give it its own number here.
+func schemaVersion(k Kind) uint8 {
+	if k.Known() {
+		return 1
+	}
+	return 0
+}
+
+// ParentRef names the frame of another tape that this run was forked from.
+type ParentRef struct {
+	Tape  string `json:"tape"`           // chain head of the parent, hex
+	Frame uint64 `json:"frame"`          // sequence number of the fork frame in the parent
+	Path  string `json:"path,omitempty"` // where the parent was when forked; a hint only
+	// Overrides are the changes applied at the fork frame, as given.
+	Overrides json.RawMessage `json:"overrides,omitempty"`
+}
+
+// RunStart opens a run: what was started, where and how.
+type RunStart struct {
+	Name     string            `json:"name,omitempty"`
+	Argv     []string          `json:"argv"`
+	Cwd      string            `json:"cwd"`
+	Env      map[string]string `json:"env,omitempty"` // allow-listed; secrets dropped by the writer
+	Seed     int64             `json:"seed"`
+	Host     string            `json:"host,omitempty"`
+	Version  string            `json:"jukebox_version"`
+	Mode     string            `json:"mode,omitempty"` // record, replay or fork
+	Started  string            `json:"started"`        // wall clock, RFC 3339 with nanoseconds
+	Parent   *ParentRef        `json:"parent,omitempty"`
+	Upstream map[string]string `json:"upstreams,omitempty"` // provider name to base URL
+}
+
+// RunEnd closes a run with the child's exit status.
+type RunEnd struct {
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Reason   string `json:"reason,omitempty"` // e.g. "interrupted", "diverged", "breaker"
+}
+
+// Step marks the end of one whole agent step; Chain is the BLAKE3 chain head
+// over every frame before this one, so a reader can check the chain so far.
+type Step struct {
+	Step  uint64 `json:"step"`
+	Chain Hash   `json:"chain"`
+}
+
+// Usage is the token count of one LLM call as the provider reported it.
+type Usage struct {
+	Input     int64 `json:"input,omitempty"`
+	Output    int64 `json:"output,omitempty"`
+	Cached    int64 `json:"cached,omitempty"`
+	Reasoning int64 `json:"reasoning,omitempty"`
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int64 { return u.Input + u.Output }
+
+// LLMRequest is one HTTP request an agent sent to a model provider.
+type LLMRequest struct {
+	Call     uint64      `json:"call"`     // pairs the request with its response
+	Provider string      `json:"provider"` // openai, anthropic, ...
+	Method   string      `json:"method"`
+	Path     string      `json:"path"`            // request path, e.g. /v1/chat/completions
+	Query    string      `json:"query,omitempty"` // raw query, secrets dropped
+	Header   http.Header `json:"header,omitempty"`
+	Body     Hash        `json:"body,omitzero"`
+	Size     int64       `json:"size"`
+	Model    string      `json:"model,omitempty"`
+	Stream   bool        `json:"stream,omitempty"`
+}
+
+// Chunk is one piece of a streamed response as it arrived: the body bytes up
+// to End (exclusive) had arrived At after the request was sent.
+type Chunk struct {
+	End int64 `json:"e"`
+	At  int64 `json:"t"` // nanoseconds since the request
+}
+
+// LLMResponse is the provider's answer to one LLMRequest, byte for byte.
+type LLMResponse struct {
+	Call    uint64      `json:"call"`
+	Status  int         `json:"status"`
+	Header  http.Header `json:"header,omitempty"`
+	Body    Hash        `json:"body,omitzero"`
+	Size    int64       `json:"size"`
+	Chunks  []Chunk     `json:"chunks,omitempty"` // set for streamed bodies
+	Model   string      `json:"model,omitempty"`
+	Usage   Usage       `json:"usage,omitzero"`
+	Latency int64       `json:"latency_ns"`      // time to the response head
+	Elapsed int64       `json:"elapsed_ns"`      // time to the last byte
+	Error   string      `json:"error,omitempty"` // a reset, timeout or refused connection
+}
+
+// ToolCall is a tool invocation, from an LLM response, an MCP client or the booth.
+type ToolCall struct {
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Args   json.RawMessage `json:"args,omitempty"`
+	Source string          `json:"source,omitempty"` // llm, mcp, booth
+	Server string          `json:"server,omitempty"`
+}
+
+// ToolResult is what a tool call returned.
+type ToolResult struct {
+	ID      string          `json:"id"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Body    Hash            `json:"body,omitzero"` // large results
+	IsError bool            `json:"is_error,omitempty"`
+	Elapsed int64           `json:"elapsed_ns,omitempty"`
+}
+
+// MCPMessage is one JSON-RPC message between an agent and an MCP server.
+type MCPMessage struct {
+	Server    string          `json:"server"`
+	Direction string          `json:"dir"` // "to_server" or "from_server"
+	Message   json.RawMessage `json:"message,omitempty"`
+	Body      Hash            `json:"body,omitzero"` // large messages
+}
+
+// FileChange is one change to the workspace, staged or applied.
+type FileChange struct {
+	Tx     string `json:"tx,omitempty"`
+	Op     string `json:"op"` // write, delete, mkdir, symlink, chmod, replace_dir
+	Path   string `json:"path"`
+	Mode   uint32 `json:"mode,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+	Body   Hash   `json:"body,omitzero"`
+	Before Hash   `json:"before,omitzero"`
+	Target string `json:"target,omitempty"` // symlink target
+}
+
+// Output is bytes the child wrote to its stdout (Fd 1) or stderr (Fd 2).
+type Output struct {
+	Fd   int   `json:"fd"`
+	Data Bytes `json:"data"`
+}
+
+// Clock is a wall-clock reading handed to the agent.
+type Clock struct {
+	Unix   int64  `json:"unix_ns"`
+	Source string `json:"source,omitempty"`
+}
+
+// Seed is a random seed handed to the agent.
+type Seed struct {
+	Seed   int64  `json:"seed"`
+	Source string `json:"source,omitempty"`
+}
+
+// TxBegin opens a booth transaction.
+type TxBegin struct {
+	Tx        string `json:"tx"`
+	Workspace string `json:"workspace,omitempty"`
+	Mode      string `json:"mode,omitempty"` // overlay, copy, wasi
+}
+
+// TxCommit records a committed booth transaction.
+type TxCommit struct {
+	Tx      string `json:"tx"`
+	Changes int    `json:"changes"`
+}
+
+// TxRollback records a rolled-back booth transaction.
+type TxRollback struct {
+	Tx     string `json:"tx"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// BreakerTrip records the circuit breaker stopping a run.
+type BreakerTrip struct {
+	Rule   string  `json:"rule"`
+	Reason string  `json:"reason"`
+	Cost   float64 `json:"cost,omitempty"`
+	Tokens int64   `json:"tokens,omitempty"`
+}
+
+// AgentTurn is a turn an agent reports about itself through the control API.
+type AgentTurn struct {
+	Agent string `json:"agent,omitempty"`
+	Turn  int    `json:"turn"`
+	Role  string `json:"role,omitempty"`
+	Text  string `json:"text,omitempty"`
+}
+
+// Marker is a label a user or agent put on the timeline.
+type Marker struct {
+	Label string `json:"label"`
+	Note  string `json:"note,omitempty"`
+}
+
+// Unknown is the payload of a kind this version does not know.
+type Unknown struct {
+	K    Kind
+	JSON json.RawMessage
+}
+
+// Kind methods tie each payload type to its frame kind.
+func (RunStart) Kind() Kind    { return KindRunStart }
+func (RunEnd) Kind() Kind      { return KindRunEnd }
+func (Step) Kind() Kind        { return KindStep }
+func (LLMRequest) Kind() Kind  { return KindLLMRequest }
+func (LLMResponse) Kind() Kind { return KindLLMResponse }
+func (ToolCall) Kind() Kind    { return KindToolCall }
+func (ToolResult) Kind() Kind  { return KindToolResult }
+func (MCPMessage) Kind() Kind  { return KindMCP }
+func (FileChange) Kind() Kind  { return KindFileChange }
+func (Output) Kind() Kind      { return KindOutput }
+func (Clock) Kind() Kind       { return KindClock }
+func (Seed) Kind() Kind        { return KindSeed }
+func (TxBegin) Kind() Kind     { return KindTxBegin }
+func (TxCommit) Kind() Kind    { return KindTxCommit }
+func (TxRollback) Kind() Kind  { return KindTxRollback }
+func (BreakerTrip) Kind() Kind { return KindBreakerTrip }
+func (AgentTurn) Kind() Kind   { return KindAgentTurn }
+func (Marker) Kind() Kind      { return KindMarker }
+func (u Unknown) Kind() Kind   { return u.K }
+
+// payloadTypes makes the zero payload of each known kind, as a pointer.
+var payloadTypes = map[Kind]func() Payload{
+	KindRunStart:    func() Payload { return &RunStart{} },
+	KindRunEnd:      func() Payload { return &RunEnd{} },
+	KindStep:        func() Payload { return &Step{} },
+	KindLLMRequest:  func() Payload { return &LLMRequest{} },
+	KindLLMResponse: func() Payload { return &LLMResponse{} },
+	KindToolCall:    func() Payload { return &ToolCall{} },
+	KindToolResult:  func() Payload { return &ToolResult{} },
+	KindMCP:         func() Payload { return &MCPMessage{} },
+	KindFileChange:  func() Payload { return &FileChange{} },
+	KindOutput:      func() Payload { return &Output{} },
+	KindClock:       func() Payload { return &Clock{} },
+	KindSeed:        func() Payload { return &Seed{} },
+	KindTxBegin:     func() Payload { return &TxBegin{} },
+	KindTxCommit:    func() Payload { return &TxCommit{} },
+	KindTxRollback:  func() Payload { return &TxRollback{} },
+	KindBreakerTrip: func() Payload { return &BreakerTrip{} },
+	KindAgentTurn:   func() Payload { return &AgentTurn{} },
+	KindMarker:      func() Payload { return &Marker{} },
+}
+
+// Decode parses the frame's payload into its typed form (a pointer such as
+// *LLMRequest). A kind or schema newer than this package decodes to Unknown.
+func (f Frame) Decode() (Payload, error) {
+	mk, ok := payloadTypes[f.Kind]
+	if !ok || f.Schema > schemaVersion(f.Kind) {
+		return Unknown{K: f.Kind, JSON: json.RawMessage(f.Payload)}, nil
+	}
+	p := mk()
+	if err := json.Unmarshal(f.Payload, p); err != nil {
+		return nil, frameErr(f.Offset, f.Seq, "%s payload: %v", f.Kind, err)
+	}
+	return p, nil
+}
+
+// marshalPayload encodes p after dropping its secrets.
+func marshalPayload(p Payload) ([]byte, error) {
+	if u, ok := p.(Unknown); ok {
+		return u.JSON, nil
+	}
+	if r, ok := p.(redacter); ok {
+		p = r.redacted()
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("tapefmt: encode %s payload: %w", p.Kind(), err)
+	}
+	return b, nil
+}

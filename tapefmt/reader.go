@@ -1,0 +1,238 @@
+package tapefmt
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"sync"
+	"time"
+)
+
+// Tape is an open tape for reading. A closed tape opens in O(1) through its
+// footer; one without a footer is scanned and cut back to its last whole
+// step (see Recovered). A Tape is safe for concurrent use.
+type Tape struct {
+	ra     io.ReaderAt
+	size   int64
+	closer io.Closer
+	hdr    fileHeader
+	ft     footer
+	closed bool      // the tape has a valid footer
+	rec    *Recovery // set when the tape was opened by scanning
+
+	mu     sync.Mutex
+	frames []byte           // frame table in memory: scanned tapes, or loaded on demand
+	blobs  map[Hash]blobLoc // blob table in memory, loaded on first use
+	cache  blobCache
+}
+
+// Open opens the tape at path.
+func Open(path string) (*Tape, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tapefmt: open tape: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("tapefmt: open tape: %w", err)
+	}
+	t, err := NewReader(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	t.closer = f
+	return t, nil
+}
+
+// NewReader opens a tape held by ra, size bytes long.
+func NewReader(ra io.ReaderAt, size int64) (*Tape, error) {
+	t := &Tape{ra: ra, size: size}
+	hb := make([]byte, fileHeaderSize)
+	if size < fileHeaderSize {
+		return nil, formatErr(0, "file is %d bytes, shorter than a tape header (%d)", size, fileHeaderSize)
+	}
+	if err := t.readAt(hb, 0); err != nil {
+		return nil, err
+	}
+	var err error
+	if t.hdr, err = parseFileHeader(hb); err != nil {
+		return nil, err
+	}
+	if size >= fileHeaderSize+footerSize {
+		fb := make([]byte, footerSize)
+		if err := t.readAt(fb, size-footerSize); err != nil {
+			return nil, err
+		}
+		if t.ft, t.closed, err = parseFooter(fb, size); err != nil {
+			return nil, err
+		}
+	}
+	if !t.closed {
+		idx, rec := recoverScan(ra, size)
+		t.rec, t.frames, t.blobs = rec, idx.frames, idx.blobs
+		t.ft = footer{recordsEnd: rec.ValidEnd, frames: uint64(len(idx.frames) / frameEntrySize), head: idx.head, steps: idx.steps}
+	}
+	return t, nil
+}
+
+// Close releases the file.
+func (t *Tape) Close() error {
+	if t.closer != nil {
+		return t.closer.Close()
+	}
+	return nil
+}
+
+func (t *Tape) readAt(b []byte, off int64) error {
+	if off < 0 || off+int64(len(b)) > t.size {
+		return formatErr(off, "read of %d bytes past the end of the %d-byte file", len(b), t.size)
+	}
+	if _, err := t.ra.ReadAt(b, off); err != nil && !(errors.Is(err, io.EOF) && len(b) > 0) {
+		return fmt.Errorf("tapefmt: read at %d: %w", off, err)
+	}
+	return nil
+}
+
+// Len returns the number of frames.
+func (t *Tape) Len() int { return int(t.ft.frames) }
+
+// Steps returns the number of step boundaries (step.commit frames).
+func (t *Tape) Steps() int { return int(t.ft.steps) }
+
+// Head returns the chain head over every frame.
+func (t *Tape) Head() Hash { return t.ft.head }
+
+// ID returns the random tape id from the header.
+func (t *Tape) ID() [16]byte { return t.hdr.ID }
+
+// Created returns the wall-clock time the recording started.
+func (t *Tape) Created() time.Time { return t.hdr.Created }
+
+// Size returns the file size in bytes.
+func (t *Tape) Size() int64 { return t.size }
+
+// Sealed reports whether the tape carries a seal.
+func (t *Tape) Sealed() bool { return t.closed && t.ft.flags&footerSealed != 0 }
+
+// Recovered returns what a scan kept and dropped, or nil when the tape was
+// closed properly and opened through its footer.
+func (t *Tape) Recovered() *Recovery { return t.rec }
+
+// entry returns row i of the frame table: from memory when loaded, else one
+// read of 24 bytes.
+func (t *Tape) entry(i int) (frameEntry, error) {
+	if i < 0 || i >= t.Len() {
+		return frameEntry{}, fmt.Errorf("%w: frame %d of %d", ErrFrameRange, i, t.Len())
+	}
+	t.mu.Lock()
+	mem := t.frames
+	t.mu.Unlock()
+	if mem != nil {
+		return parseFrameEntry(mem[i*frameEntrySize:]), nil
+	}
+	var b [frameEntrySize]byte
+	if err := t.readAt(b[:], t.ft.recordsEnd+int64(i)*frameEntrySize); err != nil {
+		return frameEntry{}, err
+	}
+	return parseFrameEntry(b[:]), nil
+}
+
+// Frame returns frame i in O(1): one index read and one record read. Its
+// CRC and sequence number are checked.
+func (t *Tape) Frame(i int) (Frame, error) {
+	e, err := t.entry(i)
+	if err != nil {
+		return Frame{}, err
+	}
+	if e.length > MaxPayload || e.off < fileHeaderSize || e.off+frameHeaderSize+int64(e.length) > t.ft.recordsEnd {
+		return Frame{}, frameErr(t.ft.recordsEnd+int64(i)*frameEntrySize, uint64(i), "index entry points outside the records")
+	}
+	rec := make([]byte, frameHeaderSize+int(e.length))
+	if err := t.readAt(rec, e.off); err != nil {
+		return Frame{}, err
+	}
+	f, n, err := parseFrameHeader(rec, e.off)
+	if err != nil {
+		return Frame{}, err
+	}
+	if n != e.length || f.Seq != uint64(i) || f.Kind != e.kind {
+		return Frame{}, frameErr(e.off, uint64(i), "record does not match its index entry")
+	}
+	f.Payload = rec[frameHeaderSize:]
+	return f, checkFrameCRC(rec, &f)
+}
+
+// loadFrameTable reads the whole frame table into memory once.
+func (t *Tape) loadFrameTable() ([]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.frames != nil {
+		return t.frames, nil
+	}
+	b := make([]byte, t.Len()*frameEntrySize)
+	if err := t.readAt(b, t.ft.recordsEnd); err != nil {
+		return nil, err
+	}
+	if crcOf(b, nil) != t.ft.frameCRC {
+		return nil, formatErr(t.ft.recordsEnd, "frame index checksum mismatch")
+	}
+	t.frames = b
+	return b, nil
+}
+
+// All yields every frame in order, reading the records sequentially. The
+// Frame's Payload is valid only until the next iteration.
+func (t *Tape) All() iter.Seq2[Frame, error] {
+	return func(yield func(Frame, error) bool) {
+		sc := newScanner(t.ra, fileHeaderSize, t.ft.recordsEnd)
+		for {
+			r, err := sc.next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(Frame{}, err)
+				return
+			}
+			if r.typ == recFrame && !yield(r.frame, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Frames yields the frames of the given kinds (all when none are given) in
+// order, using the index to skip the others. Payloads are freshly allocated.
+func (t *Tape) Frames(kinds ...Kind) iter.Seq2[Frame, error] {
+	var want [256]bool
+	for _, k := range kinds {
+		want[k] = true
+	}
+	return func(yield func(Frame, error) bool) {
+		table, err := t.loadFrameTable()
+		if err != nil {
+			yield(Frame{}, err)
+			return
+		}
+		for i := range t.Len() {
+			if len(kinds) > 0 && !want[table[i*frameEntrySize+20]] {
+				continue
+			}
+			f, err := t.Frame(i)
+			if !yield(f, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// KindAt returns the kind and time of frame i from the index alone, without
+// reading the record: cheap enough for a scrubber over a huge tape.
+func (t *Tape) KindAt(i int) (Kind, time.Duration, error) {
+	e, err := t.entry(i)
+	return e.kind, e.time, err
+}

@@ -1,0 +1,107 @@
+package tapefmt
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Secrets never reach the tape. The writer passes every payload through
+// redacted() before encoding it: this is the one place where that happens.
+
+// redacter is a payload that can carry secrets.
+type redacter interface {
+	redacted() Payload
+}
+
+// secretHeader reports whether an HTTP header may carry a credential.
+func secretHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie", "set-cookie":
+		return true
+	}
+	for _, part := range []string{"api-key", "apikey", "api_key", "token", "secret", "password", "signature"} {
+		if strings.Contains(n, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretName reports whether a query parameter or environment variable name
+// looks like a credential.
+func secretName(name string) bool {
+	n := strings.ToLower(name)
+	if n == "key" || n == "sig" || n == "code" {
+		return true
+	}
+	for _, part := range []string{"key", "token", "secret", "password", "passwd", "credential", "signature", "auth"} {
+		if strings.Contains(n, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactHeader returns a copy of h without the headers that may carry secrets.
+func RedactHeader(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for k, v := range h {
+		if !secretHeader(k) {
+			out[k] = append([]string(nil), v...)
+		}
+	}
+	return out
+}
+
+// RedactQuery drops the parameters of a raw query that may carry secrets.
+// A query that does not parse is dropped whole: it cannot be checked.
+func RedactQuery(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return ""
+	}
+	for k := range q {
+		if secretName(k) {
+			q.Del(k)
+		}
+	}
+	return q.Encode()
+}
+
+// RedactEnv returns a copy of env without variables whose names look secret.
+func RedactEnv(env map[string]string) map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		if !secretName(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (p RunStart) redacted() Payload {
+	p.Env = RedactEnv(p.Env)
+	return p
+}
+
+func (p LLMRequest) redacted() Payload {
+	p.Header = RedactHeader(p.Header)
+	p.Query = RedactQuery(p.Query)
+	return p
+}
+
+func (p LLMResponse) redacted() Payload {
+	p.Header = RedactHeader(p.Header)
+	return p
+}

@@ -1,0 +1,185 @@
+package tapefmt
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+)
+
+// VerifyOptions choose how deep Verify looks.
+type VerifyOptions struct {
+	// Blobs decodes every blob and checks it against its hash, and checks
+	// that every blob a frame names is on the tape. Without it only CRCs,
+	// the hash chain and the index are checked.
+	Blobs bool
+	// Key, when set, also checks the seal.
+	Key []byte
+}
+
+// VerifyReport is what Verify checked.
+type VerifyReport struct {
+	Frames   int
+	Blobs    int
+	Steps    int
+	Head     Hash
+	Sealed   bool
+	SealOK   bool      // the seal matched the key (only with a key)
+	Recovery *Recovery // set when the tape has no footer
+}
+
+// blobReferrer is a payload that names blobs.
+type blobReferrer interface{ blobRefs() []Hash }
+
+func (p LLMRequest) blobRefs() []Hash  { return []Hash{p.Body} }
+func (p LLMResponse) blobRefs() []Hash { return []Hash{p.Body} }
+func (p ToolResult) blobRefs() []Hash  { return []Hash{p.Body} }
+func (p MCPMessage) blobRefs() []Hash  { return []Hash{p.Body} }
+func (p FileChange) blobRefs() []Hash  { return []Hash{p.Body, p.Before} }
+
+// Verify recomputes every CRC, the hash chain and the index and, as the
+// options ask, every blob hash and the seal. The error is the first problem
+// found, a *FormatError naming its offset and frame, or ErrSeal.
+func (t *Tape) Verify(opts VerifyOptions) (*VerifyReport, error) {
+	rep := &VerifyReport{Recovery: t.rec, Sealed: t.Sealed()}
+	if err := t.verifyRecords(rep, opts.Blobs); err != nil {
+		return rep, err
+	}
+	if opts.Blobs {
+		if err := t.verifyBlobs(); err != nil {
+			return rep, err
+		}
+	}
+	if opts.Key != nil {
+		if err := t.CheckSeal(opts.Key); err != nil {
+			return rep, err
+		}
+		rep.SealOK = true
+	}
+	return rep, nil
+}
+
+// verifyRecords walks the records once, checking each against the chain and
+// the index.
+func (t *Tape) verifyRecords(rep *VerifyReport, refs bool) error {
+	var table []byte
+	if t.closed {
+		var err error
+		if table, err = t.loadFrameTable(); err != nil {
+			return err
+		}
+	}
+	blobs, err := t.blobTable()
+	if err != nil {
+		return err
+	}
+	c := newChain()
+	sc := newScanner(t.ra, fileHeaderSize, t.ft.recordsEnd)
+	for {
+		r, err := sc.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if r.typ == recBlob {
+			if err := checkBlobIndexed(r, blobs); err != nil {
+				return err
+			}
+			rep.Blobs++
+			continue
+		}
+		if err := t.checkFrame(r, rep, c, table, refs, blobs); err != nil {
+			return err
+		}
+		c.Write(r.bytes)
+		rep.Frames++
+	}
+	rep.Head = c.head()
+	return t.checkTotals(rep, len(blobs))
+}
+
+func checkBlobIndexed(r record, blobs map[Hash]blobLoc) error {
+	bh, _ := parseBlobHeader(r.bytes, r.off)
+	if loc, ok := blobs[bh.Hash]; !ok || loc.off != r.off {
+		return formatErr(r.off, "blob %s is not in the index at this offset", bh.Hash.Short())
+	}
+	return nil
+}
+
+// checkFrame checks one frame's sequence, index entry, step chain and blobs.
+func (t *Tape) checkFrame(r record, rep *VerifyReport, c chain, table []byte, refs bool, blobs map[Hash]blobLoc) error {
+	f := r.frame
+	if f.Seq != uint64(rep.Frames) {
+		return frameErr(r.off, f.Seq, "sequence number %d, want %d", f.Seq, rep.Frames)
+	}
+	if table != nil {
+		i := rep.Frames * frameEntrySize
+		if i+frameEntrySize > len(table) {
+			return frameErr(r.off, f.Seq, "frame is missing from the index")
+		}
+		e := parseFrameEntry(table[i:])
+		if e.off != r.off || e.kind != f.Kind || e.length != uint32(len(f.Payload)) || e.time != f.Time {
+			return frameErr(r.off, f.Seq, "index entry does not match the record")
+		}
+	}
+	if f.Kind == KindStep {
+		var s Step
+		if err := json.Unmarshal(f.Payload, &s); err != nil {
+			return frameErr(r.off, f.Seq, "step payload: %v", err)
+		}
+		if s.Chain != c.head() {
+			return frameErr(r.off, f.Seq, "hash chain broken: a frame before this step (since step %d) was changed", rep.Steps)
+		}
+		rep.Steps++
+	}
+	if refs {
+		return checkRefs(f, blobs)
+	}
+	return nil
+}
+
+// checkRefs decodes the payload and checks that the blobs it names exist.
+func checkRefs(f Frame, blobs map[Hash]blobLoc) error {
+	p, err := f.Decode()
+	if err != nil {
+		return err
+	}
+	if br, ok := p.(blobReferrer); ok {
+		for _, h := range br.blobRefs() {
+			if _, found := blobs[h]; !h.IsZero() && !found {
+				return frameErr(f.Offset, f.Seq, "%s names blob %s, which is not on the tape", f.Kind, h.Short())
+			}
+		}
+	}
+	return nil
+}
+
+func (t *Tape) checkTotals(rep *VerifyReport, blobs int) error {
+	end := t.ft.recordsEnd
+	switch {
+	case uint64(rep.Frames) != t.ft.frames:
+		return formatErr(end, "the index lists %d frames, the records hold %d", t.ft.frames, rep.Frames)
+	case rep.Blobs != blobs:
+		return formatErr(end, "the index lists %d blobs, the records hold %d", blobs, rep.Blobs)
+	case rep.Head != t.ft.head:
+		return formatErr(end, "chain head in the footer does not match the frames")
+	case uint64(rep.Steps) != t.ft.steps:
+		return formatErr(end, "the footer counts %d steps, the records hold %d", t.ft.steps, rep.Steps)
+	}
+	return nil
+}
+
+// verifyBlobs decodes every blob and checks its hash.
+func (t *Tape) verifyBlobs() error {
+	blobs, err := t.blobTable()
+	if err != nil {
+		return err
+	}
+	for _, h := range sortedHashes(blobs) {
+		if _, err := t.Blob(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+package tapefmt
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// SyncPolicy says when the writer asks the OS to put the tape on disk.
+type SyncPolicy uint8
+
+// Sync policies. Close always syncs.
+const (
+	SyncStep  SyncPolicy = iota // fsync at every step boundary (the default)
+	SyncNever                   // let the OS decide; fastest, a power cut may cost whole steps
+	SyncFrame                   // fsync after every frame; slowest, loses nothing written
+)
+
+// Options configure a Writer. The zero value is ready to use.
+type Options struct {
+	Sync SyncPolicy
+	// Now returns the time offset of the next frame; the default is the
+	// monotonic time since the writer was made.
+	Now func() time.Duration
+	// Created is the wall-clock start written in the header; default now.
+	Created time.Time
+}
+
+// Writer appends frames and blobs to a tape. It is safe for concurrent use.
+// Close writes the index and footer; a tape whose writer never closed is
+// still readable up to its last whole step.
+type Writer struct {
+	mu     sync.Mutex
+	bw     *bufio.Writer
+	dst    io.Writer
+	opts   Options
+	off    int64 // bytes written so far, header included
+	seq    uint64
+	steps  uint64
+	chain  chain
+	frames []byte // the frame index, frameEntrySize bytes per frame
+	blobs  map[Hash]blobLoc
+	lanes  map[string]lane
+	id     [16]byte
+	err    error // sticky: the first failure ends the writer
+	closed bool
+	head   [frameHeaderSize]byte
+}
+
+// blobLoc is where a blob record is and how deep its delta chain goes.
+type blobLoc struct {
+	off   int64
+	raw   uint32
+	depth uint16
+}
+
+// lane is the last blob put in a lane, kept to delta the next one against.
+type lane struct {
+	hash Hash
+	data []byte
+}
+
+// maxLaneBlob is the largest blob kept in memory as a delta base.
+const maxLaneBlob = 8 << 20
+
+// Create makes a new tape at path; it refuses to overwrite an existing file.
+func Create(path string, opts Options) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("tapefmt: create tape: %w", err)
+	}
+	w, err := NewWriter(f, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// NewWriter starts a tape on dst, which should be empty. If dst has a
+// Sync() error method it is used for the sync policy; if it is an io.Closer,
+// Close closes it.
+func NewWriter(dst io.Writer, opts Options) (*Writer, error) {
+	if opts.Created.IsZero() {
+		opts.Created = time.Now()
+	}
+	if opts.Now == nil {
+		start := time.Now()
+		opts.Now = func() time.Duration { return time.Since(start) }
+	}
+	w := &Writer{
+		bw: bufio.NewWriterSize(dst, 64<<10), dst: dst, opts: opts,
+		chain: newChain(), blobs: map[Hash]blobLoc{}, lanes: map[string]lane{},
+		id: newTapeID(),
+	}
+	h := fileHeader{Version: Version, Created: opts.Created, ID: w.id}
+	if err := w.write(h.marshal()); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// ID returns the random id written in the tape header.
+func (w *Writer) ID() [16]byte { return w.id }
+
+// Append writes p as the next frame on stream, timed now.
+func (w *Writer) Append(stream uint32, p Payload) (seq uint64, err error) {
+	return w.AppendAt(-1, stream, p)
+}
+
+// AppendAt writes p as the next frame with time offset t; a negative t means now.
+func (w *Writer) AppendAt(t time.Duration, stream uint32, p Payload) (uint64, error) {
+	body, err := marshalPayload(p)
+	if err != nil {
+		return 0, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appendLocked(Frame{Kind: p.Kind(), Schema: schemaVersion(p.Kind()), Stream: stream, Time: t, Payload: body})
+}
+
+// AppendFrame copies a frame read from another tape: kind, schema, stream,
+// time and payload are kept, the sequence number is this tape's next. A step
+// frame is written anew so that its chain head is this tape's. The payload is
+// trusted to be redacted already (it came from a tape).
+func (w *Writer) AppendFrame(f Frame) (uint64, error) {
+	if f.Kind == KindStep {
+		return w.commitAt(f.Time, f.Stream)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appendLocked(Frame{Kind: f.Kind, Schema: f.Schema, Stream: f.Stream, Time: f.Time, Payload: f.Payload})
+}
+
+// Commit writes a step boundary: the frames since the last one form a whole
+// agent step that survives a crash.
+func (w *Writer) Commit() (uint64, error) { return w.commitAt(-1, 0) }
+
+func (w *Writer) commitAt(t time.Duration, stream uint32) (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	body, err := marshalPayload(Step{Step: w.steps, Chain: w.headLocked()})
+	if err != nil {
+		return 0, err
+	}
+	w.steps++
+	return w.appendLocked(Frame{Kind: KindStep, Schema: schemaVersion(KindStep), Stream: stream, Time: t, Payload: body})
+}
+
+func (w *Writer) appendLocked(f Frame) (uint64, error) {
+	if err := w.usable(); err != nil {
+		return 0, err
+	}
+	if len(f.Payload) > MaxPayload {
+		return 0, fmt.Errorf("tapefmt: %s payload of %d bytes exceeds %d: put large data in a blob", f.Kind, len(f.Payload), MaxPayload)
+	}
+	if f.Time < 0 {
+		f.Time = w.opts.Now()
+	}
+	f.Seq, f.Offset = w.seq, w.off
+	f.marshalHeader(w.head[:])
+	w.chain.Write(w.head[:])
+	w.chain.Write(f.Payload)
+	if err := w.write(w.head[:], f.Payload); err != nil {
+		return 0, err
+	}
+	w.frames = appendFrameEntry(w.frames, &f)
+	w.seq++
+	return f.Seq, w.afterFrame(f.Kind.Boundary())
+}
+
+// afterFrame flushes and syncs as the policy asks.
+func (w *Writer) afterFrame(boundary bool) error {
+	if !boundary && w.opts.Sync != SyncFrame {
+		return nil
+	}
+	if err := w.bw.Flush(); err != nil {
+		return w.fail(err)
+	}
+	if w.opts.Sync == SyncNever {
+		return nil
+	}
+	return w.sync()
+}
+
+func (w *Writer) sync() error {
+	if s, ok := w.dst.(interface{ Sync() error }); ok {
+		if err := s.Sync(); err != nil {
+			return w.fail(err)
+		}
+	}
+	return nil
+}
+
+// PutBlob stores data once under its BLAKE3 hash and returns the hash. Blobs
+// in the same lane (for example every request body sent to one endpoint) are
+// stored as deltas of one another, so resent history costs little.
+func (w *Writer) PutBlob(laneName string, data []byte) (Hash, error) {
+	if len(data) > MaxBlobSize {
+		return Hash{}, fmt.Errorf("tapefmt: blob of %d bytes exceeds %d", len(data), MaxBlobSize)
+	}
+	h := HashOf(data)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return h, err
+	}
+	if _, ok := w.blobs[h]; ok {
+		return h, nil
+	}
+	var base []byte
+	var bl blobLoc
+	if ln, ok := w.lanes[laneName]; ok {
+		base, bl = ln.data, w.blobs[ln.hash]
+	}
+	enc, depth, stored := encodeBlob(data, base, bl.off, bl.depth)
+	bh := blobHeader{Encoding: enc, Depth: depth, Stored: uint32(len(stored)), Hash: h, RawLen: uint32(len(data))}
+	loc := blobLoc{off: w.off, raw: bh.RawLen, depth: depth}
+	if err := w.write(bh.marshal(stored)); err != nil {
+		return h, err
+	}
+	w.blobs[h] = loc
+	if len(data) <= maxLaneBlob {
+		w.lanes[laneName] = lane{hash: h, data: data}
+	}
+	return h, nil
+}
+
+// Head returns the chain head: the BLAKE3 hash of every frame record so far.
+func (w *Writer) Head() Hash {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.headLocked()
+}
+
+func (w *Writer) headLocked() Hash { return w.chain.head() }
+
+// Len returns the number of frames written.
+func (w *Writer) Len() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq
+}
+
+// Flush hands buffered records to the OS without syncing.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := w.bw.Flush(); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// Close writes the index and footer, syncs, and closes the destination if it
+// is an io.Closer. Frames after the last step boundary are kept: a closed
+// tape is whole by definition.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	err := w.usable()
+	if err == nil {
+		err = w.writeIndex()
+	}
+	if err == nil {
+		err = w.bw.Flush()
+	}
+	if err == nil {
+		err = w.sync()
+	}
+	w.closed = true
+	if c, ok := w.dst.(io.Closer); ok {
+		err = errors.Join(err, c.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("tapefmt: close tape: %w", err)
+	}
+	return nil
+}
+
+func (w *Writer) usable() error {
+	switch {
+	case w.closed:
+		return ErrClosed
+	case w.err != nil:
+		return w.err
+	}
+	return nil
+}
+
+func (w *Writer) write(parts ...[]byte) error {
+	for _, p := range parts {
+		n, err := w.bw.Write(p)
+		w.off += int64(n)
+		if err != nil {
+			return w.fail(err)
+		}
+	}
+	return nil
+}
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = fmt.Errorf("tapefmt: write tape: %w", err)
+	}
+	return w.err
+}

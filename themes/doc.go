@@ -1,0 +1,2 @@
+// Package themes holds the named colour palettes of the turntable.
+package themes
