@@ -1,0 +1,139 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// baseName is the append-only log of fingerprints taken when a path was
+// first staged in process: one JSON object per line.
+const baseName = "base.jsonl"
+
+// fingerprint is what the real side looked like for one path. Two equal
+// fingerprints mean the file was not replaced, written or chmodded.
+type fingerprint struct {
+	Path   string `json:"path"`
+	Exists bool   `json:"exists"`
+	Size   int64  `json:"size,omitempty"`
+	Mtime  int64  `json:"mtime,omitempty"`
+	Ctime  int64  `json:"ctime,omitempty"`
+	Ino    uint64 `json:"ino,omitempty"`
+	Mode   uint32 `json:"mode,omitempty"`
+}
+
+func takeFingerprint(abs, rel string) (fingerprint, error) {
+	var st unix.Stat_t
+	err := unix.Lstat(abs, &st)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return fingerprint{Path: rel}, nil
+	}
+	if err != nil {
+		return fingerprint{}, &fs.PathError{Op: "lstat", Path: abs, Err: err}
+	}
+	return fingerprint{
+		Path: rel, Exists: true, Size: st.Size, Ino: st.Ino, Mode: st.Mode,
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
+	}, nil
+}
+
+// touchMarker creates name and returns its change time: the file system's
+// own clock at Begin, to compare real-side ctimes against.
+func touchMarker(name string) (int64, error) {
+	if err := os.WriteFile(name, nil, 0o600); err != nil {
+		return 0, err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(name, &st); err != nil {
+		return 0, err
+	}
+	return st.Ctim.Nano(), nil
+}
+
+// noteBase records the real side of rel the first time it is staged.
+// The caller holds tx.mu.
+func (tx *Tx) noteBase(rel string) error {
+	if _, ok := tx.base[rel]; ok {
+		return nil
+	}
+	fp, err := takeFingerprint(tx.real(rel), rel)
+	if err != nil {
+		return err
+	}
+	line, _ := json.Marshal(fp)
+	f, err := os.OpenFile(filepath.Join(tx.dir, baseName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("sandbox: record base: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("sandbox: record base: %w", err)
+	}
+	tx.base[rel] = fp
+	return nil
+}
+
+func loadBase(dir string) (map[string]fingerprint, error) {
+	m := map[string]fingerprint{}
+	f, err := os.Open(filepath.Join(dir, baseName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("sandbox: load base: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var fp fingerprint
+		if json.Unmarshal(sc.Bytes(), &fp) == nil { // a torn last line is dropped
+			m[fp.Path] = fp
+		}
+	}
+	return m, sc.Err()
+}
+
+// conflicts compares the real side of every change with what it was at
+// Begin. Paths with a fingerprint compare exactly; others (staged by a
+// child process in the overlay) conflict when their ctime is later than
+// the Begin marker's.
+func (tx *Tx) conflicts(cs ChangeSet) ([]Conflict, error) {
+	var out []Conflict
+	for _, c := range cs.Changes {
+		if c.Op == OpMkdir || c.Op == OpChmodDir {
+			continue
+		}
+		now, err := takeFingerprint(tx.real(c.Path), c.Path)
+		if err != nil {
+			return nil, err
+		}
+		if reason := tx.compare(c.Path, now); reason != "" {
+			out = append(out, Conflict{Path: c.Path, Reason: reason})
+		}
+	}
+	return out, nil
+}
+
+func (tx *Tx) compare(rel string, now fingerprint) string {
+	if was, ok := tx.base[rel]; ok {
+		switch {
+		case was.Exists && !now.Exists:
+			return "deleted since begin"
+		case !was.Exists && now.Exists:
+			return "created since begin"
+		case was != now:
+			return "changed since begin"
+		}
+		return ""
+	}
+	if now.Exists && now.Ctime > tx.meta.BeginCtime {
+		return "changed since begin"
+	}
+	return ""
+}

@@ -1,0 +1,129 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// copyFile copies a regular file's content and permission bits, cloning
+// extents (reflink) where the file system can and copying bytes otherwise.
+// It writes through a temporary name so dst is never seen half written.
+func copyFile(src, dst string, perm fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".jbx-tmp"
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, perm.Perm())
+	if err != nil {
+		return err
+	}
+	if cerr := unix.IoctlFileClone(int(out.Fd()), int(in.Fd())); cerr != nil {
+		_, err = io.Copy(out, in) // copy_file_range where the kernel has it
+	}
+	if err == nil {
+		err = out.Chmod(perm.Perm())
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// linkOrCopy hard-links src to dst, or copies when links cannot cross.
+func linkOrCopy(src, dst string, perm fs.FileMode) error {
+	err := os.Link(src, dst)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return copyFile(src, dst, perm)
+}
+
+// copyTree copies a staging tree (regular files, dirs, symlinks, whiteouts
+// and opaque markers) from src to dst, which must not exist.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return copyNode(p, to, fi)
+	})
+}
+
+// copyNode copies one staging node, keeping its kind and mode.
+func copyNode(from, to string, fi fs.FileInfo) error {
+	switch {
+	case fi.IsDir():
+		if err := os.Mkdir(to, fi.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		if isOpaque(from) {
+			if err := setOpaque(to); err != nil {
+				return err
+			}
+		}
+		return os.Chmod(to, fi.Mode().Perm())
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(from)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, to)
+	case isWhiteout(fi):
+		return mkWhiteout(to)
+	case fi.Mode().IsRegular():
+		return copyFile(from, to, fi.Mode())
+	}
+	return fmt.Errorf("%w: %s", ErrSpecialFile, from)
+}
+
+// mkWhiteout makes an overlayfs whiteout (char device 0/0). Linux allows
+// it without privilege since 5.8.
+func mkWhiteout(p string) error {
+	if err := unix.Mknod(p, unix.S_IFCHR|0o600, 0); err != nil {
+		return &fs.PathError{Op: "mknod whiteout", Path: p, Err: err}
+	}
+	return nil
+}
+
+func setOpaque(dir string) error {
+	if err := unix.Lsetxattr(dir, xattrOpaque, []byte("y"), 0); err != nil {
+		return &fs.PathError{Op: "set opaque", Path: dir, Err: err}
+	}
+	return nil
+}
+
+// removeAll removes a tree, first making directories writable: the kernel
+// overlay leaves a mode-000 work directory behind.
+func removeAll(p string) error {
+	err := os.RemoveAll(p)
+	if err == nil {
+		return nil
+	}
+	filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(q, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(p)
+}

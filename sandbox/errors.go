@@ -1,0 +1,84 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every refusal wraps one of these in a *PathError that
+// names the path, so callers can both test with errors.Is and print a
+// message a person understands.
+var (
+	// ErrEscape reports a path that would leave the workspace: "..", an
+	// absolute path, or a symlink or hard link that points outside.
+	ErrEscape = errors.New("sandbox: path escapes the workspace")
+	// ErrInvalidPath reports an empty path, the workspace root where a file
+	// is needed, or a name holding a NUL byte.
+	ErrInvalidPath = errors.New("sandbox: invalid path")
+	// ErrStatePath reports a path inside the booth's own state directory.
+	ErrStatePath = errors.New("sandbox: path is inside the booth state directory")
+	// ErrSpecialFile reports a device file, fifo or socket in a change set.
+	ErrSpecialFile = errors.New("sandbox: special file refused")
+	// ErrHardLink reports a staged file that is hard-linked elsewhere.
+	ErrHardLink = errors.New("sandbox: hard link refused")
+	// ErrSymlinkLoop reports too many symlinks while resolving a path.
+	ErrSymlinkLoop = errors.New("sandbox: too many levels of symbolic links")
+	// ErrConflict reports that the real workspace changed under a staged path.
+	ErrConflict = errors.New("sandbox: conflicting change on the real side")
+	// ErrClosed reports use of a transaction after commit or rollback.
+	ErrClosed = errors.New("sandbox: transaction is closed")
+	// ErrNoTx reports that no booth transaction matches the request.
+	ErrNoTx = errors.New("sandbox: no such transaction")
+	// ErrNoSavepoint reports an unknown savepoint name.
+	ErrNoSavepoint = errors.New("sandbox: no such savepoint")
+	// ErrCrash is returned by a test failpoint to simulate a crash: the
+	// commit stops where it is and leaves its state for Recover.
+	ErrCrash = errors.New("sandbox: simulated crash")
+	// ErrNoResolver reports a journal naming a participant kind that Recover
+	// was not given a resolver for.
+	ErrNoResolver = errors.New("sandbox: no resolver for participant")
+)
+
+// PathError is a refusal or failure that concerns one workspace path.
+type PathError struct {
+	Op   string // what was attempted: "write", "stage", "commit", ...
+	Path string // the path as given, or as found in the staging area
+	Err  error  // a sentinel above, or an underlying I/O error
+}
+
+// Error formats the refusal as "sandbox: OP PATH: reason".
+func (e *PathError) Error() string {
+	return fmt.Sprintf("%s %q: %v", e.Op, e.Path, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *PathError) Unwrap() error { return e.Err }
+
+func pathErr(op, path string, err error) error {
+	return &PathError{Op: op, Path: path, Err: err}
+}
+
+// Conflict is one path changed on the real side since Begin.
+type Conflict struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// ConflictError lists every conflict that made Commit refuse.
+type ConflictError struct {
+	Conflicts []Conflict
+}
+
+// Error lists the conflicting paths.
+func (e *ConflictError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d path(s):", ErrConflict, len(e.Conflicts))
+	for _, c := range e.Conflicts {
+		fmt.Fprintf(&b, " %s (%s);", c.Path, c.Reason)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Unwrap() error { return ErrConflict }

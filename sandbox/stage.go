@@ -1,0 +1,289 @@
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+
+	"golang.org/x/sys/unix"
+)
+
+// prepare cleans and resolves name for a mutation and records the real
+// side's fingerprint. The caller holds tx.mu.
+func (tx *Tx) prepare(op, name string, followLast bool) (string, entry, error) {
+	if err := tx.checkOpen(); err != nil {
+		return "", entry{}, err
+	}
+	rel, err := tx.ws.cleanFile(op, name)
+	if err == nil {
+		rel, err = tx.resolve(op, rel, followLast)
+	}
+	if err != nil {
+		return "", entry{}, err
+	}
+	if rel == "." || tx.ws.isState(rel) {
+		return "", entry{}, pathErr(op, name, ErrInvalidPath)
+	}
+	e, err := tx.lookup(rel)
+	if err == nil {
+		err = tx.noteBase(rel)
+	}
+	if err != nil {
+		return "", entry{}, pathErr(op, name, err)
+	}
+	return rel, e, nil
+}
+
+// upperParent makes sure rel's parent exists as a directory in the
+// staging area, copying directory modes from the view.
+func (tx *Tx) upperParent(op, rel string) error {
+	dir := path.Dir(rel)
+	if dir == "." {
+		return nil
+	}
+	if fi, err := os.Lstat(tx.up(dir)); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := tx.upperParent(op, dir); err != nil {
+		return err
+	}
+	e, err := tx.lookup(dir)
+	if err != nil {
+		return pathErr(op, rel, err)
+	}
+	if !e.exists() {
+		return pathErr(op, rel, fs.ErrNotExist)
+	}
+	if !e.info.IsDir() {
+		return pathErr(op, rel, unix.ENOTDIR)
+	}
+	if err := os.Mkdir(tx.up(dir), e.info.Mode().Perm()|0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return pathErr(op, rel, err)
+	}
+	return os.Chmod(tx.up(dir), e.info.Mode().Perm())
+}
+
+// clearUpper removes whatever the staging area holds at rel.
+func (tx *Tx) clearUpper(rel string) error {
+	err := removeAll(tx.up(rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// copyUp brings a lower file or symlink into the staging area unchanged,
+// so that it can be modified there. Directories get an upper directory.
+func (tx *Tx) copyUp(op, rel string, e entry) error {
+	if e.layer != layerLower {
+		return nil
+	}
+	if err := tx.upperParent(op, rel); err != nil {
+		return err
+	}
+	if e.info.IsDir() {
+		if err := os.Mkdir(tx.up(rel), e.info.Mode().Perm()|0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return pathErr(op, rel, err)
+		}
+		return os.Chmod(tx.up(rel), e.info.Mode().Perm())
+	}
+	if !e.info.Mode().IsRegular() && e.info.Mode()&fs.ModeSymlink == 0 {
+		return pathErr(op, rel, ErrSpecialFile)
+	}
+	if err := copyNode(e.abs, tx.up(rel), e.info); err != nil {
+		return pathErr(op, rel, err)
+	}
+	return nil
+}
+
+// WriteFile stages data as the new content of name, creating it with perm
+// if it does not exist, like os.WriteFile.
+func (tx *Tx) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	f, err := tx.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// OpenFile opens name in the staged view with os.OpenFile flags. Opening
+// for writing copies a lower file up first (unless O_TRUNC makes that
+// pointless); the returned file is the staged copy.
+func (tx *Tx) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == 0 {
+		return tx.Open(name)
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	rel, e, err := tx.prepare("write", name, true)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case e.exists() && e.info.IsDir():
+		return nil, pathErr("write", name, unix.EISDIR)
+	case e.exists() && flag&os.O_EXCL != 0:
+		return nil, pathErr("write", name, fs.ErrExist)
+	case !e.exists() && flag&os.O_CREATE == 0:
+		return nil, pathErr("write", name, fs.ErrNotExist)
+	}
+	if err := tx.upperParent("write", rel); err != nil {
+		return nil, err
+	}
+	if e.layer == layerLower && flag&os.O_TRUNC == 0 {
+		if err := tx.copyUp("write", rel, e); err != nil {
+			return nil, err
+		}
+	} else if e.layer == layerLower {
+		perm = e.info.Mode().Perm()
+	}
+	if fi, err := os.Lstat(tx.up(rel)); err == nil && isWhiteout(fi) {
+		os.Remove(tx.up(rel))
+	}
+	return os.OpenFile(tx.up(rel), flag|os.O_CREATE|unix.O_NOFOLLOW, perm)
+}
+
+// Remove stages the removal of a file, symlink or empty directory.
+func (tx *Tx) Remove(name string) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	return tx.remove("remove", name, false)
+}
+
+// RemoveAll stages the removal of name and everything under it. Like
+// os.RemoveAll it succeeds when name does not exist.
+func (tx *Tx) RemoveAll(name string) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	return tx.remove("removeall", name, true)
+}
+
+func (tx *Tx) remove(op, name string, all bool) error {
+	rel, e, err := tx.prepare(op, name, false)
+	if err != nil {
+		return err
+	}
+	if !e.exists() {
+		if all {
+			return nil
+		}
+		return pathErr(op, name, fs.ErrNotExist)
+	}
+	if e.info.IsDir() && !all {
+		if list, err := tx.readDir(rel); err != nil || len(list) > 0 {
+			return pathErr(op, name, unix.ENOTEMPTY)
+		}
+	}
+	return tx.whiteout(op, rel)
+}
+
+// whiteout deletes rel from the view: it drops any upper entry and, when
+// the lower side still has something there, leaves a whiteout.
+func (tx *Tx) whiteout(op, rel string) error {
+	if err := tx.clearUpper(rel); err != nil {
+		return pathErr(op, rel, err)
+	}
+	e, err := tx.lookup(rel)
+	if err != nil || !e.exists() {
+		return err
+	}
+	if err := tx.upperParent(op, rel); err != nil {
+		return err
+	}
+	if err := mkWhiteout(tx.up(rel)); err != nil {
+		return pathErr(op, rel, err)
+	}
+	return nil
+}
+
+// Mkdir stages a new directory. A directory made where a deleted one was
+// is opaque: none of the old content shows through.
+func (tx *Tx) Mkdir(name string, perm fs.FileMode) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	rel, e, err := tx.prepare("mkdir", name, false)
+	if err != nil {
+		return err
+	}
+	if e.exists() {
+		return pathErr("mkdir", name, fs.ErrExist)
+	}
+	if err := tx.upperParent("mkdir", rel); err != nil {
+		return err
+	}
+	wasWhiteout := false
+	if fi, err := os.Lstat(tx.up(rel)); err == nil && isWhiteout(fi) {
+		wasWhiteout = os.Remove(tx.up(rel)) == nil
+	}
+	if err := os.Mkdir(tx.up(rel), perm.Perm()); err != nil {
+		return pathErr("mkdir", name, err)
+	}
+	if wasWhiteout {
+		return setOpaque(tx.up(rel))
+	}
+	return nil
+}
+
+// MkdirAll stages name and any missing parents.
+func (tx *Tx) MkdirAll(name string, perm fs.FileMode) error {
+	if fi, err := tx.Stat(name); err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		return pathErr("mkdir", name, unix.ENOTDIR)
+	}
+	if dir := path.Dir(name); dir != "." && dir != "/" {
+		if err := tx.MkdirAll(dir, perm); err != nil {
+			return err
+		}
+	}
+	err := tx.Mkdir(name, perm)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	return err
+}
+
+// Symlink stages a symlink at name pointing at target. A target that
+// leads outside the workspace is refused.
+func (tx *Tx) Symlink(target, name string) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	rel, e, err := tx.prepare("symlink", name, false)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ws.symlinkTarget(rel, target); err != nil {
+		return pathErr("symlink", name+" -> "+target, errors.Unwrap(err))
+	}
+	if e.exists() {
+		return pathErr("symlink", name, fs.ErrExist)
+	}
+	if err := tx.upperParent("symlink", rel); err != nil {
+		return err
+	}
+	os.Remove(tx.up(rel)) // a whiteout, if any
+	return os.Symlink(target, tx.up(rel))
+}
+
+// Chmod stages a permission change.
+func (tx *Tx) Chmod(name string, mode fs.FileMode) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	rel, e, err := tx.prepare("chmod", name, true)
+	if err != nil {
+		return err
+	}
+	if !e.exists() {
+		return pathErr("chmod", name, fs.ErrNotExist)
+	}
+	if err := tx.copyUp("chmod", rel, e); err != nil {
+		return err
+	}
+	return os.Chmod(tx.up(rel), mode.Perm())
+}

@@ -1,0 +1,266 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure Begin, Open, List and Recover.
+type Options struct {
+	// StateRoot holds one directory per transaction. Empty means
+	// DefaultStateDir inside the workspace, which keeps staging on the same
+	// file system so commit can link and rename instead of copy.
+	StateRoot string
+	// Observer, when set, hears every begin, change, commit and rollback, so
+	// the engine can write tape frames without sandbox knowing about tapes.
+	Observer func(Event)
+}
+
+// EventKind names what an Event reports.
+type EventKind string
+
+// Event kinds, in the order a committing transaction emits them.
+const (
+	EventBegin     EventKind = "tx.begin"
+	EventSavepoint EventKind = "tx.savepoint"
+	EventChange    EventKind = "tx.change" // one per change, before it is applied
+	EventCommit    EventKind = "tx.commit"
+	EventRollback  EventKind = "tx.rollback"
+)
+
+// Event is what the Observer hears. Change is set for EventChange only and
+// its Open method reads the staged content while the callback runs.
+type Event struct {
+	Kind   EventKind
+	TxID   string
+	Name   string // savepoint name for EventSavepoint
+	Change *Change
+}
+
+// workspace is the resolved real tree and where its booth state lives.
+type workspace struct {
+	root      string // absolute, symlinks evaluated
+	stateRoot string // absolute
+	stateRel  string // stateRoot relative to root, "" when outside it
+}
+
+func newWorkspace(dir string, opts Options) (*workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	w := &workspace{root: root, stateRoot: filepath.Join(root, filepath.FromSlash(DefaultStateDir))}
+	if opts.StateRoot != "" {
+		if w.stateRoot, err = filepath.Abs(opts.StateRoot); err != nil {
+			return nil, fmt.Errorf("sandbox: state root: %w", err)
+		}
+	}
+	if rel, err := filepath.Rel(root, w.stateRoot); err == nil && !strings.HasPrefix(rel, "..") {
+		w.stateRel = filepath.ToSlash(rel)
+	}
+	return w, nil
+}
+
+// txMeta is tx.json, written once at Begin and on each savepoint.
+type txMeta struct {
+	ID         string    `json:"id"`
+	Workspace  string    `json:"workspace"`
+	Created    time.Time `json:"created"`
+	BeginCtime int64     `json:"begin_ctime_ns"`
+	Savepoints []string  `json:"savepoints,omitempty"`
+}
+
+// Tx is one booth transaction over a workspace. Its methods are safe for
+// use by several goroutines.
+type Tx struct {
+	mu     sync.Mutex
+	ws     *workspace
+	dir    string // this transaction's state directory
+	upper  string // the staging area, in overlayfs upper-dir format
+	meta   txMeta
+	opts   Options
+	base   map[string]fingerprint
+	parts  []Participant
+	closed bool
+}
+
+// Begin starts a transaction over the workspace directory. It touches no
+// workspace file and costs the same whatever the workspace's size.
+func Begin(dir string, opts Options) (*Tx, error) {
+	w, err := newWorkspace(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	id, err := newTxID()
+	if err != nil {
+		return nil, err
+	}
+	tx := &Tx{ws: w, opts: opts, base: map[string]fingerprint{}}
+	tx.setDir(filepath.Join(w.stateRoot, id))
+	if err := os.MkdirAll(tx.upper, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox: begin: %w", err)
+	}
+	ctime, err := touchMarker(filepath.Join(tx.dir, "begin"))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: begin: %w", err)
+	}
+	tx.meta = txMeta{ID: id, Workspace: w.root, Created: time.Now().UTC(), BeginCtime: ctime}
+	if err := writeJSONAtomic(filepath.Join(tx.dir, "tx.json"), tx.meta); err != nil {
+		return nil, fmt.Errorf("sandbox: begin: %w", err)
+	}
+	tx.emit(Event{Kind: EventBegin})
+	return tx, nil
+}
+
+// Open reopens a transaction left open (for example with --keep) by id.
+func Open(dir, id string, opts Options) (*Tx, error) {
+	w, err := newWorkspace(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" || strings.ContainsAny(id, "/\\") || strings.HasPrefix(id, ".") {
+		return nil, fmt.Errorf("%w: %q", ErrNoTx, id)
+	}
+	tx := &Tx{ws: w, opts: opts}
+	tx.setDir(filepath.Join(w.stateRoot, id))
+	if err := readJSON(filepath.Join(tx.dir, "tx.json"), &tx.meta); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %q", ErrNoTx, id)
+		}
+		return nil, fmt.Errorf("sandbox: open %s: %w", id, err)
+	}
+	if tx.base, err = loadBase(tx.dir); err != nil {
+		return nil, err
+	}
+	return tx, nil
+}
+
+// TxInfo describes a transaction found in a workspace's state directory.
+type TxInfo struct {
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+	// Committing is true when a commit journal exists: Recover will finish
+	// or undo it.
+	Committing bool `json:"committing"`
+}
+
+// List returns the transactions kept in the workspace, oldest first.
+func List(dir string, opts Options) ([]TxInfo, error) {
+	w, err := newWorkspace(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(w.stateRoot)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("sandbox: list: %w", err)
+	}
+	var out []TxInfo
+	for _, e := range ents {
+		var m txMeta
+		if !e.IsDir() || readJSON(filepath.Join(w.stateRoot, e.Name(), "tx.json"), &m) != nil {
+			continue
+		}
+		_, jerr := os.Stat(filepath.Join(w.stateRoot, e.Name(), journalName))
+		out = append(out, TxInfo{ID: m.ID, Created: m.Created, Committing: jerr == nil})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// ID returns the transaction id, unique and sortable by start time.
+func (tx *Tx) ID() string { return tx.meta.ID }
+
+// Workspace returns the absolute path of the real workspace.
+func (tx *Tx) Workspace() string { return tx.ws.root }
+
+// StateDir returns this transaction's state directory.
+func (tx *Tx) StateDir() string { return tx.dir }
+
+func (tx *Tx) setDir(dir string) {
+	tx.dir = dir
+	tx.upper = filepath.Join(dir, "upper")
+}
+
+func (tx *Tx) emit(ev Event) {
+	if tx.opts.Observer != nil {
+		ev.TxID = tx.meta.ID
+		tx.opts.Observer(ev)
+	}
+}
+
+func (tx *Tx) checkOpen() error {
+	if tx.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// newTxID returns "tx-" + 16 hex digits of time + 8 random hex digits.
+func newTxID() (string, error) {
+	var r [4]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", fmt.Errorf("sandbox: tx id: %w", err)
+	}
+	return fmt.Sprintf("tx-%016x%s", time.Now().UnixNano(), hex.EncodeToString(r[:])), nil
+}
+
+// writeJSONAtomic writes v to name through a synced temporary file and a
+// rename, then syncs the directory, so readers see the old or new whole.
+func writeJSONAtomic(name string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := name + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+func readJSON(name string, v any) error {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

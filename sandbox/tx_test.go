@@ -1,0 +1,241 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var ctx = context.Background()
+
+func sampleTree() map[string]string {
+	return map[string]string{
+		"README.md":       "hello\n",
+		"src/main.go":     "package main\n",
+		"src/util.go":     "package util\n",
+		"old/a.txt":       "a",
+		"old/deep/b.txt":  "b",
+		"keep/c.txt":      "c",
+		"link":            "-> src/main.go",
+		"data/app.sqlite": "SQLite format 3\x00 pretend",
+	}
+}
+
+// stageMixed stages one of every kind of change.
+func stageMixed(t *testing.T, tx *Tx) {
+	t.Helper()
+	must(t, tx.WriteFile("src/main.go", []byte("package main // v2\n"), 0o644))
+	must(t, tx.MkdirAll("new/dir", 0o755))
+	must(t, tx.WriteFile("new/dir/n.txt", []byte("new"), 0o600))
+	must(t, tx.Remove("src/util.go"))
+	must(t, tx.RemoveAll("keep"))
+	must(t, tx.Mkdir("keep", 0o750))
+	must(t, tx.WriteFile("keep/fresh.txt", []byte("fresh"), 0o644))
+	must(t, tx.RemoveAll("old"))
+	must(t, tx.Chmod("README.md", 0o600))
+	must(t, tx.Symlink("README.md", "readme-link"))
+}
+
+func TestCommitAppliesEveryKindOfChange(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, sampleTree())
+	var events []EventKind
+	tx, err := Begin(ws, Options{Observer: func(e Event) { events = append(events, e.Kind) }})
+	must(t, err)
+	if err := tx.WriteFile("new/dir/n.txt", nil, 0o644); err == nil {
+		t.Fatal("write into a missing directory succeeded")
+	}
+	stageMixed(t, tx)
+	cs, err := tx.Diff()
+	must(t, err)
+	want := `chmod README.md
+replace-dir keep
+delete keep/c.txt (implied)
+write keep/fresh.txt
+mkdir new
+mkdir new/dir
+write new/dir/n.txt
+delete old
+delete old/a.txt (implied)
+delete old/deep (implied)
+delete old/deep/b.txt (implied)
+symlink readme-link
+write src/main.go
+delete src/util.go`
+	if got := ops(cs); got != want {
+		t.Fatalf("diff:\n%s\nwant:\n%s", got, want)
+	}
+	before := readTree(t, ws)
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := readTree(t, ws)
+	if got["src/main.go"] != "package main // v2\n" || got["keep/fresh.txt"] != "fresh" || got["new/dir/n.txt"] != "new" {
+		t.Fatalf("commit did not apply writes: %v", got)
+	}
+	for _, gone := range []string{"src/util.go", "old/", "keep/c.txt"} {
+		if _, ok := got[gone]; ok {
+			t.Errorf("%s survived commit", gone)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(ws, "README.md")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("README.md mode %v", fi.Mode())
+	}
+	if got["readme-link"] != "-> README.md" || before["link"] != got["link"] {
+		t.Errorf("symlinks wrong: %q %q", got["readme-link"], got["link"])
+	}
+	if _, err := os.Stat(tx.StateDir()); !os.IsNotExist(err) {
+		t.Errorf("state dir left behind: %v", err)
+	}
+	if n := len(events); n != 2+len(cs.Changes) || events[0] != EventBegin || events[n-1] != EventCommit {
+		t.Errorf("events %v", events)
+	}
+}
+
+func TestRollbackLeavesTreeBitIdentical(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, sampleTree())
+	before := treeHash(t, ws)
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	stageMixed(t, tx)
+	if got := treeHash(t, ws); got != before {
+		t.Fatal("staging touched the real workspace")
+	}
+	data, err := tx.ReadFile("src/main.go")
+	if err != nil || string(data) != "package main // v2\n" {
+		t.Fatalf("staged view: %q %v", data, err)
+	}
+	if _, err := tx.Stat("src/util.go"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("deleted file visible: %v", err)
+	}
+	must(t, tx.Rollback(ctx))
+	if got := treeHash(t, ws); got != before {
+		t.Fatal("rollback changed the workspace")
+	}
+	if err := tx.WriteFile("x", nil, 0o644); !errors.Is(err, ErrClosed) {
+		t.Fatalf("write after rollback: %v", err)
+	}
+}
+
+func TestReadDirMergesLayers(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, sampleTree())
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	stageMixed(t, tx)
+	list, err := tx.ReadDir(".")
+	must(t, err)
+	var names []string
+	for _, fi := range list {
+		names = append(names, fi.Name())
+	}
+	want := ".jukebox README.md data keep link new readme-link src"
+	if got := joinNames(names); got != want {
+		t.Fatalf("readdir: %q want %q", got, want)
+	}
+	list, _ = tx.ReadDir("keep")
+	if len(list) != 1 || list[0].Name() != "fresh.txt" {
+		t.Fatalf("opaque dir shows lower entries: %v", list)
+	}
+}
+
+func joinNames(n []string) string {
+	s := ""
+	for i, x := range n {
+		if i > 0 {
+			s += " "
+		}
+		s += x
+	}
+	return s
+}
+
+func TestSavepoints(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, sampleTree())
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	must(t, tx.WriteFile("one.txt", []byte("1"), 0o644))
+	must(t, tx.Savepoint(ctx, "a"))
+	must(t, tx.WriteFile("two.txt", []byte("2"), 0o644))
+	must(t, tx.Remove("README.md"))
+	must(t, tx.Savepoint(ctx, "b"))
+	must(t, tx.WriteFile("three.txt", []byte("3"), 0o644))
+	must(t, tx.RollbackTo(ctx, "a"))
+	cs, err := tx.Diff()
+	must(t, err)
+	if got := ops(cs); got != "write one.txt" {
+		t.Fatalf("after rollback to a: %s", got)
+	}
+	if err := tx.RollbackTo(ctx, "b"); !errors.Is(err, ErrNoSavepoint) {
+		t.Fatalf("released savepoint: %v", err)
+	}
+	must(t, tx.WriteFile("four.txt", []byte("4"), 0o644))
+	must(t, tx.RollbackTo(ctx, "a"))
+	cs, _ = tx.Diff()
+	if got := ops(cs); got != "write one.txt" {
+		t.Fatalf("second rollback to a: %s", got)
+	}
+}
+
+func TestCommitRefusesConflicts(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, sampleTree())
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	must(t, tx.WriteFile("src/main.go", []byte("mine"), 0o644))
+	must(t, tx.Remove("old/a.txt"))
+	must(t, tx.WriteFile("brand-new.txt", []byte("mine"), 0o644))
+	must(t, tx.WriteFile("keep/c.txt", []byte("mine"), 0o644))
+	// The real side moves on.
+	must(t, os.WriteFile(filepath.Join(ws, "src/main.go"), []byte("theirs"), 0o644))
+	must(t, os.WriteFile(filepath.Join(ws, "old/a.txt"), []byte("theirs"), 0o644))
+	must(t, os.WriteFile(filepath.Join(ws, "brand-new.txt"), []byte("theirs"), 0o644))
+	before := treeHash(t, ws)
+	_, err = tx.Commit(ctx)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) {
+		t.Fatalf("commit: %v", err)
+	}
+	var paths []string
+	for _, c := range ce.Conflicts {
+		paths = append(paths, c.Path)
+	}
+	if got := joinNames(paths); got != "brand-new.txt old/a.txt src/main.go" {
+		t.Fatalf("conflicts %q (%v)", got, err)
+	}
+	if treeHash(t, ws) != before {
+		t.Fatal("refused commit changed the workspace")
+	}
+	must(t, tx.Rollback(ctx))
+}
+
+func TestOpenAndList(t *testing.T) {
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	must(t, tx.WriteFile("a", []byte("x"), 0o644))
+	infos, err := List(ws, Options{})
+	must(t, err)
+	if len(infos) != 1 || infos[0].ID != tx.ID() {
+		t.Fatalf("list: %+v", infos)
+	}
+	tx2, err := Open(ws, tx.ID(), Options{})
+	must(t, err)
+	cs, err := tx2.Diff()
+	must(t, err)
+	if ops(cs) != "write a" {
+		t.Fatalf("reopened diff: %s", ops(cs))
+	}
+	if _, err := Open(ws, "../x", Options{}); !errors.Is(err, ErrNoTx) {
+		t.Fatalf("open ../x: %v", err)
+	}
+	_, err = tx2.Commit(ctx)
+	must(t, err)
+	if b, _ := os.ReadFile(filepath.Join(ws, "a")); string(b) != "x" {
+		t.Fatal("not committed")
+	}
+}

@@ -1,0 +1,284 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The staging area uses the overlayfs upper-dir format, so a child in the
+// kernel overlay and in-process writers share one representation:
+//   - a character device 0/0 is a whiteout: the lower entry is deleted;
+//   - a directory with the xattr user.overlay.opaque="y" hides all of the
+//     lower directory of the same name: the directory was replaced.
+const (
+	xattrOpaque        = "user.overlay.opaque"
+	xattrTrustedOpaque = "trusted.overlay.opaque"
+)
+
+// layer says which side of the overlay an entry comes from.
+type layer uint8
+
+const (
+	layerNone layer = iota
+	layerUpper
+	layerLower
+)
+
+// entry is one path as the staged view sees it.
+type entry struct {
+	layer layer
+	abs   string // absolute path of the visible file
+	info  fs.FileInfo
+	// merged is true for an upper directory through which the lower
+	// directory of the same path still shows (no opaque dir above or at it).
+	merged bool
+}
+
+func (e entry) exists() bool { return e.layer != layerNone }
+
+// real returns the absolute real-side path of a clean relative path.
+func (tx *Tx) real(rel string) string { return filepath.Join(tx.ws.root, filepath.FromSlash(rel)) }
+
+// up returns the absolute staging path of a clean relative path.
+func (tx *Tx) up(rel string) string { return filepath.Join(tx.upper, filepath.FromSlash(rel)) }
+
+func isWhiteout(fi fs.FileInfo) bool {
+	if fi.Mode()&fs.ModeCharDevice == 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Rdev == 0
+}
+
+func isOpaque(dir string) bool {
+	buf := make([]byte, 4)
+	for _, name := range []string{xattrOpaque, xattrTrustedOpaque} {
+		n, err := unix.Lgetxattr(dir, name, buf)
+		if err == nil && n == 1 && buf[0] == 'y' {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup finds rel in the staged view without following a final symlink.
+// Parent symlinks are not followed either: callers resolve first.
+func (tx *Tx) lookup(rel string) (entry, error) {
+	if rel == "." {
+		fi, err := os.Lstat(tx.ws.root)
+		return entry{layer: layerUpper, abs: tx.upper, info: fi, merged: true}, err
+	}
+	lowerVisible := true
+	parts := splitPath(rel)
+	for i := range parts {
+		p := path.Join(parts[:i+1]...)
+		fi, err := os.Lstat(tx.up(p))
+		last := i == len(parts)-1
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case errors.Is(err, unix.ENOTDIR):
+			return entry{}, nil
+		case err != nil:
+			return entry{}, err
+		case isWhiteout(fi):
+			return entry{}, nil
+		case last:
+			merged := lowerVisible && fi.IsDir() && !isOpaque(tx.up(p))
+			return entry{layer: layerUpper, abs: tx.up(p), info: fi, merged: merged}, nil
+		case !fi.IsDir():
+			return entry{}, nil
+		case isOpaque(tx.up(p)):
+			lowerVisible = false
+		}
+	}
+	if !lowerVisible {
+		return entry{}, nil
+	}
+	fi, err := os.Lstat(tx.real(rel))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		return entry{}, nil
+	}
+	if err != nil {
+		return entry{}, err
+	}
+	return entry{layer: layerLower, abs: tx.real(rel), info: fi}, nil
+}
+
+// resolve follows symlinks in the parents of rel (and in rel itself when
+// followLast) inside the staged view, refusing any that lead outside.
+func (tx *Tx) resolve(op, rel string, followLast bool) (string, error) {
+	for hops := 0; ; hops++ {
+		if hops > maxSymlinkHops {
+			return "", pathErr(op, rel, ErrSymlinkLoop)
+		}
+		next, changed, err := tx.resolveOnce(op, rel, followLast)
+		if err != nil || !changed {
+			return next, err
+		}
+		rel = next
+	}
+}
+
+// resolveOnce replaces the first symlink found along rel with its target.
+func (tx *Tx) resolveOnce(op, rel string, followLast bool) (string, bool, error) {
+	parts := splitPath(rel)
+	for i := range parts {
+		last := i == len(parts)-1
+		if last && !followLast {
+			break
+		}
+		p := path.Join(parts[:i+1]...)
+		e, err := tx.lookup(p)
+		if err != nil {
+			return "", false, pathErr(op, rel, err)
+		}
+		if !e.exists() || e.info.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		target, err := os.Readlink(e.abs)
+		if err != nil {
+			return "", false, pathErr(op, rel, err)
+		}
+		dest, err := tx.ws.symlinkTarget(p, target)
+		if err != nil {
+			return "", false, pathErr(op, rel, errors.Unwrap(err))
+		}
+		rest := path.Join(parts[i+1:]...)
+		if rest != "" {
+			dest = path.Join(dest, rest)
+		}
+		if dest == ".." || len(dest) > 2 && dest[:3] == "../" {
+			return "", false, pathErr(op, rel, ErrEscape)
+		}
+		return dest, true, nil
+	}
+	return rel, false, nil
+}
+
+// Lstat describes name in the staged view without following a final symlink.
+func (tx *Tx) Lstat(name string) (fs.FileInfo, error) {
+	return tx.statView("lstat", name, false)
+}
+
+// Stat describes name in the staged view, following symlinks that stay
+// inside the workspace.
+func (tx *Tx) Stat(name string) (fs.FileInfo, error) {
+	return tx.statView("stat", name, true)
+}
+
+func (tx *Tx) statView(op, name string, follow bool) (fs.FileInfo, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	e, err := tx.find(op, name, follow)
+	if err != nil {
+		return nil, err
+	}
+	if !e.exists() {
+		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+	}
+	return e.info, nil
+}
+
+// find cleans, resolves and looks up name. The caller holds tx.mu.
+func (tx *Tx) find(op, name string, follow bool) (entry, error) {
+	rel, err := tx.ws.cleanRel(op, name)
+	if err != nil {
+		return entry{}, err
+	}
+	if rel, err = tx.resolve(op, rel, follow); err != nil {
+		return entry{}, err
+	}
+	e, err := tx.lookup(rel)
+	if err != nil {
+		return entry{}, pathErr(op, name, err)
+	}
+	return e, nil
+}
+
+// Open opens name for reading in the staged view.
+func (tx *Tx) Open(name string) (*os.File, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	e, err := tx.find("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	if !e.exists() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return os.Open(e.abs)
+}
+
+// ReadFile returns the staged content of name.
+func (tx *Tx) ReadFile(name string) ([]byte, error) {
+	f, err := tx.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// ReadDir lists a directory of the staged view, sorted by name: upper
+// entries, then lower ones that are neither hidden nor deleted.
+func (tx *Tx) ReadDir(name string) ([]fs.FileInfo, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	rel, err := tx.ws.cleanRel("readdir", name)
+	if err == nil {
+		rel, err = tx.resolve("readdir", rel, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return tx.readDir(rel)
+}
+
+func (tx *Tx) readDir(rel string) ([]fs.FileInfo, error) {
+	e, err := tx.lookup(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !e.exists() || !e.info.IsDir() {
+		return nil, pathErr("readdir", rel, unix.ENOTDIR)
+	}
+	seen := map[string]bool{}
+	var out []fs.FileInfo
+	if e.layer == layerUpper {
+		out = tx.listLayer(rel, tx.up(rel), seen, out)
+	}
+	if e.layer == layerLower || e.merged {
+		if lfi, err := os.Lstat(tx.real(rel)); err == nil && lfi.IsDir() {
+			out = tx.listLayer(rel, tx.real(rel), seen, out)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+// listLayer appends the entries of one layer's directory not yet seen,
+// marking whiteouts as seen so that the lower layer cannot show them.
+func (tx *Tx) listLayer(rel, abs string, seen map[string]bool, out []fs.FileInfo) []fs.FileInfo {
+	ents, _ := os.ReadDir(abs)
+	for _, d := range ents {
+		if seen[d.Name()] || tx.ws.isState(joinRel(rel, d.Name())) {
+			continue
+		}
+		seen[d.Name()] = true
+		fi, err := d.Info()
+		if err != nil || isWhiteout(fi) {
+			continue
+		}
+		out = append(out, fi)
+	}
+	return out
+}
