@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path"
 	"os"
 	"path/filepath"
 
@@ -42,6 +44,9 @@ func (tx *Tx) Commit(ctx context.Context) (ChangeSet, error) {
 	}
 	if len(conflicts) > 0 {
 		return cs, &ConflictError{Conflicts: conflicts}
+	}
+	if err := tx.preflight(cs); err != nil {
+		return cs, err
 	}
 	return cs, tx.commitSet(ctx, cs)
 }
@@ -142,6 +147,23 @@ func finishCommit(w *workspace, dir string, j journal, finish func(gid string, i
 		}
 	}
 	return discard(w, dir)
+}
+
+// preflight opens the real parent of every change the way apply will, so
+// that a parent replaced by a symlink is refused before the decision.
+func (tx *Tx) preflight(cs ChangeSet) error {
+	a, err := newApplier(tx.ws.root, tx.upper)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	for _, c := range cs.Changes {
+		_, err := a.dirFD(path.Dir(c.Path))
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+	}
+	return nil
 }
 
 // syncPath flushes the file system holding p.

@@ -1,0 +1,12 @@
+package sandbox
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	MaybeRunInit()
+	crashChild()
+	os.Exit(m.Run())
+}
