@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"os"
+	"path"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"

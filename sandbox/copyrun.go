@@ -1,0 +1,249 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// copyStamp is what a materialised file looked like right after the copy;
+// if it still looks the same, the child did not touch it.
+type copyStamp struct {
+	ino   uint64
+	size  int64
+	mtime int64
+	mode  fs.FileMode
+}
+
+func stampOf(fi fs.FileInfo) copyStamp {
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	s := copyStamp{size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime().UnixNano()}
+	if st != nil {
+		s.ino = st.Ino
+	}
+	return s
+}
+
+// execCopy is the fallback: it materialises the staged view in a private
+// copy (reflinked where possible), runs the child there, and folds what
+// the child changed back into the staging area — the same change set the
+// overlay would give.
+func (tx *Tx) execCopy(ctx context.Context, o ExecOptions, dir string) (ExecResult, error) {
+	root := filepath.Join(tx.dir, "copy")
+	removeAll(root)
+	defer removeAll(root)
+	stamps := map[string]copyStamp{}
+	reflinked, err := tx.materialize(root, stamps)
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("sandbox: copy workspace: %w", err)
+	}
+	res := ExecResult{Mode: ModeCopy}
+	if reflinked {
+		res.Mode = ModeReflink
+	}
+	cmd := exec.CommandContext(ctx, o.Args[0], o.Args[1:]...)
+	cmd.Dir = filepath.Join(root, filepath.FromSlash(dir))
+	cmd.Env = envOrSelf(o.Env)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
+	if res.ExitCode, err = exitCode(cmd.Run()); err != nil {
+		return res, fmt.Errorf("sandbox: exec %s: %w", o.Args[0], err)
+	}
+	return res, tx.fold(root, ".", stamps)
+}
+
+// materialize copies the staged view into root and reports whether files
+// were reflinked.
+func (tx *Tx) materialize(root string, stamps map[string]copyStamp) (bool, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.checkOpen(); err != nil {
+		return false, err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return false, err
+	}
+	reflinked := false
+	err := tx.walkView(".", func(rel string, e entry) error {
+		to := filepath.Join(root, filepath.FromSlash(rel))
+		if e.info.Mode().IsRegular() && !reflinked {
+			reflinked = canReflink(e.abs, to)
+		}
+		if err := copyNode(e.abs, to, e.info); err != nil {
+			return err
+		}
+		if fi, err := os.Lstat(to); err == nil && !fi.IsDir() {
+			stamps[rel] = stampOf(fi)
+		}
+		return nil
+	})
+	return reflinked, err
+}
+
+// walkView calls fn for every entry of the staged view under rel, parents
+// before children. The caller holds tx.mu.
+func (tx *Tx) walkView(rel string, fn func(rel string, e entry) error) error {
+	list, err := tx.readDir(rel)
+	if err != nil {
+		return err
+	}
+	for _, fi := range list {
+		p := joinRel(rel, fi.Name())
+		e, err := tx.lookup(p)
+		if err != nil || !e.exists() {
+			return err
+		}
+		if err := fn(p, e); err != nil {
+			return err
+		}
+		if e.info.IsDir() {
+			if err := tx.walkView(p, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// canReflink tries one clone into a scratch file beside dst.
+func canReflink(src, dst string) bool {
+	in, err := os.Open(src)
+	if err != nil {
+		return false
+	}
+	defer in.Close()
+	probe := dst + ".reflink-probe"
+	out, err := os.Create(probe)
+	if err != nil {
+		return false
+	}
+	defer os.Remove(probe)
+	defer out.Close()
+	return unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) == nil
+}
+
+// fold stages, entry by entry, how the copy at root differs from the
+// staged view: new and changed entries, then deletions.
+func (tx *Tx) fold(root, rel string, stamps map[string]copyStamp) error {
+	ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for _, d := range ents {
+		p := joinRel(rel, d.Name())
+		names[d.Name()] = true
+		if tx.ws.isState(p) {
+			continue
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if err := tx.foldEntry(root, p, fi, stamps); err != nil {
+			return err
+		}
+	}
+	view, err := tx.ReadDir(rel)
+	if err != nil {
+		return err
+	}
+	for _, fi := range view {
+		if !names[fi.Name()] {
+			if err := tx.RemoveAll(joinRel(rel, fi.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (tx *Tx) foldEntry(root, p string, fi fs.FileInfo, stamps map[string]copyStamp) error {
+	abs := filepath.Join(root, filepath.FromSlash(p))
+	old, err := tx.Lstat(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	switch {
+	case fi.IsDir():
+		return tx.foldDir(root, p, fi, old, stamps)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(abs)
+		if err != nil {
+			return err
+		}
+		if old != nil && old.Mode()&fs.ModeSymlink != 0 {
+			if cur, _ := tx.readlink(p); cur == target {
+				return nil
+			}
+		}
+		if err := tx.RemoveAll(p); err != nil {
+			return err
+		}
+		return tx.Symlink(target, p)
+	case fi.Mode().IsRegular():
+		if s, ok := stamps[p]; ok && s == stampOf(fi) {
+			return nil // untouched copy
+		}
+		return tx.adopt(p, abs, fi, old)
+	}
+	return pathErr("exec", p, ErrSpecialFile)
+}
+
+func (tx *Tx) foldDir(root, p string, fi, old fs.FileInfo, stamps map[string]copyStamp) error {
+	if old == nil || !old.IsDir() {
+		if err := tx.RemoveAll(p); err != nil {
+			return err
+		}
+		if err := tx.Mkdir(p, fi.Mode().Perm()); err != nil {
+			return err
+		}
+	} else if old.Mode().Perm() != fi.Mode().Perm() {
+		if err := tx.Chmod(p, fi.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return tx.fold(root, p, stamps)
+}
+
+// adopt moves a file the child wrote into the staging area at p.
+func (tx *Tx) adopt(p, abs string, fi, old fs.FileInfo) error {
+	if old != nil && old.IsDir() {
+		if err := tx.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	rel, _, err := tx.prepare("exec", p, false)
+	if err != nil {
+		return err
+	}
+	if err := tx.upperParent("exec", rel); err != nil {
+		return err
+	}
+	if err := tx.clearUpper(rel); err != nil {
+		return err
+	}
+	if err := os.Rename(abs, tx.up(rel)); err != nil {
+		return copyFile(abs, tx.up(rel), fi.Mode())
+	}
+	return nil
+}
+
+// readlink reads a symlink of the staged view.
+func (tx *Tx) readlink(name string) (string, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	e, err := tx.find("readlink", name, false)
+	if err != nil || !e.exists() {
+		return "", err
+	}
+	return os.Readlink(e.abs)
+}

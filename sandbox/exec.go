@@ -1,0 +1,186 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Mode is how a child process is staged.
+type Mode string
+
+// Staging modes. ModeAuto tries the overlay and falls back to a copy.
+const (
+	ModeAuto    Mode = "auto"
+	ModeOverlay Mode = "overlay" // overlayfs in a user+mount namespace
+	ModeReflink Mode = "reflink" // copy of the staged view sharing extents
+	ModeCopy    Mode = "copy"    // plain copy of the staged view
+)
+
+// ExecOptions describe a child process to run in the booth.
+type ExecOptions struct {
+	Args   []string // command and arguments; Args[0] is looked up in PATH
+	Dir    string   // working directory relative to the workspace; "" is the root
+	Env    []string // environment; nil means this process's
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Mode forces a staging mode: ModeCopy skips the namespace attempt.
+	// ModeAuto (or "") tries the overlay first.
+	Mode Mode
+	// Notice receives one line naming the staging mode in use (and why
+	// the overlay was not); nil means Stderr, io.Discard silences it.
+	Notice io.Writer
+}
+
+// ExecResult is how a booth child ended.
+type ExecResult struct {
+	Mode     Mode   `json:"mode"`
+	ExitCode int    `json:"exit_code"`
+	Fallback string `json:"fallback,omitempty"` // why the overlay was not used
+}
+
+// errSetup marks a failure to build the namespace overlay (not the child's).
+var errSetup = errors.New("sandbox: namespace overlay refused")
+
+// errNoUserNS marks a kernel that refused the user namespace itself.
+var errNoUserNS = fmt.Errorf("%w: user namespace", errSetup)
+
+// Exec runs a child process whose view of the workspace is the staged
+// view; what it writes, deletes or replaces there is staged in this
+// transaction. A non-zero exit is reported in ExecResult, not as error.
+func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
+	if len(o.Args) == 0 {
+		return ExecResult{}, errors.New("sandbox: exec: no command")
+	}
+	dir, err := tx.ws.cleanRel("exec", orDot(o.Dir))
+	if err != nil {
+		return ExecResult{}, err
+	}
+	notice := o.Notice
+	if notice == nil {
+		notice = orDiscard(o.Stderr)
+	}
+	var why string
+	if o.Mode == "" || o.Mode == ModeAuto || o.Mode == ModeOverlay {
+		res, err := tx.execOverlay(ctx, o, dir)
+		if !errors.Is(err, errSetup) {
+			if err == nil {
+				fmt.Fprintln(notice, "jukebox: booth: overlay (user+mount namespace over the workspace)")
+			}
+			return res, err
+		}
+		if o.Mode == ModeOverlay {
+			return res, err
+		}
+		why = err.Error()
+	}
+	res, err := tx.execCopy(ctx, o, dir)
+	res.Fallback = why
+	if err == nil {
+		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace%s\n", res.Mode, because(why))
+	}
+	return res, err
+}
+
+func because(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (" + why + ")"
+}
+
+func orDot(s string) string {
+	if s == "" {
+		return "."
+	}
+	return s
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// execOverlay re-executes this binary as the namespace init.
+func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string) (ExecResult, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.checkOpen(); err != nil {
+		return ExecResult{}, err
+	}
+	work := filepath.Join(tx.dir, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return ExecResult{}, err
+	}
+	defer removeAll(work)
+	spec := initSpec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args}
+	if tx.ws.stateRel != "" {
+		spec.Hide = tx.ws.stateRoot
+	}
+	code, err := runInitChild(ctx, spec, o)
+	return ExecResult{Mode: ModeOverlay, ExitCode: code}, err
+}
+
+// runInitChild starts the init in new user and mount namespaces and waits.
+func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (int, error) {
+	raw, _ := json.Marshal(spec)
+	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd.Args = []string{"jukebox-booth-init"}
+	cmd.Env = append(envOrSelf(o.Env), initEnv+"="+string(raw))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return -1, err
+	}
+	defer r.Close()
+	cmd.ExtraFiles = []*os.File{w}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return -1, fmt.Errorf("%w: %v", errNoUserNS, err)
+	}
+	report, _ := io.ReadAll(r) // EOF when the command is exec'd or init exits
+	err = cmd.Wait()
+	if msg := string(report); strings.HasPrefix(msg, "setup: ") {
+		return -1, fmt.Errorf("%w: %s", errSetup, strings.TrimPrefix(msg, "setup: "))
+	} else if msg != "" {
+		return -1, fmt.Errorf("sandbox: exec %s: %s", o.Args[0], strings.TrimPrefix(msg, "exec: "))
+	}
+	return exitCode(err)
+}
+
+func envOrSelf(env []string) []string {
+	if env == nil {
+		return os.Environ()
+	}
+	return env
+}
+
+// exitCode turns cmd.Wait's error into an exit code; only failures to run
+// at all are errors.
+func exitCode(err error) (int, error) {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	return 0, nil
+}

@@ -1,0 +1,94 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+)
+
+// Capabilities is what this machine offers the booth; `jukebox doctor`
+// prints it.
+type Capabilities struct {
+	UserNamespaces bool   `json:"user_namespaces"`
+	Overlay        bool   `json:"overlayfs"`
+	Reflink        bool   `json:"reflink"`
+	Wazero         string `json:"wazero"` // module version, "" if unknown
+	ExecMode       Mode   `json:"exec_mode"`
+	// Notes explain each "no", one line each.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Probe checks, by trying them, what the booth can use here: a user+mount
+// namespace with overlayfs (through the re-executed init, so MaybeRunInit
+// must run in main), and reflinks in dir's file system.
+func Probe(ctx context.Context, dir string) Capabilities {
+	c := Capabilities{Wazero: moduleVersion("github.com/tetratelabs/wazero"), ExecMode: ModeCopy}
+	tmp, err := os.MkdirTemp(dir, ".jukebox-probe-")
+	if err != nil {
+		c.Notes = append(c.Notes, "probe: "+err.Error())
+		return c
+	}
+	defer removeAll(tmp)
+	c.UserNamespaces, c.Overlay = probeOverlay(ctx, tmp, &c.Notes)
+	c.Reflink = probeReflink(tmp)
+	if !c.Reflink {
+		c.Notes = append(c.Notes, "reflink: the file system cannot clone files; the fallback copies bytes")
+	}
+	switch {
+	case c.Overlay:
+		c.ExecMode = ModeOverlay
+	case c.Reflink:
+		c.ExecMode = ModeReflink
+	}
+	return c
+}
+
+func probeOverlay(ctx context.Context, tmp string, notes *[]string) (userns, overlay bool) {
+	spec := initSpec{Probe: true}
+	for _, d := range []string{"lower", "upper", "work"} {
+		p := filepath.Join(tmp, d)
+		os.Mkdir(p, 0o700)
+		switch d {
+		case "lower":
+			spec.Lower = p
+		case "upper":
+			spec.Upper = p
+		case "work":
+			spec.Work = p
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := runInitChild(ctx, spec, ExecOptions{Args: []string{"probe"}, Stdout: io.Discard, Stderr: io.Discard})
+	if err == nil {
+		return true, true
+	}
+	*notes = append(*notes, "overlay: "+err.Error())
+	// The namespace may exist even if the mount was refused.
+	return !errors.Is(err, errNoUserNS), false
+}
+
+func probeReflink(tmp string) bool {
+	src := filepath.Join(tmp, "reflink-src")
+	if os.WriteFile(src, []byte("jukebox"), 0o600) != nil {
+		return false
+	}
+	return canReflink(src, filepath.Join(tmp, "reflink-dst"))
+}
+
+func moduleVersion(path string) string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, m := range info.Deps {
+		if m.Path == path {
+			return m.Version
+		}
+	}
+	return ""
+}
