@@ -148,11 +148,13 @@ func (e *emitter) reset() {
 	conn.Close()
 }
 
-// hang stops answering until the client gives up or the server closes.
+// hang stops answering until the client gives up or the server closes, and
+// then drops the connection (a plain return would send an empty 200).
 func (e *emitter) hang() {
 	e.dead = true
 	select {
 	case <-e.ctx.Done():
 	case <-e.closing:
 	}
+	e.reset()
 }

@@ -256,7 +256,7 @@ type failure struct {
 }
 
 func (fj failJSON) compile() (*failure, error) {
-	f := &failure{status: fj.Status, errType: fj.Type, message: fj.Message,
+	f := &failure{status: fj.Status, errType: fj.Type, message: fj.Message, body: fj.Body,
 		retryAfter: fj.RetryAfter, resetAfter: -1, hangAfter: -1}
 	if fj.ResetAfterChunks != nil {
 		f.resetAfter = *fj.ResetAfterChunks
