@@ -91,8 +91,17 @@ func compress(b []byte) []byte {
 	return c
 }
 
-// decompress decodes a zstd frame that must yield exactly n bytes.
+// decompress decodes a zstd frame that must yield exactly n bytes. The
+// frame must declare its size up front and match n, so a hostile blob cannot
+// make the decoder allocate more than the header promised.
 func decompress(c []byte, n int, off int64) ([]byte, error) {
+	var zh zstd.Header
+	if err := zh.Decode(c); err != nil {
+		return nil, formatErr(off, "zstd header: %v", err)
+	}
+	if !zh.HasFCS || zh.FrameContentSize != uint64(n) || zh.DictionaryID != 0 {
+		return nil, formatErr(off, "zstd frame declares %d bytes (has size: %v), header says %d", zh.FrameContentSize, zh.HasFCS, n)
+	}
 	_, dec := codec()
 	out, err := dec.DecodeAll(c, make([]byte, 0, n))
 	if err != nil {

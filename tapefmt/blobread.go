@@ -157,11 +157,14 @@ func (t *Tape) expand(bh blobHeader, st []byte, off int64, budget int) ([]byte, 
 	if d.prefix+d.suffix > uint64(len(base)) || d.prefix+d.suffix > uint64(bh.RawLen) {
 		return nil, formatErr(off, "delta takes %d+%d bytes from a %d-byte base", d.prefix, d.suffix, len(base))
 	}
-	mid := d.middle
+	mid, midLen := d.middle, int(uint64(bh.RawLen)-d.prefix-d.suffix)
 	if bh.Encoding == encDeltaZstd {
-		if mid, err = decompress(mid, int(uint64(bh.RawLen)-d.prefix-d.suffix), off); err != nil {
+		if mid, err = decompress(mid, midLen, off); err != nil {
 			return nil, err
 		}
+	}
+	if len(mid) != midLen {
+		return nil, formatErr(off, "delta middle is %d bytes, want %d", len(mid), midLen)
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(bh.RawLen))

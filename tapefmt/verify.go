@@ -25,6 +25,8 @@ type VerifyReport struct {
 	Sealed   bool
 	SealOK   bool      // the seal matched the key (only with a key)
 	Recovery *Recovery // set when the tape has no footer
+
+	lastStep uint64 // first frame after the last step boundary checked
 }
 
 // blobReferrer is a payload that names blobs.
@@ -129,8 +131,9 @@ func (t *Tape) checkFrame(r record, rep *VerifyReport, c chain, table []byte, re
 			return frameErr(r.off, f.Seq, "step payload: %v", err)
 		}
 		if s.Chain != c.head() {
-			return frameErr(r.off, f.Seq, "hash chain broken: a frame before this step (since step %d) was changed", rep.Steps)
+			return frameErr(r.off, f.Seq, "hash chain broken: one of frames %d to %d was changed after it was written", rep.lastStep, f.Seq-1)
 		}
+		rep.lastStep = f.Seq + 1
 		rep.Steps++
 	}
 	if refs {
@@ -139,17 +142,30 @@ func (t *Tape) checkFrame(r record, rep *VerifyReport, c chain, table []byte, re
 	return nil
 }
 
+// BlobRefs returns the blobs a payload names, zero hashes left out.
+func BlobRefs(p Payload) []Hash {
+	br, ok := p.(blobReferrer)
+	if !ok {
+		return nil
+	}
+	var hs []Hash
+	for _, h := range br.blobRefs() {
+		if !h.IsZero() {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
 // checkRefs decodes the payload and checks that the blobs it names exist.
 func checkRefs(f Frame, blobs map[Hash]blobLoc) error {
 	p, err := f.Decode()
 	if err != nil {
 		return err
 	}
-	if br, ok := p.(blobReferrer); ok {
-		for _, h := range br.blobRefs() {
-			if _, found := blobs[h]; !h.IsZero() && !found {
-				return frameErr(f.Offset, f.Seq, "%s names blob %s, which is not on the tape", f.Kind, h.Short())
-			}
+	for _, h := range BlobRefs(p) {
+		if _, found := blobs[h]; !found {
+			return frameErr(f.Offset, f.Seq, "%s names blob %s, which is not on the tape", f.Kind, h.Short())
 		}
 	}
 	return nil

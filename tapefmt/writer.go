@@ -28,6 +28,9 @@ type Options struct {
 	Now func() time.Duration
 	// Created is the wall-clock start written in the header; default now.
 	Created time.Time
+	// ID is the tape id written in the header; default random. Set it only
+	// to make a tape's bytes reproducible (test fixtures).
+	ID [16]byte
 }
 
 // Writer appends frames and blobs to a tape. It is safe for concurrent use.
@@ -95,7 +98,10 @@ func NewWriter(dst io.Writer, opts Options) (*Writer, error) {
 	w := &Writer{
 		bw: bufio.NewWriterSize(dst, 64<<10), dst: dst, opts: opts,
 		chain: newChain(), blobs: map[Hash]blobLoc{}, lanes: map[string]lane{},
-		id: newTapeID(),
+		id: opts.ID,
+	}
+	if w.id == [16]byte{} {
+		w.id = newTapeID()
 	}
 	h := fileHeader{Version: Version, Created: opts.Created, ID: w.id}
 	if err := w.write(h.marshal()); err != nil {

@@ -35,18 +35,21 @@ func withCode(code int, err error) error {
 	return &exitError{code: code, err: err}
 }
 
-// report prints err and returns the exit code it maps to.
+// report prints err (unless it is errSilent) and returns its exit code.
 func report(w io.Writer, err error) int {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != errSilent {
-			fmt.Fprintf(w, "jukebox: %v\n", ee.err)
-		}
-		return ee.code
+	if !errors.Is(err, errSilent) {
+		fmt.Fprintf(w, "jukebox: %v\n", err)
 	}
-	fmt.Fprintf(w, "jukebox: %v\n", err)
+	return codeFor(err)
+}
+
+// codeFor maps an error to its exit code.
+func codeFor(err error) int {
+	var ee *exitError
 	var fe *tapefmt.FormatError
 	switch {
+	case errors.As(err, &ee):
+		return ee.code
 	case errors.As(err, &fe):
 		return ExitBadTape
 	case errors.Is(err, tapefmt.ErrSeal), errors.Is(err, tapefmt.ErrNotSealed):

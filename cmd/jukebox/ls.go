@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// LsCmd lists the recordings in a folder.
+type LsCmd struct {
+	Dir  string `arg:"" optional:"" default:"tapes" help:"Folder to list (default ./tapes)." type:"path"`
+	JSON bool   `help:"Print one JSON array of summaries."`
+}
+
+// lsRow is one tape: its summary, or why it could not be read.
+type lsRow struct {
+	engine.Summary
+	Error string `json:"error,omitempty"`
+}
+
+// Run lists every *.jbx file in the folder, newest first.
+func (c *LsCmd) Run(env *Env) error {
+	paths, err := filepath.Glob(filepath.Join(c.Dir, "*.jbx"))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(c.Dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no folder %s: record a run with `jukebox record -- CMD` or name a folder", c.Dir)
+	}
+	rows := make([]lsRow, 0, len(paths))
+	for _, p := range paths {
+		rows = append(rows, summarizeFile(p))
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Started.After(rows[j].Started) })
+	if c.JSON {
+		return writeJSON(env.Stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(env.Stdout, "no tapes in %s\n", c.Dir)
+		return nil
+	}
+	tw := table(env.Stdout)
+	fmt.Fprintln(tw, "NAME\tSTARTED\tDURATION\tFRAMES\tSTEPS\tTOKENS\tCOST\tEXIT\tPARENT")
+	for _, r := range rows {
+		fmt.Fprintln(tw, r.line())
+	}
+	return tw.Flush()
+}
+
+func summarizeFile(path string) lsRow {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return lsRow{Summary: engine.Summary{Path: path}, Error: err.Error()}
+	}
+	defer t.Close()
+	s, err := engine.Summarize(path, t)
+	r := lsRow{Summary: s}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+func (r lsRow) line() string {
+	name := strings.TrimSuffix(filepath.Base(r.Path), ".jbx")
+	if r.Error != "" {
+		return fmt.Sprintf("%s\t-\t-\t-\t-\t-\t-\tunreadable: %s\t", name, r.Error)
+	}
+	exit := r.ExitText()
+	if r.Recovered != nil {
+		exit += " (torn)"
+	}
+	cost := fmt.Sprintf("$%.4f", r.Cost)
+	if len(r.Unpriced) > 0 {
+		cost += "+?"
+	}
+	parent := "-"
+	if r.Parent != nil {
+		parent = fmt.Sprintf("%s@%d", r.Parent.Tape[:min(12, len(r.Parent.Tape))], r.Parent.Frame)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s", name, r.Started.Local().Format("2006-01-02 15:04:05"),
+		clock(r.Duration), r.Frames, r.Steps, r.Usage.Total(), cost, exit, parent)
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table returns a tabwriter for aligned columns; call Flush when done.
+func table(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+}
+
+// clock formats a run-relative time as m:ss.mmm.
+func clock(d time.Duration) string {
+	ms := d.Milliseconds()
+	return fmt.Sprintf("%d:%02d.%03d", ms/60000, ms/1000%60, ms%1000)
+}
+
+// readKeyFile reads a seal key: the file's bytes, surrounding whitespace trimmed.
+func readKeyFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	key := []byte(strings.TrimSpace(string(b)))
+	if len(key) == 0 {
+		return nil, fmt.Errorf("key file %s is empty", path)
+	}
+	return key, nil
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// VerifyCmd checks tapes.
+type VerifyCmd struct {
+	Tapes   []string `arg:"" help:"Tape files (.jbx)." type:"existingfile"`
+	KeyFile string   `help:"Also check the seal with the key in this file." type:"existingfile" placeholder:"FILE"`
+	Quick   bool     `help:"Skip decoding and re-hashing blobs: check CRCs, the chain and the index only."`
+	JSON    bool     `help:"Print one JSON array of results."`
+}
+
+// verifyResult is one tape's outcome.
+type verifyResult struct {
+	Path     string            `json:"path"`
+	OK       bool              `json:"ok"`
+	Frames   int               `json:"frames"`
+	Blobs    int               `json:"blobs"`
+	Steps    int               `json:"steps"`
+	Head     string            `json:"chain_head,omitempty"`
+	Sealed   bool              `json:"sealed"`
+	SealOK   bool              `json:"seal_ok,omitempty"`
+	Torn     *tapefmt.Recovery `json:"torn,omitempty"`
+	Error    string            `json:"error,omitempty"`
+	ErrFrame *int64            `json:"error_frame,omitempty"`
+	ErrOff   *int64            `json:"error_offset,omitempty"`
+	err      error
+}
+
+// Run verifies every tape and exits non-zero if any fails.
+func (c *VerifyCmd) Run(env *Env) error {
+	var key []byte
+	if c.KeyFile != "" {
+		var err error
+		if key, err = readKeyFile(c.KeyFile); err != nil {
+			return withCode(ExitUsage, err)
+		}
+	}
+	results := make([]verifyResult, 0, len(c.Tapes))
+	code := ExitOK
+	for _, p := range c.Tapes {
+		r := verifyOne(p, tapefmt.VerifyOptions{Blobs: !c.Quick, Key: key})
+		if r.err != nil {
+			code = worse(code, codeFor(r.err))
+		}
+		results = append(results, r)
+	}
+	if c.JSON {
+		if err := writeJSON(env.Stdout, results); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range results {
+			fmt.Fprintln(env.Stdout, r.line())
+		}
+	}
+	if code != ExitOK {
+		return withCode(code, errSilent)
+	}
+	return nil
+}
+
+// worse picks the exit code that matters more: a damaged tape over a seal
+// mismatch over anything else.
+func worse(a, b int) int {
+	rank := map[int]int{ExitOK: 0, ExitInternal: 1, ExitSeal: 2, ExitBadTape: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+func verifyOne(path string, opts tapefmt.VerifyOptions) verifyResult {
+	r := verifyResult{Path: path}
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		r.setErr(err)
+		return r
+	}
+	defer t.Close()
+	rep, err := t.Verify(opts)
+	r.Frames, r.Blobs, r.Steps, r.Sealed, r.SealOK, r.Torn = rep.Frames, rep.Blobs, rep.Steps, rep.Sealed, rep.SealOK, rep.Recovery
+	if rep.Recovery != nil {
+		// A torn tape is damaged whatever else is true of it.
+		err = &tapefmt.FormatError{Offset: rep.Recovery.ValidEnd, Frame: -1, Msg: recoveryText(rep.Recovery)}
+	}
+	if err != nil {
+		r.setErr(err)
+		return r
+	}
+	r.OK, r.Head = true, rep.Head.String()
+	return r
+}
+
+func (r *verifyResult) setErr(err error) {
+	r.err, r.Error = err, err.Error()
+	var fe *tapefmt.FormatError
+	if errors.As(err, &fe) {
+		off := fe.Offset
+		r.ErrOff = &off
+		if fe.Frame >= 0 {
+			fr := fe.Frame
+			r.ErrFrame = &fr
+		}
+	}
+}
+
+func (r verifyResult) line() string {
+	if !r.OK {
+		return fmt.Sprintf("FAIL  %s: %s", r.Path, r.Error)
+	}
+	seal := "unsealed"
+	switch {
+	case r.SealOK:
+		seal = "seal ok"
+	case r.Sealed:
+		seal = "sealed"
+	}
+	return fmt.Sprintf("ok    %s: %d frames, %d blobs, %d steps, chain %s, %s", r.Path, r.Frames, r.Blobs, r.Steps, r.Head[:16], seal)
+}

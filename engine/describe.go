@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Describe returns a one-line summary of a decoded payload, as the timeline
+// and `jukebox show` print it.
+func Describe(p tapefmt.Payload) string {
+	switch p := p.(type) {
+	case *tapefmt.RunStart:
+		return "start " + oneLine(strings.Join(p.Argv, " "), 60)
+	case *tapefmt.RunEnd:
+		if p.Signal != "" {
+			return "end " + p.Signal + reason(p.Reason)
+		}
+		return fmt.Sprintf("end exit %d%s", p.ExitCode, reason(p.Reason))
+	case *tapefmt.Step:
+		return fmt.Sprintf("step %d", p.Step)
+	case *tapefmt.LLMRequest:
+		return describeRequest(p)
+	case *tapefmt.LLMResponse:
+		return describeResponse(p)
+	case *tapefmt.ToolCall:
+		return fmt.Sprintf("%s(%s)", p.Name, oneLine(string(p.Args), 50))
+	case *tapefmt.ToolResult:
+		return describeResult(p)
+	case *tapefmt.MCPMessage:
+		return fmt.Sprintf("%s %s %s", p.Server, p.Direction, oneLine(string(p.Message), 50))
+	case *tapefmt.FileChange:
+		return fmt.Sprintf("%s %s (%d bytes)", p.Op, p.Path, p.Size)
+	case *tapefmt.Output:
+		return fmt.Sprintf("fd%d %s", p.Fd, oneLine(string(p.Data), 60))
+	}
+	return describeRest(p)
+}
+
+func describeRest(p tapefmt.Payload) string {
+	switch p := p.(type) {
+	case *tapefmt.Clock:
+		return fmt.Sprintf("clock %d", p.Unix)
+	case *tapefmt.Seed:
+		return fmt.Sprintf("seed %d", p.Seed)
+	case *tapefmt.TxBegin:
+		return fmt.Sprintf("begin %s (%s)", p.Tx, p.Mode)
+	case *tapefmt.TxCommit:
+		return fmt.Sprintf("commit %s, %d changes", p.Tx, p.Changes)
+	case *tapefmt.TxRollback:
+		return fmt.Sprintf("rollback %s%s", p.Tx, reason(p.Reason))
+	case *tapefmt.BreakerTrip:
+		return fmt.Sprintf("tripped %s: %s", p.Rule, p.Reason)
+	case *tapefmt.AgentTurn:
+		return fmt.Sprintf("turn %d %s %s", p.Turn, p.Role, oneLine(p.Text, 50))
+	case *tapefmt.Marker:
+		return "marker " + p.Label
+	case tapefmt.Unknown:
+		return oneLine(string(p.JSON), 60)
+	}
+	return fmt.Sprintf("%T", p)
+}
+
+func describeRequest(p *tapefmt.LLMRequest) string {
+	s := fmt.Sprintf("#%d %s %s %s", p.Call, p.Method, p.Path, p.Model)
+	if p.Stream {
+		s += " stream"
+	}
+	return s
+}
+
+func describeResponse(p *tapefmt.LLMResponse) string {
+	if p.Error != "" {
+		return fmt.Sprintf("#%d error: %s", p.Call, oneLine(p.Error, 50))
+	}
+	s := fmt.Sprintf("#%d %d", p.Call, p.Status)
+	if len(p.Chunks) > 0 {
+		s += fmt.Sprintf(" %d chunks", len(p.Chunks))
+	}
+	if p.Usage.Total() > 0 {
+		s += fmt.Sprintf(" %d→%d tok", p.Usage.Input, p.Usage.Output)
+	}
+	return s
+}
+
+func describeResult(p *tapefmt.ToolResult) string {
+	s := p.ID + " → " + oneLine(string(p.Result), 50)
+	if p.IsError {
+		s += " (error)"
+	}
+	return s
+}
+
+func reason(r string) string {
+	if r == "" {
+		return ""
+	}
+	return " (" + r + ")"
+}
+
+// oneLine flattens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

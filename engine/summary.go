@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Summary is what `jukebox ls` and the turntable's header show of a run.
+type Summary struct {
+	Path      string             `json:"path"`
+	Name      string             `json:"name,omitempty"`
+	Argv      []string           `json:"argv,omitempty"`
+	Started   time.Time          `json:"started"`
+	Duration  time.Duration      `json:"duration_ns"`
+	Frames    int                `json:"frames"`
+	Steps     int                `json:"steps"`
+	Calls     int                `json:"llm_calls"`
+	Usage     tapefmt.Usage      `json:"tokens"`
+	Cost      float64            `json:"cost_usd"`
+	Unpriced  []string           `json:"unpriced_models,omitempty"` // models without a known rate
+	Exit      *tapefmt.RunEnd    `json:"exit,omitempty"`            // nil while a run has no end frame
+	Parent    *tapefmt.ParentRef `json:"parent,omitempty"`
+	Recovered *tapefmt.Recovery  `json:"recovered,omitempty"`
+	Sealed    bool               `json:"sealed"`
+}
+
+// Summarize reads the run's start and end frames and every LLM response.
+func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
+	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: t.Steps(),
+		Recovered: t.Recovered(), Sealed: t.Sealed()}
+	unpriced := map[string]bool{}
+	for f, err := range t.Frames(tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMResponse) {
+		if err != nil {
+			return s, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return s, err
+		}
+		s.Duration = max(s.Duration, f.Time)
+		switch p := p.(type) {
+		case *tapefmt.RunStart:
+			s.Name, s.Argv, s.Parent = p.Name, p.Argv, p.Parent
+		case *tapefmt.RunEnd:
+			s.Exit = p
+		case *tapefmt.LLMResponse:
+			s.addCall(p, unpriced)
+		}
+	}
+	if n := t.Len(); n > 0 {
+		_, last, err := t.KindAt(n - 1)
+		if err != nil {
+			return s, err
+		}
+		s.Duration = last
+	}
+	for m := range unpriced {
+		s.Unpriced = append(s.Unpriced, m)
+	}
+	return s, nil
+}
+
+func (s *Summary) addCall(p *tapefmt.LLMResponse, unpriced map[string]bool) {
+	s.Calls++
+	u := p.Usage
+	s.Usage.Input += u.Input
+	s.Usage.Output += u.Output
+	s.Usage.Cached += u.Cached
+	s.Usage.Reasoning += u.Reasoning
+	usd, ok := breaker.Cost(p.Model, u.Input, u.Cached, u.Output)
+	if !ok && p.Model != "" && u.Total() > 0 {
+		unpriced[p.Model] = true
+	}
+	s.Cost += usd
+}
+
+// ExitText is the run's exit status for display: "0", "signal: SIGINT",
+// or "running?" for a tape without an end frame.
+func (s Summary) ExitText() string {
+	switch {
+	case s.Exit == nil:
+		return "no end"
+	case s.Exit.Signal != "":
+		return s.Exit.Signal
+	}
+	return fmt.Sprint(s.Exit.ExitCode)
+}
