@@ -1,0 +1,93 @@
+package sandbox
+
+import (
+	"io/fs"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Rename stages moving oldname to newname. Like overlayfs without
+// redirects, a directory is moved by copying its staged view and deleting
+// the old path; the change set shows the writes and the deletes.
+func (tx *Tx) Rename(oldname, newname string) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	from, e, err := tx.prepare("rename", oldname, false)
+	if err != nil {
+		return err
+	}
+	to, ne, err := tx.prepare("rename", newname, false)
+	if err != nil {
+		return err
+	}
+	if err := renameCheck(from, to, e, ne); err != nil {
+		return pathErr("rename", oldname+" -> "+newname, err)
+	}
+	if from == to {
+		return nil
+	}
+	if err := tx.placeAt(to, ne); err != nil {
+		return err
+	}
+	if err := tx.moveView(from, to, e); err != nil {
+		return pathErr("rename", oldname, err)
+	}
+	return tx.whiteout("rename", from)
+}
+
+func renameCheck(from, to string, e, ne entry) error {
+	switch {
+	case !e.exists():
+		return fs.ErrNotExist
+	case strings.HasPrefix(to, from+"/"):
+		return unix.EINVAL
+	case !ne.exists():
+		return nil
+	case ne.info.IsDir() && !e.info.IsDir():
+		return unix.EISDIR
+	case !ne.info.IsDir() && e.info.IsDir():
+		return unix.ENOTDIR
+	}
+	return nil
+}
+
+// placeAt clears the destination of a rename in the staging area.
+func (tx *Tx) placeAt(to string, ne entry) error {
+	if ne.exists() && ne.info.IsDir() {
+		if list, err := tx.readDir(to); err != nil || len(list) > 0 {
+			return pathErr("rename", to, unix.ENOTEMPTY)
+		}
+	}
+	if err := tx.clearUpper(to); err != nil {
+		return err
+	}
+	return tx.upperParent("rename", to)
+}
+
+// moveView copies the staged view of from to the upper path of to.
+func (tx *Tx) moveView(from, to string, e entry) error {
+	if !e.info.IsDir() {
+		if e.layer == layerUpper {
+			return os.Rename(e.abs, tx.up(to))
+		}
+		return copyNode(e.abs, tx.up(to), e.info)
+	}
+	if err := os.Mkdir(tx.up(to), e.info.Mode().Perm()|0o700); err != nil {
+		return err
+	}
+	if lower, err := os.Lstat(tx.real(to)); err == nil && lower != nil {
+		if err := setOpaque(tx.up(to)); err != nil {
+			return err
+		}
+	}
+	err := tx.walkView(from, func(rel string, ce entry) error {
+		dst := tx.up(to + strings.TrimPrefix(rel, from))
+		return copyNode(ce.abs, dst, ce.info)
+	})
+	if err != nil {
+		return err
+	}
+	return os.Chmod(tx.up(to), e.info.Mode().Perm())
+}

@@ -1,0 +1,147 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/tetratelabs/wazero"
+	xsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// wasmCache keeps compiled modules for the life of the process, so a tool
+// run many times in one booth is compiled once.
+var wasmCache = wazero.NewCompilationCache()
+
+// WasmOptions describe a WASI preview 1 tool run inside the booth.
+type WasmOptions struct {
+	Args   []string // argv, Args[0] being the tool's name
+	Env    []string // KEY=VALUE pairs
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// RunWasm runs a WASI preview 1 module in process, with the staged view
+// of the workspace mounted at "/": what the tool reads comes from the
+// view, what it writes is staged in this transaction. It returns the
+// tool's exit code.
+func (tx *Tx) RunWasm(ctx context.Context, wasm []byte, o WasmOptions) (int, error) {
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(wasmCache))
+	defer r.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(tx.WasiFS(), "/")
+	cfg := wazero.NewModuleConfig().WithArgs(o.Args...).WithFSConfig(fsc).
+		WithStdin(orEmpty(o.Stdin)).WithStdout(orDiscard(o.Stdout)).WithStderr(orDiscard(o.Stderr)).
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().WithRandSource(randReader{})
+	for _, kv := range o.Env {
+		if k, v, ok := cut(kv); ok {
+			cfg = cfg.WithEnv(k, v)
+		}
+	}
+	// CompileModule (unlike InstantiateWithConfig) leaves the compiled
+	// code in wasmCache for the next run.
+	mod, err := r.CompileModule(ctx, wasm)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: wasm: %w", err)
+	}
+	_, err = r.InstantiateModule(ctx, mod, cfg)
+	var ee *sys.ExitError
+	if errors.As(err, &ee) {
+		return int(ee.ExitCode()), nil
+	}
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: wasm: %w", err)
+	}
+	return 0, nil
+}
+
+func cut(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+func orEmpty(r io.Reader) io.Reader {
+	if r == nil {
+		return eofReader{}
+	}
+	return r
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// WasiFS returns the staged view as a wazero experimental/sys.FS: reads
+// go through the overlay, writes are staged (copy-up first), and every
+// path is held to the same escape rules as the Tx methods.
+func (tx *Tx) WasiFS() xsys.FS {
+	return &wasiFS{tx: tx, upper: sysfs.DirFS(tx.upper), lower: sysfs.DirFS(tx.ws.root)}
+}
+
+// wasiFS adapts a Tx to wazero's file system interface.
+type wasiFS struct {
+	xsys.UnimplementedFS
+	tx    *Tx
+	upper xsys.FS
+	lower xsys.FS
+}
+
+func toErrno(err error) xsys.Errno {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrEscape), errors.Is(err, ErrStatePath), errors.Is(err, ErrHardLink):
+		return xsys.EPERM
+	case errors.Is(err, ErrSymlinkLoop):
+		return xsys.ELOOP
+	case errors.Is(err, ErrInvalidPath):
+		return xsys.EINVAL
+	case errors.Is(err, ErrClosed):
+		return xsys.EBADF
+	case errors.Is(err, fs.ErrNotExist):
+		return xsys.ENOENT
+	case errors.Is(err, fs.ErrExist):
+		return xsys.EEXIST
+	}
+	return xsys.UnwrapOSError(err)
+}
+
+func osFlags(f xsys.Oflag) int {
+	var o int
+	switch {
+	case f&xsys.O_RDWR != 0:
+		o = os.O_RDWR
+	case f&xsys.O_WRONLY != 0:
+		o = os.O_WRONLY
+	}
+	for _, m := range [...]struct {
+		x xsys.Oflag
+		o int
+	}{{xsys.O_APPEND, os.O_APPEND}, {xsys.O_CREAT, os.O_CREATE}, {xsys.O_EXCL, os.O_EXCL}, {xsys.O_TRUNC, os.O_TRUNC}} {
+		if f&m.x != 0 {
+			o |= m.o
+		}
+	}
+	return o
+}
+
+func viewName(p string) string {
+	for len(p) > 0 && p[0] == '/' {
+		p = p[1:]
+	}
+	if p == "" {
+		return "."
+	}
+	return p
+}
