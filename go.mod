@@ -38,6 +38,7 @@ require (
 	github.com/zeebo/blake3 v0.2.4 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	gopkg.in/dnaeon/go-vcr.v4 v4.0.8 // indirect
 	mvdan.cc/sh/v3 v3.14.1 // indirect

@@ -1,0 +1,131 @@
+package sandbox
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+)
+
+// ShellOptions configure Tx.Shell.
+type ShellOptions struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Env    []string // nil means this process's environment
+	// Mode is the staging mode for external commands (see Tx.Exec).
+	Mode Mode
+	// Notice gets the one-line mode notice of each external command;
+	// nil discards them.
+	Notice io.Writer
+}
+
+// devWritable are the files outside the workspace a booth shell may write.
+var devWritable = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true}
+
+// Shell returns a mvdan.cc/sh interpreter that starts in the workspace
+// and whose redirections, builtins (test, cd, globbing) and directory
+// reads go through the staged view; external commands run through
+// Tx.Exec, in the namespace overlay (or its fallback). Paths outside the
+// workspace may be read; only /dev/null, /dev/stdout and /dev/stderr may
+// be written there.
+func (tx *Tx) Shell(o ShellOptions) (*interp.Runner, error) {
+	sh := &boothShell{tx: tx, o: o}
+	return interp.New(
+		interp.Dir(tx.ws.root),
+		interp.Env(expand.ListEnviron(envOrSelf(o.Env)...)),
+		interp.StdIO(o.Stdin, orDiscard(o.Stdout), orDiscard(o.Stderr)),
+		interp.OpenHandler(sh.open),
+		interp.StatHandler(sh.stat),
+		interp.ReadDirHandler2(sh.readDir),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return sh.exec }),
+	)
+}
+
+type boothShell struct {
+	tx *Tx
+	o  ShellOptions
+}
+
+// inside maps a path (relative ones to the shell's directory) to a
+// workspace-relative one.
+func (s *boothShell) inside(ctx context.Context, p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(interp.HandlerCtx(ctx).Dir, p)
+	}
+	rel, err := filepath.Rel(s.tx.ws.root, filepath.Clean(p))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return rel, true
+}
+
+func (s *boothShell) open(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
+	rel, ok := s.inside(ctx, p)
+	writes := flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0
+	switch {
+	case ok:
+		return s.tx.OpenFile(rel, flag, perm)
+	case writes && !devWritable[p]:
+		return nil, pathErr("open", p, ErrEscape)
+	}
+	return os.OpenFile(p, flag, perm)
+}
+
+func (s *boothShell) stat(ctx context.Context, p string, follow bool) (fs.FileInfo, error) {
+	rel, ok := s.inside(ctx, p)
+	switch {
+	case !ok && follow:
+		return os.Stat(p)
+	case !ok:
+		return os.Lstat(p)
+	case follow:
+		return s.tx.Stat(rel)
+	}
+	return s.tx.Lstat(rel)
+}
+
+func (s *boothShell) readDir(ctx context.Context, p string) ([]fs.DirEntry, error) {
+	rel, ok := s.inside(ctx, p)
+	if !ok {
+		return os.ReadDir(p)
+	}
+	list, err := s.tx.ReadDir(rel)
+	out := make([]fs.DirEntry, len(list))
+	for i, fi := range list {
+		out[i] = fs.FileInfoToDirEntry(fi)
+	}
+	return out, err
+}
+
+// exec runs an external command in the booth.
+func (s *boothShell) exec(ctx context.Context, args []string) error {
+	hc := interp.HandlerCtx(ctx)
+	rel, ok := s.inside(ctx, hc.Dir)
+	if !ok {
+		return pathErr("exec", hc.Dir, ErrEscape)
+	}
+	var env []string
+	hc.Env.Each(func(name string, v expand.Variable) bool {
+		if v.Exported && v.IsSet() {
+			env = append(env, name+"="+v.String())
+		}
+		return true
+	})
+	res, err := s.tx.Exec(ctx, ExecOptions{
+		Args: args, Dir: rel, Env: env, Mode: s.o.Mode, Notice: orDiscard(s.o.Notice),
+		Stdin: hc.Stdin, Stdout: hc.Stdout, Stderr: hc.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return interp.ExitStatus(uint8(res.ExitCode))
+	}
+	return nil
+}
