@@ -1,0 +1,5 @@
+package pgtest
+
+import "os"
+
+func lookupEnv(name string) string { return os.Getenv(name) }
