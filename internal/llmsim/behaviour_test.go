@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,7 +103,7 @@ func TestDeterminism(t *testing.T) {
 	} {
 		r1, b1 := post(t, url, tc.path, tc.body)
 		r2, b2 := post(t, url2, tc.path, tc.body)
-		if !bytes.Equal(b1, b2) || r1.Header.Get("X-Request-Id") != r2.Header.Get("X-Request-Id") {
+		if !bytes.Equal(b1, b2) || r1.Header.Get("X-Request-Id") != r2.Header.Get("X-Request-Id") || r1.Header.Get("Date") != "" {
 			t.Errorf("%s: two servers answered the same request differently", tc.path)
 		}
 	}
@@ -218,4 +220,34 @@ func TestDemoScriptCopyMatches(t *testing.T) {
 	if err != nil || s.Hash() != DefaultScript().Hash() || s.Len() != DefaultScript().Len() {
 		t.Fatalf("LoadScript: %v", err)
 	}
+}
+
+// TestDemoLoopOverResponses walks the bundled demo's tool loop through the
+// Responses API, which no SDK agent covers.
+func TestDemoLoopOverResponses(t *testing.T) {
+	srv := New(nil)
+	ts := httptest.NewServer(srv)
+	defer func() { srv.Close(); ts.Close() }()
+	input := []any{map[string]any{"role": "user", "content": "Write a short poem about a jukebox to poem.txt"}}
+	results := map[string]string{"write_file": "wrote", "read_file": "poem", "run_shell": "2"}
+	var tools []string
+	for step := 0; step < 5; step++ {
+		body, _ := json.Marshal(map[string]any{"model": "demo-small", "input": input})
+		_, b := post(t, ts.URL, "/v1/responses", string(body))
+		out := get(decode(t, string(b)), "output").([]any)
+		last := out[len(out)-1]
+		if get(last, "type") == "message" {
+			if text := get(last, "content", 0, "text"); text != "Done. I wrote poem.txt, read it back, and it has 2 lines. (demo-small)" {
+				t.Fatalf("final text %q", text)
+			}
+			if strings.Join(tools, ",") != "write_file,read_file,run_shell" {
+				t.Fatalf("tools %v", tools)
+			}
+			return
+		}
+		name := get(last, "name").(string)
+		tools = append(tools, name)
+		input = append(input, last, map[string]any{"type": "function_call_output", "call_id": get(last, "call_id"), "output": results[name]})
+	}
+	t.Fatalf("no final answer after tools %v", tools)
 }

@@ -46,7 +46,8 @@
 // (about four characters a token for the prompt text, sixteen bytes a token
 // for the rest of the request body, four characters a token for the
 // answer). The same request to the same script gets the same bytes back;
-// only rules with "times" keep state between requests. The X-Llmsim-Rule
+// only rules with "times" keep state between requests. No Date header is
+// sent, so whole responses, headers included, are reproducible. The X-Llmsim-Rule
 // response header names the rule that answered ("fallback" when none did).
 //
 // # Script format

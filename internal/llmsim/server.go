@@ -218,6 +218,7 @@ func (s *Server) serveChatLike(w http.ResponseWriter, r *http.Request, ep string
 func (s *Server) setHeaders(w http.ResponseWriter, g ids, anthropic bool, rule string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h["Date"] = nil // net/http would add the wall clock; responses stay byte-for-byte reproducible
 	if rule != "" {
 		h.Set("X-Llmsim-Rule", rule)
 	}
