@@ -65,7 +65,8 @@ type anthropicModel struct {
 func (s *Server) serveModels(w http.ResponseWriter, g ids, anthropic bool, id string) {
 	s.setHeaders(w, g, anthropic, "")
 	var items []any
-	for _, m := range s.models() {
+	models := s.models()
+	for _, m := range models {
 		if id != "" && m != id {
 			continue
 		}
@@ -82,11 +83,17 @@ func (s *Server) serveModels(w http.ResponseWriter, g ids, anthropic bool, id st
 	case id != "":
 		w.Write(marshal(items[0])) //nolint:errcheck // the client may be gone
 	case anthropic:
-		first, _ := json.Marshal(s.models()[0])
-		last, _ := json.Marshal(s.models()[len(s.models())-1])
-		w.Write(marshal(map[string]any{"data": items, "has_more": false, "first_id": json.RawMessage(first), "last_id": json.RawMessage(last)})) //nolint:errcheck
+		w.Write(marshal(struct { //nolint:errcheck // the client may be gone
+			Data    []any  `json:"data"`
+			HasMore bool   `json:"has_more"`
+			FirstID string `json:"first_id"`
+			LastID  string `json:"last_id"`
+		}{items, false, models[0], models[len(models)-1]}))
 	default:
-		w.Write(marshal(map[string]any{"object": "list", "data": items})) //nolint:errcheck
+		w.Write(marshal(struct { //nolint:errcheck // the client may be gone
+			Object string `json:"object"`
+			Data   []any  `json:"data"`
+		}{"list", items}))
 	}
 }
 
