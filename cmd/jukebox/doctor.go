@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jukebox-os/jukebox/sandbox"
+)
+
+// DoctorCmd prints what this machine offers the Shadow Booth.
+type DoctorCmd struct {
+	Dir  string `default:"." type:"path" help:"Directory whose file system is checked for reflinks."`
+	JSON bool   `help:"Print JSON."`
+}
+
+// probeBooth is sandbox.Probe, replaced in tests (the probe re-executes
+// the binary as the namespace init).
+var probeBooth = sandbox.Probe
+
+// Run probes and prints one line per capability.
+func (c *DoctorCmd) Run(env *Env) error {
+	caps := probeBooth(context.Background(), c.Dir)
+	if c.JSON {
+		return boothJSON(env.Stdout, caps)
+	}
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	w := env.Stdout
+	fmt.Fprintf(w, "user namespaces  %s\n", yes(caps.UserNamespaces))
+	fmt.Fprintf(w, "overlayfs        %s\n", yes(caps.Overlay))
+	fmt.Fprintf(w, "reflink          %s\n", yes(caps.Reflink))
+	wz := caps.Wazero
+	if wz == "" {
+		wz = "built in"
+	}
+	fmt.Fprintf(w, "wazero (WASI)    %s\n", wz)
+	fmt.Fprintf(w, "booth exec mode  %s\n", caps.ExecMode)
+	for _, n := range caps.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	return nil
+}
