@@ -40,25 +40,24 @@ func (f *Frame) marshalHeader(b []byte) {
 	le.PutUint32(b[28:], crcOf(b[:28], f.Payload))
 }
 
-// parseFrameHeader reads a frame header; the payload length is checked
-// against MaxPayload but not yet against the file.
-func parseFrameHeader(b []byte, off int64) (Frame, uint32, error) {
-	f := Frame{Offset: off}
+// parseFrameHeader reads a frame header at file offset off into f and
+// returns the payload length, checked against MaxPayload but not yet against
+// the file.
+func parseFrameHeader(b []byte, off int64, f *Frame) (uint32, error) {
+	_ = b[frameHeaderSize-1]
 	if b[0] != recFrame {
-		return f, 0, formatErr(off, "expected a frame record, found type 0x%02x", b[0])
+		return 0, formatErr(off, "expected a frame record, found type 0x%02x", b[0])
 	}
-	f.Kind, f.Schema = Kind(b[1]), b[2]
+	*f = Frame{Offset: off, Kind: Kind(b[1]), Schema: b[2], Seq: le.Uint64(b[8:]),
+		Time: time.Duration(le.Uint64(b[16:])), Stream: le.Uint32(b[24:])}
 	n := le.Uint32(b[4:])
-	f.Seq = le.Uint64(b[8:])
-	f.Time = time.Duration(le.Uint64(b[16:]))
-	f.Stream = le.Uint32(b[24:])
 	if n > MaxPayload {
-		return f, 0, frameErr(off+4, f.Seq, "payload of %d bytes exceeds the %d-byte limit", n, MaxPayload)
+		return 0, frameErr(off+4, f.Seq, "payload of %d bytes exceeds the %d-byte limit", n, MaxPayload)
 	}
 	if f.Time < 0 {
-		return f, 0, frameErr(off+16, f.Seq, "negative time offset %d", f.Time)
+		return 0, frameErr(off+16, f.Seq, "negative time offset %d", f.Time)
 	}
-	return f, n, nil
+	return n, nil
 }
 
 // checkFrameCRC verifies the CRC of a whole frame record.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // Payload is the decoded body of a frame. Each kind has one payload type; its
@@ -55,8 +56,9 @@ type RunEnd struct {
 	Reason   string `json:"reason,omitempty"` // e.g. "interrupted", "diverged", "breaker"
 }
 
-// Step marks the end of one whole agent step; Chain is the BLAKE3 chain head
-// over every frame before this one, so a reader can check the chain so far.
+// Step marks the end of one whole agent step; Chain is the hash chain's value
+// over every frame before this one (see FORMAT.md), so a reader can check
+// the chain so far.
 type Step struct {
 	Step  uint64 `json:"step"`
 	Chain Hash   `json:"chain"`
@@ -88,10 +90,45 @@ type LLMRequest struct {
 }
 
 // Chunk is one piece of a streamed response as it arrived: the body bytes up
-// to End (exclusive) had arrived At after the request was sent.
+// to End (exclusive) had arrived At nanoseconds after the request was sent.
 type Chunk struct {
-	End int64 `json:"e"`
-	At  int64 `json:"t"` // nanoseconds since the request
+	End int64
+	At  int64
+}
+
+// Chunks encode to JSON as one flat array [end0, at0, end1, at1, ...]: a
+// streamed response has hundreds of them, and keys would double their size.
+type Chunks []Chunk
+
+// MarshalJSON writes the flat array.
+func (c Chunks) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 2+len(c)*16)
+	b = append(b, '[')
+	for i, ch := range c {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, ch.End, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, ch.At, 10)
+	}
+	return append(b, ']'), nil
+}
+
+// UnmarshalJSON reads the flat array.
+func (c *Chunks) UnmarshalJSON(data []byte) error {
+	var flat []int64
+	if err := json.Unmarshal(data, &flat); err != nil {
+		return err
+	}
+	if len(flat)%2 != 0 {
+		return fmt.Errorf("chunks: odd number of values (%d)", len(flat))
+	}
+	*c = make(Chunks, len(flat)/2)
+	for i := range *c {
+		(*c)[i] = Chunk{End: flat[2*i], At: flat[2*i+1]}
+	}
+	return nil
 }
 
 // LLMResponse is the provider's answer to one LLMRequest, byte for byte.
@@ -101,7 +138,7 @@ type LLMResponse struct {
 	Header  http.Header `json:"header,omitempty"`
 	Body    Hash        `json:"body,omitzero"`
 	Size    int64       `json:"size"`
-	Chunks  []Chunk     `json:"chunks,omitempty"` // set for streamed bodies
+	Chunks  Chunks      `json:"chunks,omitempty"` // set for streamed bodies
 	Model   string      `json:"model,omitempty"`
 	Usage   Usage       `json:"usage,omitzero"`
 	Latency int64       `json:"latency_ns"`      // time to the response head

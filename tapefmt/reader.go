@@ -155,7 +155,8 @@ func (t *Tape) Frame(i int) (Frame, error) {
 	if err := t.readAt(rec, e.off); err != nil {
 		return Frame{}, err
 	}
-	f, n, err := parseFrameHeader(rec, e.off)
+	var f Frame
+	n, err := parseFrameHeader(rec, e.off, &f)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -189,8 +190,10 @@ func (t *Tape) loadFrameTable() ([]byte, error) {
 func (t *Tape) All() iter.Seq2[Frame, error] {
 	return func(yield func(Frame, error) bool) {
 		sc := newScanner(t.ra, fileHeaderSize, t.ft.recordsEnd)
+		defer sc.release()
+		var r record
 		for {
-			r, err := sc.next()
+			err := sc.next(&r)
 			if errors.Is(err, io.EOF) {
 				return
 			}

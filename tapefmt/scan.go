@@ -3,6 +3,7 @@ package tapefmt
 import (
 	"errors"
 	"io"
+	"sync"
 )
 
 // scanner reads the records of a tape one after another through a window,
@@ -13,6 +14,10 @@ type scanner struct {
 	off, end int64 // next record, and where records stop
 	buf      []byte
 	bufOff   int64 // file offset of buf[0]
+	// noCRC skips the CRC checks. Verify uses it on its fast pass: when the
+	// hash chain over the same bytes matches, every CRC does too, and a
+	// mismatch sends Verify back over the tape with CRCs to name the frame.
+	noCRC bool
 }
 
 // record is one frame or blob record; bytes are valid until the next call.
@@ -25,8 +30,21 @@ type record struct {
 
 const scanWindow = 1 << 20
 
+// windows recycles scan buffers: walking a tape is frequent (every open of a
+// torn tape, every verify, every All) and a window is up to a megabyte.
+var windows = sync.Pool{New: func() any { return new([]byte) }}
+
 func newScanner(ra io.ReaderAt, start, end int64) *scanner {
-	return &scanner{ra: ra, off: start, end: end}
+	return &scanner{ra: ra, off: start, end: end, buf: *windows.Get().(*[]byte)}
+}
+
+// release returns the window to the pool; the scanner must not be used after.
+func (s *scanner) release() {
+	if cap(s.buf) <= scanWindow {
+		b := s.buf[:0]
+		windows.Put(&b)
+	}
+	s.buf = nil
 }
 
 // window returns n bytes at s.off, reading more of the file as needed.
@@ -40,7 +58,7 @@ func (s *scanner) window(n int64) ([]byte, error) {
 	}
 	size := min(max(n, scanWindow), s.end-s.off)
 	if int64(cap(s.buf)) < size {
-		s.buf = make([]byte, size)
+		s.buf = make([]byte, size, max(size, min(scanWindow, s.end-s.off)))
 	}
 	s.buf = s.buf[:size]
 	if _, err := s.ra.ReadAt(s.buf, s.off); err != nil && !errors.Is(err, io.EOF) {
@@ -50,47 +68,49 @@ func (s *scanner) window(n int64) ([]byte, error) {
 	return s.buf[:n], nil
 }
 
-// next returns the next record, io.EOF at the end, or a *FormatError for a
-// record that is torn, unknown or fails its CRC.
-func (s *scanner) next() (record, error) {
+// minRecord is the smallest record header; every record needs this many bytes.
+const minRecord = frameHeaderSize
+
+// next reads the next record into r; it returns io.EOF at the end, or a
+// *FormatError for a record that is torn, unknown or fails its CRC. It is the
+// hot loop of every walk over a tape, so it reads the header once.
+func (s *scanner) next(r *record) error {
 	if s.off >= s.end {
-		return record{}, io.EOF
+		return io.EOF
 	}
-	b, err := s.window(1)
+	h, err := s.window(minRecord)
 	if err != nil {
-		return record{}, err
+		return err
 	}
-	r := record{off: s.off, typ: b[0]}
+	r.off, r.typ = s.off, h[0]
 	switch r.typ {
 	case recFrame:
-		err = s.nextFrame(&r)
+		err = s.nextFrame(r, h)
 	case recBlob:
-		err = s.nextBlob(&r)
+		err = s.nextBlob(r)
 	default:
 		err = formatErr(s.off, "unknown record type 0x%02x", r.typ)
 	}
 	if err != nil {
-		return r, err
-	}
-	s.off += int64(len(r.bytes))
-	return r, nil
-}
-
-func (s *scanner) nextFrame(r *record) error {
-	h, err := s.window(frameHeaderSize)
-	if err != nil {
 		return err
 	}
-	f, n, err := parseFrameHeader(h, s.off)
+	s.off += int64(len(r.bytes))
+	return nil
+}
+
+func (s *scanner) nextFrame(r *record, h []byte) error {
+	n, err := parseFrameHeader(h, s.off, &r.frame)
 	if err != nil {
 		return err
 	}
 	if r.bytes, err = s.window(frameHeaderSize + int64(n)); err != nil {
 		return err
 	}
-	f.Payload = r.bytes[frameHeaderSize:]
-	r.frame = f
-	return checkFrameCRC(r.bytes, &f)
+	r.frame.Payload = r.bytes[frameHeaderSize:]
+	if s.noCRC {
+		return nil
+	}
+	return checkFrameCRC(r.bytes, &r.frame)
 }
 
 func (s *scanner) nextBlob(r *record) error {
@@ -105,7 +125,7 @@ func (s *scanner) nextBlob(r *record) error {
 	if r.bytes, err = s.window(blobHeaderSize + int64(bh.Stored)); err != nil {
 		return err
 	}
-	if le.Uint32(r.bytes[44:]) != crcOf(r.bytes[:44], r.bytes[blobHeaderSize:]) {
+	if !s.noCRC && le.Uint32(r.bytes[44:]) != crcOf(r.bytes[:44], r.bytes[blobHeaderSize:]) {
 		return formatErr(s.off, "blob %s: checksum mismatch", bh.Hash.Short())
 	}
 	return nil
@@ -141,8 +161,10 @@ func recoverScan(ra io.ReaderAt, size int64) (*scanIndex, *Recovery) {
 	var seq uint64
 	chain := newChain()
 	sc := newScanner(ra, fileHeaderSize, size)
+	defer sc.release()
+	var r record
 	for {
-		r, err := sc.next()
+		err := sc.next(&r)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				rec.Reason = err.Error()
@@ -159,6 +181,9 @@ func recoverScan(ra io.ReaderAt, size int64) (*scanIndex, *Recovery) {
 			break
 		}
 		seq++
+		if r.frame.Kind == KindStep {
+			chain.link()
+		}
 		chain.Write(r.bytes)
 		idx.frames = appendFrameEntry(idx.frames, &r.frame)
 		if r.frame.Kind == KindStep {

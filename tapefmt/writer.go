@@ -149,7 +149,10 @@ func (w *Writer) Commit() (uint64, error) { return w.commitAt(-1, 0) }
 func (w *Writer) commitAt(t time.Duration, stream uint32) (uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	body, err := marshalPayload(Step{Step: w.steps, Chain: w.headLocked()})
+	if err := w.usable(); err != nil {
+		return 0, err
+	}
+	body, err := marshalPayload(Step{Step: w.steps, Chain: w.chain.link()})
 	if err != nil {
 		return 0, err
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/jukebox-os/jukebox/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -22,10 +24,13 @@ type Globals struct {
 type CLI struct {
 	Globals
 
-	Ls     LsCmd     `cmd:"" help:"List the recordings in a folder."`
-	Show   ShowCmd   `cmd:"" help:"Print the frames of a tape."`
-	Verify VerifyCmd `cmd:"" help:"Check CRCs, the hash chain, every blob and (with --key-file) the seal."`
-	Seal   SealCmd   `cmd:"" help:"Seal a tape with a keyed BLAKE2b MAC over its chain head."`
+	Ls        LsCmd        `cmd:"" help:"List the recordings in a folder."`
+	Show      ShowCmd      `cmd:"" help:"Print the frames of a tape."`
+	Verify    VerifyCmd    `cmd:"" help:"Check CRCs, the hash chain, every blob and (with --key-file) the seal."`
+	Seal      SealCmd      `cmd:"" help:"Seal a tape with a keyed BLAKE2b MAC over its chain head."`
+	Booth     BoothCmd     `cmd:"" help:"Inspect, commit or roll back a Shadow Booth transaction; run WASI tools in it."`
+	Doctor    DoctorCmd    `cmd:"" help:"Print what this machine supports: namespaces, overlayfs, reflinks, WASI."`
+	DemoModel DemoModelCmd `cmd:"" name:"demo-model" help:"Serve the scripted OpenAI/Anthropic-compatible model (offline demo and tests)."`
 }
 
 // Env is what commands get instead of touching os.Stdout and friends, so the
@@ -37,6 +42,9 @@ type Env struct {
 }
 
 func main() {
+	// When jukebox re-executes itself as the booth's namespace init, this
+	// runs the child and exits; otherwise it returns at once.
+	sandbox.MaybeRunInit()
 	env := &Env{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
 	os.Exit(run(os.Args[1:], env))
 }

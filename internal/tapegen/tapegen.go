@@ -24,7 +24,7 @@ type Spec struct {
 type Interaction struct {
 	Request  []byte // request body (JSON)
 	Response []byte // response body (server-sent events)
-	Chunks   []tapefmt.Chunk
+	Chunks   tapefmt.Chunks
 	Words    []string // the streamed text, one chunk each
 	Tool     string   // the tool call's arguments
 }
