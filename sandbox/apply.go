@@ -21,6 +21,8 @@ type applier struct {
 	upper  string
 	rootFD int
 	dirs   map[string]int
+	// repeat is set when recovering: changes may already be applied.
+	repeat bool
 }
 
 func newApplier(root, upper string) (*applier, error) {
@@ -101,26 +103,34 @@ func (a *applier) apply(i int, c Change) error {
 }
 
 // place builds the new entry under a temporary name, then renames it over
-// the target, removing a directory that stood there first.
+// the target, removing a directory that stood there first. Leftovers of
+// an interrupted earlier attempt (a stale temporary name) are cleared on
+// the way, so place can be repeated.
 func (a *applier) place(pfd, i int, base string, build func(tmp string) error) error {
 	tmp := fmt.Sprintf(".jbx-%d.tmp", i)
-	unix.Unlinkat(pfd, tmp, 0)
-	if err := build(tmp); err != nil {
+	err := build(tmp)
+	if errors.Is(err, unix.EEXIST) {
+		unix.Unlinkat(pfd, tmp, 0)
+		err = build(tmp)
+	}
+	if err != nil {
 		return err
 	}
-	var st unix.Stat_t
-	if unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		if err := removeAt(pfd, base); err != nil {
-			return err
+	err = unix.Renameat(pfd, tmp, pfd, base)
+	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+		if err = removeAt(pfd, base); err == nil {
+			err = unix.Renameat(pfd, tmp, pfd, base)
 		}
 	}
-	if err := unix.Renameat(pfd, tmp, pfd, base); err != nil {
+	if err != nil {
 		return err
 	}
-	// rename does nothing when both names already link the same inode
-	// (a repeated apply after a crash): drop the temporary name then.
-	if err := unix.Unlinkat(pfd, tmp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
+	if a.repeat {
+		// rename does nothing when both names already link the same
+		// inode (a repeated apply): drop the temporary name then.
+		if err := unix.Unlinkat(pfd, tmp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func (tx *Tx) commitSet(ctx context.Context, cs ChangeSet) error {
 		tx.emit(Event{Kind: EventChange, Change: &cs.Changes[i]})
 	}
 	done := func(gid string, i int) error { return tx.parts[i].CommitPrepared(ctx, gid) }
-	if err := finishCommit(tx.ws, tx.dir, j, done); err != nil {
+	if err := finishCommit(tx.ws, tx.dir, j, false, done); err != nil {
 		return err
 	}
 	tx.emit(Event{Kind: EventCommit})
@@ -118,11 +118,12 @@ func (tx *Tx) abortPrepared(ctx context.Context, cause error) error {
 
 // finishCommit applies a decided journal and finishes its participants.
 // Commit and Recover share it; every step may be repeated.
-func finishCommit(w *workspace, dir string, j journal, finish func(gid string, i int) error) error {
+func finishCommit(w *workspace, dir string, j journal, repeat bool, finish func(gid string, i int) error) error {
 	a, err := newApplier(w.root, filepath.Join(dir, "upper"))
 	if err != nil {
 		return err
 	}
+	a.repeat = repeat
 	defer a.close()
 	for i, c := range j.Changes {
 		if c.Implied {

@@ -81,7 +81,7 @@ func recoverOne(ctx context.Context, w *workspace, e fs.DirEntry, byKind map[str
 	finish := func(gid string, i int) error {
 		return byKind[j.Participants[i].Kind].Resolve(ctx, gid, true)
 	}
-	if err := finishCommit(w, dir, j, finish); err != nil {
+	if err := finishCommit(w, dir, j, true, finish); err != nil {
 		return fmt.Errorf("sandbox: recover %s: %w", j.TxID, err)
 	}
 	rep.Committed = append(rep.Committed, j.TxID)
