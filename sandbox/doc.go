@@ -1,3 +1,75 @@
 // Package sandbox is the Shadow Booth: transactions over a workspace whose
 // file writes, commands, SQL and tool calls are staged until committed.
+//
+// # Transactions
+//
+// Begin starts a transaction (Tx) with a sortable id. Nothing in the real
+// workspace is touched until Commit; Rollback discards the staging area and
+// leaves the workspace bit-identical. Savepoint and RollbackTo roll back
+// one step and keep the rest. Diff returns the ChangeSet: writes, symlinks,
+// new directories, replaced (opaque) directories, deletes and mode changes,
+// sorted by path, with every deleted path listed (those under a deleted or
+// replaced directory marked Implied). Change.Open reads staged content and
+// Options.Observer hears begin, each change, commit and rollback, so the
+// engine can write tape frames; sandbox imports nothing else of Jukebox.
+//
+// # Staging area
+//
+// Each transaction lives in <workspace>/.jukebox/booth/<id>/ (or under
+// Options.StateRoot), never part of a change set and hidden from children.
+// Keeping it inside the workspace keeps it on the same file system, so
+// Commit hard-links and renames staged files into place instead of copying.
+// The staging area (upper/) uses the overlayfs upper-dir format, whoever
+// writes it: a character device 0/0 is a whiteout (delete) and a directory
+// with the xattr user.overlay.opaque=y replaces the real one. So:
+//
+//   - Tx.Exec runs a child in a new user+mount namespace with overlayfs
+//     mounted over the workspace path (upper = the staging area). The init
+//     is this binary re-executed: MaybeRunInit must be the first call in
+//     main. When the kernel refuses the namespace or the mount, Exec falls
+//     back to a reflink (or plain) copy of the staged view, runs the child
+//     there and folds its changes into the staging area: the same change
+//     set, except that a deleted-and-recreated directory shows as edits
+//     inside it rather than as a replace. A one-line notice names the mode.
+//   - Tx.RunWasm runs WASI preview 1 tools in process on Tx.WasiFS, a
+//     wazero experimental/sys.FS over the same view; Tx.Shell is a
+//     mvdan.cc/sh interpreter whose redirections, builtins and globbing go
+//     through the view and whose external commands go through Tx.Exec.
+//   - The Tx methods (WriteFile, OpenFile, Remove, Mkdir, Rename, ...) are
+//     the in-process API the others are built on.
+//
+// # Commit and recovery
+//
+// Commit refuses with a *ConflictError listing every path changed on the
+// real side since Begin: exactly, by a fingerprint taken when the path was
+// first staged in process, or, for paths a child staged in the kernel
+// overlay, when the real file's ctime is later than the Begin marker's
+// (a change within the same clock tick as Begin can be missed there).
+// Then one decision record (journal.json) is written and fsynced before
+// anything is applied; participants (PostgreSQL through sandbox/pgtx) are
+// PREPAREd before it. Every apply step is idempotent, and Recover, run on
+// the next open, finishes a decided commit or undoes an undecided one,
+// COMMIT PREPARED or ROLLBACK PREPARED included. Writes go through
+// directory descriptors opened with O_NOFOLLOW, so a real directory
+// swapped for a symlink cannot carry a commit outside the workspace.
+//
+// # SQLite
+//
+// SQLite databases are staged with the files, by decision: the database
+// file (and any -wal/-journal beside it) is copied up on first write and
+// swapped in atomically by the commit's rename. Holding a SQLite
+// transaction open instead would lock out every other writer for the life
+// of the booth and could not cover a child process that opens the database
+// itself. The cost is a copy of the database on first write and conflicts
+// at whole-file granularity.
+//
+// # Safety
+//
+// No staged path escapes the workspace: "..", absolute paths, symlinks
+// (in the real tree or staged) leading out, hard links, device files,
+// fifos and sockets are each refused with a *PathError naming the path and
+// wrapping ErrEscape, ErrHardLink, ErrSpecialFile, ErrStatePath or
+// ErrInvalidPath. The namespace confines a child's view of the workspace,
+// not the rest of the machine: writes a child makes outside the workspace
+// are not staged.
 package sandbox
