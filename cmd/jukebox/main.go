@@ -24,6 +24,8 @@ type Globals struct {
 type CLI struct {
 	Globals
 
+	Record    RecordCmd    `cmd:"" help:"Run an agent and record every model call, its output and exit onto a tape."`
+	Replay    ReplayCmd    `cmd:"" help:"Run an agent again offline, answering every model call from a tape."`
 	Ls        LsCmd        `cmd:"" help:"List the recordings in a folder."`
 	Show      ShowCmd      `cmd:"" help:"Print the frames of a tape."`
 	Verify    VerifyCmd    `cmd:"" help:"Check CRCs, the hash chain, every blob and (with --key-file) the seal."`

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// RecordCmd records an agent run onto a tape.
+type RecordCmd struct {
+	Name     string   `help:"Run name (default: the script or command name)."`
+	Output   string   `short:"o" type:"path" placeholder:"FILE" help:"Tape to write (default ./tapes/<name>-<time>.jbx). Never overwritten."`
+	Upstream []string `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere (a gateway, a local model), e.g. openai=http://127.0.0.1:8931/v1. Repeatable. Default: the agent's own OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the public API."`
+	Seed     int64    `help:"Seed handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED (default: random, recorded)."`
+	Sync     string   `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
+	JSON     bool     `help:"After the run, print the result as JSON."`
+	Cmd      []string `arg:"" passthrough:"" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
+}
+
+// Validate checks flags before anything starts.
+func (c *RecordCmd) Validate() error {
+	if len(commandArgs(c.Cmd)) == 0 {
+		return fmt.Errorf("no command to record: give it after --, e.g. jukebox record -- python agent.py")
+	}
+	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Run records the agent and exits with the agent's exit code.
+func (c *RecordCmd) Run(env *Env) error {
+	ups, _ := engine.ParseUpstreams(c.Upstream)
+	name := c.Name
+	if name == "" {
+		name = runName(commandArgs(c.Cmd))
+	}
+	path, err := tapePath(c.Output, name)
+	if err != nil {
+		return err
+	}
+	res, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: runOptions(env, c.Cmd, name, c.Seed), Tape: path, Upstreams: ups, Sync: syncPolicy(c.Sync)})
+	if err != nil {
+		return err
+	}
+	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %d calls, %d frames to %s", res.Calls, res.Frames, res.Tape))
+}
+
+func runOptions(env *Env, argv []string, name string, seed int64) engine.RunOptions {
+	argv = commandArgs(argv)
+	return engine.RunOptions{Argv: argv, Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr,
+		Seed: seed, Name: name, Version: version}
+}
+
+// finishRun prints the outcome and passes the agent's exit code on.
+func finishRun(env *Env, res *engine.Result, asJSON bool, line string) error {
+	if asJSON {
+		if err := writeJSON(env.Stdout, res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(env.Stderr, "jukebox: %s (agent %s)\n", line, exitText(res.End))
+	}
+	if res.End.ExitCode != 0 {
+		return withCode(res.End.ExitCode, errSilent)
+	}
+	return nil
+}
+
+func exitText(end tapefmt.RunEnd) string {
+	switch {
+	case end.Signal != "":
+		return "killed by " + end.Signal
+	case end.Error != "":
+		return "failed: " + end.Error
+	}
+	return fmt.Sprintf("exit %d", end.ExitCode)
+}
+
+func syncPolicy(s string) tapefmt.SyncPolicy {
+	switch s {
+	case "never":
+		return tapefmt.SyncNever
+	case "frame":
+		return tapefmt.SyncFrame
+	}
+	return tapefmt.SyncStep
+}
+
+// commandArgs drops the "--" that kong passes through ahead of the command.
+func commandArgs(argv []string) []string {
+	if len(argv) > 0 && argv[0] == "--" {
+		return argv[1:]
+	}
+	return argv
+}
+
+// runName is the script's name for interpreters ("python agent.py" is
+// "agent"), else the command's.
+func runName(argv []string) string {
+	name := filepath.Base(argv[0])
+	for _, a := range argv[1:] {
+		if !strings.HasPrefix(a, "-") {
+			if ext := filepath.Ext(a); ext != "" {
+				name = filepath.Base(a)
+			}
+			break
+		}
+	}
+	return strings.TrimSuffix(name, filepath.Ext(name))
+}
+
+// tapePath is the output path, or ./tapes/<name>-<time>.jbx with the folder made.
+func tapePath(out, name string) (string, error) {
+	if out != "" {
+		return out, nil
+	}
+	if err := os.MkdirAll("tapes", 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Join("tapes", fmt.Sprintf("%s-%s.jbx", name, time.Now().Format("20060102-150405.000"))), nil
+}

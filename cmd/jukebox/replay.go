@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jukebox-os/jukebox/engine"
+)
+
+// ReplayCmd replays a recorded run offline.
+type ReplayCmd struct {
+	Tape         string   `arg:"" type:"existingfile" help:"The tape to replay."`
+	Cmd          []string `arg:"" optional:"" passthrough:"" name:"command" help:"The agent to run, after -- (default: the recorded command)."`
+	Speed        string   `default:"instant" help:"Pace of streamed responses: instant, realtime, or a factor such as 2x."`
+	OnDivergence string   `enum:"stop,live" default:"stop" help:"On a request the tape does not hold: stop (exit 5 with a report), or live: go to the real upstream from there and record the rest (needs -o or records to ./tapes)."`
+	Upstream     []string `placeholder:"NAME=URL" help:"Upstreams for --on-divergence live, as in record."`
+	Ignore       []string `placeholder:"FIELD" help:"Top-level request fields to leave out of matching, besides stream_options, user, metadata and service_tier. Repeatable."`
+	Output       string   `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
+	Seed         int64    `help:"Seed for the agent (default: the recorded one)."`
+	JSON         bool     `help:"After the run, print the result as JSON."`
+}
+
+// Validate checks flags before anything starts.
+func (c *ReplayCmd) Validate() error {
+	if _, err := engine.ParseSpeed(c.Speed); err != nil {
+		return fmt.Errorf("--speed: %w", err)
+	}
+	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
+		return err
+	}
+	if len(c.Upstream) > 0 && c.OnDivergence != "live" {
+		return fmt.Errorf("--upstream only matters with --on-divergence live: replay never opens a network connection")
+	}
+	return nil
+}
+
+// Run replays and exits 5 on a divergence, else with the agent's exit code.
+func (c *ReplayCmd) Run(env *Env) error {
+	speed, _ := engine.ParseSpeed(c.Speed)
+	ups, _ := engine.ParseUpstreams(c.Upstream)
+	out := c.Output
+	if out == "" && c.OnDivergence == "live" {
+		var err error
+		if out, err = tapePath("", "replay"); err != nil {
+			return err
+		}
+	}
+	res, err := engine.Replay(context.Background(), engine.ReplayOptions{
+		RunOptions: runOptions(env, c.Cmd, "", c.Seed), From: c.Tape, Tape: out, Speed: speed,
+		Ignore: append(append([]string(nil), engine.DefaultIgnore...), c.Ignore...), Live: c.OnDivergence == "live", Upstreams: ups})
+	if err != nil {
+		return err
+	}
+	if d := res.Divergence; d != nil && c.OnDivergence == "stop" {
+		if c.JSON {
+			writeJSON(env.Stdout, res)
+		}
+		return withCode(ExitDiverged, d)
+	}
+	return finishRun(env, res, c.JSON, replayLine(res))
+}
+
+func replayLine(res *engine.Result) string {
+	s := fmt.Sprintf("replayed %d calls from the tape", res.Calls)
+	if res.Divergence != nil {
+		s += fmt.Sprintf(", diverged at frame %d and went live", res.Divergence.Frame)
+	}
+	if res.Unused > 0 {
+		s += fmt.Sprintf(", %d recorded calls never asked for", res.Unused)
+	}
+	if res.OutputSame != nil {
+		if *res.OutputSame {
+			s += ", stdout identical to the recording"
+		} else {
+			s += ", stdout differs from the recording"
+		}
+	}
+	return s
+}

@@ -1,0 +1,26 @@
+package engine
+
+import "github.com/jukebox-os/jukebox/tapefmt"
+
+// EventKind says what happened in a run.
+type EventKind int
+
+// Events a run reports while it goes, for the turntable and progress lines.
+const (
+	EventRequest  EventKind = iota + 1 // a model call left the agent
+	EventResponse                      // its answer was relayed
+	EventOutput                        // the agent wrote to stdout or stderr
+	EventDiverged                      // replay met a request the tape does not hold
+	EventExit                          // the agent exited
+)
+
+// Event is one thing that happened in a run.
+type Event struct {
+	Kind  EventKind
+	Seq   uint64 // frame written, when one was
+	Call  uint64
+	Model string
+	Usage tapefmt.Usage
+	Data  []byte      // output bytes
+	Div   *Divergence // for EventDiverged
+}

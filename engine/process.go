@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// child is the agent process with its output captured.
+type child struct {
+	cmd  *exec.Cmd
+	tape *tapefmt.Writer
+	emit func(Event)
+	wg   sync.WaitGroup
+	out  struct {
+		mu  sync.Mutex
+		stdout []byte // everything the child wrote to stdout, for replay's comparison
+	}
+}
+
+// startChild starts argv with env in dir; its stdout and stderr go to the
+// given writers and onto the tape as they come.
+func startChild(o RunOptions, env []string, tape *tapefmt.Writer, emit func(Event)) (*child, error) {
+	c := &child{cmd: exec.Command(o.Argv[0], o.Argv[1:]...), tape: tape, emit: emit}
+	c.cmd.Dir, c.cmd.Env, c.cmd.Stdin = o.Dir, env, o.Stdin
+	c.cmd.WaitDelay = 2 * time.Second // grandchildren holding the pipes open do not hang us
+	outs := []io.Writer{o.Stdout, o.Stderr}
+	pipes := make([]io.ReadCloser, 2)
+	var err error
+	if pipes[0], err = c.cmd.StdoutPipe(); err != nil {
+		return nil, err
+	}
+	if pipes[1], err = c.cmd.StderrPipe(); err != nil {
+		return nil, err
+	}
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	for i, p := range pipes {
+		c.wg.Add(1)
+		go c.copy(i+1, p, outs[i])
+	}
+	return c, nil
+}
+
+// copy passes one stream through and records each piece as it arrives.
+func (c *child) copy(fd int, r io.Reader, w io.Writer) {
+	defer c.wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			data := append([]byte(nil), buf[:n]...)
+			if w != nil {
+				w.Write(data)
+			}
+			if fd == 1 {
+				c.out.mu.Lock()
+				c.out.stdout = append(c.out.stdout, data...)
+				c.out.mu.Unlock()
+			}
+			var seq uint64
+			if c.tape != nil {
+				seq, _ = c.tape.Append(0, tapefmt.Output{Fd: fd, Data: data})
+			}
+			c.emit(Event{Kind: EventOutput, Seq: seq, Data: data})
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stdout returns everything the child wrote to its stdout.
+func (c *child) stdout() []byte {
+	c.out.mu.Lock()
+	defer c.out.mu.Unlock()
+	return c.out.stdout
+}
+
+// wait waits for the child and its output, forwarding signals meanwhile,
+// and returns its exit status.
+func (c *child) wait(ctx context.Context) tapefmt.RunEnd {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	var end tapefmt.RunEnd
+	for {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGINT {
+				end.Reason = "interrupted"
+			}
+			if !terminalSentIt(s) {
+				c.cmd.Process.Signal(s)
+			}
+		case <-ctx.Done():
+			end.Reason = "cancelled"
+			c.kill(3 * time.Second)
+			ctx = context.Background() // kill once
+		case err := <-done:
+			c.wg.Wait()
+			return exitStatus(c.cmd, err, end)
+		}
+	}
+}
+
+// kill stops the child: SIGTERM, then SIGKILL after grace.
+func (c *child) kill(grace time.Duration) {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	time.AfterFunc(grace, func() { c.cmd.Process.Kill() })
+}
+
+// terminalSentIt reports whether s is a Ctrl-C or Ctrl-\ from the terminal,
+// which the kernel has already delivered to the child: it shares jukebox's
+// process group, and that group is the terminal's foreground. Forwarding it
+// again would interrupt the agent twice.
+func terminalSentIt(s os.Signal) bool {
+	if s != syscall.SIGINT && s != syscall.SIGQUIT {
+		return false
+	}
+	fg, err := unix.IoctlGetInt(int(os.Stdin.Fd()), unix.TIOCGPGRP)
+	return err == nil && fg == syscall.Getpgrp()
+}
+
+func exitStatus(cmd *exec.Cmd, err error, end tapefmt.RunEnd) tapefmt.RunEnd {
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		end.Error = err.Error()
+	}
+	st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case ok && st.Signaled():
+		end.Signal, end.ExitCode = unix.SignalName(st.Signal()), 128+int(st.Signal())
+	case cmd.ProcessState != nil:
+		end.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	return end
+}

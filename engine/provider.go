@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// Provider is one model API the proxy stands in front of.
+type Provider struct {
+	Name string // openai, anthropic
+	// APIPrefix is the part of the API path that the SDK's base URL already
+	// holds: OpenAI base URLs end in /v1, Anthropic ones do not.
+	APIPrefix string
+	// Default is the public upstream base URL.
+	Default string
+	// BaseEnv are the variables the official SDKs read for the base URL; the
+	// first is the one an agent's own setting is taken from.
+	BaseEnv []string
+	// KeyEnv is the API key variable; in replay a placeholder is set when it
+	// is missing so that SDKs start.
+	KeyEnv string
+}
+
+// Providers are the APIs jukebox records.
+var Providers = []Provider{
+	{Name: "openai", APIPrefix: "/v1", Default: "https://api.openai.com/v1",
+		BaseEnv: []string{"OPENAI_BASE_URL", "OPENAI_API_BASE"}, KeyEnv: "OPENAI_API_KEY"},
+	{Name: "anthropic", APIPrefix: "", Default: "https://api.anthropic.com",
+		BaseEnv: []string{"ANTHROPIC_BASE_URL"}, KeyEnv: "ANTHROPIC_API_KEY"},
+}
+
+// ProviderByName finds a provider.
+func ProviderByName(name string) (Provider, bool) {
+	for _, p := range Providers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// route is the proxy path prefix the child's base URL for p points at.
+func (p Provider) route() string { return "/" + p.Name + p.APIPrefix }
+
+// ParseUpstreams reads NAME=URL pairs (from --upstream) into a map, checking
+// that each name is a known provider and each URL is absolute http(s).
+func ParseUpstreams(pairs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, pair := range pairs {
+		name, raw, ok := strings.Cut(pair, "=")
+		if !ok {
+			return nil, fmt.Errorf("--upstream %q: want NAME=URL, e.g. openai=http://127.0.0.1:8931/v1", pair)
+		}
+		if _, known := ProviderByName(name); !known {
+			return nil, fmt.Errorf("--upstream %q: unknown provider %q (known: %s)", pair, name, providerNames())
+		}
+		if err := checkBaseURL(raw); err != nil {
+			return nil, fmt.Errorf("--upstream %q: %w", pair, err)
+		}
+		out[name] = strings.TrimRight(raw, "/")
+	}
+	return out, nil
+}
+
+func checkBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute http(s) URL", raw)
+	}
+	return nil
+}
+
+func providerNames() string {
+	var names []string
+	for _, p := range Providers {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// ResolveUpstreams decides where each provider's calls go when recording:
+// an explicit --upstream wins, then a base URL already set in the agent's
+// environment, then the public default.
+func ResolveUpstreams(explicit map[string]string, env map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, p := range Providers {
+		out[p.Name] = p.Default
+		for _, name := range p.BaseEnv {
+			if v := env[name]; v != "" && checkBaseURL(v) == nil {
+				out[p.Name] = strings.TrimRight(v, "/")
+				break
+			}
+		}
+		if v, ok := explicit[p.Name]; ok {
+			out[p.Name] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// maxRequestBody bounds a request body the proxy will hold.
+const maxRequestBody = 64 << 20
+
+// exchange is one model API call passing through the proxy.
+type exchange struct {
+	provider Provider
+	path     string // API path as the provider documents it, e.g. /v1/chat/completions
+	rest     string // path after the route, appended to the upstream base URL
+	query    string
+	req      *http.Request
+	body     []byte
+	call     uint64
+	start    time.Time
+}
+
+// answer is what a backend sent the child, to be recorded.
+type answer struct {
+	resp  tapefmt.LLMResponse
+	body  []byte
+	abort bool // reset the child's connection, as the upstream did
+}
+
+// backend answers calls: the live upstream when recording, the tape when
+// replaying.
+type backend interface {
+	respond(w http.ResponseWriter, x *exchange) answer
+}
+
+// Proxy is the loopback HTTP server the child's SDKs talk to. It records
+// every call it answers on the tape, when there is one.
+type Proxy struct {
+	ln      net.Listener
+	srv     *http.Server
+	backend backend
+	tape    *tapefmt.Writer
+	calls   atomic.Uint64
+	control http.Handler
+
+	mu      sync.Mutex
+	steps   bool // a call has been made: the next one closes a step
+	onEvent func(Event)
+}
+
+// NewProxy listens on 127.0.0.1 on a free port.
+func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("engine: proxy listen: %w", err)
+	}
+	p := &Proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent}
+	p.control = controlHandler(p)
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	go p.srv.Serve(ln)
+	return p, nil
+}
+
+// URL is the proxy's root URL.
+func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+// BaseURL is the base URL a provider's SDK should use.
+func (p *Proxy) BaseURL(pr Provider) string { return p.URL() + pr.route() }
+
+// Close stops the proxy, waiting up to a second for calls in flight.
+func (p *Proxy) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := p.srv.Shutdown(ctx); err != nil {
+		return p.srv.Close()
+	}
+	return nil
+}
+
+// ServeHTTP routes a call to its provider, records it and lets the backend answer.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/_jukebox/") {
+		p.control.ServeHTTP(w, r)
+		return
+	}
+	x, err := p.route(r)
+	if err != nil {
+		apiError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	if x.body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody)); err != nil {
+		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
+		return
+	}
+	x.call = p.calls.Add(1) - 1
+	x.start = time.Now()
+	if err := p.recordRequest(x); err != nil {
+		apiError(w, http.StatusInternalServerError, "jukebox: "+err.Error())
+		return
+	}
+	a := p.backend.respond(w, x)
+	p.recordResponse(x, a)
+	if a.abort {
+		panic(http.ErrAbortHandler) // resets the child's connection
+	}
+}
+
+func (p *Proxy) route(r *http.Request) (*exchange, error) {
+	for _, pr := range Providers {
+		if rest, ok := strings.CutPrefix(r.URL.Path, pr.route()); ok && (rest == "" || rest[0] == '/') {
+			return &exchange{provider: pr, path: pr.APIPrefix + rest, rest: rest, query: r.URL.RawQuery, req: r}, nil
+		}
+	}
+	return nil, fmt.Errorf("jukebox: no provider at %s (routes: /openai/v1/..., /anthropic/v1/...)", r.URL.Path)
+}
+
+// recordRequest writes the request frame, closing the previous step first:
+// an agent step runs from one model call to the next.
+func (p *Proxy) recordRequest(x *exchange) error {
+	if p.tape == nil {
+		return nil
+	}
+	p.mu.Lock()
+	closeStep := p.steps
+	p.steps = true
+	p.mu.Unlock()
+	if closeStep {
+		if _, err := p.tape.Commit(); err != nil {
+			return err
+		}
+	}
+	ri := parseRequestInfo(x.body)
+	h, err := p.tape.PutBlob(x.provider.Name+" "+x.path+" request", x.body)
+	if err != nil {
+		return err
+	}
+	seq, err := p.tape.Append(0, tapefmt.LLMRequest{Call: x.call, Provider: x.provider.Name, Method: x.req.Method,
+		Path: x.path, Query: x.query, Header: x.req.Header, Body: h, Size: int64(len(x.body)), Model: ri.Model, Stream: ri.Stream})
+	p.emit(Event{Kind: EventRequest, Seq: seq, Call: x.call, Model: ri.Model})
+	return err
+}
+
+func (p *Proxy) recordResponse(x *exchange, a answer) {
+	a.resp.Call = x.call
+	if p.tape != nil {
+		if len(a.body) > 0 {
+			h, err := p.tape.PutBlob(x.provider.Name+" "+x.path+" response", a.body)
+			if err != nil {
+				a.resp.Error = strings.TrimSpace(a.resp.Error + "; " + err.Error())
+			}
+			a.resp.Body = h
+		}
+		seq, _ := p.tape.Append(0, a.resp)
+		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, Model: a.resp.Model, Usage: a.resp.Usage})
+	}
+}
+
+func (p *Proxy) emit(e Event) {
+	if p.onEvent != nil {
+		p.onEvent(e)
+	}
+}
+
+// apiError answers with an error object both SDK families understand.
+func apiError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"type": "error",
+		"error": map[string]string{"type": "jukebox_error", "message": msg}})
+}

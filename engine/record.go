@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// hopHeaders are connection-level headers a proxy must not forward.
+var hopHeaders = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Transfer-Encoding": true,
+	"Te": true, "Trailer": true, "Upgrade": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
+}
+
+// live forwards calls to the real upstream and relays the answer as it
+// arrives, chunk by chunk, keeping each chunk's time.
+type live struct {
+	client    *http.Client
+	upstreams map[string]string // provider name to base URL
+}
+
+func newLive(upstreams map[string]string) *live {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableCompression = true // relay and record the upstream's bytes as they are
+	return &live{client: &http.Client{Transport: tr}, upstreams: upstreams}
+}
+
+func (l *live) respond(w http.ResponseWriter, x *exchange) answer {
+	up, err := l.upstreamRequest(x)
+	if err != nil {
+		apiError(w, http.StatusBadGateway, "jukebox: "+err.Error())
+		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadGateway, Error: err.Error()}}
+	}
+	resp, err := l.client.Do(up)
+	if err != nil {
+		// Refused, reset or timed out before an answer: the child sees the
+		// same, a broken connection.
+		return answer{resp: tapefmt.LLMResponse{Error: errText(err), Latency: int64(time.Since(x.start))}, abort: true}
+	}
+	defer resp.Body.Close()
+	return relay(w, x, resp)
+}
+
+func (l *live) upstreamRequest(x *exchange) (*http.Request, error) {
+	base, ok := l.upstreams[x.provider.Name]
+	if !ok {
+		return nil, fmt.Errorf("no upstream for %s", x.provider.Name)
+	}
+	u := base + x.rest
+	if x.query != "" {
+		u += "?" + x.query
+	}
+	up, err := http.NewRequestWithContext(x.req.Context(), x.req.Method, u, bytes.NewReader(x.body))
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range x.req.Header {
+		if !hopHeaders[k] && k != "Accept-Encoding" {
+			up.Header[k] = vs
+		}
+	}
+	return up, nil
+}
+
+// relay copies the upstream's answer to the child as it arrives and keeps
+// what it copied.
+func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
+	a := answer{resp: tapefmt.LLMResponse{Status: resp.StatusCode, Header: resp.Header.Clone(), Latency: int64(time.Since(x.start))}}
+	for k, vs := range resp.Header {
+		if !hopHeaders[k] {
+			w.Header()[k] = vs
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	rc := http.NewResponseController(w)
+	var body bytes.Buffer
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			body.Write(buf[:n])
+			if stream {
+				a.resp.Chunks = append(a.resp.Chunks, tapefmt.Chunk{End: int64(body.Len()), At: int64(time.Since(x.start))})
+			}
+			if _, werr := w.Write(buf[:n]); werr == nil {
+				_ = rc.Flush()
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			a.resp.Error, a.abort = errText(err), true
+			break
+		}
+	}
+	a.body = body.Bytes()
+	a.resp.Size, a.resp.Elapsed = int64(body.Len()), int64(time.Since(x.start))
+	a.resp.Model, a.resp.Usage = ExtractUsage(a.body)
+	return a
+}
+
+// errText names a transport failure the way a user would: reset, timeout,
+// refused, or the error itself.
+func errText(err error) string {
+	s := err.Error()
+	switch {
+	case strings.Contains(s, "connection reset"):
+		return "connection reset by upstream: " + s
+	case strings.Contains(s, "unexpected EOF"):
+		return "connection closed mid-response: " + s
+	case strings.Contains(s, "context canceled"):
+		return "the agent closed the connection: " + s
+	case strings.Contains(s, "timeout"), strings.Contains(s, "deadline exceeded"):
+		return "timeout: " + s
+	}
+	return s
+}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Speed is how fast replay plays streamed responses: 0 is as fast as the
+// child reads, 1 is the recorded pace, 2 twice as fast, and so on.
+type Speed float64
+
+// ParseSpeed reads "instant", "realtime" or "Nx" (e.g. "4x", "0.5x").
+func ParseSpeed(s string) (Speed, error) {
+	switch s {
+	case "instant", "":
+		return 0, nil
+	case "realtime":
+		return 1, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "x"), 64)
+	if err != nil || !strings.HasSuffix(s, "x") || f <= 0 {
+		return 0, fmt.Errorf("speed %q: want instant, realtime or a factor such as 2x", s)
+	}
+	return Speed(f), nil
+}
+
+// tapeBackend answers calls from a recorded tape, never from the network.
+// A call that matches nothing goes to the fallback when there is one
+// (replay --on-divergence live), else it is answered with an error and
+// reported.
+type tapeBackend struct {
+	m        *Matcher
+	tape     *tapefmt.Tape
+	speed    Speed
+	fallback backend
+	onDiv    func(*Divergence)
+
+	mu       sync.Mutex
+	diverged bool // after the first divergence, every call goes to the fallback
+}
+
+func (t *tapeBackend) respond(w http.ResponseWriter, x *exchange) answer {
+	t.mu.Lock()
+	diverged := t.diverged
+	t.mu.Unlock()
+	var c *Call
+	if !diverged {
+		var d *Divergence
+		if c, d = t.m.Match(x.req.Method, x.path, x.body); d != nil {
+			t.mu.Lock()
+			t.diverged = true
+			t.mu.Unlock()
+			t.onDiv(d)
+		}
+	}
+	if c == nil {
+		if t.fallback != nil {
+			return t.fallback.respond(w, x)
+		}
+		msg := "jukebox replay: this request is not on the tape; see the divergence report"
+		apiError(w, http.StatusBadRequest, msg)
+		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadRequest, Error: "diverged"}}
+	}
+	return t.serve(w, c)
+}
+
+// serve plays one recorded response back: status, headers and body, chunk
+// by chunk at the chosen speed, then the recorded failure if there was one.
+func (t *tapeBackend) serve(w http.ResponseWriter, c *Call) answer {
+	r := c.Response
+	if r == nil {
+		return answer{resp: tapefmt.LLMResponse{Error: "the recording ended before this call was answered"}, abort: true}
+	}
+	body, err := t.tape.Blob(r.Body)
+	if r.Body.IsZero() {
+		body, err = nil, nil
+	}
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, "jukebox: response of frame "+strconv.FormatUint(c.RespSeq, 10)+": "+err.Error())
+		return answer{resp: tapefmt.LLMResponse{Status: 500, Error: err.Error()}}
+	}
+	a := answer{resp: *r, body: body, abort: r.Error != ""}
+	if r.Status == 0 {
+		return a // the upstream never answered: reset the connection
+	}
+	for k, vs := range r.Header {
+		if !hopHeaders[k] {
+			w.Header()[k] = vs
+		}
+	}
+	w.WriteHeader(r.Status)
+	t.writeChunks(w, body, r.Chunks)
+	return a
+}
+
+func (t *tapeBackend) writeChunks(w http.ResponseWriter, body []byte, chunks tapefmt.Chunks) {
+	rc := http.NewResponseController(w)
+	start, prev := time.Now(), int64(0)
+	for _, ch := range chunks {
+		if ch.End < prev || ch.End > int64(len(body)) {
+			break // a bad chunk table: the rest goes in one piece below
+		}
+		if t.speed > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(float64(ch.At) / float64(t.speed)))))
+		}
+		w.Write(body[prev:ch.End])
+		_ = rc.Flush()
+		prev = ch.End
+	}
+	if prev < int64(len(body)) {
+		w.Write(body[prev:])
+	}
+}

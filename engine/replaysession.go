@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	RunOptions        // an empty Argv runs the recorded command; Seed 0 hands the recorded seed
+	From       string // the tape to replay
+	Tape       string // where to record the replayed run; "" records nothing
+	Speed      Speed
+	Ignore     []string // request fields left out of matching; nil is DefaultIgnore
+	// Live sends calls from the first divergence on to the real upstreams,
+	// recording them (go-vcr's new episodes); else replay stops there.
+	Live      bool
+	Upstreams map[string]string
+}
+
+// divergenceGrace is how long an agent may run on after replay answered a
+// diverging request with an error, before it is stopped.
+const divergenceGrace = 3 * time.Second
+
+// Replay runs the agent against the recorded tape: every model call is
+// answered from the tape, byte for byte, and no network connection is made.
+// The first request the tape cannot answer is reported as a Divergence.
+func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
+	t, err := tapefmt.Open(o.From)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	start, err := FirstRunStart(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.From, err)
+	}
+	if len(o.Argv) == 0 {
+		o.Argv = start.Argv
+	}
+	if o.Seed == 0 {
+		o.Seed = start.Seed
+	}
+	if o.Ignore == nil {
+		o.Ignore = DefaultIgnore
+	}
+	m, err := NewMatcher(t, o.Ignore)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.From, err)
+	}
+	s := &session{o: o.RunOptions, mode: "replay"}
+	return s.replay(ctx, o, t, m)
+}
+
+func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, m *Matcher) (*Result, error) {
+	var mu sync.Mutex
+	var div *Divergence
+	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) {
+		mu.Lock()
+		div = d
+		mu.Unlock()
+		s.emit(Event{Kind: EventDiverged, Div: d})
+		if !o.Live {
+			time.AfterFunc(divergenceGrace, func() {
+				if c := s.child.Load(); c != nil {
+					c.kill(divergenceGrace)
+				}
+			})
+		}
+	}}
+	var ups map[string]string
+	if o.Live {
+		ups = ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
+		tb.fallback = newLive(ups)
+	}
+	rs := s.runStart(ups)
+	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: uint64(t.Len()), Path: o.From}
+	if err := s.openTape(o.Tape, tapefmt.SyncStep, rs); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.proxy, err = newProxy(tb, s.tape, s.emit); err != nil {
+		s.abandon(err)
+		return nil, err
+	}
+	res, err := s.run(ctx, true)
+	if res == nil {
+		return nil, err
+	}
+	mu.Lock()
+	res.Divergence = div
+	mu.Unlock()
+	res.Unused = len(m.Unused())
+	if recorded, rerr := recordedStdout(t); rerr == nil && s.child.Load() != nil {
+		same := bytes.Equal(recorded, s.child.Load().stdout())
+		res.OutputSame = &same
+	}
+	return res, err
+}
+
+// FirstRunStart returns the run.start payload of a tape.
+func FirstRunStart(t *tapefmt.Tape) (*tapefmt.RunStart, error) {
+	for f, err := range t.Frames(tapefmt.KindRunStart) {
+		if err != nil {
+			return nil, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return nil, err
+		}
+		if rs, ok := p.(*tapefmt.RunStart); ok {
+			return rs, nil
+		}
+	}
+	return nil, errors.New("tape has no run.start frame")
+}
+
+// recordedStdout is everything the recorded agent wrote to stdout.
+func recordedStdout(t *tapefmt.Tape) ([]byte, error) {
+	var out []byte
+	for f, err := range t.Frames(tapefmt.KindOutput) {
+		if err != nil {
+			return nil, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return nil, err
+		}
+		if o := p.(*tapefmt.Output); o.Fd == 1 {
+			out = append(out, o.Data...)
+		}
+	}
+	return out, nil
+}

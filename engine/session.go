@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// RunOptions describe the agent process that a session runs.
+type RunOptions struct {
+	Argv    []string
+	Dir     string   // working directory; "" is the current one
+	Env     []string // environment to start from; nil is os.Environ()
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Seed    int64       // handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED; 0 picks one
+	Name    string      // run name, for the tape
+	Version string      // jukebox version, for the tape
+	OnEvent func(Event) // called as the run goes; may be nil
+}
+
+// Result is how a session ended.
+type Result struct {
+	Tape       string         `json:"tape,omitempty"`
+	End        tapefmt.RunEnd `json:"end"`
+	Calls      uint64         `json:"calls"`
+	Frames     uint64         `json:"frames"`
+	Divergence *Divergence    `json:"divergence,omitempty"`
+	Unused     int            `json:"unused_calls,omitempty"` // recorded calls replay never needed
+	// OutputSame says whether the agent printed exactly what it printed when
+	// recorded (replay only).
+	OutputSame *bool `json:"output_same,omitempty"`
+}
+
+// session is what Record and Replay share: a tape to write, a proxy, a child.
+type session struct {
+	o     RunOptions
+	mode  string
+	tape  *tapefmt.Writer
+	path  string
+	proxy *Proxy
+	child atomic.Pointer[child] // set once the agent runs; read by proxy handlers
+}
+
+func (s *session) emit(e Event) {
+	if s.o.OnEvent != nil {
+		s.o.OnEvent(e)
+	}
+}
+
+// openTape creates the output tape and writes run.start.
+func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.RunStart) error {
+	if path == "" {
+		return nil
+	}
+	w, err := tapefmt.Create(path, tapefmt.Options{Sync: sync})
+	if err != nil {
+		return err
+	}
+	s.tape, s.path = w, path
+	_, err = w.Append(0, start)
+	return err
+}
+
+func (s *session) runStart(upstreams map[string]string) tapefmt.RunStart {
+	host, _ := os.Hostname()
+	cwd := s.o.Dir
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	return tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: cwd, Env: AllowedEnv(s.baseEnv()),
+		Seed: s.o.Seed, Host: host, Version: s.o.Version, Mode: s.mode,
+		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams}
+}
+
+func (s *session) baseEnv() []string {
+	if s.o.Env != nil {
+		return s.o.Env
+	}
+	return os.Environ()
+}
+
+// childEnv points the child's SDKs at the proxy. In replay, placeholder API
+// keys are set where none exist so that SDKs start.
+func (s *session) childEnv(placeholderKeys bool) []string {
+	set := map[string]string{
+		"JUKEBOX_CONTROL": s.proxy.URL() + "/_jukebox", "JUKEBOX_MODE": s.mode,
+		"JUKEBOX_SEED": strconv.FormatInt(s.o.Seed, 10), "PYTHONHASHSEED": strconv.FormatInt(s.o.Seed&0xffffffff, 10),
+		"JUKEBOX_TAPE": s.path,
+	}
+	base := envMap(s.baseEnv())
+	if _, ok := base["PYTHONUNBUFFERED"]; !ok {
+		set["PYTHONUNBUFFERED"] = "1" // so output is recorded when it happens
+	}
+	for _, p := range Providers {
+		for _, name := range p.BaseEnv {
+			set[name] = s.proxy.BaseURL(p)
+		}
+		if placeholderKeys && base[p.KeyEnv] == "" {
+			set[p.KeyEnv] = "sk-jukebox-replay-placeholder"
+		}
+	}
+	env := make([]string, 0, len(base)+len(set))
+	for k, v := range base {
+		if _, over := set[k]; !over {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range set {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// run starts the child, waits for it and closes the tape.
+func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error) {
+	c, err := startChild(s.o, s.childEnv(placeholderKeys), s.tape, s.emit)
+	if err != nil {
+		s.abandon(err)
+		return nil, fmt.Errorf("start %s: %w", s.o.Argv[0], err)
+	}
+	s.child.Store(c)
+	end := c.wait(ctx)
+	s.proxy.Close()
+	res := &Result{Tape: s.path, End: end, Calls: s.proxy.calls.Load()}
+	s.emit(Event{Kind: EventExit})
+	return res, s.finish(end, res)
+}
+
+// finish writes run.end and closes the tape.
+func (s *session) finish(end tapefmt.RunEnd, res *Result) error {
+	if s.tape == nil {
+		return nil
+	}
+	_, err := s.tape.Append(0, end)
+	res.Frames = s.tape.Len()
+	return errors.Join(err, s.tape.Close())
+}
+
+// abandon closes what a session opened when the child could not start.
+func (s *session) abandon(cause error) {
+	if s.proxy != nil {
+		s.proxy.Close()
+	}
+	if s.tape != nil {
+		s.tape.Append(0, tapefmt.RunEnd{ExitCode: -1, Error: cause.Error()})
+		s.tape.Close()
+	}
+}
+
+// RecordOptions configure Record.
+type RecordOptions struct {
+	RunOptions
+	Tape      string            // where to write the tape
+	Upstreams map[string]string // explicit --upstream settings
+	Sync      tapefmt.SyncPolicy
+}
+
+// Record runs the agent with its model calls going through the recording
+// proxy to the real upstreams, and writes everything onto a new tape.
+func Record(ctx context.Context, o RecordOptions) (*Result, error) {
+	if len(o.Argv) == 0 {
+		return nil, errors.New("engine: no command to run")
+	}
+	if o.Seed == 0 {
+		o.Seed = rand.Int64N(1<<31) + 1
+	}
+	s := &session{o: o.RunOptions, mode: "record"}
+	ups := ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
+	if err := s.openTape(o.Tape, o.Sync, s.runStart(ups)); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.proxy, err = newProxy(newLive(ups), s.tape, s.emit); err != nil {
+		s.abandon(err)
+		return nil, err
+	}
+	return s.run(ctx, false)
+}
+
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// allowedEnv are the variables written in run.start; anything whose name
+// looks secret is dropped again by the tape writer.
+var allowedEnv = map[string]bool{"LANG": true, "TZ": true, "TERM": true, "PATH": true, "PYTHONPATH": true,
+	"PYTHONHASHSEED": true, "NODE_ENV": true, "VIRTUAL_ENV": true, "OPENAI_BASE_URL": true, "ANTHROPIC_BASE_URL": true}
+
+// AllowedEnv picks the variables of env that may describe a run: locale,
+// paths, and names starting LC_, JUKEBOX_ or AGENT_.
+func AllowedEnv(env []string) map[string]string {
+	out := map[string]string{}
+	for k, v := range envMap(env) {
+		if allowedEnv[k] || strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "JUKEBOX_") || strings.HasPrefix(k, "AGENT_") {
+			out[k] = v
+		}
+	}
+	return out
+}

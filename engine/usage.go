@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// wireUsage holds every usage field the OpenAI (chat, responses, embeddings)
+// and Anthropic APIs report, so one decode reads them all.
+type wireUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheRead        int64 `json:"cache_read_input_tokens"`
+	PromptDetails    struct {
+		Cached int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	InputDetails struct {
+		Cached int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	CompletionDetails struct {
+		Reasoning int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+	OutputDetails struct {
+		Reasoning int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// wireObject is a response object or stream event as far as usage goes.
+type wireObject struct {
+	Model string     `json:"model"`
+	Usage *wireUsage `json:"usage"`
+}
+
+// wireEvent finds the model and usage at the top level or inside
+// "response" (OpenAI Responses events) or "message" (Anthropic message_start).
+type wireEvent struct {
+	wireObject
+	Response *wireObject `json:"response"`
+	Message  *wireObject `json:"message"`
+}
+
+// ExtractUsage reads the model and token usage from a response body, whole
+// JSON or server-sent events. Counts reported more than once in a stream
+// (Anthropic sends input at the start and output at the end) are merged by
+// taking the largest value of each.
+func ExtractUsage(body []byte) (model string, u tapefmt.Usage) {
+	for _, obj := range jsonObjects(body) {
+		var ev wireEvent
+		if json.Unmarshal(obj, &ev) != nil {
+			continue
+		}
+		for _, o := range []*wireObject{&ev.wireObject, ev.Response, ev.Message} {
+			if o == nil {
+				continue
+			}
+			if model == "" {
+				model = o.Model
+			}
+			if o.Usage != nil {
+				merge(&u, o.Usage)
+			}
+		}
+	}
+	return model, u
+}
+
+func merge(u *tapefmt.Usage, w *wireUsage) {
+	u.Input = max(u.Input, w.PromptTokens, w.InputTokens)
+	u.Output = max(u.Output, w.CompletionTokens, w.OutputTokens)
+	u.Cached = max(u.Cached, w.PromptDetails.Cached, w.InputDetails.Cached, w.CacheRead)
+	u.Reasoning = max(u.Reasoning, w.CompletionDetails.Reasoning, w.OutputDetails.Reasoning)
+}
+
+// jsonObjects returns the JSON objects in a body: the body itself, or the
+// data of each server-sent event.
+func jsonObjects(body []byte) [][]byte {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '{' {
+		return [][]byte{trimmed}
+	}
+	var out [][]byte
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:"))
+		if !ok {
+			continue
+		}
+		data = bytes.TrimSpace(data)
+		if len(data) > 0 && data[0] == '{' {
+			out = append(out, data)
+		}
+	}
+	return out
+}
+
+// requestInfo is what the proxy reads from a request body.
+type requestInfo struct {
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+}
+
+func parseRequestInfo(body []byte) requestInfo {
+	var ri requestInfo
+	_ = json.Unmarshal(body, &ri) // a body that is not JSON has no model
+	return ri
+}
