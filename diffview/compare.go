@@ -1,0 +1,98 @@
+package diffview
+
+import "fmt"
+
+// Result is a whole comparison: both timelines, their alignment with word
+// diffs of the changed pairs, the first divergence and the totals.
+type Result struct {
+	Left, Right Timeline
+	Pairs       []Pair
+	// First is the index in Pairs of the first divergence, -1 when the
+	// timelines agree frame for frame.
+	First                   int
+	LeftTotals, RightTotals Totals
+	Delta                   Totals // right minus left
+}
+
+// Compare aligns a and b, diffs the titles and bodies of every changed
+// pair word by word, and sums both sides.
+func Compare(a, b Timeline) *Result {
+	r := &Result{Left: a, Right: b, Pairs: Align(a, b)}
+	for i := range r.Pairs {
+		p := &r.Pairs[i]
+		if p.Op != Changed {
+			continue
+		}
+		l, rt := a.Frames[p.Left], b.Frames[p.Right]
+		if l.Title != rt.Title {
+			p.Title = WordDiff(l.Title, rt.Title)
+		}
+		if l.Body != rt.Body {
+			p.Body = WordDiff(l.Body, rt.Body)
+		}
+	}
+	r.First = FirstDivergence(r.Pairs)
+	r.LeftTotals, r.RightTotals = TotalsOf(a), TotalsOf(b)
+	r.Delta = r.RightTotals.Sub(r.LeftTotals)
+	return r
+}
+
+// Equal reports whether the timelines agree frame for frame.
+func (r *Result) Equal() bool { return r.First < 0 }
+
+// Divergence names where two timelines part.
+type Divergence struct {
+	Pair  int    `json:"pair"` // index in Result.Pairs
+	Op    Op     `json:"op"`
+	Kind  string `json:"kind"`
+	Left  int    `json:"left_seq"`  // frame number on the left, -1 when only the right has the frame
+	Right int    `json:"right_seq"` // frame number on the right, -1 when only the left has it
+	Text  string `json:"text"`      // the same, in a sentence
+}
+
+// Divergence returns the first divergence, or false when there is none.
+func (r *Result) Divergence() (Divergence, bool) {
+	if r.First < 0 || r.First >= len(r.Pairs) {
+		return Divergence{}, false
+	}
+	p := r.Pairs[r.First]
+	d := Divergence{Pair: r.First, Op: p.Op, Left: -1, Right: -1}
+	var f Frame
+	if p.Left >= 0 {
+		f = r.Left.Frames[p.Left]
+		d.Left = f.Seq
+	}
+	if p.Right >= 0 {
+		f = r.Right.Frames[p.Right]
+		d.Right = f.Seq
+	}
+	d.Kind = f.Kind
+	switch p.Op {
+	case OnlyLeft:
+		d.Text = fmt.Sprintf("left frame %d (%s) has no match on the right, %s", d.Left, f.Kind, r.after(false))
+	case OnlyRight:
+		d.Text = fmt.Sprintf("right frame %d (%s) has no match on the left, %s", d.Right, f.Kind, r.after(true))
+	default:
+		d.Text = fmt.Sprintf("left frame %d and right frame %d (%s) differ", d.Left, d.Right, f.Kind)
+	}
+	return d, true
+}
+
+// after says where on the other side the first divergence falls: after the
+// last frame that side has before it.
+func (r *Result) after(left bool) string {
+	side, tl := "right", r.Right
+	if left {
+		side, tl = "left", r.Left
+	}
+	for i := r.First - 1; i >= 0; i-- {
+		idx := r.Pairs[i].Right
+		if left {
+			idx = r.Pairs[i].Left
+		}
+		if idx >= 0 {
+			return fmt.Sprintf("after %s frame %d", side, tl.Frames[idx].Seq)
+		}
+	}
+	return "before the first " + side + " frame"
+}

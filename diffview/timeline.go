@@ -1,0 +1,61 @@
+package diffview
+
+import "time"
+
+// Timeline is one run as the diff sees it: a name for headings and the
+// frames that take part in the alignment, in order.
+type Timeline struct {
+	Name     string        `json:"name"`
+	Frames   []Frame       `json:"frames"`
+	Steps    int           `json:"steps"`       // whole agent steps in the run
+	Duration time.Duration `json:"duration_ns"` // run time to the last frame
+}
+
+// Frame is one event of a timeline. Alignment compares Signature only; a
+// pair with equal signatures is the same frame when Title and Body are
+// equal too, and changed otherwise.
+type Frame struct {
+	Seq  int    `json:"seq"`  // frame number in the tape
+	Kind string `json:"kind"` // dotted kind name, e.g. llm.request
+	// Signature says what the frame is, not what it says: kind plus endpoint,
+	// tool name or file path. Frames pair up when their signatures match.
+	Signature string        `json:"signature"`
+	Title     string        `json:"title"`          // one line: what a reader sees first
+	Body      string        `json:"body,omitempty"` // the text the word diff compares
+	Tokens    int64         `json:"tokens,omitempty"`
+	Cost      float64       `json:"cost_usd,omitempty"`
+	Latency   time.Duration `json:"latency_ns,omitempty"` // time the call took
+	Time      time.Duration `json:"time_ns"`              // offset from the start of the run
+}
+
+// Totals sums one side of a comparison; Delta in a Result is right minus left.
+type Totals struct {
+	Frames   int           `json:"frames"`
+	Steps    int           `json:"steps"`
+	Calls    int           `json:"llm_calls"` // llm.response frames
+	Tokens   int64         `json:"tokens"`
+	Cost     float64       `json:"cost_usd"`
+	Latency  time.Duration `json:"latency_ns"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// TotalsOf sums a timeline.
+func TotalsOf(tl Timeline) Totals {
+	t := Totals{Frames: len(tl.Frames), Steps: tl.Steps, Duration: tl.Duration}
+	for _, f := range tl.Frames {
+		if f.Kind == "llm.response" {
+			t.Calls++
+		}
+		t.Tokens += f.Tokens
+		t.Cost += f.Cost
+		t.Latency += f.Latency
+	}
+	return t
+}
+
+// Sub returns t minus u, field by field.
+func (t Totals) Sub(u Totals) Totals {
+	return Totals{Frames: t.Frames - u.Frames, Steps: t.Steps - u.Steps, Calls: t.Calls - u.Calls,
+		Tokens: t.Tokens - u.Tokens, Cost: t.Cost - u.Cost, Latency: t.Latency - u.Latency,
+		Duration: t.Duration - u.Duration}
+}
