@@ -189,4 +189,3 @@ func runeClass(r rune) int {
 
 // separators end a word and are tokens of their own.
 const separators = "{}[]()<>,;:\"'`=|"
-
