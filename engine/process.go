@@ -23,7 +23,7 @@ type child struct {
 	emit func(Event)
 	wg   sync.WaitGroup
 	out  struct {
-		mu  sync.Mutex
+		mu     sync.Mutex
 		stdout []byte // everything the child wrote to stdout, for replay's comparison
 	}
 }

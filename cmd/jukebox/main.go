@@ -24,6 +24,7 @@ type Globals struct {
 type CLI struct {
 	Globals
 
+	Demo      DemoCmd      `cmd:"" help:"Record the bundled agent against the scripted model, offline, to see the whole flow."`
 	Record    RecordCmd    `cmd:"" help:"Run an agent and record every model call, its output and exit onto a tape."`
 	Replay    ReplayCmd    `cmd:"" help:"Run an agent again offline, answering every model call from a tape."`
 	Ls        LsCmd        `cmd:"" help:"List the recordings in a folder."`

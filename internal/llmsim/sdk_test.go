@@ -77,10 +77,10 @@ func TestSDKAgents(t *testing.T) {
 		// read the error and retry.
 		{"openai-retry", "demo-flaky", []string{"node", filepath.Join(agents, "openai_agent.mjs")}, true, []string{
 			"chat: Hello from demo-flaky! The needle is on the record.", finalLine(2, "demo-flaky")}},
-		{"python", "demo-large", []string{"python3", filepath.Join(agents, "python_agent.py")}, false, append([]string{
+		{"python", "demo-large", []string{"python3", filepath.Join(agents, "..", "..", "internal", "demo", "agent.py")}, false, append([]string{
 			"chat: Hello from demo-large! The needle is on the record.",
 			finalLine(4, "demo-large")}, common...)},
-		{"python-other-model", "other-model", []string{"python3", filepath.Join(agents, "python_agent.py")}, false, []string{
+		{"python-other-model", "other-model", []string{"python3", filepath.Join(agents, "..", "..", "internal", "demo", "agent.py")}, false, []string{
 			"say: Writing the poem now.", finalLine(2, "other-model")}},
 	} {
 		t.Run(a.name, func(t *testing.T) {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/demo"
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+)
+
+// DemoCmd records the bundled agent against the scripted model, offline.
+type DemoCmd struct {
+	Model string `default:"demo-large" help:"Model the agent asks for; the scripted model answers demo-large and demo-small differently."`
+	Dir   string `default:"tapes" type:"path" help:"Folder for the tape and the agent's workspace."`
+	JSON  bool   `help:"Print the result as JSON."`
+}
+
+// Run starts the scripted model, records the demo agent and says what to try next.
+func (c *DemoCmd) Run(env *Env) error {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		return fmt.Errorf("the demo agent is a Python script and python3 is not on PATH: %w", err)
+	}
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	if err != nil {
+		return fmt.Errorf("start the scripted model: %w", err)
+	}
+	defer srv.Close()
+	stamp := time.Now().Format("20060102-150405")
+	ws, err := filepath.Abs(filepath.Join(c.Dir, "demo-workspace-"+stamp))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return err
+	}
+	agent, err := demo.WriteAgent(ws)
+	if err != nil {
+		return err
+	}
+	tape := filepath.Join(c.Dir, fmt.Sprintf("demo-%s-%s.jbx", c.Model, stamp))
+	o := runOptions(env, []string{python, agent}, "demo", 0)
+	o.Dir, o.Env = ws, append(os.Environ(), "AGENT_MODEL="+c.Model, "OPENAI_API_KEY=sk-demo-not-a-real-key")
+	fmt.Fprintf(env.Stderr, "jukebox demo: scripted model on %s; recording %s\n\n", srv.URL(), tape)
+	res, err := engine.Record(context.Background(), engine.RecordOptions{RunOptions: o, Tape: tape,
+		Upstreams: map[string]string{"openai": srv.OpenAIBaseURL()}})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(env.Stdout, res)
+	}
+	fmt.Fprintf(env.Stderr, "\njukebox demo: recorded %d model calls, %d frames (agent %s)\n", res.Calls, res.Frames, exitText(res.End))
+	fmt.Fprintf(env.Stderr, "  the agent's workspace: %s\n\nnext:\n", ws)
+	for _, line := range []string{"jukebox show " + tape, "jukebox replay " + tape + "     # offline, no model needed",
+		"jukebox verify " + tape, "jukebox ls " + c.Dir} {
+		fmt.Fprintf(env.Stderr, "  %s\n", line)
+	}
+	return nil
+}
