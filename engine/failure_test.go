@@ -1,0 +1,87 @@
+package engine_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// streamClient streams one chat completion and prints what it received and
+// how it ended, so record and replay can be compared.
+const streamClient = `
+import json, os, urllib.request
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "tell me"}]}).encode(),
+    headers={"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+got = b""
+try:
+    with urllib.request.urlopen(req) as r:
+        while True:
+            b = r.read1(65536)
+            if not b:
+                break
+            got += b
+    print("complete", len(got))
+except urllib.error.HTTPError as e:
+    print("http", e.code)
+except Exception as e:
+    print("broken after", len(got), "bytes:", type(e).__name__)
+`
+
+// TestUpstreamFailuresRecordedAndReplayed: an HTTP error and a connection
+// reset mid-stream are recorded as they happened, and replay plays them
+// back so that the agent sees the same thing.
+func TestUpstreamFailuresRecordedAndReplayed(t *testing.T) {
+	for _, c := range []struct{ name, fail, want, respErr string }{
+		{"reset mid-stream", `{"reset_after_chunks": 3}`, "broken after", "reset"},
+		{"http 500", `{"status": 500, "message": "upstream down"}`, "http 500", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			script, err := llmsim.ParseScript([]byte(`{"version":1,"rules":[{"reply":{"text":"one two three four five six seven"},"fail":` + c.fail + `}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := startModel(t, script)
+			run := &agentRun{argv: []string{"python3", "-c", streamClient}, dir: t.TempDir(),
+				env: append(cleanEnv(), "OPENAI_API_KEY="+secretKey)}
+			tape := filepath.Join(t.TempDir(), "fail.jbx")
+			record(t, srv, run, tape)
+			if !strings.HasPrefix(run.stdout.String(), c.want) {
+				t.Fatalf("recording: agent printed %q, want %q", run.stdout.String(), c.want)
+			}
+			resp := lastResponse(t, tape)
+			if !strings.Contains(resp.Error, c.respErr) {
+				t.Fatalf("recorded response error %q, want %q", resp.Error, c.respErr)
+			}
+			srv.Close()
+			res, out := replay(t, run, tape, cleanEnv())
+			if out != run.stdout.String() || res.Divergence != nil {
+				t.Fatalf("replay printed %q, recording %q (divergence %v)", out, run.stdout.String(), res.Divergence)
+			}
+		})
+	}
+}
+
+func lastResponse(t *testing.T, path string) *tapefmt.LLMResponse {
+	t.Helper()
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var last *tapefmt.LLMResponse
+	for f, err := range tp.Frames(tapefmt.KindLLMResponse) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.Decode()
+		last = p.(*tapefmt.LLMResponse)
+	}
+	if last == nil {
+		t.Fatal("no response on the tape")
+	}
+	return last
+}
