@@ -44,7 +44,8 @@ type Call struct {
 	Response *tapefmt.LLMResponse // nil when the run ended before it came
 	Seq      uint64               // frame of the request
 	RespSeq  uint64
-	canon    []byte
+	body     []byte // as recorded
+	canon    []byte // canonical form, made on first need
 	used     bool
 }
 
@@ -95,7 +96,7 @@ func (m *Matcher) newCall(p *tapefmt.LLMRequest, seq uint64) (*Call, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request body of frame %d: %w", seq, err)
 	}
-	c := &Call{Request: p, Seq: seq, canon: Canonical(body, m.ignore)}
+	c := &Call{Request: p, Seq: seq, body: body}
 	m.calls[c.Endpoint()] = append(m.calls[c.Endpoint()], c)
 	return c, nil
 }
@@ -108,18 +109,30 @@ func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) {
 }
 
 // Match finds the recorded call for a live request, or describes how the
-// request diverges from what the tape expected next.
+// request diverges from what the tape expected next. A body sent byte for
+// byte as recorded matches without being parsed; only when none does are
+// canonical forms compared.
 func (m *Matcher) Match(method, path string, body []byte) (*Call, *Divergence) {
-	canon := Canonical(body, m.ignore)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	calls := m.calls[method+" "+path]
 	var next *Call
-	for _, c := range m.calls[method+" "+path] {
+	for _, c := range calls {
+		if !c.used && bytes.Equal(c.body, body) {
+			c.used = true
+			return c, nil
+		}
+	}
+	canon := Canonical(body, m.ignore)
+	for _, c := range calls {
 		if c.used {
 			continue
 		}
 		if next == nil {
 			next = c
+		}
+		if c.canon == nil {
+			c.canon = Canonical(c.body, m.ignore)
 		}
 		if bytes.Equal(c.canon, canon) {
 			c.used = true

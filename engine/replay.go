@@ -117,3 +117,16 @@ func (t *tapeBackend) writeChunks(w http.ResponseWriter, body []byte, chunks tap
 		w.Write(body[prev:])
 	}
 }
+
+// NewReplayHandler answers model API calls from the tape in process, with
+// no listener and no network: the replayer without a child, for embedding
+// and benchmarks. Paths are the proxy's (/openai/v1/..., /anthropic/v1/...).
+func NewReplayHandler(t *tapefmt.Tape, ignore []string, speed Speed) (http.Handler, error) {
+	m, err := NewMatcher(t, ignore)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{backend: &tapeBackend{m: m, tape: t, speed: speed, onDiv: func(*Divergence) {}}}
+	p.control = controlHandler(p)
+	return p, nil
+}
