@@ -1,0 +1,177 @@
+package diffview
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mattn/go-runewidth"
+)
+
+// class says how a piece of text is styled.
+type class uint8
+
+const (
+	clsPlain class = iota
+	clsHeader
+	clsFrame
+	clsFaint
+	clsDelete
+	clsInsert
+	clsDivergence
+)
+
+// seg is a run of text of one class.
+type seg struct {
+	text string
+	cls  class
+}
+
+// line is one row of output as segments, before styling.
+type line []seg
+
+func (l line) width() int {
+	w := 0
+	for _, s := range l {
+		w += runewidth.StringWidth(s.text)
+	}
+	return w
+}
+
+// render styles each segment and pads the line to width w (when w > 0).
+func (l line) render(st Styles, w int) string {
+	var b strings.Builder
+	for _, s := range l {
+		b.WriteString(st.apply(s.cls, s.text))
+	}
+	if pad := w - l.width(); w > 0 && pad > 0 {
+		b.WriteString(strings.Repeat(" ", pad))
+	}
+	return b.String()
+}
+
+// wrap lays segments out in lines at most w cells wide: breaks at newlines,
+// wraps between words, and splits a word longer than a line.
+func wrap(segs []seg, w int) []line {
+	w = max(w, 1)
+	var out []line
+	var cur line
+	cw := 0
+	breakLine := func() {
+		out = append(out, cur)
+		cur, cw = nil, 0
+	}
+	for _, s := range segs {
+		text := sanitize(s.text)
+		for len(text) > 0 {
+			n := pieceLen(text)
+			piece := text[:n]
+			text = text[n:]
+			switch pw := runewidth.StringWidth(piece); {
+			case piece == "\n":
+				breakLine()
+			case cw+pw <= w:
+				cur, cw = appendSeg(cur, piece, s.cls), cw+pw
+			case isBlank(piece):
+				breakLine() // a wrap swallows the blanks it falls on
+			case pw <= w:
+				breakLine()
+				cur, cw = appendSeg(cur, piece, s.cls), pw
+			default:
+				cur, cw, out = splitWord(cur, cw, out, piece, s.cls, w)
+			}
+		}
+	}
+	if len(cur) > 0 || len(out) == 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// splitWord places a word wider than a line rune by rune.
+func splitWord(cur line, cw int, out []line, word string, cls class, w int) (line, int, []line) {
+	start := 0
+	for i, r := range word {
+		rw := runewidth.RuneWidth(r)
+		if cw+rw > w && (cw > 0 || i > start) {
+			cur = appendSeg(cur, word[start:i], cls)
+			out = append(out, cur)
+			cur, cw, start = nil, 0, i
+		}
+		cw += rw
+	}
+	return appendSeg(cur, word[start:], cls), cw, out
+}
+
+func appendSeg(l line, text string, cls class) line {
+	if text == "" {
+		return l
+	}
+	if n := len(l); n > 0 && l[n-1].cls == cls {
+		l[n-1].text += text
+		return l
+	}
+	return append(l, seg{text, cls})
+}
+
+// pieceLen is the byte length of the newline, blank run or word at the
+// start of s.
+func pieceLen(s string) int {
+	if s[0] == '\n' {
+		return 1
+	}
+	blank := s[0] == ' '
+	for i, r := range s {
+		if r == '\n' || (r == ' ') != blank {
+			return i
+		}
+	}
+	return len(s)
+}
+
+func isBlank(s string) bool { return strings.Trim(s, " ") == "" }
+
+// sanitize makes text safe for a terminal cell grid: tabs become spaces,
+// carriage returns go, and other control characters show as their Unicode
+// control pictures (so an escape sequence in an agent's output prints as
+// text instead of acting on the terminal).
+func sanitize(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\n') || c == 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t':
+			b.WriteString("    ")
+		case r == '\r':
+		case r == '\n':
+			b.WriteByte('\n')
+		case r < 0x20:
+			b.WriteRune(0x2400 + r)
+		case r == 0x7f:
+			b.WriteRune('␡')
+		default:
+			b.WriteRune(r) // invalid bytes arrive as U+FFFD
+		}
+	}
+	return b.String()
+}
+
+// truncate cuts plain text to at most w cells, ending in "…" when cut.
+func truncate(s string, w int) string {
+	s = sanitize(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if runewidth.StringWidth(s) <= w {
+		return s
+	}
+	return runewidth.Truncate(s, w, "…")
+}

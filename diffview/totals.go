@@ -1,0 +1,84 @@
+package diffview
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// totalsRows is the totals table: a heading and one row per measure, with
+// the left, right and delta columns already formatted.
+func totalsRows(r *Result) [][4]string {
+	l, rt, d := r.LeftTotals, r.RightTotals, r.Delta
+	return [][4]string{
+		{"", "left", "right", "delta"},
+		{"frames", count(l.Frames), count(rt.Frames), signed(count(d.Frames), d.Frames)},
+		{"steps", count(l.Steps), count(rt.Steps), signed(count(d.Steps), d.Steps)},
+		{"llm calls", count(l.Calls), count(rt.Calls), signed(count(d.Calls), d.Calls)},
+		{"tokens", count(l.Tokens), count(rt.Tokens), signed(count(d.Tokens), d.Tokens)},
+		{"cost", usd(l.Cost), usd(rt.Cost), signedF(usd(d.Cost), d.Cost)},
+		{"latency", secs(l.Latency), secs(rt.Latency), signedF(secs(d.Latency), d.Latency.Seconds())},
+		{"duration", secs(l.Duration), secs(rt.Duration), signedF(secs(d.Duration), d.Duration.Seconds())},
+	}
+}
+
+// totalsText renders the totals table, right-aligned columns.
+func totalsText(r *Result, st Styles) []string {
+	var out []string
+	for i, row := range totalsRows(r) {
+		s := fmt.Sprintf("%-10s %16s %16s %16s", row[0], row[1], row[2], row[3])
+		if i == 0 {
+			s = st.apply(clsHeader, s)
+		}
+		out = append(out, strings.TrimRight(s, " "))
+	}
+	return out
+}
+
+// summary is one side's totals in one line, for the heading.
+func summary(t Totals) string {
+	return fmt.Sprintf("%s · %s · %s · %s tok · %s · %s",
+		plural(t.Frames, "frame", "frames"), plural(t.Steps, "step", "steps"),
+		plural(t.Calls, "call", "calls"), count(t.Tokens), usd(t.Cost), secs(t.Duration))
+}
+
+// count formats an integer with thousands separators.
+func count[T int | int64](n T) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+func usd(v float64) string {
+	s := fmt.Sprintf("$%.6f", abs(v))
+	if v < 0 && s != "$0.000000" {
+		return "-" + s
+	}
+	return s
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
+
+func abs(v float64) float64 { return max(v, -v) }
+
+// signed puts a plus before a positive delta.
+func signed[T int | int64](s string, v T) string {
+	if v > 0 {
+		return "+" + s
+	}
+	return s
+}
+
+func signedF(s string, v float64) string {
+	if v > 0 && strings.Trim(s, "$0.s") != "" {
+		return "+" + s
+	}
+	return s
+}

@@ -1,0 +1,117 @@
+package diffview
+
+import (
+	"fmt"
+	"strings"
+)
+
+// unifiedIndent is where body lines start in Unified: under the kind.
+const unifiedIndent = 15
+
+// Unified renders r as one column, like a unified diff of the two
+// timelines: each shown pair is a line starting with " " (same), "~"
+// (changed), "-" (only on the left) or "+" (only on the right), then the
+// frame numbers on each side, the kind and the title. A changed pair's title
+// and body show the word diff inline, deleted words [-so-] and inserted ones
+// {+so+} (or in colour). Folding follows o as in SideBySide; lines are not
+// wrapped.
+func Unified(r *Result, o Options) string {
+	u := unified{r: r, o: o}
+	st := o.Styles
+	u.b.WriteString(st.apply(clsHeader, "--- left: "+r.Left.Name) + "  " + st.apply(clsFaint, summary(r.LeftTotals)) + "\n")
+	u.b.WriteString(st.apply(clsHeader, "+++ right: "+r.Right.Name) + "  " + st.apply(clsFaint, summary(r.RightTotals)) + "\n")
+	for _, s := range pick(len(r.Pairs), o.context(), o.All, func(i int) bool { return r.Pairs[i].Op != Same }) {
+		if s.skip > 0 {
+			first, last := r.Pairs[s.i], r.Pairs[s.i+s.skip-1]
+			u.line(seg{fmt.Sprintf("  ⋯ %s (left %d–%d, right %d–%d)", plural(s.skip, "same frame", "same frames"),
+				r.Left.Frames[first.Left].Seq, r.Left.Frames[last.Left].Seq,
+				r.Right.Frames[first.Right].Seq, r.Right.Frames[last.Right].Seq), clsFaint})
+			continue
+		}
+		if s.i == r.First {
+			d, _ := r.Divergence()
+			u.line(seg{"▶ first divergence: " + d.Text, clsDivergence})
+		}
+		u.pair(r.Pairs[s.i])
+	}
+	if r.Equal() {
+		u.line(seg{"= the timelines agree frame for frame", clsDivergence})
+	}
+	u.b.WriteString("\n")
+	for _, l := range totalsText(r, st) {
+		u.b.WriteString(l + "\n")
+	}
+	return u.b.String()
+}
+
+type unified struct {
+	r *Result
+	o Options
+	b strings.Builder
+}
+
+func (u *unified) line(segs ...seg) {
+	u.b.WriteString(strings.TrimRight(line(segs).render(u.o.Styles, 0), " ") + "\n")
+}
+
+func (u *unified) pair(p Pair) {
+	var f Frame
+	ls, rs := "·", "·"
+	if p.Left >= 0 {
+		f = u.r.Left.Frames[p.Left]
+		ls = fmt.Sprint(f.Seq)
+	}
+	if p.Right >= 0 {
+		f = u.r.Right.Frames[p.Right]
+		rs = fmt.Sprint(f.Seq)
+	}
+	mark, cls := map[Op]string{Same: " ", Changed: "~", OnlyLeft: "-", OnlyRight: "+"}[p.Op], clsPlain
+	switch p.Op {
+	case Same:
+		cls = clsFaint
+	case OnlyLeft:
+		cls = clsDelete
+	case OnlyRight:
+		cls = clsInsert
+	}
+	title := []seg{{f.Title, cls}}
+	if p.Op == Changed && p.Title != nil {
+		title = diffRows(p.Title, u.o.Styles)[0].inline
+	}
+	u.line(append([]seg{{fmt.Sprintf("%s %5s %5s  ", mark, ls, rs), cls}, {fmt.Sprintf("%-12s ", f.Kind), clsFrame}}, title...)...)
+	pad := seg{strings.Repeat(" ", unifiedIndent), clsPlain}
+	switch p.Op {
+	case Changed:
+		rs := diffRows(p.Body, u.o.Styles)
+		for _, s := range bodyRows(rs, u.o) {
+			u.rowLines(pad, s, rs)
+		}
+	case OnlyLeft, OnlyRight:
+		rs, rest := preview(textRows(f.Body, cls), u.o.All)
+		for _, r := range rs {
+			u.rowLines(pad, shown{}, []row{r})
+		}
+		if rest > 0 {
+			u.line(pad, seg{"⋯ " + plural(rest, "more line", "more lines"), clsFaint})
+		}
+	case Same:
+		if u.o.All {
+			rs := textRows(f.Body, clsFaint)
+			for i := range rs {
+				u.rowLines(pad, shown{i: i}, rs)
+			}
+		}
+	}
+}
+
+// rowLines writes one shown body row, which may hold line breaks inside
+// changed words, or the note for a folded run.
+func (u *unified) rowLines(pad seg, s shown, rs []row) {
+	if s.skip > 0 {
+		u.line(pad, seg{"⋯ " + plural(s.skip, "line", "lines"), clsFaint})
+		return
+	}
+	for _, l := range wrap(rs[s.i].inline, 1<<30) {
+		u.line(append(line{pad}, l...)...)
+	}
+}
