@@ -18,23 +18,62 @@ import (
 
 // child is the agent process with its output captured.
 type child struct {
-	cmd  *exec.Cmd
-	tape *tapefmt.Writer
-	emit func(Event)
-	wg   sync.WaitGroup
-	out  struct {
-		mu     sync.Mutex
-		stdout []byte // everything the child wrote to stdout, for replay's comparison
+	cmd *exec.Cmd
+	wg  sync.WaitGroup
+	*outputs
+}
+
+// outputs passes the agent's output through and records it.
+type outputs struct {
+	tape   *tapefmt.Writer
+	emit   func(Event)
+	mu     sync.Mutex
+	stdout []byte // everything the child wrote to stdout, for replay's comparison
+}
+
+// write passes one piece of output on to w and records it.
+func (o *outputs) write(fd int, data []byte, w io.Writer) {
+	if w != nil {
+		w.Write(data)
 	}
+	if fd == 1 {
+		o.mu.Lock()
+		o.stdout = append(o.stdout, data...)
+		o.mu.Unlock()
+	}
+	var seq uint64
+	if o.tape != nil {
+		seq, _ = o.tape.Append(0, tapefmt.Output{Fd: fd, Data: data})
+	}
+	o.emit(Event{Kind: EventOutput, Seq: seq, Data: data})
+}
+
+// writer is an io.Writer for one stream that records what passes.
+func (o *outputs) writer(fd int, w io.Writer) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		o.write(fd, append([]byte(nil), p...), w)
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// stdoutCopy returns everything the agent wrote to its stdout.
+func (o *outputs) stdoutCopy() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stdout
 }
 
 // startChild starts argv with env in dir; its stdout and stderr go to the
 // given writers and onto the tape as they come.
-func startChild(o RunOptions, env []string, tape *tapefmt.Writer, emit func(Event)) (*child, error) {
-	c := &child{cmd: exec.Command(o.Argv[0], o.Argv[1:]...), tape: tape, emit: emit}
+func startChild(o RunOptions, env []string, outs *outputs) (*child, error) {
+	c := &child{cmd: exec.Command(o.Argv[0], o.Argv[1:]...), outputs: outs}
 	c.cmd.Dir, c.cmd.Env, c.cmd.Stdin = o.Dir, env, o.Stdin
 	c.cmd.WaitDelay = 2 * time.Second // grandchildren holding the pipes open do not hang us
-	outs := []io.Writer{o.Stdout, o.Stderr}
+	terms := []io.Writer{o.Stdout, o.Stderr}
 	pipes := make([]io.ReadCloser, 2)
 	var err error
 	if pipes[0], err = c.cmd.StdoutPipe(); err != nil {
@@ -48,7 +87,7 @@ func startChild(o RunOptions, env []string, tape *tapefmt.Writer, emit func(Even
 	}
 	for i, p := range pipes {
 		c.wg.Add(1)
-		go c.copy(i+1, p, outs[i])
+		go c.copy(i+1, p, terms[i])
 	}
 	return c, nil
 }
@@ -60,32 +99,12 @@ func (c *child) copy(fd int, r io.Reader, w io.Writer) {
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			data := append([]byte(nil), buf[:n]...)
-			if w != nil {
-				w.Write(data)
-			}
-			if fd == 1 {
-				c.out.mu.Lock()
-				c.out.stdout = append(c.out.stdout, data...)
-				c.out.mu.Unlock()
-			}
-			var seq uint64
-			if c.tape != nil {
-				seq, _ = c.tape.Append(0, tapefmt.Output{Fd: fd, Data: data})
-			}
-			c.emit(Event{Kind: EventOutput, Seq: seq, Data: data})
+			c.write(fd, append([]byte(nil), buf[:n]...), w)
 		}
 		if err != nil {
 			return
 		}
 	}
-}
-
-// stdout returns everything the child wrote to its stdout.
-func (c *child) stdout() []byte {
-	c.out.mu.Lock()
-	defer c.out.mu.Unlock()
-	return c.out.stdout
 }
 
 // wait waits for the child and its output, forwarding signals meanwhile,

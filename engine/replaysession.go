@@ -67,11 +67,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		mu.Unlock()
 		s.emit(Event{Kind: EventDiverged, Div: d})
 		if !o.Live {
-			time.AfterFunc(divergenceGrace, func() {
-				if c := s.child.Load(); c != nil {
-					c.kill(divergenceGrace)
-				}
-			})
+			time.AfterFunc(divergenceGrace, func() { s.stopAgent(divergenceGrace) })
 		}
 	}}
 	var ups map[string]string
@@ -97,8 +93,8 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	res.Divergence = div
 	mu.Unlock()
 	res.Unused = len(m.Unused())
-	if recorded, rerr := recordedStdout(t); rerr == nil && s.child.Load() != nil {
-		same := bytes.Equal(recorded, s.child.Load().stdout())
+	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
+		same := bytes.Equal(recorded, s.outs.stdoutCopy())
 		res.OutputSame = &same
 	}
 	return res, err

@@ -27,6 +27,8 @@ type RunOptions struct {
 	Name    string      // run name, for the tape
 	Version string      // jukebox version, for the tape
 	OnEvent func(Event) // called as the run goes; may be nil
+	// Booth, when set, runs the agent inside the Shadow Booth.
+	Booth *BoothOptions
 }
 
 // Result is how a session ended.
@@ -39,7 +41,8 @@ type Result struct {
 	Unused     int            `json:"unused_calls,omitempty"` // recorded calls replay never needed
 	// OutputSame says whether the agent printed exactly what it printed when
 	// recorded (replay only).
-	OutputSame *bool `json:"output_same,omitempty"`
+	OutputSame *bool        `json:"output_same,omitempty"`
+	Booth      *BoothResult `json:"booth,omitempty"`
 }
 
 // session is what Record and Replay share: a tape to write, a proxy, a child.
@@ -49,7 +52,28 @@ type session struct {
 	tape  *tapefmt.Writer
 	path  string
 	proxy *Proxy
+	outs  *outputs
 	child atomic.Pointer[child] // set once the agent runs; read by proxy handlers
+	// cancel stops a booth run, whose child the booth owns.
+	cancel atomic.Pointer[context.CancelFunc]
+}
+
+// stopAgent ends the agent early: SIGTERM, then SIGKILL after grace.
+func (s *session) stopAgent(grace time.Duration) {
+	if c := s.child.Load(); c != nil {
+		c.kill(grace)
+	} else if cancel := s.cancel.Load(); cancel != nil {
+		(*cancel)()
+	}
+}
+
+// workspace is the agent's working directory, absolute.
+func (s *session) workspace() string {
+	if s.o.Dir != "" {
+		return s.o.Dir
+	}
+	cwd, _ := os.Getwd()
+	return cwd
 }
 
 func (s *session) emit(e Event) {
@@ -74,11 +98,7 @@ func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.R
 
 func (s *session) runStart(upstreams map[string]string) tapefmt.RunStart {
 	host, _ := os.Hostname()
-	cwd := s.o.Dir
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	return tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: cwd, Env: AllowedEnv(s.baseEnv()),
+	return tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: s.workspace(), Env: AllowedEnv(s.baseEnv()),
 		Seed: s.o.Seed, Host: host, Version: s.o.Version, Mode: s.mode,
 		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams}
 }
@@ -122,19 +142,28 @@ func (s *session) childEnv(placeholderKeys bool) []string {
 	return env
 }
 
-// run starts the child, waits for it and closes the tape.
+// run starts the agent, waits for it and closes the tape.
 func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error) {
-	c, err := startChild(s.o, s.childEnv(placeholderKeys), s.tape, s.emit)
-	if err != nil {
-		s.abandon(err)
-		return nil, fmt.Errorf("start %s: %w", s.o.Argv[0], err)
+	s.outs = &outputs{tape: s.tape, emit: s.emit}
+	env := s.childEnv(placeholderKeys)
+	res := &Result{Tape: s.path}
+	var end tapefmt.RunEnd
+	var runErr error
+	if s.o.Booth != nil {
+		end, runErr = s.runBooth(ctx, env, res)
+	} else {
+		c, err := startChild(s.o, env, s.outs)
+		if err != nil {
+			s.abandon(err)
+			return nil, fmt.Errorf("start %s: %w", s.o.Argv[0], err)
+		}
+		s.child.Store(c)
+		end = c.wait(ctx)
 	}
-	s.child.Store(c)
-	end := c.wait(ctx)
 	s.proxy.Close()
-	res := &Result{Tape: s.path, End: end, Calls: s.proxy.calls.Load()}
+	res.End, res.Calls = end, s.proxy.calls.Load()
 	s.emit(Event{Kind: EventExit})
-	return res, s.finish(end, res)
+	return res, errors.Join(runErr, s.finish(end, res))
 }
 
 // finish writes run.end and closes the tape.

@@ -20,7 +20,8 @@ type RecordCmd struct {
 	Seed     int64    `help:"Seed handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED (default: random, recorded)."`
 	Sync     string   `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
 	JSON     bool     `help:"After the run, print the result as JSON."`
-	Cmd      []string `arg:"" passthrough:"" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
+	boothFlags
+	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 }
 
 // Validate checks flags before anything starts.
@@ -31,7 +32,7 @@ func (c *RecordCmd) Validate() error {
 	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
 		return err
 	}
-	return nil
+	return c.boothFlags.validate()
 }
 
 // Run records the agent and exits with the agent's exit code.
@@ -45,8 +46,13 @@ func (c *RecordCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
+	o := runOptions(env, c.Cmd, name, c.Seed)
+	o.Booth = c.boothOptions(env)
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
-		RunOptions: runOptions(env, c.Cmd, name, c.Seed), Tape: path, Upstreams: ups, Sync: syncPolicy(c.Sync)})
+		RunOptions: o, Tape: path, Upstreams: ups, Sync: syncPolicy(c.Sync)})
+	if res != nil {
+		printBooth(env, res.Booth)
+	}
 	if err != nil {
 		return err
 	}

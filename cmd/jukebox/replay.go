@@ -10,7 +10,7 @@ import (
 // ReplayCmd replays a recorded run offline.
 type ReplayCmd struct {
 	Tape         string   `arg:"" type:"existingfile" help:"The tape to replay."`
-	Cmd          []string `arg:"" optional:"" passthrough:"" name:"command" help:"The agent to run, after -- (default: the recorded command)."`
+	Cmd          []string `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the recorded command)."`
 	Speed        string   `default:"instant" help:"Pace of streamed responses: instant, realtime, or a factor such as 2x."`
 	OnDivergence string   `enum:"stop,live" default:"stop" help:"On a request the tape does not hold: stop (exit 5 with a report), or live: go to the real upstream from there and record the rest (needs -o or records to ./tapes)."`
 	Upstream     []string `placeholder:"NAME=URL" help:"Upstreams for --on-divergence live, as in record."`

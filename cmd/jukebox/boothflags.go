@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/sandbox"
+)
+
+// boothFlags run an agent inside the Shadow Booth (record, fork).
+type boothFlags struct {
+	Booth     bool   `help:"Run the agent inside the Shadow Booth: its writes to the working directory are staged and committed or rolled back at the end."`
+	Commit    string `enum:"ask,on-success,always,never" default:"ask" help:"With --booth: ask (show the changes and ask), on-success (commit when the agent exits 0), always, or never."`
+	Keep      bool   `help:"With --booth: leave the transaction open instead of rolling it back, for jukebox booth diff|commit|rollback."`
+	BoothMode string `enum:"auto,overlay,reflink,copy" default:"auto" help:"With --booth: staging mode; auto tries the namespace overlay and falls back to a copy."`
+}
+
+func (b *boothFlags) validate() error {
+	if !b.Booth && (b.Commit != "ask" || b.Keep || b.BoothMode != "auto") {
+		return fmt.Errorf("--commit, --keep and --booth-mode only apply with --booth")
+	}
+	return nil
+}
+
+// boothOptions are the engine's options, or nil without --booth. With
+// --commit ask and no terminal to ask on, the booth is kept open instead.
+func (b *boothFlags) boothOptions(env *Env) *engine.BoothOptions {
+	if !b.Booth {
+		return nil
+	}
+	o := &engine.BoothOptions{Commit: b.Commit, Keep: b.Keep, Mode: sandbox.Mode(b.BoothMode), Notice: env.Stderr}
+	if b.Commit == engine.CommitAsk {
+		if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
+			o.Ask = askOn(tty)
+		} else {
+			fmt.Fprintln(env.Stderr, "jukebox: no terminal to ask on: the booth will be kept open (jukebox booth commit|rollback)")
+			o.Commit, o.Keep = engine.CommitNever, true
+		}
+	}
+	return o
+}
+
+// askOn shows the change set on the terminal and reads y or n.
+func askOn(tty *os.File) func(sandbox.ChangeSet) (bool, error) {
+	return func(cs sandbox.ChangeSet) (bool, error) {
+		defer tty.Close()
+		fmt.Fprintf(tty, "\nThe agent staged %d changes:\n%s\nCommit them to the workspace? [y/N] ", len(cs.Changes), cs.String())
+		line, err := bufio.NewReader(tty).ReadString('\n')
+		if err != nil && line == "" {
+			return false, nil
+		}
+		answer := strings.ToLower(strings.TrimSpace(line))
+		return answer == "y" || answer == "yes", nil
+	}
+}
+
+// printBooth says what happened to the staged changes, listing every one.
+func printBooth(env *Env, b *engine.BoothResult) {
+	if b == nil {
+		return
+	}
+	fmt.Fprintf(env.Stderr, "jukebox: booth %s (%s): %d changes\n%s", b.Tx, b.Mode, len(b.Changes.Changes), b.Changes.String())
+	switch {
+	case b.Committed:
+		fmt.Fprintln(env.Stderr, "jukebox: booth committed to the workspace")
+	case b.Kept:
+		fmt.Fprintf(env.Stderr, "jukebox: booth kept open: jukebox booth diff|commit|rollback --tx %s\n", b.Tx)
+	default:
+		fmt.Fprintln(env.Stderr, "jukebox: booth rolled back; the workspace is as it was")
+	}
+}

@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Commit policies for a run in the booth.
+const (
+	CommitAsk       = "ask"        // show the change set and ask
+	CommitOnSuccess = "on-success" // commit when the agent exits 0
+	CommitAlways    = "always"
+	CommitNever     = "never"
+)
+
+// BoothOptions run the agent inside the Shadow Booth: its workspace (the
+// run's directory) is staged copy-on-write and committed or rolled back at
+// the end, as Commit says.
+type BoothOptions struct {
+	Commit string
+	Keep   bool         // leave the transaction open instead of rolling back
+	Mode   sandbox.Mode // force a staging mode; "" tries the overlay first
+	// Ask decides for CommitAsk; it is shown the change set.
+	Ask    func(sandbox.ChangeSet) (bool, error)
+	Notice io.Writer // where the one-line staging-mode notice goes
+}
+
+// BoothResult is what happened to the staged changes.
+type BoothResult struct {
+	Tx        string            `json:"tx"`
+	Mode      sandbox.Mode      `json:"mode"`
+	Changes   sandbox.ChangeSet `json:"changes"`
+	Committed bool              `json:"committed"`
+	Kept      bool              `json:"kept"` // left open for `jukebox booth`
+}
+
+// runBooth runs the agent as a booth child and settles its changes.
+func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tapefmt.RunEnd, error) {
+	b := s.o.Booth
+	ws := s.workspace()
+	tx, err := sandbox.Begin(ws, sandbox.Options{})
+	if err != nil {
+		return tapefmt.RunEnd{ExitCode: -1, Error: err.Error()}, err
+	}
+	s.appendFrame(tapefmt.TxBegin{Tx: tx.ID(), Workspace: ws, Mode: string(b.Mode)})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.cancel.Store(&cancel)
+	stop := cancelOnSignal(cancel)
+	defer stop()
+	out := s.outs
+	er, err := tx.Exec(ctx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
+		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: b.Notice})
+	end := tapefmt.RunEnd{ExitCode: er.ExitCode}
+	if err != nil {
+		end.Error = err.Error()
+	}
+	if ctx.Err() != nil {
+		end.Reason = "interrupted"
+	}
+	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode}
+	return end, s.settle(ctx, tx, end, res.Booth)
+}
+
+// settle records every staged change, then commits, rolls back or keeps.
+func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd, br *BoothResult) error {
+	cs, err := tx.Diff()
+	if err != nil {
+		return err
+	}
+	br.Changes = cs
+	for i := range cs.Changes {
+		s.recordChange(tx.ID(), &cs.Changes[i])
+	}
+	commit, err := s.decide(cs, end)
+	if err != nil {
+		return err
+	}
+	switch {
+	case commit:
+		if _, err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("booth commit: %w", err)
+		}
+		br.Committed = true
+		s.appendFrame(tapefmt.TxCommit{Tx: tx.ID(), Changes: len(cs.Changes)})
+	case s.o.Booth.Keep:
+		br.Kept = true
+	default:
+		if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("booth rollback: %w", err)
+		}
+		s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: rollbackReason(s.o.Booth.Commit, end)})
+	}
+	return nil
+}
+
+func (s *session) decide(cs sandbox.ChangeSet, end tapefmt.RunEnd) (bool, error) {
+	switch s.o.Booth.Commit {
+	case CommitAlways:
+		return true, nil
+	case CommitOnSuccess:
+		return end.ExitCode == 0 && end.Signal == "" && end.Reason == "", nil
+	case CommitAsk:
+		if cs.Empty() {
+			return false, nil
+		}
+		if s.o.Booth.Ask == nil {
+			return false, errors.New("booth: --commit ask needs a terminal to ask on")
+		}
+		return s.o.Booth.Ask(cs)
+	}
+	return false, nil
+}
+
+func rollbackReason(policy string, end tapefmt.RunEnd) string {
+	if policy == CommitOnSuccess {
+		return fmt.Sprintf("agent exit %d", end.ExitCode)
+	}
+	return "commit policy " + policy
+}
+
+// recordChange writes one file.change frame, with the content as a blob.
+func (s *session) recordChange(txID string, c *sandbox.Change) {
+	fc := tapefmt.FileChange{Tx: txID, Op: string(c.Op), Path: c.Path, Mode: uint32(c.Mode), Size: c.Size, Target: c.Target}
+	if s.tape != nil && c.Op == sandbox.OpWrite && c.Size <= tapefmt.MaxBlobSize {
+		if r, err := c.Open(); err == nil {
+			data, rerr := io.ReadAll(r)
+			r.Close()
+			if rerr == nil {
+				fc.Body, _ = s.tape.PutBlob("file "+c.Path, data)
+			}
+		}
+	}
+	s.appendFrame(fc)
+}
+
+func (s *session) appendFrame(p tapefmt.Payload) {
+	if s.tape != nil {
+		s.tape.Append(0, p)
+	}
+}
+
+// cancelOnSignal cancels the run on SIGINT, SIGTERM or SIGHUP: the booth
+// stops its child then, and the changes are settled as the policy says.
+func cancelOnSignal(cancel context.CancelFunc) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
+}
