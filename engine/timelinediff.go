@@ -1,0 +1,560 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/diffview"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// LoadTimeline opens the tape at path and returns its timeline for
+// diffview, named after the file.
+func LoadTimeline(path string) (diffview.Timeline, error) {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return diffview.Timeline{}, err
+	}
+	defer t.Close()
+	return TimelineOf(t, filepath.Base(path))
+}
+
+// TimelineOf turns the frames of a tape into the frames diffview aligns.
+//
+// Signatures say what a frame is: its kind plus the endpoint (llm.request
+// and llm.response), the tool name (tool.call and tool.result), the file path
+// (file.change), the MCP server and method, or the agent and role. The model
+// is not part of an LLM signature but of the title and body, so a fork that
+// changed the model shows as changed pairs, not as a deletion and an
+// insertion. Bodies are the text the word diff compares: a request's model,
+// parameters, tools and messages as "role: content" lines (OpenAI chat and
+// Responses, Anthropic Messages; other bodies raw); a response's assistant
+// text and tool calls, assembled from the stream; tool arguments and results
+// as indented JSON; file contents.
+//
+// run.start keeps only the command line (mode and cwd differ between a run
+// and its fork). seed, clock, step.commit, tx.begin, marker and unknown
+// kinds are left out: they differ on every run or carry no behaviour; the
+// steps are counted in Timeline.Steps. Consecutive proc.output frames to the
+// same fd within one step are merged into one frame, since how the bytes
+// were chunked is noise while what was printed is not.
+func TimelineOf(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
+	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps()},
+		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, lastOut: -1}
+	for f, err := range t.All() {
+		if err != nil {
+			return b.tl, err
+		}
+		b.tl.Duration = max(b.tl.Duration, f.Time)
+		p, err := f.Decode()
+		if err != nil {
+			return b.tl, err
+		}
+		if err := b.add(f, p); err != nil {
+			return b.tl, fmt.Errorf("frame %d: %w", f.Seq, err)
+		}
+	}
+	return b.tl, nil
+}
+
+type timelineBuilder struct {
+	t       *tapefmt.Tape
+	tl      diffview.Timeline
+	calls   map[uint64]*tapefmt.LLMRequest // by call number, to name responses
+	tools   map[string]string              // tool name by call id, to name results
+	lastOut int                            // index of a proc.output frame still open for merging
+	lastFd  int
+}
+
+func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
+	if o, ok := p.(*tapefmt.Output); ok {
+		b.output(f, o)
+		return nil
+	}
+	fr := diffview.Frame{Seq: int(f.Seq), Kind: f.Kind.String(), Time: f.Time, Title: Describe(p)}
+	var err error
+	switch p := p.(type) {
+	case *tapefmt.RunStart:
+		fr.Signature, fr.Title = "run.start", "start "+strings.Join(p.Argv, " ")
+	case *tapefmt.LLMRequest:
+		err = b.request(&fr, p)
+	case *tapefmt.LLMResponse:
+		err = b.response(&fr, p)
+	case *tapefmt.ToolCall:
+		b.tools[p.ID] = p.Name
+		fr.Signature, fr.Title, fr.Body = "tool.call "+p.Name, p.Name+" "+oneLine(string(p.Args), 80), indentJSON(p.Args)
+	case *tapefmt.ToolResult:
+		err = b.toolResult(&fr, p)
+	case *tapefmt.MCPMessage:
+		err = b.mcp(&fr, p)
+	case *tapefmt.FileChange:
+		err = b.file(&fr, p)
+	case *tapefmt.AgentTurn:
+		fr.Signature, fr.Title, fr.Body = "agent.turn "+p.Agent+" "+p.Role, oneLine(p.Role+": "+p.Text, 80), p.Text
+	case *tapefmt.TxCommit, *tapefmt.TxRollback:
+		fr.Signature = "tx.end" // a commit and a rollback pair up, as the changed outcome they are
+		fr.Title = strings.Replace(fr.Title, txID(p)+" ", "", 1)
+	case *tapefmt.BreakerTrip, *tapefmt.RunEnd:
+		fr.Signature = fr.Kind
+	default:
+		if _, ok := p.(*tapefmt.Step); ok {
+			b.lastOut = -1
+		}
+		return nil
+	}
+	b.lastOut = -1
+	b.tl.Frames = append(b.tl.Frames, fr)
+	return err
+}
+
+func txID(p tapefmt.Payload) string {
+	if c, ok := p.(*tapefmt.TxCommit); ok {
+		return c.Tx
+	}
+	return p.(*tapefmt.TxRollback).Tx
+}
+
+// output merges a proc.output frame into the open one for its fd, or opens one.
+func (b *timelineBuilder) output(f tapefmt.Frame, o *tapefmt.Output) {
+	if b.lastOut >= 0 && b.lastFd == o.Fd {
+		fr := &b.tl.Frames[b.lastOut]
+		fr.Body += string(o.Data)
+		fr.Title = fdName(o.Fd) + " " + oneLine(fr.Body, 80)
+		return
+	}
+	body := string(o.Data)
+	b.tl.Frames = append(b.tl.Frames, diffview.Frame{Seq: int(f.Seq), Kind: f.Kind.String(), Time: f.Time,
+		Signature: "proc.output " + fdName(o.Fd), Title: fdName(o.Fd) + " " + oneLine(body, 80), Body: body})
+	b.lastOut, b.lastFd = len(b.tl.Frames)-1, o.Fd
+}
+
+func fdName(fd int) string {
+	switch fd {
+	case 1:
+		return "stdout"
+	case 2:
+		return "stderr"
+	}
+	return fmt.Sprintf("fd%d", fd)
+}
+
+func (b *timelineBuilder) request(fr *diffview.Frame, p *tapefmt.LLMRequest) error {
+	b.calls[p.Call] = p
+	fr.Signature = "llm.request " + p.Method + " " + p.Path
+	fr.Title = strings.TrimSpace(fmt.Sprintf("%s %s %s", p.Method, p.Path, p.Model))
+	if p.Stream {
+		fr.Title += " stream"
+	}
+	body, err := b.blob(p.Body)
+	if err != nil {
+		return err
+	}
+	fr.Body = requestText(body)
+	return nil
+}
+
+func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) error {
+	model, path := p.Model, "?"
+	if req := b.calls[p.Call]; req != nil {
+		path = req.Path
+		if model == "" {
+			model = req.Model
+		}
+	}
+	body, err := b.blob(p.Body)
+	if err != nil {
+		return err
+	}
+	u := p.Usage
+	if u == (tapefmt.Usage{}) && len(body) > 0 {
+		_, u = ExtractUsage(body)
+	}
+	fr.Signature = "llm.response " + path
+	fr.Tokens = u.Total()
+	fr.Cost, _ = breaker.Cost(model, u.Input, u.Cached, u.Output)
+	fr.Latency = time.Duration(max(p.Elapsed, p.Latency))
+	fr.Title = fmt.Sprintf("%d %s", p.Status, model)
+	if u.Total() > 0 {
+		fr.Title += fmt.Sprintf(" · %d→%d tok", u.Input, u.Output)
+	}
+	switch {
+	case p.Error != "":
+		fr.Title, fr.Body = "error: "+oneLine(p.Error, 80), p.Error
+	case p.Status/100 != 2:
+		fr.Body = string(body)
+	default:
+		fr.Body = responseText(body)
+	}
+	return nil
+}
+
+func (b *timelineBuilder) toolResult(fr *diffview.Frame, p *tapefmt.ToolResult) error {
+	fr.Signature = "tool.result " + b.tools[p.ID]
+	fr.Latency = time.Duration(p.Elapsed)
+	raw := []byte(p.Result)
+	if !p.Body.IsZero() {
+		var err error
+		if raw, err = b.blob(p.Body); err != nil {
+			return err
+		}
+	}
+	fr.Body = jsonText(raw)
+	fr.Title = "→ " + oneLine(fr.Body, 80)
+	if p.IsError {
+		fr.Title += " (error)"
+	}
+	return nil
+}
+
+func (b *timelineBuilder) mcp(fr *diffview.Frame, p *tapefmt.MCPMessage) error {
+	raw := []byte(p.Message)
+	if !p.Body.IsZero() {
+		var err error
+		if raw, err = b.blob(p.Body); err != nil {
+			return err
+		}
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(raw, &m) // a message without a method is a result
+	method := m.Method
+	if method == "" {
+		method = "result"
+	}
+	fr.Signature = "mcp.message " + p.Server + " " + p.Direction + " " + method
+	fr.Title = p.Server + " " + p.Direction + " " + method
+	fr.Body = indentJSON(raw)
+	return nil
+}
+
+func (b *timelineBuilder) file(fr *diffview.Frame, p *tapefmt.FileChange) error {
+	fr.Signature = "file.change " + p.Path
+	fr.Title = fmt.Sprintf("%s %s", p.Op, p.Path)
+	switch {
+	case p.Target != "":
+		fr.Body = "→ " + p.Target
+	case !p.Body.IsZero():
+		body, err := b.blob(p.Body)
+		if err != nil {
+			return err
+		}
+		fr.Title += fmt.Sprintf(" (%d bytes)", len(body))
+		fr.Body = string(body)
+		if !utf8.Valid(body) || bytes.IndexByte(body, 0) >= 0 {
+			fr.Body = fmt.Sprintf("(%d bytes of binary data, blake3 %s)", len(body), p.Body.Short())
+		}
+	}
+	return nil
+}
+
+func (b *timelineBuilder) blob(h tapefmt.Hash) ([]byte, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	return b.t.Blob(h)
+}
+
+// indentJSON pretty-prints JSON so that a word diff reads key by key; text
+// that is not JSON is returned as it is.
+func indentJSON(raw []byte) string {
+	var out bytes.Buffer
+	if json.Indent(&out, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return out.String()
+}
+
+// jsonText returns a JSON string's value, or other JSON indented.
+func jsonText(raw []byte) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return indentJSON(raw)
+}
+
+// wireItem is any message, input item, output item or content part of the
+// OpenAI chat and Responses APIs and the Anthropic Messages API, as far as
+// its text goes.
+type wireItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Text      string          `json:"text"`
+	Name      string          `json:"name"`      // function_call, tool_use, a tool definition
+	Arguments string          `json:"arguments"` // function_call
+	Input     json.RawMessage `json:"input"`     // tool_use
+	Output    json.RawMessage `json:"output"`    // function_call_output
+	Index     int             `json:"index"`     // a streamed chat tool call
+	// PartialJSON is a piece of an Anthropic tool_use block's input.
+	PartialJSON string `json:"partial_json"`
+	Function    *struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"` // a chat tool call or tool definition
+	ToolCalls []wireItem `json:"tool_calls"`
+}
+
+// wireRequest is an LLM request body as far as its text goes.
+type wireRequest struct {
+	Model        string          `json:"model"`
+	System       json.RawMessage `json:"system"`       // Anthropic
+	Instructions json.RawMessage `json:"instructions"` // Responses
+	Messages     []wireItem      `json:"messages"`     // chat, Anthropic
+	Input        json.RawMessage `json:"input"`        // Responses: a string or items
+	Tools        []wireItem      `json:"tools"`
+}
+
+// requestParams are the sampling parameters a request body shows, in order.
+var requestParams = []string{"temperature", "top_p", "max_tokens", "max_completion_tokens",
+	"max_output_tokens", "reasoning", "reasoning_effort", "tool_choice", "response_format", "seed", "stop"}
+
+// requestText renders a request body as model, parameters, tools and one
+// "role: content" line per message; a body that is not JSON stays raw.
+func requestText(body []byte) string {
+	var req wireRequest
+	var params map[string]json.RawMessage
+	if json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &params) != nil {
+		return string(body)
+	}
+	var b strings.Builder
+	if req.Model != "" {
+		fmt.Fprintf(&b, "model: %s\n", req.Model)
+	}
+	for _, k := range requestParams {
+		if v, ok := params[k]; ok {
+			fmt.Fprintf(&b, "%s: %s\n", k, compactJSON(v))
+		}
+	}
+	if len(req.Tools) > 0 {
+		names := make([]string, len(req.Tools))
+		for i, t := range req.Tools {
+			if names[i] = t.Name; t.Function != nil {
+				names[i] = t.Function.Name
+			}
+		}
+		fmt.Fprintf(&b, "tools: %s\n", strings.Join(names, ", "))
+	}
+	for _, sys := range []json.RawMessage{req.System, req.Instructions} {
+		if s := contentText(sys); s != "" {
+			fmt.Fprintf(&b, "system: %s\n", s)
+		}
+	}
+	for _, m := range req.Messages {
+		b.WriteString(messageLine(m))
+	}
+	var input string
+	if json.Unmarshal(req.Input, &input) == nil {
+		fmt.Fprintf(&b, "user: %s\n", input)
+	} else {
+		var items []wireItem
+		_ = json.Unmarshal(req.Input, &items) // absent outside the Responses API
+		for _, m := range items {
+			b.WriteString(messageLine(m))
+		}
+	}
+	return b.String()
+}
+
+// messageLine renders one message or input item as "role: text".
+func messageLine(m wireItem) string {
+	role := m.Role
+	switch {
+	case role != "":
+	case m.Type == "function_call":
+		role = "assistant"
+	case m.Type == "function_call_output":
+		role = "tool"
+	default:
+		role = m.Type
+	}
+	return role + ": " + itemText(m) + "\n"
+}
+
+// itemText is the text of a message, item or content part; tool calls show
+// as "→ name arguments" and tool results as "← result".
+func itemText(it wireItem) string {
+	switch it.Type {
+	case "function_call":
+		return "→ " + it.Name + " " + it.Arguments
+	case "tool_use":
+		return "→ " + it.Name + " " + compactJSON(it.Input)
+	case "function_call_output":
+		return "← " + contentText(it.Output)
+	case "tool_result":
+		return "← " + contentText(it.Content)
+	case "text", "input_text", "output_text":
+		return it.Text
+	case "image_url", "input_image", "image":
+		return "[image]"
+	}
+	parts := []string{}
+	if s := contentText(it.Content); s != "" {
+		parts = append(parts, s)
+	}
+	for _, tc := range it.ToolCalls {
+		if tc.Function != nil {
+			parts = append(parts, "→ "+tc.Function.Name+" "+tc.Function.Arguments)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// contentText is the text of a content field: a string, a list of parts,
+// or other JSON as it is.
+func contentText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []wireItem
+	if json.Unmarshal(raw, &parts) != nil {
+		return compactJSON(raw)
+	}
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		texts[i] = itemText(p)
+	}
+	return strings.Join(texts, "\n")
+}
+
+func compactJSON(raw []byte) string {
+	var out bytes.Buffer
+	if json.Compact(&out, raw) != nil {
+		return string(raw)
+	}
+	return out.String()
+}
+
+// wireOutput is a whole response body, or one event of a streamed one.
+type wireOutput struct {
+	Type    string `json:"type"`
+	Choices []struct {
+		Message *wireItem `json:"message"`
+		Delta   *wireItem `json:"delta"`
+	} `json:"choices"` // chat
+	Output       []wireItem      `json:"output"`        // Responses
+	Content      []wireItem      `json:"content"`       // Anthropic
+	Response     *wireOutput     `json:"response"`      // Responses events
+	Item         *wireItem       `json:"item"`          // Responses output_item.done
+	ContentBlock *wireItem       `json:"content_block"` // Anthropic content_block_start
+	Delta        json.RawMessage `json:"delta"`         // Responses text delta or Anthropic block delta
+	Index        int             `json:"index"`
+}
+
+// responseText assembles what the model said: its text, then its tool
+// calls, from a whole JSON body or from server-sent events.
+func responseText(body []byte) string {
+	objs := jsonObjects(body)
+	if len(objs) == 0 {
+		return string(body)
+	}
+	var a assembly
+	for _, obj := range objs {
+		var ev wireOutput
+		if json.Unmarshal(obj, &ev) == nil {
+			a.add(ev)
+		}
+	}
+	return a.String()
+}
+
+// assembly collects a response's text and tool calls (by stream index).
+type assembly struct {
+	text  strings.Builder
+	calls map[int]*wireItem
+	order []int
+	whole []string // items of a whole body or a Responses response.completed event
+}
+
+func (a *assembly) add(ev wireOutput) {
+	if ev.Type == "response.completed" && ev.Response != nil {
+		ev = *ev.Response
+	}
+	for _, it := range append(ev.Output, ev.Content...) {
+		a.whole = append(a.whole, itemText(it))
+	}
+	for _, c := range ev.Choices {
+		if c.Message != nil {
+			a.whole = append(a.whole, itemText(*c.Message))
+		}
+		if c.Delta == nil {
+			continue
+		}
+		a.text.WriteString(contentText(c.Delta.Content))
+		for _, tc := range c.Delta.ToolCalls {
+			if tc.Function != nil {
+				call := a.call(tc.Index)
+				call.Name += tc.Function.Name
+				call.Arguments += tc.Function.Arguments
+			}
+		}
+	}
+	a.event(ev)
+}
+
+// event handles the Responses and Anthropic stream events that carry text.
+func (a *assembly) event(ev wireOutput) {
+	var delta wireItem
+	switch ev.Type {
+	case "response.output_text.delta":
+		var s string
+		_ = json.Unmarshal(ev.Delta, &s)
+		a.text.WriteString(s)
+	case "response.output_item.done":
+		if ev.Item != nil && ev.Item.Type == "function_call" {
+			*a.call(len(a.order)) = *ev.Item
+		}
+	case "content_block_start":
+		if ev.ContentBlock != nil && ev.ContentBlock.Type == "tool_use" {
+			a.call(ev.Index).Name = ev.ContentBlock.Name
+		}
+	case "content_block_delta":
+		_ = json.Unmarshal(ev.Delta, &delta)
+		a.text.WriteString(delta.Text)
+		if delta.PartialJSON != "" {
+			a.call(ev.Index).Arguments += delta.PartialJSON
+		}
+	}
+}
+
+func (a *assembly) call(i int) *wireItem {
+	if a.calls == nil {
+		a.calls = map[int]*wireItem{}
+	}
+	c, ok := a.calls[i]
+	if !ok {
+		c = &wireItem{}
+		a.calls[i], a.order = c, append(a.order, i)
+	}
+	return c
+}
+
+// String is the text, then one "→ name arguments" line per tool call; a
+// whole body (or a completed Responses event) wins over streamed deltas.
+func (a *assembly) String() string {
+	parts := a.whole
+	if len(parts) == 0 {
+		parts = []string{a.text.String()}
+		for _, i := range a.order {
+			parts = append(parts, "→ "+a.calls[i].Name+" "+a.calls[i].Arguments)
+		}
+	}
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "\n")
+}

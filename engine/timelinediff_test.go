@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/diffview"
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/tapegen"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+const sampleTape = "../testdata/tapes/agent-run.jbx"
+
+// sampleSpec is the shape of testdata/tapes/agent-run.jbx.
+var sampleSpec = tapegen.Spec{Steps: 5, Chunks: 12, Model: "gpt-4o-mini"}
+
+// writeSample writes a run like the sample tape, reshaped by s.
+func writeSample(t *testing.T, name string, s tapegen.Spec) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	var buf bytes.Buffer
+	opts, _ := tapegen.Options()
+	w, err := tapefmt.NewWriter(&buf, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tapegen.Write(w, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTimelineOfSample(t *testing.T) {
+	tl, err := LoadTimeline(sampleTape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, f := range tl.Frames {
+		counts[f.Kind]++
+	}
+	want := map[string]int{"run.start": 1, "llm.request": 5, "proc.output": 5, "llm.response": 5, "tool.call": 5,
+		"file.change": 5, "tool.result": 5, "run.end": 1}
+	for k, n := range want {
+		if counts[k] != n {
+			t.Errorf("%d %s frames, want %d (all: %v)", counts[k], k, n, counts)
+		}
+	}
+	if len(counts) != len(want) || tl.Steps != 5 || tl.Name != "agent-run.jbx" || tl.Duration == 0 {
+		t.Fatalf("kinds %v, steps %d, name %q, duration %v", counts, tl.Steps, tl.Name, tl.Duration)
+	}
+	req, out, resp := tl.Frames[1], tl.Frames[2], tl.Frames[3]
+	if req.Seq != 2 || req.Signature != "llm.request POST /v1/chat/completions" ||
+		!strings.HasPrefix(req.Body, "model: gpt-4o-mini\ntools: write_file, read_file\nsystem: You are a careful coding agent.") ||
+		!strings.Contains(req.Body, "\nuser: Refactor the config loader and keep the tests green.\n") {
+		t.Fatalf("request frame %+v", req)
+	}
+	if out.Body != "the plan is to update config parser so that tests pass then " || out.Seq != 3 {
+		t.Fatalf("merged output %+v", out)
+	}
+	wantResp := "the plan is to update config parser so that tests pass then \n" +
+		`→ write_file {"path":"src/step_00.py","content":"# step 0\nVALUE = 0\n"}`
+	if resp.Body != wantResp || resp.Tokens != 196+32 || resp.Cost <= 0 || resp.Latency == 0 ||
+		resp.Signature != "llm.response /v1/chat/completions" {
+		t.Fatalf("response frame %+v\nbody %q", resp, resp.Body)
+	}
+	later := tl.Frames[len(tl.Frames)-7]
+	if later.Kind != "llm.request" || !strings.Contains(later.Body, "assistant: the plan is") ||
+		!strings.Contains(later.Body, "tool: wrote 40 bytes") {
+		t.Fatalf("last request does not carry the conversation: %+v", later)
+	}
+}
+
+func TestDiffSampleAgainstForks(t *testing.T) {
+	base, err := LoadTimeline(sampleTape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := writeSample(t, "same.jbx", sampleSpec)
+	model := sampleSpec
+	model.Model = "gpt-4o"
+	longer := sampleSpec
+	longer.Steps = 6
+	cases := []struct {
+		name        string
+		path        string
+		op          diffview.Op
+		left, right int
+	}{
+		{"same run", same, diffview.Same, -1, -1},
+		{"changed model", writeSample(t, "model.jbx", model), diffview.Changed, 2, 2},
+		{"one more step", writeSample(t, "longer.jbx", longer), diffview.OnlyRight, -1, 97},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tl, err := LoadTimeline(c.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := diffview.Compare(base, tl)
+			d, ok := r.Divergence()
+			if c.op == diffview.Same {
+				if ok {
+					t.Fatalf("diverged: %+v", d)
+				}
+				return
+			}
+			if !ok || d.Op != c.op || d.Left != c.left || d.Right != c.right {
+				t.Fatalf("divergence %+v, want %s %d/%d", d, c.op, c.left, c.right)
+			}
+		})
+	}
+}
+
+// TestResponseTextStreamEqualsWhole checks that the text assembled from each
+// API's stream equals the text of its whole-body answer, on the scripted
+// model's real wire formats, and that request bodies render as messages.
+func TestResponseTextStreamEqualsWhole(t *testing.T) {
+	sim := llmsim.New(llmsim.DefaultScript())
+	cases := []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"demo-large","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"write a poem"}]`},
+		{"/v1/responses", `{"model":"demo-large","instructions":"Be brief.","input":[{"role":"user","content":[{"type":"input_text","text":"write a poem"}]}]`},
+		{"/v1/messages", `{"model":"demo-large","max_tokens":100,"system":"Be brief.","messages":[{"role":"user","content":"write a poem"}]`},
+	}
+	for _, c := range cases {
+		t.Run(c.path, func(t *testing.T) {
+			wantReq := "model: demo-large\nsystem: Be brief.\nuser: write a poem\n"
+			if c.path == "/v1/messages" {
+				wantReq = "model: demo-large\nmax_tokens: 100\nsystem: Be brief.\nuser: write a poem\n"
+			}
+			if got := requestText([]byte(c.body + "}")); got != wantReq {
+				t.Errorf("request text %q, want %q", got, wantReq)
+			}
+			whole := responseText(post(t, sim, c.path, c.body+"}"))
+			stream := responseText(post(t, sim, c.path, c.body+`,"stream":true}`))
+			if whole != stream || !strings.HasPrefix(whole, "I'll write the poem to poem.txt first.\n→ write_file {") ||
+				!strings.Contains(whole, `A coin drops in the dark of the bar`) {
+				t.Fatalf("whole %q\nstream %q", whole, stream)
+			}
+		})
+	}
+}
+
+func post(t *testing.T, h http.Handler, path, body string) []byte {
+	t.Helper()
+	req := httptest.NewRequest("POST", path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer test")
+	req.Header.Set("x-api-key", "test")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+	}
+	return rec.Body.Bytes()
+}
+
+func TestLoadTimelineRejectsNonTape(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(path, []byte(strings.Repeat("not a tape\n", 20)), 0o644)
+	var fe *tapefmt.FormatError
+	if _, err := LoadTimeline(path); err == nil || !errors.As(err, &fe) {
+		t.Fatalf("err = %v, want a FormatError", err)
+	}
+}
