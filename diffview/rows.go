@@ -83,6 +83,15 @@ func diffRows(spans []Span, st Styles) []row {
 	return rs
 }
 
+// changedRows is the body rows of a changed pair: its word diff, or the
+// unchanged body when only the title changed.
+func changedRows(p Pair, f *Frame, st Styles) []row {
+	if p.Body == nil {
+		return textRows(f.Body, clsPlain)
+	}
+	return diffRows(p.Body, st)
+}
+
 // textRows turns a body that only one side has (or both have unchanged)
 // into rows of one class.
 func textRows(body string, cls class) []row {

@@ -125,7 +125,7 @@ func (sb *sideBySide) pair(p Pair) {
 			lt, rt = tr.left, tr.right
 		}
 		sb.emit(sb.header(lf, lt), sb.header(rf, rt), gutterChanged)
-		sb.body(diffRows(p.Body, sb.o.Styles), gutterChanged)
+		sb.body(changedRows(p, lf, sb.o.Styles), gutterChanged)
 	case OnlyLeft:
 		sb.emit(sb.header(lf, []seg{{lf.Title, clsDelete}}), nil, gutterLeft)
 		sb.preview(textRows(lf.Body, clsDelete), true)

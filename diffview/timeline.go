@@ -9,6 +9,9 @@ type Timeline struct {
 	Frames   []Frame       `json:"frames"`
 	Steps    int           `json:"steps"`       // whole agent steps in the run
 	Duration time.Duration `json:"duration_ns"` // run time to the last frame
+	// TapeFrames is the number of frames on the tape, Frames and those left
+	// out of the alignment together; 0 means len(Frames).
+	TapeFrames int `json:"tape_frames,omitempty"`
 }
 
 // Frame is one event of a timeline. Alignment compares Signature only; a
@@ -30,7 +33,7 @@ type Frame struct {
 
 // Totals sums one side of a comparison; Delta in a Result is right minus left.
 type Totals struct {
-	Frames   int           `json:"frames"`
+	Frames   int           `json:"frames"` // Timeline.TapeFrames, or the aligned frames
 	Steps    int           `json:"steps"`
 	Calls    int           `json:"llm_calls"` // llm.response frames
 	Tokens   int64         `json:"tokens"`
@@ -41,7 +44,10 @@ type Totals struct {
 
 // TotalsOf sums a timeline.
 func TotalsOf(tl Timeline) Totals {
-	t := Totals{Frames: len(tl.Frames), Steps: tl.Steps, Duration: tl.Duration}
+	t := Totals{Frames: tl.TapeFrames, Steps: tl.Steps, Duration: tl.Duration}
+	if t.Frames == 0 {
+		t.Frames = len(tl.Frames)
+	}
 	for _, f := range tl.Frames {
 		if f.Kind == "llm.response" {
 			t.Calls++

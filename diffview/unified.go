@@ -82,7 +82,7 @@ func (u *unified) pair(p Pair) {
 	pad := seg{strings.Repeat(" ", unifiedIndent), clsPlain}
 	switch p.Op {
 	case Changed:
-		rs := diffRows(p.Body, u.o.Styles)
+		rs := changedRows(p, &f, u.o.Styles)
 		for _, s := range bodyRows(rs, u.o) {
 			u.rowLines(pad, s, rs)
 		}

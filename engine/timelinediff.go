@@ -45,7 +45,7 @@ func LoadTimeline(path string) (diffview.Timeline, error) {
 // same fd within one step are merged into one frame, since how the bytes
 // were chunked is noise while what was printed is not.
 func TimelineOf(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
-	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps()},
+	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps(), TapeFrames: t.Len()},
 		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, lastOut: -1}
 	for f, err := range t.All() {
 		if err != nil {
