@@ -14,9 +14,9 @@ const Version = 1
 // Fixed sizes of the on-disk structures. FORMAT.md documents every byte.
 const (
 	fileHeaderSize  = 64  // magic, version, created, tape id, CRC
-	frameHeaderSize = 32  // record type, kind, schema, length, seq, time, stream, CRC
+	frameHeaderSize = 24  // record type, kind, schema, length, time, stream, CRC
 	blobHeaderSize  = 48  // record type, encoding, depth, length, hash, raw length, CRC
-	frameEntrySize  = 24  // one frame in the footer index
+	frameEntrySize  = 16  // one frame in the footer index: offset and kind, time
 	blobEntrySize   = 48  // one blob in the footer index
 	footerSize      = 128 // the fixed trailer at the very end of a closed tape
 )
@@ -29,7 +29,8 @@ const (
 	MaxBlobSize = 256 << 20
 	// maxDeltaDepth bounds how many delta blobs must be decoded to reach a keyframe.
 	maxDeltaDepth = 64
-	// deltaKeyframeEvery makes the writer store a whole blob after this many deltas.
+	// deltaKeyframeEvery bounds a lane's delta chain: a blob whose base is
+	// already this deep less one is stored whole.
 	deltaKeyframeEvery = 32
 )
 

@@ -4,17 +4,19 @@ import "time"
 
 // Frame is one record of the run: its header and its JSON payload.
 //
-// Frame record layout (32-byte header, then the payload):
+// Frame record layout (24-byte header, then the payload):
 //
 //	0  u8  record type 'F'
 //	1  u8  kind
 //	2  u8  payload schema version
 //	3  u8  flags (zero)
 //	4  u32 payload length
-//	8  u64 sequence number, 0 for the first frame, then +1
-//	16 i64 time offset in nanoseconds since the run started (monotonic clock)
-//	24 u32 stream: which agent or process; 0 is the main one
-//	28 u32 CRC32C of bytes 0..27 and the payload
+//	8  i64 time offset in nanoseconds since the run started (monotonic clock)
+//	16 u32 stream: which agent or process; 0 is the main one
+//	20 u32 CRC32C of bytes 0..19 and the payload
+//
+// A frame's sequence number is its position among the frames, from 0; it
+// is not stored (the hash chain fixes the order).
 type Frame struct {
 	Seq     uint64
 	Kind    Kind
@@ -34,35 +36,34 @@ func (f *Frame) marshalHeader(b []byte) {
 	b[2] = f.Schema
 	b[3] = 0
 	le.PutUint32(b[4:], uint32(len(f.Payload)))
-	le.PutUint64(b[8:], f.Seq)
-	le.PutUint64(b[16:], uint64(f.Time))
-	le.PutUint32(b[24:], f.Stream)
-	le.PutUint32(b[28:], crcOf(b[:28], f.Payload))
+	le.PutUint64(b[8:], uint64(f.Time))
+	le.PutUint32(b[16:], f.Stream)
+	le.PutUint32(b[20:], crcOf(b[:20], f.Payload))
 }
 
-// parseFrameHeader reads a frame header at file offset off into f and
-// returns the payload length, checked against MaxPayload but not yet against
-// the file.
-func parseFrameHeader(b []byte, off int64, f *Frame) (uint32, error) {
+// parseFrameHeader reads the header of frame seq at file offset off into f
+// and returns the payload length, checked against MaxPayload but not yet
+// against the file.
+func parseFrameHeader(b []byte, off int64, seq uint64, f *Frame) (uint32, error) {
 	_ = b[frameHeaderSize-1]
 	if b[0] != recFrame {
 		return 0, formatErr(off, "expected a frame record, found type 0x%02x", b[0])
 	}
-	*f = Frame{Offset: off, Kind: Kind(b[1]), Schema: b[2], Seq: le.Uint64(b[8:]),
-		Time: time.Duration(le.Uint64(b[16:])), Stream: le.Uint32(b[24:])}
+	*f = Frame{Offset: off, Kind: Kind(b[1]), Schema: b[2], Seq: seq,
+		Time: time.Duration(le.Uint64(b[8:])), Stream: le.Uint32(b[16:])}
 	n := le.Uint32(b[4:])
 	if n > MaxPayload {
 		return 0, frameErr(off+4, f.Seq, "payload of %d bytes exceeds the %d-byte limit", n, MaxPayload)
 	}
 	if f.Time < 0 {
-		return 0, frameErr(off+16, f.Seq, "negative time offset %d", f.Time)
+		return 0, frameErr(off+8, f.Seq, "negative time offset %d", f.Time)
 	}
 	return n, nil
 }
 
 // checkFrameCRC verifies the CRC of a whole frame record.
 func checkFrameCRC(rec []byte, f *Frame) error {
-	if got, want := le.Uint32(rec[28:]), crcOf(rec[:28], rec[frameHeaderSize:]); got != want {
+	if got, want := le.Uint32(rec[20:]), crcOf(rec[:20], rec[frameHeaderSize:]); got != want {
 		return frameErr(f.Offset, f.Seq, "checksum mismatch (stored %08x, computed %08x)", got, want)
 	}
 	return nil

@@ -19,6 +19,7 @@ type fileHeader struct {
 	Version uint16
 	Created time.Time
 	ID      [16]byte
+	raw     []byte // the bytes as read, for the seal
 }
 
 func (h *fileHeader) marshal() []byte {
@@ -52,6 +53,7 @@ func parseFileHeader(b []byte) (fileHeader, error) {
 	}
 	h.Created = time.Unix(0, int64(le.Uint64(b[16:])))
 	copy(h.ID[:], b[24:40])
+	h.raw = b[:fileHeaderSize:fileHeaderSize]
 	return h, nil
 }
 

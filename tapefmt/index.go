@@ -8,13 +8,9 @@ import (
 
 // The index follows the last record of a closed tape:
 //
-//	frame table: one 24-byte entry per frame, in sequence order
-//	  0  u64 record offset
+//	frame table: one 16-byte entry per frame, in sequence order
+//	  0  u64 record offset in the low 56 bits, kind in the high 8
 //	  8  i64 time offset, ns
-//	  16 u32 payload length
-//	  20 u8  kind
-//	  21 u8  schema
-//	  22 u16 reserved, zero
 //	blob table: one 48-byte entry per blob, sorted by hash
 //	  0  [32] BLAKE3 hash
 //	  32 u64  record offset
@@ -36,27 +32,24 @@ import (
 
 // frameEntry is one decoded row of the frame table.
 type frameEntry struct {
-	off    int64
-	time   time.Duration
-	length uint32
-	kind   Kind
-	schema uint8
+	off  int64
+	time time.Duration
+	kind Kind
 }
+
+// maxOffset is the largest record offset a frame entry can hold.
+const maxOffset = 1<<56 - 1
 
 func appendFrameEntry(b []byte, f *Frame) []byte {
 	var e [frameEntrySize]byte
-	le.PutUint64(e[0:], uint64(f.Offset))
+	le.PutUint64(e[0:], uint64(f.Offset)|uint64(f.Kind)<<56)
 	le.PutUint64(e[8:], uint64(f.Time))
-	le.PutUint32(e[16:], uint32(len(f.Payload)))
-	e[20], e[21] = byte(f.Kind), f.Schema
 	return append(b, e[:]...)
 }
 
 func parseFrameEntry(e []byte) frameEntry {
-	return frameEntry{
-		off: int64(le.Uint64(e[0:])), time: time.Duration(le.Uint64(e[8:])),
-		length: le.Uint32(e[16:]), kind: Kind(e[20]), schema: e[21],
-	}
+	v := le.Uint64(e[0:])
+	return frameEntry{off: int64(v & maxOffset), kind: Kind(v >> 56), time: time.Duration(le.Uint64(e[8:]))}
 }
 
 // footer is the fixed trailer of a closed tape.

@@ -96,26 +96,31 @@ type Chunk struct {
 	At  int64
 }
 
-// Chunks encode to JSON as one flat array [end0, at0, end1, at1, ...]: a
-// streamed response has hundreds of them, and keys would double their size.
+// Chunks encode to JSON as one flat array of deltas, [size0, gap0, size1,
+// gap1, ...]: each chunk's size in bytes and the microseconds since the
+// previous chunk (since the request for the first). A streamed response
+// has hundreds of chunks; keys and absolute nanoseconds would triple their
+// size. Times are kept to the microsecond.
 type Chunks []Chunk
 
-// MarshalJSON writes the flat array.
+// MarshalJSON writes the flat delta array.
 func (c Chunks) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(c)*16)
+	b := make([]byte, 0, 2+len(c)*10)
 	b = append(b, '[')
+	var end, at int64
 	for i, ch := range c {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, ch.End, 10)
+		b = strconv.AppendInt(b, ch.End-end, 10)
 		b = append(b, ',')
-		b = strconv.AppendInt(b, ch.At, 10)
+		b = strconv.AppendInt(b, ch.At/1000-at, 10)
+		end, at = ch.End, ch.At/1000
 	}
 	return append(b, ']'), nil
 }
 
-// UnmarshalJSON reads the flat array.
+// UnmarshalJSON reads the flat delta array.
 func (c *Chunks) UnmarshalJSON(data []byte) error {
 	var flat []int64
 	if err := json.Unmarshal(data, &flat); err != nil {
@@ -125,8 +130,10 @@ func (c *Chunks) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("chunks: odd number of values (%d)", len(flat))
 	}
 	*c = make(Chunks, len(flat)/2)
+	var end, at int64
 	for i := range *c {
-		(*c)[i] = Chunk{End: flat[2*i], At: flat[2*i+1]}
+		end, at = end+flat[2*i], at+flat[2*i+1]
+		(*c)[i] = Chunk{End: end, At: at * 1000}
 	}
 	return nil
 }

@@ -148,20 +148,25 @@ func (t *Tape) Frame(i int) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	if e.length > MaxPayload || e.off < fileHeaderSize || e.off+frameHeaderSize+int64(e.length) > t.ft.recordsEnd {
+	if e.off < fileHeaderSize || e.off+frameHeaderSize > t.ft.recordsEnd {
 		return Frame{}, frameErr(t.ft.recordsEnd+int64(i)*frameEntrySize, uint64(i), "index entry points outside the records")
 	}
-	rec := make([]byte, frameHeaderSize+int(e.length))
-	if err := t.readAt(rec, e.off); err != nil {
+	var head [frameHeaderSize]byte
+	if err := t.readAt(head[:], e.off); err != nil {
 		return Frame{}, err
 	}
 	var f Frame
-	n, err := parseFrameHeader(rec, e.off, &f)
+	n, err := parseFrameHeader(head[:], e.off, uint64(i), &f)
 	if err != nil {
 		return Frame{}, err
 	}
-	if n != e.length || f.Seq != uint64(i) || f.Kind != e.kind {
+	if f.Kind != e.kind || f.Time != e.time || e.off+frameHeaderSize+int64(n) > t.ft.recordsEnd {
 		return Frame{}, frameErr(e.off, uint64(i), "record does not match its index entry")
+	}
+	rec := make([]byte, frameHeaderSize+int(n))
+	copy(rec, head[:])
+	if err := t.readAt(rec[frameHeaderSize:], e.off+frameHeaderSize); err != nil {
+		return Frame{}, err
 	}
 	f.Payload = rec[frameHeaderSize:]
 	return f, checkFrameCRC(rec, &f)
@@ -222,7 +227,7 @@ func (t *Tape) Frames(kinds ...Kind) iter.Seq2[Frame, error] {
 			return
 		}
 		for i := range t.Len() {
-			if len(kinds) > 0 && !want[table[i*frameEntrySize+20]] {
+			if len(kinds) > 0 && !want[table[i*frameEntrySize+7]] {
 				continue
 			}
 			f, err := t.Frame(i)

@@ -68,12 +68,29 @@ func RedactQuery(raw string) string {
 	if err != nil {
 		return ""
 	}
+	dropped := false
 	for k := range q {
 		if secretName(k) {
 			q.Del(k)
+			dropped = true
 		}
 	}
+	if !dropped {
+		return raw // kept byte for byte
+	}
 	return q.Encode()
+}
+
+// RedactURL drops the secrets from a URL's query and its user info. A URL
+// that does not parse is dropped whole.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User = nil
+	u.RawQuery = RedactQuery(u.RawQuery)
+	return u.String()
 }
 
 // RedactEnv returns a copy of env without variables whose names look secret.
@@ -92,6 +109,13 @@ func RedactEnv(env map[string]string) map[string]string {
 
 func (p RunStart) redacted() Payload {
 	p.Env = RedactEnv(p.Env)
+	if p.Upstream != nil {
+		ups := make(map[string]string, len(p.Upstream))
+		for k, v := range p.Upstream {
+			ups[k] = RedactURL(v)
+		}
+		p.Upstream = ups
+	}
 	return p
 }
 

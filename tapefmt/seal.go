@@ -17,9 +17,10 @@ const (
 	MaxKeySize = blake2b.Size // 64, the BLAKE2b key limit
 )
 
-// sealMAC is BLAKE2b-256 keyed with key over the context, the tape id, the
-// frame count and the chain head.
-func sealMAC(key []byte, id [16]byte, frames uint64, head Hash) (Hash, error) {
+// sealMAC is BLAKE2b-256 keyed with key over the context, the file header
+// (bytes 0..59: magic, version, flags, created time, tape id), the frame
+// count and the chain head.
+func sealMAC(key []byte, header []byte, frames uint64, head Hash) (Hash, error) {
 	if len(key) < MinKeySize || len(key) > MaxKeySize {
 		return Hash{}, fmt.Errorf("tapefmt: seal key is %d bytes, want %d to %d", len(key), MinKeySize, MaxKeySize)
 	}
@@ -28,7 +29,7 @@ func sealMAC(key []byte, id [16]byte, frames uint64, head Hash) (Hash, error) {
 		return Hash{}, fmt.Errorf("tapefmt: seal: %w", err)
 	}
 	m.Write([]byte(sealContext))
-	m.Write(id[:])
+	m.Write(header[:60])
 	m.Write(le.AppendUint64(nil, frames))
 	m.Write(head[:])
 	var h Hash
@@ -42,7 +43,7 @@ func (t *Tape) CheckSeal(key []byte) error {
 	if !t.Sealed() {
 		return ErrNotSealed
 	}
-	mac, err := sealMAC(key, t.hdr.ID, t.ft.frames, t.ft.head)
+	mac, err := sealMAC(key, t.hdr.raw, t.ft.frames, t.ft.head)
 	if err != nil {
 		return err
 	}
@@ -62,12 +63,12 @@ func Seal(path string, key []byte) (Hash, error) {
 	}
 	defer t.Close()
 	if !t.closed {
-		return Hash{}, fmt.Errorf("%s: %w: recover it before sealing", path, ErrNoFooter)
+		return Hash{}, fmt.Errorf("%s: %w: only a whole, closed tape can be sealed", path, ErrNoFooter)
 	}
 	if _, err := t.Verify(VerifyOptions{Blobs: true}); err != nil {
 		return Hash{}, fmt.Errorf("%s: refusing to seal a damaged tape: %w", path, err)
 	}
-	mac, err := sealMAC(key, t.hdr.ID, t.ft.frames, t.ft.head)
+	mac, err := sealMAC(key, t.hdr.raw, t.ft.frames, t.ft.head)
 	if err != nil {
 		return Hash{}, err
 	}

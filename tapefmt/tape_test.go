@@ -2,6 +2,7 @@ package tapefmt
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -182,7 +183,7 @@ func TestTamperDetected(t *testing.T) {
 		t.Fatalf("flipped byte: got %v", err)
 	}
 	// Recompute the CRC: only the chain catches it now, at the next step.
-	le.PutUint32(bad[f.Offset+28:], crcOf(bad[f.Offset:f.Offset+28], bad[f.Offset+frameHeaderSize:f.Offset+frameHeaderSize+int64(len(f.Payload))]))
+	le.PutUint32(bad[f.Offset+20:], crcOf(bad[f.Offset:f.Offset+20], bad[f.Offset+frameHeaderSize:f.Offset+frameHeaderSize+int64(len(f.Payload))]))
 	_, err = openBytes(t, bad).Verify(VerifyOptions{})
 	if !errors.As(err, &fe) || !strings.Contains(fe.Msg, "chain") {
 		t.Fatalf("edited frame with fixed CRC: got %v", err)
@@ -229,5 +230,21 @@ func TestHostileHeaders(t *testing.T) {
 		if !errors.As(err, &fe) {
 			t.Errorf("%s: got %v, want FormatError", name, err)
 		}
+	}
+}
+
+func TestChunksRoundTrip(t *testing.T) {
+	in := Chunks{{End: 182, At: 200_000_000}, {End: 365, At: 215_000_123}, {End: 365, At: 215_500_000}}
+	b, err := json.Marshal(in)
+	if err != nil || string(b) != "[182,200000,183,15000,0,500]" {
+		t.Fatalf("marshal = %s, %v", b, err)
+	}
+	var out Chunks
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := Chunks{{End: 182, At: 200_000_000}, {End: 365, At: 215_000_000}, {End: 365, At: 215_500_000}}
+	if fmt.Sprint(out) != fmt.Sprint(want) {
+		t.Fatalf("round trip = %v, want %v (times kept to the microsecond)", out, want)
 	}
 }

@@ -130,17 +130,13 @@ func checkBlobIndexed(r *record, blobs map[Hash]blobLoc) error {
 // checkFrame checks one frame's sequence, index entry, step chain and blobs.
 func (t *Tape) checkFrame(r *record, rep *VerifyReport, c chain, table []byte, refs bool, blobs map[Hash]blobLoc) error {
 	f := &r.frame
-	if f.Seq != uint64(rep.Frames) {
-		return frameErr(r.off, f.Seq, "sequence number %d, want %d", f.Seq, rep.Frames)
-	}
 	if table != nil {
 		i := rep.Frames * frameEntrySize
 		if i+frameEntrySize > len(table) {
 			return frameErr(r.off, f.Seq, "frame is missing from the index")
 		}
 		e := table[i : i+frameEntrySize]
-		if int64(le.Uint64(e)) != f.Offset || time.Duration(le.Uint64(e[8:])) != f.Time ||
-			le.Uint32(e[16:]) != uint32(len(f.Payload)) || Kind(e[20]) != f.Kind || e[21] != f.Schema {
+		if le.Uint64(e) != uint64(f.Offset)|uint64(f.Kind)<<56 || time.Duration(le.Uint64(e[8:])) != f.Time {
 			return frameErr(r.off, f.Seq, "index entry does not match the record")
 		}
 	}

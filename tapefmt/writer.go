@@ -2,6 +2,7 @@ package tapefmt
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -120,6 +121,9 @@ func (w *Writer) Append(stream uint32, p Payload) (seq uint64, err error) {
 
 // AppendAt writes p as the next frame with time offset t; a negative t means now.
 func (w *Writer) AppendAt(t time.Duration, stream uint32, p Payload) (uint64, error) {
+	if p.Kind() == KindStep {
+		return 0, errors.New("tapefmt: step frames are written by Commit, which links the hash chain")
+	}
 	body, err := marshalPayload(p)
 	if err != nil {
 		return 0, err
@@ -234,7 +238,9 @@ func (w *Writer) PutBlob(laneName string, data []byte) (Hash, error) {
 	}
 	w.blobs[h] = loc
 	if len(data) <= maxLaneBlob {
-		w.lanes[laneName] = lane{hash: h, data: data}
+		// A copy: the caller may reuse its buffer, and the next delta is
+		// built on these bytes.
+		w.lanes[laneName] = lane{hash: h, data: bytes.Clone(data)}
 	}
 	return h, nil
 }

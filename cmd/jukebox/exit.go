@@ -50,7 +50,7 @@ func codeFor(err error) int {
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.As(err, &fe):
+	case errors.As(err, &fe), errors.Is(err, tapefmt.ErrNoFooter):
 		return ExitBadTape
 	case errors.Is(err, tapefmt.ErrSeal), errors.Is(err, tapefmt.ErrNotSealed):
 		return ExitSeal

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // writeJSON prints v as indented JSON.
@@ -35,8 +37,8 @@ func readKeyFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("key file: %w", err)
 	}
 	key := []byte(strings.TrimSpace(string(b)))
-	if len(key) == 0 {
-		return nil, fmt.Errorf("key file %s is empty", path)
+	if len(key) < tapefmt.MinKeySize || len(key) > tapefmt.MaxKeySize {
+		return nil, fmt.Errorf("key file %s holds %d bytes; a seal key is %d to %d bytes", path, len(key), tapefmt.MinKeySize, tapefmt.MaxKeySize)
 	}
 	return key, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -92,8 +94,8 @@ func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool
 		out, _ := json.MarshalIndent(pretty, "  ", "  ")
 		fmt.Fprintf(w, "  offset %d, %d payload bytes\n  %s\n", f.Offset, len(f.Payload), out)
 	}
-	for h, text := range blobs {
-		fmt.Fprintf(w, "  blob %s:\n%s\n", h[:12], text)
+	for _, h := range slices.Sorted(maps.Keys(blobs)) {
+		fmt.Fprintf(w, "  blob %s:\n%s\n", h[:12], blobs[h])
 	}
 	return nil
 }

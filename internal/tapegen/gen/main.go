@@ -88,15 +88,15 @@ func tampered(t *tapefmt.Tape, whole []byte) []byte {
 		if f.Seq < 20 {
 			continue
 		}
-		start := f.Offset + 32
+		start := f.Offset + 24 // the frame header is 24 bytes; its CRC is at 20
 		i := bytes.IndexByte(b[start:start+int64(len(f.Payload))], 'e')
 		if i < 0 {
 			continue
 		}
 		b[start+int64(i)] = 'E'
-		crc := crc32.Update(0, crc32.MakeTable(crc32.Castagnoli), b[f.Offset:f.Offset+28])
+		crc := crc32.Update(0, crc32.MakeTable(crc32.Castagnoli), b[f.Offset:f.Offset+20])
 		crc = crc32.Update(crc, crc32.MakeTable(crc32.Castagnoli), b[start:start+int64(len(f.Payload))])
-		binary.LittleEndian.PutUint32(b[f.Offset+28:], crc)
+		binary.LittleEndian.PutUint32(b[f.Offset+20:], crc)
 		return b
 	}
 	panic("no output frame to tamper with")
