@@ -28,6 +28,8 @@ type exchange struct {
 	body     []byte
 	call     uint64
 	start    time.Time
+	served   *Call       // a fork answers this call from the parent tape
+	div      *Divergence // a fork found this call diverging
 }
 
 // answer is what a backend sent the child, to be recorded.
@@ -104,6 +106,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	x.call = p.calls.Add(1) - 1
 	x.start = time.Now()
+	if pr, ok := p.backend.(preparer); ok {
+		pr.prepare(x)
+	}
 	if err := p.recordRequest(x); err != nil {
 		apiError(w, http.StatusInternalServerError, "jukebox: "+err.Error())
 		return

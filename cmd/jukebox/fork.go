@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// ForkCmd drops the needle on a frame and resumes live from there.
+type ForkCmd struct {
+	Tape             string   `arg:"" type:"existingfile" help:"The parent tape."`
+	Cmd              []string `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the parent's recorded command)."`
+	Frame            uint64   `required:"" help:"Fork at this frame: the first model call at or after it gets the overrides and goes live; earlier calls are answered from the parent."`
+	Model            []string `help:"Model for the call at the fork frame; several (comma-separated) fork once per model."`
+	SystemPromptFile string   `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text."`
+	Temperature      *float64 `help:"Set the temperature."`
+	Patch            string   `placeholder:"JSON" help:"A JSON merge patch (RFC 7396) applied to the request body last, e.g. '{\"max_tokens\": 50}'."`
+	Output           string   `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
+	Upstream         []string `placeholder:"NAME=URL" help:"Where live calls go, as in record."`
+	Dir              string   `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one)."`
+	NoBooth          bool     `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
+	Commit           string   `enum:"ask,on-success,always,never" default:"never" help:"What to do with the fork's staged changes: never (default: roll back), ask, on-success or always."`
+	Keep             bool     `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
+	JSON             bool     `help:"Print the results as JSON."`
+}
+
+// Validate checks flags before anything starts.
+func (c *ForkCmd) Validate() error {
+	if c.Patch != "" && !json.Valid([]byte(c.Patch)) {
+		return fmt.Errorf("--patch is not valid JSON: %s", c.Patch)
+	}
+	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
+		return err
+	}
+	if len(c.Model) > 1 && c.Output != "" && !strings.Contains(c.Output, "{model}") {
+		return fmt.Errorf("-o with several models needs {model} in the name, e.g. -o fork-{model}.jbx")
+	}
+	return nil
+}
+
+// forkRow is one fork's outcome.
+type forkRow struct {
+	Model string `json:"model,omitempty"`
+	*engine.Result
+}
+
+// Run forks once per model (or once) and reports each.
+func (c *ForkCmd) Run(env *Env) error {
+	over, err := c.overrides()
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	models := c.Model
+	if len(models) == 0 {
+		models = []string{""}
+	}
+	var rows []forkRow
+	for _, m := range models {
+		res, err := c.forkOne(env, over, m)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, forkRow{Model: m, Result: res})
+	}
+	return c.report(env, rows)
+}
+
+func (c *ForkCmd) forkOne(env *Env, over engine.Overrides, model string) (*engine.Result, error) {
+	if model != "" {
+		over.Model = model
+	}
+	start, err := parentStart(c.Tape)
+	if err != nil {
+		return nil, err
+	}
+	name := start.Name
+	if name == "" {
+		name = runName(start.Argv)
+	}
+	out := strings.ReplaceAll(c.Output, "{model}", model)
+	if out == "" {
+		if out, err = tapePath("", name+"-fork"+suffix(model)); err != nil {
+			return nil, err
+		}
+	}
+	o := runOptions(env, c.Cmd, name, 0)
+	o.Dir = c.workdir(start.Cwd)
+	bf := boothFlags{Booth: !c.NoBooth, Commit: c.Commit, Keep: c.Keep, BoothMode: "auto"}
+	o.Booth = bf.boothOptions(env)
+	ups, _ := engine.ParseUpstreams(c.Upstream)
+	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
+	res, err := engine.Fork(context.Background(), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Frame: c.Frame,
+		Overrides: over, Tape: out, Upstreams: ups})
+	if res != nil {
+		printBooth(env, res.Booth)
+	}
+	return res, err
+}
+
+func modelNote(model string) string {
+	if model == "" {
+		return ""
+	}
+	return " with model " + model
+}
+
+func suffix(model string) string {
+	if model == "" {
+		return ""
+	}
+	return "-" + model
+}
+
+func (c *ForkCmd) workdir(parentCwd string) string {
+	if c.Dir != "" {
+		return c.Dir
+	}
+	if st, err := os.Stat(parentCwd); err == nil && st.IsDir() {
+		return parentCwd
+	}
+	return ""
+}
+
+func (c *ForkCmd) overrides() (engine.Overrides, error) {
+	o := engine.Overrides{Temperature: c.Temperature}
+	if c.Patch != "" {
+		o.Patch = json.RawMessage(c.Patch)
+	}
+	if c.SystemPromptFile != "" {
+		b, err := os.ReadFile(c.SystemPromptFile)
+		if err != nil {
+			return o, err
+		}
+		s := string(b)
+		o.SystemPrompt = &s
+	}
+	return o, nil
+}
+
+func (c *ForkCmd) report(env *Env, rows []forkRow) error {
+	if c.JSON {
+		if err := writeJSON(env.Stdout, rows); err != nil {
+			return err
+		}
+	} else {
+		tw := table(env.Stderr)
+		fmt.Fprintln(tw, "MODEL\tTAPE\tCALLS\tFRAMES\tAGENT\tDIVERGED")
+		for _, r := range rows {
+			div := "-"
+			if r.Divergence != nil {
+				div = fmt.Sprintf("at frame %d", r.Divergence.Frame)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", orDash(r.Model), filepath.Base(r.Tape), r.Calls, r.Frames, exitText(r.End), div)
+		}
+		tw.Flush()
+	}
+	for _, r := range rows {
+		if r.Divergence != nil {
+			return withCode(ExitDiverged, r.Divergence)
+		}
+	}
+	for _, r := range rows {
+		if r.End.ExitCode != 0 {
+			return withCode(r.End.ExitCode, errSilent)
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func parentStart(path string) (*tapefmt.RunStart, error) {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	return engine.FirstRunStart(t)
+}

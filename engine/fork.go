@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// ForkOptions configure Fork.
+type ForkOptions struct {
+	RunOptions        // an empty Argv runs the parent's command; Seed 0 hands the parent's seed
+	Parent     string // the parent tape
+	// Frame is where to drop the needle: the fork happens at the first
+	// llm.request frame at or after it.
+	Frame     uint64
+	Overrides Overrides
+	Tape      string // the fork's tape
+	Upstreams map[string]string
+	Ignore    []string // as in replay; nil is DefaultIgnore
+}
+
+// Fork re-runs the agent with every model call before the fork frame
+// answered from the parent tape, the call at the fork frame sent live with
+// the overrides applied, and every call after it live. The fork's tape
+// names its parent (chain head and frame). When the agent diverges before
+// the fork frame, the run stops and Result.Divergence says where, as replay does.
+func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
+	t, err := tapefmt.Open(o.Parent)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	start, err := FirstRunStart(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Parent, err)
+	}
+	at, err := ForkPoint(t, o.Frame)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Parent, err)
+	}
+	if len(o.Argv) == 0 {
+		o.Argv = start.Argv
+	}
+	if o.Seed == 0 {
+		o.Seed = start.Seed
+	}
+	if o.Ignore == nil {
+		o.Ignore = DefaultIgnore
+	}
+	m, err := NewMatcher(t, o.Ignore)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Parent, err)
+	}
+	s := &session{o: o.RunOptions, mode: "fork"}
+	return s.fork(ctx, o, t, m, at)
+}
+
+// ForkPoint is the first llm.request frame at or after frame.
+func ForkPoint(t *tapefmt.Tape, frame uint64) (uint64, error) {
+	for f, err := range t.Frames(tapefmt.KindLLMRequest) {
+		if err != nil {
+			return 0, err
+		}
+		if f.Seq >= frame {
+			return f.Seq, nil
+		}
+	}
+	return 0, fmt.Errorf("no model call at or after frame %d (the tape has %d frames): fork at an llm.request frame", frame, t.Len())
+}
+
+func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *Matcher, at uint64) (*Result, error) {
+	ups := ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
+	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: t}, at: at, over: o.Overrides, live: newLive(ups)}
+	var div *Divergence
+	fb.onDiv = func(d *Divergence) {
+		fb.mu.Lock()
+		div = d
+		fb.mu.Unlock()
+		s.emit(Event{Kind: EventDiverged, Div: d})
+		time.AfterFunc(divergenceGrace, func() { s.stopAgent(divergenceGrace) })
+	}
+	over, _ := json.Marshal(o.Overrides)
+	rs := s.runStart(ups)
+	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: at, Path: o.Parent, Overrides: over}
+	if err := s.openTape(o.Tape, tapefmt.SyncStep, rs); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.proxy, err = newProxy(fb, s.tape, s.emit); err != nil {
+		s.abandon(err)
+		return nil, err
+	}
+	res, err := s.run(ctx, true)
+	if res != nil {
+		fb.mu.Lock()
+		res.Divergence = div
+		fb.mu.Unlock()
+	}
+	return res, err
+}
+
+// forkBackend serves the parent's answers up to the fork frame, then goes live.
+type forkBackend struct {
+	tapeBackend
+	at   uint64 // the llm.request frame of the parent where the fork happens
+	over Overrides
+	live *live
+
+	forked bool // the fork call has been made: everything is live now
+}
+
+// prepare decides how x is answered before its request is recorded, and
+// applies the overrides to the call at the fork frame.
+func (f *forkBackend) prepare(x *exchange) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.forked || f.diverged {
+		return
+	}
+	c, d := f.m.Match(x.req.Method, x.path, x.body)
+	switch {
+	case d != nil:
+		x.div = d
+	case c.Seq < f.at:
+		x.served = c
+	case c.Seq == f.at:
+		body, err := f.over.Apply(x.provider.Name, x.path, x.body)
+		if err != nil {
+			x.div = &Divergence{Endpoint: x.req.Method + " " + x.path, Frame: int64(c.Seq), Actual: err.Error()}
+			break
+		}
+		x.body, f.forked = body, true
+	default:
+		x.div = &Divergence{Endpoint: x.req.Method + " " + x.path, Frame: int64(f.at),
+			Actual: pretty(x.body), Diff: fmt.Sprintf("the agent skipped the call at frame %d and asked for the one at frame %d", f.at, c.Seq)}
+	}
+	if x.div != nil {
+		f.diverged = true
+	}
+}
+
+func (f *forkBackend) respond(w http.ResponseWriter, x *exchange) answer {
+	switch {
+	case x.div != nil:
+		f.onDiv(x.div)
+		apiError(w, http.StatusBadRequest, "jukebox fork: this request is not on the parent tape before the fork frame; see the divergence report")
+		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadRequest, Error: "diverged"}}
+	case x.served != nil:
+		return f.serve(w, x.served)
+	}
+	f.mu.Lock()
+	diverged := f.diverged
+	f.mu.Unlock()
+	if diverged {
+		apiError(w, http.StatusBadRequest, "jukebox fork: stopped after a divergence")
+		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadRequest, Error: "diverged"}}
+	}
+	return f.live.respond(w, x)
+}
+
+// preparer is a backend that looks at a call before it is recorded.
+type preparer interface{ prepare(x *exchange) }
+
+var _ preparer = (*forkBackend)(nil)

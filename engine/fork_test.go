@@ -1,0 +1,135 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// call is one model call as a tape holds it.
+type call struct {
+	seq       uint64
+	req, resp []byte // bodies
+	model     string
+}
+
+func calls(t *testing.T, path string) ([]call, *tapefmt.RunStart) {
+	t.Helper()
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var out []call
+	for f, err := range tp.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.Decode()
+		switch p := p.(type) {
+		case *tapefmt.LLMRequest:
+			b, _ := tp.Blob(p.Body)
+			out = append(out, call{seq: f.Seq, req: b, model: p.Model})
+		case *tapefmt.LLMResponse:
+			b, _ := tp.Blob(p.Body)
+			out[len(out)-1].resp = b
+		}
+	}
+	rs, err := engine.FirstRunStart(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, rs
+}
+
+func fork(t *testing.T, run *agentRun, parent string, frame uint64, over engine.Overrides, upstream string, env []string) (*engine.Result, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "fork.jbx")
+	var stdout bytes.Buffer
+	res, err := engine.Fork(context.Background(), engine.ForkOptions{
+		RunOptions: engine.RunOptions{Argv: run.argv, Dir: run.dir, Env: env, Stdout: &stdout, Stderr: &stdout},
+		Parent:     parent, Frame: frame, Overrides: over, Tape: out,
+		Upstreams: map[string]string{"openai": upstream}})
+	if err != nil {
+		t.Fatalf("fork: %v", err)
+	}
+	checkTape(t, out)
+	return res, out
+}
+
+// TestForkChangesTheAnswerFromTheForkFrameOn forks the demo run at its third
+// model call with another model: the calls before it are the parent's, byte
+// for byte; the call at the fork frame asks the new model, and the answers
+// from there on differ. A fork of the fork keeps the lineage.
+func TestForkChangesTheAnswerFromTheForkFrameOn(t *testing.T) {
+	srv := startModel(t, nil)
+	run := pythonAgent(t, "demo-large")
+	parent := filepath.Join(t.TempDir(), "parent.jbx")
+	record(t, srv, run, parent)
+	pcalls, _ := calls(t, parent)
+	at := pcalls[2].seq
+	env := append(cleanEnv(), "AGENT_MODEL=demo-large", "OPENAI_API_KEY="+secretKey)
+
+	res, child := fork(t, run, parent, at, engine.Overrides{Model: "demo-small"}, srv.OpenAIBaseURL(), env)
+	if res.Divergence != nil || res.End.ExitCode != 0 {
+		t.Fatalf("fork: exit %d, divergence %v", res.End.ExitCode, res.Divergence)
+	}
+	fcalls, start := calls(t, child)
+	if start.Parent == nil || start.Parent.Frame != at || start.Mode != "fork" {
+		t.Fatalf("fork run.start parent = %+v", start.Parent)
+	}
+	for i := range 2 {
+		if !bytes.Equal(fcalls[i].req, pcalls[i].req) || !bytes.Equal(fcalls[i].resp, pcalls[i].resp) {
+			t.Fatalf("call %d before the fork frame differs from the parent's", i)
+		}
+	}
+	if fcalls[2].model != "demo-small" || bytes.Equal(fcalls[2].resp, pcalls[2].resp) {
+		t.Fatalf("the call at the fork frame asked %q and got the parent's answer: %v", fcalls[2].model, bytes.Equal(fcalls[2].resp, pcalls[2].resp))
+	}
+
+	// A fork of the fork names the fork as its parent.
+	_, grandchild := fork(t, run, child, fcalls[3].seq, engine.Overrides{Patch: []byte(`{"temperature": 0}`)}, srv.OpenAIBaseURL(), env)
+	_, gstart := calls(t, grandchild)
+	ct, _ := tapefmt.Open(child)
+	defer ct.Close()
+	if gstart.Parent == nil || gstart.Parent.Tape != ct.Head().String() || gstart.Parent.Path != child {
+		t.Fatalf("grandchild parent = %+v, want the fork %s", gstart.Parent, ct.Head())
+	}
+}
+
+// TestForkStopsOnEarlyDivergence: an agent that asks something else before
+// the fork frame is stopped and reported, as replay does.
+func TestForkStopsOnEarlyDivergence(t *testing.T) {
+	srv := startModel(t, nil)
+	run := pythonAgent(t, "demo-large")
+	parent := filepath.Join(t.TempDir(), "parent.jbx")
+	record(t, srv, run, parent)
+	pcalls, _ := calls(t, parent)
+	env := append(cleanEnv(), "AGENT_MODEL=demo-small", "OPENAI_API_KEY="+secretKey)
+	res, _ := fork(t, run, parent, pcalls[3].seq, engine.Overrides{}, srv.OpenAIBaseURL(), env)
+	if res.Divergence == nil || res.Divergence.Frame != int64(pcalls[0].seq) {
+		t.Fatalf("divergence = %+v, want one at frame %d", res.Divergence, pcalls[0].seq)
+	}
+}
+
+func TestOverridesApply(t *testing.T) {
+	prompt := "be terse"
+	temp := 0.2
+	o := engine.Overrides{Model: "m2", SystemPrompt: &prompt, Temperature: &temp, Patch: []byte(`{"max_tokens": 50, "user": null}`)}
+	got, err := o.Apply("openai", "/v1/chat/completions", []byte(`{"model":"m1","user":"u","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"max_tokens":50,"messages":[{"content":"be terse","role":"system"},{"content":"hi","role":"user"}],"model":"m2","temperature":0.2}`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	got, _ = o.Apply("anthropic", "/v1/messages", []byte(`{"model":"m1","system":"old","messages":[]}`))
+	if !bytes.Contains(got, []byte(`"system":"be terse"`)) {
+		t.Fatalf("anthropic system prompt not set: %s", got)
+	}
+}
