@@ -161,9 +161,26 @@ func TestAlignKeepsEveryFrameOnce(t *testing.T) {
 		fs[20].Body = "changed"
 		return slices.Insert(fs, 30, Frame{Kind: "marker", Signature: "marker"})
 	})
-	pairs := Align(a, b)
+	checkAlignment(t, a, b)
+	r := rand.New(rand.NewPCG(5, 6))
+	randTL := func() Timeline {
+		var tl Timeline
+		for range r.IntN(60) {
+			tl.Frames = append(tl.Frames, Frame{Signature: fmt.Sprint(r.IntN(4)), Body: fmt.Sprint(r.IntN(3))})
+		}
+		return tl
+	}
+	for range 2000 {
+		checkAlignment(t, randTL(), randTL())
+	}
+}
+
+// checkAlignment verifies that Align keeps every frame once, in order, pairs
+// only equal signatures and calls Same only what is equal.
+func checkAlignment(t *testing.T, a, b Timeline) {
+	t.Helper()
 	nl, nr := 0, 0
-	for _, p := range pairs {
+	for _, p := range Align(a, b) {
 		if p.Left >= 0 {
 			if p.Left != nl {
 				t.Fatalf("left %d out of order, want %d", p.Left, nl)
@@ -176,8 +193,14 @@ func TestAlignKeepsEveryFrameOnce(t *testing.T) {
 			}
 			nr++
 		}
-		if p.Left >= 0 && p.Right >= 0 && a.Frames[p.Left].Signature != b.Frames[p.Right].Signature {
-			t.Fatalf("pair %+v joins different signatures", p)
+		if (p.Op == Same || p.Op == Changed) != (p.Left >= 0 && p.Right >= 0) {
+			t.Fatalf("pair %+v has the wrong sides for its op", p)
+		}
+		if p.Left >= 0 && p.Right >= 0 {
+			l, r := a.Frames[p.Left], b.Frames[p.Right]
+			if l.Signature != r.Signature || (p.Op == Same) != (l.Body == r.Body && l.Title == r.Title) {
+				t.Fatalf("pair %+v joins %+v and %+v", p, l, r)
+			}
 		}
 	}
 	if nl != len(a.Frames) || nr != len(b.Frames) {
@@ -241,4 +264,24 @@ func TestTotals(t *testing.T) {
 		r.Delta.Frames != 5 || r.Delta.Steps != 1 {
 		t.Fatalf("totals %+v %+v delta %+v", r.LeftTotals, r.RightTotals, r.Delta)
 	}
+}
+
+func FuzzWordDiff(f *testing.F) {
+	f.Add("the quick brown fox", "the quick red fox")
+	f.Add("model: gpt-4o-mini\nuser: hi", "model: gpt-4o\nuser: hi\n")
+	f.Add("", "\x00\xff")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var l, r strings.Builder
+		for _, s := range WordDiff(a, b) {
+			if s.Op != Insert {
+				l.WriteString(s.Text)
+			}
+			if s.Op != Delete {
+				r.WriteString(s.Text)
+			}
+		}
+		if l.String() != a || r.String() != b {
+			t.Fatalf("%q→%q rebuilds as %q→%q", a, b, l.String(), r.String())
+		}
+	})
 }

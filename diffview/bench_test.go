@@ -67,3 +67,18 @@ func BenchmarkCompare10kDiverged(b *testing.B) {
 		Compare(left, right)
 	}
 }
+
+// BenchmarkAlign10kShuffled aligns a 10,000-frame timeline with a shuffle of
+// itself: an edit distance in the thousands on both passes, where the effort
+// limit keeps the time bounded.
+func BenchmarkAlign10kShuffled(b *testing.B) {
+	left := agentRun("left", 2000)
+	right := left
+	right.Frames = slices.Clone(left.Frames)
+	r := rand.New(rand.NewPCG(7, 7))
+	r.Shuffle(len(right.Frames), func(i, j int) { right.Frames[i], right.Frames[j] = right.Frames[j], right.Frames[i] })
+	b.ReportAllocs()
+	for b.Loop() {
+		Align(left, right)
+	}
+}

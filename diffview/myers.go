@@ -4,7 +4,7 @@ package diffview
 // one sub-problem before it settles for a good split instead of the best
 // one (the "too expensive" heuristic of GNU diff). Below it the alignment is
 // a true LCS; above it, still a valid alignment, found in O((N+M)·limit).
-const effortLimit = 4096
+const effortLimit = 1024
 
 // myers finds a longest common subsequence of two sequences of small
 // integers with the linear-space divide-and-conquer form of Myers' O(ND)
