@@ -75,6 +75,7 @@ func ForkPoint(t *tapefmt.Tape, frame uint64) (uint64, error) {
 func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *Matcher, at uint64) (*Result, error) {
 	ups := ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
 	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: t}, at: at, over: o.Overrides, live: newLive(ups)}
+	fb.forkCall, fb.tapeBackend.overrides = forkOf(t) // a fork of a fork replays its parent's fork too
 	var div *Divergence
 	fb.onDiv = func(d *Divergence) {
 		fb.mu.Lock()
@@ -85,7 +86,7 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 	}
 	over, _ := json.Marshal(o.Overrides)
 	rs := s.runStart(ups)
-	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: at, Path: o.Parent, Overrides: over}
+	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: at, Call: m.callsBefore(at), Path: o.Parent, Overrides: over}
 	if err := s.openTape(o.Tape, tapefmt.SyncStep, rs); err != nil {
 		return nil, err
 	}
@@ -121,6 +122,7 @@ func (f *forkBackend) prepare(x *exchange) {
 	if f.forked || f.diverged {
 		return
 	}
+	f.tapeBackend.prepare(x)
 	c, d := f.m.Match(x.req.Method, x.path, x.body)
 	switch {
 	case d != nil:

@@ -91,8 +91,28 @@ func TestForkChangesTheAnswerFromTheForkFrameOn(t *testing.T) {
 		t.Fatalf("the call at the fork frame asked %q and got the parent's answer: %v", fcalls[2].model, bytes.Equal(fcalls[2].resp, pcalls[2].resp))
 	}
 
+	// The fork replays offline (its overrides applied again at its fork
+	// call), and so does its packed, self-contained form.
+	packed := filepath.Join(t.TempDir(), "packed.jbx")
+	if _, err := engine.Pack(child, "", packed); err != nil {
+		t.Fatal(err)
+	}
+	checkTape(t, packed)
+	pc, pstart := calls(t, packed)
+	if !pstart.Parent.Packed || len(pc) != len(fcalls) || !bytes.Equal(pc[0].resp, pcalls[0].resp) || !bytes.Equal(pc[2].resp, fcalls[2].resp) {
+		t.Fatalf("packed tape: %d calls (fork has %d), parent %+v", len(pc), len(fcalls), pstart.Parent)
+	}
+	for _, tape := range []string{child, packed} {
+		if rres, _ := replay(t, run, tape, env); rres.Divergence != nil || rres.End.ExitCode != 0 {
+			t.Fatalf("replay of %s: exit %d, divergence %v", filepath.Base(tape), rres.End.ExitCode, rres.Divergence)
+		}
+	}
+
 	// A fork of the fork names the fork as its parent.
-	_, grandchild := fork(t, run, child, fcalls[3].seq, engine.Overrides{Patch: []byte(`{"temperature": 0}`)}, srv.OpenAIBaseURL(), env)
+	gres, grandchild := fork(t, run, child, fcalls[3].seq, engine.Overrides{Patch: []byte(`{"temperature": 0}`)}, srv.OpenAIBaseURL(), env)
+	if gres.Divergence != nil || gres.End.ExitCode != 0 {
+		t.Fatalf("fork of the fork: exit %d, divergence %v", gres.End.ExitCode, gres.Divergence)
+	}
 	_, gstart := calls(t, grandchild)
 	ct, _ := tapefmt.Open(child)
 	defer ct.Close()

@@ -43,6 +43,21 @@ type tapeBackend struct {
 
 	mu       sync.Mutex
 	diverged bool // after the first divergence, every call goes to the fallback
+
+	// A fork's tape is replayed with its overrides applied again at the
+	// call they were made at, since the agent sends the original request.
+	forkCall  int64 // -1 when the tape is not a fork
+	overrides Overrides
+}
+
+// prepare re-applies a fork's overrides to the call they were made at.
+func (t *tapeBackend) prepare(x *exchange) {
+	if int64(x.call) != t.forkCall {
+		return
+	}
+	if body, err := t.overrides.Apply(x.provider.Name, x.path, x.body); err == nil {
+		x.body = body
+	}
 }
 
 func (t *tapeBackend) respond(w http.ResponseWriter, x *exchange) answer {
@@ -126,7 +141,9 @@ func NewReplayHandler(t *tapefmt.Tape, ignore []string, speed Speed) (http.Handl
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{backend: &tapeBackend{m: m, tape: t, speed: speed, onDiv: func(*Divergence) {}}}
+	tb := &tapeBackend{m: m, tape: t, speed: speed, onDiv: func(*Divergence) {}}
+	tb.forkCall, tb.overrides = forkOf(t)
+	p := &Proxy{backend: tb}
 	p.control = controlHandler(p)
 	return p, nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -70,6 +71,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 			time.AfterFunc(divergenceGrace, func() { s.stopAgent(divergenceGrace) })
 		}
 	}}
+	tb.forkCall, tb.overrides = forkOf(t)
 	var ups map[string]string
 	if o.Live {
 		ups = ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
@@ -98,6 +100,17 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		res.OutputSame = &same
 	}
 	return res, err
+}
+
+// forkOf returns the call at which a fork tape's overrides were applied,
+// and the overrides; -1 when the tape is not a fork.
+func forkOf(t *tapefmt.Tape) (int64, Overrides) {
+	var o Overrides
+	start, err := FirstRunStart(t)
+	if err != nil || start.Parent == nil || start.Mode != "fork" || json.Unmarshal(start.Parent.Overrides, &o) != nil {
+		return -1, o
+	}
+	return int64(start.Parent.Call), o
 }
 
 // FirstRunStart returns the run.start payload of a tape.

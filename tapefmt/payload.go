@@ -28,9 +28,13 @@ func schemaVersion(k Kind) uint8 {
 type ParentRef struct {
 	Tape  string `json:"tape"`           // chain head of the parent, hex
 	Frame uint64 `json:"frame"`          // sequence number of the fork frame in the parent
+	Call  uint64 `json:"call"`           // the model call, counted from 0, that got the overrides
 	Path  string `json:"path,omitempty"` // where the parent was when forked; a hint only
 	// Overrides are the changes applied at the fork frame, as given.
 	Overrides json.RawMessage `json:"overrides,omitempty"`
+	// Packed says the parent's frames before the fork frame are on this
+	// tape (jukebox pack), so it needs no other file.
+	Packed bool `json:"packed,omitempty"`
 }
 
 // RunStart opens a run: what was started, where and how.
