@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,14 +41,18 @@ func LoadTimeline(path string) (diffview.Timeline, error) {
 // as indented JSON; file contents.
 //
 // run.start keeps only the command line (mode and cwd differ between a run
-// and its fork). seed, clock, step.commit, tx.begin, marker and unknown
-// kinds are left out: they differ on every run or carry no behaviour; the
-// steps are counted in Timeline.Steps. Consecutive proc.output frames to the
-// same fd within one step are merged into one frame, since how the bytes
-// were chunked is noise while what was printed is not.
+// and its fork). seed, clock, step.commit, marker and unknown kinds are left
+// out: they differ on every run or carry no behaviour; the steps are counted
+// in Timeline.Steps. tx.begin, tx.commit and tx.rollback are left out too:
+// a fork runs in the Shadow Booth by default, so they would set every fork
+// apart from its parent, and the file.change frames carry what a transaction
+// did. What the agent printed (proc.output) becomes one frame per fd holding
+// the whole run's output, placed before run.end: when bytes reach a pipe is
+// a race with the model calls around them, so interleaved output frames
+// would align differently on every run, while what was printed does not.
 func TimelineOf(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps(), TapeFrames: t.Len()},
-		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, lastOut: -1}
+		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}}
 	for f, err := range t.All() {
 		if err != nil {
 			return b.tl, err
@@ -60,6 +66,7 @@ func TimelineOf(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 			return b.tl, fmt.Errorf("frame %d: %w", f.Seq, err)
 		}
 	}
+	b.flushOutput()
 	return b.tl, nil
 }
 
@@ -68,8 +75,7 @@ type timelineBuilder struct {
 	tl      diffview.Timeline
 	calls   map[uint64]*tapefmt.LLMRequest // by call number, to name responses
 	tools   map[string]string              // tool name by call id, to name results
-	lastOut int                            // index of a proc.output frame still open for merging
-	lastFd  int
+	outputs map[int]*diffview.Frame        // the run's output by fd
 }
 
 func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
@@ -97,41 +103,39 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 		err = b.file(&fr, p)
 	case *tapefmt.AgentTurn:
 		fr.Signature, fr.Title, fr.Body = "agent.turn "+p.Agent+" "+p.Role, oneLine(p.Role+": "+p.Text, 80), p.Text
-	case *tapefmt.TxCommit, *tapefmt.TxRollback:
-		fr.Signature = "tx.end" // a commit and a rollback pair up, as the changed outcome they are
-		fr.Title = strings.Replace(fr.Title, txID(p)+" ", "", 1)
 	case *tapefmt.BreakerTrip, *tapefmt.RunEnd:
 		fr.Signature = fr.Kind
 	default:
-		if _, ok := p.(*tapefmt.Step); ok {
-			b.lastOut = -1
-		}
 		return nil
 	}
-	b.lastOut = -1
 	b.tl.Frames = append(b.tl.Frames, fr)
 	return err
 }
 
-func txID(p tapefmt.Payload) string {
-	if c, ok := p.(*tapefmt.TxCommit); ok {
-		return c.Tx
+// output adds a proc.output frame's bytes to the run's output on its fd.
+func (b *timelineBuilder) output(f tapefmt.Frame, o *tapefmt.Output) {
+	fr, ok := b.outputs[o.Fd]
+	if !ok {
+		fr = &diffview.Frame{Seq: int(f.Seq), Kind: f.Kind.String(), Time: f.Time, Signature: "proc.output " + fdName(o.Fd)}
+		b.outputs[o.Fd] = fr
 	}
-	return p.(*tapefmt.TxRollback).Tx
+	fr.Body += string(o.Data)
 }
 
-// output merges a proc.output frame into the open one for its fd, or opens one.
-func (b *timelineBuilder) output(f tapefmt.Frame, o *tapefmt.Output) {
-	if b.lastOut >= 0 && b.lastFd == o.Fd {
-		fr := &b.tl.Frames[b.lastOut]
-		fr.Body += string(o.Data)
-		fr.Title = fdName(o.Fd) + " " + oneLine(fr.Body, 80)
-		return
+// flushOutput places the output frames, in fd order, before a final run.end.
+func (b *timelineBuilder) flushOutput() {
+	at := len(b.tl.Frames)
+	if at > 0 && b.tl.Frames[at-1].Kind == tapefmt.KindRunEnd.String() {
+		at--
 	}
-	body := string(o.Data)
-	b.tl.Frames = append(b.tl.Frames, diffview.Frame{Seq: int(f.Seq), Kind: f.Kind.String(), Time: f.Time,
-		Signature: "proc.output " + fdName(o.Fd), Title: fdName(o.Fd) + " " + oneLine(body, 80), Body: body})
-	b.lastOut, b.lastFd = len(b.tl.Frames)-1, o.Fd
+	var outs []diffview.Frame
+	for _, fd := range slices.Sorted(maps.Keys(b.outputs)) {
+		o := b.outputs[fd]
+		lines := strings.Count(strings.TrimSuffix(o.Body, "\n"), "\n") + 1
+		o.Title = fmt.Sprintf("%s, %d lines: %s", fdName(fd), lines, oneLine(o.Body, 60))
+		outs = append(outs, *o)
+	}
+	b.tl.Frames = slices.Insert(b.tl.Frames, at, outs...)
 }
 
 func fdName(fd int) string {

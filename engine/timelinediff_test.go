@@ -52,7 +52,7 @@ func TestTimelineOfSample(t *testing.T) {
 	for _, f := range tl.Frames {
 		counts[f.Kind]++
 	}
-	want := map[string]int{"run.start": 1, "llm.request": 5, "proc.output": 5, "llm.response": 5, "tool.call": 5,
+	want := map[string]int{"run.start": 1, "llm.request": 5, "proc.output": 1, "llm.response": 5, "tool.call": 5,
 		"file.change": 5, "tool.result": 5, "run.end": 1}
 	for k, n := range want {
 		if counts[k] != n {
@@ -62,13 +62,14 @@ func TestTimelineOfSample(t *testing.T) {
 	if len(counts) != len(want) || tl.Steps != 5 || tl.Name != "agent-run.jbx" || tl.Duration == 0 {
 		t.Fatalf("kinds %v, steps %d, name %q, duration %v", counts, tl.Steps, tl.Name, tl.Duration)
 	}
-	req, out, resp := tl.Frames[1], tl.Frames[2], tl.Frames[3]
+	req, resp, out := tl.Frames[1], tl.Frames[2], tl.Frames[len(tl.Frames)-2]
 	if req.Seq != 2 || req.Signature != "llm.request POST /v1/chat/completions" ||
 		!strings.HasPrefix(req.Body, "model: gpt-4o-mini\ntools: write_file, read_file\nsystem: You are a careful coding agent.") ||
 		!strings.Contains(req.Body, "\nuser: Refactor the config loader and keep the tests green.\n") {
 		t.Fatalf("request frame %+v", req)
 	}
-	if out.Body != "the plan is to update config parser so that tests pass then " || out.Seq != 3 {
+	if !strings.HasPrefix(out.Body, "the plan is to update config parser so that tests pass then so that") ||
+		out.Seq != 3 || out.Kind != "proc.output" || len(strings.Fields(out.Body)) != 5*12 {
 		t.Fatalf("merged output %+v", out)
 	}
 	wantResp := "the plan is to update config parser so that tests pass then \n" +
@@ -175,5 +176,58 @@ func TestLoadTimelineRejectsNonTape(t *testing.T) {
 	var fe *tapefmt.FormatError
 	if _, err := LoadTimeline(path); err == nil || !errors.As(err, &fe) {
 		t.Fatalf("err = %v, want a FormatError", err)
+	}
+}
+
+// TestOutputRaceDoesNotSplitPairs records the same exchange twice with the
+// agent's output landing before the request on one tape and after it on
+// the other, as pipes and the proxy race; the fork also changed the model.
+// The request must pair as changed, and the output must not diverge.
+func TestOutputRaceDoesNotSplitPairs(t *testing.T) {
+	write := func(name, model string, outputFirst bool) string {
+		var buf bytes.Buffer
+		opts, _ := tapegen.Options()
+		w, err := tapefmt.NewWriter(&buf, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := w.PutBlob("req", []byte(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
+		resp, _ := w.PutBlob("resp", []byte(`{"choices":[{"message":{"role":"assistant","content":"hello"}}]}`))
+		out := tapefmt.Output{Fd: 1, Data: tapefmt.Bytes("said hello\n")}
+		frames := []tapefmt.Payload{&tapefmt.RunStart{Argv: []string{"agent"}},
+			&tapefmt.LLMRequest{Method: "POST", Path: "/v1/chat/completions", Model: model, Body: body},
+			&tapefmt.LLMResponse{Status: 200, Body: resp, Model: model}, &out, &tapefmt.RunEnd{}}
+		if outputFirst {
+			frames[1], frames[2], frames[3] = &out, frames[1], frames[2]
+		}
+		for _, p := range frames {
+			if _, err := w.Append(0, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), name)
+		os.WriteFile(path, buf.Bytes(), 0o644)
+		return path
+	}
+	a, err := LoadTimeline(write("a.jbx", "gpt-4o-mini", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadTimeline(write("b.jbx", "gpt-4o", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := diffview.Compare(a, b)
+	d, ok := r.Divergence()
+	if !ok || d.Op != diffview.Changed || d.Kind != "llm.request" || d.Left != 1 || d.Right != 2 {
+		t.Fatalf("divergence %+v", d)
+	}
+	for _, p := range r.Pairs {
+		if p.Op == diffview.OnlyLeft || p.Op == diffview.OnlyRight {
+			t.Fatalf("unpaired frame: %+v", p)
+		}
 	}
 }
