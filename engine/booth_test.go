@@ -41,6 +41,9 @@ func TestRecordInBooth(t *testing.T) {
 			if landed := statErr == nil; landed != c.landed || res.Booth.Committed != c.landed {
 				t.Fatalf("poem.txt landed %v, committed %v; want %v (notice %q)", landed, res.Booth.Committed, c.landed, notice.String())
 			}
+			if entries, _ := os.ReadDir(run.dir); !c.landed && len(entries) != 1 {
+				t.Fatalf("after the rollback the workspace holds %v; want only agent.py", entries)
+			}
 			checkTape(t, tape)
 			kinds, change := boothFrames(t, tape)
 			wantEnd := tapefmt.KindTxRollback

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -98,5 +99,20 @@ func discard(w *workspace, dir string) error {
 	if err := removeAll(trash); err != nil {
 		return fmt.Errorf("sandbox: discard: %w", err)
 	}
+	pruneState(w)
 	return nil
+}
+
+// pruneState removes the empty state folders inside the workspace when the
+// last transaction is gone, so that nothing is left behind. It never goes
+// above the workspace root and removes only empty folders.
+func pruneState(w *workspace) {
+	if w.stateRel == "" {
+		return
+	}
+	for dir := w.stateRoot; dir != w.root && strings.HasPrefix(dir, w.root+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			return
+		}
+	}
 }

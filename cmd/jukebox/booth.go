@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/sandbox/pgtx"
@@ -107,9 +110,21 @@ func (c *BoothStatusCmd) Run(env *Env) error {
 		fmt.Fprintln(env.Stdout, "no open booth transactions")
 	}
 	for _, r := range rows {
-		fmt.Fprintf(env.Stdout, "%s  %s  %v\n", r.ID, r.Created.Format("2006-01-02 15:04:05"), r.Changes)
+		fmt.Fprintf(env.Stdout, "%s  %s  %s\n", r.ID, r.Created.Format("2006-01-02 15:04:05"), countText(r.Changes))
 	}
 	return nil
+}
+
+// countText is "2 write, 1 delete", or "nothing staged".
+func countText(counts map[sandbox.Op]int) string {
+	if len(counts) == 0 {
+		return "nothing staged"
+	}
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[op], op))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // BoothDiffCmd prints a change set.
