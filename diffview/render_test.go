@@ -121,3 +121,22 @@ func TestRenderersStayInWidth(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxLinesCutsLongBodies(t *testing.T) {
+	var a, b []string
+	for i := range 30 {
+		a = append(a, fmt.Sprintf("line %d", i))
+		b = append(b, fmt.Sprintf("line %d changed", i))
+	}
+	left := Timeline{Name: "a", Frames: []Frame{{Kind: "file.change", Signature: "f", Title: "write f", Body: strings.Join(a, "\n")}}}
+	right := Timeline{Name: "b", Frames: []Frame{{Kind: "file.change", Signature: "f", Title: "write f", Body: strings.Join(b, "\n")}}}
+	r := Compare(left, right)
+	for _, out := range []string{SideBySide(r, Options{MaxLines: 5}), Unified(r, Options{MaxLines: 5})} {
+		if !strings.Contains(out, "⋯ 25 more lines") || strings.Contains(out, "line 5 ") {
+			t.Fatalf("not cut at 5 lines:\n%s", out)
+		}
+	}
+	if out := Unified(r, Options{All: true}); !strings.Contains(out, "line 29 changed") {
+		t.Fatalf("All cut the body:\n%s", out)
+	}
+}

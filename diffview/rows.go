@@ -108,8 +108,20 @@ func textRows(body string, cls class) []row {
 }
 
 // shown is an item of a collapsed list: item index i, or a run of skip
-// hidden items.
-type shown struct{ i, skip int }
+// hidden items (all unchanged ones, unless more is set: the rest of a list
+// cut short).
+type shown struct {
+	i, skip int
+	more    bool
+}
+
+// foldNote is the text that stands for a run of hidden lines.
+func (s shown) foldNote() string {
+	if s.more {
+		return "⋯ " + plural(s.skip, "more line", "more lines")
+	}
+	return "⋯ " + plural(s.skip, "same line", "same lines")
+}
 
 // pick keeps the items for which keep is true and ctx items either side of
 // each, and folds the rest into runs; with all set it keeps everything.
@@ -150,7 +162,7 @@ func bodyRows(rs []row, o Options) []shown {
 			for _, t := range picked[k:] {
 				rest += max(t.skip, 1)
 			}
-			return append(out, shown{i: s.i, skip: rest})
+			return append(out, shown{i: s.i, skip: rest, more: true})
 		}
 		out = append(out, s)
 		if s.skip == 0 {

@@ -150,7 +150,7 @@ func (sb *sideBySide) header(f *Frame, title []seg) []line {
 func (sb *sideBySide) body(rs []row, gutter string) {
 	for _, s := range bodyRows(rs, sb.o) {
 		if s.skip > 0 {
-			note := []line{{{fmt.Sprintf("%*s⋯ %s", bodyIndent, "", plural(s.skip, "line", "lines")), clsFaint}}}
+			note := []line{{{strings.Repeat(" ", bodyIndent) + s.foldNote(), clsFaint}}}
 			sb.emit(note, note, gutter)
 			continue
 		}
@@ -166,7 +166,7 @@ func (sb *sideBySide) preview(rs []row, left bool) {
 		cell = append(cell, sb.indent(r.left)...)
 	}
 	if rest > 0 {
-		cell = append(cell, line{{fmt.Sprintf("%*s⋯ %s", bodyIndent, "", plural(rest, "more line", "more lines")), clsFaint}})
+		cell = append(cell, line{{strings.Repeat(" ", bodyIndent) + shown{skip: rest, more: true}.foldNote(), clsFaint}})
 	}
 	if left {
 		sb.emit(cell, nil, gutterLeft)

@@ -65,20 +65,24 @@ func (u *unified) pair(p Pair) {
 		f = u.r.Right.Frames[p.Right]
 		rs = fmt.Sprint(f.Seq)
 	}
-	mark, cls := map[Op]string{Same: " ", Changed: "~", OnlyLeft: "-", OnlyRight: "+"}[p.Op], clsPlain
-	switch p.Op {
-	case Same:
-		cls = clsFaint
-	case OnlyLeft:
-		cls = clsDelete
-	case OnlyRight:
-		cls = clsInsert
-	}
+	mark, cls := unifiedMarks[p.Op], unifiedClasses[p.Op]
 	title := []seg{{f.Title, cls}}
 	if p.Op == Changed && p.Title != nil {
 		title = diffRows(p.Title, u.o.Styles)[0].inline
 	}
 	u.line(append([]seg{{fmt.Sprintf("%s %5s %5s  ", mark, ls, rs), cls}, {fmt.Sprintf("%-12s ", f.Kind), clsFrame}}, title...)...)
+	u.body(p, f, cls)
+}
+
+var (
+	unifiedMarks   = [...]string{Same: " ", Changed: "~", OnlyLeft: "-", OnlyRight: "+"}
+	unifiedClasses = [...]class{Same: clsFaint, Changed: clsPlain, OnlyLeft: clsDelete, OnlyRight: clsInsert}
+)
+
+// body writes a pair's body lines under its title: the word diff of a
+// changed pair, the first lines of a one-sided one, all of a same one with
+// Options.All.
+func (u *unified) body(p Pair, f Frame, cls class) {
 	pad := seg{strings.Repeat(" ", unifiedIndent), clsPlain}
 	switch p.Op {
 	case Changed:
@@ -88,11 +92,11 @@ func (u *unified) pair(p Pair) {
 		}
 	case OnlyLeft, OnlyRight:
 		rs, rest := preview(textRows(f.Body, cls), u.o.All)
-		for _, r := range rs {
-			u.rowLines(pad, shown{}, []row{r})
+		for i := range rs {
+			u.rowLines(pad, shown{i: i}, rs)
 		}
 		if rest > 0 {
-			u.line(pad, seg{"⋯ " + plural(rest, "more line", "more lines"), clsFaint})
+			u.rowLines(pad, shown{skip: rest, more: true}, nil)
 		}
 	case Same:
 		if u.o.All {
@@ -108,7 +112,7 @@ func (u *unified) pair(p Pair) {
 // changed words, or the note for a folded run.
 func (u *unified) rowLines(pad seg, s shown, rs []row) {
 	if s.skip > 0 {
-		u.line(pad, seg{"⋯ " + plural(s.skip, "line", "lines"), clsFaint})
+		u.line(pad, seg{s.foldNote(), clsFaint})
 		return
 	}
 	for _, l := range wrap(rs[s.i].inline, 1<<30) {

@@ -338,33 +338,34 @@ func requestText(body []byte) string {
 		}
 	}
 	if len(req.Tools) > 0 {
-		names := make([]string, len(req.Tools))
-		for i, t := range req.Tools {
-			if names[i] = t.Name; t.Function != nil {
-				names[i] = t.Function.Name
-			}
-		}
-		fmt.Fprintf(&b, "tools: %s\n", strings.Join(names, ", "))
+		fmt.Fprintf(&b, "tools: %s\n", toolNames(req.Tools))
 	}
 	for _, sys := range []json.RawMessage{req.System, req.Instructions} {
 		if s := contentText(sys); s != "" {
 			fmt.Fprintf(&b, "system: %s\n", s)
 		}
 	}
+	var input string
+	if json.Unmarshal(req.Input, &input) == nil {
+		req.Messages = append(req.Messages, wireItem{Role: "user", Text: input, Type: "text"})
+	} else {
+		_ = json.Unmarshal(req.Input, &req.Messages) // absent outside the Responses API
+	}
 	for _, m := range req.Messages {
 		b.WriteString(messageLine(m))
 	}
-	var input string
-	if json.Unmarshal(req.Input, &input) == nil {
-		fmt.Fprintf(&b, "user: %s\n", input)
-	} else {
-		var items []wireItem
-		_ = json.Unmarshal(req.Input, &items) // absent outside the Responses API
-		for _, m := range items {
-			b.WriteString(messageLine(m))
+	return b.String()
+}
+
+// toolNames lists the names of the tools a request offers.
+func toolNames(tools []wireItem) string {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		if names[i] = t.Name; t.Function != nil {
+			names[i] = t.Function.Name
 		}
 	}
-	return b.String()
+	return strings.Join(names, ", ")
 }
 
 // messageLine renders one message or input item as "role: text".
