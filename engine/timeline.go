@@ -1,0 +1,709 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Timeline is the turntable's model of one tape: a row per frame, read
+// lazily. Opening costs the footer and the frame index (16 bytes a frame);
+// a row's kind and time come from the index alone (Tape.KindAt), and a
+// row's payload is decoded only when asked for, for the rows on screen, and
+// kept in a small cache. Cumulative tokens and cost are summed on demand up
+// to the frame asked for, or all at once by IndexCosts in the background.
+// A Timeline is safe for concurrent use.
+type Timeline struct {
+	t     *tapefmt.Tape
+	path  string
+	steps []int32 // frame numbers of the step.commit frames, ascending
+
+	mu    sync.Mutex
+	rows  map[int]Row
+	costs costIndex
+}
+
+// Row is one frame as the timeline lists it.
+type Row struct {
+	Seq     int
+	Kind    tapefmt.Kind
+	Time    time.Duration
+	Stream  uint32
+	Step    int    // the step the frame belongs to; a step.commit closes its own step
+	Summary string // one line (Describe)
+	Tokens  int64  // llm.response: input plus output tokens
+	Cost    float64
+	Priced  bool // Cost is known (the model has a rate)
+	Error   bool // a failed call, a tool error, a non-zero exit, a breaker trip
+	Fork    bool // run.start of a fork: it names a parent
+	Trip    bool // breaker.trip
+	Payload tapefmt.Payload
+	Err     error // the frame could not be read or decoded
+}
+
+// costIndex holds cumulative tokens and cost at each llm.response frame,
+// summed up to frame upto (exclusive).
+type costIndex struct {
+	frames []int32
+	tokens []int64
+	cost   []float64
+	upto   int
+}
+
+// maxCachedRows bounds the decoded-row cache; a screen needs a few dozen.
+const maxCachedRows = 4096
+
+// OpenTimeline opens the tape at path as a timeline.
+func OpenTimeline(path string) (*Timeline, error) {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := NewTimeline(t, path)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	return tl, nil
+}
+
+// NewTimeline reads the frame index of t (loading it into memory once) and
+// finds the step boundaries. It never decodes a payload.
+func NewTimeline(t *tapefmt.Tape, path string) (*Timeline, error) {
+	tl := &Timeline{t: t, path: path, rows: map[int]Row{}}
+	// Asking for frames of kind 0, which no frame has, loads the frame
+	// index into memory and yields nothing: KindAt is then a memory read.
+	for _, err := range t.Frames(0) {
+		if err != nil {
+			return nil, err
+		}
+	}
+	for i := range t.Len() {
+		k, _, err := t.KindAt(i)
+		if err != nil {
+			return nil, err
+		}
+		if k == tapefmt.KindStep {
+			tl.steps = append(tl.steps, int32(i))
+		}
+	}
+	return tl, nil
+}
+
+// Close closes the tape.
+func (tl *Timeline) Close() error { return tl.t.Close() }
+
+// Path returns the tape's path as given.
+func (tl *Timeline) Path() string { return tl.path }
+
+// Tape returns the open tape.
+func (tl *Timeline) Tape() *tapefmt.Tape { return tl.t }
+
+// Len returns the number of frames.
+func (tl *Timeline) Len() int { return tl.t.Len() }
+
+// Steps returns the number of whole steps (step.commit frames).
+func (tl *Timeline) Steps() int { return len(tl.steps) }
+
+// Recovered says what opening a tape without a footer dropped, or nil.
+func (tl *Timeline) Recovered() *tapefmt.Recovery { return tl.t.Recovered() }
+
+// KindAt returns frame i's kind and time from the index, without decoding.
+func (tl *Timeline) KindAt(i int) (tapefmt.Kind, time.Duration) {
+	k, d, _ := tl.t.KindAt(i)
+	return k, d
+}
+
+// Duration is the time of the last frame.
+func (tl *Timeline) Duration() time.Duration {
+	if tl.Len() == 0 {
+		return 0
+	}
+	_, d := tl.KindAt(tl.Len() - 1)
+	return d
+}
+
+// StepOf returns the step frame i belongs to: the number of step.commit
+// frames before it.
+func (tl *Timeline) StepOf(i int) int {
+	return sort.Search(len(tl.steps), func(s int) bool { return int(tl.steps[s]) >= i })
+}
+
+// StepStart returns the first frame of step s (0 for s ≤ 0; Len for a step
+// past the end).
+func (tl *Timeline) StepStart(s int) int {
+	switch {
+	case s <= 0:
+		return 0
+	case s > len(tl.steps):
+		return tl.Len()
+	}
+	return int(tl.steps[s-1]) + 1
+}
+
+// FrameAt returns the last frame whose time is at or before d (0 when none).
+func (tl *Timeline) FrameAt(d time.Duration) int {
+	n := sort.Search(tl.Len(), func(i int) bool { _, t := tl.KindAt(i); return t > d })
+	return max(n-1, 0)
+}
+
+// Row returns frame i as a row, decoding its payload on first use.
+func (tl *Timeline) Row(i int) Row {
+	tl.mu.Lock()
+	r, ok := tl.rows[i]
+	tl.mu.Unlock()
+	if ok {
+		return r
+	}
+	r = tl.readRow(i)
+	tl.mu.Lock()
+	if len(tl.rows) >= maxCachedRows {
+		clear(tl.rows)
+	}
+	tl.rows[i] = r
+	tl.mu.Unlock()
+	return r
+}
+
+func (tl *Timeline) readRow(i int) Row {
+	r := Row{Seq: i, Step: tl.StepOf(i)}
+	f, err := tl.t.Frame(i)
+	if err != nil {
+		r.Kind, r.Time = tl.KindAt(i)
+		r.Err, r.Summary, r.Error = err, "unreadable: "+err.Error(), true
+		return r
+	}
+	r.Kind, r.Time, r.Stream = f.Kind, f.Time, f.Stream
+	p, err := f.Decode()
+	if err != nil {
+		r.Err, r.Summary, r.Error = err, "undecodable: "+err.Error(), true
+		return r
+	}
+	r.Payload, r.Summary = p, Describe(p)
+	switch p := p.(type) {
+	case *tapefmt.LLMResponse:
+		u, model := tl.usage(i, p)
+		r.Tokens = u.Total()
+		r.Cost, r.Priced = breaker.Cost(model, u.Input, u.Cached, u.Output)
+		r.Error = p.Error != "" || p.Status >= 400
+	case *tapefmt.ToolResult:
+		r.Error = p.IsError
+	case *tapefmt.RunEnd:
+		r.Error = p.ExitCode != 0 || p.Signal != "" || p.Error != ""
+	case *tapefmt.RunStart:
+		r.Fork = p.Parent != nil
+		if r.Fork {
+			r.Summary += fmt.Sprintf(" (fork of %s at frame %d)", shortPath(p.Parent.Path), p.Parent.Frame)
+		}
+	case *tapefmt.BreakerTrip:
+		r.Trip, r.Error = true, true
+	}
+	return r
+}
+
+func shortPath(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// usage is a response's token count and model: from the frame, else read
+// from its body; the model from the request when the response lacks one.
+func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) (tapefmt.Usage, string) {
+	u, model := p.Usage, p.Model
+	if u == (tapefmt.Usage{}) && !p.Body.IsZero() {
+		if body, err := tl.t.Blob(p.Body); err == nil {
+			model, u = ExtractUsage(body)
+			model = cmp(p.Model, model)
+		}
+	}
+	if model == "" {
+		if req, _ := tl.request(i, p.Call); req != nil {
+			model = req.Model
+		}
+	}
+	return u, model
+}
+
+func cmp(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// pairWindow bounds how far a request looks for its response and back.
+const pairWindow = 20000
+
+// request finds the llm.request of call before frame i.
+func (tl *Timeline) request(i int, call uint64) (*tapefmt.LLMRequest, int) {
+	for j := i - 1; j >= max(0, i-pairWindow); j-- {
+		if k, _ := tl.KindAt(j); k == tapefmt.KindLLMRequest {
+			if p, ok := tl.decode(j).(*tapefmt.LLMRequest); ok && p.Call == call {
+				return p, j
+			}
+		}
+	}
+	return nil, -1
+}
+
+// response finds the llm.response of call after frame i.
+func (tl *Timeline) response(i int, call uint64) (*tapefmt.LLMResponse, int) {
+	for j := i + 1; j < min(tl.Len(), i+pairWindow); j++ {
+		if k, _ := tl.KindAt(j); k == tapefmt.KindLLMResponse {
+			if p, ok := tl.decode(j).(*tapefmt.LLMResponse); ok && p.Call == call {
+				return p, j
+			}
+		}
+	}
+	return nil, -1
+}
+
+func (tl *Timeline) decode(i int) tapefmt.Payload {
+	if r := tl.Row(i); r.Err == nil {
+		return r.Payload
+	}
+	return nil
+}
+
+// Totals returns the tokens and cost of every LLM call up to and including
+// frame i. The first call over a long stretch of tape decodes the
+// llm.response frames in it; later calls are a binary search.
+func (tl *Timeline) Totals(i int) (tokens int64, cost float64) {
+	tl.ensureCosts(i + 1)
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	c := &tl.costs
+	n := sort.Search(len(c.frames), func(j int) bool { return int(c.frames[j]) > i })
+	if n == 0 {
+		return 0, 0
+	}
+	return c.tokens[n-1], c.cost[n-1]
+}
+
+// ensureCosts sums the llm.response frames before frame end.
+func (tl *Timeline) ensureCosts(end int) {
+	end = min(end, tl.Len())
+	for {
+		tl.mu.Lock()
+		from := tl.costs.upto
+		tl.mu.Unlock()
+		if from >= end {
+			return
+		}
+		to := min(end, from+4096) // release the lock between batches
+		tl.sumCosts(from, to)
+	}
+}
+
+func (tl *Timeline) sumCosts(from, to int) {
+	type call struct {
+		i      int
+		tokens int64
+		cost   float64
+	}
+	var found []call
+	for i := from; i < to; i++ {
+		if k, _ := tl.KindAt(i); k == tapefmt.KindLLMResponse {
+			r := tl.readRow(i) // not through the cache: a bulk pass must not evict the screen
+			found = append(found, call{i, r.Tokens, r.Cost})
+		}
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	c := &tl.costs
+	if c.upto != from {
+		return // another goroutine summed this stretch
+	}
+	for _, f := range found {
+		var tok int64
+		var usd float64
+		if n := len(c.frames); n > 0 {
+			tok, usd = c.tokens[n-1], c.cost[n-1]
+		}
+		c.frames, c.tokens, c.cost = append(c.frames, int32(f.i)), append(c.tokens, tok+f.tokens), append(c.cost, usd+f.cost)
+	}
+	c.upto = to
+}
+
+// IndexCosts sums every call's tokens and cost, so Totals never waits; run
+// it in the background after the first screen. It stops when ctx is done.
+func (tl *Timeline) IndexCosts(ctx context.Context) {
+	for end := 4096; ctx.Err() == nil; end += 4096 {
+		tl.ensureCosts(end)
+		if end >= tl.Len() {
+			return
+		}
+	}
+}
+
+// Find says what Next looks for.
+type Find uint8
+
+// What Next can look for.
+const (
+	FindLLM   Find = iota + 1 // an llm.request frame
+	FindTool                  // a tool.call or mcp.message frame
+	FindError                 // a row with Error set
+	FindFork                  // a run.start of a fork, or a breaker.trip
+)
+
+// Next returns the next frame after from (dir > 0) or before it (dir < 0)
+// that is what f asks for. Kinds come from the index; only candidates for
+// an error are decoded.
+func (tl *Timeline) Next(from int, f Find, dir int) (int, bool) {
+	step := 1
+	if dir < 0 {
+		step = -1
+	}
+	for i := from + step; i >= 0 && i < tl.Len(); i += step {
+		k, _ := tl.KindAt(i)
+		if tl.matches(i, k, f) {
+			return i, true
+		}
+	}
+	return from, false
+}
+
+func (tl *Timeline) matches(i int, k tapefmt.Kind, f Find) bool {
+	switch f {
+	case FindLLM:
+		return k == tapefmt.KindLLMRequest
+	case FindTool:
+		return k == tapefmt.KindToolCall || k == tapefmt.KindMCP
+	case FindFork:
+		return k == tapefmt.KindBreakerTrip || (k == tapefmt.KindRunStart && tl.Row(i).Fork)
+	}
+	switch k {
+	case tapefmt.KindLLMResponse, tapefmt.KindToolResult, tapefmt.KindRunEnd, tapefmt.KindBreakerTrip:
+		return tl.Row(i).Error
+	}
+	return false
+}
+
+// Search returns the first frame after from (before it when dir < 0),
+// wrapping around, whose text holds query, case-insensitively: its summary,
+// its payload and the text of its blobs (a request's messages, a response's
+// assembled text, file contents). It returns -1 when nothing matches and
+// ctx.Err() when cancelled.
+func (tl *Timeline) Search(ctx context.Context, query string, from, dir int) (int, error) {
+	q := bytes.ToLower([]byte(query))
+	n := tl.Len()
+	if n == 0 || len(q) == 0 {
+		return -1, nil
+	}
+	step := 1
+	if dir < 0 {
+		step = n - 1
+	}
+	for k, i := 0, (from+step)%n; k < n; k, i = k+1, (i+step)%n {
+		if k%256 == 0 && ctx.Err() != nil {
+			return -1, ctx.Err()
+		}
+		if bytes.Contains(bytes.ToLower(tl.text(i)), q) {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// text is everything Search looks at in frame i.
+func (tl *Timeline) text(i int) []byte {
+	f, err := tl.t.Frame(i)
+	if err != nil {
+		return nil
+	}
+	p, err := f.Decode()
+	if err != nil {
+		return f.Payload
+	}
+	out := append([]byte(Describe(p)+"\n"), f.Payload...)
+	for _, h := range tapefmt.BlobRefs(p) {
+		if b, err := tl.t.Blob(h); err == nil {
+			out = append(append(out, '\n'), blobText(p, b)...)
+		}
+	}
+	return out
+}
+
+// blobText is a blob as a reader sees it.
+func blobText(p tapefmt.Payload, b []byte) string {
+	switch p.(type) {
+	case *tapefmt.LLMRequest:
+		return requestText(b)
+	case *tapefmt.LLMResponse:
+		return responseText(b)
+	}
+	if !utf8.Valid(b) {
+		return ""
+	}
+	return string(b)
+}
+
+// Detail is one frame in full, for the frame view.
+type Detail struct {
+	Row
+	Offset  int64
+	Size    int64  // bytes of the frame's record
+	Payload []byte // the payload JSON as stored
+	Blobs   []BlobRef
+	Call    *CallDetail // llm.request and llm.response frames
+	Tool    *ToolDetail // tool.call and tool.result frames
+	File    *FileDetail // file.change frames
+}
+
+// BlobRef names a blob a frame refers to.
+type BlobRef struct {
+	Role string // body, before
+	Hash tapefmt.Hash
+	Size int
+}
+
+// CallDetail is one LLM call: what the model saw and what it answered.
+type CallDetail struct {
+	Request, Response int // frame numbers, -1 when not on the tape
+	Provider, Method  string
+	Path, Model       string
+	Stream            bool
+	System            string
+	Messages          []Message
+	Tools             []string
+	Params            []string // "name: value" for the sampling parameters set
+	Status            int
+	Error             string
+	Answer            string // the response text, assembled from the stream, then its tool calls
+	Usage             tapefmt.Usage
+	Cost              float64
+	Latency, Elapsed  time.Duration
+	Chunks            tapefmt.Chunks
+	body              []byte // the response body, for Streamed
+}
+
+// Message is one message of the context window, with a rough token count
+// (a quarter of its bytes: a display estimate, not the provider's count).
+type Message struct {
+	Role   string
+	Text   string
+	Tokens int
+}
+
+// ToolDetail is a tool call and its result.
+type ToolDetail struct {
+	Call, Result int // frame numbers, -1 when not on the tape
+	ID, Name     string
+	Source       string
+	Args         string // indented JSON
+	Output       string
+	IsError      bool
+	Elapsed      time.Duration
+}
+
+// FileDetail is a file change: the new content and a diff from the old.
+type FileDetail struct {
+	Op, Path string
+	Content  string
+	Diff     string // unified diff against the content before, when the tape has it
+	Binary   bool
+}
+
+// Detail reads frame i in full: payload, blobs and, for calls and tools,
+// the other half of the pair.
+func (tl *Timeline) Detail(i int) (*Detail, error) {
+	r := tl.Row(i)
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	f, err := tl.t.Frame(i)
+	if err != nil {
+		return nil, err
+	}
+	d := &Detail{Row: r, Offset: f.Offset, Size: f.Size(), Payload: f.Payload}
+	for j, h := range tapefmt.BlobRefs(r.Payload) {
+		if h.IsZero() {
+			continue
+		}
+		b, _ := tl.t.Blob(h)
+		d.Blobs = append(d.Blobs, BlobRef{Role: []string{"body", "before"}[min(j, 1)], Hash: h, Size: len(b)})
+	}
+	switch p := r.Payload.(type) {
+	case *tapefmt.LLMRequest:
+		resp, j := tl.response(i, p.Call)
+		d.Call = tl.call(p, i, resp, j)
+	case *tapefmt.LLMResponse:
+		req, j := tl.request(i, p.Call)
+		d.Call = tl.call(req, j, p, i)
+	case *tapefmt.ToolCall:
+		d.Tool = tl.tool(p, i)
+	case *tapefmt.ToolResult:
+		d.Tool = tl.toolResult(p, i)
+	case *tapefmt.FileChange:
+		d.File = tl.file(p)
+	}
+	return d, nil
+}
+
+func (tl *Timeline) blob(h tapefmt.Hash) []byte {
+	if h.IsZero() {
+		return nil
+	}
+	b, _ := tl.t.Blob(h)
+	return b
+}
+
+func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMResponse, si int) *CallDetail {
+	c := &CallDetail{Request: ri, Response: si}
+	if req != nil {
+		c.Provider, c.Method, c.Path, c.Model, c.Stream = req.Provider, req.Method, req.Path, req.Model, req.Stream
+		c.parseRequest(tl.blob(req.Body))
+	}
+	if resp != nil {
+		c.Status, c.Error, c.Chunks = resp.Status, resp.Error, resp.Chunks
+		c.Latency, c.Elapsed = time.Duration(resp.Latency), time.Duration(resp.Elapsed)
+		c.body = tl.blob(resp.Body)
+		c.Answer = responseText(c.body)
+		if resp.Status/100 != 2 {
+			c.Answer = string(c.body)
+		}
+		r := tl.Row(si)
+		c.Usage, _ = tl.usage(si, resp)
+		c.Cost = r.Cost
+		c.Model = cmp(resp.Model, c.Model)
+	}
+	return c
+}
+
+// parseRequest fills the context window from a request body of the OpenAI
+// chat or Responses API or the Anthropic Messages API.
+func (c *CallDetail) parseRequest(body []byte) {
+	var req wireRequest
+	var params map[string]json.RawMessage
+	if json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &params) != nil {
+		if len(body) > 0 {
+			c.Messages = append(c.Messages, message("body", string(body)))
+		}
+		return
+	}
+	for _, k := range requestParams {
+		if v, ok := params[k]; ok {
+			c.Params = append(c.Params, k+": "+compactJSON(v))
+		}
+	}
+	for _, t := range req.Tools {
+		name := t.Name
+		if t.Function != nil {
+			name = t.Function.Name
+		}
+		c.Tools = append(c.Tools, name)
+	}
+	c.System = strings.TrimSpace(contentText(req.System) + "\n" + contentText(req.Instructions))
+	items := req.Messages
+	var input string
+	if json.Unmarshal(req.Input, &input) == nil {
+		items = append(items, wireItem{Role: "user", Text: input, Type: "text"})
+	} else {
+		var more []wireItem
+		_ = json.Unmarshal(req.Input, &more) // absent outside the Responses API
+		items = append(items, more...)
+	}
+	for _, m := range items {
+		role, text, _ := strings.Cut(strings.TrimSuffix(messageLine(m), "\n"), ": ")
+		if (role == "system" || role == "developer") && c.System == "" {
+			c.System = text
+		}
+		c.Messages = append(c.Messages, message(role, text))
+	}
+}
+
+func message(role, text string) Message {
+	return Message{Role: role, Text: text, Tokens: (len(text) + 3) / 4}
+}
+
+// Streamed returns the response text as it stood elapsed after the request
+// was sent, from the recorded chunk times, and whether it was complete.
+func (c *CallDetail) Streamed(elapsed time.Duration) (string, bool) {
+	if len(c.Chunks) == 0 {
+		if elapsed >= max(c.Latency, c.Elapsed) {
+			return c.Answer, true
+		}
+		return "", false
+	}
+	end := int64(0)
+	for _, ch := range c.Chunks {
+		if time.Duration(ch.At) > elapsed {
+			break
+		}
+		end = ch.End
+	}
+	done := end >= int64(len(c.body))
+	if done {
+		return c.Answer, true
+	}
+	return responseText(c.body[:min(end, int64(len(c.body)))]), false
+}
+
+func (tl *Timeline) tool(p *tapefmt.ToolCall, i int) *ToolDetail {
+	d := &ToolDetail{Call: i, Result: -1, ID: p.ID, Name: p.Name, Source: p.Source, Args: indentJSON(p.Args)}
+	for j := i + 1; j < min(tl.Len(), i+pairWindow); j++ {
+		if k, _ := tl.KindAt(j); k == tapefmt.KindToolResult {
+			if r, ok := tl.decode(j).(*tapefmt.ToolResult); ok && r.ID == p.ID {
+				tl.fillResult(d, r, j)
+				break
+			}
+		}
+	}
+	return d
+}
+
+func (tl *Timeline) toolResult(p *tapefmt.ToolResult, i int) *ToolDetail {
+	d := &ToolDetail{Call: -1, ID: p.ID}
+	for j := i - 1; j >= max(0, i-pairWindow); j-- {
+		if k, _ := tl.KindAt(j); k == tapefmt.KindToolCall {
+			if c, ok := tl.decode(j).(*tapefmt.ToolCall); ok && c.ID == p.ID {
+				d = tl.tool(c, j)
+				break
+			}
+		}
+	}
+	tl.fillResult(d, p, i)
+	return d
+}
+
+func (tl *Timeline) fillResult(d *ToolDetail, r *tapefmt.ToolResult, i int) {
+	raw := []byte(r.Result)
+	if !r.Body.IsZero() {
+		raw = tl.blob(r.Body)
+	}
+	d.Result, d.Output, d.IsError, d.Elapsed = i, jsonText(raw), r.IsError, time.Duration(r.Elapsed)
+}
+
+func (tl *Timeline) file(p *tapefmt.FileChange) *FileDetail {
+	d := &FileDetail{Op: p.Op, Path: p.Path}
+	body, before := tl.blob(p.Body), tl.blob(p.Before)
+	if isBinary(body) || isBinary(before) {
+		d.Binary = true
+		d.Content = fmt.Sprintf("(%d bytes of binary data)", len(body))
+		return d
+	}
+	d.Content = string(body)
+	if p.Target != "" {
+		d.Content = "→ " + p.Target
+	}
+	if !p.Before.IsZero() || p.Op == "write" {
+		d.Diff = udiff.Unified("a/"+p.Path, "b/"+p.Path, string(before), string(body))
+	}
+	return d
+}
+
+func isBinary(b []byte) bool { return !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 }
