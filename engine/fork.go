@@ -87,8 +87,13 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 	over, _ := json.Marshal(o.Overrides)
 	rs := s.runStart(ups)
 	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: at, Call: m.callsBefore(at), Path: o.Parent, Overrides: over}
-	if err := s.openTape(o.Tape, tapefmt.SyncStep, rs); err != nil {
+	// The prefix is answered from the parent and can be had again: it is
+	// not synced. From the fork call on, calls are live and synced per step.
+	if err := s.openTape(o.Tape, tapefmt.SyncNever, rs); err != nil {
 		return nil, err
+	}
+	if s.tape != nil {
+		fb.onFork = func() { s.tape.SetSync(tapefmt.SyncStep) }
 	}
 	var err error
 	if s.proxy, err = newProxy(fb, s.tape, s.emit); err != nil {
@@ -111,7 +116,8 @@ type forkBackend struct {
 	over Overrides
 	live *live
 
-	forked bool // the fork call has been made: everything is live now
+	forked bool   // the fork call has been made: everything is live now
+	onFork func() // called once, at the fork call
 }
 
 // prepare decides how x is answered before its request is recorded, and
@@ -136,6 +142,9 @@ func (f *forkBackend) prepare(x *exchange) {
 			break
 		}
 		x.body, f.forked = body, true
+		if f.onFork != nil {
+			f.onFork()
+		}
 	default:
 		x.div = &Divergence{Endpoint: x.req.Method + " " + x.path, Frame: int64(f.at),
 			Actual: pretty(x.body), Diff: fmt.Sprintf("the agent skipped the call at frame %d and asked for the one at frame %d", f.at, c.Seq)}

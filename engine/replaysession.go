@@ -67,6 +67,9 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		div = d
 		mu.Unlock()
 		s.emit(Event{Kind: EventDiverged, Div: d})
+		if o.Live && s.tape != nil {
+			s.tape.SetSync(tapefmt.SyncStep)
+		}
 		if !o.Live {
 			time.AfterFunc(divergenceGrace, func() { s.stopAgent(divergenceGrace) })
 		}
@@ -79,7 +82,9 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	}
 	rs := s.runStart(ups)
 	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: uint64(t.Len()), Path: o.From}
-	if err := s.openTape(o.Tape, tapefmt.SyncStep, rs); err != nil {
+	// What replay answers can be had again from the tape: the replayed run
+	// is synced only once it goes live (--on-divergence live).
+	if err := s.openTape(o.Tape, tapefmt.SyncNever, rs); err != nil {
 		return nil, err
 	}
 	var err error

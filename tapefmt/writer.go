@@ -245,6 +245,14 @@ func (w *Writer) PutBlob(laneName string, data []byte) (Hash, error) {
 	return h, nil
 }
 
+// SetSync changes the sync policy from the next frame on: a fork writes
+// the prefix it replays without syncing, and syncs from its fork call on.
+func (w *Writer) SetSync(p SyncPolicy) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.opts.Sync = p
+}
+
 // Head returns the chain head: the BLAKE3 hash of every frame record so far.
 func (w *Writer) Head() Hash {
 	w.mu.Lock()
