@@ -22,10 +22,9 @@ var DefaultIgnore = []string{"stream_options", "user", "metadata", "service_tier
 // top-level fields dropped. A body that is not a JSON object is its own
 // canonical form.
 func Canonical(body []byte, ignore []string) []byte {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil || dec.More() {
+	v, err := decodeJSON(body)
+	obj, ok := v.(map[string]any)
+	if err != nil || !ok {
 		return body
 	}
 	for _, f := range ignore {
