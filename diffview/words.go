@@ -74,6 +74,52 @@ func WordDiff(a, b string) []Span {
 		}
 		return []Span{{Equal, a}}
 	}
+	pre, suf := commonLines(a, b)
+	spans := make([]Span, 0, 8)
+	if pre > 0 {
+		spans = append(spans, Span{Equal, a[:pre]})
+	}
+	for _, sp := range wordDiff(a[pre:len(a)-suf], b[pre:len(b)-suf]) {
+		if n := len(spans); n > 0 && spans[n-1].Op == sp.Op {
+			spans[n-1].Text += sp.Text
+		} else {
+			spans = append(spans, sp)
+		}
+	}
+	if suf > 0 {
+		if n := len(spans); n > 0 && spans[n-1].Op == Equal {
+			spans[n-1].Text += a[len(a)-suf:]
+		} else {
+			spans = append(spans, Span{Equal, a[len(a)-suf:]})
+		}
+	}
+	return spans
+}
+
+// commonLines returns the lengths of the whole lines a and b begin with and
+// end with alike, without overlapping: prompts that resend a conversation
+// differ in a few lines of many, and comparing bytes is far cheaper than
+// comparing words.
+func commonLines(a, b string) (pre, suf int) {
+	n := min(len(a), len(b))
+	for pre < n && a[pre] == b[pre] {
+		pre++
+	}
+	pre = strings.LastIndexByte(a[:pre], '\n') + 1
+	n -= pre
+	for suf < n && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	if i := strings.IndexByte(a[len(a)-suf:], '\n'); i >= 0 {
+		suf -= i + 1
+	} else {
+		suf = 0
+	}
+	return pre, suf
+}
+
+// wordDiff is WordDiff without the shortcuts.
+func wordDiff(a, b string) []Span {
 	if len(a)+len(b) > maxWordDiffBytes {
 		return []Span{{Delete, a}, {Insert, b}}
 	}

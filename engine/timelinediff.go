@@ -314,29 +314,55 @@ type wireRequest struct {
 	Messages     []wireItem      `json:"messages"`     // chat, Anthropic
 	Input        json.RawMessage `json:"input"`        // Responses: a string or items
 	Tools        []wireItem      `json:"tools"`
+	// The sampling parameters, named in requestParams.
+	Temperature         json.RawMessage `json:"temperature"`
+	TopP                json.RawMessage `json:"top_p"`
+	MaxTokens           json.RawMessage `json:"max_tokens"`
+	MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
+	MaxOutputTokens     json.RawMessage `json:"max_output_tokens"`
+	Reasoning           json.RawMessage `json:"reasoning"`
+	ReasoningEffort     json.RawMessage `json:"reasoning_effort"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ResponseFormat      json.RawMessage `json:"response_format"`
+	Seed                json.RawMessage `json:"seed"`
+	Stop                json.RawMessage `json:"stop"`
 }
 
 // requestParams are the sampling parameters a request body shows, in order.
 var requestParams = []string{"temperature", "top_p", "max_tokens", "max_completion_tokens",
 	"max_output_tokens", "reasoning", "reasoning_effort", "tool_choice", "response_format", "seed", "stop"}
 
+// param returns the sampling parameter named name (one of requestParams).
+func (r *wireRequest) param(name string) json.RawMessage {
+	return map[string]json.RawMessage{"temperature": r.Temperature, "top_p": r.TopP, "max_tokens": r.MaxTokens,
+		"max_completion_tokens": r.MaxCompletionTokens, "max_output_tokens": r.MaxOutputTokens,
+		"reasoning": r.Reasoning, "reasoning_effort": r.ReasoningEffort, "tool_choice": r.ToolChoice,
+		"response_format": r.ResponseFormat, "seed": r.Seed, "stop": r.Stop}[name]
+}
+
+// params returns the sampling parameters that are set, as "name: value" lines.
+func (r *wireRequest) params() string {
+	var b strings.Builder
+	for _, k := range requestParams {
+		if v := r.param(k); len(v) > 0 {
+			fmt.Fprintf(&b, "%s: %s\n", k, compactJSON(v))
+		}
+	}
+	return b.String()
+}
+
 // requestText renders a request body as model, parameters, tools and one
 // "role: content" line per message; a body that is not JSON stays raw.
 func requestText(body []byte) string {
 	var req wireRequest
-	var params map[string]json.RawMessage
-	if json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &params) != nil {
+	if json.Unmarshal(body, &req) != nil {
 		return string(body)
 	}
 	var b strings.Builder
 	if req.Model != "" {
 		fmt.Fprintf(&b, "model: %s\n", req.Model)
 	}
-	for _, k := range requestParams {
-		if v, ok := params[k]; ok {
-			fmt.Fprintf(&b, "%s: %s\n", k, compactJSON(v))
-		}
-	}
+	b.WriteString(req.params())
 	if len(req.Tools) > 0 {
 		fmt.Fprintf(&b, "tools: %s\n", toolNames(req.Tools))
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -228,6 +229,15 @@ func TestOutputRaceDoesNotSplitPairs(t *testing.T) {
 	for _, p := range r.Pairs {
 		if p.Op == diffview.OnlyLeft || p.Op == diffview.OnlyRight {
 			t.Fatalf("unpaired frame: %+v", p)
+		}
+	}
+}
+
+func TestRequestParamsAllRead(t *testing.T) {
+	for _, k := range requestParams {
+		var req wireRequest
+		if err := json.Unmarshal([]byte(`{"`+k+`": 1}`), &req); err != nil || string(req.param(k)) != "1" {
+			t.Errorf("parameter %s is not read (%v)", k, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -45,12 +46,22 @@ func (c *DiffCmd) Validate() error {
 
 // Run compares the tapes and prints the result.
 func (c *DiffCmd) Run(env *Env) error {
-	left, err := loadTimeline(env, c.Left)
-	if err != nil {
-		return err
+	var right diffview.Timeline
+	var rightWarn string
+	var rightErr error
+	done := make(chan struct{})
+	go func() { // the tapes load side by side: decoding every request body is most of the work
+		defer close(done)
+		right, rightWarn, rightErr = loadTimeline(c.Right)
+	}()
+	left, leftWarn, err := loadTimeline(c.Left)
+	<-done
+	for _, w := range []string{leftWarn, rightWarn} {
+		if w != "" {
+			fmt.Fprintln(env.Stderr, "warning: "+w)
+		}
 	}
-	right, err := loadTimeline(env, c.Right)
-	if err != nil {
+	if err = cmp.Or(err, rightErr); err != nil {
 		return err
 	}
 	r := diffview.Compare(left, right)
@@ -69,22 +80,21 @@ func (c *DiffCmd) Run(env *Env) error {
 	return err
 }
 
-// loadTimeline reads a tape's timeline, warning when the tape had to be
-// recovered. A file that is not a tape fails with a tapefmt.FormatError.
-func loadTimeline(env *Env, path string) (diffview.Timeline, error) {
+// loadTimeline reads a tape's timeline, with a warning when the tape had to
+// be recovered. A file that is not a tape fails with a tapefmt.FormatError.
+func loadTimeline(path string) (tl diffview.Timeline, warning string, err error) {
 	t, err := tapefmt.Open(path)
 	if err != nil {
-		return diffview.Timeline{}, err
+		return tl, "", err
 	}
 	defer t.Close()
 	if rec := t.Recovered(); rec != nil {
-		fmt.Fprintf(env.Stderr, "warning: %s: %s\n", path, recoveryText(rec))
+		warning = path + ": " + recoveryText(rec)
 	}
-	tl, err := engine.TimelineOf(t, path)
-	if err != nil {
-		return tl, fmt.Errorf("%s: %w", path, err)
+	if tl, err = engine.TimelineOf(t, path); err != nil {
+		return tl, warning, fmt.Errorf("%s: %w", path, err)
 	}
-	return tl, nil
+	return tl, warning, nil
 }
 
 // width is --width, else $COLUMNS, else the terminal's width, else 160.
