@@ -177,3 +177,28 @@ func summarize(t *testing.T, path string) engine.Summary {
 	}
 	return s
 }
+
+// TestReplayGoesLiveOnDivergence: with Live, the calls from the first
+// divergence on go to the upstream and the replayed run is recorded.
+func TestReplayGoesLiveOnDivergence(t *testing.T) {
+	srv := startModel(t, nil)
+	run := pythonAgent(t, "demo-large")
+	tape := filepath.Join(t.TempDir(), "run.jbx")
+	record(t, srv, run, tape)
+	hits := srv.Hits()
+	out := filepath.Join(t.TempDir(), "episodes.jbx")
+	var stdout bytes.Buffer
+	res, err := engine.Replay(context.Background(), engine.ReplayOptions{
+		RunOptions: engine.RunOptions{Argv: run.argv, Dir: run.dir, Env: append(cleanEnv(), "AGENT_MODEL=demo-small"), Stdout: &stdout, Stderr: &stdout},
+		From:       tape, Tape: out, Live: true, Upstreams: map[string]string{"openai": srv.OpenAIBaseURL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Divergence == nil || res.End.ExitCode != 0 || srv.Hits()-hits != 6 {
+		t.Fatalf("exit %d, divergence %v, live calls %d; want a divergence and 6 live calls\n%s", res.End.ExitCode, res.Divergence, srv.Hits()-hits, stdout.String())
+	}
+	checkTape(t, out)
+	if s := summarize(t, out); s.Calls != 6 || !strings.Contains(stdout.String(), "(demo-small)") {
+		t.Fatalf("recorded %d calls; agent printed\n%s", s.Calls, stdout.String())
+	}
+}

@@ -85,3 +85,42 @@ func lastResponse(t *testing.T, path string) *tapefmt.LLMResponse {
 	}
 	return last
 }
+
+// timeoutClient gives up on a call after one second, as SDK timeouts do.
+const timeoutClient = `
+import json, os, socket, urllib.request
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "tell me"}]}).encode(),
+    headers={"Content-Type": "application/json"})
+try:
+    urllib.request.urlopen(req, timeout=1).read()
+    print("answered")
+except (socket.timeout, TimeoutError) as e:
+    print("timed out")
+except Exception as e:
+    print("other:", type(e).__name__, e)
+`
+
+// TestClientTimeoutReplaysAsATimeout: an upstream that hangs makes the
+// agent time out; replay keeps the agent waiting so that it times out again
+// rather than seeing a reset.
+func TestClientTimeoutReplaysAsATimeout(t *testing.T) {
+	script, err := llmsim.ParseScript([]byte(`{"version":1,"rules":[{"reply":{"text":"x"},"fail":{"hang":true}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startModel(t, script)
+	run := &agentRun{argv: []string{"python3", "-c", timeoutClient}, dir: t.TempDir(), env: append(cleanEnv(), "OPENAI_API_KEY="+secretKey)}
+	tape := filepath.Join(t.TempDir(), "timeout.jbx")
+	record(t, srv, run, tape)
+	if got := strings.TrimSpace(run.stdout.String()); got != "timed out" {
+		t.Fatalf("recording: agent printed %q", got)
+	}
+	if resp := lastResponse(t, tape); resp.Status != 0 || !strings.Contains(resp.Error, "agent closed") {
+		t.Fatalf("recorded %d %q", resp.Status, resp.Error)
+	}
+	srv.Close()
+	if _, out := replay(t, run, tape, cleanEnv()); strings.TrimSpace(out) != "timed out" {
+		t.Fatalf("replay: agent printed %q", out)
+	}
+}

@@ -161,7 +161,7 @@ func (f *forkBackend) respond(w http.ResponseWriter, x *exchange) answer {
 		apiError(w, http.StatusBadRequest, "jukebox fork: this request is not on the parent tape before the fork frame; see the divergence report")
 		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadRequest, Error: "diverged"}}
 	case x.served != nil:
-		return f.serve(w, x.served)
+		return f.serve(w, x, x.served)
 	}
 	f.mu.Lock()
 	diverged := f.diverged

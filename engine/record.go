@@ -107,6 +107,9 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	return a
 }
 
+// errAgentClosed starts the error of a call the agent itself abandoned.
+const errAgentClosed = "the agent closed the connection"
+
 // errText names a transport failure the way a user would: reset, timeout,
 // refused, or the error itself.
 func errText(err error) string {
@@ -117,7 +120,7 @@ func errText(err error) string {
 	case strings.Contains(s, "unexpected EOF"):
 		return "connection closed mid-response: " + s
 	case strings.Contains(s, "context canceled"):
-		return "the agent closed the connection: " + s
+		return errAgentClosed + ": " + s
 	case strings.Contains(s, "timeout"), strings.Contains(s, "deadline exceeded"):
 		return "timeout: " + s
 	}

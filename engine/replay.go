@@ -82,12 +82,14 @@ func (t *tapeBackend) respond(w http.ResponseWriter, x *exchange) answer {
 		apiError(w, http.StatusBadRequest, msg)
 		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadRequest, Error: "diverged"}}
 	}
-	return t.serve(w, c)
+	return t.serve(w, x, c)
 }
 
 // serve plays one recorded response back: status, headers and body, chunk
-// by chunk at the chosen speed, then the recorded failure if there was one.
-func (t *tapeBackend) serve(w http.ResponseWriter, c *Call) answer {
+// by chunk at the chosen speed, then the recorded failure if there was one:
+// a reset is a reset, and where the agent gave up waiting (its timeout),
+// replay keeps it waiting until it gives up again.
+func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer {
 	r := c.Response
 	if r == nil {
 		return answer{resp: tapefmt.LLMResponse{Error: "the recording ended before this call was answered"}, abort: true}
@@ -102,6 +104,7 @@ func (t *tapeBackend) serve(w http.ResponseWriter, c *Call) answer {
 	}
 	a := answer{resp: *r, body: body, abort: r.Error != ""}
 	if r.Status == 0 {
+		waitIfAgentGaveUp(x, r)
 		return a // the upstream never answered: reset the connection
 	}
 	for k, vs := range r.Header {
@@ -111,7 +114,24 @@ func (t *tapeBackend) serve(w http.ResponseWriter, c *Call) answer {
 	}
 	w.WriteHeader(r.Status)
 	t.writeChunks(w, body, r.Chunks)
+	waitIfAgentGaveUp(x, r)
 	return a
+}
+
+// maxReplayWait bounds how long replay plays a recorded wait.
+const maxReplayWait = 10 * time.Minute
+
+// waitIfAgentGaveUp holds the call open until the agent closes it, when the
+// recording says the agent closed it (a client timeout, or it stopped
+// reading a stream it no longer needed).
+func waitIfAgentGaveUp(x *exchange, r *tapefmt.LLMResponse) {
+	if !strings.HasPrefix(r.Error, errAgentClosed) {
+		return
+	}
+	select {
+	case <-x.req.Context().Done():
+	case <-time.After(maxReplayWait):
+	}
 }
 
 func (t *tapeBackend) writeChunks(w http.ResponseWriter, body []byte, chunks tapefmt.Chunks) {
