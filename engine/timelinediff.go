@@ -131,8 +131,11 @@ func (b *timelineBuilder) flushOutput() {
 	var outs []diffview.Frame
 	for _, fd := range slices.Sorted(maps.Keys(b.outputs)) {
 		o := b.outputs[fd]
-		lines := strings.Count(strings.TrimSuffix(o.Body, "\n"), "\n") + 1
-		o.Title = fmt.Sprintf("%s, %d lines: %s", fdName(fd), lines, oneLine(o.Body, 60))
+		lines, unit := strings.Count(strings.TrimSuffix(o.Body, "\n"), "\n")+1, "lines"
+		if lines == 1 {
+			unit = "line"
+		}
+		o.Title = fmt.Sprintf("%s, %d %s: %s", fdName(fd), lines, unit, oneLine(o.Body, 60))
 		outs = append(outs, *o)
 	}
 	b.tl.Frames = slices.Insert(b.tl.Frames, at, outs...)
