@@ -24,7 +24,7 @@
 // instead of the best (GNU diff's heuristic), so even unrelated timelines
 // align in bounded time. Two 10,000-frame timelines with 300 scattered edits
 // align in about 4 ms (BenchmarkAlign10k), a 10,000-frame timeline and a
-// shuffle of it in about 140 ms (BenchmarkAlign10kShuffled).
+// shuffle of it in about 100 ms (BenchmarkAlign10kShuffled).
 //
 // FirstDivergence is the first pair that is not Same. Compare runs Align,
 // word-diffs the titles and bodies of changed pairs (WordDiff: go-diff's
