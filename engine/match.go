@@ -44,6 +44,7 @@ type Call struct {
 	Seq      uint64               // frame of the request
 	RespSeq  uint64
 	body     []byte // as recorded
+	respBody []byte // the response body, decoded when the matcher was made
 	canon    []byte // canonical form, made on first need
 	used     bool
 }
@@ -84,6 +85,9 @@ func NewMatcher(t *tapefmt.Tape, ignore []string) (*Matcher, error) {
 		case *tapefmt.LLMResponse:
 			if c := byID[p.Call]; c != nil {
 				c.Response, c.RespSeq = p, f.Seq
+				if c.respBody, err = m.body(p.Body); err != nil {
+					return nil, fmt.Errorf("response body of frame %d: %w", f.Seq, err)
+				}
 			}
 		}
 	}

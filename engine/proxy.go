@@ -100,7 +100,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, err.Error())
 		return
 	}
-	if x.body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody)); err != nil {
+	if x.body, err = readBody(w, r); err != nil {
 		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
 		return
 	}
@@ -118,6 +118,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.abort {
 		panic(http.ErrAbortHandler) // resets the child's connection
 	}
+}
+
+// readBody reads a request body of up to maxRequestBody bytes, in one
+// allocation when its length is known.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, maxRequestBody)
+	if n := r.ContentLength; n >= 0 && n <= maxRequestBody {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return io.ReadAll(body)
 }
 
 func (p *Proxy) route(r *http.Request) (*exchange, error) {

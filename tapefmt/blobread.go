@@ -9,35 +9,42 @@ import (
 // blobCacheBytes bounds the memory the decoded-blob cache may hold.
 const blobCacheBytes = 64 << 20
 
-// blobCache keeps recently decoded blobs by record offset, so walking a
-// delta chain or re-reading a blob costs one decode. Oldest entries go first.
+// blobCache keeps recently decoded blobs, already checked against their
+// hashes, by record offset, so walking a delta chain or re-reading a blob
+// costs one decode and one hash. Oldest entries go first.
 type blobCache struct {
-	m     map[int64][]byte
+	m     map[int64]decoded
 	order []int64
 	bytes int
 }
 
-func (c *blobCache) get(off int64) ([]byte, bool) {
-	b, ok := c.m[off]
-	return b, ok
+// decoded is a blob and the hash it was checked against.
+type decoded struct {
+	hash Hash
+	data []byte
 }
 
-func (c *blobCache) put(off int64, b []byte) {
+func (c *blobCache) get(off int64) (decoded, bool) {
+	d, ok := c.m[off]
+	return d, ok
+}
+
+func (c *blobCache) put(off int64, d decoded) {
 	if c.m == nil {
-		c.m = map[int64][]byte{}
+		c.m = map[int64]decoded{}
 	}
-	if _, ok := c.m[off]; ok || len(b) > blobCacheBytes/4 {
+	if _, ok := c.m[off]; ok || len(d.data) > blobCacheBytes/4 {
 		return
 	}
-	for c.bytes+len(b) > blobCacheBytes && len(c.order) > 0 {
+	for c.bytes+len(d.data) > blobCacheBytes && len(c.order) > 0 {
 		old := c.order[0]
 		c.order = c.order[1:]
-		c.bytes -= len(c.m[old])
+		c.bytes -= len(c.m[old].data)
 		delete(c.m, old)
 	}
-	c.m[off] = b
+	c.m[off] = d
 	c.order = append(c.order, off)
-	c.bytes += len(b)
+	c.bytes += len(d.data)
 }
 
 // Blob returns the blob with hash h, decoded and checked against its hash.
@@ -53,14 +60,14 @@ func (t *Tape) Blob(h Hash) ([]byte, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b, err := t.decodeBlob(loc.off, maxDeltaDepth)
+	d, err := t.decodeBlob(loc.off, maxDeltaDepth)
 	if err != nil {
 		return nil, err
 	}
-	if HashOf(b) != h {
-		return nil, formatErr(loc.off, "blob content does not match its address %s", h.Short())
+	if d.hash != h {
+		return nil, formatErr(loc.off, "the blob indexed as %s is %s", h.Short(), d.hash.Short())
 	}
-	return b, nil
+	return d.data, nil
 }
 
 // HasBlob reports whether the tape holds a blob with hash h.
@@ -97,45 +104,59 @@ func (t *Tape) blobTable() (map[Hash]blobLoc, error) {
 	return m, nil
 }
 
-// decodeBlob reads and decodes the blob record at off; budget bounds the
-// delta chain still allowed. Callers hold t.mu.
-func (t *Tape) decodeBlob(off int64, budget int) ([]byte, error) {
-	if b, ok := t.cache.get(off); ok {
-		return b, nil
+// decodeBlob reads and decodes the blob record at off and checks it against
+// the hash in its header; budget bounds the delta chain still allowed.
+// Callers hold t.mu.
+func (t *Tape) decodeBlob(off int64, budget int) (decoded, error) {
+	if d, ok := t.cache.get(off); ok {
+		return d, nil
 	}
+	b, h, err := t.readBlob(off, budget)
+	if err != nil {
+		return decoded{}, err
+	}
+	if HashOf(b) != h {
+		return decoded{}, formatErr(off, "blob content does not match its address %s", h.Short())
+	}
+	d := decoded{hash: h, data: b}
+	t.cache.put(off, d)
+	return d, nil
+}
+
+// readBlob reads the record at off and expands its stored bytes.
+func (t *Tape) readBlob(off int64, budget int) ([]byte, Hash, error) {
 	if budget < 0 {
-		return nil, formatErr(off, "delta chain longer than %d", maxDeltaDepth)
+		return nil, Hash{}, formatErr(off, "delta chain longer than %d", maxDeltaDepth)
 	}
 	if off < fileHeaderSize || off+blobHeaderSize > t.ft.recordsEnd {
-		return nil, formatErr(off, "blob offset outside the records")
+		return nil, Hash{}, formatErr(off, "blob offset outside the records")
 	}
 	hb := make([]byte, blobHeaderSize)
 	if err := t.readAt(hb, off); err != nil {
-		return nil, err
+		return nil, Hash{}, err
 	}
 	bh, err := parseBlobHeader(hb, off)
 	if err != nil {
-		return nil, err
+		return nil, Hash{}, err
 	}
 	if off+blobHeaderSize+int64(bh.Stored) > t.ft.recordsEnd {
-		return nil, formatErr(off, "blob record runs past the records")
+		return nil, Hash{}, formatErr(off, "blob record runs past the records")
 	}
 	st := make([]byte, bh.Stored)
 	if err := t.readAt(st, off+blobHeaderSize); err != nil {
-		return nil, err
+		return nil, Hash{}, err
 	}
 	if le.Uint32(hb[44:]) != crcOf(hb[:44], st) {
-		return nil, formatErr(off, "blob %s: checksum mismatch", bh.Hash.Short())
+		return nil, Hash{}, formatErr(off, "blob %s: checksum mismatch", bh.Hash.Short())
 	}
 	b, err := t.expand(bh, st, off, budget)
 	if err != nil {
-		return nil, err
+		return nil, Hash{}, err
 	}
 	if len(b) != int(bh.RawLen) {
-		return nil, formatErr(off, "blob decodes to %d bytes, header says %d", len(b), bh.RawLen)
+		return nil, Hash{}, formatErr(off, "blob decodes to %d bytes, header says %d", len(b), bh.RawLen)
 	}
-	t.cache.put(off, b)
-	return b, nil
+	return b, bh.Hash, nil
 }
 
 // expand turns stored bytes into the blob.
@@ -150,10 +171,11 @@ func (t *Tape) expand(bh blobHeader, st []byte, off int64, budget int) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	base, err := t.decodeBlob(d.base, budget-1)
+	bd, err := t.decodeBlob(d.base, budget-1)
 	if err != nil {
 		return nil, fmt.Errorf("base of delta blob at %d: %w", off, err)
 	}
+	base := bd.data
 	if d.prefix+d.suffix > uint64(len(base)) || d.prefix+d.suffix > uint64(bh.RawLen) {
 		return nil, formatErr(off, "delta takes %d+%d bytes from a %d-byte base", d.prefix, d.suffix, len(base))
 	}

@@ -123,7 +123,7 @@ func (t *Tape) Sealed() bool { return t.closed && t.ft.flags&footerSealed != 0 }
 func (t *Tape) Recovered() *Recovery { return t.rec }
 
 // entry returns row i of the frame table: from memory when loaded, else one
-// read of 24 bytes.
+// read of 16 bytes.
 func (t *Tape) entry(i int) (frameEntry, error) {
 	if i < 0 || i >= t.Len() {
 		return frameEntry{}, fmt.Errorf("%w: frame %d of %d", ErrFrameRange, i, t.Len())
@@ -141,8 +141,9 @@ func (t *Tape) entry(i int) (frameEntry, error) {
 	return parseFrameEntry(b[:]), nil
 }
 
-// Frame returns frame i in O(1): one index read and one record read. Its
-// CRC and sequence number are checked.
+// Frame returns frame i in O(1): one index read and two record reads
+// (header, then payload). Its CRC is checked, and its kind and time against
+// the index entry.
 func (t *Tape) Frame(i int) (Frame, error) {
 	e, err := t.entry(i)
 	if err != nil {

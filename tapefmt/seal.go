@@ -18,8 +18,8 @@ const (
 )
 
 // sealMAC is BLAKE2b-256 keyed with key over the context, the file header
-// (bytes 0..59: magic, version, flags, created time, tape id), the frame
-// count and the chain head.
+// (bytes 0..59: every field but the header's own CRC), the frame count and
+// the chain head.
 func sealMAC(key []byte, header []byte, frames uint64, head Hash) (Hash, error) {
 	if len(key) < MinKeySize || len(key) > MaxKeySize {
 		return Hash{}, fmt.Errorf("tapefmt: seal key is %d bytes, want %d to %d", len(key), MinKeySize, MaxKeySize)
@@ -38,7 +38,8 @@ func sealMAC(key []byte, header []byte, frames uint64, head Hash) (Hash, error) 
 }
 
 // CheckSeal reports whether the tape's seal was made with key over this
-// tape's chain head. It does not re-hash the frames: run Verify for that.
+// tape's header, frame count and chain head. It does not re-hash the
+// frames: run Verify for that.
 func (t *Tape) CheckSeal(key []byte) error {
 	if !t.Sealed() {
 		return ErrNotSealed
@@ -54,7 +55,8 @@ func (t *Tape) CheckSeal(key []byte) error {
 }
 
 // Seal verifies the tape at path (CRCs, chain, index, blobs) and writes a
-// keyed BLAKE2b MAC over its chain head into the footer. Only the footer
+// keyed BLAKE2b MAC over its header, frame count and chain head into the
+// footer. Only the footer
 // changes; it is written in place and synced. Resealing replaces the seal.
 func Seal(path string, key []byte) (Hash, error) {
 	t, err := Open(path)

@@ -127,7 +127,7 @@ func checkBlobIndexed(r *record, blobs map[Hash]blobLoc) error {
 	return nil
 }
 
-// checkFrame checks one frame's sequence, index entry, step chain and blobs.
+// checkFrame checks one frame's index entry, step chain and blobs.
 func (t *Tape) checkFrame(r *record, rep *VerifyReport, c chain, table []byte, refs bool, blobs map[Hash]blobLoc) error {
 	f := &r.frame
 	if table != nil {
