@@ -349,6 +349,14 @@ func (tl *Timeline) IndexCosts(ctx context.Context) {
 	}
 }
 
+// CostsIndexed reports whether every call's cost has been summed, so
+// Totals of the last frame returns at once.
+func (tl *Timeline) CostsIndexed() bool {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.costs.upto >= tl.Len()
+}
+
 // Find says what Next looks for.
 type Find uint8
 

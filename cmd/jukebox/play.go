@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/themes"
+	"github.com/jukebox-os/jukebox/tui"
+)
+
+// PlayCmd opens the turntable: the terminal UI over one tape, or two to compare.
+type PlayCmd struct {
+	Tapes    []string `arg:"" name:"tape" type:"existingfile" help:"The tape to play; a second tape is shown beside it and diffed with d."`
+	Theme    string   `default:"diner" enum:"diner,plain,high-contrast" help:"Colours: diner, plain or high-contrast (NO_COLOR selects plain)."`
+	Upstream []string `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
+	NoBooth  bool     `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
+}
+
+// errNotTerminal is play's answer when stdout is a pipe or a file.
+var errNotTerminal = errors.New("jukebox play needs a terminal (stdout is not one); to print a tape, use: jukebox show TAPE")
+
+// Validate checks the arguments.
+func (c *PlayCmd) Validate() error {
+	if len(c.Tapes) > 2 {
+		return fmt.Errorf("play takes one tape, or two to compare (got %d)", len(c.Tapes))
+	}
+	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Run shows the turntable.
+func (c *PlayCmd) Run(env *Env) error {
+	out, ok := env.Stdout.(*os.File)
+	if !ok || !term.IsTerminal(out.Fd()) {
+		return withCode(ExitUsage, errNotTerminal)
+	}
+	th, err := themes.Get(c.Theme)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if os.Getenv("NO_COLOR") != "" {
+		th = themes.Plain()
+	}
+	ups, _ := engine.ParseUpstreams(c.Upstream)
+	r := lipgloss.NewRenderer(out)
+	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
+	o := tui.Options{Theme: th, Renderer: r, Upstreams: ups, PrepareFork: c.prepareFork}
+	return tui.Run(c.Tapes, o, env.Stdin, out)
+}
+
+// prepareFork completes a fork started from the turntable as `jukebox fork`
+// would: a tape in ./tapes, the parent's working directory, and the booth
+// (rolled back at the end) unless --no-booth. Nothing may print: the
+// screen belongs to the turntable.
+func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
+	start, err := parentStart(fo.Parent)
+	if err != nil {
+		return err
+	}
+	name := start.Name
+	if name == "" {
+		name = runName(start.Argv)
+	}
+	if fo.Tape, err = tapePath("", name+"-fork"); err != nil {
+		return err
+	}
+	if abs, err := filepath.Abs(fo.Tape); err == nil {
+		fo.Tape = abs
+	}
+	fo.Name, fo.Version = name, version
+	if st, err := os.Stat(start.Cwd); err == nil && st.IsDir() {
+		fo.Dir = start.Cwd
+	}
+	if !c.NoBooth {
+		fo.Booth = &engine.BoothOptions{Commit: engine.CommitNever, Mode: sandbox.Mode("auto"), Notice: io.Discard}
+	}
+	return nil
+}

@@ -1,0 +1,414 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/themes"
+)
+
+// Options configure the deck.
+type Options struct {
+	Theme    themes.Theme       // default themes.Default()
+	Renderer *lipgloss.Renderer // default lipgloss.DefaultRenderer()
+	// Fork runs a fork; nil is engine.Fork. The deck fills in Parent, Frame,
+	// Overrides, Upstreams, OnEvent and the agent's (discarded) stdio.
+	Fork func(context.Context, engine.ForkOptions) (*engine.Result, error)
+	// PrepareFork, when set, completes a fork's options before it runs: the
+	// tape path, working directory, booth. Without it the fork tape goes next
+	// to the parent as NAME-fork-TIME.jbx.
+	PrepareFork func(*engine.ForkOptions) error
+	Upstreams   map[string]string // where a fork's live calls go
+	// Now is the clock for playback; default time.Now.
+	Now func() time.Time
+	// IndexLimit is the number of frames up to which cumulative cost is
+	// summed before the first screen; longer tapes are summed in the
+	// background. 0 means 20,000.
+	IndexLimit int
+}
+
+// pane says what has the keyboard.
+type pane int
+
+const (
+	paneTracks pane = iota // a timeline
+	paneFrame              // the frame view
+	panePrompt             // the go-to or search prompt
+	paneForm               // the fork form
+	paneDiff               // the diff pane
+)
+
+// Deck is the root model of the turntable. It owns the layout and routes
+// messages to its children; the children do the work.
+type Deck struct {
+	o      Options
+	st     *Styles
+	keys   deckKeys
+	fkeys  forkKeys
+	help   help.Model
+	w, h   int
+	send   *sender
+	openErr error
+	openPath string
+
+	tracks []*timelineView
+	focus  int // index in tracks of the timeline the needle follows
+	pane   pane
+	scrub  *scrubber
+	frame  *frameView
+	prompt *prompt
+	form   *forkForm
+	run    *forkRun
+	diff   *diffPane
+	play   player
+
+	status, warn string
+	lastQuery    string
+	searching    context.CancelFunc
+	ctx          context.Context
+	stop         context.CancelFunc
+}
+
+// sender lets a command started by the deck reach the running program
+// (tea.Program.Send), once the program exists.
+type sender struct {
+	mu sync.Mutex
+	fn func(tea.Msg)
+}
+
+func (s *sender) set(fn func(tea.Msg)) { s.mu.Lock(); s.fn = fn; s.mu.Unlock() }
+
+func (s *sender) Send(msg tea.Msg) {
+	s.mu.Lock()
+	fn := s.fn
+	s.mu.Unlock()
+	if fn != nil {
+		fn(msg)
+	}
+}
+
+// New opens the tapes (one, or two to compare) and returns the deck. A tape
+// that does not open does not fail New: the deck shows why instead.
+func New(paths []string, o Options) *Deck {
+	if o.Theme.Name == "" {
+		o.Theme = themes.Default()
+	}
+	if o.Renderer == nil {
+		o.Renderer = lipgloss.DefaultRenderer()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.IndexLimit == 0 {
+		o.IndexLimit = 20000
+	}
+	st := NewStyles(o.Theme, o.Renderer)
+	d := &Deck{o: o, st: &st, keys: newDeckKeys(), fkeys: newForkKeys(), help: help.New(), send: &sender{},
+		scrub: &scrubber{st: &st, speed: 1}, frame: newFrameView(&st), prompt: newPrompt(&st),
+		diff: newDiffPane(&st), play: player{speed: 1}}
+	d.help.Styles = st.Help
+	d.ctx, d.stop = context.WithCancel(context.Background())
+	labels := []string{"", ""}
+	if len(paths) == 2 {
+		labels = []string{"left", "right"}
+	}
+	for i, p := range paths {
+		tl, err := engine.OpenTimeline(p)
+		if err != nil {
+			d.openErr, d.openPath = err, p
+			return d
+		}
+		if tl.Len() <= o.IndexLimit {
+			tl.IndexCosts(d.ctx)
+		}
+		d.tracks = append(d.tracks, newTimelineView(tl, &st, labels[i]))
+	}
+	if len(d.tracks) == 0 {
+		d.openErr = errors.New("no tape given")
+		return d
+	}
+	d.warn = recoveryWarning(d.tracks)
+	d.scrub.tv = d.tracks[0]
+	d.sync()
+	return d
+}
+
+// SetSend connects the deck to its program: engine events reach the deck
+// through send (tea.Program.Send).
+func (d *Deck) SetSend(send func(tea.Msg)) { d.send.set(send) }
+
+// Close stops a running fork (closing its tape) and the background work,
+// and closes the tapes.
+func (d *Deck) Close() {
+	if d.run != nil {
+		d.run.stopAndWait()
+	}
+	d.stop()
+	for _, t := range d.tracks {
+		t.tl.Close()
+	}
+}
+
+// costsIndexedMsg says a timeline's cumulative costs are all summed.
+type costsIndexedMsg struct{}
+
+// Init starts summing costs in the background for long tapes.
+func (d *Deck) Init() tea.Cmd {
+	var cmds []tea.Cmd
+	for _, t := range d.tracks {
+		if t.tl.Len() > d.o.IndexLimit {
+			tl, ctx := t.tl, d.ctx
+			cmds = append(cmds, func() tea.Msg { tl.IndexCosts(ctx); return costsIndexedMsg{} })
+		}
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update routes a message to whoever handles it.
+func (d *Deck) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		d.w, d.h = msg.Width, msg.Height
+		d.layout()
+	case tea.KeyMsg:
+		cmd = d.key(msg)
+	case tea.MouseMsg:
+		d.mouse(msg)
+	default:
+		cmd = d.event(msg)
+	}
+	d.sync()
+	return d, cmd
+}
+
+// event handles the messages that are not input.
+func (d *Deck) event(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tickMsg:
+		return d.tick(msg)
+	case searchDoneMsg:
+		d.searchDone(msg)
+	case notFoundMsg:
+		d.status = msg.what
+	case forkEventMsg, forkDoneMsg, forkReloadMsg:
+		return d.forkMsg(msg)
+	case diffReadyMsg:
+		d.diffReady(msg)
+	case costsIndexedMsg:
+	default:
+		if d.run != nil {
+			return d.run.update(msg)
+		}
+	}
+	return nil
+}
+
+// key routes a key to the pane that has the keyboard.
+func (d *Deck) key(msg tea.KeyMsg) tea.Cmd {
+	if d.openErr != nil {
+		if key.Matches(msg, d.keys.Quit) {
+			return tea.Quit
+		}
+		return nil
+	}
+	switch d.pane {
+	case panePrompt:
+		return d.promptKey(msg)
+	case paneForm:
+		return d.formKey(msg)
+	}
+	if d.run != nil && d.run.running() && key.Matches(msg, d.fkeys.Cancel) {
+		d.run.cancel()
+		d.status = "stopping the fork…"
+		return nil
+	}
+	if cmd, ok := d.globalKey(msg); ok {
+		return cmd
+	}
+	switch d.pane {
+	case paneDiff:
+		return d.diffKey(msg)
+	case paneFrame:
+		d.frame, _ = d.frame.update(msg)
+		return nil
+	}
+	return d.trackKey(msg)
+}
+
+// globalKey handles the keys that work on every pane but the form and prompts.
+func (d *Deck) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := d.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit, true
+	case key.Matches(msg, k.Help):
+		d.help.ShowAll = !d.help.ShowAll
+	case key.Matches(msg, k.Focus):
+		d.cycleFocus()
+	case key.Matches(msg, k.Raw):
+		d.frame.ToggleRaw()
+	case key.Matches(msg, k.Fork):
+		d.openForm()
+	case key.Matches(msg, k.Diff):
+		return d.toggleDiff(), true
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// trackKey handles a key for the focused timeline: the deck's own keys
+// (prompts, playback) first, then the timeline's.
+func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
+	tv := d.tracks[d.focus]
+	k := tv.keys
+	switch {
+	case key.Matches(msg, k.Goto):
+		d.openPrompt(promptGoto)
+	case key.Matches(msg, k.Search):
+		d.openPrompt(promptSearch)
+	case key.Matches(msg, k.SearchNext):
+		return d.search(d.lastQuery, 1)
+	case key.Matches(msg, k.SearchPrev):
+		return d.search(d.lastQuery, -1)
+	case key.Matches(msg, k.Play):
+		return d.togglePlay()
+	case key.Matches(msg, k.Speed):
+		d.cycleSpeed()
+	default:
+		d.status = ""
+		var cmd tea.Cmd
+		d.tracks[d.focus], cmd = tv.update(msg)
+		if d.play.playing {
+			d.play.anchor(d.o.Now(), d.tracks[d.focus])
+		}
+		return cmd
+	}
+	return nil
+}
+
+// cycleFocus moves the keyboard: each timeline, then the frame view.
+func (d *Deck) cycleFocus() {
+	switch {
+	case d.pane == paneFrame:
+		d.pane, d.focus = paneTracks, 0
+	case d.focus+1 < len(d.tracks):
+		d.focus++
+	default:
+		d.pane = paneFrame
+	}
+	d.scrub.tv = d.tracks[d.focus]
+}
+
+// sync brings everything that depends on the needle up to date: the frame
+// view, the scrubber and which keys are enabled.
+func (d *Deck) sync() {
+	if d.openErr != nil || len(d.tracks) == 0 {
+		return
+	}
+	for i, t := range d.tracks {
+		t.focused = d.pane == paneTracks && i == d.focus
+	}
+	d.frame.focused = d.pane == paneFrame
+	tv := d.tracks[d.focus]
+	d.scrub.tv, d.scrub.playing, d.scrub.speed = tv, d.play.playing, d.play.speed
+	seq, stream := d.play.showing(tv)
+	d.frame.Show(tv.tl, seq, stream)
+	d.syncKeys(tv)
+}
+
+// syncKeys enables exactly the keys that would do something now.
+func (d *Deck) syncKeys(tv *timelineView) {
+	_, canFork := d.forkPoint(tv)
+	forking := d.run != nil && d.run.running()
+	// Forks start from the first timeline; a new fork replaces a finished one.
+	d.keys.Fork.SetEnabled(canFork && !forking && d.focus == 0 && (len(d.tracks) == 1 || d.run != nil))
+	d.keys.Diff.SetEnabled(len(d.tracks) == 2)
+	d.keys.Raw.SetEnabled(d.pane != paneDiff)
+	d.fkeys.Cancel.SetEnabled(forking)
+	for _, t := range d.tracks {
+		k := &t.keys
+		k.SearchNext.SetEnabled(d.lastQuery != "")
+		k.SearchPrev.SetEnabled(d.lastQuery != "")
+		k.NextMark.SetEnabled(len(t.markers) > 0)
+		k.PrevStep.SetEnabled(t.tl.Steps() > 0)
+		k.NextStep.SetEnabled(t.tl.Steps() > 0)
+		k.Speed.SetEnabled(d.play.playing)
+		if d.play.playing {
+			k.Play.SetHelp("space", "pause")
+		} else {
+			k.Play.SetHelp("space", "play")
+		}
+	}
+}
+
+// forkPoint is where a fork from the needle would happen: the first LLM
+// request at or after it.
+func (d *Deck) forkPoint(tv *timelineView) (int, bool) {
+	if tv.tl.Len() == 0 {
+		return 0, false
+	}
+	if k, _ := tv.tl.KindAt(tv.cursor); k.String() == "llm.request" {
+		return tv.cursor, true
+	}
+	return tv.tl.Next(tv.cursor, engine.FindLLM, 1)
+}
+
+// ShortHelp is the help line: the focused pane's keys, then the deck's.
+func (d *Deck) ShortHelp() []key.Binding {
+	var kb []key.Binding
+	switch d.pane {
+	case panePrompt:
+		return d.prompt.ShortHelp()
+	case paneForm:
+		return d.form.ShortHelp()
+	case paneDiff:
+		kb = d.diff.ShortHelp()
+	case paneFrame:
+		kb = d.frame.ShortHelp()
+	default:
+		kb = d.tracks[d.focus].ShortHelp()
+	}
+	k := d.keys
+	return append(kb, d.fkeys.Cancel, k.Fork, k.Diff, k.Focus, k.Help, k.Quit)
+}
+
+// FullHelp is every key of the focused pane and the deck's, in columns.
+func (d *Deck) FullHelp() [][]key.Binding {
+	var groups [][]key.Binding
+	switch d.pane {
+	case panePrompt:
+		return d.prompt.FullHelp()
+	case paneForm:
+		return d.form.FullHelp()
+	case paneDiff:
+		groups = d.diff.FullHelp()
+	case paneFrame:
+		groups = d.frame.FullHelp()
+	default:
+		groups = d.tracks[d.focus].FullHelp()
+	}
+	k := d.keys
+	return append(groups, []key.Binding{k.Fork, d.fkeys.Cancel, k.Diff, k.Raw, k.Focus, k.Help, k.Quit})
+}
+
+// recoveryWarning says what opening torn tapes dropped.
+func recoveryWarning(tracks []*timelineView) string {
+	for _, t := range tracks {
+		if r := t.tl.Recovered(); r != nil && !t.growing() {
+			return fmt.Sprintf("⚠ %s was not closed (torn): kept %d frames up to the last whole step, dropped %d frames and %d bytes",
+				baseName(t.tl.Path()), r.FramesKept, r.FramesDropped, r.BytesDropped())
+		}
+	}
+	return ""
+}

@@ -1,0 +1,146 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/engine"
+)
+
+// Fields of the fork form, in tab order.
+const (
+	fieldModel = iota
+	fieldSystem
+	fieldTemperature
+	fieldPatch
+)
+
+// forkForm asks what to change when dropping the needle: the model, the
+// system prompt (several lines), the temperature and any other field as a
+// JSON merge patch. The fields start as the recorded call had them.
+type forkForm struct {
+	st     *Styles
+	keys   formKeys
+	w, h   int
+	fields []field
+	focus  int
+	at     int    // the llm.request frame the fork happens at
+	what   string // that call, in one line
+	orig   struct{ model, system string }
+	err    string
+}
+
+func newForkForm(st *Styles, at int, c *engine.CallDetail) *forkForm {
+	f := &forkForm{st: st, keys: newFormKeys(), at: at, fields: []field{
+		newField("model", "the recorded model", false),
+		newField("system prompt", "(none recorded)", true),
+		newField("temperature", "as recorded", false),
+		newField("other overrides (JSON merge patch)", `e.g. {"max_tokens": 200}`, true),
+	}}
+	if c != nil {
+		f.what = fmt.Sprintf("%s %s · %s", c.Method, c.Path, c.Model)
+		f.orig.model, f.orig.system = c.Model, c.System
+		f.fields[fieldModel].SetValue(c.Model)
+		f.fields[fieldSystem].SetValue(c.System)
+	}
+	return f
+}
+
+// SetSize sets the form's size.
+func (m *forkForm) SetSize(w, h int) { m.w, m.h = w, h }
+
+// Init does nothing.
+func (m *forkForm) Init() tea.Cmd { return nil }
+
+// Update edits the focused field.
+func (m *forkForm) Update(msg tea.Msg) (tea.Model, tea.Cmd) { return m.update(msg) }
+
+func (m *forkForm) update(msg tea.Msg) (*forkForm, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return m, nil
+	}
+	f := &m.fields[m.focus]
+	switch {
+	case key.Matches(km, m.keys.Next) && !(f.Multi && km.Type == tea.KeyDown && f.row < len(f.lines)-1):
+		m.focus = (m.focus + 1) % len(m.fields)
+	case key.Matches(km, m.keys.Prev) && !(f.Multi && km.Type == tea.KeyUp && f.row > 0):
+		m.focus = (m.focus + len(m.fields) - 1) % len(m.fields)
+	case key.Matches(km, m.keys.Newline):
+		f.Newline()
+	default:
+		f.update(km)
+	}
+	m.err = ""
+	return m, nil
+}
+
+// ShortHelp is the form's keys.
+func (m *forkForm) ShortHelp() []key.Binding {
+	return []key.Binding{m.keys.Submit, m.keys.Next, m.keys.Newline, m.keys.Cancel}
+}
+
+// FullHelp is the form's keys.
+func (m *forkForm) FullHelp() [][]key.Binding {
+	k := m.keys
+	return [][]key.Binding{{k.Submit, k.Next, k.Prev, k.Newline, k.Cancel}}
+}
+
+// Overrides reads the form: only what was changed from the recording is
+// overridden. An error names the field that is wrong.
+func (m *forkForm) Overrides() (engine.Overrides, error) {
+	var o engine.Overrides
+	if v := strings.TrimSpace(m.fields[fieldModel].Value()); v != "" && v != m.orig.model {
+		o.Model = v
+	}
+	if v := m.fields[fieldSystem].Value(); v != m.orig.system {
+		o.SystemPrompt = &v
+	}
+	if v := strings.TrimSpace(m.fields[fieldTemperature].Value()); v != "" {
+		t, err := strconv.ParseFloat(v, 64)
+		if err != nil || t < 0 || t > 2 {
+			return o, fmt.Errorf("temperature %q is not a number from 0 to 2", v)
+		}
+		o.Temperature = &t
+	}
+	if v := strings.TrimSpace(m.fields[fieldPatch].Value()); v != "" {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(v), &obj); err != nil {
+			return o, fmt.Errorf("the merge patch is not a JSON object: %v", err)
+		}
+		o.Patch = json.RawMessage(v)
+	}
+	return o, nil
+}
+
+// View draws the form.
+func (m *forkForm) View() string {
+	st := m.st
+	lines := []string{
+		st.Fork.Render(fmt.Sprintf(" ⑂ Drop the needle at frame %d", m.at)) + st.Muted.Render("  "+m.what),
+		st.Muted.Render(" Calls before this frame are answered from the tape; this call and every later one go live."),
+		"",
+	}
+	heights := []int{1, max(m.h-16, 2), 1, max(min(m.h-16, 4), 1)}
+	for i := range m.fields {
+		f := &m.fields[i]
+		label := st.Title
+		if i == m.focus {
+			label = st.TitleFocused
+		}
+		lines = append(lines, " "+label.Render(f.Label))
+		for _, l := range f.view(*st, m.w-4, heights[i], i == m.focus) {
+			lines = append(lines, "   "+l)
+		}
+		lines = append(lines, "")
+	}
+	if m.err != "" {
+		lines = append(lines, " "+st.Error.Render(m.err))
+	}
+	return box(lines, m.w, m.h)
+}

@@ -1,0 +1,332 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/jukebox-os/jukebox/engine"
+)
+
+// maxFrameLines bounds what the frame view lays out for one frame.
+const maxFrameLines = 4000
+
+// rawBlobBytes is how much of each blob the raw view prints.
+const rawBlobBytes = 2048
+
+// frameView shows the frame under the needle in full: for an LLM call the
+// context window the model saw and its answer (rendered as it streamed in
+// while playing), for a tool its arguments and result, for a file change
+// its diff; `r` shows the raw payload, offsets and blob hashes instead.
+type frameView struct {
+	st      *Styles
+	keys    frameKeys
+	vp      viewport.Model
+	w, h    int
+	focused bool
+	raw     bool
+
+	tl     *engine.Timeline
+	seq    int
+	detail *engine.Detail
+	err    error
+	stream *time.Duration // while playing a call: time since its request
+	shown  string         // what the content was made for
+}
+
+func newFrameView(st *Styles) *frameView {
+	return &frameView{st: st, keys: newFrameKeys(), vp: viewport.New(0, 0), seq: -1}
+}
+
+// SetSize sets the pane's size, title included.
+func (m *frameView) SetSize(w, h int) {
+	m.w, m.h = w, h
+	m.vp.Width, m.vp.Height = w, max(h-1, 0)
+	m.shown = ""
+	m.refresh()
+}
+
+// Init does nothing.
+func (m *frameView) Init() tea.Cmd { return nil }
+
+// Update is update behind the tea.Model interface.
+func (m *frameView) Update(msg tea.Msg) (tea.Model, tea.Cmd) { return m.update(msg) }
+
+// ShortHelp is the frame view's part of the help line.
+func (m *frameView) ShortHelp() []key.Binding {
+	return []key.Binding{m.keys.Up, m.keys.Down, m.keys.PageDown}
+}
+
+// FullHelp is every frame view key.
+func (m *frameView) FullHelp() [][]key.Binding {
+	k := m.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}
+}
+
+func (m *frameView) update(msg tea.Msg) (*frameView, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return m, nil
+	}
+	switch k := m.keys; {
+	case key.Matches(km, k.Up):
+		m.vp.ScrollUp(1)
+	case key.Matches(km, k.Down):
+		m.vp.ScrollDown(1)
+	case key.Matches(km, k.PageUp):
+		m.vp.PageUp()
+	case key.Matches(km, k.PageDown):
+		m.vp.PageDown()
+	case key.Matches(km, k.Top):
+		m.vp.GotoTop()
+	case key.Matches(km, k.Bottom):
+		m.vp.GotoBottom()
+	}
+	return m, nil
+}
+
+// Show puts frame seq of tl in the view; stream, when set, is how long
+// after its request a call is being played.
+func (m *frameView) Show(tl *engine.Timeline, seq int, stream *time.Duration) {
+	if tl != m.tl || seq != m.seq {
+		m.tl, m.seq = tl, seq
+		m.detail, m.err = nil, nil
+		if tl != nil && seq >= 0 && seq < tl.Len() {
+			m.detail, m.err = tl.Detail(seq)
+		}
+		m.vp.GotoTop()
+	}
+	m.stream = stream
+	m.refresh()
+}
+
+// ToggleRaw switches between the readable and the raw view.
+func (m *frameView) ToggleRaw() { m.raw = !m.raw; m.refresh() }
+
+func (m *frameView) refresh() {
+	id := fmt.Sprintf("%p/%d/%v/%d", m.tl, m.seq, m.raw, m.w)
+	if m.stream != nil {
+		id += "/" + m.stream.String()
+	}
+	if id == m.shown {
+		return
+	}
+	m.shown = id
+	lines := m.content()
+	if len(lines) > maxFrameLines {
+		lines = append(lines[:maxFrameLines], m.st.Muted.Render(fmt.Sprintf("… %d more lines (jukebox show --frame %d --blobs)", len(lines)-maxFrameLines, m.seq)))
+	}
+	m.vp.SetContent(strings.Join(lines, "\n"))
+}
+
+// View draws the title and the scrolled content.
+func (m *frameView) View() string {
+	title := "frame"
+	if d := m.detail; d != nil {
+		title = fmt.Sprintf("frame %d · %s · %s · step %d · s%d", d.Seq, d.Kind, clock(d.Time), d.Step, d.Stream)
+	}
+	if m.raw {
+		title += " · raw"
+	}
+	if m.vp.TotalLineCount() > m.vp.Height && m.vp.Height > 0 {
+		title += fmt.Sprintf(" · %d%%", int(m.vp.ScrollPercent()*100))
+	}
+	st := m.st.Title
+	if m.focused {
+		st = m.st.TitleFocused
+	}
+	return st.Render(fit(title, m.w)) + "\n" + box(strings.Split(m.vp.View(), "\n"), m.w, m.vp.Height)
+}
+
+// content lays the frame out as lines of at most m.w cells.
+func (m *frameView) content() []string {
+	var b lines
+	b.w = max(m.w-1, 10)
+	switch d := m.detail; {
+	case m.err != nil:
+		b.add(m.st.Error, "cannot read this frame: "+m.err.Error())
+	case d == nil:
+		b.add(m.st.Muted, "(no frame)")
+	case m.raw:
+		m.rawText(&b, d)
+	case d.Call != nil:
+		m.callText(&b, d.Call)
+	case d.Tool != nil:
+		m.toolText(&b, d.Tool)
+	case d.File != nil:
+		m.fileText(&b, d.File)
+	default:
+		b.add(m.st.Kind(d.Kind), d.Summary)
+		b.add(m.st.Text, indent(string(d.Payload)))
+	}
+	return b.out
+}
+
+// lines collects wrapped, styled lines.
+type lines struct {
+	w   int
+	out []string
+}
+
+// add wraps text to the width and appends it, every line in style s. A
+// line's leading spaces indent its wrapped continuation lines too.
+func (b *lines) add(s interface{ Render(...string) string }, text string) {
+	for _, l := range strings.Split(sanitize(text), "\n") {
+		body := strings.TrimLeft(l, " ")
+		pad := l[:len(l)-len(body)]
+		if len(pad) > b.w/2 {
+			pad, body = "", l
+		}
+		for _, w := range strings.Split(ansi.Wrap(body, b.w-len(pad), ""), "\n") {
+			b.out = append(b.out, s.Render(pad+w))
+		}
+	}
+}
+
+// head appends a section rule with a title.
+func (b *lines) head(s interface{ Render(...string) string }, title string) {
+	t := "── " + title + " "
+	b.out = append(b.out, s.Render(t+strings.Repeat("─", max(b.w-ansi.StringWidth(t), 0))))
+}
+
+func (m *frameView) callText(b *lines, c *engine.CallDetail) {
+	st := m.st
+	what := strings.TrimSpace(fmt.Sprintf("%s %s · %s · %s", c.Method, c.Path, c.Model, c.Provider))
+	if c.Stream {
+		what += " · stream"
+	}
+	b.add(st.LLM, what)
+	if len(c.Params) > 0 {
+		b.add(st.Muted, strings.Join(c.Params, " · "))
+	}
+	if len(c.Tools) > 0 {
+		b.add(st.Muted, "tools offered: "+strings.Join(c.Tools, ", "))
+	}
+	total := 0
+	for _, msg := range c.Messages {
+		total += msg.Tokens
+	}
+	b.head(st.Title, fmt.Sprintf("context · %d messages · ~%s tok", len(c.Messages), count(int64(total))))
+	if c.System != "" {
+		b.add(st.Role, "system prompt")
+		b.add(st.Text, "  "+c.System)
+	}
+	for _, msg := range c.Messages {
+		if (msg.Role == "system" || msg.Role == "developer") && msg.Text == c.System {
+			continue // shown above
+		}
+		b.add(st.Role, fmt.Sprintf("%s  ~%d tok", msg.Role, msg.Tokens))
+		b.add(st.Text, indentText(msg.Text))
+	}
+	m.answer(b, c)
+}
+
+func (m *frameView) answer(b *lines, c *engine.CallDetail) {
+	st := m.st
+	if c.Response < 0 {
+		b.head(st.Warn, "no response on the tape")
+		return
+	}
+	text, done := c.Answer, true
+	if m.stream != nil {
+		text, done = c.Streamed(*m.stream)
+	}
+	h := fmt.Sprintf("response · %d · %s→%s tok · %s · %s", c.Status, count(c.Usage.Input), count(c.Usage.Output),
+		usd(c.Cost), c.Elapsed.Round(time.Millisecond))
+	if !done {
+		h = "response · streaming…"
+	}
+	style := st.Title
+	if c.Error != "" || c.Status >= 400 {
+		style, h = st.Error, h+" · "+c.Error
+	}
+	b.head(style, h)
+	if !done {
+		text += "▌"
+	}
+	b.add(st.Text, indentText(text))
+}
+
+func (m *frameView) toolText(b *lines, t *engine.ToolDetail) {
+	st := m.st
+	src := ""
+	if t.Source != "" {
+		src = " · " + t.Source
+	}
+	b.add(st.Tool, fmt.Sprintf("%s · %s%s", t.Name, t.ID, src))
+	b.head(st.Title, fmt.Sprintf("arguments · frame %d", t.Call))
+	b.add(st.Text, indentText(t.Args))
+	if t.Result < 0 {
+		b.head(st.Warn, "no result on the tape")
+		return
+	}
+	h, style := fmt.Sprintf("result · frame %d · %s", t.Result, t.Elapsed), st.Title
+	if t.IsError {
+		h, style = h+" · error", st.Error
+	}
+	b.head(style, h)
+	b.add(st.Text, indentText(t.Output))
+}
+
+func (m *frameView) fileText(b *lines, f *engine.FileDetail) {
+	st := m.st
+	b.add(st.File, f.Op+" "+f.Path)
+	if f.Diff == "" || f.Binary {
+		b.head(st.Title, "content")
+		b.add(st.Text, f.Content)
+		return
+	}
+	b.head(st.Title, "diff")
+	for _, l := range strings.Split(strings.TrimRight(f.Diff, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
+			b.add(st.Insert, l)
+		case strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---"):
+			b.add(st.Error, l)
+		default:
+			b.add(st.Muted, l)
+		}
+	}
+}
+
+func (m *frameView) rawText(b *lines, d *engine.Detail) {
+	st := m.st
+	b.add(st.Muted, fmt.Sprintf("offset %d · record %d bytes · payload %d bytes · kind %s · stream %d",
+		d.Offset, d.Size, len(d.Payload), d.Kind, d.Stream))
+	b.head(st.Title, "payload (as stored)")
+	b.add(st.Text, string(d.Payload))
+	for _, r := range d.Blobs {
+		b.head(st.Title, fmt.Sprintf("blob %s · %d bytes", r.Role, r.Size))
+		b.add(st.Accent, "blake3 "+r.Hash.String())
+		if raw, err := m.tl.Tape().Blob(r.Hash); err == nil {
+			head := raw[:min(len(raw), rawBlobBytes)]
+			b.add(st.Text, strings.ToValidUTF8(string(head), "�"))
+			if len(raw) > len(head) {
+				b.add(st.Muted, fmt.Sprintf("… %d more bytes", len(raw)-len(head)))
+			}
+		}
+	}
+	if len(d.Blobs) == 0 {
+		b.add(st.Muted, "no blobs")
+	}
+}
+
+// indent pretty-prints JSON, or returns text that is not JSON as it is.
+func indent(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	out, _ := json.MarshalIndent(v, "", "  ")
+	return string(out)
+}
+
+func indentText(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}

@@ -1,0 +1,227 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Fixed rows of the deck: header, scrubber (two), status, help.
+const (
+	headerRows = 1
+	scrubRows  = 2
+	chromeRows = headerRows + scrubRows + 2
+	wideCols   = 120 // from this width the frame view sits beside the timelines
+)
+
+// rect is a pane's place on screen.
+type rect struct{ x, y, w, h int }
+
+func (r rect) has(x, y int) bool { return x >= r.x && x < r.x+r.w && y >= r.y && y < r.y+r.h }
+
+// places computes where each pane goes: the frame view beside the
+// timelines on wide terminals, under them on narrow ones.
+func (d *Deck) places() (tracks []rect, frame rect) {
+	bodyY := headerRows + scrubRows
+	bodyH := max(d.h-chromeRows, 2*len(d.tracks)+2)
+	n := max(len(d.tracks), 1)
+	if d.w >= wideCols {
+		lw := d.w * 11 / 20
+		for i := range n {
+			tracks = append(tracks, rect{0, bodyY + i*bodyH/n, lw, (i+1)*bodyH/n - i*bodyH/n})
+		}
+		return tracks, rect{lw + 1, bodyY, d.w - lw - 1, bodyH}
+	}
+	th := max(bodyH/2, 2*n)
+	for i := range n {
+		tracks = append(tracks, rect{0, bodyY + i*th/n, d.w, (i+1)*th/n - i*th/n})
+	}
+	return tracks, rect{0, bodyY + th, d.w, bodyH - th}
+}
+
+// layout tells every pane its size.
+func (d *Deck) layout() {
+	d.help.Width = d.w
+	d.scrub.SetSize(d.w, scrubRows)
+	if d.openErr != nil {
+		return
+	}
+	tr, fr := d.places()
+	for i, t := range d.tracks {
+		t.SetSize(tr[i].w, tr[i].h)
+	}
+	d.frame.SetSize(fr.w, fr.h)
+	d.diff.SetSize(d.w, max(d.h-chromeRows, 3))
+	d.prompt.SetSize(d.w, 1)
+	if d.form != nil {
+		d.form.SetSize(d.w, max(d.h-chromeRows, 3))
+	}
+}
+
+// View draws the deck.
+func (d *Deck) View() string {
+	if d.w == 0 {
+		return ""
+	}
+	if d.openErr != nil {
+		return d.errorView()
+	}
+	body := d.body()
+	if d.help.ShowAll {
+		body = box(strings.Split(d.help.View(d), "\n"), d.w, max(d.h-chromeRows, 1))
+	}
+	return strings.Join([]string{d.header(), d.scrub.View(), body, d.statusLine(), d.helpLine()}, "\n")
+}
+
+func (d *Deck) body() string {
+	bodyH := max(d.h-chromeRows, 1)
+	switch {
+	case d.pane == paneForm:
+		return d.form.View()
+	case d.pane == paneDiff:
+		return d.diff.View()
+	}
+	var col []string
+	for _, t := range d.tracks {
+		col = append(col, t.View())
+	}
+	left := strings.Join(col, "\n")
+	_, fr := d.places()
+	if d.w >= wideCols {
+		sep := strings.TrimSuffix(strings.Repeat(d.st.Muted.Render("│")+"\n", fr.h), "\n")
+		return box(strings.Split(lipgloss.JoinHorizontal(lipgloss.Top, left, sep, d.frame.View()), "\n"), d.w, bodyH)
+	}
+	return box(strings.Split(left+"\n"+d.frame.View(), "\n"), d.w, bodyH)
+}
+
+// header is the top bar: what this run was and what it cost.
+func (d *Deck) header() string {
+	tl := d.tracks[0].tl
+	parts := []string{baseName(tl.Path())}
+	if r := tl.Row(0); r.Kind == tapefmt.KindRunStart {
+		if rs, ok := r.Payload.(*tapefmt.RunStart); ok {
+			parts = append(parts, oneLine(strings.Join(rs.Argv, " ")))
+		}
+	}
+	parts = append(parts, fmt.Sprintf("%s frames · %d steps", count(int64(tl.Len())), tl.Steps()))
+	if tok, cost, ok := d.totals(d.tracks[0]); ok {
+		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), usd(cost)))
+	}
+	if r := tl.Row(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd {
+		parts = append(parts, r.Summary)
+	}
+	if len(d.tracks) == 2 {
+		parts = append(parts, "vs "+baseName(d.tracks[1].tl.Path()))
+	}
+	title := " JUKEBOX ▸ " + strings.Join(parts, " · ")
+	return d.st.Header.Render(fit(sanitize(title), d.w))
+}
+
+// totals are a track's whole-run tokens and cost, once they are summed
+// (IndexCosts); until then the header leaves them out.
+func (d *Deck) totals(t *timelineView) (int64, float64, bool) {
+	if t.tl.Len() > d.o.IndexLimit && !t.tl.CostsIndexed() {
+		return 0, 0, false
+	}
+	tok, cost := t.tl.Totals(t.tl.Len() - 1)
+	return tok, cost, true
+}
+
+// statusLine is the message line: a prompt, a warning, the last message
+// or the fork's progress.
+func (d *Deck) statusLine() string {
+	if d.pane == panePrompt {
+		return d.prompt.View()
+	}
+	right := ""
+	if d.run != nil {
+		right = d.run.View()
+	}
+	msg := d.st.Status.Render(d.status)
+	if d.status == "" && d.warn != "" {
+		msg = d.st.Warn.Render(d.warn)
+	}
+	room := d.w - visibleWidth(right)
+	return fit(" "+msg, room) + right
+}
+
+func (d *Deck) helpLine() string {
+	if d.help.ShowAll {
+		return fit(d.st.Muted.Render(" ? closes this help"), d.w)
+	}
+	return fit(" "+d.help.ShortHelpView(d.ShortHelp()), d.w)
+}
+
+// errorView explains why a tape did not open: what, where, and what to try.
+func (d *Deck) errorView() string {
+	lines := []string{d.st.Header.Render(fit(" JUKEBOX ▸ cannot open "+baseName(d.openPath), d.w)), ""}
+	lines = append(lines, " "+d.st.Error.Render("This tape does not open:"), "")
+	for _, l := range strings.Split(sanitize(d.openErr.Error()), "\n") {
+		lines = append(lines, "   "+l)
+	}
+	var fe *tapefmt.FormatError
+	if errors.As(d.openErr, &fe) {
+		where := fmt.Sprintf("at byte offset %d", fe.Offset)
+		if fe.Frame >= 0 {
+			where = fmt.Sprintf("in frame %d, %s", fe.Frame, where)
+		}
+		lines = append(lines, "", " "+d.st.Warn.Render("The damage is "+where+": "+fe.Msg+"."))
+	}
+	lines = append(lines, "", " "+d.st.Muted.Render("Try: jukebox verify "+d.openPath), "", " "+d.st.Accent.Render("q")+" quit")
+	return box(lines, d.w, d.h)
+}
+
+// mouse handles the wheel over a pane and clicks on timelines and the bar.
+func (d *Deck) mouse(msg tea.MouseMsg) {
+	if d.openErr != nil || d.pane == panePrompt || d.pane == paneForm {
+		return
+	}
+	wheel := 0
+	switch msg.Button {
+	case tea.MouseButtonWheelUp:
+		wheel = -3
+	case tea.MouseButtonWheelDown:
+		wheel = 3
+	}
+	if d.pane == paneDiff {
+		d.diff.scroll(wheel)
+		return
+	}
+	if msg.Y == headerRows && msg.Action == tea.MouseActionPress && msg.Button == tea.MouseButtonLeft {
+		tv := d.tracks[d.focus]
+		tv.SetCursor(d.scrub.frameAt(msg.X))
+		return
+	}
+	tr, fr := d.places()
+	for i, r := range tr {
+		if r.has(msg.X, msg.Y) {
+			d.trackMouse(i, msg, wheel, msg.Y-r.y)
+			return
+		}
+	}
+	if fr.has(msg.X, msg.Y) && wheel != 0 {
+		if wheel < 0 {
+			d.frame.vp.ScrollUp(-wheel)
+		} else {
+			d.frame.vp.ScrollDown(wheel)
+		}
+	}
+}
+
+func (d *Deck) trackMouse(i int, msg tea.MouseMsg, wheel, y int) {
+	tv := d.tracks[i]
+	switch {
+	case wheel != 0:
+		tv.SetCursor(tv.cursor + wheel/3)
+	case msg.Action == tea.MouseActionPress && msg.Button == tea.MouseButtonLeft:
+		if row := tv.rowAt(y); row >= 0 {
+			tv.SetCursor(row)
+		}
+		d.focus, d.pane = i, paneTracks
+	}
+}

@@ -1,0 +1,111 @@
+package tui
+
+import (
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/engine"
+)
+
+// frameInterval is how often playback moves the needle: 30 times a second.
+const frameInterval = time.Second / 30
+
+// speeds are the playback speeds `x` cycles through.
+var speeds = []int{1, 2, 8}
+
+// player plays a timeline at real speed (or 2x, 8x): the needle goes to
+// the last frame recorded by now, measured from when play was pressed.
+type player struct {
+	playing   bool
+	speed     int
+	wallStart time.Time
+	tapeStart time.Duration
+	reached   time.Duration // tape time at the last tick
+	gen       int           // ticks of an older play are ignored
+}
+
+// tickMsg moves the needle during playback.
+type tickMsg struct{ gen int }
+
+// anchor restarts the clock from the needle.
+func (p *player) anchor(now time.Time, tv *timelineView) {
+	_, p.tapeStart = tv.tl.KindAt(tv.cursor)
+	p.wallStart, p.reached = now, p.tapeStart
+}
+
+// at is the tape time playback has reached.
+func (p *player) at(now time.Time) time.Duration {
+	return p.tapeStart + now.Sub(p.wallStart)*time.Duration(p.speed)
+}
+
+func (p *player) tick() tea.Cmd {
+	gen := p.gen
+	return tea.Tick(frameInterval, func(time.Time) tea.Msg { return tickMsg{gen} })
+}
+
+// showing is the frame the frame view should show, and how far into its
+// stream: while playing through an LLM call (between its request and its
+// response) that is the call, its answer as far as it had arrived.
+func (p *player) showing(tv *timelineView) (int, *time.Duration) {
+	if !p.playing || tv.tl.Len() == 0 {
+		return tv.cursor, nil
+	}
+	req := tv.cursor
+	if k, _ := tv.tl.KindAt(req); k.String() != "llm.request" {
+		var ok bool
+		if req, ok = tv.tl.Next(tv.cursor+1, engine.FindLLM, -1); !ok {
+			return tv.cursor, nil
+		}
+	}
+	d, err := tv.tl.Detail(req)
+	if err != nil || d.Call == nil || d.Call.Response < tv.cursor {
+		return tv.cursor, nil
+	}
+	_, t0 := tv.tl.KindAt(req)
+	elapsed := p.reached - t0
+	return req, &elapsed
+}
+
+func (d *Deck) togglePlay() tea.Cmd {
+	p, tv := &d.play, d.tracks[d.focus]
+	p.playing = !p.playing
+	p.gen++
+	if !p.playing {
+		return nil
+	}
+	if tv.cursor >= tv.tl.Len()-1 {
+		tv.SetCursor(0)
+	}
+	p.anchor(d.o.Now(), tv)
+	return p.tick()
+}
+
+func (d *Deck) cycleSpeed() {
+	p := &d.play
+	for i, s := range speeds {
+		if s == p.speed {
+			p.speed = speeds[(i+1)%len(speeds)]
+			break
+		}
+	}
+	p.anchor(d.o.Now(), d.tracks[d.focus])
+}
+
+func (d *Deck) tick(msg tickMsg) tea.Cmd {
+	p, tv := &d.play, d.tracks[d.focus]
+	if !p.playing || msg.gen != p.gen {
+		return nil
+	}
+	now := d.o.Now()
+	p.reached = p.at(now)
+	if i := tv.tl.FrameAt(p.reached); i > tv.cursor {
+		tv.SetCursor(i)
+	}
+	if tv.cursor >= tv.tl.Len()-1 {
+		p.playing = false
+		d.status = "played to the end"
+		return nil
+	}
+	return p.tick()
+}

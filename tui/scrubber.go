@@ -1,0 +1,130 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// scrubber is the bar across the whole run: the needle where the focused
+// timeline's cursor is, ticks at step boundaries, markers, the fork point
+// and the first divergence; and under it the step, time and cost so far.
+// Positions are by time, so long thinking shows as long stretches.
+type scrubber struct {
+	st      *Styles
+	tv      *timelineView
+	w       int
+	playing bool
+	speed   int
+}
+
+// SetSize sets the width; the scrubber is always two lines.
+func (m *scrubber) SetSize(w, _ int) { m.w = w }
+
+// Init does nothing.
+func (m *scrubber) Init() tea.Cmd { return nil }
+
+// Update does nothing: the deck moves the needle.
+func (m *scrubber) Update(tea.Msg) (tea.Model, tea.Cmd) { return m, nil }
+
+// ShortHelp has no keys: the scrubber follows the timeline.
+func (m *scrubber) ShortHelp() []key.Binding { return nil }
+
+// FullHelp has no keys.
+func (m *scrubber) FullHelp() [][]key.Binding { return nil }
+
+// barWidth is the number of cells of the bar.
+func (m *scrubber) barWidth() int { return max(m.w-2, 1) }
+
+// pos is the bar cell of frame i.
+func (m *scrubber) pos(i int) int {
+	tl := m.tv.tl
+	n, dur := tl.Len(), tl.Duration()
+	if n <= 1 {
+		return 0
+	}
+	w := m.barWidth() - 1
+	if dur <= 0 {
+		return i * w / (n - 1)
+	}
+	_, t := tl.KindAt(i)
+	return int(int64(t) * int64(w) / int64(dur))
+}
+
+// frameAt is the frame under bar cell x (x counts from the pane's left edge).
+func (m *scrubber) frameAt(x int) int {
+	tl := m.tv.tl
+	x = max(0, min(x-1, m.barWidth()-1))
+	if tl.Len() == 0 {
+		return 0
+	}
+	if dur := tl.Duration(); dur > 0 {
+		return tl.FrameAt(time.Duration(int64(dur) * int64(x) / int64(max(m.barWidth()-1, 1))))
+	}
+	return x * (tl.Len() - 1) / max(m.barWidth()-1, 1)
+}
+
+// View draws the bar and the line under it.
+func (m *scrubber) View() string {
+	return m.bar() + "\n" + fit(m.info(), m.w)
+}
+
+func (m *scrubber) bar() string {
+	w := m.barWidth()
+	cells := make([]string, w)
+	needle := m.pos(m.tv.cursor)
+	for x := range cells {
+		if x <= needle {
+			cells[x] = m.st.Played.Render("━")
+		} else {
+			cells[x] = m.st.Unseen.Render("─")
+		}
+	}
+	tl := m.tv.tl
+	if tl.Steps() <= w/3 {
+		for s := 1; s <= tl.Steps(); s++ {
+			if i := tl.StepStart(s); i < tl.Len() {
+				cells[m.pos(i)] = m.st.Rule.Render("┼")
+			}
+		}
+	}
+	put := func(i int, glyph string, st func(string) string) {
+		if i >= 0 && i < tl.Len() {
+			cells[m.pos(i)] = st(glyph)
+		}
+	}
+	for i := range m.tv.markers {
+		put(i, "◆", render(m.st.Marker))
+	}
+	put(m.tv.forkAt, "⑂", render(m.st.Fork))
+	put(m.tv.diverge, "≠", render(m.st.Warn))
+	cells[needle] = m.st.Needle.Render("┃")
+	return m.st.Muted.Render("▕") + strings.Join(cells, "") + m.st.Muted.Render("▏")
+}
+
+func (m *scrubber) info() string {
+	tl, i := m.tv.tl, m.tv.cursor
+	_, t := tl.KindAt(i)
+	tok, cost := tl.Totals(i)
+	parts := []string{
+		fmt.Sprintf("step %d/%d", tl.StepOf(i), tl.Steps()),
+		fmt.Sprintf("frame %d/%d", i, tl.Len()),
+		clock(t) + " / " + clock(tl.Duration()),
+		fmt.Sprintf("%s so far · %s tok", usd(cost), count(tok)),
+	}
+	state := "❚❚ paused"
+	if m.playing {
+		state = "▶ playing"
+	}
+	parts = append(parts, fmt.Sprintf("%s %dx", state, m.speed))
+	if len(m.tv.markers) > 0 {
+		parts = append(parts, fmt.Sprintf("◆ %d", len(m.tv.markers)))
+	}
+	for j := range parts {
+		parts[j] = m.st.Text.Render(parts[j])
+	}
+	return " " + strings.Join(parts, m.st.Muted.Render(" · "))
+}

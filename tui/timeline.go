@@ -1,0 +1,308 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// timelineView lists a tape's frames, one row each, with the needle on one
+// of them. It is virtualised: View reads only the rows on screen, so a tape
+// of any length scrolls at the same speed.
+type timelineView struct {
+	tl      *engine.Timeline
+	st      *Styles
+	keys    timelineKeys
+	label   string // "parent", "fork", "left", "right" or ""
+	cursor  int
+	offset  int
+	w, h    int
+	focused bool
+	markers map[int]bool
+	forkAt  int  // the frame a fork was taken at, -1 when none
+	diverge int  // this side's first divergent frame, -1 when unknown
+	follow  bool // keep the needle on the last frame while the tape grows
+	live    bool // the tape is being written (a running fork)
+}
+
+// growing reports whether the tape is still being written.
+func (m *timelineView) growing() bool { return m.live }
+
+func newTimelineView(tl *engine.Timeline, st *Styles, label string) *timelineView {
+	return &timelineView{tl: tl, st: st, keys: newTimelineKeys(), label: label, markers: map[int]bool{}, forkAt: -1, diverge: -1}
+}
+
+// SetSize sets the pane's size, title line included.
+func (m *timelineView) SetSize(w, h int) { m.w, m.h = w, h; m.scroll() }
+
+// Init does nothing.
+func (m *timelineView) Init() tea.Cmd { return nil }
+
+// Update is update behind the tea.Model interface.
+func (m *timelineView) Update(msg tea.Msg) (tea.Model, tea.Cmd) { return m.update(msg) }
+
+// ShortHelp is the timeline's part of the help line.
+func (m *timelineView) ShortHelp() []key.Binding {
+	k := m.keys
+	return []key.Binding{k.Prev, k.Next, k.NextStep, k.NextLLM, k.Search, k.Play}
+}
+
+// FullHelp is every timeline key, in columns.
+func (m *timelineView) FullHelp() [][]key.Binding {
+	k := m.keys
+	return [][]key.Binding{
+		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto},
+		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext},
+		{k.Mark, k.NextMark, k.Play, k.Speed, k.PageUp, k.PageDown},
+	}
+}
+
+// rows is how many frame rows fit under the title.
+func (m *timelineView) rows() int { return max(m.h-1, 1) }
+
+// SetCursor moves the needle to frame i (clamped) and scrolls to it.
+func (m *timelineView) SetCursor(i int) {
+	m.cursor = max(0, min(i, m.tl.Len()-1))
+	m.follow = m.cursor == m.tl.Len()-1
+	m.scroll()
+}
+
+// scroll keeps the needle on screen with a little context around it.
+func (m *timelineView) scroll() {
+	rows := m.rows()
+	margin := min(2, rows/4)
+	if m.cursor < m.offset+margin {
+		m.offset = m.cursor - margin
+	}
+	if m.cursor >= m.offset+rows-margin {
+		m.offset = m.cursor - rows + margin + 1
+	}
+	m.offset = max(0, min(m.offset, m.tl.Len()-rows))
+}
+
+func (m *timelineView) update(msg tea.Msg) (*timelineView, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return m, nil
+	}
+	k := m.keys
+	switch {
+	case key.Matches(km, k.Prev, k.Up):
+		m.SetCursor(m.cursor - 1)
+	case key.Matches(km, k.Next, k.Down):
+		m.SetCursor(m.cursor + 1)
+	case key.Matches(km, k.PrevStep):
+		m.SetCursor(m.stepBack())
+	case key.Matches(km, k.NextStep):
+		m.SetCursor(m.tl.StepStart(m.tl.StepOf(m.cursor) + 1))
+	case key.Matches(km, k.PageUp):
+		m.SetCursor(m.cursor - m.rows())
+	case key.Matches(km, k.PageDown):
+		m.SetCursor(m.cursor + m.rows())
+	case key.Matches(km, k.Home):
+		m.SetCursor(0)
+	case key.Matches(km, k.End):
+		m.SetCursor(m.tl.Len() - 1)
+	default:
+		return m, m.find(km)
+	}
+	return m, nil
+}
+
+// stepBack goes to the start of this step, or of the one before when the
+// needle is already there.
+func (m *timelineView) stepBack() int {
+	s := m.tl.StepOf(m.cursor)
+	if start := m.tl.StepStart(s); start < m.cursor {
+		return start
+	}
+	return m.tl.StepStart(s - 1)
+}
+
+// notFoundMsg tells the deck a jump found nothing.
+type notFoundMsg struct{ what string }
+
+func (m *timelineView) find(km tea.KeyMsg) tea.Cmd {
+	k := m.keys
+	jumps := []struct {
+		b    key.Binding
+		f    engine.Find
+		dir  int
+		what string
+	}{
+		{k.NextLLM, engine.FindLLM, 1, "no later LLM call"}, {k.PrevLLM, engine.FindLLM, -1, "no earlier LLM call"},
+		{k.NextTool, engine.FindTool, 1, "no later tool call"}, {k.PrevTool, engine.FindTool, -1, "no earlier tool call"},
+		{k.NextError, engine.FindError, 1, "no later error"}, {k.PrevError, engine.FindError, -1, "no earlier error"},
+	}
+	for _, j := range jumps {
+		if key.Matches(km, j.b) {
+			if i, ok := m.tl.Next(m.cursor, j.f, j.dir); ok {
+				m.SetCursor(i)
+				return nil
+			}
+			return func() tea.Msg { return notFoundMsg{j.what} }
+		}
+	}
+	switch {
+	case key.Matches(km, k.Mark):
+		m.markers[m.cursor] = !m.markers[m.cursor]
+		if !m.markers[m.cursor] {
+			delete(m.markers, m.cursor)
+		}
+	case key.Matches(km, k.NextMark):
+		m.SetCursor(m.nextMarker())
+	}
+	return nil
+}
+
+func (m *timelineView) nextMarker() int {
+	best, first := -1, -1
+	for i := range m.markers {
+		if i > m.cursor && (best < 0 || i < best) {
+			best = i
+		}
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	if best < 0 {
+		return first
+	}
+	return best
+}
+
+// rowAt returns the frame under line y of the pane (0 is the title), or -1.
+func (m *timelineView) rowAt(y int) int {
+	i := m.offset + y - 1
+	if y < 1 || i >= m.tl.Len() {
+		return -1
+	}
+	return i
+}
+
+// View draws the title and the rows on screen.
+func (m *timelineView) View() string {
+	lines := []string{m.title()}
+	for i := m.offset; i < m.tl.Len() && len(lines) < m.h; i++ {
+		lines = append(lines, m.row(i))
+	}
+	if m.tl.Len() == 0 {
+		lines = append(lines, m.st.Muted.Render("  (no frames)"))
+	}
+	return box(lines, m.w, m.h)
+}
+
+func (m *timelineView) title() string {
+	st := m.st.Title
+	if m.focused {
+		st = m.st.TitleFocused
+	}
+	t := "timeline"
+	if m.label != "" {
+		t = m.label
+	}
+	t = fmt.Sprintf("%s · %s · frame %d of %d", t, baseName(m.tl.Path()), m.cursor, m.tl.Len())
+	return st.Render(fit(t, m.w))
+}
+
+// row draws frame i: gutter, number, time, stream, glyph, summary, tokens,
+// cost. The needle's row is drawn plain and then highlighted as a whole, so
+// the highlight is not cut by the colours inside it.
+func (m *timelineView) row(i int) string {
+	r := m.tl.Row(i)
+	sel := i == m.cursor
+	p := func(s lipgloss.Style, t string) string {
+		if sel {
+			return t
+		}
+		return s.Render(t)
+	}
+	cur := " "
+	if sel {
+		cur = "▶"
+	}
+	gutter := cur + m.mark(i, r, p) + " "
+	num := p(m.st.Muted, fmt.Sprintf("%*d", len(fmt.Sprint(max(m.tl.Len()-1, 0))), i))
+	var line string
+	if r.Kind == tapefmt.KindStep {
+		rule := fmt.Sprintf("── step %d · %s ", r.Step, clock(r.Time))
+		line = gutter + num + " " + p(m.st.Rule, rule+strings.Repeat("─", max(m.w, 0)))
+	} else {
+		line = m.frameRow(r, gutter+num, p)
+	}
+	line = fit(line, m.w)
+	if sel {
+		return m.st.Selected.Render(line)
+	}
+	return line
+}
+
+type painter func(lipgloss.Style, string) string
+
+func (m *timelineView) frameRow(r engine.Row, left string, p painter) string {
+	if m.w >= 50 {
+		left += " " + p(m.st.Muted, clock(r.Time)+" "+fmt.Sprintf("s%-2d", r.Stream))
+	}
+	kind := m.st.Kind(r.Kind)
+	if r.Error {
+		kind = m.st.Error
+	}
+	if r.Fork {
+		kind = m.st.Fork
+	}
+	left += " " + p(kind, Glyph(r.Kind)) + " "
+	right := p(m.st.Muted, m.numbers(r))
+	room := m.w - visibleWidth(left) - visibleWidth(right) - 1
+	return left + p(kind, fit(sanitize(oneLine(r.Summary)), max(room, 0))) + " " + right
+}
+
+// numbers is a row's tokens and cost column, as wide as the pane allows.
+func (m *timelineView) numbers(r engine.Row) string {
+	if m.w < 60 {
+		return ""
+	}
+	tok, cost := "", ""
+	if r.Tokens > 0 {
+		tok = count(r.Tokens)
+	}
+	if r.Kind == tapefmt.KindLLMResponse {
+		cost = usd(r.Cost)
+		if !r.Priced && r.Tokens > 0 {
+			cost = "+?"
+		}
+	}
+	if m.w < 72 {
+		return fmt.Sprintf("%8s", cost)
+	}
+	return fmt.Sprintf("%7s %8s", tok, cost)
+}
+
+// mark is the second gutter cell: marker, fork point, divergence, trip.
+func (m *timelineView) mark(i int, r engine.Row, p painter) string {
+	switch {
+	case m.markers[i]:
+		return p(m.st.Marker, "◆")
+	case i == m.forkAt || r.Fork:
+		return p(m.st.Fork, "⑂")
+	case i == m.diverge:
+		return p(m.st.Warn, "≠")
+	case r.Trip:
+		return p(m.st.Error, "‼")
+	case r.Error:
+		return p(m.st.Error, "!")
+	}
+	return " "
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
