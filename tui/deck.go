@@ -50,14 +50,14 @@ const (
 // Deck is the root model of the turntable. It owns the layout and routes
 // messages to its children; the children do the work.
 type Deck struct {
-	o      Options
-	st     *Styles
-	keys   deckKeys
-	fkeys  forkKeys
-	help   help.Model
-	w, h   int
-	send   *sender
-	openErr error
+	o        Options
+	st       *Styles
+	keys     deckKeys
+	fkeys    forkKeys
+	help     help.Model
+	w, h     int
+	send     *sender
+	openErr  error
 	openPath string
 
 	tracks []*timelineView

@@ -24,8 +24,8 @@ func newDeckKeys() deckKeys {
 // timelineKeys move the needle over a timeline.
 type timelineKeys struct {
 	Prev, Next, PrevStep, NextStep, Up, Down, PageUp, PageDown, Home, End, Goto key.Binding
-	NextLLM, PrevLLM, NextTool, PrevTool, NextError, PrevError                 key.Binding
-	Search, SearchNext, SearchPrev, Mark, NextMark, Play, Speed                key.Binding
+	NextLLM, PrevLLM, NextTool, PrevTool, NextError, PrevError                  key.Binding
+	Search, SearchNext, SearchPrev, Mark, NextMark, Play, Speed                 key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
