@@ -23,15 +23,7 @@ var benchSpec = tapegen.Spec{Steps: 50, Chunks: 72, Model: "gpt-4o-mini"}
 func openBenchTape(b *testing.B) (*tapefmt.Tape, []tapegen.Interaction) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "run.jbx")
-	opts, _ := tapegen.Options()
-	w, err := tapefmt.Create(path, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := tapegen.Write(w, benchSpec); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	if err := tapegen.WriteFile(path, benchSpec); err != nil {
 		b.Fatal(err)
 	}
 	t, err := tapefmt.Open(path)

@@ -29,29 +29,12 @@ type ForkOptions struct {
 // names its parent (chain head and frame). When the agent diverges before
 // the fork frame, the run stops and Result.Divergence says where, as replay does.
 func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
-	t, err := tapefmt.Open(o.Parent)
+	t, m, err := openSource(o.Parent, &o.RunOptions, &o.Ignore)
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close()
-	start, err := FirstRunStart(t)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.Parent, err)
-	}
 	at, err := ForkPoint(t, o.Frame)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.Parent, err)
-	}
-	if len(o.Argv) == 0 {
-		o.Argv = start.Argv
-	}
-	if o.Seed == 0 {
-		o.Seed = start.Seed
-	}
-	if o.Ignore == nil {
-		o.Ignore = DefaultIgnore
-	}
-	m, err := NewMatcher(t, o.Ignore)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Parent, err)
 	}

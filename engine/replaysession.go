@@ -33,30 +33,41 @@ const divergenceGrace = 3 * time.Second
 // answered from the tape, byte for byte, and no network connection is made.
 // The first request the tape cannot answer is reported as a Divergence.
 func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
-	t, err := tapefmt.Open(o.From)
+	t, m, err := openSource(o.From, &o.RunOptions, &o.Ignore)
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close()
-	start, err := FirstRunStart(t)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.From, err)
-	}
-	if len(o.Argv) == 0 {
-		o.Argv = start.Argv
-	}
-	if o.Seed == 0 {
-		o.Seed = start.Seed
-	}
-	if o.Ignore == nil {
-		o.Ignore = DefaultIgnore
-	}
-	m, err := NewMatcher(t, o.Ignore)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.From, err)
-	}
 	s := &session{o: o.RunOptions, mode: "replay"}
 	return s.replay(ctx, o, t, m)
+}
+
+// openSource opens a recorded tape to answer calls from, indexes its calls,
+// and fills in what the options leave to the recording: the command, the
+// seed and the fields ignored in matching.
+func openSource(path string, o *RunOptions, ignore *[]string) (*tapefmt.Tape, *Matcher, error) {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	start, err := FirstRunStart(t)
+	if err == nil {
+		if len(o.Argv) == 0 {
+			o.Argv = start.Argv
+		}
+		if o.Seed == 0 {
+			o.Seed = start.Seed
+		}
+		if *ignore == nil {
+			*ignore = DefaultIgnore
+		}
+		var m *Matcher
+		if m, err = NewMatcher(t, *ignore); err == nil {
+			return t, m, nil
+		}
+	}
+	t.Close()
+	return nil, nil, fmt.Errorf("%s: %w", path, err)
 }
 
 func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, m *Matcher) (*Result, error) {

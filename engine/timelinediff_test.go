@@ -26,19 +26,7 @@ var sampleSpec = tapegen.Spec{Steps: 5, Chunks: 12, Model: "gpt-4o-mini"}
 func writeSample(t *testing.T, name string, s tapegen.Spec) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
-	var buf bytes.Buffer
-	opts, _ := tapegen.Options()
-	w, err := tapefmt.NewWriter(&buf, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tapegen.Write(w, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := tapegen.WriteFile(path, s); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -19,15 +19,7 @@ var spec50 = tapegen.Spec{Steps: 50, Chunks: 72, Model: "gpt-4o-mini"}
 func writeRun(b *testing.B, spec tapegen.Spec) string {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "run.jbx")
-	opts, _ := tapegen.Options()
-	w, err := tapefmt.Create(path, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := tapegen.Write(w, spec); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	if err := tapegen.WriteFile(path, spec); err != nil {
 		b.Fatal(err)
 	}
 	return path

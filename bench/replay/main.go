@@ -158,16 +158,7 @@ func verdict(ok bool) string {
 
 // writeTape writes the run as a closed tape, as the recorder would leave it.
 func writeTape(path string) (string, error) {
-	opts, _ := tapegen.Options()
-	w, err := tapefmt.Create(path, opts)
-	if err != nil {
-		return "", err
-	}
-	if err := tapegen.Write(w, spec); err != nil {
-		w.Close()
-		return "", err
-	}
-	return path, w.Close()
+	return path, tapegen.WriteFile(path, spec)
 }
 
 // jukeboxRun opens the tape, builds the replay handler and serves the 50

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/internal/tapegen"
-	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // diffCLI mounts DiffCmd as main's CLI does.
@@ -41,20 +40,8 @@ func jbDiff(t *testing.T, args ...string) (int, string, string) {
 // it.
 func forkTape(t *testing.T, model string) string {
 	t.Helper()
-	var buf bytes.Buffer
-	opts, _ := tapegen.Options()
-	w, err := tapefmt.NewWriter(&buf, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tapegen.Write(w, tapegen.Spec{Steps: 5, Chunks: 12, Model: model}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), model+".jbx")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := tapegen.WriteFile(path, tapegen.Spec{Steps: 5, Chunks: 12, Model: model}); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -2,6 +2,7 @@ package tapegen
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,4 +83,15 @@ func (e *errWriter) blob(lane string, b []byte) tapefmt.Hash {
 	h, err := e.w.PutBlob(lane, b)
 	e.err = err
 	return h
+}
+
+// WriteFile records the run described by s as a closed, reproducible tape
+// at path.
+func WriteFile(path string, s Spec) error {
+	opts, _ := Options()
+	w, err := tapefmt.Create(path, opts)
+	if err != nil {
+		return err
+	}
+	return errors.Join(Write(w, s), w.Close())
 }
