@@ -332,8 +332,8 @@ func (d *Deck) syncKeys(tv *timelineView) {
 	_, canFork := d.forkPoint(tv)
 	forking := d.run != nil && d.run.running()
 	// Forks start from the first timeline; a new fork replaces a finished one.
-	d.keys.Fork.SetEnabled(canFork && !forking && d.focus == 0 && (len(d.tracks) == 1 || d.run != nil))
-	d.keys.Diff.SetEnabled(len(d.tracks) == 2)
+	d.keys.Fork.SetEnabled(canFork && !forking && d.focus == 0 && d.pane != paneDiff && (len(d.tracks) == 1 || d.run != nil))
+	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && d.pane != paneDiff)
 	d.keys.Raw.SetEnabled(d.pane != paneDiff)
 	d.fkeys.Cancel.SetEnabled(forking)
 	for _, t := range d.tracks {
@@ -406,7 +406,7 @@ func (d *Deck) FullHelp() [][]key.Binding {
 func recoveryWarning(tracks []*timelineView) string {
 	for _, t := range tracks {
 		if r := t.tl.Recovered(); r != nil && !t.growing() {
-			return fmt.Sprintf("⚠ %s was not closed (torn): kept %d frames up to the last whole step, dropped %d frames and %d bytes",
+			return fmt.Sprintf("⚠ torn tape %s: kept %d frames, dropped %d frames (%d bytes) after the last whole step",
 				baseName(t.tl.Path()), r.FramesKept, r.FramesDropped, r.BytesDropped())
 		}
 	}

@@ -131,8 +131,8 @@ func (m *diffPane) render() {
 		if strings.Contains(l, "▶ first divergence") && m.first < 0 {
 			m.first = i
 		}
-		g := ansi.Cut(l, col, col+3)
-		if g == " ~ " || g == " < " || g == " > " {
+		g := strings.TrimRight(ansi.Cut(l, col, col+3), " ")
+		if g == " ~" || g == " <" || g == " >" {
 			if labelRe.MatchString(ansi.Cut(l, 0, col)) || labelRe.MatchString(ansi.Cut(l, col+3, 2*col+3)) {
 				m.changes = append(m.changes, i)
 			}
