@@ -2,11 +2,10 @@ package engine_test
 
 import (
 	"bytes"
+	"github.com/jukebox-os/jukebox/internal/inproc"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -34,41 +33,6 @@ func openBenchTape(b *testing.B) (*tapefmt.Tape, []tapegen.Interaction) {
 	return t, tapegen.Interactions(benchSpec)
 }
 
-// handlerTransport serves requests in process through the handler and an
-// httptest.ResponseRecorder whose body buffer is reused once the client
-// closes the response, so the harness's own buffer growth is not measured.
-type handlerTransport struct {
-	h    http.Handler
-	pool sync.Pool
-}
-
-func (t *handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	if b, ok := t.pool.Get().(*bytes.Buffer); ok {
-		b.Reset()
-		rec.Body = b
-	}
-	t.h.ServeHTTP(rec, r)
-	resp := rec.Result()
-	resp.Body = &recycled{Reader: bytes.NewReader(rec.Body.Bytes()), buf: rec.Body, pool: &t.pool}
-	return resp, nil
-}
-
-// recycled is a response body that returns its buffer to the pool on Close.
-type recycled struct {
-	*bytes.Reader
-	buf  *bytes.Buffer
-	pool *sync.Pool
-}
-
-func (b *recycled) Close() error {
-	if b.buf != nil {
-		b.pool.Put(b.buf)
-		b.buf = nil
-	}
-	return nil
-}
-
 // BenchmarkReplay50Steps serves all 50 recorded requests through an
 // http.Client whose transport calls engine.NewReplayHandler in process,
 // reading every body into a buffer kept between ops. One op is the whole
@@ -79,7 +43,7 @@ func BenchmarkReplay50Steps(b *testing.B) {
 	t, ins := openBenchTape(b)
 	header := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"OpenAI/Python 1.99.0"}}
 	got := make([]bytes.Buffer, len(ins))
-	tr := &handlerTransport{}
+	tr := &inproc.Transport{}
 	client := &http.Client{Transport: tr}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -89,7 +53,7 @@ func BenchmarkReplay50Steps(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		tr.h = h
+		tr.Handler = h
 		b.StartTimer()
 		for i, in := range ins {
 			req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/openai/v1/chat/completions", bytes.NewReader(in.Request))

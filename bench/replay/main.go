@@ -23,14 +23,13 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/jukebox-os/jukebox/internal/inproc"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"sync"
 	"time"
 
 	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
@@ -250,43 +249,7 @@ func sdkHeader() http.Header {
 
 // inProcess is a client whose transport calls h in process.
 func inProcess(h http.Handler) *http.Client {
-	return &http.Client{Transport: &handlerTransport{h: h}}
-}
-
-// handlerTransport serves a request in process by calling the handler with
-// an httptest.ResponseRecorder. The recorder's body buffer is reused once
-// the client closes the response, so the harness does not charge jukebox
-// for growing a fresh buffer per call (go-vcr hands out its stored string).
-type handlerTransport struct {
-	h    http.Handler
-	pool sync.Pool
-}
-
-func (t *handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	if b, ok := t.pool.Get().(*bytes.Buffer); ok {
-		b.Reset()
-		rec.Body = b
-	}
-	t.h.ServeHTTP(rec, r)
-	resp := rec.Result()
-	resp.Body = &recycled{Reader: bytes.NewReader(rec.Body.Bytes()), buf: rec.Body, pool: &t.pool}
-	return resp, nil
-}
-
-// recycled is a response body that returns its buffer to the pool on Close.
-type recycled struct {
-	*bytes.Reader
-	buf  *bytes.Buffer
-	pool *sync.Pool
-}
-
-func (b *recycled) Close() error {
-	if b.buf != nil {
-		b.pool.Put(b.buf)
-		b.buf = nil
-	}
-	return nil
+	return &http.Client{Transport: &inproc.Transport{Handler: h}}
 }
 
 // cannedHandler reads each request and answers with the next recorded body:
