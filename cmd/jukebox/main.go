@@ -24,6 +24,7 @@ type Globals struct {
 type CLI struct {
 	Globals
 
+	Play      PlayCmd      `cmd:"" help:"Open the turntable: scrub a tape frame by frame, fork from any frame, diff two timelines."`
 	Demo      DemoCmd      `cmd:"" help:"Record the bundled agent against the scripted model, offline, to see the whole flow."`
 	Record    RecordCmd    `cmd:"" help:"Run an agent and record every model call, its output and exit onto a tape."`
 	Replay    ReplayCmd    `cmd:"" help:"Run an agent again offline, answering every model call from a tape."`
