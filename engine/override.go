@@ -19,11 +19,14 @@ func (o Overrides) IsZero() bool {
 	return o.Model == "" && o.SystemPrompt == nil && o.Temperature == nil && len(o.Patch) == 0
 }
 
-// Apply returns body with the overrides applied. The system prompt goes
+// Apply returns body with the overrides applied; with none, body itself. The system prompt goes
 // where each API keeps it: the first system or developer message of an
 // OpenAI chat request (inserted first when there is none), "instructions"
 // of a Responses request, "system" of an Anthropic request.
 func (o Overrides) Apply(provider, path string, body []byte) ([]byte, error) {
+	if o.IsZero() {
+		return body, nil // sent as the agent wrote it, byte for byte
+	}
 	v, err := decodeJSON(body)
 	req, ok := v.(map[string]any)
 	if err != nil || !ok {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/charmbracelet/x/term"
+
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/demo"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
@@ -15,9 +17,10 @@ import (
 
 // DemoCmd records the bundled agent against the scripted model, offline.
 type DemoCmd struct {
-	Model string `default:"demo-large" help:"Model the agent asks for; the scripted model answers demo-large and demo-small differently."`
-	Dir   string `default:"tapes" type:"path" help:"Folder for the tape and the agent's workspace."`
-	JSON  bool   `help:"Print the result as JSON."`
+	Model  string `default:"demo-large" help:"Model the agent asks for; the scripted model answers demo-large and demo-small differently."`
+	Dir    string `default:"tapes" type:"path" help:"Folder for the tape and the agent's workspace."`
+	JSON   bool   `help:"Print the result as JSON."`
+	NoPlay bool   `help:"Do not open the turntable afterwards (it opens only on a terminal anyway)."`
 }
 
 // Run starts the scripted model, records the demo agent and says what to try next.
@@ -54,6 +57,11 @@ func (c *DemoCmd) Run(env *Env) error {
 	}
 	if c.JSON {
 		return writeJSON(env.Stdout, res)
+	}
+	if out, ok := env.Stdout.(*os.File); ok && !c.NoPlay && term.IsTerminal(out.Fd()) {
+		// Forks made on the turntable go to the scripted model, still running.
+		play := PlayCmd{Tapes: []string{tape}, Theme: "diner", Upstream: []string{"openai=" + srv.OpenAIBaseURL()}}
+		return play.Run(env)
 	}
 	fmt.Fprintf(env.Stderr, "\njukebox demo: recorded %d model calls, %d frames (agent %s)\n", res.Calls, res.Frames, exitText(res.End))
 	fmt.Fprintf(env.Stderr, "  the agent's workspace: %s\n\nnext:\n", ws)
