@@ -10,10 +10,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/jukebox-os/jukebox/internal/benchutil"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"syscall"
 	"time"
 
@@ -46,19 +46,17 @@ func run(files, commit, runs int) error {
 		return err
 	}
 	fmt.Printf("workspace: %d files\n", files)
-	fmt.Printf("begin     median %8.3f ms  (target < 20 ms)\n", ms(begin))
-	fmt.Printf("rollback  median %8.3f ms  (target < 20 ms, 10 files staged)\n", ms(rollback))
+	fmt.Printf("begin     median %8.3f ms  (target < 20 ms)\n", benchutil.MS(begin))
+	fmt.Printf("rollback  median %8.3f ms  (target < 20 ms, 10 files staged)\n", benchutil.MS(rollback))
 	booth, cp, err := commitVsCp(root, ws, commit, runs)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("commit    median %8.3f ms  (%d files)\n", ms(booth), commit)
-	fmt.Printf("cp -r     median %8.3f ms  (same %d files)\n", ms(cp), commit)
+	fmt.Printf("commit    median %8.3f ms  (%d files)\n", benchutil.MS(booth), commit)
+	fmt.Printf("cp -r     median %8.3f ms  (same %d files)\n", benchutil.MS(cp), commit)
 	fmt.Printf("ratio commit/cp = %.2fx  (target <= 2x)\n", float64(booth)/float64(cp))
 	return nil
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // makeTree writes n files of 1 KiB in directories of 100.
 func makeTree(dir string, n int) error {
@@ -76,11 +74,6 @@ func makeTree(dir string, n int) error {
 		}
 	}
 	return nil
-}
-
-func median(ds []time.Duration) time.Duration {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2]
 }
 
 func beginRollback(ws string, runs int) (time.Duration, time.Duration, error) {
@@ -104,7 +97,7 @@ func beginRollback(ws string, runs int) (time.Duration, time.Duration, error) {
 		}
 		rollbacks = append(rollbacks, time.Since(t0))
 	}
-	return median(begins), median(rollbacks), nil
+	return benchutil.Median(begins), benchutil.Median(rollbacks), nil
 }
 
 // commitVsCp stages n new 4 KiB files and commits them; the peer copies a
@@ -148,5 +141,5 @@ func commitVsCp(root, ws string, n, runs int) (time.Duration, time.Duration, err
 		}
 		cp = append(cp, time.Since(t0))
 	}
-	return median(booth), median(cp), nil
+	return benchutil.Median(booth), benchutil.Median(cp), nil
 }

@@ -17,14 +17,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/jukebox-os/jukebox/internal/benchutil"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,12 +48,11 @@ func main() {
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the forks to this file")
 	flag.Parse()
 	if *prof != "" {
-		f, err := os.Create(*prof)
+		stop, err := benchutil.StartProfile(*prof)
 		if err != nil {
 			log.Fatal(err)
 		}
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	if err := bench(*runs); err != nil {
 		log.Print(err)
@@ -152,21 +150,17 @@ func bench(runs int) error {
 }
 
 func report(runs int, resume, startup []time.Duration) {
-	slices.Sort(resume)
-	slices.Sort(startup)
-	med := resume[len(resume)/2]
+	med := benchutil.Median(resume)
 	verdict := "PASS"
 	if med >= 50*time.Millisecond {
 		verdict = "FAIL"
 	}
 	fmt.Printf("fork at the 51st model call, 50-step prefix replayed from the parent (%d forks)\n", runs)
-	fmt.Printf("agent start-up (not counted)      median %8.2f ms\n", ms(startup[len(startup)/2]))
+	fmt.Printf("agent start-up (not counted)      median %8.2f ms\n", benchutil.MS(benchutil.Median(startup)))
 	fmt.Printf("resume: prefix replay to the first live request upstream\n")
 	fmt.Printf("                                  median %8.2f ms  p90 %8.2f ms  (target < 50 ms)  %s\n",
-		ms(med), ms(resume[len(resume)*9/10]), verdict)
+		benchutil.MS(med), benchutil.MS(benchutil.Quantile(resume, 0.9)), verdict)
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func firstRequest(out string) (time.Time, error) {
 	for _, line := range strings.Split(out, "\n") {

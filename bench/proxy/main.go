@@ -29,11 +29,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/jukebox-os/jukebox/internal/benchutil"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,7 +95,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *profile != "" {
-		stop, err := startProfile(*profile)
+		stop, err := benchutil.StartProfile(*profile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench/proxy:", err)
 			os.Exit(1)
@@ -106,18 +106,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/proxy:", err)
 		os.Exit(1)
 	}
-}
-
-func startProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func parent(p params, syncs []string) error {
@@ -210,7 +198,7 @@ func report(policy string, s *samples) {
 	fmt.Printf("\ntape fsync policy: %s\n", policy)
 	fmt.Printf("%-34s %11s %11s %11s %9s\n", "", "direct", "proxy", "overhead", "px/direct")
 	line := func(name string, d, p time.Duration) {
-		fmt.Printf("%-34s %8.3f ms %8.3f ms %8.3f ms %8.2fx\n", name, ms(d), ms(p), ms(p-d), float64(p)/float64(d))
+		fmt.Printf("%-34s %8.3f ms %8.3f ms %8.3f ms %8.2fx\n", name, benchutil.MS(d), benchutil.MS(p), benchutil.MS(p-d), float64(p)/float64(d))
 	}
 	cd, cp := medianD(s.CallDirect), medianD(s.CallProxy)
 	line("non-streamed call, median", cd, cp)
@@ -220,8 +208,8 @@ func report(policy string, s *samples) {
 	line("streamed, first chunk, p90", quantileD(s.TTFCDirect, 0.9), quantileD(s.TTFCProxy, 0.9))
 	rd, rp := medianF(s.RateDirect), medianF(s.RateProxy)
 	fmt.Printf("%-34s %11.0f %11.0f %11s %8.2fx\n", fmt.Sprintf("chunks/s (%d SSE events), median", s.Events), rd, rp, "", rp/rd)
-	fmt.Printf("call overhead %.3f ms, target < %.1f ms: %s\n", ms(cp-cd), ms(targetOverhead), verdict(cp-cd < targetOverhead))
-	fmt.Printf("first chunk +%.3f ms, target within %.0f ms: %s\n", ms(tp-td), ms(targetTTFC), verdict(tp-td <= targetTTFC))
+	fmt.Printf("call overhead %.3f ms, target < %.1f ms: %s\n", benchutil.MS(cp-cd), benchutil.MS(targetOverhead), verdict(cp-cd < targetOverhead))
+	fmt.Printf("first chunk +%.3f ms, target within %.0f ms: %s\n", benchutil.MS(tp-td), benchutil.MS(targetTTFC), verdict(tp-td <= targetTTFC))
 	fmt.Printf("proxied stream %.0f chunks/s, target >= %.0f: %s\n", rp, targetRate, verdict(rp >= targetRate))
 }
 
@@ -421,5 +409,3 @@ func medianF(fs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

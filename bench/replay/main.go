@@ -23,13 +23,12 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/jukebox-os/jukebox/internal/benchutil"
 	"github.com/jukebox-os/jukebox/internal/inproc"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"slices"
 	"time"
 
 	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
@@ -61,7 +60,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *profile != "" {
-		stop, err := startProfile(*profile)
+		stop, err := benchutil.StartProfile(*profile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench/replay:", err)
 			os.Exit(1)
@@ -72,18 +71,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/replay:", err)
 		os.Exit(1)
 	}
-}
-
-func startProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // sample is one repetition: loading, and serving all 50 requests.
@@ -124,26 +111,26 @@ func run(runs int) error {
 			cold, warm, vcr, floor = append(cold, j), append(warm, w), append(vcr, v), append(floor, f)
 		}
 	}
-	report(runs, cold, warm, vcr, median(floor))
+	report(runs, cold, warm, vcr, benchutil.Median(floor))
 	return nil
 }
 
 func report(runs int, cold []sample, warm []time.Duration, vcr []sample, floor time.Duration) {
-	jl, js, jw := median(loads(cold)), median(serves(cold)), median(warm)
-	vl, vs := median(loads(vcr)), median(serves(vcr))
+	jl, js, jw := benchutil.Median(loads(cold)), benchutil.Median(serves(cold)), benchutil.Median(warm)
+	vl, vs := benchutil.Median(loads(vcr)), benchutil.Median(serves(vcr))
 	fmt.Printf("replay of %d streamed steps (%d chunks each), in process, medians of %d runs\n\n", spec.Steps, spec.Chunks, runs)
 	fmt.Printf("%-38s %12s %12s %10s\n", "", "jukebox", "go-vcr v4", "vcr/jbx")
 	row := func(name string, j, v time.Duration) {
-		fmt.Printf("%-38s %9.3f ms %9.3f ms %9.1fx\n", name, ms(j), ms(v), float64(v)/float64(j))
+		fmt.Printf("%-38s %9.3f ms %9.3f ms %9.1fx\n", name, benchutil.MS(j), benchutil.MS(v), float64(v)/float64(j))
 	}
 	row("load (open tape+handler | cassette)", jl, vl)
 	row("serve all 50 (fresh tape)", js, vs)
 	row("serve all 50 (blob cache warm)", jw, vs)
 	row("load + serve", jl+js, vl+vs)
-	fmt.Printf("%-38s %9.3f ms  (same client and transport, a handler that\n%-38s %s\n", "harness floor, serve all 50", ms(floor), "",
+	fmt.Printf("%-38s %9.3f ms  (same client and transport, a handler that\n%-38s %s\n", "harness floor, serve all 50", benchutil.MS(floor), "",
 		"reads the request and writes the recorded body: no tape, no matching)")
 	fmt.Println()
-	fmt.Printf("serve all 50, fresh tape: %.3f ms, target < %.1f ms: %s\n", ms(js), ms(targetServe), verdict(js < targetServe))
+	fmt.Printf("serve all 50, fresh tape: %.3f ms, target < %.1f ms: %s\n", benchutil.MS(js), benchutil.MS(targetServe), verdict(js < targetServe))
 	fmt.Printf("go-vcr serve / jukebox serve: %.1fx, target >= %.0fx: %s\n", float64(vs)/float64(js), targetRatio, verdict(float64(vs)/float64(js) >= targetRatio))
 	fmt.Println("every response body matched the recorded bytes on both sides")
 }
@@ -328,11 +315,3 @@ func pick(s []sample, f func(sample) time.Duration) []time.Duration {
 	}
 	return out
 }
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,39 @@
+// Package benchutil holds what the bench/ programs share: CPU profiles,
+// quantiles of timings and millisecond figures.
+package benchutil
+
+import (
+	"os"
+	"runtime/pprof"
+	"slices"
+	"time"
+)
+
+// StartProfile writes a CPU profile to path until the returned stop is called.
+func StartProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// Quantile returns the q-quantile (0 to 1) of ds, leaving ds as it is.
+func Quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(int(q*float64(len(s))), len(s)-1)]
+}
+
+// Median is the 0.5-quantile of ds.
+func Median(ds []time.Duration) time.Duration { return Quantile(ds, 0.5) }
+
+// MS is d in milliseconds.
+func MS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
