@@ -380,7 +380,7 @@ func (d *Deck) ShortHelp() []key.Binding {
 		kb = d.tracks[d.focus].ShortHelp()
 	}
 	k := d.keys
-	return append(kb, d.fkeys.Cancel, k.Fork, k.Diff, k.Focus, k.Help, k.Quit)
+	return append(append([]key.Binding{d.fkeys.Cancel}, kb...), k.Fork, k.Diff, k.Focus, k.Help, k.Quit)
 }
 
 // FullHelp is every key of the focused pane and the deck's, in columns.

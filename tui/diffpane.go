@@ -126,6 +126,12 @@ func (m *diffPane) render() {
 	o.Styles = diffview.Styles{Marks: m.st.Diff.Marks} // the same layout, without colour
 	plain := strings.Split(strings.TrimRight(diffview.SideBySide(m.res, o), "\n"), "\n")
 	col := (max(m.w, diffview.MinWidth) - 3) / 2
+	for _, l := range plain { // the heading's rule crosses the gutter: "───┼───"
+		if i := strings.Index(l, "─┼─"); i >= 0 {
+			col = ansi.StringWidth(l[:i])
+			break
+		}
+	}
 	m.changes, m.first = nil, -1
 	for i, l := range plain {
 		if strings.Contains(l, "▶ first divergence") && m.first < 0 {
