@@ -37,6 +37,9 @@ type answer struct {
 	resp  tapefmt.LLMResponse
 	body  []byte
 	abort bool // reset the child's connection, as the upstream did
+	// live says the request body went upstream, where the HTTP client may
+	// hold it past the answer: it is not recycled then.
+	live bool
 }
 
 // backend answers calls: the live upstream when recording, the tape when
@@ -100,10 +103,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, err.Error())
 		return
 	}
-	if x.body, err = readBody(w, r); err != nil {
+	buf, err := readBody(w, r)
+	if err != nil {
 		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
 		return
 	}
+	x.body = *buf
 	x.call = p.calls.Add(1) - 1
 	x.start = time.Now()
 	if pr, ok := p.backend.(preparer); ok {
@@ -115,23 +120,34 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a := p.backend.respond(w, x)
 	p.recordResponse(x, a)
+	if !a.live {
+		bodies.Put(buf)
+	}
 	if a.abort {
 		panic(http.ErrAbortHandler) // resets the child's connection
 	}
 }
 
-// readBody reads a request body of up to maxRequestBody bytes, in one
-// allocation when its length is known.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// bodies recycles request body buffers: replay reads every request in full
+// and keeps none of them.
+var bodies = sync.Pool{New: func() any { return new([]byte) }}
+
+// readBody reads a request body of up to maxRequestBody bytes into a
+// recycled buffer when its length is known. The caller puts the buffer back.
+func readBody(w http.ResponseWriter, r *http.Request) (*[]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, maxRequestBody)
+	buf := bodies.Get().(*[]byte)
 	if n := r.ContentLength; n >= 0 && n <= maxRequestBody {
-		b := make([]byte, n)
-		if _, err := io.ReadFull(body, b); err != nil {
-			return nil, err
+		if int64(cap(*buf)) < n {
+			*buf = make([]byte, n)
 		}
-		return b, nil
+		*buf = (*buf)[:n]
+		_, err := io.ReadFull(body, *buf)
+		return buf, err
 	}
-	return io.ReadAll(body)
+	b, err := io.ReadAll(body)
+	*buf = b
+	return buf, err
 }
 
 func (p *Proxy) route(r *http.Request) (*exchange, error) {

@@ -41,10 +41,12 @@ func (l *live) respond(w http.ResponseWriter, x *exchange) answer {
 	if err != nil {
 		// Refused, reset or timed out before an answer: the child sees the
 		// same, a broken connection.
-		return answer{resp: tapefmt.LLMResponse{Error: errText(err), Latency: int64(time.Since(x.start))}, abort: true}
+		return answer{resp: tapefmt.LLMResponse{Error: errText(err), Latency: int64(time.Since(x.start))}, abort: true, live: true}
 	}
 	defer resp.Body.Close()
-	return relay(w, x, resp)
+	a := relay(w, x, resp)
+	a.live = true
+	return a
 }
 
 func (l *live) upstreamRequest(x *exchange) (*http.Request, error) {
