@@ -181,7 +181,7 @@ func (d *Deck) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		d.w, d.h = msg.Width, msg.Height
 		d.layout()
 	case tea.KeyMsg:
-		cmd = d.key(msg)
+		cmd = d.keys1(msg)
 	case tea.MouseMsg:
 		d.mouse(msg)
 	default:
@@ -211,6 +211,21 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// keys1 splits runes that arrived together (keys typed faster than the
+// terminal is read come as one message, "nn") into one key each, except
+// where they are text being typed.
+func (d *Deck) keys1(msg tea.KeyMsg) tea.Cmd {
+	if msg.Type != tea.KeyRunes || len(msg.Runes) < 2 || msg.Paste || d.pane == panePrompt || d.pane == paneForm {
+		return d.key(msg)
+	}
+	var cmds []tea.Cmd
+	for _, r := range msg.Runes {
+		cmds = append(cmds, d.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+		d.sync() // a rune that opens a prompt or the form sends the rest there
+	}
+	return tea.Batch(cmds...)
 }
 
 // key routes a key to the pane that has the keyboard.
@@ -380,7 +395,8 @@ func (d *Deck) ShortHelp() []key.Binding {
 		kb = d.tracks[d.focus].ShortHelp()
 	}
 	k := d.keys
-	return append(append([]key.Binding{d.fkeys.Cancel}, kb...), k.Fork, k.Diff, k.Focus, k.Help, k.Quit)
+	// The help and quit keys come first, so a narrow terminal never cuts them off.
+	return append(append([]key.Binding{d.fkeys.Cancel, k.Help, k.Quit}, kb...), k.Fork, k.Diff, k.Focus)
 }
 
 // FullHelp is every key of the focused pane and the deck's, in columns.

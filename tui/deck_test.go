@@ -174,3 +174,17 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatalf("torn tape: %v\n%s", d.Err(), d.View())
 	}
 }
+
+// TestRunesTogether: keys typed faster than the terminal is read arrive as
+// one message; each still counts, and text after "/" goes to the prompt.
+func TestRunesTogether(t *testing.T) {
+	d := newDeck(t, 80, 24, agentRun)
+	press(d, runes("nn"))
+	if cursor(d) != 21 {
+		t.Fatalf(`"nn" went to %d, want 21`, cursor(d))
+	}
+	press(d, runes("/uni"))
+	if d.pane != panePrompt || d.prompt.input.Value() != "uni" {
+		t.Fatalf(`"/uni": pane %d, prompt %q`, d.pane, d.prompt.input.Value())
+	}
+}

@@ -1,0 +1,113 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxSession drives a program in a real terminal: a detached tmux session
+// on a private server socket, keys in with send-keys, the screen out with
+// capture-pane.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+	name   string
+}
+
+func (s *tmuxSession) tmux(args ...string) (string, error) {
+	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func (s *tmuxSession) keys(keys ...string) {
+	s.t.Helper()
+	if out, err := s.tmux(append([]string{"send-keys", "-t", s.name}, keys...)...); err != nil {
+		s.t.Fatalf("send-keys %v: %v %s", keys, err, out)
+	}
+}
+
+func (s *tmuxSession) screen() string {
+	out, _ := s.tmux("capture-pane", "-p", "-t", s.name)
+	return out
+}
+
+// waitScreen waits until the screen shows every one of want.
+func (s *tmuxSession) waitScreen(want ...string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		scr := s.screen()
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(scr, w)
+		}
+		if ok {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the screen never showed %q; it shows:\n%s", want, scr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestEndToEndTmux builds jukebox and drives `jukebox play` in a 120x40
+// tmux session: scrub, the help, a search, and quit.
+func TestEndToEndTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("SKIPPED: tmux is not installed; this end-to-end test needs a real terminal (CI installs tmux)")
+	}
+	if testing.Short() {
+		t.Skip("SKIPPED in -short mode: builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "jukebox")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/jukebox").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "play", "--help").CombinedOutput(); err != nil {
+		t.Fatalf("jukebox play --help: %v\n%s", err, out)
+	}
+	tape, _ := filepath.Abs(agentRun)
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("jukebox-test-%d", os.Getpid()), name: "play"}
+	t.Cleanup(func() { s.tmux("kill-server") })
+	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "40",
+		"env NO_COLOR= "+bin+" play "+tape); err != nil {
+		t.Fatalf("tmux new-session: %v %s", err, out)
+	}
+	s.waitScreen("JUKEBOX", "frame 0 of 98", "q quit")
+
+	s.keys("n", "n")
+	s.waitScreen("frame 21 · llm.request", "context · 4 messages", "system prompt")
+	s.keys("S-Right")
+	s.waitScreen("step 2/5 · frame 40/98")
+	s.keys("l", "l")
+	s.waitScreen("frame 42 of 98")
+
+	s.keys("?")
+	s.waitScreen("go to frame", "next/prev tool call", "? closes this help")
+	s.keys("?")
+	s.waitScreen("frame 42 of 98")
+
+	s.keys("/", "u", "n", "i", "c", "o", "d", "e", "Enter")
+	scr := s.waitScreen(`"unicode" found in frame`)
+	if !strings.Contains(strings.ToLower(scr), "unicode") {
+		t.Fatalf("the found frame does not show the text:\n%s", scr)
+	}
+
+	s.keys("q")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := s.tmux("has-session", "-t", s.name); err != nil {
+			break // the program quit and the session closed with it
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("q did not quit; the screen shows:\n%s", s.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
