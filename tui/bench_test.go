@@ -1,0 +1,134 @@
+package tui
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// bigTapeMB is the size of the tape BenchmarkOpenFirstScreen opens.
+var bigTapeMB = flag.Int("tui.bigtape", 1024, "size in MB of the tape BenchmarkOpenFirstScreen builds and opens")
+
+// writeTape writes a synthetic agent run of about frames frames: steps of
+// an LLM call (request and streamed SSE response as blobs, the streamed
+// words echoed as output), a tool call, a file write and its result.
+// fileBytes adds an incompressible file of that size to every step, to
+// make a tape big in bytes without making it long in frames.
+func writeTape(tb testing.TB, path string, frames, fileBytes int) {
+	tb.Helper()
+	t := time.Duration(0)
+	w, err := tapefmt.Create(path, tapefmt.Options{Sync: tapefmt.SyncNever, Now: func() time.Duration { t += 3 * time.Millisecond; return t }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	must := func(_ any, err error) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	must(w.Append(0, tapefmt.RunStart{Argv: []string{"python", "agent.py"}, Mode: "record"}))
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := make([]byte, fileBytes)
+	for step := 0; int(w.Len()) < frames-20; step++ {
+		req, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "stream": true, "messages": []map[string]string{
+			{"role": "system", "content": "You are a careful coding agent."},
+			{"role": "user", "content": fmt.Sprintf("Step %d: refactor the config loader and keep the tests green.", step)}}})
+		body, err := w.PutBlob("request", req)
+		must(nil, err)
+		must(w.Append(0, tapefmt.LLMRequest{Call: uint64(step), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: body, Model: "gpt-4o-mini", Stream: true}))
+		sse := ""
+		for i := range 12 {
+			word := fmt.Sprintf("word%d ", (step*7+i)%50)
+			sse += fmt.Sprintf(`data: {"choices":[{"delta":{"content":%q}}]}`+"\n\n", word)
+			must(w.Append(0, tapefmt.Output{Fd: 1, Data: tapefmt.Bytes(word)}))
+		}
+		resp, err := w.PutBlob("response", []byte(sse+"data: [DONE]\n\n"))
+		must(nil, err)
+		must(w.Append(0, tapefmt.LLMResponse{Call: uint64(step), Status: 200, Body: resp, Model: "gpt-4o-mini",
+			Usage: tapefmt.Usage{Input: 300 + int64(step%100), Output: 32}}))
+		args := fmt.Sprintf(`{"path":"src/step_%05d.py"}`, step)
+		must(w.Append(0, tapefmt.ToolCall{ID: fmt.Sprint(step), Name: "write_file", Args: json.RawMessage(args), Source: "llm"}))
+		content := []byte(fmt.Sprintf("VALUE = %d\n", step))
+		if fileBytes > 0 {
+			for i := range random {
+				random[i] = byte(rng.Uint32())
+			}
+			content = random
+		}
+		file, err := w.PutBlob(fmt.Sprint("file", step), content)
+		must(nil, err)
+		must(w.Append(0, tapefmt.FileChange{Op: "write", Path: fmt.Sprintf("src/step_%05d.py", step), Body: file, Size: int64(len(content))}))
+		must(w.Append(0, tapefmt.ToolResult{ID: fmt.Sprint(step), Result: json.RawMessage(`"ok"`)}))
+		must(w.Commit())
+	}
+	must(w.Append(0, tapefmt.RunEnd{}))
+	must(nil, w.Close())
+}
+
+// BenchmarkKeyToFrame is one key press on a 100,000-frame tape, from the
+// key message to the rendered screen (Update, then View) at 160x48: the
+// needle moves one frame on, and every 50th press a step on, through the
+// whole tape.
+func BenchmarkKeyToFrame(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "long.jbx")
+	writeTape(b, path, 100_000, 0)
+	d := New([]string{path}, testOptions())
+	defer d.Close()
+	d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	_ = d.View()
+	b.ResetTimer()
+	for i := range b.N {
+		k := keyRight
+		switch {
+		case cursor(d) >= d.tracks[0].tl.Len()-1:
+			k = keyHome
+		case i%50 == 0:
+			k = keyShiftRight
+		}
+		d.Update(k)
+		_ = d.View()
+	}
+	b.ReportMetric(float64(d.tracks[0].tl.Len()), "frames")
+}
+
+// BenchmarkOpenFirstScreen opens a big tape (-tui.bigtape MB, default
+// 1 GB, of which 4 MB incompressible files) and draws the first screen:
+// engine.OpenTimeline (footer, frame index, steps) and the deck's first
+// View. The file is in the page cache, as it is after it was just written.
+func BenchmarkOpenFirstScreen(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "big.jbx")
+	const file = 4 << 20
+	steps := *bigTapeMB << 20 / file
+	start := time.Now()
+	writeTape(b, path, steps*19+21, file)
+	b.Logf("built a %d MB tape in %s", *bigTapeMB, time.Since(start).Round(time.Millisecond))
+	b.ResetTimer()
+	for range b.N {
+		d := New([]string{path}, testOptions())
+		d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+		_ = d.View()
+		d.Close()
+	}
+}
+
+// BenchmarkOpenLongFirstScreen opens a 100,000-frame tape to its first
+// screen: opening costs the frame index (16 bytes a frame), not the bytes.
+func BenchmarkOpenLongFirstScreen(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "long.jbx")
+	writeTape(b, path, 100_000, 0)
+	b.ResetTimer()
+	for range b.N {
+		d := New([]string{path}, testOptions())
+		d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+		_ = d.View()
+		d.Close()
+	}
+}
