@@ -1,2 +1,36 @@
 // Package tui is the turntable: the Bubble Tea program behind `jukebox play`.
+//
+// The Deck is the root model. It owns the layout and routes messages; the
+// panes do the work, each a Component (tea.Model, help.KeyMap, SetSize)
+// with an update method that returns its own concrete type:
+//
+//   - timelineView: one row per frame (time, stream, kind glyph, summary,
+//     tokens, cost), step boundaries drawn as rules, forks (⑂), breaker
+//     trips (‼), errors (!), markers (◆) and the first divergence (≠) in the
+//     gutter. It is virtualised over engine.Timeline: only the rows on
+//     screen are decoded, so every key costs the same on any tape.
+//   - scrubber: the bar across the run by time, with the needle, step
+//     ticks, markers, the fork point and the first divergence; under it the
+//     step, frame, time, cost and tokens so far, and the playback state.
+//   - frameView: the frame under the needle in full; `r` for the raw
+//     payload, offsets and blob hashes.
+//   - prompt (go to frame, search), forkForm, diffPane.
+//
+// Keys are one KeyMap per context (keys.go); bindings that would do
+// nothing are disabled, so the help line shows only keys that work now.
+// Styles come from a themes.Theme through NewStyles and are passed down;
+// there are no package-level styles. NO_COLOR is honoured by the caller
+// choosing the plain theme (cmd/jukebox/play.go).
+//
+// Long work runs in a tea.Cmd and comes back as a typed message: searches,
+// the diff alignment, and engine.Fork, whose events reach the program
+// through tea.Program.Send (Deck.SetSend). The fork's tape is re-opened as
+// it grows (a tape without a footer opens up to its last whole step) and
+// shown as a second timeline. The TUI reads tapes only through engine.
+//
+// Decisions: markers set with `m` live in memory only (a tape is
+// append-only and hashed; the turntable never writes to it). Keys that
+// reach the program in one read ("nn" typed fast) are split and count one
+// by one. Under TERM=xterm*, lipgloss asks the terminal for its background
+// colour before the program starts; keys typed in that instant are lost.
 package tui
