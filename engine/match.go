@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
-
-	"github.com/sergi/go-diff/diffmatchpatch"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -201,54 +198,4 @@ func pretty(b []byte) string {
 		return string(b)
 	}
 	return out.String()
-}
-
-// UnifiedDiff is a line diff of a and b with three lines of context.
-func UnifiedDiff(nameA, nameB, a, b string) string {
-	dmp := diffmatchpatch.New()
-	ca, cb, lines := dmp.DiffLinesToChars(a, b)
-	diffs := dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), lines)
-	var out strings.Builder
-	fmt.Fprintf(&out, "--- %s\n+++ %s\n", nameA, nameB)
-	for i, d := range diffs {
-		ls := strings.SplitAfter(d.Text, "\n")
-		if ls[len(ls)-1] == "" {
-			ls = ls[:len(ls)-1]
-		}
-		switch d.Type {
-		case diffmatchpatch.DiffDelete:
-			writeLines(&out, "-", ls)
-		case diffmatchpatch.DiffInsert:
-			writeLines(&out, "+", ls)
-		default:
-			writeLines(&out, " ", contextLines(ls, i > 0, i < len(diffs)-1))
-		}
-	}
-	return out.String()
-}
-
-// contextLines keeps three lines after a change and three before the next.
-func contextLines(ls []string, after, before bool) []string {
-	if len(ls) <= 7 {
-		return ls
-	}
-	var keep []string
-	if after {
-		keep = append(keep, ls[:3]...)
-	}
-	keep = append(keep, "...\n")
-	if before {
-		keep = append(keep, ls[len(ls)-3:]...)
-	}
-	return keep
-}
-
-func writeLines(out *strings.Builder, prefix string, ls []string) {
-	for _, l := range ls {
-		if l == "...\n" {
-			out.WriteString(l)
-			continue
-		}
-		out.WriteString(prefix + strings.TrimSuffix(l, "\n") + "\n")
-	}
 }

@@ -1,0 +1,270 @@
+package engine
+
+// The frame view's model: one frame in full, from the timeline.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Detail is one frame in full, for the frame view.
+type Detail struct {
+	Row
+	Offset  int64
+	Size    int64  // bytes of the frame's record
+	Payload []byte // the payload JSON as stored
+	Blobs   []BlobRef
+	Call    *CallDetail // llm.request and llm.response frames
+	Tool    *ToolDetail // tool.call and tool.result frames
+	File    *FileDetail // file.change frames
+}
+
+// BlobRef names a blob a frame refers to.
+type BlobRef struct {
+	Role string // body, before
+	Hash tapefmt.Hash
+	Size int
+}
+
+// CallDetail is one LLM call: what the model saw and what it answered.
+type CallDetail struct {
+	Request, Response int // frame numbers, -1 when not on the tape
+	Provider, Method  string
+	Path, Model       string
+	Stream            bool
+	System            string
+	Messages          []Message
+	Tools             []string
+	Params            []string // "name: value" for the sampling parameters set
+	Status            int
+	Error             string
+	Answer            string // the response text, assembled from the stream, then its tool calls
+	Usage             tapefmt.Usage
+	Cost              float64
+	Latency, Elapsed  time.Duration
+	Chunks            tapefmt.Chunks
+	body              []byte // the response body, for Streamed
+}
+
+// Message is one message of the context window, with a rough token count
+// (a quarter of its bytes: a display estimate, not the provider's count).
+type Message struct {
+	Role   string
+	Text   string
+	Tokens int
+}
+
+// ToolDetail is a tool call and its result.
+type ToolDetail struct {
+	Call, Result int // frame numbers, -1 when not on the tape
+	ID, Name     string
+	Source       string
+	Args         string // indented JSON
+	Output       string
+	IsError      bool
+	Elapsed      time.Duration
+}
+
+// FileDetail is a file change: the new content and a diff from the old.
+type FileDetail struct {
+	Op, Path string
+	Content  string
+	Diff     string // unified diff against the content before, when the tape has it
+	Binary   bool
+}
+
+// Detail reads frame i in full: payload, blobs and, for calls and tools,
+// the other half of the pair.
+func (tl *Timeline) Detail(i int) (*Detail, error) {
+	r := tl.Row(i)
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	f, err := tl.t.Frame(i)
+	if err != nil {
+		return nil, err
+	}
+	d := &Detail{Row: r, Offset: f.Offset, Size: f.Size(), Payload: f.Payload}
+	for j, h := range tapefmt.BlobRefs(r.Payload) {
+		if h.IsZero() {
+			continue
+		}
+		b, _ := tl.t.Blob(h)
+		d.Blobs = append(d.Blobs, BlobRef{Role: []string{"body", "before"}[min(j, 1)], Hash: h, Size: len(b)})
+	}
+	switch p := r.Payload.(type) {
+	case *tapefmt.LLMRequest:
+		resp, j := tl.response(i, p.Call)
+		d.Call = tl.call(p, i, resp, j)
+	case *tapefmt.LLMResponse:
+		req, j := tl.request(i, p.Call)
+		d.Call = tl.call(req, j, p, i)
+	case *tapefmt.ToolCall:
+		d.Tool = tl.tool(p, i)
+	case *tapefmt.ToolResult:
+		d.Tool = tl.toolResult(p, i)
+	case *tapefmt.FileChange:
+		d.File = tl.file(p)
+	}
+	return d, nil
+}
+
+func (tl *Timeline) blob(h tapefmt.Hash) []byte {
+	if h.IsZero() {
+		return nil
+	}
+	b, _ := tl.t.Blob(h)
+	return b
+}
+
+func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMResponse, si int) *CallDetail {
+	c := &CallDetail{Request: ri, Response: si}
+	if req != nil {
+		c.Provider, c.Method, c.Path, c.Model, c.Stream = req.Provider, req.Method, req.Path, req.Model, req.Stream
+		c.parseRequest(tl.blob(req.Body))
+	}
+	if resp != nil {
+		c.Status, c.Error, c.Chunks = resp.Status, resp.Error, resp.Chunks
+		c.Latency, c.Elapsed = time.Duration(resp.Latency), time.Duration(resp.Elapsed)
+		c.body = tl.blob(resp.Body)
+		c.Answer = responseText(c.body)
+		if resp.Status/100 != 2 {
+			c.Answer = string(c.body)
+		}
+		r := tl.Row(si)
+		c.Usage, _ = tl.usage(si, resp)
+		c.Cost = r.Cost
+		c.Model = cmp(resp.Model, c.Model)
+	}
+	return c
+}
+
+// parseRequest fills the context window from a request body of the OpenAI
+// chat or Responses API or the Anthropic Messages API.
+func (c *CallDetail) parseRequest(body []byte) {
+	var req wireRequest
+	var params map[string]json.RawMessage
+	if json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &params) != nil {
+		if len(body) > 0 {
+			c.Messages = append(c.Messages, message("body", string(body)))
+		}
+		return
+	}
+	for _, k := range requestParams {
+		if v, ok := params[k]; ok {
+			c.Params = append(c.Params, k+": "+compactJSON(v))
+		}
+	}
+	for _, t := range req.Tools {
+		name := t.Name
+		if t.Function != nil {
+			name = t.Function.Name
+		}
+		c.Tools = append(c.Tools, name)
+	}
+	c.System = strings.TrimSpace(contentText(req.System) + "\n" + contentText(req.Instructions))
+	items := req.Messages
+	var input string
+	if json.Unmarshal(req.Input, &input) == nil {
+		items = append(items, wireItem{Role: "user", Text: input, Type: "text"})
+	} else {
+		var more []wireItem
+		_ = json.Unmarshal(req.Input, &more) // absent outside the Responses API
+		items = append(items, more...)
+	}
+	for _, m := range items {
+		role, text, _ := strings.Cut(strings.TrimSuffix(messageLine(m), "\n"), ": ")
+		if (role == "system" || role == "developer") && c.System == "" {
+			c.System = text
+		}
+		c.Messages = append(c.Messages, message(role, text))
+	}
+}
+
+func message(role, text string) Message {
+	return Message{Role: role, Text: text, Tokens: (len(text) + 3) / 4}
+}
+
+// Streamed returns the response text as it stood elapsed after the request
+// was sent, from the recorded chunk times, and whether it was complete.
+func (c *CallDetail) Streamed(elapsed time.Duration) (string, bool) {
+	if len(c.Chunks) == 0 {
+		if elapsed >= max(c.Latency, c.Elapsed) {
+			return c.Answer, true
+		}
+		return "", false
+	}
+	end := int64(0)
+	for _, ch := range c.Chunks {
+		if time.Duration(ch.At) > elapsed {
+			break
+		}
+		end = ch.End
+	}
+	done := end >= int64(len(c.body))
+	if done {
+		return c.Answer, true
+	}
+	return responseText(c.body[:min(end, int64(len(c.body)))]), false
+}
+
+func (tl *Timeline) tool(p *tapefmt.ToolCall, i int) *ToolDetail {
+	d := &ToolDetail{Call: i, Result: -1, ID: p.ID, Name: p.Name, Source: p.Source, Args: indentJSON(p.Args)}
+	for j := i + 1; j < min(tl.Len(), i+pairWindow); j++ {
+		if k, _ := tl.KindAt(j); k == tapefmt.KindToolResult {
+			if r, ok := tl.decode(j).(*tapefmt.ToolResult); ok && r.ID == p.ID {
+				tl.fillResult(d, r, j)
+				break
+			}
+		}
+	}
+	return d
+}
+
+func (tl *Timeline) toolResult(p *tapefmt.ToolResult, i int) *ToolDetail {
+	d := &ToolDetail{Call: -1, ID: p.ID}
+	for j := i - 1; j >= max(0, i-pairWindow); j-- {
+		if k, _ := tl.KindAt(j); k == tapefmt.KindToolCall {
+			if c, ok := tl.decode(j).(*tapefmt.ToolCall); ok && c.ID == p.ID {
+				d = tl.tool(c, j)
+				break
+			}
+		}
+	}
+	tl.fillResult(d, p, i)
+	return d
+}
+
+func (tl *Timeline) fillResult(d *ToolDetail, r *tapefmt.ToolResult, i int) {
+	raw := []byte(r.Result)
+	if !r.Body.IsZero() {
+		raw = tl.blob(r.Body)
+	}
+	d.Result, d.Output, d.IsError, d.Elapsed = i, jsonText(raw), r.IsError, time.Duration(r.Elapsed)
+}
+
+func (tl *Timeline) file(p *tapefmt.FileChange) *FileDetail {
+	d := &FileDetail{Op: p.Op, Path: p.Path}
+	body, before := tl.blob(p.Body), tl.blob(p.Before)
+	if isBinary(body) || isBinary(before) {
+		d.Binary = true
+		d.Content = fmt.Sprintf("(%d bytes of binary data)", len(body))
+		return d
+	}
+	d.Content = string(body)
+	if p.Target != "" {
+		d.Content = "→ " + p.Target
+	}
+	if !p.Before.IsZero() || p.Op == "write" {
+		d.Diff = UnifiedDiff("a/"+p.Path, "b/"+p.Path, string(before), string(body))
+	}
+	return d
+}
+
+func isBinary(b []byte) bool { return !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 }
