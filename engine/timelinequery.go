@@ -1,0 +1,195 @@
+package engine
+
+// What the turntable asks of a timeline beyond its rows: running totals,
+// navigation by kind, and text search.
+
+import (
+	"bytes"
+	"context"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Totals returns the tokens and cost of every LLM call up to and including
+// frame i. The first call over a long stretch of tape decodes the
+// llm.response frames in it; later calls are a binary search.
+func (tl *Timeline) Totals(i int) (tokens int64, cost float64) {
+	tl.ensureCosts(i + 1)
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	c := &tl.costs
+	n := sort.Search(len(c.frames), func(j int) bool { return int(c.frames[j]) > i })
+	if n == 0 {
+		return 0, 0
+	}
+	return c.tokens[n-1], c.cost[n-1]
+}
+
+// ensureCosts sums the llm.response frames before frame end.
+func (tl *Timeline) ensureCosts(end int) {
+	end = min(end, tl.Len())
+	for {
+		tl.mu.Lock()
+		from := tl.costs.upto
+		tl.mu.Unlock()
+		if from >= end {
+			return
+		}
+		to := min(end, from+4096) // release the lock between batches
+		tl.sumCosts(from, to)
+	}
+}
+
+func (tl *Timeline) sumCosts(from, to int) {
+	type call struct {
+		i      int
+		tokens int64
+		cost   float64
+	}
+	var found []call
+	for i := from; i < to; i++ {
+		if k, _ := tl.KindAt(i); k == tapefmt.KindLLMResponse {
+			r := tl.readRow(i) // not through the cache: a bulk pass must not evict the screen
+			found = append(found, call{i, r.Tokens, r.Cost})
+		}
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	c := &tl.costs
+	if c.upto != from {
+		return // another goroutine summed this stretch
+	}
+	for _, f := range found {
+		var tok int64
+		var usd float64
+		if n := len(c.frames); n > 0 {
+			tok, usd = c.tokens[n-1], c.cost[n-1]
+		}
+		c.frames, c.tokens, c.cost = append(c.frames, int32(f.i)), append(c.tokens, tok+f.tokens), append(c.cost, usd+f.cost)
+	}
+	c.upto = to
+}
+
+// IndexCosts sums every call's tokens and cost, so Totals never waits; run
+// it in the background after the first screen. It stops when ctx is done.
+func (tl *Timeline) IndexCosts(ctx context.Context) {
+	for end := 4096; ctx.Err() == nil; end += 4096 {
+		tl.ensureCosts(end)
+		if end >= tl.Len() {
+			return
+		}
+	}
+}
+
+// CostsIndexed reports whether every call's cost has been summed, so
+// Totals of the last frame returns at once.
+func (tl *Timeline) CostsIndexed() bool {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.costs.upto >= tl.Len()
+}
+
+// Find says what Next looks for.
+type Find uint8
+
+// What Next can look for.
+const (
+	FindLLM   Find = iota + 1 // an llm.request frame
+	FindTool                  // a tool.call or mcp.message frame
+	FindError                 // a row with Error set
+	FindFork                  // a run.start of a fork, or a breaker.trip
+)
+
+// Next returns the next frame after from (dir > 0) or before it (dir < 0)
+// that is what f asks for. Kinds come from the index; only candidates for
+// an error are decoded.
+func (tl *Timeline) Next(from int, f Find, dir int) (int, bool) {
+	step := 1
+	if dir < 0 {
+		step = -1
+	}
+	for i := from + step; i >= 0 && i < tl.Len(); i += step {
+		k, _ := tl.KindAt(i)
+		if tl.matches(i, k, f) {
+			return i, true
+		}
+	}
+	return from, false
+}
+
+func (tl *Timeline) matches(i int, k tapefmt.Kind, f Find) bool {
+	switch f {
+	case FindLLM:
+		return k == tapefmt.KindLLMRequest
+	case FindTool:
+		return k == tapefmt.KindToolCall || k == tapefmt.KindMCP
+	case FindFork:
+		return k == tapefmt.KindBreakerTrip || (k == tapefmt.KindRunStart && tl.Row(i).Fork)
+	}
+	switch k {
+	case tapefmt.KindLLMResponse, tapefmt.KindToolResult, tapefmt.KindRunEnd, tapefmt.KindBreakerTrip:
+		return tl.Row(i).Error
+	}
+	return false
+}
+
+// Search returns the first frame after from (before it when dir < 0),
+// wrapping around, whose text holds query, case-insensitively: its summary,
+// its payload and the text of its blobs (a request's messages, a response's
+// assembled text, file contents). It returns -1 when nothing matches and
+// ctx.Err() when cancelled.
+func (tl *Timeline) Search(ctx context.Context, query string, from, dir int) (int, error) {
+	q := bytes.ToLower([]byte(query))
+	n := tl.Len()
+	if n == 0 || len(q) == 0 {
+		return -1, nil
+	}
+	step := 1
+	if dir < 0 {
+		step = n - 1
+	}
+	for k, i := 0, (from+step)%n; k < n; k, i = k+1, (i+step)%n {
+		if k%256 == 0 && ctx.Err() != nil {
+			return -1, ctx.Err()
+		}
+		if bytes.Contains(bytes.ToLower(tl.text(i)), q) {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// text is everything Search looks at in frame i.
+func (tl *Timeline) text(i int) []byte {
+	f, err := tl.t.Frame(i)
+	if err != nil {
+		return nil
+	}
+	p, err := f.Decode()
+	if err != nil {
+		return f.Payload
+	}
+	out := append([]byte(Describe(p)+"\n"), f.Payload...)
+	for _, h := range tapefmt.BlobRefs(p) {
+		if b, err := tl.t.Blob(h); err == nil {
+			out = append(append(out, '\n'), blobText(p, b)...)
+		}
+	}
+	return out
+}
+
+// blobText is a blob as a reader sees it.
+func blobText(p tapefmt.Payload, b []byte) string {
+	switch p.(type) {
+	case *tapefmt.LLMRequest:
+		return requestText(b)
+	case *tapefmt.LLMResponse:
+		return responseText(b)
+	}
+	if !utf8.Valid(b) {
+		return ""
+	}
+	return string(b)
+}
