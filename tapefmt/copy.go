@@ -22,3 +22,23 @@ func CopyFrame(w *Writer, src *Tape, f Frame) error {
 	_, err = w.AppendFrame(f)
 	return err
 }
+
+// Rewrite writes every frame src holds (for a torn tape, those up to its
+// last whole step) to a new, closed tape at path, blobs included.
+func Rewrite(src *Tape, path string) (frames int, err error) {
+	w, err := Create(path, Options{Created: src.Created(), Sync: SyncNever})
+	if err != nil {
+		return 0, err
+	}
+	for i := range src.Len() {
+		f, ferr := src.Frame(i)
+		if ferr == nil {
+			ferr = CopyFrame(w, src, f)
+		}
+		if ferr != nil {
+			w.Close()
+			return i, ferr
+		}
+	}
+	return src.Len(), w.Close()
+}

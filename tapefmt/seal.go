@@ -65,7 +65,7 @@ func Seal(path string, key []byte) (Hash, error) {
 	}
 	defer t.Close()
 	if !t.closed {
-		return Hash{}, fmt.Errorf("%s: %w: only a whole, closed tape can be sealed", path, ErrNoFooter)
+		return Hash{}, fmt.Errorf("%s: %w: only a whole tape can be sealed (jukebox recover writes one)", path, ErrNoFooter)
 	}
 	if _, err := t.Verify(VerifyOptions{Blobs: true}); err != nil {
 		return Hash{}, fmt.Errorf("%s: refusing to seal a damaged tape: %w", path, err)

@@ -34,6 +34,7 @@ type CLI struct {
 	Ls        LsCmd        `cmd:"" help:"List the recordings in a folder."`
 	Show      ShowCmd      `cmd:"" help:"Print the frames of a tape."`
 	Verify    VerifyCmd    `cmd:"" help:"Check CRCs, the hash chain, every blob and (with --key-file) the seal."`
+	Recover   RecoverCmd   `cmd:"" help:"Rewrite a torn tape (a crash left it without its footer) as a whole one, up to its last whole step."`
 	Seal      SealCmd      `cmd:"" help:"Seal a tape with a keyed BLAKE2b MAC over its chain head."`
 	Booth     BoothCmd     `cmd:"" help:"Inspect, commit or roll back a Shadow Booth transaction; run WASI tools in it."`
 	Doctor    DoctorCmd    `cmd:"" help:"Print what this machine supports: namespaces, overlayfs, reflinks, WASI."`
