@@ -120,7 +120,7 @@ func (tl *Timeline) blob(h tapefmt.Hash) []byte {
 		return nil
 	}
 	b, _ := tl.t.Blob(h)
-	return b
+	return shown(b)
 }
 
 func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMResponse, si int) *CallDetail {

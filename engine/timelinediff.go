@@ -52,7 +52,7 @@ func LoadTimeline(path string) (diffview.Timeline, error) {
 // would align differently on every run, while what was printed does not.
 func TimelineOf(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps(), TapeFrames: t.Len()},
-		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}}
+		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}, texts: map[tapefmt.Hash]string{}}
 	for f, err := range t.All() {
 		if err != nil {
 			return b.tl, err
@@ -76,6 +76,7 @@ type timelineBuilder struct {
 	calls   map[uint64]*tapefmt.LLMRequest // by call number, to name responses
 	tools   map[string]string              // tool name by call id, to name results
 	outputs map[int]*diffview.Frame        // the run's output by fd
+	texts   map[tapefmt.Hash]string        // request and response texts by body, made once
 }
 
 func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
@@ -162,8 +163,19 @@ func (b *timelineBuilder) request(fr *diffview.Frame, p *tapefmt.LLMRequest) err
 	if err != nil {
 		return err
 	}
-	fr.Body = requestText(body)
+	fr.Body = b.text(p.Body, body, requestText)
 	return nil
+}
+
+// text renders a body once per blob: frames that name the same body (an
+// agent resending one request) share the text.
+func (b *timelineBuilder) text(h tapefmt.Hash, body []byte, render func([]byte) string) string {
+	if s, ok := b.texts[h]; ok {
+		return s
+	}
+	s := render(body)
+	b.texts[h] = s
+	return s
 }
 
 func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) error {
@@ -196,7 +208,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 	case p.Status/100 != 2:
 		fr.Body = string(body)
 	default:
-		fr.Body = responseText(body)
+		fr.Body = b.text(p.Body, body, responseText)
 	}
 	return nil
 }
@@ -265,5 +277,18 @@ func (b *timelineBuilder) blob(h tapefmt.Hash) ([]byte, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
-	return b.t.Blob(h)
+	data, err := b.t.Blob(h)
+	return shown(data), err
+}
+
+// maxShownBody bounds the bytes of one body that a timeline renders; the
+// rest is left out (the tape keeps it all).
+const maxShownBody = 1 << 20
+
+// shown is at most maxShownBody bytes of data.
+func shown(data []byte) []byte {
+	if len(data) > maxShownBody {
+		return data[:maxShownBody]
+	}
+	return data
 }

@@ -9,6 +9,15 @@ import (
 // blobCacheBytes bounds the memory the decoded-blob cache may hold.
 const blobCacheBytes = 64 << 20
 
+// minDecodeBudget is the least a tape may decode in blobs over its life; the
+// budget grows with the file (decodeBudget). A hostile tape whose small
+// frames name a huge, highly compressed blob again and again gets a
+// FormatError once it is spent, instead of costing unbounded time.
+const minDecodeBudget = 8 << 30
+
+// decodeBudget is how many bytes of blobs a tape of size bytes may decode.
+func decodeBudget(size int64) int64 { return max(minDecodeBudget, size*1024) }
+
 // blobCache keeps recently decoded blobs, already checked against their
 // hashes, by record offset, so walking a delta chain or re-reading a blob
 // costs one decode and one hash. Oldest entries go first.
@@ -16,6 +25,10 @@ type blobCache struct {
 	m     map[int64]decoded
 	order []int64
 	bytes int
+	// big holds the last blob too large for the cache, so that frames
+	// naming the same large blob one after another decode it once.
+	bigOff int64
+	big    decoded
 }
 
 // decoded is a blob and the hash it was checked against.
@@ -25,6 +38,9 @@ type decoded struct {
 }
 
 func (c *blobCache) get(off int64) (decoded, bool) {
+	if c.big.data != nil && c.bigOff == off {
+		return c.big, true
+	}
 	d, ok := c.m[off]
 	return d, ok
 }
@@ -33,7 +49,11 @@ func (c *blobCache) put(off int64, d decoded) {
 	if c.m == nil {
 		c.m = map[int64]decoded{}
 	}
-	if _, ok := c.m[off]; ok || len(d.data) > blobCacheBytes/4 {
+	if len(d.data) > blobCacheBytes/4 {
+		c.bigOff, c.big = off, d
+		return
+	}
+	if _, ok := c.m[off]; ok {
 		return
 	}
 	for c.bytes+len(d.data) > blobCacheBytes && len(c.order) > 0 {
@@ -114,6 +134,9 @@ func (t *Tape) decodeBlob(off int64, budget int) (decoded, error) {
 	b, h, err := t.readBlob(off, budget)
 	if err != nil {
 		return decoded{}, err
+	}
+	if t.decoded += int64(len(b)); t.decoded > decodeBudget(t.size) {
+		return decoded{}, formatErr(off, "its blobs decode to more than %d bytes, %d times the file: refusing (a hostile tape?)", decodeBudget(t.size), decodeBudget(t.size)/max(t.size, 1))
 	}
 	if HashOf(b) != h {
 		return decoded{}, formatErr(off, "blob content does not match its address %s", h.Short())

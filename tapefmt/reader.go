@@ -22,10 +22,11 @@ type Tape struct {
 	closed bool      // the tape has a valid footer
 	rec    *Recovery // set when the tape was opened by scanning
 
-	mu     sync.Mutex
-	frames []byte           // frame table in memory: scanned tapes, or loaded on demand
-	blobs  map[Hash]blobLoc // blob table in memory, loaded on first use
-	cache  blobCache
+	mu      sync.Mutex
+	frames  []byte           // frame table in memory: scanned tapes, or loaded on demand
+	blobs   map[Hash]blobLoc // blob table in memory, loaded on first use
+	cache   blobCache
+	decoded int64 // bytes of blobs decoded so far, against decodeBudget
 }
 
 // Open opens the tape at path.

@@ -18,7 +18,8 @@ type ShowCmd struct {
 	Frame *int     `help:"Print only frame N, in full." placeholder:"N"`
 	Kind  []string `help:"Print only frames of these kinds (dotted names such as llm.request; repeat or comma-separate)." placeholder:"KIND"`
 	JSON  bool     `help:"Print one JSON object per frame and line: seq, kind, time (seconds), stream, offset, payload."`
-	Blobs bool     `help:"Also print the blobs each frame names (request and response bodies, file contents)."`
+	Blobs bool     `help:"Also print the blobs each frame names (request and response bodies, file contents), the first MiB of each."`
+	Full  bool     `help:"With --blobs, print every blob whole, however large."`
 }
 
 // frameJSON is the --json shape of one frame.
@@ -111,13 +112,31 @@ func (c *ShowCmd) blobs(t *tapefmt.Tape, p tapefmt.Payload) (map[string]string, 
 		if err != nil {
 			return nil, err
 		}
-		if utf8.Valid(b) {
-			out[h.String()] = string(b)
-		} else {
-			out[h.String()] = fmt.Sprintf("(%d bytes of binary data)", len(b))
-		}
+		out[h.String()] = blobText(b, c.Full)
 	}
 	return out, nil
+}
+
+// maxBlobShown is how much of one blob show prints unless --full.
+const maxBlobShown = 1 << 20
+
+// blobText is a blob as show prints it: text, cut at a rune boundary near
+// maxBlobShown bytes unless full, or a note for binary data.
+func blobText(b []byte, full bool) string {
+	cut := b
+	if !full && len(b) > maxBlobShown {
+		cut = b[:maxBlobShown]
+		for len(cut) > 0 && !utf8.RuneStart(b[len(cut)]) {
+			cut = cut[:len(cut)-1]
+		}
+	}
+	switch {
+	case !utf8.Valid(cut):
+		return fmt.Sprintf("(%d bytes of binary data)", len(b))
+	case len(cut) < len(b):
+		return fmt.Sprintf("%s\n… (%d more bytes; --full prints them)", cut, len(b)-len(cut))
+	}
+	return string(b)
 }
 
 func recoveryText(r *tapefmt.Recovery) string {
