@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,10 +19,18 @@ import (
 
 // child is the agent process with its output captured.
 type child struct {
-	cmd *exec.Cmd
-	wg  sync.WaitGroup
+	cmd    *exec.Cmd
+	wg     sync.WaitGroup
+	pipes  [2]*os.File // read ends of the child's stdout and stderr
+	exited atomic.Bool // the child has exited: reads give up after outputIdle without data
 	*outputs
 }
+
+// outputIdle is how long, once the agent has exited, its output pipes may
+// stay silent before jukebox stops reading them: a grandchild that keeps
+// them open must not hang the run, while output still flowing (to a slow
+// terminal) is read to its end.
+const outputIdle = 2 * time.Second
 
 // outputs passes the agent's output through and records it.
 type outputs struct {
@@ -72,31 +81,50 @@ func (o *outputs) stdoutCopy() []byte {
 func startChild(o RunOptions, env []string, outs *outputs) (*child, error) {
 	c := &child{cmd: exec.Command(o.Argv[0], o.Argv[1:]...), outputs: outs}
 	c.cmd.Dir, c.cmd.Env, c.cmd.Stdin = o.Dir, env, o.Stdin
-	c.cmd.WaitDelay = 2 * time.Second // grandchildren holding the pipes open do not hang us
+	// Pipes of our own, not exec's: exec's would be closed by Wait, losing
+	// output that a slow terminal has not taken yet.
+	var writeEnds [2]*os.File
+	for i := range c.pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			c.closePipes(writeEnds[:])
+			return nil, err
+		}
+		c.pipes[i], writeEnds[i] = r, w
+	}
+	c.cmd.Stdout, c.cmd.Stderr = writeEnds[0], writeEnds[1]
+	err := c.cmd.Start()
+	c.closePipes(writeEnds[:]) // the child holds its own copies now
+	if err != nil {
+		c.closePipes(c.pipes[:])
+		return nil, err
+	}
 	terms := []io.Writer{o.Stdout, o.Stderr}
-	pipes := make([]io.ReadCloser, 2)
-	var err error
-	if pipes[0], err = c.cmd.StdoutPipe(); err != nil {
-		return nil, err
-	}
-	if pipes[1], err = c.cmd.StderrPipe(); err != nil {
-		return nil, err
-	}
-	if err := c.cmd.Start(); err != nil {
-		return nil, err
-	}
-	for i, p := range pipes {
+	for i, p := range c.pipes {
 		c.wg.Add(1)
 		go c.copy(i+1, p, terms[i])
 	}
 	return c, nil
 }
 
-// copy passes one stream through and records each piece as it arrives.
-func (c *child) copy(fd int, r io.Reader, w io.Writer) {
+func (c *child) closePipes(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// copy passes one stream through and records each piece as it arrives,
+// until the stream ends or, once the child has exited, stays idle.
+func (c *child) copy(fd int, r *os.File, w io.Writer) {
 	defer c.wg.Done()
+	defer r.Close()
 	buf := make([]byte, 32<<10)
 	for {
+		if c.exited.Load() {
+			r.SetReadDeadline(time.Now().Add(outputIdle))
+		}
 		n, err := r.Read(buf)
 		if n > 0 {
 			c.write(fd, append([]byte(nil), buf[:n]...), w)
@@ -130,6 +158,10 @@ func (c *child) wait(ctx context.Context) tapefmt.RunEnd {
 			c.kill(3 * time.Second)
 			ctx = context.Background() // kill once
 		case err := <-done:
+			c.exited.Store(true)
+			for _, p := range c.pipes {
+				p.SetReadDeadline(time.Now().Add(outputIdle)) // wakes a read with nothing to come
+			}
 			c.wg.Wait()
 			return exitStatus(c.cmd, err, end)
 		}
@@ -159,11 +191,15 @@ func exitStatus(cmd *exec.Cmd, err error, end tapefmt.RunEnd) tapefmt.RunEnd {
 	if err != nil && !errors.As(err, &ee) {
 		end.Error = err.Error()
 	}
+	if cmd.ProcessState == nil {
+		end.ExitCode = -1
+		return end
+	}
 	st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
 	case ok && st.Signaled():
 		end.Signal, end.ExitCode = unix.SignalName(st.Signal()), 128+int(st.Signal())
-	case cmd.ProcessState != nil:
+	default:
 		end.ExitCode = cmd.ProcessState.ExitCode()
 	}
 	return end

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -53,5 +54,46 @@ except KeyboardInterrupt:
 	last, _ := tp.Frame(tp.Len() - 1)
 	if last.Kind != tapefmt.KindRunEnd {
 		t.Fatalf("last frame is %s, want run.end", last.Kind)
+	}
+}
+
+// slowTerminal takes its time over every write, as a terminal or pipe that
+// cannot keep up does.
+type slowTerminal struct{ n int }
+
+func (s *slowTerminal) Write(p []byte) (int, error) {
+	time.Sleep(250 * time.Millisecond)
+	s.n += len(p)
+	return len(p), nil
+}
+
+// TestSlowTerminalLosesNoOutput: an agent that writes more than a slow
+// terminal takes before it exits still has all of its output passed on and
+// on the tape.
+func TestSlowTerminalLosesNoOutput(t *testing.T) {
+	const size = 300_000
+	tape := filepath.Join(t.TempDir(), "out.jbx")
+	term := &slowTerminal{}
+	if _, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: []string{"python3", "-c", "import sys; sys.stdout.write('a' * 300000)"},
+			Env: cleanEnv(), Stdout: term, Stderr: io.Discard},
+		Tape: tape}); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := tapefmt.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	taped := 0
+	for f, err := range tp.Frames(tapefmt.KindOutput) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.Decode()
+		taped += len(p.(*tapefmt.Output).Data)
+	}
+	if term.n != size || taped != size {
+		t.Fatalf("terminal got %d bytes, tape holds %d; the agent wrote %d", term.n, taped, size)
 	}
 }
