@@ -46,7 +46,16 @@ type BoothResult struct {
 func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tapefmt.RunEnd, error) {
 	b := s.o.Booth
 	ws := s.workspace()
-	tx, err := sandbox.Begin(ws, sandbox.Options{})
+	// A commit a crash interrupted is finished or undone before the agent
+	// sees the workspace.
+	rep, err := sandbox.Recover(ctx, ws, sandbox.Options{})
+	if err == nil && b.Notice != nil && len(rep.Committed)+len(rep.RolledBack) > 0 {
+		fmt.Fprintf(b.Notice, "jukebox: booth: recovered interrupted commits: finished %v, undone %v\n", rep.Committed, rep.RolledBack)
+	}
+	var tx *sandbox.Tx
+	if err == nil {
+		tx, err = sandbox.Begin(ws, sandbox.Options{})
+	}
 	if err != nil {
 		return tapefmt.RunEnd{ExitCode: -1, Error: err.Error()}, err
 	}
@@ -71,18 +80,21 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 }
 
 // settle records every staged change, then commits, rolls back or keeps.
+// When the change set cannot be read or the decision made, it rolls back.
 func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd, br *BoothResult) error {
 	cs, err := tx.Diff()
-	if err != nil {
-		return err
+	var commit bool
+	if err == nil {
+		br.Changes = cs
+		for i := range cs.Changes {
+			s.recordChange(tx.ID(), &cs.Changes[i])
+		}
+		commit, err = s.decide(cs, end)
 	}
-	br.Changes = cs
-	for i := range cs.Changes {
-		s.recordChange(tx.ID(), &cs.Changes[i])
-	}
-	commit, err := s.decide(cs, end)
 	if err != nil {
-		return err
+		rerr := tx.Rollback(context.WithoutCancel(ctx))
+		s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: err.Error()})
+		return errors.Join(err, rerr)
 	}
 	switch {
 	case commit:

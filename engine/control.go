@@ -10,7 +10,7 @@ import (
 // controlHandler serves JUKEBOX_CONTROL, the API agents and SDKs use to
 // talk to jukebox from inside a run:
 //
-//	GET  /_jukebox/info    {"mode", "calls"}
+//	GET  /_jukebox/info    {"calls", "recording"}
 //	POST /_jukebox/marker  {"label", "note"}          writes a marker frame
 //	POST /_jukebox/turn    {"agent", "turn", "role", "text"} writes an agent.turn frame
 //

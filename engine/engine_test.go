@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,4 +202,18 @@ func TestReplayGoesLiveOnDivergence(t *testing.T) {
 	if s := summarize(t, out); s.Calls != 6 || !strings.Contains(stdout.String(), "(demo-small)") {
 		t.Fatalf("recorded %d calls; agent printed\n%s", s.Calls, stdout.String())
 	}
+}
+
+// TestArgvSecretsNeverWritten: a key passed on the agent's command line
+// does not reach the tape.
+func TestArgvSecretsNeverWritten(t *testing.T) {
+	tape := filepath.Join(t.TempDir(), "argv.jbx")
+	res, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: []string{"python3", "-c", "import sys; print(len(sys.argv))", "--api-key", secretKey, "--token=" + secretKey},
+			Env: cleanEnv(), Stdout: io.Discard, Stderr: io.Discard},
+		Tape: tape})
+	if err != nil || res.End.ExitCode != 0 {
+		t.Fatalf("record: %v, %+v", err, res)
+	}
+	checkTape(t, tape)
 }

@@ -36,13 +36,12 @@ func Pack(forkPath, parentPath, out string) (frames uint64, err error) {
 	if parent.Head().String() != start.Parent.Tape {
 		return 0, fmt.Errorf("%s is not the parent of %s: its chain head is %s, the fork names %s", parentPath, forkPath, parent.Head().Short(), start.Parent.Tape)
 	}
-	w, err := tapefmt.Create(out, tapefmt.Options{Created: fork.Created()})
-	if err != nil {
-		return 0, err
-	}
-	err = packFrames(w, parent, fork, *start)
-	n := w.Len()
-	return n, errors.Join(err, w.Close())
+	err = tapefmt.CreateWith(out, tapefmt.Options{Created: fork.Created()}, func(w *tapefmt.Writer) error {
+		err := packFrames(w, parent, fork, *start)
+		frames = w.Len()
+		return err
+	})
+	return frames, err
 }
 
 func packFrames(w *tapefmt.Writer, parent, fork *tapefmt.Tape, start tapefmt.RunStart) error {

@@ -50,6 +50,22 @@ type tapeBackend struct {
 	overrides Overrides
 }
 
+// match finds x's call on the tape. Once a call has diverged, every later
+// one goes unmatched; the first divergence alone is returned, so that two
+// calls diverging at once report the first.
+func (t *tapeBackend) match(x *exchange) (*Call, *Divergence) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.diverged {
+		return nil, nil
+	}
+	c, d := t.m.Match(x.req.Method, x.path, x.body)
+	if d != nil {
+		t.diverged = true
+	}
+	return c, d
+}
+
 // prepare re-applies a fork's overrides to the call they were made at.
 func (t *tapeBackend) prepare(x *exchange) {
 	if int64(x.call) != t.forkCall {
@@ -61,18 +77,9 @@ func (t *tapeBackend) prepare(x *exchange) {
 }
 
 func (t *tapeBackend) respond(w http.ResponseWriter, x *exchange) answer {
-	t.mu.Lock()
-	diverged := t.diverged
-	t.mu.Unlock()
-	var c *Call
-	if !diverged {
-		var d *Divergence
-		if c, d = t.m.Match(x.req.Method, x.path, x.body); d != nil {
-			t.mu.Lock()
-			t.diverged = true
-			t.mu.Unlock()
-			t.onDiv(d)
-		}
+	c, first := t.match(x)
+	if first != nil {
+		t.onDiv(first)
 	}
 	if c == nil {
 		if t.fallback != nil {

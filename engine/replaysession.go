@@ -157,7 +157,7 @@ func recordedStdout(t *tapefmt.Tape) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if o := p.(*tapefmt.Output); o.Fd == 1 {
+		if o, ok := p.(*tapefmt.Output); ok && o.Fd == 1 {
 			out = append(out, o.Data...)
 		}
 	}

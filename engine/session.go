@@ -91,9 +91,12 @@ func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.R
 	if err != nil {
 		return err
 	}
+	if _, err := w.Append(0, start); err != nil {
+		w.Close()
+		return err
+	}
 	s.tape, s.path = w, path
-	_, err = w.Append(0, start)
-	return err
+	return nil
 }
 
 func (s *session) runStart(upstreams map[string]string) tapefmt.RunStart {

@@ -1,6 +1,10 @@
 package tapefmt
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"os"
+)
 
 // CopyFrame appends frame f of src to w with the blobs it names, which are
 // stored again on w (deltas are made anew there). A step frame is written
@@ -24,21 +28,37 @@ func CopyFrame(w *Writer, src *Tape, f Frame) error {
 }
 
 // Rewrite writes every frame src holds (for a torn tape, those up to its
-// last whole step) to a new, closed tape at path, blobs included.
+// last whole step) to a new, closed tape at path, blobs included. On
+// failure nothing is left at path.
 func Rewrite(src *Tape, path string) (frames int, err error) {
-	w, err := Create(path, Options{Created: src.Created(), Sync: SyncNever})
+	err = CreateWith(path, Options{Created: src.Created()}, func(w *Writer) error {
+		for i := range src.Len() {
+			f, err := src.Frame(i)
+			if err == nil {
+				err = CopyFrame(w, src, f)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	for i := range src.Len() {
-		f, ferr := src.Frame(i)
-		if ferr == nil {
-			ferr = CopyFrame(w, src, f)
-		}
-		if ferr != nil {
-			w.Close()
-			return i, ferr
-		}
+	return src.Len(), nil
+}
+
+// CreateWith creates a tape at path, lets write fill it and closes it.
+// When write or the close fails, the partial file is removed, so a tape
+// that exists at path is always a whole one.
+func CreateWith(path string, opts Options, write func(*Writer) error) error {
+	w, err := Create(path, opts)
+	if err != nil {
+		return err
 	}
-	return src.Len(), w.Close()
+	if err = errors.Join(write(w), w.Close()); err != nil {
+		os.Remove(path)
+	}
+	return err
 }

@@ -14,19 +14,14 @@ type redacter interface {
 	redacted() Payload
 }
 
-// secretHeader reports whether an HTTP header may carry a credential.
+// secretHeader reports whether an HTTP header may carry a credential: the
+// names secretName flags, and cookies.
 func secretHeader(name string) bool {
-	n := strings.ToLower(name)
-	switch n {
-	case "authorization", "proxy-authorization", "cookie", "set-cookie":
+	switch strings.ToLower(name) {
+	case "cookie", "set-cookie":
 		return true
 	}
-	for _, part := range []string{"api-key", "apikey", "api_key", "token", "secret", "password", "signature"} {
-		if strings.Contains(n, part) {
-			return true
-		}
-	}
-	return false
+	return secretName(name)
 }
 
 // secretName reports whether a query parameter or environment variable name
@@ -107,8 +102,38 @@ func RedactEnv(env map[string]string) map[string]string {
 	return out
 }
 
+// redactedValue stands where a secret was, so that an argv keeps its shape.
+const redactedValue = "[redacted]"
+
+// RedactArgv replaces the values of command-line flags whose names look
+// secret: "--api-key X", "--api-key=X", "-token X".
+func RedactArgv(argv []string) []string {
+	if argv == nil {
+		return nil
+	}
+	out := append([]string(nil), argv...)
+	for i := 0; i < len(out); i++ {
+		arg := out[i]
+		if !strings.HasPrefix(arg, "-") {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if !secretName(name) {
+			continue
+		}
+		if hasValue {
+			out[i] = arg[:strings.Index(arg, "=")+1] + redactedValue
+		} else if i+1 < len(out) {
+			out[i+1] = redactedValue
+			i++
+		}
+	}
+	return out
+}
+
 func (p RunStart) redacted() Payload {
 	p.Env = RedactEnv(p.Env)
+	p.Argv = RedactArgv(p.Argv)
 	if p.Upstream != nil {
 		ups := make(map[string]string, len(p.Upstream))
 		for k, v := range p.Upstream {

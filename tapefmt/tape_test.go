@@ -248,3 +248,21 @@ func TestChunksRoundTrip(t *testing.T) {
 		t.Fatalf("round trip = %v, want %v (times kept to the microsecond)", out, want)
 	}
 }
+
+func TestRedactArgv(t *testing.T) {
+	got := RedactArgv([]string{"python", "agent.py", "--api-key", "sk-1", "--token=abc", "-v", "--model", "gpt-4o", "--password"})
+	want := []string{"python", "agent.py", "--api-key", "[redacted]", "--token=[redacted]", "-v", "--model", "gpt-4o", "--password"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	for _, h := range []string{"Authorization", "X-Api-Key", "X-Auth-Key", "Cookie", "Openai-Organization-Token"} {
+		if !secretHeader(h) {
+			t.Errorf("header %s kept", h)
+		}
+	}
+	for _, h := range []string{"Content-Type", "User-Agent", "Anthropic-Version", "X-Request-Id"} {
+		if secretHeader(h) {
+			t.Errorf("header %s dropped", h)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -162,12 +163,23 @@ func checkStep(f Frame, head Hash, rep *VerifyReport) error {
 			return frameErr(f.Offset, f.Seq, "step payload: %v", err)
 		}
 		if got.Chain != head {
-			return frameErr(f.Offset, f.Seq, "hash chain broken: one of frames %d to %d was changed after it was written", rep.lastStep, f.Seq-1)
+			return frameErr(f.Offset, f.Seq, "hash chain broken: %s was changed after it was written", frameRange(rep.lastStep, f.Seq))
 		}
 	}
 	rep.lastStep = f.Seq + 1
 	rep.Steps++
 	return nil
+}
+
+// frameRange names the frames from first up to (not including) end.
+func frameRange(first, end uint64) string {
+	switch {
+	case end <= first:
+		return "this step frame's link"
+	case end == first+1:
+		return fmt.Sprintf("frame %d", first)
+	}
+	return fmt.Sprintf("one of frames %d to %d", first, end-1)
 }
 
 // BlobRefs returns the blobs a payload names, zero hashes left out.

@@ -34,7 +34,8 @@ func (b *boothFlags) boothOptions(env *Env) *engine.BoothOptions {
 	o := &engine.BoothOptions{Commit: b.Commit, Keep: b.Keep, Mode: sandbox.Mode(b.BoothMode), Notice: env.Stderr}
 	if b.Commit == engine.CommitAsk {
 		if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
-			o.Ask = askOn(tty)
+			tty.Close() // there is a terminal; it is opened again to ask
+			o.Ask = askOnTerminal
 		} else {
 			fmt.Fprintln(env.Stderr, "jukebox: no terminal to ask on: the booth will be kept open (jukebox booth commit|rollback)")
 			o.Commit, o.Keep = engine.CommitNever, true
@@ -43,18 +44,20 @@ func (b *boothFlags) boothOptions(env *Env) *engine.BoothOptions {
 	return o
 }
 
-// askOn shows the change set on the terminal and reads y or n.
-func askOn(tty *os.File) func(sandbox.ChangeSet) (bool, error) {
-	return func(cs sandbox.ChangeSet) (bool, error) {
-		defer tty.Close()
-		fmt.Fprintf(tty, "\nThe agent staged %d changes:\n%s\nCommit them to the workspace? [y/N] ", len(cs.Changes), cs.String())
-		line, err := bufio.NewReader(tty).ReadString('\n')
-		if err != nil && line == "" {
-			return false, nil
-		}
-		answer := strings.ToLower(strings.TrimSpace(line))
-		return answer == "y" || answer == "yes", nil
+// askOnTerminal shows the change set on the terminal and reads y or n.
+func askOnTerminal(cs sandbox.ChangeSet) (bool, error) {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return false, err
 	}
+	defer tty.Close()
+	fmt.Fprintf(tty, "\nThe agent staged %d changes:\n%s\nCommit them to the workspace? [y/N] ", len(cs.Changes), cs.String())
+	line, err := bufio.NewReader(tty).ReadString('\n')
+	if err != nil && line == "" {
+		return false, nil
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
 }
 
 // printBooth says what happened to the staged changes, listing every one.

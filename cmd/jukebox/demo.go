@@ -47,7 +47,7 @@ func (c *DemoCmd) Run(env *Env) error {
 		return err
 	}
 	tape := filepath.Join(c.Dir, fmt.Sprintf("demo-%s-%s.jbx", c.Model, stamp))
-	o := runOptions(env, []string{python, agent}, "demo", 0)
+	o := runOptions(env, []string{python, agent}, "demo", 0, c.JSON)
 	o.Dir, o.Env = ws, append(os.Environ(), "AGENT_MODEL="+c.Model, "OPENAI_API_KEY=sk-demo-not-a-real-key")
 	fmt.Fprintf(env.Stderr, "jukebox demo: scripted model on %s; recording %s\n\n", srv.URL(), tape)
 	res, err := engine.Record(context.Background(), engine.RecordOptions{RunOptions: o, Tape: tape,
@@ -56,18 +56,17 @@ func (c *DemoCmd) Run(env *Env) error {
 		return err
 	}
 	if c.JSON {
-		return writeJSON(env.Stdout, res)
+		return finishRun(env, res, true, "")
 	}
 	if out, ok := env.Stdout.(*os.File); ok && !c.NoPlay && term.IsTerminal(out.Fd()) {
 		// Forks made on the turntable go to the scripted model, still running.
 		play := PlayCmd{Tapes: []string{tape}, Theme: "diner", Upstream: []string{"openai=" + srv.OpenAIBaseURL()}}
 		return play.Run(env)
 	}
-	fmt.Fprintf(env.Stderr, "\njukebox demo: recorded %d model calls, %d frames (agent %s)\n", res.Calls, res.Frames, exitText(res.End))
-	fmt.Fprintf(env.Stderr, "  the agent's workspace: %s\n\nnext:\n", ws)
-	for _, line := range []string{"jukebox show " + tape, "jukebox replay " + tape + "     # offline, no model needed",
-		"jukebox verify " + tape, "jukebox ls " + c.Dir} {
+	fmt.Fprintf(env.Stderr, "\njukebox demo: the agent's workspace: %s\nnext:\n", ws)
+	for _, line := range []string{"jukebox play " + tape, "jukebox replay " + tape + "     # offline, no model needed",
+		"jukebox show " + tape, "jukebox ls " + c.Dir} {
 		fmt.Fprintf(env.Stderr, "  %s\n", line)
 	}
-	return nil
+	return finishRun(env, res, false, fmt.Sprintf("recorded %d model calls, %d frames to %s", res.Calls, res.Frames, tape))
 }

@@ -27,7 +27,7 @@ type ForkCmd struct {
 	NoBooth          bool     `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
 	Commit           string   `enum:"ask,on-success,always,never" default:"never" help:"What to do with the fork's staged changes: never (default: roll back), ask, on-success or always."`
 	Keep             bool     `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
-	JSON             bool     `help:"Print the results as JSON."`
+	JSON             bool     `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
 
 // Validate checks flags before anything starts.
@@ -75,6 +75,7 @@ func (c *ForkCmd) forkOne(env *Env, over engine.Overrides, model string) (*engin
 	if model != "" {
 		over.Model = model
 	}
+	warnIfTorn(env, c.Tape)
 	start, err := parentStart(c.Tape)
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ func (c *ForkCmd) forkOne(env *Env, over engine.Overrides, model string) (*engin
 			return nil, err
 		}
 	}
-	o := runOptions(env, c.Cmd, name, 0)
+	o := runOptions(env, c.Cmd, name, 0, c.JSON)
 	o.Dir = c.workdir(start.Cwd)
 	bf := boothFlags{Booth: !c.NoBooth, Commit: c.Commit, Keep: c.Keep, BoothMode: "auto"}
 	o.Booth = bf.boothOptions(env)

@@ -19,7 +19,7 @@ type RecordCmd struct {
 	Upstream []string `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere (a gateway, a local model), e.g. openai=http://127.0.0.1:8931/v1. Repeatable. Default: the agent's own OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the public API."`
 	Seed     int64    `help:"Seed handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED (default: random, recorded)."`
 	Sync     string   `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
-	JSON     bool     `help:"After the run, print the result as JSON."`
+	JSON     bool     `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 	boothFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 }
@@ -46,7 +46,7 @@ func (c *RecordCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	o := runOptions(env, c.Cmd, name, c.Seed)
+	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
 	o.Booth = c.boothOptions(env)
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
 		RunOptions: o, Tape: path, Upstreams: ups, Sync: syncPolicy(c.Sync)})
@@ -59,9 +59,15 @@ func (c *RecordCmd) Run(env *Env) error {
 	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %d calls, %d frames to %s", res.Calls, res.Frames, res.Tape))
 }
 
-func runOptions(env *Env, argv []string, name string, seed int64) engine.RunOptions {
+// runOptions are the agent's options. With --json the agent's stdout goes
+// to stderr, so that stdout holds nothing but the JSON result.
+func runOptions(env *Env, argv []string, name string, seed int64, asJSON bool) engine.RunOptions {
 	argv = commandArgs(argv)
-	return engine.RunOptions{Argv: argv, Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr,
+	stdout := env.Stdout
+	if asJSON {
+		stdout = env.Stderr
+	}
+	return engine.RunOptions{Argv: argv, Stdin: env.Stdin, Stdout: stdout, Stderr: env.Stderr,
 		Seed: seed, Name: name, Version: version}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // ReplayCmd replays a recorded run offline.
@@ -17,7 +18,7 @@ type ReplayCmd struct {
 	Ignore       []string `placeholder:"FIELD" help:"Top-level request fields to leave out of matching, besides stream_options, user, metadata and service_tier. Repeatable."`
 	Output       string   `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
 	Seed         int64    `help:"Seed for the agent (default: the recorded one)."`
-	JSON         bool     `help:"After the run, print the result as JSON."`
+	JSON         bool     `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
 
 // Validate checks flags before anything starts.
@@ -36,6 +37,7 @@ func (c *ReplayCmd) Validate() error {
 
 // Run replays and exits 5 on a divergence, else with the agent's exit code.
 func (c *ReplayCmd) Run(env *Env) error {
+	warnIfTorn(env, c.Tape)
 	speed, _ := engine.ParseSpeed(c.Speed)
 	ups, _ := engine.ParseUpstreams(c.Upstream)
 	out := c.Output
@@ -46,7 +48,7 @@ func (c *ReplayCmd) Run(env *Env) error {
 		}
 	}
 	res, err := engine.Replay(context.Background(), engine.ReplayOptions{
-		RunOptions: runOptions(env, c.Cmd, "", c.Seed), From: c.Tape, Tape: out, Speed: speed,
+		RunOptions: runOptions(env, c.Cmd, "", c.Seed, c.JSON), From: c.Tape, Tape: out, Speed: speed,
 		Ignore: append(append([]string(nil), engine.DefaultIgnore...), c.Ignore...), Live: c.OnDivergence == "live", Upstreams: ups})
 	if err != nil {
 		return err
@@ -58,6 +60,19 @@ func (c *ReplayCmd) Run(env *Env) error {
 		return withCode(ExitDiverged, d)
 	}
 	return finishRun(env, res, c.JSON, replayLine(res))
+}
+
+// warnIfTorn says so when a tape has no footer and is read up to its last
+// whole step.
+func warnIfTorn(env *Env, path string) {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return // the command itself reports it
+	}
+	defer t.Close()
+	if rec := t.Recovered(); rec != nil {
+		fmt.Fprintf(env.Stderr, "warning: %s: %s\n", path, recoveryText(rec))
+	}
 }
 
 func replayLine(res *engine.Result) string {
