@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -59,14 +58,7 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 	ups := ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
 	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: t}, at: at, over: o.Overrides, live: newLive(ups)}
 	fb.forkCall, fb.tapeBackend.overrides = forkOf(t) // a fork of a fork replays its parent's fork too
-	var div *Divergence
-	fb.onDiv = func(d *Divergence) {
-		fb.mu.Lock()
-		div = d
-		fb.mu.Unlock()
-		s.emit(Event{Kind: EventDiverged, Div: d})
-		time.AfterFunc(divergenceGrace, func() { s.stopAgent(divergenceGrace) })
-	}
+	fb.onDiv = func(d *Divergence) { s.diverged(d, false) }
 	over, _ := json.Marshal(o.Overrides)
 	rs := s.runStart(ups)
 	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: at, Call: m.callsBefore(at), Path: o.Parent, Overrides: over}
@@ -85,9 +77,7 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 	}
 	res, err := s.run(ctx, true)
 	if res != nil {
-		fb.mu.Lock()
-		res.Divergence = div
-		fb.mu.Unlock()
+		res.Divergence = s.div.Load()
 	}
 	return res, err
 }

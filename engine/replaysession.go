@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -71,20 +70,7 @@ func openSource(path string, o *RunOptions, ignore *[]string) (*tapefmt.Tape, *M
 }
 
 func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, m *Matcher) (*Result, error) {
-	var mu sync.Mutex
-	var div *Divergence
-	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) {
-		mu.Lock()
-		div = d
-		mu.Unlock()
-		s.emit(Event{Kind: EventDiverged, Div: d})
-		if o.Live && s.tape != nil {
-			s.tape.SetSync(tapefmt.SyncStep)
-		}
-		if !o.Live {
-			time.AfterFunc(divergenceGrace, func() { s.stopAgent(divergenceGrace) })
-		}
-	}}
+	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) { s.diverged(d, o.Live) }}
 	tb.forkCall, tb.overrides = forkOf(t)
 	var ups map[string]string
 	if o.Live {
@@ -107,15 +93,27 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	if res == nil {
 		return nil, err
 	}
-	mu.Lock()
-	res.Divergence = div
-	mu.Unlock()
+	res.Divergence = s.div.Load()
 	res.Unused = len(m.Unused())
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		same := bytes.Equal(recorded, s.outs.stdoutCopy())
 		res.OutputSame = &same
 	}
 	return res, err
+}
+
+// diverged records the first divergence and reports it, then either stops
+// the agent or, when the run goes live from here, syncs its tape per step.
+func (s *session) diverged(d *Divergence, goLive bool) {
+	s.div.CompareAndSwap(nil, d)
+	s.emit(Event{Kind: EventDiverged, Div: d})
+	if goLive {
+		if s.tape != nil {
+			s.tape.SetSync(tapefmt.SyncStep)
+		}
+		return
+	}
+	time.AfterFunc(divergenceGrace, func() { s.stopAgent(divergenceGrace) })
 }
 
 // forkOf returns the call at which a fork tape's overrides were applied,

@@ -56,6 +56,7 @@ type session struct {
 	child atomic.Pointer[child] // set once the agent runs; read by proxy handlers
 	// cancel stops a booth run, whose child the booth owns.
 	cancel atomic.Pointer[context.CancelFunc]
+	div    atomic.Pointer[Divergence] // the first divergence, replay and fork
 }
 
 // stopAgent ends the agent early: SIGTERM, then SIGKILL after grace.

@@ -80,10 +80,7 @@ func (c *ForkCmd) forkOne(env *Env, over engine.Overrides, model string) (*engin
 	if err != nil {
 		return nil, err
 	}
-	name := start.Name
-	if name == "" {
-		name = runName(start.Argv)
-	}
+	name := tapeName(start)
 	out := strings.ReplaceAll(c.Output, "{model}", model)
 	if out == "" {
 		if out, err = tapePath("", name+"-fork"+suffix(model)); err != nil {

@@ -67,10 +67,7 @@ func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
 	if err != nil {
 		return err
 	}
-	name := start.Name
-	if name == "" {
-		name = runName(start.Argv)
-	}
+	name := tapeName(start)
 	if fo.Tape, err = tapePath("", name+"-fork"); err != nil {
 		return err
 	}

@@ -106,6 +106,14 @@ func syncPolicy(s string) tapefmt.SyncPolicy {
 	return tapefmt.SyncStep
 }
 
+// tapeName is a recorded run's name, or its command's when it has none.
+func tapeName(start *tapefmt.RunStart) string {
+	if start.Name != "" {
+		return start.Name
+	}
+	return runName(start.Argv)
+}
+
 // commandArgs drops the "--" that kong passes through ahead of the command.
 func commandArgs(argv []string) []string {
 	if len(argv) > 0 && argv[0] == "--" {
