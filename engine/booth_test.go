@@ -84,3 +84,25 @@ func boothFrames(t *testing.T, path string) (map[tapefmt.Kind]bool, []byte) {
 	}
 	return kinds, content
 }
+
+// TestReplayInBooth: a replay in the booth re-executes the agent's writes
+// in staging only; rolled back, the workspace is as it was.
+func TestReplayInBooth(t *testing.T) {
+	srv := startModel(t, nil)
+	run := pythonAgent(t, "demo-large")
+	tape := filepath.Join(t.TempDir(), "run.jbx")
+	record(t, srv, run, tape)
+	os.Remove(filepath.Join(run.dir, "poem.txt"))
+	srv.Close()
+	var out bytes.Buffer
+	res, err := engine.Replay(context.Background(), engine.ReplayOptions{
+		RunOptions: engine.RunOptions{Argv: run.argv, Dir: run.dir, Env: append(cleanEnv(), "AGENT_MODEL=demo-large"), Stdout: &out, Stderr: &out,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Notice: &out}},
+		From: tape})
+	if err != nil || res.Divergence != nil || res.End.ExitCode != 0 {
+		t.Fatalf("replay: %v, %+v\n%s", err, res, out.String())
+	}
+	if entries, _ := os.ReadDir(run.dir); len(entries) != 1 || len(res.Booth.Changes.Changes) != 1 {
+		t.Fatalf("workspace holds %v after the rollback; booth staged %v", entries, res.Booth.Changes.Changes)
+	}
+}

@@ -18,7 +18,9 @@ type ReplayCmd struct {
 	Ignore       []string `placeholder:"FIELD" help:"Top-level request fields to leave out of matching, besides stream_options, user, metadata and service_tier. Repeatable."`
 	Output       string   `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
 	Seed         int64    `help:"Seed for the agent (default: the recorded one)."`
-	JSON         bool     `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
+	Dir          string   `type:"path" help:"Working directory (default: the current one)."`
+	boothFlags
+	JSON bool `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
 
 // Validate checks flags before anything starts.
@@ -32,7 +34,7 @@ func (c *ReplayCmd) Validate() error {
 	if len(c.Upstream) > 0 && c.OnDivergence != "live" {
 		return fmt.Errorf("--upstream only matters with --on-divergence live: replay never opens a network connection")
 	}
-	return nil
+	return c.boothFlags.validate()
 }
 
 // Run replays and exits 5 on a divergence, else with the agent's exit code.
@@ -47,9 +49,14 @@ func (c *ReplayCmd) Run(env *Env) error {
 			return err
 		}
 	}
+	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
+	o.Dir, o.Booth = c.Dir, c.boothOptions(env)
 	res, err := engine.Replay(context.Background(), engine.ReplayOptions{
-		RunOptions: runOptions(env, c.Cmd, "", c.Seed, c.JSON), From: c.Tape, Tape: out, Speed: speed,
+		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
 		Ignore: append(append([]string(nil), engine.DefaultIgnore...), c.Ignore...), Live: c.OnDivergence == "live", Upstreams: ups})
+	if res != nil {
+		printBooth(env, res.Booth)
+	}
 	if err != nil {
 		return err
 	}
