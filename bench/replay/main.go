@@ -27,6 +27,7 @@ import (
 	"github.com/jukebox-os/jukebox/internal/inproc"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"time"
@@ -74,7 +75,7 @@ func main() {
 }
 
 // sample is one repetition: loading, and serving all 50 requests.
-type sample struct{ load, serve time.Duration }
+type sample struct{ load, serve, native time.Duration }
 
 func run(runs int) error {
 	dir, err := os.MkdirTemp("", "replay-bench-")
@@ -127,11 +128,15 @@ func report(runs int, cold []sample, warm []time.Duration, vcr []sample, floor t
 	row("serve all 50 (fresh tape)", js, vs)
 	row("serve all 50 (blob cache warm)", jw, vs)
 	row("load + serve", jl+js, vl+vs)
+	jn, vn := benchutil.Median(pick(cold, func(s sample) time.Duration { return s.native })), benchutil.Median(pick(vcr, func(s sample) time.Duration { return s.native }))
+	row("serve all 50, own interface (no client)", jn, vn)
 	fmt.Printf("%-38s %9.3f ms  (same client and transport, a handler that\n%-38s %s\n", "harness floor, serve all 50", benchutil.MS(floor), "",
 		"reads the request and writes the recorded body: no tape, no matching)")
 	fmt.Println()
 	fmt.Printf("serve all 50, fresh tape: %.3f ms, target < %.1f ms: %s\n", benchutil.MS(js), benchutil.MS(targetServe), verdict(js < targetServe))
 	fmt.Printf("go-vcr serve / jukebox serve: %.1fx, target >= %.0fx: %s\n", float64(vs)/float64(js), targetRatio, verdict(float64(vs)/float64(js) >= targetRatio))
+	fmt.Printf("through each replayer's own interface (Handler.ServeHTTP | RoundTripper.RoundTrip): %.1fx, target >= %.0fx: %s\n",
+		float64(vn)/float64(jn), targetRatio, verdict(float64(vn)/float64(jn) >= targetRatio))
 	fmt.Println("every response body matched the recorded bytes on both sides")
 }
 
@@ -170,7 +175,50 @@ func jukeboxRun(path string, ins []tapegen.Interaction, got []bytes.Buffer) (sam
 		return s, 0, err
 	}
 	warm, err := serveAll(inProcess(h), jukeboxURL, ins, got, "jukebox (warm)")
+	if err != nil {
+		return s, 0, err
+	}
+	if h, err = engine.NewReplayHandler(t, engine.DefaultIgnore, 0); err != nil {
+		return s, 0, err
+	}
+	s.native, err = serveNative(func(r *http.Request) (io.Reader, error) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Body, nil
+	}, jukeboxURL, ins, got, "jukebox (ServeHTTP)")
 	return s, warm, err
+}
+
+// serveNative sends the 50 requests through a replayer's own in-process
+// interface, with no http.Client in between: jukebox's http.Handler, go-vcr's
+// http.RoundTripper.
+func serveNative(do func(*http.Request) (io.Reader, error), url string, ins []tapegen.Interaction, got []bytes.Buffer, side string) (time.Duration, error) {
+	start := time.Now()
+	for i, in := range ins {
+		got[i].Reset()
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(in.Request))
+		if err != nil {
+			return 0, err
+		}
+		req.Header = sdkHeader()
+		body, err := do(req)
+		if err == nil {
+			_, err = io.Copy(&got[i], body)
+		}
+		if c, ok := body.(io.Closer); ok {
+			c.Close()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s: request %d: %w", side, i, err)
+		}
+	}
+	d := time.Since(start)
+	for i, in := range ins {
+		if !bytes.Equal(got[i].Bytes(), in.Response) {
+			return 0, fmt.Errorf("%s: response %d differs from the recorded one", side, i)
+		}
+	}
+	return d, nil
 }
 
 // vcrRun loads the cassette and replays the 50 requests through go-vcr.
@@ -182,7 +230,19 @@ func vcrRun(name string, ins []tapegen.Interaction, got []bytes.Buffer) (sample,
 		return s, err
 	}
 	s.load = time.Since(start)
-	s.serve, err = serveAll(r.GetDefaultClient(), vcrURL, ins, got, "go-vcr")
+	if s.serve, err = serveAll(r.GetDefaultClient(), vcrURL, ins, got, "go-vcr"); err != nil {
+		return s, err
+	}
+	if r, err = recorder.New(name, recorder.WithMode(recorder.ModeReplayOnly), recorder.WithSkipRequestLatency(true)); err != nil {
+		return s, err
+	}
+	s.native, err = serveNative(func(req *http.Request) (io.Reader, error) {
+		resp, err := r.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		return resp.Body, nil
+	}, vcrURL, ins, got, "go-vcr (RoundTrip)")
 	return s, err
 }
 
