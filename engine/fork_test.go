@@ -25,6 +25,7 @@ func calls(t *testing.T, path string) ([]call, *tapefmt.RunStart) {
 	}
 	defer tp.Close()
 	var out []call
+	byID := map[uint64]int{} // a response can come after the next request
 	for f, err := range tp.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse) {
 		if err != nil {
 			t.Fatal(err)
@@ -33,10 +34,11 @@ func calls(t *testing.T, path string) ([]call, *tapefmt.RunStart) {
 		switch p := p.(type) {
 		case *tapefmt.LLMRequest:
 			b, _ := tp.Blob(p.Body)
+			byID[p.Call] = len(out)
 			out = append(out, call{seq: f.Seq, req: b, model: p.Model})
 		case *tapefmt.LLMResponse:
 			b, _ := tp.Blob(p.Body)
-			out[len(out)-1].resp = b
+			out[byID[p.Call]].resp = b
 		}
 	}
 	rs, err := engine.FirstRunStart(tp)
