@@ -55,33 +55,65 @@ func packFrames(w *tapefmt.Writer, parent, fork *tapefmt.Tape, start tapefmt.Run
 	if _, err := w.AppendAt(first.Time, first.Stream, start); err != nil {
 		return err
 	}
-	calls := 0 // model calls the parent made before the fork frame
-	for i := 1; i < int(ref.Frame); i++ {
-		f, err := parent.Frame(i)
-		if err != nil {
-			return err
-		}
-		if f.Kind == tapefmt.KindLLMRequest {
-			calls++
-		}
-		if err := tapefmt.CopyFrame(w, parent, f); err != nil {
-			return err
-		}
-	}
-	from, err := nthRequest(fork, calls)
+	// The parent answers the calls made before the fork frame: its frames
+	// up to there, and the answers to those calls that arrived after it.
+	prefix, err := requestsBefore(parent, int(ref.Frame))
 	if err != nil {
 		return err
 	}
-	for i := from; i < fork.Len(); i++ {
-		f, err := fork.Frame(i)
-		if err == nil {
-			err = tapefmt.CopyFrame(w, fork, f)
-		}
+	err = copyFrames(w, parent, 1, func(i int, f tapefmt.Frame) bool {
+		return i < int(ref.Frame) || answersBefore(f, prefix)
+	})
+	if err != nil {
+		return err
+	}
+	from, err := nthRequest(fork, int(prefix))
+	if err != nil {
+		return err
+	}
+	return copyFrames(w, fork, from, func(_ int, f tapefmt.Frame) bool { return !answersBefore(f, prefix) })
+}
+
+// copyFrames copies the frames of t from frame from on that keep accepts.
+func copyFrames(w *tapefmt.Writer, t *tapefmt.Tape, from int, keep func(int, tapefmt.Frame) bool) error {
+	for i := from; i < t.Len(); i++ {
+		f, err := t.Frame(i)
 		if err != nil {
 			return err
 		}
+		if keep(i, f) {
+			if err := tapefmt.CopyFrame(w, t, f); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// answersBefore reports whether f is the response to one of the first
+// calls model calls.
+func answersBefore(f tapefmt.Frame, calls uint64) bool {
+	if f.Kind != tapefmt.KindLLMResponse {
+		return false
+	}
+	p, err := f.Decode()
+	r, ok := p.(*tapefmt.LLMResponse)
+	return err == nil && ok && r.Call < calls
+}
+
+// requestsBefore counts the model calls requested before frame.
+func requestsBefore(t *tapefmt.Tape, frame int) (uint64, error) {
+	var n uint64
+	for f, err := range t.Frames(tapefmt.KindLLMRequest) {
+		if err != nil {
+			return 0, err
+		}
+		if int(f.Seq) >= frame {
+			break
+		}
+		n++
+	}
+	return n, nil
 }
 
 // nthRequest is the frame of the n-th (from 0) llm.request of a tape.
