@@ -48,6 +48,7 @@ func (c *RecordCmd) Run(env *Env) error {
 	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
 	o.Booth = c.boothOptions(env)
+	fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", path)
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
 		RunOptions: o, Tape: path, Upstreams: ups, Sync: syncPolicy(c.Sync)})
 	if res != nil {
