@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// writeCounter records each Write as the client would see a chunk.
+type writeCounter struct {
+	*httptest.ResponseRecorder
+	writes [][]byte
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, append([]byte(nil), p...))
+	return w.ResponseRecorder.Write(p)
+}
+
+// TestReplayKeepsChunkBoundaries: at a recorded pace (here 10,000 times
+// faster than recorded), each recorded chunk is written and flushed on its
+// own, so the agent reads the stream in the pieces the upstream sent;
+// at instant speed the body goes in one write. Either way the bytes are the
+// recorded ones.
+func TestReplayKeepsChunkBoundaries(t *testing.T) {
+	body := []byte("data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: [DONE]\n\n")
+	chunks := tapefmt.Chunks{{End: 15, At: 1000}, {End: 30, At: 2000}, {End: int64(len(body)), At: 3000}}
+	c := &Call{Response: &tapefmt.LLMResponse{Status: 200, Chunks: chunks,
+		Header: http.Header{"Content-Type": {"text/event-stream"}}}, respBody: body}
+	for _, sp := range []struct {
+		speed  Speed
+		writes int
+	}{{10000, 3}, {0, 1}} {
+		w := &writeCounter{ResponseRecorder: httptest.NewRecorder()}
+		x := &exchange{req: httptest.NewRequest(http.MethodPost, "/openai/v1/chat/completions", nil)}
+		tb := &tapeBackend{speed: sp.speed}
+		tb.serve(w, x, c)
+		if len(w.writes) != sp.writes || !bytes.Equal(w.Body.Bytes(), body) || w.Code != 200 {
+			t.Fatalf("speed %v: %d writes %q, code %d; want %d writes of the recorded body", sp.speed, len(w.writes), w.writes, w.Code, sp.writes)
+		}
+		if sp.writes == 3 && string(w.writes[0]) != string(body[:15]) {
+			t.Fatalf("first chunk %q, want %q", w.writes[0], body[:15])
+		}
+	}
+}
