@@ -1,6 +1,7 @@
 package tapefmt
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -124,11 +125,15 @@ func (c Chunks) MarshalJSON() ([]byte, error) {
 	return append(b, ']'), nil
 }
 
-// UnmarshalJSON reads the flat delta array.
+// UnmarshalJSON reads the flat delta array. Every response frame carries
+// one, so the common form (integers and commas) is read by hand; anything
+// else goes through encoding/json.
 func (c *Chunks) UnmarshalJSON(data []byte) error {
-	var flat []int64
-	if err := json.Unmarshal(data, &flat); err != nil {
-		return err
+	flat, ok := parseInts(data)
+	if !ok {
+		if err := json.Unmarshal(data, &flat); err != nil {
+			return err
+		}
 	}
 	if len(flat)%2 != 0 {
 		return fmt.Errorf("chunks: odd number of values (%d)", len(flat))
@@ -252,6 +257,61 @@ type AgentTurn struct {
 type Marker struct {
 	Label string `json:"label"`
 	Note  string `json:"note,omitempty"`
+}
+
+// parseInts reads a JSON array of plain decimal integers with no spaces,
+// as MarshalJSON writes it; ok is false for any other form.
+func parseInts(data []byte) (out []int64, ok bool) {
+	if len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
+		return nil, false
+	}
+	body := data[1 : len(data)-1]
+	if len(body) == 0 {
+		return []int64{}, true
+	}
+	out = make([]int64, 0, bytes.Count(body, []byte{','})+1)
+	for len(body) > 0 {
+		end := bytes.IndexByte(body, ',')
+		if end < 0 {
+			end = len(body)
+		}
+		n, ok := atoi(body[:end])
+		if !ok {
+			return nil, false
+		}
+		out = append(out, n)
+		if end == len(body) {
+			break
+		}
+		body = body[end+1:]
+		if len(body) == 0 {
+			return nil, false // a trailing comma
+		}
+	}
+	return out, true
+}
+
+// atoi reads an optionally negative decimal integer of at most 18 digits
+// (enough for any chunk size or gap), with nothing around it.
+func atoi(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // Unknown is the payload of a kind this version does not know.

@@ -266,3 +266,20 @@ func TestRedactArgv(t *testing.T) {
 		}
 	}
 }
+
+func TestChunksParseForms(t *testing.T) {
+	for in, want := range map[string]string{
+		"[]": "[]", "[1,2]": "[{1 2000}]", "[ 1 , 2 ]": "[{1 2000}]", "[-1,3]": "[{-1 3000}]",
+	} {
+		var c Chunks
+		if err := json.Unmarshal([]byte(in), &c); err != nil || fmt.Sprint(c) != want {
+			t.Errorf("%s: got %v, %v; want %s", in, c, err, want)
+		}
+	}
+	for _, bad := range []string{"[1,]", "[1]", `["a",1]`, "{}", "[1,2,3]"} {
+		var c Chunks
+		if err := json.Unmarshal([]byte(bad), &c); err == nil {
+			t.Errorf("%s: accepted as %v", bad, c)
+		}
+	}
+}
