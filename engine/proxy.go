@@ -135,17 +135,17 @@ var bodies = sync.Pool{New: func() any { return new([]byte) }}
 // readBody reads a request body of up to maxRequestBody bytes into a
 // recycled buffer when its length is known. The caller puts the buffer back.
 func readBody(w http.ResponseWriter, r *http.Request) (*[]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, maxRequestBody)
 	buf := bodies.Get().(*[]byte)
 	if n := r.ContentLength; n >= 0 && n <= maxRequestBody {
+		// A known length within the limit: exactly that many bytes are read.
 		if int64(cap(*buf)) < n {
 			*buf = make([]byte, n)
 		}
 		*buf = (*buf)[:n]
-		_, err := io.ReadFull(body, *buf)
+		_, err := io.ReadFull(r.Body, *buf)
 		return buf, err
 	}
-	b, err := io.ReadAll(body)
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	*buf = b
 	return buf, err
 }

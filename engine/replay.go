@@ -114,6 +114,11 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 	}
 	w.WriteHeader(r.Status)
 	t.writeChunks(w, body, r.Chunks)
+	if r.Error != "" {
+		// What was recorded reaches the agent before the recorded failure:
+		// the reset, or the wait until it gives up.
+		_ = http.NewResponseController(w).Flush()
+	}
 	waitIfAgentGaveUp(x, r)
 	return a
 }
@@ -138,9 +143,9 @@ func (t *tapeBackend) writeChunks(w http.ResponseWriter, body []byte, chunks tap
 	rc := http.NewResponseController(w)
 	if t.speed == 0 {
 		// As fast as the agent reads: the chunk boundaries cannot be told
-		// apart from one write by any client, so one write it is.
+		// apart from one write by any client, so one write it is (flushed
+		// when the handler returns, or before a recorded wait).
 		w.Write(body)
-		_ = rc.Flush()
 		return
 	}
 	start, prev := time.Now(), int64(0)
