@@ -121,7 +121,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a := p.backend.respond(w, x)
 	p.recordResponse(x, a)
 	if !a.live {
-		bodies.Put(buf)
+		putBody(buf)
 	}
 	if a.abort {
 		panic(http.ErrAbortHandler) // resets the child's connection
@@ -129,13 +129,35 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // bodies recycles request body buffers: replay reads every request in full
-// and keeps none of them.
-var bodies = sync.Pool{New: func() any { return new([]byte) }}
+// and keeps none of them. A small free list rather than a sync.Pool, which
+// every garbage collection empties; buffers over maxRecycled are let go.
+var bodies = make(chan *[]byte, 16)
+
+const maxRecycled = 1 << 20
+
+func getBody() *[]byte {
+	select {
+	case b := <-bodies:
+		return b
+	default:
+		return new([]byte)
+	}
+}
+
+func putBody(b *[]byte) {
+	if cap(*b) > maxRecycled {
+		return
+	}
+	select {
+	case bodies <- b:
+	default:
+	}
+}
 
 // readBody reads a request body of up to maxRequestBody bytes into a
 // recycled buffer when its length is known. The caller puts the buffer back.
 func readBody(w http.ResponseWriter, r *http.Request) (*[]byte, error) {
-	buf := bodies.Get().(*[]byte)
+	buf := getBody()
 	if n := r.ContentLength; n >= 0 && n <= maxRequestBody {
 		// A known length within the limit: exactly that many bytes are read.
 		if int64(cap(*buf)) < n {
