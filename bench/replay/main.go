@@ -27,7 +27,6 @@ import (
 	"github.com/jukebox-os/jukebox/internal/inproc"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"time"
@@ -181,12 +180,33 @@ func jukeboxRun(path string, ins []tapegen.Interaction, got []bytes.Buffer) (sam
 	if h, err = engine.NewReplayHandler(t, engine.DefaultIgnore, 0); err != nil {
 		return s, 0, err
 	}
+	rw := &responseWriter{header: http.Header{}}
 	s.native, err = serveNative(func(r *http.Request) (io.Reader, error) {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
-		return rec.Body, nil
+		rw.reset()
+		h.ServeHTTP(rw, r)
+		return &rw.body, nil
 	}, jukeboxURL, ins, got, "jukebox (ServeHTTP)")
 	return s, warm, err
+}
+
+// responseWriter is the least an http.Handler can be served into: one
+// header map and one body buffer, reused call after call, as go-vcr hands
+// out its stored body without copying.
+type responseWriter struct {
+	header http.Header
+	body   bytes.Buffer
+	status int
+}
+
+func (w *responseWriter) Header() http.Header         { return w.header }
+func (w *responseWriter) Write(p []byte) (int, error) { return w.body.Write(p) }
+func (w *responseWriter) WriteHeader(status int)      { w.status = status }
+func (w *responseWriter) Flush()                      {}
+
+func (w *responseWriter) reset() {
+	clear(w.header)
+	w.body.Reset()
+	w.status = 0
 }
 
 // serveNative sends the 50 requests through a replayer's own in-process
