@@ -33,27 +33,41 @@ func SideBySide(r *Result, o Options) string {
 	if w <= 0 {
 		w = defaultWidth
 	}
-	sb := sideBySide{r: r, o: o, col: (max(w, MinWidth) - len(gutterSame)) / 2}
+	sb := &sideBySide{r: r, o: o, col: (max(w, MinWidth) - len(gutterSame)) / 2}
 	sb.heading()
+	return walk(r, o, sb, &sb.b)
+}
+
+// layout is how a renderer draws the steps of a walk over the pairs.
+type layout interface {
+	fold(i, n int) // n same pairs from pair i, folded
+	banner(s seg)  // a line across the whole output
+	pair(p Pair)
+}
+
+// walk draws the pairs o shows (folding runs of same ones), the banner at
+// the first divergence or the note that there is none, then the totals; b
+// is the builder the layout writes to.
+func walk(r *Result, o Options, l layout, b *strings.Builder) string {
 	for _, s := range pick(len(r.Pairs), o.context(), o.All, func(i int) bool { return r.Pairs[i].Op != Same }) {
 		if s.skip > 0 {
-			sb.fold(s.i, s.skip)
+			l.fold(s.i, s.skip)
 			continue
 		}
 		if s.i == r.First {
 			d, _ := r.Divergence()
-			sb.full(seg{"▶ first divergence: " + d.Text, clsDivergence})
+			l.banner(seg{"▶ first divergence: " + d.Text, clsDivergence})
 		}
-		sb.pair(r.Pairs[s.i])
+		l.pair(r.Pairs[s.i])
 	}
 	if r.Equal() {
-		sb.full(seg{"= the timelines agree frame for frame", clsDivergence})
+		l.banner(seg{"= the timelines agree frame for frame", clsDivergence})
 	}
-	sb.b.WriteString("\n")
-	for _, l := range totalsText(r, o.Styles) {
-		sb.b.WriteString(l + "\n")
+	b.WriteString("\n")
+	for _, line := range totalsText(r, o.Styles) {
+		b.WriteString(line + "\n")
 	}
-	return sb.b.String()
+	return b.String()
 }
 
 type sideBySide struct {
@@ -78,8 +92,8 @@ func (sb *sideBySide) emit(left, right []line, gutter string) {
 	}
 }
 
-// full writes one line across both columns.
-func (sb *sideBySide) full(s seg) {
+// banner writes one line across both columns.
+func (sb *sideBySide) banner(s seg) {
 	for _, l := range wrap([]seg{s}, 2*sb.col+len(gutterSame)) {
 		sb.b.WriteString(l.render(sb.o.Styles, 0) + "\n")
 	}

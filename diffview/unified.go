@@ -16,33 +16,23 @@ const unifiedIndent = 15
 // {+so+} (or in colour). Folding follows o as in SideBySide; lines are not
 // wrapped.
 func Unified(r *Result, o Options) string {
-	u := unified{r: r, o: o}
+	u := &unified{r: r, o: o}
 	st := o.Styles
 	u.b.WriteString(st.apply(clsHeader, "--- left: "+r.Left.Name) + "  " + st.apply(clsFaint, summary(r.LeftTotals)) + "\n")
 	u.b.WriteString(st.apply(clsHeader, "+++ right: "+r.Right.Name) + "  " + st.apply(clsFaint, summary(r.RightTotals)) + "\n")
-	for _, s := range pick(len(r.Pairs), o.context(), o.All, func(i int) bool { return r.Pairs[i].Op != Same }) {
-		if s.skip > 0 {
-			first, last := r.Pairs[s.i], r.Pairs[s.i+s.skip-1]
-			u.line(seg{fmt.Sprintf("  ⋯ %s (left %d–%d, right %d–%d)", plural(s.skip, "same frame", "same frames"),
-				r.Left.Frames[first.Left].Seq, r.Left.Frames[last.Left].Seq,
-				r.Right.Frames[first.Right].Seq, r.Right.Frames[last.Right].Seq), clsFaint})
-			continue
-		}
-		if s.i == r.First {
-			d, _ := r.Divergence()
-			u.line(seg{"▶ first divergence: " + d.Text, clsDivergence})
-		}
-		u.pair(r.Pairs[s.i])
-	}
-	if r.Equal() {
-		u.line(seg{"= the timelines agree frame for frame", clsDivergence})
-	}
-	u.b.WriteString("\n")
-	for _, l := range totalsText(r, st) {
-		u.b.WriteString(l + "\n")
-	}
-	return u.b.String()
+	return walk(r, o, u, &u.b)
 }
+
+// fold writes one line for n same pairs from pair i.
+func (u *unified) fold(i, n int) {
+	r, first, last := u.r, u.r.Pairs[i], u.r.Pairs[i+n-1]
+	u.line(seg{fmt.Sprintf("  ⋯ %s (left %d–%d, right %d–%d)", plural(n, "same frame", "same frames"),
+		r.Left.Frames[first.Left].Seq, r.Left.Frames[last.Left].Seq,
+		r.Right.Frames[first.Right].Seq, r.Right.Frames[last.Right].Seq), clsFaint})
+}
+
+// banner writes one line.
+func (u *unified) banner(s seg) { u.line(s) }
 
 type unified struct {
 	r *Result
