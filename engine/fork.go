@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -43,15 +44,33 @@ func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
 
 // ForkPoint is the first llm.request frame at or after frame.
 func ForkPoint(t *tapefmt.Tape, frame uint64) (uint64, error) {
+	reqs, err := requestFrames(t)
+	if err != nil {
+		return 0, err
+	}
+	i := requestsBefore(reqs, frame)
+	if i == len(reqs) {
+		return 0, fmt.Errorf("no model call at or after frame %d (the tape has %d frames): fork at an llm.request frame", frame, t.Len())
+	}
+	return reqs[i], nil
+}
+
+// requestFrames lists the frames of a tape's llm.requests, in order.
+func requestFrames(t *tapefmt.Tape) ([]uint64, error) {
+	var reqs []uint64
 	for f, err := range t.Frames(tapefmt.KindLLMRequest) {
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		if f.Seq >= frame {
-			return f.Seq, nil
-		}
+		reqs = append(reqs, f.Seq)
 	}
-	return 0, fmt.Errorf("no model call at or after frame %d (the tape has %d frames): fork at an llm.request frame", frame, t.Len())
+	return reqs, nil
+}
+
+// requestsBefore counts the requests of reqs (requestFrames) before frame.
+func requestsBefore(reqs []uint64, frame uint64) int {
+	i, _ := slices.BinarySearch(reqs, frame)
+	return i
 }
 
 func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *Matcher, at uint64) (*Result, error) {
@@ -60,8 +79,13 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 	fb.forkCall, fb.tapeBackend.overrides = forkOf(t) // a fork of a fork replays its parent's fork too
 	fb.onDiv = func(d *Divergence) { s.diverged(d, false) }
 	over, _ := json.Marshal(o.Overrides)
+	reqs, err := requestFrames(t)
+	if err != nil {
+		return nil, err
+	}
+	calls := uint64(requestsBefore(reqs, at))
 	rs := s.runStart(ups)
-	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: at, Call: m.callsBefore(at), Path: o.Parent, Overrides: over}
+	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: at, Call: calls, Path: o.Parent, Overrides: over}
 	// The prefix is answered from the parent and can be had again: it is
 	// not synced. From the fork call on, calls are live and synced per step.
 	if err := s.openTape(o.Tape, tapefmt.SyncNever, rs); err != nil {
@@ -70,7 +94,6 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 	if s.tape != nil {
 		fb.onFork = func() { s.tape.SetSync(tapefmt.SyncStep) }
 	}
-	var err error
 	if s.proxy, err = newProxy(fb, s.tape, s.emit); err != nil {
 		s.abandon(err)
 		return nil, err

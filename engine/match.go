@@ -147,19 +147,6 @@ func (m *Matcher) Match(method, path string, body []byte) (*Call, *Divergence) {
 	return nil, d
 }
 
-// callsBefore counts the recorded calls whose request precedes frame.
-func (m *Matcher) callsBefore(frame uint64) uint64 {
-	var n uint64
-	for _, cs := range m.calls {
-		for _, c := range cs {
-			if c.Seq < frame {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // Unused returns the recorded calls no live request asked for, in order.
 func (m *Matcher) Unused() []*Call {
 	m.mu.Lock()

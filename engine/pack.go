@@ -57,21 +57,25 @@ func packFrames(w *tapefmt.Writer, parent, fork *tapefmt.Tape, start tapefmt.Run
 	}
 	// The parent answers the calls made before the fork frame: its frames
 	// up to there, and the answers to those calls that arrived after it.
-	prefix, err := requestsBefore(parent, int(ref.Frame))
+	preqs, err := requestFrames(parent)
 	if err != nil {
 		return err
 	}
+	prefix := requestsBefore(preqs, ref.Frame)
 	err = copyFrames(w, parent, 1, func(i int, f tapefmt.Frame) bool {
-		return i < int(ref.Frame) || answersBefore(f, prefix)
+		return i < int(ref.Frame) || answersBefore(f, uint64(prefix))
 	})
 	if err != nil {
 		return err
 	}
-	from, err := nthRequest(fork, int(prefix))
+	freqs, err := requestFrames(fork)
 	if err != nil {
 		return err
 	}
-	return copyFrames(w, fork, from, func(_ int, f tapefmt.Frame) bool { return !answersBefore(f, prefix) })
+	if prefix >= len(freqs) {
+		return errors.New("the fork never reached its fork frame: nothing of its own to pack")
+	}
+	return copyFrames(w, fork, int(freqs[prefix]), func(_ int, f tapefmt.Frame) bool { return !answersBefore(f, uint64(prefix)) })
 }
 
 // copyFrames copies the frames of t from frame from on that keep accepts.
@@ -99,33 +103,4 @@ func answersBefore(f tapefmt.Frame, calls uint64) bool {
 	p, err := f.Decode()
 	r, ok := p.(*tapefmt.LLMResponse)
 	return err == nil && ok && r.Call < calls
-}
-
-// requestsBefore counts the model calls requested before frame.
-func requestsBefore(t *tapefmt.Tape, frame int) (uint64, error) {
-	var n uint64
-	for f, err := range t.Frames(tapefmt.KindLLMRequest) {
-		if err != nil {
-			return 0, err
-		}
-		if int(f.Seq) >= frame {
-			break
-		}
-		n++
-	}
-	return n, nil
-}
-
-// nthRequest is the frame of the n-th (from 0) llm.request of a tape.
-func nthRequest(t *tapefmt.Tape, n int) (int, error) {
-	for f, err := range t.Frames(tapefmt.KindLLMRequest) {
-		if err != nil {
-			return 0, err
-		}
-		if n == 0 {
-			return int(f.Seq), nil
-		}
-		n--
-	}
-	return 0, errors.New("the fork never reached its fork frame: nothing of its own to pack")
 }
