@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,9 +61,13 @@ func (c *ForkCmd) Run(env *Env) error {
 	if len(models) == 0 {
 		models = []string{""}
 	}
+	start, err := parentStart(c.Tape, env.Stderr)
+	if err != nil {
+		return err
+	}
 	var rows []forkRow
 	for _, m := range models {
-		res, err := c.forkOne(env, over, m)
+		res, err := c.forkOne(env, start, over, m)
 		if err != nil {
 			return err
 		}
@@ -71,15 +76,11 @@ func (c *ForkCmd) Run(env *Env) error {
 	return c.report(env, rows)
 }
 
-func (c *ForkCmd) forkOne(env *Env, over engine.Overrides, model string) (*engine.Result, error) {
+func (c *ForkCmd) forkOne(env *Env, start *tapefmt.RunStart, over engine.Overrides, model string) (*engine.Result, error) {
 	if model != "" {
 		over.Model = model
 	}
-	warnIfTorn(env, c.Tape)
-	start, err := parentStart(c.Tape)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	name := tapeName(start)
 	out := strings.ReplaceAll(c.Output, "{model}", model)
 	if out == "" {
@@ -178,11 +179,20 @@ func orDash(s string) string {
 	return s
 }
 
-func parentStart(path string) (*tapefmt.RunStart, error) {
+// parentStart is the run.start of the tape at path; a torn tape is said so
+// on warn, when warn is not nil.
+func parentStart(path string, warn io.Writer) (*tapefmt.RunStart, error) {
 	t, err := tapefmt.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close()
-	return engine.FirstRunStart(t)
+	if rec := t.Recovered(); rec != nil && warn != nil {
+		fmt.Fprintf(warn, "warning: %s: %s\n", path, recoveryText(rec))
+	}
+	start, err := engine.FirstRunStart(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return start, nil
 }

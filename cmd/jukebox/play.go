@@ -63,7 +63,7 @@ func (c *PlayCmd) Run(env *Env) error {
 // (rolled back at the end) unless --no-booth. Nothing may print: the
 // screen belongs to the turntable.
 func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
-	start, err := parentStart(fo.Parent)
+	start, err := parentStart(fo.Parent, nil)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jukebox-os/jukebox/engine"
-	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // ReplayCmd replays a recorded run offline.
@@ -39,7 +38,9 @@ func (c *ReplayCmd) Validate() error {
 
 // Run replays and exits 5 on a divergence, else with the agent's exit code.
 func (c *ReplayCmd) Run(env *Env) error {
-	warnIfTorn(env, c.Tape)
+	if _, err := parentStart(c.Tape, env.Stderr); err != nil {
+		return err
+	}
 	speed, _ := engine.ParseSpeed(c.Speed)
 	ups, _ := engine.ParseUpstreams(c.Upstream)
 	out := c.Output
@@ -67,19 +68,6 @@ func (c *ReplayCmd) Run(env *Env) error {
 		return withCode(ExitDiverged, d)
 	}
 	return finishRun(env, res, c.JSON, replayLine(res))
-}
-
-// warnIfTorn says so when a tape has no footer and is read up to its last
-// whole step.
-func warnIfTorn(env *Env, path string) {
-	t, err := tapefmt.Open(path)
-	if err != nil {
-		return // the command itself reports it
-	}
-	defer t.Close()
-	if rec := t.Recovered(); rec != nil {
-		fmt.Fprintf(env.Stderr, "warning: %s: %s\n", path, recoveryText(rec))
-	}
 }
 
 func replayLine(res *engine.Result) string {
