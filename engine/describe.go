@@ -12,7 +12,7 @@ import (
 func Describe(p tapefmt.Payload) string {
 	switch p := p.(type) {
 	case *tapefmt.RunStart:
-		return "start " + oneLine(strings.Join(p.Argv, " "), 60)
+		return "start " + OneLine(strings.Join(p.Argv, " "), 60)
 	case *tapefmt.RunEnd:
 		if p.Signal != "" {
 			return "end " + p.Signal + reason(p.Reason)
@@ -25,15 +25,15 @@ func Describe(p tapefmt.Payload) string {
 	case *tapefmt.LLMResponse:
 		return describeResponse(p)
 	case *tapefmt.ToolCall:
-		return fmt.Sprintf("%s(%s)", p.Name, oneLine(string(p.Args), 50))
+		return fmt.Sprintf("%s(%s)", p.Name, OneLine(string(p.Args), 50))
 	case *tapefmt.ToolResult:
 		return describeResult(p)
 	case *tapefmt.MCPMessage:
-		return fmt.Sprintf("%s %s %s", p.Server, p.Direction, oneLine(string(p.Message), 50))
+		return fmt.Sprintf("%s %s %s", p.Server, p.Direction, OneLine(string(p.Message), 50))
 	case *tapefmt.FileChange:
 		return fmt.Sprintf("%s %s (%d bytes)", p.Op, p.Path, p.Size)
 	case *tapefmt.Output:
-		return fmt.Sprintf("fd%d %s", p.Fd, oneLine(string(p.Data), 60))
+		return fmt.Sprintf("fd%d %s", p.Fd, OneLine(string(p.Data), 60))
 	}
 	return describeRest(p)
 }
@@ -53,11 +53,11 @@ func describeRest(p tapefmt.Payload) string {
 	case *tapefmt.BreakerTrip:
 		return fmt.Sprintf("tripped %s: %s", p.Rule, p.Reason)
 	case *tapefmt.AgentTurn:
-		return fmt.Sprintf("turn %d %s %s", p.Turn, p.Role, oneLine(p.Text, 50))
+		return fmt.Sprintf("turn %d %s %s", p.Turn, p.Role, OneLine(p.Text, 50))
 	case *tapefmt.Marker:
 		return "marker " + p.Label
 	case tapefmt.Unknown:
-		return oneLine(string(p.JSON), 60)
+		return OneLine(string(p.JSON), 60)
 	}
 	return fmt.Sprintf("%T", p)
 }
@@ -72,7 +72,7 @@ func describeRequest(p *tapefmt.LLMRequest) string {
 
 func describeResponse(p *tapefmt.LLMResponse) string {
 	if p.Error != "" {
-		return fmt.Sprintf("#%d error: %s", p.Call, oneLine(p.Error, 50))
+		return fmt.Sprintf("#%d error: %s", p.Call, OneLine(p.Error, 50))
 	}
 	s := fmt.Sprintf("#%d %d", p.Call, p.Status)
 	if len(p.Chunks) > 0 {
@@ -85,7 +85,7 @@ func describeResponse(p *tapefmt.LLMResponse) string {
 }
 
 func describeResult(p *tapefmt.ToolResult) string {
-	s := p.ID + " → " + oneLine(string(p.Result), 50)
+	s := p.ID + " → " + OneLine(string(p.Result), 50)
 	if p.IsError {
 		s += " (error)"
 	}
@@ -97,13 +97,4 @@ func reason(r string) string {
 		return ""
 	}
 	return " (" + r + ")"
-}
-
-// oneLine flattens s to one line of at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

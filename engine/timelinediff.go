@@ -95,7 +95,7 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 		err = b.response(&fr, p)
 	case *tapefmt.ToolCall:
 		b.tools[p.ID] = p.Name
-		fr.Signature, fr.Title, fr.Body = "tool.call "+p.Name, p.Name+" "+oneLine(string(p.Args), 80), indentJSON(p.Args)
+		fr.Signature, fr.Title, fr.Body = "tool.call "+p.Name, p.Name+" "+OneLine(string(p.Args), 80), indentJSON(p.Args)
 	case *tapefmt.ToolResult:
 		err = b.toolResult(&fr, p)
 	case *tapefmt.MCPMessage:
@@ -103,7 +103,7 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 	case *tapefmt.FileChange:
 		err = b.file(&fr, p)
 	case *tapefmt.AgentTurn:
-		fr.Signature, fr.Title, fr.Body = "agent.turn "+p.Agent+" "+p.Role, oneLine(p.Role+": "+p.Text, 80), p.Text
+		fr.Signature, fr.Title, fr.Body = "agent.turn "+p.Agent+" "+p.Role, OneLine(p.Role+": "+p.Text, 80), p.Text
 	case *tapefmt.BreakerTrip, *tapefmt.RunEnd:
 		fr.Signature = fr.Kind
 	default:
@@ -136,7 +136,7 @@ func (b *timelineBuilder) flushOutput() {
 		if lines == 1 {
 			unit = "line"
 		}
-		o.Title = fmt.Sprintf("%s, %d %s: %s", fdName(fd), lines, unit, oneLine(o.Body, 60))
+		o.Title = fmt.Sprintf("%s, %d %s: %s", fdName(fd), lines, unit, OneLine(o.Body, 60))
 		outs = append(outs, *o)
 	}
 	b.tl.Frames = slices.Insert(b.tl.Frames, at, outs...)
@@ -204,7 +204,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 	}
 	switch {
 	case p.Error != "":
-		fr.Title, fr.Body = "error: "+oneLine(p.Error, 80), p.Error
+		fr.Title, fr.Body = "error: "+OneLine(p.Error, 80), p.Error
 	case p.Status/100 != 2:
 		fr.Body = string(body)
 	default:
@@ -224,7 +224,7 @@ func (b *timelineBuilder) toolResult(fr *diffview.Frame, p *tapefmt.ToolResult) 
 		}
 	}
 	fr.Body = jsonText(raw)
-	fr.Title = "→ " + oneLine(fr.Body, 80)
+	fr.Title = "→ " + OneLine(fr.Body, 80)
 	if p.IsError {
 		fr.Title += " (error)"
 	}

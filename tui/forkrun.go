@@ -77,7 +77,7 @@ func (r *forkRun) update(msg tea.Msg) tea.Cmd {
 // View is the fork's progress for the status line.
 func (r *forkRun) View() string {
 	st := r.st
-	info := fmt.Sprintf("fork at %d · %d calls · %s · %s ", r.at, r.calls, count(r.tokens)+" tok", usd(r.cost))
+	info := fmt.Sprintf("fork at %d · %d calls · %s · %s ", r.at, r.calls, count(r.tokens)+" tok", engine.USD(r.cost))
 	switch {
 	case !r.finished:
 		return st.Fork.Render(r.spin.View()+" forking "+info) + st.Muted.Render(r.last+" ")
@@ -204,7 +204,7 @@ func (r *forkRun) event(ev engine.Event) {
 		r.cost += c
 		r.last = fmt.Sprintf("← %s tok", count(ev.Usage.Total()))
 	case engine.EventOutput:
-		r.last = "› " + oneLine(string(ev.Data))
+		r.last = "› " + engine.OneLine(string(ev.Data), 0)
 	case engine.EventDiverged:
 		r.last = "diverged"
 	case engine.EventExit:
@@ -220,7 +220,7 @@ func forkOutcome(r *forkRun) string {
 	case r.res == nil:
 		return "fork ended"
 	case r.res.Divergence != nil:
-		return "the fork diverged before its frame: " + oneLine(r.res.Divergence.Error())
+		return "the fork diverged before its frame: " + engine.OneLine(r.res.Divergence.Error(), 0)
 	}
 	return fmt.Sprintf("fork done: exit %d, %d calls, %s frames · d diffs it with the parent", r.res.End.ExitCode, r.res.Calls, count(int64(r.res.Frames)))
 }

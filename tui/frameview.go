@@ -129,7 +129,7 @@ func (m *frameView) refresh() {
 func (m *frameView) View() string {
 	title := "frame"
 	if d := m.detail; d != nil {
-		title = fmt.Sprintf("frame %d · %s · %s · step %d · s%d", d.Seq, d.Kind, clock(d.Time), d.Step, d.Stream)
+		title = fmt.Sprintf("frame %d · %s · %s · step %d · s%d", d.Seq, d.Kind, engine.Clock(d.Time), d.Step, d.Stream)
 	}
 	if m.raw {
 		title += " · raw"
@@ -177,7 +177,7 @@ type lines struct {
 // add wraps text to the width and appends it, every line in style s. A
 // line's leading spaces indent its wrapped continuation lines too.
 func (b *lines) add(s interface{ Render(...string) string }, text string) {
-	for _, l := range strings.Split(sanitize(text), "\n") {
+	for _, l := range strings.Split(engine.Sanitize(text), "\n") {
 		body := strings.TrimLeft(l, " ")
 		pad := l[:len(l)-len(body)]
 		if len(pad) > b.w/2 {
@@ -238,7 +238,7 @@ func (m *frameView) answer(b *lines, c *engine.CallDetail) {
 		text, done = c.Streamed(*m.stream)
 	}
 	h := fmt.Sprintf("response · %d · %s→%s tok · %s · %s", c.Status, count(c.Usage.Input), count(c.Usage.Output),
-		usd(c.Cost), c.Elapsed.Round(time.Millisecond))
+		engine.USD(c.Cost), c.Elapsed.Round(time.Millisecond))
 	if !done {
 		h = "response · streaming…"
 	}

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"github.com/jukebox-os/jukebox/engine"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -105,12 +106,12 @@ func (d *Deck) header() string {
 	parts := []string{baseName(tl.Path())}
 	if r := tl.Row(0); r.Kind == tapefmt.KindRunStart {
 		if rs, ok := r.Payload.(*tapefmt.RunStart); ok {
-			parts = append(parts, oneLine(strings.Join(rs.Argv, " ")))
+			parts = append(parts, engine.OneLine(strings.Join(rs.Argv, " "), 0))
 		}
 	}
 	parts = append(parts, fmt.Sprintf("%s frames · %d steps", count(int64(tl.Len())), tl.Steps()))
 	if tok, cost, ok := d.totals(d.tracks[0]); ok {
-		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), usd(cost)))
+		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), engine.USD(cost)))
 	}
 	if r := tl.Row(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd {
 		parts = append(parts, r.Summary)
@@ -119,7 +120,7 @@ func (d *Deck) header() string {
 		parts = append(parts, "vs "+baseName(d.tracks[1].tl.Path()))
 	}
 	title := " JUKEBOX ▸ " + strings.Join(parts, " · ")
-	return d.st.Header.Render(fit(sanitize(title), d.w))
+	return d.st.Header.Render(fit(engine.Sanitize(title), d.w))
 }
 
 // totals are a track's whole-run tokens and cost, once they are summed
@@ -161,7 +162,7 @@ func (d *Deck) helpLine() string {
 func (d *Deck) errorView() string {
 	lines := []string{d.st.Header.Render(fit(" JUKEBOX ▸ cannot open "+baseName(d.openPath), d.w)), ""}
 	lines = append(lines, " "+d.st.Error.Render("This tape does not open:"), "")
-	for _, l := range strings.Split(sanitize(d.openErr.Error()), "\n") {
+	for _, l := range strings.Split(engine.Sanitize(d.openErr.Error()), "\n") {
 		lines = append(lines, "   "+l)
 	}
 	var fe *tapefmt.FormatError

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/jukebox-os/jukebox/engine"
 	"strings"
 	"time"
 
@@ -112,8 +113,8 @@ func (m *scrubber) info() string {
 	parts := []string{
 		fmt.Sprintf("step %d/%d", tl.StepOf(i), tl.Steps()),
 		fmt.Sprintf("frame %d/%d", i, tl.Len()),
-		clock(t) + " / " + clock(tl.Duration()),
-		fmt.Sprintf("%s so far · %s tok", usd(cost), count(tok)),
+		engine.Clock(t) + " / " + engine.Clock(tl.Duration()),
+		fmt.Sprintf("%s so far · %s tok", engine.USD(cost), count(tok)),
 	}
 	state := "❚❚ paused"
 	if m.playing {

@@ -231,7 +231,7 @@ func (m *timelineView) row(i int) string {
 	num := p(m.st.Muted, fmt.Sprintf("%*d", len(fmt.Sprint(max(m.tl.Len()-1, 0))), i))
 	var line string
 	if r.Kind == tapefmt.KindStep {
-		rule := fmt.Sprintf("── step %d · %s ", r.Step, clock(r.Time))
+		rule := fmt.Sprintf("── step %d · %s ", r.Step, engine.Clock(r.Time))
 		line = gutter + num + " " + p(m.st.Rule, rule+strings.Repeat("─", max(m.w, 0)))
 	} else {
 		line = m.frameRow(r, gutter+num, p)
@@ -247,7 +247,7 @@ type painter func(lipgloss.Style, string) string
 
 func (m *timelineView) frameRow(r engine.Row, left string, p painter) string {
 	if m.w >= 50 {
-		left += " " + p(m.st.Muted, clock(r.Time)+" "+fmt.Sprintf("s%-2d", r.Stream))
+		left += " " + p(m.st.Muted, engine.Clock(r.Time)+" "+fmt.Sprintf("s%-2d", r.Stream))
 	}
 	kind := m.st.Kind(r.Kind)
 	if r.Error {
@@ -259,7 +259,7 @@ func (m *timelineView) frameRow(r engine.Row, left string, p painter) string {
 	left += " " + p(kind, Glyph(r.Kind)) + " "
 	right := p(m.st.Muted, m.numbers(r))
 	room := m.w - visibleWidth(left) - visibleWidth(right) - 1
-	return left + p(kind, fit(sanitize(oneLine(r.Summary)), max(room, 0))) + " " + right
+	return left + p(kind, fit(engine.Sanitize(engine.OneLine(r.Summary, 0)), max(room, 0))) + " " + right
 }
 
 // numbers is a row's tokens and cost column, as wide as the pane allows.
@@ -272,7 +272,7 @@ func (m *timelineView) numbers(r engine.Row) string {
 		tok = count(r.Tokens)
 	}
 	if r.Kind == tapefmt.KindLLMResponse {
-		cost = usd(r.Cost)
+		cost = engine.USD(r.Cost)
 		if !r.Priced && r.Tokens > 0 {
 			cost = "+?"
 		}

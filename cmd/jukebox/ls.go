@@ -86,5 +86,5 @@ func (r lsRow) line() string {
 		parent = fmt.Sprintf("%s@%d", r.Parent.Tape[:min(12, len(r.Parent.Tape))], r.Parent.Frame)
 	}
 	return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s", name, r.Started.Local().Format("2006-01-02 15:04:05"),
-		clock(r.Duration), r.Frames, r.Steps, r.Usage.Total(), cost, exit, parent)
+		engine.Clock(r.Duration), r.Frames, r.Steps, r.Usage.Total(), cost, exit, parent)
 }

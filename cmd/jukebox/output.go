@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -22,12 +21,6 @@ func writeJSON(w io.Writer, v any) error {
 // table returns a tabwriter for aligned columns; call Flush when done.
 func table(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-}
-
-// clock formats a run-relative time as m:ss.mmm.
-func clock(d time.Duration) string {
-	ms := d.Milliseconds()
-	return fmt.Sprintf("%d:%02d.%03d", ms/60000, ms/1000%60, ms%1000)
 }
 
 // readKeyFile reads a seal key: the file's bytes, surrounding whitespace trimmed.

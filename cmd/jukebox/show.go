@@ -89,14 +89,16 @@ func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool
 		return json.NewEncoder(w).Encode(frameJSON{Seq: f.Seq, Kind: f.Kind, Time: f.Time.Seconds(),
 			Stream: f.Stream, Offset: f.Offset, Payload: f.Payload, Blobs: blobs})
 	}
-	fmt.Fprintf(w, "%6d  %s  s%-2d %-13s %s\n", f.Seq, clock(f.Time), f.Stream, f.Kind, engine.Describe(p))
+	// Text from a tape is sanitized before it reaches a terminal; --json
+	// prints it escaped and whole.
+	fmt.Fprintf(w, "%6d  %s  s%-2d %-13s %s\n", f.Seq, engine.Clock(f.Time), f.Stream, f.Kind, engine.OneLine(engine.Describe(p), 0))
 	if full {
 		var pretty json.RawMessage = f.Payload
 		out, _ := json.MarshalIndent(pretty, "  ", "  ")
 		fmt.Fprintf(w, "  offset %d, %d payload bytes\n  %s\n", f.Offset, len(f.Payload), out)
 	}
 	for _, h := range slices.Sorted(maps.Keys(blobs)) {
-		fmt.Fprintf(w, "  blob %s:\n%s\n", h[:12], blobs[h])
+		fmt.Fprintf(w, "  blob %s:\n%s\n", h[:12], engine.Sanitize(blobs[h]))
 	}
 	return nil
 }
