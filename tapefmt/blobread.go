@@ -3,7 +3,7 @@ package tapefmt
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"slices"
 )
 
 // blobCacheBytes bounds the memory the decoded-blob cache may hold.
@@ -225,6 +225,6 @@ func sortedHashes(m map[Hash]blobLoc) []Hash {
 	for h := range m {
 		hs = append(hs, h)
 	}
-	sort.Slice(hs, func(i, j int) bool { return bytes.Compare(hs[i][:], hs[j][:]) < 0 })
+	slices.SortFunc(hs, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
 	return hs
 }

@@ -1,10 +1,6 @@
 package tapefmt
 
-import (
-	"bytes"
-	"slices"
-	"time"
-)
+import "time"
 
 // The index follows the last record of a closed tape:
 //
@@ -125,19 +121,15 @@ func (w *Writer) writeIndex() error {
 	return w.write(ft.marshal())
 }
 
+// blobTable is the blob table: one entry per blob, sorted by hash.
 func blobTable(blobs map[Hash]blobLoc) []byte {
 	b := make([]byte, 0, len(blobs)*blobEntrySize)
-	for h, loc := range blobs {
+	for _, h := range sortedHashes(blobs) {
 		var e [blobEntrySize]byte
 		copy(e[:32], h[:])
-		le.PutUint64(e[32:], uint64(loc.off))
-		le.PutUint32(e[40:], loc.raw)
+		le.PutUint64(e[32:], uint64(blobs[h].off))
+		le.PutUint32(e[40:], blobs[h].raw)
 		b = append(b, e[:]...)
 	}
-	rows := make([][]byte, 0, len(blobs))
-	for i := 0; i < len(b); i += blobEntrySize {
-		rows = append(rows, b[i:i+blobEntrySize])
-	}
-	slices.SortFunc(rows, func(x, y []byte) int { return bytes.Compare(x[:32], y[:32]) })
-	return bytes.Join(rows, nil)
+	return b
 }
