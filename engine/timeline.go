@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -220,7 +221,7 @@ func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) (tapefmt.Usage, string)
 	if u == (tapefmt.Usage{}) && !p.Body.IsZero() {
 		if body, err := tl.t.Blob(p.Body); err == nil {
 			model, u = ExtractUsage(body)
-			model = cmp(p.Model, model)
+			model = cmp.Or(p.Model, model)
 		}
 	}
 	if model == "" {
@@ -229,13 +230,6 @@ func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) (tapefmt.Usage, string)
 		}
 	}
 	return u, model
-}
-
-func cmp(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // pairWindow bounds how far a request looks for its response and back.

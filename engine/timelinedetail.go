@@ -4,6 +4,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -140,7 +141,7 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 		r := tl.Row(si)
 		c.Usage, _ = tl.usage(si, resp)
 		c.Cost = r.Cost
-		c.Model = cmp(resp.Model, c.Model)
+		c.Model = cmp.Or(resp.Model, c.Model)
 	}
 	return c
 }
