@@ -194,13 +194,19 @@ func recoverScan(ra io.ReaderAt, size int64) (*scanIndex, *Recovery) {
 		}
 	}
 	rec.FramesDropped = int(seq) - rec.FramesKept
-	cut.blobs = make(map[Hash]blobLoc, len(idx.blobs))
-	for h, loc := range idx.blobs {
+	cut.blobs = blobsBefore(idx.blobs, rec)
+	return &cut, rec
+}
+
+// blobsBefore keeps the blobs before the cut and counts the others dropped.
+func blobsBefore(blobs map[Hash]blobLoc, rec *Recovery) map[Hash]blobLoc {
+	kept := make(map[Hash]blobLoc, len(blobs))
+	for h, loc := range blobs {
 		if loc.off < rec.ValidEnd {
-			cut.blobs[h] = loc
+			kept[h] = loc
 		} else {
 			rec.BlobsDropped++
 		}
 	}
-	return &cut, rec
+	return kept
 }
