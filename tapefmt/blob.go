@@ -1,6 +1,7 @@
 package tapefmt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"sync"
 
@@ -65,8 +66,10 @@ func parseBlobHeader(b []byte, off int64) (blobHeader, error) {
 // codec holds the zstd encoder and decoder, which are costly to build and
 // safe for concurrent use through EncodeAll and DecodeAll.
 var codec = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
+	// Single-segment frames always carry their content size; without
+	// the option, EncodeAll leaves it out for inputs under 256 bytes.
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+		zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithSingleSegment(true))
 	if err != nil {
 		panic(err) // only on invalid options
 	}
@@ -91,16 +94,21 @@ func compress(b []byte) []byte {
 	return c
 }
 
-// decompress decodes a zstd frame that must yield exactly n bytes. The
-// frame must declare its size up front and match n, so a hostile blob cannot
-// make the decoder allocate more than the header promised.
+// decompress decodes zstd data that must yield exactly n bytes. A frame that
+// declares its content size must declare n; one that does not (written by
+// releases before the writer forced the size in) is decoded into a buffer
+// of capacity n that the decoder may not grow, so a hostile blob cannot make
+// it allocate more than the blob header promised.
 func decompress(c []byte, n int, off int64) ([]byte, error) {
 	var zh zstd.Header
 	if err := zh.Decode(c); err != nil {
 		return nil, formatErr(off, "zstd header: %v", err)
 	}
-	if !zh.HasFCS || zh.FrameContentSize != uint64(n) || zh.DictionaryID != 0 {
-		return nil, formatErr(off, "zstd frame declares %d bytes (has size: %v), header says %d", zh.FrameContentSize, zh.HasFCS, n)
+	switch {
+	case zh.DictionaryID != 0:
+		return nil, formatErr(off, "zstd frame names dictionary %d; tapes use none", zh.DictionaryID)
+	case zh.HasFCS && zh.FrameContentSize != uint64(n):
+		return nil, formatErr(off, "zstd frame declares %d bytes, header says %d", zh.FrameContentSize, n)
 	}
 	_, dec := codec()
 	out, err := dec.DecodeAll(c, make([]byte, 0, n))
@@ -146,6 +154,59 @@ func encodeBlob(data []byte, base []byte, baseOff int64, baseDepth uint16) (enc 
 		return encZstd, 0, c
 	}
 	return encRaw, 0, data
+}
+
+// expandWhole decodes the stored bytes of a whole blob (encoding 0 or 1).
+func expandWhole(enc uint8, st []byte, n int, off int64) ([]byte, error) {
+	if enc == encZstd {
+		return decompress(st, n, off)
+	}
+	if len(st) != n {
+		return nil, formatErr(off, "raw blob is %d bytes, header says %d", len(st), n)
+	}
+	return st, nil
+}
+
+// applyDelta rebuilds an n-byte blob from a parsed delta (encoding 2 or 3)
+// and its decoded base.
+func applyDelta(enc uint8, d deltaRef, base []byte, n int, off int64) ([]byte, error) {
+	if d.prefix+d.suffix > uint64(len(base)) || d.prefix+d.suffix > uint64(n) {
+		return nil, formatErr(off, "delta takes %d+%d bytes from a %d-byte base", d.prefix, d.suffix, len(base))
+	}
+	mid, midLen := d.middle, n-int(d.prefix+d.suffix)
+	if enc == encDeltaZstd {
+		var err error
+		if mid, err = decompress(mid, midLen, off); err != nil {
+			return nil, err
+		}
+	}
+	if len(mid) != midLen {
+		return nil, formatErr(off, "delta middle is %d bytes, want %d", len(mid), midLen)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, base[:d.prefix]...)
+	out = append(out, mid...)
+	return append(out, base[uint64(len(base))-d.suffix:]...), nil
+}
+
+// readsBack reports whether stored bytes chosen by encodeBlob decode to
+// data again, through the reader's own functions. The writer checks every
+// blob this way before writing it.
+func readsBack(enc uint8, stored, data, base []byte) bool {
+	var got []byte
+	var err error
+	switch enc {
+	case encRaw, encZstd:
+		got, err = expandWhole(enc, stored, len(data), 0)
+	default:
+		var d deltaRef
+		// The record's own offset is not known yet; any offset past the
+		// base passes parseDelta's backward-pointing check.
+		if d, err = parseDelta(stored, 1<<62); err == nil {
+			got, err = applyDelta(enc, d, base, len(data), 0)
+		}
+	}
+	return err == nil && bytes.Equal(got, data)
 }
 
 // deltaRef is the parsed head of a delta's stored bytes.

@@ -182,13 +182,11 @@ func (t *Tape) readBlob(off int64, budget int) ([]byte, Hash, error) {
 	return b, bh.Hash, nil
 }
 
-// expand turns stored bytes into the blob.
+// expand turns stored bytes into the blob, reading a delta's base from the
+// tape.
 func (t *Tape) expand(bh blobHeader, st []byte, off int64, budget int) ([]byte, error) {
-	switch bh.Encoding {
-	case encRaw:
-		return st, nil
-	case encZstd:
-		return decompress(st, int(bh.RawLen), off)
+	if bh.Encoding == encRaw || bh.Encoding == encZstd {
+		return expandWhole(bh.Encoding, st, int(bh.RawLen), off)
 	}
 	d, err := parseDelta(st, off)
 	if err != nil {
@@ -198,25 +196,7 @@ func (t *Tape) expand(bh blobHeader, st []byte, off int64, budget int) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("base of delta blob at %d: %w", off, err)
 	}
-	base := bd.data
-	if d.prefix+d.suffix > uint64(len(base)) || d.prefix+d.suffix > uint64(bh.RawLen) {
-		return nil, formatErr(off, "delta takes %d+%d bytes from a %d-byte base", d.prefix, d.suffix, len(base))
-	}
-	mid, midLen := d.middle, int(uint64(bh.RawLen)-d.prefix-d.suffix)
-	if bh.Encoding == encDeltaZstd {
-		if mid, err = decompress(mid, midLen, off); err != nil {
-			return nil, err
-		}
-	}
-	if len(mid) != midLen {
-		return nil, formatErr(off, "delta middle is %d bytes, want %d", len(mid), midLen)
-	}
-	var buf bytes.Buffer
-	buf.Grow(int(bh.RawLen))
-	buf.Write(base[:d.prefix])
-	buf.Write(mid)
-	buf.Write(base[uint64(len(base))-d.suffix:])
-	return buf.Bytes(), nil
+	return applyDelta(bh.Encoding, d, bd.data, int(bh.RawLen), off)
 }
 
 // sortedHashes returns the blob hashes in ascending order.

@@ -49,15 +49,20 @@ func Rewrite(src *Tape, path string) (frames int, err error) {
 	return src.Len(), nil
 }
 
-// CreateWith creates a tape at path, lets write fill it and closes it.
-// When write or the close fails, the partial file is removed, so a tape
-// that exists at path is always a whole one.
+// CreateWith creates a tape at path, lets write fill it, closes it and reads
+// it back (ReadBack). When write, the close or the read-back fails,
+// the file is removed, so a tape that exists at path is always a whole one
+// that reads.
 func CreateWith(path string, opts Options, write func(*Writer) error) error {
 	w, err := Create(path, opts)
 	if err != nil {
 		return err
 	}
-	if err = errors.Join(write(w), w.Close()); err != nil {
+	err = errors.Join(write(w), w.Close())
+	if err == nil {
+		err = ReadBack(path)
+	}
+	if err != nil {
 		os.Remove(path)
 	}
 	return err

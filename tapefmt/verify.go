@@ -63,6 +63,26 @@ func (t *Tape) Verify(opts VerifyOptions) (*VerifyReport, error) {
 	return rep, nil
 }
 
+// ReadBack opens the tape at path as a reader would and checks what a
+// writer could still get wrong after checking each blob as it encoded it:
+// every CRC, the hash chain, the index and the footer (a tape that opens
+// only by recovery fails with ErrNoFooter). Commands call it on a tape they
+// have just closed, before they report success. Errors name the path.
+func ReadBack(path string) error {
+	t, err := Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer t.Close()
+	if rec := t.Recovered(); rec != nil {
+		return fmt.Errorf("%s: %w (%d bytes after offset %d do not read)", path, ErrNoFooter, rec.BytesDropped(), rec.ValidEnd)
+	}
+	if _, err := t.Verify(VerifyOptions{}); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
 // verifyRecords walks the records, checking each against the chain and the
 // index. The first pass skips CRCs; only when it finds a problem does a
 // second pass with CRCs run, so that the error names the first bad frame.

@@ -57,6 +57,9 @@ type Writer struct {
 	err    error // sticky: the first failure ends the writer
 	closed bool
 	head   [frameHeaderSize]byte
+	// rawFallbacks counts blobs stored raw because their encoded form did
+	// not decode back to them (a codec fault); tests expect none.
+	rawFallbacks int
 
 	kick    chan struct{}         // asks the background syncer for an fsync
 	synced  chan struct{}         // closed when the background syncer has stopped
@@ -275,6 +278,11 @@ func (w *Writer) PutBlob(laneName string, data []byte) (Hash, error) {
 		base, bl = ln.data, w.blobs[ln.hash]
 	}
 	enc, depth, stored := encodeBlob(data, base, bl.off, bl.depth)
+	if !readsBack(enc, stored, data, base) {
+		// Never write what the reader would refuse: the blob goes raw.
+		enc, depth, stored = encRaw, 0, data
+		w.rawFallbacks++
+	}
 	bh := blobHeader{Encoding: enc, Depth: depth, Stored: uint32(len(stored)), Hash: h, RawLen: uint32(len(data))}
 	loc := blobLoc{off: w.off, raw: bh.RawLen, depth: depth}
 	if err := w.write(bh.marshal(stored)); err != nil {

@@ -170,7 +170,7 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal("q does not quit the error screen")
 	}
 	d = newDeck(t, 80, 24, tornTape)
-	if d.Err() != nil || !strings.Contains(d.View(), "dropped 13 frames (1621 bytes)") {
+	if d.Err() != nil || !strings.Contains(d.View(), "dropped 13 frames (1620 bytes)") {
 		t.Fatalf("torn tape: %v\n%s", d.Err(), d.View())
 	}
 }
