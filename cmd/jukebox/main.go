@@ -13,7 +13,7 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+var version = "0.2.0-dev"
 
 // Globals are the flags every command shares.
 type Globals struct {

@@ -1,0 +1,304 @@
+package tapefmt
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// The shapes of content the blob tests store: what compresses well, what
+// does not at all, and what agents actually send.
+var shapes = []string{"repetitive", "random", "json"}
+
+// content returns n bytes of shape, the same for the same seed. Beyond a
+// MiB, compressible shapes repeat their first MiB.
+func content(shape string, n int, seed uint64) []byte {
+	if n > 1<<20 && shape != "random" {
+		return bytes.Repeat(content(shape, 1<<20, seed), n>>20+1)[:n]
+	}
+	r := rand.New(rand.NewPCG(seed, uint64(n)))
+	b := make([]byte, 0, n+64)
+	switch shape {
+	case "repetitive":
+		for len(b) < n {
+			b = append(b, "abcabcabd"[:1+r.IntN(9)]...)
+		}
+	case "random":
+		var key [32]byte
+		key[0], key[1] = byte(seed), byte(n)
+		b = b[:n]
+		_, _ = rand.NewChaCha8(key).Read(b)
+	case "json":
+		words := []string{"role", "user", "assistant", "content", "the", "plan", "is", "to", "update", "tests"}
+		b = append(b, `{"model":"gpt-4o","messages":[`...)
+		for len(b) < n {
+			b = fmt.Appendf(b, `{"role":%q,"content":"%s %d"},`, words[r.IntN(2)+1], words[r.IntN(len(words))], r.IntN(1000))
+		}
+	}
+	return b[:n]
+}
+
+// mutated returns a copy of b with about a third of its middle changed, so
+// that b stored after it in the same lane is a delta.
+func mutated(b []byte) []byte {
+	m := bytes.Clone(b)
+	for i := len(m) / 3; i < 2*len(m)/3; i++ {
+		m[i] ^= 0x5a
+	}
+	return m
+}
+
+// blobSet writes blobs with put, closes the tape, reads every blob back and
+// checks it; it returns how many blobs used each encoding.
+func blobSet(t testing.TB, put func(w *Writer) [][]byte) [4]int {
+	t.Helper()
+	var m memFile
+	w, err := NewWriter(&m, Options{Sync: SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := put(w)
+	if w.rawFallbacks != 0 {
+		t.Errorf("%d blobs did not read back as encoded and were stored raw", w.rawFallbacks)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := NewReader(bytes.NewReader(m.Bytes()), int64(m.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range want {
+		got, err := tp.Blob(HashOf(b))
+		if err != nil {
+			t.Fatalf("blob of %d bytes: %v", len(b), err)
+		}
+		if !bytes.Equal(got, b) {
+			t.Fatalf("blob of %d bytes reads back as %d different bytes", len(b), len(got))
+		}
+	}
+	if _, err := tp.Verify(VerifyOptions{Blobs: true}); err != nil {
+		t.Fatal(err)
+	}
+	return encodings(t, tp)
+}
+
+// encodings counts the blob records of tp by encoding.
+func encodings(t testing.TB, tp *Tape) [4]int {
+	t.Helper()
+	var n [4]int
+	blobs, err := tp.blobTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := make([]byte, blobHeaderSize)
+	for _, loc := range blobs {
+		if err := tp.readAt(hb, loc.off); err != nil {
+			t.Fatal(err)
+		}
+		n[hb[1]]++
+	}
+	return n
+}
+
+// TestBlobRoundTripEverySize stores every size from 0 to 4,096 bytes of each
+// shape, whole and as deltas of a near copy, and reads each back. Blobs of
+// 64 to 255 bytes once came back as "zstd frame declares 0 bytes".
+func TestBlobRoundTripEverySize(t *testing.T) {
+	for _, shape := range shapes {
+		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
+			whole := blobSet(t, func(w *Writer) [][]byte {
+				var all [][]byte
+				for n := 0; n <= 4096; n++ {
+					b := content(shape, n, 1)
+					mustPut(t, w, fmt.Sprint("lane ", n), b)
+					all = append(all, b)
+				}
+				return all
+			})
+			deltas := blobSet(t, func(w *Writer) [][]byte {
+				var all [][]byte
+				for n := 0; n <= 4096; n++ {
+					b := content(shape, n, 2)
+					base := mutated(b)
+					mustPut(t, w, "lane", base)
+					mustPut(t, w, "lane", b)
+					all = append(all, base, b)
+				}
+				return all
+			})
+			if whole[encDelta]+whole[encDeltaZstd] != 0 {
+				t.Errorf("blobs in lanes of their own were stored as deltas: %v", whole)
+			}
+			if deltas[encDelta]+deltas[encDeltaZstd] < 3800 {
+				t.Errorf("near copies in one lane were not stored as deltas: %v", deltas)
+			}
+			if shape != "random" && (whole[encZstd] < 3800 || deltas[encDeltaZstd] < 3800) {
+				t.Errorf("compressible %s content was not compressed: whole %v, deltas %v", shape, whole, deltas)
+			}
+		})
+	}
+}
+
+// TestBlobRoundTripLarge stores random sizes up to the largest blob a tape
+// holds, past the zstd window the encoder uses on its own.
+func TestBlobRoundTripLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stores blobs of up to 256 MiB")
+	}
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	sizes := map[string][]int{
+		"repetitive": {MaxBlobSize, 4097 + r.IntN(1<<20)},
+		"random":     {9<<20 + r.IntN(8<<20), 4097 + r.IntN(64<<10)},
+		"json":       {8<<20 + 1 + r.IntN(24<<20), 4097 + r.IntN(1<<20)},
+	}
+	for _, shape := range shapes {
+		blobSet(t, func(w *Writer) [][]byte {
+			var all [][]byte
+			for _, n := range sizes[shape] {
+				b := content(shape, n, 5)
+				mustPut(t, w, "lane", b)
+				all = append(all, b)
+				if n <= maxLaneBlob {
+					mustPut(t, w, "lane", mutated(b))
+					all = append(all, mutated(b))
+				}
+			}
+			return all
+		})
+	}
+}
+
+func mustPut(t testing.TB, w *Writer, laneName string, b []byte) {
+	t.Helper()
+	if _, err := w.PutBlob(laneName, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestZstdFramesDeclareSize: every zstd frame the writer makes names its
+// content size, which the reader checks against the blob header.
+func TestZstdFramesDeclareSize(t *testing.T) {
+	for _, shape := range shapes {
+		for n := 0; n <= 2048; n++ {
+			c := compress(content(shape, n, 6))
+			if c == nil {
+				continue
+			}
+			var zh zstd.Header
+			if err := zh.Decode(c); err != nil {
+				t.Fatal(err)
+			}
+			if !zh.HasFCS || zh.FrameContentSize != uint64(n) {
+				t.Fatalf("%s, %d bytes: zstd frame declares %d bytes (has size: %v)", shape, n, zh.FrameContentSize, zh.HasFCS)
+			}
+		}
+	}
+}
+
+// putRecord writes a blob record with the stored bytes and header fields
+// given, as a hostile or older writer might, and a frame naming it.
+func putRecord(t *testing.T, w *Writer, enc uint8, stored []byte, h Hash, rawLen int) {
+	t.Helper()
+	w.mu.Lock()
+	bh := blobHeader{Encoding: enc, Stored: uint32(len(stored)), Hash: h, RawLen: uint32(rawLen)}
+	w.blobs[h] = blobLoc{off: w.off, raw: bh.RawLen}
+	err := w.write(bh.marshal(stored))
+	w.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(0, ToolResult{ID: "t", Body: h}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// frameWithoutSize is a zstd frame of b that does not declare its content
+// size, as EncodeAll wrote for inputs under 256 bytes before the fix and as
+// a streaming encoder always writes.
+func frameWithoutSize(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	enc, err := zstd.NewWriter(&out, zstd.WithEncoderCRC(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := enc.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var zh zstd.Header
+	if err := zh.Decode(out.Bytes()); err != nil || zh.HasFCS {
+		t.Fatalf("want a frame without a content size: %v, %+v", err, zh)
+	}
+	return out.Bytes()
+}
+
+// TestFramesWithoutSize: tapes written before the fix read back; a frame
+// without a size that decodes to more than its blob header says is refused
+// without allocating what it would decode to.
+func TestFramesWithoutSize(t *testing.T) {
+	var m memFile
+	w, err := NewWriter(&m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := content("json", 147, 7)
+	putRecord(t, w, encZstd, frameWithoutSize(t, small), HashOf(small), len(small))
+	bomb := frameWithoutSize(t, make([]byte, 64<<20))
+	fake := HashOf([]byte("a hundred bytes"))
+	putRecord(t, w, encZstd, bomb, fake, 100)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := NewReader(bytes.NewReader(m.Bytes()), int64(m.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tp.Blob(HashOf(small)); err != nil || !bytes.Equal(got, small) {
+		t.Fatalf("a frame without a size does not read back: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = tp.Blob(fake)
+	runtime.ReadMemStats(&after)
+	var fe *FormatError
+	if !errors.As(err, &fe) {
+		t.Fatalf("a frame that decodes past its header: got %v, want a FormatError", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("refusing a 64 MiB zstd bomb allocated %d MiB", grew>>20)
+	}
+}
+
+// FuzzRoundTrip writes what the fuzzer gives as blobs, whole and as deltas
+// of one another, and reads each back.
+func FuzzRoundTrip(f *testing.F) {
+	f.Add([]byte{}, uint16(0))
+	f.Add([]byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`), uint16(20))
+	for _, n := range []int{63, 64, 100, 255, 256, 1024, 1025} {
+		f.Add(content("json", n, 8), uint16(n/2))
+		f.Add(content("repetitive", n, 8), uint16(n/3))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, split uint16) {
+		cut := int(split) % (len(data) + 1)
+		edited := append(bytes.Clone(data[:cut]), append([]byte("inserted turn"), data[cut:]...)...)
+		blobSet(t, func(w *Writer) [][]byte {
+			all := [][]byte{data, data[:cut], edited, data[cut:]}
+			for _, b := range all {
+				mustPut(t, w, "lane", b)
+			}
+			mustPut(t, w, "alone", mutated(data))
+			return append(all, mutated(data))
+		})
+	})
+}
