@@ -10,6 +10,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/tapegen"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -25,6 +26,7 @@ func openBenchTape(b *testing.B) (*tapefmt.Tape, []tapegen.Interaction) {
 	if err := tapegen.WriteFile(path, benchSpec); err != nil {
 		b.Fatal(err)
 	}
+	tapetest.Verify(b, path)
 	t, err := tapefmt.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -132,6 +134,7 @@ func openRequestTape(b *testing.B) (*tapefmt.Tape, []tapegen.Interaction) {
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
+	tapetest.Verify(b, path)
 	t, err := tapefmt.Open(path)
 	if err != nil {
 		b.Fatal(err)

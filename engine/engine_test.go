@@ -12,6 +12,7 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/demo"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -64,14 +65,7 @@ func checkTape(t *testing.T, path string) {
 	if bytes.Contains(raw, []byte(secretKey)) || bytes.Contains(raw, []byte("SECRET-0123")) {
 		t.Fatalf("%s holds the API key", path)
 	}
-	tp, err := tapefmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
-	if _, err := tp.Verify(tapefmt.VerifyOptions{Blobs: true}); err != nil {
-		t.Fatalf("verify %s: %v", path, err)
-	}
+	tapetest.Verify(t, path)
 }
 
 func replay(t *testing.T, run *agentRun, from string, env []string) (*engine.Result, string) {

@@ -55,6 +55,7 @@ except KeyboardInterrupt:
 	if last.Kind != tapefmt.KindRunEnd {
 		t.Fatalf("last frame is %s, want run.end", last.Kind)
 	}
+	checkTape(t, tape)
 }
 
 // slowTerminal takes its time over every write, as a terminal or pipe that
@@ -80,6 +81,7 @@ func TestSlowTerminalLosesNoOutput(t *testing.T) {
 		Tape: tape}); err != nil {
 		t.Fatal(err)
 	}
+	checkTape(t, tape)
 	tp, err := tapefmt.Open(tape)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/tapegen"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -29,6 +30,7 @@ func writeSample(t *testing.T, name string, s tapegen.Spec) string {
 	if err := tapegen.WriteFile(path, s); err != nil {
 		t.Fatal(err)
 	}
+	tapetest.Verify(t, path)
 	return path
 }
 
@@ -199,6 +201,7 @@ func TestOutputRaceDoesNotSplitPairs(t *testing.T) {
 		}
 		path := filepath.Join(t.TempDir(), name)
 		os.WriteFile(path, buf.Bytes(), 0o644)
+		tapetest.Verify(t, path)
 		return path
 	}
 	a, err := LoadTimeline(write("a.jbx", "gpt-4o-mini", false))
