@@ -12,6 +12,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/internal/tapegen"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 )
 
 // diffCLI mounts DiffCmd as main's CLI does.
@@ -44,6 +45,7 @@ func forkTape(t *testing.T, model string) string {
 	if err := tapegen.WriteFile(path, tapegen.Spec{Steps: 5, Chunks: 12, Model: model}); err != nil {
 		t.Fatal(err)
 	}
+	tapetest.Verify(t, path)
 	return path
 }
 

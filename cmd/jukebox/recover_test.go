@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 )
 
 // TestRecoverThenSeal: a torn tape cannot be sealed; recover writes a whole
@@ -24,8 +26,10 @@ func TestRecoverThenSeal(t *testing.T) {
 		t.Fatalf("recovered tape: %d frames, head %s; torn kept %d frames, head %s", wt.Len(), wt.Head().Short(), tt.Len(), tt.Head().Short())
 	}
 	wantCode(t, ExitOK, "verify", out)
+	tapetest.Verify(t, out)
 	wantCode(t, ExitOK, "seal", out, "--key-file", key)
 	wantCode(t, ExitOK, "verify", out, "--key-file", key)
+	tapetest.Verify(t, out)
 	if after, _ := os.ReadFile(torn); !bytes.Equal(before, after) {
 		t.Fatal("recover changed the torn tape")
 	}

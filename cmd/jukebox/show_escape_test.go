@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -21,6 +22,7 @@ func TestShowDoesNotPassEscapes(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	tapetest.Verify(t, path)
 	out, _ := wantCode(t, ExitOK, "show", path)
 	if strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, "hello") {
 		t.Fatalf("show printed %q", out)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -426,6 +427,7 @@ func TestSeal(t *testing.T) {
 	}
 	wantCode(t, ExitOK, "verify", "--key-file", key, path)
 	wantCode(t, ExitSeal, "verify", "--key-file", other, path)
+	tapetest.Verify(t, path)
 
 	for _, name := range []string{"torn.jbx", "tampered.jbx"} {
 		p := filepath.Join(dir, name)
