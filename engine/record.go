@@ -105,7 +105,11 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	}
 	a.body = body.Bytes()
 	a.resp.Size, a.resp.Elapsed = int64(body.Len()), int64(time.Since(x.start))
-	a.resp.Model, a.resp.Usage = ExtractUsage(a.body)
+	// The body is kept compressed, as sent; model and usage are read from
+	// its decoded form.
+	d := DecodeBody(resp.Header, a.body)
+	a.resp.Encoding, a.resp.Undecodable = d.Encoding, d.Undecodable
+	a.resp.Model, a.resp.Usage = ExtractUsage(d.Text)
 	return a
 }
 

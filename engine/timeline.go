@@ -220,7 +220,7 @@ func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) (tapefmt.Usage, string)
 	u, model := p.Usage, p.Model
 	if u == (tapefmt.Usage{}) && !p.Body.IsZero() {
 		if body, err := tl.t.Blob(p.Body); err == nil {
-			model, u = ExtractUsage(body)
+			model, u = ExtractUsage(DecodeBody(p.Header, body).Text)
 			model = cmp.Or(p.Model, model)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -50,7 +51,12 @@ type CallDetail struct {
 	Cost              float64
 	Latency, Elapsed  time.Duration
 	Chunks            tapefmt.Chunks
-	body              []byte // the response body, for Streamed
+	// RequestCoding and ResponseCoding say whether a body was stored
+	// compressed and how decoding it went; the texts above are decoded.
+	RequestCoding, ResponseCoding Coding
+	body                          []byte      // the response body, decoded, for Streamed
+	stored                        []byte      // the response body as stored, when compressed
+	header                        http.Header // the response headers, to decode a prefix of stored
 }
 
 // Message is one message of the context window, with a rough token count
@@ -124,16 +130,34 @@ func (tl *Timeline) blob(h tapefmt.Hash) []byte {
 	return shown(b)
 }
 
+// body reads a request or response body and decodes it by its headers:
+// the stored bytes, and the decoded text cut to maxShownBody.
+func (tl *Timeline) body(h http.Header, hash tapefmt.Hash) ([]byte, DecodedBody) {
+	if hash.IsZero() {
+		return nil, DecodedBody{}
+	}
+	b, _ := tl.t.Blob(hash)
+	d := DecodeBody(h, b)
+	d.Text = shown(d.Text)
+	return b, d
+}
+
 func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMResponse, si int) *CallDetail {
 	c := &CallDetail{Request: ri, Response: si}
 	if req != nil {
 		c.Provider, c.Method, c.Path, c.Model, c.Stream = req.Provider, req.Method, req.Path, req.Model, req.Stream
-		c.parseRequest(tl.blob(req.Body))
+		_, d := tl.body(req.Header, req.Body)
+		c.RequestCoding = d.Coding
+		c.parseRequest(d.Text)
 	}
 	if resp != nil {
 		c.Status, c.Error, c.Chunks = resp.Status, resp.Error, resp.Chunks
 		c.Latency, c.Elapsed = time.Duration(resp.Latency), time.Duration(resp.Elapsed)
-		c.body = tl.blob(resp.Body)
+		stored, d := tl.body(resp.Header, resp.Body)
+		c.body, c.ResponseCoding = d.Text, d.Coding
+		if d.Encoding != "" {
+			c.stored, c.header = shown(stored), resp.Header
+		}
 		c.Answer = responseText(c.body)
 		if resp.Status/100 != 2 {
 			c.Answer = string(c.body)
@@ -208,11 +232,20 @@ func (c *CallDetail) Streamed(elapsed time.Duration) (string, bool) {
 		}
 		end = ch.End
 	}
-	done := end >= int64(len(c.body))
-	if done {
+	// Chunk ends count stored bytes: a compressed stream's prefix is
+	// decoded as far as it goes.
+	stored := c.body
+	if c.stored != nil {
+		stored = c.stored
+	}
+	if end >= int64(len(stored)) {
 		return c.Answer, true
 	}
-	return responseText(c.body[:min(end, int64(len(c.body)))]), false
+	part := stored[:end]
+	if c.stored != nil {
+		part = shown(DecodeBody(c.header, part).Text)
+	}
+	return responseText(part), false
 }
 
 func (tl *Timeline) tool(p *tapefmt.ToolCall, i int) *ToolDetail {

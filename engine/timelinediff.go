@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -159,7 +160,7 @@ func (b *timelineBuilder) request(fr *diffview.Frame, p *tapefmt.LLMRequest) err
 	if p.Stream {
 		fr.Title += " stream"
 	}
-	body, err := b.blob(p.Body)
+	body, err := b.body(p.Header, p.Body)
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 			model = req.Model
 		}
 	}
-	body, err := b.blob(p.Body)
+	body, err := b.body(p.Header, p.Body)
 	if err != nil {
 		return err
 	}
@@ -279,6 +280,16 @@ func (b *timelineBuilder) blob(h tapefmt.Hash) ([]byte, error) {
 	}
 	data, err := b.t.Blob(h)
 	return shown(data), err
+}
+
+// body reads a request or response body, decoded by its headers when it
+// was stored compressed, cut to maxShownBody.
+func (b *timelineBuilder) body(h http.Header, hash tapefmt.Hash) ([]byte, error) {
+	if hash.IsZero() {
+		return nil, nil
+	}
+	data, err := b.t.Blob(hash)
+	return shown(DecodeBody(h, data).Text), err
 }
 
 // maxShownBody bounds the bytes of one body that a timeline renders; the

@@ -174,7 +174,7 @@ func (tl *Timeline) text(i int) []byte {
 	out := append([]byte(Describe(p)+"\n"), f.Payload...)
 	for _, h := range tapefmt.BlobRefs(p) {
 		if b, err := tl.t.Blob(h); err == nil {
-			out = append(append(out, '\n'), blobText(p, b)...)
+			out = append(append(out, '\n'), blobText(p, PayloadBody(p, b).Text)...)
 		}
 	}
 	return out

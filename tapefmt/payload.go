@@ -160,6 +160,15 @@ type LLMResponse struct {
 	Latency int64       `json:"latency_ns"`      // time to the response head
 	Elapsed int64       `json:"elapsed_ns"`      // time to the last byte
 	Error   string      `json:"error,omitempty"` // a reset, timeout or refused connection
+	// Encoding is the Content-Encoding the body was stored with (e.g.
+	// "gzip"): the body blob holds the compressed bytes as received, and
+	// Model and Usage were read from the decoded body. Empty when the body
+	// was not compressed; tapes older than this field leave it out, and
+	// readers go by Header then.
+	Encoding string `json:"encoding,omitempty"`
+	// Undecodable says why a compressed body could not be decoded when it
+	// was recorded (corrupt, an unknown coding, over the decoding cap).
+	Undecodable string `json:"undecodable,omitempty"`
 }
 
 // ToolCall is a tool invocation, from an LLM response, an MCP client or the booth.

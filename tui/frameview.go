@@ -242,6 +242,9 @@ func (m *frameView) answer(b *lines, c *engine.CallDetail) {
 	if !done {
 		h = "response · streaming…"
 	}
+	if n := c.ResponseCoding.Note(); n != "" {
+		h += " · " + n
+	}
 	style := st.Title
 	if c.Error != "" || c.Status >= 400 {
 		style, h = st.Error, h+" · "+c.Error
