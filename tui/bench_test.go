@@ -11,6 +11,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -21,7 +23,8 @@ var bigTapeMB = flag.Int("tui.bigtape", 1024, "size in MB of the tape BenchmarkO
 // an LLM call (request and streamed SSE response as blobs, the streamed
 // words echoed as output), a tool call, a file write and its result.
 // fileBytes adds an incompressible file of that size to every step, to
-// make a tape big in bytes without making it long in frames.
+// make a tape big in bytes without making it long in frames. The tape is
+// verified in full once written, before any benchmark times it.
 func writeTape(tb testing.TB, path string, frames, fileBytes int) {
 	tb.Helper()
 	t := time.Duration(0)
@@ -71,6 +74,41 @@ func writeTape(tb testing.TB, path string, frames, fileBytes int) {
 	}
 	must(w.Append(0, tapefmt.RunEnd{}))
 	must(nil, w.Close())
+	tapetest.Verify(tb, path)
+}
+
+// checkShown fails the benchmark unless the frame view read the frame it
+// shows: a benchmark that times a screen saying "cannot read this frame"
+// measures nothing.
+func checkShown(b *testing.B, d *Deck) {
+	if d.frame.err != nil || d.frame.detail == nil {
+		b.Fatalf("frame %d does not read: %v", d.frame.seq, d.frame.err)
+	}
+}
+
+// checkFrames fails the benchmark unless every frame marked in shown
+// decodes, with every blob it names.
+func checkFrames(b *testing.B, tl *engine.Timeline, shown []bool) {
+	b.Helper()
+	tp := tl.Tape()
+	for i, ok := range shown {
+		if !ok {
+			continue
+		}
+		f, err := tp.Frame(i)
+		if err != nil {
+			b.Fatalf("frame %d: %v", i, err)
+		}
+		p, err := f.Decode()
+		if err != nil {
+			b.Fatalf("frame %d (%s) does not decode: %v", i, f.Kind, err)
+		}
+		for _, h := range tapefmt.BlobRefs(p) {
+			if _, err := tp.Blob(h); err != nil {
+				b.Fatalf("frame %d (%s): blob %s: %v", i, f.Kind, h.Short(), err)
+			}
+		}
+	}
 }
 
 // BenchmarkKeyToFrame is one key press on a 100,000-frame tape, from the
@@ -84,6 +122,7 @@ func BenchmarkKeyToFrame(b *testing.B) {
 	defer d.Close()
 	d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	_ = d.View()
+	shown := make([]bool, d.tracks[0].tl.Len())
 	b.ResetTimer()
 	for i := range b.N {
 		k := keyRight
@@ -95,7 +134,11 @@ func BenchmarkKeyToFrame(b *testing.B) {
 		}
 		d.Update(k)
 		_ = d.View()
+		checkShown(b, d)
+		shown[d.frame.seq] = true
 	}
+	b.StopTimer()
+	checkFrames(b, d.tracks[0].tl, shown)
 	b.ReportMetric(float64(d.tracks[0].tl.Len()), "frames")
 }
 
@@ -115,6 +158,7 @@ func BenchmarkOpenFirstScreen(b *testing.B) {
 		d := New([]string{path}, testOptions())
 		d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 		_ = d.View()
+		checkShown(b, d)
 		d.Close()
 	}
 }
@@ -129,6 +173,7 @@ func BenchmarkOpenLongFirstScreen(b *testing.B) {
 		d := New([]string{path}, testOptions())
 		d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 		_ = d.View()
+		checkShown(b, d)
 		d.Close()
 	}
 }

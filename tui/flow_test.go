@@ -15,6 +15,7 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/demo"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -134,6 +135,7 @@ func TestFlowFork(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	tapetest.Verify(t, parent)
 	forkTape := filepath.Join(t.TempDir(), "fork.jbx")
 	o := testOptions()
 	o.Upstreams = ups
@@ -160,6 +162,7 @@ func TestFlowFork(t *testing.T) {
 	if r := final.tracks[1].tl.Row(0); !r.Fork || !strings.Contains(r.Summary, "fork of parent.jbx") {
 		t.Fatalf("the fork's run.start: %+v", r)
 	}
+	tapetest.Verify(t, forkTape)
 }
 
 func hasPython() bool {
