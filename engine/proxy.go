@@ -196,7 +196,7 @@ func (p *Proxy) recordRequest(x *exchange) error {
 			return err
 		}
 	}
-	ri := parseRequestInfo(x.body)
+	ri := parseRequestInfo(DecodeBody(x.req.Header, x.body).Text)
 	h, err := p.tape.PutBlob(x.provider.Name+" "+x.path+" request", x.body)
 	if err != nil {
 		return err

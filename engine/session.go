@@ -43,6 +43,8 @@ type Result struct {
 	// recorded (replay only).
 	OutputSame *bool        `json:"output_same,omitempty"`
 	Booth      *BoothResult `json:"booth,omitempty"`
+	// Unreadable says why the tape did not close or read back (TapeError).
+	Unreadable string `json:"tape_unreadable,omitempty"`
 }
 
 // session is what Record and Replay share: a tape to write, a proxy, a child.
@@ -170,15 +172,35 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 	return res, errors.Join(runErr, s.finish(end, res))
 }
 
-// finish writes run.end and closes the tape.
+// finish writes run.end, closes the tape and reads it back: a tape that
+// does not is a *TapeError, never a silent success.
 func (s *session) finish(end tapefmt.RunEnd, res *Result) error {
 	if s.tape == nil {
 		return nil
 	}
 	_, err := s.tape.Append(0, end)
 	res.Frames = s.tape.Len()
-	return errors.Join(err, s.tape.Close())
+	if err = errors.Join(err, s.tape.Close()); err != nil {
+		err = fmt.Errorf("%s: %w", s.path, err)
+	} else {
+		err = tapefmt.ReadBack(s.path, nil)
+	}
+	if err != nil {
+		res.Unreadable = err.Error()
+		return &TapeError{Path: s.path, Err: err}
+	}
+	return nil
 }
+
+// TapeError means a run ended but the tape it wrote did not close or does
+// not read back whole. The run's Result is still returned beside it.
+type TapeError struct {
+	Path string
+	Err  error // names the path
+}
+
+func (e *TapeError) Error() string { return "the tape does not read back: " + e.Err.Error() }
+func (e *TapeError) Unwrap() error { return e.Err }
 
 // abandon closes what a session opened when the child could not start.
 func (s *session) abandon(cause error) {

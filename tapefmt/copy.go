@@ -60,7 +60,7 @@ func CreateWith(path string, opts Options, write func(*Writer) error) error {
 	}
 	err = errors.Join(write(w), w.Close())
 	if err == nil {
-		err = ReadBack(path)
+		err = ReadBack(path, nil)
 	}
 	if err != nil {
 		os.Remove(path)

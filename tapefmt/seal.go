@@ -56,8 +56,8 @@ func (t *Tape) CheckSeal(key []byte) error {
 
 // Seal verifies the tape at path (CRCs, chain, index, blobs) and writes a
 // keyed BLAKE2b MAC over its header, frame count and chain head into the
-// footer. Only the footer
-// changes; it is written in place and synced. Resealing replaces the seal.
+// footer. Only the footer changes; it is written in place and synced, then
+// read back with the key. Resealing replaces the seal.
 func Seal(path string, key []byte) (Hash, error) {
 	t, err := Open(path)
 	if err != nil {
@@ -88,5 +88,8 @@ func Seal(path string, key []byte) (Hash, error) {
 		f.Close()
 		return Hash{}, fmt.Errorf("tapefmt: seal: %w", err)
 	}
-	return mac, f.Close()
+	if err := f.Close(); err != nil {
+		return Hash{}, fmt.Errorf("tapefmt: seal: %w", err)
+	}
+	return mac, ReadBack(path, key)
 }

@@ -66,18 +66,19 @@ func (t *Tape) Verify(opts VerifyOptions) (*VerifyReport, error) {
 // ReadBack opens the tape at path as a reader would and checks what a
 // writer could still get wrong after checking each blob as it encoded it:
 // every CRC, the hash chain, the index and the footer (a tape that opens
-// only by recovery fails with ErrNoFooter). Commands call it on a tape they
-// have just closed, before they report success. Errors name the path.
-func ReadBack(path string) error {
+// only by recovery fails with ErrNoFooter) and, with a key, the seal.
+// Commands call it on a tape they have just written or sealed, before they
+// report success. Errors name the path.
+func ReadBack(path string, key []byte) error {
 	t, err := Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer t.Close()
 	if rec := t.Recovered(); rec != nil {
-		return fmt.Errorf("%s: %w (%d bytes after offset %d do not read)", path, ErrNoFooter, rec.BytesDropped(), rec.ValidEnd)
+		return fmt.Errorf("%s: %w: %d bytes after offset %d do not read", path, ErrNoFooter, rec.BytesDropped(), rec.ValidEnd)
 	}
-	if _, err := t.Verify(VerifyOptions{}); err != nil {
+	if _, err := t.Verify(VerifyOptions{Key: key}); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

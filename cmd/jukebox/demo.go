@@ -52,11 +52,11 @@ func (c *DemoCmd) Run(env *Env) error {
 	fmt.Fprintf(env.Stderr, "jukebox demo: scripted model on %s; recording %s\n\n", srv.URL(), tape)
 	res, err := engine.Record(context.Background(), engine.RecordOptions{RunOptions: o, Tape: tape,
 		Upstreams: map[string]string{"openai": srv.OpenAIBaseURL()}})
-	if err != nil {
+	if err := runFailed(err, res); err != nil {
 		return err
 	}
-	if c.JSON {
-		return finishRun(env, res, true, "")
+	if c.JSON || res.Unreadable != "" {
+		return finishRun(env, res, c.JSON, "")
 	}
 	if out, ok := env.Stdout.(*os.File); ok && !c.NoPlay && term.IsTerminal(out.Fd()) {
 		// Forks made on the turntable go to the scripted model, still running.

@@ -68,7 +68,7 @@ func (c *ForkCmd) Run(env *Env) error {
 	var rows []forkRow
 	for _, m := range models {
 		res, err := c.forkOne(env, start, over, m)
-		if err != nil {
+		if err := runFailed(err, res); err != nil {
 			return err
 		}
 		rows = append(rows, forkRow{Model: m, Result: res})
@@ -158,6 +158,11 @@ func (c *ForkCmd) report(env *Env, rows []forkRow) error {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", orDash(r.Model), filepath.Base(r.Tape), r.Calls, r.Frames, exitText(r.End), div)
 		}
 		tw.Flush()
+	}
+	for _, r := range rows {
+		if err := unreadable(r.Result); err != nil {
+			return err
+		}
 	}
 	for _, r := range rows {
 		if r.Divergence != nil {

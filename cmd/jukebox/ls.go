@@ -23,6 +23,10 @@ type LsCmd struct {
 type lsRow struct {
 	engine.Summary
 	Error string `json:"error,omitempty"`
+	// Damaged says the tape opens but fails the quick check of `jukebox
+	// verify --quick` (CRCs, hash chain, index); Damage says why.
+	Damaged bool   `json:"damaged"`
+	Damage  string `json:"damage,omitempty"`
 }
 
 // Run lists every *.jbx file in the folder, newest first.
@@ -51,7 +55,15 @@ func (c *LsCmd) Run(env *Env) error {
 	for _, r := range rows {
 		fmt.Fprintln(tw, r.line())
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Damaged {
+			fmt.Fprintf(env.Stdout, "DAMAGED %s: %s\n", r.Path, engine.OneLine(r.Damage, 0))
+		}
+	}
+	return nil
 }
 
 func summarizeFile(path string) lsRow {
@@ -65,6 +77,9 @@ func summarizeFile(path string) lsRow {
 	if err != nil {
 		r.Error = err.Error()
 	}
+	if _, err := t.Verify(tapefmt.VerifyOptions{}); err != nil {
+		r.Damaged, r.Damage = true, err.Error()
+	}
 	return r
 }
 
@@ -76,6 +91,9 @@ func (r lsRow) line() string {
 	exit := r.ExitText()
 	if r.Recovered != nil {
 		exit += " (torn)"
+	}
+	if r.Damaged {
+		exit += " DAMAGED"
 	}
 	cost := fmt.Sprintf("$%.4f", r.Cost)
 	if len(r.Unpriced) > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,7 +55,7 @@ func (c *RecordCmd) Run(env *Env) error {
 	if res != nil {
 		printBooth(env, res.Booth)
 	}
-	if err != nil {
+	if err := runFailed(err, res); err != nil {
 		return err
 	}
 	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %d calls, %d frames to %s", res.Calls, res.Frames, res.Tape))
@@ -72,19 +73,44 @@ func runOptions(env *Env, argv []string, name string, seed int64, asJSON bool) e
 		Seed: seed, Name: name, Version: version}
 }
 
-// finishRun prints the outcome and passes the agent's exit code on.
+// runFailed is the error a run command returns at once: nil when the run
+// ended, even when its tape does not read back (the result says so and
+// finishRun reports it), else err.
+func runFailed(err error, res *engine.Result) error {
+	var te *engine.TapeError
+	if res != nil && errors.As(err, &te) {
+		return nil
+	}
+	return err
+}
+
+// finishRun prints the outcome and passes the agent's exit code on. A tape
+// that does not read back is exit 3, ahead of the agent's own code.
 func finishRun(env *Env, res *engine.Result, asJSON bool, line string) error {
 	if asJSON {
 		if err := writeJSON(env.Stdout, res); err != nil {
 			return err
 		}
-	} else {
+	} else if res.Unreadable == "" {
 		fmt.Fprintf(env.Stderr, "jukebox: %s (agent %s)\n", line, exitText(res.End))
+	}
+	if err := unreadable(res); err != nil {
+		return err
 	}
 	if res.End.ExitCode != 0 {
 		return withCode(res.End.ExitCode, errSilent)
 	}
 	return nil
+}
+
+// unreadable is the error for a run whose tape does not read back, or nil.
+func unreadable(res *engine.Result) error {
+	if res.Unreadable == "" {
+		return nil
+	}
+	return withCode(ExitBadTape, fmt.Errorf("the tape does not read back: %s\n"+
+		"jukebox: the run itself ended (agent %s); exit 3 because its record cannot be trusted.\n"+
+		"jukebox: `jukebox verify %s` says more; `jukebox recover %[3]s -o OUT` keeps what reads", res.Unreadable, exitText(res.End), res.Tape))
 }
 
 func exitText(end tapefmt.RunEnd) string {

@@ -58,10 +58,10 @@ func (c *ReplayCmd) Run(env *Env) error {
 	if res != nil {
 		printBooth(env, res.Booth)
 	}
-	if err != nil {
+	if err := runFailed(err, res); err != nil {
 		return err
 	}
-	if d := res.Divergence; d != nil && c.OnDivergence == "stop" {
+	if d := res.Divergence; d != nil && c.OnDivergence == "stop" && res.Unreadable == "" {
 		if c.JSON {
 			writeJSON(env.Stdout, res)
 		}

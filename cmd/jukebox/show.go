@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -31,6 +33,7 @@ type frameJSON struct {
 	Offset  int64             `json:"offset"`
 	Payload json.RawMessage   `json:"payload"`
 	Blobs   map[string]string `json:"blobs,omitempty"`
+	Error   string            `json:"error,omitempty"` // the payload or a blob does not decode
 }
 
 // Validate checks the kinds before the tape is opened.
@@ -65,45 +68,88 @@ func (c *ShowCmd) Run(env *Env) error {
 		kk, _ := tapefmt.ParseKind(k)
 		kinds = append(kinds, kk)
 	}
+	var bad []error
 	for f, err := range t.Frames(kinds...) {
 		if err != nil {
-			return err
+			return errors.Join(append(bad, err)...)
 		}
 		if err := c.print(env.Stdout, t, f, false); err != nil {
-			return err
+			var ue *unreadableFrame
+			if !errors.As(err, &ue) {
+				return err
+			}
+			bad = append(bad, err)
 		}
+	}
+	if len(bad) > 0 {
+		return withCode(ExitBadTape, fmt.Errorf("%d frames do not read, the first: %w", len(bad), bad[0]))
 	}
 	return nil
 }
 
+// unreadableFrame is a frame whose payload or a blob it names does not
+// decode. show prints the frame with the error, goes on with the next
+// frames and exits 3.
+type unreadableFrame struct {
+	seq uint64
+	err error
+}
+
+func (e *unreadableFrame) Error() string { return fmt.Sprintf("frame %d: %v", e.seq, e.err) }
+func (e *unreadableFrame) Unwrap() error { return e.err }
+
 func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool) error {
-	p, err := f.Decode()
-	if err != nil {
-		return err
+	p, perr := f.Decode()
+	var blobs map[string]string
+	var berr error
+	if perr == nil {
+		blobs, berr = c.blobs(t, p)
 	}
-	blobs, err := c.blobs(t, p)
-	if err != nil {
-		return err
-	}
+	bad := cmp.Or(perr, berr)
 	if c.JSON {
-		return json.NewEncoder(w).Encode(frameJSON{Seq: f.Seq, Kind: f.Kind, Time: f.Time.Seconds(),
-			Stream: f.Stream, Offset: f.Offset, Payload: f.Payload, Blobs: blobs})
+		fj := frameJSON{Seq: f.Seq, Kind: f.Kind, Time: f.Time.Seconds(),
+			Stream: f.Stream, Offset: f.Offset, Payload: f.Payload, Blobs: blobs}
+		if bad != nil {
+			fj.Error = bad.Error()
+		}
+		if err := json.NewEncoder(w).Encode(fj); err != nil {
+			return err
+		}
+	} else {
+		c.printText(w, f, p, blobs, bad, full)
 	}
-	// Text from a tape is sanitized before it reaches a terminal; --json
-	// prints it escaped and whole.
-	fmt.Fprintf(w, "%6d  %s  s%-2d %-13s %s\n", f.Seq, engine.Clock(f.Time), f.Stream, f.Kind, engine.OneLine(engine.Describe(p), 0))
+	if bad != nil {
+		return withCode(ExitBadTape, &unreadableFrame{seq: f.Seq, err: bad})
+	}
+	return nil
+}
+
+// printText is the terminal form of a frame. Text from a tape is sanitized
+// before it reaches a terminal; --json prints it escaped and whole.
+func (c *ShowCmd) printText(w io.Writer, f tapefmt.Frame, p tapefmt.Payload, blobs map[string]string, bad error, full bool) {
+	line := "UNREADABLE"
+	if p != nil {
+		line = engine.OneLine(engine.Describe(p), 0)
+	}
+	fmt.Fprintf(w, "%6d  %s  s%-2d %-13s %s\n", f.Seq, engine.Clock(f.Time), f.Stream, f.Kind, line)
 	if full {
 		var pretty json.RawMessage = f.Payload
-		out, _ := json.MarshalIndent(pretty, "  ", "  ")
+		out, err := json.MarshalIndent(pretty, "  ", "  ")
+		if err != nil {
+			out = []byte(engine.Sanitize(string(f.Payload)))
+		}
 		fmt.Fprintf(w, "  offset %d, %d payload bytes\n  %s\n", f.Offset, len(f.Payload), out)
 	}
 	for _, h := range slices.Sorted(maps.Keys(blobs)) {
 		fmt.Fprintf(w, "  blob %s:\n%s\n", h[:12], engine.Sanitize(blobs[h]))
 	}
-	return nil
+	if bad != nil {
+		fmt.Fprintf(w, "  ERROR at frame %d (offset %d): %s\n", f.Seq, f.Offset, engine.OneLine(bad.Error(), 0))
+	}
 }
 
 // blobs returns the blobs a payload names, as text (or a note for binary).
+// A blob that does not read ends the list with its error.
 func (c *ShowCmd) blobs(t *tapefmt.Tape, p tapefmt.Payload) (map[string]string, error) {
 	if !c.Blobs {
 		return nil, nil
@@ -112,9 +158,15 @@ func (c *ShowCmd) blobs(t *tapefmt.Tape, p tapefmt.Payload) (map[string]string, 
 	for _, h := range tapefmt.BlobRefs(p) {
 		b, err := t.Blob(h)
 		if err != nil {
-			return nil, err
+			return out, fmt.Errorf("blob %s: %w", h.Short(), err)
 		}
-		out[h.String()] = blobText(b, c.Full)
+		// A compressed HTTP body is shown decoded, and says so.
+		d := engine.PayloadBody(p, b)
+		text := blobText(d.Text, c.Full)
+		if n := d.Note(); n != "" && !c.JSON {
+			text = fmt.Sprintf("(%s: %d bytes stored, %d decoded)\n%s", n, len(b), len(d.Text), text)
+		}
+		out[h.String()] = text
 	}
 	return out, nil
 }

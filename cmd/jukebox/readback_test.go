@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// A recording whose tape does not read back is exit 3, ahead of the
+// agent's own code, which is still printed; the tape is kept. Here the agent
+// writes past the end of its own tape ($JUKEBOX_TAPE), so the footer is no
+// longer where a reader looks for it.
+func TestRecordTapeThatDoesNotReadBack(t *testing.T) {
+	dir := t.TempDir()
+	agent := `printf junk | dd of="$JUKEBOX_TAPE" bs=1 seek=1000000 conv=notrunc 2>/dev/null; echo hi; exit 7`
+	for _, asJSON := range []bool{false, true} {
+		path := filepath.Join(dir, "run.jbx")
+		os.Remove(path)
+		args := []string{"record", "-o", path, "--", "sh", "-c", agent}
+		if asJSON {
+			args = append(args[:1], append([]string{"--json"}, args[1:]...)...)
+		}
+		out, errs := wantCode(t, ExitBadTape, args...)
+		if !strings.Contains(errs, "does not read back") || !strings.Contains(errs, "agent exit 7") || strings.Contains(errs, "recorded") {
+			t.Errorf("stderr does not say the tape is bad and the agent's code:\n%s", errs)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("the tape is gone: %v", err)
+		}
+		if asJSON {
+			var res struct {
+				Unreadable string `json:"tape_unreadable"`
+				End        struct {
+					ExitCode int `json:"exit_code"`
+				} `json:"end"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil || res.Unreadable == "" || res.End.ExitCode != 7 {
+				t.Errorf("--json: %v %+v\n%s", err, res, out)
+			}
+		}
+	}
+}
+
+// damageFirstBlob flips the first stored byte of the body blob of the first
+// llm.request in the tape at path and returns that frame's number.
+func damageFirstBlob(t *testing.T, path string) int {
+	t.Helper()
+	tp := openTape(t, path)
+	for f, err := range tp.Frames(tapefmt.KindLLMRequest) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := p.(*tapefmt.LLMRequest).Body
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := bytes.Index(b, h[:]) // byte 8 of the blob record's 48-byte header
+		if at < 8 || b[at-8] != 'B' {
+			t.Fatalf("blob %s not found as a record", h.Short())
+		}
+		b[at-8+48] ^= 0xff
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return int(f.Seq)
+	}
+	t.Fatal("no llm.request on the tape")
+	return 0
+}
+
+// show prints every frame, the unreadable one with its error, and exits 3;
+// --json carries the error on that frame's line.
+func TestShowDamagedBlob(t *testing.T) {
+	path := filepath.Join(sampleTapes(t), "agent-run.jbx")
+	bad := damageFirstBlob(t, path)
+	out, errs := wantCode(t, ExitBadTape, "show", "--blobs", path)
+	if !strings.Contains(out, fmt.Sprintf("ERROR at frame %d (offset", bad)) || !strings.Contains(out, "run.end") {
+		t.Errorf("show --blobs does not print the error at frame %d and go on:\n%s", bad, out)
+	}
+	if !strings.Contains(errs, fmt.Sprintf("frame %d:", bad)) || !strings.Contains(errs, "checksum") {
+		t.Errorf("stderr does not name the frame and the cause: %s", errs)
+	}
+	out, _ = wantCode(t, ExitBadTape, "show", "--blobs", "--json", path)
+	lines := jsonLines(t, out)
+	if len(lines) != openTape(t, path).Len() {
+		t.Fatalf("--json printed %d frames of %d", len(lines), openTape(t, path).Len())
+	}
+	if !strings.Contains(out, `"error":"blob `) {
+		t.Errorf("--json has no error on frame %d:\n%s", bad, out)
+	}
+	wantCode(t, ExitBadTape, "show", "--blobs", "--frame", fmt.Sprint(bad), path)
+	wantCode(t, ExitOK, "show", path) // without --blobs nothing reads the blob
+}
+
+// ls marks a tape that fails the quick check, in text and --json.
+func TestLsDamaged(t *testing.T) {
+	dir := sampleTapes(t)
+	out, _ := wantCode(t, ExitOK, "ls", dir)
+	if !strings.Contains(out, "DAMAGED "+filepath.Join(dir, "tampered.jbx")+": ") || strings.Contains(out, "DAMAGED "+filepath.Join(dir, "agent-run.jbx")) {
+		t.Errorf("ls does not mark exactly the tampered tape:\n%s", out)
+	}
+	out, _ = wantCode(t, ExitOK, "ls", "--json", dir)
+	var rows []struct {
+		Path    string `json:"path"`
+		Damaged bool   `json:"damaged"`
+		Damage  string `json:"damage"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if want := filepath.Base(r.Path) == "tampered.jbx"; r.Damaged != want || (r.Damage != "") != want {
+			t.Errorf("%s: damaged %v (%q), want %v", r.Path, r.Damaged, r.Damage, want)
+		}
+	}
+}
+
+// show --blobs prints a gzip-compressed response decoded, and says so.
+func TestShowCompressedBody(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"model":"gpt-4o","choices":[{"message":{"content":"decoded answer"}}]}`))
+	zw.Close()
+	path := filepath.Join(t.TempDir(), "gz.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		h, err := w.PutBlob("resp", gz.Bytes())
+		if err == nil {
+			_, err = w.Append(0, tapefmt.LLMResponse{Status: 200, Body: h, Size: int64(gz.Len()),
+				Header: http.Header{"Content-Encoding": {"gzip"}}})
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapetest.Verify(t, path)
+	out, _ := wantCode(t, ExitOK, "show", "--blobs", path)
+	if !strings.Contains(out, "decoded answer") || !strings.Contains(out, "(gzip, decoded: ") {
+		t.Errorf("show --blobs does not decode the gzip body:\n%s", out)
+	}
+}
