@@ -69,6 +69,7 @@ func blobSet(t testing.TB, put func(w *Writer) [][]byte) [4]int {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	verifyTape(t, m.Bytes())
 	tp, err := NewReader(bytes.NewReader(m.Bytes()), int64(m.Len()))
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,43 @@ func writeSample(t testing.TB, steps int) []byte {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	verifyTape(t, m.Bytes())
 	return m.Bytes()
+}
+
+// verifyTape is internal/tapetest.Verify for the tests inside the package,
+// which cannot import it: the tape in b must open by its footer, verify
+// with every blob decoded and re-hashed, and decode every frame's payload
+// and every blob it names. Every test that writes a tape calls it on the
+// tape before checking or damaging it.
+func verifyTape(t testing.TB, b []byte) *VerifyReport {
+	t.Helper()
+	tp, err := NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("tape does not open: %v", err)
+	}
+	if rec := tp.Recovered(); rec != nil {
+		t.Fatalf("tape has no footer: %d bytes dropped after offset %d", rec.BytesDropped(), rec.ValidEnd)
+	}
+	rep, err := tp.Verify(VerifyOptions{Blobs: true})
+	if err != nil {
+		t.Fatalf("tape does not verify: %v", err)
+	}
+	for f, err := range tp.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.Decode()
+		if err != nil {
+			t.Fatalf("frame %d (%s) does not decode: %v", f.Seq, f.Kind, err)
+		}
+		for _, h := range BlobRefs(p) {
+			if _, err := tp.Blob(h); err != nil {
+				t.Fatalf("frame %d (%s): blob %s: %v", f.Seq, f.Kind, h.Short(), err)
+			}
+		}
+	}
+	return rep
 }
 
 // noise is 256 bytes that do not compress, different for each i.
@@ -212,6 +248,11 @@ func TestSeal(t *testing.T) {
 	if _, err := tp.Verify(VerifyOptions{Blobs: true, Key: key}); err != nil {
 		t.Fatalf("sealed verify: %v", err)
 	}
+	sealed, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyTape(t, sealed)
 	if err := tp.CheckSeal([]byte("another key of 16+ bytes")); !errors.Is(err, ErrSeal) {
 		t.Fatalf("wrong key: %v", err)
 	}
