@@ -24,9 +24,10 @@ type Timeline struct {
 	path  string
 	steps []int32 // frame numbers of the step.commit frames, ascending
 
-	mu    sync.Mutex
-	rows  map[int]Row
-	costs costIndex
+	mu     sync.Mutex
+	rows   map[int]Row
+	costs  costIndex
+	damage damageSet // frames found unreadable (timelinecheck.go)
 }
 
 // Row is one frame as the timeline lists it.
@@ -44,7 +45,8 @@ type Row struct {
 	Fork    bool // run.start of a fork: it names a parent
 	Trip    bool // breaker.trip
 	Payload tapefmt.Payload
-	Err     error // the frame could not be read or decoded
+	Err     error       // the frame could not be read or decoded
+	Damage  *FrameError // the frame or a blob it names does not read, once Detail or Check has found it
 }
 
 // costIndex holds cumulative tokens and cost at each llm.response frame,
@@ -163,6 +165,9 @@ func (tl *Timeline) Row(i int) Row {
 	}
 	r = tl.readRow(i)
 	tl.mu.Lock()
+	if e := tl.damage[i]; e != nil {
+		r.Damage, r.Error = e, true
+	}
 	if len(tl.rows) >= maxCachedRows {
 		clear(tl.rows)
 	}

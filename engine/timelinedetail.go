@@ -32,6 +32,7 @@ type BlobRef struct {
 	Role string // body, before
 	Hash tapefmt.Hash
 	Size int
+	Err  error // the blob does not read (a *FrameError): never shown as empty
 }
 
 // CallDetail is one LLM call: what the model saw and what it answered.
@@ -51,6 +52,8 @@ type CallDetail struct {
 	Cost              float64
 	Latency, Elapsed  time.Duration
 	Chunks            tapefmt.Chunks
+	RequestErr        error // the request body does not read (a *FrameError): the context is unknown, not empty
+	ResponseErr       error // the response body does not read (a *FrameError)
 	// RequestCoding and ResponseCoding say whether a body was stored
 	// compressed and how decoding it went; the texts above are decoded.
 	RequestCoding, ResponseCoding Coding
@@ -76,6 +79,7 @@ type ToolDetail struct {
 	Output       string
 	IsError      bool
 	Elapsed      time.Duration
+	Err          error // the result body does not read (a *FrameError)
 }
 
 // FileDetail is a file change: the new content and a diff from the old.
@@ -84,6 +88,7 @@ type FileDetail struct {
 	Content  string
 	Diff     string // unified diff against the content before, when the tape has it
 	Binary   bool
+	Err      error // the content or the content before does not read (a *FrameError)
 }
 
 // Detail reads frame i in full: payload, blobs and, for calls and tools,
@@ -91,19 +96,24 @@ type FileDetail struct {
 func (tl *Timeline) Detail(i int) (*Detail, error) {
 	r := tl.Row(i)
 	if r.Err != nil {
-		return nil, r.Err
+		return nil, tl.noteDamage(newFrameError(i, "", tapefmt.Hash{}, r.Err))
 	}
 	f, err := tl.t.Frame(i)
 	if err != nil {
-		return nil, err
+		return nil, tl.noteDamage(newFrameError(i, "", tapefmt.Hash{}, err))
 	}
 	d := &Detail{Row: r, Offset: f.Offset, Size: f.Size(), Payload: f.Payload}
 	for j, h := range tapefmt.BlobRefs(r.Payload) {
 		if h.IsZero() {
 			continue
 		}
-		b, _ := tl.t.Blob(h)
-		d.Blobs = append(d.Blobs, BlobRef{Role: []string{"body", "before"}[min(j, 1)], Hash: h, Size: len(b)})
+		ref := BlobRef{Role: []string{"body", "before"}[min(j, 1)], Hash: h}
+		b, err := tl.t.Blob(h)
+		if e := tl.noteDamage(newFrameError(i, ref.Role, h, err)); e != nil {
+			ref.Err = e
+		}
+		ref.Size = len(b)
+		d.Blobs = append(d.Blobs, ref)
 	}
 	switch p := r.Payload.(type) {
 	case *tapefmt.LLMRequest:
@@ -118,6 +128,7 @@ func (tl *Timeline) Detail(i int) (*Detail, error) {
 		d.Tool = tl.toolResult(p, i)
 	case *tapefmt.FileChange:
 		d.File = tl.file(p)
+		d.File.Err = tl.blobErr(i, p.Body, p.Before)
 	}
 	return d, nil
 }
@@ -148,6 +159,7 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 		c.Provider, c.Method, c.Path, c.Model, c.Stream = req.Provider, req.Method, req.Path, req.Model, req.Stream
 		_, d := tl.body(req.Header, req.Body)
 		c.RequestCoding = d.Coding
+		c.RequestErr = tl.blobErr(ri, req.Body)
 		c.parseRequest(d.Text)
 	}
 	if resp != nil {
@@ -155,6 +167,7 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 		c.Latency, c.Elapsed = time.Duration(resp.Latency), time.Duration(resp.Elapsed)
 		stored, d := tl.body(resp.Header, resp.Body)
 		c.body, c.ResponseCoding = d.Text, d.Coding
+		c.ResponseErr = tl.blobErr(si, resp.Body)
 		if d.Encoding != "" {
 			c.stored, c.header = shown(stored), resp.Header
 		}
@@ -279,6 +292,7 @@ func (tl *Timeline) fillResult(d *ToolDetail, r *tapefmt.ToolResult, i int) {
 	raw := []byte(r.Result)
 	if !r.Body.IsZero() {
 		raw = tl.blob(r.Body)
+		d.Err = tl.blobErr(i, r.Body)
 	}
 	d.Result, d.Output, d.IsError, d.Elapsed = i, jsonText(raw), r.IsError, time.Duration(r.Elapsed)
 }

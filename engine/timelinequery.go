@@ -128,6 +128,9 @@ func (tl *Timeline) matches(i int, k tapefmt.Kind, f Find) bool {
 	case FindFork:
 		return k == tapefmt.KindBreakerTrip || (k == tapefmt.KindRunStart && tl.Row(i).Fork)
 	}
+	if tl.Damage(i) != nil {
+		return true // found unreadable by Detail, Search or Check
+	}
 	switch k {
 	case tapefmt.KindLLMResponse, tapefmt.KindToolResult, tapefmt.KindRunEnd, tapefmt.KindBreakerTrip:
 		return tl.Row(i).Error
@@ -139,12 +142,30 @@ func (tl *Timeline) matches(i int, k tapefmt.Kind, f Find) bool {
 // wrapping around, whose text holds query, case-insensitively: its summary,
 // its payload and the text of its blobs (a request's messages, a response's
 // assembled text, file contents). It returns -1 when nothing matches and
-// ctx.Err() when cancelled.
+// ctx.Err() when cancelled. SearchReport also says which frames it could
+// not read.
 func (tl *Timeline) Search(ctx context.Context, query string, from, dir int) (int, error) {
+	r, err := tl.SearchReport(ctx, query, from, dir)
+	return r.Frame, err
+}
+
+// SearchResult is what a search found: the frame, or -1, and the frames on
+// the way that do not read in full (their text was searched as far as it
+// reads), with the first of them.
+type SearchResult struct {
+	Frame      int
+	Unreadable int
+	First      *FrameError
+}
+
+// SearchReport searches as Search does, and reports the frames it could
+// not read instead of passing over them in silence.
+func (tl *Timeline) SearchReport(ctx context.Context, query string, from, dir int) (SearchResult, error) {
+	res := SearchResult{Frame: -1}
 	q := bytes.ToLower([]byte(query))
 	n := tl.Len()
 	if n == 0 || len(q) == 0 {
-		return -1, nil
+		return res, nil
 	}
 	step := 1
 	if dir < 0 {
@@ -152,32 +173,46 @@ func (tl *Timeline) Search(ctx context.Context, query string, from, dir int) (in
 	}
 	for k, i := 0, (from+step)%n; k < n; k, i = k+1, (i+step)%n {
 		if k%256 == 0 && ctx.Err() != nil {
-			return -1, ctx.Err()
+			return SearchResult{Frame: -1}, ctx.Err()
 		}
-		if bytes.Contains(bytes.ToLower(tl.text(i)), q) {
-			return i, nil
+		text, bad := tl.text(i)
+		if bad != nil {
+			tl.noteDamage(bad)
+			if res.Unreadable++; res.First == nil {
+				res.First = bad
+			}
+		}
+		if bytes.Contains(bytes.ToLower(text), q) {
+			res.Frame = i
+			return res, nil
 		}
 	}
-	return -1, nil
+	return res, nil
 }
 
-// text is everything Search looks at in frame i.
-func (tl *Timeline) text(i int) []byte {
+// text is everything Search looks at in frame i, and why some of it does
+// not read.
+func (tl *Timeline) text(i int) ([]byte, *FrameError) {
 	f, err := tl.t.Frame(i)
 	if err != nil {
-		return nil
+		return nil, newFrameError(i, "", tapefmt.Hash{}, err)
 	}
 	p, err := f.Decode()
 	if err != nil {
-		return f.Payload
+		return f.Payload, newFrameError(i, "", tapefmt.Hash{}, err)
 	}
+	var bad *FrameError
 	out := append([]byte(Describe(p)+"\n"), f.Payload...)
-	for _, h := range tapefmt.BlobRefs(p) {
-		if b, err := tl.t.Blob(h); err == nil {
+	for j, h := range tapefmt.BlobRefs(p) {
+		b, err := tl.t.Blob(h)
+		if err != nil && bad == nil {
+			bad = newFrameError(i, blobRole(p, j), h, err)
+		}
+		if err == nil {
 			out = append(append(out, '\n'), blobText(p, PayloadBody(p, b).Text)...)
 		}
 	}
-	return out
+	return out, bad
 }
 
 // blobText is a blob as a reader sees it.

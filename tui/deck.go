@@ -34,6 +34,9 @@ type Options struct {
 	// summed before the first screen; longer tapes are summed in the
 	// background. 0 means 20,000.
 	IndexLimit int
+	// Key, when set, is a seal key: the check of each tape on open also
+	// checks its seal (jukebox play --key-file).
+	Key []byte
 }
 
 // pane says what has the keyboard.
@@ -76,6 +79,7 @@ type Deck struct {
 	searching    context.CancelFunc
 	ctx          context.Context
 	stop         context.CancelFunc
+	checks       map[*engine.Timeline]*tapeCheck // the check of each tape opened from a file (check.go)
 }
 
 // sender lets a command started by the deck reach the running program
@@ -161,9 +165,10 @@ func (d *Deck) Close() {
 // costsIndexedMsg says a timeline's cumulative costs are all summed.
 type costsIndexedMsg struct{}
 
-// Init starts summing costs in the background for long tapes.
+// Init starts checking the tapes, and summing costs for long ones, in the
+// background.
 func (d *Deck) Init() tea.Cmd {
-	var cmds []tea.Cmd
+	cmds := d.startChecks()
 	for _, t := range d.tracks {
 		if t.tl.Len() > d.o.IndexLimit {
 			tl, ctx := t.tl, d.ctx
@@ -204,6 +209,8 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		return d.forkMsg(msg)
 	case diffReadyMsg:
 		d.diffReady(msg)
+	case checkDoneMsg:
+		d.checkDone(msg)
 	case costsIndexedMsg:
 	default:
 		if d.run != nil {

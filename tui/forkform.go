@@ -33,6 +33,7 @@ type forkForm struct {
 	what   string // that call, in one line
 	orig   struct{ model, system string }
 	err    string
+	damage string // the recorded call does not read: why
 }
 
 func newForkForm(st *Styles, at int, c *engine.CallDetail) *forkForm {
@@ -47,8 +48,19 @@ func newForkForm(st *Styles, at int, c *engine.CallDetail) *forkForm {
 		f.orig.model, f.orig.system = c.Model, c.System
 		f.fields[fieldModel].SetValue(c.Model)
 		f.fields[fieldSystem].SetValue(c.System)
+		f.unreadable(c.RequestErr)
 	}
 	return f
+}
+
+// unreadable says, when err is set, that the recorded call does not read:
+// its system prompt is unknown, not absent.
+func (m *forkForm) unreadable(err error) {
+	if err == nil {
+		return
+	}
+	m.damage = engine.OneLine(err.Error(), 0)
+	m.fields[fieldSystem].Placeholder = "(unknown: the recorded request does not read)"
 }
 
 // SetSize sets the form's size.
@@ -126,7 +138,13 @@ func (m *forkForm) View() string {
 		st.Muted.Render(" Calls before this frame are answered from the tape; this call and every later one go live."),
 		"",
 	}
+	if m.damage != "" {
+		lines = append(lines, " "+st.Error.Render("✖ "+m.damage), "")
+	}
 	heights := []int{1, max(m.h-16, 2), 1, max(min(m.h-16, 4), 1)}
+	if m.damage != "" {
+		heights[fieldSystem] = max(heights[fieldSystem]-2, 2)
+	}
 	for i := range m.fields {
 		f := &m.fields[i]
 		label := st.Title

@@ -97,10 +97,12 @@ func (d *Deck) openForm() {
 		return
 	}
 	var call *engine.CallDetail
-	if det, err := tv.tl.Detail(at); err == nil {
+	det, err := tv.tl.Detail(at)
+	if err == nil {
 		call = det.Call
 	}
 	d.form = newForkForm(d.st, at, call)
+	d.form.unreadable(err)
 	d.form.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.pane = paneForm
 	d.play.playing = false

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -148,9 +149,12 @@ func (m *frameView) View() string {
 func (m *frameView) content() []string {
 	var b lines
 	b.w = max(m.w-1, 10)
+	if m.detail != nil {
+		m.damage(&b, m.detail.Errs()) // first: a damaged frame is never shown as merely empty
+	}
 	switch d := m.detail; {
 	case m.err != nil:
-		b.add(m.st.Error, "cannot read this frame: "+m.err.Error())
+		m.unreadable(&b, m.err)
 	case d == nil:
 		b.add(m.st.Muted, "(no frame)")
 	case m.raw:
@@ -212,6 +216,12 @@ func (m *frameView) callText(b *lines, c *engine.CallDetail) {
 	for _, msg := range c.Messages {
 		total += msg.Tokens
 	}
+	if c.RequestErr != nil {
+		b.head(st.Error, fmt.Sprintf("context · frame %d · unreadable", c.Request))
+		b.add(st.Error, "  the request body does not read: what the model saw is not known (see above)")
+		m.answer(b, c)
+		return
+	}
 	b.head(st.Title, fmt.Sprintf("context · %d messages · ~%s tok", len(c.Messages), count(int64(total))))
 	if c.System != "" {
 		b.add(st.Role, "system prompt")
@@ -231,6 +241,11 @@ func (m *frameView) answer(b *lines, c *engine.CallDetail) {
 	st := m.st
 	if c.Response < 0 {
 		b.head(st.Warn, "no response on the tape")
+		return
+	}
+	if c.ResponseErr != nil {
+		b.head(st.Error, fmt.Sprintf("response · frame %d · unreadable", c.Response))
+		b.add(st.Error, "  the response body does not read: the answer is not known (see above)")
 		return
 	}
 	text, done := c.Answer, true
@@ -269,6 +284,11 @@ func (m *frameView) toolText(b *lines, t *engine.ToolDetail) {
 		b.head(st.Warn, "no result on the tape")
 		return
 	}
+	if t.Err != nil {
+		b.head(st.Error, fmt.Sprintf("result · frame %d · unreadable", t.Result))
+		b.add(st.Error, "  the result body does not read (see above)")
+		return
+	}
 	h, style := fmt.Sprintf("result · frame %d · %s", t.Result, t.Elapsed), st.Title
 	if t.IsError {
 		h, style = h+" · error", st.Error
@@ -280,6 +300,11 @@ func (m *frameView) toolText(b *lines, t *engine.ToolDetail) {
 func (m *frameView) fileText(b *lines, f *engine.FileDetail) {
 	st := m.st
 	b.add(st.File, f.Op+" "+f.Path)
+	if f.Err != nil {
+		b.head(st.Error, "content · unreadable")
+		b.add(st.Error, "  the file's content does not read (see above)")
+		return
+	}
 	if f.Diff == "" || f.Binary {
 		b.head(st.Title, "content")
 		b.add(st.Text, f.Content)
@@ -305,6 +330,11 @@ func (m *frameView) rawText(b *lines, d *engine.Detail) {
 	b.head(st.Title, "payload (as stored)")
 	b.add(st.Text, string(d.Payload))
 	for _, r := range d.Blobs {
+		if r.Err != nil {
+			b.head(st.Error, fmt.Sprintf("blob %s · unreadable", r.Role))
+			b.add(st.Accent, "blake3 "+r.Hash.String())
+			continue
+		}
 		b.head(st.Title, fmt.Sprintf("blob %s · %d bytes", r.Role, r.Size))
 		b.add(st.Accent, "blake3 "+r.Hash.String())
 		if raw, err := m.tl.Tape().Blob(r.Hash); err == nil {
@@ -332,4 +362,36 @@ func indent(s string) string {
 
 func indentText(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// unreadable shows why the frame itself does not read.
+func (m *frameView) unreadable(b *lines, err error) {
+	var fe *engine.FrameError
+	if errors.As(err, &fe) {
+		m.damage(b, []*engine.FrameError{fe})
+		return
+	}
+	b.add(m.st.Error, "cannot read this frame: "+err.Error())
+}
+
+// damage shows each part of the frame (or of the call or tool it pairs
+// with) that does not read: which frame and blob, the byte offset of the
+// damage, and the reason.
+func (m *frameView) damage(b *lines, errs []*engine.FrameError) {
+	st := m.st
+	for _, e := range errs {
+		b.head(st.Error, fmt.Sprintf("✖ frame %d is damaged", e.Frame))
+		what := "its record"
+		if !e.Blob.IsZero() {
+			what = fmt.Sprintf("its %s blob %s", e.Role, e.Blob.Short())
+		}
+		if e.Offset >= 0 {
+			what += fmt.Sprintf(" at byte offset %d", e.Offset)
+		}
+		b.add(st.Error, fmt.Sprintf("  %s does not read:", what))
+		b.add(st.Error, "  "+e.Reason)
+	}
+	if len(errs) > 0 {
+		b.add(st.Muted, "  jukebox verify checks the whole tape")
+	}
 }

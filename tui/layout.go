@@ -117,10 +117,25 @@ func (d *Deck) header() string {
 		parts = append(parts, r.Summary)
 	}
 	if len(d.tracks) == 2 {
-		parts = append(parts, "vs "+baseName(d.tracks[1].tl.Path()))
+		vs := "vs " + baseName(d.tracks[1].tl.Path())
+		if state, _ := d.checkText(d.tracks[1].tl); state != "" {
+			vs += " (" + state + ")"
+		}
+		parts = append(parts, vs)
 	}
 	title := " JUKEBOX ▸ " + strings.Join(parts, " · ")
-	return d.st.Header.Render(fit(engine.Sanitize(title), d.w))
+	// The check's verdict sits at the right end, where cutting the title
+	// to the width never hides it.
+	state, bad := d.checkText(tl)
+	state = " " + state + " "
+	if strings.TrimSpace(state) == "" || visibleWidth(state)+12 > d.w {
+		return d.st.Header.Render(fit(engine.Sanitize(title), d.w))
+	}
+	badge := d.st.HeaderDim.Render(state)
+	if bad {
+		badge = d.st.Header.Render(state)
+	}
+	return d.st.Header.Render(fit(engine.Sanitize(title), d.w-visibleWidth(state))) + badge
 }
 
 // totals are a track's whole-run tokens and cost, once they are summed

@@ -8,6 +8,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/engine"
 )
 
 // promptKind says what a prompt asks for.
@@ -109,6 +111,7 @@ type searchDoneMsg struct {
 	query string
 	found int
 	err   error
+	res   engine.SearchResult
 }
 
 // search looks for query from the needle on, in a command: a search over
@@ -126,8 +129,8 @@ func (d *Deck) search(query string, dir int) tea.Cmd {
 	from := tv.cursor
 	d.status = fmt.Sprintf("searching for %q…", query)
 	return func() tea.Msg {
-		i, err := tv.tl.Search(ctx, query, from, dir)
-		return searchDoneMsg{track: tv, query: query, found: i, err: err}
+		r, err := tv.tl.SearchReport(ctx, query, from, dir)
+		return searchDoneMsg{track: tv, query: query, found: r.Frame, err: err, res: r}
 	}
 }
 
@@ -141,4 +144,17 @@ func (d *Deck) searchDone(msg searchDoneMsg) {
 		msg.track.SetCursor(msg.found)
 		d.status = fmt.Sprintf("%q found in frame %d · ; next · , previous", msg.query, msg.found)
 	}
+	d.status += unreadableNote(msg.res)
+}
+
+// unreadableNote says which frames a search could not read in full, so
+// that "not found" never hides damage.
+func unreadableNote(r engine.SearchResult) string {
+	switch {
+	case r.First == nil:
+		return ""
+	case r.Unreadable > 1:
+		return fmt.Sprintf(" · %d frames unreadable, first %s", r.Unreadable, engine.OneLine(r.First.Error(), 0))
+	}
+	return " · " + engine.OneLine(r.First.Error(), 0)
 }

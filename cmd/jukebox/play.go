@@ -22,6 +22,9 @@ type PlayCmd struct {
 	Theme    string   `default:"diner" enum:"diner,plain,high-contrast" help:"Colours: diner, plain or high-contrast (NO_COLOR selects plain)."`
 	Upstream []string `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
 	NoBooth  bool     `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
+	KeyFile  string   `help:"Also check each tape's seal with the key in this file (the header then says seal ✓ or seal ✗)." type:"existingfile" placeholder:"FILE"`
+
+	key []byte // read from KeyFile by Validate
 }
 
 // errNotTerminal is play's answer when stdout is a pipe or a file.
@@ -34,6 +37,12 @@ func (c *PlayCmd) Validate() error {
 	}
 	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
 		return err
+	}
+	if c.KeyFile != "" {
+		var err error
+		if c.key, err = readKeyFile(c.KeyFile); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -54,7 +63,7 @@ func (c *PlayCmd) Run(env *Env) error {
 	ups, _ := engine.ParseUpstreams(c.Upstream)
 	r := lipgloss.NewRenderer(out)
 	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
-	o := tui.Options{Theme: th, Renderer: r, Upstreams: ups, PrepareFork: c.prepareFork}
+	o := tui.Options{Theme: th, Renderer: r, Upstreams: ups, PrepareFork: c.prepareFork, Key: c.key}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
 }
 
