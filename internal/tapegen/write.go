@@ -1,9 +1,11 @@
 package tapegen
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -86,12 +88,95 @@ func (e *errWriter) blob(lane string, b []byte) tapefmt.Hash {
 }
 
 // WriteFile records the run described by s as a closed, reproducible tape
-// at path.
+// at path, which must not exist. The tape is made and checked in memory
+// first (see Bytes): one that does not read back is an error, and no file
+// is written.
 func WriteFile(path string, s Spec) error {
-	opts, _ := Options()
-	w, err := tapefmt.Create(path, opts)
+	b, err := Bytes(s)
 	if err != nil {
 		return err
 	}
-	return errors.Join(Write(w, s), w.Close())
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("tapegen: %w", err)
+	}
+	_, werr := f.Write(b)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("tapegen: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Bytes records the run described by s as a closed, reproducible tape and
+// returns its bytes once Check has read them back in full.
+func Bytes(s Spec) ([]byte, error) {
+	var buf bytes.Buffer
+	opts, _ := Options()
+	w, err := tapefmt.NewWriter(&buf, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(Write(w, s), w.Close()); err != nil {
+		return nil, err
+	}
+	if err := Check(buf.Bytes()); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Check reads the tape in b back as a reader would, in full: it must open
+// by its footer and verify (every CRC, the hash chain, the index, and every
+// blob decoded and re-hashed), and every frame's payload must decode with
+// every blob it names. The generator refuses to emit a tape that fails.
+func Check(b []byte) error { return CheckSealed(b, nil) }
+
+// CheckSealed is Check that also checks the seal with key, when key is not
+// nil.
+func CheckSealed(b, key []byte) error {
+	t, err := tapefmt.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return fmt.Errorf("tapegen: the tape made does not open: %w", err)
+	}
+	if rec := t.Recovered(); rec != nil {
+		return fmt.Errorf("tapegen: the tape made has no footer: %d bytes after offset %d do not read", rec.BytesDropped(), rec.ValidEnd)
+	}
+	return checkKept(t, key)
+}
+
+// checkKept verifies t, which may have been recovered, and decodes every
+// frame it keeps.
+func checkKept(t *tapefmt.Tape, key []byte) error {
+	if _, err := t.Verify(tapefmt.VerifyOptions{Blobs: true, Key: key}); err != nil {
+		return fmt.Errorf("tapegen: the tape made does not verify: %w", err)
+	}
+	for f, err := range t.All() {
+		if err != nil {
+			return fmt.Errorf("tapegen: the tape made: %w", err)
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return fmt.Errorf("tapegen: the tape made: frame %d (%s) does not decode: %w", f.Seq, f.Kind, err)
+		}
+		for _, h := range tapefmt.BlobRefs(p) {
+			if _, err := t.Blob(h); err != nil {
+				return fmt.Errorf("tapegen: the tape made: frame %d (%s): blob %s: %w", f.Seq, f.Kind, h.Short(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckTorn is Check for a tape cut short on purpose: it must open by
+// recovery, and what recovery keeps must check as a whole tape does.
+func CheckTorn(b []byte) error {
+	t, err := tapefmt.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return fmt.Errorf("tapegen: the torn tape made does not open: %w", err)
+	}
+	if t.Recovered() == nil {
+		return errors.New("tapegen: the torn tape made opens without recovery")
+	}
+	return checkKept(t, nil)
 }

@@ -7,17 +7,27 @@
 // crash would leave it; tampered.jbx has one streamed word changed and its
 // frame CRC fixed up, so only the hash chain gives it away; sealed.jbx is
 // agent-run.jbx sealed with the key in seal.key.
+//
+// Every tape is made in memory and read back before anything is written:
+// agent-run.jbx and sealed.jbx must check in full, torn.jbx must open by
+// recovery and check what it keeps, and tampered.jbx must fail at its hash
+// chain. Otherwise gen writes nothing and fails. gen_test.go checks that
+// the files in testdata/tapes are what gen makes now.
 package main
 
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"hash/crc32"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/internal/tapegen"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -34,31 +44,61 @@ func main() {
 	}
 }
 
+// sealKey is the key sealed.jbx is sealed with, written as seal.key.
+var sealKey = []byte("jukebox-sample-key-not-secret-0001\n")
+
+// run makes the sample tapes and writes them to dir, or writes nothing
+// when one of them does not read back as it should.
 func run(dir string) error {
-	var buf bytes.Buffer
-	opts, _ := tapegen.Options()
-	w, err := tapefmt.NewWriter(&buf, opts)
+	files, mac, err := tapes()
 	if err != nil {
 		return err
 	}
-	if err := tapegen.Write(w, sampleSpec); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	whole := buf.Bytes()
-	t, err := tapefmt.NewReader(bytes.NewReader(whole), int64(len(whole)))
-	if err != nil {
-		return err
-	}
-	files := map[string][]byte{"agent-run.jbx": whole, "torn.jbx": torn(t, whole), "tampered.jbx": tampered(t, whole)}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
 			return err
 		}
 	}
-	return seal(dir, whole)
+	fmt.Printf("wrote %s (%d bytes) and its variants; seal %s\n", dir, len(files["agent-run.jbx"]), mac.Short())
+	return nil
+}
+
+// tapes makes every sample file in memory, and checks each tape reads
+// back as what it is meant to be (see checkVariants).
+func tapes() (map[string][]byte, tapefmt.Hash, error) {
+	whole, err := tapegen.Bytes(sampleSpec) // checked in full
+	if err != nil {
+		return nil, tapefmt.Hash{}, err
+	}
+	t, err := tapefmt.NewReader(bytes.NewReader(whole), int64(len(whole)))
+	if err != nil {
+		return nil, tapefmt.Hash{}, err
+	}
+	sealed, mac, err := seal(whole)
+	if err != nil {
+		return nil, tapefmt.Hash{}, err
+	}
+	files := map[string][]byte{"agent-run.jbx": whole, "torn.jbx": torn(t, whole), "tampered.jbx": tampered(t, whole),
+		"sealed.jbx": sealed, "seal.key": sealKey}
+	return files, mac, checkVariants(files)
+}
+
+// checkVariants reads back the variants of the sample run: torn.jbx opens
+// by recovery and what it keeps checks in full; sealed.jbx checks in full
+// with its seal; tampered.jbx opens and fails at the hash chain, and
+// nowhere before it.
+func checkVariants(files map[string][]byte) error {
+	if err := tapegen.CheckTorn(files["torn.jbx"]); err != nil {
+		return fmt.Errorf("torn.jbx: %w", err)
+	}
+	if err := tapegen.CheckSealed(files["sealed.jbx"], bytes.TrimSpace(sealKey)); err != nil {
+		return fmt.Errorf("sealed.jbx: %w", err)
+	}
+	var fe *tapefmt.FormatError
+	if err := tapegen.Check(files["tampered.jbx"]); !errors.As(err, &fe) || !strings.Contains(fe.Msg, "chain") {
+		return fmt.Errorf("tampered.jbx: want a broken hash chain, got %v", err)
+	}
+	return nil
 }
 
 // torn cuts the tape ten bytes into the first frame after step 2's commit
@@ -102,16 +142,22 @@ func tampered(t *tapefmt.Tape, whole []byte) []byte {
 	panic("no output frame to tamper with")
 }
 
-func seal(dir string, whole []byte) error {
-	key := []byte("jukebox-sample-key-not-secret-0001\n")
-	path := filepath.Join(dir, "sealed.jbx")
+// seal returns whole sealed with sealKey, and the seal. tapefmt.Seal seals
+// a file in place, so the copy it seals lives in a scratch folder.
+func seal(whole []byte) ([]byte, tapefmt.Hash, error) {
+	tmp, err := os.MkdirTemp("", "tapegen-seal-")
+	if err != nil {
+		return nil, tapefmt.Hash{}, err
+	}
+	defer os.RemoveAll(tmp)
+	path := filepath.Join(tmp, "sealed.jbx")
 	if err := os.WriteFile(path, whole, 0o644); err != nil {
-		return err
+		return nil, tapefmt.Hash{}, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "seal.key"), key, 0o644); err != nil {
-		return err
+	mac, err := tapefmt.Seal(path, bytes.TrimSpace(sealKey))
+	if err != nil {
+		return nil, tapefmt.Hash{}, err
 	}
-	mac, err := tapefmt.Seal(path, bytes.TrimSpace(key))
-	fmt.Printf("wrote %s (%d bytes) and its variants; seal %s\n", dir, len(whole), mac.Short())
-	return err
+	sealed, err := os.ReadFile(path)
+	return sealed, mac, err
 }
