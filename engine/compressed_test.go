@@ -247,6 +247,7 @@ func TestTimelineReadsCompressedBodiesOfOldTapes(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	checkTape(t, path)
 	tl, err := engine.OpenTimeline(path)
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,7 @@ func writeCheckTape(t *testing.T, dir, name string) (path string, reqBody tapefm
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkTape(t, path) // whole, before a test damages it
 	return path, reqBody
 }
 

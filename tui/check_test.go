@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/jukebox-os/jukebox/internal/tapegen"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -31,6 +32,7 @@ func damagedTape(t *testing.T) (string, int64) {
 	if err := tapegen.WriteFile(path, tapegen.Spec{Steps: 2, Chunks: 4, Model: "gpt-4o-mini"}); err != nil {
 		t.Fatal(err)
 	}
+	tapetest.Verify(t, path) // whole, before it is damaged
 	tp, err := tapefmt.Open(path)
 	if err != nil {
 		t.Fatal(err)
