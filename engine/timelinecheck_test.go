@@ -33,7 +33,11 @@ func writeCheckTape(t *testing.T, dir, name string) (path string, reqBody tapefm
 	err := tapefmt.CreateWith(path, opts, func(w *tapefmt.Writer) error {
 		var errs []error
 		add := func(p tapefmt.Payload) { _, err := w.Append(0, p); errs = append(errs, err) }
-		put := func(lane, s string) tapefmt.Hash { h, err := w.PutBlob(lane, []byte(s)); errs = append(errs, err); return h }
+		put := func(lane, s string) tapefmt.Hash {
+			h, err := w.PutBlob(lane, []byte(s))
+			errs = append(errs, err)
+			return h
+		}
 		add(tapefmt.RunStart{Name: "check", Argv: []string{"python", "agent.py"}, Mode: "record"})
 		for i, word := range []string{"marmalade", "quince"} {
 			pad := strings.Repeat("Answer in one line. ", 12)
