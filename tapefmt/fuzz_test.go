@@ -8,9 +8,12 @@ import (
 	"testing"
 )
 
-// seedTapes adds the sample tapes (and their cut-down variants) to f.
+// seedTapes adds the sample tapes and those of earlier releases (and their
+// cut-down variants) to f.
 func seedTapes(f *testing.F) {
 	paths, _ := filepath.Glob("../testdata/tapes/*.jbx")
+	old, _ := filepath.Glob("../testdata/compat/*.jbx") // written by earlier releases
+	paths = append(paths, old...)
 	if len(paths) == 0 {
 		f.Fatal("no seed tapes in testdata/tapes: run go run ./internal/tapegen/gen")
 	}
