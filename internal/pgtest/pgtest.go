@@ -1,9 +1,9 @@
 // Package pgtest finds the scratch PostgreSQL server that tests use.
 //
 // The test command starts one with `eval "$(bash .ci/postgres.sh)"`, which
-// sets JUKEBOX_PG_DSN. Tests that need it skip, loudly, only when the
-// variable is unset; when it is set but the server does not answer, they
-// fail, so CI cannot pass by skipping.
+// sets JUKEBOX_PG_DSN. Tests that need it skip only when the variable is
+// unset (through internal/testenv, so JUKEBOX_REQUIRE_ALL=1 makes that a
+// failure); when it is set but the server does not answer, they fail.
 package pgtest
 
 import (
@@ -12,20 +12,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // EnvDSN names the environment variable holding the server's DSN.
-const EnvDSN = "JUKEBOX_PG_DSN"
+const EnvDSN = testenv.EnvPostgresDSN
 
 // DSN returns the scratch server's DSN, or skips the test when none is
-// configured.
+// configured (testenv.RequirePostgres).
 func DSN(t testing.TB) string {
 	t.Helper()
-	dsn := lookupEnv(EnvDSN)
-	if dsn == "" {
-		t.Skipf("SKIP (no PostgreSQL): %s is unset; run `eval \"$(bash .ci/postgres.sh)\"` first", EnvDSN)
-	}
-	return dsn
+	return testenv.RequirePostgres(t)
 }
 
 // Connect opens a connection to the scratch server (closed when the test

@@ -1,5 +1,0 @@
-package pgtest
-
-import "os"
-
-func lookupEnv(name string) string { return os.Getenv(name) }

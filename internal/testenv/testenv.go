@@ -1,0 +1,176 @@
+// Package testenv decides, in one place, whether a test can find what it
+// needs outside Go: Node.js and the npm SDK packages, python3, tmux, a
+// PostgreSQL server, kernel features such as namespaces.
+//
+// A plain `go test ./...` on a machine with only Go installed passes: a
+// test whose dependency is missing is skipped with a reason that names
+// what is missing and how to get it, for example
+//
+//	needs tmux on PATH (a real terminal for the end-to-end test): install tmux, or run bash .ci/test
+//
+// With JUKEBOX_REQUIRE_ALL=1 (set by .ci/test) the same helpers fail the
+// test instead, so CI cannot pass by skipping.
+//
+// JUKEBOX_SKIP_SDK=1 is an explicit opt-out of the npm SDK agents. It is
+// honoured only when JUKEBOX_REQUIRE_ALL is unset; with both set the
+// SDK tests fail, since the two ask for opposite things.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Environment variables the helpers read.
+const (
+	// EnvRequireAll, set to 1, turns every skip for a missing dependency
+	// into a failure.
+	EnvRequireAll = "JUKEBOX_REQUIRE_ALL"
+	// EnvSkipSDK, set to 1, skips the tests that run the npm SDK agents.
+	EnvSkipSDK = "JUKEBOX_SKIP_SDK"
+	// EnvPostgresDSN holds the DSN of the scratch PostgreSQL server that
+	// `eval "$(bash .ci/postgres.sh)"` starts.
+	EnvPostgresDSN = "JUKEBOX_PG_DSN"
+)
+
+// minNodeMajor is the oldest Node.js release the SDK agents run on
+// (testdata/agents/package.json, "engines").
+const minNodeMajor = 20
+
+// RequireAll reports whether JUKEBOX_REQUIRE_ALL=1 is set.
+func RequireAll() bool { return os.Getenv(EnvRequireAll) == "1" }
+
+// Unavailable stops the test because something it needs is missing: a
+// skip, or a failure under JUKEBOX_REQUIRE_ALL=1. The message reads
+// "needs WHAT: HOW".
+func Unavailable(t testing.TB, what, how string) {
+	t.Helper()
+	msg := "needs " + what + ": " + how
+	if RequireAll() {
+		t.Fatalf("%s (%s=1 makes this a failure)", msg, EnvRequireAll)
+	}
+	t.Skip(msg)
+}
+
+// RequireNode returns the absolute path of testdata/agents, the npm SDK
+// agents' directory, after checking that Node.js 20 or newer is on PATH
+// and that the official openai and @anthropic-ai/sdk packages are
+// installed there. JUKEBOX_SKIP_SDK=1 skips (see the package doc).
+func RequireNode(t testing.TB) string {
+	t.Helper()
+	if os.Getenv(EnvSkipSDK) == "1" {
+		if RequireAll() {
+			t.Fatalf("%s=1 skips the npm SDK agents, but %s=1 requires every test to run", EnvSkipSDK, EnvRequireAll)
+		}
+		t.Skipf("%s=1 skips the npm SDK agents", EnvSkipSDK)
+	}
+	if err := nodeVersion(); err != nil {
+		Unavailable(t, fmt.Sprintf("Node.js %d or newer on PATH (%v)", minNodeMajor, err),
+			"install Node.js and npm, then run bash .ci/setup-node.sh (or set "+EnvSkipSDK+"=1)")
+	}
+	agents := filepath.Join(RepoRoot(t), "testdata", "agents")
+	for _, pkg := range []string{"openai", "@anthropic-ai/sdk"} {
+		if _, err := os.Stat(filepath.Join(agents, "node_modules", pkg, "package.json")); err != nil {
+			Unavailable(t, "the npm SDK packages in testdata/agents/node_modules",
+				"run bash .ci/setup-node.sh (or set "+EnvSkipSDK+"=1)")
+		}
+	}
+	return agents
+}
+
+var nodeVersion = sync.OnceValue(func() error {
+	out, err := exec.Command("node", "--version").Output()
+	if err != nil {
+		return err
+	}
+	v := strings.TrimSpace(string(out))
+	major, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
+	if n, err := strconv.Atoi(major); err != nil || n < minNodeMajor {
+		return fmt.Errorf("found %s", v)
+	}
+	return nil
+})
+
+// RequirePython returns the python3 interpreter to run. It is the
+// interpreter's own path (sys.executable), so that a version manager's
+// shim on PATH, such as pyenv's, is paid for once per test binary rather
+// than on every start of an agent.
+func RequirePython(t testing.TB) string {
+	t.Helper()
+	path, err := python()
+	if err != nil {
+		Unavailable(t, fmt.Sprintf("python3 on PATH (%v)", err), "install Python 3 (the Debian package python3)")
+	}
+	return path
+}
+
+var python = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return "", err
+	}
+	path := strings.TrimSpace(string(out))
+	if _, err := os.Stat(path); err != nil {
+		return exec.LookPath("python3") // sys.executable may be empty or unusable
+	}
+	return path, nil
+})
+
+// RequireTmux returns the path of tmux, which the end-to-end tests use as
+// a real terminal.
+func RequireTmux(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("tmux")
+	if err != nil {
+		Unavailable(t, "tmux on PATH (a real terminal for the end-to-end test)", "install tmux")
+	}
+	return path
+}
+
+// RequirePostgres returns the DSN of the scratch PostgreSQL server in
+// JUKEBOX_PG_DSN. A test that then cannot reach the server fails: the
+// variable is a promise that one runs.
+func RequirePostgres(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(EnvPostgresDSN)
+	if dsn == "" {
+		Unavailable(t, "a PostgreSQL server in "+EnvPostgresDSN,
+			`run eval "$(bash .ci/postgres.sh)" to start a scratch server and set it`)
+	}
+	return dsn
+}
+
+// RepoRoot returns the repository's root directory: the nearest parent of
+// the test's working directory (its package directory) with a go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+var repoRoot = sync.OnceValues(func() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("testenv: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+})

@@ -1,0 +1,86 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// recorder is a testing.TB that notes how the test was stopped instead of
+// stopping it.
+type recorder struct {
+	testing.TB
+	how, msg string
+}
+
+type stopped struct{}
+
+func (r *recorder) Helper() {}
+func (r *recorder) stop(how, msg string) {
+	r.how, r.msg = how, msg
+	panic(stopped{})
+}
+func (r *recorder) Fatal(args ...any)            { r.stop("fatal", fmt.Sprint(args...)) }
+func (r *recorder) Fatalf(f string, args ...any) { r.stop("fatal", fmt.Sprintf(f, args...)) }
+func (r *recorder) Skip(args ...any)             { r.stop("skip", fmt.Sprint(args...)) }
+func (r *recorder) Skipf(f string, args ...any)  { r.stop("skip", fmt.Sprintf(f, args...)) }
+
+// run calls f with a recorder and returns how it stopped ("" if it did not).
+func run(f func(testing.TB)) (how, msg string) {
+	r := &recorder{}
+	defer func() {
+		if v := recover(); v != nil && v != (stopped{}) {
+			panic(v)
+		}
+		how, msg = r.how, r.msg
+	}()
+	f(r)
+	return
+}
+
+func TestUnavailableSkipsOrFails(t *testing.T) {
+	t.Setenv(EnvRequireAll, "")
+	how, msg := run(func(tb testing.TB) { Unavailable(tb, "a thing", "get it") })
+	if how != "skip" || msg != "needs a thing: get it" {
+		t.Fatalf("without %s: %s %q", EnvRequireAll, how, msg)
+	}
+	t.Setenv(EnvRequireAll, "1")
+	how, msg = run(func(tb testing.TB) { Unavailable(tb, "a thing", "get it") })
+	if how != "fatal" || !strings.HasPrefix(msg, "needs a thing: get it") {
+		t.Fatalf("with %s=1: %s %q", EnvRequireAll, how, msg)
+	}
+}
+
+func TestRequirePostgres(t *testing.T) {
+	t.Setenv(EnvRequireAll, "")
+	t.Setenv(EnvPostgresDSN, "")
+	if how, msg := run(func(tb testing.TB) { RequirePostgres(tb) }); how != "skip" || !strings.Contains(msg, ".ci/postgres.sh") {
+		t.Fatalf("unset: %s %q", how, msg)
+	}
+	t.Setenv(EnvPostgresDSN, "postgres://x")
+	var dsn string
+	if how, _ := run(func(tb testing.TB) { dsn = RequirePostgres(tb) }); how != "" || dsn != "postgres://x" {
+		t.Fatalf("set: %s %q", how, dsn)
+	}
+}
+
+func TestSkipSDK(t *testing.T) {
+	t.Setenv(EnvSkipSDK, "1")
+	t.Setenv(EnvRequireAll, "")
+	if how, _ := run(func(tb testing.TB) { RequireNode(tb) }); how != "skip" {
+		t.Fatalf("%s=1 alone: %s", EnvSkipSDK, how)
+	}
+	t.Setenv(EnvRequireAll, "1")
+	if how, _ := run(func(tb testing.TB) { RequireNode(tb) }); how != "fatal" {
+		t.Fatalf("%s=1 with %s=1: %s", EnvSkipSDK, EnvRequireAll, how)
+	}
+}
+
+func TestRepoRoot(t *testing.T) {
+	root := RepoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "internal", "testenv", "testenv.go")); err != nil {
+		t.Fatalf("root %s: %v", root, err)
+	}
+}
