@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -92,7 +93,7 @@ func TestRecordGzipUpstream(t *testing.T) {
 	up := &gzipUpstream{sent: map[bool][]byte{}}
 	srv := httptest.NewServer(up)
 	defer srv.Close()
-	run := &agentRun{argv: []string{"python3", "-c", gzipClient}, dir: t.TempDir(), env: append(cleanEnv(), "OPENAI_API_KEY="+secretKey)}
+	run := &agentRun{argv: []string{testenv.RequirePython(t), "-c", gzipClient}, dir: t.TempDir(), env: append(cleanEnv(), "OPENAI_API_KEY="+secretKey)}
 	tape := filepath.Join(t.TempDir(), "gzip.jbx")
 	var stderr bytes.Buffer
 	res, err := engine.Record(context.Background(), engine.RecordOptions{

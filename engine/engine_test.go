@@ -13,6 +13,7 @@ import (
 	"github.com/jukebox-os/jukebox/internal/demo"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -88,7 +89,7 @@ func pythonAgent(t *testing.T, model string) *agentRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &agentRun{argv: []string{"python3", path}, dir: dir,
+	return &agentRun{argv: []string{testenv.RequirePython(t), path}, dir: dir,
 		env: append(cleanEnv(), "AGENT_MODEL="+model, "OPENAI_API_KEY="+secretKey)}
 }
 
@@ -203,7 +204,7 @@ func TestReplayGoesLiveOnDivergence(t *testing.T) {
 func TestArgvSecretsNeverWritten(t *testing.T) {
 	tape := filepath.Join(t.TempDir(), "argv.jbx")
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
-		RunOptions: engine.RunOptions{Argv: []string{"python3", "-c", "import sys; print(len(sys.argv))", "--api-key", secretKey, "--token=" + secretKey},
+		RunOptions: engine.RunOptions{Argv: []string{testenv.RequirePython(t), "-c", "import sys; print(len(sys.argv))", "--api-key", secretKey, "--token=" + secretKey},
 			Env: cleanEnv(), Stdout: io.Discard, Stderr: io.Discard},
 		Tape: tape})
 	if err != nil || res.End.ExitCode != 0 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -45,7 +46,7 @@ func TestUpstreamFailuresRecordedAndReplayed(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv := startModel(t, script)
-			run := &agentRun{argv: []string{"python3", "-c", streamClient}, dir: t.TempDir(),
+			run := &agentRun{argv: []string{testenv.RequirePython(t), "-c", streamClient}, dir: t.TempDir(),
 				env: append(cleanEnv(), "OPENAI_API_KEY="+secretKey)}
 			tape := filepath.Join(t.TempDir(), "fail.jbx")
 			record(t, srv, run, tape)
@@ -110,7 +111,7 @@ func TestClientTimeoutReplaysAsATimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := startModel(t, script)
-	run := &agentRun{argv: []string{"python3", "-c", timeoutClient}, dir: t.TempDir(), env: append(cleanEnv(), "OPENAI_API_KEY="+secretKey)}
+	run := &agentRun{argv: []string{testenv.RequirePython(t), "-c", timeoutClient}, dir: t.TempDir(), env: append(cleanEnv(), "OPENAI_API_KEY="+secretKey)}
 	tape := filepath.Join(t.TempDir(), "timeout.jbx")
 	record(t, srv, run, tape)
 	if got := strings.TrimSpace(run.stdout.String()); got != "timed out" {

@@ -1,28 +1,20 @@
 package engine_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // TestRecordReplayOfficialSDKs records the official openai and
 // @anthropic-ai/sdk clients (streaming, non-streaming, a tool loop) through
 // jukebox, then replays them with the model stopped and compares their
-// output. Set JUKEBOX_SKIP_SDK=1 to skip; otherwise node_modules must exist.
+// output. It needs Node.js and the npm packages (testenv.RequireNode);
+// JUKEBOX_SKIP_SDK=1 skips it.
 func TestRecordReplayOfficialSDKs(t *testing.T) {
-	if os.Getenv("JUKEBOX_SKIP_SDK") == "1" {
-		t.Skip("JUKEBOX_SKIP_SDK=1")
-	}
-	agents, err := filepath.Abs(filepath.Join("..", "testdata", "agents"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(agents, "node_modules", "openai", "package.json")); err != nil {
-		t.Fatal("testdata/agents/node_modules is missing: run `bash .ci/setup-node.sh` (or set JUKEBOX_SKIP_SDK=1)")
-	}
+	agents := testenv.RequireNode(t)
 	for _, a := range []struct{ name, script, model string }{
 		{"openai", "openai_agent.mjs", "demo-large"},
 		{"anthropic", "anthropic_agent.mjs", "demo-small"},

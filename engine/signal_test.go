@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -30,7 +31,7 @@ except KeyboardInterrupt:
 	tape := filepath.Join(t.TempDir(), "int.jbx")
 	var once sync.Once
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
-		RunOptions: engine.RunOptions{Argv: []string{"python3", "-c", agent}, Env: cleanEnv(), Stdout: io.Discard, Stderr: io.Discard,
+		RunOptions: engine.RunOptions{Argv: []string{testenv.RequirePython(t), "-c", agent}, Env: cleanEnv(), Stdout: io.Discard, Stderr: io.Discard,
 			OnEvent: func(e engine.Event) {
 				if e.Kind == engine.EventOutput && strings.Contains(string(e.Data), "ready") {
 					once.Do(func() { syscall.Kill(syscall.Getpid(), syscall.SIGINT) })
@@ -76,7 +77,7 @@ func TestSlowTerminalLosesNoOutput(t *testing.T) {
 	tape := filepath.Join(t.TempDir(), "out.jbx")
 	term := &slowTerminal{}
 	if _, err := engine.Record(context.Background(), engine.RecordOptions{
-		RunOptions: engine.RunOptions{Argv: []string{"python3", "-c", "import sys; sys.stdout.write('a' * 300000)"},
+		RunOptions: engine.RunOptions{Argv: []string{testenv.RequirePython(t), "-c", "import sys; sys.stdout.write('a' * 300000)"},
 			Env: cleanEnv(), Stdout: term, Stderr: io.Discard},
 		Tape: tape}); err != nil {
 		t.Fatal(err)

@@ -2,11 +2,14 @@ package sandbox
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 const childScript = `set -e
@@ -78,7 +81,8 @@ func TestExecCopyFallback(t *testing.T) {
 func TestExecOverlay(t *testing.T) {
 	caps := Probe(ctx, t.TempDir())
 	if !caps.Overlay {
-		t.Skipf("SKIP: overlayfs in a user namespace is refused here: %v", caps.Notes)
+		testenv.Unavailable(t, fmt.Sprintf("overlayfs in an unprivileged user namespace, refused here (%v)", caps.Notes),
+			"run on Linux with unprivileged user namespaces allowed")
 	}
 	cs, res, _ := runChild(t, ModeOverlay)
 	if res.Mode != ModeOverlay {

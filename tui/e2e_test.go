@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // tmuxSession drives a program in a real terminal: a detached tmux session
@@ -59,9 +61,7 @@ func (s *tmuxSession) waitScreen(want ...string) string {
 // TestEndToEndTmux builds jukebox and drives `jukebox play` in a 120x40
 // tmux session: scrub, the help, a search, and quit.
 func TestEndToEndTmux(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("SKIPPED: tmux is not installed; this end-to-end test needs a real terminal (CI installs tmux)")
-	}
+	testenv.RequireTmux(t)
 	if testing.Short() {
 		t.Skip("SKIPPED in -short mode: builds the binary")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jukebox-os/jukebox/internal/demo"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -113,9 +114,7 @@ func TestFlowForkCancel(t *testing.T) {
 // forks it from the turntable at its third call with another model: the
 // fork's frames stream into a second timeline, and d diffs the two.
 func TestFlowFork(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/python3"); err != nil && !hasPython() {
-		t.Skip("SKIPPED: python3 is needed to run the demo agent")
-	}
+	python := testenv.RequirePython(t)
 	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +129,7 @@ func TestFlowFork(t *testing.T) {
 	parent := filepath.Join(t.TempDir(), "parent.jbx")
 	ups := map[string]string{"openai": srv.OpenAIBaseURL(), "anthropic": srv.AnthropicBaseURL()}
 	if _, err := engine.Record(context.Background(), engine.RecordOptions{
-		RunOptions: engine.RunOptions{Argv: []string{"python3", agent}, Dir: dir, Env: env, Name: "demo"},
+		RunOptions: engine.RunOptions{Argv: []string{python, agent}, Dir: dir, Env: env, Name: "demo"},
 		Tape:       parent, Upstreams: ups,
 	}); err != nil {
 		t.Fatal(err)
@@ -163,15 +162,6 @@ func TestFlowFork(t *testing.T) {
 		t.Fatalf("the fork's run.start: %+v", r)
 	}
 	tapetest.Verify(t, forkTape)
-}
-
-func hasPython() bool {
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if _, err := os.Stat(filepath.Join(dir, "python3")); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // cleanEnv is the environment without the developer's provider settings.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // sdkAgent is one real-client agent in testdata/agents and what it must print.
@@ -41,11 +43,10 @@ func poemFor(t *testing.T, model string) string {
 
 // TestSDKAgents runs the official openai and @anthropic-ai/sdk clients and a
 // stdlib-only Python agent against a live server, and checks what they print
-// and the files their tool loops write. Set JUKEBOX_SKIP_SDK=1 to skip.
+// and the files their tool loops write. The npm agents need Node.js and
+// the npm packages (testenv.RequireNode; JUKEBOX_SKIP_SDK=1 skips them),
+// the Python ones python3.
 func TestSDKAgents(t *testing.T) {
-	if os.Getenv("JUKEBOX_SKIP_SDK") == "1" {
-		t.Skip("JUKEBOX_SKIP_SDK=1")
-	}
 	agents, err := filepath.Abs(filepath.Join("..", "..", "testdata", "agents"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,9 +86,9 @@ func TestSDKAgents(t *testing.T) {
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			if a.needsNode {
-				if _, err := os.Stat(filepath.Join(agents, "node_modules", "openai", "package.json")); err != nil {
-					t.Fatalf("testdata/agents/node_modules is missing: run `bash .ci/setup-node.sh` (or set JUKEBOX_SKIP_SDK=1)")
-				}
+				testenv.RequireNode(t)
+			} else {
+				a.argv = append([]string{testenv.RequirePython(t)}, a.argv[1:]...)
 			}
 			runAgent(t, srv, a)
 		})
