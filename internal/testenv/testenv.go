@@ -72,7 +72,7 @@ func RequireNode(t testing.TB) string {
 		t.Skipf("%s=1 skips the npm SDK agents", EnvSkipSDK)
 	}
 	if err := nodeVersion(); err != nil {
-		Unavailable(t, fmt.Sprintf("Node.js %d or newer on PATH (%v)", minNodeMajor, err),
+		Unavailable(t, fmt.Sprintf("Node.js %d or newer on PATH%s", minNodeMajor, why(err)),
 			"install Node.js and npm, then run bash .ci/setup-node.sh (or set "+EnvSkipSDK+"=1)")
 	}
 	agents := filepath.Join(RepoRoot(t), "testdata", "agents")
@@ -83,6 +83,15 @@ func RequireNode(t testing.TB) string {
 		}
 	}
 	return agents
+}
+
+// why is " (err)", or "" when err says only that the program is not on
+// PATH, which the message already says.
+func why(err error) string {
+	if errors.Is(err, exec.ErrNotFound) {
+		return ""
+	}
+	return " (" + err.Error() + ")"
 }
 
 var nodeVersion = sync.OnceValue(func() error {
@@ -106,7 +115,7 @@ func RequirePython(t testing.TB) string {
 	t.Helper()
 	path, err := python()
 	if err != nil {
-		Unavailable(t, fmt.Sprintf("python3 on PATH (%v)", err), "install Python 3 (the Debian package python3)")
+		Unavailable(t, "python3 on PATH"+why(err), "install Python 3 (the Debian package python3)")
 	}
 	return path
 }
