@@ -1,0 +1,218 @@
+//go:build ignore
+
+// testsum reads `go test -json` on stdin and prints what a person needs
+// from it: each package's result line as it comes, then the whole output
+// of every failing test (and of a package that failed outside its tests),
+// one line per group of skipped tests (package and reason) and the
+// slowest tests. It exits 1 when anything failed.
+//
+//	go test -json ./... | go run .ci/testsum.go
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Action     string
+	Package    string
+	ImportPath string // build-output and build-fail
+	Test       string
+	Elapsed    float64
+	Output     string
+}
+
+type key struct{ pkg, test string }
+
+// summary is what is kept while the stream is read.
+type summary struct {
+	out        io.Writer
+	output     map[key][]string // each test's and package's own lines
+	failed     []key            // tests and packages, in the order they failed
+	skipped    []key
+	elapsed    map[key]float64 // top-level tests only
+	pass, fail int
+	buildFail  bool
+}
+
+func main() {
+	s := &summary{out: os.Stdout, output: map[key][]string{}, elapsed: map[key]float64{}}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
+			fmt.Fprintln(s.out, sc.Text()) // not JSON: pass it on
+			continue
+		}
+		s.add(e)
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "testsum:", err)
+		os.Exit(2)
+	}
+	s.report()
+	if len(s.failed) > 0 || s.buildFail {
+		os.Exit(1)
+	}
+}
+
+func (s *summary) add(e event) {
+	k := key{short(e.Package), e.Test}
+	switch e.Action {
+	case "build-output":
+		fmt.Fprint(s.out, e.Output)
+	case "build-fail":
+		s.buildFail = true
+	case "output":
+		if e.Test == "" && isResultLine(e.Output) {
+			fmt.Fprint(s.out, e.Output)
+			return
+		}
+		if e.Test == "" && strings.HasPrefix(e.Output, "?   \t") {
+			return
+		}
+		s.output[k] = append(s.output[k], e.Output)
+	case "pass", "fail", "skip":
+		s.done(k, e)
+	}
+}
+
+// isResultLine reports whether a package's output line is its one-line
+// result ("ok  pkg 1.2s", "FAIL pkg 3.4s"); "?   pkg [no test files]" is
+// left out.
+func isResultLine(line string) bool {
+	return strings.HasPrefix(line, "ok  \t") || strings.HasPrefix(line, "FAIL\t")
+}
+
+func (s *summary) done(k key, e event) {
+	if k.test != "" && !strings.Contains(k.test, "/") {
+		s.elapsed[k] = e.Elapsed
+	}
+	switch {
+	case e.Action == "fail":
+		s.failed = append(s.failed, k)
+		if k.test != "" {
+			s.fail++
+		}
+	case e.Action == "skip" && k.test != "":
+		s.skipped = append(s.skipped, k)
+	case e.Action == "pass" && k.test != "":
+		s.pass++
+	}
+	if e.Action != "fail" && e.Action != "skip" {
+		delete(s.output, k) // a passing test's output is not needed
+	}
+}
+
+func (s *summary) report() {
+	if len(s.failed) > 0 {
+		fmt.Fprintf(s.out, "\n=== failed\n")
+		for _, k := range s.failed {
+			if lines := s.output[k]; said(lines) {
+				fmt.Fprintf(s.out, "--- %s %s\n", k.pkg, cmp.Or(k.test, "(package)"))
+				for _, l := range lines {
+					if !strings.HasPrefix(l, "=== ") {
+						fmt.Fprint(s.out, l)
+					}
+				}
+			}
+		}
+	}
+	if groups := s.skipGroups(); len(groups) > 0 {
+		fmt.Fprintf(s.out, "\n=== skipped\n")
+		for _, g := range groups {
+			fmt.Fprintln(s.out, g)
+		}
+	}
+	fmt.Fprintf(s.out, "\n%d passed, %d failed, %d skipped; slowest: %s\n", s.pass, s.fail, len(s.skipped), s.slowest(5))
+}
+
+// said reports whether lines hold more than go test's own markers
+// ("=== RUN", "--- FAIL", a package's closing "FAIL" and exit status),
+// which the result lines already give.
+func said(lines []string) bool {
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l != "" && l != "FAIL" && !strings.HasPrefix(l, "=== ") && !strings.HasPrefix(l, "--- ") && !strings.HasPrefix(l, "exit status ") {
+			return true
+		}
+	}
+	return false
+}
+
+// location is the "file_test.go:12: " that t.Skip puts before its reason.
+var location = regexp.MustCompile(`^\s*\S+\.go:\d+: `)
+
+// reason is why a test skipped: its last line of its own output.
+func (s *summary) reason(k key) string {
+	why := "(no reason given)"
+	for _, l := range s.output[k] {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- SKIP") {
+			continue
+		}
+		why = location.ReplaceAllString(l, "")
+	}
+	return why
+}
+
+// skipGroups is one line per package and reason: the tests, then why.
+func (s *summary) skipGroups() []string {
+	type group struct {
+		pkg, why string
+		tests    []string
+	}
+	var groups []*group
+	for _, k := range s.skipped {
+		why := s.reason(k)
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.pkg == k.pkg && g.why == why })
+		if i < 0 {
+			groups = append(groups, &group{pkg: k.pkg, why: why})
+			i = len(groups) - 1
+		}
+		groups[i].tests = append(groups[i].tests, k.test)
+	}
+	var lines []string
+	for _, g := range groups {
+		tests := g.tests
+		if len(tests) > 3 {
+			tests = append(tests[:3:3], fmt.Sprintf("and %d more", len(g.tests)-3))
+		}
+		lines = append(lines, fmt.Sprintf("SKIP %s %s: %s", g.pkg, strings.Join(tests, ", "), g.why))
+	}
+	return lines
+}
+
+func (s *summary) slowest(n int) string {
+	keys := make([]key, 0, len(s.elapsed))
+	for k := range s.elapsed {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(s.elapsed[b], s.elapsed[a]) })
+	var parts []string
+	for _, k := range keys[:min(n, len(keys))] {
+		d := time.Duration(s.elapsed[k] * float64(time.Second)).Round(100 * time.Millisecond)
+		parts = append(parts, fmt.Sprintf("%s %s %s", k.pkg, k.test, d))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// short is a package path without the module's prefix.
+func short(pkg string) string {
+	_, rest, ok := strings.Cut(pkg, "/jukebox/")
+	if !ok {
+		return pkg
+	}
+	return rest
+}
