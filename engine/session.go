@@ -199,7 +199,10 @@ type TapeError struct {
 	Err  error // names the path
 }
 
+// Error says the tape does not read back and why, naming the path.
 func (e *TapeError) Error() string { return "the tape does not read back: " + e.Err.Error() }
+
+// Unwrap returns the cause (a *tapefmt.FormatError, say).
 func (e *TapeError) Unwrap() error { return e.Err }
 
 // abandon closes what a session opened when the child could not start.

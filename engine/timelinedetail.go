@@ -107,7 +107,7 @@ func (tl *Timeline) Detail(i int) (*Detail, error) {
 		if h.IsZero() {
 			continue
 		}
-		ref := BlobRef{Role: []string{"body", "before"}[min(j, 1)], Hash: h}
+		ref := BlobRef{Role: blobRole(r.Payload, j), Hash: h}
 		b, err := tl.t.Blob(h)
 		if e := tl.noteDamage(newFrameError(i, ref.Role, h, err)); e != nil {
 			ref.Err = e

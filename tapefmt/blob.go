@@ -94,12 +94,21 @@ func compress(b []byte) []byte {
 	return c
 }
 
+// maxZstdRatio bounds how much zstd data can expand: the densest block, a
+// repeated byte, is a 4-byte header (3 bytes and 1 of data) for up to 128 KiB
+// of output. The reader refuses a blob whose header claims more than this
+// before it allocates anything.
+const maxZstdRatio = (128 << 10) / 4
+
 // decompress decodes zstd data that must yield exactly n bytes. A frame that
 // declares its content size must declare n; one that does not (written by
 // releases before the writer forced the size in) is decoded into a buffer
 // of capacity n that the decoder may not grow, so a hostile blob cannot make
 // it allocate more than the blob header promised.
 func decompress(c []byte, n int, off int64) ([]byte, error) {
+	if n > len(c)*maxZstdRatio {
+		return nil, formatErr(off, "%d bytes of zstd data cannot decode to the %d bytes the header says", len(c), n)
+	}
 	var zh zstd.Header
 	if err := zh.Decode(c); err != nil {
 		return nil, formatErr(off, "zstd header: %v", err)
@@ -170,8 +179,11 @@ func expandWhole(enc uint8, st []byte, n int, off int64) ([]byte, error) {
 // applyDelta rebuilds an n-byte blob from a parsed delta (encoding 2 or 3)
 // and its decoded base.
 func applyDelta(enc uint8, d deltaRef, base []byte, n int, off int64) ([]byte, error) {
-	if d.prefix+d.suffix > uint64(len(base)) || d.prefix+d.suffix > uint64(n) {
-		return nil, formatErr(off, "delta takes %d+%d bytes from a %d-byte base", d.prefix, d.suffix, len(base))
+	// Compared without adding: both lengths come from the file, and their
+	// sum may wrap around.
+	take := uint64(min(len(base), n))
+	if d.prefix > take || d.suffix > take-d.prefix {
+		return nil, formatErr(off, "delta takes %d+%d bytes from a %d-byte base for a %d-byte blob", d.prefix, d.suffix, len(base), n)
 	}
 	mid, midLen := d.middle, n-int(d.prefix+d.suffix)
 	if enc == encDeltaZstd {

@@ -2,10 +2,13 @@ package tapefmt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -150,8 +153,8 @@ func TestBlobRoundTripEverySize(t *testing.T) {
 // TestBlobRoundTripLarge stores random sizes up to the largest blob a tape
 // holds, past the zstd window the encoder uses on its own.
 func TestBlobRoundTripLarge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stores blobs of up to 256 MiB")
+	if testing.Short() || raceDetector {
+		t.Skip("stores blobs of up to 256 MiB (skipped with -short and -race)")
 	}
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
@@ -302,4 +305,79 @@ func FuzzRoundTrip(f *testing.F) {
 			return append(all, mutated(data))
 		})
 	})
+}
+
+// TestHostileDeltaLengths: a delta whose prefix and suffix lengths add up
+// past 2^64 (so their sum wraps to a small number) is refused, not a panic.
+func TestHostileDeltaLengths(t *testing.T) {
+	var m memFile
+	w, err := NewWriter(&m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := content("json", 300, 9)
+	baseOff := w.off
+	putRecord(t, w, encRaw, base, HashOf(base), len(base))
+	st := binary.LittleEndian.AppendUint64(nil, uint64(baseOff))
+	st = binary.AppendUvarint(st, math.MaxUint64)
+	st = binary.AppendUvarint(st, 1)
+	fake := HashOf([]byte("wrapped"))
+	putRecord(t, w, encDelta, st, fake, 10)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := NewReader(bytes.NewReader(m.Bytes()), int64(m.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fe *FormatError
+	if _, err := tp.Blob(fake); !errors.As(err, &fe) || !strings.Contains(err.Error(), "delta takes") {
+		t.Fatalf("wrapping delta lengths: got %v, want a FormatError", err)
+	}
+}
+
+// TestClaimBeyondZstdRatio: a few bytes of zstd whose blob header claims
+// 256 MiB are refused before anything that size is allocated.
+func TestClaimBeyondZstdRatio(t *testing.T) {
+	var m memFile
+	w, err := NewWriter(&m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := frameWithoutSize(t, []byte("tiny"))
+	fake := HashOf([]byte("claims a lot"))
+	putRecord(t, w, encZstd, small, fake, MaxBlobSize)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := NewReader(bytes.NewReader(m.Bytes()), int64(m.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = tp.Blob(fake)
+	runtime.ReadMemStats(&after)
+	var fe *FormatError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "cannot decode to") {
+		t.Fatalf("got %v, want a FormatError naming the claim", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20 {
+		t.Errorf("refusing the claim allocated %d MiB", grew>>20)
+	}
+}
+
+// TestReadsBack: the writer's check accepts what encodes right and refuses
+// stored bytes that do not give the blob back (it then stores it raw).
+func TestReadsBack(t *testing.T) {
+	data := content("json", 500, 10)
+	c := compress(data)
+	if c == nil || !readsBack(encZstd, c, data, nil) || !readsBack(encRaw, data, data, nil) {
+		t.Fatal("a good encoding does not read back")
+	}
+	bad := bytes.Clone(c)
+	bad[len(bad)-1] ^= 0xff
+	if readsBack(encZstd, bad, data, nil) || readsBack(encZstd, compress(mutated(data)), data, nil) || readsBack(encRaw, data[1:], data, nil) {
+		t.Fatal("stored bytes that do not give the blob back pass the check")
+	}
 }

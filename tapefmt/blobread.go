@@ -135,9 +135,6 @@ func (t *Tape) decodeBlob(off int64, budget int) (decoded, error) {
 	if err != nil {
 		return decoded{}, err
 	}
-	if t.decoded += int64(len(b)); t.decoded > decodeBudget(t.size) {
-		return decoded{}, formatErr(off, "its blobs decode to more than %d bytes, %d times the file: refusing (a hostile tape?)", decodeBudget(t.size), decodeBudget(t.size)/max(t.size, 1))
-	}
 	if HashOf(b) != h {
 		return decoded{}, formatErr(off, "blob content does not match its address %s", h.Short())
 	}
@@ -164,6 +161,10 @@ func (t *Tape) readBlob(off int64, budget int) ([]byte, Hash, error) {
 	}
 	if off+blobHeaderSize+int64(bh.Stored) > t.ft.recordsEnd {
 		return nil, Hash{}, formatErr(off, "blob record runs past the records")
+	}
+	// Charged before decoding, so that failed decodes count too.
+	if t.decoded += int64(bh.RawLen); t.decoded > decodeBudget(t.size) {
+		return nil, Hash{}, formatErr(off, "its blobs decode to more than %d bytes, %d times the file: refusing (a hostile tape?)", decodeBudget(t.size), decodeBudget(t.size)/max(t.size, 1))
 	}
 	st := make([]byte, bh.Stored)
 	if err := t.readAt(st, off+blobHeaderSize); err != nil {

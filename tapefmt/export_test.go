@@ -1,5 +1,8 @@
 package tapefmt
 
-// SetBlobReadBack turns the writer's check of each encoded blob on or off,
-// for the benchmark that measures what the check costs.
-func SetBlobReadBack(on bool) { blobReadBack = on }
+// WithoutBlobReadBack returns o with the writer's check of each encoded blob
+// turned off, for the benchmark that measures what the check costs.
+func WithoutBlobReadBack(o Options) Options {
+	o.noBlobReadBack = true
+	return o
+}

@@ -21,14 +21,15 @@ func BenchmarkRecord50Steps(b *testing.B) {
 	for _, check := range []bool{false, true} {
 		name := map[bool]string{false: "unchecked", true: "checked"}[check]
 		b.Run(name, func(b *testing.B) {
-			tapefmt.SetBlobReadBack(check)
-			defer tapefmt.SetBlobReadBack(true)
 			dir := b.TempDir()
 			path := filepath.Join(dir, "run.jbx")
 			for b.Loop() {
 				os.Remove(path)
 				opts, _ := tapegen.Options()
 				opts.Sync = tapefmt.SyncNever // time the checks, not the disk
+				if !check {
+					opts = tapefmt.WithoutBlobReadBack(opts)
+				}
 				w, err := tapefmt.Create(path, opts)
 				if err != nil {
 					b.Fatal(err)

@@ -36,6 +36,10 @@ type Options struct {
 	// ID is the tape id written in the header; default random. Set it only
 	// to make a tape's bytes reproducible (test fixtures).
 	ID [16]byte
+
+	// noBlobReadBack turns off the check of each encoded blob, for the
+	// benchmark that measures what the check costs (export_test.go).
+	noBlobReadBack bool
 }
 
 // Writer appends frames and blobs to a tape. It is safe for concurrent use.
@@ -78,9 +82,6 @@ type lane struct {
 	hash Hash
 	data []byte
 }
-
-// blobReadBack is on but in the benchmark that measures its cost.
-var blobReadBack = true
 
 // maxLaneBlob is the largest blob kept in memory as a delta base.
 const maxLaneBlob = 8 << 20
@@ -281,7 +282,7 @@ func (w *Writer) PutBlob(laneName string, data []byte) (Hash, error) {
 		base, bl = ln.data, w.blobs[ln.hash]
 	}
 	enc, depth, stored := encodeBlob(data, base, bl.off, bl.depth)
-	if blobReadBack && !readsBack(enc, stored, data, base) {
+	if !w.opts.noBlobReadBack && !readsBack(enc, stored, data, base) {
 		// Never write what the reader would refuse: the blob goes raw.
 		enc, depth, stored = encRaw, 0, data
 		w.rawFallbacks++

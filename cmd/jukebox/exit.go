@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -47,7 +48,10 @@ func report(w io.Writer, err error) int {
 func codeFor(err error) int {
 	var ee *exitError
 	var fe *tapefmt.FormatError
+	var te *engine.TapeError
 	switch {
+	case errors.As(err, &te):
+		return ExitBadTape // ahead of any other code: the record is at fault
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &fe), errors.Is(err, tapefmt.ErrNoFooter):

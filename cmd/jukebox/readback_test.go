@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -151,5 +153,42 @@ func TestShowCompressedBody(t *testing.T) {
 	out, _ := wantCode(t, ExitOK, "show", "--blobs", path)
 	if !strings.Contains(out, "decoded answer") || !strings.Contains(out, "(gzip, decoded: ") {
 		t.Errorf("show --blobs does not decode the gzip body:\n%s", out)
+	}
+}
+
+// replay -o and fork write tapes too: exit 3 when theirs does not read back.
+func TestReplayAndForkTapesThatDoNotReadBack(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.jbx")
+	wantCode(t, ExitOK, "record", "-o", rec, "--", "sh", "-c", "echo hi")
+	tapetest.Verify(t, rec)
+	spoil := []string{"--", "sh", "-c", `printf junk | dd of="$JUKEBOX_TAPE" bs=1 seek=1000000 conv=notrunc 2>/dev/null; echo hi`}
+	out := filepath.Join(dir, "replay.jbx")
+	_, errs := wantCode(t, ExitBadTape, append([]string{"replay", rec, "-o", out}, spoil...)...)
+	if !strings.Contains(errs, "does not read back: "+out) {
+		t.Errorf("replay -o: %s", errs)
+	}
+	fork := filepath.Join(dir, "fork.jbx")
+	parent := filepath.Join(sampleTapes(t), "agent-run.jbx") // fork needs a model call
+	_, errs = wantCode(t, ExitBadTape, append([]string{"fork", parent, "--frame", "2", "--no-booth", "-o", fork}, spoil...)...)
+	if !strings.Contains(errs, "does not read back: "+fork) {
+		t.Errorf("fork: %s", errs)
+	}
+}
+
+// A run whose booth failed and whose tape does not read back reports both,
+// with exit 3.
+func TestRunFailedKeepsEveryCause(t *testing.T) {
+	res := &engine.Result{Tape: "t.jbx", Unreadable: "t.jbx: torn"}
+	tapeErr := &engine.TapeError{Path: "t.jbx", Err: errors.New("t.jbx: torn")}
+	if err := runFailed(tapeErr, res); err != nil {
+		t.Fatalf("a tape fault alone: %v, want nil (finishRun reports it)", err)
+	}
+	err := runFailed(errors.Join(errors.New("booth commit: disk full"), tapeErr), res)
+	if err == nil || !strings.Contains(err.Error(), "booth commit: disk full") || !strings.Contains(err.Error(), "does not read back") {
+		t.Fatalf("got %v, want both causes", err)
+	}
+	if codeFor(err) != ExitBadTape {
+		t.Errorf("exit %d, want %d", codeFor(err), ExitBadTape)
 	}
 }

@@ -74,14 +74,37 @@ func runOptions(env *Env, argv []string, name string, seed int64, asJSON bool) e
 }
 
 // runFailed is the error a run command returns at once: nil when the run
-// ended, even when its tape does not read back (the result says so and
-// finishRun reports it), else err.
+// ended and its only fault is a tape that does not read back (the result
+// says so and finishRun reports it), else err, with the tape's fault joined
+// so that neither is lost (a booth that failed to commit, say).
 func runFailed(err error, res *engine.Result) error {
-	var te *engine.TapeError
-	if res != nil && errors.As(err, &te) {
+	if err == nil || res == nil {
+		return err
+	}
+	var rest []error
+	for _, e := range leaves(err) {
+		var te *engine.TapeError
+		if !errors.As(e, &te) {
+			rest = append(rest, e)
+		}
+	}
+	if len(rest) == 0 {
 		return nil
 	}
-	return err
+	return errors.Join(append(rest, unreadable(res))...)
+}
+
+// leaves flattens errors.Join trees into their members.
+func leaves(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, leaves(e)...)
+	}
+	return out
 }
 
 // finishRun prints the outcome and passes the agent's exit code on. A tape
@@ -108,9 +131,13 @@ func unreadable(res *engine.Result) error {
 	if res.Unreadable == "" {
 		return nil
 	}
+	outcome := "agent " + exitText(res.End)
+	if d := res.Divergence; d != nil {
+		outcome += fmt.Sprintf("; it diverged from the tape at frame %d", d.Frame)
+	}
 	return withCode(ExitBadTape, fmt.Errorf("the tape does not read back: %s\n"+
-		"jukebox: the run itself ended (agent %s); exit 3 because its record cannot be trusted.\n"+
-		"jukebox: `jukebox verify %s` says more; `jukebox recover %[3]s -o OUT` keeps what reads", res.Unreadable, exitText(res.End), res.Tape))
+		"jukebox: the run itself ended (%s); exit 3 because its record cannot be trusted.\n"+
+		"jukebox: `jukebox verify %s` says more; `jukebox recover %[3]s -o OUT` keeps what reads", res.Unreadable, outcome, res.Tape))
 }
 
 func exitText(end tapefmt.RunEnd) string {
