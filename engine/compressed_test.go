@@ -90,6 +90,7 @@ func (u *gzipUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // response frame still has the model and usage, and the timeline, the
 // frame view, search and diff read the decoded text.
 func TestRecordGzipUpstream(t *testing.T) {
+	t.Parallel()
 	up := &gzipUpstream{sent: map[bool][]byte{}}
 	srv := httptest.NewServer(up)
 	defer srv.Close()

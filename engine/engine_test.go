@@ -105,6 +105,7 @@ func cleanEnv() []string {
 }
 
 func TestRecordReplayPythonAgent(t *testing.T) {
+	t.Parallel()
 	srv := startModel(t, nil)
 	run := pythonAgent(t, "demo-large")
 	tape := filepath.Join(t.TempDir(), "run.jbx")
@@ -139,6 +140,7 @@ func TestRecordReplayPythonAgent(t *testing.T) {
 }
 
 func TestReplayReportsDivergence(t *testing.T) {
+	t.Parallel()
 	srv := startModel(t, nil)
 	run := pythonAgent(t, "demo-large")
 	tape := filepath.Join(t.TempDir(), "run.jbx")
@@ -177,6 +179,7 @@ func summarize(t *testing.T, path string) engine.Summary {
 // TestReplayGoesLiveOnDivergence: with Live, the calls from the first
 // divergence on go to the upstream and the replayed run is recorded.
 func TestReplayGoesLiveOnDivergence(t *testing.T) {
+	t.Parallel()
 	srv := startModel(t, nil)
 	run := pythonAgent(t, "demo-large")
 	tape := filepath.Join(t.TempDir(), "run.jbx")
@@ -202,6 +205,7 @@ func TestReplayGoesLiveOnDivergence(t *testing.T) {
 // TestArgvSecretsNeverWritten: a key passed on the agent's command line
 // does not reach the tape.
 func TestArgvSecretsNeverWritten(t *testing.T) {
+	t.Parallel()
 	tape := filepath.Join(t.TempDir(), "argv.jbx")
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
 		RunOptions: engine.RunOptions{Argv: []string{testenv.RequirePython(t), "-c", "import sys; print(len(sys.argv))", "--api-key", secretKey, "--token=" + secretKey},

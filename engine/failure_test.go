@@ -36,11 +36,13 @@ except Exception as e:
 // reset mid-stream are recorded as they happened, and replay plays them
 // back so that the agent sees the same thing.
 func TestUpstreamFailuresRecordedAndReplayed(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, fail, want, respErr string }{
 		{"reset mid-stream", `{"reset_after_chunks": 3}`, "broken after", "reset"},
 		{"http 500", `{"status": 500, "message": "upstream down"}`, "http 500", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			script, err := llmsim.ParseScript([]byte(`{"version":1,"rules":[{"reply":{"text":"one two three four five six seven"},"fail":` + c.fail + `}]}`))
 			if err != nil {
 				t.Fatal(err)
@@ -106,6 +108,7 @@ except Exception as e:
 // agent time out; replay keeps the agent waiting so that it times out again
 // rather than seeing a reset.
 func TestClientTimeoutReplaysAsATimeout(t *testing.T) {
+	t.Parallel()
 	script, err := llmsim.ParseScript([]byte(`{"version":1,"rules":[{"reply":{"text":"x"},"fail":{"hang":true}}]}`))
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,7 @@ func fork(t *testing.T, run *agentRun, parent string, frame uint64, over engine.
 // for byte; the call at the fork frame asks the new model, and the answers
 // from there on differ. A fork of the fork keeps the lineage.
 func TestForkChangesTheAnswerFromTheForkFrameOn(t *testing.T) {
+	t.Parallel()
 	srv := startModel(t, nil)
 	run := pythonAgent(t, "demo-large")
 	parent := filepath.Join(t.TempDir(), "parent.jbx")
@@ -126,6 +127,7 @@ func TestForkChangesTheAnswerFromTheForkFrameOn(t *testing.T) {
 // TestForkStopsOnEarlyDivergence: an agent that asks something else before
 // the fork frame is stopped and reported, as replay does.
 func TestForkStopsOnEarlyDivergence(t *testing.T) {
+	t.Parallel()
 	srv := startModel(t, nil)
 	run := pythonAgent(t, "demo-large")
 	parent := filepath.Join(t.TempDir(), "parent.jbx")

@@ -14,12 +14,14 @@ import (
 // output. It needs Node.js and the npm packages (testenv.RequireNode);
 // JUKEBOX_SKIP_SDK=1 skips it.
 func TestRecordReplayOfficialSDKs(t *testing.T) {
+	t.Parallel()
 	agents := testenv.RequireNode(t)
 	for _, a := range []struct{ name, script, model string }{
 		{"openai", "openai_agent.mjs", "demo-large"},
 		{"anthropic", "anthropic_agent.mjs", "demo-small"},
 	} {
 		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
 			srv := startModel(t, llmsim.DefaultScript())
 			env := append(cleanEnv(), "AGENT_MODEL="+a.model, "OPENAI_API_KEY="+secretKey, "ANTHROPIC_API_KEY="+secretKey)
 			run := &agentRun{argv: []string{"node", filepath.Join(agents, a.script)}, dir: t.TempDir(), env: env}

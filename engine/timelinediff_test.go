@@ -121,6 +121,7 @@ func TestDiffSampleAgainstForks(t *testing.T) {
 // API's stream equals the text of its whole-body answer, on the scripted
 // model's real wire formats, and that request bodies render as messages.
 func TestResponseTextStreamEqualsWhole(t *testing.T) {
+	t.Parallel()
 	sim := llmsim.New(llmsim.DefaultScript())
 	cases := []struct{ path, body string }{
 		{"/v1/chat/completions", `{"model":"demo-large","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"write a poem"}]`},
@@ -129,6 +130,7 @@ func TestResponseTextStreamEqualsWhole(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
+			t.Parallel()
 			wantReq := "model: demo-large\nsystem: Be brief.\nuser: write a poem\n"
 			if c.path == "/v1/messages" {
 				wantReq = "model: demo-large\nmax_tokens: 100\nsystem: Be brief.\nuser: write a poem\n"

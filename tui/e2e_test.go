@@ -61,6 +61,7 @@ func (s *tmuxSession) waitScreen(want ...string) string {
 // TestEndToEndTmux builds jukebox and drives `jukebox play` in a 120x40
 // tmux session: scrub, the help, a search, and quit.
 func TestEndToEndTmux(t *testing.T) {
+	t.Parallel()
 	testenv.RequireTmux(t)
 	if testing.Short() {
 		t.Skip("SKIPPED in -short mode: builds the binary")

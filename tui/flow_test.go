@@ -114,6 +114,7 @@ func TestFlowForkCancel(t *testing.T) {
 // forks it from the turntable at its third call with another model: the
 // fork's frames stream into a second timeline, and d diffs the two.
 func TestFlowFork(t *testing.T) {
+	t.Parallel()
 	python := testenv.RequirePython(t)
 	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
 	if err != nil {

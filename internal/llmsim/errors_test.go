@@ -87,6 +87,7 @@ func TestBadRequests(t *testing.T) {
 }
 
 func TestBadPathsAndMethods(t *testing.T) {
+	t.Parallel()
 	_, url := newTestServer(t, "")
 	if resp, b := post(t, url, "/v1/nope", `{}`); resp.StatusCode != 404 {
 		t.Errorf("unknown path: %d", resp.StatusCode)

@@ -92,6 +92,7 @@ func readEvents(resp *http.Response) (int, error) {
 }
 
 func TestFailHang(t *testing.T) {
+	t.Parallel()
 	srv, url := newTestServer(t, failScript)
 	client := &http.Client{Timeout: 200 * time.Millisecond}
 	start := time.Now()

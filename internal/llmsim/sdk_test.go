@@ -47,6 +47,7 @@ func poemFor(t *testing.T, model string) string {
 // the npm packages (testenv.RequireNode; JUKEBOX_SKIP_SDK=1 skips them),
 // the Python ones python3.
 func TestSDKAgents(t *testing.T) {
+	t.Parallel()
 	agents, err := filepath.Abs(filepath.Join("..", "..", "testdata", "agents"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func TestSDKAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() }) // after the parallel subtests
 	finalLine := func(lines int, model string) string {
 		return "final: Done. I wrote poem.txt, read it back, and it has " + string(rune('0'+lines)) + " lines. (" + model + ")"
 	}
@@ -85,6 +86,7 @@ func TestSDKAgents(t *testing.T) {
 			"say: Writing the poem now.", finalLine(2, "other-model")}},
 	} {
 		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
 			if a.needsNode {
 				testenv.RequireNode(t)
 			} else {
