@@ -16,6 +16,7 @@ import (
 // policy: its poem.txt lands in the workspace only when committed, and the
 // tape holds the tx frames and the file change with its content either way.
 func TestRecordInBooth(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		policy string
 		mode   sandbox.Mode
@@ -26,6 +27,7 @@ func TestRecordInBooth(t *testing.T) {
 		{engine.CommitOnSuccess, sandbox.ModeCopy, true},
 	} {
 		t.Run(c.policy+"/"+string(c.mode), func(t *testing.T) {
+			t.Parallel()
 			srv := startModel(t, nil)
 			run := pythonAgent(t, "demo-small")
 			tape := filepath.Join(t.TempDir(), "booth.jbx")
@@ -88,6 +90,7 @@ func boothFrames(t *testing.T, path string) (map[tapefmt.Kind]bool, []byte) {
 // TestReplayInBooth: a replay in the booth re-executes the agent's writes
 // in staging only; rolled back, the workspace is as it was.
 func TestReplayInBooth(t *testing.T) {
+	t.Parallel()
 	srv := startModel(t, nil)
 	run := pythonAgent(t, "demo-large")
 	tape := filepath.Join(t.TempDir(), "run.jbx")

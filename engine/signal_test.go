@@ -73,6 +73,7 @@ func (s *slowTerminal) Write(p []byte) (int, error) {
 // terminal takes before it exits still has all of its output passed on and
 // on the tape.
 func TestSlowTerminalLosesNoOutput(t *testing.T) {
+	t.Parallel()
 	const size = 300_000
 	tape := filepath.Join(t.TempDir(), "out.jbx")
 	term := &slowTerminal{}
