@@ -19,11 +19,9 @@ require (
 	github.com/sergi/go-diff v1.4.0
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/zeebo/blake3 v0.2.4
-	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
-	gopkg.in/dnaeon/go-vcr.v4 v4.0.8
 	mvdan.cc/sh/v3 v3.14.1
 )
 

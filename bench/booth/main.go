@@ -3,14 +3,14 @@
 // whatever the size), and Commit of 1,000 staged files against `cp -r` of
 // the same files (target: within 2x). It prints medians and the ratio.
 //
-//	go run ./bench/booth [-files 10000] [-commit 1000] [-runs 7]
+//	go -C bench run ./booth [-files 10000] [-commit 1000] [-runs 7]
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/jukebox-os/jukebox/internal/benchutil"
+	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
 	"os"
 	"os/exec"
 	"path/filepath"

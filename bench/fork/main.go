@@ -2,7 +2,7 @@
 // frame follows a 50-step prefix, to the first live request leaving the
 // proxy, less the agent's own start-up. Target: under 50 ms.
 //
-//	go run ./bench/fork [-runs 10]
+//	go -C bench run ./fork [-runs 10]
 //
 // The agent is this program re-executed: it sends the 51 requests of a
 // synthetic run that resends its whole history each step (internal/tapegen)
@@ -17,7 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/jukebox-os/jukebox/internal/benchutil"
+	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
 	"io"
 	"log"
 	"net/http"

@@ -18,7 +18,7 @@
 // parent prints the table. Each sync policy given with -sync (the tape's
 // fsync policy; the CLI default is "step") is a separate recorded run.
 //
-//	go run ./bench/proxy [-calls 300] [-ttfc 200] [-chunks 50000] [-streams 5] [-sync step,never]
+//	go -C bench run ./proxy [-calls 300] [-ttfc 200] [-chunks 50000] [-streams 5] [-sync step,never]
 package main
 
 import (
@@ -29,7 +29,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/jukebox-os/jukebox/internal/benchutil"
+	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
 	"io"
 	"net/http"
 	"os"

@@ -13,7 +13,7 @@
 // every body fully, and checks it against the recorded bytes after the
 // clock stops. Load and serve are timed separately; medians are printed.
 //
-//	go run ./bench/replay [-runs 31]
+//	go -C bench run ./replay [-runs 31]
 //
 // Targets (issue 3): serving all 50 under 0.4 ms, and at least 50x faster
 // than go-vcr serving the same 50.
@@ -23,7 +23,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"github.com/jukebox-os/jukebox/internal/benchutil"
+	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
 	"github.com/jukebox-os/jukebox/internal/inproc"
 	"io"
 	"net/http"

@@ -6,7 +6,7 @@
 // proc.output frames (the agent echoing each streamed chunk to stdout, which
 // a cassette does not record) left out.
 //
-//	go run ./bench/tapesize [-steps 50] [-chunks 72]
+//	go -C bench run ./tapesize [-steps 50] [-chunks 72]
 package main
 
 import (

@@ -1,0 +1,13 @@
+// Programs that only tests, benchmarks and CI run, kept out of the
+// binary's module graph: go tool -modfile=.ci/tools/go.mod NAME from the
+// repository root (see README.md, "Tools").
+module jukebox-ci-tools
+
+go 1.26.8
+
+tool golang.org/x/perf/cmd/benchstat
+
+require (
+	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
+	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da // indirect
+)
