@@ -8,7 +8,7 @@ import (
 	"os"
 	"strconv"
 
-	"golang.org/x/term"
+	"github.com/charmbracelet/x/term"
 
 	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/engine"
@@ -106,7 +106,7 @@ func (c *DiffCmd) width(w io.Writer) int {
 		return max(n, diffview.MinWidth)
 	}
 	if f, ok := w.(*os.File); ok {
-		if n, _, err := term.GetSize(int(f.Fd())); err == nil && n > 0 {
+		if n, _, err := term.GetSize(f.Fd()); err == nil && n > 0 {
 			return max(n, diffview.MinWidth)
 		}
 	}
@@ -126,5 +126,5 @@ func useColor(mode string, w io.Writer) bool {
 		return false
 	}
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return ok && term.IsTerminal(f.Fd())
 }
