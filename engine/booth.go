@@ -73,7 +73,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 		end.Error = err.Error()
 	}
 	if ctx.Err() != nil {
-		end.Reason = "interrupted"
+		end.Reason = tapefmt.ReasonInterrupted
 	}
 	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode}
 	return end, s.settle(ctx, tx, end, res.Booth)
@@ -141,7 +141,7 @@ func rollbackReason(policy string, end tapefmt.RunEnd) string {
 
 // recordChange writes one file.change frame, with the content as a blob.
 func (s *session) recordChange(txID string, c *sandbox.Change) {
-	fc := tapefmt.FileChange{Tx: txID, Op: string(c.Op), Path: c.Path, Mode: uint32(c.Mode), Size: c.Size, Target: c.Target}
+	fc := tapefmt.FileChange{Tx: txID, Op: c.Op, Path: c.Path, Mode: uint32(c.Mode), Size: c.Size, Target: c.Target}
 	if s.tape != nil && c.Op == sandbox.OpWrite && c.Size <= tapefmt.MaxBlobSize {
 		if r, err := c.Open(); err == nil {
 			data, rerr := io.ReadAll(r)

@@ -15,9 +15,9 @@ func Describe(p tapefmt.Payload) string {
 		return "start " + OneLine(strings.Join(p.Argv, " "), 60)
 	case *tapefmt.RunEnd:
 		if p.Signal != "" {
-			return "end " + p.Signal + reason(p.Reason)
+			return "end " + p.Signal + reason(string(p.Reason))
 		}
-		return fmt.Sprintf("end exit %d%s", p.ExitCode, reason(p.Reason))
+		return fmt.Sprintf("end exit %d%s", p.ExitCode, reason(string(p.Reason)))
 	case *tapefmt.Step:
 		return fmt.Sprintf("step %d", p.Step)
 	case *tapefmt.LLMRequest:

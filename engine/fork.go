@@ -38,7 +38,7 @@ func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Parent, err)
 	}
-	s := &session{o: o.RunOptions, mode: "fork"}
+	s := &session{o: o.RunOptions, mode: tapefmt.ModeFork}
 	return s.fork(ctx, o, t, m, at)
 }
 

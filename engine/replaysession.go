@@ -37,7 +37,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 		return nil, err
 	}
 	defer t.Close()
-	s := &session{o: o.RunOptions, mode: "replay"}
+	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay}
 	return s.replay(ctx, o, t, m)
 }
 
@@ -121,7 +121,7 @@ func (s *session) diverged(d *Divergence, goLive bool) {
 func forkOf(t *tapefmt.Tape) (int64, Overrides) {
 	var o Overrides
 	start, err := FirstRunStart(t)
-	if err != nil || start.Parent == nil || start.Mode != "fork" || json.Unmarshal(start.Parent.Overrides, &o) != nil {
+	if err != nil || start.Parent == nil || start.Mode != tapefmt.ModeFork || json.Unmarshal(start.Parent.Overrides, &o) != nil {
 		return -1, o
 	}
 	return int64(start.Parent.Call), o

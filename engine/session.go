@@ -50,7 +50,7 @@ type Result struct {
 // session is what Record and Replay share: a tape to write, a proxy, a child.
 type session struct {
 	o     RunOptions
-	mode  string
+	mode  tapefmt.RunMode
 	tape  *tapefmt.Writer
 	path  string
 	proxy *Proxy
@@ -120,7 +120,7 @@ func (s *session) baseEnv() []string {
 // keys are set where none exist so that SDKs start.
 func (s *session) childEnv(placeholderKeys bool) []string {
 	set := map[string]string{
-		"JUKEBOX_CONTROL": s.proxy.URL() + "/_jukebox", "JUKEBOX_MODE": s.mode,
+		"JUKEBOX_CONTROL": s.proxy.URL() + "/_jukebox", "JUKEBOX_MODE": string(s.mode),
 		"JUKEBOX_SEED": strconv.FormatInt(s.o.Seed, 10), "PYTHONHASHSEED": strconv.FormatInt(s.o.Seed&0xffffffff, 10),
 		"JUKEBOX_TAPE": s.path,
 	}
@@ -233,7 +233,7 @@ func Record(ctx context.Context, o RecordOptions) (*Result, error) {
 	if o.Seed == 0 {
 		o.Seed = rand.Int64N(1<<31) + 1
 	}
-	s := &session{o: o.RunOptions, mode: "record"}
+	s := &session{o: o.RunOptions, mode: tapefmt.ModeRecord}
 	ups := ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
 	if err := s.openTape(o.Tape, o.Sync, s.runStart(ups)); err != nil {
 		return nil, err

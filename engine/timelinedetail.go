@@ -262,7 +262,7 @@ func (c *CallDetail) Streamed(elapsed time.Duration) (string, bool) {
 }
 
 func (tl *Timeline) tool(p *tapefmt.ToolCall, i int) *ToolDetail {
-	d := &ToolDetail{Call: i, Result: -1, ID: p.ID, Name: p.Name, Source: p.Source, Args: indentJSON(p.Args)}
+	d := &ToolDetail{Call: i, Result: -1, ID: p.ID, Name: p.Name, Source: string(p.Source), Args: indentJSON(p.Args)}
 	for j := i + 1; j < min(tl.Len(), i+pairWindow); j++ {
 		if k, _ := tl.KindAt(j); k == tapefmt.KindToolResult {
 			if r, ok := tl.decode(j).(*tapefmt.ToolResult); ok && r.ID == p.ID {
@@ -298,7 +298,7 @@ func (tl *Timeline) fillResult(d *ToolDetail, r *tapefmt.ToolResult, i int) {
 }
 
 func (tl *Timeline) file(p *tapefmt.FileChange) *FileDetail {
-	d := &FileDetail{Op: p.Op, Path: p.Path}
+	d := &FileDetail{Op: string(p.Op), Path: p.Path}
 	body, before := tl.blob(p.Body), tl.blob(p.Before)
 	if isBinary(body) || isBinary(before) {
 		d.Binary = true
@@ -309,7 +309,7 @@ func (tl *Timeline) file(p *tapefmt.FileChange) *FileDetail {
 	if p.Target != "" {
 		d.Content = "→ " + p.Target
 	}
-	if !p.Before.IsZero() || p.Op == "write" {
+	if !p.Before.IsZero() || p.Op == tapefmt.OpWrite {
 		d.Diff = UnifiedDiff("a/"+p.Path, "b/"+p.Path, string(before), string(body))
 	}
 	return d

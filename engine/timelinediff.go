@@ -89,14 +89,14 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 	var err error
 	switch p := p.(type) {
 	case *tapefmt.RunStart:
-		fr.Signature, fr.Title = "run.start", "start "+strings.Join(p.Argv, " ")
+		fr.Signature, fr.Title = fr.Kind, "start "+strings.Join(p.Argv, " ")
 	case *tapefmt.LLMRequest:
 		err = b.request(&fr, p)
 	case *tapefmt.LLMResponse:
 		err = b.response(&fr, p)
 	case *tapefmt.ToolCall:
 		b.tools[p.ID] = p.Name
-		fr.Signature, fr.Title, fr.Body = "tool.call "+p.Name, p.Name+" "+OneLine(string(p.Args), 80), indentJSON(p.Args)
+		fr.Signature, fr.Title, fr.Body = fr.Kind+" "+p.Name, p.Name+" "+OneLine(string(p.Args), 80), indentJSON(p.Args)
 	case *tapefmt.ToolResult:
 		err = b.toolResult(&fr, p)
 	case *tapefmt.MCPMessage:
@@ -104,7 +104,7 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 	case *tapefmt.FileChange:
 		err = b.file(&fr, p)
 	case *tapefmt.AgentTurn:
-		fr.Signature, fr.Title, fr.Body = "agent.turn "+p.Agent+" "+p.Role, OneLine(p.Role+": "+p.Text, 80), p.Text
+		fr.Signature, fr.Title, fr.Body = fr.Kind+" "+p.Agent+" "+p.Role, OneLine(p.Role+": "+p.Text, 80), p.Text
 	case *tapefmt.BreakerTrip, *tapefmt.RunEnd:
 		fr.Signature = fr.Kind
 	default:
@@ -118,7 +118,7 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 func (b *timelineBuilder) output(f tapefmt.Frame, o *tapefmt.Output) {
 	fr, ok := b.outputs[o.Fd]
 	if !ok {
-		fr = &diffview.Frame{Seq: int(f.Seq), Kind: f.Kind.String(), Time: f.Time, Signature: "proc.output " + fdName(o.Fd)}
+		fr = &diffview.Frame{Seq: int(f.Seq), Kind: f.Kind.String(), Time: f.Time, Signature: f.Kind.String() + " " + fdName(o.Fd)}
 		b.outputs[o.Fd] = fr
 	}
 	fr.Body += string(o.Data)
@@ -155,7 +155,7 @@ func fdName(fd int) string {
 
 func (b *timelineBuilder) request(fr *diffview.Frame, p *tapefmt.LLMRequest) error {
 	b.calls[p.Call] = p
-	fr.Signature = "llm.request " + p.Method + " " + p.Path
+	fr.Signature = fr.Kind + " " + p.Method + " " + p.Path
 	fr.Title = strings.TrimSpace(fmt.Sprintf("%s %s %s", p.Method, p.Path, p.Model))
 	if p.Stream {
 		fr.Title += " stream"
@@ -195,7 +195,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 	if u == (tapefmt.Usage{}) && len(body) > 0 {
 		_, u = ExtractUsage(body)
 	}
-	fr.Signature = "llm.response " + path
+	fr.Signature = fr.Kind + " " + path
 	fr.Tokens = u.Total()
 	fr.Cost, _ = breaker.Cost(model, u.Input, u.Cached, u.Output)
 	fr.Latency = time.Duration(max(p.Elapsed, p.Latency))
@@ -215,7 +215,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 }
 
 func (b *timelineBuilder) toolResult(fr *diffview.Frame, p *tapefmt.ToolResult) error {
-	fr.Signature = "tool.result " + b.tools[p.ID]
+	fr.Signature = fr.Kind + " " + b.tools[p.ID]
 	fr.Latency = time.Duration(p.Elapsed)
 	raw := []byte(p.Result)
 	if !p.Body.IsZero() {
@@ -248,14 +248,14 @@ func (b *timelineBuilder) mcp(fr *diffview.Frame, p *tapefmt.MCPMessage) error {
 	if method == "" {
 		method = "result"
 	}
-	fr.Signature = "mcp.message " + p.Server + " " + p.Direction + " " + method
-	fr.Title = p.Server + " " + p.Direction + " " + method
+	fr.Signature = fr.Kind + " " + p.Server + " " + string(p.Direction) + " " + method
+	fr.Title = p.Server + " " + string(p.Direction) + " " + method
 	fr.Body = indentJSON(raw)
 	return nil
 }
 
 func (b *timelineBuilder) file(fr *diffview.Frame, p *tapefmt.FileChange) error {
-	fr.Signature = "file.change " + p.Path
+	fr.Signature = fr.Kind + " " + p.Path
 	fr.Title = fmt.Sprintf("%s %s", p.Op, p.Path)
 	switch {
 	case p.Target != "":

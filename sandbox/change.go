@@ -6,21 +6,24 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// Op is the kind of one staged change.
-type Op string
+// Op is the kind of one staged change. It is the tape's file-change
+// operation, so a change is recorded as it is staged.
+type Op = tapefmt.FileOp
 
 // The operations a change set holds. Every path in a change set is
 // slash-separated and relative to the workspace.
 const (
-	OpWrite      Op = "write"       // regular file with new content and mode
-	OpSymlink    Op = "symlink"     // symlink with Target
-	OpMkdir      Op = "mkdir"       // new directory (replacing any non-directory)
-	OpReplaceDir Op = "replace-dir" // old directory emptied and made anew (opaque)
-	OpDelete     Op = "delete"      // file, symlink or whole directory removed
-	OpChmod      Op = "chmod"       // same content, new mode
-	OpChmodDir   Op = "chmod-dir"   // directory with a new mode
+	OpWrite      = tapefmt.OpWrite      // regular file with new content and mode
+	OpSymlink    = tapefmt.OpSymlink    // symlink with Target
+	OpMkdir      = tapefmt.OpMkdir      // new directory (replacing any non-directory)
+	OpReplaceDir = tapefmt.OpReplaceDir // old directory emptied and made anew (opaque)
+	OpDelete     = tapefmt.OpDelete     // file, symlink or whole directory removed
+	OpChmod      = tapefmt.OpChmod      // same content, new mode
+	OpChmodDir   = tapefmt.OpChmodDir   // directory with a new mode
 )
 
 // Change is one entry of a change set.

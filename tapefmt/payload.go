@@ -47,18 +47,18 @@ type RunStart struct {
 	Seed     int64             `json:"seed"`
 	Host     string            `json:"host,omitempty"`
 	Version  string            `json:"jukebox_version"`
-	Mode     string            `json:"mode,omitempty"` // record, replay or fork
-	Started  string            `json:"started"`        // wall clock, RFC 3339 with nanoseconds
+	Mode     RunMode           `json:"mode,omitempty"`
+	Started  string            `json:"started"` // wall clock, RFC 3339 with nanoseconds
 	Parent   *ParentRef        `json:"parent,omitempty"`
 	Upstream map[string]string `json:"upstreams,omitempty"` // provider name to base URL
 }
 
 // RunEnd closes a run with the child's exit status.
 type RunEnd struct {
-	ExitCode int    `json:"exit_code"`
-	Signal   string `json:"signal,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Reason   string `json:"reason,omitempty"` // e.g. "interrupted", "diverged", "breaker"
+	ExitCode int       `json:"exit_code"`
+	Signal   string    `json:"signal,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Reason   EndReason `json:"reason,omitempty"`
 }
 
 // Step marks the end of one whole agent step; Chain is the hash chain's value
@@ -176,7 +176,7 @@ type ToolCall struct {
 	ID     string          `json:"id"`
 	Name   string          `json:"name"`
 	Args   json.RawMessage `json:"args,omitempty"`
-	Source string          `json:"source,omitempty"` // llm, mcp, booth
+	Source ToolSource      `json:"source,omitempty"`
 	Server string          `json:"server,omitempty"`
 }
 
@@ -192,7 +192,7 @@ type ToolResult struct {
 // MCPMessage is one JSON-RPC message between an agent and an MCP server.
 type MCPMessage struct {
 	Server    string          `json:"server"`
-	Direction string          `json:"dir"` // "to_server" or "from_server"
+	Direction MCPDirection    `json:"dir"`
 	Message   json.RawMessage `json:"message,omitempty"`
 	Body      Hash            `json:"body,omitzero"` // large messages
 }
@@ -200,7 +200,7 @@ type MCPMessage struct {
 // FileChange is one change to the workspace, staged or applied.
 type FileChange struct {
 	Tx     string `json:"tx,omitempty"`
-	Op     string `json:"op"` // write, delete, mkdir, symlink, chmod, replace_dir
+	Op     FileOp `json:"op"`
 	Path   string `json:"path"`
 	Mode   uint32 `json:"mode,omitempty"`
 	Size   int64  `json:"size,omitempty"`
@@ -231,7 +231,7 @@ type Seed struct {
 type TxBegin struct {
 	Tx        string `json:"tx"`
 	Workspace string `json:"workspace,omitempty"`
-	Mode      string `json:"mode,omitempty"` // overlay, copy, wasi
+	Mode      string `json:"mode,omitempty"` // the staging mode asked for (sandbox.Mode): auto, overlay, reflink, copy
 }
 
 // TxCommit records a committed booth transaction.

@@ -31,7 +31,7 @@ func Write(w *tapefmt.Writer, s Spec) error {
 	e := &errWriter{w: w}
 	e.append(0, tapefmt.RunStart{Name: "sample-agent", Argv: []string{"python", "agent.py"}, Cwd: "/work/demo",
 		Env: map[string]string{"LANG": "C.UTF-8", "OPENAI_API_KEY": "sk-test-not-a-real-key"}, Seed: 42,
-		Host: "sample", Version: "0.1.0", Mode: "record", Started: "2026-12-01T09:30:00Z"})
+		Host: "sample", Version: "0.1.0", Mode: tapefmt.ModeRecord, Started: "2026-12-01T09:30:00Z"})
 	e.append(0, tapefmt.Seed{Seed: 42, Source: "JUKEBOX_SEED"})
 	for i, in := range Interactions(s) {
 		writeStep(e, s, i, in)
@@ -54,11 +54,11 @@ func writeStep(e *errWriter, s Spec, i int, in Interaction) {
 		Usage:   tapefmt.Usage{Input: int64(len(in.Request) / 4), Output: int64(s.Chunks + 20)},
 		Latency: int64(200 * time.Millisecond), Elapsed: in.Chunks[len(in.Chunks)-1].At})
 	id := callID(i)
-	e.append(0, tapefmt.ToolCall{ID: id, Name: "write_file", Args: json.RawMessage(in.Tool), Source: "llm"})
+	e.append(0, tapefmt.ToolCall{ID: id, Name: "write_file", Args: json.RawMessage(in.Tool), Source: tapefmt.SourceLLM})
 	var args struct{ Path, Content string }
 	_ = json.Unmarshal([]byte(in.Tool), &args)
 	content := e.blob("file "+args.Path, []byte(args.Content))
-	e.append(0, tapefmt.FileChange{Op: "write", Path: args.Path, Mode: 0o644, Size: int64(len(args.Content)), Body: content})
+	e.append(0, tapefmt.FileChange{Op: tapefmt.OpWrite, Path: args.Path, Mode: 0o644, Size: int64(len(args.Content)), Body: content})
 	e.append(0, tapefmt.ToolResult{ID: id, Result: json.RawMessage(fmt.Sprintf(`"wrote %d bytes"`, len(args.Content)))})
 	e.append(0, tapefmt.Clock{Unix: time.Date(2026, 12, 1, 9, 30, i, 0, time.UTC).UnixNano(), Source: "time.time"})
 	if e.err == nil {

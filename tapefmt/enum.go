@@ -1,0 +1,62 @@
+package tapefmt
+
+// The string enumerations a tape stores in frame payloads. Each is a string
+// type, so it encodes to JSON exactly as the plain strings of earlier
+// versions did; the values are part of the format (FORMAT.md, section 10.3)
+// and, like kind numbers, are never renamed: new values may be added.
+// Readers should show a value they do not know as it is.
+
+// FileOp is what a file.change frame did to its path (FileChange.Op). The
+// Shadow Booth's change sets hold the same values (sandbox.Op is FileOp).
+type FileOp string
+
+// File-change operations.
+const (
+	OpWrite      FileOp = "write"       // a regular file with new content and mode
+	OpSymlink    FileOp = "symlink"     // a symlink to Target
+	OpMkdir      FileOp = "mkdir"       // a new directory (replacing any non-directory)
+	OpReplaceDir FileOp = "replace-dir" // the old directory emptied and made anew
+	OpDelete     FileOp = "delete"      // a file, symlink or whole directory removed
+	OpChmod      FileOp = "chmod"       // same content, new mode
+	OpChmodDir   FileOp = "chmod-dir"   // a directory with a new mode
+)
+
+// RunMode says how a run was made (RunStart.Mode). The child sees the same
+// value in JUKEBOX_MODE.
+type RunMode string
+
+// Run modes.
+const (
+	ModeRecord RunMode = "record" // live, against the real upstreams
+	ModeReplay RunMode = "replay" // served from a tape, offline
+	ModeFork   RunMode = "fork"   // served from a parent tape up to a frame, live after it
+)
+
+// MCPDirection says which way an MCP message went (MCPMessage.Direction).
+type MCPDirection string
+
+// MCP message directions.
+const (
+	MCPToServer   MCPDirection = "to_server"   // from the agent to the server
+	MCPFromServer MCPDirection = "from_server" // from the server to the agent
+)
+
+// ToolSource says where a tool call came from (ToolCall.Source).
+type ToolSource string
+
+// Tool call sources.
+const (
+	SourceLLM   ToolSource = "llm"   // a model's response asked for it
+	SourceMCP   ToolSource = "mcp"   // an MCP client sent it
+	SourceBooth ToolSource = "booth" // the Shadow Booth ran it
+)
+
+// EndReason says why a run ended other than by the child exiting on its
+// own (RunEnd.Reason); empty when it did.
+type EndReason string
+
+// Run end reasons.
+const (
+	ReasonInterrupted EndReason = "interrupted" // stopped by a signal such as Ctrl-C
+	ReasonCancelled   EndReason = "cancelled"   // stopped by jukebox itself, and the child killed
+)
