@@ -1,7 +1,8 @@
 // Package diffview aligns two timelines and renders them side by side. It is
-// a pure renderer: data in, string out. It is a leaf: it knows nothing of
-// tapes or the engine (engine.TimelineOf builds its input from a tape), and
-// nothing of Bubble Tea; callers pass colours in as Styles.
+// a pure renderer: data in, string out. It knows nothing of the engine
+// (engine.TimelineOf builds its input from a tape) and reads no tapes: of
+// tapefmt, itself a leaf, it uses only the kind names that Frame.Kind holds.
+// It knows nothing of Bubble Tea; callers pass colours in as Styles.
 //
 // # Alignment
 //

@@ -1,6 +1,10 @@
 package diffview
 
-import "time"
+import (
+	"time"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
 
 // Timeline is one run as the diff sees it: a name for headings and the
 // frames that take part in the alignment, in order.
@@ -19,7 +23,7 @@ type Timeline struct {
 // equal too, and changed otherwise.
 type Frame struct {
 	Seq  int    `json:"seq"`  // frame number in the tape
-	Kind string `json:"kind"` // dotted kind name, e.g. llm.request
+	Kind string `json:"kind"` // dotted kind name (tapefmt.Kind.String), e.g. llm.request
 	// Signature says what the frame is, not what it says: kind plus endpoint,
 	// tool name or file path. Frames pair up when their signatures match.
 	Signature string        `json:"signature"`
@@ -49,7 +53,7 @@ func TotalsOf(tl Timeline) Totals {
 		t.Frames = len(tl.Frames)
 	}
 	for _, f := range tl.Frames {
-		if f.Kind == "llm.response" {
+		if f.Kind == tapefmt.KindLLMResponse.String() {
 			t.Calls++
 		}
 		t.Tokens += f.Tokens

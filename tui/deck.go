@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/themes"
 )
 
@@ -380,7 +381,7 @@ func (d *Deck) forkPoint(tv *timelineView) (int, bool) {
 	if tv.tl.Len() == 0 {
 		return 0, false
 	}
-	if k, _ := tv.tl.KindAt(tv.cursor); k.String() == "llm.request" {
+	if k, _ := tv.tl.KindAt(tv.cursor); k == tapefmt.KindLLMRequest {
 		return tv.cursor, true
 	}
 	return tv.tl.Next(tv.cursor, engine.FindLLM, 1)

@@ -6,6 +6,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // frameInterval is how often playback moves the needle: 30 times a second.
@@ -52,7 +53,7 @@ func (p *player) showing(tv *timelineView) (int, *time.Duration) {
 		return tv.cursor, nil
 	}
 	req := tv.cursor
-	if k, _ := tv.tl.KindAt(req); k.String() != "llm.request" {
+	if k, _ := tv.tl.KindAt(req); k != tapefmt.KindLLMRequest {
 		var ok bool
 		if req, ok = tv.tl.Next(tv.cursor+1, engine.FindLLM, -1); !ok {
 			return tv.cursor, nil
