@@ -44,20 +44,21 @@ func ProviderByName(name string) (Provider, bool) {
 // route is the proxy path prefix the child's base URL for p points at.
 func (p Provider) route() string { return "/" + p.Name + p.APIPrefix }
 
-// ParseUpstreams reads NAME=URL pairs (from --upstream) into a map, checking
-// that each name is a known provider and each URL is absolute http(s).
+// ParseUpstreams reads NAME=URL pairs into a map, checking that each name is
+// a known provider and each URL is absolute http(s). An error quotes the
+// pair; the caller says where the pairs came from.
 func ParseUpstreams(pairs []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, pair := range pairs {
 		name, raw, ok := strings.Cut(pair, "=")
 		if !ok {
-			return nil, fmt.Errorf("--upstream %q: want NAME=URL, e.g. openai=http://127.0.0.1:8931/v1", pair)
+			return nil, fmt.Errorf("%q: want NAME=URL, e.g. openai=http://127.0.0.1:8931/v1", pair)
 		}
 		if _, known := ProviderByName(name); !known {
-			return nil, fmt.Errorf("--upstream %q: unknown provider %q (known: %s)", pair, name, providerNames())
+			return nil, fmt.Errorf("%q: unknown provider %q (known: %s)", pair, name, providerNames())
 		}
 		if err := checkBaseURL(raw); err != nil {
-			return nil, fmt.Errorf("--upstream %q: %w", pair, err)
+			return nil, fmt.Errorf("%q: %w", pair, err)
 		}
 		out[name] = strings.TrimRight(raw, "/")
 	}

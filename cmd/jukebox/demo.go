@@ -60,7 +60,7 @@ func (c *DemoCmd) Run(env *Env) error {
 	}
 	if out, ok := env.Stdout.(*os.File); ok && !c.NoPlay && term.IsTerminal(out.Fd()) {
 		// Forks made on the turntable go to the scripted model, still running.
-		play := PlayCmd{Tapes: []string{tape}, Theme: "diner", Upstream: []string{"openai=" + srv.OpenAIBaseURL()}}
+		play := PlayCmd{Tapes: []string{tape}, Theme: "diner", Upstream: upstreams{"openai": srv.OpenAIBaseURL()}}
 		return play.Run(env)
 	}
 	fmt.Fprintf(env.Stderr, "\njukebox demo: the agent's workspace: %s\nnext:\n", ws)

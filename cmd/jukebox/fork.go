@@ -15,29 +15,26 @@ import (
 
 // ForkCmd drops the needle on a frame and resumes live from there.
 type ForkCmd struct {
-	Tape             string   `arg:"" type:"existingfile" help:"The parent tape."`
-	Cmd              []string `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the parent's recorded command)."`
-	Frame            uint64   `required:"" help:"Fork at this frame: the first model call at or after it gets the overrides and goes live; earlier calls are answered from the parent."`
-	Model            []string `help:"Model for the call at the fork frame; several (comma-separated) fork once per model."`
-	SystemPromptFile string   `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text."`
-	Temperature      *float64 `help:"Set the temperature."`
-	Patch            string   `placeholder:"JSON" help:"A JSON merge patch (RFC 7396) applied to the request body last, e.g. '{\"max_tokens\": 50}'."`
-	Output           string   `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
-	Upstream         []string `placeholder:"NAME=URL" help:"Where live calls go, as in record."`
-	Dir              string   `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one)."`
-	NoBooth          bool     `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
-	Commit           string   `enum:"ask,on-success,always,never" default:"never" help:"What to do with the fork's staged changes: never (default: roll back), ask, on-success or always."`
-	Keep             bool     `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
-	JSON             bool     `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
+	Tape             string    `arg:"" type:"existingfile" help:"The parent tape."`
+	Cmd              []string  `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the parent's recorded command)."`
+	Frame            uint64    `required:"" help:"Fork at this frame: the first model call at or after it gets the overrides and goes live; earlier calls are answered from the parent."`
+	Model            []string  `help:"Model for the call at the fork frame; several (comma-separated) fork once per model."`
+	SystemPromptFile string    `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text."`
+	Temperature      *float64  `help:"Set the temperature."`
+	Patch            string    `placeholder:"JSON" help:"A JSON merge patch (RFC 7396) applied to the request body last, e.g. '{\"max_tokens\": 50}'."`
+	Output           string    `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
+	Upstream         upstreams `placeholder:"NAME=URL" help:"Where live calls go, as in record."`
+	Dir              string    `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one)."`
+	NoBooth          bool      `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
+	Commit           string    `enum:"ask,on-success,always,never" default:"never" help:"What to do with the fork's staged changes: never (default: roll back), ask, on-success or always."`
+	Keep             bool      `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
+	JSON             bool      `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
 
 // Validate checks flags before anything starts.
 func (c *ForkCmd) Validate() error {
 	if c.Patch != "" && !json.Valid([]byte(c.Patch)) {
 		return fmt.Errorf("--patch is not valid JSON: %s", c.Patch)
-	}
-	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
-		return err
 	}
 	if len(c.Model) > 1 && c.Output != "" && !strings.Contains(c.Output, "{model}") {
 		return fmt.Errorf("-o with several models needs {model} in the name, e.g. -o fork-{model}.jbx")
@@ -92,10 +89,9 @@ func (c *ForkCmd) forkOne(env *Env, start *tapefmt.RunStart, over engine.Overrid
 	o.Dir = c.workdir(start.Cwd)
 	bf := boothFlags{Booth: !c.NoBooth, Commit: c.Commit, Keep: c.Keep, BoothMode: "auto"}
 	o.Booth = bf.boothOptions(env)
-	ups, _ := engine.ParseUpstreams(c.Upstream)
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
 	res, err := engine.Fork(context.Background(), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Frame: c.Frame,
-		Overrides: over, Tape: out, Upstreams: ups})
+		Overrides: over, Tape: out, Upstreams: c.Upstream})
 	if res != nil {
 		printBooth(env, res.Booth)
 	}

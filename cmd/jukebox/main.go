@@ -68,6 +68,7 @@ func run(args []string, env *Env) int {
 		kong.Writers(env.Stdout, env.Stderr),
 		kong.Vars{"version": version},
 		kong.Bind(env),
+		withUpstreams(),
 		kong.Exit(func(code int) { panic(exitPanic(code)) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	)

@@ -18,11 +18,11 @@ import (
 
 // PlayCmd opens the turntable: the terminal UI over one tape, or two to compare.
 type PlayCmd struct {
-	Tapes    []string `arg:"" name:"tape" type:"existingfile" help:"The tape to play; a second tape is shown beside it and diffed with d."`
-	Theme    string   `default:"diner" enum:"diner,plain,high-contrast" help:"Colours: diner, plain or high-contrast (NO_COLOR selects plain)."`
-	Upstream []string `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
-	NoBooth  bool     `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
-	KeyFile  string   `help:"Also check each tape's seal with the key in this file (the header then says seal ✓ or seal ✗)." type:"existingfile" placeholder:"FILE"`
+	Tapes    []string  `arg:"" name:"tape" type:"existingfile" help:"The tape to play; a second tape is shown beside it and diffed with d."`
+	Theme    string    `default:"diner" enum:"diner,plain,high-contrast" help:"Colours: diner, plain or high-contrast (NO_COLOR selects plain)."`
+	Upstream upstreams `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
+	NoBooth  bool      `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
+	KeyFile  string    `help:"Also check each tape's seal with the key in this file (the header then says seal ✓ or seal ✗)." type:"existingfile" placeholder:"FILE"`
 
 	key []byte // read from KeyFile by Validate
 }
@@ -34,9 +34,6 @@ var errNotTerminal = errors.New("jukebox play needs a terminal (stdout is not on
 func (c *PlayCmd) Validate() error {
 	if len(c.Tapes) > 2 {
 		return fmt.Errorf("play takes one tape, or two to compare (got %d)", len(c.Tapes))
-	}
-	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
-		return err
 	}
 	if c.KeyFile != "" {
 		var err error
@@ -60,10 +57,9 @@ func (c *PlayCmd) Run(env *Env) error {
 	if os.Getenv("NO_COLOR") != "" {
 		th = themes.Plain()
 	}
-	ups, _ := engine.ParseUpstreams(c.Upstream)
 	r := lipgloss.NewRenderer(out)
 	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
-	o := tui.Options{Theme: th, Renderer: r, Upstreams: ups, PrepareFork: c.prepareFork, Key: c.key}
+	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
 }
 

@@ -25,8 +25,10 @@ func TestPlayValidate(t *testing.T) {
 	if err := c.Validate(); err == nil {
 		t.Fatal("three tapes accepted")
 	}
-	c = &PlayCmd{Tapes: []string{"a"}, Upstream: []string{"nonsense"}}
-	if err := c.Validate(); err == nil {
-		t.Fatal("a bad --upstream accepted")
+	// A bad --upstream is refused while kong reads the command line
+	// (upstreamsMapper), before Validate.
+	code, _, errs := jb(t, "play", "--upstream", "nonsense", "../../testdata/tapes/agent-run.jbx")
+	if code != ExitUsage || !strings.Contains(errs, "--upstream") {
+		t.Fatalf("a bad --upstream accepted: exit %d\n%s", code, errs)
 	}
 }

@@ -15,12 +15,12 @@ import (
 
 // RecordCmd records an agent run onto a tape.
 type RecordCmd struct {
-	Name     string   `help:"Run name (default: the script or command name)."`
-	Output   string   `short:"o" type:"path" placeholder:"FILE" help:"Tape to write (default ./tapes/<name>-<time>.jbx). Never overwritten."`
-	Upstream []string `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere (a gateway, a local model), e.g. openai=http://127.0.0.1:8931/v1. Repeatable. Default: the agent's own OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the public API."`
-	Seed     int64    `help:"Seed handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED (default: random, recorded)."`
-	Sync     string   `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
-	JSON     bool     `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
+	Name     string    `help:"Run name (default: the script or command name)."`
+	Output   string    `short:"o" type:"path" placeholder:"FILE" help:"Tape to write (default ./tapes/<name>-<time>.jbx). Never overwritten."`
+	Upstream upstreams `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere (a gateway, a local model), e.g. openai=http://127.0.0.1:8931/v1. Repeatable. Default: the agent's own OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the public API."`
+	Seed     int64     `help:"Seed handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED (default: random, recorded)."`
+	Sync     string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
+	JSON     bool      `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 	boothFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 }
@@ -30,15 +30,11 @@ func (c *RecordCmd) Validate() error {
 	if len(commandArgs(c.Cmd)) == 0 {
 		return fmt.Errorf("no command to record: give it after --, e.g. jukebox record -- python agent.py")
 	}
-	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
-		return err
-	}
 	return c.boothFlags.validate()
 }
 
 // Run records the agent and exits with the agent's exit code.
 func (c *RecordCmd) Run(env *Env) error {
-	ups, _ := engine.ParseUpstreams(c.Upstream)
 	name := c.Name
 	if name == "" {
 		name = runName(commandArgs(c.Cmd))
@@ -51,7 +47,7 @@ func (c *RecordCmd) Run(env *Env) error {
 	o.Booth = c.boothOptions(env)
 	fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", path)
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
-		RunOptions: o, Tape: path, Upstreams: ups, Sync: syncPolicy(c.Sync)})
+		RunOptions: o, Tape: path, Upstreams: c.Upstream, Sync: syncPolicy(c.Sync)})
 	if res != nil {
 		printBooth(env, res.Booth)
 	}

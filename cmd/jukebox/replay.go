@@ -9,15 +9,15 @@ import (
 
 // ReplayCmd replays a recorded run offline.
 type ReplayCmd struct {
-	Tape         string   `arg:"" type:"existingfile" help:"The tape to replay."`
-	Cmd          []string `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the recorded command)."`
-	Speed        string   `default:"instant" help:"Pace of streamed responses: instant, realtime, or a factor such as 2x."`
-	OnDivergence string   `enum:"stop,live" default:"stop" help:"On a request the tape does not hold: stop (exit 5 with a report), or live: go to the real upstream from there and record the rest (needs -o or records to ./tapes)."`
-	Upstream     []string `placeholder:"NAME=URL" help:"Upstreams for --on-divergence live, as in record."`
-	Ignore       []string `placeholder:"FIELD" help:"Top-level request fields to leave out of matching, besides stream_options, user, metadata and service_tier. Repeatable."`
-	Output       string   `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
-	Seed         int64    `help:"Seed for the agent (default: the recorded one)."`
-	Dir          string   `type:"path" help:"Working directory (default: the current one)."`
+	Tape         string    `arg:"" type:"existingfile" help:"The tape to replay."`
+	Cmd          []string  `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the recorded command)."`
+	Speed        string    `default:"instant" help:"Pace of streamed responses: instant, realtime, or a factor such as 2x."`
+	OnDivergence string    `enum:"stop,live" default:"stop" help:"On a request the tape does not hold: stop (exit 5 with a report), or live: go to the real upstream from there and record the rest (needs -o or records to ./tapes)."`
+	Upstream     upstreams `placeholder:"NAME=URL" help:"Upstreams for --on-divergence live, as in record."`
+	Ignore       []string  `placeholder:"FIELD" help:"Top-level request fields to leave out of matching, besides stream_options, user, metadata and service_tier. Repeatable."`
+	Output       string    `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
+	Seed         int64     `help:"Seed for the agent (default: the recorded one)."`
+	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
 	boothFlags
 	JSON bool `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
@@ -26,9 +26,6 @@ type ReplayCmd struct {
 func (c *ReplayCmd) Validate() error {
 	if _, err := engine.ParseSpeed(c.Speed); err != nil {
 		return fmt.Errorf("--speed: %w", err)
-	}
-	if _, err := engine.ParseUpstreams(c.Upstream); err != nil {
-		return err
 	}
 	if len(c.Upstream) > 0 && c.OnDivergence != "live" {
 		return fmt.Errorf("--upstream only matters with --on-divergence live: replay never opens a network connection")
@@ -42,7 +39,6 @@ func (c *ReplayCmd) Run(env *Env) error {
 		return err
 	}
 	speed, _ := engine.ParseSpeed(c.Speed)
-	ups, _ := engine.ParseUpstreams(c.Upstream)
 	out := c.Output
 	if out == "" && c.OnDivergence == "live" {
 		var err error
@@ -54,7 +50,7 @@ func (c *ReplayCmd) Run(env *Env) error {
 	o.Dir, o.Booth = c.Dir, c.boothOptions(env)
 	res, err := engine.Replay(context.Background(), engine.ReplayOptions{
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
-		Ignore: append(append([]string(nil), engine.DefaultIgnore...), c.Ignore...), Live: c.OnDivergence == "live", Upstreams: ups})
+		Ignore: append(append([]string(nil), engine.DefaultIgnore...), c.Ignore...), Live: c.OnDivergence == "live", Upstreams: c.Upstream})
 	if res != nil {
 		printBooth(env, res.Booth)
 	}
