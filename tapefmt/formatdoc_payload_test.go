@@ -42,6 +42,7 @@ func schemas(t *testing.T) map[Kind]string {
 // against its payload type: the keys in encoding order, their JSON types
 // and whether they are omitempty or omitzero.
 func TestFormatDocPayloads(t *testing.T) {
+	t.Parallel()
 	docs := schemas(t)
 	for _, name := range KindNames() {
 		k, _ := ParseKind(name)
@@ -145,6 +146,7 @@ func sourceFiles(t *testing.T) []string {
 // its row names (or, when the row names none, the first column of the
 // table that follows, as for file.change's op) are the type's constants.
 func TestFormatDocEnums(t *testing.T) {
+	t.Parallel()
 	docs, values := schemas(t), enumValues(t)
 	checked := map[string]bool{}
 	for _, name := range KindNames() {

@@ -103,6 +103,7 @@ func number(t *testing.T, s string) int64 {
 }
 
 func TestFormatDocSizes(t *testing.T) {
+	t.Parallel()
 	sizes := map[string]int64{"fileHeaderSize": fileHeaderSize, "frameHeaderSize": frameHeaderSize,
 		"blobHeaderSize": blobHeaderSize, "frameEntrySize": frameEntrySize, "blobEntrySize": blobEntrySize,
 		"footerSize": footerSize}
@@ -131,6 +132,7 @@ func TestFormatDocSizes(t *testing.T) {
 // TestFormatDocLayouts checks that each byte layout's rows follow one
 // another from offset 0 and end at the structure's size.
 func TestFormatDocLayouts(t *testing.T) {
+	t.Parallel()
 	doc := formatDoc(t)
 	for heading, size := range map[string]int{"## 2.": fileHeaderSize, "## 3.": frameHeaderSize,
 		"## 4.": blobHeaderSize, "### 6.1": frameEntrySize, "### 6.2": blobEntrySize, "### 6.3": footerSize} {
@@ -154,6 +156,7 @@ func TestFormatDocLayouts(t *testing.T) {
 }
 
 func TestFormatDocConstants(t *testing.T) {
+	t.Parallel()
 	doc := formatDoc(t)
 	flat := strings.Join(strings.Fields(doc), " ")
 	want := func(what, re string, check func(m []string) bool) {
@@ -198,6 +201,7 @@ func TestFormatDocConstants(t *testing.T) {
 }
 
 func TestFormatDocLimits(t *testing.T) {
+	t.Parallel()
 	limits := map[string]int64{"MaxPayload": MaxPayload, "MaxBlobSize": MaxBlobSize, "maxDeltaDepth": maxDeltaDepth,
 		"deltaKeyframeEvery": deltaKeyframeEvery, "maxLaneBlob": maxLaneBlob}
 	seen := map[string]bool{}
@@ -225,6 +229,7 @@ func TestFormatDocLimits(t *testing.T) {
 }
 
 func TestFormatDocEncodings(t *testing.T) {
+	t.Parallel()
 	encs := map[string]int{"encRaw": encRaw, "encZstd": encZstd, "encDelta": encDelta, "encDeltaZstd": encDeltaZstd}
 	rows := tables(section(t, formatDoc(t), "### 4.1"))[0]
 	if len(rows) != len(encs) {
@@ -239,6 +244,7 @@ func TestFormatDocEncodings(t *testing.T) {
 }
 
 func TestFormatDocKinds(t *testing.T) {
+	t.Parallel()
 	rows := tables(section(t, formatDoc(t), "### 10.1"))[0]
 	if len(rows) != len(KindNames()) {
 		t.Errorf("section 10.1 lists %d kinds, the code %d (%v)", len(rows), len(KindNames()), KindNames())

@@ -74,6 +74,7 @@ func matchDump(t *testing.T, what string, tape []byte, dump map[int64][]byte) {
 // the code given there and compares them with the dumps, byte for byte,
 // then seals the first as 12 says and compares the sealed footer.
 func TestFormatDocWorkedExample(t *testing.T) {
+	t.Parallel()
 	text := section(t, formatDoc(t), "## 12.")
 	worked, blobs, _ := strings.Cut(text, "### 12.1")
 	var buf bytes.Buffer

@@ -1,0 +1,116 @@
+package tapefmt
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"testing"
+)
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		// user info goes, with or without a password
+		"https://user:pass@api.example.com/v1":   "https://api.example.com/v1",
+		"https://sk-secret@api.example.com/v1/":  "https://api.example.com/v1/",
+		"http://127.0.0.1:8080":                  "http://127.0.0.1:8080",
+		"https://api.example.com/v1?x=1&y=2":     "https://api.example.com/v1?x=1&y=2",
+		"https://api.example.com/v1?y=2&x=1":     "https://api.example.com/v1?y=2&x=1", // kept byte for byte
+		"https://api.example.com/v1?key=k&y=2":   "https://api.example.com/v1?y=2",
+		"https://api.example.com/v1?b=2&token=t": "https://api.example.com/v1?b=2",
+		// a query that loses a parameter is written back sorted
+		"https://u:p@api.example.com/v1?z=1&api_key=k&a=%20": "https://api.example.com/v1?a=+&z=1",
+		"https://api.example.com/v1?sig=s":                   "https://api.example.com/v1",
+		// a query that does not parse goes whole
+		"https://api.example.com/v1?a=%zz&key=k": "https://api.example.com/v1",
+		"":                                       "",
+		// a URL that does not parse goes whole
+		"http://[::1":            "",
+		"://no.scheme.example":   "",
+		"http://h.example/%zz":   "",
+		"http://h.example:port/": "",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRedactQuery(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"":                     "",
+		"x=1":                  "x=1",
+		"y=2&x=1&y=3":          "y=2&x=1&y=3", // nothing dropped: as sent
+		"b=%2F&a":              "b=%2F&a",
+		"api_key=s&x=1":        "x=1",
+		"x=1&API_KEY=s":        "x=1",
+		"KEY=a&sig=b&code=c":   "",
+		"Token=t&model=m":      "model=m",
+		"client_secret=s&n=1":  "n=1",
+		"password=p&passwd=q":  "",
+		"credentials=c&ok=1":   "ok=1",
+		"X-Amz-Signature=s&n=": "n=",
+		"auth=a&author=b":      "", // errs towards dropping
+		"monkey=1&model=m":     "model=m",
+		"a=%zz":                "", // does not parse
+		"a=1;b=2":              "",
+	} {
+		if got := RedactQuery(in); got != want {
+			t.Errorf("RedactQuery(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRedactEnv(t *testing.T) {
+	t.Parallel()
+	if RedactEnv(nil) != nil {
+		t.Error("RedactEnv(nil) is not nil")
+	}
+	in := map[string]string{"OPENAI_API_KEY": "sk", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s",
+		"DB_PASSWORD": "p", "GOOGLE_APPLICATION_CREDENTIALS": "/c.json", "SSH_AUTH_SOCK": "/s",
+		"LANG": "C.UTF-8", "PATH": "/bin", "HOME": "/h", "JUKEBOX_SEED": "7"}
+	orig := maps.Clone(in)
+	out := RedactEnv(in)
+	if got := slices.Sorted(maps.Keys(out)); !slices.Equal(got, []string{"HOME", "JUKEBOX_SEED", "LANG", "PATH"}) {
+		t.Errorf("kept %v", got)
+	}
+	out["LANG"] = "changed"
+	if !maps.Equal(in, orig) {
+		t.Error("RedactEnv changed its input, or returned it")
+	}
+}
+
+func TestRedactHeader(t *testing.T) {
+	t.Parallel()
+	if RedactHeader(nil) != nil {
+		t.Error("RedactHeader(nil) is not nil")
+	}
+	in := http.Header{"Authorization": {"Bearer sk"}, "Proxy-Authorization": {"Basic x"}, "X-Api-Key": {"k"},
+		"X-Goog-Api-Key": {"k"}, "X-Amz-Security-Token": {"t"}, "Cookie": {"c"}, "Set-Cookie": {"c"},
+		"Content-Type": {"application/json"}, "Anthropic-Version": {"2023-06-01"}, "Accept": {"a", "b"}}
+	out := RedactHeader(in)
+	if got := slices.Sorted(maps.Keys(out)); !slices.Equal(got, []string{"Accept", "Anthropic-Version", "Content-Type"}) {
+		t.Errorf("kept %v", got)
+	}
+	out["Accept"][0] = "changed"
+	if in["Accept"][0] != "a" {
+		t.Error("RedactHeader shares its values with its input")
+	}
+}
+
+func TestRedactArgvForms(t *testing.T) {
+	t.Parallel()
+	if RedactArgv(nil) != nil {
+		t.Error("RedactArgv(nil) is not nil")
+	}
+	in := []string{"agent", "-token", "t1", "--secret=", "key", "--api-key"}
+	out := RedactArgv(in)
+	want := []string{"agent", "-token", "[redacted]", "--secret=[redacted]", "key", "--api-key"}
+	if !slices.Equal(out, want) {
+		t.Errorf("RedactArgv = %q, want %q", out, want)
+	}
+	if in[2] != "t1" {
+		t.Error("RedactArgv changed its input")
+	}
+}
