@@ -2,17 +2,17 @@ package breaker
 
 import "strings"
 
-// Rate is what a model costs, in US dollars per million tokens.
-type Rate struct {
+// rate is what a model costs, in US dollars per million tokens.
+type rate struct {
 	Input  float64 `json:"input"`
 	Output float64 `json:"output"`
 	Cached float64 `json:"cached,omitempty"` // cached input tokens, when cheaper
 }
 
-// Rates are list prices per million tokens for common models, matched by
+// rates are list prices per million tokens for common models, matched by
 // the longest prefix of the model name. A later issue makes them
 // configurable; unknown models cost zero and are reported as unpriced.
-var Rates = map[string]Rate{
+var rates = map[string]rate{
 	"gpt-4o":            {Input: 2.50, Output: 10.00, Cached: 1.25},
 	"gpt-4o-mini":       {Input: 0.15, Output: 0.60, Cached: 0.075},
 	"gpt-4.1":           {Input: 2.00, Output: 8.00, Cached: 0.50},
@@ -29,21 +29,21 @@ var Rates = map[string]Rate{
 	"text-embedding-3-": {Input: 0.02},
 }
 
-// RateFor returns the rate of the longest prefix of model in Rates.
-func RateFor(model string) (Rate, bool) {
+// rateFor returns the rate of the longest prefix of model in rates.
+func rateFor(model string) (rate, bool) {
 	best, found := "", false
-	for prefix := range Rates {
+	for prefix := range rates {
 		if strings.HasPrefix(model, prefix) && len(prefix) > len(best) {
 			best, found = prefix, true
 		}
 	}
-	return Rates[best], found
+	return rates[best], found
 }
 
 // Cost is the price of one call: input tokens (less cached ones) and output
 // tokens times the model's rates. ok is false for a model without a rate.
 func Cost(model string, input, cached, output int64) (usd float64, ok bool) {
-	r, ok := RateFor(model)
+	r, ok := rateFor(model)
 	if !ok {
 		return 0, false
 	}
