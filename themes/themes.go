@@ -41,9 +41,9 @@ type Theme struct {
 	Insert Color // added lines and words
 }
 
-// Names lists the themes in the order --theme shows them; the first is the
+// names lists the themes in the order --theme shows them; the first is the
 // default.
-func Names() []string { return []string{"diner", "plain", "high-contrast"} }
+func names() []string { return []string{"diner", "plain", "high-contrast"} }
 
 // Default is the theme used when none is asked for.
 func Default() Theme { return Diner() }
@@ -56,13 +56,13 @@ func Get(name string) (Theme, error) {
 	case "plain":
 		return Plain(), nil
 	case "high-contrast":
-		return HighContrast(), nil
+		return highContrast(), nil
 	}
-	return Theme{}, fmt.Errorf("themes: unknown theme %q (known: %s)", name, strings.Join(Names(), ", "))
+	return Theme{}, fmt.Errorf("themes: unknown theme %q (known: %s)", name, strings.Join(names(), ", "))
 }
 
-// Known reports whether name is a theme.
-func Known(name string) bool { return slices.Contains(Names(), strings.ToLower(name)) }
+// known reports whether name is a theme.
+func known(name string) bool { return slices.Contains(names(), strings.ToLower(name)) }
 
 // Diner is the default theme: a 1950s diner in cherry red, mint, mustard
 // and chrome. Light variants are darker so they read on a cream background.
@@ -92,9 +92,9 @@ func Diner() Theme {
 // faint and reverse video for emphasis. NO_COLOR selects it.
 func Plain() Theme { return Theme{Name: "plain", Colourless: true} }
 
-// HighContrast uses the strongest foreground for text and saturated
+// highContrast uses the strongest foreground for text and saturated
 // primaries for kinds, on the terminal's own background.
-func HighContrast() Theme {
+func highContrast() Theme {
 	fg := Color{"#000000", "#FFFFFF"}
 	return Theme{
 		Name:      "high-contrast",

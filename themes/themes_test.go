@@ -7,12 +7,12 @@ import (
 )
 
 func TestGet(t *testing.T) {
-	for _, name := range Names() {
+	for _, name := range names() {
 		th, err := Get(name)
 		if err != nil || th.Name != name {
 			t.Fatalf("Get(%q) = %q, %v", name, th.Name, err)
 		}
-		if !Known(name) {
+		if !known(name) {
 			t.Fatalf("Known(%q) is false", name)
 		}
 	}
@@ -28,7 +28,7 @@ func TestGet(t *testing.T) {
 // backgrounds with a colour lipgloss understands, and plain sets none.
 func TestColours(t *testing.T) {
 	hex := regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
-	for _, th := range []Theme{Diner(), HighContrast(), Plain()} {
+	for _, th := range []Theme{Diner(), highContrast(), Plain()} {
 		v := reflect.ValueOf(th)
 		for i := range v.NumField() {
 			c, ok := v.Field(i).Interface().(Color)
