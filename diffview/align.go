@@ -39,7 +39,7 @@ func (o *Op) UnmarshalText(b []byte) error {
 
 // Pair is one row of an alignment: indexes into the left and right
 // timelines' Frames, -1 for the side that has no frame. Compare fills in the
-// word diffs of a Changed pair's titles and bodies; Align leaves them nil.
+// word diffs of a Changed pair's titles and bodies; align leaves them nil.
 type Pair struct {
 	Op    Op     `json:"op"`
 	Left  int    `json:"left"`
@@ -48,13 +48,13 @@ type Pair struct {
 	Body  []Span `json:"body_diff,omitempty"`
 }
 
-// Align pairs the frames of a and b. Frames whose signature, title and body
+// align pairs the frames of a and b. Frames whose signature, title and body
 // are all equal anchor the alignment first (an LCS over whole frames); the
 // runs between anchors are then aligned on signatures alone (an LCS over
 // signatures), so that a frame that changed pairs with its counterpart and
 // an inserted or deleted frame stands alone. Both passes use Myers' O(ND)
 // algorithm, so similar timelines align in near-linear time.
-func Align(a, b Timeline) []Pair {
+func align(a, b Timeline) []Pair {
 	var in interner
 	ka, sa := in.frames(a.Frames)
 	kb, sb := in.frames(b.Frames)
@@ -95,9 +95,9 @@ func alignGap(pairs []Pair, sa, sb, ka, kb []int32, i0, j0 int) []Pair {
 	return pairs
 }
 
-// FirstDivergence returns the index in pairs of the first pair that is not
+// firstDivergence returns the index in pairs of the first pair that is not
 // Same, or -1 when the timelines agree frame for frame.
-func FirstDivergence(pairs []Pair) int {
+func firstDivergence(pairs []Pair) int {
 	for i, p := range pairs {
 		if p.Op != Same {
 			return i

@@ -139,7 +139,7 @@ func TestFirstDivergenceCatalogue(t *testing.T) {
 			r := Compare(base, c.tl)
 			d, ok := r.Divergence()
 			if c.op == Same {
-				if ok || !r.Equal() {
+				if ok || !r.equal() {
 					t.Fatalf("identical timelines diverge: %+v", d)
 				}
 				return
@@ -175,12 +175,12 @@ func TestAlignKeepsEveryFrameOnce(t *testing.T) {
 	}
 }
 
-// checkAlignment verifies that Align keeps every frame once, in order, pairs
+// checkAlignment verifies that align keeps every frame once, in order, pairs
 // only equal signatures and calls Same only what is equal.
 func checkAlignment(t *testing.T, a, b Timeline) {
 	t.Helper()
 	nl, nr := 0, 0
-	for _, p := range Align(a, b) {
+	for _, p := range align(a, b) {
 		if p.Left >= 0 {
 			if p.Left != nl {
 				t.Fatalf("left %d out of order, want %d", p.Left, nl)
@@ -232,7 +232,7 @@ func TestWordDiff(t *testing.T) {
 		{"héllo wörld — ok", "héllo welt — ok"}, {`{"a": 1}`, `{"a": 2}`},
 	}
 	for _, c := range cases {
-		spans := WordDiff(c.a, c.b)
+		spans := wordDiff(c.a, c.b)
 		var l, r strings.Builder
 		for _, s := range spans {
 			if s.Op != Insert {
@@ -249,7 +249,7 @@ func TestWordDiff(t *testing.T) {
 			t.Fatalf("%q→%q: spans %q rebuild %q→%q", c.a, c.b, spans, l.String(), r.String())
 		}
 	}
-	got := WordDiff("the quick brown fox", "the quick red fox")
+	got := wordDiff("the quick brown fox", "the quick red fox")
 	want := []Span{{Equal, "the quick "}, {Delete, "brown"}, {Insert, "red"}, {Equal, " fox"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
@@ -272,7 +272,7 @@ func FuzzWordDiff(f *testing.F) {
 	f.Add("", "\x00\xff")
 	f.Fuzz(func(t *testing.T, a, b string) {
 		var l, r strings.Builder
-		for _, s := range WordDiff(a, b) {
+		for _, s := range wordDiff(a, b) {
 			if s.Op != Insert {
 				l.WriteString(s.Text)
 			}

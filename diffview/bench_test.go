@@ -36,11 +36,11 @@ func BenchmarkAlign10k(b *testing.B) {
 	right := scatteredEdits(left, 300, 1)
 	b.ReportAllocs()
 	for b.Loop() {
-		Align(left, right)
+		align(left, right)
 	}
 }
 
-// BenchmarkCompare10k is Align plus the word diffs of the changed pairs and
+// BenchmarkCompare10k is align plus the word diffs of the changed pairs and
 // the totals: all of `jukebox diff` but loading and rendering.
 func BenchmarkCompare10k(b *testing.B) {
 	left := agentRun("left", 2000)
@@ -79,6 +79,6 @@ func BenchmarkAlign10kShuffled(b *testing.B) {
 	r.Shuffle(len(right.Frames), func(i, j int) { right.Frames[i], right.Frames[j] = right.Frames[j], right.Frames[i] })
 	b.ReportAllocs()
 	for b.Loop() {
-		Align(left, right)
+		align(left, right)
 	}
 }

@@ -17,7 +17,7 @@ type Result struct {
 // Compare aligns a and b, diffs the titles and bodies of every changed
 // pair word by word, and sums both sides.
 func Compare(a, b Timeline) *Result {
-	r := &Result{Left: a, Right: b, Pairs: Align(a, b)}
+	r := &Result{Left: a, Right: b, Pairs: align(a, b)}
 	for i := range r.Pairs {
 		p := &r.Pairs[i]
 		if p.Op != Changed {
@@ -25,20 +25,20 @@ func Compare(a, b Timeline) *Result {
 		}
 		l, rt := a.Frames[p.Left], b.Frames[p.Right]
 		if l.Title != rt.Title {
-			p.Title = WordDiff(l.Title, rt.Title)
+			p.Title = wordDiff(l.Title, rt.Title)
 		}
 		if l.Body != rt.Body {
-			p.Body = WordDiff(l.Body, rt.Body)
+			p.Body = wordDiff(l.Body, rt.Body)
 		}
 	}
-	r.First = FirstDivergence(r.Pairs)
-	r.LeftTotals, r.RightTotals = TotalsOf(a), TotalsOf(b)
-	r.Delta = r.RightTotals.Sub(r.LeftTotals)
+	r.First = firstDivergence(r.Pairs)
+	r.LeftTotals, r.RightTotals = totalsOf(a), totalsOf(b)
+	r.Delta = r.RightTotals.sub(r.LeftTotals)
 	return r
 }
 
-// Equal reports whether the timelines agree frame for frame.
-func (r *Result) Equal() bool { return r.First < 0 }
+// equal reports whether the timelines agree frame for frame.
+func (r *Result) equal() bool { return r.First < 0 }
 
 // Divergence names where two timelines part.
 type Divergence struct {

@@ -8,7 +8,7 @@
 //
 // A Timeline is a list of Frames. Each frame has a Signature (what it is:
 // kind plus endpoint, tool name or file path), a Title and a Body (what it
-// says). Align pairs the frames of two timelines in two passes:
+// says). Compare pairs the frames of two timelines in two passes:
 //
 //  1. An LCS over whole frames (signature, title and body) anchors every
 //     frame that is the same on both sides.
@@ -27,11 +27,11 @@
 // align in about 4 ms (BenchmarkAlign10k), a 10,000-frame timeline and a
 // shuffle of it in about 100 ms (BenchmarkAlign10kShuffled).
 //
-// FirstDivergence is the first pair that is not Same. Compare runs Align,
-// word-diffs the titles and bodies of changed pairs (WordDiff: go-diff's
-// Myers diff over words encoded one rune each, then semantic cleanup) and
-// sums each side (Totals: frames, steps, LLM calls, tokens, cost, latency,
-// duration) and the delta.
+// Result.First is the first pair that is not Same. Compare then
+// word-diffs the titles and bodies of changed pairs (go-diff's Myers diff
+// over words encoded one rune each, then semantic cleanup) and sums each
+// side (Totals: frames, steps, LLM calls, tokens, cost, latency, duration)
+// and the delta.
 //
 // # Rendering
 //

@@ -38,7 +38,7 @@ type FrameRef struct {
 // Report returns r in its JSON form.
 func (r *Result) Report() Report {
 	rep := Report{Left: Side{r.Left.Name, r.LeftTotals}, Right: Side{r.Right.Name, r.RightTotals},
-		Equal: r.Equal(), Delta: r.Delta, Pairs: make([]PairReport, len(r.Pairs))}
+		Equal: r.equal(), Delta: r.Delta, Pairs: make([]PairReport, len(r.Pairs))}
 	if d, ok := r.Divergence(); ok {
 		rep.Divergence = &d
 	}

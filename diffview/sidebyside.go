@@ -60,7 +60,7 @@ func walk(r *Result, o Options, l layout, b *strings.Builder) string {
 		}
 		l.pair(r.Pairs[s.i])
 	}
-	if r.Equal() {
+	if r.equal() {
 		l.banner(seg{"= the timelines agree frame for frame", clsDivergence})
 	}
 	b.WriteString("\n")

@@ -46,8 +46,8 @@ type Totals struct {
 	Duration time.Duration `json:"duration_ns"`
 }
 
-// TotalsOf sums a timeline.
-func TotalsOf(tl Timeline) Totals {
+// totalsOf sums a timeline.
+func totalsOf(tl Timeline) Totals {
 	t := Totals{Frames: tl.TapeFrames, Steps: tl.Steps, Duration: tl.Duration}
 	if t.Frames == 0 {
 		t.Frames = len(tl.Frames)
@@ -63,8 +63,8 @@ func TotalsOf(tl Timeline) Totals {
 	return t
 }
 
-// Sub returns t minus u, field by field.
-func (t Totals) Sub(u Totals) Totals {
+// sub returns t minus u, field by field.
+func (t Totals) sub(u Totals) Totals {
 	return Totals{Frames: t.Frames - u.Frames, Steps: t.Steps - u.Steps, Calls: t.Calls - u.Calls,
 		Tokens: t.Tokens - u.Tokens, Cost: t.Cost - u.Cost, Latency: t.Latency - u.Latency,
 		Duration: t.Duration - u.Duration}

@@ -55,19 +55,19 @@ type Span struct {
 // near it.
 const wordDiffTimeout = time.Second
 
-// maxWordDiffBytes bounds the texts WordDiff compares word by word (and so
+// maxWordDiffBytes bounds the texts wordDiff compares word by word (and so
 // the distinct tokens, which must fit in the runes); larger texts are shown
 // as replaced whole.
 const maxWordDiffBytes = 2 << 20
 
-// WordDiff compares a and b word by word: words (runs of anything but
+// wordDiff compares a and b word by word: words (runs of anything but
 // blanks, quotes, brackets and separators, so gpt-4o-mini and src/a.py are one
 // word each), runs of blanks, line breaks and single separators are the
 // units, so a change never splits a word. Each token is encoded as one
 // rune and the rune strings are compared with go-diff's Myers diff, then
 // cleaned up semantically so that small equalities between edits fold in.
 // Joining the Equal and Delete spans gives a; Equal and Insert give b.
-func WordDiff(a, b string) []Span {
+func wordDiff(a, b string) []Span {
 	if a == b {
 		if a == "" {
 			return nil
@@ -79,7 +79,7 @@ func WordDiff(a, b string) []Span {
 	if pre > 0 {
 		spans = append(spans, Span{Equal, a[:pre]})
 	}
-	for _, sp := range wordDiff(a[pre:len(a)-suf], b[pre:len(b)-suf]) {
+	for _, sp := range diffWords(a[pre:len(a)-suf], b[pre:len(b)-suf]) {
 		if n := len(spans); n > 0 && spans[n-1].Op == sp.Op {
 			spans[n-1].Text += sp.Text
 		} else {
@@ -118,8 +118,8 @@ func commonLines(a, b string) (pre, suf int) {
 	return pre, suf
 }
 
-// wordDiff is WordDiff without the shortcuts.
-func wordDiff(a, b string) []Span {
+// diffWords is wordDiff without the shortcuts.
+func diffWords(a, b string) []Span {
 	if len(a)+len(b) > maxWordDiffBytes {
 		return []Span{{Delete, a}, {Insert, b}}
 	}
