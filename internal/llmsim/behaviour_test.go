@@ -213,11 +213,11 @@ func TestDemoScriptCopyMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(disk, DefaultScriptJSON()) {
+	if !bytes.Equal(disk, defaultScriptJSON()) {
 		t.Fatal("testdata/llmsim/demo.json differs from internal/llmsim/demo.json: copy one over the other")
 	}
 	s, err := LoadScript(filepath.Join("..", "..", "testdata", "llmsim", "demo.json"))
-	if err != nil || s.Hash() != DefaultScript().Hash() || s.Len() != DefaultScript().Len() {
+	if err != nil || s.hashHex() != DefaultScript().hashHex() || s.Len() != DefaultScript().Len() {
 		t.Fatalf("LoadScript: %v", err)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"strings"
 )
 
-// ScriptVersion is the only script format version this package reads.
-const ScriptVersion = 1
+// scriptVersion is the only script format version this package reads.
+const scriptVersion = 1
 
 // Limits on script values, so that a typo cannot make the server sleep for
 // hours or answer one byte at a time forever.
@@ -30,9 +30,9 @@ var ErrScript = errors.New("llmsim: bad script")
 //go:embed demo.json
 var demoScript []byte
 
-// DefaultScriptJSON returns a copy of the bundled demo script, the one
+// defaultScriptJSON returns a copy of the bundled demo script, the one
 // DefaultScript parses and `jukebox demo-model` serves when given no file.
-func DefaultScriptJSON() []byte { return bytes.Clone(demoScript) }
+func defaultScriptJSON() []byte { return bytes.Clone(demoScript) }
 
 // DefaultScript returns the parsed bundled demo script.
 func DefaultScript() *Script {
@@ -56,9 +56,9 @@ type Script struct {
 // Len returns the number of rules in the script.
 func (s *Script) Len() int { return len(s.rules) }
 
-// Hash returns the hex SHA-256 of the script's bytes. Response ids are
+// hashHex returns the hex SHA-256 of the script's bytes. Response ids are
 // derived from it, so two different scripts never share ids.
-func (s *Script) Hash() string { return hex.EncodeToString(s.hash[:]) }
+func (s *Script) hashHex() string { return hex.EncodeToString(s.hash[:]) }
 
 // LoadScript reads and parses the script file at path.
 func LoadScript(path string) (*Script, error) {
@@ -134,8 +134,8 @@ func ParseScript(data []byte) (*Script, error) {
 	if err := dec.Decode(&sj); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrScript, err)
 	}
-	if sj.Version != ScriptVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrScript, sj.Version, ScriptVersion)
+	if sj.Version != scriptVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrScript, sj.Version, scriptVersion)
 	}
 	s := &Script{hash: sha256.Sum256(data)}
 	var err error
