@@ -15,8 +15,8 @@ import (
 	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
-// EnvDSN names the environment variable holding the server's DSN.
-const EnvDSN = testenv.EnvPostgresDSN
+// envDSN names the environment variable holding the server's DSN.
+const envDSN = testenv.EnvPostgresDSN
 
 // DSN returns the scratch server's DSN, or skips the test when none is
 // configured (testenv.RequirePostgres).
@@ -35,7 +35,7 @@ func Connect(t testing.TB) *pgx.Conn {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		t.Fatalf("%s is set but the server is unreachable: %v", EnvDSN, err)
+		t.Fatalf("%s is set but the server is unreachable: %v", envDSN, err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
