@@ -30,11 +30,11 @@ import (
 
 // Environment variables the helpers read.
 const (
-	// EnvRequireAll, set to 1, turns every skip for a missing dependency
+	// envRequireAll, set to 1, turns every skip for a missing dependency
 	// into a failure.
-	EnvRequireAll = "JUKEBOX_REQUIRE_ALL"
-	// EnvSkipSDK, set to 1, skips the tests that run the npm SDK agents.
-	EnvSkipSDK = "JUKEBOX_SKIP_SDK"
+	envRequireAll = "JUKEBOX_REQUIRE_ALL"
+	// envSkipSDK, set to 1, skips the tests that run the npm SDK agents.
+	envSkipSDK = "JUKEBOX_SKIP_SDK"
 	// EnvPostgresDSN holds the DSN of the scratch PostgreSQL server that
 	// `eval "$(bash .ci/postgres.sh)"` starts.
 	EnvPostgresDSN = "JUKEBOX_PG_DSN"
@@ -44,8 +44,8 @@ const (
 // (testdata/agents/package.json, "engines").
 const minNodeMajor = 20
 
-// RequireAll reports whether JUKEBOX_REQUIRE_ALL=1 is set.
-func RequireAll() bool { return os.Getenv(EnvRequireAll) == "1" }
+// requireAll reports whether JUKEBOX_REQUIRE_ALL=1 is set.
+func requireAll() bool { return os.Getenv(envRequireAll) == "1" }
 
 // Unavailable stops the test because something it needs is missing: a
 // skip, or a failure under JUKEBOX_REQUIRE_ALL=1. The message reads
@@ -53,8 +53,8 @@ func RequireAll() bool { return os.Getenv(EnvRequireAll) == "1" }
 func Unavailable(t testing.TB, what, how string) {
 	t.Helper()
 	msg := "needs " + what + ": " + how
-	if RequireAll() {
-		t.Fatalf("%s (%s=1 makes this a failure)", msg, EnvRequireAll)
+	if requireAll() {
+		t.Fatalf("%s (%s=1 makes this a failure)", msg, envRequireAll)
 	}
 	t.Skip(msg)
 }
@@ -65,21 +65,21 @@ func Unavailable(t testing.TB, what, how string) {
 // installed there. JUKEBOX_SKIP_SDK=1 skips (see the package doc).
 func RequireNode(t testing.TB) string {
 	t.Helper()
-	if os.Getenv(EnvSkipSDK) == "1" {
-		if RequireAll() {
-			t.Fatalf("%s=1 skips the npm SDK agents, but %s=1 requires every test to run", EnvSkipSDK, EnvRequireAll)
+	if os.Getenv(envSkipSDK) == "1" {
+		if requireAll() {
+			t.Fatalf("%s=1 skips the npm SDK agents, but %s=1 requires every test to run", envSkipSDK, envRequireAll)
 		}
-		t.Skipf("%s=1 skips the npm SDK agents", EnvSkipSDK)
+		t.Skipf("%s=1 skips the npm SDK agents", envSkipSDK)
 	}
 	if err := nodeVersion(); err != nil {
 		Unavailable(t, fmt.Sprintf("Node.js %d or newer on PATH%s", minNodeMajor, why(err)),
-			"install Node.js and npm, then run bash .ci/setup-node.sh (or set "+EnvSkipSDK+"=1)")
+			"install Node.js and npm, then run bash .ci/setup-node.sh (or set "+envSkipSDK+"=1)")
 	}
-	agents := filepath.Join(RepoRoot(t), "testdata", "agents")
+	agents := filepath.Join(repoRoot(t), "testdata", "agents")
 	for _, pkg := range []string{"openai", "@anthropic-ai/sdk"} {
 		if _, err := os.Stat(filepath.Join(agents, "node_modules", pkg, "package.json")); err != nil {
 			Unavailable(t, "the npm SDK packages in testdata/agents/node_modules",
-				"run bash .ci/setup-node.sh (or set "+EnvSkipSDK+"=1)")
+				"run bash .ci/setup-node.sh (or set "+envSkipSDK+"=1)")
 		}
 	}
 	return agents
@@ -156,18 +156,18 @@ func RequirePostgres(t testing.TB) string {
 	return dsn
 }
 
-// RepoRoot returns the repository's root directory: the nearest parent of
+// repoRoot returns the repository's root directory: the nearest parent of
 // the test's working directory (its package directory) with a go.mod.
-func RepoRoot(t testing.TB) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := findRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return root
 }
 
-var repoRoot = sync.OnceValues(func() (string, error) {
+var findRepoRoot = sync.OnceValues(func() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -41,20 +41,20 @@ func run(f func(testing.TB)) (how, msg string) {
 }
 
 func TestUnavailableSkipsOrFails(t *testing.T) {
-	t.Setenv(EnvRequireAll, "")
+	t.Setenv(envRequireAll, "")
 	how, msg := run(func(tb testing.TB) { Unavailable(tb, "a thing", "get it") })
 	if how != "skip" || msg != "needs a thing: get it" {
-		t.Fatalf("without %s: %s %q", EnvRequireAll, how, msg)
+		t.Fatalf("without %s: %s %q", envRequireAll, how, msg)
 	}
-	t.Setenv(EnvRequireAll, "1")
+	t.Setenv(envRequireAll, "1")
 	how, msg = run(func(tb testing.TB) { Unavailable(tb, "a thing", "get it") })
 	if how != "fatal" || !strings.HasPrefix(msg, "needs a thing: get it") {
-		t.Fatalf("with %s=1: %s %q", EnvRequireAll, how, msg)
+		t.Fatalf("with %s=1: %s %q", envRequireAll, how, msg)
 	}
 }
 
 func TestRequirePostgres(t *testing.T) {
-	t.Setenv(EnvRequireAll, "")
+	t.Setenv(envRequireAll, "")
 	t.Setenv(EnvPostgresDSN, "")
 	if how, msg := run(func(tb testing.TB) { RequirePostgres(tb) }); how != "skip" || !strings.Contains(msg, ".ci/postgres.sh") {
 		t.Fatalf("unset: %s %q", how, msg)
@@ -67,19 +67,19 @@ func TestRequirePostgres(t *testing.T) {
 }
 
 func TestSkipSDK(t *testing.T) {
-	t.Setenv(EnvSkipSDK, "1")
-	t.Setenv(EnvRequireAll, "")
+	t.Setenv(envSkipSDK, "1")
+	t.Setenv(envRequireAll, "")
 	if how, _ := run(func(tb testing.TB) { RequireNode(tb) }); how != "skip" {
-		t.Fatalf("%s=1 alone: %s", EnvSkipSDK, how)
+		t.Fatalf("%s=1 alone: %s", envSkipSDK, how)
 	}
-	t.Setenv(EnvRequireAll, "1")
+	t.Setenv(envRequireAll, "1")
 	if how, _ := run(func(tb testing.TB) { RequireNode(tb) }); how != "fatal" {
-		t.Fatalf("%s=1 with %s=1: %s", EnvSkipSDK, EnvRequireAll, how)
+		t.Fatalf("%s=1 with %s=1: %s", envSkipSDK, envRequireAll, how)
 	}
 }
 
 func TestRepoRoot(t *testing.T) {
-	root := RepoRoot(t)
+	root := repoRoot(t)
 	if _, err := os.Stat(filepath.Join(root, "internal", "testenv", "testenv.go")); err != nil {
 		t.Fatalf("root %s: %v", root, err)
 	}
