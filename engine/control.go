@@ -15,7 +15,7 @@ import (
 //	POST /_jukebox/turn    {"agent", "turn", "role", "text"} writes an agent.turn frame
 //
 // Transactions (BEGIN, COMMIT, ROLLBACK) join this API with the booth.
-func controlHandler(p *Proxy) http.Handler {
+func controlHandler(p *proxy) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /_jukebox/info", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -27,7 +27,7 @@ func controlHandler(p *Proxy) http.Handler {
 }
 
 // controlFrame decodes a payload of type T from the body and appends it.
-func controlFrame[T tapefmt.Payload](p *Proxy) http.HandlerFunc {
+func controlFrame[T tapefmt.Payload](p *proxy) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var v T
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))

@@ -34,7 +34,7 @@ func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
 		return nil, err
 	}
 	defer t.Close()
-	at, err := ForkPoint(t, o.Frame)
+	at, err := forkPoint(t, o.Frame)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Parent, err)
 	}
@@ -42,8 +42,8 @@ func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
 	return s.fork(ctx, o, t, m, at)
 }
 
-// ForkPoint is the first llm.request frame at or after frame.
-func ForkPoint(t *tapefmt.Tape, frame uint64) (uint64, error) {
+// forkPoint is the first llm.request frame at or after frame.
+func forkPoint(t *tapefmt.Tape, frame uint64) (uint64, error) {
 	reqs, err := requestFrames(t)
 	if err != nil {
 		return 0, err
@@ -74,7 +74,7 @@ func requestsBefore(reqs []uint64, frame uint64) int {
 }
 
 func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *Matcher, at uint64) (*Result, error) {
-	ups := ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
+	ups := resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
 	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: t}, at: at, over: o.Overrides, live: newLive(ups)}
 	fb.forkCall, fb.tapeBackend.overrides = forkOf(t) // a fork of a fork replays its parent's fork too
 	fb.onDiv = func(d *Divergence) { s.diverged(d, false) }

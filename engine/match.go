@@ -14,11 +14,11 @@ import (
 // what the model is asked.
 var DefaultIgnore = []string{"stream_options", "user", "metadata", "service_tier"}
 
-// Canonical returns the form of a request body that replay matches on: a
+// canonical returns the form of a request body that replay matches on: a
 // JSON object with its keys sorted, numbers kept as written and the ignored
 // top-level fields dropped. A body that is not a JSON object is its own
 // canonical form.
-func Canonical(body []byte, ignore []string) []byte {
+func canonical(body []byte, ignore []string) []byte {
 	v, err := decodeJSON(body)
 	obj, ok := v.(map[string]any)
 	if err != nil || !ok {
@@ -46,8 +46,8 @@ type Call struct {
 	used     bool
 }
 
-// Endpoint is how calls are grouped for matching: method and path.
-func (c *Call) Endpoint() string { return c.Request.Method + " " + c.Request.Path }
+// endpoint is how calls are grouped for matching: method and path.
+func (c *Call) endpoint() string { return c.Request.Method + " " + c.Request.Path }
 
 // Matcher hands out recorded calls to live requests: per endpoint, the first
 // unused call whose canonical body equals the request's, so identical
@@ -97,7 +97,7 @@ func (m *Matcher) newCall(p *tapefmt.LLMRequest, seq uint64) (*Call, error) {
 		return nil, fmt.Errorf("request body of frame %d: %w", seq, err)
 	}
 	c := &Call{Request: p, Seq: seq, body: body}
-	m.calls[c.Endpoint()] = append(m.calls[c.Endpoint()], c)
+	m.calls[c.endpoint()] = append(m.calls[c.endpoint()], c)
 	return c, nil
 }
 
@@ -123,7 +123,7 @@ func (m *Matcher) Match(method, path string, body []byte) (*Call, *Divergence) {
 			return c, nil
 		}
 	}
-	canon := Canonical(body, m.ignore)
+	canon := canonical(body, m.ignore)
 	for _, c := range calls {
 		if c.used {
 			continue
@@ -132,7 +132,7 @@ func (m *Matcher) Match(method, path string, body []byte) (*Call, *Divergence) {
 			next = c
 		}
 		if c.canon == nil {
-			c.canon = Canonical(c.body, m.ignore)
+			c.canon = canonical(c.body, m.ignore)
 		}
 		if bytes.Equal(c.canon, canon) {
 			c.used = true
@@ -147,8 +147,8 @@ func (m *Matcher) Match(method, path string, body []byte) (*Call, *Divergence) {
 	return nil, d
 }
 
-// Unused returns the recorded calls no live request asked for, in order.
-func (m *Matcher) Unused() []*Call {
+// unused returns the recorded calls no live request asked for, in order.
+func (m *Matcher) unused() []*Call {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []*Call

@@ -8,15 +8,15 @@ import (
 )
 
 func TestCanonical(t *testing.T) {
-	a := Canonical([]byte(`{"model":"m","stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}],"temperature":0.70}`), DefaultIgnore)
-	b := Canonical([]byte(`{ "messages":[{"content":"hi","role":"user"}], "temperature":0.70, "model":"m", "user":"u-123" }`), DefaultIgnore)
+	a := canonical([]byte(`{"model":"m","stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}],"temperature":0.70}`), DefaultIgnore)
+	b := canonical([]byte(`{ "messages":[{"content":"hi","role":"user"}], "temperature":0.70, "model":"m", "user":"u-123" }`), DefaultIgnore)
 	if string(a) != string(b) {
 		t.Fatalf("canonical forms differ:\n%s\n%s", a, b)
 	}
-	if c := Canonical([]byte(`{"temperature":0.7,"model":"m","messages":[{"content":"hi","role":"user"}]}`), DefaultIgnore); string(c) == string(a) {
+	if c := canonical([]byte(`{"temperature":0.7,"model":"m","messages":[{"content":"hi","role":"user"}]}`), DefaultIgnore); string(c) == string(a) {
 		t.Fatal("0.7 and 0.70 are different requests as written; canonical form must keep numbers as written")
 	}
-	if got := Canonical([]byte("not json"), DefaultIgnore); string(got) != "not json" {
+	if got := canonical([]byte("not json"), DefaultIgnore); string(got) != "not json" {
 		t.Fatalf("non-JSON body changed: %q", got)
 	}
 }
@@ -66,7 +66,7 @@ func TestParseSpeedAndUpstreams(t *testing.T) {
 }
 
 func TestResolveUpstreams(t *testing.T) {
-	got := ResolveUpstreams(map[string]string{"anthropic": "http://b"}, map[string]string{"OPENAI_BASE_URL": "http://agent/v1/"})
+	got := resolveUpstreams(map[string]string{"anthropic": "http://b"}, map[string]string{"OPENAI_BASE_URL": "http://agent/v1/"})
 	if got["openai"] != "http://agent/v1" || got["anthropic"] != "http://b" {
 		t.Fatalf("got %v", got)
 	}

@@ -46,7 +46,7 @@ func (o Overrides) Apply(provider, path string, body []byte) ([]byte, error) {
 		return nil, err
 	}
 	if len(o.Patch) > 0 {
-		return MergePatch(out, o.Patch)
+		return mergePatch(out, o.Patch)
 	}
 	return out, nil
 }
@@ -69,8 +69,8 @@ func setSystemPrompt(req map[string]any, provider, path, prompt string) {
 	}
 }
 
-// MergePatch applies an RFC 7396 JSON merge patch to doc.
-func MergePatch(doc, patch []byte) ([]byte, error) {
+// mergePatch applies an RFC 7396 JSON merge patch to doc.
+func mergePatch(doc, patch []byte) ([]byte, error) {
 	d, err := decodeJSON(doc)
 	if err != nil {
 		return nil, fmt.Errorf("merge patch: document: %w", err)

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// Provider is one model API the proxy stands in front of.
-type Provider struct {
+// provider is one model API the proxy stands in front of.
+type provider struct {
 	Name string // openai, anthropic
 	// APIPrefix is the part of the API path that the SDK's base URL already
 	// holds: OpenAI base URLs end in /v1, Anthropic ones do not.
@@ -23,26 +23,26 @@ type Provider struct {
 	KeyEnv string
 }
 
-// Providers are the APIs jukebox records.
-var Providers = []Provider{
+// providers are the APIs jukebox records.
+var providers = []provider{
 	{Name: "openai", APIPrefix: "/v1", Default: "https://api.openai.com/v1",
 		BaseEnv: []string{"OPENAI_BASE_URL", "OPENAI_API_BASE"}, KeyEnv: "OPENAI_API_KEY"},
 	{Name: "anthropic", APIPrefix: "", Default: "https://api.anthropic.com",
 		BaseEnv: []string{"ANTHROPIC_BASE_URL"}, KeyEnv: "ANTHROPIC_API_KEY"},
 }
 
-// ProviderByName finds a provider.
-func ProviderByName(name string) (Provider, bool) {
-	for _, p := range Providers {
+// providerByName finds a provider.
+func providerByName(name string) (provider, bool) {
+	for _, p := range providers {
 		if p.Name == name {
 			return p, true
 		}
 	}
-	return Provider{}, false
+	return provider{}, false
 }
 
 // route is the proxy path prefix the child's base URL for p points at.
-func (p Provider) route() string { return "/" + p.Name + p.APIPrefix }
+func (p provider) route() string { return "/" + p.Name + p.APIPrefix }
 
 // ParseUpstreams reads NAME=URL pairs into a map, checking that each name is
 // a known provider and each URL is absolute http(s). An error quotes the
@@ -54,7 +54,7 @@ func ParseUpstreams(pairs []string) (map[string]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("%q: want NAME=URL, e.g. openai=http://127.0.0.1:8931/v1", pair)
 		}
-		if _, known := ProviderByName(name); !known {
+		if _, known := providerByName(name); !known {
 			return nil, fmt.Errorf("%q: unknown provider %q (known: %s)", pair, name, providerNames())
 		}
 		if err := checkBaseURL(raw); err != nil {
@@ -78,19 +78,19 @@ func checkBaseURL(raw string) error {
 
 func providerNames() string {
 	var names []string
-	for _, p := range Providers {
+	for _, p := range providers {
 		names = append(names, p.Name)
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
 }
 
-// ResolveUpstreams decides where each provider's calls go when recording:
+// resolveUpstreams decides where each provider's calls go when recording:
 // an explicit --upstream wins, then a base URL already set in the agent's
 // environment, then the public default.
-func ResolveUpstreams(explicit map[string]string, env map[string]string) map[string]string {
+func resolveUpstreams(explicit map[string]string, env map[string]string) map[string]string {
 	out := map[string]string{}
-	for _, p := range Providers {
+	for _, p := range providers {
 		out[p.Name] = p.Default
 		for _, name := range p.BaseEnv {
 			if v := env[name]; v != "" && checkBaseURL(v) == nil {

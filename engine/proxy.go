@@ -20,7 +20,7 @@ const maxRequestBody = 64 << 20
 
 // exchange is one model API call passing through the proxy.
 type exchange struct {
-	provider Provider
+	provider provider
 	path     string // API path as the provider documents it, e.g. /v1/chat/completions
 	rest     string // path after the route, appended to the upstream base URL
 	query    string
@@ -48,9 +48,9 @@ type backend interface {
 	respond(w http.ResponseWriter, x *exchange) answer
 }
 
-// Proxy is the loopback HTTP server the child's SDKs talk to. It records
+// proxy is the loopback HTTP server the child's SDKs talk to. It records
 // every call it answers on the tape, when there is one.
-type Proxy struct {
+type proxy struct {
 	ln      net.Listener
 	srv     *http.Server
 	backend backend
@@ -64,26 +64,26 @@ type Proxy struct {
 }
 
 // NewProxy listens on 127.0.0.1 on a free port.
-func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*Proxy, error) {
+func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("engine: proxy listen: %w", err)
 	}
-	p := &Proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent}
+	p := &proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent}
 	p.control = controlHandler(p)
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	go p.srv.Serve(ln)
 	return p, nil
 }
 
-// URL is the proxy's root URL.
-func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+// url is the proxy's root URL.
+func (p *proxy) url() string { return "http://" + p.ln.Addr().String() }
 
-// BaseURL is the base URL a provider's SDK should use.
-func (p *Proxy) BaseURL(pr Provider) string { return p.URL() + pr.route() }
+// baseURL is the base URL a provider's SDK should use.
+func (p *proxy) baseURL(pr provider) string { return p.url() + pr.route() }
 
 // Close stops the proxy, waiting up to a second for calls in flight.
-func (p *Proxy) Close() error {
+func (p *proxy) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := p.srv.Shutdown(ctx); err != nil {
@@ -93,7 +93,7 @@ func (p *Proxy) Close() error {
 }
 
 // ServeHTTP routes a call to its provider, records it and lets the backend answer.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/_jukebox/") {
 		p.control.ServeHTTP(w, r)
 		return
@@ -172,8 +172,8 @@ func readBody(w http.ResponseWriter, r *http.Request) (*[]byte, error) {
 	return buf, err
 }
 
-func (p *Proxy) route(r *http.Request) (*exchange, error) {
-	for _, pr := range Providers {
+func (p *proxy) route(r *http.Request) (*exchange, error) {
+	for _, pr := range providers {
 		if rest, ok := strings.CutPrefix(r.URL.Path, pr.route()); ok && (rest == "" || rest[0] == '/') {
 			return &exchange{provider: pr, path: pr.APIPrefix + rest, rest: rest, query: r.URL.RawQuery, req: r}, nil
 		}
@@ -183,7 +183,7 @@ func (p *Proxy) route(r *http.Request) (*exchange, error) {
 
 // recordRequest writes the request frame, closing the previous step first:
 // an agent step runs from one model call to the next.
-func (p *Proxy) recordRequest(x *exchange) error {
+func (p *proxy) recordRequest(x *exchange) error {
 	if p.tape == nil {
 		return nil
 	}
@@ -207,7 +207,7 @@ func (p *Proxy) recordRequest(x *exchange) error {
 	return err
 }
 
-func (p *Proxy) recordResponse(x *exchange, a answer) {
+func (p *proxy) recordResponse(x *exchange, a answer) {
 	a.resp.Call = x.call
 	if p.tape != nil {
 		if len(a.body) > 0 {
@@ -222,7 +222,7 @@ func (p *Proxy) recordResponse(x *exchange, a answer) {
 	}
 }
 
-func (p *Proxy) emit(e Event) {
+func (p *proxy) emit(e Event) {
 	if p.onEvent != nil {
 		p.onEvent(e)
 	}

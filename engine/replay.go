@@ -175,7 +175,7 @@ func NewReplayHandler(t *tapefmt.Tape, ignore []string, speed Speed) (http.Handl
 	}
 	tb := &tapeBackend{m: m, tape: t, speed: speed, onDiv: func(*Divergence) {}}
 	tb.forkCall, tb.overrides = forkOf(t)
-	p := &Proxy{backend: tb}
+	p := &proxy{backend: tb}
 	p.control = controlHandler(p)
 	return p, nil
 }

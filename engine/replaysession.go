@@ -74,7 +74,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	tb.forkCall, tb.overrides = forkOf(t)
 	var ups map[string]string
 	if o.Live {
-		ups = ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
+		ups = resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
 		tb.fallback = newLive(ups)
 	}
 	rs := s.runStart(ups)
@@ -94,7 +94,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		return nil, err
 	}
 	res.Divergence = s.div.Load()
-	res.Unused = len(m.Unused())
+	res.Unused = len(m.unused())
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		same := bytes.Equal(recorded, s.outs.stdoutCopy())
 		res.OutputSame = &same

@@ -53,7 +53,7 @@ type session struct {
 	mode  tapefmt.RunMode
 	tape  *tapefmt.Writer
 	path  string
-	proxy *Proxy
+	proxy *proxy
 	outs  *outputs
 	child atomic.Pointer[child] // set once the agent runs; read by proxy handlers
 	// cancel stops a booth run, whose child the booth owns.
@@ -104,7 +104,7 @@ func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.R
 
 func (s *session) runStart(upstreams map[string]string) tapefmt.RunStart {
 	host, _ := os.Hostname()
-	return tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: s.workspace(), Env: AllowedEnv(s.baseEnv()),
+	return tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: s.workspace(), Env: runStartEnv(s.baseEnv()),
 		Seed: s.o.Seed, Host: host, Version: s.o.Version, Mode: s.mode,
 		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams}
 }
@@ -120,7 +120,7 @@ func (s *session) baseEnv() []string {
 // keys are set where none exist so that SDKs start.
 func (s *session) childEnv(placeholderKeys bool) []string {
 	set := map[string]string{
-		"JUKEBOX_CONTROL": s.proxy.URL() + "/_jukebox", "JUKEBOX_MODE": string(s.mode),
+		"JUKEBOX_CONTROL": s.proxy.url() + "/_jukebox", "JUKEBOX_MODE": string(s.mode),
 		"JUKEBOX_SEED": strconv.FormatInt(s.o.Seed, 10), "PYTHONHASHSEED": strconv.FormatInt(s.o.Seed&0xffffffff, 10),
 		"JUKEBOX_TAPE": s.path,
 	}
@@ -128,9 +128,9 @@ func (s *session) childEnv(placeholderKeys bool) []string {
 	if _, ok := base["PYTHONUNBUFFERED"]; !ok {
 		set["PYTHONUNBUFFERED"] = "1" // so output is recorded when it happens
 	}
-	for _, p := range Providers {
+	for _, p := range providers {
 		for _, name := range p.BaseEnv {
-			set[name] = s.proxy.BaseURL(p)
+			set[name] = s.proxy.baseURL(p)
 		}
 		if placeholderKeys && base[p.KeyEnv] == "" {
 			set[p.KeyEnv] = "sk-jukebox-replay-placeholder"
@@ -234,7 +234,7 @@ func Record(ctx context.Context, o RecordOptions) (*Result, error) {
 		o.Seed = rand.Int64N(1<<31) + 1
 	}
 	s := &session{o: o.RunOptions, mode: tapefmt.ModeRecord}
-	ups := ResolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
+	ups := resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
 	if err := s.openTape(o.Tape, o.Sync, s.runStart(ups)); err != nil {
 		return nil, err
 	}
@@ -261,9 +261,9 @@ func envMap(env []string) map[string]string {
 var allowedEnv = map[string]bool{"LANG": true, "TZ": true, "TERM": true, "PATH": true, "PYTHONPATH": true,
 	"PYTHONHASHSEED": true, "NODE_ENV": true, "VIRTUAL_ENV": true, "OPENAI_BASE_URL": true, "ANTHROPIC_BASE_URL": true}
 
-// AllowedEnv picks the variables of env that may describe a run: locale,
+// runStartEnv picks the variables of env that may describe a run: locale,
 // paths, and names starting LC_, JUKEBOX_ or AGENT_.
-func AllowedEnv(env []string) map[string]string {
+func runStartEnv(env []string) map[string]string {
 	out := map[string]string{}
 	for k, v := range envMap(env) {
 		if allowedEnv[k] || strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "JUKEBOX_") || strings.HasPrefix(k, "AGENT_") {
