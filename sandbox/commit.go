@@ -7,8 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // Commit applies the change set to the real workspace and commits every
@@ -136,7 +135,7 @@ func finishCommit(w *workspace, dir string, j journal, repeat bool, finish func(
 			return err
 		}
 	}
-	if err := unix.Syncfs(a.rootFD); err != nil {
+	if err := syncFS(a.rootFD); err != nil {
 		return fmt.Errorf("sandbox: commit: syncfs: %w", err)
 	}
 	for i, p := range j.Participants {
@@ -160,7 +159,7 @@ func (tx *Tx) preflight(cs ChangeSet) error {
 	defer a.close()
 	for _, c := range cs.Changes {
 		_, err := a.dirFD(path.Dir(c.Path))
-		if err != nil && !errors.Is(err, unix.ENOENT) {
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
 			return err
 		}
 	}
@@ -174,7 +173,7 @@ func syncPath(p string) error {
 		return err
 	}
 	defer f.Close()
-	return unix.Syncfs(int(f.Fd()))
+	return syncFS(int(f.Fd()))
 }
 
 // Rollback discards everything staged and aborts every participant. The

@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
 
 // baseName is the append-only log of fingerprints taken when a path was
@@ -26,34 +24,6 @@ type fingerprint struct {
 	Ctime  int64  `json:"ctime,omitempty"`
 	Ino    uint64 `json:"ino,omitempty"`
 	Mode   uint32 `json:"mode,omitempty"`
-}
-
-func takeFingerprint(abs, rel string) (fingerprint, error) {
-	var st unix.Stat_t
-	err := unix.Lstat(abs, &st)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return fingerprint{Path: rel}, nil
-	}
-	if err != nil {
-		return fingerprint{}, &fs.PathError{Op: "lstat", Path: abs, Err: err}
-	}
-	return fingerprint{
-		Path: rel, Exists: true, Size: st.Size, Ino: st.Ino, Mode: st.Mode,
-		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
-	}, nil
-}
-
-// touchMarker creates name and returns its change time: the file system's
-// own clock at Begin, to compare real-side ctimes against.
-func touchMarker(name string) (int64, error) {
-	if err := os.WriteFile(name, nil, 0o600); err != nil {
-		return 0, err
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(name, &st); err != nil {
-		return 0, err
-	}
-	return st.Ctim.Nano(), nil
 }
 
 // noteBase records the real side of rel the first time it is staged.

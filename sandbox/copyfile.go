@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
 
 // copyFile copies a regular file's content and permission bits, cloning
@@ -21,11 +19,11 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 	}
 	defer in.Close()
 	tmp := dst + ".jbx-tmp"
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, perm.Perm())
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, perm.Perm())
 	if err != nil {
 		return err
 	}
-	if cerr := unix.IoctlFileClone(int(out.Fd()), int(in.Fd())); cerr != nil {
+	if cerr := cloneFile(out, in); cerr != nil {
 		_, err = io.Copy(out, in) // copy_file_range where the kernel has it
 	}
 	if err == nil {
@@ -94,22 +92,6 @@ func copyNode(from, to string, fi fs.FileInfo) error {
 		return copyFile(from, to, fi.Mode())
 	}
 	return fmt.Errorf("%w: %s", ErrSpecialFile, from)
-}
-
-// mkWhiteout makes an overlayfs whiteout (char device 0/0). Linux allows
-// it without privilege since 5.8.
-func mkWhiteout(p string) error {
-	if err := unix.Mknod(p, unix.S_IFCHR|0o600, 0); err != nil {
-		return &fs.PathError{Op: "mknod whiteout", Path: p, Err: err}
-	}
-	return nil
-}
-
-func setOpaque(dir string) error {
-	if err := unix.Lsetxattr(dir, xattrOpaque, []byte("y"), 0); err != nil {
-		return &fs.PathError{Op: "set opaque", Path: dir, Err: err}
-	}
-	return nil
 }
 
 // removeAll removes a tree, first making directories writable: the kernel

@@ -8,9 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // copyStamp is what a materialised file looked like right after the copy;
@@ -23,12 +20,7 @@ type copyStamp struct {
 }
 
 func stampOf(fi fs.FileInfo) copyStamp {
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	s := copyStamp{size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime().UnixNano()}
-	if st != nil {
-		s.ino = st.Ino
-	}
-	return s
+	return copyStamp{ino: inode(fi), size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime().UnixNano()}
 }
 
 // execCopy is the fallback: it materialises the staged view in a private
@@ -125,7 +117,7 @@ func canReflink(src, dst string) bool {
 	}
 	defer os.Remove(probe)
 	defer out.Close()
-	return unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) == nil
+	return cloneFile(out, in) == nil
 }
 
 // fold stages, entry by entry, how the copy at root differs from the

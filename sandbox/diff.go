@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 )
 
 // Diff returns the change set staged so far. It refuses (with an error
@@ -112,7 +111,7 @@ func (tx *Tx) diffSymlink(p string, lower fs.FileInfo, out *[]Change) error {
 }
 
 func (tx *Tx) diffFile(p string, fi, lower fs.FileInfo, out *[]Change) error {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+	if linkCount(fi) > 1 {
 		return pathErr("diff", p, ErrHardLink)
 	}
 	c := Change{Path: p, Op: OpWrite, Mode: fi.Mode().Perm(), Size: fi.Size(), staged: tx.up(p)}

@@ -72,4 +72,20 @@
 // ErrInvalidPath. The namespace confines a child's view of the workspace,
 // not the rest of the machine: writes a child makes outside the workspace
 // are not staged.
+//
+// # Platforms
+//
+// The booth runs on Linux only: children are staged by overlayfs in an
+// unprivileged user+mount namespace, the staging area is in the overlayfs
+// upper-dir format (a whiteout is a character device, an opaque directory
+// carries an xattr) and commit flushes with syncfs. The code that needs
+// the kernel sits in _linux.go files (namespaces, overlayfs, syncfs,
+// reflinks) and //go:build unix files (directory descriptors, flock,
+// inodes, whiteouts), with stubs in platform_other.go and
+// platform_nounix.go, so that this package, and everything that imports
+// it, builds on macOS and Windows. There Begin, Open, List and Recover
+// return an *UnsupportedError (errors.ErrUnsupported), Probe reports it
+// in Capabilities.Unsupported, and callers check Supported before
+// offering the booth. Nothing stages there, and nothing pretends to. A
+// macOS booth (APFS clonefile and a Seatbelt profile) is not written yet.
 package sandbox

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // journalName is the decision record inside a transaction's directory.
@@ -77,7 +75,7 @@ func lockState(w *workspace) (*stateLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+	if err := lockFile(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("sandbox: lock: %w", err)
 	}
@@ -85,7 +83,7 @@ func lockState(w *workspace) (*stateLock, error) {
 }
 
 func (l *stateLock) release() {
-	unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	unlockFile(l.f)
 	l.f.Close()
 }
 

@@ -18,15 +18,34 @@ type Capabilities struct {
 	Reflink        bool   `json:"reflink"`
 	Wazero         string `json:"wazero"` // module version, "" if unknown
 	ExecMode       Mode   `json:"exec_mode"`
+	// Unsupported, where the booth cannot run on this platform at all,
+	// says why (Supported's reason); nothing else is probed then.
+	Unsupported string `json:"unsupported,omitempty"`
 	// Notes explain each "no", one line each.
 	Notes []string `json:"notes,omitempty"`
 }
 
 // Probe checks, by trying them, what the booth can use here: a user+mount
 // namespace with overlayfs (through the re-executed init, so MaybeRunInit
-// must run in main), and reflinks in dir's file system.
+// must run in main), and reflinks in dir's file system. Where the booth
+// cannot run at all (see Supported) it tries nothing, sets Unsupported
+// and leaves ExecMode empty.
 func Probe(ctx context.Context, dir string) Capabilities {
+	return probe(ctx, dir, Supported())
+}
+
+// probe is Probe with the platform's answer given, so the answer for a
+// platform without the booth can be tested on Linux.
+func probe(ctx context.Context, dir string, unsupported error) Capabilities {
 	c := Capabilities{Wazero: moduleVersion("github.com/tetratelabs/wazero"), ExecMode: ModeCopy}
+	if unsupported != nil {
+		c.ExecMode, c.Unsupported = "", unsupported.Error()
+		var ue *UnsupportedError
+		if errors.As(unsupported, &ue) {
+			c.Unsupported = ue.Reason()
+		}
+		return c
+	}
 	tmp, err := os.MkdirTemp(dir, ".jukebox-probe-")
 	if err != nil {
 		c.Notes = append(c.Notes, "probe: "+err.Error())

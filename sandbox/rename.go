@@ -4,8 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // Rename stages moving oldname to newname. Like overlayfs without
@@ -42,13 +41,13 @@ func renameCheck(from, to string, e, ne entry) error {
 	case !e.exists():
 		return fs.ErrNotExist
 	case strings.HasPrefix(to, from+"/"):
-		return unix.EINVAL
+		return syscall.EINVAL
 	case !ne.exists():
 		return nil
 	case ne.info.IsDir() && !e.info.IsDir():
-		return unix.EISDIR
+		return syscall.EISDIR
 	case !ne.info.IsDir() && e.info.IsDir():
-		return unix.ENOTDIR
+		return syscall.ENOTDIR
 	}
 	return nil
 }
@@ -57,7 +56,7 @@ func renameCheck(from, to string, e, ne entry) error {
 func (tx *Tx) placeAt(to string, ne entry) error {
 	if ne.exists() && ne.info.IsDir() {
 		if list, err := tx.readDir(to); err != nil || len(list) > 0 {
-			return pathErr("rename", to, unix.ENOTEMPTY)
+			return pathErr("rename", to, syscall.ENOTEMPTY)
 		}
 	}
 	if err := tx.clearUpper(to); err != nil {

@@ -5,8 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // prepare cleans and resolves name for a mutation and records the real
@@ -56,7 +55,7 @@ func (tx *Tx) upperParent(op, rel string) error {
 		return pathErr(op, rel, fs.ErrNotExist)
 	}
 	if !e.info.IsDir() {
-		return pathErr(op, rel, unix.ENOTDIR)
+		return pathErr(op, rel, syscall.ENOTDIR)
 	}
 	if err := os.Mkdir(tx.up(dir), e.info.Mode().Perm()|0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return pathErr(op, rel, err)
@@ -126,7 +125,7 @@ func (tx *Tx) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error
 	}
 	switch {
 	case e.exists() && e.info.IsDir():
-		return nil, pathErr("write", name, unix.EISDIR)
+		return nil, pathErr("write", name, syscall.EISDIR)
 	case e.exists() && flag&os.O_EXCL != 0:
 		return nil, pathErr("write", name, fs.ErrExist)
 	case !e.exists() && flag&os.O_CREATE == 0:
@@ -145,7 +144,7 @@ func (tx *Tx) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error
 	if fi, err := os.Lstat(tx.up(rel)); err == nil && isWhiteout(fi) {
 		os.Remove(tx.up(rel))
 	}
-	return os.OpenFile(tx.up(rel), flag|os.O_CREATE|unix.O_NOFOLLOW, perm)
+	return os.OpenFile(tx.up(rel), flag|os.O_CREATE|oNoFollow, perm)
 }
 
 // Remove stages the removal of a file, symlink or empty directory.
@@ -176,7 +175,7 @@ func (tx *Tx) remove(op, name string, all bool) error {
 	}
 	if e.info.IsDir() && !all {
 		if list, err := tx.readDir(rel); err != nil || len(list) > 0 {
-			return pathErr(op, name, unix.ENOTEMPTY)
+			return pathErr(op, name, syscall.ENOTEMPTY)
 		}
 	}
 	return tx.whiteout(op, rel)
@@ -235,7 +234,7 @@ func (tx *Tx) MkdirAll(name string, perm fs.FileMode) error {
 		if fi.IsDir() {
 			return nil
 		}
-		return pathErr("mkdir", name, unix.ENOTDIR)
+		return pathErr("mkdir", name, syscall.ENOTDIR)
 	}
 	if dir := path.Dir(name); dir != "." && dir != "/" {
 		if err := tx.MkdirAll(dir, perm); err != nil {

@@ -55,6 +55,9 @@ type workspace struct {
 }
 
 func newWorkspace(dir string, opts Options) (*workspace, error) {
+	if err := Supported(); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: workspace: %w", err)

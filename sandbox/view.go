@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // The staging area uses the overlayfs upper-dir format, so a child in the
@@ -50,25 +48,6 @@ func (tx *Tx) real(rel string) string { return filepath.Join(tx.ws.root, filepat
 // up returns the absolute staging path of a clean relative path.
 func (tx *Tx) up(rel string) string { return filepath.Join(tx.upper, filepath.FromSlash(rel)) }
 
-func isWhiteout(fi fs.FileInfo) bool {
-	if fi.Mode()&fs.ModeCharDevice == 0 {
-		return false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && st.Rdev == 0
-}
-
-func isOpaque(dir string) bool {
-	buf := make([]byte, 4)
-	for _, name := range []string{xattrOpaque, xattrTrustedOpaque} {
-		n, err := unix.Lgetxattr(dir, name, buf)
-		if err == nil && n == 1 && buf[0] == 'y' {
-			return true
-		}
-	}
-	return false
-}
-
 // lookup finds rel in the staged view without following a final symlink.
 // Parent symlinks are not followed either: callers resolve first.
 func (tx *Tx) lookup(rel string) (entry, error) {
@@ -85,7 +64,7 @@ func (tx *Tx) lookup(rel string) (entry, error) {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
-		case errors.Is(err, unix.ENOTDIR):
+		case errors.Is(err, syscall.ENOTDIR):
 			return entry{}, nil
 		case err != nil:
 			return entry{}, err
@@ -104,7 +83,7 @@ func (tx *Tx) lookup(rel string) (entry, error) {
 		return entry{}, nil
 	}
 	fi, err := os.Lstat(tx.real(rel))
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return entry{}, nil
 	}
 	if err != nil {
@@ -249,7 +228,7 @@ func (tx *Tx) readDir(rel string) ([]fs.FileInfo, error) {
 		return nil, err
 	}
 	if !e.exists() || !e.info.IsDir() {
-		return nil, pathErr("readdir", rel, unix.ENOTDIR)
+		return nil, pathErr("readdir", rel, syscall.ENOTDIR)
 	}
 	seen := map[string]bool{}
 	var out []fs.FileInfo

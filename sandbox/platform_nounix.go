@@ -1,0 +1,37 @@
+//go:build !unix
+
+package sandbox
+
+import (
+	"io/fs"
+	"os"
+)
+
+// Stubs for the pieces that need a Unix kernel (directory descriptors,
+// flock, inodes, device files, xattrs). As in platform_other.go, they
+// fail with Supported's error; nothing here stages or commits.
+
+// oNoFollow is 0: there is no portable flag to refuse a final symlink.
+const oNoFollow = 0
+
+// applier is the commit's writer; it cannot be made here.
+type applier struct {
+	rootFD int
+	repeat bool
+}
+
+func newApplier(_, _ string) (*applier, error) { return nil, Supported() }
+func (a *applier) close()                      {}
+func (a *applier) dirFD(string) (int, error)   { return -1, Supported() }
+func (a *applier) apply(int, Change) error     { return Supported() }
+
+func takeFingerprint(string, string) (fingerprint, error) { return fingerprint{}, Supported() }
+func touchMarker(string) (int64, error)                   { return 0, Supported() }
+func inode(fs.FileInfo) uint64                            { return 0 }
+func linkCount(fs.FileInfo) uint64                        { return 0 }
+func lockFile(*os.File) error                             { return Supported() }
+func unlockFile(*os.File) error                           { return Supported() }
+func isWhiteout(fs.FileInfo) bool                         { return false }
+func isOpaque(string) bool                                { return false }
+func mkWhiteout(string) error                             { return Supported() }
+func setOpaque(string) error                              { return Supported() }

@@ -1,0 +1,26 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// Stubs for the pieces only Linux has. Begin, Open, List and Recover
+// refuse with Supported's error first, so these run only if something
+// skipped that check, and then they fail with the same error.
+
+func runInitChild(context.Context, initSpec, ExecOptions) (int, error) {
+	return -1, fmt.Errorf("%w: %v", errNoUserNS, Supported())
+}
+
+func runInit(string) int {
+	fmt.Fprintf(os.Stderr, "jukebox: %v\n", Supported())
+	return initSetupFailed
+}
+
+func syncFS(int) error { return Supported() }
+
+func cloneFile(_, _ *os.File) error { return Supported() }

@@ -1,0 +1,67 @@
+//go:build unix
+
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// oNoFollow makes an open fail on a final symlink instead of following it.
+const oNoFollow = unix.O_NOFOLLOW
+
+// takeFingerprint stats the real path abs (rel in the workspace) without
+// following a final symlink; a missing path is a fingerprint too.
+func takeFingerprint(abs, rel string) (fingerprint, error) {
+	var st unix.Stat_t
+	err := unix.Lstat(abs, &st)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return fingerprint{Path: rel}, nil
+	}
+	if err != nil {
+		return fingerprint{}, &fs.PathError{Op: "lstat", Path: abs, Err: err}
+	}
+	return fingerprint{
+		Path: rel, Exists: true, Size: st.Size, Ino: st.Ino, Mode: uint32(st.Mode),
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
+	}, nil
+}
+
+// touchMarker creates name and returns its change time: the file system's
+// own clock at Begin, to compare real-side ctimes against.
+func touchMarker(name string) (int64, error) {
+	if err := os.WriteFile(name, nil, 0o600); err != nil {
+		return 0, err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(name, &st); err != nil {
+		return 0, err
+	}
+	return st.Ctim.Nano(), nil
+}
+
+// inode returns fi's inode number, 0 if the file system gives none.
+func inode(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// linkCount returns how many hard links fi has, 0 if unknown.
+func linkCount(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 0
+}
+
+// lockFile takes an exclusive lock on f, waiting for it.
+func lockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) }
+
+// unlockFile releases lockFile's lock.
+func unlockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
