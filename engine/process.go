@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -174,18 +172,6 @@ func (c *child) kill(grace time.Duration) {
 	time.AfterFunc(grace, func() { c.cmd.Process.Kill() })
 }
 
-// terminalSentIt reports whether s is a Ctrl-C or Ctrl-\ from the terminal,
-// which the kernel has already delivered to the child: it shares jukebox's
-// process group, and that group is the terminal's foreground. Forwarding it
-// again would interrupt the agent twice.
-func terminalSentIt(s os.Signal) bool {
-	if s != syscall.SIGINT && s != syscall.SIGQUIT {
-		return false
-	}
-	fg, err := unix.IoctlGetInt(int(os.Stdin.Fd()), unix.TIOCGPGRP)
-	return err == nil && fg == syscall.Getpgrp()
-}
-
 func exitStatus(cmd *exec.Cmd, err error, end tapefmt.RunEnd) tapefmt.RunEnd {
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -198,7 +184,7 @@ func exitStatus(cmd *exec.Cmd, err error, end tapefmt.RunEnd) tapefmt.RunEnd {
 	st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
 	case ok && st.Signaled():
-		end.Signal, end.ExitCode = unix.SignalName(st.Signal()), 128+int(st.Signal())
+		end.Signal, end.ExitCode = signalName(st.Signal()), 128+int(st.Signal())
 	default:
 		end.ExitCode = cmd.ProcessState.ExitCode()
 	}
