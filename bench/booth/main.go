@@ -1,4 +1,6 @@
-// Command booth measures the Shadow Booth against the peer the issue names:
+//go:build linux
+
+// Command booth measures the Shadow Booth (Linux only, as the booth is) against the peer the issue names:
 // Begin and Rollback on a 10,000-file workspace (target: under 20 ms each,
 // whatever the size), and Commit of 1,000 staged files against `cp -r` of
 // the same files (target: within 2x). It prints medians and the ratio.
