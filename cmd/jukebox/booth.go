@@ -25,6 +25,11 @@ type BoothCmd struct {
 	Exec     BoothExecCmd     `cmd:"" help:"Run a WASI (preview 1) .wasm tool against the staged view."`
 }
 
+// Validate refuses every booth subcommand where the booth cannot run.
+func (c *BoothCmd) Validate() error {
+	return boothUnavailable("jukebox booth has nothing to work on here")
+}
+
 // boothTarget are the flags every booth subcommand shares.
 type boothTarget struct {
 	Workspace string `short:"C" default:"." type:"path" help:"Workspace directory."`

@@ -36,6 +36,9 @@ func runBoothCLI(t *testing.T, args ...string) (string, string, error) {
 }
 
 func TestBoothCommands(t *testing.T) {
+	if err := sandbox.Supported(); err != nil {
+		t.Skip(err) // TestBoothUnsupported covers this platform
+	}
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644)
 	tx, err := sandbox.Begin(ws, sandbox.Options{})

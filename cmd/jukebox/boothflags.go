@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -22,7 +23,31 @@ func (b *boothFlags) validate() error {
 	if !b.Booth && (b.Commit != "ask" || b.Keep || b.BoothMode != "auto") {
 		return fmt.Errorf("--commit, --keep and --booth-mode only apply with --booth")
 	}
+	if b.Booth {
+		return boothUnavailable("run without --booth")
+	}
 	return nil
+}
+
+// boothSupported is sandbox.Supported, replaced in tests to play a
+// platform without the booth.
+var boothSupported = sandbox.Supported
+
+// boothUnavailable is nil where the Shadow Booth runs (Linux). Elsewhere
+// it says why not, then what to do instead (hint), for example: "the
+// Shadow Booth needs Linux (user and mount namespaces, overlayfs); this
+// is darwin/arm64: run without --booth". Commands that use the booth call
+// it from Validate, so the answer is exit 2 before anything starts.
+func boothUnavailable(hint string) error {
+	err := boothSupported()
+	if err == nil {
+		return nil
+	}
+	var ue *sandbox.UnsupportedError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %s", ue.Reason(), hint)
+	}
+	return fmt.Errorf("%w: %s", err, hint)
 }
 
 // boothOptions are the engine's options, or nil without --booth. With

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -30,6 +31,9 @@ func (c *DoctorCmd) Run(env *Env) error {
 		return "no"
 	}
 	w := env.Stdout
+	if caps.Unsupported != "" {
+		fmt.Fprintf(w, "booth            unavailable: %s\n", caps.Unsupported)
+	}
 	fmt.Fprintf(w, "user namespaces  %s\n", yes(caps.UserNamespaces))
 	fmt.Fprintf(w, "overlayfs        %s\n", yes(caps.Overlay))
 	fmt.Fprintf(w, "reflink          %s\n", yes(caps.Reflink))
@@ -38,7 +42,7 @@ func (c *DoctorCmd) Run(env *Env) error {
 		wz = "built in"
 	}
 	fmt.Fprintf(w, "wazero (WASI)    %s\n", wz)
-	fmt.Fprintf(w, "booth exec mode  %s\n", caps.ExecMode)
+	fmt.Fprintf(w, "booth exec mode  %s\n", cmp.Or(string(caps.ExecMode), "none"))
 	for _, n := range caps.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}

@@ -39,6 +39,11 @@ func (c *ForkCmd) Validate() error {
 	if len(c.Model) > 1 && c.Output != "" && !strings.Contains(c.Output, "{model}") {
 		return fmt.Errorf("-o with several models needs {model} in the name, e.g. -o fork-{model}.jbx")
 	}
+	if !c.NoBooth {
+		// No silent fallback: outside the booth the fork's side effects
+		// reach the real workspace, so that must be asked for.
+		return boothUnavailable("fork runs in it by default: pass --no-booth to fork outside it (the agent's writes then reach the workspace)")
+	}
 	return nil
 }
 

@@ -65,9 +65,15 @@ func (c *PlayCmd) Run(env *Env) error {
 
 // prepareFork completes a fork started from the turntable as `jukebox fork`
 // would: a tape in ./tapes, the parent's working directory, and the booth
-// (rolled back at the end) unless --no-booth. Nothing may print: the
-// screen belongs to the turntable.
+// (rolled back at the end) unless --no-booth; where the booth cannot run,
+// the fork is refused with the reason, shown in the fork form. Nothing
+// may print: the screen belongs to the turntable.
 func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
+	if !c.NoBooth {
+		if err := boothUnavailable("restart with jukebox play --no-booth to fork outside it"); err != nil {
+			return err
+		}
+	}
 	start, err := parentStart(fo.Parent, nil)
 	if err != nil {
 		return err
