@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Cross-compiles the main module for the platforms README's "Platforms"
+# section names and vets it and bench/ there (go vet type-checks the tests
+# too), so code that only builds on Linux is caught here. One line per
+# target; exits 1 after all targets if any failed, with the output.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+failed=0
+for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+	start=$SECONDS
+	if out=$(export GOOS=${target%/*} GOARCH=${target#*/}
+		go build ./... 2>&1 && go vet ./... 2>&1 && go -C bench vet ./... 2>&1); then
+		echo "cross: $target: go build, go vet and bench's go vet ok ($((SECONDS - start))s)"
+	else
+		echo "cross: $target: FAILED ($((SECONDS - start))s)"
+		echo "$out" | sed 's/^/    /'
+		failed=1
+	fi
+done
+exit $failed
