@@ -146,13 +146,13 @@ func (c *child) wait(ctx context.Context) tapefmt.RunEnd {
 		select {
 		case s := <-sigs:
 			if s == syscall.SIGINT {
-				end.Reason = "interrupted"
+				end.Reason = tapefmt.ReasonInterrupted
 			}
 			if !terminalSentIt(s) {
 				c.cmd.Process.Signal(s)
 			}
 		case <-ctx.Done():
-			end.Reason = "cancelled"
+			end.Reason = tapefmt.ReasonCancelled
 			c.kill(3 * time.Second)
 			ctx = context.Background() // kill once
 		case err := <-done:

@@ -11,7 +11,9 @@
 // sorted by path, with every deleted path listed (those under a deleted or
 // replaced directory marked Implied). Change.Open reads staged content and
 // Options.Observer hears begin, each change, commit and rollback, so the
-// engine can write tape frames; sandbox imports nothing else of Jukebox.
+// engine can write tape frames. Of Jukebox, sandbox imports only tapefmt:
+// a change's Op is the tape's tapefmt.FileOp, so the operations are named
+// once for the booth and the tape.
 //
 // # Staging area
 //
