@@ -13,19 +13,25 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
+// CommitPolicy says what becomes of a booth run's staged changes when the
+// agent ends. It is not written to the tape: the tape records what
+// happened (tx.commit or tx.rollback), and a rollback's reason names the
+// policy.
+type CommitPolicy string
+
 // Commit policies for a run in the booth.
 const (
-	CommitAsk       = "ask"        // show the change set and ask
-	CommitOnSuccess = "on-success" // commit when the agent exits 0
-	CommitAlways    = "always"
-	CommitNever     = "never"
+	CommitAsk       CommitPolicy = "ask"        // show the change set and ask
+	CommitOnSuccess CommitPolicy = "on-success" // commit when the agent exits 0
+	CommitAlways    CommitPolicy = "always"     // commit whatever the agent did
+	CommitNever     CommitPolicy = "never"      // roll back (or keep, with Keep)
 )
 
 // BoothOptions run the agent inside the Shadow Booth: its workspace (the
 // run's directory) is staged copy-on-write and committed or rolled back at
 // the end, as Commit says.
 type BoothOptions struct {
-	Commit string
+	Commit CommitPolicy // "" is CommitNever
 	Keep   bool         // leave the transaction open instead of rolling back
 	Mode   sandbox.Mode // force a staging mode; "" tries the overlay first
 	// Ask decides for CommitAsk; it is shown the change set.
@@ -132,11 +138,11 @@ func (s *session) decide(cs sandbox.ChangeSet, end tapefmt.RunEnd) (bool, error)
 	return false, nil
 }
 
-func rollbackReason(policy string, end tapefmt.RunEnd) string {
+func rollbackReason(policy CommitPolicy, end tapefmt.RunEnd) string {
 	if policy == CommitOnSuccess {
 		return fmt.Sprintf("agent exit %d", end.ExitCode)
 	}
-	return "commit policy " + policy
+	return "commit policy " + string(policy)
 }
 
 // recordChange writes one file.change frame, with the content as a blob.

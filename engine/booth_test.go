@@ -20,7 +20,7 @@ import (
 func TestRecordInBooth(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		policy string
+		policy engine.CommitPolicy
 		mode   sandbox.Mode
 		landed bool
 	}{
@@ -28,7 +28,7 @@ func TestRecordInBooth(t *testing.T) {
 		{engine.CommitAlways, "", true},
 		{engine.CommitOnSuccess, sandbox.ModeCopy, true},
 	} {
-		t.Run(c.policy+"/"+string(c.mode), func(t *testing.T) {
+		t.Run(string(c.policy)+"/"+string(c.mode), func(t *testing.T) {
 			t.Parallel()
 			srv := startModel(t, nil)
 			run := pythonAgent(t, "demo-small")

@@ -13,14 +13,14 @@ import (
 
 // boothFlags run an agent inside the Shadow Booth (record, fork).
 type boothFlags struct {
-	Booth     bool   `help:"Run the agent inside the Shadow Booth: its writes to the working directory are staged and committed or rolled back at the end."`
-	Commit    string `enum:"ask,on-success,always,never" default:"ask" help:"With --booth: ask (show the changes and ask), on-success (commit when the agent exits 0), always, or never."`
-	Keep      bool   `help:"With --booth: leave the transaction open instead of rolling it back, for jukebox booth diff|commit|rollback."`
-	BoothMode string `enum:"auto,overlay,reflink,copy" default:"auto" help:"With --booth: staging mode; auto tries the namespace overlay and falls back to a copy."`
+	Booth     bool                `help:"Run the agent inside the Shadow Booth: its writes to the working directory are staged and committed or rolled back at the end."`
+	Commit    engine.CommitPolicy `enum:"ask,on-success,always,never" default:"ask" help:"With --booth: ask (show the changes and ask), on-success (commit when the agent exits 0), always, or never."`
+	Keep      bool                `help:"With --booth: leave the transaction open instead of rolling it back, for jukebox booth diff|commit|rollback."`
+	BoothMode string              `enum:"auto,overlay,reflink,copy" default:"auto" help:"With --booth: staging mode; auto tries the namespace overlay and falls back to a copy."`
 }
 
 func (b *boothFlags) validate() error {
-	if !b.Booth && (b.Commit != "ask" || b.Keep || b.BoothMode != "auto") {
+	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.BoothMode != "auto") {
 		return fmt.Errorf("--commit, --keep and --booth-mode only apply with --booth")
 	}
 	if b.Booth {

@@ -15,20 +15,20 @@ import (
 
 // ForkCmd drops the needle on a frame and resumes live from there.
 type ForkCmd struct {
-	Tape             string    `arg:"" type:"existingfile" help:"The parent tape."`
-	Cmd              []string  `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the parent's recorded command)."`
-	Frame            uint64    `required:"" help:"Fork at this frame: the first model call at or after it gets the overrides and goes live; earlier calls are answered from the parent."`
-	Model            []string  `help:"Model for the call at the fork frame; several (comma-separated) fork once per model."`
-	SystemPromptFile string    `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text."`
-	Temperature      *float64  `help:"Set the temperature."`
-	Patch            string    `placeholder:"JSON" help:"A JSON merge patch (RFC 7396) applied to the request body last, e.g. '{\"max_tokens\": 50}'."`
-	Output           string    `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
-	Upstream         upstreams `placeholder:"NAME=URL" help:"Where live calls go, as in record."`
-	Dir              string    `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one)."`
-	NoBooth          bool      `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
-	Commit           string    `enum:"ask,on-success,always,never" default:"never" help:"What to do with the fork's staged changes: never (default: roll back), ask, on-success or always."`
-	Keep             bool      `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
-	JSON             bool      `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
+	Tape             string              `arg:"" type:"existingfile" help:"The parent tape."`
+	Cmd              []string            `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the parent's recorded command)."`
+	Frame            uint64              `required:"" help:"Fork at this frame: the first model call at or after it gets the overrides and goes live; earlier calls are answered from the parent."`
+	Model            []string            `help:"Model for the call at the fork frame; several (comma-separated) fork once per model."`
+	SystemPromptFile string              `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text."`
+	Temperature      *float64            `help:"Set the temperature."`
+	Patch            string              `placeholder:"JSON" help:"A JSON merge patch (RFC 7396) applied to the request body last, e.g. '{\"max_tokens\": 50}'."`
+	Output           string              `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
+	Upstream         upstreams           `placeholder:"NAME=URL" help:"Where live calls go, as in record."`
+	Dir              string              `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one)."`
+	NoBooth          bool                `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
+	Commit           engine.CommitPolicy `enum:"ask,on-success,always,never" default:"never" help:"What to do with the fork's staged changes: never (default: roll back), ask, on-success or always."`
+	Keep             bool                `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
+	JSON             bool                `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
 
 // Validate checks flags before anything starts.
