@@ -31,6 +31,7 @@ type Frame struct {
 	Body      string        `json:"body,omitempty"` // the text the word diff compares
 	Tokens    int64         `json:"tokens,omitempty"`
 	Cost      float64       `json:"cost_usd,omitempty"`
+	Unpriced  bool          `json:"unpriced,omitempty"`   // a call that used Tokens at no known price (Cost is 0, not free)
 	Latency   time.Duration `json:"latency_ns,omitempty"` // time the call took
 	Time      time.Duration `json:"time_ns"`              // offset from the start of the run
 }
@@ -41,7 +42,8 @@ type Totals struct {
 	Steps    int           `json:"steps"`
 	Calls    int           `json:"llm_calls"` // llm.response frames
 	Tokens   int64         `json:"tokens"`
-	Cost     float64       `json:"cost_usd"`
+	Cost     float64       `json:"cost_usd"`                 // of the priced calls
+	Unpriced int           `json:"unpriced_calls,omitempty"` // calls whose cost is unknown, left out of Cost
 	Latency  time.Duration `json:"latency_ns"`
 	Duration time.Duration `json:"duration_ns"`
 }
@@ -58,6 +60,9 @@ func totalsOf(tl Timeline) Totals {
 		}
 		t.Tokens += f.Tokens
 		t.Cost += f.Cost
+		if f.Unpriced {
+			t.Unpriced++
+		}
 		t.Latency += f.Latency
 	}
 	return t
@@ -66,6 +71,6 @@ func totalsOf(tl Timeline) Totals {
 // sub returns t minus u, field by field.
 func (t Totals) sub(u Totals) Totals {
 	return Totals{Frames: t.Frames - u.Frames, Steps: t.Steps - u.Steps, Calls: t.Calls - u.Calls,
-		Tokens: t.Tokens - u.Tokens, Cost: t.Cost - u.Cost, Latency: t.Latency - u.Latency,
+		Tokens: t.Tokens - u.Tokens, Cost: t.Cost - u.Cost, Unpriced: t.Unpriced - u.Unpriced, Latency: t.Latency - u.Latency,
 		Duration: t.Duration - u.Duration}
 }

@@ -1,7 +1,5 @@
 package engine
 
-import "github.com/jukebox-os/jukebox/tapefmt"
-
 // EventKind says what happened in a run.
 type EventKind int
 
@@ -16,11 +14,13 @@ const (
 
 // Event is one thing that happened in a run.
 type Event struct {
-	Kind  EventKind
-	Seq   uint64 // frame written, when one was
-	Call  uint64
-	Model string
-	Usage tapefmt.Usage
-	Data  []byte      // output bytes
-	Div   *Divergence // for EventDiverged
+	Kind EventKind
+	Seq  uint64 // frame written, when one was
+	Call uint64
+	// CallUsage is, for EventResponse, the call's usage, model and cost as
+	// ResponseUsage finds them on the tape, so a live counter agrees with
+	// `ls` and the turntable; for EventRequest, Model is the one asked for.
+	CallUsage
+	Data []byte      // output bytes
+	Div  *Divergence // for EventDiverged
 }

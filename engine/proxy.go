@@ -203,7 +203,7 @@ func (p *proxy) recordRequest(x *exchange) error {
 	}
 	seq, err := p.tape.Append(0, tapefmt.LLMRequest{Call: x.call, Provider: x.provider.Name, Method: x.req.Method,
 		Path: x.path, Query: x.query, Header: x.req.Header, Body: h, Size: int64(len(x.body)), Model: ri.Model, Stream: ri.Stream})
-	p.emit(Event{Kind: EventRequest, Seq: seq, Call: x.call, Model: ri.Model})
+	p.emit(Event{Kind: EventRequest, Seq: seq, Call: x.call, CallUsage: CallUsage{Model: ri.Model}})
 	return err
 }
 
@@ -218,7 +218,9 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 			a.resp.Body = h
 		}
 		seq, _ := p.tape.Append(0, a.resp)
-		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, Model: a.resp.Model, Usage: a.resp.Usage})
+		body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
+		model := func() string { return parseRequestInfo(DecodeBody(x.req.Header, x.body).Text).Model }
+		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: ResponseUsage(&a.resp, body, model)})
 	}
 }
 

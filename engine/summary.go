@@ -1,10 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
-	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -19,20 +20,23 @@ type Summary struct {
 	Steps     int                `json:"steps"`
 	Calls     int                `json:"llm_calls"`
 	Usage     tapefmt.Usage      `json:"tokens"`
-	Cost      float64            `json:"cost_usd"`
-	Unpriced  []string           `json:"unpriced_models,omitempty"` // models without a known rate
+	Cost      float64            `json:"cost_usd"`                  // of the priced calls (ResponseUsage)
+	Unpriced  []string           `json:"unpriced_models,omitempty"` // models without a known rate; "?" for calls that name none
 	Exit      *tapefmt.RunEnd    `json:"exit,omitempty"`            // nil while a run has no end frame
 	Parent    *tapefmt.ParentRef `json:"parent,omitempty"`
 	Recovered *tapefmt.Recovery  `json:"recovered,omitempty"`
 	Sealed    bool               `json:"sealed"`
 }
 
-// Summarize reads the run's start and end frames and every LLM response.
+// Summarize reads the run's start and end frames and every LLM call, whose
+// tokens and cost it finds by ResponseUsage.
 func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: t.Steps(),
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
 	unpriced := map[string]bool{}
-	for f, err := range t.Frames(tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMResponse) {
+	models := map[uint64]string{} // request model by call
+	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse}
+	for f, err := range t.Frames(kinds...) {
 		if err != nil {
 			return s, err
 		}
@@ -46,8 +50,10 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 			s.Name, s.Argv, s.Parent = p.Name, p.Argv, p.Parent
 		case *tapefmt.RunEnd:
 			s.Exit = p
+		case *tapefmt.LLMRequest:
+			models[p.Call] = p.Model
 		case *tapefmt.LLMResponse:
-			s.addCall(p, unpriced)
+			s.addCall(ResponseUsage(p, t.Blob, func() string { return models[p.Call] }), unpriced)
 		}
 	}
 	if n := t.Len(); n > 0 {
@@ -60,21 +66,21 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 	for m := range unpriced {
 		s.Unpriced = append(s.Unpriced, m)
 	}
+	slices.Sort(s.Unpriced)
 	return s, nil
 }
 
-func (s *Summary) addCall(p *tapefmt.LLMResponse, unpriced map[string]bool) {
+func (s *Summary) addCall(c CallUsage, unpriced map[string]bool) {
 	s.Calls++
-	u := p.Usage
+	u := c.Usage
 	s.Usage.Input += u.Input
 	s.Usage.Output += u.Output
 	s.Usage.Cached += u.Cached
 	s.Usage.Reasoning += u.Reasoning
-	usd, ok := breaker.Cost(p.Model, u.Input, u.Cached, u.Output)
-	if !ok && p.Model != "" && u.Total() > 0 {
-		unpriced[p.Model] = true
+	if c.Unpriced() {
+		unpriced[cmp.Or(c.Model, "?")] = true
 	}
-	s.Cost += usd
+	s.Cost += c.Cost
 }
 
 // ExitText is the run's exit status for display: "0", "signal: SIGINT",

@@ -1,14 +1,12 @@
 package engine
 
 import (
-	"cmp"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -52,10 +50,11 @@ type Row struct {
 // costIndex holds cumulative tokens and cost at each llm.response frame,
 // summed up to frame upto (exclusive).
 type costIndex struct {
-	frames []int32
-	tokens []int64
-	cost   []float64
-	upto   int
+	frames   []int32
+	tokens   []int64
+	cost     []float64
+	unpriced []int32 // calls that used tokens at no known price
+	upto     int
 }
 
 // maxCachedRows bounds the decoded-row cache; a screen needs a few dozen.
@@ -193,9 +192,8 @@ func (tl *Timeline) readRow(i int) Row {
 	r.Payload, r.Summary = p, Describe(p)
 	switch p := p.(type) {
 	case *tapefmt.LLMResponse:
-		u, model := tl.usage(i, p)
-		r.Tokens = u.Total()
-		r.Cost, r.Priced = breaker.Cost(model, u.Input, u.Cached, u.Output)
+		c := tl.usage(i, p)
+		r.Tokens, r.Cost, r.Priced = c.Usage.Total(), c.Cost, c.Priced
 		r.Error = p.Error != "" || p.Status >= 400
 	case *tapefmt.ToolResult:
 		r.Error = p.IsError
@@ -219,22 +217,15 @@ func shortPath(p string) string {
 	return p
 }
 
-// usage is a response's token count and model: from the frame, else read
-// from its body; the model from the request when the response lacks one.
-func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) (tapefmt.Usage, string) {
-	u, model := p.Usage, p.Model
-	if u == (tapefmt.Usage{}) && !p.Body.IsZero() {
-		if body, err := tl.t.Blob(p.Body); err == nil {
-			model, u = ExtractUsage(DecodeBody(p.Header, body).Text)
-			model = cmp.Or(p.Model, model)
-		}
-	}
-	if model == "" {
+// usage is the usage, model and cost of the response at frame i, found by
+// ResponseUsage; its request is looked for only when the model is missing.
+func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) CallUsage {
+	return ResponseUsage(p, tl.t.Blob, func() string {
 		if req, _ := tl.request(i, p.Call); req != nil {
-			model = req.Model
+			return req.Model
 		}
-	}
-	return u, model
+		return ""
+	})
 }
 
 // pairWindow bounds how far a request looks for its response and back.

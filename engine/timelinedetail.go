@@ -50,6 +50,7 @@ type CallDetail struct {
 	Answer            string // the response text, assembled from the stream, then its tool calls
 	Usage             tapefmt.Usage
 	Cost              float64
+	Priced            bool // the model has a rate: Cost is known
 	Latency, Elapsed  time.Duration
 	Chunks            tapefmt.Chunks
 	RequestErr        error // the request body does not read (a *FrameError): the context is unknown, not empty
@@ -175,10 +176,9 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 		if resp.Status/100 != 2 {
 			c.Answer = string(c.body)
 		}
-		r := tl.Row(si)
-		c.Usage, _ = tl.usage(si, resp)
-		c.Cost = r.Cost
-		c.Model = cmp.Or(resp.Model, c.Model)
+		u := tl.usage(si, resp)
+		c.Usage, c.Cost, c.Priced = u.Usage, u.Cost, u.Priced
+		c.Model = cmp.Or(u.Model, c.Model)
 	}
 	return c
 }

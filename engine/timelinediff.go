@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -180,24 +179,23 @@ func (b *timelineBuilder) text(h tapefmt.Hash, body []byte, render func([]byte) 
 }
 
 func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) error {
-	model, path := p.Model, "?"
-	if req := b.calls[p.Call]; req != nil {
+	path, req := "?", b.calls[p.Call]
+	if req != nil {
 		path = req.Path
-		if model == "" {
-			model = req.Model
-		}
 	}
 	body, err := b.body(p.Header, p.Body)
 	if err != nil {
 		return err
 	}
-	u := p.Usage
-	if u == (tapefmt.Usage{}) && len(body) > 0 {
-		_, u = ExtractUsage(body)
-	}
+	c := ResponseUsage(p, b.t.Blob, func() string {
+		if req != nil {
+			return req.Model
+		}
+		return ""
+	})
+	model, u := c.Model, c.Usage
 	fr.Signature = fr.Kind + " " + path
-	fr.Tokens = u.Total()
-	fr.Cost, _ = breaker.Cost(model, u.Input, u.Cached, u.Output)
+	fr.Tokens, fr.Cost, fr.Unpriced = u.Total(), c.Cost, c.Unpriced()
 	fr.Latency = time.Duration(max(p.Elapsed, p.Latency))
 	fr.Title = fmt.Sprintf("%d %s", p.Status, model)
 	if u.Total() > 0 {

@@ -20,11 +20,31 @@ func (tl *Timeline) Totals(i int) (tokens int64, cost float64) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	c := &tl.costs
-	n := sort.Search(len(c.frames), func(j int) bool { return int(c.frames[j]) > i })
+	n := c.calls(i)
 	if n == 0 {
 		return 0, 0
 	}
 	return c.tokens[n-1], c.cost[n-1]
+}
+
+// calls is the number of calls in the index up to and including frame i.
+func (c *costIndex) calls(i int) int {
+	return sort.Search(len(c.frames), func(j int) bool { return int(c.frames[j]) > i })
+}
+
+// Unpriced returns how many LLM calls up to and including frame i used
+// tokens at no known price: Totals leaves them out of the cost, and a view
+// shows the cost as a lower bound ("+?").
+func (tl *Timeline) Unpriced(i int) int {
+	tl.ensureCosts(i + 1)
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	c := &tl.costs
+	n := c.calls(i)
+	if n == 0 {
+		return 0
+	}
+	return int(c.unpriced[n-1])
 }
 
 // ensureCosts sums the llm.response frames before frame end.
@@ -44,15 +64,16 @@ func (tl *Timeline) ensureCosts(end int) {
 
 func (tl *Timeline) sumCosts(from, to int) {
 	type call struct {
-		i      int
-		tokens int64
-		cost   float64
+		i        int
+		tokens   int64
+		cost     float64
+		unpriced bool
 	}
 	var found []call
 	for i := from; i < to; i++ {
 		if k, _ := tl.KindAt(i); k == tapefmt.KindLLMResponse {
 			r := tl.readRow(i) // not through the cache: a bulk pass must not evict the screen
-			found = append(found, call{i, r.Tokens, r.Cost})
+			found = append(found, call{i, r.Tokens, r.Cost, !r.Priced && r.Tokens > 0})
 		}
 	}
 	tl.mu.Lock()
@@ -64,10 +85,15 @@ func (tl *Timeline) sumCosts(from, to int) {
 	for _, f := range found {
 		var tok int64
 		var usd float64
+		var un int32
 		if n := len(c.frames); n > 0 {
-			tok, usd = c.tokens[n-1], c.cost[n-1]
+			tok, usd, un = c.tokens[n-1], c.cost[n-1], c.unpriced[n-1]
+		}
+		if f.unpriced {
+			un++
 		}
 		c.frames, c.tokens, c.cost = append(c.frames, int32(f.i)), append(c.tokens, tok+f.tokens), append(c.cost, usd+f.cost)
+		c.unpriced = append(c.unpriced, un)
 	}
 	c.upto = to
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/engine"
 )
 
@@ -29,6 +28,7 @@ type forkRun struct {
 	calls     int
 	tokens    int64
 	cost      float64
+	unpriced  bool // a call had no known price: cost is a lower bound
 	last      string
 	finished  bool
 	res       *engine.Result
@@ -77,7 +77,11 @@ func (r *forkRun) update(msg tea.Msg) tea.Cmd {
 // View is the fork's progress for the status line.
 func (r *forkRun) View() string {
 	st := r.st
-	info := fmt.Sprintf("fork at %d · %d calls · %s · %s ", r.at, r.calls, count(r.tokens)+" tok", engine.USD(r.cost))
+	cost := engine.USD(r.cost)
+	if r.unpriced {
+		cost += "+?"
+	}
+	info := fmt.Sprintf("fork at %d · %d calls · %s · %s ", r.at, r.calls, count(r.tokens)+" tok", cost)
 	switch {
 	case !r.finished:
 		return st.Fork.Render(r.spin.View()+" forking "+info) + st.Muted.Render(r.last+" ")
@@ -201,9 +205,10 @@ func (r *forkRun) event(ev engine.Event) {
 		r.calls++
 		r.last = "→ " + ev.Model
 	case engine.EventResponse:
+		// The engine found the call's usage, model and cost (ResponseUsage).
 		r.tokens += ev.Usage.Total()
-		c, _ := breaker.Cost(ev.Model, ev.Usage.Input, ev.Usage.Cached, ev.Usage.Output)
-		r.cost += c
+		r.cost += ev.Cost
+		r.unpriced = r.unpriced || ev.Unpriced()
 		r.last = fmt.Sprintf("← %s tok", count(ev.Usage.Total()))
 	case engine.EventOutput:
 		r.last = "› " + engine.OneLine(string(ev.Data), 0)

@@ -252,8 +252,12 @@ func (m *frameView) answer(b *lines, c *engine.CallDetail) {
 	if m.stream != nil {
 		text, done = c.Streamed(*m.stream)
 	}
+	cost := engine.USD(c.Cost)
+	if !c.Priced && c.Usage.Total() > 0 {
+		cost = "unpriced"
+	}
 	h := fmt.Sprintf("response · %d · %s→%s tok · %s · %s", c.Status, count(c.Usage.Input), count(c.Usage.Output),
-		engine.USD(c.Cost), c.Elapsed.Round(time.Millisecond))
+		cost, c.Elapsed.Round(time.Millisecond))
 	if !done {
 		h = "response · streaming…"
 	}

@@ -111,7 +111,7 @@ func (d *Deck) header() string {
 	}
 	parts = append(parts, fmt.Sprintf("%s frames · %d steps", count(int64(tl.Len())), tl.Steps()))
 	if tok, cost, ok := d.totals(d.tracks[0]); ok {
-		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), engine.USD(cost)))
+		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), costText(d.tracks[0].tl, tl.Len()-1, cost)))
 	}
 	if r := tl.Row(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd {
 		parts = append(parts, r.Summary)
@@ -146,6 +146,15 @@ func (d *Deck) totals(t *timelineView) (int64, float64, bool) {
 	}
 	tok, cost := t.tl.Totals(t.tl.Len() - 1)
 	return tok, cost, true
+}
+
+// costText is the cost of the calls up to frame i, marked "+?" when some
+// of them have no known price, as `jukebox ls` marks it.
+func costText(tl *engine.Timeline, i int, cost float64) string {
+	if tl.Unpriced(i) > 0 {
+		return engine.USD(cost) + "+?"
+	}
+	return engine.USD(cost)
 }
 
 // statusLine is the message line: a prompt, a warning, the last message

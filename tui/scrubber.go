@@ -114,7 +114,7 @@ func (m *scrubber) info() string {
 		fmt.Sprintf("step %d/%d", tl.StepOf(i), tl.Steps()),
 		fmt.Sprintf("frame %d/%d", i, tl.Len()),
 		engine.Clock(t) + " / " + engine.Clock(tl.Duration()),
-		fmt.Sprintf("%s so far · %s tok", engine.USD(cost), count(tok)),
+		fmt.Sprintf("%s so far · %s tok", costText(tl, i, cost), count(tok)),
 	}
 	state := "❚❚ paused"
 	if m.playing {
