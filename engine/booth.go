@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -26,6 +24,11 @@ const (
 	CommitAlways    CommitPolicy = "always"     // commit whatever the agent did
 	CommitNever     CommitPolicy = "never"      // roll back (or keep, with Keep)
 )
+
+// ErrNoAsk is the error, and the staged changes are rolled back, when the
+// commit policy is CommitAsk, the agent changed something and
+// BoothOptions.Ask is nil: there is no one to ask.
+var ErrNoAsk = errors.New("booth: the commit policy is ask and there is no one to ask")
 
 // BoothOptions run the agent inside the Shadow Booth: its workspace (the
 // run's directory) is staged copy-on-write and committed or rolled back at
@@ -69,7 +72,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.cancel.Store(&cancel)
-	stop := cancelOnSignal(cancel)
+	stop := cancelOnSignal(s.o.Signals, cancel)
 	defer stop()
 	out := s.outs
 	er, err := tx.Exec(ctx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
@@ -131,7 +134,7 @@ func (s *session) decide(cs sandbox.ChangeSet, end tapefmt.RunEnd) (bool, error)
 			return false, nil
 		}
 		if s.o.Booth.Ask == nil {
-			return false, errors.New("booth: --commit ask needs a terminal to ask on")
+			return false, ErrNoAsk
 		}
 		return s.o.Booth.Ask(cs)
 	}
@@ -166,11 +169,10 @@ func (s *session) appendFrame(p tapefmt.Payload) {
 	}
 }
 
-// cancelOnSignal cancels the run on SIGINT, SIGTERM or SIGHUP: the booth
-// stops its child then, and the changes are settled as the policy says.
-func cancelOnSignal(cancel context.CancelFunc) (stop func()) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+// cancelOnSignal cancels the run on the first signal from sigs
+// (RunOptions.Signals): the booth stops its child then, and the changes
+// are settled as the policy says. A nil sigs never cancels.
+func cancelOnSignal(sigs <-chan os.Signal, cancel context.CancelFunc) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -179,5 +181,5 @@ func cancelOnSignal(cancel context.CancelFunc) (stop func()) {
 		case <-done:
 		}
 	}()
-	return func() { signal.Stop(sigs); close(done) }
+	return func() { close(done) }
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -133,19 +132,17 @@ func (c *child) copy(fd int, r *os.File, w io.Writer) {
 	}
 }
 
-// wait waits for the child and its output, forwarding signals meanwhile,
-// and returns its exit status.
-func (c *child) wait(ctx context.Context) tapefmt.RunEnd {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
+// wait waits for the child and its output, forwarding what arrives on sigs
+// meanwhile (RunOptions.Signals; nil forwards nothing), and returns its exit
+// status. Cancelling ctx stops the child.
+func (c *child) wait(ctx context.Context, sigs <-chan os.Signal) tapefmt.RunEnd {
 	done := make(chan error, 1)
 	go func() { done <- c.cmd.Wait() }()
 	var end tapefmt.RunEnd
 	for {
 		select {
 		case s := <-sigs:
-			if s == syscall.SIGINT {
+			if s == os.Interrupt {
 				end.Reason = tapefmt.ReasonInterrupted
 			}
 			if !terminalSentIt(s) {

@@ -86,7 +86,7 @@ func providerNames() string {
 }
 
 // resolveUpstreams decides where each provider's calls go when recording:
-// an explicit --upstream wins, then a base URL already set in the agent's
+// an explicit upstream (RecordOptions.Upstreams) wins, then a base URL already set in the agent's
 // environment, then the public default.
 func resolveUpstreams(explicit map[string]string, env map[string]string) map[string]string {
 	out := map[string]string{}

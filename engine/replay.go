@@ -32,7 +32,7 @@ func ParseSpeed(s string) (Speed, error) {
 
 // tapeBackend answers calls from a recorded tape, never from the network.
 // A call that matches nothing goes to the fallback when there is one
-// (replay --on-divergence live), else it is answered with an error and
+// (ReplayOptions.Live), else it is answered with an error and
 // reported.
 type tapeBackend struct {
 	m        *Matcher

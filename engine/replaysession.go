@@ -80,7 +80,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	rs := s.runStart(ups)
 	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: uint64(t.Len()), Path: o.From}
 	// What replay answers can be had again from the tape: the replayed run
-	// is synced only once it goes live (--on-divergence live).
+	// is synced only once it goes live (ReplayOptions.Live).
 	if err := s.openTape(o.Tape, tapefmt.SyncNever, rs); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,17 @@ type RunOptions struct {
 	OnEvent func(Event) // called as the run goes; may be nil
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
+	// Signals are the signals the caller receives while the agent runs,
+	// handed on to the agent. Each is forwarded to it, except a Ctrl-C or
+	// Ctrl-\ that the terminal has already delivered to it (the agent
+	// shares the caller's foreground process group); an interrupt marks the
+	// run interrupted. In the booth, whose namespace owns the agent, the
+	// first one stops the run instead, and the staged changes are settled
+	// as the commit policy says. The engine installs no signal handlers of
+	// its own: the caller does (signal.Notify) and passes a context that
+	// these signals do not cancel, since the agent decides when the run
+	// ends. Nil forwards nothing.
+	Signals <-chan os.Signal
 }
 
 // Result is how a session ended.
@@ -164,7 +175,7 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 			return nil, fmt.Errorf("start %s: %w", s.o.Argv[0], err)
 		}
 		s.child.Store(c)
-		end = c.wait(ctx)
+		end = c.wait(ctx, s.o.Signals)
 	}
 	s.proxy.Close()
 	res.End, res.Calls = end, s.proxy.calls.Load()
@@ -220,7 +231,7 @@ func (s *session) abandon(cause error) {
 type RecordOptions struct {
 	RunOptions
 	Tape      string            // where to write the tape
-	Upstreams map[string]string // explicit --upstream settings
+	Upstreams map[string]string // provider name to base URL, ahead of the agent's environment
 	Sync      tapefmt.SyncPolicy
 }
 

@@ -5,6 +5,8 @@ package engine_test
 import (
 	"context"
 	"io"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,8 +21,13 @@ import (
 
 // TestInterruptLeavesAValidTape sends SIGINT to jukebox while the agent
 // runs, as Ctrl-C does: the agent gets it, and the tape is closed whole
-// with the agent's exit recorded.
+// with the agent's exit recorded. The test catches the signal as the CLI's
+// main does and hands it to the run (RunOptions.Signals): the engine
+// installs no handler of its own.
 func TestInterruptLeavesAValidTape(t *testing.T) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	agent := `
 import signal, sys, time
 print("ready", flush=True)
@@ -34,7 +41,7 @@ except KeyboardInterrupt:
 	var once sync.Once
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
 		RunOptions: engine.RunOptions{Argv: []string{testenv.RequirePython(t), "-c", agent}, Env: cleanEnv(), Stdout: io.Discard, Stderr: io.Discard,
-			OnEvent: func(e engine.Event) {
+			Signals: sigs, OnEvent: func(e engine.Event) {
 				if e.Kind == engine.EventOutput && strings.Contains(string(e.Data), "ready") {
 					once.Do(func() { syscall.Kill(syscall.Getpid(), syscall.SIGINT) })
 				}

@@ -89,8 +89,7 @@ type boothStatus struct {
 }
 
 // Run prints each open transaction with its counts of changes.
-func (c *BoothStatusCmd) Run(env *Env) error {
-	ctx := context.Background()
+func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 	if err := c.recover(ctx, env); err != nil {
 		return err
 	}
@@ -138,8 +137,7 @@ type BoothDiffCmd struct {
 }
 
 // Run prints every change, one per line, never truncated.
-func (c *BoothDiffCmd) Run(env *Env) error {
-	ctx := context.Background()
+func (c *BoothDiffCmd) Run(ctx context.Context, env *Env) error {
 	tx, err := c.open(ctx, env)
 	if err != nil {
 		return err
@@ -169,8 +167,7 @@ type BoothCommitCmd struct {
 }
 
 // Run commits and prints what was applied; conflicts are listed.
-func (c *BoothCommitCmd) Run(env *Env) error {
-	ctx := context.Background()
+func (c *BoothCommitCmd) Run(ctx context.Context, env *Env) error {
 	tx, err := c.open(ctx, env)
 	if err != nil {
 		return err
@@ -191,8 +188,7 @@ type BoothRollbackCmd struct {
 }
 
 // Run rolls back.
-func (c *BoothRollbackCmd) Run(env *Env) error {
-	ctx := context.Background()
+func (c *BoothRollbackCmd) Run(ctx context.Context, env *Env) error {
 	tx, err := c.open(ctx, env)
 	if err != nil {
 		return err
@@ -217,8 +213,7 @@ type BoothExecCmd struct {
 
 // Run runs the tool with the workspace's staged view mounted at "/"; the
 // transaction stays open for diff, commit or rollback.
-func (c *BoothExecCmd) Run(env *Env) error {
-	ctx := context.Background()
+func (c *BoothExecCmd) Run(ctx context.Context, env *Env) error {
 	wasm, err := os.ReadFile(c.Tool)
 	if err != nil {
 		return err

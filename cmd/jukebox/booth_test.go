@@ -23,7 +23,7 @@ func runBoothCLI(t *testing.T, args ...string) (string, string, error) {
 	var out, errb bytes.Buffer
 	env := &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("")}
 	var cli boothCLI
-	p, err := kong.New(&cli, kong.Bind(env), kong.Writers(&out, &errb), kong.Exit(func(int) { t.Fatal("exit") }))
+	p, err := kong.New(&cli, kong.Bind(env), withContext(t.Context()), kong.Writers(&out, &errb), kong.Exit(func(int) { t.Fatal("exit") }))
 	if err != nil {
 		t.Fatal(err)
 	}

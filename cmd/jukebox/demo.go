@@ -24,7 +24,7 @@ type DemoCmd struct {
 }
 
 // Run starts the scripted model, records the demo agent and says what to try next.
-func (c *DemoCmd) Run(env *Env) error {
+func (c *DemoCmd) Run(ctx context.Context, env *Env) error {
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		return fmt.Errorf("the demo agent is a Python script and python3 is not on PATH: %w", err)
@@ -50,7 +50,7 @@ func (c *DemoCmd) Run(env *Env) error {
 	o := runOptions(env, []string{python, agent}, "demo", 0, c.JSON)
 	o.Dir, o.Env = ws, append(os.Environ(), "AGENT_MODEL="+c.Model, "OPENAI_API_KEY=sk-demo-not-a-real-key")
 	fmt.Fprintf(env.Stderr, "jukebox demo: scripted model on %s; recording %s\n\n", srv.URL(), tape)
-	res, err := engine.Record(context.Background(), engine.RecordOptions{RunOptions: o, Tape: tape,
+	res, err := engine.Record(agentContext(ctx), engine.RecordOptions{RunOptions: o, Tape: tape,
 		Upstreams: map[string]string{"openai": srv.OpenAIBaseURL()}})
 	if err := runFailed(err, res); err != nil {
 		return err

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/jukebox-os/jukebox/internal/llmsim"
@@ -19,8 +16,7 @@ type DemoModelCmd struct {
 	Quiet  bool   `help:"Do not log each request to stderr."`
 	JSON   bool   `help:"Print the URLs as one JSON object instead of KEY=VALUE lines."`
 
-	ready chan<- string   // tests: gets the root URL once the server listens
-	stop  <-chan struct{} // tests: closing it stops the server, like SIGTERM
+	ready chan<- string // tests: gets the root URL once the server listens
 }
 
 // demoModelURLs is what the command prints for agents to use.
@@ -30,8 +26,9 @@ type demoModelURLs struct {
 	AnthropicBaseURL string `json:"anthropic_base_url"`
 }
 
-// Run serves until SIGINT or SIGTERM, printing the base URLs to stdout.
-func (c *DemoModelCmd) Run(env *Env) error {
+// Run serves until ctx is cancelled (by SIGINT or SIGTERM), printing the
+// base URLs to stdout.
+func (c *DemoModelCmd) Run(ctx context.Context, env *Env) error {
 	script, name, err := c.load()
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -49,16 +46,11 @@ func (c *DemoModelCmd) Run(env *Env) error {
 	if err := c.print(env, urls, name, script.Len()); err != nil {
 		return err
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
 	if c.ready != nil {
 		c.ready <- url
 	}
-	select {
-	case <-ctx.Done():
-	case <-c.stop:
-	}
-	shutdown, done := context.WithTimeout(context.Background(), 2*time.Second)
+	<-ctx.Done()
+	shutdown, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer done()
 	if err := srv.Shutdown(shutdown); err != nil {
 		return srv.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -16,14 +17,15 @@ import (
 // function that waits for Run to return, and the captured stdout.
 func startDemoModel(t *testing.T, c *DemoModelCmd) (string, func() error, *bytes.Buffer) {
 	t.Helper()
-	ready, stop := make(chan string, 1), make(chan struct{})
-	c.ready, c.stop = ready, stop
+	ready := make(chan string, 1)
+	c.ready = ready
+	ctx, stop := context.WithCancel(t.Context()) // as SIGTERM cancels main's context
 	var stdout, stderr bytes.Buffer
 	errc := make(chan error, 1)
-	go func() { errc <- c.Run(&Env{Stdout: &stdout, Stderr: &stderr}) }()
+	go func() { errc <- c.Run(ctx, &Env{Stdout: &stdout, Stderr: &stderr}) }()
 	select {
 	case url := <-ready:
-		return url, func() error { close(stop); return <-errc }, &stdout
+		return url, func() error { stop(); return <-errc }, &stdout
 	case err := <-errc:
 		t.Fatalf("demo-model stopped before serving: %v; stderr: %s", err, stderr.String())
 	case <-time.After(10 * time.Second):
@@ -84,7 +86,7 @@ func TestDemoModelBadScript(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(path, []byte(`{"version":1,"rules":[{"match":{"user":"("},"reply":{"text":"x"}}]}`), 0o644)
 	var out bytes.Buffer
-	err := (&DemoModelCmd{Addr: "127.0.0.1:0", Script: path}).Run(&Env{Stdout: &out, Stderr: &out})
+	err := (&DemoModelCmd{Addr: "127.0.0.1:0", Script: path}).Run(t.Context(), &Env{Stdout: &out, Stderr: &out})
 	if err == nil || codeFor(err) != ExitUsage || !strings.Contains(err.Error(), "bad.json") {
 		t.Errorf("err %v (code %d), want a usage error naming the file", err, codeFor(err))
 	}

@@ -19,8 +19,8 @@ type DoctorCmd struct {
 var probeBooth = sandbox.Probe
 
 // Run probes and prints one line per capability.
-func (c *DoctorCmd) Run(env *Env) error {
-	caps := probeBooth(context.Background(), c.Dir)
+func (c *DoctorCmd) Run(ctx context.Context, env *Env) error {
+	caps := probeBooth(ctx, c.Dir)
 	if c.JSON {
 		return boothJSON(env.Stdout, caps)
 	}

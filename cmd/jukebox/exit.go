@@ -36,10 +36,11 @@ func withCode(code int, err error) error {
 	return &exitError{code: code, err: err}
 }
 
-// report prints err (unless it is errSilent) and returns its exit code.
+// report prints err (unless it is errSilent), in the CLI's words
+// (inFlagWords), and returns its exit code.
 func report(w io.Writer, err error) int {
 	if !errors.Is(err, errSilent) {
-		fmt.Fprintf(w, "jukebox: %v\n", err)
+		fmt.Fprintf(w, "jukebox: %v\n", inFlagWords(err))
 	}
 	return codeFor(err)
 }

@@ -54,7 +54,7 @@ type forkRow struct {
 }
 
 // Run forks once per model (or once) and reports each.
-func (c *ForkCmd) Run(env *Env) error {
+func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 	over, err := c.overrides()
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -69,7 +69,7 @@ func (c *ForkCmd) Run(env *Env) error {
 	}
 	var rows []forkRow
 	for _, m := range models {
-		res, err := c.forkOne(env, start, over, m)
+		res, err := c.forkOne(ctx, env, start, over, m)
 		if err := runFailed(err, res); err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func (c *ForkCmd) Run(env *Env) error {
 	return c.report(env, rows)
 }
 
-func (c *ForkCmd) forkOne(env *Env, start *tapefmt.RunStart, over engine.Overrides, model string) (*engine.Result, error) {
+func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart, over engine.Overrides, model string) (*engine.Result, error) {
 	if model != "" {
 		over.Model = model
 	}
@@ -95,7 +95,7 @@ func (c *ForkCmd) forkOne(env *Env, start *tapefmt.RunStart, over engine.Overrid
 	bf := boothFlags{Booth: !c.NoBooth, Commit: c.Commit, Keep: c.Keep, BoothMode: "auto"}
 	o.Booth = bf.boothOptions(env)
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
-	res, err := engine.Fork(context.Background(), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Frame: c.Frame,
+	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Frame: c.Frame,
 		Overrides: over, Tape: out, Upstreams: c.Upstream})
 	if res != nil {
 		printBooth(env, res.Booth)

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -47,19 +48,28 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Stdin  io.Reader
+	// Signals are the signals main catches, for a command that runs an
+	// agent to hand to the engine, which forwards them to the agent. Nil
+	// (in tests) forwards nothing.
+	Signals <-chan os.Signal
 }
 
 func main() {
 	// When jukebox re-executes itself as the booth's namespace init, this
 	// runs the child and exits; otherwise it returns at once.
 	sandbox.MaybeRunInit()
-	env := &Env{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
-	os.Exit(run(os.Args[1:], env))
+	// The one signal-aware context: commands get it through kong.
+	ctx, sigs, stop := notifySignals(context.Background())
+	env := &Env{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, Signals: sigs}
+	code := run(ctx, os.Args[1:], env)
+	stop()
+	os.Exit(code)
 }
 
-// run parses args, runs the command and maps its error to an exit code. It is
-// the one place that knows exit codes.
-func run(args []string, env *Env) int {
+// run parses args, runs the command with ctx (bound for commands that take
+// a context.Context) and maps its error to an exit code. It is the one
+// place that knows exit codes.
+func run(ctx context.Context, args []string, env *Env) int {
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("jukebox"),
@@ -68,6 +78,7 @@ func run(args []string, env *Env) int {
 		kong.Writers(env.Stdout, env.Stderr),
 		kong.Vars{"version": version},
 		kong.Bind(env),
+		withContext(ctx),
 		withUpstreams(),
 		kong.Exit(func(code int) { panic(exitPanic(code)) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
@@ -77,6 +88,11 @@ func run(args []string, env *Env) int {
 		return ExitInternal
 	}
 	return parseAndRun(parser, args, env)
+}
+
+// withContext binds ctx for the commands whose Run takes a context.Context.
+func withContext(ctx context.Context) kong.Option {
+	return kong.BindTo(ctx, (*context.Context)(nil))
 }
 
 // exitPanic carries an exit code out of kong's help and version flags.

@@ -34,7 +34,7 @@ func (c *RecordCmd) Validate() error {
 }
 
 // Run records the agent and exits with the agent's exit code.
-func (c *RecordCmd) Run(env *Env) error {
+func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	name := c.Name
 	if name == "" {
 		name = runName(commandArgs(c.Cmd))
@@ -46,7 +46,7 @@ func (c *RecordCmd) Run(env *Env) error {
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
 	o.Booth = c.boothOptions(env)
 	fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", path)
-	res, err := engine.Record(context.Background(), engine.RecordOptions{
+	res, err := engine.Record(agentContext(ctx), engine.RecordOptions{
 		RunOptions: o, Tape: path, Upstreams: c.Upstream, Sync: syncPolicy(c.Sync)})
 	if res != nil {
 		printBooth(env, res.Booth)
@@ -57,8 +57,9 @@ func (c *RecordCmd) Run(env *Env) error {
 	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %d calls, %d frames to %s", res.Calls, res.Frames, res.Tape))
 }
 
-// runOptions are the agent's options. With --json the agent's stdout goes
-// to stderr, so that stdout holds nothing but the JSON result.
+// runOptions are the agent's options; the agent gets the signals main
+// catches. With --json the agent's stdout goes to stderr, so that stdout
+// holds nothing but the JSON result.
 func runOptions(env *Env, argv []string, name string, seed int64, asJSON bool) engine.RunOptions {
 	argv = commandArgs(argv)
 	stdout := env.Stdout
@@ -66,7 +67,7 @@ func runOptions(env *Env, argv []string, name string, seed int64, asJSON bool) e
 		stdout = env.Stderr
 	}
 	return engine.RunOptions{Argv: argv, Stdin: env.Stdin, Stdout: stdout, Stderr: env.Stderr,
-		Seed: seed, Name: name, Version: version}
+		Seed: seed, Name: name, Version: version, Signals: env.Signals}
 }
 
 // runFailed is the error a run command returns at once: nil when the run

@@ -34,7 +34,7 @@ func (c *ReplayCmd) Validate() error {
 }
 
 // Run replays and exits 5 on a divergence, else with the agent's exit code.
-func (c *ReplayCmd) Run(env *Env) error {
+func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	if _, err := parentStart(c.Tape, env.Stderr); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (c *ReplayCmd) Run(env *Env) error {
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
 	o.Dir, o.Booth = c.Dir, c.boothOptions(env)
-	res, err := engine.Replay(context.Background(), engine.ReplayOptions{
+	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
 		Ignore: append(append([]string(nil), engine.DefaultIgnore...), c.Ignore...), Live: c.OnDivergence == "live", Upstreams: c.Upstream})
 	if res != nil {

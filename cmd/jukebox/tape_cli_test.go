@@ -48,7 +48,7 @@ func sampleTapes(t *testing.T) string {
 func jb(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(args, &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("")})
+	code := run(t.Context(), args, &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("")})
 	return code, out.String(), errb.String()
 }
 

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+)
+
+// notifySignals catches, once for the whole process, the signals that ask
+// jukebox to stop (stopSignals). The context is cancelled by the first of
+// them; every one of them also arrives on sigs, which a command that runs
+// an agent hands to the engine (RunOptions.Signals) to forward to the
+// agent. stop lets the signals act as they would without jukebox again.
+func notifySignals(parent context.Context) (ctx context.Context, sigs <-chan os.Signal, stop func()) {
+	ctx, stopCtx := signal.NotifyContext(parent, stopSignals...)
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, stopSignals...)
+	return ctx, ch, func() { signal.Stop(ch); stopCtx() }
+}
+
+// agentContext is the context for a run that hands its agent jukebox's
+// signals (Env.Signals): they are the agent's to act on, and the run ends
+// when the agent exits, so they do not cancel the run (a cancelled run
+// would have its agent stopped). ctx's values pass on.
+func agentContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
