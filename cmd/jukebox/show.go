@@ -82,6 +82,9 @@ func (c *ShowCmd) Run(env *Env) error {
 		}
 	}
 	if len(bad) > 0 {
+		if len(bad) == 1 {
+			return bad[0]
+		}
 		return withCode(ExitBadTape, fmt.Errorf("%d frames do not read, the first: %w", len(bad), bad[0]))
 	}
 	return nil
@@ -95,7 +98,10 @@ type unreadableFrame struct {
 	err error
 }
 
+// Error names the frame and the cause.
 func (e *unreadableFrame) Error() string { return fmt.Sprintf("frame %d: %v", e.seq, e.err) }
+
+// Unwrap returns the cause (a *tapefmt.FormatError, say).
 func (e *unreadableFrame) Unwrap() error { return e.err }
 
 func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool) error {
