@@ -4,6 +4,9 @@
 // tapefmt, itself a leaf, it uses only the kind names that Frame.Kind holds.
 // It knows nothing of Bubble Tea; callers pass colours in as Styles.
 //
+// TextDiff, the other renderer, is a unified diff (diff -u) of two texts:
+// the engine's divergence reports and the turntable's file changes use it.
+//
 // # Alignment
 //
 // A Timeline is a list of Frames. Each frame has a Signature (what it is:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -143,7 +144,7 @@ func (m *Matcher) Match(method, path string, body []byte) (*Call, *Divergence) {
 	if next != nil {
 		d.Frame, d.Expected = int64(next.Seq), pretty(next.canon)
 	}
-	d.Diff = UnifiedDiff("recorded", "live", d.Expected, d.Actual)
+	d.Diff = diffview.TextDiff("recorded", "live", d.Expected, d.Actual)
 	return nil, d
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -310,7 +311,7 @@ func (tl *Timeline) file(p *tapefmt.FileChange) *FileDetail {
 		d.Content = "→ " + p.Target
 	}
 	if !p.Before.IsZero() || p.Op == tapefmt.OpWrite {
-		d.Diff = UnifiedDiff("a/"+p.Path, "b/"+p.Path, string(before), string(body))
+		d.Diff = diffview.TextDiff("a/"+p.Path, "b/"+p.Path, string(before), string(body))
 	}
 	return d
 }

@@ -1,4 +1,4 @@
-package engine
+package diffview
 
 import (
 	"fmt"
@@ -16,9 +16,10 @@ type lineOp struct {
 	text string // with its newline, when it had one
 }
 
-// UnifiedDiff is a unified diff of a and b in the format of diff -u, with
+// TextDiff is a unified diff of two texts (a prompt, a request body, a
+// file) in the format of diff -u, for divergence reports and file changes,
 // three lines of context; "" when they are equal.
-func UnifiedDiff(nameA, nameB, a, b string) string {
+func TextDiff(nameA, nameB, a, b string) string {
 	ops := lineDiff(a, b)
 	hunks := hunkRanges(ops)
 	if len(hunks) == 0 {
