@@ -1,7 +1,7 @@
 // Package diffview aligns two timelines and renders them side by side. It is
 // a pure renderer: data in, string out. It knows nothing of the engine
-// (engine.TimelineOf builds its input from a tape) and reads no tapes: of
-// tapefmt, itself a leaf, it uses only the kind names that Frame.Kind holds.
+// (engine.TimelineOf builds its input from a tape), reads no tapes and
+// imports nothing of Jukebox: Frame.Kind holds tapefmt's kind names as text.
 // It knows nothing of Bubble Tea; callers pass colours in as Styles.
 //
 // TextDiff, the other renderer, is a unified diff (diff -u) of two texts:

@@ -2,8 +2,6 @@ package diffview
 
 import (
 	"time"
-
-	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // Timeline is one run as the diff sees it: a name for headings and the
@@ -48,6 +46,11 @@ type Totals struct {
 	Duration time.Duration `json:"duration_ns"`
 }
 
+// CallKind is the Kind of the frame that ends a model call, counted in
+// Totals.Calls: tapefmt's name for an llm.response, which diffview, a leaf,
+// does not import (engine's TestDiffviewKindNames keeps the two equal).
+const CallKind = "llm.response"
+
 // totalsOf sums a timeline.
 func totalsOf(tl Timeline) Totals {
 	t := Totals{Frames: tl.TapeFrames, Steps: tl.Steps, Duration: tl.Duration}
@@ -55,7 +58,7 @@ func totalsOf(tl Timeline) Totals {
 		t.Frames = len(tl.Frames)
 	}
 	for _, f := range tl.Frames {
-		if f.Kind == tapefmt.KindLLMResponse.String() {
+		if f.Kind == CallKind {
 			t.Calls++
 		}
 		t.Tokens += f.Tokens

@@ -234,3 +234,11 @@ func TestRequestParamsAllRead(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffviewKindNames: diffview, a leaf, names the kind it counts as a
+// call itself; it must be tapefmt's name for an llm.response.
+func TestDiffviewKindNames(t *testing.T) {
+	if diffview.CallKind != tapefmt.KindLLMResponse.String() {
+		t.Fatalf("diffview.CallKind = %q, tapefmt says %q", diffview.CallKind, tapefmt.KindLLMResponse)
+	}
+}
