@@ -11,6 +11,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/tapegen"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -69,30 +70,11 @@ func writeCheckTape(t *testing.T, dir, name string) (path string, reqBody tapefm
 	return path, reqBody
 }
 
-// damageBlob flips the first stored byte of blob h in the file at path, so
-// that its record fails its checksum, and returns the record's offset.
-func damageBlob(t *testing.T, path string, h tapefmt.Hash) int64 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := bytes.Index(b, h[:]) // the hash sits at byte 8 of the blob record's 48-byte header
-	if at < 8 || b[at-8] != 'B' {
-		t.Fatalf("blob %s not found as a record", h.Short())
-	}
-	b[at-8+48] ^= 0xff
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return int64(at - 8)
-}
-
 // damagedTimeline opens writeCheckTape's tape with frame 1's request body damaged.
 func damagedTimeline(t *testing.T) (*engine.Timeline, int64) {
 	t.Helper()
 	path, h := writeCheckTape(t, t.TempDir(), "damaged.jbx")
-	off := damageBlob(t, path, h)
+	off := tapetest.DamageBlob(t, path, h)
 	tl, err := engine.OpenTimeline(path)
 	if err != nil {
 		t.Fatal(err)

@@ -47,19 +47,7 @@ func damagedTape(t *testing.T) (string, int64) {
 	if err != nil || !ok {
 		t.Fatalf("frame %d: %T %v", firstCall, p, err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := bytes.Index(b, req.Body[:]) - 8 // the hash is at byte 8 of a blob record's 48-byte header
-	if at < 0 || b[at] != 'B' {
-		t.Fatalf("no blob record for %s", req.Body.Short())
-	}
-	b[at+48] ^= 0xff
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path, int64(at)
+	return path, tapetest.DamageBlob(t, path, req.Body)
 }
 
 // checkedDeck opens paths on a w×h screen with o and runs Init's commands

@@ -65,19 +65,7 @@ func damageFirstBlob(t *testing.T, path string) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := p.(*tapefmt.LLMRequest).Body
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		at := bytes.Index(b, h[:]) // byte 8 of the blob record's 48-byte header
-		if at < 8 || b[at-8] != 'B' {
-			t.Fatalf("blob %s not found as a record", h.Short())
-		}
-		b[at-8+48] ^= 0xff
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		tapetest.DamageBlob(t, path, p.(*tapefmt.LLMRequest).Body)
 		return int(f.Seq)
 	}
 	t.Fatal("no llm.request on the tape")

@@ -5,6 +5,8 @@
 package tapetest
 
 import (
+	"bytes"
+	"os"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -43,4 +45,27 @@ func verify(tb testing.TB, path string, torn bool) *tapefmt.VerifyReport {
 		tb.Fatalf("tape %s does not verify: %v", path, err)
 	}
 	return rep
+}
+
+// DamageBlob flips the first stored byte of blob h in the tape at path, so
+// that its record fails its checksum (and so does any blob stored as a delta
+// of it), and returns the record's offset. Tests that damage a tape verify
+// it whole first.
+func DamageBlob(tb testing.TB, path string, h tapefmt.Hash) int64 {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The hash sits at byte 8 of the blob record's 48-byte header; the
+	// first occurrence is the record, before the index that repeats it.
+	at := bytes.Index(b, h[:]) - 8
+	if at < 0 || b[at] != 'B' {
+		tb.Fatalf("tape %s: blob %s not found as a record", path, h.Short())
+	}
+	b[at+48] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return int64(at)
 }
