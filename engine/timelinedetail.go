@@ -146,12 +146,7 @@ func (tl *Timeline) blob(h tapefmt.Hash) []byte {
 // body reads a request or response body and decodes it by its headers:
 // the stored bytes, and the decoded text cut to maxShownBody.
 func (tl *Timeline) body(h http.Header, hash tapefmt.Hash) ([]byte, DecodedBody) {
-	if hash.IsZero() {
-		return nil, DecodedBody{}
-	}
-	b, _ := tl.t.Blob(hash)
-	d := DecodeBody(h, b)
-	d.Text = shown(d.Text)
+	b, d, _ := shownBody(tl.t, h, hash)
 	return b, d
 }
 

@@ -283,11 +283,21 @@ func (b *timelineBuilder) blob(h tapefmt.Hash) ([]byte, error) {
 // body reads a request or response body, decoded by its headers when it
 // was stored compressed, cut to maxShownBody.
 func (b *timelineBuilder) body(h http.Header, hash tapefmt.Hash) ([]byte, error) {
+	_, d, err := shownBody(b.t, h, hash)
+	return d.Text, err
+}
+
+// shownBody reads blob hash of t and decodes it by the headers h for
+// display (at most maxShownBody bytes of text); it returns the stored bytes
+// too. The timeline's frame detail and diff's timelines both read bodies so.
+func shownBody(t *tapefmt.Tape, h http.Header, hash tapefmt.Hash) ([]byte, DecodedBody, error) {
 	if hash.IsZero() {
-		return nil, nil
+		return nil, DecodedBody{}, nil
 	}
-	data, err := b.t.Blob(hash)
-	return shown(DecodeBody(h, data).Text), err
+	b, err := t.Blob(hash)
+	d := DecodeBody(h, b)
+	d.Text = shown(d.Text)
+	return b, d, err
 }
 
 // maxShownBody bounds the bytes of one body that a timeline renders; the
