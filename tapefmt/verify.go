@@ -70,9 +70,9 @@ func (t *Tape) Verify(opts VerifyOptions) (*VerifyReport, error) {
 // Commands call it on a tape they have just written or sealed, before they
 // report success. Errors name the path.
 func ReadBack(path string, key []byte) error {
-	t, err := Open(path)
+	t, err := Open(path) // its errors name the path already
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
 	defer t.Close()
 	if rec := t.Recovered(); rec != nil {

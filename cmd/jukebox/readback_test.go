@@ -180,3 +180,19 @@ func TestRunFailedKeepsEveryCause(t *testing.T) {
 		t.Errorf("exit %d, want %d", codeFor(err), ExitBadTape)
 	}
 }
+
+// An agent that truncates or deletes its own tape mid-run: exit 3, with
+// advice that fits (recover what reads, or: the tape is gone).
+func TestAgentSpoilsItsTape(t *testing.T) {
+	for _, c := range []struct{ agent, want string }{
+		{`: > "$JUKEBOX_TAPE"; exit 4`, "jukebox recover"},
+		{`rm -f "$JUKEBOX_TAPE"; exit 4`, "the tape is gone"},
+	} {
+		path := filepath.Join(t.TempDir(), "run.jbx")
+		_, errs := wantCode(t, ExitBadTape, "record", "-o", path, "--", "sh", "-c", c.agent)
+		if !strings.Contains(errs, "does not read back") || !strings.Contains(errs, "agent exit 4") ||
+			!strings.Contains(errs, c.want) || strings.Count(errs, path+": ") > 1 {
+			t.Errorf("%s:\n%s", c.agent, errs)
+		}
+	}
+}

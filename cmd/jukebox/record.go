@@ -132,9 +132,13 @@ func unreadable(res *engine.Result) error {
 	if d := res.Divergence; d != nil {
 		outcome += fmt.Sprintf("; it diverged from the tape at frame %d", d.Frame)
 	}
+	next := fmt.Sprintf("`jukebox verify %s` says more; `jukebox recover %[1]s -o OUT` keeps what reads", res.Tape)
+	if _, err := os.Stat(res.Tape); err != nil {
+		next = "the tape is gone (did the agent delete it?)"
+	}
 	return withCode(ExitBadTape, fmt.Errorf("the tape does not read back: %s\n"+
 		"jukebox: the run itself ended (%s); exit 3 because its record cannot be trusted.\n"+
-		"jukebox: `jukebox verify %s` says more; `jukebox recover %[3]s -o OUT` keeps what reads", res.Unreadable, outcome, res.Tape))
+		"jukebox: %s", res.Unreadable, outcome, next))
 }
 
 func exitText(end tapefmt.RunEnd) string {
