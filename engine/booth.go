@@ -42,13 +42,16 @@ type BoothOptions struct {
 	Notice io.Writer // where the one-line staging-mode notice goes
 }
 
-// BoothResult is what happened to the staged changes.
+// BoothResult is what happened to the staged changes. When the change set
+// holds refused entries (Changes.Refused) the transaction is kept open
+// whatever the policy, for the user to decide: Refused says so.
 type BoothResult struct {
 	Tx        string            `json:"tx"`
 	Mode      sandbox.Mode      `json:"mode"`
 	Changes   sandbox.ChangeSet `json:"changes"`
 	Committed bool              `json:"committed"`
-	Kept      bool              `json:"kept"` // left open for `jukebox booth`
+	Kept      bool              `json:"kept"`              // left open for `jukebox booth`
+	Refused   bool              `json:"refused,omitempty"` // kept open because entries were refused
 }
 
 // runBooth runs the agent as a booth child and settles its changes.
@@ -88,8 +91,11 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	return end, s.settle(ctx, tx, end, res.Booth)
 }
 
-// settle records every staged change, then commits, rolls back or keeps.
-// When the change set cannot be read or the decision made, it rolls back.
+// settle records every staged change and every refused entry, then
+// commits, rolls back or keeps. A change set with refused entries is kept
+// open, whatever the policy, for the user to decide. When the change set
+// cannot be read or the decision made, it rolls back, unless Keep says to
+// keep the transaction whatever happened.
 func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd, br *BoothResult) error {
 	cs, err := tx.Diff()
 	var commit bool
@@ -98,7 +104,18 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 		for i := range cs.Changes {
 			s.recordChange(tx.ID(), &cs.Changes[i])
 		}
+		for _, r := range cs.Refused {
+			s.appendFrame(tapefmt.FileChange{Tx: tx.ID(), Op: tapefmt.OpRefused, Path: r.Path, Refused: r.Kind, Reason: r.Reason})
+		}
+		if len(cs.Refused) > 0 {
+			br.Kept, br.Refused = true, true
+			return nil
+		}
 		commit, err = s.decide(cs, end)
+	}
+	if err != nil && s.o.Booth.Keep {
+		br.Kept = true
+		return err
 	}
 	if err != nil {
 		rerr := tx.Rollback(context.WithoutCancel(ctx))

@@ -31,6 +31,9 @@ func Describe(p tapefmt.Payload) string {
 	case *tapefmt.MCPMessage:
 		return fmt.Sprintf("%s %s %s", p.Server, p.Direction, OneLine(string(p.Message), 50))
 	case *tapefmt.FileChange:
+		if p.Op == tapefmt.OpRefused {
+			return fmt.Sprintf("refused %s %s: %s", p.Refused, p.Path, p.Reason)
+		}
 		return fmt.Sprintf("%s %s (%d bytes)", p.Op, p.Path, p.Size)
 	case *tapefmt.Output:
 		return fmt.Sprintf("fd%d %s", p.Fd, OneLine(string(p.Data), 60))

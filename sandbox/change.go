@@ -50,47 +50,101 @@ func (c *Change) Open() (io.ReadCloser, error) {
 	return os.Open(c.staged)
 }
 
-// String formats the change as one line: "write a/b.txt (12 bytes)".
+// String formats the change as one line, "write a/b.txt (12 bytes,
+// -rw-r--r--)", its path and target quoted by QuotePath, so the line is
+// safe to print on a terminal.
 func (c Change) String() string {
+	p := QuotePath(c.Path)
 	switch c.Op {
 	case OpWrite:
-		return fmt.Sprintf("%s %s (%d bytes, %v)", c.Op, c.Path, c.Size, c.Mode.Perm())
+		return fmt.Sprintf("%s %s (%d bytes, %v)", c.Op, p, c.Size, c.Mode.Perm())
 	case OpSymlink:
-		return fmt.Sprintf("%s %s -> %s", c.Op, c.Path, c.Target)
+		return fmt.Sprintf("%s %s -> %s", c.Op, p, QuotePath(c.Target))
 	case OpChmod, OpChmodDir, OpMkdir, OpReplaceDir:
-		return fmt.Sprintf("%s %s %v", c.Op, c.Path, c.Mode.Perm())
+		return fmt.Sprintf("%s %s %v", c.Op, p, c.Mode.Perm())
+	}
+	if c.Implied {
+		p += " (implied)"
 	}
 	if c.IsDir {
-		return fmt.Sprintf("%s %s/", c.Op, c.Path)
+		return fmt.Sprintf("%s %s/", c.Op, p)
 	}
-	return fmt.Sprintf("%s %s", c.Op, c.Path)
+	return fmt.Sprintf("%s %s", c.Op, p)
+}
+
+// RefusalKind is what a refused entry was. It is the tape's
+// tapefmt.RefusalKind.
+type RefusalKind = tapefmt.RefusalKind
+
+// The kinds of refused entries.
+const (
+	RefusedFIFO        = tapefmt.RefusedFIFO
+	RefusedSocket      = tapefmt.RefusedSocket
+	RefusedDevice      = tapefmt.RefusedDevice
+	RefusedHardLink    = tapefmt.RefusedHardLink
+	RefusedPathTooLong = tapefmt.RefusedPathTooLong
+	RefusedUnreadable  = tapefmt.RefusedUnreadable
+)
+
+// Refusal is an entry the agent left in the staging area that the booth
+// cannot commit: a fifo, socket or device, a hard-linked file, a path
+// over PATH_MAX, or one it could not read. It is listed, never applied;
+// the rest of the change set is unaffected. A refused directory stands
+// for everything under it.
+type Refusal struct {
+	Path   string      `json:"path"`
+	Kind   RefusalKind `json:"kind"`
+	Reason string      `json:"reason"`
+}
+
+// String formats the refusal as one line, safe to print:
+// "REFUSED fifo run/pipe: a fifo cannot be committed".
+func (r Refusal) String() string {
+	return fmt.Sprintf("REFUSED %s %s: %s", r.Kind, QuotePath(r.Path), r.Reason)
 }
 
 // ChangeSet is every staged change, sorted by path so that a directory
 // comes before what it holds. Deletes are all listed, implied ones too.
+// Refused lists, also by path, the entries that cannot be committed; a
+// change set with refusals is still whole for everything else.
 type ChangeSet struct {
-	TxID    string   `json:"tx"`
-	Changes []Change `json:"changes"`
+	TxID    string    `json:"tx"`
+	Changes []Change  `json:"changes"`
+	Refused []Refusal `json:"refused,omitempty"`
 }
 
-// Empty reports whether nothing is staged.
-func (cs ChangeSet) Empty() bool { return len(cs.Changes) == 0 }
+// Empty reports whether nothing is staged: no change and no refusal.
+func (cs ChangeSet) Empty() bool { return len(cs.Changes) == 0 && len(cs.Refused) == 0 }
 
-// Counts returns how many changes of each operation the set holds.
+// Counts returns how many changes of each operation the set holds, and
+// under tapefmt.OpRefused how many entries were refused.
 func (cs ChangeSet) Counts() map[Op]int {
 	m := map[Op]int{}
 	for _, c := range cs.Changes {
 		m[c.Op]++
 	}
+	if len(cs.Refused) > 0 {
+		m[tapefmt.OpRefused] = len(cs.Refused)
+	}
 	return m
 }
 
-// String lists the changes one per line, never truncated.
+// String lists the changes one per line, never truncated, each path
+// quoted by QuotePath. A line about a sensitive path starts with "! " and
+// is followed by one saying why (Sensitive); other lines start with two
+// spaces. Refused entries follow, one "REFUSED" line each. Summary is the
+// heading that goes with it.
 func (cs ChangeSet) String() string {
 	var b strings.Builder
 	for _, c := range cs.Changes {
-		b.WriteString(c.String())
-		b.WriteByte('\n')
+		if why := c.Sensitive(); len(why) > 0 {
+			fmt.Fprintf(&b, "! %s\n    ^ sensitive: %s\n", c.String(), strings.Join(why, "; "))
+			continue
+		}
+		fmt.Fprintf(&b, "  %s\n", c.String())
+	}
+	for _, r := range cs.Refused {
+		fmt.Fprintf(&b, "%s\n", r.String())
 	}
 	return b.String()
 }

@@ -121,11 +121,29 @@ func canReflink(src, dst string) bool {
 }
 
 // fold stages, entry by entry, how the copy at root differs from the
-// staged view: new and changed entries, then deletions.
+// staged view: new and changed entries, then deletions. An entry it
+// cannot stage (a fifo, socket or device, a hard link, a path too long,
+// one that fails to stage) is refused and kept with the transaction for
+// Diff to list; the rest is folded all the same.
 func (tx *Tx) fold(root, rel string, stamps map[string]copyStamp) error {
+	var refused []Refusal
+	err := tx.foldTree(root, rel, stamps, &refused)
+	if kerr := tx.keepRefusals(refused); err == nil {
+		err = kerr
+	}
+	return err
+}
+
+// foldTree folds one directory of the copy. Only a failure to read the
+// top of the copy or the staged view is an error; the rest are refusals.
+func (tx *Tx) foldTree(root, rel string, stamps map[string]copyStamp, refused *[]Refusal) error {
 	ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
 	if err != nil {
-		return err
+		if rel == "." {
+			return err
+		}
+		*refused = append(*refused, unreadableRefusal(rel, err))
+		return nil
 	}
 	names := map[string]bool{}
 	for _, d := range ents {
@@ -134,29 +152,45 @@ func (tx *Tx) fold(root, rel string, stamps map[string]copyStamp) error {
 		if tx.ws.isState(p) {
 			continue
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
+		if tooLong(filepath.Join(root, filepath.FromSlash(p))) || tooLong(tx.up(p)) || tooLong(tx.real(p)) {
+			*refused = append(*refused, longRefusal(p, d.IsDir()))
+			continue
 		}
-		if err := tx.foldEntry(root, p, fi, stamps); err != nil {
-			return err
+		fi, err := d.Info()
+		if err == nil {
+			err = tx.foldEntry(root, p, fi, stamps, refused)
+		}
+		if err != nil {
+			*refused = append(*refused, stageRefusal(p, err))
 		}
 	}
 	view, err := tx.ReadDir(rel)
 	if err != nil {
-		return err
+		if rel == "." {
+			return err
+		}
+		*refused = append(*refused, unreadableRefusal(rel, err))
+		return nil
 	}
 	for _, fi := range view {
 		if !names[fi.Name()] {
 			if err := tx.RemoveAll(joinRel(rel, fi.Name())); err != nil {
-				return err
+				*refused = append(*refused, stageRefusal(joinRel(rel, fi.Name()), err))
 			}
 		}
 	}
 	return nil
 }
 
-func (tx *Tx) foldEntry(root, p string, fi fs.FileInfo, stamps map[string]copyStamp) error {
+// stageRefusal is the refusal of an entry the copy holds that could not
+// be staged.
+func stageRefusal(p string, err error) Refusal {
+	r := unreadableRefusal(p, err)
+	r.Reason = "the booth could not stage it: " + err.Error()
+	return r
+}
+
+func (tx *Tx) foldEntry(root, p string, fi fs.FileInfo, stamps map[string]copyStamp, refused *[]Refusal) error {
 	abs := filepath.Join(root, filepath.FromSlash(p))
 	old, err := tx.Lstat(p)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -164,8 +198,9 @@ func (tx *Tx) foldEntry(root, p string, fi fs.FileInfo, stamps map[string]copySt
 	}
 	switch {
 	case fi.IsDir():
-		return tx.foldDir(root, p, fi, old, stamps)
+		return tx.foldDir(root, p, fi, old, stamps, refused)
 	case fi.Mode()&fs.ModeSymlink != 0:
+		// A symlink is data: staged with its target, whatever it points at.
 		target, err := os.Readlink(abs)
 		if err != nil {
 			return err
@@ -183,12 +218,19 @@ func (tx *Tx) foldEntry(root, p string, fi fs.FileInfo, stamps map[string]copySt
 		if s, ok := stamps[p]; ok && s == stampOf(fi) {
 			return nil // untouched copy
 		}
+		if n := linkCount(fi); n > 1 {
+			// Another name of the same file, maybe outside the workspace:
+			// adopting the inode would commit a link to it.
+			*refused = append(*refused, hardLinkRefusal(p, n))
+			return nil
+		}
 		return tx.adopt(p, abs, fi, old)
 	}
-	return pathErr("exec", p, ErrSpecialFile)
+	*refused = append(*refused, refusalFor(p, fi.Mode()))
+	return nil
 }
 
-func (tx *Tx) foldDir(root, p string, fi, old fs.FileInfo, stamps map[string]copyStamp) error {
+func (tx *Tx) foldDir(root, p string, fi, old fs.FileInfo, stamps map[string]copyStamp, refused *[]Refusal) error {
 	if old == nil || !old.IsDir() {
 		if err := tx.RemoveAll(p); err != nil {
 			return err
@@ -201,7 +243,7 @@ func (tx *Tx) foldDir(root, p string, fi, old fs.FileInfo, stamps map[string]cop
 			return err
 		}
 	}
-	return tx.fold(root, p, stamps)
+	return tx.foldTree(root, p, stamps, refused)
 }
 
 // adopt moves a file the child wrote into the staging area at p.

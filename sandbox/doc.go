@@ -67,11 +67,17 @@
 //
 // # Safety
 //
-// No staged path escapes the workspace: "..", absolute paths, symlinks
-// (in the real tree or staged) leading out, hard links, device files,
-// fifos and sockets are each refused with a *PathError naming the path and
-// wrapping ErrEscape, ErrHardLink, ErrSpecialFile, ErrStatePath or
-// ErrInvalidPath. The namespace confines a child's view of the workspace,
+// No staged path escapes the workspace: "..", absolute paths and staging
+// through symlinks (in the real tree or staged) that lead out are each
+// refused with a *PathError naming the path and wrapping ErrEscape,
+// ErrStatePath or ErrInvalidPath. A symlink itself is data: its target is
+// recorded whatever it points at, and Commit writes the link with
+// symlinkat into a directory opened O_NOFOLLOW, never following it. What
+// a change set cannot hold (fifos, sockets, devices, hard-linked files,
+// paths over PATH_MAX, entries it cannot read) does not fail Diff: each
+// is listed in ChangeSet.Refused with its reason and never applied, and
+// the rest of the change set is whole. Change sets print safely
+// (QuotePath) and flag sensitive paths (Change.Sensitive). The namespace confines a child's view of the workspace,
 // not the rest of the machine: writes a child makes outside the workspace
 // are not staged.
 //

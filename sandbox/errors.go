@@ -18,9 +18,12 @@ var (
 	ErrInvalidPath = errors.New("sandbox: invalid path")
 	// ErrStatePath reports a path inside the booth's own state directory.
 	ErrStatePath = errors.New("sandbox: path is inside the booth state directory")
-	// ErrSpecialFile reports a device file, fifo or socket in a change set.
+	// ErrSpecialFile reports a device file, fifo or socket where a file is
+	// needed (to copy it up). In a change set they are refused entries
+	// (ChangeSet.Refused), not errors.
 	ErrSpecialFile = errors.New("sandbox: special file refused")
-	// ErrHardLink reports a staged file that is hard-linked elsewhere.
+	// ErrHardLink reports a file that is hard-linked elsewhere. In a change
+	// set such a file is a refused entry (ChangeSet.Refused), not an error.
 	ErrHardLink = errors.New("sandbox: hard link refused")
 	// ErrSymlinkLoop reports too many symlinks while resolving a path.
 	ErrSymlinkLoop = errors.New("sandbox: too many levels of symbolic links")

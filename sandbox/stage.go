@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 )
 
@@ -248,8 +249,12 @@ func (tx *Tx) MkdirAll(name string, perm fs.FileMode) error {
 	return err
 }
 
-// Symlink stages a symlink at name pointing at target. A target that
-// leads outside the workspace is refused.
+// Symlink stages a symlink at name pointing at target. A symlink is
+// data: the target is kept as given, whatever it points at (an absolute
+// path, "..", nothing), and Commit writes the link itself, never
+// following it. Only name must stay inside the workspace. Staging through
+// the link later (a write to name/x) follows it within the staged view,
+// and is refused if it leads out.
 func (tx *Tx) Symlink(target, name string) error {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
@@ -257,8 +262,8 @@ func (tx *Tx) Symlink(target, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ws.symlinkTarget(rel, target); err != nil {
-		return pathErr("symlink", name+" -> "+target, errors.Unwrap(err))
+	if target == "" || strings.IndexByte(target, 0) >= 0 {
+		return pathErr("symlink", name+" -> "+target, ErrInvalidPath)
 	}
 	if e.exists() {
 		return pathErr("symlink", name, fs.ErrExist)

@@ -19,6 +19,23 @@ const (
 	OpDelete     FileOp = "delete"      // a file, symlink or whole directory removed
 	OpChmod      FileOp = "chmod"       // same content, new mode
 	OpChmodDir   FileOp = "chmod-dir"   // a directory with a new mode
+	// OpRefused is an entry the agent left that the booth cannot commit
+	// (FileChange.Refused says what it was, Reason why). It is not applied.
+	OpRefused FileOp = "refused"
+)
+
+// RefusalKind is what a refused entry of a change set was
+// (FileChange.Refused, with op refused).
+type RefusalKind string
+
+// Refusal kinds.
+const (
+	RefusedFIFO        RefusalKind = "fifo"          // a named pipe
+	RefusedSocket      RefusalKind = "socket"        // a unix socket
+	RefusedDevice      RefusalKind = "device"        // a character or block device
+	RefusedHardLink    RefusalKind = "hard-link"     // a file with more than one name
+	RefusedPathTooLong RefusalKind = "path-too-long" // a path over the system's PATH_MAX
+	RefusedUnreadable  RefusalKind = "unreadable"    // an entry the booth could not read
 )
 
 // RunMode says how a run was made (RunStart.Mode). The child sees the same

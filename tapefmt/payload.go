@@ -207,6 +207,10 @@ type FileChange struct {
 	Body   Hash   `json:"body,omitzero"`
 	Before Hash   `json:"before,omitzero"`
 	Target string `json:"target,omitempty"` // symlink target
+	// Refused and Reason are set for op refused: an entry of a change set
+	// that the booth could not commit, and why.
+	Refused RefusalKind `json:"refused,omitempty"`
+	Reason  string      `json:"reason,omitempty"`
 }
 
 // Output is bytes the child wrote to its stdout (Fd 1) or stderr (Fd 2).

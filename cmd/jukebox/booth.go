@@ -149,15 +149,13 @@ func (c *BoothDiffCmd) Run(ctx context.Context, env *Env) error {
 	return printChangeSet(env.Stdout, cs, c.JSON)
 }
 
+// printChangeSet prints a heading that counts each operation, then every
+// change, its paths quoted and sensitive ones marked (ChangeSet.String).
 func printChangeSet(w io.Writer, cs sandbox.ChangeSet, asJSON bool) error {
 	if asJSON {
 		return boothJSON(w, cs)
 	}
-	if cs.Empty() {
-		_, err := fmt.Fprintf(w, "%s: nothing staged\n", cs.TxID)
-		return err
-	}
-	_, err := io.WriteString(w, cs.String())
+	_, err := fmt.Fprintf(w, "%s: %s\n%s", cs.TxID, cs.Summary(), cs.String())
 	return err
 }
 

@@ -48,7 +48,7 @@ func TestBoothCommands(t *testing.T) {
 	tx.WriteFile("b.txt", []byte("b"), 0o644)
 	tx.Remove("a.txt")
 	out, _, err := runBoothCLI(t, "booth", "diff", "-C", ws)
-	if err != nil || out != "delete a.txt\nwrite b.txt (1 bytes, -rw-r--r--)\n" {
+	if err != nil || out != tx.ID()+": 1 write, 1 delete\n  delete a.txt\n  write b.txt (1 bytes, -rw-r--r--)\n" {
 		t.Fatalf("diff: %q %v", out, err)
 	}
 	wasm := filepath.Join("..", "..", "sandbox", "testdata", "wasmtool.wasm")

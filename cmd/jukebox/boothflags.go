@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -76,7 +77,7 @@ func askOnTerminal(cs sandbox.ChangeSet) (bool, error) {
 		return false, err
 	}
 	defer tty.Close()
-	fmt.Fprintf(tty, "\nThe agent staged %d changes:\n%s\nCommit them to the workspace? [y/N] ", len(cs.Changes), cs.String())
+	io.WriteString(tty, askText(cs))
 	line, err := bufio.NewReader(tty).ReadString('\n')
 	if err != nil && line == "" {
 		return false, nil
@@ -85,13 +86,42 @@ func askOnTerminal(cs sandbox.ChangeSet) (bool, error) {
 	return answer == "y" || answer == "yes", nil
 }
 
+// askText is the question askOnTerminal asks. Every name in it was chosen
+// by the agent, so each is quoted (sandbox.QuotePath) and no control, bidi
+// or invisible character reaches the terminal; sensitive paths are marked
+// with "!" and a line saying why, and the heading counts each operation.
+func askText(cs sandbox.ChangeSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe agent staged %d changes: %s\n%s", len(cs.Changes), cs.Summary(), cs.String())
+	if n := sensitiveCount(cs); n > 0 {
+		fmt.Fprintf(&b, "%d of them touch sensitive paths (marked !): read those before you answer.\n", n)
+	}
+	b.WriteString("Commit them to the workspace? [y/N] ")
+	return b.String()
+}
+
+func sensitiveCount(cs sandbox.ChangeSet) int {
+	n := 0
+	for _, c := range cs.Changes {
+		if len(c.Sensitive()) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // printBooth says what happened to the staged changes, listing every one.
 func printBooth(env *Env, b *engine.BoothResult) {
 	if b == nil {
 		return
 	}
-	fmt.Fprintf(env.Stderr, "jukebox: booth %s (%s): %d changes\n%s", b.Tx, b.Mode, len(b.Changes.Changes), b.Changes.String())
+	fmt.Fprintf(env.Stderr, "jukebox: booth %s (%s): %d changes: %s\n%s", b.Tx, b.Mode, len(b.Changes.Changes), b.Changes.Summary(), b.Changes.String())
 	switch {
+	case b.Refused:
+		fmt.Fprintf(env.Stderr, "jukebox: booth kept open: %d entries the booth cannot commit were refused (REFUSED above); "+
+			"nothing was committed or rolled back.\n"+
+			"jukebox: `jukebox booth commit --tx %[2]s` applies the rest without them; `jukebox booth rollback --tx %[2]s` discards it all\n",
+			len(b.Changes.Refused), b.Tx)
 	case b.Committed:
 		fmt.Fprintln(env.Stderr, "jukebox: booth committed to the workspace")
 	case b.Kept:

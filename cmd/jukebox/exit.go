@@ -17,6 +17,7 @@ const (
 	ExitBadTape  = 3 // a tape is damaged: truncated, torn, tampered or not a tape
 	ExitSeal     = 4 // a seal does not match the key, or the tape is not sealed
 	ExitDiverged = 5 // replay met a request the tape does not hold
+	ExitRefused  = 8 // the booth refused entries it cannot commit and kept the transaction open
 )
 
 // exitError lets a command choose its exit code while still printing a message.
@@ -65,3 +66,14 @@ func codeFor(err error) int {
 
 // errSilent marks an error whose message the command already printed.
 var errSilent = errors.New("silent")
+
+// refusedExit is exit 8 when the booth kept a run's transaction open
+// because it refused entries it cannot commit: ahead of the agent's own
+// code (printed all the same), behind an unreadable tape (exit 3).
+func refusedExit(res *engine.Result) error {
+	if res == nil || res.Booth == nil || !res.Booth.Refused {
+		return nil
+	}
+	return withCode(ExitRefused, fmt.Errorf("booth: refused entries: %d; transaction %s kept open for you to decide "+
+		"(exit %d, ahead of the agent's %s)", len(res.Booth.Changes.Refused), res.Booth.Tx, ExitRefused, exitText(res.End)))
+}

@@ -105,7 +105,8 @@ func leaves(err error) []error {
 }
 
 // finishRun prints the outcome and passes the agent's exit code on. A tape
-// that does not read back is exit 3, ahead of the agent's own code.
+// that does not read back is exit 3, ahead of the agent's own code; a
+// booth that refused entries is exit 8, between the two.
 func finishRun(env *Env, res *engine.Result, asJSON bool, line string) error {
 	if asJSON {
 		if err := writeJSON(env.Stdout, res); err != nil {
@@ -115,6 +116,9 @@ func finishRun(env *Env, res *engine.Result, asJSON bool, line string) error {
 		fmt.Fprintf(env.Stderr, "jukebox: %s (agent %s)\n", line, exitText(res.End))
 	}
 	if err := unreadable(res); err != nil {
+		return err
+	}
+	if err := refusedExit(res); err != nil {
 		return err
 	}
 	if res.End.ExitCode != 0 {

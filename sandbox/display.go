@@ -1,0 +1,271 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Change sets are shown to a person who decides on them (the --commit ask
+// prompt, booth diff), and every name in them was chosen by the agent. So
+// nothing of a name reaches the terminal as it is unless it is plain.
+
+// QuotePath returns p as it can be printed on a terminal: as it is when
+// every byte is printable ASCII other than space, '"' and '\', otherwise
+// in double quotes with Go escapes (like strconv.Quote), where also every
+// control character, bidi override or isolate, zero-width or other
+// invisible (default-ignorable) character and every byte that is not
+// UTF-8 is escaped. Printable non-ASCII letters are kept as they are, in
+// the quotes, which mark the name as unusual.
+func QuotePath(p string) string {
+	plain := p != ""
+	for i := 0; i < len(p) && plain; i++ {
+		c := p[i]
+		plain = c > ' ' && c < 0x7f && c != '"' && c != '\\'
+	}
+	if plain {
+		return p
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(p); {
+		r, n := utf8.DecodeRuneInString(p[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, p[i])
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < ' ' || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r < 0x7f:
+			b.WriteRune(r)
+		case !shownAsIs(r) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case !shownAsIs(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += n
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// shownAsIs reports whether a non-ASCII rune may reach a terminal in a
+// quoted name: a visible character, not a format character (bidi
+// controls, zero-width joiners and spaces are Cf), not a variation
+// selector or other default-ignorable code point, not a space other than
+// ASCII's, not a C1 control.
+func shownAsIs(r rune) bool {
+	return unicode.IsPrint(r) && r != 0x2800 && // braille blank: prints as nothing
+		!unicode.In(r, unicode.Cf, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Cc,
+			unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// Sensitive returns why a change deserves a second look before it is
+// committed, or nil: git metadata and hooks, CI configuration, shell
+// start-up files, ssh keys and configuration, environment files, and
+// anything made executable. Implied deletes are not flagged (the delete
+// of their parent is).
+func (c Change) Sensitive() []string {
+	if c.Implied {
+		return nil
+	}
+	why := sensitivePath(c.Path)
+	if (c.Op == OpWrite || c.Op == OpChmod) && c.Mode&0o111 != 0 {
+		why = append(why, "executable")
+	}
+	return why
+}
+
+// shellStartup are file names a shell (or direnv) runs by itself.
+var shellStartup = map[string]bool{
+	".bashrc": true, ".bash_profile": true, ".bash_login": true, ".bash_logout": true,
+	".profile": true, ".zshrc": true, ".zshenv": true, ".zprofile": true, ".zlogin": true,
+	".cshrc": true, ".tcshrc": true, ".kshrc": true, ".envrc": true,
+}
+
+// sensitivePath says why a workspace path is sensitive, whatever is done
+// to it. Names are compared without regard to case, as a case-insensitive
+// file system (or a checkout on one) would.
+func sensitivePath(p string) []string {
+	parts := strings.Split(strings.ToLower(p), "/")
+	base := parts[len(parts)-1]
+	var why []string
+	for i, part := range parts {
+		next := ""
+		if i+1 < len(parts) {
+			next = parts[i+1]
+		}
+		switch {
+		case part == ".git" && next == "hooks":
+			why = append(why, "git hook: git runs it")
+		case part == ".git" && next == "config":
+			why = append(why, "git config: it can make git run commands")
+		case part == ".git":
+			why = append(why, "git metadata")
+		case part == ".husky":
+			why = append(why, "git hook (husky): git runs it")
+		case part == ".github" && next == "workflows":
+			why = append(why, "CI workflow: it runs on push")
+		case part == ".circleci":
+			why = append(why, "CI configuration")
+		case part == ".ssh":
+			why = append(why, "ssh keys and configuration")
+		default:
+			continue
+		}
+		break
+	}
+	switch {
+	case base == ".gitlab-ci.yml":
+		why = append(why, "CI configuration")
+	case shellStartup[base]:
+		why = append(why, "shell start-up file: a shell runs it")
+	case base == ".env" || strings.HasPrefix(base, ".env."):
+		why = append(why, "environment file: often holds secrets")
+	}
+	return why
+}
+
+// opOrder is the order Summary counts operations in.
+var opOrder = []Op{OpWrite, OpChmod, OpSymlink, OpMkdir, OpReplaceDir, OpChmodDir, OpDelete}
+
+// Summary counts the change set per operation, for a heading: "3 writes,
+// 1 delete, 2 symlinks; 1 refused; 1 sensitive (marked !)", or "nothing
+// staged".
+func (cs ChangeSet) Summary() string {
+	if cs.Empty() {
+		return "nothing staged"
+	}
+	counts := cs.Counts()
+	implied, sensitive := 0, 0
+	for _, c := range cs.Changes {
+		if c.Implied {
+			implied++
+		}
+		if len(c.Sensitive()) > 0 {
+			sensitive++
+		}
+	}
+	var parts []string
+	for _, op := range opOrder {
+		if n := counts[op]; n > 0 {
+			s := plural(n, string(op))
+			if op == OpDelete && implied > 0 {
+				s += fmt.Sprintf(" (%d implied)", implied)
+			}
+			parts = append(parts, s)
+		}
+	}
+	for op, n := range counts { // an operation this list does not know yet
+		if op != tapefmt.OpRefused && !containsOp(opOrder, op) {
+			parts = append(parts, plural(n, string(op)))
+		}
+	}
+	out := strings.Join(parts, ", ")
+	if out == "" {
+		out = "no changes"
+	}
+	if n := len(cs.Refused); n > 0 {
+		out += fmt.Sprintf("; %d refused", n)
+	}
+	if sensitive > 0 {
+		out += fmt.Sprintf("; %d sensitive (marked !)", sensitive)
+	}
+	return out
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func containsOp(ops []Op, op Op) bool {
+	for _, o := range ops {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// refusalFor names what a staged entry of mode m is (a fifo, socket or
+// device, or something stranger) and why it cannot be committed.
+func refusalFor(p string, m fs.FileMode) Refusal {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return Refusal{Path: p, Kind: RefusedFIFO, Reason: "a fifo (named pipe) cannot be committed"}
+	case m&fs.ModeSocket != 0:
+		return Refusal{Path: p, Kind: RefusedSocket, Reason: "a socket cannot be committed"}
+	case m&fs.ModeDevice != 0:
+		return Refusal{Path: p, Kind: RefusedDevice, Reason: "a device file cannot be committed"}
+	}
+	return Refusal{Path: p, Kind: RefusedUnreadable, Reason: fmt.Sprintf("an entry of a type the booth cannot commit (%v)", m.Type())}
+}
+
+// hardLinkRefusal is the refusal of a file with n names.
+func hardLinkRefusal(p string, n uint64) Refusal {
+	return Refusal{Path: p, Kind: RefusedHardLink,
+		Reason: fmt.Sprintf("a hard link (the file has %d names); hard-link pairs are not committed yet", n)}
+}
+
+// pathMax is Linux's PATH_MAX: the longest path, its NUL included, that
+// a system call takes.
+const pathMax = 4096
+
+// tooLong reports whether an absolute path is too long to hand to the
+// kernel.
+func tooLong(abs string) bool { return len(abs) >= pathMax }
+
+// longRefusal is the refusal of a path over PATH_MAX.
+func longRefusal(p string, dir bool) Refusal {
+	what := "its path is"
+	if dir {
+		what = "the path of this directory (and of everything under it) is"
+	}
+	return Refusal{Path: p, Kind: RefusedPathTooLong,
+		Reason: fmt.Sprintf("%s longer than the system allows (PATH_MAX, %d bytes) where the booth stages it", what, pathMax)}
+}
+
+// unreadableRefusal is the refusal of an entry the booth could not read.
+// The error's own path (the staging area's) is left out: the refusal
+// names the workspace path.
+func unreadableRefusal(p string, err error) Refusal {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return Refusal{Path: p, Kind: RefusedUnreadable, Reason: "the booth could not read it: " + err.Error()}
+}
+
+// sortRefusals orders refusals by path, one per path (the first kept).
+func sortRefusals(rs []Refusal) []Refusal {
+	if len(rs) == 0 {
+		return nil
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Path < rs[j].Path })
+	out := rs[:1]
+	for _, r := range rs[1:] {
+		if r.Path != out[len(out)-1].Path {
+			out = append(out, r)
+		}
+	}
+	return out
+}

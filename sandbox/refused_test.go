@@ -1,0 +1,399 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// These tests cover the change set that is never lost: a symlink is
+// data, and an entry the booth cannot commit is refused alone, listed
+// with its reason, while the rest of the change set stays whole.
+
+// refusals formats the refused entries as "kind path" lines.
+func refusals(cs ChangeSet) string {
+	var b []string
+	for _, r := range cs.Refused {
+		b = append(b, string(r.Kind)+" "+r.Path)
+	}
+	return strings.Join(b, "\n")
+}
+
+// TestSymlinksAreData: a venv's absolute links, `ln -s .. up` and a
+// dangling link are staged with their targets as given and committed as
+// the links themselves; nothing they point at is touched.
+func TestSymlinksAreData(t *testing.T) {
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "f"), []byte("outside"), 0o644))
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"a.txt": "a", "olddir/x": "x"})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	links := map[string]string{
+		".venv/bin/python":  "/usr/bin/python3", // python -m venv
+		".venv/bin/python3": "python",
+		".venv/lib64":       "lib",
+		"up":                "..",
+		"dangling":          "no/such/file",
+		"out":               outside,
+		"olddir":            outside, // a real directory replaced by a link out
+		".bashrc":           "dotfiles/bashrc",
+	}
+	must(t, tx.MkdirAll(".venv/bin", 0o755))
+	must(t, tx.Mkdir(".venv/lib", 0o755))
+	must(t, tx.RemoveAll("olddir"))
+	for name, target := range links {
+		must(t, tx.Symlink(target, name))
+	}
+	// Staging through a link that leads out is still refused.
+	for _, p := range []string{"up/x", "out/f", "olddir/x"} {
+		if err := tx.WriteFile(p, []byte("no"), 0o644); err == nil {
+			t.Errorf("write %s through a staged symlink out was staged", p)
+		}
+	}
+	cs, err := tx.Diff()
+	must(t, err)
+	if len(cs.Refused) != 0 {
+		t.Fatalf("refused: %v", cs.Refused)
+	}
+	got := map[string]string{}
+	for _, c := range cs.Changes {
+		if c.Op == OpSymlink {
+			got[c.Path] = c.Target
+		}
+	}
+	for name, target := range links {
+		if got[name] != target {
+			t.Errorf("diff: %s -> %q, want %q", name, got[name], target)
+		}
+	}
+	_, err = tx.Commit(ctx)
+	must(t, err)
+	for name, target := range links {
+		fi, err := os.Lstat(filepath.Join(ws, name))
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			t.Errorf("committed %s is not a symlink: %v %v", name, fi, err)
+			continue
+		}
+		if got, _ := os.Readlink(filepath.Join(ws, name)); got != target {
+			t.Errorf("committed %s -> %q, want %q", name, got, target)
+		}
+	}
+	ents, _ := os.ReadDir(outside)
+	if b, _ := os.ReadFile(filepath.Join(outside, "f")); string(b) != "outside" || len(ents) != 1 {
+		t.Errorf("a committed link was followed: outside holds %v", ents)
+	}
+	// And once real, a link out still carries no write out.
+	tx2, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx2.Rollback(ctx)
+	if err := tx2.WriteFile("out/g", []byte("no"), 0o644); err == nil {
+		t.Error("write through a committed link out was staged")
+	}
+}
+
+// TestSymlinksPlantedAreData: links a child leaves in the upper directory
+// (the kernel overlay's work) are recorded and committed the same way.
+func TestSymlinksPlantedAreData(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"a.txt": "a"})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	up := filepath.Join(tx.StateDir(), "upper")
+	must(t, os.Symlink("/etc/shadow", filepath.Join(up, "abs")))
+	must(t, os.Symlink("../../../../../x", filepath.Join(up, "rel")))
+	cs, err := tx.Diff()
+	must(t, err)
+	if ops(cs) != "symlink abs\nsymlink rel" || len(cs.Refused) != 0 {
+		t.Fatalf("diff %s, refused %v", ops(cs), cs.Refused)
+	}
+	_, err = tx.Commit(ctx)
+	must(t, err)
+	if got, _ := os.Readlink(filepath.Join(ws, "rel")); got != "../../../../../x" {
+		t.Fatalf("rel -> %q", got)
+	}
+}
+
+// plantSocket leaves a unix socket file at p.
+func plantSocket(p string) error {
+	l, err := net.Listen("unix", p)
+	if err == nil {
+		l.(*net.UnixListener).SetUnlinkOnClose(false)
+		l.Close()
+	}
+	return err
+}
+
+// TestRefusedKeepsTheRest: a fifo, a socket, a device and hard links in
+// the staging area are each refused, with a reason; the writes beside
+// them stay in the change set and commit.
+func TestRefusedKeepsTheRest(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	must(t, os.WriteFile(secret, []byte("s"), 0o644))
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"a.txt": "a", "keep.txt": "k"})
+	before := readTree(t, ws)
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	must(t, tx.WriteFile("a.txt", []byte("a2"), 0o644))
+	must(t, tx.MkdirAll("new", 0o755))
+	must(t, tx.WriteFile("new/b.txt", []byte("b"), 0o644))
+	up := filepath.Join(tx.StateDir(), "upper")
+	must(t, syscall.Mkfifo(filepath.Join(up, "new", "fifo"), 0o600))
+	must(t, plantSocket(filepath.Join(up, "sock")))
+	must(t, os.Link(secret, filepath.Join(up, "linked-out")))
+	must(t, os.WriteFile(filepath.Join(up, "pair1"), []byte("p"), 0o644))
+	must(t, os.Link(filepath.Join(up, "pair1"), filepath.Join(up, "pair2")))
+	if err := syscall.Mknod(filepath.Join(up, "dev"), syscall.S_IFCHR|0o600, 1<<8|3); err != nil {
+		t.Logf("no device here: %v", err)
+	}
+	cs, err := tx.Diff()
+	must(t, err)
+	if got, want := ops(cs), "write a.txt\nmkdir new\nwrite new/b.txt"; got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+	want := "hard-link linked-out\nfifo new/fifo\nhard-link pair1\nhard-link pair2\nsocket sock"
+	if _, err := os.Lstat(filepath.Join(up, "dev")); err == nil {
+		want = "device dev\n" + want
+	}
+	if got := refusals(cs); got != want {
+		t.Errorf("refused:\n%s\nwant:\n%s", got, want)
+	}
+	for _, r := range cs.Refused {
+		if r.Reason == "" {
+			t.Errorf("%s refused without a reason", r.Path)
+		}
+	}
+	if n := cs.Counts()["refused"]; n != len(cs.Refused) {
+		t.Errorf("counts %v", cs.Counts())
+	}
+	_, err = tx.Commit(ctx)
+	must(t, err)
+	after := readTree(t, ws)
+	if after["a.txt"] != "a2" || after["new/b.txt"] != "b" || after["keep.txt"] != before["keep.txt"] {
+		t.Errorf("committed tree %v", after)
+	}
+	for _, p := range []string{"new/fifo", "sock", "linked-out", "pair1", "pair2", "dev"} {
+		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("refused %s was committed", p)
+		}
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "s" {
+		t.Error("secret changed")
+	}
+}
+
+// TestRefusedUnchangedHardLink: `ln a.txt b` in the overlay copies a.txt
+// up with two names; a.txt itself is unchanged and not refused, b is.
+func TestRefusedUnchangedHardLink(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"a.txt": "a"})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	up := filepath.Join(tx.StateDir(), "upper")
+	must(t, copyFile(filepath.Join(ws, "a.txt"), filepath.Join(up, "a.txt"), 0o644))
+	must(t, os.Link(filepath.Join(up, "a.txt"), filepath.Join(up, "b")))
+	cs, err := tx.Diff()
+	must(t, err)
+	if ops(cs) != "" || refusals(cs) != "hard-link b" {
+		t.Fatalf("changes %q, refused %q", ops(cs), refusals(cs))
+	}
+}
+
+// deepDirs makes, under dir, nested directories whose path grows past
+// PATH_MAX (each step by openat, as a child that cd's down would), and
+// writes a file at the bottom. It returns the first relative path that
+// is too long as seen from base.
+func deepDirs(t *testing.T, dir string) {
+	t.Helper()
+	name := strings.Repeat("d", 200)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	for range 25 { // 25 × 201 bytes > 4096
+		must(t, unix.Mkdirat(fd, name, 0o755))
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		must(t, err)
+		unix.Close(fd)
+		fd = next
+	}
+	f, err := unix.Openat(fd, "deep.txt", unix.O_WRONLY|unix.O_CREAT, 0o644)
+	must(t, err)
+	unix.Write(f, []byte("deep"))
+	unix.Close(f)
+	unix.Close(fd)
+}
+
+// TestRefusedPathMax: a tree deeper than PATH_MAX is refused from the
+// directory where its path gets too long; what is above it commits.
+func TestRefusedPathMax(t *testing.T) {
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	must(t, tx.WriteFile("ok.txt", []byte("ok"), 0o644))
+	deepDirs(t, filepath.Join(tx.StateDir(), "upper"))
+	cs, err := tx.Diff()
+	must(t, err)
+	if len(cs.Refused) != 1 || cs.Refused[0].Kind != RefusedPathTooLong {
+		t.Fatalf("refused %v", cs.Refused)
+	}
+	if r := cs.Refused[0]; len(filepath.Join(tx.StateDir(), "upper", r.Path)) < pathMax ||
+		len(filepath.Join(tx.StateDir(), "upper", filepath.Dir(r.Path))) >= pathMax {
+		t.Errorf("refused at %d bytes, not where the path first gets too long", len(r.Path))
+	}
+	for _, c := range cs.Changes {
+		if len(c.Path) >= len(cs.Refused[0].Path) {
+			t.Errorf("change %s is under the refused path", c.Path[:40])
+		}
+	}
+	if !strings.Contains(ops(cs), "write ok.txt") {
+		t.Errorf("ok.txt lost: %s", ops(cs))
+	}
+	_, err = tx.Commit(ctx)
+	must(t, err)
+	if b, _ := os.ReadFile(filepath.Join(ws, "ok.txt")); string(b) != "ok" {
+		t.Error("ok.txt not committed")
+	}
+}
+
+// refusedScript leaves, in the workspace, one of each thing the booth
+// used to lose the whole change set over, beside ordinary writes. With
+// python3 it makes a unix socket too (socketLine).
+const refusedScript = `set -e
+echo keep > keep.txt
+mkdir -p .venv/bin .venv/lib
+ln -s /usr/bin/python3 .venv/bin/python
+ln -s lib .venv/lib64
+ln -s .. up
+ln -s /nonexistent dangling
+mkfifo pipe
+echo a > a.txt
+ln a.txt a-link
+d=$(printf 'd%.0s' $(seq 200))
+mkdir $d
+echo deep > $d/deep.txt
+i=0
+while [ $i -lt 24 ]; do mv $d t; mkdir $d; mv t $d/$d; i=$((i+1)); done
+`
+
+const socketLine = "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('sock')\"\n"
+
+// refusedChild runs refusedScript in mode and returns the change set and
+// whether a socket was made.
+func refusedChild(t *testing.T, mode Mode) (*Tx, ChangeSet, bool) {
+	t.Helper()
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"README.md": "r"})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	script, socket := refusedScript, false
+	if _, err := exec.LookPath("python3"); err == nil {
+		script, socket = script+socketLine, true
+	}
+	var out bytes.Buffer
+	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out, Mode: mode, Notice: &bytes.Buffer{}})
+	must(t, err)
+	if res.ExitCode != 0 {
+		t.Fatalf("child: exit %d: %s", res.ExitCode, out.String())
+	}
+	cs, err := tx.Diff()
+	must(t, err)
+	return tx, cs, socket
+}
+
+// TestExecCopyRefused runs a child in the copy fallback that makes a
+// venv's links, a link up, a dangling link, a fifo, a socket, a hard link
+// and a path over PATH_MAX: every link is staged, each of the others
+// refused, the rest kept whole and committed.
+func TestExecCopyRefused(t *testing.T) {
+	tx, cs, socket := refusedChild(t, ModeCopy)
+	checkRefusedRun(t, cs, socket)
+	_, err := tx.Commit(ctx)
+	must(t, err)
+	ws := tx.Workspace()
+	if got, _ := os.Readlink(filepath.Join(ws, ".venv/bin/python")); got != "/usr/bin/python3" {
+		t.Errorf("committed .venv/bin/python -> %q", got)
+	}
+	if got, _ := os.Readlink(filepath.Join(ws, "up")); got != ".." {
+		t.Errorf("committed up -> %q", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "keep.txt")); string(b) != "keep\n" {
+		t.Errorf("keep.txt = %q", b)
+	}
+	for _, p := range []string{"pipe", "sock"} {
+		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("refused %s was committed", p)
+		}
+	}
+}
+
+// checkRefusedRun checks the change set of refusedScript.
+func checkRefusedRun(t *testing.T, cs ChangeSet, socket bool) {
+	t.Helper()
+	links := map[string]string{}
+	writes := map[string]bool{}
+	for _, c := range cs.Changes {
+		switch c.Op {
+		case OpSymlink:
+			links[c.Path] = c.Target
+		case OpWrite:
+			writes[c.Path] = true
+		}
+	}
+	wantLinks := map[string]string{".venv/bin/python": "/usr/bin/python3", ".venv/lib64": "lib", "up": "..", "dangling": "/nonexistent"}
+	for p, target := range wantLinks {
+		if links[p] != target {
+			t.Errorf("symlink %s -> %q, want %q", p, links[p], target)
+		}
+	}
+	if !writes["keep.txt"] {
+		t.Errorf("keep.txt lost: %s", ops(cs))
+	}
+	kinds := map[RefusalKind][]string{}
+	for _, r := range cs.Refused {
+		kinds[r.Kind] = append(kinds[r.Kind], r.Path)
+	}
+	if got := kinds[RefusedFIFO]; len(got) != 1 || got[0] != "pipe" {
+		t.Errorf("fifo refusals %q (all: %s)", got, refusals(cs))
+	}
+	if got := kinds[RefusedHardLink]; len(got) == 0 {
+		t.Errorf("no hard-link refusal (all: %s)", refusals(cs))
+	}
+	if got := kinds[RefusedPathTooLong]; len(got) != 1 {
+		t.Errorf("path-too-long refusals: %d (all: %s)", len(got), refusals(cs))
+	}
+	if got := kinds[RefusedSocket]; socket && (len(got) != 1 || got[0] != "sock") {
+		t.Errorf("socket refusals %q (all: %s)", got, refusals(cs))
+	}
+}
+
+// TestExecOverlayRefused is TestExecCopyRefused in the kernel overlay,
+// where the overlay is available.
+func TestExecOverlayRefused(t *testing.T) {
+	caps := Probe(ctx, t.TempDir())
+	if !caps.Overlay {
+		testenv.Unavailable(t, fmt.Sprintf("overlayfs in an unprivileged user namespace, refused here (%v)", caps.Notes),
+			"run on Linux with unprivileged user namespaces allowed")
+	}
+	_, cs, socket := refusedChild(t, ModeOverlay)
+	checkRefusedRun(t, cs, socket)
+}
