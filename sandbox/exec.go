@@ -35,13 +35,39 @@ type ExecOptions struct {
 	// Notice receives one line naming the staging mode in use (and why
 	// the overlay was not); nil means Stderr, io.Discard silences it.
 	Notice io.Writer
+	// Net is the child's network: NetHost (or "") as jukebox's own;
+	// NetNone a network namespace of its own where only Endpoints (the
+	// 127.0.0.1:PORT addresses jukebox serves for the run) are reachable.
+	// NetNone needs the overlay: the copy fallback cannot confine.
+	Net       Net
+	Endpoints []string
+	// Protect are files the child must not change: each stays visible,
+	// read-only, with its folder (or alone, when the folder holds the
+	// workspace). The tape being recorded is one.
+	Protect []string
+	// WriteLive are absolute paths outside the workspace the child may
+	// write directly, unstaged (caches and the like).
+	WriteLive []string
 }
+
+// Net is a booth child's network.
+type Net string
+
+// Network modes.
+const (
+	NetHost Net = "host" // the host's network, as jukebox has it
+	NetNone Net = "none" // loopback only, reaching jukebox's own endpoints
+)
 
 // ExecResult is how a booth child ended.
 type ExecResult struct {
 	Mode     Mode   `json:"mode"`
-	ExitCode int    `json:"exit_code"`
+	ExitCode int    `json:"exit_code"`          // 128+N when signal N ended it
+	Signal   int    `json:"signal,omitempty"`   // the signal that ended it
 	Fallback string `json:"fallback,omitempty"` // why the overlay was not used
+	// Confined is true when the child ran confined: read-only system,
+	// private /tmp, own PID namespace, locked mounts, seccomp.
+	Confined bool `json:"confined"`
 }
 
 // errSetup marks a failure to build the namespace overlay (not the child's).
@@ -70,21 +96,31 @@ func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 		res, err := tx.execOverlay(ctx, o, dir)
 		if !errors.Is(err, errSetup) {
 			if err == nil {
-				fmt.Fprintln(notice, "jukebox: booth: overlay (user+mount namespace over the workspace)")
+				fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged; /tmp and /dev/shm private; the rest read-only; own PID namespace; network %s)\n", orHost(o.Net))
 			}
 			return res, err
 		}
-		if o.Mode == ModeOverlay {
-			return res, err
+		if o.Mode == ModeOverlay || o.Net == NetNone {
+			return res, fmt.Errorf("%w; the copy fallback cannot confine", err)
 		}
 		why = err.Error()
+	}
+	if o.Net == NetNone {
+		return ExecResult{Mode: o.Mode, ExitCode: -1}, fmt.Errorf("sandbox: --net none needs the overlay booth; %s mode cannot confine", o.Mode)
 	}
 	res, err := tx.execCopy(ctx, o, dir)
 	res.Fallback = why
 	if err == nil {
-		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace%s\n", res.Mode, because(why))
+		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace%s: this stages the workspace but does NOT confine the agent, which can write anywhere you can\n", res.Mode, because(why))
 	}
 	return res, err
+}
+
+func orHost(n Net) Net {
+	if n == "" {
+		return NetHost
+	}
+	return n
 }
 
 func because(why string) string {
@@ -120,12 +156,38 @@ func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string) (ExecR
 		return ExecResult{}, err
 	}
 	defer removeAll(work)
-	spec := initSpec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args}
+	spec := initSpec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args,
+		ReadOnly: protected(tx.ws.root, o.Protect), WriteLive: o.WriteLive, NetNone: o.Net == NetNone}
 	if tx.ws.stateRel != "" {
 		spec.Hide = tx.ws.stateRoot
 	}
-	code, err := runInitChild(ctx, spec, o)
-	return ExecResult{Mode: ModeOverlay, ExitCode: code}, err
+	if spec.NetNone {
+		relays, stop, err := hostRelays(filepath.Join(tx.dir, "net"), o.Endpoints)
+		defer stop()
+		if err != nil {
+			return ExecResult{Mode: ModeOverlay, ExitCode: -1}, err
+		}
+		spec.Relays = relays
+	}
+	res, err := runInitChild(ctx, spec, o)
+	res.Mode, res.Confined = ModeOverlay, err == nil
+	return res, err
+}
+
+// protected are the paths to keep read-only for files that must not
+// change: each file's folder, or the file alone when its folder is the
+// workspace or holds it (the folder would cover the overlay).
+func protected(ws string, files []string) []string {
+	var out []string
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		if rel, err := filepath.Rel(dir, ws); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			out = append(out, f)
+		} else {
+			out = append(out, dir)
+		}
+	}
+	return out
 }
 
 func envOrSelf(env []string) []string {

@@ -7,40 +7,68 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 )
 
-// runInitChild starts the init in new user and mount namespaces and waits.
-func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (int, error) {
+// runInitChild starts the init (stage 1) in new user, mount and PID
+// namespaces (and a network namespace for NetNone) and waits. Killing it
+// (ctx, or jukebox dying: Pdeathsig) ends the whole PID namespace.
+func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (ExecResult, error) {
+	spec.UID, spec.GID = os.Getuid(), os.Getgid()
 	raw, _ := json.Marshal(spec)
 	cmd := exec.CommandContext(ctx, "/proc/self/exe")
 	cmd.Args = []string{"jukebox-booth-init"}
 	cmd.Env = append(envOrSelf(o.Env), initEnv+"="+string(raw))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
-	uid, gid := os.Getuid(), os.Getgid()
+	flags := syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+	if spec.NetNone {
+		flags |= syscall.CLONE_NEWNET
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		Cloneflags:  uintptr(flags),
+		UidMappings: outerMap(spec.UID),
+		GidMappings: outerMap(spec.GID),
+		Pdeathsig:   syscall.SIGKILL,
 	}
-	r, w, err := os.Pipe()
+	report, reportW, err := os.Pipe()
 	if err != nil {
-		return -1, err
+		return ExecResult{ExitCode: -1}, err
 	}
-	defer r.Close()
-	cmd.ExtraFiles = []*os.File{w}
+	defer report.Close()
+	status, statusW, err := os.Pipe()
+	if err != nil {
+		reportW.Close()
+		return ExecResult{ExitCode: -1}, err
+	}
+	defer status.Close()
+	cmd.ExtraFiles = []*os.File{reportW, statusW}
+	// Pdeathsig fires when the thread that started the child ends, not
+	// the process: keep this goroutine on its thread until the child is
+	// reaped.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	err = cmd.Start()
-	w.Close()
+	reportW.Close()
+	statusW.Close()
 	if err != nil {
-		return -1, fmt.Errorf("%w: %v", errNoUserNS, err)
+		return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, err)
 	}
-	report, _ := io.ReadAll(r) // EOF when the command is exec'd or init exits
+	msg, _ := io.ReadAll(report) // EOF when the command is exec'd or the init exits
 	err = cmd.Wait()
-	if msg := string(report); strings.HasPrefix(msg, "setup: ") {
-		return -1, fmt.Errorf("%w: %s", errSetup, strings.TrimPrefix(msg, "setup: "))
-	} else if msg != "" {
-		return -1, fmt.Errorf("sandbox: exec %s: %s", o.Args[0], strings.TrimPrefix(msg, "exec: "))
+	st, _ := io.ReadAll(status)
+	switch m := string(msg); {
+	case strings.HasPrefix(m, "setup: "):
+		return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %s", errSetup, strings.TrimPrefix(m, "setup: "))
+	case m != "":
+		return ExecResult{ExitCode: -1}, fmt.Errorf("sandbox: exec %s: %s", o.Args[0], strings.TrimPrefix(m, "exec: "))
 	}
-	return exitCode(err)
+	code, err := exitCode(err)
+	res := ExecResult{ExitCode: code}
+	var sig int
+	if _, e := fmt.Sscanf(string(st), "signal %d", &sig); e == nil {
+		res.Signal = sig
+	}
+	return res, err
 }

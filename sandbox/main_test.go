@@ -10,5 +10,6 @@ import (
 func TestMain(m *testing.M) {
 	MaybeRunInit()
 	crashChild()
+	catalogueChild()
 	os.Exit(m.Run())
 }

@@ -2,8 +2,12 @@ package sandbox
 
 import "os"
 
-// initEnv carries the init spec from the booth to its re-executed self.
-const initEnv = "JUKEBOX_BOOTH_INIT"
+// Environment variables that turn this binary into one of the booth's two
+// init stages (see MaybeRunInit).
+const (
+	initEnv  = "JUKEBOX_BOOTH_INIT" // stage 1: the spec, as JSON
+	stageEnv = "JUKEBOX_BOOTH_EXEC" // stage 2: the confined exec, as JSON
+)
 
 // Exit codes of the namespace init when it fails before the command runs.
 const (
@@ -20,15 +24,51 @@ type initSpec struct {
 	Dir   string   `json:"dir"`            // working directory of the command
 	Args  []string `json:"args,omitempty"` // command; empty with Probe
 	Probe bool     `json:"probe,omitempty"`
+	// ReadOnly paths stay visible at their own absolute paths, read-only,
+	// even inside the workspace or under the private /tmp (the tape's
+	// folder). WriteLive paths stay visible and writable: writes there are
+	// not staged.
+	ReadOnly  []string `json:"read_only,omitempty"`
+	WriteLive []string `json:"write_live,omitempty"`
+	// NetNone: the init runs in a new network namespace, and Relays are
+	// the loopback endpoints it serves inside, each forwarded to a unix
+	// socket outside (the recorder, the control API, the --pg endpoint).
+	NetNone bool    `json:"net_none,omitempty"`
+	Relays  []relay `json:"relays,omitempty"`
+	// UID and GID are the caller's, which the command runs as.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+// relay forwards connections to Addr (127.0.0.1:PORT inside the network
+// namespace) to the unix socket Socket, served outside.
+type relay struct {
+	Addr   string `json:"addr"`
+	Socket string `json:"socket"`
+}
+
+// stageSpec is what stage 2, already in its locked namespaces, needs.
+type stageSpec struct {
+	Dir   string   `json:"dir"`
+	Args  []string `json:"args"`
+	Probe bool     `json:"probe,omitempty"` // set up, then exit 0
 }
 
 // MaybeRunInit runs the booth's namespace init when this process was
-// re-executed as one, and then never returns: it mounts the overlay over
-// the workspace inside its fresh user+mount namespace and execs the
-// command. In any other process it returns at once. Call it first thing
-// in main, before flags are parsed (and in TestMain of test binaries that
-// run children in the booth).
+// re-executed as one, and then never returns. Stage 1 is PID 1 of a new
+// PID namespace, root in a new user namespace: it builds the confined
+// mount tree (the overlay over the workspace, a private /tmp and /dev/shm,
+// everything else read-only), then starts stage 2 in a nested user and
+// mount namespace, which locks those mounts, and reaps until the command
+// ends. Stage 2 sets no_new_privs, loads the seccomp filter and execs the
+// command as the caller's uid. In any other process MaybeRunInit returns
+// at once. Call it first thing in main, before flags are parsed (and in
+// TestMain of test binaries that run children in the booth).
 func MaybeRunInit() {
+	if raw, ok := os.LookupEnv(stageEnv); ok {
+		os.Unsetenv(stageEnv)
+		os.Exit(runStage2(raw))
+	}
 	raw, ok := os.LookupEnv(initEnv)
 	if !ok {
 		return

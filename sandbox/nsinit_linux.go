@@ -2,34 +2,344 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// runInit is the namespace init: it mounts what spec raw says and execs
-// the command, reporting a failure before the exec on descriptor 3.
+// runInit is stage 1 of the namespace init, PID 1 of the booth's PID
+// namespace: it builds the confined mount tree, starts stage 2 in locked
+// namespaces and reaps until the command ends. A failure before the
+// command runs is reported on descriptor 3; how the command ended (a
+// signal) on descriptor 4.
 func runInit(raw string) int {
 	report := os.NewFile(3, "booth-report")
+	status := os.NewFile(4, "booth-status")
+	unix.CloseOnExec(4)
 	var s initSpec
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		fmt.Fprintf(report, "setup: bad spec: %v", err)
 		return initSetupFailed
 	}
-	if err := mountOverlay(s); err != nil {
+	runtime.LockOSThread() // mounts and Pdeathsig belong to this thread
+	relays, err := confine(s)
+	if err != nil {
 		fmt.Fprintf(report, "setup: %v", err)
+		return initSetupFailed
+	}
+	for _, r := range relays {
+		go r.serve()
+	}
+	// Nothing in the booth may trace or read this process: it holds
+	// capabilities over the mounts the command must not undo.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(report, "setup: not dumpable: %v", err)
+		return initSetupFailed
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	cmd, err := startStage2(s, report)
+	report.Close()
+	if err != nil {
+		return initSetupFailed // reported by startStage2
+	}
+	code, sig := reap(cmd.Process.Pid, sigs)
+	if sig != 0 {
+		fmt.Fprintf(status, "signal %d", sig)
+	}
+	// Returning ends PID 1: the kernel kills what is left of the tree and
+	// reaps it before our parent sees this exit.
+	return code
+}
+
+// forwarded are the signals stage 1 passes to the command. SIGINT and
+// SIGQUIT from a terminal reach the command directly (it is in the
+// terminal's foreground process group), so they are caught and dropped
+// here rather than ignored: an ignored signal would stay ignored in the
+// command.
+var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2,
+	syscall.SIGINT, syscall.SIGQUIT, syscall.SIGWINCH, syscall.SIGCONT}
+
+// reap waits for the command, reaping every orphan the PID namespace
+// hands to PID 1 meanwhile, and forwards signals to the command. It
+// returns the command's exit code and, if a signal ended it, the signal.
+func reap(pid int, sigs <-chan os.Signal) (int, syscall.Signal) {
+	go func() {
+		for s := range sigs {
+			if s != syscall.SIGINT && s != syscall.SIGQUIT {
+				syscall.Kill(pid, s.(syscall.Signal))
+			}
+		}
+	}()
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return initExecFailed, 0
+		}
+		if got != pid {
+			continue
+		}
+		switch {
+		case ws.Exited():
+			return ws.ExitStatus(), 0
+		case ws.Signaled():
+			return 128 + int(ws.Signal()), ws.Signal()
+		}
+	}
+}
+
+// startStage2 starts this binary again in a nested user and mount
+// namespace. The new mount namespace is owned by a less privileged user
+// namespace, so the kernel locks every mount stage 1 made: the command
+// can neither unmount the overlay, the private /tmp or the tmpfs over the
+// booth's state, nor make a read-only mount writable. The nested
+// namespace maps the caller's own uid and gid, so the command runs as the
+// caller (for a non-root caller, with no capabilities at all).
+func startStage2(s initSpec, report *os.File) (*exec.Cmd, error) {
+	raw, _ := json.Marshal(stageSpec{Dir: s.Dir, Args: s.Args, Probe: s.Probe})
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{"jukebox-booth-exec"}
+	cmd.Env = append(os.Environ(), stageEnv+"="+string(raw))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{report}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: innerMap(s.UID),
+		GidMappings: innerMap(s.GID),
+		Pdeathsig:   syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(report, "setup: nested user namespace (locks the mounts): %v", err)
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// outerMap maps the caller into the booth's first user namespace: root
+// there, so it may mount. Real root keeps every id (so root's access to
+// files of other users is unchanged); anyone else maps only their own.
+func outerMap(id int) []syscall.SysProcIDMap {
+	if id == 0 {
+		return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+	}
+	return []syscall.SysProcIDMap{{ContainerID: 0, HostID: id, Size: 1}}
+}
+
+// innerMap maps the nested namespace back to the caller's id (root in the
+// outer namespace is the caller).
+func innerMap(id int) []syscall.SysProcIDMap {
+	if id == 0 {
+		return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+	}
+	return []syscall.SysProcIDMap{{ContainerID: id, HostID: 0, Size: 1}}
+}
+
+// A detached mount, made before the tree is set read-only and attached
+// after, at Path.
+type detached struct {
+	fd   int
+	path string
+	what string
+}
+
+// confine builds the booth's mount tree, in this order:
+//
+//  1. every mount private, so nothing here propagates to the host;
+//  2. detached mounts: the overlay over the workspace, a read-only tmpfs
+//     hiding the booth's state, tmpfs for /tmp and /dev/shm, and clones of
+//     the paths that must stay visible (read-only, or writable for
+//     WriteLive);
+//  3. the whole tree read-only (mount_setattr, recursive);
+//  4. a /proc for the new PID namespace;
+//  5. the detached mounts moved into place, shallowest first, creating
+//     their mount points inside the private /tmp where needed.
+//
+// The relays for --net none are made before anything is hidden, since
+// their sockets live in the booth's state.
+func confine(s initSpec) ([]*relayer, error) {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return nil, fmt.Errorf("make mounts private: %w", err)
+	}
+	ovl, err := overlayMount(s)
+	if err != nil {
+		return nil, err
+	}
+	var relays []*relayer
+	if s.NetNone {
+		if relays, err = startRelays(s.Relays); err != nil {
+			return nil, err
+		}
+	}
+	mounts := []detached{{ovl, s.Lower, "the overlay over the workspace"}}
+	if s.Hide != "" {
+		fd, err := tmpfsMount("size=4k,mode=0555", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+		if err != nil {
+			return nil, fmt.Errorf("hide booth state: %w", err)
+		}
+		mounts = append(mounts, detached{fd, s.Hide, "the tmpfs over the booth's state"})
+	}
+	for _, p := range []string{"/tmp", "/dev/shm"} {
+		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+			continue
+		}
+		fd, err := tmpfsMount("mode=1777", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+		if err != nil {
+			return nil, fmt.Errorf("private %s: %w", p, err)
+		}
+		mounts = append(mounts, detached{fd, p, "a private " + p})
+	}
+	for _, p := range s.ReadOnly {
+		fd, err := cloneTree(p, true)
+		if err != nil {
+			return nil, fmt.Errorf("keep %s visible: %w", p, err)
+		}
+		mounts = append(mounts, detached{fd, p, "read-only " + p})
+	}
+	for _, p := range s.WriteLive {
+		fd, err := cloneTree(p, false)
+		if err != nil {
+			return nil, fmt.Errorf("--allow-write-live %s: %w", p, err)
+		}
+		mounts = append(mounts, detached{fd, p, "writable " + p})
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &attr); err != nil {
+		return nil, fmt.Errorf("make the file system read-only: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return nil, fmt.Errorf("mount /proc for the PID namespace: %w", err)
+	}
+	return relays, attach(mounts)
+}
+
+// attach moves the detached mounts into place, parents before children
+// (the workspace before the tmpfs over its state, /tmp before a workspace
+// under it), creating missing mount points on the way; those can only be
+// in a tmpfs made here, since the rest is read-only.
+func attach(mounts []detached) error {
+	sort.SliceStable(mounts, func(i, j int) bool { return depth(mounts[i].path) < depth(mounts[j].path) })
+	for _, m := range mounts {
+		if err := os.MkdirAll(m.path, 0o755); err != nil {
+			return fmt.Errorf("mount point for %s: %w", m.what, err)
+		}
+		err := unix.MoveMount(m.fd, "", unix.AT_FDCWD, m.path, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(m.fd)
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", m.what, err)
+		}
+	}
+	return nil
+}
+
+func depth(p string) int { return strings.Count(filepath.Clean(p), "/") }
+
+// overlayMount makes the overlay over the workspace as a detached mount.
+// userxattr is needed in a user namespace; kernels before 5.11 lack it.
+func overlayMount(s initSpec) (int, error) {
+	try := func(userxattr bool) (int, error) {
+		fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+		if err != nil {
+			return -1, err
+		}
+		defer unix.Close(fs)
+		for _, kv := range [][2]string{{"lowerdir", ovlEscape(s.Lower)}, {"upperdir", ovlEscape(s.Upper)}, {"workdir", ovlEscape(s.Work)}} {
+			if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
+				return -1, fmt.Errorf("%s: %w", kv[0], err)
+			}
+		}
+		if userxattr {
+			if err := unix.FsconfigSetFlag(fs, "userxattr"); err != nil {
+				return -1, err
+			}
+		}
+		if err := unix.FsconfigCreate(fs); err != nil {
+			return -1, err
+		}
+		return unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, 0)
+	}
+	fd, err := try(true)
+	if err != nil {
+		fd, err = try(false)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("mount overlayfs: %w", err)
+	}
+	return fd, nil
+}
+
+func tmpfsMount(opts string, attrs int) (int, error) {
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(fs)
+	for _, kv := range strings.Split(opts, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := unix.FsconfigSetString(fs, k, v); err != nil {
+			return -1, fmt.Errorf("tmpfs %s: %w", k, err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, err
+	}
+	return unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, attrs)
+}
+
+// cloneTree is a detached copy of the mounts at and under p, read-only if
+// asked (else as they are).
+func cloneTree(p string, readOnly bool) (int, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil || !readOnly {
+		return fd, err
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// ovlEscape escapes the characters overlayfs options treat specially.
+func ovlEscape(p string) string {
+	return strings.NewReplacer(`\`, `\\`, `,`, `\,`, `:`, `\:`).Replace(p)
+}
+
+// runStage2 runs inside the locked namespaces: no_new_privs, the seccomp
+// filter, then exec of the command as the caller. Failures are reported
+// on descriptor 3, which the exec closes.
+func runStage2(raw string) int {
+	report := os.NewFile(3, "booth-report")
+	var s stageSpec
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		fmt.Fprintf(report, "setup: bad exec spec: %v", err)
+		return initSetupFailed
+	}
+	if err := loadSeccomp(); err != nil {
+		fmt.Fprintf(report, "setup: seccomp: %v", err)
 		return initSetupFailed
 	}
 	if s.Probe {
 		return 0
 	}
 	if err := os.Chdir(s.Dir); err != nil {
-		fmt.Fprintf(report, "setup: chdir: %v", err)
-		return initSetupFailed
+		fmt.Fprintf(report, "exec: chdir %s: %v", strconv.Quote(s.Dir), err)
+		return initExecFailed
 	}
 	bin, err := exec.LookPath(s.Args[0])
 	if err == nil {
@@ -38,32 +348,4 @@ func runInit(raw string) int {
 	}
 	fmt.Fprintf(report, "exec: %v", err)
 	return initExecFailed
-}
-
-// mountOverlay makes mounts private, mounts the overlay over the real
-// workspace path and hides the booth's own state under an empty tmpfs.
-func mountOverlay(s initSpec) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
-	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", ovlEscape(s.Lower), ovlEscape(s.Upper), ovlEscape(s.Work))
-	err := unix.Mount("overlay", s.Lower, "overlay", 0, opts+",userxattr")
-	if err != nil { // kernels before 5.11 have no userxattr
-		err = unix.Mount("overlay", s.Lower, "overlay", 0, opts)
-	}
-	if err != nil {
-		return fmt.Errorf("mount overlayfs: %w", err)
-	}
-	if s.Hide == "" {
-		return nil
-	}
-	if err := unix.Mount("tmpfs", s.Hide, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "size=4k,mode=0555"); err != nil {
-		return fmt.Errorf("hide booth state: %w", err)
-	}
-	return nil
-}
-
-// ovlEscape escapes the characters overlayfs options treat specially.
-func ovlEscape(p string) string {
-	return strings.NewReplacer(`\`, `\\`, `,`, `\,`, `:`, `\:`).Replace(p)
 }

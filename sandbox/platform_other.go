@@ -12,9 +12,13 @@ import (
 // refuse with Supported's error first, so these run only if something
 // skipped that check, and then they fail with the same error.
 
-func runInitChild(context.Context, initSpec, ExecOptions) (int, error) {
-	return -1, fmt.Errorf("%w: %v", errNoUserNS, Supported())
+func runInitChild(context.Context, initSpec, ExecOptions) (ExecResult, error) {
+	return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, Supported())
 }
+
+func runStage2(string) int { return runInit("") }
+
+func hostRelays(string, []string) ([]relay, func(), error) { return nil, func() {}, Supported() }
 
 func runInit(string) int {
 	fmt.Fprintf(os.Stderr, "jukebox: %v\n", Supported())

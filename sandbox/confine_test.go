@@ -1,0 +1,270 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// An attempt is one way out of the booth a hostile agent tries. Want is
+// what must come of it: "refused" (the command fails) or "contained"
+// (it may succeed, but nothing outside the booth sees it). Whatever each
+// attempt prints, the catalogue then checks the machine: no file outside
+// the workspace changed, the real workspace is as before until commit,
+// nothing was written after the run, and the host process lives.
+type attempt struct {
+	name, sh, want string
+}
+
+// escapeAttempts are run in order by one shell; $OUT is a writable
+// folder outside the workspace, $MARK a unique name, $VICTIM the pid of
+// a host process, $WS the workspace's absolute path.
+var escapeAttempts = []attempt{
+	{"relative path out of the workspace", `echo x > ../outside/rel`, "refused"},
+	{"absolute path", `echo x > "$OUT/abs"`, "refused"},
+	{"shell rc in HOME", `echo x >> "$HOME/.bashrc"`, "refused"},
+	{"/etc", `echo x > "/etc/$MARK"`, "refused"},
+	{"/var/tmp", `echo x > "/var/tmp/$MARK"`, "refused"},
+	{"/tmp is private", `echo x > "/tmp/$MARK"`, "contained"},
+	{"/dev/shm is private", `echo x > "/dev/shm/$MARK"`, "contained"},
+	{"symlink made before the run", `echo x > out-before/sym-before`, "refused"},
+	{"symlink made during the run", `ln -s "$OUT" during && echo x > during/sym-during`, "refused"},
+	{"/proc/self/root", `echo x > "/proc/self/root$OUT/procroot"`, "refused"},
+	{"/proc/1/root (the init)", `echo x > "/proc/1/root$OUT/init-root"`, "refused"},
+	{"mount --bind", `mkdir -p b && mount --bind "$OUT" b && echo x > b/bind`, "refused"},
+	{"remount / read-write", `mount -o remount,rw / && echo x > "/etc/$MARK.rw"`, "refused"},
+	{"umount the workspace overlay", `umount -l "$WS" && echo pwned > a.txt && echo pwned > "$WS/a.txt"`, "refused"},
+	{"umount the tmpfs over the booth state", `umount -l "$WS/.jukebox/booth" && ls "$WS/.jukebox/booth" | grep -q .`, "refused"},
+	{"new user namespace", `unshare -Ur true`, "refused"},
+	{"new user namespace with python", `python3 -c 'import os; os.unshare(os.CLONE_NEWUSER)'`, "refused"},
+	{"setns into the host", `nsenter -t 1 -m -U true`, "refused"},
+	{"signal a host process", `kill -9 "$VICTIM"`, "refused"},
+	{"delete the tape being recorded", `rm -rf tapes`, "refused"},
+	{"write beside the tape", `echo x > tapes/planted.jbx`, "refused"},
+	{"a setsid child writes after the run", `setsid sh -c 'sleep 1; echo late > late.txt; echo late > "$OUT/late"' </dev/null >/dev/null 2>&1 &`, "contained"},
+}
+
+// catalogueScript runs every attempt and prints "NAME: ok|failed".
+func catalogueScript() string {
+	var b strings.Builder
+	for _, a := range escapeAttempts {
+		fmt.Fprintf(&b, "if ( %s ) >/dev/null 2>&1; then echo %s; else echo %s; fi\n",
+			a.sh, strconv.Quote(a.name+": ok"), strconv.Quote(a.name+": failed"))
+	}
+	return b.String()
+}
+
+// catalogueRun is what one booth run of the catalogue saw.
+type catalogueRun struct {
+	Output string     `json:"output"`
+	Result ExecResult `json:"result"`
+	Diff   []string   `json:"diff"`
+	Err    string     `json:"err,omitempty"`
+}
+
+// catalogueEnv is a workspace with a folder beside it, a symlink out and
+// a tape folder, laid out for uid/gid.
+type catalogueEnv struct {
+	base, ws, out, home, mark string
+	victim                    *exec.Cmd
+}
+
+func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
+	t.Helper()
+	base := t.TempDir()
+	must(t, os.Chmod(filepath.Dir(base), 0o755)) // the test's own temp root is private
+	must(t, os.Chmod(base, 0o755))
+	e := &catalogueEnv{base: base, ws: filepath.Join(base, "ws"), out: filepath.Join(base, "outside"),
+		home: filepath.Join(base, "home"), mark: fmt.Sprintf("jukebox-escape-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	mkTree(t, e.ws, map[string]string{"a.txt": "a", "tapes/run.jbx": "tape", "out-before": "-> " + e.out})
+	mkTree(t, e.out, map[string]string{"keep": "k"})
+	mkTree(t, e.home, map[string]string{".bashrc": "# rc\n"})
+	for _, d := range []string{e.ws, e.out, e.home} {
+		must(t, filepath.Walk(d, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, uid, gid)
+		}))
+	}
+	e.victim = exec.Command("sleep", "600")
+	e.victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	must(t, e.victim.Start())
+	t.Cleanup(func() {
+		e.victim.Process.Kill()
+		e.victim.Wait()
+		for _, p := range []string{"/etc/" + e.mark, "/etc/" + e.mark + ".rw", "/var/tmp/" + e.mark, "/tmp/" + e.mark, "/dev/shm/" + e.mark} {
+			os.Remove(p)
+		}
+	})
+	return e
+}
+
+func (e *catalogueEnv) env() []string {
+	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home,
+		"VICTIM="+strconv.Itoa(e.victim.Process.Pid))
+}
+
+// runCatalogue runs the catalogue in an overlay booth over ws and commits
+// what it staged: a confined run commits nothing that reaches outside.
+func runCatalogue(ws string, env []string) catalogueRun {
+	var run catalogueRun
+	tx, err := Begin(ws, Options{})
+	if err != nil {
+		run.Err = err.Error()
+		return run
+	}
+	var out bytes.Buffer
+	run.Result, err = tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", catalogueScript()}, Env: env,
+		Stdout: &out, Stderr: io.Discard, Notice: io.Discard, Mode: ModeOverlay,
+		Protect: []string{filepath.Join(ws, "tapes", "run.jbx")}})
+	run.Output = out.String()
+	if err != nil {
+		run.Err = err.Error()
+		tx.Rollback(ctx)
+		return run
+	}
+	cs, err := tx.Diff()
+	if err == nil {
+		for _, c := range cs.Changes {
+			run.Diff = append(run.Diff, c.Path)
+		}
+		_, err = tx.Commit(ctx)
+	}
+	if err != nil {
+		run.Err = err.Error()
+	}
+	return run
+}
+
+// TestMain's hook: run the catalogue as the user this process is.
+func catalogueChild() {
+	ws := os.Getenv("SANDBOX_CATALOGUE_WS")
+	if ws == "" {
+		return
+	}
+	json.NewEncoder(os.Stdout).Encode(runCatalogue(ws, os.Environ()))
+	os.Exit(0)
+}
+
+func TestEscapeCatalogueAsRoot(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs as root; TestEscapeCatalogueAsUser covers this user")
+	}
+	requireOverlay(t)
+	e := newCatalogueEnv(t, 0, 0)
+	checkCatalogue(t, e, runCatalogue(e.ws, e.env()))
+}
+
+// TestEscapeCatalogueAsUser runs the catalogue as an ordinary user, who
+// gets the same confinement (root in the booth's first user namespace,
+// then back to their own uid).
+func TestEscapeCatalogueAsUser(t *testing.T) {
+	uid, gid := os.Getuid(), os.Getgid()
+	var run catalogueRun
+	var e *catalogueEnv
+	if uid == 0 {
+		uid, gid = 65534, 65534
+		e = newCatalogueEnv(t, uid, gid)
+		// The test binary's folder is private to root: copy it out.
+		bin := filepath.Join(e.base, "sandbox.test")
+		self, err := os.ReadFile("/proc/self/exe")
+		must(t, err)
+		must(t, os.WriteFile(bin, self, 0o755))
+		cmd := exec.Command(bin, "-test.run=^$")
+		cmd.Env = append(e.env(), "SANDBOX_CATALOGUE_WS="+e.ws)
+		cmd.Dir = e.base
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("catalogue as uid %d: %v\n%s", uid, err, out)
+		}
+		must(t, json.Unmarshal(out, &run))
+	} else {
+		requireOverlay(t)
+		e = newCatalogueEnv(t, uid, gid)
+		run = runCatalogue(e.ws, e.env())
+	}
+	if run.Err != "" && strings.Contains(run.Err, "namespace overlay refused") {
+		testenv.Unavailable(t, "the confined booth for a non-root user, refused here ("+run.Err+")",
+			"run on Linux with unprivileged user namespaces allowed")
+	}
+	checkCatalogue(t, e, run)
+}
+
+func requireOverlay(t *testing.T) {
+	t.Helper()
+	if caps := Probe(ctx, t.TempDir()); !caps.Overlay {
+		testenv.Unavailable(t, fmt.Sprintf("the confined booth (overlayfs in a user namespace), refused here (%v)", caps.Notes),
+			"run on Linux with unprivileged user namespaces allowed")
+	}
+}
+
+func checkCatalogue(t *testing.T, e *catalogueEnv, run catalogueRun) {
+	t.Helper()
+	if run.Err != "" {
+		t.Fatalf("booth run: %s\noutput:\n%s", run.Err, run.Output)
+	}
+	t.Logf("catalogue (uid %d):\n%s", e.victim.SysProcAttr.Credential.Uid, run.Output)
+	if !run.Result.Confined {
+		t.Errorf("result says the run was not confined: %+v", run.Result)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(run.Output), "\n") {
+		if name, res, ok := strings.Cut(line, ": "); ok {
+			got[name] = res
+		}
+	}
+	for _, a := range escapeAttempts {
+		res, ok := got[a.name]
+		switch {
+		case !ok:
+			t.Errorf("%s: never ran (output %q)", a.name, run.Output)
+		case a.want == "refused" && res != "failed":
+			t.Errorf("%s: not refused: `%s` succeeded", a.name, a.sh)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // the setsid child would have written by now
+	if diff := readTree(t, e.out); len(diff) != 1 || diff["keep"] != "k" {
+		t.Errorf("the folder outside the workspace changed: %v", diff)
+	}
+	if rc, _ := os.ReadFile(filepath.Join(e.home, ".bashrc")); string(rc) != "# rc\n" {
+		t.Errorf("$HOME/.bashrc changed: %q", rc)
+	}
+	for _, p := range []string{"/etc/" + e.mark, "/etc/" + e.mark + ".rw", "/var/tmp/" + e.mark, "/tmp/" + e.mark, "/dev/shm/" + e.mark} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written on the host", p)
+		}
+	}
+	if err := e.victim.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the host process was signalled: %v", err)
+	}
+	if a, _ := os.ReadFile(filepath.Join(e.ws, "a.txt")); string(a) != "a" {
+		t.Errorf("a.txt is %q after the commit: the umount attempt reached the real workspace", a)
+	}
+	if tape, err := os.ReadFile(filepath.Join(e.ws, "tapes", "run.jbx")); err != nil || string(tape) != "tape" {
+		t.Errorf("the tape: %q, %v", tape, err)
+	}
+	for _, p := range run.Diff {
+		if p == "tapes" || strings.HasPrefix(p, "tapes/") || p == "late.txt" {
+			t.Errorf("change set holds %s", p)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(e.ws, "late.txt")); err == nil {
+		t.Errorf("a process outlived the run and wrote late.txt into the committed workspace")
+	}
+}

@@ -1,0 +1,116 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The booth's seccomp filter is a deny list written as classic BPF here,
+// with no library: it is short, and a library that lets syscalls of a
+// foreign architecture through (int 0x80 on x86-64) would make it
+// decorative. The filter:
+//
+//   - refuses every syscall of another architecture or ABI (i386 and x32
+//     on x86-64) with ENOSYS;
+//   - refuses with EPERM the calls that could undo or see past the
+//     confinement: mount, umount2, pivot_root, the new mount API
+//     (open_tree, move_mount, fsopen, fsconfig, fsmount, fspick,
+//     mount_setattr), setns, kernel modules, kexec, keyrings,
+//     open_by_handle_at, swapon/swapoff, reboot and the like;
+//   - refuses clone and unshare with CLONE_NEWUSER (a new user namespace
+//     would give the command capabilities again), and clone3 with ENOSYS
+//     (its flags are behind a pointer the filter cannot read; C libraries
+//     fall back to clone).
+//
+// ptrace stays allowed: the PID namespace limits it to the booth's own
+// processes, and stage 1 is not dumpable.
+var seccompDenied = []uintptr{
+	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT,
+	unix.SYS_OPEN_TREE, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSCONFIG,
+	unix.SYS_FSMOUNT, unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR,
+	unix.SYS_SETNS, unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
+	unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD,
+	unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL,
+	unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT,
+	unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_REBOOT, unix.SYS_ACCT,
+	unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD,
+}
+
+// Offsets in struct seccomp_data.
+const (
+	seccompNr   = 0
+	seccompArch = 4
+	seccompArg0 = 16 // low 32 bits on little-endian machines
+)
+
+func bpfStmt(code uint16, k uint32) unix.SockFilter {
+	return unix.SockFilter{Code: code, K: k}
+}
+
+func bpfJump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
+	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
+}
+
+const (
+	retAllow  = unix.SECCOMP_RET_ALLOW
+	retEPERM  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retENOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+	ldW       = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	jeq       = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	jge       = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	jset      = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	ret       = unix.BPF_RET | unix.BPF_K
+)
+
+// seccompProgram assembles the filter for this architecture.
+func seccompProgram() ([]unix.SockFilter, error) {
+	if auditArch == 0 {
+		return nil, errors.New("no filter is written for this architecture")
+	}
+	p := []unix.SockFilter{
+		bpfStmt(ldW, seccompArch),
+		bpfJump(jeq, auditArch, 1, 0),
+		bpfStmt(ret, retENOSYS),
+		bpfStmt(ldW, seccompNr),
+	}
+	if x32Bit != 0 {
+		p = append(p, bpfJump(jge, x32Bit, 0, 1), bpfStmt(ret, retENOSYS))
+	}
+	for _, nr := range seccompDenied {
+		p = append(p, bpfJump(jeq, uint32(nr), 0, 1), bpfStmt(ret, retEPERM))
+	}
+	p = append(p, bpfJump(jeq, unix.SYS_CLONE3, 0, 1), bpfStmt(ret, retENOSYS))
+	for _, nr := range []uintptr{unix.SYS_CLONE, unix.SYS_UNSHARE} {
+		p = append(p,
+			bpfJump(jeq, uint32(nr), 0, 4),
+			bpfStmt(ldW, seccompArg0),
+			bpfJump(jset, unix.CLONE_NEWUSER, 0, 1),
+			bpfStmt(ret, retEPERM),
+			bpfStmt(ret, retAllow),
+		)
+	}
+	return append(p, bpfStmt(ret, retAllow)), nil
+}
+
+// loadSeccomp sets no_new_privs and loads the filter on every thread of
+// this process; the exec that follows keeps both.
+func loadSeccomp() error {
+	prog, err := seccompProgram()
+	if err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	_, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
