@@ -397,3 +397,38 @@ func TestExecOverlayRefused(t *testing.T) {
 	_, cs, socket := refusedChild(t, ModeOverlay)
 	checkRefusedRun(t, cs, socket)
 }
+
+// TestExecCopyVenv runs `python3 -m venv` itself in the booth (the copy
+// fallback) and commits: the venv's absolute links to the interpreter are
+// staged and committed as links, and the committed venv runs.
+func TestExecCopyVenv(t *testing.T) {
+	py := testenv.RequirePython(t)
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	var out bytes.Buffer
+	res, err := tx.Exec(ctx, ExecOptions{Args: []string{py, "-m", "venv", "--without-pip", ".venv"}, Stdout: &out, Stderr: &out, Mode: ModeCopy, Notice: &bytes.Buffer{}})
+	must(t, err)
+	if res.ExitCode != 0 {
+		t.Fatalf("venv: exit %d: %s", res.ExitCode, out.String())
+	}
+	cs, err := tx.Diff()
+	must(t, err)
+	abs := 0
+	for _, c := range cs.Changes {
+		if c.Op == OpSymlink && filepath.IsAbs(c.Target) {
+			abs++
+		}
+	}
+	if abs == 0 || len(cs.Refused) != 0 {
+		t.Fatalf("venv: %d absolute links, refused %v:\n%s", abs, cs.Refused, cs)
+	}
+	_, err = tx.Commit(ctx)
+	must(t, err)
+	cmd := exec.Command(filepath.Join(ws, ".venv", "bin", "python"), "-c", "import sys; print(sys.prefix)")
+	got, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(got)) != filepath.Join(ws, ".venv") {
+		t.Fatalf("the committed venv's python: %q, %v", got, err)
+	}
+}
