@@ -100,7 +100,7 @@ type Refusal struct {
 // String formats the refusal as one line, safe to print:
 // "REFUSED fifo run/pipe: a fifo cannot be committed".
 func (r Refusal) String() string {
-	return fmt.Sprintf("REFUSED %s %s: %s", r.Kind, QuotePath(r.Path), r.Reason)
+	return fmt.Sprintf("REFUSED %s %s: %s", SafeText(string(r.Kind)), QuotePath(r.Path), SafeText(r.Reason))
 }
 
 // ChangeSet is every staged change, sorted by path so that a directory

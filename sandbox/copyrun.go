@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // copyStamp is what a materialised file looked like right after the copy;
@@ -186,7 +187,7 @@ func (tx *Tx) foldTree(root, rel string, stamps map[string]copyStamp, refused *[
 // be staged.
 func stageRefusal(p string, err error) Refusal {
 	r := unreadableRefusal(p, err)
-	r.Reason = "the booth could not stage it: " + err.Error()
+	r.Reason = strings.Replace(r.Reason, "could not read it", "could not stage it", 1)
 	return r
 }
 

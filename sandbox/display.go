@@ -34,12 +34,29 @@ func QuotePath(p string) string {
 	}
 	var b strings.Builder
 	b.WriteByte('"')
+	escapeTo(&b, p, true)
+	b.WriteByte('"')
+	return b.String()
+}
+
+// SafeText returns s with every character QuotePath would escape escaped
+// the same way, without quotes: for messages (a refusal's reason) that
+// may hold a name.
+func SafeText(s string) string {
+	var b strings.Builder
+	escapeTo(&b, s, false)
+	return b.String()
+}
+
+// escapeTo writes s to b with Go escapes for what must not reach a
+// terminal, and for '"' and '\' when quoted.
+func escapeTo(b *strings.Builder, p string, quoted bool) {
 	for i := 0; i < len(p); {
 		r, n := utf8.DecodeRuneInString(p[i:])
 		switch {
 		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, p[i])
-		case r == '"' || r == '\\':
+			fmt.Fprintf(b, `\x%02x`, p[i])
+		case quoted && (r == '"' || r == '\\'):
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		case r == '\n':
@@ -49,20 +66,18 @@ func QuotePath(p string) string {
 		case r == '\t':
 			b.WriteString(`\t`)
 		case r < ' ' || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
+			fmt.Fprintf(b, `\x%02x`, r)
 		case r < 0x7f:
 			b.WriteRune(r)
 		case !shownAsIs(r) && r > 0xffff:
-			fmt.Fprintf(&b, `\U%08x`, r)
+			fmt.Fprintf(b, `\U%08x`, r)
 		case !shownAsIs(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
+			fmt.Fprintf(b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
 		}
 		i += n
 	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // shownAsIs reports whether a non-ASCII rune may reach a terminal in a

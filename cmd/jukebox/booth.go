@@ -155,7 +155,7 @@ func printChangeSet(w io.Writer, cs sandbox.ChangeSet, asJSON bool) error {
 	if asJSON {
 		return boothJSON(w, cs)
 	}
-	_, err := fmt.Fprintf(w, "%s: %s\n%s", cs.TxID, cs.Summary(), cs.String())
+	_, err := fmt.Fprintf(w, "%s: %s\n%s", sandbox.QuotePath(cs.TxID), cs.Summary(), cs.String())
 	return err
 }
 

@@ -1,0 +1,82 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestQuotePath(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"src/main.go", "src/main.go"},
+		{".git/hooks/pre-commit", ".git/hooks/pre-commit"},
+		{"a b", `"a b"`},
+		{"", `""`},
+		{"x\x1b[2K\ry", `"x\x1b[2K\ry"`},
+		{"\x1b[1A", `"\x1b[1A"`},
+		{"a\u202eb\u2066c\u2069", `"a\u202eb\u2066c\u2069"`},
+		{"zw\u200b\u200c\u200d\ufeff\u00ad", `"zw\u200b\u200c\u200d\ufeff\u00ad"`},
+		{"fill\u3164\u115f\u2800", `"fill\u3164\u115f\u2800"`},
+		{"c1\u009b\u0085", `"c1\u009b\u0085"`},
+		{"nb\u00a0sp\u2028", `"nb\u00a0sp\u2028"`},
+		{"bad\xff", `"bad\xff"`},
+		{`q"b\`, `"q\"b\\"`},
+		{"café/日本", `"café/日本"`},
+		{"tag\U000e0041", `"tag\U000e0041"`},
+	} {
+		if got := QuotePath(c.in); got != c.want {
+			t.Errorf("QuotePath(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := SafeText("can't \x1b[31mread \"x\""); got != `can't \x1b[31mread "x"` {
+		t.Errorf("SafeText: %s", got)
+	}
+}
+
+func TestSensitive(t *testing.T) {
+	for _, c := range []struct {
+		c    Change
+		want string
+	}{
+		{Change{Path: ".git/hooks/pre-commit", Op: OpWrite, Mode: 0o755}, "git hook: git runs it; executable"},
+		{Change{Path: "vendor/x/.git/config", Op: OpWrite, Mode: 0o644}, "git config"},
+		{Change{Path: ".GIT/HOOKS/post-checkout", Op: OpSymlink}, "git hook"},
+		{Change{Path: ".github/workflows/ci.yml", Op: OpWrite}, "CI workflow"},
+		{Change{Path: ".gitlab-ci.yml", Op: OpWrite}, "CI configuration"},
+		{Change{Path: "home/.bashrc", Op: OpSymlink, Target: "dotfiles/bashrc"}, "shell start-up file"},
+		{Change{Path: ".zshrc", Op: OpDelete}, "shell start-up file"},
+		{Change{Path: ".profile", Op: OpWrite}, "shell start-up file"},
+		{Change{Path: ".bash_profile", Op: OpWrite}, "shell start-up file"},
+		{Change{Path: ".ssh/authorized_keys", Op: OpWrite}, "ssh"},
+		{Change{Path: ".env", Op: OpWrite}, "environment file"},
+		{Change{Path: "app/.env.local", Op: OpWrite}, "environment file"},
+		{Change{Path: "bin/tool", Op: OpChmod, Mode: 0o755}, "executable"},
+		{Change{Path: "README.md", Op: OpWrite, Mode: 0o644}, ""},
+		{Change{Path: ".github/ISSUE_TEMPLATE.md", Op: OpWrite}, ""},
+		{Change{Path: ".git/objects/ab/cd", Op: OpDelete, Implied: true}, ""},
+		{Change{Path: "environment", Op: OpWrite}, ""},
+	} {
+		got := strings.Join(c.c.Sensitive(), "; ")
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s %s: sensitive %q, want %q", c.c.Op, c.c.Path, got, c.want)
+		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	cs := ChangeSet{Changes: []Change{
+		{Path: "a", Op: OpWrite}, {Path: "b", Op: OpWrite}, {Path: "c", Op: OpWrite},
+		{Path: "d", Op: OpDelete, IsDir: true}, {Path: "d/x", Op: OpDelete, Implied: true},
+		{Path: "l", Op: OpSymlink, Target: ".."}, {Path: "m", Op: OpSymlink, Target: "/abs"},
+		{Path: ".git/hooks/pre-push", Op: OpWrite, Mode: 0o755},
+	}, Refused: []Refusal{{Path: "p", Kind: RefusedFIFO, Reason: "a fifo"}}}
+	want := "4 writes, 2 symlinks, 2 deletes (1 implied); 1 refused; 1 sensitive (marked !)"
+	if got := cs.Summary(); got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	if got := (ChangeSet{}).Summary(); got != "nothing staged" {
+		t.Errorf("empty: %q", got)
+	}
+	if got := (ChangeSet{Refused: cs.Refused}).Summary(); got != "no changes; 1 refused" {
+		t.Errorf("refused only: %q", got)
+	}
+}
