@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -40,6 +41,12 @@ type BoothOptions struct {
 	// Ask decides for CommitAsk; it is shown the change set.
 	Ask    func(sandbox.ChangeSet) (bool, error)
 	Notice io.Writer // where the one-line staging-mode notice goes
+	// Net is the agent's network (sandbox.NetNone: only the recorder, the
+	// control API and Endpoints are reachable). WriteLive are absolute
+	// paths outside the workspace it may write unstaged.
+	Net       sandbox.Net
+	WriteLive []string
+	Endpoints []string // more 127.0.0.1:PORT endpoints served for the run
 }
 
 // BoothResult is what happened to the staged changes. When the change set
@@ -79,8 +86,13 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	defer stop()
 	out := s.outs
 	er, err := tx.Exec(ctx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
-		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: b.Notice})
+		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: b.Notice,
+		Net: b.Net, Endpoints: append([]string{s.proxy.addr()}, b.Endpoints...), WriteLive: b.WriteLive,
+		Protect: []string{s.absPath()}})
 	end := tapefmt.RunEnd{ExitCode: er.ExitCode}
+	if er.Signal != 0 {
+		end.Signal = signalName(syscall.Signal(er.Signal))
+	}
 	if err != nil {
 		end.Error = err.Error()
 	}

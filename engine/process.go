@@ -90,6 +90,7 @@ func startChild(o RunOptions, env []string, outs *outputs) (*child, error) {
 		c.pipes[i], writeEnds[i] = r, w
 	}
 	c.cmd.Stdout, c.cmd.Stderr = writeEnds[0], writeEnds[1]
+	dieWithUs(c.cmd)
 	err := c.cmd.Start()
 	c.closePipes(writeEnds[:]) // the child holds its own copies now
 	if err != nil {

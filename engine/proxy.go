@@ -77,7 +77,10 @@ func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, err
 }
 
 // url is the proxy's root URL.
-func (p *proxy) url() string { return "http://" + p.ln.Addr().String() }
+func (p *proxy) url() string { return "http://" + p.addr() }
+
+// addr is the proxy's 127.0.0.1:PORT.
+func (p *proxy) addr() string { return p.ln.Addr().String() }
 
 // baseURL is the base URL a provider's SDK should use.
 func (p *proxy) baseURL(pr provider) string { return p.url() + pr.route() }

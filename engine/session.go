@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -82,6 +83,15 @@ func (s *session) stopAgent(grace time.Duration) {
 }
 
 // workspace is the agent's working directory, absolute.
+// absPath is the tape's absolute path.
+func (s *session) absPath() string {
+	p, err := filepath.Abs(s.path)
+	if err != nil {
+		return s.path
+	}
+	return p
+}
+
 func (s *session) workspace() string {
 	if s.o.Dir != "" {
 		return s.o.Dir

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,5 +267,97 @@ func checkCatalogue(t *testing.T, e *catalogueEnv, run catalogueRun) {
 	}
 	if _, err := os.Lstat(filepath.Join(e.ws, "late.txt")); err == nil {
 		t.Errorf("a process outlived the run and wrote late.txt into the committed workspace")
+	}
+}
+
+// TestNetNone: in its own network namespace the child reaches the
+// endpoints jukebox serves for the run, and nothing else on the host.
+func TestNetNone(t *testing.T) {
+	requireOverlay(t)
+	serve := func() net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		must(t, err)
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				io.WriteString(c, "hello from "+ln.Addr().String())
+				c.Close()
+			}
+		}()
+		return ln
+	}
+	served, other := serve(), serve()
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	script := `python3 - "$SERVED" "$OTHER" <<'PY'
+import socket, sys
+for name, addr in (("served", sys.argv[1]), ("other", sys.argv[2]), ("outside", "192.0.2.1:80")):
+    host, port = addr.rsplit(":", 1)
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((host, int(port))); print(name, "reached", s.recv(100).decode())
+    except OSError as e:
+        print(name, "refused", e.errno)
+PY`
+	var out bytes.Buffer
+	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out, Notice: io.Discard,
+		Env: append(os.Environ(), "SERVED="+served.Addr().String(), "OTHER="+other.Addr().String()),
+		Net: NetNone, Endpoints: []string{served.Addr().String()}})
+	must(t, err)
+	got := out.String()
+	if res.ExitCode != 0 || !strings.Contains(got, "served reached hello from "+served.Addr().String()) ||
+		!strings.Contains(got, "other refused") || !strings.Contains(got, "outside refused") {
+		t.Fatalf("exit %d, output:\n%s", res.ExitCode, got)
+	}
+}
+
+// TestNetNoneNeedsOverlay: the copy cannot confine, so it refuses rather
+// than run with the host's network.
+func TestNetNoneNeedsOverlay(t *testing.T) {
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, ExecOptions{Args: []string{"true"}, Net: NetNone, Mode: ModeCopy, Notice: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "--net none needs the overlay") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestWriteLive: an --allow-write-live folder is written directly, and
+// nothing of it is staged; its neighbour stays read-only.
+func TestWriteLive(t *testing.T) {
+	requireOverlay(t)
+	base := t.TempDir()
+	ws, cache, other := filepath.Join(base, "ws"), filepath.Join(base, "cache"), filepath.Join(base, "other")
+	for _, d := range []string{ws, cache, other} {
+		must(t, os.Mkdir(d, 0o755))
+	}
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	var out bytes.Buffer
+	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", `echo c > "$1/c" && echo w > w.txt; echo o > "$2/o" || echo refused`, "sh", cache, other},
+		Stdout: &out, Stderr: io.Discard, Notice: io.Discard, WriteLive: []string{cache}})
+	must(t, err)
+	if res.ExitCode != 0 || out.String() != "refused\n" {
+		t.Fatalf("exit %d, output %q", res.ExitCode, out.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(cache, "c")); err != nil || string(b) != "c\n" {
+		t.Fatalf("live write: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(other, "o")); err == nil {
+		t.Fatal("the neighbour folder was written")
+	}
+	cs, err := tx.Diff()
+	must(t, err)
+	if got := ops(cs); got != "write w.txt" {
+		t.Fatalf("change set:\n%s", got)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 )
@@ -44,11 +43,6 @@ func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (ExecResult
 	}
 	defer status.Close()
 	cmd.ExtraFiles = []*os.File{reportW, statusW}
-	// Pdeathsig fires when the thread that started the child ends, not
-	// the process: keep this goroutine on its thread until the child is
-	// reaped.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	err = cmd.Start()
 	reportW.Close()
 	statusW.Close()

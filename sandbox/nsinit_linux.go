@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +30,6 @@ func runInit(raw string) int {
 		fmt.Fprintf(report, "setup: bad spec: %v", err)
 		return initSetupFailed
 	}
-	runtime.LockOSThread() // mounts and Pdeathsig belong to this thread
 	relays, err := confine(s)
 	if err != nil {
 		fmt.Fprintf(report, "setup: %v", err)

@@ -13,8 +13,15 @@ import (
 // Capabilities is what this machine offers the booth; `jukebox doctor`
 // prints it.
 type Capabilities struct {
+	UID            int    `json:"uid"` // the user probed for
 	UserNamespaces bool   `json:"user_namespaces"`
 	Overlay        bool   `json:"overlayfs"`
+	// Confined: the overlay booth's confinement was set up whole (read-only
+	// system, private /tmp, PID namespace, locked mounts, seccomp). It is
+	// set up with the overlay or not at all, so it equals Overlay.
+	Confined bool `json:"confined"`
+	// NetNone: a network namespace for --net none can be made too.
+	NetNone bool `json:"net_none"`
 	Reflink        bool   `json:"reflink"`
 	Wazero         string `json:"wazero"` // module version, "" if unknown
 	ExecMode       Mode   `json:"exec_mode"`
@@ -37,7 +44,7 @@ func Probe(ctx context.Context, dir string) Capabilities {
 // probe is Probe with the platform's answer given, so the answer for a
 // platform without the booth can be tested on Linux.
 func probe(ctx context.Context, dir string, unsupported error) Capabilities {
-	c := Capabilities{Wazero: moduleVersion("github.com/tetratelabs/wazero"), ExecMode: ModeCopy}
+	c := Capabilities{UID: os.Getuid(), Wazero: moduleVersion("github.com/tetratelabs/wazero"), ExecMode: ModeCopy}
 	if unsupported != nil {
 		c.ExecMode, c.Unsupported = "", unsupported.Error()
 		var ue *UnsupportedError
@@ -52,7 +59,11 @@ func probe(ctx context.Context, dir string, unsupported error) Capabilities {
 		return c
 	}
 	defer removeAll(tmp)
-	c.UserNamespaces, c.Overlay = probeOverlay(ctx, tmp, &c.Notes)
+	c.UserNamespaces, c.Overlay, c.NetNone = probeOverlay(ctx, tmp, &c.Notes)
+	c.Confined = c.Overlay
+	if !c.Overlay {
+		c.Notes = append(c.Notes, "confinement: none: the copy fallback stages the workspace but does not confine the agent")
+	}
 	c.Reflink = probeReflink(tmp)
 	if !c.Reflink {
 		c.Notes = append(c.Notes, "reflink: the file system cannot clone files; the fallback copies bytes")
@@ -66,7 +77,7 @@ func probe(ctx context.Context, dir string, unsupported error) Capabilities {
 	return c
 }
 
-func probeOverlay(ctx context.Context, tmp string, notes *[]string) (userns, overlay bool) {
+func probeOverlay(ctx context.Context, tmp string, notes *[]string) (userns, overlay, netNone bool) {
 	spec := initSpec{Probe: true}
 	for _, d := range []string{"lower", "upper", "work"} {
 		p := filepath.Join(tmp, d)
@@ -82,13 +93,19 @@ func probeOverlay(ctx context.Context, tmp string, notes *[]string) (userns, ove
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := runInitChild(ctx, spec, ExecOptions{Args: []string{"probe"}, Stdout: io.Discard, Stderr: io.Discard})
-	if err == nil {
-		return true, true
+	o := ExecOptions{Args: []string{"probe"}, Stdout: io.Discard, Stderr: io.Discard}
+	_, err := runInitChild(ctx, spec, o)
+	if err != nil {
+		*notes = append(*notes, "overlay: "+err.Error())
+		// The namespace may exist even if the mount was refused.
+		return !errors.Is(err, errNoUserNS), false, false
 	}
-	*notes = append(*notes, "overlay: "+err.Error())
-	// The namespace may exist even if the mount was refused.
-	return !errors.Is(err, errNoUserNS), false
+	spec.NetNone = true
+	if _, err := runInitChild(ctx, spec, o); err != nil {
+		*notes = append(*notes, "--net none: "+err.Error())
+		return true, true, false
+	}
+	return true, true, true
 }
 
 func probeReflink(tmp string) bool {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -17,17 +18,78 @@ type boothFlags struct {
 	Booth     bool                `help:"Run the agent inside the Shadow Booth: its writes to the working directory are staged and committed or rolled back at the end."`
 	Commit    engine.CommitPolicy `enum:"ask,on-success,always,never" default:"ask" help:"With --booth: ask (show the changes and ask), on-success (commit when the agent exits 0), always, or never."`
 	Keep      bool                `help:"With --booth: leave the transaction open instead of rolling it back, for jukebox booth diff|commit|rollback."`
-	BoothMode string              `enum:"auto,overlay,reflink,copy" default:"auto" help:"With --booth: staging mode; auto tries the namespace overlay and falls back to a copy."`
+	BoothMode string              `enum:"auto,overlay,reflink,copy" default:"auto" help:"With --booth: staging mode; auto tries the confined namespace overlay and falls back to a copy, which stages the workspace but does not confine the agent."`
+	Net       string              `enum:"host,none" default:"host" help:"With --booth: the agent's network: host (what you reach) or none (its own network namespace, where only jukebox's endpoints for the run, the recorder and the control API, are reachable). none needs the overlay booth."`
+	// AllowWriteLive are folders outside the workspace the agent may
+	// write directly: unstaged, never rolled back.
+	AllowWriteLive []string `name:"allow-write-live" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write directly, unstaged and never rolled back (a cache such as ~/.cache, say). Repeatable. Everything else outside the workspace is read-only in the booth."`
 }
 
 func (b *boothFlags) validate() error {
-	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.BoothMode != "auto") {
-		return fmt.Errorf("--commit, --keep and --booth-mode only apply with --booth")
+	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.BoothMode != "auto" || (b.Net != "host" && b.Net != "") || len(b.AllowWriteLive) > 0) {
+		return fmt.Errorf("--commit, --keep, --booth-mode, --net and --allow-write-live only apply with --booth")
 	}
-	if b.Booth {
-		return boothUnavailable("run without --booth")
+	if !b.Booth {
+		return nil
+	}
+	if err := boothUnavailable("run without --booth"); err != nil {
+		return err
+	}
+	if b.Net == "none" && (b.BoothMode == "copy" || b.BoothMode == "reflink") {
+		return fmt.Errorf("--net none needs the overlay booth; --booth-mode %s cannot confine the agent", b.BoothMode)
+	}
+	ws, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	for i, p := range b.AllowWriteLive {
+		if b.AllowWriteLive[i], err = liveWritable(p, ws); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// liveWritable checks a --allow-write-live folder and returns its absolute
+// path: it must exist, be a real folder (not a symlink, which the booth
+// would have to follow), and be neither / nor the workspace, inside it or
+// holding it (the workspace is staged; a folder holding it would make its
+// surroundings writable, which is better named one by one).
+func liveWritable(p, ws string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("--allow-write-live %s: %w", p, err)
+	}
+	fi, err := os.Lstat(abs)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("--allow-write-live %s: %w", p, err)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return "", fmt.Errorf("--allow-write-live %s: a symlink; name the folder it points to", p)
+	case !fi.IsDir():
+		return "", fmt.Errorf("--allow-write-live %s: not a folder", p)
+	case abs == "/":
+		return "", fmt.Errorf("--allow-write-live /: that would let the agent write anywhere")
+	}
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		return "", fmt.Errorf("--allow-write-live %s: reached through a symlink (%s); name the folder itself", p, real)
+	}
+	if within(abs, ws) {
+		return "", fmt.Errorf("--allow-write-live %s: inside the workspace, which the booth stages already", p)
+	}
+	if within(ws, abs) {
+		return "", fmt.Errorf("--allow-write-live %s: holds the workspace; name the folders beside it the agent may write", p)
+	}
+	return abs, nil
+}
+
+// within reports whether p is dir or inside it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
 // boothSupported is sandbox.Supported, replaced in tests to play a
@@ -57,7 +119,8 @@ func (b *boothFlags) boothOptions(env *Env) *engine.BoothOptions {
 	if !b.Booth {
 		return nil
 	}
-	o := &engine.BoothOptions{Commit: b.Commit, Keep: b.Keep, Mode: sandbox.Mode(b.BoothMode), Notice: env.Stderr}
+	o := &engine.BoothOptions{Commit: b.Commit, Keep: b.Keep, Mode: sandbox.Mode(b.BoothMode), Notice: env.Stderr,
+		Net: sandbox.Net(b.Net), WriteLive: b.AllowWriteLive}
 	if b.Commit == engine.CommitAsk {
 		if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
 			tty.Close() // there is a terminal; it is opened again to ask

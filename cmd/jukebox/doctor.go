@@ -34,8 +34,11 @@ func (c *DoctorCmd) Run(ctx context.Context, env *Env) error {
 	if caps.Unsupported != "" {
 		fmt.Fprintf(w, "booth            unavailable: %s\n", caps.Unsupported)
 	}
+	fmt.Fprintf(w, "user             uid %d\n", caps.UID)
 	fmt.Fprintf(w, "user namespaces  %s\n", yes(caps.UserNamespaces))
 	fmt.Fprintf(w, "overlayfs        %s\n", yes(caps.Overlay))
+	fmt.Fprintf(w, "confinement      %s\n", confinement(caps))
+	fmt.Fprintf(w, "--net none       %s\n", yes(caps.NetNone))
 	fmt.Fprintf(w, "reflink          %s\n", yes(caps.Reflink))
 	wz := caps.Wazero
 	if wz == "" {
@@ -47,4 +50,12 @@ func (c *DoctorCmd) Run(ctx context.Context, env *Env) error {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	return nil
+}
+
+// confinement says what an agent in the booth is kept from, for this user.
+func confinement(c sandbox.Capabilities) string {
+	if c.Confined {
+		return "yes (read-only system, private /tmp, own PID namespace, locked mounts, seccomp)"
+	}
+	return "no: the copy fallback stages the workspace but does not confine the agent"
 }

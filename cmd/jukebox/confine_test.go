@@ -1,0 +1,146 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/sandbox"
+)
+
+// jukeboxCmd is this test binary running jukebox's main with args in dir.
+func jukeboxCmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	cmd.Dir = dir
+	return cmd
+}
+
+func requireConfinedBooth(t *testing.T) {
+	t.Helper()
+	if caps := sandbox.Probe(t.Context(), t.TempDir()); !caps.Overlay {
+		testenv.Unavailable(t, fmt.Sprintf("the confined booth (overlayfs in a user namespace), refused here (%v)", caps.Notes),
+			"run on Linux with unprivileged user namespaces allowed")
+	}
+}
+
+// alive reports whether a process whose command line holds marker runs.
+func alive(marker string) bool {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(d); err == nil && bytes.Contains(b, []byte(marker)) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestKilledJukeboxTakesTheAgent: kill -9 of jukebox during a recording
+// ends the agent, in the booth (its whole PID namespace) and outside it
+// (the agent itself, through the parent-death signal).
+func TestKilledJukeboxTakesTheAgent(t *testing.T) {
+	t.Parallel()
+	for _, booth := range []bool{false, true} {
+		t.Run(fmt.Sprintf("booth=%v", booth), func(t *testing.T) {
+			t.Parallel()
+			if booth {
+				requireConfinedBooth(t)
+			}
+			marker := fmt.Sprintf("%d", 700000+time.Now().UnixNano()%100000)
+			args := []string{"record", "-o", filepath.Join(t.TempDir(), "k.jbx")}
+			if booth {
+				args = append(args, "--booth", "--commit", "never")
+			}
+			args = append(args, "--", "sh", "-c", "echo ready; exec sleep "+marker)
+			cmd := jukeboxCmd(t.Context(), t.TempDir(), args...)
+			out, err := cmd.StdoutPipe()
+			must(t, err)
+			must(t, cmd.Start())
+			if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+				cmd.Process.Kill()
+				t.Fatalf("the agent did not start: %q", line)
+			}
+			if !alive("sleep\x00" + marker) {
+				t.Fatal("the agent is not running")
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			deadline := time.Now().Add(20 * time.Second)
+			for alive("sleep\x00"+marker) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if alive("sleep\x00" + marker) {
+				exec.Command("pkill", "-f", "sleep "+marker).Run()
+				t.Fatal("the agent outlived jukebox")
+			}
+		})
+	}
+}
+
+// TestBoothBackgroundChildDoesNotHang: a background child that holds
+// stdout ends with the agent; record --booth does not wait for it.
+func TestBoothBackgroundChildDoesNotHang(t *testing.T) {
+	t.Parallel()
+	requireConfinedBooth(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := jukeboxCmd(ctx, t.TempDir(), "record", "-o", filepath.Join(t.TempDir(), "b.jbx"),
+		"--booth", "--commit", "never", "--", "sh", "-c", "sleep 86400 & echo started")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("record --booth waited for the background child:\n%s", out)
+	}
+	if err != nil || !strings.Contains(string(out), "started") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// TestConfinementFlags: flags that make no sense are refused before the
+// agent starts (exit 2), naming the flag and the path.
+func TestConfinementFlags(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(ws, "inner"), 0o755))
+	outside := t.TempDir()
+	must(t, os.Symlink(outside, filepath.Join(ws, "link")))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--net", "none"}, "only apply with --booth"},
+		{[]string{"--allow-write-live", outside}, "only apply with --booth"},
+		{[]string{"--booth", "--net", "none", "--booth-mode", "copy"}, "--net none needs the overlay booth"},
+		{[]string{"--booth", "--allow-write-live", filepath.Join(outside, "missing")}, "--allow-write-live " + filepath.Join(outside, "missing")},
+		{[]string{"--booth", "--allow-write-live", "/"}, "--allow-write-live /: that would let the agent write anywhere"},
+		{[]string{"--booth", "--allow-write-live", "inner"}, "inside the workspace"},
+		{[]string{"--booth", "--allow-write-live", filepath.Dir(ws)}, "holds the workspace"},
+		{[]string{"--booth", "--allow-write-live", "link"}, "a symlink"},
+	} {
+		args := append(append([]string{"record"}, c.args...), "--", "sh", "-c", "echo ran > ran.txt")
+		cmd := jukeboxCmd(t.Context(), ws, args...)
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: exit %d, want 2 with %q:\n%s", c.args, cmd.ProcessState.ExitCode(), c.want, out)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "ran.txt")); err == nil {
+			t.Fatalf("%v: the agent ran", c.args)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
