@@ -13,18 +13,18 @@ import (
 // Capabilities is what this machine offers the booth; `jukebox doctor`
 // prints it.
 type Capabilities struct {
-	UID            int    `json:"uid"` // the user probed for
-	UserNamespaces bool   `json:"user_namespaces"`
-	Overlay        bool   `json:"overlayfs"`
+	UID            int  `json:"uid"` // the user probed for
+	UserNamespaces bool `json:"user_namespaces"`
+	Overlay        bool `json:"overlayfs"`
 	// Confined: the overlay booth's confinement was set up whole (read-only
 	// system, private /tmp, PID namespace, locked mounts, seccomp). It is
 	// set up with the overlay or not at all, so it equals Overlay.
 	Confined bool `json:"confined"`
 	// NetNone: a network namespace for --net none can be made too.
-	NetNone bool `json:"net_none"`
-	Reflink        bool   `json:"reflink"`
-	Wazero         string `json:"wazero"` // module version, "" if unknown
-	ExecMode       Mode   `json:"exec_mode"`
+	NetNone  bool   `json:"net_none"`
+	Reflink  bool   `json:"reflink"`
+	Wazero   string `json:"wazero"` // module version, "" if unknown
+	ExecMode Mode   `json:"exec_mode"`
 	// Unsupported, where the booth cannot run on this platform at all,
 	// says why (Supported's reason); nothing else is probed then.
 	Unsupported string `json:"unsupported,omitempty"`
