@@ -25,14 +25,26 @@
 // writes it: a character device 0/0 is a whiteout (delete) and a directory
 // with the xattr user.overlay.opaque=y replaces the real one. So:
 //
-//   - Tx.Exec runs a child in a new user+mount namespace with overlayfs
-//     mounted over the workspace path (upper = the staging area). The init
-//     is this binary re-executed: MaybeRunInit must be the first call in
-//     main. When the kernel refuses the namespace or the mount, Exec falls
-//     back to a reflink (or plain) copy of the staged view, runs the child
-//     there and folds its changes into the staging area: the same change
-//     set, except that a deleted-and-recreated directory shows as edits
-//     inside it rather than as a replace. A one-line notice names the mode.
+//   - Tx.Exec runs a child confined, with overlayfs mounted over the
+//     workspace path (upper = the staging area). The init is this binary
+//     re-executed (MaybeRunInit must be the first call in main), in two
+//     stages. Stage 1 is PID 1 of new user, mount and PID namespaces (and
+//     a network namespace for NetNone), root of its user namespace, which
+//     maps to the caller: it makes the overlay, a read-only tmpfs over the
+//     state root, private tmpfs for /tmp and /dev/shm and clones of the
+//     protected (read-only) and WriteLive paths as detached mounts, sets
+//     the whole tree read-only (mount_setattr), mounts /proc for the PID
+//     namespace and attaches the detached mounts. Stage 2 runs in a nested
+//     user+mount namespace, which locks every mount, as the caller's uid;
+//     it sets no_new_privs, loads a seccomp deny list (seccomp_linux.go)
+//     and execs the child. When the child exits, stage 1 exits and the
+//     kernel ends every process left in the namespace before Exec returns.
+//     When the kernel refuses any of this, Exec falls back to a reflink
+//     (or plain) copy of the staged view, runs the child there and folds
+//     its changes into the staging area: the same change set, except that
+//     a deleted-and-recreated directory shows as edits inside it rather
+//     than as a replace; the copy stages but does not confine. A one-line
+//     notice names the mode and says which.
 //   - Tx.RunWasm runs WASI preview 1 tools in process on Tx.WasiFS, a
 //     wazero experimental/sys.FS over the same view; Tx.Shell is a
 //     mvdan.cc/sh interpreter whose redirections, builtins and globbing go
@@ -77,9 +89,10 @@
 // paths over PATH_MAX, entries it cannot read) does not fail Diff: each
 // is listed in ChangeSet.Refused with its reason and never applied, and
 // the rest of the change set is whole. Change sets print safely
-// (QuotePath) and flag sensitive paths (Change.Sensitive). The namespace confines a child's view of the workspace,
-// not the rest of the machine: writes a child makes outside the workspace
-// are not staged.
+// (QuotePath) and flag sensitive paths (Change.Sensitive). A confined child can
+// write only the staged workspace, its private /tmp and /dev/shm and the
+// WriteLive paths; in the copy fallback nothing outside the workspace is
+// confined or staged.
 //
 // # Platforms
 //
