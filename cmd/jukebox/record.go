@@ -182,18 +182,40 @@ func commandArgs(argv []string) []string {
 }
 
 // runName is the script's name for interpreters ("python agent.py" is
-// "agent"), else the command's.
+// "agent"), else the command's ("sh -c '...'" is "sh": inline code is not
+// a name). It is cut to what is safe in a file name.
 func runName(argv []string) string {
 	name := filepath.Base(argv[0])
 	for _, a := range argv[1:] {
+		if a == "-c" || a == "-e" {
+			break // the next argument is code
+		}
 		if !strings.HasPrefix(a, "-") {
-			if ext := filepath.Ext(a); ext != "" {
+			if ext := filepath.Ext(a); ext != "" && !strings.ContainsAny(a, " \t\n;|&$`'\"(){}<>") {
 				name = filepath.Base(a)
 			}
 			break
 		}
 	}
-	return strings.TrimSuffix(name, filepath.Ext(name))
+	return safeName(strings.TrimSuffix(name, filepath.Ext(name)))
+}
+
+// safeName keeps letters, digits, '.', '_' and '-' (others become '_'),
+// at most 64 bytes, never empty.
+func safeName(s string) string {
+	b := []byte(s)
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || b[0] == '.' {
+		return "run" + string(b)
+	}
+	return string(b)
 }
 
 // tapePath is the output path, or ./tapes/<name>-<time>.jbx with the folder made.
