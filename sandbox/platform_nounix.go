@@ -35,3 +35,6 @@ func isWhiteout(fs.FileInfo) bool                         { return false }
 func isOpaque(string) bool                                { return false }
 func mkWhiteout(string) error                             { return Supported() }
 func setOpaque(string) error                              { return Supported() }
+
+func wasiFilePerm() fs.FileMode { return 0o666 }
+func wasiDirPerm() fs.FileMode  { return 0o777 }

@@ -68,4 +68,15 @@ func TestWasmToolRunsOnStagedView(t *testing.T) {
 	if got := ops(cs); got != want {
 		t.Fatalf("diff:\n%s\nwant:\n%s", got, want)
 	}
+	// Files and folders a tool makes get the modes a plain run would give
+	// them, not wazero's fixed 0600 and 0700.
+	for _, c := range cs.Changes {
+		want := wasiFilePerm()
+		if c.Path == "made" {
+			want = wasiDirPerm()
+		}
+		if (c.Path == "made" || c.Path == "made/m.txt" || c.Path == "moved.txt") && c.Mode.Perm() != want {
+			t.Errorf("%s: mode %v, want %v", c.Path, c.Mode.Perm(), want)
+		}
+	}
 }

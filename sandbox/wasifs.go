@@ -18,6 +18,7 @@ func (randReader) Read(p []byte) (int, error) { return rand.Read(p) }
 func (w *wasiFS) OpenFile(path string, flag xsys.Oflag, perm fs.FileMode) (xsys.File, xsys.Errno) {
 	name := viewName(path)
 	if o := osFlags(flag); o&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		perm = wasiFilePerm() // wazero's fixed 0600 is not the tool's choice
 		f, err := w.tx.OpenFile(name, o, perm)
 		if err != nil {
 			return nil, toErrno(err)
@@ -101,7 +102,7 @@ func (w *wasiFS) Readlink(path string) (string, xsys.Errno) {
 
 // Mkdir stages a directory.
 func (w *wasiFS) Mkdir(path string, perm fs.FileMode) xsys.Errno {
-	return toErrno(w.tx.Mkdir(viewName(path), perm))
+	return toErrno(w.tx.Mkdir(viewName(path), wasiDirPerm()))
 }
 
 // Chmod stages a mode change.
