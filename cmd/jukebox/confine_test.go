@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,5 +143,39 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBoothSignalEndsTheTree: SIGINT or SIGTERM to jukebox ends a booth
+// agent and everything it started, a background child that holds stdout
+// included, and jukebox returns.
+func TestBoothSignalEndsTheTree(t *testing.T) {
+	t.Parallel()
+	requireConfinedBooth(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			marker := fmt.Sprintf("%d", 800000+time.Now().UnixNano()%100000)
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			cmd := jukeboxCmd(ctx, t.TempDir(), "record", "-o", filepath.Join(t.TempDir(), "s.jbx"),
+				"--booth", "--commit", "never", "--", "sh", "-c", "sleep "+marker+" & echo ready; wait")
+			out, err := cmd.StdoutPipe()
+			must(t, err)
+			must(t, cmd.Start())
+			if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+				cmd.Process.Kill()
+				t.Fatalf("the agent did not start: %q", line)
+			}
+			cmd.Process.Signal(sig)
+			cmd.Wait()
+			if ctx.Err() != nil {
+				t.Fatal("jukebox did not return after the signal")
+			}
+			if alive("sleep\x00" + marker) {
+				exec.Command("pkill", "-f", "sleep "+marker).Run()
+				t.Fatal("the background child outlived the run")
+			}
+		})
 	}
 }
