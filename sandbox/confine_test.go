@@ -55,6 +55,9 @@ var escapeAttempts = []attempt{
 	{"signal a host process", `kill -9 "$VICTIM"`, "refused"},
 	{"delete the tape being recorded", `rm -rf tapes`, "refused"},
 	{"write beside the tape", `echo x > tapes/planted.jbx`, "refused"},
+	{"a disk device", `[ -e "/dev/$(ls /sys/block | head -n1)" ]`, "refused"},
+	{"the host's terminals", `ls /dev/pts | grep -v ptmx | grep -q .`, "refused"},
+	{"the host's SysV shared memory", `[ -n "$SHMID" ] && ipcs -m | grep -qw "$SHMID"`, "refused"},
 	{"a setsid child writes after the run", `setsid sh -c 'sleep 1; echo late > late.txt; echo late > "$OUT/late"' </dev/null >/dev/null 2>&1 &`, "contained"},
 }
 
@@ -81,6 +84,7 @@ type catalogueRun struct {
 type catalogueEnv struct {
 	base, ws, out, home, mark string
 	victim                    *exec.Cmd
+	shmid                     string // a SysV segment on the host, "" without ipcmk
 }
 
 func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
@@ -101,6 +105,13 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 			return os.Lchown(p, uid, gid)
 		}))
 	}
+	if out, err := exec.Command("ipcmk", "-M", "4096").Output(); err == nil {
+		// "Shared memory id: N"
+		if f := strings.Fields(string(out)); len(f) > 0 {
+			e.shmid = f[len(f)-1]
+			t.Cleanup(func() { exec.Command("ipcrm", "-m", e.shmid).Run() })
+		}
+	}
 	e.victim = exec.Command("sleep", "600")
 	e.victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	must(t, e.victim.Start())
@@ -116,7 +127,7 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 
 func (e *catalogueEnv) env() []string {
 	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home,
-		"VICTIM="+strconv.Itoa(e.victim.Process.Pid))
+		"VICTIM="+strconv.Itoa(e.victim.Process.Pid), "SHMID="+e.shmid)
 }
 
 // runCatalogue runs the catalogue in an overlay booth over ws and commits
@@ -291,11 +302,18 @@ func TestNetNone(t *testing.T) {
 		return ln
 	}
 	served, other := serve(), serve()
+	// A socket with a path on the host, where host daemons keep theirs.
+	sock := filepath.Join("/run", fmt.Sprintf("jukebox-test-%d.sock", os.Getpid()))
+	if uln, err := net.Listen("unix", sock); err == nil {
+		t.Cleanup(func() { uln.Close() })
+	} else {
+		sock = ""
+	}
 	ws := t.TempDir()
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx.Rollback(ctx)
-	script := `python3 - "$SERVED" "$OTHER" <<'PY'
+	script := `python3 - "$SERVED" "$OTHER" $SOCK <<'PY'
 import socket, sys
 for name, addr in (("served", sys.argv[1]), ("other", sys.argv[2]), ("outside", "192.0.2.1:80")):
     host, port = addr.rsplit(":", 1)
@@ -304,15 +322,22 @@ for name, addr in (("served", sys.argv[1]), ("other", sys.argv[2]), ("outside", 
         s.connect((host, int(port))); print(name, "reached", s.recv(100).decode())
     except OSError as e:
         print(name, "refused", e.errno)
+if len(sys.argv) > 3:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sys.argv[3]); print("run-socket reached")
+    except OSError as e:
+        print("run-socket refused", e.errno)
 PY`
 	var out bytes.Buffer
 	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out, Notice: io.Discard,
-		Env: append(os.Environ(), "SERVED="+served.Addr().String(), "OTHER="+other.Addr().String()),
+		Env: append(os.Environ(), "SERVED="+served.Addr().String(), "OTHER="+other.Addr().String(), "SOCK="+sock),
 		Net: NetNone, Endpoints: []string{served.Addr().String()}})
 	must(t, err)
 	got := out.String()
 	if res.ExitCode != 0 || !strings.Contains(got, "served reached hello from "+served.Addr().String()) ||
-		!strings.Contains(got, "other refused") || !strings.Contains(got, "outside refused") {
+		!strings.Contains(got, "other refused") || !strings.Contains(got, "outside refused") ||
+		(sock != "" && !strings.Contains(got, "run-socket refused")) {
 		t.Fatalf("exit %d, output:\n%s", res.ExitCode, got)
 	}
 }

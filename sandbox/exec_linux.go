@@ -21,7 +21,7 @@ func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (ExecResult
 	cmd.Args = []string{"jukebox-booth-init"}
 	cmd.Env = append(envOrSelf(o.Env), initEnv+"="+string(raw))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
-	flags := syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+	flags := syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 	if spec.NetNone {
 		flags |= syscall.CLONE_NEWNET
 	}

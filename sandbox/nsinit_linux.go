@@ -153,6 +153,7 @@ type detached struct {
 	fd   int
 	path string
 	what string
+	file bool // mounted on a file (a device node), not a folder
 }
 
 // confine builds the booth's mount tree, in this order:
@@ -183,37 +184,53 @@ func confine(s initSpec) ([]*relayer, error) {
 			return nil, err
 		}
 	}
-	mounts := []detached{{ovl, s.Lower, "the overlay over the workspace"}}
+	mounts := []detached{{fd: ovl, path: s.Lower, what: "the overlay over the workspace"}}
 	if s.Hide != "" {
 		fd, err := tmpfsMount("size=4k,mode=0555", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 		if err != nil {
 			return nil, fmt.Errorf("hide booth state: %w", err)
 		}
-		mounts = append(mounts, detached{fd, s.Hide, "the tmpfs over the booth's state"})
+		mounts = append(mounts, detached{fd: fd, path: s.Hide, what: "the tmpfs over the booth's state"})
 	}
 	for _, p := range []string{"/tmp", "/dev/shm"} {
-		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-			continue
-		}
 		fd, err := tmpfsMount("mode=1777", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 		if err != nil {
 			return nil, fmt.Errorf("private %s: %w", p, err)
 		}
-		mounts = append(mounts, detached{fd, p, "a private " + p})
+		mounts = append(mounts, detached{fd: fd, path: p, what: "a private " + p})
+	}
+	dev, err := minimalDev()
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, dev...)
+	if s.NetNone {
+		// Sockets with a path are not in the network namespace: hide the
+		// usual place for the host's (the Docker socket, D-Bus, ...).
+		for _, p := range []string{"/run", "/var/run"} {
+			if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+				continue
+			}
+			fd, err := tmpfsMount("size=4k,mode=0755", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+			if err != nil {
+				return nil, fmt.Errorf("--net none: hide %s: %w", p, err)
+			}
+			mounts = append(mounts, detached{fd: fd, path: p, what: "an empty " + p})
+		}
 	}
 	for _, p := range s.ReadOnly {
 		fd, err := cloneTree(p, true)
 		if err != nil {
 			return nil, fmt.Errorf("keep %s visible: %w", p, err)
 		}
-		mounts = append(mounts, detached{fd, p, "read-only " + p})
+		mounts = append(mounts, detached{fd: fd, path: p, what: "read-only " + p})
 	}
 	for _, p := range s.WriteLive {
 		fd, err := cloneTree(p, false)
 		if err != nil {
 			return nil, fmt.Errorf("--allow-write-live %s: %w", p, err)
 		}
-		mounts = append(mounts, detached{fd, p, "writable " + p})
+		mounts = append(mounts, detached{fd: fd, path: p, what: "writable " + p})
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &attr); err != nil {
@@ -222,7 +239,61 @@ func confine(s initSpec) ([]*relayer, error) {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return nil, fmt.Errorf("mount /proc for the PID namespace: %w", err)
 	}
-	return relays, attach(mounts)
+	if err := attach(mounts); err != nil {
+		return nil, err
+	}
+	return relays, finishDev()
+}
+
+// devNodes are the host devices the booth's /dev keeps, as bubblewrap's
+// --dev does: nothing that reaches a disk, a console or another user's
+// terminal (root in the booth keeps root's file permissions, and a
+// read-only mount does not stop writes to a device).
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// minimalDev is a tmpfs for /dev and a clone of each of devNodes, to be
+// attached; finishDev completes it once attached.
+func minimalDev() ([]detached, error) {
+	fd, err := tmpfsMount("mode=0755", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("private /dev: %w", err)
+	}
+	out := []detached{{fd: fd, path: "/dev", what: "a private /dev"}}
+	for _, n := range devNodes {
+		p := "/dev/" + n
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		fd, err := cloneTree(p, false)
+		if err != nil {
+			return nil, fmt.Errorf("private /dev: %s: %w", p, err)
+		}
+		out = append(out, detached{fd: fd, path: p, what: p, file: true})
+	}
+	return out, nil
+}
+
+// finishDev gives the booth's /dev its own pseudo-terminals (a new devpts
+// instance: the host's terminals stay out of reach), the usual symlinks,
+// then makes it read-only. A kernel that refuses devpts leaves the booth
+// without new terminals rather than without confinement.
+func finishDev() error {
+	if os.Mkdir("/dev/pts", 0o755) == nil {
+		if unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") == nil {
+			os.Symlink("pts/ptmx", "/dev/ptmx")
+		}
+	}
+	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
+		{"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
+		if err := os.Symlink(l[1], "/dev/"+l[0]); err != nil {
+			return fmt.Errorf("private /dev: %w", err)
+		}
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/dev", 0, &attr); err != nil {
+		return fmt.Errorf("private /dev: read-only: %w", err)
+	}
+	return nil
 }
 
 // attach moves the detached mounts into place, parents before children
@@ -232,7 +303,7 @@ func confine(s initSpec) ([]*relayer, error) {
 func attach(mounts []detached) error {
 	sort.SliceStable(mounts, func(i, j int) bool { return depth(mounts[i].path) < depth(mounts[j].path) })
 	for _, m := range mounts {
-		if err := os.MkdirAll(m.path, 0o755); err != nil {
+		if err := mountPoint(m); err != nil {
 			return fmt.Errorf("mount point for %s: %w", m.what, err)
 		}
 		err := unix.MoveMount(m.fd, "", unix.AT_FDCWD, m.path, unix.MOVE_MOUNT_F_EMPTY_PATH)
@@ -245,6 +316,22 @@ func attach(mounts []detached) error {
 }
 
 func depth(p string) int { return strings.Count(filepath.Clean(p), "/") }
+
+// mountPoint makes m's mount point where it is missing: a folder, or an
+// empty file for a device node.
+func mountPoint(m detached) error {
+	if !m.file {
+		return os.MkdirAll(m.path, 0o755)
+	}
+	if _, err := os.Lstat(m.path); err == nil {
+		return nil
+	}
+	f, err := os.OpenFile(m.path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
 
 // overlayMount makes the overlay over the workspace as a detached mount.
 // userxattr is needed in a user namespace; kernels before 5.11 lack it.
