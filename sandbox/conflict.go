@@ -36,6 +36,12 @@ func (tx *Tx) noteBase(rel string) error {
 	if err != nil {
 		return err
 	}
+	return tx.recordBase(fp)
+}
+
+// recordBase records fp as the real side of fp.Path, taken earlier (the
+// copy fallback's snapshot). The caller holds tx.mu.
+func (tx *Tx) recordBase(fp fingerprint) error {
 	line, _ := json.Marshal(fp)
 	f, err := os.OpenFile(filepath.Join(tx.dir, baseName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -45,7 +51,7 @@ func (tx *Tx) noteBase(rel string) error {
 	if _, err := f.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("sandbox: record base: %w", err)
 	}
-	tx.base[rel] = fp
+	tx.base[fp.Path] = fp
 	return nil
 }
 
