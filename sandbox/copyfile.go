@@ -3,28 +3,32 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 )
 
 // copyFile copies a regular file's content and permission bits, cloning
-// extents (reflink) where the file system can and copying bytes otherwise.
-// It writes through a temporary name so dst is never seen half written.
+// extents (reflink) where the file system can and copying bytes otherwise
+// (copy_file_range, holes kept: copyData). It writes through a temporary
+// name so dst is never seen half written.
 func copyFile(src, dst string, perm fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
 	tmp := dst + ".jbx-tmp"
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, perm.Perm())
 	if err != nil {
 		return err
 	}
 	if cerr := cloneFile(out, in); cerr != nil {
-		_, err = io.Copy(out, in) // copy_file_range where the kernel has it
+		err = copyData(out, in, fi)
 	}
 	if err == nil {
 		err = out.Chmod(perm.Perm())

@@ -7,8 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
+	"syscall"
 )
 
 // copyStamp is what a materialised file looked like right after the copy;
@@ -24,59 +28,295 @@ func stampOf(fi fs.FileInfo) copyStamp {
 	return copyStamp{ino: inode(fi), size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime().UnixNano()}
 }
 
+// snapEntry is one entry of the staged view as it was when the copy was
+// made: the snapshot the fold compares the copy against after the run.
+type snapEntry struct {
+	mode   fs.FileMode // type and permission bits in the view
+	stamp  copyStamp   // a regular file: its copy right after copying
+	target string      // a symlink: its target
+	// real is the real file as the copy was made, when the view showed
+	// the real file (not a staged one): the base a commit compares with.
+	real    fingerprint
+	hasReal bool
+	// skipped is a fifo, socket or device (or a file the child must not
+	// change): not copied, and never deleted by the fold.
+	skipped bool
+}
+
+// copyRun is one child run in a copy of the staged view (see copyplace.go
+// for where the copy lives).
+type copyRun struct {
+	tx      *Tx
+	place   string   // the run's private folder, outside the workspace
+	root    string   // the copy: place/<workspace name>
+	lock    *os.File // held until the place is removed
+	protect map[string]bool
+	snap    map[string]*snapEntry
+	kids    map[string][]string // the snapshot's names in each directory
+	made    map[string]bool     // directories the fold found or made in the view
+	// clone is whether reflinks work here: 0 untried, 1 yes, -1 no.
+	clone     int8
+	reflinked bool
+}
+
 // execCopy is the fallback: it materialises the staged view in a private
-// copy (reflinked where possible), runs the child there, and folds what
-// the child changed back into the staging area — the same change set the
-// overlay would give.
+// copy outside the workspace (reflinked where possible), runs the child
+// there and folds what the child changed, compared with the copy as it
+// was made, back into the staging area: the same change set the overlay
+// would give. The copy is removed before it returns.
 func (tx *Tx) execCopy(ctx context.Context, o ExecOptions, dir string) (ExecResult, error) {
-	root := filepath.Join(tx.dir, "copy")
-	removeAll(root)
-	defer removeAll(root)
-	stamps := map[string]copyStamp{}
-	reflinked, err := tx.materialize(root, stamps)
+	res := ExecResult{Mode: ModeCopy, ExitCode: -1}
+	r, err := tx.newCopyRun(o.Protect)
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("sandbox: copy workspace: %w", err)
+		return res, fmt.Errorf("sandbox: copy workspace: %w", err)
 	}
-	res := ExecResult{Mode: ModeCopy}
-	if reflinked {
+	defer r.close()
+	if err := r.materialize(); err != nil {
+		return res, fmt.Errorf("sandbox: copy workspace: %w", err)
+	}
+	if r.reflinked {
 		res.Mode = ModeReflink
 	}
 	cmd := exec.CommandContext(ctx, o.Args[0], o.Args[1:]...)
-	cmd.Dir = filepath.Join(root, filepath.FromSlash(dir))
-	cmd.Env = envOrSelf(o.Env)
+	cmd.Dir = filepath.Join(r.root, filepath.FromSlash(dir))
+	cmd.Env = withPWD(envOrSelf(o.Env), cmd.Dir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
-	if res.ExitCode, err = exitCode(cmd.Run()); err != nil {
+	dieWithUs(cmd)
+	if res.ExitCode, res.Signal, err = exitStatus(cmd.Run()); err != nil {
 		return res, fmt.Errorf("sandbox: exec %s: %w", o.Args[0], err)
 	}
-	return res, tx.fold(root, ".", stamps)
+	return res, r.fold()
 }
 
-// materialize copies the staged view into root and reports whether files
-// were reflinked.
-func (tx *Tx) materialize(root string, stamps map[string]copyStamp) (bool, error) {
+// withPWD sets PWD to dir: the child is not where jukebox is.
+func withPWD(env []string, dir string) []string {
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "PWD=") })
+	return append(out, "PWD="+dir)
+}
+
+// newCopyRun makes and locks the run's folder.
+func (tx *Tx) newCopyRun(protect []string) (*copyRun, error) {
+	r := &copyRun{tx: tx, protect: map[string]bool{}, snap: map[string]*snapEntry{},
+		kids: map[string][]string{}, made: map[string]bool{}}
+	for _, p := range protect {
+		if rel, err := filepath.Rel(tx.ws.root, p); err == nil && filepath.IsLocal(rel) {
+			r.protect[filepath.ToSlash(rel)] = true
+		}
+	}
+	places := copyPlaces(tx.ws, tx.dir, tx.meta.ID)
+	if len(places) == 0 {
+		return nil, errors.New("no folder outside the workspace to copy it to")
+	}
+	var err error
+	for _, p := range places {
+		if r.lock, err = makePlace(p); err == nil {
+			r.place = p.dir
+			r.root = filepath.Join(p.dir, filepath.Base(tx.ws.root))
+			return r, nil
+		}
+		err = placeErr(p, err)
+		if !unwritable(err) {
+			break
+		}
+	}
+	return nil, err
+}
+
+// close removes the copy, then lets go of its folder.
+func (r *copyRun) close() {
+	removeAll(r.place)
+	r.lock.Close()
+}
+
+// path is the copy's path for a workspace path.
+func (r *copyRun) path(rel string) string { return filepath.Join(r.root, filepath.FromSlash(rel)) }
+
+// materialize copies the staged view into the copy and takes the
+// snapshot. Fifos, sockets and devices are left out, and so are the
+// files the child must not change (Protect).
+func (r *copyRun) materialize() error {
+	tx := r.tx
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if err := tx.checkOpen(); err != nil {
-		return false, err
+		return err
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return false, err
+	top, err := tx.lookup(".")
+	if err != nil {
+		return err
 	}
-	reflinked := false
-	err := tx.walkView(".", func(rel string, e entry) error {
-		to := filepath.Join(root, filepath.FromSlash(rel))
-		if e.info.Mode().IsRegular() && !reflinked {
-			reflinked = canReflink(e.abs, to)
+	if err := os.Mkdir(r.root, 0o700); err != nil {
+		return err
+	}
+	if err := r.copyDir(".", top); err != nil {
+		return err
+	}
+	return os.Chmod(r.root, top.info.Mode().Perm())
+}
+
+// copyDir copies the children of directory rel (whose view entry is d),
+// then gives each copied directory its mode, as cp does, so that a
+// read-only directory can be filled first.
+func (r *copyRun) copyDir(rel string, d entry) error {
+	tx := r.tx
+	ents, err := tx.viewDir(rel, d)
+	if err != nil {
+		return copyErr(rel, err)
+	}
+	names := make([]string, 0, len(ents))
+	for _, ve := range ents {
+		p, e := joinRel(rel, ve.name), ve.e
+		mode := e.info.Mode()
+		s := &snapEntry{mode: mode.Type() | mode.Perm()}
+		if e.layer == layerLower {
+			s.real, s.hasReal = fingerprintOf(p, e.info)
+			if !s.hasReal {
+				if s.real, err = takeFingerprint(e.abs, p); err != nil {
+					return copyErr(p, err)
+				}
+				s.hasReal = true
+			}
 		}
-		if err := copyNode(e.abs, to, e.info); err != nil {
+		to := r.path(p)
+		switch {
+		case r.protect[p]:
+			s.skipped = true
+		case mode.IsDir():
+			if err := os.Mkdir(to, 0o700); err != nil {
+				return copyErr(p, err)
+			}
+			if err := r.copyDir(p, e); err != nil {
+				return err
+			}
+			if err := os.Chmod(to, mode.Perm()); err != nil {
+				return copyErr(p, err)
+			}
+		case mode&fs.ModeSymlink != 0:
+			if s.target, err = os.Readlink(e.abs); err == nil {
+				err = os.Symlink(s.target, to)
+			}
+			if err != nil {
+				return copyErr(p, err)
+			}
+		case mode.IsRegular():
+			if s.stamp, err = r.copyFile(e.abs, to, e.info); err != nil {
+				return copyErr(p, err)
+			}
+		default:
+			s.skipped = true // a fifo, socket or device: not copied
+		}
+		r.snap[p] = s
+		names = append(names, ve.name)
+	}
+	r.kids[rel] = names
+	return nil
+}
+
+// copyErr names the workspace path, not the copy's or the real one.
+func copyErr(rel string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return pathErr("copy", rel, err)
+}
+
+// copyFile copies one regular file into the copy, cloning its extents
+// where the file system can (tried once per run), and returns the copy's
+// stamp.
+func (r *copyRun) copyFile(from, to string, fi fs.FileInfo) (copyStamp, error) {
+	in, err := os.OpenFile(from, os.O_RDONLY|oNoFollow|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return copyStamp{}, err
+	}
+	defer in.Close()
+	perm := fi.Mode().Perm()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, perm)
+	if err != nil {
+		return copyStamp{}, err
+	}
+	defer out.Close()
+	cloned := false
+	if r.clone >= 0 {
+		cloned = cloneFile(out, in) == nil
+		if r.clone == 0 && cloned {
+			r.clone = 1
+		} else if r.clone == 0 {
+			r.clone = -1
+		}
+	}
+	if cloned {
+		r.reflinked = true
+	} else if err := copyData(out, in, fi); err != nil {
+		return copyStamp{}, err
+	}
+	got, err := out.Stat()
+	if err == nil && got.Mode().Perm() != perm { // the umask took bits
+		if err = out.Chmod(perm); err == nil {
+			got, err = out.Stat()
+		}
+	}
+	if err != nil {
+		return copyStamp{}, err
+	}
+	return stampOf(got), out.Close()
+}
+
+// viewEntry is one child of a directory of the staged view.
+type viewEntry struct {
+	name string
+	e    entry
+}
+
+// viewDir lists directory rel of the staged view, whose own entry is d,
+// as readDir does, with each child's entry (its layer, and whether the
+// real directory shows through it), so that a walk needs no lookup per
+// entry. The caller holds tx.mu.
+func (tx *Tx) viewDir(rel string, d entry) ([]viewEntry, error) {
+	seen := map[string]bool{}
+	var out []viewEntry
+	list := func(abs string, l layer) error {
+		ents, err := os.ReadDir(abs)
+		if err != nil {
 			return err
 		}
-		if fi, err := os.Lstat(to); err == nil && !fi.IsDir() {
-			stamps[rel] = stampOf(fi)
+		for _, de := range ents {
+			p := joinRel(rel, de.Name())
+			if seen[de.Name()] || tx.ws.isState(p) {
+				continue
+			}
+			seen[de.Name()] = true
+			fi, err := de.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // gone since it was listed
+			} else if err != nil {
+				return err
+			}
+			if l == layerUpper && isWhiteout(fi) {
+				continue
+			}
+			e := entry{layer: l, abs: filepath.Join(abs, de.Name()), info: fi}
+			if l == layerUpper {
+				e.merged = d.merged && fi.IsDir() && !isOpaque(e.abs)
+			}
+			out = append(out, viewEntry{de.Name(), e})
 		}
 		return nil
-	})
-	return reflinked, err
+	}
+	if d.layer == layerUpper {
+		if err := list(tx.up(rel), layerUpper); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	if d.layer == layerLower || d.merged {
+		if lfi, err := os.Lstat(tx.real(rel)); err == nil && lfi.IsDir() {
+			if err := list(tx.real(rel), layerLower); err != nil {
+				return nil, err
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
 }
 
 // walkView calls fn for every entry of the staged view under rel, parents
@@ -121,24 +361,29 @@ func canReflink(src, dst string) bool {
 	return cloneFile(out, in) == nil
 }
 
-// fold stages, entry by entry, how the copy at root differs from the
-// staged view: new and changed entries, then deletions. An entry it
-// cannot stage (a fifo, socket or device, a hard link, a path too long,
-// one that fails to stage) is refused and kept with the transaction for
-// Diff to list; the rest is folded all the same.
-func (tx *Tx) fold(root, rel string, stamps map[string]copyStamp) error {
+// fold stages, entry by entry, how the copy differs from the snapshot
+// taken when it was made: new and changed entries, then what the child
+// removed. The snapshot, not the view as it is now, is the reference: a
+// file the user made or edited in the real workspace during the run is
+// left as it is (or, if the child changed it too, a conflict at commit),
+// never deleted. An entry it cannot stage (a fifo, socket or device, a
+// hard link, a path too long, one that fails to stage) is refused and
+// kept with the transaction for Diff to list; the rest is folded all the
+// same.
+func (r *copyRun) fold() error {
 	var refused []Refusal
-	err := tx.foldTree(root, rel, stamps, &refused)
-	if kerr := tx.keepRefusals(refused); err == nil {
+	err := r.foldDir(".", &refused)
+	if kerr := r.tx.keepRefusals(refused); err == nil {
 		err = kerr
 	}
 	return err
 }
 
-// foldTree folds one directory of the copy. Only a failure to read the
-// top of the copy or the staged view is an error; the rest are refusals.
-func (tx *Tx) foldTree(root, rel string, stamps map[string]copyStamp, refused *[]Refusal) error {
-	ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+// foldDir folds one directory of the copy. Only a failure to read the
+// top of the copy is an error; the rest are refusals.
+func (r *copyRun) foldDir(rel string, refused *[]Refusal) error {
+	tx := r.tx
+	ents, err := os.ReadDir(r.path(rel))
 	if err != nil {
 		if rel == "." {
 			return err
@@ -150,34 +395,28 @@ func (tx *Tx) foldTree(root, rel string, stamps map[string]copyStamp, refused *[
 	for _, d := range ents {
 		p := joinRel(rel, d.Name())
 		names[d.Name()] = true
-		if tx.ws.isState(p) {
+		if tx.ws.isState(p) || r.protect[p] {
 			continue
 		}
-		if tooLong(filepath.Join(root, filepath.FromSlash(p))) || tooLong(tx.up(p)) || tooLong(tx.real(p)) {
+		if tooLong(r.path(p)) || tooLong(tx.up(p)) || tooLong(tx.real(p)) {
 			*refused = append(*refused, longRefusal(p, d.IsDir()))
 			continue
 		}
 		fi, err := d.Info()
 		if err == nil {
-			err = tx.foldEntry(root, p, fi, stamps, refused)
+			err = r.foldEntry(p, fi, refused)
 		}
 		if err != nil {
 			*refused = append(*refused, stageRefusal(p, err))
 		}
 	}
-	view, err := tx.ReadDir(rel)
-	if err != nil {
-		if rel == "." {
-			return err
+	for _, name := range r.kids[rel] {
+		p := joinRel(rel, name)
+		if names[name] || r.snap[p].skipped {
+			continue
 		}
-		*refused = append(*refused, unreadableRefusal(rel, err))
-		return nil
-	}
-	for _, fi := range view {
-		if !names[fi.Name()] {
-			if err := tx.RemoveAll(joinRel(rel, fi.Name())); err != nil {
-				*refused = append(*refused, stageRefusal(joinRel(rel, fi.Name()), err))
-			}
+		if err := r.stage(p, func() error { return tx.RemoveAll(p) }); err != nil {
+			*refused = append(*refused, stageRefusal(p, err))
 		}
 	}
 	return nil
@@ -191,32 +430,42 @@ func stageRefusal(p string, err error) Refusal {
 	return r
 }
 
-func (tx *Tx) foldEntry(root, p string, fi fs.FileInfo, stamps map[string]copyStamp, refused *[]Refusal) error {
-	abs := filepath.Join(root, filepath.FromSlash(p))
-	old, err := tx.Lstat(p)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	switch {
-	case fi.IsDir():
-		return tx.foldDir(root, p, fi, old, stamps, refused)
-	case fi.Mode()&fs.ModeSymlink != 0:
+// foldEntry folds the copy's entry at p, which fi describes.
+func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error {
+	tx := r.tx
+	abs := r.path(p)
+	s := r.snap[p]
+	was := func(m fs.FileMode) bool { return s != nil && !s.skipped && s.mode.Type() == m }
+	switch mode := fi.Mode(); {
+	case mode.IsDir():
+		if !was(fs.ModeDir) {
+			if err := r.stage(p, func() error { return r.makeDir(p, mode.Perm(), s != nil) }); err != nil {
+				return err
+			}
+		} else if s.mode.Perm() != mode.Perm() {
+			if err := r.stage(p, func() error { return tx.Chmod(p, mode.Perm()) }); err != nil {
+				return err
+			}
+		}
+		r.made[p] = true
+		return r.foldDir(p, refused)
+	case mode&fs.ModeSymlink != 0:
 		// A symlink is data: staged with its target, whatever it points at.
 		target, err := os.Readlink(abs)
 		if err != nil {
 			return err
 		}
-		if old != nil && old.Mode()&fs.ModeSymlink != 0 {
-			if cur, _ := tx.readlink(p); cur == target {
-				return nil
+		if was(fs.ModeSymlink) && s.target == target {
+			return nil
+		}
+		return r.stage(p, func() error {
+			if err := tx.RemoveAll(p); err != nil {
+				return err
 			}
-		}
-		if err := tx.RemoveAll(p); err != nil {
-			return err
-		}
-		return tx.Symlink(target, p)
-	case fi.Mode().IsRegular():
-		if s, ok := stamps[p]; ok && s == stampOf(fi) {
+			return tx.Symlink(target, p)
+		})
+	case mode.IsRegular():
+		if was(0) && s.stamp == stampOf(fi) {
 			return nil // untouched copy
 		}
 		if n := linkCount(fi); n > 1 {
@@ -225,31 +474,90 @@ func (tx *Tx) foldEntry(root, p string, fi fs.FileInfo, stamps map[string]copySt
 			*refused = append(*refused, hardLinkRefusal(p, n))
 			return nil
 		}
-		return tx.adopt(p, abs, fi, old)
+		return r.stage(p, func() error { return tx.adopt(p, abs, fi) })
 	}
 	*refused = append(*refused, refusalFor(p, fi.Mode()))
 	return nil
 }
 
-func (tx *Tx) foldDir(root, p string, fi, old fs.FileInfo, stamps map[string]copyStamp, refused *[]Refusal) error {
-	if old == nil || !old.IsDir() {
-		if err := tx.RemoveAll(p); err != nil {
-			return err
-		}
-		if err := tx.Mkdir(p, fi.Mode().Perm()); err != nil {
-			return err
-		}
-	} else if old.Mode().Perm() != fi.Mode().Perm() {
-		if err := tx.Chmod(p, fi.Mode().Perm()); err != nil {
-			return err
+// makeDir stages the directory the child made at p: over what was there
+// in the snapshot (replaced), or merged with a directory the user made
+// there during the run.
+func (r *copyRun) makeDir(p string, perm fs.FileMode, replaced bool) error {
+	if !replaced {
+		if cur, err := r.tx.Lstat(p); err == nil && cur.IsDir() {
+			return nil
 		}
 	}
-	return tx.foldTree(root, p, stamps, refused)
+	if err := r.tx.RemoveAll(p); err != nil {
+		return err
+	}
+	return r.tx.Mkdir(p, perm)
+}
+
+// stage runs fn, which stages p, after making sure p's directory is in
+// the view and p's base is recorded as the snapshot saw it.
+func (r *copyRun) stage(p string, fn func() error) error {
+	if err := r.ensureDir(path.Dir(p)); err != nil {
+		return err
+	}
+	if err := r.noteBase(p); err != nil {
+		return err
+	}
+	return fn()
+}
+
+// ensureDir makes sure the copy's directory dir is a directory in the
+// view: it is unless the user removed or replaced it in the real
+// workspace during the run, and then it is staged again (a child staged
+// in it is then a conflict at commit).
+func (r *copyRun) ensureDir(dir string) error {
+	if dir == "." || r.made[dir] {
+		return nil
+	}
+	if cur, err := r.tx.Lstat(dir); err == nil && cur.IsDir() {
+		r.made[dir] = true
+		return nil
+	}
+	fi, err := os.Lstat(r.path(dir))
+	if err != nil {
+		return err
+	}
+	if err := r.stage(dir, func() error { return r.makeDir(dir, fi.Mode().Perm(), true) }); err != nil {
+		return err
+	}
+	r.made[dir] = true
+	return nil
+}
+
+// noteBase records the real side of p, before it is first staged, as the
+// snapshot saw it: a real file the child saw is the base; for any other
+// path (new in the copy, or staged before the run) the real side now is,
+// unless it changed since Begin, and then nothing this run saw can vouch
+// for it, so the commit will call it a conflict.
+func (r *copyRun) noteBase(p string) error {
+	tx := r.tx
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if _, ok := tx.base[p]; ok {
+		return nil
+	}
+	if s := r.snap[p]; s != nil && s.hasReal {
+		return tx.recordBase(s.real)
+	}
+	fp, err := takeFingerprint(tx.real(p), p)
+	if err != nil {
+		return err
+	}
+	if fp.Exists && fp.Ctime > tx.meta.BeginCtime {
+		fp = fingerprint{Path: p, Exists: true, Ctime: tx.meta.BeginCtime}
+	}
+	return tx.recordBase(fp)
 }
 
 // adopt moves a file the child wrote into the staging area at p.
-func (tx *Tx) adopt(p, abs string, fi, old fs.FileInfo) error {
-	if old != nil && old.IsDir() {
+func (tx *Tx) adopt(p, abs string, fi fs.FileInfo) error {
+	if old, err := tx.Lstat(p); err == nil && old.IsDir() {
 		if err := tx.RemoveAll(p); err != nil {
 			return err
 		}

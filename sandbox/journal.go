@@ -97,6 +97,7 @@ func discard(w *workspace, dir string) error {
 	if err := removeAll(trash); err != nil {
 		return fmt.Errorf("sandbox: discard: %w", err)
 	}
+	removeCopies(w, filepath.Base(dir)) // a copy run's folder left by a killed jukebox
 	pruneState(w)
 	return nil
 }

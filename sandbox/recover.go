@@ -36,6 +36,7 @@ func Recover(ctx context.Context, dir string, opts Options, resolvers ...Resolve
 		return rep, err
 	}
 	defer lock.release()
+	sweepCopies(w) // copy runs' folders left by a killed jukebox
 	ents, err := os.ReadDir(w.stateRoot)
 	if err != nil {
 		return rep, fmt.Errorf("sandbox: recover: %w", err)

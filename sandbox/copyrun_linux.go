@@ -1,0 +1,155 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// copyData copies in's content into out, which is empty, keeping holes
+// where the file has them: a file holding fewer blocks than its size is
+// copied one data segment at a time (SEEK_DATA, SEEK_HOLE) and then
+// extended to its size; any other with copy_file_range (byte copies where
+// the kernel cannot). fi describes in.
+func copyData(out, in *os.File, fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Blocks*512 >= fi.Size() {
+		_, err := io.Copy(out, in)
+		return err
+	}
+	ifd, ofd := int(in.Fd()), int(out.Fd())
+	size := fi.Size()
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(ifd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // nothing but a hole up to the end
+		}
+		if err != nil {
+			return &fs.PathError{Op: "seek data", Path: in.Name(), Err: err}
+		}
+		hole, err := unix.Seek(ifd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return &fs.PathError{Op: "seek hole", Path: in.Name(), Err: err}
+		}
+		if err := copyRange(ofd, ifd, data, hole-data); err != nil {
+			return &fs.PathError{Op: "copy", Path: in.Name(), Err: err}
+		}
+		off = hole
+	}
+	return out.Truncate(size)
+}
+
+// copyRange copies n bytes at off from ifd to the same offset of ofd.
+func copyRange(ofd, ifd int, off, n int64) error {
+	roff, woff := off, off
+	for n > 0 {
+		k, err := unix.CopyFileRange(ifd, &roff, ofd, &woff, int(min(n, 1<<30)), 0)
+		if err != nil {
+			if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
+				return preadCopy(ofd, ifd, roff, n)
+			}
+			return err
+		}
+		if k == 0 {
+			return nil // the file shrank under us
+		}
+		n -= int64(k)
+	}
+	return nil
+}
+
+// preadCopy is copyRange through a buffer.
+func preadCopy(ofd, ifd int, off, n int64) error {
+	buf := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		k, err := unix.Pread(ifd, buf[:min(n, int64(len(buf)))], off)
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			return nil
+		}
+		if _, err := unix.Pwrite(ofd, buf[:k], off); err != nil {
+			return err
+		}
+		off += int64(k)
+		n -= int64(k)
+	}
+	return nil
+}
+
+// fingerprintOf is the fingerprint takeFingerprint would take of the
+// file fi describes (from an Lstat).
+func fingerprintOf(rel string, fi fs.FileInfo) (fingerprint, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fingerprint{}, false
+	}
+	return fingerprint{Path: rel, Exists: true, Size: st.Size, Ino: st.Ino, Mode: uint32(st.Mode),
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, true
+}
+
+// errPlaceBusy reports a copy's folder another process holds.
+var errPlaceBusy = errors.New("in use")
+
+// lockPlace opens the folder dir without following a symlink and takes
+// its lock without waiting: a copy run holds it for as long as the copy
+// lives, and a sweep removes only folders whose lock it gets. It fails
+// with errPlaceBusy if another holds the lock, or if dir is no longer the
+// folder it opened.
+func lockPlace(dir string) (*os.File, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, errPlaceBusy
+		}
+		return nil, err
+	}
+	var held, now unix.Stat_t
+	if unix.Fstat(fd, &held) != nil || unix.Lstat(dir, &now) != nil || held.Dev != now.Dev || held.Ino != now.Ino {
+		f.Close()
+		return nil, errPlaceBusy
+	}
+	return f, nil
+}
+
+// sameDevice reports whether two paths are on one file system.
+func sameDevice(a, b string) bool {
+	var sa, sb unix.Stat_t
+	return unix.Stat(a, &sa) == nil && unix.Stat(b, &sb) == nil && sa.Dev == sb.Dev
+}
+
+// dieWithUs asks the kernel to kill the child if jukebox dies, as the
+// overlay's init is.
+func dieWithUs(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
+// exitStatus turns cmd.Wait's error into an exit code, 128+N and N when
+// signal N ended the child; only failures to run at all are errors.
+func exitStatus(err error) (code, sig int, _ error) {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), 0, nil
+	}
+	if err != nil {
+		return -1, 0, err
+	}
+	return 0, 0, nil
+}
