@@ -59,6 +59,8 @@ func describeRest(p tapefmt.Payload) string {
 		return fmt.Sprintf("turn %d %s %s", p.Turn, p.Role, OneLine(p.Text, 50))
 	case *tapefmt.Marker:
 		return "marker " + p.Label
+	case *tapefmt.NetRefused:
+		return fmt.Sprintf("refused connection to %s (%s)", p.Addr, p.Errno)
 	case tapefmt.Unknown:
 		return OneLine(string(p.JSON), 60)
 	}

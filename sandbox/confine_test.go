@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -330,10 +331,23 @@ if len(sys.argv) > 3:
         print("run-socket refused", e.errno)
 PY`
 	var out bytes.Buffer
+	var mu sync.Mutex
+	var refused []string
 	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out, Notice: io.Discard,
 		Env: append(os.Environ(), "SERVED="+served.Addr().String(), "OTHER="+other.Addr().String(), "SOCK="+sock),
-		Net: NetNone, Endpoints: []string{served.Addr().String()}})
+		Net: NetNone, Endpoints: []string{served.Addr().String()},
+		OnNetRefused: func(r NetRefusal) {
+			mu.Lock()
+			defer mu.Unlock()
+			refused = append(refused, r.Family+" "+r.Addr+" "+r.Errno)
+		}})
 	must(t, err)
+	// Each refused connection is reported with its address; the served
+	// one and the unix socket are not.
+	want := []string{"ipv4 " + other.Addr().String() + " ECONNREFUSED", "ipv4 192.0.2.1:80 ENETUNREACH"}
+	if strings.Join(refused, "\n") != strings.Join(want, "\n") {
+		t.Errorf("refusals reported:\n%s\nwant:\n%s", strings.Join(refused, "\n"), strings.Join(want, "\n"))
+	}
 	got := out.String()
 	if res.ExitCode != 0 || !strings.Contains(got, "served reached hello from "+served.Addr().String()) ||
 		!strings.Contains(got, "other refused") || !strings.Contains(got, "outside refused") ||
@@ -379,6 +393,30 @@ func TestWriteLive(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(other, "o")); err == nil {
 		t.Fatal("the neighbour folder was written")
+	}
+	cs, err := tx.Diff()
+	must(t, err)
+	if got := ops(cs); got != "write w.txt" {
+		t.Fatalf("change set:\n%s", got)
+	}
+}
+
+// TestProtectTapeInWorkspaceRoot: a tape written in the workspace's own
+// folder is kept read-only alone (its folder is the workspace, which must
+// stay writable).
+func TestProtectTapeInWorkspaceRoot(t *testing.T) {
+	requireOverlay(t)
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"run.jbx": "tape"})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	var out bytes.Buffer
+	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", `echo x >> run.jbx || echo append refused; rm -f run.jbx || echo rm refused; echo w > w.txt`},
+		Stdout: &out, Stderr: io.Discard, Notice: io.Discard, Protect: []string{filepath.Join(ws, "run.jbx")}})
+	must(t, err)
+	if res.ExitCode != 0 || out.String() != "append refused\nrm refused\n" {
+		t.Fatalf("exit %d, output %q", res.ExitCode, out.String())
 	}
 	cs, err := tx.Diff()
 	must(t, err)

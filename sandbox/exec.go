@@ -48,6 +48,16 @@ type ExecOptions struct {
 	// WriteLive are absolute paths outside the workspace the child may
 	// write directly, unstaged (caches and the like).
 	WriteLive []string
+	// OnNetRefused hears each connection a NetNone child was refused, as
+	// it happens (from another goroutine).
+	OnNetRefused func(NetRefusal)
+}
+
+// NetRefusal is a connection a --net none booth refused.
+type NetRefusal struct {
+	Family string `json:"family"` // ipv4 or ipv6
+	Addr   string `json:"addr"`   // host:port
+	Errno  string `json:"errno"`  // the error the agent got, e.g. ENETUNREACH
 }
 
 // Net is a booth child's network.

@@ -42,10 +42,33 @@ func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (ExecResult
 		return ExecResult{ExitCode: -1}, err
 	}
 	defer status.Close()
-	cmd.ExtraFiles = []*os.File{reportW, statusW}
+	events, eventsW, err := os.Pipe()
+	if err != nil {
+		reportW.Close()
+		statusW.Close()
+		return ExecResult{ExitCode: -1}, err
+	}
+	cmd.ExtraFiles = []*os.File{reportW, statusW, eventsW}
+	heard := make(chan struct{})
+	go func() {
+		defer close(heard)
+		defer events.Close()
+		dec := json.NewDecoder(events)
+		for {
+			var r NetRefusal
+			if dec.Decode(&r) != nil {
+				return
+			}
+			if o.OnNetRefused != nil {
+				o.OnNetRefused(r)
+			}
+		}
+	}()
+	defer func() { <-heard }()
 	err = cmd.Start()
 	reportW.Close()
 	statusW.Close()
+	eventsW.Close()
 	if err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, err)
 	}

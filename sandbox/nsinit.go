@@ -52,6 +52,9 @@ type stageSpec struct {
 	Dir   string   `json:"dir"`
 	Args  []string `json:"args"`
 	Probe bool     `json:"probe,omitempty"` // set up, then exit 0
+	// NotifyConnect: hand connect(2) to stage 1 (--net none), sending the
+	// seccomp listener over descriptor 4.
+	NotifyConnect bool `json:"notify_connect,omitempty"`
 }
 
 // MaybeRunInit runs the booth's namespace init when this process was

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,11 +21,14 @@ import (
 // namespace: it builds the confined mount tree, starts stage 2 in locked
 // namespaces and reaps until the command ends. A failure before the
 // command runs is reported on descriptor 3; how the command ended (a
-// signal) on descriptor 4.
+// signal) on descriptor 4; connections refused under --net none on
+// descriptor 5.
 func runInit(raw string) int {
 	report := os.NewFile(3, "booth-report")
 	status := os.NewFile(4, "booth-status")
+	events := os.NewFile(5, "booth-events")
 	unix.CloseOnExec(4)
+	unix.CloseOnExec(5)
 	var s initSpec
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		fmt.Fprintf(report, "setup: bad spec: %v", err)
@@ -46,7 +50,14 @@ func runInit(raw string) int {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
-	cmd, err := startStage2(s, report)
+	var watch *os.File
+	if s.NetNone {
+		if watch, err = watchConnects(s.Relays, events); err != nil {
+			fmt.Fprintf(report, "setup: --net none: %v", err)
+			return initSetupFailed
+		}
+	}
+	cmd, err := startStage2(s, report, watch)
 	report.Close()
 	if err != nil {
 		return initSetupFailed // reported by startStage2
@@ -107,13 +118,17 @@ func reap(pid int, sigs <-chan os.Signal) (int, syscall.Signal) {
 // booth's state, nor make a read-only mount writable. The nested
 // namespace maps the caller's own uid and gid, so the command runs as the
 // caller (for a non-root caller, with no capabilities at all).
-func startStage2(s initSpec, report *os.File) (*exec.Cmd, error) {
-	raw, _ := json.Marshal(stageSpec{Dir: s.Dir, Args: s.Args, Probe: s.Probe})
+func startStage2(s initSpec, report, watch *os.File) (*exec.Cmd, error) {
+	raw, _ := json.Marshal(stageSpec{Dir: s.Dir, Args: s.Args, Probe: s.Probe, NotifyConnect: watch != nil})
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"jukebox-booth-exec"}
 	cmd.Env = append(os.Environ(), stageEnv+"="+string(raw))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{report}
+	if watch != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, watch)
+		defer watch.Close() // stage 2 holds its own copy
+	}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
@@ -219,11 +234,15 @@ func confine(s initSpec) ([]*relayer, error) {
 		}
 	}
 	for _, p := range s.ReadOnly {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return nil, fmt.Errorf("keep %s visible: %w", p, err)
+		}
 		fd, err := cloneTree(p, true)
 		if err != nil {
 			return nil, fmt.Errorf("keep %s visible: %w", p, err)
 		}
-		mounts = append(mounts, detached{fd: fd, path: p, what: "read-only " + p})
+		mounts = append(mounts, detached{fd: fd, path: p, what: "read-only " + p, file: !fi.IsDir()})
 	}
 	for _, p := range s.WriteLive {
 		fd, err := cloneTree(p, false)
@@ -326,6 +345,9 @@ func mountPoint(m detached) error {
 	if _, err := os.Lstat(m.path); err == nil {
 		return nil
 	}
+	if err := os.MkdirAll(filepath.Dir(m.path), 0o755); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(m.path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -415,9 +437,20 @@ func runStage2(raw string) int {
 		fmt.Fprintf(report, "setup: bad exec spec: %v", err)
 		return initSetupFailed
 	}
-	if err := loadSeccomp(); err != nil {
+	listener, err := loadSeccomp(s.NotifyConnect)
+	if err != nil {
 		fmt.Fprintf(report, "setup: seccomp: %v", err)
 		return initSetupFailed
+	}
+	if s.NotifyConnect {
+		sock := os.NewFile(4, "booth-watch")
+		err := sendFD(sock, listener)
+		sock.Close()
+		unix.Close(listener)
+		if err != nil {
+			fmt.Fprintf(report, "setup: seccomp listener: %v", err)
+			return initSetupFailed
+		}
 	}
 	if s.Probe {
 		return 0
@@ -433,4 +466,27 @@ func runStage2(raw string) int {
 	}
 	fmt.Fprintf(report, "exec: %v", err)
 	return initExecFailed
+}
+
+// watchConnects makes the socket pair stage 2 sends its seccomp listener
+// over and starts the supervisor on stage 1's end; it returns stage 2's.
+func watchConnects(relays []relay, events *os.File) (*os.File, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	ours, theirs := os.NewFile(uintptr(pair[0]), "watch"), os.NewFile(uintptr(pair[1]), "watch")
+	ports := map[uint16]bool{}
+	for _, r := range relays {
+		if ap, err := netip.ParseAddrPort(r.Addr); err == nil {
+			ports[ap.Port()] = true
+		}
+	}
+	go func() {
+		defer ours.Close()
+		if listener, err := recvFD(ours); err == nil {
+			superviseConnect(listener, ports, events)
+		}
+	}()
+	return theirs, nil
 }

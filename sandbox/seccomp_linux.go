@@ -66,8 +66,9 @@ const (
 	ret       = unix.BPF_RET | unix.BPF_K
 )
 
-// seccompProgram assembles the filter for this architecture.
-func seccompProgram() ([]unix.SockFilter, error) {
+// seccompProgram assembles the filter for this architecture. With
+// notifyConnect, connect(2) is handed to a supervisor (see netwatch_linux.go).
+func seccompProgram(notifyConnect bool) ([]unix.SockFilter, error) {
 	if auditArch == 0 {
 		return nil, errors.New("no filter is written for this architecture")
 	}
@@ -84,6 +85,9 @@ func seccompProgram() ([]unix.SockFilter, error) {
 		p = append(p, bpfJump(jeq, uint32(nr), 0, 1), bpfStmt(ret, retEPERM))
 	}
 	p = append(p, bpfJump(jeq, unix.SYS_CLONE3, 0, 1), bpfStmt(ret, retENOSYS))
+	if notifyConnect {
+		p = append(p, bpfJump(jeq, unix.SYS_CONNECT, 0, 1), bpfStmt(ret, unix.SECCOMP_RET_USER_NOTIF))
+	}
 	for _, nr := range []uintptr{unix.SYS_CLONE, unix.SYS_UNSHARE} {
 		p = append(p,
 			bpfJump(jeq, uint32(nr), 0, 4),
@@ -97,20 +101,29 @@ func seccompProgram() ([]unix.SockFilter, error) {
 }
 
 // loadSeccomp sets no_new_privs and loads the filter on every thread of
-// this process; the exec that follows keeps both.
-func loadSeccomp() error {
-	prog, err := seccompProgram()
+// this process; the exec that follows keeps both. With notifyConnect it
+// returns the listener descriptor the supervisor reads connect(2) calls
+// from, else -1.
+func loadSeccomp(notifyConnect bool) (int, error) {
+	prog, err := seccompProgram(notifyConnect)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
+		return -1, fmt.Errorf("no_new_privs: %w", err)
+	}
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_TSYNC)
+	if notifyConnect {
+		flags |= unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	fd, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		flags, uintptr(unsafe.Pointer(&fprog)))
 	if errno != 0 {
-		return errno
+		return -1, errno
 	}
-	return nil
+	if !notifyConnect {
+		return -1, nil
+	}
+	return int(fd), nil
 }

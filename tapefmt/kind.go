@@ -29,6 +29,7 @@ const (
 	KindBreakerTrip Kind = 16 // breaker.trip
 	KindAgentTurn   Kind = 17 // agent.turn
 	KindMarker      Kind = 18 // marker
+	KindNetRefused  Kind = 19 // net.refused
 )
 
 var kindNames = [...]string{
@@ -50,6 +51,7 @@ var kindNames = [...]string{
 	KindBreakerTrip: "breaker.trip",
 	KindAgentTurn:   "agent.turn",
 	KindMarker:      "marker",
+	KindNetRefused:  "net.refused",
 }
 
 // String returns the dotted name of k, or "kind.N" for a kind this version

@@ -272,6 +272,14 @@ type Marker struct {
 	Note  string `json:"note,omitempty"`
 }
 
+// NetRefused is a connection the booth refused an agent running with
+// --net none: where it tried to connect and the error it got.
+type NetRefused struct {
+	Family string `json:"family"` // ipv4 or ipv6
+	Addr   string `json:"addr"`   // host:port
+	Errno  string `json:"errno"`  // e.g. ENETUNREACH, ECONNREFUSED
+}
+
 // parseInts reads a JSON array of plain decimal integers with no spaces,
 // as MarshalJSON writes it; ok is false for any other form.
 func parseInts(data []byte) (out []int64, ok bool) {
@@ -352,6 +360,7 @@ func (TxRollback) Kind() Kind  { return KindTxRollback }
 func (BreakerTrip) Kind() Kind { return KindBreakerTrip }
 func (AgentTurn) Kind() Kind   { return KindAgentTurn }
 func (Marker) Kind() Kind      { return KindMarker }
+func (NetRefused) Kind() Kind  { return KindNetRefused }
 func (u Unknown) Kind() Kind   { return u.K }
 
 // payloadTypes makes the zero payload of each known kind, as a pointer.
@@ -374,6 +383,7 @@ var payloadTypes = map[Kind]func() Payload{
 	KindBreakerTrip: func() Payload { return &BreakerTrip{} },
 	KindAgentTurn:   func() Payload { return &AgentTurn{} },
 	KindMarker:      func() Payload { return &Marker{} },
+	KindNetRefused:  func() Payload { return &NetRefused{} },
 }
 
 // Decode parses the frame's payload into its typed form (a pointer such as

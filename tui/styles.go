@@ -92,7 +92,7 @@ func (st Styles) Kind(k tapefmt.Kind) lipgloss.Style {
 		return st.File
 	case tapefmt.KindOutput:
 		return st.Output
-	case tapefmt.KindBreakerTrip:
+	case tapefmt.KindBreakerTrip, tapefmt.KindNetRefused:
 		return st.Error
 	case tapefmt.KindMarker:
 		return st.Marker
@@ -110,6 +110,7 @@ var glyphs = map[tapefmt.Kind]string{
 	tapefmt.KindOutput: "›", tapefmt.KindClock: "·", tapefmt.KindSeed: "·",
 	tapefmt.KindTxBegin: "⊏", tapefmt.KindTxCommit: "⊐", tapefmt.KindTxRollback: "↶",
 	tapefmt.KindBreakerTrip: "‼", tapefmt.KindAgentTurn: "☰", tapefmt.KindMarker: "⚑",
+	tapefmt.KindNetRefused: "⊘",
 }
 
 // Glyph returns the sign of kind k.

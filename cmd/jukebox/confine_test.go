@@ -17,6 +17,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // jukeboxCmd is this test binary running jukebox's main with args in dir.
@@ -177,5 +178,44 @@ func TestBoothSignalEndsTheTree(t *testing.T) {
 				t.Fatal("the background child outlived the run")
 			}
 		})
+	}
+}
+
+// TestNetNoneRecordsRefusals: under --net none a connection the agent
+// tries elsewhere than jukebox's endpoints fails and is on the tape, with
+// its address, as a net.refused frame.
+func TestNetNoneRecordsRefusals(t *testing.T) {
+	t.Parallel()
+	requireConfinedBooth(t)
+	py := testenv.RequirePython(t)
+	tape := filepath.Join(t.TempDir(), "n.jbx")
+	agent := `import socket
+s = socket.socket(); s.settimeout(5)
+try:
+    s.connect(("192.0.2.7", 443)); print("connected")
+except OSError as e:
+    print("refused", e.errno)`
+	cmd := jukeboxCmd(t.Context(), t.TempDir(), "record", "-o", tape, "--booth", "--net", "none", "--commit", "never", "--", py, "-c", agent)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "refused") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	tp, err := tapefmt.Open(tape)
+	must(t, err)
+	defer tp.Close()
+	var got []string
+	for i := range tp.Len() {
+		f, err := tp.Frame(i)
+		must(t, err)
+		if f.Kind != tapefmt.KindNetRefused {
+			continue
+		}
+		p, err := f.Decode()
+		must(t, err)
+		r := p.(*tapefmt.NetRefused)
+		got = append(got, r.Family+" "+r.Addr+" "+r.Errno)
+	}
+	if len(got) != 1 || got[0] != "ipv4 192.0.2.7:443 ENETUNREACH" {
+		t.Fatalf("net.refused frames: %q", got)
 	}
 }

@@ -1,0 +1,144 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Under --net none, stage 2's seccomp filter hands every connect(2) to a
+// supervisor in stage 1 (a seccomp user notification). The supervisor
+// reads the address from the caller's memory: a connection to one of the
+// relayed endpoints, or one that is not over IP, proceeds as the kernel
+// would have it; any other is refused with the error the empty network
+// namespace would have given (ECONNREFUSED on loopback, ENETUNREACH
+// elsewhere) and reported to jukebox, which writes it on the tape. The
+// address is read once and never trusted for more than that decision: if
+// the caller changes it before the kernel reads it again, the connection
+// happens inside the empty namespace, where it fails all the same.
+//
+// Datagrams sent with sendto(2) and no connect are refused by the kernel
+// but not reported.
+
+// seccompNotif and seccompNotifResp are struct seccomp_notif and
+// seccomp_notif_resp (linux/seccomp.h).
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Nr    int32
+	Arch  uint32
+	IP    uint64
+	Args  [6]uint64
+}
+
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// superviseConnect answers connect(2) calls from listener until it fails
+// (every process of the booth gone), writing each refusal as a JSON line
+// to events. allowed are the relayed loopback ports.
+func superviseConnect(listener int, allowed map[uint16]bool, events io.Writer) {
+	enc := json.NewEncoder(events)
+	for {
+		var n seccompNotif
+		if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return
+		}
+		resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+		addr, ok := readSockaddr(int(n.Pid), n.Args[1], n.Args[2])
+		if ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&n.ID)) != nil {
+			continue // the caller is gone
+		}
+		if ok && !(addr.Addr().IsLoopback() && allowed[addr.Port()]) {
+			errno := unix.ENETUNREACH
+			if addr.Addr().IsLoopback() {
+				errno = unix.ECONNREFUSED
+			}
+			resp.Flags, resp.Error = 0, -int32(errno)
+			family := "ipv4"
+			if addr.Addr().Is6() && !addr.Addr().Is4In6() {
+				family = "ipv6"
+			}
+			enc.Encode(NetRefusal{Family: family, Addr: addr.String(), Errno: unix.ErrnoName(errno)})
+		}
+		ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
+	}
+}
+
+func ioctlPtr(fd int, req uint, arg unsafe.Pointer) error {
+	_, _, errno := syscall.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(arg))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// readSockaddr reads an AF_INET or AF_INET6 socket address of length n
+// at ptr in pid's memory; ok is false for any other family.
+func readSockaddr(pid int, ptr, n uint64) (netip.AddrPort, bool) {
+	if n < 2 || n > 128 {
+		return netip.AddrPort{}, false
+	}
+	mem, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	defer mem.Close()
+	b := make([]byte, n)
+	if _, err := mem.ReadAt(b, int64(ptr)); err != nil {
+		return netip.AddrPort{}, false
+	}
+	port := func() uint16 { return binary.BigEndian.Uint16(b[2:4]) }
+	switch binary.NativeEndian.Uint16(b[0:2]) {
+	case unix.AF_INET:
+		if n < 8 {
+			return netip.AddrPort{}, false
+		}
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port()), true
+	case unix.AF_INET6:
+		if n < 24 {
+			return netip.AddrPort{}, false
+		}
+		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), port()), true
+	}
+	return netip.AddrPort{}, false
+}
+
+// sendFD passes fd over the unix socket sock; recvFD takes it.
+func sendFD(sock *os.File, fd int) error {
+	return unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(fd), nil, 0)
+}
+
+func recvFD(sock *os.File) (int, error) {
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return -1, fmt.Errorf("no descriptor received (%v)", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return -1, fmt.Errorf("no descriptor received (%v)", err)
+	}
+	return fds[0], nil
+}
