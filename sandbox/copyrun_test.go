@@ -396,4 +396,3 @@ if [ -L "$p" ]; then echo "$p L $(readlink "$p")"; elif [ -d "$p" ]; then echo "
 		t.Errorf("copy:\n%s\nview:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
-
