@@ -121,7 +121,7 @@ func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	res, err := tx.execCopy(ctx, o, dir)
 	res.Fallback = why
 	if err == nil {
-		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace%s: this stages the workspace but does NOT confine the agent, which can write anywhere you can\n", res.Mode, because(why))
+		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace%s, run outside it: this stages what the agent changes in the copy but does NOT confine the agent, which can write anywhere you can, the real workspace too by its absolute path\n", res.Mode, because(why))
 	}
 	return res, err
 }
