@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,9 @@ type Options struct {
 	// Key, when set, is a seal key: the check of each tape on open also
 	// checks its seal (jukebox play --key-file).
 	Key []byte
+	// Context ends the turntable, its forks and its background work when
+	// done (main's signal-aware context); nil is context.Background.
+	Context context.Context
 }
 
 // pane says what has the keyboard.
@@ -121,7 +125,7 @@ func New(paths []string, o Options) *Deck {
 		scrub: &scrubber{st: &st, speed: 1}, frame: newFrameView(&st), prompt: newPrompt(&st),
 		diff: newDiffPane(&st), play: player{speed: 1}}
 	d.help.Styles = st.Help
-	d.ctx, d.stop = context.WithCancel(context.Background())
+	d.ctx, d.stop = context.WithCancel(cmp.Or(o.Context, context.Background()))
 	labels := []string{"", ""}
 	if len(paths) == 2 {
 		labels = []string{"left", "right"}

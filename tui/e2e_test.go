@@ -111,4 +111,39 @@ func TestEndToEndTmux(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	signalQuits(t, s, bin, tape)
+}
+
+// signalQuits: SIGTERM to jukebox play ends it as q does (exit 0), every
+// time. Main's signal-aware context and Bubble Tea's own handler once
+// raced for the same signal, and the loser blocked the shutdown forever.
+func signalQuits(t *testing.T, s *tmuxSession, bin, tape string) {
+	for i := range 3 {
+		done := filepath.Join(t.TempDir(), "exit")
+		s.name = fmt.Sprintf("term%d", i)
+		if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "40",
+			fmt.Sprintf("sh -c '%s play %s; echo $? > %s; sleep 30'", bin, tape, done)); err != nil {
+			t.Fatalf("tmux new-session: %v %s", err, out)
+		}
+		s.waitScreen("JUKEBOX", "frame 0 of 98")
+		shell, _ := s.tmux("list-panes", "-t", s.name, "-F", "#{pane_pid}")
+		out, err := exec.Command("pkill", "-TERM", "-P", strings.TrimSpace(shell)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("pkill: %v %s", err, out)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if b, err := os.ReadFile(done); err == nil {
+				if code := strings.TrimSpace(string(b)); code != "0" {
+					t.Fatalf("SIGTERM: exit %s, want 0; the screen shows:\n%s", code, s.screen())
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("SIGTERM did not end jukebox play; the screen shows:\n%s", s.screen())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		s.tmux("kill-session", "-t", s.name)
+	}
 }

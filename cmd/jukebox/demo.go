@@ -61,7 +61,7 @@ func (c *DemoCmd) Run(ctx context.Context, env *Env) error {
 	if out, ok := env.Stdout.(*os.File); ok && !c.NoPlay && term.IsTerminal(out.Fd()) {
 		// Forks made on the turntable go to the scripted model, still running.
 		play := PlayCmd{Tapes: []string{tape}, Theme: "diner", Upstream: upstreams{"openai": srv.OpenAIBaseURL()}}
-		return play.Run(env)
+		return play.Run(ctx, env)
 	}
 	fmt.Fprintf(env.Stderr, "\njukebox demo: the agent's workspace: %s\nnext:\n", ws)
 	for _, line := range []string{"jukebox play " + tape, "jukebox replay " + tape + "     # offline, no model needed",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -45,7 +46,7 @@ func (c *PlayCmd) Validate() error {
 }
 
 // Run shows the turntable.
-func (c *PlayCmd) Run(env *Env) error {
+func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 	out, ok := env.Stdout.(*os.File)
 	if !ok || !term.IsTerminal(out.Fd()) {
 		return withCode(ExitUsage, errNotTerminal)
@@ -59,7 +60,7 @@ func (c *PlayCmd) Run(env *Env) error {
 	}
 	r := lipgloss.NewRenderer(out)
 	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
-	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key}
+	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
 }
 

@@ -14,7 +14,7 @@ func TestPlayNeedsATerminal(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	err := c.Run(&Env{Stdout: &out, Stderr: &out})
+	err := c.Run(t.Context(), &Env{Stdout: &out, Stderr: &out})
 	if err == nil || codeFor(err) != ExitUsage || !strings.Contains(err.Error(), "jukebox show") {
 		t.Fatalf("play to a buffer: %v (exit %d)", err, codeFor(err))
 	}
