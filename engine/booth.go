@@ -59,6 +59,9 @@ type BoothResult struct {
 	Committed bool              `json:"committed"`
 	Kept      bool              `json:"kept"`              // left open for `jukebox booth`
 	Refused   bool              `json:"refused,omitempty"` // kept open because entries were refused
+	// Pending is set when a commit could neither finish nor be undone:
+	// its journal waits for `jukebox booth recover`.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // runBooth runs the agent as a booth child and settles its changes.
@@ -68,8 +71,8 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	// A commit a crash interrupted is finished or undone before the agent
 	// sees the workspace.
 	rep, err := sandbox.Recover(ctx, ws, sandbox.Options{})
-	if err == nil && b.Notice != nil && len(rep.Committed)+len(rep.RolledBack) > 0 {
-		fmt.Fprintf(b.Notice, "jukebox: booth: recovered interrupted commits: finished %v, undone %v\n", rep.Committed, rep.RolledBack)
+	if b.Notice != nil {
+		recoverNotice(b.Notice, rep)
 	}
 	var tx *sandbox.Tx
 	if err == nil {
@@ -140,6 +143,17 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 	switch {
 	case commit:
 		if _, err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
+			// A refused commit, or one whose changes were undone, leaves
+			// the transaction open: never report it rolled back.
+			var ce *sandbox.CommitError
+			switch {
+			case !tx.Closed():
+				br.Kept = true
+			case errors.As(err, &ce) && ce.RolledBack && ce.Restored:
+				s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: err.Error()})
+			default:
+				br.Pending = true
+			}
 			return fmt.Errorf("booth commit: %w", err)
 		}
 		br.Committed = true
@@ -153,6 +167,20 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 		s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: rollbackReason(s.o.Booth.Commit, end)})
 	}
 	return nil
+}
+
+// recoverNotice says what Recover did before the run, and which
+// transactions it left alone because their journals are not trusted.
+func recoverNotice(w io.Writer, rep sandbox.RecoverReport) {
+	if len(rep.Committed)+len(rep.RolledBack) > 0 {
+		fmt.Fprintf(w, "jukebox: booth: recovered interrupted commits: finished %v, undone %v\n", rep.Committed, rep.RolledBack)
+	}
+	if len(rep.Restored) > 0 {
+		fmt.Fprintf(w, "jukebox: booth: commits that could not finish were undone, the workspace restored, the transactions left open: %v\n", rep.Restored)
+	}
+	for _, u := range rep.Untrusted {
+		fmt.Fprintf(w, "jukebox: booth: %s: %s: not applied; jukebox booth discard %s removes it\n", u.ID, u.Reason, u.ID)
+	}
 }
 
 func (s *session) decide(cs sandbox.ChangeSet, end tapefmt.RunEnd) (bool, error) {

@@ -15,5 +15,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(chatPlanEnv) != "" {
 		os.Exit(chatClient())
 	}
-	os.Exit(m.Run())
+	// The booth's journal key goes to a state home of the tests' own.
+	state, _ := os.MkdirTemp("", "jukebox-state-")
+	os.Setenv("XDG_STATE_HOME", state)
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }

@@ -3,12 +3,16 @@
 package sandbox
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -18,6 +22,22 @@ import (
 // descriptors opened one component at a time with O_NOFOLLOW, so a
 // directory swapped for a symlink on the real side cannot redirect a
 // write outside the workspace.
+//
+// Nothing real is destroyed before the commit is done: whatever stands
+// at a changed path is first moved aside, by rename, into the
+// transaction's aside/ directory (beside itself, when that directory is
+// on another file system), and a path that keeps its inode (a mode
+// change) has its old mode logged first. So every step can be repeated
+// (to finish a commit) or undone (to restore the workspace). For change
+// i, aside/ holds:
+//
+//	<i>              the original, moved there whole (file, link or tree)
+//	log "none <i>"   there was no original at the path
+//	log "sib <i>"    the original was moved to .jbx-<i>.old in its own
+//	                 directory (aside/ is on another file system)
+//	log "mode <i> M" the path kept its inode; M was its mode
+//
+// A log line is written before the step it describes.
 type applier struct {
 	root   string
 	upper  string
@@ -25,14 +45,28 @@ type applier struct {
 	dirs   map[string]int
 	// repeat is set when recovering: changes may already be applied.
 	repeat bool
+
+	asideFD  int          // aside/, once opened
+	asideLog *os.File     // aside/log, appended to
+	moved    map[int]bool // originals in aside/ (found when opened, or moved since)
+	sibs     map[int]bool // originals moved beside themselves
 }
+
+// asideEntry is what the aside log says about one change.
+type asideEntry struct {
+	none, sib bool
+	mode      uint32
+	hasMode   bool
+}
+
+type entryMap = map[int]asideEntry
 
 func newApplier(root, upper string) (*applier, error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: open workspace: %w", err)
 	}
-	return &applier{root: root, upper: upper, rootFD: fd, dirs: map[string]int{}}, nil
+	return &applier{root: root, upper: upper, rootFD: fd, dirs: map[string]int{}, asideFD: -1}, nil
 }
 
 func (a *applier) close() {
@@ -40,6 +74,105 @@ func (a *applier) close() {
 		unix.Close(fd)
 	}
 	unix.Close(a.rootFD)
+	if a.asideFD >= 0 {
+		unix.Close(a.asideFD)
+	}
+	if a.asideLog != nil {
+		a.asideLog.Close()
+	}
+}
+
+// openAside opens (creating it with create) the transaction's aside
+// directory and reads what an earlier attempt left in it.
+func (a *applier) openAside(txDir string, create bool) (entryMap, error) {
+	dir := filepath.Join(txDir, "aside")
+	if create {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("sandbox: commit: %w", err)
+		}
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) && !create {
+		return entryMap{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: commit: open %s: %w", dir, err)
+	}
+	a.asideFD = fd
+	a.moved = map[int]bool{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: commit: %w", err)
+	}
+	for _, e := range ents {
+		if i, err := strconv.Atoi(e.Name()); err == nil {
+			a.moved[i] = true
+		}
+	}
+	logged, err := readAsideLog(filepath.Join(dir, "log"))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: commit: %w", err)
+	}
+	a.sibs = map[int]bool{}
+	for i, e := range logged {
+		if e.sib {
+			a.sibs[i] = true
+		}
+	}
+	if create {
+		if a.asideLog, err = os.OpenFile(filepath.Join(dir, "log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND|oNoFollow, 0o600); err != nil {
+			return nil, fmt.Errorf("sandbox: commit: %w", err)
+		}
+	}
+	return logged, nil
+}
+
+// readAsideLog reads aside/log; a torn last line is ignored.
+func readAsideLog(name string) (entryMap, error) {
+	m := entryMap{}
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		i, err := strconv.Atoi(fields[1])
+		if err != nil {
+			continue
+		}
+		e := m[i]
+		switch {
+		case fields[0] == "none":
+			e.none = true
+		case fields[0] == "sib":
+			e.sib = true
+		case fields[0] == "mode" && len(fields) == 3:
+			mode, err := strconv.ParseUint(fields[2], 8, 32)
+			if err != nil {
+				continue
+			}
+			if !e.hasMode { // the first one logged is the original
+				e.mode, e.hasMode = uint32(mode), true
+			}
+		default:
+			continue
+		}
+		m[i] = e
+	}
+	return m, sc.Err()
+}
+
+func (a *applier) log(line string) error {
+	_, err := io.WriteString(a.asideLog, line+"\n")
+	return err
 }
 
 // dirFD opens the real directory rel, refusing symlinks on the way.
@@ -75,26 +208,108 @@ func (a *applier) forget(rel string) {
 	}
 }
 
-// apply makes one change real. Running it again gives the same result.
-func (a *applier) apply(i int, c Change) error {
+// forward applies every change (repeatable, see applier), then sets the
+// directory modes, deepest first, and flushes the file system. It
+// returns a *PathError naming the change that failed. before (the real
+// side just before the decision) lets a first attempt log every path
+// that had no original in one write.
+func (a *applier) forward(changes []Change, logged entryMap, before []fingerprint) error {
+	if !a.repeat && len(before) == len(changes) {
+		var b strings.Builder
+		for i, c := range changes {
+			if !c.Implied && !before[i].Exists && c.Op != OpChmod && c.Op != OpChmodDir {
+				fmt.Fprintf(&b, "none %d\n", i)
+				e := logged[i]
+				e.none = true
+				logged[i] = e
+			}
+		}
+		if b.Len() > 0 {
+			if err := a.log(strings.TrimSuffix(b.String(), "\n")); err != nil {
+				return pathErr("commit", ".", err)
+			}
+		}
+	}
+	for i, c := range changes {
+		if c.Implied {
+			continue
+		}
+		if err := a.apply(i, c, logged[i]); err != nil {
+			return err
+		}
+		if err := fail(fmt.Sprintf("apply-%d", i)); err != nil {
+			return pathErr("commit "+string(c.Op), c.Path, err)
+		}
+	}
+	for i := len(changes) - 1; i >= 0; i-- {
+		c := changes[i]
+		if c.Implied || (c.Op != OpMkdir && c.Op != OpReplaceDir && c.Op != OpChmodDir) {
+			continue
+		}
+		pfd, err := a.dirFD(path.Dir(c.Path))
+		if err == nil {
+			err = chmodAt(pfd, path.Base(c.Path), unixMode(c.Mode))
+		}
+		if err != nil {
+			return pathErr("commit "+string(c.Op), c.Path, err)
+		}
+	}
+	if err := fail("modes"); err != nil {
+		return pathErr("commit", ".", err)
+	}
+	if err := syncFS(a.rootFD); err != nil {
+		return pathErr("commit", ".", fmt.Errorf("syncfs: %w", err))
+	}
+	return nil
+}
+
+// apply makes change i real, moving the original aside first. Running it
+// again gives the same result.
+func (a *applier) apply(i int, c Change, was asideEntry) error {
 	pfd, err := a.dirFD(path.Dir(c.Path))
 	if err != nil {
 		return err
 	}
 	base := path.Base(c.Path)
+	aside := func() error {
+		err := a.moveAside(i, pfd, base, was)
+		if err == nil {
+			err = fail(fmt.Sprintf("aside-%d", i))
+		}
+		return err
+	}
 	switch c.Op {
 	case OpWrite:
-		err = a.place(pfd, i, base, func(tmp string) error { return a.linkStaged(c, pfd, tmp) })
+		if err = aside(); err == nil {
+			err = a.place(pfd, i, base, func(tmp string) error { return a.linkStaged(c, pfd, tmp) })
+		}
 	case OpSymlink:
-		err = a.place(pfd, i, base, func(tmp string) error { return unix.Symlinkat(c.Target, pfd, tmp) })
+		if err = aside(); err == nil {
+			err = a.place(pfd, i, base, func(tmp string) error { return unix.Symlinkat(c.Target, pfd, tmp) })
+		}
 	case OpMkdir, OpReplaceDir:
+		if c.Op == OpMkdir && a.keepsDir(i, pfd, base, was) {
+			// A real directory already there (made on both sides) is
+			// kept, as mkdir -p would: only its mode changes.
+			err = a.keepMode(i, pfd, base, was)
+			break
+		}
 		a.forget(c.Path)
-		err = a.mkdir(pfd, base, c)
+		if err = aside(); err == nil {
+			err = unix.Mkdirat(pfd, base, unixMode(c.Mode)|0o700)
+			if errors.Is(err, unix.EEXIST) && a.repeat {
+				err = nil // made before the crash
+			}
+		}
 	case OpDelete:
 		a.forget(c.Path)
-		err = removeAt(pfd, base)
-	case OpChmod, OpChmodDir:
-		err = chmodAt(pfd, base, uint32(c.Mode.Perm()))
+		err = aside()
+	case OpChmod:
+		if err = a.keepMode(i, pfd, base, was); err == nil {
+			err = chmodAt(pfd, base, unixMode(c.Mode))
+		}
+	case OpChmodDir:
+		err = a.keepMode(i, pfd, base, was)
 	default:
 		err = fmt.Errorf("unknown op %q", c.Op)
 	}
@@ -104,12 +319,112 @@ func (a *applier) apply(i int, c Change) error {
 	return nil
 }
 
-// place builds the new entry under a temporary name, then renames it over
-// the target, removing a directory that stood there first. Leftovers of
-// an interrupted earlier attempt (a stale temporary name) are cleared on
-// the way, so place can be repeated.
+// keepsDir reports whether change i (a mkdir) keeps a real directory
+// instead of moving the original aside.
+func (a *applier) keepsDir(i, pfd int, base string, was asideEntry) bool {
+	if a.moved[i] || was.none || was.sib {
+		return false // an earlier attempt moved it aside: the directory there is ours
+	}
+	if was.hasMode {
+		return true
+	}
+	var st unix.Stat_t
+	return unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// keepMode logs the mode of base before it changes, and makes a
+// directory writable and searchable by its owner until forward sets the
+// final modes, so that changes inside it can be made.
+func (a *applier) keepMode(i, pfd int, base string, was asideEntry) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if !was.hasMode {
+		if err := a.log(fmt.Sprintf("mode %d %o", i, st.Mode&0o7777)); err != nil {
+			return err
+		}
+	}
+	if err := fail(fmt.Sprintf("aside-%d", i)); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&0o700 != 0o700 {
+		return chmodAt(pfd, base, uint32(st.Mode&0o7777)|0o700)
+	}
+	return nil
+}
+
+// moveAside moves whatever stands at base to aside/<i> (or beside itself
+// when aside/ is on another file system), or logs that nothing does.
+func (a *applier) moveAside(i, pfd int, base string, was asideEntry) error {
+	switch {
+	case a.moved[i] || was.none:
+		return nil // done before a crash
+	case was.sib:
+		if existsAt(pfd, sibName(i)) {
+			return nil
+		}
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
+		if was.sib {
+			return nil
+		}
+		return a.log(fmt.Sprintf("none %d", i))
+	}
+	if err != nil {
+		return err
+	}
+	if !was.sib {
+		err = renameDirAware(pfd, base, a.asideFD, strconv.Itoa(i), st)
+		if err == nil {
+			a.moved[i] = true
+		}
+		if !errors.Is(err, unix.EXDEV) {
+			return err
+		}
+		if err := a.log(fmt.Sprintf("sib %d", i)); err != nil {
+			return err
+		}
+	}
+	a.sibs[i] = true
+	return unix.Renameat(pfd, base, pfd, sibName(i))
+}
+
+// renameDirAware renames across directories; a directory that its owner
+// cannot write (whose ".." the rename must rewrite) is made writable for
+// the move and given its mode back after.
+func renameDirAware(fromFD int, from string, toFD int, to string, st unix.Stat_t) error {
+	err := unix.Renameat(fromFD, from, toFD, to)
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if !isDir || !(errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) || st.Mode&0o200 != 0 {
+		return err
+	}
+	mode := uint32(st.Mode & 0o7777)
+	if unix.Fchmodat(fromFD, from, mode|0o700, 0) != nil {
+		return err
+	}
+	if err = unix.Renameat(fromFD, from, toFD, to); err != nil {
+		unix.Fchmodat(fromFD, from, mode, 0)
+		return err
+	}
+	return unix.Fchmodat(toFD, to, mode, 0)
+}
+
+func sibName(i int) string { return fmt.Sprintf(".jbx-%d.old", i) }
+func tmpName(i int) string { return fmt.Sprintf(".jbx-%d.tmp", i) }
+
+func existsAt(dfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// place builds the new entry under a temporary name, then renames it to
+// base, where nothing stands any more (or, when repeating, what an
+// earlier attempt placed). A stale temporary name is cleared first.
 func (a *applier) place(pfd, i int, base string, build func(tmp string) error) error {
-	tmp := fmt.Sprintf(".jbx-%d.tmp", i)
+	tmp := tmpName(i)
 	err := build(tmp)
 	if errors.Is(err, unix.EEXIST) {
 		unix.Unlinkat(pfd, tmp, 0)
@@ -118,13 +433,8 @@ func (a *applier) place(pfd, i int, base string, build func(tmp string) error) e
 	if err != nil {
 		return err
 	}
-	err = unix.Renameat(pfd, tmp, pfd, base)
-	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
-		if err = removeAt(pfd, base); err == nil {
-			err = unix.Renameat(pfd, tmp, pfd, base)
-		}
-	}
-	if err != nil {
+	if err := unix.Renameat(pfd, tmp, pfd, base); err != nil {
+		unix.Unlinkat(pfd, tmp, 0)
 		return err
 	}
 	if a.repeat {
@@ -150,14 +460,14 @@ func (a *applier) linkStaged(c Change, pfd int, tmp string) error {
 		return err
 	}
 	defer in.Close()
-	fd, err := unix.Openat(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(c.Mode.Perm()))
+	fd, err := unix.Openat(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
 	out := os.NewFile(uintptr(fd), tmp)
 	_, err = io.Copy(out, in)
 	if err == nil {
-		err = out.Chmod(c.Mode.Perm())
+		err = unix.Fchmod(fd, unixMode(c.Mode))
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
@@ -165,22 +475,157 @@ func (a *applier) linkStaged(c Change, pfd int, tmp string) error {
 	return err
 }
 
-func (a *applier) mkdir(pfd int, base string, c Change) error {
-	var st unix.Stat_t
-	err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
-	isDir := err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
-	if err == nil && (!isDir || c.Op == OpReplaceDir) {
+// undo puts back every original that forward moved aside and removes
+// what it placed, last change first; repeating it is harmless. Modes it
+// changed are restored from the log.
+func (a *applier) undo(changes []Change, logged entryMap) error {
+	// Directories forward made or changed are made writable by their
+	// owner first, so what is inside them can be taken out again.
+	for i, c := range changes {
+		if c.Implied || (c.Op != OpMkdir && c.Op != OpReplaceDir && c.Op != OpChmodDir) {
+			continue
+		}
+		if !a.moved[i] && logged[i] == (asideEntry{}) {
+			continue
+		}
+		if pfd, err := a.dirFD(path.Dir(c.Path)); err == nil {
+			var st unix.Stat_t
+			base := path.Base(c.Path)
+			if unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&0o700 != 0o700 {
+				unix.Fchmodat(pfd, base, uint32(st.Mode&0o7777)|0o700, 0)
+			}
+		}
+	}
+	for i := len(changes) - 1; i >= 0; i-- {
+		c := changes[i]
+		if c.Implied {
+			continue
+		}
+		if err := a.undoOne(i, c, logged[i]); err != nil {
+			return pathErr("undo "+string(c.Op), c.Path, err)
+		}
+		if err := fail(fmt.Sprintf("undo-%d", i)); err != nil {
+			return pathErr("undo "+string(c.Op), c.Path, err)
+		}
+	}
+	if err := syncFS(a.rootFD); err != nil {
+		return pathErr("undo", ".", fmt.Errorf("syncfs: %w", err))
+	}
+	return nil
+}
+
+func (a *applier) undoOne(i int, c Change, was asideEntry) error {
+	pfd, err := a.dirFD(path.Dir(c.Path))
+	if err != nil {
+		// Without its parent, a path forward never reached, or one an
+		// earlier undo already removed (with the parent forward made):
+		// only an original still kept aside must go back.
+		if !a.moved[i] && (was == (asideEntry{}) || errors.Is(err, unix.ENOENT)) {
+			return nil
+		}
+		return err
+	}
+	base := path.Base(c.Path)
+	if err := unix.Unlinkat(pfd, tmpName(i), 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	switch {
+	case a.moved[i]:
 		if err := removeAt(pfd, base); err != nil {
 			return err
 		}
-		isDir = false
-	}
-	if !isDir {
-		if err := unix.Mkdirat(pfd, base, uint32(c.Mode.Perm())); err != nil && !errors.Is(err, unix.EEXIST) {
+		a.forget(c.Path)
+		var st unix.Stat_t
+		if err := unix.Fstatat(a.asideFD, strconv.Itoa(i), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return err
 		}
+		if err := renameDirAware(a.asideFD, strconv.Itoa(i), pfd, base, st); err != nil {
+			return err
+		}
+		a.moved[i] = false
+	case was.sib:
+		if !existsAt(pfd, sibName(i)) {
+			return nil // never moved
+		}
+		if err := removeAt(pfd, base); err != nil {
+			return err
+		}
+		a.forget(c.Path)
+		return unix.Renameat(pfd, sibName(i), pfd, base)
+	case was.none:
+		a.forget(c.Path)
+		return removeAt(pfd, base)
+	case was.hasMode:
+		err := chmodAt(pfd, base, was.mode)
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return err
 	}
-	return chmodAt(pfd, base, uint32(c.Mode.Perm()))
+	return nil
+}
+
+// cleanup removes the originals forward moved beside themselves, once
+// the commit is decided and applied.
+func (a *applier) cleanup(changes []Change) error {
+	for i, c := range changes {
+		if !a.sibs[i] {
+			continue
+		}
+		pfd, err := a.dirFD(path.Dir(c.Path))
+		if err == nil {
+			err = removeAt(pfd, sibName(i))
+		}
+		if err != nil {
+			return pathErr("commit", c.Path, err)
+		}
+	}
+	return nil
+}
+
+// usedSib reports whether an original was moved beside itself.
+func (a *applier) usedSib() bool { return len(a.sibs) > 0 }
+
+// verify compares the real side of every change's path with before: the
+// same kind, inode and mode, and for files the same size and mtime. It
+// returns the paths that differ.
+func verify(root string, changes []Change, before []fingerprint) []string {
+	var differ []string
+	for i, c := range changes {
+		if i >= len(before) {
+			break
+		}
+		now, err := takeFingerprint(filepath.Join(root, filepath.FromSlash(c.Path)), c.Path)
+		was := before[i]
+		same := err == nil && now.Exists == was.Exists
+		if same && now.Exists {
+			same = now.Ino == was.Ino && now.Mode == was.Mode
+			if now.Mode&unix.S_IFMT != unix.S_IFDIR {
+				same = same && now.Size == was.Size && now.Mtime == was.Mtime
+			}
+		}
+		if !same {
+			differ = append(differ, c.Path)
+		}
+	}
+	sort.Strings(differ)
+	return differ
+}
+
+// unixMode turns a change's mode into chmod bits, setuid, setgid and
+// sticky included.
+func unixMode(m fs.FileMode) uint32 {
+	mode := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		mode |= unix.S_ISUID
+	}
+	if m&fs.ModeSetgid != 0 {
+		mode |= unix.S_ISGID
+	}
+	if m&fs.ModeSticky != 0 {
+		mode |= unix.S_ISVTX
+	}
+	return mode
 }
 
 // removeAt removes base (a whole tree if a directory) under pfd.
@@ -201,8 +646,12 @@ func removeAt(pfd int, base string) error {
 }
 
 // chmodAt changes the mode of base without following a symlink there.
+// A file its owner cannot read is reached through an O_PATH descriptor.
 func chmodAt(pfd int, base string, mode uint32) error {
 	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		return chmodByPath(pfd, base, mode)
+	}
 	if errors.Is(err, unix.ELOOP) {
 		return ErrEscape
 	}
@@ -211,4 +660,16 @@ func chmodAt(pfd int, base string, mode uint32) error {
 	}
 	defer unix.Close(fd)
 	return unix.Fchmod(fd, mode)
+}
+
+// hasOverlayOrigin reports whether the staged entry p was copied up by
+// overlayfs from a real file (which then existed): overlayfs marks a
+// copy-up with an origin xattr (user. with userxattr, trusted. without).
+func hasOverlayOrigin(p string) bool {
+	for _, name := range []string{"user.overlay.origin", "trusted.overlay.origin"} {
+		if _, err := unix.Lgetxattr(p, name, nil); err == nil {
+			return true
+		}
+	}
+	return false
 }

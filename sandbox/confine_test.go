@@ -127,7 +127,7 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 }
 
 func (e *catalogueEnv) env() []string {
-	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home,
+	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home, "XDG_STATE_HOME="+filepath.Join(e.home, ".local", "state"), // the booth key
 		"VICTIM="+strconv.Itoa(e.victim.Process.Pid), "SHMID="+e.shmid)
 }
 

@@ -26,6 +26,10 @@ type fingerprint struct {
 	Mode   uint32 `json:"mode,omitempty"`
 }
 
+// isDir reports whether the fingerprinted path is a directory (st_mode's
+// S_IFDIR, the same on every Unix).
+func (fp fingerprint) isDir() bool { return fp.Exists && fp.Mode&0o170000 == 0o040000 }
+
 // noteBase records the real side of rel the first time it is staged.
 // The caller holds tx.mu.
 func (tx *Tx) noteBase(rel string) error {
@@ -75,25 +79,51 @@ func loadBase(dir string) (map[string]fingerprint, error) {
 	return m, sc.Err()
 }
 
-// conflicts compares the real side of every change with what it was at
-// Begin. Paths with a fingerprint compare exactly; others (staged by a
-// child process in the overlay) conflict when their ctime is later than
-// the Begin marker's.
-func (tx *Tx) conflicts(cs ChangeSet) ([]Conflict, error) {
-	var out []Conflict
-	for _, c := range cs.Changes {
-		if c.Op == OpMkdir || c.Op == OpChmodDir {
-			continue
-		}
-		now, err := takeFingerprint(tx.real(c.Path), c.Path)
+// snapshot fingerprints the real side of every change's path, in the
+// change set's order: what conflicts compares and an undo must restore.
+func (tx *Tx) snapshot(cs ChangeSet) ([]fingerprint, error) {
+	out := make([]fingerprint, len(cs.Changes))
+	for i, c := range cs.Changes {
+		fp, err := takeFingerprint(tx.real(c.Path), c.Path)
 		if err != nil {
 			return nil, err
 		}
-		if reason := tx.compare(c.Path, now); reason != "" {
+		out[i] = fp
+	}
+	return out, nil
+}
+
+// conflicts compares the real side of every change (now, from snapshot)
+// with what it was at Begin. Paths with a fingerprint compare exactly;
+// others (staged by a child process in the overlay) conflict when their
+// ctime is later than the Begin marker's, or when they are gone although
+// the overlay copied them up (so they existed then). A directory made on
+// both sides is no conflict; one whose mode changed and that is gone, or
+// changed on the real side, is.
+func (tx *Tx) conflicts(cs ChangeSet, now []fingerprint) []Conflict {
+	var out []Conflict
+	for i, c := range cs.Changes {
+		reason := ""
+		switch c.Op {
+		case OpMkdir:
+			// A directory made on both sides is no conflict. One the
+			// child saw as a real directory (not made over a delete,
+			// so not opaque) that is now something else is.
+			if now[i].Exists && !now[i].isDir() && !isOpaque(tx.up(c.Path)) {
+				reason = "replaced since begin"
+			}
+		case OpChmodDir:
+			if reason = tx.compare(c.Path, now[i]); reason == "" && !now[i].Exists {
+				reason = "deleted since begin"
+			}
+		default:
+			reason = tx.compare(c.Path, now[i])
+		}
+		if reason != "" {
 			out = append(out, Conflict{Path: c.Path, Reason: reason})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (tx *Tx) compare(rel string, now fingerprint) string {
@@ -111,5 +141,34 @@ func (tx *Tx) compare(rel string, now fingerprint) string {
 	if now.Exists && now.Ctime > tx.meta.BeginCtime {
 		return "changed since begin"
 	}
+	if !now.Exists && hasOverlayOrigin(tx.up(rel)) {
+		return "deleted since begin"
+	}
 	return ""
+}
+
+// appendBase records the real side of every change's path as it is now
+// as the base later commits compare against: after an undo has put the
+// originals back (checked against the state before the commit), which
+// changed their ctimes.
+func appendBase(dir, root string, changes []Change) error {
+	f, err := os.OpenFile(filepath.Join(dir, baseName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("sandbox: record base: %w", err)
+	}
+	var buf []byte
+	for _, c := range changes {
+		fp, err := takeFingerprint(filepath.Join(root, filepath.FromSlash(c.Path)), c.Path)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		line, _ := json.Marshal(fp)
+		buf = append(append(buf, line...), '\n')
+	}
+	_, err = f.Write(buf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -58,14 +58,33 @@
 // real side since Begin: exactly, by a fingerprint taken when the path was
 // first staged in process, or, for paths a child staged in the kernel
 // overlay, when the real file's ctime is later than the Begin marker's
-// (a change within the same clock tick as Begin can be missed there).
+// (a change within the same clock tick as Begin can be missed there) or
+// when it is gone although the overlay copied it up (its origin xattr
+// says it existed).
 // Then one decision record (journal.json) is written and fsynced before
 // anything is applied; participants (PostgreSQL through sandbox/pgtx) are
-// PREPAREd before it. Every apply step is idempotent, and Recover, run on
-// the next open, finishes a decided commit or undoes an undecided one,
-// COMMIT PREPARED or ROLLBACK PREPARED included. Writes go through
-// directory descriptors opened with O_NOFOLLOW, so a real directory
-// swapped for a symlink cannot carry a commit outside the workspace.
+// PREPAREd before it. Applying moves whatever stands at each changed path
+// aside, by rename, into the transaction's directory (a mode change logs
+// the old mode) and keeps it there until the commit is done, so every
+// step can be repeated or undone: when a step fails (EACCES, ENOSPC, an
+// immutable directory), the originals are put back, checked path by path
+// against the state before the decision, the participants rolled back,
+// and Commit returns a *CommitError naming the path and saying whether
+// the workspace was restored; the transaction stays open. Recover, run by
+// the commands that change state, finishes a decided commit (or undoes
+// it, when a step keeps failing) and undoes an undecided one, COMMIT
+// PREPARED or ROLLBACK PREPARED included. Writes go through directory
+// descriptors opened with O_NOFOLLOW, so a real directory swapped for a
+// symlink cannot carry a commit outside the workspace.
+//
+// Recovery trusts only journals this user's jukebox wrote: each is bound
+// to its transaction id and workspace (real path, device and inode) and
+// carries a keyed BLAKE2b MAC under a per-user key kept outside every
+// workspace (KeyFile; 0600 in a 0700 directory), and its paths pass the
+// staging checks again. Any other journal (an earlier release's, one that
+// arrived with a cloned repository, a tampered or copied one) is listed
+// by List and Recover and never applied; Discard removes it. A state
+// directory reached through a symlink is refused.
 //
 // # SQLite
 //

@@ -11,5 +11,5 @@ func TestMain(m *testing.M) {
 	MaybeRunInit()
 	crashChild()
 	catalogueChild()
-	os.Exit(m.Run())
+	os.Exit(withStateHome(m))
 }

@@ -14,13 +14,33 @@ import (
 type RecoverReport struct {
 	Committed  []string `json:"committed"`   // decided commits it finished
 	RolledBack []string `json:"rolled_back"` // undecided commits it undid
+	// Restored lists commits that could not be finished (a step failed
+	// for a reason other than a crash): their originals were put back,
+	// checked, and the transaction is open again (rolled back, when it
+	// had participants).
+	Restored []string `json:"restored,omitempty"`
+	// Untrusted lists the journals Recover did not apply, and why.
+	Untrusted []UntrustedJournal `json:"untrusted,omitempty"`
 }
 
-// Recover finishes or undoes every commit that a crash interrupted in the
-// workspace, as its journal says: a decided commit is applied again (every
-// step is idempotent) and its participants committed; an undecided one has
-// its participants rolled back and is dropped. Transactions that were
-// merely left open are not touched. Call it before using a workspace.
+// UntrustedJournal is a transaction whose journal recovery will never
+// apply: written by an earlier release (without a MAC), planted, tampered
+// with, or bound to another workspace or transaction. Discard removes it.
+type UntrustedJournal struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Recover finishes or undoes every commit that a crash (or a failed
+// step) interrupted in the workspace, as its journal says: a decided
+// commit is applied again (every step is idempotent) and its
+// participants committed, or, if a step fails again, undone with the
+// originals it kept; an undecided one has its participants rolled back
+// and is dropped. Only journals this user's jukebox wrote for this
+// transaction in this workspace are acted on; any other is reported in
+// RecoverReport.Untrusted and left alone. Transactions that were merely
+// left open are not touched. Call it before using a workspace, from
+// commands that change it (never from one that only reads).
 // Resolvers finish participants, one per kind (see sandbox/pgtx).
 func Recover(ctx context.Context, dir string, opts Options, resolvers ...Resolver) (RecoverReport, error) {
 	var rep RecoverReport
@@ -45,46 +65,83 @@ func Recover(ctx context.Context, dir string, opts Options, resolvers ...Resolve
 	for _, r := range resolvers {
 		byKind[r.Kind()] = r
 	}
+	keys := &keyRing{opts: opts, w: w}
+	var errs []error
 	for _, e := range ents {
-		if err := recoverOne(ctx, w, e, byKind, &rep); err != nil {
+		err := recoverOne(ctx, w, e, keys, byKind, &rep)
+		if isCrash(err) {
 			return rep, err
 		}
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return rep, nil
+	return rep, errors.Join(errs...)
 }
 
-func recoverOne(ctx context.Context, w *workspace, e fs.DirEntry, byKind map[string]Resolver, rep *RecoverReport) error {
+func recoverOne(ctx context.Context, w *workspace, e fs.DirEntry, keys *keyRing, byKind map[string]Resolver, rep *RecoverReport) error {
 	dir := filepath.Join(w.stateRoot, e.Name())
 	if strings.HasPrefix(e.Name(), ".trash-") {
 		return removeAll(dir)
 	}
-	if !e.IsDir() {
+	if !e.IsDir() || !validTxName(e.Name()) {
 		return nil
 	}
-	j, ok, err := readJournal(dir)
+	j, ok, untrusted, err := readJournal(w, dir, keys)
 	if err != nil || !ok {
 		return err
+	}
+	if untrusted != "" {
+		rep.Untrusted = append(rep.Untrusted, UntrustedJournal{ID: e.Name(), Reason: untrusted})
+		return nil
 	}
 	for _, p := range j.Participants {
 		if byKind[p.Kind] == nil {
 			return fmt.Errorf("%w %q (tx %s)", ErrNoResolver, p.Kind, j.TxID)
 		}
 	}
-	if j.State != stateCommit {
-		for _, p := range j.Participants {
-			if err := byKind[p.Kind].Resolve(ctx, p.GID, false); err != nil {
+	resolve := func(commit bool) func(gid string, i int) error {
+		return func(gid string, i int) error { return byKind[j.Participants[i].Kind].Resolve(ctx, gid, commit) }
+	}
+	key, err := keys.get()
+	if err != nil {
+		return err
+	}
+	run := &commitRun{w: w, dir: dir, key: key, j: j, repeat: true}
+	switch j.State {
+	case statePrepare:
+		for i, p := range j.Participants {
+			if err := resolve(false)(p.GID, i); err != nil {
 				return fmt.Errorf("sandbox: recover %s: %w", j.TxID, err)
 			}
 		}
 		rep.RolledBack = append(rep.RolledBack, j.TxID)
 		return discard(w, dir)
+	case stateUndo:
+		return recovered(run.abort(errors.New(j.Error), resolve(false)), j.TxID, dir, rep)
+	case stateCommit:
+		if err := run.forward(); err != nil {
+			if isCrash(err) {
+				return err
+			}
+			return recovered(run.abort(err, resolve(false)), j.TxID, dir, rep)
+		}
 	}
-	finish := func(gid string, i int) error {
-		return byKind[j.Participants[i].Kind].Resolve(ctx, gid, true)
-	}
-	if err := finishCommit(w, dir, j, true, finish); err != nil {
+	if err := run.complete(resolve(true)); err != nil {
 		return fmt.Errorf("sandbox: recover %s: %w", j.TxID, err)
 	}
 	rep.Committed = append(rep.Committed, j.TxID)
 	return nil
+}
+
+// recovered reports an undo that Recover finished, or why it could not.
+func recovered(res undoResult, id, dir string, rep *RecoverReport) error {
+	if isCrash(res.undoErr) {
+		return res.undoErr
+	}
+	if res.restored() && (res.reopened || res.dropped) {
+		rep.Restored = append(rep.Restored, id)
+		return nil
+	}
+	return res.commitError(id, dir)
 }

@@ -21,6 +21,10 @@ type Options struct {
 	// DefaultStateDir inside the workspace, which keeps staging on the same
 	// file system so commit can link and rename instead of copy.
 	StateRoot string
+	// KeyFile is the per-user key that authenticates commit journals;
+	// empty means the default that KeyFile returns, outside every
+	// workspace. Tests point it elsewhere.
+	KeyFile string
 	// Observer, when set, hears every begin, change, commit and rollback, so
 	// the engine can write tape frames without sandbox knowing about tapes.
 	Observer func(Event)
@@ -74,6 +78,9 @@ func newWorkspace(dir string, opts Options) (*workspace, error) {
 	}
 	if rel, err := filepath.Rel(root, w.stateRoot); err == nil && !strings.HasPrefix(rel, "..") {
 		w.stateRel = filepath.ToSlash(rel)
+	}
+	if err := w.checkStateRoot(); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -135,7 +142,7 @@ func Open(dir, id string, opts Options) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id == "" || strings.ContainsAny(id, "/\\") || strings.HasPrefix(id, ".") {
+	if !validTxName(id) {
 		return nil, fmt.Errorf("%w: %q", ErrNoTx, id)
 	}
 	tx := &Tx{ws: w, opts: opts}
@@ -145,6 +152,9 @@ func Open(dir, id string, opts Options) (*Tx, error) {
 			return nil, fmt.Errorf("%w: %q", ErrNoTx, id)
 		}
 		return nil, fmt.Errorf("sandbox: open %s: %w", id, err)
+	}
+	if _, err := os.Lstat(filepath.Join(tx.dir, journalName)); err == nil {
+		return nil, fmt.Errorf("sandbox: open %s: it holds a commit journal (an interrupted commit, or one recovery will not apply): jukebox booth status says which", id)
 	}
 	if tx.base, err = loadBase(tx.dir); err != nil {
 		return nil, err
@@ -157,8 +167,17 @@ type TxInfo struct {
 	ID      string    `json:"id"`
 	Created time.Time `json:"created"`
 	// Committing is true when a commit journal exists: Recover will finish
-	// or undo it.
+	// or undo it, unless it is Untrusted.
 	Committing bool `json:"committing"`
+	// Journal is the state of an authenticated commit journal: "prepare",
+	// "commit", "undo" or "applied"; "" when there is none or it is
+	// untrusted.
+	Journal string `json:"journal,omitempty"`
+	// Untrusted says why recovery will never apply this transaction's
+	// journal: unauthenticated (an earlier release, or planted with a
+	// cloned repository), a bad MAC, or bound to another workspace or
+	// transaction. Discard removes it.
+	Untrusted string `json:"untrusted,omitempty"`
 }
 
 // List returns the transactions kept in the workspace, oldest first.
@@ -174,13 +193,26 @@ func List(dir string, opts Options) ([]TxInfo, error) {
 		return nil, fmt.Errorf("sandbox: list: %w", err)
 	}
 	var out []TxInfo
+	keys := &keyRing{opts: opts, w: w}
 	for _, e := range ents {
-		var m txMeta
-		if !e.IsDir() || readJSON(filepath.Join(w.stateRoot, e.Name(), "tx.json"), &m) != nil {
+		if !e.IsDir() || !validTxName(e.Name()) {
 			continue
 		}
-		_, jerr := os.Stat(filepath.Join(w.stateRoot, e.Name(), journalName))
-		out = append(out, TxInfo{ID: m.ID, Created: m.Created, Committing: jerr == nil})
+		dir := filepath.Join(w.stateRoot, e.Name())
+		var m txMeta
+		merr := readJSON(filepath.Join(dir, "tx.json"), &m)
+		j, found, untrusted, jerr := readJournal(w, dir, keys)
+		if jerr != nil {
+			untrusted = "cannot check its journal: " + jerr.Error()
+		}
+		if merr != nil && !found {
+			continue
+		}
+		info := TxInfo{ID: e.Name(), Created: m.Created, Committing: found, Untrusted: untrusted}
+		if found && untrusted == "" {
+			info.Journal = j.State
+		}
+		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

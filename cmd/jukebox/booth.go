@@ -22,6 +22,8 @@ type BoothCmd struct {
 	Diff     BoothDiffCmd     `cmd:"" help:"Print the change set of a booth transaction, every delete included."`
 	Commit   BoothCommitCmd   `cmd:"" help:"Apply a booth transaction to the workspace, all or nothing."`
 	Rollback BoothRollbackCmd `cmd:"" help:"Discard a booth transaction; the workspace stays as it is."`
+	Recover  BoothRecoverCmd  `cmd:"" help:"Finish or undo commits a crash or a failed step interrupted (journals this jukebox wrote only)."`
+	Discard  BoothDiscardCmd  `cmd:"" help:"Remove a transaction's state (one whose journal is not trusted, or one left open) without touching the workspace."`
 	Exec     BoothExecCmd     `cmd:"" help:"Run a WASI (preview 1) .wasm tool against the staged view."`
 }
 
@@ -39,7 +41,9 @@ type boothTarget struct {
 }
 
 // recover finishes or undoes an interrupted commit before anything else.
-func (b *boothTarget) recover(ctx context.Context, env *Env) error {
+// Only the commands that change the workspace or its transactions call
+// it; status and diff only read.
+func (b *boothTarget) recover(ctx context.Context, env *Env) (sandbox.RecoverReport, error) {
 	var res []sandbox.Resolver
 	if b.PgDSN != "" {
 		res = append(res, pgtx.Resolver{DSN: b.PgDSN})
@@ -51,14 +55,30 @@ func (b *boothTarget) recover(ctx context.Context, env *Env) error {
 	for _, id := range rep.RolledBack {
 		fmt.Fprintf(env.Stderr, "jukebox: booth: undid the interrupted commit of %s\n", id)
 	}
-	return err
+	for _, id := range rep.Restored {
+		fmt.Fprintf(env.Stderr, "jukebox: booth: the commit of %s could not finish: undone, the workspace restored, the transaction open again\n", id)
+	}
+	for _, u := range rep.Untrusted {
+		fmt.Fprintf(env.Stderr, "jukebox: booth: %s\n", untrustedText(u.ID, u.Reason))
+	}
+	return rep, err
+}
+
+// untrustedText says why a journal is not applied and how to remove it.
+func untrustedText(id, reason string) string {
+	return fmt.Sprintf("%s: %s: not applied; jukebox booth discard %s removes it", id, reason, id)
 }
 
 // open recovers, then opens the chosen (or only) transaction.
 func (b *boothTarget) open(ctx context.Context, env *Env) (*sandbox.Tx, error) {
-	if err := b.recover(ctx, env); err != nil {
+	if _, err := b.recover(ctx, env); err != nil {
 		return nil, err
 	}
+	return b.find()
+}
+
+// find opens the chosen (or only) transaction without recovering anything.
+func (b *boothTarget) find() (*sandbox.Tx, error) {
 	id := b.Tx
 	if id == "" {
 		infos, err := sandbox.List(b.Workspace, sandbox.Options{})
@@ -88,11 +108,10 @@ type boothStatus struct {
 	Changes map[sandbox.Op]int `json:"changes"`
 }
 
-// Run prints each open transaction with its counts of changes.
+// Run prints each open transaction with its counts of changes, and each
+// one a commit left behind with what its journal says. It only reads:
+// nothing is recovered or applied (jukebox booth recover does that).
 func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
-	if err := c.recover(ctx, env); err != nil {
-		return err
-	}
 	infos, err := sandbox.List(c.Workspace, sandbox.Options{})
 	if err != nil {
 		return err
@@ -114,7 +133,14 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 		fmt.Fprintln(env.Stdout, "no open booth transactions")
 	}
 	for _, r := range rows {
-		fmt.Fprintf(env.Stdout, "%s  %s  %s\n", r.ID, r.Created.Format("2006-01-02 15:04:05"), countText(r.Changes))
+		what := countText(r.Changes)
+		switch {
+		case r.Untrusted != "":
+			what = untrustedText(r.ID, r.Untrusted)
+		case r.Committing:
+			what = fmt.Sprintf("interrupted commit (journal %q): jukebox booth recover finishes or undoes it", r.Journal)
+		}
+		fmt.Fprintf(env.Stdout, "%s  %s  %s\n", r.ID, r.Created.Format("2006-01-02 15:04:05"), what)
 	}
 	return nil
 }
@@ -136,9 +162,10 @@ type BoothDiffCmd struct {
 	boothTarget
 }
 
-// Run prints every change, one per line, never truncated.
+// Run prints every change, one per line, never truncated. It only reads:
+// nothing is recovered or applied.
 func (c *BoothDiffCmd) Run(ctx context.Context, env *Env) error {
-	tx, err := c.open(ctx, env)
+	tx, err := c.find()
 	if err != nil {
 		return err
 	}
@@ -199,6 +226,77 @@ func (c *BoothRollbackCmd) Run(ctx context.Context, env *Env) error {
 	}
 	_, err = fmt.Fprintf(env.Stdout, "rolled back %s\n", tx.ID())
 	return err
+}
+
+// BoothRecoverCmd finishes or undoes interrupted commits.
+type BoothRecoverCmd struct {
+	boothTarget
+}
+
+// Run recovers and says what it did; journals it does not trust are
+// listed, not applied.
+func (c *BoothRecoverCmd) Run(ctx context.Context, env *Env) error {
+	rep, err := c.recover(ctx, env)
+	if c.JSON {
+		if jerr := boothJSON(env.Stdout, rep); err == nil {
+			err = jerr
+		}
+		return err
+	}
+	if err == nil && len(rep.Committed)+len(rep.RolledBack)+len(rep.Restored)+len(rep.Untrusted) == 0 {
+		fmt.Fprintln(env.Stdout, "nothing to recover")
+	}
+	return err
+}
+
+// BoothDiscardCmd removes transactions' state without touching the workspace.
+type BoothDiscardCmd struct {
+	Workspace string `short:"C" default:"." type:"path" help:"Workspace directory."`
+	ID        string `arg:"" optional:"" help:"The transaction to remove."`
+	All       bool   `help:"Remove every transaction whose journal is not trusted (earlier release, planted, tampered, or another workspace's)."`
+	JSON      bool   `help:"Print JSON."`
+}
+
+// Validate wants an id or --all, not both.
+func (c *BoothDiscardCmd) Validate() error {
+	if (c.ID == "") == !c.All {
+		return fmt.Errorf("booth discard: give a transaction id or --all")
+	}
+	return nil
+}
+
+// Run removes the transaction (or every untrusted one) and names it.
+func (c *BoothDiscardCmd) Run(env *Env) error {
+	ids := []string{c.ID}
+	if c.All {
+		infos, err := sandbox.List(c.Workspace, sandbox.Options{})
+		if err != nil {
+			return err
+		}
+		ids = nil
+		for _, info := range infos {
+			if info.Untrusted != "" {
+				ids = append(ids, info.ID)
+			}
+		}
+	}
+	done := []string{}
+	for _, id := range ids {
+		if err := sandbox.Discard(c.Workspace, id, sandbox.Options{}); err != nil {
+			return err
+		}
+		done = append(done, id)
+		if !c.JSON {
+			fmt.Fprintf(env.Stdout, "discarded %s (the workspace was not touched)\n", id)
+		}
+	}
+	if c.JSON {
+		return boothJSON(env.Stdout, map[string][]string{"discarded": done})
+	}
+	if len(done) == 0 {
+		fmt.Fprintln(env.Stdout, "no untrusted journals to discard")
+	}
+	return nil
 }
 
 // BoothExecCmd runs a .wasm tool in the booth.

@@ -189,6 +189,8 @@ func printBooth(env *Env, b *engine.BoothResult) {
 		fmt.Fprintln(env.Stderr, "jukebox: booth committed to the workspace")
 	case b.Kept:
 		fmt.Fprintf(env.Stderr, "jukebox: booth kept open: jukebox booth diff|commit|rollback --tx %s\n", b.Tx)
+	case b.Pending:
+		fmt.Fprintln(env.Stderr, "jukebox: booth commit interrupted; the workspace may be partly changed: jukebox booth recover")
 	default:
 		fmt.Fprintln(env.Stderr, "jukebox: booth rolled back; the workspace is as it was")
 	}
