@@ -50,6 +50,10 @@ type applier struct {
 	asideLog *os.File     // aside/log, appended to
 	moved    map[int]bool // originals in aside/ (found when opened, or moved since)
 	sibs     map[int]bool // originals moved beside themselves
+	// prelogged are the paths a first attempt logged as having no
+	// original before it started; one that appeared since is still moved
+	// aside, not overwritten.
+	prelogged map[int]bool
 }
 
 // asideEntry is what the aside log says about one change.
@@ -216,12 +220,14 @@ func (a *applier) forget(rel string) {
 func (a *applier) forward(changes []Change, logged entryMap, before []fingerprint) error {
 	if !a.repeat && len(before) == len(changes) {
 		var b strings.Builder
+		a.prelogged = map[int]bool{}
 		for i, c := range changes {
 			if !c.Implied && !before[i].Exists && c.Op != OpChmod && c.Op != OpChmodDir {
 				fmt.Fprintf(&b, "none %d\n", i)
 				e := logged[i]
 				e.none = true
 				logged[i] = e
+				a.prelogged[i] = true
 			}
 		}
 		if b.Len() > 0 {
@@ -358,7 +364,7 @@ func (a *applier) keepMode(i, pfd int, base string, was asideEntry) error {
 // when aside/ is on another file system), or logs that nothing does.
 func (a *applier) moveAside(i, pfd int, base string, was asideEntry) error {
 	switch {
-	case a.moved[i] || was.none:
+	case a.moved[i] || was.none && !a.prelogged[i]:
 		return nil // done before a crash
 	case was.sib:
 		if existsAt(pfd, sibName(i)) {
@@ -368,7 +374,7 @@ func (a *applier) moveAside(i, pfd int, base string, was asideEntry) error {
 	var st unix.Stat_t
 	err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if errors.Is(err, unix.ENOENT) {
-		if was.sib {
+		if was.sib || was.none {
 			return nil
 		}
 		return a.log(fmt.Sprintf("none %d", i))

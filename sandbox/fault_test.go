@@ -563,3 +563,34 @@ func TestRealSideDeleteIsConflictOverlay(t *testing.T) {
 		t.Fatal("the real-side delete was undone")
 	}
 }
+
+// TestPathAppearingDuringCommit: a file the user makes, after the
+// decision, where the commit writes a new one is moved aside like any
+// original, so a failed commit gives it back.
+func TestPathAppearingDuringCommit(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"a.txt": "a"})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	must(t, tx.WriteFile("new.txt", []byte("agent"), 0o644))
+	must(t, tx.WriteFile("z.txt", []byte("z"), 0o644))
+	failpoint = func(s string) error {
+		switch s {
+		case "decided":
+			return os.WriteFile(filepath.Join(ws, "new.txt"), []byte("user"), 0o644)
+		case "apply-1":
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	_, err = tx.Commit(ctx)
+	failpoint = nil
+	var ce *CommitError
+	if !errors.As(err, &ce) || ce.UndoErr != nil || !ce.Open {
+		t.Fatalf("commit: %v", err)
+	}
+	if got := readTree(t, ws); got["new.txt"] != "user" || got["z.txt"] != "" {
+		t.Fatalf("after the undo: %v", got)
+	}
+	must(t, tx.Rollback(ctx))
+}
