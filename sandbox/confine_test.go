@@ -114,7 +114,9 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 		}
 	}
 	e.victim = exec.Command("sleep", "600")
-	e.victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	if os.Getuid() == 0 { // a non-root test run is the victim's user already
+		e.victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	}
 	must(t, e.victim.Start())
 	t.Cleanup(func() {
 		e.victim.Process.Kill()
@@ -232,7 +234,7 @@ func checkCatalogue(t *testing.T, e *catalogueEnv, run catalogueRun) {
 	if run.Err != "" {
 		t.Fatalf("booth run: %s\noutput:\n%s", run.Err, run.Output)
 	}
-	t.Logf("catalogue (uid %d):\n%s", e.victim.SysProcAttr.Credential.Uid, run.Output)
+	t.Logf("catalogue:\n%s", run.Output)
 	if !run.Result.Confined {
 		t.Errorf("result says the run was not confined: %+v", run.Result)
 	}
@@ -422,5 +424,35 @@ func TestProtectTapeInWorkspaceRoot(t *testing.T) {
 	must(t, err)
 	if got := ops(cs); got != "write w.txt" {
 		t.Fatalf("change set:\n%s", got)
+	}
+}
+
+// TestKeyHidden: the key that signs journals is out of the agent's reach
+// (with it, an agent could forge a journal a later recovery would apply).
+func TestKeyHidden(t *testing.T) {
+	requireOverlay(t)
+	dir, err := os.MkdirTemp("/var/tmp", "jukebox-keytest-") // not under the booth's private /tmp
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	key := filepath.Join(dir, "jukebox", "booth.key")
+	ws := t.TempDir()
+	opts := Options{KeyFile: key}
+	tx, err := Begin(ws, opts)
+	must(t, err)
+	must(t, tx.WriteFile("a.txt", []byte("a"), 0o644))
+	_, err = tx.Commit(ctx) // makes the key
+	must(t, err)
+	if _, err := os.Stat(key); err != nil {
+		t.Fatalf("no key after a commit: %v", err)
+	}
+	tx, err = Begin(ws, opts)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	var out bytes.Buffer
+	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", `cat "$1" >/dev/null 2>&1 && echo read || echo hidden; ls "$(dirname "$1")"`, "sh", key},
+		Stdout: &out, Stderr: io.Discard, Notice: io.Discard})
+	must(t, err)
+	if res.ExitCode != 0 || out.String() != "hidden\n" {
+		t.Fatalf("exit %d, output %q", res.ExitCode, out.String())
 	}
 }

@@ -169,7 +169,14 @@ func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string) (ExecR
 	spec := initSpec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args,
 		ReadOnly: protected(tx.ws.root, o.Protect), WriteLive: o.WriteLive, NetNone: o.Net == NetNone}
 	if tx.ws.stateRel != "" {
-		spec.Hide = tx.ws.stateRoot
+		spec.Hide = append(spec.Hide, tx.ws.stateRoot)
+	}
+	// The journal key signs what recovery will apply: an agent that read
+	// it could forge a journal for a later run. Its folder is hidden too.
+	if key, err := KeyFile(tx.opts); err == nil {
+		if fi, err := os.Stat(filepath.Dir(key)); err == nil && fi.IsDir() {
+			spec.Hide = append(spec.Hide, filepath.Dir(key))
+		}
 	}
 	if spec.NetNone {
 		relays, stop, err := hostRelays(filepath.Join(tx.dir, "net"), o.Endpoints)

@@ -20,7 +20,7 @@ type initSpec struct {
 	Lower string   `json:"lower"`          // the real workspace, mounted over
 	Upper string   `json:"upper"`          // staging area (overlay upper dir)
 	Work  string   `json:"work"`           // overlay work dir, same fs as Upper
-	Hide  string   `json:"hide,omitempty"` // state root, covered by an empty tmpfs
+	Hide  []string `json:"hide,omitempty"` // state root, key folder: each covered by an empty tmpfs
 	Dir   string   `json:"dir"`            // working directory of the command
 	Args  []string `json:"args,omitempty"` // command; empty with Probe
 	Probe bool     `json:"probe,omitempty"`

@@ -200,12 +200,12 @@ func confine(s initSpec) ([]*relayer, error) {
 		}
 	}
 	mounts := []detached{{fd: ovl, path: s.Lower, what: "the overlay over the workspace"}}
-	if s.Hide != "" {
+	for _, h := range s.Hide {
 		fd, err := tmpfsMount("size=4k,mode=0555", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 		if err != nil {
-			return nil, fmt.Errorf("hide booth state: %w", err)
+			return nil, fmt.Errorf("hide %s: %w", h, err)
 		}
-		mounts = append(mounts, detached{fd: fd, path: s.Hide, what: "the tmpfs over the booth's state"})
+		mounts = append(mounts, detached{fd: fd, path: h, what: "the tmpfs over " + h})
 	}
 	for _, p := range []string{"/tmp", "/dev/shm"} {
 		fd, err := tmpfsMount("mode=1777", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
