@@ -47,6 +47,12 @@ type BoothOptions struct {
 	Net       sandbox.Net
 	WriteLive []string
 	Endpoints []string // more 127.0.0.1:PORT endpoints served for the run
+	// Attach, when set, runs once the transaction has begun, before the
+	// agent starts: it joins participants to tx (the --pg endpoint) and
+	// returns variables for the agent's environment ("" removes one).
+	// Resolvers finish such participants after a crash (sandbox.Recover).
+	Attach    func(ctx context.Context, tx *sandbox.Tx) (map[string]string, error)
+	Resolvers []sandbox.Resolver
 }
 
 // BoothResult is what happened to the staged changes. When the change set
@@ -70,13 +76,16 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	ws := s.workspace()
 	// A commit a crash interrupted is finished or undone before the agent
 	// sees the workspace.
-	rep, err := sandbox.Recover(ctx, ws, sandbox.Options{})
+	rep, err := sandbox.Recover(ctx, ws, sandbox.Options{}, b.Resolvers...)
 	if b.Notice != nil {
 		recoverNotice(b.Notice, rep)
 	}
 	var tx *sandbox.Tx
 	if err == nil {
 		tx, err = sandbox.Begin(ws, sandbox.Options{})
+	}
+	if err == nil {
+		env, err = attach(ctx, b, tx, env)
 	}
 	if err != nil {
 		return tapefmt.RunEnd{ExitCode: -1, Error: err.Error()}, err
