@@ -36,7 +36,11 @@
 //     the whole tree read-only (mount_setattr), mounts /proc for the PID
 //     namespace and attaches the detached mounts. Stage 2 runs in a nested
 //     user+mount namespace, which locks every mount, as the caller's uid;
-//     it sets no_new_privs, loads a seccomp deny list (seccomp_linux.go)
+//     it sets no_new_privs, loads a seccomp deny list (seccomp_linux.go:
+//     classic BPF written here, refusing foreign architectures too; the
+//     file system is confined by the locked read-only mounts, so Landlock
+//     would add nothing there, and seccomp is what can refuse mount, setns
+//     and new user namespaces)
 //     and execs the child. When the child exits, stage 1 exits and the
 //     kernel ends every process left in the namespace before Exec returns.
 //     When the kernel refuses any of this, Exec falls back to a reflink
