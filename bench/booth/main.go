@@ -2,23 +2,30 @@
 
 // Command booth measures the Shadow Booth (Linux only, as the booth is) against the peer the issue names:
 // Begin and Rollback on a 10,000-file workspace (target: under 20 ms each,
-// whatever the size), and Commit of 1,000 staged files against `cp -r` of
-// the same files (target: within 2x). It prints medians and the ratio.
+// whatever the size), Commit of 1,000 staged files against `cp -r` of
+// the same files (target: within 2x), the copy fallback's copy of the
+// 10,000-file workspace against `cp -r` of it (target: within 3x), and
+// `jukebox record --booth -- true` against `jukebox record -- true`
+// (target: within 1.5x), with a jukebox binary built once from this
+// work tree. It prints medians and the ratios.
 //
-//	go -C bench run ./booth [-files 10000] [-commit 1000] [-runs 7]
+//	go -C bench run ./booth [-files 10000] [-commit 1000] [-runs 7] [-record-runs 21]
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
 	"github.com/jukebox-os/jukebox/sandbox"
 )
 
@@ -26,14 +33,15 @@ func main() {
 	files := flag.Int("files", 10000, "files in the workspace")
 	commit := flag.Int("commit", 1000, "files staged for the commit benchmark")
 	runs := flag.Int("runs", 7, "runs per measurement (median reported)")
+	recordRuns := flag.Int("record-runs", 21, "runs of each jukebox record command (median reported)")
 	flag.Parse()
-	if err := run(*files, *commit, *runs); err != nil {
+	if err := run(*files, *commit, *runs, *recordRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/booth:", err)
 		os.Exit(1)
 	}
 }
 
-func run(files, commit, runs int) error {
+func run(files, commit, runs, recordRuns int) error {
 	root, err := os.MkdirTemp("", "booth-bench-")
 	if err != nil {
 		return err
@@ -57,6 +65,23 @@ func run(files, commit, runs int) error {
 	fmt.Printf("commit    median %8.3f ms  (%d files)\n", benchutil.MS(booth), commit)
 	fmt.Printf("cp -r     median %8.3f ms  (same %d files)\n", benchutil.MS(cp), commit)
 	fmt.Printf("ratio commit/cp = %.2fx  (target <= 2x)\n", float64(booth)/float64(cp))
+	cr, err := copyVsCp(root, ws, runs)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("copy fallback, %d files: exec of true median %8.3f ms  (%s)\n", files, benchutil.MS(cr.exec), cr.mode)
+	fmt.Printf("  of which the copy     median %8.3f ms  (until the child starts)\n", benchutil.MS(cr.copy))
+	fmt.Printf("  fold and remove       median %8.3f ms  (after the child ends)\n", benchutil.MS(cr.after))
+	fmt.Printf("cp -r     median %8.3f ms  (same workspace)\n", benchutil.MS(cr.cp))
+	fmt.Printf("ratio copy/cp = %.2fx  (target <= 3x); whole exec/cp = %.2fx\n", float64(cr.copy)/float64(cr.cp), float64(cr.exec)/float64(cr.cp))
+	rec, err := recordVsPlain(root, ws, recordRuns)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("record -- true                       median %8.3f ms\n", benchutil.MS(rec.plain))
+	fmt.Printf("record --booth -- true               median %8.3f ms  (%s)\n", benchutil.MS(rec.booth), rec.mode)
+	fmt.Printf("record --booth --booth-mode copy     median %8.3f ms  (%d files)\n", benchutil.MS(rec.copy), files)
+	fmt.Printf("ratio booth/plain = %.2fx  (target <= 1.5x); copy/plain = %.2fx\n", float64(rec.booth)/float64(rec.plain), float64(rec.copy)/float64(rec.plain))
 	return nil
 }
 
@@ -144,4 +169,128 @@ func commitVsCp(root, ws string, n, runs int) (time.Duration, time.Duration, err
 		cp = append(cp, time.Since(t0))
 	}
 	return benchutil.Median(booth), benchutil.Median(cp), nil
+}
+
+// copyRun is the copy fallback's timing: the whole Exec of `true`, the
+// part before the child started (the copy) and after it ended (fold and
+// removal of the copy), and the peer, cp -r of the workspace.
+type copyRun struct {
+	exec, copy, after, cp time.Duration
+	mode                  sandbox.Mode
+}
+
+// copyVsCp runs `true` in the copy fallback over ws, the child writing
+// the time it started to a file outside ws, and copies ws with cp -r.
+// Each side starts with nothing dirty, as in commitVsCp.
+func copyVsCp(root, ws string, runs int) (copyRun, error) {
+	var cr copyRun
+	var execs, copies, afters, cps []time.Duration
+	ctx := context.Background()
+	stamp := filepath.Join(root, "child-started")
+	for r := 0; r < runs; r++ {
+		tx, err := sandbox.Begin(ws, sandbox.Options{})
+		if err != nil {
+			return cr, err
+		}
+		syscall.Sync()
+		t0 := time.Now()
+		res, err := tx.Exec(ctx, sandbox.ExecOptions{Args: []string{"sh", "-c", `date +%s%N > "$0"`, stamp},
+			Mode: sandbox.ModeCopy, Notice: io.Discard, Stderr: os.Stderr})
+		end := time.Now()
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("child exit %d", res.ExitCode)
+		}
+		if err != nil {
+			return cr, err
+		}
+		cr.mode = res.Mode
+		data, err := os.ReadFile(stamp)
+		if err != nil {
+			return cr, err
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if err != nil {
+			return cr, err
+		}
+		started := time.Unix(0, ns)
+		execs, copies, afters = append(execs, end.Sub(t0)), append(copies, started.Sub(t0)), append(afters, end.Sub(started))
+		if err := tx.Rollback(ctx); err != nil {
+			return cr, err
+		}
+		dst := filepath.Join(root, "cp-dst")
+		syscall.Sync()
+		t0 = time.Now()
+		if out, err := exec.Command("cp", "-r", ws, dst).CombinedOutput(); err != nil {
+			return cr, fmt.Errorf("cp: %v %s", err, out)
+		}
+		cps = append(cps, time.Since(t0))
+		if err := os.RemoveAll(dst); err != nil {
+			return cr, err
+		}
+	}
+	cr.exec, cr.copy, cr.after, cr.cp = benchutil.Median(execs), benchutil.Median(copies), benchutil.Median(afters), benchutil.Median(cps)
+	return cr, nil
+}
+
+// recordTimes are the medians of the jukebox record commands.
+type recordTimes struct {
+	plain, booth, copy time.Duration
+	mode               string
+}
+
+// recordVsPlain builds jukebox from this work tree once, then runs
+// `jukebox record -- true`, `jukebox record --booth --commit never -- true`
+// and the same with --booth-mode copy in ws, interleaved, runs times each.
+func recordVsPlain(root, ws string, runs int) (recordTimes, error) {
+	var rt recordTimes
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jukebox-os/jukebox").Output()
+	if err != nil {
+		return rt, fmt.Errorf("go list: %w", err)
+	}
+	bin := filepath.Join(root, "jukebox")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/jukebox")
+	build.Dir = strings.TrimSpace(string(dir))
+	if out, err := build.CombinedOutput(); err != nil {
+		return rt, fmt.Errorf("go build: %v %s", err, out)
+	}
+	tapes := filepath.Join(root, "tapes")
+	if err := os.Mkdir(tapes, 0o755); err != nil {
+		return rt, err
+	}
+	kinds := [][]string{nil, {"--booth", "--commit", "never"}, {"--booth", "--booth-mode", "copy", "--commit", "never"}}
+	times := make([][]time.Duration, len(kinds))
+	for r := 0; r < runs+1; r++ { // the first round warms the caches and is dropped
+		for k, flags := range kinds {
+			args := append([]string{"record", "-o", filepath.Join(tapes, fmt.Sprintf("t%d-%d.jbx", r, k))}, flags...)
+			cmd := exec.Command(bin, append(args, "--", "true")...)
+			cmd.Dir = ws
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			t0 := time.Now()
+			err := cmd.Run()
+			d := time.Since(t0)
+			if err != nil {
+				return rt, fmt.Errorf("jukebox %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+			}
+			if k == 1 {
+				rt.mode = boothMode(stderr.String())
+			}
+			if r > 0 {
+				times[k] = append(times[k], d)
+			}
+		}
+	}
+	rt.plain, rt.booth, rt.copy = benchutil.Median(times[0]), benchutil.Median(times[1]), benchutil.Median(times[2])
+	return rt, nil
+}
+
+// boothMode is the mode jukebox's booth notice names.
+func boothMode(stderr string) string {
+	for _, line := range strings.Split(stderr, "\n") {
+		if rest, ok := strings.CutPrefix(line, "jukebox: booth: "); ok {
+			mode, _, _ := strings.Cut(rest, " ")
+			return strings.TrimSuffix(mode, ",")
+		}
+	}
+	return "?"
 }
