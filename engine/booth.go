@@ -65,6 +65,9 @@ type BoothResult struct {
 	Committed bool              `json:"committed"`
 	Kept      bool              `json:"kept"`              // left open for `jukebox booth`
 	Refused   bool              `json:"refused,omitempty"` // kept open because entries were refused
+	// Confined: the agent ran confined (the overlay booth), so it could
+	// not write the workspace but through the staging area.
+	Confined bool `json:"confined"`
 	// Pending is set when a commit could neither finish nor be undone:
 	// its journal waits for `jukebox booth recover`.
 	Pending bool `json:"pending,omitempty"`
@@ -114,7 +117,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	if ctx.Err() != nil {
 		end.Reason = tapefmt.ReasonInterrupted
 	}
-	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode}
+	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode, Confined: er.Confined}
 	return end, s.settle(ctx, tx, end, res.Booth)
 }
 

@@ -192,6 +192,16 @@ func printBooth(env *Env, b *engine.BoothResult) {
 	case b.Pending:
 		fmt.Fprintln(env.Stderr, "jukebox: booth commit interrupted; the workspace may be partly changed: jukebox booth recover")
 	default:
-		fmt.Fprintln(env.Stderr, "jukebox: booth rolled back; the workspace is as it was")
+		fmt.Fprintln(env.Stderr, rolledBack(b.Confined))
 	}
+}
+
+// rolledBack says what a rollback did, no more than the code knows: the
+// staged changes were discarded. Only a confined agent could not have
+// written the workspace some other way.
+func rolledBack(confined bool) string {
+	if confined {
+		return "jukebox: booth rolled back: the staged changes were discarded; the agent, confined, wrote nothing else in the workspace"
+	}
+	return "jukebox: booth rolled back: the staged changes were discarded (the copy does not confine: anything the agent wrote by absolute path outside its copy stays)"
 }

@@ -219,3 +219,26 @@ except OSError as e:
 		t.Fatalf("net.refused frames: %q", got)
 	}
 }
+
+// TestRollbackSaysWhatItChecked: a rollback never claims "the workspace is
+// as it was"; it says what was discarded, and for the copy, that the
+// agent was not confined.
+func TestRollbackSaysWhatItChecked(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		mode, want string
+	}{
+		{"copy", "the copy does not confine"},
+		{"auto", "confined, wrote nothing else"},
+	} {
+		if c.mode == "auto" {
+			requireConfinedBooth(t)
+		}
+		cmd := jukeboxCmd(t.Context(), t.TempDir(), "record", "-o", filepath.Join(t.TempDir(), "r.jbx"),
+			"--booth", "--booth-mode", c.mode, "--commit", "never", "--", "sh", "-c", "echo x > x.txt")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) || strings.Contains(string(out), "as it was") {
+			t.Errorf("--booth-mode %s: %v\n%s", c.mode, err, out)
+		}
+	}
+}
