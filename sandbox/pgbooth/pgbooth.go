@@ -106,7 +106,9 @@ type Server struct {
 	ups      []*upstream
 	idle     []*upstream
 	dialing  int
-	changed  chan struct{} // closed and replaced when a session is released or its client leaves
+	changed  chan struct{}     // closed and replaced when a session is released or its client leaves
+	stop     chan struct{}     // closed when the endpoint stops
+	watching chan struct{}     // closed when watchLocks has returned
 	starting map[net.Conn]bool // connections not yet relayed
 	cancels  map[uint32]cancelKey
 	wg       sync.WaitGroup
@@ -134,7 +136,8 @@ func Start(ctx context.Context, dsn string) (*Server, error) {
 		cfg.ConnectTimeout = connectTimeout
 	}
 	s := &Server{cfg: cfg, where: fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database),
-		starting: map[net.Conn]bool{}, cancels: map[uint32]cancelKey{}, changed: make(chan struct{})}
+		starting: map[net.Conn]bool{}, cancels: map[uint32]cancelKey{}, changed: make(chan struct{}),
+		stop: make(chan struct{})}
 	if s.max, err = s.check(ctx); err != nil {
 		return nil, err
 	}
@@ -145,6 +148,11 @@ func Start(ctx context.Context, dsn string) (*Server, error) {
 		return nil, fmt.Errorf("--pg: listen on loopback: %w", err)
 	}
 	go s.accept()
+	s.watching = make(chan struct{})
+	go func() {
+		defer close(s.watching)
+		s.watchLocks(s.stop)
+	}()
 	return s, nil
 }
 
@@ -176,6 +184,9 @@ func (s *Server) check(ctx context.Context) (int, error) {
 	}
 	return max - used, nil
 }
+
+// Where names the server: host:port/database (no credentials).
+func (s *Server) Where() string { return s.where }
 
 // Addr is the endpoint's address, 127.0.0.1:PORT.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
@@ -615,6 +626,9 @@ func (s *Server) cancel(m *pgproto3.CancelRequest) {
 // breaks its session).
 func (s *Server) quiesce() {
 	s.mu.Lock()
+	if !s.closing {
+		close(s.stop)
+	}
 	s.closing = true
 	if s.ln != nil {
 		s.ln.Close()
@@ -631,6 +645,7 @@ func (s *Server) quiesce() {
 	}
 	s.idle = nil
 	s.mu.Unlock()
+	<-s.watching
 	for _, u := range busy {
 		select {
 		case <-u.done:

@@ -511,3 +511,25 @@ func TestRunningQueryAtCommit(t *testing.T) {
 	<-done
 	b.want(b.direct, "x")
 }
+
+// Two connections, one waiting on a lock the other holds (it stays held
+// until the booth decides): the wait is broken with a deadlock error that
+// says why, and the rest still commits.
+func TestLockWaitBetweenSessions(t *testing.T) {
+	b := newBooth(t)
+	a, c := b.client(), b.client()
+	b.exec(a, "INSERT INTO "+b.table+" VALUES ('k')")
+	start := time.Now()
+	_, err := c.Exec(bg, "INSERT INTO "+b.table+" VALUES ('k')")
+	if sqlState(err) != "40P01" || !strings.Contains(err.Error(), "another of the agent's connections") {
+		t.Fatalf("waiting insert: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("broken after %v", d)
+	}
+	b.exec(c, "INSERT INTO "+b.table+" VALUES ('other')")
+	if _, err := b.tx.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	b.want(b.direct, "k,other")
+}

@@ -604,7 +604,10 @@ func (r *relay) onError(f frame) {
 		r.sendRun() // just the Sync
 	}
 	r.copyIn = false
-	if head != nil && head.offset > 0 && m.Position > 0 {
+	if m.Code == "57014" && r.u.lockCancel.Swap(false) {
+		m.Code, m.Message, m.Detail = "40P01", whyLock, ""
+		r.sendClient(m)
+	} else if head != nil && head.offset > 0 && m.Position > 0 {
 		m.Position += head.offset
 		r.sendClient(m)
 	} else {

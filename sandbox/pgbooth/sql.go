@@ -271,13 +271,13 @@ func split(q string, scs bool) []piece {
 type kind uint8
 
 const (
-	kOther    kind = iota
-	kBegin         // BEGIN, START TRANSACTION
-	kCommit        // COMMIT, END
-	kRollback      // ROLLBACK, ABORT
-	kSavepoint     // SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK TO [SAVEPOINT]
-	kRefuse        // a statement the booth refuses
-	kCopy          // COPY: a simple Query waits for it before sending more
+	kOther     kind = iota
+	kBegin          // BEGIN, START TRANSACTION
+	kCommit         // COMMIT, END
+	kRollback       // ROLLBACK, ABORT
+	kSavepoint      // SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK TO [SAVEPOINT]
+	kRefuse         // a statement the booth refuses
+	kCopy           // COPY: a simple Query waits for it before sending more
 )
 
 // stmtInfo is a classified statement.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,6 +27,9 @@ type upstream struct {
 	key    []byte
 	cancel func() error // sends a CancelRequest for the query running now
 	params map[string]string
+	// lockCancel is set when watchLocks cancels a statement, so that the
+	// client reads why.
+	lockCancel atomic.Bool
 
 	// Guarded by Server.mu.
 	busy     bool          // a client holds it
