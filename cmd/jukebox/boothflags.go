@@ -23,9 +23,13 @@ type boothFlags struct {
 	// AllowWriteLive are folders outside the workspace the agent may
 	// write directly: unstaged, never rolled back.
 	AllowWriteLive []string `name:"allow-write-live" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write directly, unstaged and never rolled back (a cache such as ~/.cache, say). Repeatable. Everything else outside the workspace is read-only in the booth."`
+	PG             string   `name:"pg" placeholder:"DSN" help:"With --booth: the agent's PostgreSQL work joins the booth. The agent gets a local endpoint (DATABASE_URL, PGHOST, PGPORT, PGUSER, PGDATABASE, and a password for the run in PGPASSWORD) whose sessions run inside transactions that are prepared, then committed or rolled back together with the files. The server at DSN must be reachable and allow prepared transactions (max_prepared_transactions above 0), else exit 2 before the agent starts. Its password may come from PGPASSWORD or ~/.pgpass rather than the DSN."`
 }
 
 func (b *boothFlags) validate() error {
+	if err := b.validatePG(); err != nil {
+		return err
+	}
 	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.BoothMode != "auto" || (b.Net != "host" && b.Net != "") || len(b.AllowWriteLive) > 0) {
 		return fmt.Errorf("--commit, --keep, --booth-mode, --net and --allow-write-live only apply with --booth")
 	}

@@ -28,6 +28,7 @@ type ForkCmd struct {
 	NoBooth          bool                `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
 	Commit           engine.CommitPolicy `enum:"ask,on-success,always,never" default:"never" help:"What to do with the fork's staged changes: never (default: roll back), ask, on-success or always."`
 	Keep             bool                `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
+	PG               string              `name:"pg" placeholder:"DSN" help:"The agent's PostgreSQL work joins the fork's booth, as with record --booth --pg."`
 	JSON             bool                `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
 
@@ -38,6 +39,9 @@ func (c *ForkCmd) Validate() error {
 	}
 	if len(c.Model) > 1 && c.Output != "" && !strings.Contains(c.Output, "{model}") {
 		return fmt.Errorf("-o with several models needs {model} in the name, e.g. -o fork-{model}.jbx")
+	}
+	if err := c.booth().validatePG(); err != nil {
+		return err
 	}
 	if !c.NoBooth {
 		// No silent fallback: outside the booth the fork's side effects
@@ -92,8 +96,13 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
 	o.Dir = c.workdir(start.Cwd)
-	bf := boothFlags{Booth: !c.NoBooth, Commit: c.Commit, Keep: c.Keep, BoothMode: "auto"}
+	bf := c.booth()
 	o.Booth = bf.boothOptions(env)
+	pg, err := startPG(ctx, c.PG, o.Booth, env)
+	if err != nil {
+		return nil, err
+	}
+	defer pg.close()
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
 	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Frame: c.Frame,
 		Overrides: over, Tape: out, Upstreams: c.Upstream})

@@ -45,6 +45,11 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
 	o.Booth = c.boothOptions(env)
+	pg, err := startPG(ctx, c.PG, o.Booth, env)
+	if err != nil {
+		return err
+	}
+	defer pg.close()
 	fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", path)
 	res, err := engine.Record(agentContext(ctx), engine.RecordOptions{
 		RunOptions: o, Tape: path, Upstreams: c.Upstream, Sync: syncPolicy(c.Sync)})
