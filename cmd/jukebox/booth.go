@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/sandbox/pgbooth"
 	"github.com/jukebox-os/jukebox/sandbox/pgtx"
 )
 
@@ -46,7 +47,7 @@ type boothTarget struct {
 func (b *boothTarget) recover(ctx context.Context, env *Env) (sandbox.RecoverReport, error) {
 	var res []sandbox.Resolver
 	if b.PgDSN != "" {
-		res = append(res, pgtx.Resolver{DSN: b.PgDSN})
+		res = append(res, pgtx.Resolver{DSN: b.PgDSN}, pgbooth.Resolver{DSN: b.PgDSN})
 	}
 	rep, err := sandbox.Recover(ctx, b.Workspace, sandbox.Options{}, res...)
 	for _, id := range rep.Committed {

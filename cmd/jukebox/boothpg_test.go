@@ -181,7 +181,9 @@ func scratchCluster(t *testing.T, opts string) string {
 		}
 		uid, _ := strconv.Atoi(pg.Uid)
 		os.Chown(dir, uid, -1)
-		as = func(args ...string) *exec.Cmd { return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...) }
+		as = func(args ...string) *exec.Cmd {
+			return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
+		}
 	}
 	data := filepath.Join(dir, "data")
 	t.Cleanup(func() {
