@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -12,17 +11,24 @@ import (
 )
 
 // copyData copies in's content into out, which is empty, keeping holes
-// where the file has them: a file holding fewer blocks than its size is
-// copied one data segment at a time (SEEK_DATA, SEEK_HOLE) and then
-// extended to its size; any other with copy_file_range (byte copies where
-// the kernel cannot). fi describes in.
+// (copyFD). fi describes in.
 func copyData(out, in *os.File, fi fs.FileInfo) error {
+	if err := copyFD(int(out.Fd()), int(in.Fd()), fi); err != nil {
+		return &fs.PathError{Op: "copy", Path: in.Name(), Err: err}
+	}
+	return nil
+}
+
+// copyFD copies the content of the file ifd (which fi describes) into the
+// empty file ofd, keeping holes where the file has them: a file holding
+// fewer blocks than its size is copied one data segment at a time
+// (SEEK_DATA, SEEK_HOLE) and then extended to its size; any other with
+// copy_file_range to its end (byte copies where the kernel cannot).
+func copyFD(ofd, ifd int, fi fs.FileInfo) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || st.Blocks*512 >= fi.Size() {
-		_, err := io.Copy(out, in)
-		return err
+		return copyRange(ofd, ifd, 0, 1<<62)
 	}
-	ifd, ofd := int(in.Fd()), int(out.Fd())
 	size := fi.Size()
 	for off := int64(0); off < size; {
 		data, err := unix.Seek(ifd, off, unix.SEEK_DATA)
@@ -30,21 +36,22 @@ func copyData(out, in *os.File, fi fs.FileInfo) error {
 			break // nothing but a hole up to the end
 		}
 		if err != nil {
-			return &fs.PathError{Op: "seek data", Path: in.Name(), Err: err}
+			return err
 		}
 		hole, err := unix.Seek(ifd, data, unix.SEEK_HOLE)
 		if err != nil {
-			return &fs.PathError{Op: "seek hole", Path: in.Name(), Err: err}
+			return err
 		}
 		if err := copyRange(ofd, ifd, data, hole-data); err != nil {
-			return &fs.PathError{Op: "copy", Path: in.Name(), Err: err}
+			return err
 		}
 		off = hole
 	}
-	return out.Truncate(size)
+	return unix.Ftruncate(ofd, size)
 }
 
-// copyRange copies n bytes at off from ifd to the same offset of ofd.
+// copyRange copies up to n bytes at off from ifd to the same offset of
+// ofd, stopping early at the end of ifd.
 func copyRange(ofd, ifd int, off, n int64) error {
 	roff, woff := off, off
 	for n > 0 {
@@ -56,7 +63,7 @@ func copyRange(ofd, ifd int, off, n int64) error {
 			return err
 		}
 		if k == 0 {
-			return nil // the file shrank under us
+			return nil // the end of the file
 		}
 		n -= int64(k)
 	}
@@ -81,6 +88,46 @@ func preadCopy(ofd, ifd int, off, n int64) error {
 		n -= int64(k)
 	}
 	return nil
+}
+
+// copyRegular copies the regular file from, which fi describes, to a new
+// file to with fi's permission bits: a reflink when clone is set and the
+// file system takes it, else copyFD. It works on bare descriptors (no
+// *os.File, which costs a poller registration and fcntls per file) and
+// returns the copy's stamp and whether it was cloned.
+func copyRegular(from, to string, fi fs.FileInfo, clone bool) (copyStamp, bool, error) {
+	// O_NONBLOCK: a file swapped for a fifo since it was listed must not
+	// hang the copy.
+	in, err := unix.Open(from, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return copyStamp{}, false, &fs.PathError{Op: "open", Path: from, Err: err}
+	}
+	defer unix.Close(in)
+	perm := uint32(fi.Mode().Perm())
+	out, err := unix.Open(to, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return copyStamp{}, false, &fs.PathError{Op: "create", Path: to, Err: err}
+	}
+	cloned := clone && unix.IoctlFileClone(out, in) == nil
+	if !cloned {
+		err = copyFD(out, in, fi)
+	}
+	var st unix.Stat_t
+	if err == nil {
+		err = unix.Fstat(out, &st)
+	}
+	if err == nil && st.Mode&0o7777 != perm { // the umask took bits
+		if err = unix.Fchmod(out, perm); err == nil {
+			err = unix.Fstat(out, &st)
+		}
+	}
+	if cerr := unix.Close(out); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return copyStamp{}, false, &fs.PathError{Op: "copy", Path: from, Err: err}
+	}
+	return copyStamp{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), mode: fs.FileMode(perm)}, cloned, nil
 }
 
 // fingerprintOf is the fingerprint takeFingerprint would take of the

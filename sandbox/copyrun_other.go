@@ -18,6 +18,17 @@ func copyData(out, in *os.File, _ fs.FileInfo) error {
 	return err
 }
 
+func copyRegular(from, to string, fi fs.FileInfo, _ bool) (copyStamp, bool, error) {
+	if err := copyFile(from, to, fi.Mode()); err != nil {
+		return copyStamp{}, false, err
+	}
+	got, err := os.Lstat(to)
+	if err != nil {
+		return copyStamp{}, false, err
+	}
+	return stampOf(got), false, nil
+}
+
 func fingerprintOf(string, fs.FileInfo) (fingerprint, bool) { return fingerprint{}, false }
 
 var errPlaceBusy = errors.New("in use")
