@@ -19,6 +19,14 @@
 // sessions are opened as the server had free prepared-transaction slots
 // when the run started; a client beyond that is refused (53300).
 //
+// Clients connected at the same time are separate transactions until the
+// booth decides: one does not see what the other wrote, and a lock one
+// took (a row it changed, a table it altered) is held until the end, so a
+// wait for it by another could never end; the endpoint breaks such a wait
+// (see watch.go). Each session runs at the server's default isolation
+// level; one a client asks for (BEGIN ISOLATION LEVEL, SET TRANSACTION)
+// is not applied.
+//
 // Inside a session the client sees an ordinary server: autocommit,
 // BEGIN/COMMIT/ROLLBACK, errors that undo only their own statement or
 // block. The proxy maps them onto savepoints inside the held transaction

@@ -202,6 +202,11 @@ func TestClientTransactions(t *testing.T) {
 	if err != nil || tag[0].CommandTag.String() != "ROLLBACK" {
 		t.Fatalf("COMMIT of a failed block: %v %v", tag, err)
 	}
+	// Isolation levels asked for are not applied (the held transaction's
+	// stays), and not an error.
+	b.exec(c, "BEGIN ISOLATION LEVEL SERIALIZABLE")
+	b.exec(c, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+	b.exec(c, "ROLLBACK")
 	// Savepoints of the client's own, inside its block.
 	b.exec(c, "BEGIN")
 	b.exec(c, ins+"('sp-kept')")

@@ -25,7 +25,9 @@ import (
 //     undoes it, as the server would undo an implicit transaction; either
 //     way RELEASE SAVEPOINT jukebox_base folds what is left into the held
 //     transaction. (Both are sent lazily, ahead of the next exchange.)
-//   - BEGIN and START TRANSACTION become a statement that does nothing
+//   - BEGIN and START TRANSACTION (whatever isolation level or access
+//     mode they ask for, as SET TRANSACTION: the held transaction's stays)
+//     become a statement that does nothing
 //     (the savepoint already marks where the block began: statements
 //     before BEGIN in the same exchange belong to the block, as on the
 //     server); COMMIT and END become SAVEPOINT jukebox_s, a new point to
@@ -259,7 +261,7 @@ func (r *relay) startCycle() {
 // notes its effect on pred.
 func (r *relay) rewrite(info *stmtInfo, text string) string {
 	switch info.kind {
-	case kBegin:
+	case kBegin, kTxMode:
 		return noop
 	case kCommit:
 		if r.pred.block && r.pred.failed {

@@ -278,6 +278,7 @@ const (
 	kSavepoint      // SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK TO [SAVEPOINT]
 	kRefuse         // a statement the booth refuses
 	kCopy           // COPY: a simple Query waits for it before sending more
+	kTxMode         // SET TRANSACTION ISOLATION LEVEL / READ ONLY ...: the held transaction's mode stays
 )
 
 // stmtInfo is a classified statement.
@@ -402,6 +403,12 @@ func classify(text string, scs bool) stmtInfo {
 		}
 	case "copy":
 		return stmtInfo{kind: kCopy}
+	case "set":
+		if _, w := next(); w == "transaction" {
+			if _, w := next(); w != "snapshot" {
+				return stmtInfo{kind: kTxMode}
+			}
+		}
 	}
 	return stmtInfo{kind: kOther}
 }

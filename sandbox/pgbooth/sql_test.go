@@ -39,6 +39,9 @@ func TestClassify(t *testing.T) {
 		{`"commit"`, kOther, false, ""},
 		{"commitx", kOther, false, ""},
 		{"SELECT 'COMMIT'", kOther, false, ""},
+		{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", kTxMode, false, ""},
+		{"set transaction snapshot '0001'", kOther, false, ""},
+		{"SET search_path = x", kOther, false, ""},
 	} {
 		got := classify(c.sql, true)
 		if got.kind != c.kind || got.chain != c.chain || got.name != c.name {
