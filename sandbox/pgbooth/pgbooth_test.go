@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jukebox-os/jukebox/internal/pgtest"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/sandbox/pgbooth"
@@ -537,4 +538,38 @@ func TestLockWaitBetweenSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.want(b.direct, "k,other")
+}
+
+// A client that disconnects as its COPY FROM STDIN starts (simple and
+// extended protocol) leaves a session the next client can use.
+func TestDisconnectDuringCopy(t *testing.T) {
+	b := newBooth(t)
+	for _, extended := range []bool{false, true} {
+		c := b.client()
+		b.exec(c, "INSERT INTO "+b.table+" VALUES ($1)", fmt.Sprintf("kept-%v", extended))
+		fe := c.PgConn().Frontend()
+		sql := "COPY " + b.table + " FROM STDIN"
+		if extended {
+			fe.SendParse(&pgproto3.Parse{Query: sql})
+			fe.SendBind(&pgproto3.Bind{})
+			fe.SendExecute(&pgproto3.Execute{})
+			fe.SendSync(&pgproto3.Sync{})
+		} else {
+			fe.SendQuery(&pgproto3.Query{String: sql})
+		}
+		fe.Flush()
+		c.PgConn().Conn().Close()
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		next, err := pgx.Connect(ctx, b.srv.Env()["DATABASE_URL"])
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.exec(next, "SELECT 1")
+		next.Close(bg)
+	}
+	if _, err := b.tx.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	b.want(b.direct, "kept-false,kept-true")
 }

@@ -522,6 +522,15 @@ func (r *relay) fromServer(f frame) {
 			r.toClient(f)
 		}
 	case 'G': // CopyInResponse
+		if r.gone {
+			// No one will send the data. The server ignored any Sync sent
+			// since the COPY began; an extended exchange needs another.
+			send(r.u.w, &pgproto3.CopyFail{Message: "jukebox booth: the client disconnected"})
+			if r.run == nil {
+				send(r.u.w, &pgproto3.Sync{})
+			}
+			return
+		}
 		r.copyIn = true
 		if r.await && r.run == nil {
 			r.needSync = true
@@ -671,8 +680,9 @@ func (r *relay) leave() {
 	}
 	switch {
 	case r.run != nil && !r.run.synced:
+		// The run waits on a COPY: its end, or the CopyFail above or in
+		// fromServer, sends the Sync.
 		r.run.next = len(r.run.pieces)
-		r.sendRun()
 	case r.needSync || !r.await:
 		send(r.u.w, &pgproto3.Sync{})
 		if !r.needSync {
