@@ -13,7 +13,7 @@ import (
 	"github.com/jukebox-os/jukebox/sandbox"
 )
 
-// boothFlags run an agent inside the Shadow Booth (record, fork).
+// boothFlags run an agent inside the Shadow Booth (record, replay; fork builds one).
 type boothFlags struct {
 	Booth     bool                `help:"Run the agent inside the Shadow Booth: its writes to the working directory are staged and committed or rolled back at the end."`
 	Commit    engine.CommitPolicy `enum:"ask,on-success,always,never" default:"ask" help:"With --booth: ask (show the changes and ask), on-success (commit when the agent exits 0), always, or never."`

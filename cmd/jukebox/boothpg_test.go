@@ -95,18 +95,8 @@ func TestRecordBoothPG(t *testing.T) {
 			if !strings.Contains(errs, "joins the booth through 127.0.0.1:") {
 				t.Errorf("stderr:\n%s", errs)
 			}
-			t.Logf("%s", firstLine(errs, "jukebox: booth:"))
 		})
 	}
-}
-
-func firstLine(s, prefix string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if strings.HasPrefix(l, prefix) && !strings.Contains(l, "PostgreSQL at") {
-			return l
-		}
-	}
-	return ""
 }
 
 // A session PostgreSQL cannot prepare (this one used a temporary table)
@@ -205,4 +195,19 @@ func scratchCluster(t *testing.T, opts string) string {
 		t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
 	}
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+}
+
+// replay --booth --pg: the replayed agent's SQL joins the booth as the
+// recorded one's did.
+func TestReplayBoothPG(t *testing.T) {
+	r := newPGRun(t)
+	agent := psqlAgent("INSERT INTO " + r.table + " VALUES ('one')")
+	wantCode(t, ExitOK, "record", "-o", r.tape, "--booth", "--booth-mode", "copy", "--pg", r.dsn, "--commit", "never", "--", "sh", "-c", agent)
+	if got := r.rows(t); got != "" {
+		t.Fatalf("rows %q after record --commit never", got)
+	}
+	_, errs := wantCode(t, ExitOK, "replay", r.tape, "--booth", "--booth-mode", "copy", "--pg", r.dsn, "--commit", "always")
+	if got := r.rows(t); got != "one" {
+		t.Fatalf("rows %q after replay --commit always\n%s", got, errs)
+	}
 }

@@ -48,6 +48,11 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
 	o.Dir, o.Booth = c.Dir, c.boothOptions(env)
+	pg, err := startPG(ctx, c.PG, o.Booth, env)
+	if err != nil {
+		return err
+	}
+	defer pg.close()
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
 		Ignore: append(append([]string(nil), engine.DefaultIgnore...), c.Ignore...), Live: c.OnDivergence == "live", Upstreams: c.Upstream})
