@@ -44,11 +44,16 @@
 //     and execs the child. When the child exits, stage 1 exits and the
 //     kernel ends every process left in the namespace before Exec returns.
 //     When the kernel refuses any of this, Exec falls back to a reflink
-//     (or plain) copy of the staged view, runs the child there and folds
-//     its changes into the staging area: the same change set, except that
-//     a deleted-and-recreated directory shows as edits inside it rather
-//     than as a replace; the copy stages but does not confine. A one-line
-//     notice names the mode and says which.
+//     (or plain) copy of the staged view, made outside the workspace
+//     (copyplace.go says where, and who removes it), runs the child there
+//     and folds its changes, against a snapshot taken as the copy was
+//     made, into the staging area: the same change set, except that a
+//     deleted-and-recreated directory shows as edits inside it rather
+//     than as a replace. What the user does in the real workspace during
+//     the run is kept (or a conflict at commit, where the child changed
+//     the same path), never undone; fifos, sockets and devices are not
+//     copied and not deleted; holes stay holes. The copy stages but does
+//     not confine. A one-line notice names the mode and says which.
 //   - Tx.RunWasm runs WASI preview 1 tools in process on Tx.WasiFS, a
 //     wazero experimental/sys.FS over the same view; Tx.Shell is a
 //     mvdan.cc/sh interpreter whose redirections, builtins and globbing go
