@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/sandbox"
 )
 
 // mainEnv, set in a test's child process, makes the test binary run
@@ -11,6 +13,8 @@ import (
 const mainEnv = "JUKEBOX_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
+	// In-process booth runs re-execute this binary as the namespace init.
+	sandbox.MaybeRunInit()
 	if os.Getenv(mainEnv) == "1" {
 		main()
 	}
