@@ -64,9 +64,19 @@ func copyLeftovers(t *testing.T, ws string) []string {
 // workspace, $PWD names where it really is, and the copy is gone after
 // the run.
 func TestCopyRunsOutsideWorkspace(t *testing.T) {
-	ws := filepath.Join(t.TempDir(), "a", "b", "c", "ws")
+	t.Run("state root inside", func(t *testing.T) { copyRunsOutside(t, false) })
+	t.Run("state root outside", func(t *testing.T) { copyRunsOutside(t, true) })
+}
+
+func copyRunsOutside(t *testing.T, outsideState bool) {
+	top := t.TempDir()
+	ws := filepath.Join(top, "a", "b", "c", "ws")
 	mkTree(t, ws, map[string]string{"f.txt": "f", "sub/g.txt": "g"})
-	tx, err := Begin(ws, Options{})
+	var opts Options
+	if outsideState {
+		opts.StateRoot = filepath.Join(top, "state")
+	}
+	tx, err := Begin(ws, opts)
 	must(t, err)
 	defer tx.Rollback(ctx)
 	out := copyExec(t, tx, `set -e
@@ -98,6 +108,14 @@ echo x > made.txt
 	}
 	if cwd == "" || filepath.Base(cwd) != filepath.Base(ws) {
 		t.Errorf("the copy %q is not named after the workspace", cwd)
+	}
+	// A state root outside the workspace, on its file system, holds the
+	// copy; else it is a private folder beside the workspace.
+	if want := filepath.Join(tx.StateDir(), "copy", "ws"); outsideState && cwd != want {
+		t.Errorf("the copy is %s, want %s", cwd, want)
+	}
+	if want := filepath.Join(filepath.Dir(ws), copyPrefix+tx.ID(), "ws"); !outsideState && cwd != want {
+		t.Errorf("the copy is %s, want %s", cwd, want)
 	}
 	if _, err := os.Lstat(filepath.Join(ws, "escaped.txt")); err == nil {
 		t.Errorf("../../../.. from the copy wrote the real workspace")
