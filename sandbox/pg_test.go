@@ -142,3 +142,25 @@ func TestPostgresCrashAtEveryStep(t *testing.T) {
 		t.Errorf("%d prepared transactions left", left)
 	}
 }
+
+// TestPostgresFailedTransactionFailsCommit: a transaction that hit an
+// error cannot be prepared (PostgreSQL answers PREPARE TRANSACTION with
+// ROLLBACK and no error); the commit must fail before its decision, and
+// the files stay as they were.
+func TestPostgresFailedTransactionFailsCommit(t *testing.T) {
+	conn, table, ws := pgSetup(t)
+	tx, p := stageBoth(t, conn, table, ws, "failed")
+	if _, err := p.Exec(bg, "SELECT 1/0"); err == nil {
+		t.Fatal("division by zero did not fail")
+	}
+	if _, err := tx.Commit(bg); err == nil {
+		t.Fatal("the commit went on with a transaction that was not prepared")
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "old" {
+		t.Fatalf("a.txt = %q after a failed commit", b)
+	}
+	if rowExists(t, conn, table, "failed") {
+		t.Fatal("the row of a failed transaction exists")
+	}
+	tx.Rollback(bg)
+}

@@ -60,8 +60,13 @@ func (p *Participant) Prepare(ctx context.Context, gid string) error {
 	if !p.open {
 		return ErrNotInTx
 	}
-	_, err := p.conn.Exec(ctx, "PREPARE TRANSACTION "+quote(gid))
+	tag, err := p.conn.Exec(ctx, "PREPARE TRANSACTION "+quote(gid))
 	p.open = false
+	if err == nil && tag.String() != "PREPARE TRANSACTION" {
+		// A transaction that had failed is rolled back instead, with no
+		// error: nothing was prepared, so the commit must not go on.
+		return fmt.Errorf("pgtx: PREPARE TRANSACTION %s: the server answered %q: the transaction had failed and was rolled back", gid, tag.String())
+	}
 	return err
 }
 
