@@ -49,7 +49,10 @@ type copyRun struct {
 	place   string   // the run's private folder, outside the workspace
 	root    string   // the copy: place/<workspace name>
 	lock    *os.File // held until the place is removed
-	protect map[string]bool
+	protect map[string]bool // files the child must not change (the tape)
+	// holders are the directories that hold the booth's state or a
+	// protected file: the fold never deletes or replaces them whole.
+	holders map[string]bool
 	snap    map[string]*snapEntry
 	kids    map[string][]string // the snapshot's names in each directory
 	made    map[string]bool     // directories the fold found or made in the view
@@ -95,12 +98,19 @@ func withPWD(env []string, dir string) []string {
 
 // newCopyRun makes and locks the run's folder.
 func (tx *Tx) newCopyRun(protect []string) (*copyRun, error) {
-	r := &copyRun{tx: tx, protect: map[string]bool{}, snap: map[string]*snapEntry{},
+	r := &copyRun{tx: tx, protect: map[string]bool{}, holders: map[string]bool{}, snap: map[string]*snapEntry{},
 		kids: map[string][]string{}, made: map[string]bool{}}
 	for _, p := range protect {
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			p = filepath.Join(dir, filepath.Base(p))
+		}
 		if rel, err := filepath.Rel(tx.ws.root, p); err == nil && filepath.IsLocal(rel) {
 			r.protect[filepath.ToSlash(rel)] = true
+			r.hold(filepath.ToSlash(rel))
 		}
+	}
+	if tx.ws.stateRel != "" {
+		r.hold(tx.ws.stateRel)
 	}
 	places := copyPlaces(tx.ws, tx.dir, tx.meta.ID)
 	if len(places) == 0 {
@@ -119,6 +129,13 @@ func (tx *Tx) newCopyRun(protect []string) (*copyRun, error) {
 		}
 	}
 	return nil, err
+}
+
+// hold marks the directories above rel as holders.
+func (r *copyRun) hold(rel string) {
+	for d := path.Dir(rel); d != "." && d != "/"; d = path.Dir(d) {
+		r.holders[d] = true
+	}
 }
 
 // close removes the copy, then lets go of its folder.
@@ -391,16 +408,33 @@ func (r *copyRun) foldDir(rel string, refused *[]Refusal) error {
 		}
 	}
 	for _, name := range r.kids[rel] {
-		p := joinRel(rel, name)
-		if names[name] || r.snap[p].skipped {
-			continue
-		}
-		if err := r.stage(p, func() error { return tx.RemoveAll(p) }); err != nil {
-			*refused = append(*refused, stageRefusal(p, err))
+		if !names[name] {
+			r.remove(joinRel(rel, name), refused)
 		}
 	}
 	return nil
 }
+
+// remove stages the removal of the snapshot's entry p, which the child
+// removed. A directory holding the booth's state or a protected file
+// loses only the rest of what it held.
+func (r *copyRun) remove(p string, refused *[]Refusal) {
+	switch {
+	case r.snap[p].skipped:
+	case r.holders[p]:
+		for _, name := range r.kids[p] {
+			r.remove(joinRel(p, name), refused)
+		}
+	default:
+		if err := r.stage(p, func() error { return r.tx.RemoveAll(p) }); err != nil {
+			*refused = append(*refused, stageRefusal(p, err))
+		}
+	}
+}
+
+// errHolder refuses to replace a directory that holds what the booth
+// keeps out of every change set.
+var errHolder = errors.New("it holds the booth's state or the tape being recorded, which no change set replaces")
 
 // stageRefusal is the refusal of an entry the copy holds that could not
 // be staged.
@@ -416,6 +450,9 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 	abs := r.path(p)
 	s := r.snap[p]
 	was := func(m fs.FileMode) bool { return s != nil && !s.skipped && s.mode.Type() == m }
+	if r.holders[p] && !fi.IsDir() {
+		return errHolder
+	}
 	switch mode := fi.Mode(); {
 	case mode.IsDir():
 		if !was(fs.ModeDir) {

@@ -414,3 +414,45 @@ if [ -L "$p" ]; then echo "$p L $(readlink "$p")"; elif [ -d "$p" ]; then echo "
 		t.Errorf("copy:\n%s\nview:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestCopyKeepsStateAndTape: the tape being recorded (Protect) is not in
+// the copy, and a child that removes its folder and the booth's .jukebox
+// folder stages the removal of the rest of what they hold, never of the
+// folders, the tape or the booth's state; replacing .jukebox by a file
+// is refused.
+func TestCopyKeepsStateAndTape(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"a.txt": "a", "tapes/run.jbx": "tape", "tapes/old.jbx": "old", ".jukebox/other.txt": "o"})
+	tape := filepath.Join(ws, "tapes", "run.jbx")
+	run := func(script string) (*Tx, ChangeSet, string) {
+		tx, err := Begin(ws, Options{})
+		must(t, err)
+		var out bytes.Buffer
+		res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out,
+			Mode: ModeCopy, Notice: &bytes.Buffer{}, Protect: []string{tape}})
+		must(t, err)
+		if res.ExitCode != 0 {
+			t.Fatalf("exit %d: %s", res.ExitCode, out.String())
+		}
+		cs, err := tx.Diff()
+		must(t, err)
+		return tx, cs, out.String()
+	}
+	tx, cs, out := run("ls tapes; rm -rf tapes .jukebox")
+	if strings.Contains(out, "run.jbx") || !strings.Contains(out, "old.jbx") {
+		t.Errorf("the copy's tapes folder: %q", out)
+	}
+	if got, want := ops(cs), "delete .jukebox/other.txt\ndelete tapes/old.jbx"; got != want {
+		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
+	}
+	_, err := tx.Commit(ctx)
+	must(t, err)
+	if b, err := os.ReadFile(tape); err != nil || string(b) != "tape" {
+		t.Errorf("the tape after commit: %q, %v", b, err)
+	}
+	tx, cs, _ = run("rm -rf .jukebox && echo x > .jukebox")
+	defer tx.Rollback(ctx)
+	if got := refusals(cs); got != "unreadable .jukebox" || ops(cs) != "" {
+		t.Errorf("refused %q, diff:\n%s", got, ops(cs))
+	}
+}
