@@ -46,9 +46,9 @@ type snapEntry struct {
 // for where the copy lives).
 type copyRun struct {
 	tx      *Tx
-	place   string   // the run's private folder, outside the workspace
-	root    string   // the copy: place/<workspace name>
-	lock    *os.File // held until the place is removed
+	place   string          // the run's private folder, outside the workspace
+	root    string          // the copy: place/<workspace name>
+	lock    *os.File        // held until the place is removed
 	protect map[string]bool // files the child must not change (the tape)
 	// holders are the directories that hold the booth's state or a
 	// protected file: the fold never deletes or replaces them whole.
