@@ -222,7 +222,16 @@ func rollbackReason(policy CommitPolicy, end tapefmt.RunEnd) string {
 
 // recordChange writes one file.change frame, with the content as a blob.
 func (s *session) recordChange(txID string, c *sandbox.Change) {
-	fc := tapefmt.FileChange{Tx: txID, Op: c.Op, Path: c.Path, Mode: uint32(c.Mode), Size: c.Size, Target: c.Target}
+	fc := tapefmt.FileChange{Tx: txID, Op: c.Op, Path: c.Path, Mode: c.UnixMode(), Size: c.Size, Target: c.Target, Link: c.Link}
+	if !c.Mtime.IsZero() {
+		fc.MtimeNs = c.Mtime.UnixNano()
+	}
+	if c.Xattrs != nil {
+		fc.Xattrs = make(map[string]tapefmt.Bytes, len(c.Xattrs))
+		for name, v := range c.Xattrs {
+			fc.Xattrs[name] = v
+		}
+	}
 	if s.tape != nil && c.Op == sandbox.OpWrite && c.Size <= tapefmt.MaxBlobSize {
 		if r, err := c.Open(); err == nil {
 			data, rerr := io.ReadAll(r)

@@ -4,6 +4,8 @@ package sandbox
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +39,8 @@ import (
 //	log "sib <i>"    the original was moved to .jbx-<i>.old in its own
 //	                 directory (aside/ is on another file system)
 //	log "mode <i> M" the path kept its inode; M was its mode
+//	log "attrs <i> J" the path kept its inode; J (JSON, base64) holds
+//	                 its user extended attributes and mtime before
 //
 // A log line is written before the step it describes.
 type applier struct {
@@ -54,6 +59,8 @@ type applier struct {
 	// original before it started; one that appeared since is still moved
 	// aside, not overwritten.
 	prelogged map[int]bool
+	// dirTimes are set last (forward), where the file system allows.
+	dirTimes []DirTime
 }
 
 // asideEntry is what the aside log says about one change.
@@ -61,6 +68,14 @@ type asideEntry struct {
 	none, sib bool
 	mode      uint32
 	hasMode   bool
+	attrs     *savedAttrs
+}
+
+// savedAttrs are what a path that keeps its inode had before the commit
+// changed its extended attributes or mtime: the aside log's "attrs" line.
+type savedAttrs struct {
+	Xattrs map[string][]byte `json:"xattrs"`
+	Mtime  time.Time         `json:"mtime,omitzero"` // files only
 }
 
 type entryMap = map[int]asideEntry
@@ -158,6 +173,12 @@ func readAsideLog(name string) (entryMap, error) {
 			e.none = true
 		case fields[0] == "sib":
 			e.sib = true
+		case fields[0] == "attrs" && len(fields) == 3:
+			if e.attrs == nil { // the first one logged is the original
+				if e.attrs = decodeAttrs(fields[2]); e.attrs == nil {
+					continue
+				}
+			}
 		case fields[0] == "mode" && len(fields) == 3:
 			mode, err := strconv.ParseUint(fields[2], 8, 32)
 			if err != nil {
@@ -172,6 +193,22 @@ func readAsideLog(name string) (entryMap, error) {
 		m[i] = e
 	}
 	return m, sc.Err()
+}
+
+// decodeAttrs reads an "attrs" line's value; nil if it is torn.
+func decodeAttrs(s string) *savedAttrs {
+	data, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil {
+		return nil
+	}
+	var sa savedAttrs
+	if json.Unmarshal(data, &sa) != nil {
+		return nil
+	}
+	if sa.Xattrs == nil {
+		sa.Xattrs = map[string][]byte{}
+	}
+	return &sa
 }
 
 func (a *applier) log(line string) error {
@@ -263,10 +300,25 @@ func (a *applier) forward(changes []Change, logged entryMap, before []fingerprin
 	if err := fail("modes"); err != nil {
 		return pathErr("commit", ".", err)
 	}
+	a.setDirTimes()
 	if err := syncFS(a.rootFD); err != nil {
 		return pathErr("commit", ".", fmt.Errorf("syncfs: %w", err))
 	}
 	return nil
+}
+
+// setDirTimes gives each staged directory the modification time it has
+// in the staging area, children first, once nothing else changes in
+// them. It is best effort: a directory the caller does not own (utimensat
+// refuses) or that is no longer there keeps the time applying gave it,
+// as a plain run's would be, and nothing is undone for it.
+func (a *applier) setDirTimes() {
+	for i := len(a.dirTimes) - 1; i >= 0; i-- {
+		d := a.dirTimes[i]
+		if pfd, err := a.dirFD(path.Dir(d.Path)); err == nil {
+			setMtimeAt(pfd, path.Base(d.Path), d.Mtime)
+		}
+	}
 }
 
 // apply makes change i real, moving the original aside first. Running it
@@ -286,18 +338,26 @@ func (a *applier) apply(i int, c Change, was asideEntry) error {
 	}
 	switch c.Op {
 	case OpWrite:
-		if err = aside(); err == nil {
+		// The staged inode is linked in: overlayfs's own attributes
+		// (the copy-up's origin) go first.
+		if err = stripOverlayXattrs(filepath.Join(a.upper, filepath.FromSlash(c.Path))); err == nil {
+			err = aside()
+		}
+		if err == nil {
 			err = a.place(pfd, i, base, func(tmp string) error { return a.linkStaged(c, pfd, tmp) })
 		}
 	case OpSymlink:
 		if err = aside(); err == nil {
-			err = a.place(pfd, i, base, func(tmp string) error { return unix.Symlinkat(c.Target, pfd, tmp) })
+			err = a.place(pfd, i, base, func(tmp string) error { return a.symlink(c, pfd, tmp) })
 		}
 	case OpMkdir, OpReplaceDir:
 		if c.Op == OpMkdir && a.keepsDir(i, pfd, base, was) {
 			// A real directory already there (made on both sides) is
-			// kept, as mkdir -p would: only its mode changes.
-			err = a.keepMode(i, pfd, base, was)
+			// kept, as mkdir -p would: only its mode (and attributes)
+			// change.
+			if err = a.keepMeta(i, pfd, base, was, c); err == nil && c.Xattrs != nil {
+				err = setXattrsAt(pfd, base, c.Xattrs)
+			}
 			break
 		}
 		a.forget(c.Path)
@@ -307,15 +367,20 @@ func (a *applier) apply(i int, c Change, was asideEntry) error {
 				err = nil // made before the crash
 			}
 		}
+		if err == nil && len(c.Xattrs) > 0 {
+			err = setXattrsAt(pfd, base, c.Xattrs)
+		}
 	case OpDelete:
 		a.forget(c.Path)
 		err = aside()
 	case OpChmod:
-		if err = a.keepMode(i, pfd, base, was); err == nil {
-			err = chmodAt(pfd, base, unixMode(c.Mode))
+		if err = a.keepMeta(i, pfd, base, was, c); err == nil {
+			err = a.setMeta(pfd, base, c)
 		}
 	case OpChmodDir:
-		err = a.keepMode(i, pfd, base, was)
+		if err = a.keepMeta(i, pfd, base, was, c); err == nil && c.Xattrs != nil {
+			err = setXattrsAt(pfd, base, c.Xattrs)
+		}
 	default:
 		err = fmt.Errorf("unknown op %q", c.Op)
 	}
@@ -331,11 +396,71 @@ func (a *applier) keepsDir(i, pfd int, base string, was asideEntry) bool {
 	if a.moved[i] || was.none || was.sib {
 		return false // an earlier attempt moved it aside: the directory there is ours
 	}
-	if was.hasMode {
+	if was.hasMode || was.attrs != nil {
 		return true
 	}
 	var st unix.Stat_t
 	return unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// keepMeta logs, before they change, the user extended attributes and
+// (for a file) the mtime of base when change c sets them, then its mode
+// (keepMode).
+func (a *applier) keepMeta(i, pfd int, base string, was asideEntry, c Change) error {
+	if was.attrs == nil && (c.Xattrs != nil || !c.Mtime.IsZero()) {
+		var st unix.Stat_t
+		if err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		old, err := xattrsAt(pfd, base)
+		if err != nil {
+			return err
+		}
+		sa := savedAttrs{Xattrs: old}
+		if sa.Xattrs == nil {
+			sa.Xattrs = map[string][]byte{}
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			sa.Mtime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+		}
+		data, err := json.Marshal(sa)
+		if err != nil {
+			return err
+		}
+		if err := a.log(fmt.Sprintf("attrs %d %s", i, base64.RawStdEncoding.EncodeToString(data))); err != nil {
+			return err
+		}
+	}
+	return a.keepMode(i, pfd, base, was)
+}
+
+// setMeta gives a file that keeps its inode (OpChmod) the change's
+// extended attributes, mode and mtime, in that order: the attributes
+// may need the file writable for the while, and the mtime comes last.
+func (a *applier) setMeta(pfd int, base string, c Change) error {
+	if c.Xattrs != nil {
+		if err := setXattrsAt(pfd, base, c.Xattrs); err != nil {
+			return err
+		}
+	}
+	if err := chmodAt(pfd, base, unixMode(c.Mode)); err != nil {
+		return err
+	}
+	if !c.Mtime.IsZero() {
+		return setMtimeAt(pfd, base, c.Mtime)
+	}
+	return nil
+}
+
+// symlink makes change c's link as tmp, with the mtime the agent left it.
+func (a *applier) symlink(c Change, pfd int, tmp string) error {
+	if err := unix.Symlinkat(c.Target, pfd, tmp); err != nil {
+		return err
+	}
+	if !c.Mtime.IsZero() {
+		return setMtimeAt(pfd, tmp, c.Mtime)
+	}
+	return nil
 }
 
 // keepMode logs the mode of base before it changes, and makes a
@@ -454,13 +579,40 @@ func (a *applier) place(pfd, i int, base string, build func(tmp string) error) e
 }
 
 // linkStaged hard-links the staged file in as tmp, or copies it when the
-// state directory lives on another file system.
+// state directory lives on another file system: then with its extended
+// attributes and mtime, and another name of a hard-link group is linked
+// to the group's first name, already in place (changes apply in path
+// order). Linking the staged inode keeps all of that by itself, and the
+// names of a group are names of one staged inode.
 func (a *applier) linkStaged(c Change, pfd int, tmp string) error {
 	src := filepath.Join(a.upper, filepath.FromSlash(c.Path))
 	err := unix.Linkat(unix.AT_FDCWD, src, pfd, tmp, 0)
 	if !errors.Is(err, unix.EXDEV) {
 		return err
 	}
+	if c.Link != "" {
+		lfd, err := a.dirFD(path.Dir(c.Link))
+		if err != nil {
+			return err
+		}
+		return unix.Linkat(lfd, path.Base(c.Link), pfd, tmp, 0)
+	}
+	if err := a.copyStaged(c, src, pfd, tmp); err != nil {
+		return err
+	}
+	if len(c.Xattrs) > 0 {
+		if err := setXattrsAt(pfd, tmp, c.Xattrs); err != nil {
+			return err
+		}
+	}
+	if !c.Mtime.IsZero() {
+		return setMtimeAt(pfd, tmp, c.Mtime)
+	}
+	return nil
+}
+
+// copyStaged copies the staged file src in as tmp, with the change's mode.
+func (a *applier) copyStaged(c Change, src string, pfd int, tmp string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -561,12 +713,31 @@ func (a *applier) undoOne(i int, c Change, was asideEntry) error {
 	case was.none:
 		a.forget(c.Path)
 		return removeAt(pfd, base)
-	case was.hasMode:
-		err := chmodAt(pfd, base, was.mode)
+	case was.hasMode || was.attrs != nil:
+		err := restoreMeta(pfd, base, was)
 		if errors.Is(err, unix.ENOENT) {
 			return nil
 		}
 		return err
+	}
+	return nil
+}
+
+// restoreMeta gives a path that kept its inode back the extended
+// attributes, mode and mtime the aside log says it had.
+func restoreMeta(pfd int, base string, was asideEntry) error {
+	if was.attrs != nil {
+		if err := setXattrsAt(pfd, base, was.attrs.Xattrs); err != nil {
+			return err
+		}
+	}
+	if was.hasMode {
+		if err := chmodAt(pfd, base, was.mode); err != nil {
+			return err
+		}
+	}
+	if was.attrs != nil && !was.attrs.Mtime.IsZero() {
+		return setMtimeAt(pfd, base, was.attrs.Mtime)
 	}
 	return nil
 }

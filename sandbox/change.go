@@ -5,7 +5,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -27,6 +29,15 @@ const (
 )
 
 // Change is one entry of a change set.
+//
+// Mode holds the permission bits with fs.ModeSetuid, fs.ModeSetgid and
+// fs.ModeSticky (UnixMode gives them as chmod takes them). What a plain
+// run would leave besides content and mode is carried too: Mtime, the
+// modification time the agent left (OpWrite, OpChmod, OpSymlink);
+// Xattrs, the extended attributes in the user namespace, never
+// overlayfs's own (user.overlay.*, trusted.overlay.*); and Link, for a
+// file with several names in the change set. security.* and trusted.*
+// attributes are not carried.
 type Change struct {
 	Path   string      `json:"path"`
 	Op     Op          `json:"op"`
@@ -37,6 +48,17 @@ type Change struct {
 	// Implied marks a delete that follows from a parent's delete or
 	// replace: listed so that every deleted path is shown, skipped by apply.
 	Implied bool `json:"implied,omitempty"`
+	// Mtime is the modification time the path is left with; zero leaves
+	// it as applying makes it.
+	Mtime time.Time `json:"mtime,omitzero"`
+	// Xattrs, when not nil, are all the user.* extended attributes the
+	// path is left with (an empty map removes every one); nil leaves them
+	// as they are (OpChmod, OpChmodDir) or as staged (OpWrite).
+	Xattrs map[string][]byte `json:"xattrs,omitzero"`
+	// Link, on an OpWrite, is the first path (in path order) of a group
+	// of names the agent gave one new file: this path is committed as
+	// another name of that file, a hard link, not as a copy.
+	Link string `json:"link,omitempty"`
 
 	staged string // absolute path of the staged content, for Open
 }
@@ -52,16 +74,28 @@ func (c *Change) Open() (io.ReadCloser, error) {
 
 // String formats the change as one line, "write a/b.txt (12 bytes,
 // -rw-r--r--)", its path and target quoted by QuotePath, so the line is
-// safe to print on a terminal.
+// safe to print on a terminal. A mode shows setuid, setgid and sticky as
+// ls does (-rwsr-xr-x); a hard link names its other path; a chmod says
+// when the mtime or the extended attributes changed (with the same mode
+// that is all it does).
 func (c Change) String() string {
 	p := QuotePath(c.Path)
 	switch c.Op {
 	case OpWrite:
-		return fmt.Sprintf("%s %s (%d bytes, %v)", c.Op, p, c.Size, c.Mode.Perm())
+		if c.Link != "" {
+			return fmt.Sprintf("%s %s (hard link to %s, %s)%s", c.Op, p, QuotePath(c.Link), lsMode(c.Mode), c.xattrText())
+		}
+		return fmt.Sprintf("%s %s (%d bytes, %s)%s", c.Op, p, c.Size, lsMode(c.Mode), c.xattrText())
 	case OpSymlink:
 		return fmt.Sprintf("%s %s -> %s", c.Op, p, QuotePath(c.Target))
-	case OpChmod, OpChmodDir, OpMkdir, OpReplaceDir:
-		return fmt.Sprintf("%s %s %v", c.Op, p, c.Mode.Perm())
+	case OpChmod:
+		s := fmt.Sprintf("%s %s %s", c.Op, p, lsMode(c.Mode))
+		if !c.Mtime.IsZero() {
+			s += ", mtime " + c.Mtime.UTC().Format(time.RFC3339Nano)
+		}
+		return s + c.xattrText()
+	case OpChmodDir, OpMkdir, OpReplaceDir:
+		return fmt.Sprintf("%s %s %s%s", c.Op, p, lsMode(c.Mode), c.xattrText())
 	}
 	if c.Implied {
 		p += " (implied)"
@@ -70,6 +104,85 @@ func (c Change) String() string {
 		return fmt.Sprintf("%s %s/", c.Op, p)
 	}
 	return fmt.Sprintf("%s %s", c.Op, p)
+}
+
+// xattrText is ", xattrs user.a user.b" (names quoted), ", no xattrs"
+// when all are removed, or "" when the change carries none.
+func (c Change) xattrText() string {
+	switch {
+	case c.Xattrs == nil:
+		return ""
+	case len(c.Xattrs) == 0:
+		return ", no xattrs"
+	}
+	names := make([]string, 0, len(c.Xattrs))
+	for n := range c.Xattrs {
+		names = append(names, QuotePath(n))
+	}
+	sort.Strings(names)
+	return ", xattrs " + strings.Join(names, " ")
+}
+
+// UnixMode returns the change's mode as chmod takes it: the permission
+// bits with setuid (04000), setgid (02000) and sticky (01000). The tape
+// records this number.
+func (c Change) UnixMode() uint32 {
+	m := uint32(c.Mode.Perm())
+	if c.Mode&fs.ModeSetuid != 0 {
+		m |= 0o4000
+	}
+	if c.Mode&fs.ModeSetgid != 0 {
+		m |= 0o2000
+	}
+	if c.Mode&fs.ModeSticky != 0 {
+		m |= 0o1000
+	}
+	return m
+}
+
+// modeBits keeps the bits of m that a change carries: permissions,
+// setuid, setgid and sticky.
+func modeBits(m fs.FileMode) fs.FileMode {
+	return m & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+}
+
+// lsMode formats a mode as ls does: "-rwxr-xr-x", with s/S for setuid
+// and setgid and t/T for sticky.
+func lsMode(m fs.FileMode) string {
+	b := []byte(m.Perm().String())
+	special := func(i int, set bool, on, off byte) {
+		if !set {
+			return
+		}
+		if b[i] == 'x' {
+			b[i] = on
+		} else {
+			b[i] = off
+		}
+	}
+	special(3, m&fs.ModeSetuid != 0, 's', 'S')
+	special(6, m&fs.ModeSetgid != 0, 's', 'S')
+	special(9, m&fs.ModeSticky != 0, 't', 'T')
+	return string(b)
+}
+
+// isOverlayXattr reports whether an extended attribute belongs to
+// overlayfs itself (user.overlay.* with userxattr, trusted.overlay.*
+// without): it is the staging area's, never committed.
+func isOverlayXattr(name string) bool {
+	return strings.HasPrefix(name, "user.overlay.") || strings.HasPrefix(name, "trusted.overlay.")
+}
+
+// DirTime is the modification time a directory is left with after a
+// commit: a directory the agent made, or one whose entries changed, gets
+// the time the staging area holds, as a plain run would have left it,
+// instead of the commit's time. Directory times are not changes of their
+// own: they are not listed, not on the tape, and applied last, where the
+// file system allows (a directory owned by someone else keeps the
+// commit's time).
+type DirTime struct {
+	Path  string    `json:"path"`
+	Mtime time.Time `json:"mtime"`
 }
 
 // RefusalKind is what a refused entry was. It is the tape's
@@ -111,6 +224,9 @@ type ChangeSet struct {
 	TxID    string    `json:"tx"`
 	Changes []Change  `json:"changes"`
 	Refused []Refusal `json:"refused,omitempty"`
+	// DirTimes are the staged directories' modification times, set last
+	// by Commit (see DirTime).
+	DirTimes []DirTime `json:"dir_times,omitempty"`
 }
 
 // Empty reports whether nothing is staged: no change and no refusal.

@@ -85,7 +85,7 @@ func (tx *Tx) commitSet(ctx context.Context, cs ChangeSet, before []fingerprint)
 	if err := tx.prepareParts(ctx, key, j); err != nil {
 		return err
 	}
-	j.State, j.Changes, j.Before = stateCommit, cs.Changes, before
+	j.State, j.Changes, j.Before, j.DirTimes = stateCommit, cs.Changes, before, cs.DirTimes
 	if err := writeJournal(tx.ws, tx.dir, key, j); err != nil {
 		return tx.abortPrepared(ctx, err)
 	}
@@ -196,6 +196,7 @@ func (r *commitRun) applier(create bool) (*applier, entryMap, error) {
 		return nil, nil, err
 	}
 	a.repeat = r.repeat
+	a.dirTimes = r.j.DirTimes
 	logged, err := a.openAside(r.dir, create)
 	if err != nil {
 		a.close()

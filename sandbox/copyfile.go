@@ -6,12 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
-// copyFile copies a regular file's content and permission bits, cloning
-// extents (reflink) where the file system can and copying bytes otherwise
-// (copy_file_range, holes kept: copyData). It writes through a temporary
-// name so dst is never seen half written.
+// copyFile copies a regular file's content, mode (perm's permission,
+// setuid, setgid and sticky bits), user extended attributes (not
+// overlayfs's) and modification time, cloning extents (reflink) where the
+// file system can and copying bytes otherwise (copy_file_range, holes
+// kept: copyData). It writes through a temporary name so dst is never
+// seen half written.
 func copyFile(src, dst string, perm fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -23,7 +26,8 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 		return err
 	}
 	tmp := dst + ".jbx-tmp"
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, perm.Perm())
+	// 0600 until the attributes are set: setting them needs write access.
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, 0o600)
 	if err != nil {
 		return err
 	}
@@ -31,10 +35,16 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 		err = copyData(out, in, fi)
 	}
 	if err == nil {
-		err = out.Chmod(perm.Perm())
+		err = copyXattrs(src, tmp)
+	}
+	if err == nil {
+		err = out.Chmod(modeBits(perm))
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = os.Chtimes(tmp, time.Time{}, fi.ModTime())
 	}
 	if err == nil {
 		err = os.Rename(tmp, dst)
@@ -55,9 +65,12 @@ func linkOrCopy(src, dst string, perm fs.FileMode) error {
 }
 
 // copyTree copies a staging tree (regular files, dirs, symlinks, whiteouts
-// and opaque markers) from src to dst, which must not exist.
+// and opaque markers) from src to dst, which must not exist. Directories
+// get their modification times back once their content is in.
 func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	var dirs []string
+	var times []time.Time
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -67,11 +80,44 @@ func copyTree(src, dst string) error {
 		if err != nil {
 			return err
 		}
+		if fi.IsDir() {
+			dirs, times = append(dirs, to), append(times, fi.ModTime())
+		}
 		return copyNode(p, to, fi)
 	})
+	for i := len(dirs) - 1; i >= 0 && err == nil; i-- {
+		err = os.Chtimes(dirs[i], time.Time{}, times[i])
+	}
+	return err
 }
 
-// copyNode copies one staging node, keeping its kind and mode.
+// keepTimes returns a function that gives the staging directory dir back
+// the modification time it has now: copying an entry up into it is no
+// change of the directory, as overlayfs's copy-up restores its parent's
+// times too.
+func keepTimes(dir string) func() {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return func() {}
+	}
+	return func() { os.Chtimes(dir, time.Time{}, fi.ModTime()) }
+}
+
+// copyDirMeta gives the directory to what the directory from (which fi
+// describes) has: user extended attributes, mode (setuid, setgid and
+// sticky included) and modification time.
+func copyDirMeta(from, to string, fi fs.FileInfo) error {
+	if err := copyXattrs(from, to); err != nil {
+		return err
+	}
+	if err := os.Chmod(to, modeBits(fi.Mode())); err != nil {
+		return err
+	}
+	return os.Chtimes(to, time.Time{}, fi.ModTime())
+}
+
+// copyNode copies one staging node, keeping its kind, mode, user
+// extended attributes and modification time (a symlink's is not kept).
 func copyNode(from, to string, fi fs.FileInfo) error {
 	switch {
 	case fi.IsDir():
@@ -83,7 +129,7 @@ func copyNode(from, to string, fi fs.FileInfo) error {
 				return err
 			}
 		}
-		return os.Chmod(to, fi.Mode().Perm())
+		return copyDirMeta(from, to, fi)
 	case fi.Mode()&fs.ModeSymlink != 0:
 		target, err := os.Readlink(from)
 		if err != nil {

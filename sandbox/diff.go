@@ -5,16 +5,21 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 )
 
 // Diff returns the change set staged so far. Whatever cannot be
-// committed safely (a fifo, socket or device, a hard-linked file, a path
-// over PATH_MAX, an entry it cannot read) is listed in ChangeSet.Refused
-// with its reason, and the rest of the change set is returned whole. A
-// symlink is data: its target is recorded whatever it points at.
+// committed safely (a fifo, socket or device, a file that shares its
+// inode with something outside the change set, a path over PATH_MAX, an
+// entry it cannot read) is listed in ChangeSet.Refused with its reason,
+// and the rest of the change set is returned whole. A symlink is data:
+// its target is recorded whatever it points at. Names the agent gave one
+// new file are a hard-link group (Change.Link); modes keep setuid, setgid
+// and sticky; a file whose content is the same but whose mode, mtime or
+// user extended attributes changed is an OpChmod carrying them.
 func (tx *Tx) Diff() (ChangeSet, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
@@ -24,24 +29,41 @@ func (tx *Tx) Diff() (ChangeSet, error) {
 	return tx.diff()
 }
 
+// diffRun is one walk of the staging area: the change set it builds, and
+// the staged files with more than one name, by inode, grouped once the
+// walk is done (diffLinks).
+type diffRun struct {
+	*ChangeSet
+	links map[uint64][]linkName
+}
+
+// linkName is one name of a staged file with several.
+type linkName struct {
+	path      string
+	fi, lower fs.FileInfo
+}
+
 func (tx *Tx) diff() (ChangeSet, error) {
 	cs := ChangeSet{TxID: tx.meta.ID}
 	if _, err := os.Lstat(tx.upper); err != nil {
 		return ChangeSet{}, pathErr("diff", ".", err)
 	}
-	tx.diffDir(".", true, &cs)
+	run := &diffRun{ChangeSet: &cs, links: map[uint64][]linkName{}}
+	tx.diffDir(".", true, run)
+	tx.diffLinks(run)
 	kept, err := tx.keptRefusals()
 	if err != nil {
 		return ChangeSet{}, err
 	}
 	cs.Refused = sortRefusals(append(cs.Refused, kept...))
 	sort.Slice(cs.Changes, func(i, j int) bool { return cs.Changes[i].Path < cs.Changes[j].Path })
+	sort.Slice(cs.DirTimes, func(i, j int) bool { return cs.DirTimes[i].Path < cs.DirTimes[j].Path })
 	return cs, nil
 }
 
 // diffDir walks one staging directory; lowerOn says the real directory of
 // the same path shows through it. What it cannot read it refuses.
-func (tx *Tx) diffDir(rel string, lowerOn bool, cs *ChangeSet) {
+func (tx *Tx) diffDir(rel string, lowerOn bool, cs *diffRun) {
 	ents, err := os.ReadDir(tx.up(rel))
 	if err != nil {
 		cs.Refused = append(cs.Refused, unreadableRefusal(rel, err))
@@ -69,7 +91,7 @@ func (tx *Tx) diffDir(rel string, lowerOn bool, cs *ChangeSet) {
 	}
 }
 
-func (tx *Tx) diffEntry(p string, fi, lower fs.FileInfo, cs *ChangeSet) {
+func (tx *Tx) diffEntry(p string, fi, lower fs.FileInfo, cs *diffRun) {
 	switch {
 	case isWhiteout(fi):
 		if lower != nil {
@@ -79,7 +101,7 @@ func (tx *Tx) diffEntry(p string, fi, lower fs.FileInfo, cs *ChangeSet) {
 	case fi.IsDir():
 		tx.diffUpperDir(p, fi, lower, cs)
 	case fi.Mode()&fs.ModeSymlink != 0:
-		tx.diffSymlink(p, lower, cs)
+		tx.diffSymlink(p, fi, lower, cs)
 	case fi.Mode().IsRegular():
 		tx.diffFile(p, fi, lower, cs)
 	default:
@@ -87,25 +109,54 @@ func (tx *Tx) diffEntry(p string, fi, lower fs.FileInfo, cs *ChangeSet) {
 	}
 }
 
-func (tx *Tx) diffUpperDir(p string, fi, lower fs.FileInfo, cs *ChangeSet) {
-	mode := fi.Mode().Perm()
+// diffUpperDir records a staged directory: new, replacing the real one
+// (opaque), or with a new mode or new user extended attributes; and its
+// modification time, for the commit to set last (DirTime).
+func (tx *Tx) diffUpperDir(p string, fi, lower fs.FileInfo, cs *diffRun) {
+	mode := modeBits(fi.Mode())
 	opaque := isOpaque(tx.up(p))
+	attrs, err := userXattrs(tx.up(p))
+	if err != nil {
+		cs.Refused = append(cs.Refused, unreadableRefusal(p, err))
+		return
+	}
 	switch {
 	case lower == nil || !lower.IsDir():
-		cs.Changes = append(cs.Changes, Change{Path: p, Op: OpMkdir, Mode: mode})
+		cs.Changes = append(cs.Changes, Change{Path: p, Op: OpMkdir, Mode: mode, Xattrs: attrs})
 	case opaque:
-		cs.Changes = append(cs.Changes, Change{Path: p, Op: OpReplaceDir, Mode: mode})
+		cs.Changes = append(cs.Changes, Change{Path: p, Op: OpReplaceDir, Mode: mode, Xattrs: attrs})
 		tx.implied(p, lower, cs)
-	case lower.Mode().Perm() != mode:
-		cs.Changes = append(cs.Changes, Change{Path: p, Op: OpChmodDir, Mode: mode})
+	default:
+		c := Change{Path: p, Op: OpChmodDir, Mode: mode}
+		if c.Xattrs, err = tx.changedXattrs(p, attrs); err != nil {
+			cs.Refused = append(cs.Refused, unreadableRefusal(p, err))
+			return
+		}
+		if modeBits(lower.Mode()) != mode || c.Xattrs != nil {
+			cs.Changes = append(cs.Changes, c)
+		}
 	}
+	cs.DirTimes = append(cs.DirTimes, DirTime{Path: p, Mtime: fi.ModTime()})
 	tx.diffDir(p, lower != nil && lower.IsDir() && !opaque, cs)
+}
+
+// changedXattrs returns staged (never nil) when the real path's user
+// extended attributes differ from them, else nil: nothing to change.
+func (tx *Tx) changedXattrs(p string, staged map[string][]byte) (map[string][]byte, error) {
+	real, err := userXattrs(tx.real(p))
+	if err != nil || maps.EqualFunc(staged, real, bytes.Equal) {
+		return nil, err
+	}
+	if staged == nil {
+		return map[string][]byte{}, nil
+	}
+	return staged, nil
 }
 
 // diffSymlink records a staged symlink as data: its target, whatever it
 // points at (an absolute path, "..", nothing). Commit writes the link
 // itself and never follows it.
-func (tx *Tx) diffSymlink(p string, lower fs.FileInfo, cs *ChangeSet) {
+func (tx *Tx) diffSymlink(p string, fi, lower fs.FileInfo, cs *diffRun) {
 	target, err := os.Readlink(tx.up(p))
 	if err != nil {
 		cs.Refused = append(cs.Refused, unreadableRefusal(p, err))
@@ -116,40 +167,94 @@ func (tx *Tx) diffSymlink(p string, lower fs.FileInfo, cs *ChangeSet) {
 			return
 		}
 	}
-	cs.Changes = append(cs.Changes, Change{Path: p, Op: OpSymlink, Target: target})
+	cs.Changes = append(cs.Changes, Change{Path: p, Op: OpSymlink, Target: target, Mtime: fi.ModTime()})
 	tx.implied(p, lower, cs)
 }
 
-// diffFile records a staged regular file. One with more than one name is
-// refused unless it is the real file copied up unchanged: a hard link
-// could share its inode with a file anywhere on the file system.
-func (tx *Tx) diffFile(p string, fi, lower fs.FileInfo, cs *ChangeSet) {
-	c := Change{Path: p, Op: OpWrite, Mode: fi.Mode().Perm(), Size: fi.Size(), staged: tx.up(p)}
-	if lower != nil && lower.Mode().IsRegular() && lower.Size() == fi.Size() {
-		same, err := sameContent(tx.up(p), tx.real(p))
-		if err != nil {
-			cs.Refused = append(cs.Refused, unreadableRefusal(p, err))
-			return
-		}
-		if same && lower.Mode().Perm() == c.Mode {
-			return // copied up, never changed
-		}
-		if same {
-			c.Op, c.Size, c.staged = OpChmod, 0, ""
-		}
-	}
-	if n := linkCount(fi); n > 1 {
-		cs.Refused = append(cs.Refused, hardLinkRefusal(p, n))
+// diffFile records a staged regular file. One with more than one name
+// waits for the end of the walk (diffLinks).
+func (tx *Tx) diffFile(p string, fi, lower fs.FileInfo, cs *diffRun) {
+	if linkCount(fi) > 1 {
+		cs.links[inode(fi)] = append(cs.links[inode(fi)], linkName{p, fi, lower})
 		return
+	}
+	c, err := tx.fileChange(p, fi, lower)
+	if err != nil {
+		cs.Refused = append(cs.Refused, unreadableRefusal(p, err))
+		return
+	}
+	if c.Op == "" {
+		return // copied up, never changed
 	}
 	cs.Changes = append(cs.Changes, c)
 	tx.implied(p, lower, cs)
 }
 
+// fileChange is the change a staged regular file with one name makes: a
+// write, an OpChmod when only its mode, mtime or user extended
+// attributes differ from the real file's, or none (Op "") when nothing
+// does.
+func (tx *Tx) fileChange(p string, fi, lower fs.FileInfo) (Change, error) {
+	attrs, err := userXattrs(tx.up(p))
+	if err != nil {
+		return Change{}, err
+	}
+	c := Change{Path: p, Op: OpWrite, Mode: modeBits(fi.Mode()), Size: fi.Size(), Mtime: fi.ModTime(), Xattrs: attrs, staged: tx.up(p)}
+	if lower == nil || !lower.Mode().IsRegular() || lower.Size() != fi.Size() {
+		return c, nil
+	}
+	if same, err := sameContent(tx.up(p), tx.real(p)); err != nil || !same {
+		return c, err
+	}
+	chmod := Change{Path: p, Op: OpChmod, Mode: c.Mode}
+	if chmod.Xattrs, err = tx.changedXattrs(p, attrs); err != nil {
+		return Change{}, err
+	}
+	if !fi.ModTime().Equal(lower.ModTime()) {
+		chmod.Mtime = fi.ModTime()
+	}
+	if modeBits(lower.Mode()) == c.Mode && chmod.Xattrs == nil && chmod.Mtime.IsZero() {
+		return Change{}, nil
+	}
+	return chmod, nil
+}
+
+// diffLinks turns each staged file with several names into a hard-link
+// group: every name is a write, the first in path order with the
+// content, the others linking to it (Change.Link), so that the commit
+// makes one file with those names, as a plain run would. A name that was
+// the real file, copied up unchanged when the agent linked it, is in the
+// group too. A file with a name the staging area does not hold (a link to
+// a file anywhere else on the file system) is refused, every name of it.
+func (tx *Tx) diffLinks(cs *diffRun) {
+	for _, names := range cs.links {
+		sort.Slice(names, func(i, j int) bool { return names[i].path < names[j].path })
+		n := linkCount(names[0].fi)
+		attrs, err := userXattrs(tx.up(names[0].path))
+		for i, name := range names {
+			switch {
+			case uint64(len(names)) != n:
+				cs.Refused = append(cs.Refused, hardLinkRefusal(name.path, n))
+				continue
+			case err != nil:
+				cs.Refused = append(cs.Refused, unreadableRefusal(name.path, err))
+				continue
+			}
+			fi := name.fi
+			c := Change{Path: name.path, Op: OpWrite, Mode: modeBits(fi.Mode()), Size: fi.Size(), Mtime: fi.ModTime(), Xattrs: attrs, staged: tx.up(name.path)}
+			if i > 0 {
+				c.Link = names[0].path
+			}
+			cs.Changes = append(cs.Changes, c)
+			tx.implied(name.path, name.lower, cs)
+		}
+	}
+}
+
 // implied lists, as implied deletes, every real path under p that the
 // staging area does not hold, when p was a real directory now replaced.
 // A real directory it cannot read is listed, and not what it holds.
-func (tx *Tx) implied(p string, lower fs.FileInfo, cs *ChangeSet) {
+func (tx *Tx) implied(p string, lower fs.FileInfo, cs *diffRun) {
 	if lower == nil || !lower.IsDir() {
 		return
 	}

@@ -94,8 +94,8 @@ func shownAsIs(r rune) bool {
 // Sensitive returns why a change deserves a second look before it is
 // committed, or nil: git metadata and hooks, CI configuration, shell
 // start-up files, ssh keys and configuration, environment files, and
-// anything made executable. Implied deletes are not flagged (the delete
-// of their parent is).
+// anything made executable or setuid/setgid. Implied deletes are not
+// flagged (the delete of their parent is).
 func (c Change) Sensitive() []string {
 	if c.Implied {
 		return nil
@@ -103,6 +103,9 @@ func (c Change) Sensitive() []string {
 	why := sensitivePath(c.Path)
 	if (c.Op == OpWrite || c.Op == OpChmod) && c.Mode&0o111 != 0 {
 		why = append(why, "executable")
+	}
+	if (c.Op == OpWrite || c.Op == OpChmod) && c.Mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		why = append(why, "setuid/setgid")
 	}
 	return why
 }
@@ -238,7 +241,7 @@ func refusalFor(p string, m fs.FileMode) Refusal {
 // hardLinkRefusal is the refusal of a file with n names.
 func hardLinkRefusal(p string, n uint64) Refusal {
 	return Refusal{Path: p, Kind: RefusedHardLink,
-		Reason: fmt.Sprintf("a hard link (the file has %d names); hard-link pairs are not committed yet", n)}
+		Reason: fmt.Sprintf("a hard link (the file has %d names): hard links are committed when all the names are in the change set of an overlay or in-process run; this one could share its inode with a file anywhere", n)}
 }
 
 // pathMax is Linux's PATH_MAX: the longest path, its NUL included, that

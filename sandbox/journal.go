@@ -64,6 +64,9 @@ type journal struct {
 	// Before is the real side of each change's path just before the
 	// decision (same order as Changes), to check that an undo restored it.
 	Before []fingerprint `json:"before,omitempty"`
+	// DirTimes are set after the changes (absent from journals an
+	// earlier release wrote, which then set none).
+	DirTimes []DirTime `json:"dir_times,omitempty"`
 	// Error is why applying failed, in state "undo".
 	Error string `json:"error,omitempty"`
 }
@@ -187,12 +190,21 @@ func (w *workspace) checkJournal(dir string, j journal) string {
 	if len(j.Before) != 0 && len(j.Before) != len(j.Changes) {
 		return "journal with a malformed change list"
 	}
+	writes := map[string]bool{}
 	for i, c := range j.Changes {
-		if err := w.checkJournalChange(c); err != nil {
+		if err := w.checkJournalChange(c, writes); err != nil {
 			return fmt.Sprintf("journal with an unsafe change: %v", err)
 		}
 		if len(j.Before) != 0 && j.Before[i].Path != c.Path {
 			return "journal with a malformed change list"
+		}
+		if c.Op == OpWrite && c.Link == "" {
+			writes[c.Path] = true
+		}
+	}
+	for _, d := range j.DirTimes {
+		if rel, err := w.cleanFile("recover", d.Path); err != nil || rel != d.Path {
+			return fmt.Sprintf("journal with an unsafe directory time: %q", d.Path)
 		}
 	}
 	return ""
@@ -200,8 +212,10 @@ func (w *workspace) checkJournal(dir string, j journal) string {
 
 // checkJournalChange applies the staging checks to one journal entry:
 // a clean relative path, not the root, nothing outside the workspace or
-// inside the state directory, and an operation this release knows.
-func (w *workspace) checkJournalChange(c Change) error {
+// inside the state directory, and an operation this release knows; a
+// hard link only to a write before it (in writes), and extended
+// attributes only in the user namespace, never overlayfs's.
+func (w *workspace) checkJournalChange(c Change, writes map[string]bool) error {
 	rel, err := w.cleanFile("recover", c.Path)
 	if err != nil {
 		return err
@@ -216,6 +230,14 @@ func (w *workspace) checkJournalChange(c Change) error {
 	}
 	if strings.IndexByte(c.Target, 0) >= 0 {
 		return pathErr("recover", c.Path, ErrInvalidPath)
+	}
+	if c.Link != "" && (c.Op != OpWrite || !writes[c.Link]) {
+		return pathErr("recover link", c.Path, ErrInvalidPath)
+	}
+	for name := range c.Xattrs {
+		if !strings.HasPrefix(name, "user.") || isOverlayXattr(name) || strings.IndexByte(name, 0) >= 0 {
+			return pathErr("recover xattr", c.Path, ErrInvalidPath)
+		}
 	}
 	return nil
 }

@@ -139,9 +139,10 @@ func plantSocket(p string) error {
 	return err
 }
 
-// TestRefusedKeepsTheRest: a fifo, a socket, a device and hard links in
-// the staging area are each refused, with a reason; the writes beside
-// them stay in the change set and commit.
+// TestRefusedKeepsTheRest: a fifo, a socket, a device and a hard link to
+// a file outside the staging area are each refused, with a reason; the
+// writes beside them (a pair of names of one new file among them) stay
+// in the change set and commit.
 func TestRefusedKeepsTheRest(t *testing.T) {
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret")
@@ -166,10 +167,10 @@ func TestRefusedKeepsTheRest(t *testing.T) {
 	}
 	cs, err := tx.Diff()
 	must(t, err)
-	if got, want := ops(cs), "write a.txt\nmkdir new\nwrite new/b.txt"; got != want {
+	if got, want := ops(cs), "write a.txt\nmkdir new\nwrite new/b.txt\nwrite pair1\nwrite pair2"; got != want {
 		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
 	}
-	want := "hard-link linked-out\nfifo new/fifo\nhard-link pair1\nhard-link pair2\nsocket sock"
+	want := "hard-link linked-out\nfifo new/fifo\nsocket sock"
 	if _, err := os.Lstat(filepath.Join(up, "dev")); err == nil {
 		want = "device dev\n" + want
 	}
@@ -190,19 +191,25 @@ func TestRefusedKeepsTheRest(t *testing.T) {
 	if after["a.txt"] != "a2" || after["new/b.txt"] != "b" || after["keep.txt"] != before["keep.txt"] {
 		t.Errorf("committed tree %v", after)
 	}
-	for _, p := range []string{"new/fifo", "sock", "linked-out", "pair1", "pair2", "dev"} {
+	for _, p := range []string{"new/fifo", "sock", "linked-out", "dev"} {
 		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
 			t.Errorf("refused %s was committed", p)
 		}
+	}
+	p1, err1 := os.Stat(filepath.Join(ws, "pair1"))
+	p2, err2 := os.Stat(filepath.Join(ws, "pair2"))
+	if err1 != nil || err2 != nil || !os.SameFile(p1, p2) || linkCount(p1) != 2 {
+		t.Errorf("pair1 and pair2 not committed as one file with two names: %v %v", err1, err2)
 	}
 	if b, _ := os.ReadFile(secret); string(b) != "s" {
 		t.Error("secret changed")
 	}
 }
 
-// TestRefusedUnchangedHardLink: `ln a.txt b` in the overlay copies a.txt
-// up with two names; a.txt itself is unchanged and not refused, b is.
-func TestRefusedUnchangedHardLink(t *testing.T) {
+// TestHardLinkToUnchangedFile: `ln a.txt b` in the overlay copies a.txt
+// up with two names. Both are in the change set, b linking to a.txt,
+// and the commit leaves one file with both names, as `ln` would have.
+func TestHardLinkToUnchangedFile(t *testing.T) {
 	ws := t.TempDir()
 	mkTree(t, ws, map[string]string{"a.txt": "a"})
 	tx, err := Begin(ws, Options{})
@@ -213,8 +220,15 @@ func TestRefusedUnchangedHardLink(t *testing.T) {
 	must(t, os.Link(filepath.Join(up, "a.txt"), filepath.Join(up, "b")))
 	cs, err := tx.Diff()
 	must(t, err)
-	if ops(cs) != "" || refusals(cs) != "hard-link b" {
-		t.Fatalf("changes %q, refused %q", ops(cs), refusals(cs))
+	if ops(cs) != "write a.txt\nwrite b" || refusals(cs) != "" || cs.Changes[1].Link != "a.txt" || cs.Changes[0].Link != "" {
+		t.Fatalf("changes %q (%+v), refused %q", ops(cs), cs.Changes, refusals(cs))
+	}
+	_, err = tx.Commit(ctx)
+	must(t, err)
+	a, err1 := os.Stat(filepath.Join(ws, "a.txt"))
+	b, err2 := os.Stat(filepath.Join(ws, "b"))
+	if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+		t.Fatalf("a.txt and b are not one file: %v %v", err1, err2)
 	}
 }
 
@@ -326,7 +340,7 @@ func refusedChild(t *testing.T, mode Mode) (*Tx, ChangeSet, bool) {
 // refused, the rest kept whole and committed.
 func TestExecCopyRefused(t *testing.T) {
 	tx, cs, socket := refusedChild(t, ModeCopy)
-	checkRefusedRun(t, cs, socket)
+	checkRefusedRun(t, cs, socket, false)
 	_, err := tx.Commit(ctx)
 	must(t, err)
 	ws := tx.Workspace()
@@ -346,8 +360,10 @@ func TestExecCopyRefused(t *testing.T) {
 	}
 }
 
-// checkRefusedRun checks the change set of refusedScript.
-func checkRefusedRun(t *testing.T, cs ChangeSet, socket bool) {
+// checkRefusedRun checks the change set of refusedScript. With pairs
+// (the kernel overlay), `ln a.txt a-link` is a hard-link group; the copy
+// fallback refuses it.
+func checkRefusedRun(t *testing.T, cs ChangeSet, socket, pairs bool) {
 	t.Helper()
 	links := map[string]string{}
 	writes := map[string]bool{}
@@ -375,7 +391,14 @@ func checkRefusedRun(t *testing.T, cs ChangeSet, socket bool) {
 	if got := kinds[RefusedFIFO]; len(got) != 1 || got[0] != "pipe" {
 		t.Errorf("fifo refusals %q (all: %s)", got, refusals(cs))
 	}
-	if got := kinds[RefusedHardLink]; len(got) == 0 {
+	linked := false
+	for _, c := range cs.Changes {
+		// "a-link" sorts first: a.txt is the other name.
+		linked = linked || c.Path == "a.txt" && c.Op == OpWrite && c.Link == "a-link"
+	}
+	if got := kinds[RefusedHardLink]; pairs && (len(got) != 0 || !linked) {
+		t.Errorf("a.txt and a-link are not one file's names: %s (refused: %s)", ops(cs), refusals(cs))
+	} else if !pairs && len(got) == 0 {
 		t.Errorf("no hard-link refusal (all: %s)", refusals(cs))
 	}
 	if got := kinds[RefusedPathTooLong]; len(got) != 1 {
@@ -395,7 +418,7 @@ func TestExecOverlayRefused(t *testing.T) {
 			"run on Linux with unprivileged user namespaces allowed")
 	}
 	_, cs, socket := refusedChild(t, ModeOverlay)
-	checkRefusedRun(t, cs, socket)
+	checkRefusedRun(t, cs, socket, true)
 }
 
 // TestExecCopyVenv runs `python3 -m venv` itself in the booth (the copy

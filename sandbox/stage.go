@@ -36,7 +36,8 @@ func (tx *Tx) prepare(op, name string, followLast bool) (string, entry, error) {
 }
 
 // upperParent makes sure rel's parent exists as a directory in the
-// staging area, copying directory modes from the view.
+// staging area, copying directory modes, user extended attributes and
+// times from the view, as overlayfs's copy-up does.
 func (tx *Tx) upperParent(op, rel string) error {
 	dir := path.Dir(rel)
 	if dir == "." {
@@ -58,10 +59,22 @@ func (tx *Tx) upperParent(op, rel string) error {
 	if !e.info.IsDir() {
 		return pathErr(op, rel, syscall.ENOTDIR)
 	}
+	restore := keepTimes(tx.up(path.Dir(dir)))
+	defer restore()
 	if err := os.Mkdir(tx.up(dir), e.info.Mode().Perm()|0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return pathErr(op, rel, err)
 	}
-	return os.Chmod(tx.up(dir), e.info.Mode().Perm())
+	if err := copyDirMeta(e.abs, tx.up(dir), e.info); err != nil {
+		return pathErr(op, rel, err)
+	}
+	return nil
+}
+
+// hasUserXattrs reports whether p has user extended attributes (other
+// than overlayfs's).
+func hasUserXattrs(p string) bool {
+	attrs, _ := userXattrs(p)
+	return len(attrs) > 0
 }
 
 // clearUpper removes whatever the staging area holds at rel.
@@ -73,8 +86,10 @@ func (tx *Tx) clearUpper(rel string) error {
 	return err
 }
 
-// copyUp brings a lower file or symlink into the staging area unchanged,
-// so that it can be modified there. Directories get an upper directory.
+// copyUp brings a lower file or symlink into the staging area unchanged
+// (mode, user extended attributes and mtime included), so that it can be
+// modified there. Directories get an upper directory. The parent's times
+// are kept: a copy-up is no change of it.
 func (tx *Tx) copyUp(op, rel string, e entry) error {
 	if e.layer != layerLower {
 		return nil
@@ -82,11 +97,15 @@ func (tx *Tx) copyUp(op, rel string, e entry) error {
 	if err := tx.upperParent(op, rel); err != nil {
 		return err
 	}
+	defer keepTimes(tx.up(path.Dir(rel)))()
 	if e.info.IsDir() {
 		if err := os.Mkdir(tx.up(rel), e.info.Mode().Perm()|0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return pathErr(op, rel, err)
 		}
-		return os.Chmod(tx.up(rel), e.info.Mode().Perm())
+		if err := copyDirMeta(e.abs, tx.up(rel), e.info); err != nil {
+			return pathErr(op, rel, err)
+		}
+		return nil
 	}
 	if !e.info.Mode().IsRegular() && e.info.Mode()&fs.ModeSymlink == 0 {
 		return pathErr(op, rel, ErrSpecialFile)
@@ -135,12 +154,17 @@ func (tx *Tx) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error
 	if err := tx.upperParent("write", rel); err != nil {
 		return nil, err
 	}
-	if e.layer == layerLower && flag&os.O_TRUNC == 0 {
+	// A real file with user extended attributes is copied up even when
+	// it is truncated: they stay, as on the real file truncated in place.
+	if e.layer == layerLower && (flag&os.O_TRUNC == 0 || hasUserXattrs(e.abs)) {
 		if err := tx.copyUp("write", rel, e); err != nil {
 			return nil, err
 		}
 	} else if e.layer == layerLower {
+		// Truncating a real file makes no new name in its directory:
+		// the staged copy leaves the directory's time as it was.
 		perm = e.info.Mode().Perm()
+		defer keepTimes(tx.up(path.Dir(rel)))()
 	}
 	if fi, err := os.Lstat(tx.up(rel)); err == nil && isWhiteout(fi) {
 		os.Remove(tx.up(rel))
@@ -289,5 +313,5 @@ func (tx *Tx) Chmod(name string, mode fs.FileMode) error {
 	if err := tx.copyUp("chmod", rel, e); err != nil {
 		return err
 	}
-	return os.Chmod(tx.up(rel), mode.Perm())
+	return os.Chmod(tx.up(rel), modeBits(mode))
 }

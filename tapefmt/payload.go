@@ -211,6 +211,14 @@ type FileChange struct {
 	// that the booth could not commit, and why.
 	Refused RefusalKind `json:"refused,omitempty"`
 	Reason  string      `json:"reason,omitempty"`
+	// MtimeNs, Xattrs and Link are what a plain run leaves besides
+	// content and mode: the modification time (Unix nanoseconds), the
+	// user.* extended attributes (all of them; an empty map removes
+	// every one, a missing one keeps them), and, for another name of a
+	// file written in the same change set, that file's path.
+	MtimeNs int64            `json:"mtime_ns,omitempty"`
+	Xattrs  map[string]Bytes `json:"xattrs,omitzero"`
+	Link    string           `json:"link,omitempty"`
 }
 
 // Output is bytes the child wrote to its stdout (Fd 1) or stderr (Fd 2).

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package sandbox
+
+import "time"
+
+// Stubs of meta_linux.go. As in platform_other.go, nothing stages or
+// commits here (Supported fails first); these keep the package building.
+
+func userXattrs(string) (map[string][]byte, error)     { return nil, nil }
+func copyXattrs(_, _ string) error                     { return nil }
+func xattrsAt(int, string) (map[string][]byte, error)  { return nil, Supported() }
+func setXattrsAt(int, string, map[string][]byte) error { return Supported() }
+func stripOverlayXattrs(string) error                  { return Supported() }
+func setMtimeAt(int, string, time.Time) error          { return Supported() }
