@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -455,4 +456,72 @@ func TestCopyKeepsStateAndTape(t *testing.T) {
 	if got := refusals(cs); got != "unreadable .jukebox" || ops(cs) != "" {
 		t.Errorf("refused %q, diff:\n%s", got, ops(cs))
 	}
+}
+
+// The child side of TestCopyKilled: it runs before TestMain (init), only
+// in the process that test starts.
+func init() {
+	ws := os.Getenv("SANDBOX_COPYKILL_WS")
+	if ws == "" {
+		return
+	}
+	tx, err := Begin(ws, Options{})
+	if err == nil {
+		_, err = tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", `pwd -P > "$0.tmp"; echo $$ >> "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 60`,
+			os.Getenv("SANDBOX_COPYKILL_OUT")}, Mode: ModeCopy, Notice: &bytes.Buffer{}})
+	}
+	fmt.Fprintln(os.Stderr, "exec returned:", err)
+	os.Exit(3)
+}
+
+// TestCopyKilled: when jukebox is killed (kill -9) while a child runs in
+// the copy, the child goes with it (Pdeathsig), and the next recovery
+// removes the copy it left.
+func TestCopyKilled(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	mkTree(t, ws, map[string]string{"a.txt": "a"})
+	out := filepath.Join(t.TempDir(), "child")
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), "SANDBOX_COPYKILL_WS="+ws, "SANDBOX_COPYKILL_OUT="+out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	var cwd string
+	var pid int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(out); err == nil {
+			fmt.Sscan(string(b), &cwd, &pid)
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the child never started: %s", stderr.String())
+		}
+	}
+	must(t, cmd.Process.Kill())
+	cmd.Wait()
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the agent (pid %d) outlived the killed jukebox", pid)
+		}
+	}
+	if _, err := os.Stat(cwd); err != nil {
+		t.Fatalf("the killed run's copy is not there to be swept: %v", err)
+	}
+	_, err := Recover(ctx, ws, Options{})
+	must(t, err)
+	if _, err := os.Lstat(filepath.Dir(cwd)); err == nil {
+		t.Errorf("recovery left the killed run's copy %s", filepath.Dir(cwd))
+	}
+}
+
+// alive reports whether pid is a running process (not gone, not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
