@@ -74,13 +74,13 @@ func run(files, commit, runs, recordRuns int) error {
 	fmt.Printf("  fold and remove       median %8.3f ms  (after the child ends)\n", benchutil.MS(cr.after))
 	fmt.Printf("cp -r     median %8.3f ms  (same workspace)\n", benchutil.MS(cr.cp))
 	fmt.Printf("ratio copy/cp = %.2fx  (target <= 3x); whole exec/cp = %.2fx\n", float64(cr.copy)/float64(cr.cp), float64(cr.exec)/float64(cr.cp))
-	rec, err := recordVsPlain(root, ws, recordRuns)
+	rec, err := recordVsPlain(root, ws, recordRuns, runs)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("record -- true                       median %8.3f ms\n", benchutil.MS(rec.plain))
 	fmt.Printf("record --booth -- true               median %8.3f ms  (%s)\n", benchutil.MS(rec.booth), rec.mode)
-	fmt.Printf("record --booth --booth-mode copy     median %8.3f ms  (%d files)\n", benchutil.MS(rec.copy), files)
+	fmt.Printf("record --booth --booth-mode copy     median %8.3f ms  (%d files, %d runs)\n", benchutil.MS(rec.copy), files, runs)
 	fmt.Printf("ratio booth/plain = %.2fx  (target <= 1.5x); copy/plain = %.2fx\n", float64(rec.booth)/float64(rec.plain), float64(rec.copy)/float64(rec.plain))
 	return nil
 }
@@ -239,9 +239,10 @@ type recordTimes struct {
 }
 
 // recordVsPlain builds jukebox from this work tree once, then runs
-// `jukebox record -- true`, `jukebox record --booth --commit never -- true`
-// and the same with --booth-mode copy in ws, interleaved, runs times each.
-func recordVsPlain(root, ws string, runs int) (recordTimes, error) {
+// `jukebox record -- true` and `jukebox record --booth --commit never --
+// true` in ws, interleaved, runs times each, and the same with
+// --booth-mode copy copyRuns times (it copies the whole workspace).
+func recordVsPlain(root, ws string, runs, copyRuns int) (recordTimes, error) {
 	var rt recordTimes
 	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jukebox-os/jukebox").Output()
 	if err != nil {
@@ -261,6 +262,9 @@ func recordVsPlain(root, ws string, runs int) (recordTimes, error) {
 	times := make([][]time.Duration, len(kinds))
 	for r := 0; r < runs+1; r++ { // the first round warms the caches and is dropped
 		for k, flags := range kinds {
+			if k == 2 && r > copyRuns {
+				continue
+			}
 			args := append([]string{"record", "-o", filepath.Join(tapes, fmt.Sprintf("t%d-%d.jbx", r, k))}, flags...)
 			cmd := exec.Command(bin, append(args, "--", "true")...)
 			cmd.Dir = ws
