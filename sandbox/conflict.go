@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,9 +100,20 @@ func (tx *Tx) snapshot(cs ChangeSet) ([]fingerprint, error) {
 // ctime is later than the Begin marker's, or when they are gone although
 // the overlay copied them up (so they existed then). A directory made on
 // both sides is no conflict; one whose mode changed and that is gone, or
-// changed on the real side, is.
+// changed on the real side, is. The names of a hard-link group share one
+// staged inode and so its origin: one of them existed then, and only when
+// none is there now was that one deleted.
 func (tx *Tx) conflicts(cs ChangeSet, now []fingerprint) []Conflict {
 	var out []Conflict
+	groupThere := map[string]bool{} // a group's first name: some name exists now
+	for i, c := range cs.Changes {
+		if c.Op == OpWrite && now[i].Exists {
+			groupThere[c.Path] = true
+			if c.Link != "" {
+				groupThere[c.Link] = true
+			}
+		}
+	}
 	for i, c := range cs.Changes {
 		reason := ""
 		switch c.Op {
@@ -118,6 +130,10 @@ func (tx *Tx) conflicts(cs ChangeSet, now []fingerprint) []Conflict {
 			}
 		default:
 			reason = tx.compare(c.Path, now[i])
+			_, based := tx.base[c.Path]
+			if first := cmp.Or(c.Link, c.Path); c.Op == OpWrite && !based && !now[i].Exists && groupThere[first] {
+				reason = "" // another name of the staged file is there: this one is new
+			}
 		}
 		if reason != "" {
 			out = append(out, Conflict{Path: c.Path, Reason: reason})
