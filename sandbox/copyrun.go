@@ -15,16 +15,19 @@ import (
 )
 
 // copyStamp is what a materialised file looked like right after the copy;
-// if it still looks the same, the child did not touch it.
+// if it still looks the same, the child did not touch it. The copy keeps
+// the real file's mtime (as cp -p), so the change time tells a write, a
+// chmod or an xattr change that kept the size and mtime.
 type copyStamp struct {
 	ino   uint64
 	size  int64
 	mtime int64
+	ctime int64
 	mode  fs.FileMode
 }
 
 func stampOf(fi fs.FileInfo) copyStamp {
-	return copyStamp{ino: inode(fi), size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime().UnixNano()}
+	return copyStamp{ino: inode(fi), size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime().UnixNano(), ctime: ctimeOf(fi)}
 }
 
 // snapEntry is one entry of the staged view as it was when the copy was
@@ -172,7 +175,7 @@ func (r *copyRun) materialize() error {
 	if err := os.Mkdir(r.root, 0o700); err != nil {
 		return err
 	}
-	dirs := []dirMode{{".", top.info.Mode().Perm()}}
+	dirs := []dirMode{{".", modeBits(top.info.Mode())}}
 	if err := r.copyDir(".", top, &dirs); err != nil {
 		return err
 	}
@@ -198,7 +201,7 @@ func (r *copyRun) copyDir(rel string, d entry, dirs *[]dirMode) error {
 	for _, ve := range ents {
 		p, e := joinRel(rel, ve.name), ve.e
 		mode := e.info.Mode()
-		s := &snapEntry{mode: mode.Type() | mode.Perm()}
+		s := &snapEntry{mode: mode.Type() | modeBits(mode)}
 		if e.layer == layerLower {
 			s.real, s.hasReal = fingerprintOf(p, e.info)
 			if !s.hasReal {
@@ -216,7 +219,7 @@ func (r *copyRun) copyDir(rel string, d entry, dirs *[]dirMode) error {
 			if err := os.Mkdir(to, 0o700); err != nil {
 				return copyErr(p, err)
 			}
-			*dirs = append(*dirs, dirMode{p, mode.Perm()})
+			*dirs = append(*dirs, dirMode{p, modeBits(mode)})
 			if err := r.copyDir(p, e, dirs); err != nil {
 				return err
 			}
@@ -456,11 +459,11 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 	switch mode := fi.Mode(); {
 	case mode.IsDir():
 		if !was(fs.ModeDir) {
-			if err := r.stage(p, func() error { return r.makeDir(p, mode.Perm(), s != nil) }); err != nil {
+			if err := r.stage(p, func() error { return r.makeDir(p, modeBits(mode), s != nil) }); err != nil {
 				return err
 			}
-		} else if s.mode.Perm() != mode.Perm() {
-			if err := r.stage(p, func() error { return tx.Chmod(p, mode.Perm()) }); err != nil {
+		} else if modeBits(s.mode) != modeBits(mode) {
+			if err := r.stage(p, func() error { return tx.Chmod(p, modeBits(mode)) }); err != nil {
 				return err
 			}
 		}
@@ -479,7 +482,11 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 			if err := tx.RemoveAll(p); err != nil {
 				return err
 			}
-			return tx.Symlink(target, p)
+			if err := tx.Symlink(target, p); err != nil {
+				return err
+			}
+			setLinkMtime(tx.up(p), fi.ModTime()) // best effort: as the child left it
+			return nil
 		})
 	case mode.IsRegular():
 		if was(0) && s.stamp == stampOf(fi) {
@@ -509,7 +516,10 @@ func (r *copyRun) makeDir(p string, perm fs.FileMode, replaced bool) error {
 	if err := r.tx.RemoveAll(p); err != nil {
 		return err
 	}
-	return r.tx.Mkdir(p, perm)
+	if err := r.tx.Mkdir(p, perm); err != nil {
+		return err
+	}
+	return r.tx.Chmod(p, perm) // the copy's mode, which the umask already shaped
 }
 
 // stage runs fn, which stages p, after making sure p's directory is in
@@ -540,7 +550,7 @@ func (r *copyRun) ensureDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.stage(dir, func() error { return r.makeDir(dir, fi.Mode().Perm(), true) }); err != nil {
+	if err := r.stage(dir, func() error { return r.makeDir(dir, modeBits(fi.Mode()), true) }); err != nil {
 		return err
 	}
 	r.made[dir] = true

@@ -103,7 +103,7 @@ func copyRegular(from, to string, fi fs.FileInfo, clone bool) (copyStamp, bool, 
 		return copyStamp{}, false, &fs.PathError{Op: "open", Path: from, Err: err}
 	}
 	defer unix.Close(in)
-	perm := uint32(fi.Mode().Perm())
+	perm := Change{Mode: modeBits(fi.Mode())}.UnixMode() // setuid, setgid and sticky too
 	out, err := unix.Open(to, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return copyStamp{}, false, &fs.PathError{Op: "create", Path: to, Err: err}
@@ -111,6 +111,9 @@ func copyRegular(from, to string, fi fs.FileInfo, clone bool) (copyStamp, bool, 
 	cloned := clone && unix.IoctlFileClone(out, in) == nil
 	if !cloned {
 		err = copyFD(out, in, fi)
+	}
+	if err == nil {
+		err = copyFDMeta(out, in, perm, fi) // as cp -p: user xattrs and mtime
 	}
 	var st unix.Stat_t
 	if err == nil {
@@ -127,7 +130,7 @@ func copyRegular(from, to string, fi fs.FileInfo, clone bool) (copyStamp, bool, 
 	if err != nil {
 		return copyStamp{}, false, &fs.PathError{Op: "copy", Path: from, Err: err}
 	}
-	return copyStamp{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), mode: fs.FileMode(perm)}, cloned, nil
+	return copyStamp{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), mode: modeBits(fi.Mode())}, cloned, nil
 }
 
 // fingerprintOf is the fingerprint takeFingerprint would take of the

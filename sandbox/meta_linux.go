@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -260,3 +261,40 @@ func setMtimeAt(pfd int, base string, t time.Time) error {
 	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: t.Unix(), Nsec: int64(t.Nanosecond())}}
 	return unix.UtimesNanoAt(pfd, base, ts, unix.AT_SYMLINK_NOFOLLOW)
 }
+
+// copyFDMeta gives the copy out (made with mode perm) what in, which fi
+// describes, has besides content, as cp -p would: its user extended
+// attributes (not overlayfs's) and modification time.
+func copyFDMeta(out, in int, perm uint32, fi fs.FileInfo) error {
+	attrs, err := readXattrs(fmt.Sprintf("/proc/self/fd/%d", in), unix.Listxattr, unix.Getxattr)
+	if err != nil {
+		return err
+	}
+	if len(attrs) > 0 {
+		if perm&0o200 == 0 { // setting them needs write access
+			if err := unix.Fchmod(out, perm|0o200); err != nil {
+				return err
+			}
+			defer unix.Fchmod(out, perm)
+		}
+		for name, v := range attrs {
+			if err := unix.Fsetxattr(out, name, v, 0); err != nil {
+				return fmt.Errorf("setxattr %s: %w", name, err)
+			}
+		}
+	}
+	mt := fi.ModTime()
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: mt.Unix(), Nsec: int64(mt.Nanosecond())}}
+	return unix.UtimesNanoAt(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", out), ts, 0)
+}
+
+// ctimeOf returns fi's change time in nanoseconds, 0 if unknown.
+func ctimeOf(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ctim.Nano()
+	}
+	return 0
+}
+
+// setLinkMtime sets the modification time of p, a symlink itself.
+func setLinkMtime(p string, t time.Time) error { return setMtimeAt(unix.AT_FDCWD, p, t) }

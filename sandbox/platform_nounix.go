@@ -16,8 +16,9 @@ const oNoFollow = 0
 
 // applier is the commit's writer; it cannot be made here.
 type applier struct {
-	rootFD int
-	repeat bool
+	rootFD   int
+	repeat   bool
+	dirTimes []DirTime
 }
 
 func newApplier(_, _ string) (*applier, error) { return nil, Supported() }

@@ -247,6 +247,12 @@ func (tx *Tx) Mkdir(name string, perm fs.FileMode) error {
 	if err := os.Mkdir(tx.up(rel), perm.Perm()); err != nil {
 		return pathErr("mkdir", name, err)
 	}
+	if special := perm & (fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky); special != 0 {
+		// mkdir applies the umask but may drop these: add them as chmod would.
+		if fi, err := os.Lstat(tx.up(rel)); err == nil {
+			os.Chmod(tx.up(rel), modeBits(fi.Mode())|special)
+		}
+	}
 	if wasWhiteout {
 		return setOpaque(tx.up(rel))
 	}
