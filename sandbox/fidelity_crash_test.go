@@ -52,9 +52,10 @@ func stageMeta(t *testing.T, tx *Tx) {
 	must(t, os.Chmod(n, os.ModeSetuid|0o755))
 	must(t, os.Link(n, filepath.Join(up, "new-link")))
 	w := filepath.Join(up, "written.txt")
-	must(t, os.WriteFile(w, []byte("v2\n"), 0o444))
+	must(t, os.WriteFile(w, []byte("v2\n"), 0o644))
 	must(t, unix.Setxattr(w, "user.overlay.origin", nil, 0))
 	must(t, unix.Setxattr(w, "user.kept", []byte("w"), 0))
+	must(t, os.Chmod(w, 0o444)) // read-only: stripping the origin needs it writable for the while
 	must(t, os.Mkdir(filepath.Join(up, "keep"), 0o755))
 	must(t, unix.Setxattr(filepath.Join(up, "keep"), "user.d", []byte("3"), 0))
 	must(t, os.Chmod(filepath.Join(up, "keep"), os.ModeSticky|0o755))
