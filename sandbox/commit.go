@@ -303,8 +303,10 @@ func (r *commitRun) abort(cause error, rollback func(gid string, i int) error) u
 		return res
 	}
 	// The restore renamed paths back (new ctimes): what the real side
-	// looks like now is the base a later commit compares against.
-	if err := appendBase(r.dir, r.w.root, r.j.Changes); err == nil {
+	// looks like now is the base a later commit compares against. The
+	// journal vouches for the transaction: its tx.json is signed again
+	// (one an earlier release begun would not be).
+	if err := appendBase(r.dir, r.w.root, r.j.Changes); err == nil && resignMeta(r.w, r.dir, r.key) == nil {
 		res.reopened = removeJournal(r.dir) == nil
 	}
 	return res

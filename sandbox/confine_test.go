@@ -98,7 +98,11 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	mkTree(t, e.ws, map[string]string{"a.txt": "a", "tapes/run.jbx": "tape", "out-before": "-> " + e.out})
 	mkTree(t, e.out, map[string]string{"keep": "k"})
 	mkTree(t, e.home, map[string]string{".bashrc": "# rc\n"})
-	for _, d := range []string{e.ws, e.out, e.home} {
+	// The booth key lives outside HOME: Begin makes its folder, which the
+	// booth hides, and hiding a folder under the private /tmp makes its
+	// parents there (HOME among them, when HOME is under /tmp as here).
+	must(t, os.MkdirAll(filepath.Join(base, "state"), 0o700))
+	for _, d := range []string{e.ws, e.out, e.home, filepath.Join(base, "state")} {
 		must(t, filepath.Walk(d, func(p string, _ os.FileInfo, err error) error {
 			if err != nil {
 				return err
@@ -129,7 +133,7 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 }
 
 func (e *catalogueEnv) env() []string {
-	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home, "XDG_STATE_HOME="+filepath.Join(e.home, ".local", "state"), // the booth key
+	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home, "XDG_STATE_HOME="+filepath.Join(e.base, "state"), // the booth key
 		"VICTIM="+strconv.Itoa(e.victim.Process.Pid), "SHMID="+e.shmid)
 }
 

@@ -33,6 +33,11 @@ var (
 	ErrClosed = errors.New("sandbox: transaction is closed")
 	// ErrNoTx reports that no booth transaction matches the request.
 	ErrNoTx = errors.New("sandbox: no such transaction")
+	// ErrUntrusted reports a transaction whose tx.json this user's
+	// jukebox did not write for this workspace (planted with a cloned
+	// repository, an earlier release's, tampered or copied): it is
+	// listed and can be discarded, never opened or committed.
+	ErrUntrusted = errors.New("sandbox: transaction not made by this jukebox in this workspace")
 	// ErrNoSavepoint reports an unknown savepoint name.
 	ErrNoSavepoint = errors.New("sandbox: no such savepoint")
 	// ErrCrash is returned by a test failpoint to simulate a crash: the

@@ -10,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/crypto/blake2b"
 )
 
 // journalName is the decision record inside a transaction's directory.
@@ -79,16 +77,7 @@ type journalFile struct {
 }
 
 // journalMAC is the keyed BLAKE2b-256 of the body, under the format name.
-func journalMAC(key, body []byte) []byte {
-	h, err := blake2b.New256(key)
-	if err != nil {
-		panic(err) // only for a key longer than 64 bytes
-	}
-	h.Write([]byte(journalFormat))
-	h.Write([]byte{0})
-	h.Write(body)
-	return h.Sum(nil)
-}
+func journalMAC(key, body []byte) []byte { return bodyMAC(journalFormat, key, body) }
 
 // writeJournal binds j to w and its directory's transaction, signs it
 // with key and replaces the journal atomically.

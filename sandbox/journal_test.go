@@ -342,15 +342,25 @@ func TestBoothKey(t *testing.T) {
 	if _, err := loadKey(inside, w, true); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
 		t.Fatalf("key inside the workspace: %v", err)
 	}
-	// A commit with a key it cannot use refuses before anything is applied.
+	// A booth with a key it cannot use does not begin (the key signs
+	// tx.json), and leaves nothing behind.
 	mkTree(t, ws, map[string]string{"a.txt": "a"})
 	before := treeHash(t, ws)
-	tx, err := Begin(ws, link)
+	if _, err := Begin(ws, link); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("begin with a symlinked key: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, ".jukebox")); !os.IsNotExist(err) {
+		t.Fatalf("begin with a symlinked key left state behind: %v", err)
+	}
+	// A commit with a key it cannot use refuses before anything is applied.
+	tx, err := Begin(ws, opts)
 	must(t, err)
 	must(t, tx.WriteFile("a.txt", []byte("b"), 0o644))
+	must(t, os.Chmod(opts.KeyFile, 0o644))
 	if _, err := tx.Commit(ctx); err == nil || tx.Closed() || treeHash(t, ws) != before {
-		t.Fatalf("commit with a symlinked key: %v (closed %v)", err, tx.Closed())
+		t.Fatalf("commit with a group-readable key: %v (closed %v)", err, tx.Closed())
 	}
+	must(t, os.Chmod(opts.KeyFile, 0o600))
 	must(t, tx.Rollback(ctx))
 }
 

@@ -36,7 +36,7 @@ func (tx *Tx) Savepoint(ctx context.Context, name string) error {
 		}
 	}
 	tx.meta.Savepoints = append(tx.meta.Savepoints, name)
-	if err := writeJSONAtomic(filepath.Join(tx.dir, "tx.json"), tx.meta); err != nil {
+	if err := tx.writeMeta(); err != nil {
 		return fmt.Errorf("sandbox: savepoint: %w", err)
 	}
 	tx.emit(Event{Kind: EventSavepoint, Name: name})
@@ -74,7 +74,7 @@ func (tx *Tx) RollbackTo(ctx context.Context, name string) error {
 		removeAll(tx.savepointDir(k))
 	}
 	tx.meta.Savepoints = tx.meta.Savepoints[:i+1]
-	if err := writeJSONAtomic(filepath.Join(tx.dir, "tx.json"), tx.meta); err != nil {
+	if err := tx.writeMeta(); err != nil {
 		return fmt.Errorf("sandbox: rollback to: %w", err)
 	}
 	return removeAll(old)

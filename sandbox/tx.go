@@ -85,10 +85,14 @@ func newWorkspace(dir string, opts Options) (*workspace, error) {
 	return w, nil
 }
 
-// txMeta is tx.json, written once at Begin and on each savepoint.
+// txMeta is tx.json's body, written at Begin and on each savepoint,
+// signed and bound to the workspace (txauth.go).
 type txMeta struct {
-	ID         string    `json:"id"`
-	Workspace  string    `json:"workspace"`
+	ID        string `json:"id"`
+	Workspace string `json:"workspace"`
+	// Dev and Ino bind it to the workspace directory, as a journal is.
+	Dev        uint64    `json:"dev,omitempty"`
+	Ino        uint64    `json:"ino,omitempty"`
 	Created    time.Time `json:"created"`
 	BeginCtime int64     `json:"begin_ctime_ns"`
 	Savepoints []string  `json:"savepoints,omitempty"`
@@ -103,6 +107,7 @@ type Tx struct {
 	upper  string // the staging area, in overlayfs upper-dir format
 	meta   txMeta
 	opts   Options
+	key    []byte // the booth key, which signs tx.json
 	base   map[string]fingerprint
 	parts  []Participant
 	closed bool
@@ -119,7 +124,11 @@ func Begin(dir string, opts Options) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx := &Tx{ws: w, opts: opts, base: map[string]fingerprint{}}
+	key, err := loadKey(opts, w, true)
+	if err != nil {
+		return nil, err
+	}
+	tx := &Tx{ws: w, opts: opts, key: key, base: map[string]fingerprint{}}
 	tx.setDir(filepath.Join(w.stateRoot, id))
 	if err := os.MkdirAll(tx.upper, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: begin: %w", err)
@@ -129,7 +138,7 @@ func Begin(dir string, opts Options) (*Tx, error) {
 		return nil, fmt.Errorf("sandbox: begin: %w", err)
 	}
 	tx.meta = txMeta{ID: id, Workspace: w.root, Created: time.Now().UTC(), BeginCtime: ctime}
-	if err := writeJSONAtomic(filepath.Join(tx.dir, "tx.json"), tx.meta); err != nil {
+	if err := tx.writeMeta(); err != nil {
 		return nil, fmt.Errorf("sandbox: begin: %w", err)
 	}
 	tx.emit(Event{Kind: EventBegin})
@@ -137,6 +146,8 @@ func Begin(dir string, opts Options) (*Tx, error) {
 }
 
 // Open reopens a transaction left open (for example with --keep) by id.
+// One whose tx.json this user's jukebox did not write for this workspace
+// is refused with ErrUntrusted.
 func Open(dir, id string, opts Options) (*Tx, error) {
 	w, err := newWorkspace(dir, opts)
 	if err != nil {
@@ -147,12 +158,17 @@ func Open(dir, id string, opts Options) (*Tx, error) {
 	}
 	tx := &Tx{ws: w, opts: opts}
 	tx.setDir(filepath.Join(w.stateRoot, id))
-	if err := readJSON(filepath.Join(tx.dir, "tx.json"), &tx.meta); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %q", ErrNoTx, id)
-		}
+	keys := &keyRing{opts: opts, w: w}
+	m, untrusted, err := readMeta(w, tx.dir, keys)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: %q", ErrNoTx, id)
+	case err != nil:
 		return nil, fmt.Errorf("sandbox: open %s: %w", id, err)
+	case untrusted != "":
+		return nil, fmt.Errorf("%w: %s: %s", ErrUntrusted, id, untrusted)
 	}
+	tx.meta, tx.key = m, keys.key
 	if _, err := os.Lstat(filepath.Join(tx.dir, journalName)); err == nil {
 		return nil, fmt.Errorf("sandbox: open %s: it holds a commit journal (an interrupted commit, or one recovery will not apply): jukebox booth status says which", id)
 	}
@@ -173,9 +189,10 @@ type TxInfo struct {
 	// "commit", "undo" or "applied"; "" when there is none or it is
 	// untrusted.
 	Journal string `json:"journal,omitempty"`
-	// Untrusted says why recovery will never apply this transaction's
-	// journal: unauthenticated (an earlier release, or planted with a
-	// cloned repository), a bad MAC, or bound to another workspace or
+	// Untrusted says why this transaction is never opened, committed or
+	// recovered: its journal, or (without one) its tx.json, is
+	// unauthenticated (an earlier release's, or planted with a cloned
+	// repository), has a bad MAC, or is bound to another workspace or
 	// transaction. Discard removes it.
 	Untrusted string `json:"untrusted,omitempty"`
 }
@@ -199,14 +216,16 @@ func List(dir string, opts Options) ([]TxInfo, error) {
 			continue
 		}
 		dir := filepath.Join(w.stateRoot, e.Name())
-		var m txMeta
-		merr := readJSON(filepath.Join(dir, "tx.json"), &m)
+		m, muntrusted, merr := readMeta(w, dir, keys)
 		j, found, untrusted, jerr := readJournal(w, dir, keys)
 		if jerr != nil {
 			untrusted = "cannot check its journal: " + jerr.Error()
 		}
 		if merr != nil && !found {
 			continue
+		}
+		if !found {
+			untrusted = muntrusted // a trusted journal vouches for the rest
 		}
 		info := TxInfo{ID: e.Name(), Created: m.Created, Committing: found, Untrusted: untrusted}
 		if found && untrusted == "" {

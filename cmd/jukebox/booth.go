@@ -24,7 +24,7 @@ type BoothCmd struct {
 	Commit   BoothCommitCmd   `cmd:"" help:"Apply a booth transaction to the workspace, all or nothing."`
 	Rollback BoothRollbackCmd `cmd:"" help:"Discard a booth transaction; the workspace stays as it is."`
 	Recover  BoothRecoverCmd  `cmd:"" help:"Finish or undo commits a crash or a failed step interrupted (journals this jukebox wrote only)."`
-	Discard  BoothDiscardCmd  `cmd:"" help:"Remove a transaction's state (one whose journal is not trusted, or one left open) without touching the workspace."`
+	Discard  BoothDiscardCmd  `cmd:"" help:"Remove a transaction's state (one that is not trusted, or one left open) without touching the workspace."`
 	Exec     BoothExecCmd     `cmd:"" help:"Run a WASI (preview 1) .wasm tool against the staged view."`
 }
 
@@ -65,7 +65,8 @@ func (b *boothTarget) recover(ctx context.Context, env *Env) (sandbox.RecoverRep
 	return rep, err
 }
 
-// untrustedText says why a journal is not applied and how to remove it.
+// untrustedText says why a transaction (its journal, or its tx.json) is
+// not applied and how to remove it.
 func untrustedText(id, reason string) string {
 	return fmt.Sprintf("%s: %s: not applied; jukebox booth discard %s removes it", id, reason, id)
 }
@@ -78,7 +79,9 @@ func (b *boothTarget) open(ctx context.Context, env *Env) (*sandbox.Tx, error) {
 	return b.find()
 }
 
-// find opens the chosen (or only) transaction without recovering anything.
+// find opens the chosen (or only) transaction without recovering
+// anything. A transaction this jukebox did not make here (untrusted) is
+// never the default and never opened.
 func (b *boothTarget) find() (*sandbox.Tx, error) {
 	id := b.Tx
 	if id == "" {
@@ -86,16 +89,25 @@ func (b *boothTarget) find() (*sandbox.Tx, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch len(infos) {
+		trusted := slices.DeleteFunc(slices.Clone(infos), func(i sandbox.TxInfo) bool { return i.Untrusted != "" })
+		untrusted := ""
+		if n := len(infos) - len(trusted); n > 0 {
+			untrusted = fmt.Sprintf(" (%d untrusted, never chosen: jukebox booth status lists them)", n)
+		}
+		switch len(trusted) {
 		case 0:
-			return nil, fmt.Errorf("%w in %s", sandbox.ErrNoTx, b.Workspace)
+			return nil, fmt.Errorf("%w in %s%s", sandbox.ErrNoTx, b.Workspace, untrusted)
 		case 1:
-			id = infos[0].ID
+			id = trusted[0].ID
 		default:
-			return nil, fmt.Errorf("%d open booth transactions in %s: choose one with --tx", len(infos), b.Workspace)
+			return nil, fmt.Errorf("%d open booth transactions in %s: choose one with --tx%s", len(trusted), b.Workspace, untrusted)
 		}
 	}
-	return sandbox.Open(b.Workspace, id, sandbox.Options{})
+	tx, err := sandbox.Open(b.Workspace, id, sandbox.Options{})
+	if errors.Is(err, sandbox.ErrUntrusted) {
+		return nil, fmt.Errorf("%w: never opened or committed; jukebox booth discard %s removes it", err, id)
+	}
+	return tx, err
 }
 
 // BoothStatusCmd lists open transactions.
@@ -254,7 +266,7 @@ func (c *BoothRecoverCmd) Run(ctx context.Context, env *Env) error {
 type BoothDiscardCmd struct {
 	Workspace string `short:"C" default:"." type:"path" help:"Workspace directory."`
 	ID        string `arg:"" optional:"" help:"The transaction to remove."`
-	All       bool   `help:"Remove every transaction whose journal is not trusted (earlier release, planted, tampered, or another workspace's)."`
+	All       bool   `help:"Remove every transaction whose journal or tx.json is not trusted (earlier release, planted, tampered, or another workspace's)."`
 	JSON      bool   `help:"Print JSON."`
 }
 
@@ -295,7 +307,7 @@ func (c *BoothDiscardCmd) Run(env *Env) error {
 		return boothJSON(env.Stdout, map[string][]string{"discarded": done})
 	}
 	if len(done) == 0 {
-		fmt.Fprintln(env.Stdout, "no untrusted journals to discard")
+		fmt.Fprintln(env.Stdout, "no untrusted transactions to discard")
 	}
 	return nil
 }
