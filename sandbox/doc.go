@@ -86,6 +86,45 @@
 // descriptors opened with O_NOFOLLOW, so a real directory swapped for a
 // symlink cannot carry a commit outside the workspace.
 //
+// # What a commit keeps
+//
+// A commit leaves what a plain run would have left, besides content:
+//
+//   - modes with setuid, setgid and sticky bits (Change.Mode carries
+//     fs.ModeSetuid and the others; Change.UnixMode is what chmod and the
+//     tape take);
+//   - extended attributes in the user namespace (Change.Xattrs, the whole
+//     set the path ends with), never overlayfs's own: a copied-up file
+//     carries user.overlay.origin (trusted.overlay.* without userxattr),
+//     which apply strips from the staged inode before linking it in. A
+//     file whose content is the same but whose mode, mtime or attributes
+//     changed is an OpChmod carrying them (a directory's, OpChmodDir).
+//     security.* and trusted.* attributes (capabilities, SELinux labels)
+//     are out of scope: they are neither staged nor committed;
+//   - modification times (Change.Mtime) of files and symlinks, and of
+//     staged directories (ChangeSet.DirTimes, set last, children first,
+//     best effort: a directory another user owns keeps the commit's
+//     time; the workspace root's is not kept, the state lives in it);
+//   - hard links: names the agent gave one file whose names are all in
+//     the staging area (a new file, or a real one it linked, which
+//     overlayfs copies up) form a group committed as one inode: every
+//     name is an OpWrite, each after the first (in path order) naming it
+//     in Change.Link; they are names of one staged inode, which commit
+//     links in. A file that shares its inode with anything else is
+//     refused (RefusedHardLink).
+//
+// In-process staging (the Tx methods, WASI) copies up as overlayfs does:
+// mode, user attributes and times, and a copy-up leaves its directory's
+// time alone. The copy fallback keeps modes, files' attributes and
+// mtimes (its copy is made as cp -p makes one, and a file whose change
+// time moved is folded), but refuses hard links and keeps neither the
+// attributes nor the times of directories. The journal and the aside
+// log carry all of it, so recovery finishes or undoes it (an undo puts
+// back the attributes, mode and mtime of a path that kept its inode);
+// a journal written before these fields recovers as it was written.
+//
+// # Trust
+//
 // Recovery trusts only journals this user's jukebox wrote: each is bound
 // to its transaction id and workspace (real path, device and inode) and
 // carries a keyed BLAKE2b MAC under a per-user key kept outside every
@@ -93,7 +132,13 @@
 // staging checks again. Any other journal (an earlier release's, one that
 // arrived with a cloned repository, a tampered or copied one) is listed
 // by List and Recover and never applied; Discard removes it. A state
-// directory reached through a symlink is refused.
+// directory reached through a symlink is refused. A transaction's
+// tx.json is signed and bound the same way (Begin makes the key when
+// there is none): Open refuses, with ErrUntrusted, one whose tx.json does
+// not verify, so a planted staging area is never opened, diffed or
+// committed; List gives the reason in TxInfo.Untrusted, and Discard
+// removes it. Transactions an earlier release left open have an unsigned
+// tx.json and are untrusted too: nothing tells them from planted ones.
 //
 // # SQLite
 //
@@ -113,10 +158,10 @@
 // ErrStatePath or ErrInvalidPath. A symlink itself is data: its target is
 // recorded whatever it points at, and Commit writes the link with
 // symlinkat into a directory opened O_NOFOLLOW, never following it. What
-// a change set cannot hold (fifos, sockets, devices, hard-linked files,
-// paths over PATH_MAX, entries it cannot read) does not fail Diff: each
-// is listed in ChangeSet.Refused with its reason and never applied, and
-// the rest of the change set is whole. Change sets print safely
+// a change set cannot hold (fifos, sockets, devices, files hard-linked to
+// something outside it, paths over PATH_MAX, entries it cannot read) does
+// not fail Diff: each is listed in ChangeSet.Refused with its reason and
+// never applied, and the rest of the change set is whole. Change sets print safely
 // (QuotePath) and flag sensitive paths (Change.Sensitive). A confined child can
 // write only the staged workspace, its private /tmp and /dev/shm and the
 // WriteLive paths; in the copy fallback nothing outside the workspace is
