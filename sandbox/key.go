@@ -133,23 +133,12 @@ func makeKey(name string) error {
 		return err
 	}
 	tmp := name + ".tmp-" + hex.EncodeToString(r[:])
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
-	if err != nil {
+	key := make([]byte, keySize)
+	if _, err := rand.Read(key); err != nil {
 		return err
 	}
 	defer os.Remove(tmp)
-	key := make([]byte, keySize)
-	_, err = rand.Read(key)
-	if err == nil {
-		_, err = f.Write(key)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeSynced(tmp, key, os.O_EXCL|oNoFollow); err != nil {
 		return err
 	}
 	if err := os.Link(tmp, name); err != nil {

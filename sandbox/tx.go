@@ -282,24 +282,30 @@ func writeJSONAtomic(name string, v any) error {
 		return err
 	}
 	tmp := name + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeSynced(tmp, append(data, '\n'), os.O_TRUNC); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, name); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(name))
+}
+
+// writeSynced creates name (0600, with the extra open flags) and writes
+// data to it, synced and closed, for a caller to rename or link into place.
+func writeSynced(name string, data []byte, flags int) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|flags, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func readJSON(name string, v any) error {
