@@ -411,17 +411,7 @@ func validTxName(id string) bool {
 // whole.
 func writeFileAtomic(name string, data []byte) error {
 	tmp := name + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := writeSynced(tmp, data, os.O_TRUNC|oNoFollow)
 	if err == nil {
 		err = os.Rename(tmp, name)
 	}

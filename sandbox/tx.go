@@ -274,21 +274,13 @@ func newTxID() (string, error) {
 	return fmt.Sprintf("tx-%016x%s", time.Now().UnixNano(), hex.EncodeToString(r[:])), nil
 }
 
-// writeJSONAtomic writes v to name through a synced temporary file and a
-// rename, then syncs the directory, so readers see the old or new whole.
+// writeJSONAtomic writes v to name as writeFileAtomic does.
 func writeJSONAtomic(name string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := name + ".tmp"
-	if err := writeSynced(tmp, append(data, '\n'), os.O_TRUNC); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(name))
+	return writeFileAtomic(name, append(data, '\n'))
 }
 
 // writeSynced creates name (0600, with the extra open flags) and writes
