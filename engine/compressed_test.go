@@ -20,6 +20,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -271,7 +272,7 @@ func TestTimelineReadsCompressedBodiesOfOldTapes(t *testing.T) {
 		dt.Frames[1].Body != "compressed answer" || dt.Frames[1].Tokens != 42 {
 		t.Fatalf("diff frames %+v", dt.Frames)
 	}
-	if got := engine.PayloadBody(&tapefmt.LLMResponse{Header: enc}, respBody); !bytes.Contains(got.Text, []byte("compressed answer")) {
+	if got := llmwire.PayloadBody(&tapefmt.LLMResponse{Header: enc}, respBody); !bytes.Contains(got.Text, []byte("compressed answer")) {
 		t.Fatalf("PayloadBody: %q", got.Text)
 	}
 }

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/jukebox-os/jukebox/llmwire"
+
 // EventKind says what happened in a run.
 type EventKind int
 
@@ -18,9 +20,9 @@ type Event struct {
 	Seq  uint64 // frame written, when one was
 	Call uint64
 	// CallUsage is, for EventResponse, the call's usage, model and cost as
-	// ResponseUsage finds them on the tape, so a live counter agrees with
+	// llmwire.ResponseUsage finds them on the tape, so a live counter agrees with
 	// `ls` and the turntable; for EventRequest, Model is the one asked for.
-	CallUsage
+	llmwire.CallUsage
 	Data []byte      // output bytes
 	Div  *Divergence // for EventDiverged
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -37,7 +38,7 @@ func TestExtractUsage(t *testing.T) {
 		{"garbage", "data: {not json\n\n<html>", "", tapefmt.Usage{}},
 	}
 	for _, c := range cases {
-		model, u := ExtractUsage([]byte(c.body))
+		model, u := llmwire.ExtractUsage([]byte(c.body))
 		if model != c.model || u != c.want {
 			t.Errorf("%s: got %q %+v, want %q %+v", c.name, model, u, c.model, c.want)
 		}

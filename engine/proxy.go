@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -199,14 +200,14 @@ func (p *proxy) recordRequest(x *exchange) error {
 			return err
 		}
 	}
-	ri := parseRequestInfo(DecodeBody(x.req.Header, x.body).Text)
+	ri := llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text)
 	h, err := p.tape.PutBlob(x.provider.Name+" "+x.path+" request", x.body)
 	if err != nil {
 		return err
 	}
 	seq, err := p.tape.Append(0, tapefmt.LLMRequest{Call: x.call, Provider: x.provider.Name, Method: x.req.Method,
 		Path: x.path, Query: x.query, Header: x.req.Header, Body: h, Size: int64(len(x.body)), Model: ri.Model, Stream: ri.Stream})
-	p.emit(Event{Kind: EventRequest, Seq: seq, Call: x.call, CallUsage: CallUsage{Model: ri.Model}})
+	p.emit(Event{Kind: EventRequest, Seq: seq, Call: x.call, CallUsage: llmwire.CallUsage{Model: ri.Model}})
 	return err
 }
 
@@ -222,8 +223,8 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 		}
 		seq, _ := p.tape.Append(0, a.resp)
 		body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
-		model := func() string { return parseRequestInfo(DecodeBody(x.req.Header, x.body).Text).Model }
-		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: ResponseUsage(&a.resp, body, model)})
+		model := func() string { return llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model }
+		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: llmwire.ResponseUsage(&a.resp, body, model)})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -107,9 +108,9 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	a.resp.Size, a.resp.Elapsed = int64(body.Len()), int64(time.Since(x.start))
 	// The body is kept compressed, as sent; model and usage are read from
 	// its decoded form.
-	d := DecodeBody(resp.Header, a.body)
+	d := llmwire.DecodeBody(resp.Header, a.body)
 	a.resp.Encoding, a.resp.Undecodable = d.Encoding, d.Undecodable
-	a.resp.Model, a.resp.Usage = ExtractUsage(d.Text)
+	a.resp.Model, a.resp.Usage = llmwire.ExtractUsage(d.Text)
 	return a
 }
 

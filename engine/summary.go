@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -20,7 +21,7 @@ type Summary struct {
 	Steps     int                `json:"steps"`
 	Calls     int                `json:"llm_calls"`
 	Usage     tapefmt.Usage      `json:"tokens"`
-	Cost      float64            `json:"cost_usd"`                  // of the priced calls (ResponseUsage)
+	Cost      float64            `json:"cost_usd"`                  // of the priced calls (llmwire.ResponseUsage)
 	Unpriced  []string           `json:"unpriced_models,omitempty"` // models without a known rate; "?" for calls that name none
 	Exit      *tapefmt.RunEnd    `json:"exit,omitempty"`            // nil while a run has no end frame
 	Parent    *tapefmt.ParentRef `json:"parent,omitempty"`
@@ -29,7 +30,7 @@ type Summary struct {
 }
 
 // Summarize reads the run's start and end frames and every LLM call, whose
-// tokens and cost it finds by ResponseUsage.
+// tokens and cost it finds by llmwire.ResponseUsage.
 func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: t.Steps(),
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
@@ -53,7 +54,7 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 		case *tapefmt.LLMRequest:
 			models[p.Call] = p.Model
 		case *tapefmt.LLMResponse:
-			s.addCall(ResponseUsage(p, t.Blob, func() string { return models[p.Call] }), unpriced)
+			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() string { return models[p.Call] }), unpriced)
 		}
 	}
 	if n := t.Len(); n > 0 {
@@ -70,7 +71,7 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 	return s, nil
 }
 
-func (s *Summary) addCall(c CallUsage, unpriced map[string]bool) {
+func (s *Summary) addCall(c llmwire.CallUsage, unpriced map[string]bool) {
 	s.Calls++
 	u := c.Usage
 	s.Usage.Input += u.Input

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -58,4 +60,23 @@ func USD(c float64) string {
 		return fmt.Sprintf("$%.2f", c)
 	}
 	return fmt.Sprintf("$%.0f", c)
+}
+
+// indentJSON pretty-prints JSON so that a word diff reads key by key; text
+// that is not JSON is returned as it is.
+func indentJSON(raw []byte) string {
+	var out bytes.Buffer
+	if json.Indent(&out, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return out.String()
+}
+
+// jsonText returns a JSON string's value, or other JSON indented.
+func jsonText(raw []byte) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return indentJSON(raw)
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -218,9 +219,9 @@ func shortPath(p string) string {
 }
 
 // usage is the usage, model and cost of the response at frame i, found by
-// ResponseUsage; its request is looked for only when the model is missing.
-func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) CallUsage {
-	return ResponseUsage(p, tl.t.Blob, func() string {
+// llmwire.ResponseUsage; its request is looked for only when the model is missing.
+func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) llmwire.CallUsage {
+	return llmwire.ResponseUsage(p, tl.t.Blob, func() string {
 		if req, _ := tl.request(i, p.Call); req != nil {
 			return req.Model
 		}

@@ -5,14 +5,13 @@ package engine
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/diffview"
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -58,7 +57,7 @@ type CallDetail struct {
 	ResponseErr       error // the response body does not read (a *FrameError)
 	// RequestCoding and ResponseCoding say whether a body was stored
 	// compressed and how decoding it went; the texts above are decoded.
-	RequestCoding, ResponseCoding Coding
+	RequestCoding, ResponseCoding llmwire.Coding
 	body                          []byte      // the response body, decoded, for Streamed
 	stored                        []byte      // the response body as stored, when compressed
 	header                        http.Header // the response headers, to decode a prefix of stored
@@ -145,7 +144,7 @@ func (tl *Timeline) blob(h tapefmt.Hash) []byte {
 
 // body reads a request or response body and decodes it by its headers:
 // the stored bytes, and the decoded text cut to maxShownBody.
-func (tl *Timeline) body(h http.Header, hash tapefmt.Hash) ([]byte, DecodedBody) {
+func (tl *Timeline) body(h http.Header, hash tapefmt.Hash) ([]byte, llmwire.DecodedBody) {
 	b, d, _ := shownBody(tl.t, h, hash)
 	return b, d
 }
@@ -168,7 +167,7 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 		if d.Encoding != "" {
 			c.stored, c.header = shown(stored), resp.Header
 		}
-		c.Answer = responseText(c.body)
+		c.Answer = llmwire.ResponseText(c.body)
 		if resp.Status/100 != 2 {
 			c.Answer = string(c.body)
 		}
@@ -182,42 +181,16 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 // parseRequest fills the context window from a request body of the OpenAI
 // chat or Responses API or the Anthropic Messages API.
 func (c *CallDetail) parseRequest(body []byte) {
-	var req wireRequest
-	var params map[string]json.RawMessage
-	if json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &params) != nil {
+	p, ok := llmwire.ParsePrompt(body)
+	if !ok {
 		if len(body) > 0 {
 			c.Messages = append(c.Messages, message("body", string(body)))
 		}
 		return
 	}
-	for _, k := range requestParams {
-		if v, ok := params[k]; ok {
-			c.Params = append(c.Params, k+": "+compactJSON(v))
-		}
-	}
-	for _, t := range req.Tools {
-		name := t.Name
-		if t.Function != nil {
-			name = t.Function.Name
-		}
-		c.Tools = append(c.Tools, name)
-	}
-	c.System = strings.TrimSpace(contentText(req.System) + "\n" + contentText(req.Instructions))
-	items := req.Messages
-	var input string
-	if json.Unmarshal(req.Input, &input) == nil {
-		items = append(items, wireItem{Role: "user", Text: input, Type: "text"})
-	} else {
-		var more []wireItem
-		_ = json.Unmarshal(req.Input, &more) // absent outside the Responses API
-		items = append(items, more...)
-	}
-	for _, m := range items {
-		role, text, _ := strings.Cut(strings.TrimSuffix(messageLine(m), "\n"), ": ")
-		if (role == "system" || role == "developer") && c.System == "" {
-			c.System = text
-		}
-		c.Messages = append(c.Messages, message(role, text))
+	c.Params, c.Tools, c.System = p.Params, p.Tools, p.System
+	for _, m := range p.Messages {
+		c.Messages = append(c.Messages, message(m.Role, m.Text))
 	}
 }
 
@@ -252,9 +225,9 @@ func (c *CallDetail) Streamed(elapsed time.Duration) (string, bool) {
 	}
 	part := stored[:end]
 	if c.stored != nil {
-		part = shown(DecodeBody(c.header, part).Text)
+		part = shown(llmwire.DecodeBody(c.header, part).Text)
 	}
-	return responseText(part), false
+	return llmwire.ResponseText(part), false
 }
 
 func (tl *Timeline) tool(p *tapefmt.ToolCall, i int) *ToolDetail {

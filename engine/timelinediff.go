@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/diffview"
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -163,7 +164,7 @@ func (b *timelineBuilder) request(fr *diffview.Frame, p *tapefmt.LLMRequest) err
 	if err != nil {
 		return err
 	}
-	fr.Body = b.text(p.Body, body, requestText)
+	fr.Body = b.text(p.Body, body, llmwire.RequestText)
 	return nil
 }
 
@@ -187,7 +188,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 	if err != nil {
 		return err
 	}
-	c := ResponseUsage(p, b.t.Blob, func() string {
+	c := llmwire.ResponseUsage(p, b.t.Blob, func() string {
 		if req != nil {
 			return req.Model
 		}
@@ -207,7 +208,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 	case p.Status/100 != 2:
 		fr.Body = string(body)
 	default:
-		fr.Body = b.text(p.Body, body, responseText)
+		fr.Body = b.text(p.Body, body, llmwire.ResponseText)
 	}
 	return nil
 }
@@ -290,12 +291,12 @@ func (b *timelineBuilder) body(h http.Header, hash tapefmt.Hash) ([]byte, error)
 // shownBody reads blob hash of t and decodes it by the headers h for
 // display (at most maxShownBody bytes of text); it returns the stored bytes
 // too. The timeline's frame detail and diff's timelines both read bodies so.
-func shownBody(t *tapefmt.Tape, h http.Header, hash tapefmt.Hash) ([]byte, DecodedBody, error) {
+func shownBody(t *tapefmt.Tape, h http.Header, hash tapefmt.Hash) ([]byte, llmwire.DecodedBody, error) {
 	if hash.IsZero() {
-		return nil, DecodedBody{}, nil
+		return nil, llmwire.DecodedBody{}, nil
 	}
 	b, err := t.Blob(hash)
-	d := DecodeBody(h, b)
+	d := llmwire.DecodeBody(h, b)
 	d.Text = shown(d.Text)
 	return b, d, err
 }

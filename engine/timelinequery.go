@@ -9,6 +9,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -235,7 +236,7 @@ func (tl *Timeline) text(i int) ([]byte, *FrameError) {
 			bad = newFrameError(i, blobRole(p, j), h, err)
 		}
 		if err == nil {
-			out = append(append(out, '\n'), blobText(p, PayloadBody(p, b).Text)...)
+			out = append(append(out, '\n'), blobText(p, llmwire.PayloadBody(p, b).Text)...)
 		}
 	}
 	return out, bad
@@ -245,9 +246,9 @@ func (tl *Timeline) text(i int) ([]byte, *FrameError) {
 func blobText(p tapefmt.Payload, b []byte) string {
 	switch p.(type) {
 	case *tapefmt.LLMRequest:
-		return requestText(b)
+		return llmwire.RequestText(b)
 	case *tapefmt.LLMResponse:
-		return responseText(b)
+		return llmwire.ResponseText(b)
 	}
 	if !utf8.Valid(b) {
 		return ""

@@ -4,5 +4,5 @@
 // breaker price calls through Cost, so they agree on the same calls.
 //
 // It is a leaf: it imports only tapefmt, for Usage. Finding a call's usage
-// and model on a tape is engine's job (engine.ResponseUsage).
+// and model on a tape is llmwire's job (llmwire.ResponseUsage).
 package prices

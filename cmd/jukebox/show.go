@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -167,7 +168,7 @@ func (c *ShowCmd) blobs(t *tapefmt.Tape, p tapefmt.Payload) (map[string]string, 
 			return out, fmt.Errorf("blob %s: %w", h.Short(), err)
 		}
 		// A compressed HTTP body is shown decoded, and says so.
-		d := engine.PayloadBody(p, b)
+		d := llmwire.PayloadBody(p, b)
 		text := blobText(d.Text, c.Full)
 		if n := d.Note(); n != "" && !c.JSON {
 			text = fmt.Sprintf("(%s: %d bytes stored, %d decoded)\n%s", n, len(b), len(d.Text), text)

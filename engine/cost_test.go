@@ -146,34 +146,3 @@ func TestCostAgrees(t *testing.T) {
 	}
 	check("fork counter (Event)", ftok, fusd, funpriced)
 }
-
-// TestResponseUsageModel checks where the model comes from: the frame,
-// else the body, else the request, read only when needed.
-func TestResponseUsageModel(t *testing.T) {
-	body := []byte(`{"model":"gpt-4o","usage":{"prompt_tokens":10,"completion_tokens":1}}`)
-	blob := func(tapefmt.Hash) ([]byte, error) { return body, nil }
-	noBlob := func(tapefmt.Hash) ([]byte, error) {
-		t.Error("read the body of a frame with usage and model")
-		return nil, nil
-	}
-	req := func() string { return "demo-small" }
-	hash := tapefmt.Hash{1}
-	cases := []struct {
-		resp  tapefmt.LLMResponse
-		blob  func(tapefmt.Hash) ([]byte, error)
-		model string
-	}{
-		{tapefmt.LLMResponse{Model: "o3", Usage: tapefmt.Usage{Input: 1}, Body: hash}, noBlob, "o3"},
-		{tapefmt.LLMResponse{Body: hash}, blob, "gpt-4o"},
-		{tapefmt.LLMResponse{Usage: tapefmt.Usage{Input: 1}}, nil, "demo-small"},
-	}
-	for i, c := range cases {
-		got := ResponseUsage(&c.resp, c.blob, req)
-		if got.Model != c.model || !got.Priced || got.Usage.Total() == 0 {
-			t.Errorf("case %d: %+v, want model %s, priced", i, got, c.model)
-		}
-	}
-	if got := ResponseUsage(&tapefmt.LLMResponse{Usage: tapefmt.Usage{Output: 5}}, nil, nil); !got.Unpriced() {
-		t.Errorf("a call without a model: %+v, want unpriced", got)
-	}
-}

@@ -1,4 +1,4 @@
-package engine
+package llmwire
 
 // Compressed HTTP bodies. The tape keeps a body as the upstream sent it
 // (replay sends it again byte for byte, Content-Encoding and all); whatever
@@ -124,7 +124,7 @@ func contentCodings(h http.Header) []string {
 }
 
 // errTooLarge stops a body that decodes to more than the cap.
-var errTooLarge = errors.New("engine: decoded body over the cap")
+var errTooLarge = errors.New("llmwire: decoded body over the cap")
 
 // decodeOne undoes one coding, reading at most limit bytes of output. A
 // truncated input yields what it decoded to and io.ErrUnexpectedEOF.

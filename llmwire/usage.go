@@ -1,4 +1,4 @@
-package engine
+package llmwire
 
 import (
 	"bytes"
@@ -96,14 +96,17 @@ func jsonObjects(body []byte) [][]byte {
 	return out
 }
 
-// requestInfo is what the proxy reads from a request body.
-type requestInfo struct {
+// RequestInfo is what the recorder reads from a request body: the model
+// asked for and whether the answer is to be streamed.
+type RequestInfo struct {
 	Model  string `json:"model"`
 	Stream bool   `json:"stream"`
 }
 
-func parseRequestInfo(body []byte) requestInfo {
-	var ri requestInfo
+// ParseRequestInfo reads a request body, decoded; a body that is not JSON
+// gives the zero RequestInfo.
+func ParseRequestInfo(body []byte) RequestInfo {
+	var ri RequestInfo
 	_ = json.Unmarshal(body, &ri) // a body that is not JSON has no model
 	return ri
 }

@@ -1,9 +1,9 @@
-package engine
+package llmwire
 
-// The text of LLM requests and responses, for the diff and the turntable:
-// OpenAI chat and Responses requests and Anthropic Messages requests as
-// "role: text" lines, and responses (whole JSON or streams) assembled into
-// the assistant's text and tool calls.
+// The text of LLM requests and responses, for the diff, the frame view and
+// search: OpenAI chat and Responses requests and Anthropic Messages requests
+// as "role: text" lines, and responses (whole JSON or streams) assembled
+// into the assistant's text and tool calls.
 
 import (
 	"bytes"
@@ -11,25 +11,6 @@ import (
 	"fmt"
 	"strings"
 )
-
-// indentJSON pretty-prints JSON so that a word diff reads key by key; text
-// that is not JSON is returned as it is.
-func indentJSON(raw []byte) string {
-	var out bytes.Buffer
-	if json.Indent(&out, raw, "", "  ") != nil {
-		return string(raw)
-	}
-	return out.String()
-}
-
-// jsonText returns a JSON string's value, or other JSON indented.
-func jsonText(raw []byte) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return indentJSON(raw)
-}
 
 // wireItem is any message, input item, output item or content part of the
 // OpenAI chat and Responses APIs and the Anthropic Messages API, as far as
@@ -98,9 +79,9 @@ func (r *wireRequest) params() string {
 	return b.String()
 }
 
-// requestText renders a request body as model, parameters, tools and one
+// RequestText renders a request body as model, parameters, tools and one
 // "role: content" line per message; a body that is not JSON stays raw.
-func requestText(body []byte) string {
+func RequestText(body []byte) string {
 	var req wireRequest
 	if json.Unmarshal(body, &req) != nil {
 		return string(body)
@@ -154,6 +135,62 @@ func messageLine(m wireItem) string {
 		role = m.Type
 	}
 	return role + ": " + itemText(m) + "\n"
+}
+
+// Prompt is what a request body puts before the model, as the frame view
+// shows it.
+type Prompt struct {
+	Params   []string // "name: value" for each sampling parameter set, in a fixed order
+	Tools    []string // the names of the tools offered
+	System   string   // the system prompt or instructions, else the first system or developer message
+	Messages []Message
+}
+
+// Message is one message or input item of a request: its role (or, for
+// items without one, a role its type implies) and its text.
+type Message struct {
+	Role, Text string
+}
+
+// ParsePrompt reads the context window of a request body of the OpenAI
+// chat or Responses API or the Anthropic Messages API. ok is false for a
+// body that is not a JSON object.
+func ParsePrompt(body []byte) (p Prompt, ok bool) {
+	var req wireRequest
+	var params map[string]json.RawMessage
+	if json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &params) != nil {
+		return p, false
+	}
+	for _, k := range requestParams {
+		if v, ok := params[k]; ok {
+			p.Params = append(p.Params, k+": "+compactJSON(v))
+		}
+	}
+	for _, t := range req.Tools {
+		name := t.Name
+		if t.Function != nil {
+			name = t.Function.Name
+		}
+		p.Tools = append(p.Tools, name)
+	}
+	p.System = strings.TrimSpace(contentText(req.System) + "\n" + contentText(req.Instructions))
+	items := req.Messages
+	var input string
+	if json.Unmarshal(req.Input, &input) == nil {
+		items = append(items, wireItem{Role: "user", Text: input, Type: "text"})
+	} else {
+		var more []wireItem
+		_ = json.Unmarshal(req.Input, &more) // absent outside the Responses API
+		items = append(items, more...)
+	}
+	for _, m := range items {
+		role, text, _ := strings.Cut(strings.TrimSuffix(messageLine(m), "\n"), ": ")
+		if (role == "system" || role == "developer") && p.System == "" {
+			p.System = text
+		}
+		p.Messages = append(p.Messages, Message{Role: role, Text: text})
+	}
+	return p, true
 }
 
 // itemText is the text of a message, item or content part; tool calls show
@@ -230,9 +267,9 @@ type wireOutput struct {
 	Index        int             `json:"index"`
 }
 
-// responseText assembles what the model said: its text, then its tool
+// ResponseText assembles what the model said: its text, then its tool
 // calls, from a whole JSON body or from server-sent events.
-func responseText(body []byte) string {
+func ResponseText(body []byte) string {
 	objs := jsonObjects(body)
 	if len(objs) == 0 {
 		return string(body)

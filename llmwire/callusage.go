@@ -1,4 +1,4 @@
-package engine
+package llmwire
 
 import (
 	"cmp"
@@ -20,8 +20,9 @@ type CallUsage struct {
 func (c CallUsage) Unpriced() bool { return !c.Priced && c.Usage.Total() > 0 }
 
 // ResponseUsage finds the usage, model and cost of one llm.response, the
-// one way that `ls` (Summarize), the turntable (Timeline), `diff`
-// (LoadTimeline) and the live fork counter (Event) all use:
+// one way that `ls` (timeline.Summarize), the turntable (timeline.Timeline),
+// `diff` (timeline.ForDiff) and the live fork counter (engine.Event) all
+// use:
 //
 //   - usage: the frame's when it holds any, else read from the response
 //     body, decoded by the response's headers (DecodeBody, ExtractUsage);
