@@ -1,11 +1,12 @@
 // Package diffview aligns two timelines and renders them side by side. It is
 // a pure renderer: data in, string out. It knows nothing of the engine
-// (engine.TimelineOf builds its input from a tape), reads no tapes and
+// (timeline.ForDiff builds its input from a tape), reads no tapes and
 // imports nothing of Jukebox: Frame.Kind holds tapefmt's kind names as text.
 // It knows nothing of Bubble Tea; callers pass colours in as Styles.
 //
 // TextDiff, the other renderer, is a unified diff (diff -u) of two texts:
-// the engine's divergence reports and the turntable's file changes use it.
+// the engine's divergence reports and the frame view's file changes
+// (timeline.Detail) use it.
 //
 // # Alignment
 //

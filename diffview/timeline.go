@@ -48,7 +48,7 @@ type Totals struct {
 
 // CallKind is the Kind of the frame that ends a model call, counted in
 // Totals.Calls: tapefmt's name for an llm.response, which diffview, a leaf,
-// does not import (engine's TestDiffviewKindNames keeps the two equal).
+// does not import (timeline's TestDiffviewKindNames keeps the two equal).
 const CallKind = "llm.response"
 
 // totalsOf sums a timeline.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // costCall is one call of the tape costTape records: what the agent asked
@@ -109,29 +110,29 @@ func TestCostAgrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tape.Close()
-	s, err := Summarize(path, tape)
+	s, err := timeline.Summarize(path, tape)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("ls (Summarize)", s.Usage.Total(), s.Cost, len(s.Unpriced))
+	check("ls (timeline.Summarize)", s.Usage.Total(), s.Cost, len(s.Unpriced))
 	if !slices.Equal(s.Unpriced, []string{"my-local-llama"}) {
 		t.Errorf("ls: unpriced models %q, want [my-local-llama]", s.Unpriced)
 	}
 
-	tl, err := OpenTimeline(path)
+	tl, err := timeline.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tl.Close()
 	tok, usd := tl.Totals(tl.Len() - 1)
-	check("turntable (Timeline.Totals)", tok, usd, tl.Unpriced(tl.Len()-1))
+	check("turntable (timeline.Timeline.Totals)", tok, usd, tl.Unpriced(tl.Len()-1))
 
-	dtl, err := LoadTimeline(path)
+	dtl, err := timeline.LoadForDiff(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dt := diffview.Compare(dtl, dtl).LeftTotals
-	check("diff (LoadTimeline)", dt.Tokens, dt.Cost, dt.Unpriced)
+	check("diff (timeline.LoadForDiff)", dt.Tokens, dt.Cost, dt.Unpriced)
 
 	var ftok int64
 	var fusd float64

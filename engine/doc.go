@@ -1,7 +1,11 @@
-// Package engine records, replays and forks agent runs: the LLM proxy, the
-// process runner, the matcher and the timeline model the turntable reads.
+// Package engine is the runner: it records, replays and forks agent runs.
+// It holds the recording LLM proxy and the process runner (which forwards
+// signals to the agent), the replayer and its matcher, fork, override and
+// pack, the control API agents call, and the glue to the Shadow Booth.
 //
-// engine imports tapefmt, sandbox and prices; it never imports the UI or CLI
-// libraries. llmwire.ResponseUsage is the one way every view (ls, the turntable,
-// diff, the fork counter) finds an LLM call's tokens, model and cost.
+// Imports point one way: cmd and tui call engine to run agents, and engine
+// imports tapefmt, sandbox, llmwire (model, usage and cost, as
+// llmwire.ResponseUsage finds them, which Event reports live) and diffview
+// (TextDiff, for divergence reports). It never imports timeline, the read
+// side through which cmd and tui show tapes, nor the UI or CLI libraries.
 package engine

@@ -15,6 +15,7 @@ import (
 	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // secretKey is the API key every test run uses; no tape may contain it.
@@ -162,14 +163,14 @@ func TestReplayReportsDivergence(t *testing.T) {
 	}
 }
 
-func summarize(t *testing.T, path string) engine.Summary {
+func summarize(t *testing.T, path string) timeline.Summary {
 	t.Helper()
 	tp, err := tapefmt.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tp.Close()
-	s, err := engine.Summarize(path, tp)
+	s, err := timeline.Summarize(path, tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // bigTapeMB is the size of the tape BenchmarkOpenFirstScreen opens.
@@ -88,7 +88,7 @@ func checkShown(b *testing.B, d *Deck) {
 
 // checkFrames fails the benchmark unless every frame marked in shown
 // decodes, with every blob it names.
-func checkFrames(b *testing.B, tl *engine.Timeline, shown []bool) {
+func checkFrames(b *testing.B, tl *timeline.Timeline, shown []bool) {
 	b.Helper()
 	tp := tl.Tape()
 	for i, ok := range shown {
@@ -144,7 +144,7 @@ func BenchmarkKeyToFrame(b *testing.B) {
 
 // BenchmarkOpenFirstScreen opens a big tape (-tui.bigtape MB, default
 // 1 GB, of which 4 MB incompressible files) and draws the first screen:
-// engine.OpenTimeline (footer, frame index, steps) and the deck's first
+// timeline.Open (footer, frame index, steps) and the deck's first
 // View. The file is in the page cache, as it is after it was just written.
 func BenchmarkOpenFirstScreen(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "big.jbx")

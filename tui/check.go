@@ -1,6 +1,6 @@
 package tui
 
-// The background check of each tape opened from a file (engine.CheckTape):
+// The background check of each tape opened from a file (timeline.CheckTape):
 // started by Init, shown in the header, its damaged frames marked in the
 // timeline and found by e / E.
 
@@ -11,21 +11,21 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // tapeCheck is where the check of one tape stands.
 type tapeCheck struct {
 	running bool
-	result  *engine.TapeCheck
+	result  *timeline.TapeCheck
 	err     error // the check itself failed (not the tape)
 }
 
 // checkDoneMsg carries a check's result back.
 type checkDoneMsg struct {
-	tl     *engine.Timeline
-	result *engine.TapeCheck
+	tl     *timeline.Timeline
+	result *timeline.TapeCheck
 	err    error
 }
 
@@ -33,7 +33,7 @@ type checkDoneMsg struct {
 // tape, which is still being written): one command each.
 func (d *Deck) startChecks() []tea.Cmd {
 	if d.checks == nil {
-		d.checks = map[*engine.Timeline]*tapeCheck{}
+		d.checks = map[*timeline.Timeline]*tapeCheck{}
 	}
 	var cmds []tea.Cmd
 	for _, t := range d.tracks {
@@ -69,7 +69,7 @@ func checkWarning(name string, c *tapeCheck) string {
 	switch {
 	case c.err != nil:
 		return fmt.Sprintf("⚠ %s: the check did not run: %v", name, c.err)
-	case r.State == engine.TapeDamaged && len(r.Damage) > 0:
+	case r.State == timeline.TapeDamaged && len(r.Damage) > 0:
 		more := ""
 		switch n := len(r.Damage) - 1; {
 		case n == 1:
@@ -77,12 +77,12 @@ func checkWarning(name string, c *tapeCheck) string {
 		case n > 1:
 			more = fmt.Sprintf(" (and %d more frames)", n)
 		}
-		return fmt.Sprintf("⚠ %s: %s%s · e jumps to it", name, engine.OneLine(r.Damage[0].Error(), 0), more)
-	case r.State == engine.TapeDamaged:
-		return fmt.Sprintf("⚠ %s: %s", name, engine.OneLine(r.Err.Error(), 0))
-	case r.State == engine.TapeSealBad && errors.Is(r.Err, tapefmt.ErrNotSealed):
+		return fmt.Sprintf("⚠ %s: %s%s · e jumps to it", name, timeline.OneLine(r.Damage[0].Error(), 0), more)
+	case r.State == timeline.TapeDamaged:
+		return fmt.Sprintf("⚠ %s: %s", name, timeline.OneLine(r.Err.Error(), 0))
+	case r.State == timeline.TapeSealBad && errors.Is(r.Err, tapefmt.ErrNotSealed):
 		return fmt.Sprintf("⚠ %s is not sealed", name)
-	case r.State == engine.TapeSealBad:
+	case r.State == timeline.TapeSealBad:
 		return fmt.Sprintf("⚠ %s: the seal does not match the key: the tape was changed after it was sealed, or another key sealed it", name)
 	}
 	return ""
@@ -90,7 +90,7 @@ func checkWarning(name string, c *tapeCheck) string {
 
 // checkText is the header's word on a tape's check, and whether it is bad
 // news; "" before the check starts.
-func (d *Deck) checkText(tl *engine.Timeline) (string, bool) {
+func (d *Deck) checkText(tl *timeline.Timeline) (string, bool) {
 	c := d.checks[tl]
 	switch {
 	case c == nil:
@@ -102,15 +102,15 @@ func (d *Deck) checkText(tl *engine.Timeline) (string, bool) {
 	}
 	r := c.result
 	switch r.State {
-	case engine.TapeChainOK:
+	case timeline.TapeChainOK:
 		return "chain ok", false
-	case engine.TapeSealed:
+	case timeline.TapeSealed:
 		return "sealed (not checked)", false
-	case engine.TapeSealOK:
+	case timeline.TapeSealOK:
 		return "seal ✓", false
-	case engine.TapeSealBad:
+	case timeline.TapeSealBad:
 		return "⚠ seal ✗", true
-	case engine.TapeTorn:
+	case timeline.TapeTorn:
 		return "⚠ torn", true
 	}
 	if i := r.FirstDamaged(); i >= 0 {

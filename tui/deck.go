@@ -16,6 +16,7 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/themes"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // Options configure the deck.
@@ -84,7 +85,7 @@ type Deck struct {
 	searching    context.CancelFunc
 	ctx          context.Context
 	stop         context.CancelFunc
-	checks       map[*engine.Timeline]*tapeCheck // the check of each tape opened from a file (check.go)
+	checks       map[*timeline.Timeline]*tapeCheck // the check of each tape opened from a file (check.go)
 }
 
 // sender lets a command started by the deck reach the running program
@@ -131,7 +132,7 @@ func New(paths []string, o Options) *Deck {
 		labels = []string{"left", "right"}
 	}
 	for i, p := range paths {
-		tl, err := engine.OpenTimeline(p)
+		tl, err := timeline.Open(p)
 		if err != nil {
 			d.openErr, d.openPath = err, p
 			return d
@@ -388,7 +389,7 @@ func (d *Deck) forkPoint(tv *timelineView) (int, bool) {
 	if k, _ := tv.tl.KindAt(tv.cursor); k == tapefmt.KindLLMRequest {
 		return tv.cursor, true
 	}
-	return tv.tl.Next(tv.cursor, engine.FindLLM, 1)
+	return tv.tl.Next(tv.cursor, timeline.FindLLM, 1)
 }
 
 // recoveryWarning says what opening torn tapes dropped.

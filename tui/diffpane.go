@@ -11,7 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/jukebox-os/jukebox/diffview"
-	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // diffPane shows two timelines side by side, aligned by diffview: one
@@ -182,11 +182,11 @@ func (d *Deck) toggleDiff() tea.Cmd {
 	d.play.playing = false
 	left, right := d.tracks[0].tl, d.tracks[1].tl
 	return func() tea.Msg {
-		a, err := engine.TimelineOf(left.Tape(), baseName(left.Path()))
+		a, err := timeline.ForDiff(left.Tape(), baseName(left.Path()))
 		if err != nil {
 			return diffReadyMsg{err: err}
 		}
-		b, err := engine.TimelineOf(right.Tape(), baseName(right.Path()))
+		b, err := timeline.ForDiff(right.Tape(), baseName(right.Path()))
 		if err != nil {
 			return diffReadyMsg{err: err}
 		}

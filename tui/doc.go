@@ -7,7 +7,7 @@
 //   - timelineView: one row per frame (time, stream, kind glyph, summary,
 //     tokens, cost), step boundaries drawn as rules, forks (⑂), breaker
 //     trips (‼), errors (!), markers (◆) and the first divergence (≠) in the
-//     gutter. It is virtualised over engine.Timeline: only the rows on
+//     gutter. It is virtualised over timeline.Timeline: only the rows on
 //     screen are decoded, so every key costs the same on any tape.
 //   - scrubber: the bar across the run by time, with the needle, step
 //     ticks, markers, the fork point and the first divergence; under it the
@@ -26,7 +26,12 @@
 // the diff alignment, and engine.Fork, whose events reach the program
 // through tea.Program.Send (Deck.SetSend). The fork's tape is re-opened as
 // it grows (a tape without a footer opens up to its last whole step) and
-// shown as a second timeline. The TUI reads tapes only through engine.
+// shown as a second timeline.
+//
+// Imports point one way: tui reads tapes only through timeline (the read
+// side) and runs agents only through engine (engine.Fork); it never opens
+// files, sockets or processes itself, and neither of those packages
+// imports it. cmd/jukebox is its only importer.
 //
 // Decisions: markers set with `m` live in memory only (a tape is
 // append-only and hashed; the turntable never writes to it). Keys that

@@ -1,7 +1,7 @@
 package tui
 
 import (
-	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/timeline"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -135,7 +135,7 @@ func (f *field) view(st Styles, w, h int, focused bool) []string {
 	first := max(0, f.row-h+1)
 	var out []string
 	for i := first; i < len(f.lines) && len(out) < h; i++ {
-		l := engine.Sanitize(string(f.lines[i]))
+		l := timeline.Sanitize(string(f.lines[i]))
 		if focused && i == f.row {
 			r := []rune(l)
 			c := min(f.col, len(r))

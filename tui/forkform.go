@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // Fields of the fork form, in tab order.
@@ -36,7 +37,7 @@ type forkForm struct {
 	damage string // the recorded call does not read: why
 }
 
-func newForkForm(st *Styles, at int, c *engine.CallDetail) *forkForm {
+func newForkForm(st *Styles, at int, c *timeline.CallDetail) *forkForm {
 	f := &forkForm{st: st, keys: newFormKeys(), at: at, fields: []field{
 		newField("model", "the recorded model", false),
 		newField("system prompt", "(none recorded)", true),
@@ -59,7 +60,7 @@ func (m *forkForm) unreadable(err error) {
 	if err == nil {
 		return
 	}
-	m.damage = engine.OneLine(err.Error(), 0)
+	m.damage = timeline.OneLine(err.Error(), 0)
 	m.fields[fieldSystem].Placeholder = "(unknown: the recorded request does not read)"
 }
 

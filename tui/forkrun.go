@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // forkRun is a fork in progress (or finished): the engine runs it in a
@@ -48,7 +49,7 @@ type forkDoneMsg struct {
 
 // forkReloadMsg brings the fork's tape, re-opened.
 type forkReloadMsg struct {
-	tl  *engine.Timeline
+	tl  *timeline.Timeline
 	err error
 }
 
@@ -77,7 +78,7 @@ func (r *forkRun) update(msg tea.Msg) tea.Cmd {
 // View is the fork's progress for the status line.
 func (r *forkRun) View() string {
 	st := r.st
-	cost := engine.USD(r.cost)
+	cost := timeline.USD(r.cost)
 	if r.unpriced {
 		cost += "+?"
 	}
@@ -100,7 +101,7 @@ func (d *Deck) openForm() {
 	if !ok {
 		return
 	}
-	var call *engine.CallDetail
+	var call *timeline.CallDetail
 	det, err := tv.tl.Detail(at)
 	if err == nil {
 		call = det.Call
@@ -205,13 +206,13 @@ func (r *forkRun) event(ev engine.Event) {
 		r.calls++
 		r.last = "→ " + ev.Model
 	case engine.EventResponse:
-		// The engine found the call's usage, model and cost (ResponseUsage).
+		// The engine found the call's usage, model and cost (llmwire.ResponseUsage).
 		r.tokens += ev.Usage.Total()
 		r.cost += ev.Cost
 		r.unpriced = r.unpriced || ev.Unpriced()
 		r.last = fmt.Sprintf("← %s tok", count(ev.Usage.Total()))
 	case engine.EventOutput:
-		r.last = "› " + engine.OneLine(string(ev.Data), 0)
+		r.last = "› " + timeline.OneLine(string(ev.Data), 0)
 	case engine.EventDiverged:
 		r.last = "diverged"
 	case engine.EventExit:
@@ -227,7 +228,7 @@ func forkOutcome(r *forkRun) string {
 	case r.res == nil:
 		return "fork ended"
 	case r.res.Divergence != nil:
-		return "the fork diverged before its frame: " + engine.OneLine(r.res.Divergence.Error(), 0)
+		return "the fork diverged before its frame: " + timeline.OneLine(r.res.Divergence.Error(), 0)
 	}
 	return fmt.Sprintf("fork done: exit %d, %d calls, %s frames · d diffs it with the parent", r.res.End.ExitCode, r.res.Calls, count(int64(r.res.Frames)))
 }
@@ -241,7 +242,7 @@ func (d *Deck) reloadFork() tea.Cmd {
 	r.reloading, r.dirty = true, false
 	path := r.tape
 	return func() tea.Msg {
-		tl, err := engine.OpenTimeline(path)
+		tl, err := timeline.Open(path)
 		if err == nil {
 			tl.IndexCosts(context.Background())
 		}

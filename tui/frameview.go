@@ -12,7 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // maxFrameLines bounds what the frame view lays out for one frame.
@@ -33,9 +33,9 @@ type frameView struct {
 	focused bool
 	raw     bool
 
-	tl     *engine.Timeline
+	tl     *timeline.Timeline
 	seq    int
-	detail *engine.Detail
+	detail *timeline.Detail
 	err    error
 	stream *time.Duration // while playing a call: time since its request
 	shown  string         // what the content was made for
@@ -94,7 +94,7 @@ func (m *frameView) update(msg tea.Msg) (*frameView, tea.Cmd) {
 
 // Show puts frame seq of tl in the view; stream, when set, is how long
 // after its request a call is being played.
-func (m *frameView) Show(tl *engine.Timeline, seq int, stream *time.Duration) {
+func (m *frameView) Show(tl *timeline.Timeline, seq int, stream *time.Duration) {
 	if tl != m.tl || seq != m.seq {
 		m.tl, m.seq = tl, seq
 		m.detail, m.err = nil, nil
@@ -130,7 +130,7 @@ func (m *frameView) refresh() {
 func (m *frameView) View() string {
 	title := "frame"
 	if d := m.detail; d != nil {
-		title = fmt.Sprintf("frame %d · %s · %s · step %d · s%d", d.Seq, d.Kind, engine.Clock(d.Time), d.Step, d.Stream)
+		title = fmt.Sprintf("frame %d · %s · %s · step %d · s%d", d.Seq, d.Kind, timeline.Clock(d.Time), d.Step, d.Stream)
 	}
 	if m.raw {
 		title += " · raw"
@@ -181,7 +181,7 @@ type lines struct {
 // add wraps text to the width and appends it, every line in style s. A
 // line's leading spaces indent its wrapped continuation lines too.
 func (b *lines) add(s interface{ Render(...string) string }, text string) {
-	for _, l := range strings.Split(engine.Sanitize(text), "\n") {
+	for _, l := range strings.Split(timeline.Sanitize(text), "\n") {
 		body := strings.TrimLeft(l, " ")
 		pad := l[:len(l)-len(body)]
 		if len(pad) > b.w/2 {
@@ -199,7 +199,7 @@ func (b *lines) head(s interface{ Render(...string) string }, title string) {
 	b.out = append(b.out, s.Render(t+strings.Repeat("─", max(b.w-ansi.StringWidth(t), 0))))
 }
 
-func (m *frameView) callText(b *lines, c *engine.CallDetail) {
+func (m *frameView) callText(b *lines, c *timeline.CallDetail) {
 	st := m.st
 	what := strings.TrimSpace(fmt.Sprintf("%s %s · %s · %s", c.Method, c.Path, c.Model, c.Provider))
 	if c.Stream {
@@ -237,7 +237,7 @@ func (m *frameView) callText(b *lines, c *engine.CallDetail) {
 	m.answer(b, c)
 }
 
-func (m *frameView) answer(b *lines, c *engine.CallDetail) {
+func (m *frameView) answer(b *lines, c *timeline.CallDetail) {
 	st := m.st
 	if c.Response < 0 {
 		b.head(st.Warn, "no response on the tape")
@@ -252,7 +252,7 @@ func (m *frameView) answer(b *lines, c *engine.CallDetail) {
 	if m.stream != nil {
 		text, done = c.Streamed(*m.stream)
 	}
-	cost := engine.USD(c.Cost)
+	cost := timeline.USD(c.Cost)
 	if !c.Priced && c.Usage.Total() > 0 {
 		cost = "unpriced"
 	}
@@ -275,7 +275,7 @@ func (m *frameView) answer(b *lines, c *engine.CallDetail) {
 	b.add(st.Text, indentText(text))
 }
 
-func (m *frameView) toolText(b *lines, t *engine.ToolDetail) {
+func (m *frameView) toolText(b *lines, t *timeline.ToolDetail) {
 	st := m.st
 	src := ""
 	if t.Source != "" {
@@ -301,7 +301,7 @@ func (m *frameView) toolText(b *lines, t *engine.ToolDetail) {
 	b.add(st.Text, indentText(t.Output))
 }
 
-func (m *frameView) fileText(b *lines, f *engine.FileDetail) {
+func (m *frameView) fileText(b *lines, f *timeline.FileDetail) {
 	st := m.st
 	b.add(st.File, f.Op+" "+f.Path)
 	if f.Err != nil {
@@ -327,7 +327,7 @@ func (m *frameView) fileText(b *lines, f *engine.FileDetail) {
 	}
 }
 
-func (m *frameView) rawText(b *lines, d *engine.Detail) {
+func (m *frameView) rawText(b *lines, d *timeline.Detail) {
 	st := m.st
 	b.add(st.Muted, fmt.Sprintf("offset %d · record %d bytes · payload %d bytes · kind %s · stream %d",
 		d.Offset, d.Size, len(d.Payload), d.Kind, d.Stream))
@@ -370,9 +370,9 @@ func indentText(s string) string {
 
 // unreadable shows why the frame itself does not read.
 func (m *frameView) unreadable(b *lines, err error) {
-	var fe *engine.FrameError
+	var fe *timeline.FrameError
 	if errors.As(err, &fe) {
-		m.damage(b, []*engine.FrameError{fe})
+		m.damage(b, []*timeline.FrameError{fe})
 		return
 	}
 	b.add(m.st.Error, "cannot read this frame: "+err.Error())
@@ -381,7 +381,7 @@ func (m *frameView) unreadable(b *lines, err error) {
 // damage shows each part of the frame (or of the call or tool it pairs
 // with) that does not read: which frame and blob, the byte offset of the
 // damage, and the reason.
-func (m *frameView) damage(b *lines, errs []*engine.FrameError) {
+func (m *frameView) damage(b *lines, errs []*timeline.FrameError) {
 	st := m.st
 	for _, e := range errs {
 		b.head(st.Error, fmt.Sprintf("✖ frame %d is damaged", e.Frame))

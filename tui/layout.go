@@ -3,13 +3,13 @@ package tui
 import (
 	"errors"
 	"fmt"
-	"github.com/jukebox-os/jukebox/engine"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // Fixed rows of the deck: header, scrubber (two), status, help.
@@ -106,7 +106,7 @@ func (d *Deck) header() string {
 	parts := []string{baseName(tl.Path())}
 	if r := tl.Row(0); r.Kind == tapefmt.KindRunStart {
 		if rs, ok := r.Payload.(*tapefmt.RunStart); ok {
-			parts = append(parts, engine.OneLine(strings.Join(rs.Argv, " "), 0))
+			parts = append(parts, timeline.OneLine(strings.Join(rs.Argv, " "), 0))
 		}
 	}
 	parts = append(parts, fmt.Sprintf("%s frames · %d steps", count(int64(tl.Len())), tl.Steps()))
@@ -129,13 +129,13 @@ func (d *Deck) header() string {
 	state, bad := d.checkText(tl)
 	state = " " + state + " "
 	if strings.TrimSpace(state) == "" || visibleWidth(state)+12 > d.w {
-		return d.st.Header.Render(fit(engine.Sanitize(title), d.w))
+		return d.st.Header.Render(fit(timeline.Sanitize(title), d.w))
 	}
 	badge := d.st.HeaderDim.Render(state)
 	if bad {
 		badge = d.st.Header.Render(state)
 	}
-	return d.st.Header.Render(fit(engine.Sanitize(title), d.w-visibleWidth(state))) + badge
+	return d.st.Header.Render(fit(timeline.Sanitize(title), d.w-visibleWidth(state))) + badge
 }
 
 // totals are a track's whole-run tokens and cost, once they are summed
@@ -150,11 +150,11 @@ func (d *Deck) totals(t *timelineView) (int64, float64, bool) {
 
 // costText is the cost of the calls up to frame i, marked "+?" when some
 // of them have no known price, as `jukebox ls` marks it.
-func costText(tl *engine.Timeline, i int, cost float64) string {
+func costText(tl *timeline.Timeline, i int, cost float64) string {
 	if tl.Unpriced(i) > 0 {
-		return engine.USD(cost) + "+?"
+		return timeline.USD(cost) + "+?"
 	}
-	return engine.USD(cost)
+	return timeline.USD(cost)
 }
 
 // statusLine is the message line: a prompt, a warning, the last message
@@ -186,7 +186,7 @@ func (d *Deck) helpLine() string {
 func (d *Deck) errorView() string {
 	lines := []string{d.st.Header.Render(fit(" JUKEBOX ▸ cannot open "+baseName(d.openPath), d.w)), ""}
 	lines = append(lines, " "+d.st.Error.Render("This tape does not open:"), "")
-	for _, l := range strings.Split(engine.Sanitize(d.openErr.Error()), "\n") {
+	for _, l := range strings.Split(timeline.Sanitize(d.openErr.Error()), "\n") {
 		lines = append(lines, "   "+l)
 	}
 	var fe *tapefmt.FormatError

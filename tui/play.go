@@ -5,8 +5,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // frameInterval is how often playback moves the needle: 30 times a second.
@@ -55,7 +55,7 @@ func (p *player) showing(tv *timelineView) (int, *time.Duration) {
 	req := tv.cursor
 	if k, _ := tv.tl.KindAt(req); k != tapefmt.KindLLMRequest {
 		var ok bool
-		if req, ok = tv.tl.Next(tv.cursor+1, engine.FindLLM, -1); !ok {
+		if req, ok = tv.tl.Next(tv.cursor+1, timeline.FindLLM, -1); !ok {
 			return tv.cursor, nil
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // promptKind says what a prompt asks for.
@@ -111,7 +111,7 @@ type searchDoneMsg struct {
 	query string
 	found int
 	err   error
-	res   engine.SearchResult
+	res   timeline.SearchResult
 }
 
 // search looks for query from the needle on, in a command: a search over
@@ -149,12 +149,12 @@ func (d *Deck) searchDone(msg searchDoneMsg) {
 
 // unreadableNote says which frames a search could not read in full, so
 // that "not found" never hides damage.
-func unreadableNote(r engine.SearchResult) string {
+func unreadableNote(r timeline.SearchResult) string {
 	switch {
 	case r.First == nil:
 		return ""
 	case r.Unreadable > 1:
-		return fmt.Sprintf(" · %d frames unreadable, first %s", r.Unreadable, engine.OneLine(r.First.Error(), 0))
+		return fmt.Sprintf(" · %d frames unreadable, first %s", r.Unreadable, timeline.OneLine(r.First.Error(), 0))
 	}
-	return " · " + engine.OneLine(r.First.Error(), 0)
+	return " · " + timeline.OneLine(r.First.Error(), 0)
 }

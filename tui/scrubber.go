@@ -2,7 +2,7 @@ package tui
 
 import (
 	"fmt"
-	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/timeline"
 	"strings"
 	"time"
 
@@ -113,7 +113,7 @@ func (m *scrubber) info() string {
 	parts := []string{
 		fmt.Sprintf("step %d/%d", tl.StepOf(i), tl.Steps()),
 		fmt.Sprintf("frame %d/%d", i, tl.Len()),
-		engine.Clock(t) + " / " + engine.Clock(tl.Duration()),
+		timeline.Clock(t) + " / " + timeline.Clock(tl.Duration()),
 		fmt.Sprintf("%s so far · %s tok", costText(tl, i, cost), count(tok)),
 	}
 	state := "❚❚ paused"

@@ -8,15 +8,15 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // timelineView lists a tape's frames, one row each, with the needle on one
 // of them. It is virtualised: View reads only the rows on screen, so a tape
 // of any length scrolls at the same speed.
 type timelineView struct {
-	tl      *engine.Timeline
+	tl      *timeline.Timeline
 	st      *Styles
 	keys    timelineKeys
 	label   string // "parent", "fork", "left", "right" or ""
@@ -34,7 +34,7 @@ type timelineView struct {
 // growing reports whether the tape is still being written.
 func (m *timelineView) growing() bool { return m.live }
 
-func newTimelineView(tl *engine.Timeline, st *Styles, label string) *timelineView {
+func newTimelineView(tl *timeline.Timeline, st *Styles, label string) *timelineView {
 	return &timelineView{tl: tl, st: st, keys: newTimelineKeys(), label: label, markers: map[int]bool{}, forkAt: -1, diverge: -1}
 }
 
@@ -132,13 +132,13 @@ func (m *timelineView) find(km tea.KeyMsg) tea.Cmd {
 	k := m.keys
 	jumps := []struct {
 		b    key.Binding
-		f    engine.Find
+		f    timeline.Find
 		dir  int
 		what string
 	}{
-		{k.NextLLM, engine.FindLLM, 1, "no later LLM call"}, {k.PrevLLM, engine.FindLLM, -1, "no earlier LLM call"},
-		{k.NextTool, engine.FindTool, 1, "no later tool call"}, {k.PrevTool, engine.FindTool, -1, "no earlier tool call"},
-		{k.NextError, engine.FindError, 1, "no later error"}, {k.PrevError, engine.FindError, -1, "no earlier error"},
+		{k.NextLLM, timeline.FindLLM, 1, "no later LLM call"}, {k.PrevLLM, timeline.FindLLM, -1, "no earlier LLM call"},
+		{k.NextTool, timeline.FindTool, 1, "no later tool call"}, {k.PrevTool, timeline.FindTool, -1, "no earlier tool call"},
+		{k.NextError, timeline.FindError, 1, "no later error"}, {k.PrevError, timeline.FindError, -1, "no earlier error"},
 	}
 	for _, j := range jumps {
 		if key.Matches(km, j.b) {
@@ -231,7 +231,7 @@ func (m *timelineView) row(i int) string {
 	num := p(m.st.Muted, fmt.Sprintf("%*d", len(fmt.Sprint(max(m.tl.Len()-1, 0))), i))
 	var line string
 	if r.Kind == tapefmt.KindStep {
-		rule := fmt.Sprintf("── step %d · %s ", r.Step, engine.Clock(r.Time))
+		rule := fmt.Sprintf("── step %d · %s ", r.Step, timeline.Clock(r.Time))
 		line = gutter + num + " " + p(m.st.Rule, rule+strings.Repeat("─", max(m.w, 0)))
 	} else {
 		line = m.frameRow(r, gutter+num, p)
@@ -245,9 +245,9 @@ func (m *timelineView) row(i int) string {
 
 type painter func(lipgloss.Style, string) string
 
-func (m *timelineView) frameRow(r engine.Row, left string, p painter) string {
+func (m *timelineView) frameRow(r timeline.Row, left string, p painter) string {
 	if m.w >= 50 {
-		left += " " + p(m.st.Muted, engine.Clock(r.Time)+" "+fmt.Sprintf("s%-2d", r.Stream))
+		left += " " + p(m.st.Muted, timeline.Clock(r.Time)+" "+fmt.Sprintf("s%-2d", r.Stream))
 	}
 	kind := m.st.Kind(r.Kind)
 	if r.Error {
@@ -259,11 +259,11 @@ func (m *timelineView) frameRow(r engine.Row, left string, p painter) string {
 	left += " " + p(kind, Glyph(r.Kind)) + " "
 	right := p(m.st.Muted, m.numbers(r))
 	room := m.w - visibleWidth(left) - visibleWidth(right) - 1
-	return left + p(kind, fit(engine.Sanitize(engine.OneLine(r.Summary, 0)), max(room, 0))) + " " + right
+	return left + p(kind, fit(timeline.Sanitize(timeline.OneLine(r.Summary, 0)), max(room, 0))) + " " + right
 }
 
 // numbers is a row's tokens and cost column, as wide as the pane allows.
-func (m *timelineView) numbers(r engine.Row) string {
+func (m *timelineView) numbers(r timeline.Row) string {
 	if m.w < 60 {
 		return ""
 	}
@@ -272,7 +272,7 @@ func (m *timelineView) numbers(r engine.Row) string {
 		tok = count(r.Tokens)
 	}
 	if r.Kind == tapefmt.KindLLMResponse {
-		cost = engine.USD(r.Cost)
+		cost = timeline.USD(r.Cost)
 		if !r.Priced && r.Tokens > 0 {
 			cost = "+?"
 		}
@@ -284,7 +284,7 @@ func (m *timelineView) numbers(r engine.Row) string {
 }
 
 // mark is the second gutter cell: marker, fork point, divergence, trip.
-func (m *timelineView) mark(i int, r engine.Row, p painter) string {
+func (m *timelineView) mark(i int, r timeline.Row, p painter) string {
 	switch {
 	case m.markers[i]:
 		return p(m.st.Marker, "◆")

@@ -11,8 +11,8 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/jukebox-os/jukebox/diffview"
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // defaultDiffWidth is the side-by-side width when neither --width, $COLUMNS
@@ -91,7 +91,7 @@ func loadTimeline(path string) (tl diffview.Timeline, warning string, err error)
 	if rec := t.Recovered(); rec != nil {
 		warning = path + ": " + recoveryText(rec)
 	}
-	if tl, err = engine.TimelineOf(t, path); err != nil {
+	if tl, err = timeline.ForDiff(t, path); err != nil {
 		return tl, warning, fmt.Errorf("%s: %w", path, err)
 	}
 	return tl, warning, nil

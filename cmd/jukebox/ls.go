@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // LsCmd lists the recordings in a folder.
@@ -21,7 +21,7 @@ type LsCmd struct {
 
 // lsRow is one tape: its summary, or why it could not be read.
 type lsRow struct {
-	engine.Summary
+	timeline.Summary
 	Error string `json:"error,omitempty"`
 	// Damaged says the tape opens but fails the quick check of `jukebox
 	// verify --quick` (CRCs, hash chain, index); Damage says why.
@@ -60,7 +60,7 @@ func (c *LsCmd) Run(env *Env) error {
 	}
 	for _, r := range rows {
 		if r.Damaged {
-			fmt.Fprintf(env.Stdout, "DAMAGED %s: %s\n", r.Path, engine.OneLine(r.Damage, 0))
+			fmt.Fprintf(env.Stdout, "DAMAGED %s: %s\n", r.Path, timeline.OneLine(r.Damage, 0))
 		}
 	}
 	return nil
@@ -69,10 +69,10 @@ func (c *LsCmd) Run(env *Env) error {
 func summarizeFile(path string) lsRow {
 	t, err := tapefmt.Open(path)
 	if err != nil {
-		return lsRow{Summary: engine.Summary{Path: path}, Error: err.Error()}
+		return lsRow{Summary: timeline.Summary{Path: path}, Error: err.Error()}
 	}
 	defer t.Close()
-	s, err := engine.Summarize(path, t)
+	s, err := timeline.Summarize(path, t)
 	r := lsRow{Summary: s}
 	if err != nil {
 		r.Error = err.Error()
@@ -104,5 +104,5 @@ func (r lsRow) line() string {
 		parent = fmt.Sprintf("%s@%d", r.Parent.Tape[:min(12, len(r.Parent.Tape))], r.Parent.Frame)
 	}
 	return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s", name, r.Started.Local().Format("2006-01-02 15:04:05"),
-		engine.Clock(r.Duration), r.Frames, r.Steps, r.Usage.Total(), cost, exit, parent)
+		timeline.Clock(r.Duration), r.Frames, r.Steps, r.Usage.Total(), cost, exit, parent)
 }

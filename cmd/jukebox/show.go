@@ -10,9 +10,9 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // ShowCmd prints the frames of a tape.
@@ -136,22 +136,22 @@ func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool
 func (c *ShowCmd) printText(w io.Writer, f tapefmt.Frame, p tapefmt.Payload, blobs map[string]string, bad error, full bool) {
 	line := "UNREADABLE"
 	if p != nil {
-		line = engine.OneLine(engine.Describe(p), 0)
+		line = timeline.OneLine(timeline.Describe(p), 0)
 	}
-	fmt.Fprintf(w, "%6d  %s  s%-2d %-13s %s\n", f.Seq, engine.Clock(f.Time), f.Stream, f.Kind, line)
+	fmt.Fprintf(w, "%6d  %s  s%-2d %-13s %s\n", f.Seq, timeline.Clock(f.Time), f.Stream, f.Kind, line)
 	if full {
 		var pretty json.RawMessage = f.Payload
 		out, err := json.MarshalIndent(pretty, "  ", "  ")
 		if err != nil {
-			out = []byte(engine.Sanitize(string(f.Payload)))
+			out = []byte(timeline.Sanitize(string(f.Payload)))
 		}
 		fmt.Fprintf(w, "  offset %d, %d payload bytes\n  %s\n", f.Offset, len(f.Payload), out)
 	}
 	for _, h := range slices.Sorted(maps.Keys(blobs)) {
-		fmt.Fprintf(w, "  blob %s:\n%s\n", h[:12], engine.Sanitize(blobs[h]))
+		fmt.Fprintf(w, "  blob %s:\n%s\n", h[:12], timeline.Sanitize(blobs[h]))
 	}
 	if bad != nil {
-		fmt.Fprintf(w, "  ERROR at frame %d (offset %d): %s\n", f.Seq, f.Offset, engine.OneLine(bad.Error(), 0))
+		fmt.Fprintf(w, "  ERROR at frame %d (offset %d): %s\n", f.Seq, f.Offset, timeline.OneLine(bad.Error(), 0))
 	}
 }
 

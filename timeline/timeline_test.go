@@ -1,4 +1,4 @@
-package engine_test
+package timeline_test
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
-func openTimeline(t *testing.T, name string) *engine.Timeline {
+func openTimeline(t *testing.T, name string) *timeline.Timeline {
 	t.Helper()
-	tl, err := engine.OpenTimeline("../testdata/tapes/" + name)
+	tl, err := timeline.Open("../testdata/tapes/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestTimelineRowsAndSteps(t *testing.T) {
 	if got := tl.Row(2).Summary; !strings.Contains(got, "/v1/chat/completions") {
 		t.Fatalf("row 2 summary %q", got)
 	}
-	sum, err := engine.Summarize("", tl.Tape())
+	sum, err := timeline.Summarize("", tl.Tape())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,16 +54,16 @@ func TestTimelineRowsAndSteps(t *testing.T) {
 
 func TestTimelineNavigation(t *testing.T) {
 	tl := openTimeline(t, "agent-run.jbx")
-	if i, ok := tl.Next(2, engine.FindLLM, 1); !ok || i != 21 {
+	if i, ok := tl.Next(2, timeline.FindLLM, 1); !ok || i != 21 {
 		t.Fatalf("next LLM after 2 = %d %v", i, ok)
 	}
-	if i, ok := tl.Next(21, engine.FindLLM, -1); !ok || i != 2 {
+	if i, ok := tl.Next(21, timeline.FindLLM, -1); !ok || i != 2 {
 		t.Fatalf("previous LLM before 21 = %d %v", i, ok)
 	}
-	if i, ok := tl.Next(0, engine.FindTool, 1); !ok || i != 16 {
+	if i, ok := tl.Next(0, timeline.FindTool, 1); !ok || i != 16 {
 		t.Fatalf("next tool = %d %v", i, ok)
 	}
-	if _, ok := tl.Next(0, engine.FindError, 1); ok {
+	if _, ok := tl.Next(0, timeline.FindError, 1); ok {
 		t.Fatal("found an error on a clean run")
 	}
 	i, err := tl.Search(context.Background(), "UNICODE names", 0, 1)
@@ -83,7 +83,7 @@ func TestTimelineNavigation(t *testing.T) {
 	}
 }
 
-func mustDetail(t *testing.T, tl *engine.Timeline, i int) *engine.Detail {
+func mustDetail(t *testing.T, tl *timeline.Timeline, i int) *timeline.Detail {
 	t.Helper()
 	d, err := tl.Detail(i)
 	if err != nil {

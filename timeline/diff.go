@@ -1,4 +1,4 @@
-package engine
+package timeline
 
 import (
 	"bytes"
@@ -17,18 +17,18 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// LoadTimeline opens the tape at path and returns its timeline for
+// LoadForDiff opens the tape at path and returns its timeline for
 // diffview, named after the file.
-func LoadTimeline(path string) (diffview.Timeline, error) {
+func LoadForDiff(path string) (diffview.Timeline, error) {
 	t, err := tapefmt.Open(path)
 	if err != nil {
 		return diffview.Timeline{}, err
 	}
 	defer t.Close()
-	return TimelineOf(t, filepath.Base(path))
+	return ForDiff(t, filepath.Base(path))
 }
 
-// TimelineOf turns the frames of a tape into the frames diffview aligns.
+// ForDiff turns the frames of a tape into the frames diffview aligns.
 //
 // Signatures say what a frame is: its kind plus the endpoint (llm.request
 // and llm.response), the tool name (tool.call and tool.result), the file path
@@ -51,7 +51,7 @@ func LoadTimeline(path string) (diffview.Timeline, error) {
 // the whole run's output, placed before run.end: when bytes reach a pipe is
 // a race with the model calls around them, so interleaved output frames
 // would align differently on every run, while what was printed does not.
-func TimelineOf(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
+func ForDiff(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps(), TapeFrames: t.Len()},
 		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}, texts: map[tapefmt.Hash]string{}}
 	for f, err := range t.All() {

@@ -1,4 +1,4 @@
-package engine
+package timeline
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ type Timeline struct {
 	mu     sync.Mutex
 	rows   map[int]Row
 	costs  costIndex
-	damage damageSet // frames found unreadable (timelinecheck.go)
+	damage damageSet // frames found unreadable (check.go)
 }
 
 // Row is one frame as the timeline lists it.
@@ -61,13 +61,13 @@ type costIndex struct {
 // maxCachedRows bounds the decoded-row cache; a screen needs a few dozen.
 const maxCachedRows = 4096
 
-// OpenTimeline opens the tape at path as a timeline.
-func OpenTimeline(path string) (*Timeline, error) {
+// Open opens the tape at path as a timeline.
+func Open(path string) (*Timeline, error) {
 	t, err := tapefmt.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	tl, err := NewTimeline(t, path)
+	tl, err := New(t, path)
 	if err != nil {
 		t.Close()
 		return nil, err
@@ -75,9 +75,9 @@ func OpenTimeline(path string) (*Timeline, error) {
 	return tl, nil
 }
 
-// NewTimeline reads the frame index of t (loading it into memory once) and
+// New reads the frame index of t (loading it into memory once) and
 // finds the step boundaries. It never decodes a payload.
-func NewTimeline(t *tapefmt.Tape, path string) (*Timeline, error) {
+func New(t *tapefmt.Tape, path string) (*Timeline, error) {
 	tl := &Timeline{t: t, path: path, rows: map[int]Row{}}
 	// Asking for frames of kind 0, which no frame has, loads the frame
 	// index into memory and yields nothing: KindAt is then a memory read.

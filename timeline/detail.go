@@ -1,4 +1,4 @@
-package engine
+package timeline
 
 // The frame view's model: one frame in full, from the timeline.
 

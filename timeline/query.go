@@ -1,4 +1,4 @@
-package engine
+package timeline
 
 // What the turntable asks of a timeline beyond its rows: running totals,
 // navigation by kind, and text search.

@@ -1,4 +1,4 @@
-package engine_test
+package timeline_test
 
 import (
 	"bytes"
@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/tapegen"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // Frames of the tape damagedTape writes.
@@ -66,16 +66,16 @@ func writeCheckTape(t *testing.T, dir, name string) (path string, reqBody tapefm
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkTape(t, path) // whole, before a test damages it
+	tapetest.Verify(t, path) // whole, before a test damages it
 	return path, reqBody
 }
 
 // damagedTimeline opens writeCheckTape's tape with frame 1's request body damaged.
-func damagedTimeline(t *testing.T) (*engine.Timeline, int64) {
+func damagedTimeline(t *testing.T) (*timeline.Timeline, int64) {
 	t.Helper()
 	path, h := writeCheckTape(t, t.TempDir(), "damaged.jbx")
 	off := tapetest.DamageBlob(t, path, h)
-	tl, err := engine.OpenTimeline(path)
+	tl, err := timeline.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func damagedTimeline(t *testing.T) (*engine.Timeline, int64) {
 
 func wantFrameError(t *testing.T, err error, frame int, off int64) {
 	t.Helper()
-	var fe *engine.FrameError
+	var fe *timeline.FrameError
 	if !errors.As(err, &fe) || fe.Frame != frame || fe.Offset != off || fe.Reason != "checksum mismatch" || fe.Blob.IsZero() {
 		t.Fatalf("error %v (%#v), want frame %d at offset %d: checksum mismatch", err, fe, frame, off)
 	}
@@ -143,21 +143,21 @@ func TestSearchReportsUnreadable(t *testing.T) {
 // then on Next(FindError) stops at it.
 func TestCheckDamaged(t *testing.T) {
 	tl, off := damagedTimeline(t)
-	if i, ok := tl.Next(0, engine.FindError, 1); ok {
+	if i, ok := tl.Next(0, timeline.FindError, 1); ok {
 		t.Fatalf("an error at %d before anything read the damage", i)
 	}
 	c, err := tl.Check(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.State != engine.TapeDamaged || len(c.Damage) != 1 || c.FirstDamaged() != badRequest || c.Err == nil || c.Frames != tl.Len() {
+	if c.State != timeline.TapeDamaged || len(c.Damage) != 1 || c.FirstDamaged() != badRequest || c.Err == nil || c.Frames != tl.Len() {
 		t.Fatalf("check = %+v", c)
 	}
 	wantFrameError(t, c.Damage[0], badRequest, off)
-	if i, ok := tl.Next(0, engine.FindError, 1); !ok || i != badRequest {
+	if i, ok := tl.Next(0, timeline.FindError, 1); !ok || i != badRequest {
 		t.Fatalf("next error = %d %v", i, ok)
 	}
-	if i, ok := tl.Next(tl.Len()-1, engine.FindError, -1); !ok || i != badRequest {
+	if i, ok := tl.Next(tl.Len()-1, timeline.FindError, -1); !ok || i != badRequest {
 		t.Fatalf("previous error = %d %v", i, ok)
 	}
 }
@@ -173,16 +173,16 @@ func TestCheckStates(t *testing.T) {
 	cases := []struct {
 		tape string
 		key  []byte
-		want engine.TapeState
+		want timeline.TapeState
 	}{
-		{"agent-run.jbx", nil, engine.TapeChainOK},
-		{"torn.jbx", nil, engine.TapeTorn},
-		{"torn.jbx", key, engine.TapeTorn},
-		{"sealed.jbx", nil, engine.TapeSealed},
-		{"sealed.jbx", key, engine.TapeSealOK},
-		{"sealed.jbx", []byte("not the key that sealed it"), engine.TapeSealBad},
-		{"agent-run.jbx", key, engine.TapeSealBad}, // not sealed at all
-		{"tampered.jbx", nil, engine.TapeDamaged},
+		{"agent-run.jbx", nil, timeline.TapeChainOK},
+		{"torn.jbx", nil, timeline.TapeTorn},
+		{"torn.jbx", key, timeline.TapeTorn},
+		{"sealed.jbx", nil, timeline.TapeSealed},
+		{"sealed.jbx", key, timeline.TapeSealOK},
+		{"sealed.jbx", []byte("not the key that sealed it"), timeline.TapeSealBad},
+		{"agent-run.jbx", key, timeline.TapeSealBad}, // not sealed at all
+		{"tampered.jbx", nil, timeline.TapeDamaged},
 	}
 	for _, c := range cases {
 		tl := openTimeline(t, c.tape)

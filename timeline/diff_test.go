@@ -1,4 +1,4 @@
-package engine
+package timeline
 
 import (
 	"bytes"
@@ -30,8 +30,8 @@ func writeSample(t *testing.T, name string, s tapegen.Spec) string {
 	return path
 }
 
-func TestTimelineOfSample(t *testing.T) {
-	tl, err := LoadTimeline(sampleTape)
+func TestForDiffSample(t *testing.T) {
+	tl, err := LoadForDiff(sampleTape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestTimelineOfSample(t *testing.T) {
 }
 
 func TestDiffSampleAgainstForks(t *testing.T) {
-	base, err := LoadTimeline(sampleTape)
+	base, err := LoadForDiff(sampleTape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestDiffSampleAgainstForks(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tl, err := LoadTimeline(c.path)
+			tl, err := LoadForDiff(c.path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,11 +113,11 @@ func TestDiffSampleAgainstForks(t *testing.T) {
 	}
 }
 
-func TestLoadTimelineRejectsNonTape(t *testing.T) {
+func TestLoadForDiffRejectsNonTape(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "notes.txt")
 	os.WriteFile(path, []byte(strings.Repeat("not a tape\n", 20)), 0o644)
 	var fe *tapefmt.FormatError
-	if _, err := LoadTimeline(path); err == nil || !errors.As(err, &fe) {
+	if _, err := LoadForDiff(path); err == nil || !errors.As(err, &fe) {
 		t.Fatalf("err = %v, want a FormatError", err)
 	}
 }
@@ -156,11 +156,11 @@ func TestOutputRaceDoesNotSplitPairs(t *testing.T) {
 		tapetest.Verify(t, path)
 		return path
 	}
-	a, err := LoadTimeline(write("a.jbx", "gpt-4o-mini", false))
+	a, err := LoadForDiff(write("a.jbx", "gpt-4o-mini", false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := LoadTimeline(write("b.jbx", "gpt-4o", true))
+	b, err := LoadForDiff(write("b.jbx", "gpt-4o", true))
 	if err != nil {
 		t.Fatal(err)
 	}

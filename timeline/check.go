@@ -1,4 +1,4 @@
-package engine
+package timeline
 
 // A whole-tape check for the turntable: every frame and every blob it
 // names, the hash chain, the index and the seal, in the background.
