@@ -22,11 +22,11 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// MaxDecodedBody bounds what one stored body may decode to. A compressed
+// maxDecodedBody bounds what one stored body may decode to. A compressed
 // body that would grow past it (a decompression bomb) is left as stored,
 // and decoding stops once the bound is passed, so it costs at most this
 // much memory.
-const MaxDecodedBody = 64 << 20
+const maxDecodedBody = 64 << 20
 
 // Coding says how a stored body was compressed and how decoding it went.
 type Coding struct {
@@ -35,7 +35,7 @@ type Coding struct {
 	// for a body that was not compressed.
 	Encoding string
 	// Undecodable says why a compressed body could not be decoded (corrupt
-	// data, an unknown coding, more than MaxDecodedBody once decoded); the
+	// data, an unknown coding, more than 64 MiB once decoded); the
 	// stored bytes stand in for the text then.
 	Undecodable string
 	// Truncated says the compressed data ended early, as a response cut off
@@ -70,10 +70,10 @@ type DecodedBody struct {
 // (x-gzip), deflate (zlib-wrapped or raw, as browsers accept), br and
 // zstd, stacked codings undone in reverse order, identity ignored. A body
 // without a Content-Encoding is returned as it is, without a copy. A body
-// that does not decode, or would decode to more than MaxDecodedBody, keeps
+// that does not decode, or would decode to more than 64 MiB, keeps
 // its stored bytes and says why in Undecodable.
 func DecodeBody(h http.Header, body []byte) DecodedBody {
-	return decodeBody(h, body, MaxDecodedBody)
+	return decodeBody(h, body, maxDecodedBody)
 }
 
 // PayloadBody decodes a blob by the headers of the frame payload p that
@@ -155,7 +155,7 @@ const maxZstdWindow = 8 << 20
 
 // decoder returns a reader that undoes one coding. Besides what it
 // returns, a decoder holds its window: for zstd at most 8 MiB, or the
-// declared size of a single-segment frame, refused past MaxDecodedBody
+// declared size of a single-segment frame, refused past maxDecodedBody
 // before anything is decoded; 16 MiB for brotli by its format; 32 KiB for
 // deflate.
 func decoder(coding string, data []byte) (io.ReadCloser, error) {
@@ -172,7 +172,7 @@ func decoder(coding string, data []byte) (io.ReadCloser, error) {
 		return io.NopCloser(brotli.NewReader(br)), nil
 	case "zstd":
 		d, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxMemory(MaxDecodedBody), zstd.WithDecoderMaxWindow(maxZstdWindow))
+			zstd.WithDecoderMaxMemory(maxDecodedBody), zstd.WithDecoderMaxWindow(maxZstdWindow))
 		if err != nil {
 			return nil, err
 		}

@@ -169,7 +169,7 @@ func TestDecodeBodyBomb(t *testing.T) {
 	if d.Undecodable != "gzip: decodes to more than 64 MiB" || !bytes.Equal(d.Text, bomb) {
 		t.Fatalf("undecodable %q, %d bytes", d.Undecodable, len(d.Text))
 	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > MaxDecodedBody+8<<20 {
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > maxDecodedBody+8<<20 {
 		t.Fatalf("decoding the bomb allocated %d MiB", alloc>>20)
 	}
 }
@@ -189,7 +189,7 @@ func TestDecodeBodyZstdBomb(t *testing.T) {
 	if !strings.HasPrefix(d.Undecodable, "zstd: ") || !bytes.Equal(d.Text, bomb) {
 		t.Fatalf("undecodable %q, %d bytes", d.Undecodable, len(d.Text))
 	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > MaxDecodedBody+8<<20 {
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > maxDecodedBody+8<<20 {
 		t.Fatalf("decoding the bomb allocated %d MiB", alloc>>20)
 	}
 	var buf bytes.Buffer

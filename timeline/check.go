@@ -86,9 +86,9 @@ func (tl *Timeline) noteDamage(e *FrameError) *FrameError {
 	return e
 }
 
-// Damage returns why frame i cannot be read in full, once Detail or Check
-// has found it, or nil.
-func (tl *Timeline) Damage(i int) *FrameError {
+// damageAt returns why frame i cannot be read in full, once Detail or
+// Check has found it, or nil.
+func (tl *Timeline) damageAt(i int) *FrameError {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	return tl.damage[i]
@@ -107,7 +107,7 @@ const (
 	TapeDamaged                      // a frame, a blob, the chain or the index does not check out
 )
 
-// TapeCheck is what CheckTape found.
+// TapeCheck is what Check found.
 type TapeCheck struct {
 	State    TapeState
 	Frames   int           // frames walked
@@ -126,14 +126,8 @@ func (c *TapeCheck) FirstDamaged() int {
 	return c.Damage[0].Frame
 }
 
-// CheckTape walks every frame of t, decodes it and every blob it names,
-// then verifies the CRCs, the hash chain, the index, every blob and, with a
-// key, the seal (tapefmt.Tape.Verify). Unlike Verify, which stops at the
-// first problem, the walk lists every damaged frame. It returns ctx.Err()
-// as soon as ctx is done; Verify itself cannot be interrupted, so when ctx
-// ends during it, it finishes in the background (or fails at once when the
-// tape is closed). Opening costs nothing: start it after the first screen.
-func CheckTape(ctx context.Context, t *tapefmt.Tape, key []byte) (*TapeCheck, error) {
+// checkTape is Check of tape t, without a timeline to record the damage in.
+func checkTape(ctx context.Context, t *tapefmt.Tape, key []byte) (*TapeCheck, error) {
 	if key != nil && (len(key) < tapefmt.MinKeySize || len(key) > tapefmt.MaxKeySize) {
 		return nil, fmt.Errorf("seal key is %d bytes, want %d to %d", len(key), tapefmt.MinKeySize, tapefmt.MaxKeySize)
 	}
@@ -239,11 +233,17 @@ func (c *TapeCheck) addDamage(e *FrameError) {
 	}
 }
 
-// Check runs CheckTape over the timeline's tape and records every damaged
-// frame it finds, so that rows show the error and Next(FindError) stops
-// there.
+// Check walks every frame of the timeline's tape, decodes it and every
+// blob it names, then verifies the CRCs, the hash chain, the index, every
+// blob and, with a key, the seal (tapefmt.Tape.Verify). Unlike Verify,
+// which stops at the first problem, the walk lists every damaged frame,
+// and records each so that rows show the error and Next(FindError) stops
+// there. It returns ctx.Err() as soon as ctx is done; Verify itself cannot
+// be interrupted, so when ctx ends during it, it finishes in the
+// background (or fails at once when the tape is closed). Opening costs
+// nothing: start it after the first screen.
 func (tl *Timeline) Check(ctx context.Context, key []byte) (*TapeCheck, error) {
-	c, err := CheckTape(ctx, tl.t, key)
+	c, err := checkTape(ctx, tl.t, key)
 	if err != nil {
 		return nil, err
 	}

@@ -44,10 +44,10 @@ func LoadForDiff(path string) (diffview.Timeline, error) {
 // run.start keeps only the command line (mode and cwd differ between a run
 // and its fork). seed, clock, step.commit, marker and unknown kinds are left
 // out: they differ on every run or carry no behaviour; the steps are counted
-// in Timeline.Steps. tx.begin, tx.commit and tx.rollback are left out too:
-// a fork runs in the Shadow Booth by default, so they would set every fork
-// apart from its parent, and the file.change frames carry what a transaction
-// did. What the agent printed (proc.output) becomes one frame per fd holding
+// in diffview.Timeline.Steps. tx.begin, tx.commit and tx.rollback are left
+// out too: a fork runs in the Shadow Booth by default, so they would set
+// every fork apart from its parent, and the file.change frames carry what a
+// transaction did. What the agent printed (proc.output) becomes one frame per fd holding
 // the whole run's output, placed before run.end: when bytes reach a pipe is
 // a race with the model calls around them, so interleaved output frames
 // would align differently on every run, while what was printed does not.

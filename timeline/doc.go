@@ -4,7 +4,7 @@
 //
 //   - Timeline is one tape as rows, read lazily (Open, Row, Detail), with
 //     running totals of tokens and cost, navigation by kind (Next), text
-//     search and a whole-tape check (CheckTape) that lists every damaged
+//     search and a whole-tape check (Check) that lists every damaged
 //     frame instead of stopping at the first.
 //   - ForDiff turns a tape's frames into the frames diffview aligns.
 //   - Summarize is what `ls` shows of a run; Describe is a payload in one

@@ -155,7 +155,7 @@ func (tl *Timeline) matches(i int, k tapefmt.Kind, f Find) bool {
 	case FindFork:
 		return k == tapefmt.KindBreakerTrip || (k == tapefmt.KindRunStart && tl.Row(i).Fork)
 	}
-	if tl.Damage(i) != nil {
+	if tl.damageAt(i) != nil {
 		return true // found unreadable by Detail, Search or Check
 	}
 	switch k {

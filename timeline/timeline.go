@@ -67,7 +67,7 @@ func Open(path string) (*Timeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	tl, err := New(t, path)
+	tl, err := newTimeline(t, path)
 	if err != nil {
 		t.Close()
 		return nil, err
@@ -75,9 +75,9 @@ func Open(path string) (*Timeline, error) {
 	return tl, nil
 }
 
-// New reads the frame index of t (loading it into memory once) and
+// newTimeline reads the frame index of t (loading it into memory once) and
 // finds the step boundaries. It never decodes a payload.
-func New(t *tapefmt.Tape, path string) (*Timeline, error) {
+func newTimeline(t *tapefmt.Tape, path string) (*Timeline, error) {
 	tl := &Timeline{t: t, path: path, rows: map[int]Row{}}
 	// Asking for frames of kind 0, which no frame has, loads the frame
 	// index into memory and yields nothing: KindAt is then a memory read.

@@ -1,6 +1,6 @@
 package tui
 
-// The background check of each tape opened from a file (timeline.CheckTape):
+// The background check of each tape opened from a file (Timeline.Check):
 // started by Init, shown in the header, its damaged frames marked in the
 // timeline and found by e / E.
 
