@@ -20,8 +20,9 @@ type Event struct {
 	Seq  uint64 // frame written, when one was
 	Call uint64
 	// CallUsage is, for EventResponse, the call's usage, model and cost as
-	// llmwire.ResponseUsage finds them on the tape, so a live counter agrees with
-	// `ls` and the turntable; for EventRequest, Model is the one asked for.
+	// llmwire.ResponseUsage finds them on the tape, so a live counter
+	// agrees with `ls` and the turntable; for EventRequest, Model is the
+	// one asked for.
 	llmwire.CallUsage
 	Data []byte      // output bytes
 	Div  *Divergence // for EventDiverged

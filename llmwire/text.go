@@ -140,9 +140,14 @@ func messageLine(m wireItem) string {
 // Prompt is what a request body puts before the model, as the frame view
 // shows it.
 type Prompt struct {
-	Params   []string // "name: value" for each sampling parameter set, in a fixed order
-	Tools    []string // the names of the tools offered
-	System   string   // the system prompt or instructions, else the first system or developer message
+	// Params are the sampling parameters set, as "name: value", in a
+	// fixed order.
+	Params []string
+	// Tools are the names of the tools offered.
+	Tools []string
+	// System is the system prompt or instructions, else the first system
+	// or developer message.
+	System   string
 	Messages []Message
 }
 

@@ -47,10 +47,11 @@ func LoadForDiff(path string) (diffview.Timeline, error) {
 // in diffview.Timeline.Steps. tx.begin, tx.commit and tx.rollback are left
 // out too: a fork runs in the Shadow Booth by default, so they would set
 // every fork apart from its parent, and the file.change frames carry what a
-// transaction did. What the agent printed (proc.output) becomes one frame per fd holding
-// the whole run's output, placed before run.end: when bytes reach a pipe is
-// a race with the model calls around them, so interleaved output frames
-// would align differently on every run, while what was printed does not.
+// transaction did. What the agent printed (proc.output) becomes one frame
+// per fd holding the whole run's output, placed before run.end: when bytes
+// reach a pipe is a race with the model calls around them, so interleaved
+// output frames would align differently on every run, while what was
+// printed does not.
 func ForDiff(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps(), TapeFrames: t.Len()},
 		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}, texts: map[tapefmt.Hash]string{}}
