@@ -103,7 +103,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	er, err := tx.Exec(ctx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
 		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: b.Notice,
 		Net: b.Net, Endpoints: append([]string{s.proxy.addr()}, b.Endpoints...), WriteLive: b.WriteLive,
-		Protect: []string{s.absPath()},
+		Protect: s.protected(),
 		OnNetRefused: func(r sandbox.NetRefusal) {
 			s.appendFrame(tapefmt.NetRefused{Family: r.Family, Addr: r.Addr, Errno: r.Errno})
 		}})

@@ -83,13 +83,17 @@ func (s *session) stopAgent(grace time.Duration) {
 }
 
 // workspace is the agent's working directory, absolute.
-// absPath is the tape's absolute path.
-func (s *session) absPath() string {
+// protected are the files a booth agent must not change: the tape this
+// run writes, if it writes one (a replay without -o does not).
+func (s *session) protected() []string {
+	if s.path == "" {
+		return nil
+	}
 	p, err := filepath.Abs(s.path)
 	if err != nil {
-		return s.path
+		return nil
 	}
-	return p
+	return []string{p}
 }
 
 func (s *session) workspace() string {

@@ -197,6 +197,9 @@ func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string) (ExecR
 func protected(ws string, files []string) []string {
 	var out []string
 	for _, f := range files {
+		if rel, err := filepath.Rel(f, ws); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			continue // the workspace itself, or a folder holding it: never made read-only
+		}
 		dir := filepath.Dir(f)
 		if rel, err := filepath.Rel(dir, ws); err == nil && (rel == "." || filepath.IsLocal(rel)) {
 			out = append(out, f)

@@ -242,3 +242,22 @@ func TestRollbackSaysWhatItChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayBoothCanWrite: replay --booth without -o writes no tape, so
+// nothing is protected; the agent writes its workspace as when recorded.
+// (The run's empty tape path once made the whole workspace read-only.)
+func TestReplayBoothCanWrite(t *testing.T) {
+	t.Parallel()
+	requireConfinedBooth(t)
+	ws := t.TempDir()
+	tape := filepath.Join(t.TempDir(), "w.jbx")
+	for _, args := range [][]string{
+		{"record", "-o", tape, "--booth", "--commit", "never", "--", "sh", "-c", "echo x > made.txt"},
+		{"replay", "--booth", "--commit", "never", tape},
+	} {
+		out, err := jukeboxCmd(t.Context(), ws, args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "write made.txt") {
+			t.Fatalf("%s: %v\n%s", args[0], err, out)
+		}
+	}
+}
