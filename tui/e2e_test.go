@@ -118,9 +118,14 @@ func TestEndToEndTmux(t *testing.T) {
 // time. Main's signal-aware context and Bubble Tea's own handler once
 // raced for the same signal, and the loser blocked the shutdown forever.
 func signalQuits(t *testing.T, s *tmuxSession, bin, tape string) {
+	base := s.socket
 	for i := range 3 {
 		done := filepath.Join(t.TempDir(), "exit")
-		s.name = fmt.Sprintf("term%d", i)
+		// A server of its own each time: the last session's server may
+		// still be exiting, and a new session on its socket then fails.
+		s.socket, s.name = fmt.Sprintf("%s-term%d", base, i), "term"
+		sock := s.socket
+		t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
 		if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "40",
 			fmt.Sprintf("sh -c '%s play %s; echo $? > %s; sleep 30'", bin, tape, done)); err != nil {
 			t.Fatalf("tmux new-session: %v %s", err, out)
