@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // An attempt is one way out of the booth a hostile agent tries. Want is
@@ -59,6 +60,14 @@ var escapeAttempts = []attempt{
 	{"a disk device", `[ -e "/dev/$(ls /sys/block | head -n1)" ]`, "refused"},
 	{"the host's terminals", `ls /dev/pts | grep -v ptmx | grep -q .`, "refused"},
 	{"the host's SysV shared memory", `[ -n "$SHMID" ] && ipcs -m | grep -qw "$SHMID"`, "refused"},
+	{"rewrite a kernel setting (core_pattern, as root)", `cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern`, "refused"},
+	{"io_uring (its connect and openat pass seccomp unseen)", `python3 -c 'import ctypes,sys; l=ctypes.CDLL(None); b=ctypes.create_string_buffer(120); sys.exit(0 if l.syscall(425, 4, b) >= 0 else 1)'`, "refused"},
+	{"type into a terminal (TIOCSTI)", `python3 -c 'import os,fcntl,termios; m,s=os.openpty(); os.setsid(); fcntl.ioctl(s, termios.TIOCSCTTY, 0); fcntl.ioctl(s, termios.TIOCSTI, b"x")'`, "refused"},
+	{"end the booth's init with a signal it has no use for", `for s in ABRT SEGV BUS TRAP ILL FPE SYS XCPU; do kill -$s 1; done; sleep 0.3; kill -0 1`, "contained"},
+	{"the host's /run", `ls -A /run | grep -q .`, "refused"},
+	{"the session bus in XDG_RUNTIME_DIR", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["XDG_RUNTIME_DIR"] + "/bus")'`, "refused"},
+	{"the ssh agent", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["SSH_AUTH_SOCK"])'`, "refused"},
+	{"a descriptor jukebox inherited", `[ "$(readlink /proc/self/fd/$LEAKFD)" = "$LEAKPATH" ]`, "refused"},
 	{"a setsid child writes after the run", `setsid sh -c 'sleep 1; echo late > late.txt; echo late > "$OUT/late"' </dev/null >/dev/null 2>&1 &`, "contained"},
 }
 
@@ -84,6 +93,7 @@ type catalogueRun struct {
 // a tape folder, laid out for uid/gid.
 type catalogueEnv struct {
 	base, ws, out, home, mark string
+	runtime, sshSock          string // a session bus and an ssh agent the agent must not reach
 	victim                    *exec.Cmd
 	shmid                     string // a SysV segment on the host, "" without ipcmk
 }
@@ -117,6 +127,27 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 			t.Cleanup(func() { exec.Command("ipcrm", "-m", e.shmid).Run() })
 		}
 	}
+	// Outside /tmp, which the booth makes private anyway.
+	sockBase := filepath.Join("/var/tmp", e.mark+".sockets")
+	must(t, os.MkdirAll(sockBase, 0o755))
+	t.Cleanup(func() { os.RemoveAll(sockBase) })
+	e.runtime, e.sshSock = filepath.Join(sockBase, "runtime"), filepath.Join(sockBase, "ssh", "agent.sock")
+	for _, sock := range []string{filepath.Join(e.runtime, "bus"), e.sshSock} {
+		must(t, os.MkdirAll(filepath.Dir(sock), 0o755))
+		ln, err := net.Listen("unix", sock)
+		must(t, err)
+		must(t, os.Chmod(sock, 0o777))
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
 	e.victim = exec.Command("sleep", "600")
 	if os.Getuid() == 0 { // a non-root test run is the victim's user already
 		e.victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
@@ -134,7 +165,8 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 
 func (e *catalogueEnv) env() []string {
 	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home, "XDG_STATE_HOME="+filepath.Join(e.base, "state"), // the booth key
-		"VICTIM="+strconv.Itoa(e.victim.Process.Pid), "SHMID="+e.shmid)
+		"VICTIM="+strconv.Itoa(e.victim.Process.Pid), "SHMID="+e.shmid,
+		"XDG_RUNTIME_DIR="+e.runtime, "SSH_AUTH_SOCK="+e.sshSock)
 }
 
 // runCatalogue runs the catalogue in an overlay booth over ws and commits
@@ -145,6 +177,17 @@ func runCatalogue(ws string, env []string) catalogueRun {
 	if err != nil {
 		run.Err = err.Error()
 		return run
+	}
+	// A descriptor this process holds without close-on-exec, as one
+	// inherited from a careless parent would be: it must not reach the
+	// command.
+	leakPath := filepath.Join(filepath.Dir(ws), "outside", "keep")
+	if f, err := os.Open(leakPath); err == nil {
+		if fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD, 20); err == nil {
+			defer unix.Close(fd)
+			env = append(env, "LEAKFD="+strconv.Itoa(fd), "LEAKPATH="+leakPath)
+		}
+		f.Close()
 	}
 	var out bytes.Buffer
 	run.Result, err = tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", catalogueScript()}, Env: env,

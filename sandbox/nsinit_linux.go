@@ -27,6 +27,9 @@ func runInit(raw string) int {
 	report := os.NewFile(3, "booth-report")
 	status := os.NewFile(4, "booth-status")
 	events := os.NewFile(5, "booth-events")
+	// Descriptors jukebox inherited from its own parent without
+	// close-on-exec must not reach the command.
+	unix.CloseRange(6, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	unix.CloseOnExec(4)
 	unix.CloseOnExec(5)
 	var s initSpec
@@ -48,8 +51,11 @@ func runInit(raw string) int {
 		fmt.Fprintf(report, "setup: not dumpable: %v", err)
 		return initSetupFailed
 	}
+	// Every signal is caught: as PID 1 of its namespace, stage 1 gets from
+	// the command only the signals it has a handler for, and Go's default
+	// handlers would end it (and with it the run) on SIGABRT, SIGSEGV, ...
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs)
 	var watch *os.File
 	if s.NetNone {
 		if watch, err = watchConnects(s.Relays, events); err != nil {
@@ -71,13 +77,12 @@ func runInit(raw string) int {
 	return code
 }
 
-// forwarded are the signals stage 1 passes to the command. SIGINT and
-// SIGQUIT from a terminal reach the command directly (it is in the
-// terminal's foreground process group), so they are caught and dropped
-// here rather than ignored: an ignored signal would stay ignored in the
-// command.
-var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2,
-	syscall.SIGINT, syscall.SIGQUIT, syscall.SIGWINCH, syscall.SIGCONT}
+// forwarded are the signals stage 1 passes to the command: those jukebox
+// forwards (the booth runs in a session of its own, so Ctrl-C and Ctrl-\
+// from the terminal reach jukebox, which passes them on) and those a
+// terminal or a job controller sends. The rest are dropped.
+var forwarded = map[os.Signal]bool{syscall.SIGTERM: true, syscall.SIGHUP: true, syscall.SIGUSR1: true,
+	syscall.SIGUSR2: true, syscall.SIGINT: true, syscall.SIGQUIT: true, syscall.SIGWINCH: true, syscall.SIGCONT: true}
 
 // reap waits for the command, reaping every orphan the PID namespace
 // hands to PID 1 meanwhile, and forwards signals to the command. It
@@ -85,7 +90,7 @@ var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, sy
 func reap(pid int, sigs <-chan os.Signal) (int, syscall.Signal) {
 	go func() {
 		for s := range sigs {
-			if s != syscall.SIGINT && s != syscall.SIGQUIT {
+			if forwarded[s] {
 				syscall.Kill(pid, s.(syscall.Signal))
 			}
 		}
@@ -169,23 +174,37 @@ type detached struct {
 	path string
 	what string
 	file bool // mounted on a file (a device node), not a folder
+	rank int  // at the same path, the higher rank is attached last and wins
+	seal bool // made read-only once what lies below it is attached
 }
+
+// Ranks of detached mounts: what hides or replaces a host folder wins over
+// a path asked to stay visible at the same place.
+const (
+	rankKept    = iota // the tape, --allow-write-live folders, resolv.conf
+	rankOverlay        // the workspace
+	rankPrivate        // hides, private /tmp, /dev/shm and /dev
+)
 
 // confine builds the booth's mount tree, in this order:
 //
 //  1. every mount private, so nothing here propagates to the host;
 //  2. detached mounts: the overlay over the workspace, a read-only tmpfs
-//     hiding the booth's state, tmpfs for /tmp and /dev/shm, and clones of
-//     the paths that must stay visible (read-only, or writable for
-//     WriteLive);
-//  3. the whole tree read-only (mount_setattr, recursive);
-//  4. a /proc for the new PID namespace;
+//     hiding the booth's state, tmpfs for /tmp and /dev/shm, empty folders
+//     over the host's socket folders (hostsockets.go), and clones of the
+//     paths that must stay visible (read-only, or writable for WriteLive);
+//  3. the whole tree read-only, without devices or setuid (mount_setattr,
+//     recursive);
+//  4. a /proc for the new PID namespace, its kernel settings read-only;
 //  5. the detached mounts moved into place, shallowest first, creating
 //     their mount points inside the private /tmp where needed.
 //
 // The relays for --net none are made before anything is hidden, since
 // their sockets live in the booth's state.
 func confine(s initSpec) ([]*relayer, error) {
+	if err := checkKept(s); err != nil {
+		return nil, err
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("make mounts private: %w", err)
 	}
@@ -199,40 +218,31 @@ func confine(s initSpec) ([]*relayer, error) {
 			return nil, err
 		}
 	}
-	mounts := []detached{{fd: ovl, path: s.Lower, what: "the overlay over the workspace"}}
+	mounts := []detached{{fd: ovl, path: s.Lower, what: "the overlay over the workspace", rank: rankOverlay}}
 	for _, h := range s.Hide {
 		fd, err := tmpfsMount("size=4k,mode=0555", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 		if err != nil {
 			return nil, fmt.Errorf("hide %s: %w", h, err)
 		}
-		mounts = append(mounts, detached{fd: fd, path: h, what: "the tmpfs over " + h})
+		mounts = append(mounts, detached{fd: fd, path: h, what: "the tmpfs over " + h, rank: rankPrivate})
 	}
 	for _, p := range []string{"/tmp", "/dev/shm"} {
 		fd, err := tmpfsMount("mode=1777", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 		if err != nil {
 			return nil, fmt.Errorf("private %s: %w", p, err)
 		}
-		mounts = append(mounts, detached{fd: fd, path: p, what: "a private " + p})
+		mounts = append(mounts, detached{fd: fd, path: p, what: "a private " + p, rank: rankPrivate})
 	}
 	dev, err := minimalDev()
 	if err != nil {
 		return nil, err
 	}
 	mounts = append(mounts, dev...)
-	if s.NetNone {
-		// Sockets with a path are not in the network namespace: hide the
-		// usual place for the host's (the Docker socket, D-Bus, ...).
-		for _, p := range []string{"/run", "/var/run"} {
-			if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
-				continue
-			}
-			fd, err := tmpfsMount("size=4k,mode=0755", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
-			if err != nil {
-				return nil, fmt.Errorf("--net none: hide %s: %w", p, err)
-			}
-			mounts = append(mounts, detached{fd: fd, path: p, what: "an empty " + p})
-		}
+	socks, err := hideHostSockets(s)
+	if err != nil {
+		return nil, err
 	}
+	mounts = append(mounts, socks...)
 	for _, p := range s.ReadOnly {
 		fi, err := os.Lstat(p)
 		if err != nil {
@@ -242,26 +252,110 @@ func confine(s initSpec) ([]*relayer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("keep %s visible: %w", p, err)
 		}
-		mounts = append(mounts, detached{fd: fd, path: p, what: "read-only " + p, file: !fi.IsDir()})
+		mounts = append(mounts, detached{fd: fd, path: p, what: "read-only " + p, file: !fi.IsDir(), rank: rankKept})
 	}
 	for _, p := range s.WriteLive {
 		fd, err := cloneTree(p, false)
 		if err != nil {
 			return nil, fmt.Errorf("--allow-write-live %s: %w", p, err)
 		}
-		mounts = append(mounts, detached{fd: fd, path: p, what: "writable " + p})
+		mounts = append(mounts, detached{fd: fd, path: p, what: "writable " + p, rank: rankKept})
 	}
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &attr); err != nil {
 		return nil, fmt.Errorf("make the file system read-only: %w", err)
 	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, fmt.Errorf("mount /proc for the PID namespace: %w", err)
+	if err := mountProc(); err != nil {
+		return nil, err
 	}
 	if err := attach(mounts); err != nil {
 		return nil, err
 	}
 	return relays, finishDev()
+}
+
+// checkKept refuses a path asked to stay visible (the tape, a
+// --allow-write-live folder) where it would uncover what the booth hides
+// or replaces: inside a hidden folder (the booth's state, the key), or at
+// the place of the private /tmp, /dev/shm, /dev, /proc or /sys. (Callers
+// refuse these with their own flags' names first; this is the last line.)
+func checkKept(s initSpec) error {
+	for _, p := range append(append([]string(nil), s.ReadOnly...), s.WriteLive...) {
+		for _, h := range s.Hide {
+			if pathWithin(p, h) {
+				return fmt.Errorf("%s lies in %s, which the booth hides from the agent", p, h)
+			}
+		}
+		for _, sys := range []string{"/", "/tmp", "/dev/shm"} {
+			if p == sys {
+				return fmt.Errorf("%s cannot stay visible: the booth gives the agent its own", p)
+			}
+		}
+		for _, sys := range []string{"/proc", "/dev", "/sys"} {
+			if pathWithin(p, sys) {
+				return fmt.Errorf("%s cannot stay visible: it is part of %s, which the booth gives the agent its own of", p, sys)
+			}
+		}
+	}
+	return nil
+}
+
+// procReadOnly are the parts of /proc that reach the host's kernel rather
+// than the booth's processes, as bubblewrap keeps them: read-only, so a
+// command run by root cannot set kernel parameters (core_pattern runs a
+// program as the host's root) or trigger SysRq.
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}
+
+// mountProc mounts a /proc for the booth's PID namespace and makes
+// procReadOnly read-only in it.
+func mountProc() error {
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc for the PID namespace: %w", err)
+	}
+	for _, p := range procReadOnly {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		fd, err := cloneTree(p, true)
+		if err == nil {
+			err = unix.MoveMount(fd, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+			unix.Close(fd)
+		}
+		if err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// hideHostSockets makes the detached mounts that hide the host's unix
+// sockets (see hostSockets).
+func hideHostSockets(s initSpec) ([]detached, error) {
+	kept := append(append([]string{s.Lower}, s.ReadOnly...), s.WriteLive...)
+	h := findHostSockets(os.Getenv, os.Getenv("HOME"), kept)
+	var out []detached
+	for _, d := range h.Dirs {
+		fd, err := tmpfsMount("size=64k,mode=0755", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+		if err != nil {
+			return nil, fmt.Errorf("hide the sockets in %s: %w", d, err)
+		}
+		out = append(out, detached{fd: fd, path: d, what: "an empty " + d, rank: rankPrivate, seal: true})
+	}
+	for _, f := range h.Files {
+		fd, err := cloneTree("/dev/null", false)
+		if err != nil {
+			return nil, fmt.Errorf("hide the socket %s: %w", f, err)
+		}
+		out = append(out, detached{fd: fd, path: f, what: "a null device over " + f, file: true, rank: rankPrivate})
+	}
+	for _, k := range h.Keep {
+		fd, err := cloneTree(k, true)
+		if err != nil {
+			return nil, fmt.Errorf("keep %s visible: %w", k, err)
+		}
+		out = append(out, detached{fd: fd, path: k, what: "read-only " + k, file: true, rank: rankKept})
+	}
+	return out, nil
 }
 
 // devNodes are the host devices the booth's /dev keeps, as bubblewrap's
@@ -277,7 +371,7 @@ func minimalDev() ([]detached, error) {
 	if err != nil {
 		return nil, fmt.Errorf("private /dev: %w", err)
 	}
-	out := []detached{{fd: fd, path: "/dev", what: "a private /dev"}}
+	out := []detached{{fd: fd, path: "/dev", what: "a private /dev", rank: rankPrivate}}
 	for _, n := range devNodes {
 		p := "/dev/" + n
 		if _, err := os.Stat(p); err != nil {
@@ -287,7 +381,7 @@ func minimalDev() ([]detached, error) {
 		if err != nil {
 			return nil, fmt.Errorf("private /dev: %s: %w", p, err)
 		}
-		out = append(out, detached{fd: fd, path: p, what: p, file: true})
+		out = append(out, detached{fd: fd, path: p, what: p, file: true, rank: rankPrivate})
 	}
 	return out, nil
 }
@@ -317,18 +411,37 @@ func finishDev() error {
 
 // attach moves the detached mounts into place, parents before children
 // (the workspace before the tmpfs over its state, /tmp before a workspace
-// under it), creating missing mount points on the way; those can only be
-// in a tmpfs made here, since the rest is read-only.
+// under it), and at the same path by rank, so what hides wins; it creates
+// missing mount points on the way (those can only be in a tmpfs made here,
+// since the rest is read-only), then seals the tmpfs that needed them.
 func attach(mounts []detached) error {
-	sort.SliceStable(mounts, func(i, j int) bool { return depth(mounts[i].path) < depth(mounts[j].path) })
-	for _, m := range mounts {
+	sort.SliceStable(mounts, func(i, j int) bool {
+		di, dj := depth(mounts[i].path), depth(mounts[j].path)
+		return di < dj || di == dj && mounts[i].rank < mounts[j].rank
+	})
+	defer func() {
+		for _, m := range mounts {
+			unix.Close(m.fd) // those not attached after an error
+		}
+	}()
+	for i, m := range mounts {
 		if err := mountPoint(m); err != nil {
 			return fmt.Errorf("mount point for %s: %w", m.what, err)
 		}
 		err := unix.MoveMount(m.fd, "", unix.AT_FDCWD, m.path, unix.MOVE_MOUNT_F_EMPTY_PATH)
 		unix.Close(m.fd)
+		mounts[i].fd = -1
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", m.what, err)
+		}
+	}
+	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	for _, m := range mounts {
+		if !m.seal {
+			continue
+		}
+		if err := unix.MountSetattr(unix.AT_FDCWD, m.path, 0, &ro); err != nil {
+			return fmt.Errorf("make %s read-only: %w", m.what, err)
 		}
 	}
 	return nil
@@ -380,11 +493,12 @@ func overlayMount(s initSpec) (int, error) {
 		return unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, 0)
 	}
 	fd, err := try(true)
-	if err != nil {
-		fd, err = try(false)
+	if err == nil {
+		return fd, nil
 	}
-	if err != nil {
-		return -1, fmt.Errorf("mount overlayfs: %w", err)
+	fd, err2 := try(false)
+	if err2 != nil {
+		return -1, fmt.Errorf("mount overlayfs: %w (and without userxattr: %v)", err, err2)
 	}
 	return fd, nil
 }
@@ -432,6 +546,7 @@ func ovlEscape(p string) string {
 // on descriptor 3, which the exec closes.
 func runStage2(raw string) int {
 	report := os.NewFile(3, "booth-report")
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	var s stageSpec
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		fmt.Fprintf(report, "setup: bad exec spec: %v", err)

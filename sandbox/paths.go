@@ -93,3 +93,10 @@ func joinRel(dir, name string) string {
 	}
 	return dir + "/" + name
 }
+
+// pathWithin reports whether the clean absolute path p is dir or lies
+// inside it, by name alone (no symlink is followed).
+func pathWithin(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}

@@ -24,7 +24,13 @@ import (
 //   - refuses clone and unshare with CLONE_NEWUSER (a new user namespace
 //     would give the command capabilities again), and clone3 with ENOSYS
 //     (its flags are behind a pointer the filter cannot read; C libraries
-//     fall back to clone).
+//     fall back to clone);
+//   - refuses io_uring with EPERM (its operations, connect and openat
+//     among them, would pass this filter and the connect watch unseen;
+//     libraries that try it fall back to plain syscalls);
+//   - refuses the terminal ioctls that type into a terminal (TIOCSTI) or
+//     paste into a console (TIOCLINUX), so the agent cannot answer
+//     jukebox's approval prompt or run commands in the user's shell.
 //
 // ptrace stays allowed: the PID namespace limits it to the booth's own
 // processes, and stage 1 is not dumpable.
@@ -38,13 +44,24 @@ var seccompDenied = []uintptr{
 	unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT,
 	unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_REBOOT, unix.SYS_ACCT,
 	unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD,
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+	sysOpenTreeAttr,
 }
+
+// sysOpenTreeAttr is open_tree_attr (Linux 6.15), numbered alike on every
+// architecture the filter is written for.
+const sysOpenTreeAttr = 467
+
+// seccompIoctls are the ioctl requests refused with EPERM. The kernel
+// reads the request as 32 bits, so the filter compares the low half.
+var seccompIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
 
 // Offsets in struct seccomp_data.
 const (
 	seccompNr   = 0
 	seccompArch = 4
 	seccompArg0 = 16 // low 32 bits on little-endian machines
+	seccompArg1 = 24
 )
 
 func bpfStmt(code uint16, k uint32) unix.SockFilter {
@@ -88,6 +105,12 @@ func seccompProgram(notifyConnect bool) ([]unix.SockFilter, error) {
 	if notifyConnect {
 		p = append(p, bpfJump(jeq, unix.SYS_CONNECT, 0, 1), bpfStmt(ret, unix.SECCOMP_RET_USER_NOTIF))
 	}
+	n := len(seccompIoctls)
+	p = append(p, bpfJump(jeq, unix.SYS_IOCTL, 0, uint8(2*n+2)), bpfStmt(ldW, seccompArg1))
+	for _, req := range seccompIoctls {
+		p = append(p, bpfJump(jeq, req, 0, 1), bpfStmt(ret, retEPERM))
+	}
+	p = append(p, bpfStmt(ret, retAllow))
 	for _, nr := range []uintptr{unix.SYS_CLONE, unix.SYS_UNSHARE} {
 		p = append(p,
 			bpfJump(jeq, uint32(nr), 0, 4),
