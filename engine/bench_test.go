@@ -2,15 +2,17 @@ package engine_test
 
 import (
 	"bytes"
-	"github.com/jukebox-os/jukebox/internal/inproc"
+	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/inproc"
 	"github.com/jukebox-os/jukebox/internal/tapegen"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -51,7 +53,7 @@ func BenchmarkReplay50Steps(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		h, err := engine.NewReplayHandler(t, engine.DefaultIgnore, 0)
+		h, err := engine.NewReplayHandler(t, reqmatch.Default(), 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,30 +86,66 @@ func BenchmarkReplay50Steps(b *testing.B) {
 	}
 }
 
-// BenchmarkMatch is the matcher alone: the run's 50 request bodies, sent as
-// recorded, matched in order. A fresh matcher (outside the timer) is built
+// BenchmarkMatch times matching the 50-step run's requests, in order,
 // for each op, over a tape holding only the 50 request frames, so that
-// building it does not dominate the benchmark's wall time.
+// building it does not dominate the benchmark's wall time. Sub-benchmarks:
+// bodies sent byte for byte as recorded (exact) or re-encoded with other
+// spacing and key order (canonical, which parses both sides), each with
+// the default rules and with the rules a real agent needs on (a wildcard
+// ignore path and two scrub patterns: issue 12's target is rules/default
+// within 1.2x).
 func BenchmarkMatch(b *testing.B) {
 	t, ins := openRequestTape(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		m, err := engine.NewMatcher(t, engine.DefaultIgnore)
-		if err != nil {
+	rules := &reqmatch.Rules{Ignore: append([]string{"messages.*.name", "metadata.trace_id"}, reqmatch.DefaultIgnore...),
+		Scrub: []reqmatch.Scrub{{Pattern: `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`, With: "<time>"},
+			{Pattern: `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`, With: "<uuid>"}}}
+	if err := rules.Compile(); err != nil {
+		b.Fatal(err)
+	}
+	reencoded := make([][]byte, len(ins))
+	for i, in := range ins {
+		var v map[string]any
+		if err := json.Unmarshal(in.Request, &v); err != nil {
 			b.Fatal(err)
 		}
-		b.StartTimer()
-		for i, in := range ins {
-			c, d := m.Match(http.MethodPost, "/v1/chat/completions", in.Request)
-			if d != nil {
-				b.Fatalf("request %d: %v", i, d)
+		reencoded[i], _ = json.MarshalIndent(v, "", " ")
+	}
+	header := http.Header{"Content-Type": {"application/json"}}
+	for _, c := range []struct {
+		name   string
+		rules  *reqmatch.Rules
+		bodies func(i int) []byte
+	}{
+		{"exact/default", reqmatch.Default(), func(i int) []byte { return ins[i].Request }},
+		{"exact/rules", rules, func(i int) []byte { return ins[i].Request }},
+		{"canonical/default", reqmatch.Default(), func(i int) []byte { return reencoded[i] }},
+		{"canonical/rules", rules, func(i int) []byte { return reencoded[i] }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				b.StopTimer()
+				rules := *c.rules // a fresh copy: nothing remembered from the last op
+				if err := rules.Compile(); err != nil {
+					b.Fatal(err)
+				}
+				m, err := engine.NewMatcher(t, &rules)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				for i := range ins {
+					r := engine.MatchRequest{Method: http.MethodPost, Path: "/v1/chat/completions", Header: header, Body: c.bodies(i)}
+					got, d := m.Match(r)
+					if d != nil {
+						b.Fatalf("request %d: %v", i, d)
+					}
+					if got.Request.Call != uint64(i) {
+						b.Fatalf("request %d matched call %d", i, got.Request.Call)
+					}
+				}
 			}
-			if c.Request.Call != uint64(i) {
-				b.Fatalf("request %d matched call %d", i, c.Request.Call)
-			}
-		}
+		})
 	}
 }
 

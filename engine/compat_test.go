@@ -9,6 +9,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -71,7 +72,7 @@ func TestCompatTapesOpenVerifyReplay(t *testing.T) {
 // response; it returns the number of calls.
 func replayEveryCall(t *testing.T, tp *tapefmt.Tape) int {
 	t.Helper()
-	h, err := engine.NewReplayHandler(tp, engine.DefaultIgnore, 0)
+	h, err := engine.NewReplayHandler(tp, reqmatch.Default(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

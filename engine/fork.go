@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -20,7 +21,7 @@ type ForkOptions struct {
 	Overrides Overrides
 	Tape      string // the fork's tape
 	Upstreams map[string]string
-	Ignore    []string // as in replay; nil is DefaultIgnore
+	Rules     *reqmatch.Rules // as in replay
 }
 
 // Fork re-runs the agent with every model call before the fork frame
@@ -29,7 +30,7 @@ type ForkOptions struct {
 // names its parent (chain head and frame). When the agent diverges before
 // the fork frame, the run stops and Result.Divergence says where, as replay does.
 func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
-	t, m, err := openSource(o.Parent, &o.RunOptions, &o.Ignore)
+	t, m, err := openSource(o.Parent, &o.RunOptions, o.Rules)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func (f *forkBackend) prepare(x *exchange) {
 		return
 	}
 	f.tapeBackend.prepare(x)
-	c, d := f.m.Match(x.req.Method, x.path, x.body)
+	c, d := f.m.Match(x.matchRequest())
 	switch {
 	case d != nil:
 		x.div = d

@@ -31,7 +31,24 @@ type exchange struct {
 	start    time.Time
 	served   *Call       // a fork answers this call from the parent tape
 	div      *Divergence // a fork found this call diverging
+	conn     uint64      // the connection's ordinal in the run, from 1
+	connSeq  uint64      // the request's ordinal on its connection, from 1
 }
+
+// matchRequest is x as the matcher sees it.
+func (x *exchange) matchRequest() MatchRequest {
+	return MatchRequest{Method: x.req.Method, Path: x.path, Header: x.req.Header, Body: x.body, Conn: x.conn, ConnSeq: x.connSeq}
+}
+
+// connPlace numbers a child's connections in the order they were accepted
+// and the requests on each: the place of a request, which replay matches
+// parallel identical requests by.
+type connPlace struct {
+	id       uint64
+	requests atomic.Uint64
+}
+
+type connKey struct{}
 
 // answer is what a backend sent the child, to be recorded.
 type answer struct {
@@ -59,9 +76,12 @@ type proxy struct {
 	calls   atomic.Uint64
 	control http.Handler
 
-	mu      sync.Mutex
-	steps   bool // a call has been made: the next one closes a step
-	onEvent func(Event)
+	conns atomic.Uint64 // connections accepted
+
+	mu       sync.Mutex
+	steps    bool // a call has been made: the next one closes a step
+	inflight int  // calls recorded but not yet answered
+	onEvent  func(Event)
 }
 
 // NewProxy listens on 127.0.0.1 on a free port.
@@ -72,7 +92,10 @@ func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, err
 	}
 	p := &proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent}
 	p.control = controlHandler(p)
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, &connPlace{id: p.conns.Add(1)})
+		}}
 	go p.srv.Serve(ln)
 	return p, nil
 }
@@ -114,6 +137,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	x.body = *buf
 	x.call = p.calls.Add(1) - 1
+	if c, ok := r.Context().Value(connKey{}).(*connPlace); ok {
+		x.conn, x.connSeq = c.id, c.requests.Add(1)
+	}
 	x.start = time.Now()
 	if pr, ok := p.backend.(preparer); ok {
 		pr.prepare(x)
@@ -186,15 +212,23 @@ func (p *proxy) route(r *http.Request) (*exchange, error) {
 }
 
 // recordRequest writes the request frame, closing the previous step first:
-// an agent step runs from one model call to the next.
-func (p *proxy) recordRequest(x *exchange) error {
+// an agent step runs from one model call to the next. A call made while
+// another is in flight belongs to the same step, so a parallel fan-out is
+// one step.
+func (p *proxy) recordRequest(x *exchange) (err error) {
 	if p.tape == nil {
 		return nil
 	}
 	p.mu.Lock()
-	closeStep := p.steps
+	closeStep := p.steps && p.inflight == 0
 	p.steps = true
+	p.inflight++
 	p.mu.Unlock()
+	defer func() {
+		if err != nil {
+			p.answered() // no response will be recorded
+		}
+	}()
 	if closeStep {
 		if _, err := p.tape.Commit(); err != nil {
 			return err
@@ -206,14 +240,23 @@ func (p *proxy) recordRequest(x *exchange) error {
 		return err
 	}
 	seq, err := p.tape.Append(0, tapefmt.LLMRequest{Call: x.call, Provider: x.provider.Name, Method: x.req.Method,
-		Path: x.path, Query: x.query, Header: x.req.Header, Body: h, Size: int64(len(x.body)), Model: ri.Model, Stream: ri.Stream})
+		Path: x.path, Query: x.query, Header: x.req.Header, Body: h, Size: int64(len(x.body)), Model: ri.Model, Stream: ri.Stream,
+		Conn: x.conn, ConnSeq: x.connSeq})
 	p.emit(Event{Kind: EventRequest, Seq: seq, Call: x.call, CallUsage: llmwire.CallUsage{Model: ri.Model}})
 	return err
+}
+
+// answered ends a call's time in flight.
+func (p *proxy) answered() {
+	p.mu.Lock()
+	p.inflight--
+	p.mu.Unlock()
 }
 
 func (p *proxy) recordResponse(x *exchange, a answer) {
 	a.resp.Call = x.call
 	if p.tape != nil {
+		defer p.answered()
 		if len(a.body) > 0 {
 			h, err := p.tape.PutBlob(x.provider.Name+" "+x.path+" response", a.body)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -59,7 +60,7 @@ func (t *tapeBackend) match(x *exchange) (*Call, *Divergence) {
 	if t.diverged {
 		return nil, nil
 	}
-	c, d := t.m.Match(x.req.Method, x.path, x.body)
+	c, d := t.m.Match(x.matchRequest())
 	if d != nil {
 		t.diverged = true
 	}
@@ -168,8 +169,8 @@ func (t *tapeBackend) writeChunks(w http.ResponseWriter, body []byte, chunks tap
 // NewReplayHandler answers model API calls from the tape in process, with
 // no listener and no network: the replayer without a child, for embedding
 // and benchmarks. Paths are the proxy's (/openai/v1/..., /anthropic/v1/...).
-func NewReplayHandler(t *tapefmt.Tape, ignore []string, speed Speed) (http.Handler, error) {
-	m, err := NewMatcher(t, ignore)
+func NewReplayHandler(t *tapefmt.Tape, rules *reqmatch.Rules, speed Speed) (http.Handler, error) {
+	m, err := NewMatcher(t, rules)
 	if err != nil {
 		return nil, err
 	}

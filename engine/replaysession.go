@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -17,7 +18,11 @@ type ReplayOptions struct {
 	From       string // the tape to replay
 	Tape       string // where to record the replayed run; "" records nothing
 	Speed      Speed
-	Ignore     []string // request fields left out of matching; nil is DefaultIgnore
+	// Rules decide when a live request is the recorded one (compiled; nil
+	// is the defaults and the rules remembered in the tape's sidecar
+	// folder). An ignore path other than the defaults that matches no field
+	// of any recorded request is an error.
+	Rules *reqmatch.Rules
 	// Live sends calls from the first divergence on to the real upstreams,
 	// recording them (go-vcr's new episodes); else replay stops there.
 	Live      bool
@@ -32,7 +37,7 @@ const divergenceGrace = 3 * time.Second
 // answered from the tape, byte for byte, and no network connection is made.
 // The first request the tape cannot answer is reported as a Divergence.
 func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
-	t, m, err := openSource(o.From, &o.RunOptions, &o.Ignore)
+	t, m, err := openSource(o.From, &o.RunOptions, o.Rules)
 	if err != nil {
 		return nil, err
 	}
@@ -41,15 +46,16 @@ func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 	return s.replay(ctx, o, t, m)
 }
 
-// openSource opens a recorded tape to answer calls from, indexes its calls,
-// and fills in what the options leave to the recording: the command, the
-// seed and the fields ignored in matching.
-func openSource(path string, o *RunOptions, ignore *[]string) (*tapefmt.Tape, *Matcher, error) {
+// openSource opens a recorded tape to answer calls from, indexes its calls
+// under the rules (checking their ignore paths against them), and fills in
+// what the options leave to the recording: the command and the seed.
+func openSource(path string, o *RunOptions, rules *reqmatch.Rules) (*tapefmt.Tape, *Matcher, error) {
 	t, err := tapefmt.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	start, err := FirstRunStart(t)
+	var m *Matcher
 	if err == nil {
 		if len(o.Argv) == 0 {
 			o.Argv = start.Argv
@@ -57,11 +63,7 @@ func openSource(path string, o *RunOptions, ignore *[]string) (*tapefmt.Tape, *M
 		if o.Seed == 0 {
 			o.Seed = start.Seed
 		}
-		if *ignore == nil {
-			*ignore = DefaultIgnore
-		}
-		var m *Matcher
-		if m, err = NewMatcher(t, *ignore); err == nil {
+		if m, err = indexCalls(t, path, rules); err == nil {
 			return t, m, nil
 		}
 	}
@@ -160,4 +162,21 @@ func recordedStdout(t *tapefmt.Tape) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// indexCalls makes the matcher for the tape at path (rules nil: RulesFor
+// the tape) and checks its ignore paths against the recorded requests.
+func indexCalls(t *tapefmt.Tape, path string, rules *reqmatch.Rules) (*Matcher, error) {
+	if rules == nil {
+		r, err := RulesFor(path, reqmatch.Rules{})
+		if err != nil {
+			return nil, err
+		}
+		rules = r
+	}
+	m, err := NewMatcher(t, rules)
+	if err != nil {
+		return nil, err
+	}
+	return m, m.checkIgnore()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -239,7 +240,7 @@ func recordShortChat(t *testing.T, srv *llmsim.Server, api string, plan []byte, 
 		t.Fatal(err)
 	}
 	defer tp.Close()
-	h, err := engine.NewReplayHandler(tp, engine.DefaultIgnore, 0)
+	h, err := engine.NewReplayHandler(tp, reqmatch.Default(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

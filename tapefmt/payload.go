@@ -92,6 +92,12 @@ type LLMRequest struct {
 	Size     int64       `json:"size"`
 	Model    string      `json:"model,omitempty"`
 	Stream   bool        `json:"stream,omitempty"`
+	// Conn and ConnSeq place the request on the agent's connections to
+	// jukebox: the connection's ordinal in the run and the request's on
+	// it, both from 1 (0: not recorded). Replay uses them to give parallel
+	// identical requests the answers they got.
+	Conn    uint64 `json:"conn,omitempty"`
+	ConnSeq uint64 `json:"conn_seq,omitempty"`
 }
 
 // Chunk is one piece of a streamed response as it arrived: the body bytes up

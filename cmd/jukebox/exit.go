@@ -51,9 +51,12 @@ func codeFor(err error) int {
 	var ee *exitError
 	var fe *tapefmt.FormatError
 	var te *engine.TapeError
+	var ie *engine.IgnoreError
 	switch {
 	case errors.As(err, &te):
 		return ExitBadTape // ahead of any other code: the record is at fault
+	case errors.As(err, &ie):
+		return ExitUsage
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &fe), errors.Is(err, tapefmt.ErrNoFooter):

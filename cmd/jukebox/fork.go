@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -30,10 +31,14 @@ type ForkCmd struct {
 	Keep             bool                `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
 	PG               string              `name:"pg" placeholder:"DSN" help:"The agent's PostgreSQL work joins the fork's booth, as with record --booth --pg."`
 	JSON             bool                `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
+	matchFlags
 }
 
 // Validate checks flags before anything starts.
 func (c *ForkCmd) Validate() error {
+	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
 	if c.Patch != "" && !json.Valid([]byte(c.Patch)) {
 		return fmt.Errorf("--patch is not valid JSON: %s", c.Patch)
 	}
@@ -71,9 +76,16 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	rules, err := c.rules(c.Tape)
+	if err != nil {
+		return err
+	}
 	var rows []forkRow
 	for _, m := range models {
-		res, err := c.forkOne(ctx, env, start, over, m)
+		res, err := c.forkOne(ctx, env, start, over, m, rules)
+		if len(rows) == 0 {
+			c.remember(c.Tape, err, env.Stderr)
+		}
 		if err := runFailed(err, res); err != nil {
 			return err
 		}
@@ -82,7 +94,7 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 	return c.report(env, rows)
 }
 
-func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart, over engine.Overrides, model string) (*engine.Result, error) {
+func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart, over engine.Overrides, model string, rules *reqmatch.Rules) (*engine.Result, error) {
 	if model != "" {
 		over.Model = model
 	}
@@ -105,7 +117,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	defer pg.close()
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
 	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Frame: c.Frame,
-		Overrides: over, Tape: out, Upstreams: c.Upstream})
+		Overrides: over, Tape: out, Upstreams: c.Upstream, Rules: rules})
 	if res != nil {
 		printBooth(env, res.Booth)
 	}

@@ -14,10 +14,10 @@ type ReplayCmd struct {
 	Speed        string    `default:"instant" help:"Pace of streamed responses: instant, realtime, or a factor such as 2x."`
 	OnDivergence string    `enum:"stop,live" default:"stop" help:"On a request the tape does not hold: stop (exit 5 with a report), or live: go to the real upstream from there and record the rest (needs -o or records to ./tapes)."`
 	Upstream     upstreams `placeholder:"NAME=URL" help:"Upstreams for --on-divergence live, as in record."`
-	Ignore       []string  `placeholder:"FIELD" help:"Top-level request fields to leave out of matching, besides stream_options, user, metadata and service_tier. Repeatable."`
 	Output       string    `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
 	Seed         int64     `help:"Seed for the agent (default: the recorded one)."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
+	matchFlags
 	boothFlags
 	JSON bool `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
@@ -30,6 +30,9 @@ func (c *ReplayCmd) Validate() error {
 	if len(c.Upstream) > 0 && c.OnDivergence != "live" {
 		return fmt.Errorf("--upstream only matters with --on-divergence live: replay never opens a network connection")
 	}
+	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
 	return c.boothFlags.validate()
 }
 
@@ -39,6 +42,10 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	speed, _ := engine.ParseSpeed(c.Speed)
+	rules, err := c.rules(c.Tape)
+	if err != nil {
+		return err
+	}
 	out := c.Output
 	if out == "" && c.OnDivergence == "live" {
 		var err error
@@ -55,7 +62,8 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	defer pg.close()
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
-		Ignore: append(append([]string(nil), engine.DefaultIgnore...), c.Ignore...), Live: c.OnDivergence == "live", Upstreams: c.Upstream})
+		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream})
+	c.remember(c.Tape, err, env.Stderr)
 	if res != nil {
 		printBooth(env, res.Booth)
 	}

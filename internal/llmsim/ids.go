@@ -73,3 +73,22 @@ func fingerprint(model string) string {
 	h := sha256.Sum256([]byte("llmsim-fp\x00" + model))
 	return "fp_" + hex.EncodeToString(h[:5])
 }
+
+// arrival returns g for the first arrival of its request and, for each
+// later one, ids derived from g and the arrival's number.
+func (s *Server) arrival(g ids) ids {
+	s.mu.Lock()
+	if s.arrivals == nil {
+		s.arrivals = map[[32]byte]int{}
+	}
+	n := s.arrivals[g.seed]
+	s.arrivals[g.seed] = n + 1
+	s.mu.Unlock()
+	if n == 0 {
+		return g
+	}
+	var buf [40]byte
+	copy(buf[:], g.seed[:])
+	binary.BigEndian.PutUint64(buf[32:], uint64(n))
+	return ids{seed: sha256.Sum256(buf[:])}
+}

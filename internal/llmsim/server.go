@@ -25,9 +25,10 @@ const (
 	epModels      = "/v1/models"
 	epMessages    = "/v1/messages"
 	epCountTokens = "/v1/messages/count_tokens"
+	epFiles       = "/v1/files"
 )
 
-var endpoints = []string{epCountTokens, epChat, epResponses, epEmbeddings, epMessages, epModels}
+var endpoints = []string{epCountTokens, epChat, epResponses, epEmbeddings, epMessages, epModels, epFiles}
 
 // Server is a scripted stand-in for the OpenAI and Anthropic HTTP APIs. It is
 // an http.Handler: mount it on any server (httptest.NewServer(llmsim.New(s)))
@@ -38,7 +39,11 @@ type Server struct {
 	logMu   sync.Mutex
 	mu      sync.Mutex
 	used    map[int]int // rule index -> times used, for rules with "times"
-	hits    atomic.Int64
+	// sampling: the nth arrival of the same request gets ids of its own,
+	// as a sampling model's answers differ (arrivals counts them).
+	sampling bool
+	arrivals map[[32]byte]int
+	hits     atomic.Int64
 	closing chan struct{}
 	once    sync.Once
 	http    *http.Server
@@ -50,6 +55,11 @@ type Option func(*Server)
 
 // WithLog makes the server write one line per request to w.
 func WithLog(w io.Writer) Option { return func(s *Server) { s.log = w } }
+
+// WithSampling makes identical requests get different ids (response id,
+// created time) by order of arrival, as answers of a model that samples
+// differ: without it the same request always gets the same bytes.
+func WithSampling() Option { return func(s *Server) { s.sampling = true } }
 
 // New returns a server that answers from script; a nil script means
 // DefaultScript.
@@ -161,6 +171,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := newIDs(s.script, ep+"\x00"+modelID, body)
+	if s.sampling {
+		g = s.arrival(g)
+	}
 	switch ep {
 	case epModels:
 		s.serveModels(w, g, anthropic, modelID)
@@ -168,6 +181,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveEmbeddings(w, g, body)
 	case epCountTokens:
 		s.serveCountTokens(w, g, body)
+	case epFiles:
+		s.serveFiles(w, r, g, body)
 	default:
 		s.serveChatLike(w, r, ep, g, body)
 	}
