@@ -153,4 +153,3 @@ func stepFrames(t *testing.T, path string) int {
 	}
 	return n
 }
-

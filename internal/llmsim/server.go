@@ -34,20 +34,20 @@ var endpoints = []string{epCountTokens, epChat, epResponses, epEmbeddings, epMes
 // an http.Handler: mount it on any server (httptest.NewServer(llmsim.New(s)))
 // or let Start listen for it. Close it to release requests held by a hang.
 type Server struct {
-	script  *Script
-	log     io.Writer
-	logMu   sync.Mutex
-	mu      sync.Mutex
-	used    map[int]int // rule index -> times used, for rules with "times"
+	script *Script
+	log    io.Writer
+	logMu  sync.Mutex
+	mu     sync.Mutex
+	used   map[int]int // rule index -> times used, for rules with "times"
 	// sampling: the nth arrival of the same request gets ids of its own,
 	// as a sampling model's answers differ (arrivals counts them).
 	sampling bool
 	arrivals map[[32]byte]int
 	hits     atomic.Int64
-	closing chan struct{}
-	once    sync.Once
-	http    *http.Server
-	url     string
+	closing  chan struct{}
+	once     sync.Once
+	http     *http.Server
+	url      string
 }
 
 // Option configures a Server.
