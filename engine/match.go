@@ -280,3 +280,14 @@ func RulesFor(path string, more reqmatch.Rules) (*reqmatch.Rules, error) {
 	}
 	return &r, nil
 }
+
+// len is the number of recorded calls.
+func (m *Matcher) len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, cs := range m.calls {
+		n += len(cs)
+	}
+	return n
+}

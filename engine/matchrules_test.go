@@ -153,3 +153,31 @@ func stepFrames(t *testing.T, path string) int {
 	}
 	return n
 }
+
+// TestReplayLiveCountsServed: with --on-divergence live, calls that went
+// to the upstream are not counted as served from the tape.
+func TestReplayLiveCountsServed(t *testing.T) {
+	t.Parallel()
+	run, tape := recordMatchAgent(t, "timestamp")
+	srv, _, err := llmsim.Start("127.0.0.1:0", llmsim.DefaultScript())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var stdout, stderr bytes.Buffer
+	res, err := engine.Replay(context.Background(), engine.ReplayOptions{
+		RunOptions: engine.RunOptions{Argv: run.argv, Dir: run.dir, Env: append(cleanEnv(), "AGENT_MODE=timestamp", "OPENAI_API_KEY="+secretKey),
+			Stdout: &stdout, Stderr: &stderr},
+		From: tape, Tape: filepath.Join(t.TempDir(), "live.jbx"), Live: true,
+		Upstreams: map[string]string{"openai": srv.OpenAIBaseURL()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Divergence == nil || res.Calls != 1 || res.Served == nil || *res.Served != 0 || res.Unused != 1 {
+		t.Fatalf("calls %d, served %v, unused %d, divergence %v; want 1 call, 0 served, 1 unused, a divergence", res.Calls, res.Served, res.Unused, res.Divergence)
+	}
+	if res.ExitSame == nil || !*res.ExitSame {
+		t.Errorf("exit same: %v", res.ExitSame)
+	}
+}

@@ -96,12 +96,35 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		return nil, err
 	}
 	res.Divergence = s.div.Load()
-	res.Unused = len(m.unused())
+	unused := len(m.unused())
+	served := uint64(m.len() - unused)
+	res.Unused, res.Served = unused, &served
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		same := bytes.Equal(recorded, s.outs.stdoutCopy())
 		res.OutputSame = &same
 	}
+	if end, ok := recordedEnd(t); ok {
+		same := end.ExitCode == res.End.ExitCode && end.Signal == res.End.Signal
+		res.ExitSame = &same
+	}
 	return res, err
+}
+
+// recordedEnd returns how the recorded run ended, if the tape says.
+func recordedEnd(t *tapefmt.Tape) (tapefmt.RunEnd, bool) {
+	var end tapefmt.RunEnd
+	found := false
+	for f, err := range t.Frames(tapefmt.KindRunEnd) {
+		if err != nil {
+			return end, false
+		}
+		p, err := f.Decode()
+		if e, ok := p.(*tapefmt.RunEnd); err == nil && ok {
+			end, found = *e, true
+			break // the first run's end: a replay tape's own
+		}
+	}
+	return end, found
 }
 
 // diverged records the first divergence and reports it, then either stops

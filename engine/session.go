@@ -51,9 +51,14 @@ type Result struct {
 	Frames     uint64         `json:"frames"`
 	Divergence *Divergence    `json:"divergence,omitempty"`
 	Unused     int            `json:"unused_calls,omitempty"` // recorded calls replay never needed
+	// Served counts the calls answered from the tape (replay only); the
+	// rest of Calls went live (--on-divergence live).
+	Served *uint64 `json:"served,omitempty"`
 	// OutputSame says whether the agent printed exactly what it printed when
-	// recorded (replay only).
+	// recorded, and ExitSame whether it ended as it did then (replay only;
+	// ExitSame is absent when the recording has no end).
 	OutputSame *bool        `json:"output_same,omitempty"`
+	ExitSame   *bool        `json:"exit_same,omitempty"`
 	Booth      *BoothResult `json:"booth,omitempty"`
 	// Unreadable says why the tape did not close or read back (TapeError).
 	Unreadable string `json:"tape_unreadable,omitempty"`

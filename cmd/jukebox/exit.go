@@ -17,6 +17,7 @@ const (
 	ExitBadTape  = 3 // a tape is damaged: truncated, torn, tampered or not a tape
 	ExitSeal     = 4 // a seal does not match the key, or the tape is not sealed
 	ExitDiverged = 5 // replay met a request the tape does not hold
+	ExitDiffers  = 6 // replay --strict: the run did not reproduce the recording
 	ExitRefused  = 8 // the booth refused entries it cannot commit and kept the transaction open
 )
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
 )
@@ -16,6 +17,7 @@ type ReplayCmd struct {
 	Upstream     upstreams `placeholder:"NAME=URL" help:"Upstreams for --on-divergence live, as in record."`
 	Output       string    `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
 	Seed         int64     `help:"Seed for the agent (default: the recorded one)."`
+	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
 	matchFlags
 	boothFlags
@@ -76,13 +78,67 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 		return withCode(ExitDiverged, d)
 	}
+	if c.Strict {
+		if why := notReproduced(res); why != "" {
+			return finishStrict(env, res, c.JSON, replayLine(res), why)
+		}
+	}
 	return finishRun(env, res, c.JSON, replayLine(res))
 }
 
-func replayLine(res *engine.Result) string {
-	s := fmt.Sprintf("replayed %d calls from the tape", res.Calls)
+// finishStrict ends a --strict replay that did not reproduce its
+// recording: exit 6, after what finishRun would say and ahead of the
+// agent's own code (but behind an unreadable tape or refused entries).
+func finishStrict(env *Env, res *engine.Result, asJSON bool, line, why string) error {
+	err := finishRun(env, res, asJSON, line)
+	if res.Unreadable != "" || refusedExit(res) != nil {
+		return err
+	}
+	return withCode(ExitDiffers, fmt.Errorf("replay --strict: the run did not reproduce the recording: %s", why))
+}
+
+// notReproduced says how a replay differs from its recording, "" when it
+// does not.
+func notReproduced(res *engine.Result) string {
+	var why []string
 	if res.Divergence != nil {
-		s += fmt.Sprintf(", diverged at frame %d and went live", res.Divergence.Frame)
+		why = append(why, fmt.Sprintf("diverged at frame %d", res.Divergence.Frame))
+	}
+	if live := liveCalls(res); live > 0 {
+		why = append(why, fmt.Sprintf("%d calls went live", live))
+	}
+	if res.Unused > 0 {
+		why = append(why, fmt.Sprintf("%d recorded calls never asked for", res.Unused))
+	}
+	if res.OutputSame != nil && !*res.OutputSame {
+		why = append(why, "stdout differs")
+	}
+	if res.ExitSame != nil && !*res.ExitSame {
+		why = append(why, "the agent ended otherwise ("+exitText(res.End)+")")
+	}
+	return strings.Join(why, "; ")
+}
+
+// liveCalls is the number of a replay's calls that did not come from the
+// tape.
+func liveCalls(res *engine.Result) uint64 {
+	if res.Served == nil || *res.Served > res.Calls {
+		return 0
+	}
+	return res.Calls - *res.Served
+}
+
+func replayLine(res *engine.Result) string {
+	served := res.Calls
+	if res.Served != nil {
+		served = *res.Served
+	}
+	s := fmt.Sprintf("replayed %d calls from the tape", served)
+	if live := liveCalls(res); live > 0 {
+		s += fmt.Sprintf(", %d went live", live)
+	}
+	if res.Divergence != nil {
+		s += fmt.Sprintf(", diverged at frame %d", res.Divergence.Frame)
 	}
 	if res.Unused > 0 {
 		s += fmt.Sprintf(", %d recorded calls never asked for", res.Unused)
@@ -93,6 +149,9 @@ func replayLine(res *engine.Result) string {
 		} else {
 			s += ", stdout differs from the recording"
 		}
+	}
+	if res.ExitSame != nil && !*res.ExitSame {
+		s += ", exit status differs from the recording"
 	}
 	return s
 }
