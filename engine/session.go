@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -28,6 +29,13 @@ type RunOptions struct {
 	Name    string      // run name, for the tape
 	Version string      // jukebox version, for the tape
 	OnEvent func(Event) // called as the run goes; may be nil
+	// AutoName says the tape's path was chosen by jukebox, not asked for:
+	// when a file is there already (another run started the same
+	// millisecond), the next free name is taken (NAME-2.jbx, NAME-3.jbx,
+	// ...), exclusively, never overwriting. OnTape, if set, is told the
+	// path once the tape is created, before the agent starts.
+	AutoName bool
+	OnTape   func(path string)
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
 	// Signals are the signals the caller receives while the agent runs,
@@ -48,7 +56,7 @@ type Result struct {
 	Tape       string         `json:"tape,omitempty"`
 	End        tapefmt.RunEnd `json:"end"`
 	Calls      uint64         `json:"calls"`
-	Frames     uint64         `json:"frames"`
+	Frames     uint64         `json:"frames,omitempty"` // absent when no tape was written (replay without -o)
 	Divergence *Divergence    `json:"divergence,omitempty"`
 	Unused     int            `json:"unused_calls,omitempty"` // recorded calls replay never needed
 	// Served counts the calls answered from the tape (replay only); the
@@ -121,8 +129,16 @@ func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.R
 		return nil
 	}
 	w, err := tapefmt.Create(path, tapefmt.Options{Sync: sync})
+	stem := strings.TrimSuffix(path, ".jbx")
+	for n := 2; s.o.AutoName && errors.Is(err, fs.ErrExist) && n < 1000; n++ {
+		path = fmt.Sprintf("%s-%d.jbx", stem, n)
+		w, err = tapefmt.Create(path, tapefmt.Options{Sync: sync})
+	}
 	if err != nil {
 		return err
+	}
+	if s.o.OnTape != nil {
+		s.o.OnTape(path)
 	}
 	if _, err := w.Append(0, start); err != nil {
 		w.Close()

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,11 +37,11 @@ func (c *DemoCmd) Run(ctx context.Context, env *Env) error {
 	}
 	defer srv.Close()
 	stamp := time.Now().Format("20060102-150405")
-	ws, err := filepath.Abs(filepath.Join(c.Dir, "demo-workspace-"+stamp))
-	if err != nil {
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	ws, err := mkdirUnique(filepath.Join(c.Dir, "demo-workspace-"+stamp))
+	if err != nil {
 		return err
 	}
 	agent, err := demo.WriteAgent(ws)
@@ -49,12 +51,16 @@ func (c *DemoCmd) Run(ctx context.Context, env *Env) error {
 	tape := filepath.Join(c.Dir, fmt.Sprintf("demo-%s-%s.jbx", c.Model, stamp))
 	o := runOptions(env, []string{python, agent}, "demo", 0, c.JSON)
 	o.Dir, o.Env = ws, append(os.Environ(), "AGENT_MODEL="+c.Model, "OPENAI_API_KEY=sk-demo-not-a-real-key")
-	fmt.Fprintf(env.Stderr, "jukebox demo: scripted model on %s; recording %s\n\n", srv.URL(), tape)
+	o.AutoName = true
+	o.OnTape = func(p string) {
+		fmt.Fprintf(env.Stderr, "jukebox demo: scripted model on %s; recording %s\n\n", srv.URL(), p)
+	}
 	res, err := engine.Record(agentContext(ctx), engine.RecordOptions{RunOptions: o, Tape: tape,
 		Upstreams: map[string]string{"openai": srv.OpenAIBaseURL()}})
 	if err := runFailed(err, res); err != nil {
 		return err
 	}
+	tape = res.Tape
 	if c.JSON || res.Unreadable != "" {
 		return finishRun(env, res, c.JSON, "")
 	}
@@ -69,4 +75,24 @@ func (c *DemoCmd) Run(ctx context.Context, env *Env) error {
 		fmt.Fprintf(env.Stderr, "  %s\n", line)
 	}
 	return finishRun(env, res, false, fmt.Sprintf("recorded %d model calls, %d frames to %s", res.Calls, res.Frames, tape))
+}
+
+// mkdirUnique makes the folder dir, or dir-2, dir-3, ... when it exists
+// (another demo started the same second), and returns its absolute path.
+func mkdirUnique(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	try := abs
+	for n := 2; ; n++ {
+		err := os.Mkdir(try, 0o755)
+		if err == nil {
+			return try, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || n > 1000 {
+			return "", err
+		}
+		try = fmt.Sprintf("%s-%d", abs, n)
+	}
 }

@@ -107,7 +107,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 		}
 	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
-	o.Dir = c.workdir(start.Cwd)
+	o.Dir, o.AutoName = c.workdir(start.Cwd), c.Output == ""
 	bf := c.booth()
 	o.Booth = bf.boothOptions(env)
 	pg, err := startPG(ctx, c.PG, o.Booth, env)

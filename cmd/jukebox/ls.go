@@ -21,6 +21,9 @@ type LsCmd struct {
 
 // lsRow is one tape: its summary, or why it could not be read.
 type lsRow struct {
+	// Tape names the tape as the text listing does: its file name without
+	// .jbx (the run's own name, which several tapes may share, is Name).
+	Tape string `json:"tape"`
 	timeline.Summary
 	Error string `json:"error,omitempty"`
 	// Damaged says the tape opens but fails the quick check of `jukebox
@@ -51,7 +54,7 @@ func (c *LsCmd) Run(env *Env) error {
 		return nil
 	}
 	tw := table(env.Stdout)
-	fmt.Fprintln(tw, "NAME\tSTARTED\tDURATION\tFRAMES\tSTEPS\tTOKENS\tCOST\tEXIT\tPARENT")
+	fmt.Fprintln(tw, "TAPE\tSTARTED\tDURATION\tFRAMES\tSTEPS\tTOKENS\tCOST\tEXIT\tPARENT")
 	for _, r := range rows {
 		fmt.Fprintln(tw, r.line())
 	}
@@ -67,13 +70,14 @@ func (c *LsCmd) Run(env *Env) error {
 }
 
 func summarizeFile(path string) lsRow {
+	stem := strings.TrimSuffix(filepath.Base(path), ".jbx")
 	t, err := tapefmt.Open(path)
 	if err != nil {
-		return lsRow{Summary: timeline.Summary{Path: path}, Error: err.Error()}
+		return lsRow{Tape: stem, Summary: timeline.Summary{Path: path}, Error: err.Error()}
 	}
 	defer t.Close()
 	s, err := timeline.Summarize(path, t)
-	r := lsRow{Summary: s}
+	r := lsRow{Tape: stem, Summary: s}
 	if err != nil {
 		r.Error = err.Error()
 	}
@@ -84,7 +88,7 @@ func summarizeFile(path string) lsRow {
 }
 
 func (r lsRow) line() string {
-	name := strings.TrimSuffix(filepath.Base(r.Path), ".jbx")
+	name := r.Tape
 	if r.Error != "" {
 		return fmt.Sprintf("%s\t-\t-\t-\t-\t-\t-\tunreadable: %s\t", name, r.Error)
 	}

@@ -44,13 +44,13 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
-	o.Booth = c.boothOptions(env)
+	o.Booth, o.AutoName = c.boothOptions(env), c.Output == ""
+	o.OnTape = func(p string) { fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", p) }
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
 		return err
 	}
 	defer pg.close()
-	fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", path)
 	res, err := engine.Record(agentContext(ctx), engine.RecordOptions{
 		RunOptions: o, Tape: path, Upstreams: c.Upstream, Sync: syncPolicy(c.Sync)})
 	if res != nil {

@@ -56,7 +56,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
-	o.Dir, o.Booth = c.Dir, c.boothOptions(env)
+	o.Dir, o.Booth, o.AutoName = c.Dir, c.boothOptions(env), c.Output == ""
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
 		return err

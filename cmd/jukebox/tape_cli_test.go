@@ -91,7 +91,7 @@ func TestLsText(t *testing.T) {
 	rows := map[string]string{}
 	for i, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		if i == 0 {
-			for _, col := range []string{"NAME", "STARTED", "DURATION", "FRAMES", "STEPS", "TOKENS", "COST", "EXIT", "PARENT"} {
+			for _, col := range []string{"TAPE", "STARTED", "DURATION", "FRAMES", "STEPS", "TOKENS", "COST", "EXIT", "PARENT"} {
 				if !strings.Contains(line, col) {
 					t.Errorf("header %q lacks column %s", line, col)
 				}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// The JSON results of the commands are documented in docs/json.md, one
+// table per command: every key path a command prints must be there with
+// its type, and every key marked "always" must be printed. A change to a
+// result's shape fails here until the document says it.
+
+// shape is one documented key: its JSON type and whether it is always
+// there.
+type shape struct {
+	typ    string
+	always bool
+}
+
+// jsonDoc reads docs/json.md: the tables under each "## `jukebox ...`"
+// heading, by command ("ls", "record", ...).
+func jsonDoc(t *testing.T) map[string]map[string]shape {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "docs", "json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc := map[string]map[string]shape{}
+	var cmd string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "## `jukebox "); ok {
+			cmd = strings.Fields(rest)[0]
+			doc[cmd] = map[string]shape{}
+			continue
+		}
+		if _, rest, ok := strings.Cut(line, "keys of `jukebox "); ok && cmd != "" {
+			// "The keys of `jukebox record --json`": that table's rows, for
+			// each element when the line says "Each element".
+			prefix := ""
+			if strings.HasPrefix(line, "Each element") || strings.Contains(line, ". Each element") {
+				prefix = "[]."
+			}
+			for k, v := range doc[strings.Fields(rest)[0]] {
+				doc[cmd][prefix+k] = v
+			}
+			continue
+		}
+		cells := strings.Split(strings.ReplaceAll(line, `\|`, "\x00"), "|")
+		if cmd == "" || len(cells) < 5 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		key := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		typ := strings.ReplaceAll(strings.TrimSpace(cells[2]), "\x00", "|")
+		doc[cmd][key] = shape{typ: typ, always: strings.TrimSpace(cells[3]) == "always"}
+	}
+	return doc
+}
+
+// flatten lists the key paths of a decoded JSON value with their types:
+// "a.b" for a key in an object, "a[].b" for a key of objects in an array;
+// an array of scalars is "array"; an object whose keys are data (a type
+// documented as "map") is not walked into.
+func flatten(v any, path string, doc map[string]shape, out map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		if path != "" && (path == "[]" || !strings.HasSuffix(path, "[]")) { // x[] is x's elements, documented as x
+			out[path] = "object"
+			if doc[path].typ == "map" {
+				out[path] = "map"
+				return
+			}
+		}
+		for k, child := range x {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			flatten(child, p, doc, out)
+		}
+	case []any:
+		if path != "" {
+			out[path] = "array"
+		}
+		for _, el := range x {
+			if _, ok := el.(map[string]any); ok {
+				flatten(el, path+"[]", doc, out)
+			}
+		}
+	case string:
+		out[path] = "string"
+	case float64:
+		out[path] = "number"
+	case bool:
+		out[path] = "boolean"
+	case nil:
+		out[path] = "null"
+	}
+}
+
+// checkShape compares one command's output with its table.
+func checkShape(t *testing.T, doc map[string]map[string]shape, cmd, out string, seen map[string]map[string]bool) {
+	t.Helper()
+	table, ok := doc[cmd]
+	if !ok {
+		t.Fatalf("docs/json.md has no section for jukebox %s", cmd)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("jukebox %s --json: not JSON: %v\n%s", cmd, err, out)
+	}
+	got := map[string]string{}
+	flatten(v, "", table, got)
+	if seen[cmd] == nil {
+		seen[cmd] = map[string]bool{}
+	}
+	var undocumented []string
+	for p, typ := range got {
+		seen[cmd][p] = true
+		d, ok := table[p]
+		switch {
+		case !ok:
+			undocumented = append(undocumented, fmt.Sprintf("| `%s` | %s |", p, typ))
+		case !slices.Contains(strings.Split(d.typ, "|"), typ):
+			t.Errorf("jukebox %s --json: %s is %s, documented as %s", cmd, p, typ, d.typ)
+		}
+	}
+	sort.Strings(undocumented)
+	if len(undocumented) > 0 {
+		t.Errorf("jukebox %s --json prints keys docs/json.md does not document:\n%s", cmd, strings.Join(undocumented, "\n"))
+	}
+	for p, d := range table {
+		parent := p[:max(strings.LastIndex(p, "."), strings.LastIndex(p, "[]"), 0)]
+		if _, there := got[parent]; parent != "" && !there {
+			continue // "always" is within its parent, when that is there
+		}
+		if _, ok := got[p]; d.always && !ok && p != "[]" {
+			t.Errorf("jukebox %s --json: %s is documented as always there, but is missing:\n%s", cmd, p, out)
+		}
+	}
+}
+
+// TestJSONShapes runs every command with --json on tapes that bring out
+// their optional keys and checks each result against docs/json.md.
+func TestJSONShapes(t *testing.T) {
+	doc := jsonDoc(t)
+	seen := map[string]map[string]bool{}
+	dir := sampleTapes(t)
+	os.WriteFile(filepath.Join(dir, "junk.jbx"), []byte("not a tape"), 0o644)
+
+	out, _ := wantCode(t, ExitOK, "ls", "--json", dir)
+	checkShape(t, doc, "ls", out, seen)
+	code, out, _ := jb(t, "verify", "--json", filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "tampered.jbx"),
+		filepath.Join(dir, "torn.jbx"), filepath.Join(dir, "sealed.jbx"))
+	if code != ExitBadTape {
+		t.Fatalf("verify of a tampered tape: exit %d", code)
+	}
+	checkShape(t, doc, "verify", out, seen)
+
+	work := t.TempDir()
+	hi := filepath.Join(work, "hi.jbx")
+	out, _ = wantCode(t, ExitOK, "record", "--json", "-o", hi, "--", "sh", "-c", "echo hi")
+	checkShape(t, doc, "record", out, seen)
+	out, _ = wantCode(t, ExitOK, "replay", "--json", hi)
+	checkShape(t, doc, "replay", out, seen)
+	out, _ = wantCode(t, ExitOK, "replay", "--json", "-o", filepath.Join(work, "again.jbx"), hi, "--", "sh", "-c", "echo bye")
+	checkShape(t, doc, "replay", out, seen)
+	out, _ = wantCode(t, ExitOK, "diff", "--json", hi, filepath.Join(work, "again.jbx"))
+	checkShape(t, doc, "diff", out, seen)
+	if boothSupported() == nil {
+		t.Chdir(t.TempDir())
+		out, _ = wantCode(t, ExitRefused, "record", "--json", "--booth", "--commit", "never", "-o", filepath.Join(work, "booth.jbx"),
+			"--", "sh", "-c", "echo x > f; mkfifo p; ln -s f l")
+		checkShape(t, doc, "record", out, seen)
+	}
+
+	// A run with model calls: the demo, a replay that diverges, a fork.
+	testenv.RequirePython(t)
+	out, _ = wantCode(t, ExitOK, "demo", "--no-play", "--json", "--dir", work)
+	checkShape(t, doc, "demo", out, seen)
+	var demo struct{ Tape string }
+	json.Unmarshal([]byte(out), &demo)
+	t.Setenv("AGENT_MODEL", "demo-small") // the recording asked demo-large: the replay diverges
+	code, out, _ = jb(t, "replay", "--json", demo.Tape)
+	if code != ExitDiverged {
+		t.Fatalf("replay of the demo tape with another model: exit %d\n%s", code, out)
+	}
+	checkShape(t, doc, "replay", out, seen)
+	t.Setenv("AGENT_MODEL", "demo-large")
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	out, _ = wantCode(t, ExitOK, "fork", "--json", "--no-booth", "--frame", "1", "--model", "demo-small",
+		"--upstream", "openai="+srv.OpenAIBaseURL(), "-o", filepath.Join(work, "fork.jbx"), demo.Tape)
+	checkShape(t, doc, "fork", out, seen)
+
+}
