@@ -105,6 +105,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 		Net: b.Net, Endpoints: append([]string{s.proxy.addr()}, b.Endpoints...), WriteLive: b.WriteLive,
 		Protect: s.protected(),
 		OnNetRefused: func(r sandbox.NetRefusal) {
+			s.refused.Add(1)
 			s.appendFrame(tapefmt.NetRefused{Family: r.Family, Addr: r.Addr, Errno: r.Errno})
 		}})
 	end := tapefmt.RunEnd{ExitCode: er.ExitCode}

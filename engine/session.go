@@ -36,6 +36,9 @@ type RunOptions struct {
 	// path once the tape is created, before the agent starts.
 	AutoName bool
 	OnTape   func(path string)
+	// QuietSDKs sets QuietSDKEnv in the agent's environment, over what it
+	// had, switching off the SDKs' own traces and telemetry.
+	QuietSDKs bool
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
 	// Signals are the signals the caller receives while the agent runs,
@@ -70,6 +73,10 @@ type Result struct {
 	Booth      *BoothResult `json:"booth,omitempty"`
 	// Unreadable says why the tape did not close or read back (TapeError).
 	Unreadable string `json:"tape_unreadable,omitempty"`
+	// NetRefused counts the connections the agent tried that jukebox did
+	// not serve and the booth refused (--net none), each on the tape as a
+	// net.refused frame.
+	NetRefused int `json:"net_refused,omitempty"`
 }
 
 // session is what Record and Replay share: a tape to write, a proxy, a child.
@@ -84,6 +91,8 @@ type session struct {
 	// cancel stops a booth run, whose child the booth owns.
 	cancel atomic.Pointer[context.CancelFunc]
 	div    atomic.Pointer[Divergence] // the first divergence, replay and fork
+	// refused counts net.refused frames (booth --net none).
+	refused atomic.Int64
 }
 
 // stopAgent ends the agent early: SIGTERM, then SIGKILL after grace.
@@ -182,6 +191,11 @@ func (s *session) childEnv(placeholderKeys bool) []string {
 			set[p.KeyEnv] = "sk-jukebox-replay-placeholder"
 		}
 	}
+	if s.o.QuietSDKs {
+		for _, q := range QuietSDKEnv {
+			set[q.Name] = q.Value
+		}
+	}
 	env := make([]string, 0, len(base)+len(set))
 	for k, v := range base {
 		if _, over := set[k]; !over {
@@ -213,7 +227,7 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 		end = c.wait(ctx, s.o.Signals)
 	}
 	s.proxy.Close()
-	res.End, res.Calls = end, s.proxy.calls.Load()
+	res.End, res.Calls, res.NetRefused = end, s.proxy.calls.Load(), int(s.refused.Load())
 	s.emit(Event{Kind: EventExit})
 	return res, errors.Join(runErr, s.finish(end, res))
 }

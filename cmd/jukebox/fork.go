@@ -31,6 +31,7 @@ type ForkCmd struct {
 	Keep             bool                `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
 	PG               string              `name:"pg" placeholder:"DSN" help:"The agent's PostgreSQL work joins the fork's booth, as with record --booth --pg."`
 	JSON             bool                `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
+	QuietSDKs        bool                `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment, as replay does; --no-quiet-sdks leaves the environment as it is."`
 	matchFlags
 }
 
@@ -107,7 +108,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 		}
 	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
-	o.Dir, o.AutoName = c.workdir(start.Cwd), c.Output == ""
+	o.Dir, o.AutoName, o.QuietSDKs = c.workdir(start.Cwd), c.Output == "", c.QuietSDKs
 	bf := c.booth()
 	o.Booth = bf.boothOptions(env)
 	pg, err := startPG(ctx, c.PG, o.Booth, env)

@@ -86,7 +86,7 @@ func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
 	if abs, err := filepath.Abs(fo.Tape); err == nil {
 		fo.Tape = abs
 	}
-	fo.Name, fo.Version, fo.AutoName = name, version, true
+	fo.Name, fo.Version, fo.AutoName, fo.QuietSDKs = name, version, true, true
 	if st, err := os.Stat(start.Cwd); err == nil && st.IsDir() {
 		fo.Dir = start.Cwd
 	}

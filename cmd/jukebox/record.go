@@ -21,6 +21,7 @@ type RecordCmd struct {
 	Seed     int64     `help:"Seed handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED (default: random, recorded)."`
 	Sync     string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
 	JSON     bool      `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
+	QuietSDKs bool `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
 	boothFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 }
@@ -44,7 +45,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
-	o.Booth, o.AutoName = c.boothOptions(env), c.Output == ""
+	o.Booth, o.AutoName, o.QuietSDKs = c.boothOptions(env), c.Output == "", c.QuietSDKs
 	o.OnTape = func(p string) { fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", p) }
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
@@ -59,6 +60,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	if err := runFailed(err, res); err != nil {
 		return err
 	}
+	networkNotes(env.Stderr, res)
 	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %d calls, %d frames to %s", res.Calls, res.Frames, res.Tape))
 }
 

@@ -17,6 +17,7 @@ type ReplayCmd struct {
 	Upstream     upstreams `placeholder:"NAME=URL" help:"Upstreams for --on-divergence live, as in record."`
 	Output       string    `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
 	Seed         int64     `help:"Seed for the agent (default: the recorded one)."`
+	QuietSDKs    bool      `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists); on by default, --no-quiet-sdks leaves the environment as it is."`
 	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
 	matchFlags
@@ -56,7 +57,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
-	o.Dir, o.Booth, o.AutoName = c.Dir, c.boothOptions(env), c.Output == ""
+	o.Dir, o.Booth, o.AutoName, o.QuietSDKs = c.Dir, c.boothOptions(env), c.Output == "", c.QuietSDKs
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
 		return err
@@ -78,6 +79,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 		return withCode(ExitDiverged, d)
 	}
+	networkNotes(env.Stderr, res)
 	if c.Strict {
 		if why := notReproduced(res); why != "" {
 			return finishStrict(env, res, c.JSON, replayLine(res), why)

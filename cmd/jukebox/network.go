@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/jukebox-os/jukebox/engine"
+)
+
+// networkNotes warns about the agent's own network: a run in which it
+// made no model call through jukebox (an SDK that ignores the base URL
+// jukebox gives it reaches the provider directly, unrecorded, or in
+// replay, live and unnoticed), and connections the booth refused under
+// --net none (jukebox served none of them).
+func networkNotes(w io.Writer, res *engine.Result) {
+	if res == nil {
+		return
+	}
+	if res.Calls == 0 {
+		fmt.Fprintln(w, "jukebox: note: the agent made no model call through jukebox. If it does call a model, its client "+
+			"ignores OPENAI_BASE_URL / ANTHROPIC_BASE_URL (a hard-coded base URL, or another provider): those calls "+
+			"are not on the tape and would not replay offline; `--booth --net none` refuses and lists them.")
+	}
+	if res.NetRefused > 0 {
+		fmt.Fprintf(w, "jukebox: note: the agent tried %d connections jukebox does not serve; the booth refused them "+
+			"(net.refused frames on the tape: `jukebox show TAPE --kind net.refused`).\n", res.NetRefused)
+	}
+}

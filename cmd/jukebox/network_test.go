@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/engine"
+)
+
+// TestQuietSDKs: replay switches the SDKs' own traces and telemetry off in
+// the agent's environment; record does so only with --quiet-sdks.
+func TestQuietSDKs(t *testing.T) {
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "env.jbx")
+	show := "echo tracing=$OPENAI_AGENTS_DISABLE_TRACING langchain=$LANGCHAIN_TRACING_V2 otel=$OTEL_SDK_DISABLED"
+	t.Setenv("LANGCHAIN_TRACING_V2", "true") // the user's own setting, which replay overrides
+	out, _ := wantCode(t, ExitOK, "record", "-o", tape, "--", "sh", "-c", show)
+	if !strings.Contains(out, "tracing= langchain=true otel=") {
+		t.Errorf("record without --quiet-sdks changed the environment: %q", out)
+	}
+	out, _ = wantCode(t, ExitOK, "record", "--quiet-sdks", "-o", filepath.Join(dir, "q.jbx"), "--", "sh", "-c", show)
+	if !strings.Contains(out, "tracing=1 langchain=false otel=true") {
+		t.Errorf("record --quiet-sdks: %q", out)
+	}
+	out, _ = wantCode(t, ExitOK, "replay", tape)
+	if !strings.Contains(out, "tracing=1 langchain=false otel=true") {
+		t.Errorf("replay: %q", out)
+	}
+	out, _ = wantCode(t, ExitOK, "replay", "--no-quiet-sdks", tape)
+	if !strings.Contains(out, "tracing= langchain=true") {
+		t.Errorf("replay --no-quiet-sdks: %q", out)
+	}
+}
+
+// TestNoModelCallNote: a run whose agent made no model call through
+// jukebox says so; one that did, does not.
+func TestNoModelCallNote(t *testing.T) {
+	_, errs := wantCode(t, ExitOK, "record", "-o", filepath.Join(t.TempDir(), "none.jbx"), "--", "true")
+	if !strings.Contains(errs, "made no model call through jukebox") {
+		t.Errorf("no note for a run without model calls: %q", errs)
+	}
+}
+
+// TestNetRefusedNote: connections the booth refused under --net none are
+// counted in the result and named in a note.
+func TestNetRefusedNote(t *testing.T) {
+	requireConfinedBooth(t)
+	t.Chdir(t.TempDir())
+	out, errs := wantCode(t, ExitOK, "record", "--json", "--booth", "--net", "none", "--commit", "never", "-o", filepath.Join(t.TempDir(), "n.jbx"),
+		"--", "python3", "-c", "import socket\ntry:\n socket.create_connection(('10.1.2.3', 80), timeout=2)\nexcept OSError: pass")
+	var res struct {
+		NetRefused int `json:"net_refused"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.NetRefused < 1 {
+		t.Fatalf("net_refused %d (%v) in %s", res.NetRefused, err, out)
+	}
+	if !strings.Contains(errs, "connections jukebox does not serve") {
+		t.Errorf("no note of the refused connection: %q", errs)
+	}
+}
+
+// TestQuietSDKsListed: README lists every variable replay sets.
+func TestQuietSDKsListed(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range engine.QuietSDKEnv {
+		if !strings.Contains(string(readme), "`"+q.Name+"="+q.Value+"`") {
+			t.Errorf("README does not list %s=%s", q.Name, q.Value)
+		}
+	}
+}
