@@ -15,13 +15,13 @@ import (
 
 // RecordCmd records an agent run onto a tape.
 type RecordCmd struct {
-	Name     string    `help:"Run name (default: the script or command name)."`
-	Output   string    `short:"o" type:"path" placeholder:"FILE" help:"Tape to write (default ./tapes/<name>-<time>.jbx). Never overwritten."`
-	Upstream upstreams `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere (a gateway, a local model), e.g. openai=http://127.0.0.1:8931/v1. Repeatable. Default: the agent's own OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the public API."`
-	Seed     int64     `help:"Seed handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED (default: random, recorded)."`
-	Sync     string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
-	JSON     bool      `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
-	QuietSDKs bool `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
+	Name      string    `help:"Run name (default: the script or command name)."`
+	Output    string    `short:"o" type:"path" placeholder:"FILE" help:"Tape to write (default ./tapes/<name>-<time>.jbx). Never overwritten."`
+	Upstream  upstreams `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere (a gateway, a local model), e.g. openai=http://127.0.0.1:8931/v1. Repeatable. Default: the agent's own OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the public API."`
+	Seed      int64     `help:"Seed handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED (default: random, recorded)."`
+	Sync      string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
+	JSON      bool      `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
+	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
 	boothFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 }
