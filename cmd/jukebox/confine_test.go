@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -259,5 +260,23 @@ func TestReplayBoothCanWrite(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "write made.txt") {
 			t.Fatalf("%s: %v\n%s", args[0], err, out)
 		}
+	}
+}
+
+// TestNetRefusedNote: connections the booth refused under --net none are
+// counted in the result and named in a note.
+func TestNetRefusedNote(t *testing.T) {
+	requireConfinedBooth(t)
+	t.Chdir(t.TempDir())
+	out, errs := wantCode(t, ExitOK, "record", "--json", "--booth", "--net", "none", "--commit", "never", "-o", filepath.Join(t.TempDir(), "n.jbx"),
+		"--", "python3", "-c", "import socket\ntry:\n socket.create_connection(('10.1.2.3', 80), timeout=2)\nexcept OSError: pass")
+	var res struct {
+		NetRefused int `json:"net_refused"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.NetRefused < 1 {
+		t.Fatalf("net_refused %d (%v) in %s", res.NetRefused, err, out)
+	}
+	if !strings.Contains(errs, "connections jukebox does not serve") {
+		t.Errorf("no note of the refused connection: %q", errs)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,24 +40,6 @@ func TestNoModelCallNote(t *testing.T) {
 	_, errs := wantCode(t, ExitOK, "record", "-o", filepath.Join(t.TempDir(), "none.jbx"), "--", "true")
 	if !strings.Contains(errs, "made no model call through jukebox") {
 		t.Errorf("no note for a run without model calls: %q", errs)
-	}
-}
-
-// TestNetRefusedNote: connections the booth refused under --net none are
-// counted in the result and named in a note.
-func TestNetRefusedNote(t *testing.T) {
-	requireConfinedBooth(t)
-	t.Chdir(t.TempDir())
-	out, errs := wantCode(t, ExitOK, "record", "--json", "--booth", "--net", "none", "--commit", "never", "-o", filepath.Join(t.TempDir(), "n.jbx"),
-		"--", "python3", "-c", "import socket\ntry:\n socket.create_connection(('10.1.2.3', 80), timeout=2)\nexcept OSError: pass")
-	var res struct {
-		NetRefused int `json:"net_refused"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res.NetRefused < 1 {
-		t.Fatalf("net_refused %d (%v) in %s", res.NetRefused, err, out)
-	}
-	if !strings.Contains(errs, "connections jukebox does not serve") {
-		t.Errorf("no note of the refused connection: %q", errs)
 	}
 }
 
