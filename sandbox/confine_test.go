@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -501,5 +502,38 @@ func TestKeyHidden(t *testing.T) {
 	must(t, err)
 	if res.ExitCode != 0 || out.String() != "hidden\n" {
 		t.Fatalf("exit %d, output %q", res.ExitCode, out.String())
+	}
+}
+
+// TestExecOwnSession: the confined command leads no group of jukebox's. A
+// process group reaches across PID namespaces, so `kill 0` from an agent
+// in jukebox's group signalled jukebox and the shell job it runs in; the
+// booth's init now leads a session of its own.
+func TestExecOwnSession(t *testing.T) {
+	requireOverlay(t)
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	got := make(chan os.Signal, 1)
+	signal.Notify(got, syscall.SIGWINCH) // ignored by default: harmless to the test run if it arrives
+	defer signal.Stop(got)
+	var out bytes.Buffer
+	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"python3", "-c",
+		"import os, signal; os.kill(0, signal.SIGWINCH); print(os.getsid(0), os.getpgrp())"},
+		Stdout: &out, Stderr: &out, Notice: io.Discard, Mode: ModeOverlay})
+	must(t, err)
+	if res.ExitCode != 0 || !res.Confined {
+		t.Fatalf("exit %d, confined %v: %s", res.ExitCode, res.Confined, out.String())
+	}
+	// Inside the PID namespace the init is 1; a session or group led from
+	// outside the namespace reads as 0 there.
+	if strings.Fields(out.String())[0] != "1" {
+		t.Errorf("the command's session (getsid) is %q, want the booth's init (1)", out.String())
+	}
+	select {
+	case <-got:
+		t.Error("kill(0, SIGWINCH) from inside the booth reached the process that runs it")
+	case <-time.After(300 * time.Millisecond):
 	}
 }

@@ -14,6 +14,13 @@ import (
 // runInitChild starts the init (stage 1) in new user, mount and PID
 // namespaces (and a network namespace for NetNone) and waits. Killing it
 // (ctx, or jukebox dying: Pdeathsig) ends the whole PID namespace.
+//
+// The init leads a session of its own (Setsid): a process group outlives
+// a PID namespace's borders, so an agent in jukebox's group could signal
+// jukebox and the user's shell job (kill 0) and, on the terminal jukebox
+// controls, take the foreground. Without a controlling terminal the agent
+// still reads and writes the terminal through its standard streams, but
+// Ctrl-C and Ctrl-\ reach jukebox only, which stops the booth.
 func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (ExecResult, error) {
 	spec.UID, spec.GID = os.Getuid(), os.Getgid()
 	raw, _ := json.Marshal(spec)
@@ -30,6 +37,7 @@ func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (ExecResult
 		UidMappings: outerMap(spec.UID),
 		GidMappings: outerMap(spec.GID),
 		Pdeathsig:   syscall.SIGKILL,
+		Setsid:      true,
 	}
 	report, reportW, err := os.Pipe()
 	if err != nil {

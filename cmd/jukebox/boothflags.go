@@ -117,24 +117,30 @@ func boothUnavailable(hint string) error {
 	return fmt.Errorf("%w: %s", err, hint)
 }
 
-// boothOptions are the engine's options, or nil without --booth. With
-// --commit ask and no terminal to ask on, the booth is kept open instead.
-func (b *boothFlags) boothOptions(env *Env) *engine.BoothOptions {
+// boothOptions are the engine's options, or nil without --booth, and a
+// guard of the terminal the agent shares, whose restore the caller defers.
+// With --commit ask and no terminal to ask on, the booth is kept open
+// instead; with one, the terminal's settings are put back before the
+// question.
+func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 	if !b.Booth {
-		return nil
+		return nil, nil
 	}
+	tty := guardTerminal(env)
 	o := &engine.BoothOptions{Commit: b.Commit, Keep: b.Keep, Mode: sandbox.Mode(b.BoothMode), Notice: env.Stderr,
 		Net: sandbox.Net(b.Net), WriteLive: b.AllowWriteLive}
 	if b.Commit == engine.CommitAsk {
-		if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
-			tty.Close() // there is a terminal; it is opened again to ask
-			o.Ask = askOnTerminal
+		if haveTerminal() { // it is opened again to ask
+			o.Ask = func(cs sandbox.ChangeSet) (bool, error) {
+				tty.restore()
+				return askOnTerminal(cs)
+			}
 		} else {
 			fmt.Fprintln(env.Stderr, "jukebox: no terminal to ask on: the booth will be kept open (jukebox booth commit|rollback)")
 			o.Commit, o.Keep = engine.CommitNever, true
 		}
 	}
-	return o
+	return o, tty
 }
 
 // askOnTerminal shows the change set on the terminal and reads y or n.
@@ -144,6 +150,9 @@ func askOnTerminal(cs sandbox.ChangeSet) (bool, error) {
 		return false, err
 	}
 	defer tty.Close()
+	// What was typed during the run was meant for the agent: it must not
+	// answer this question.
+	discardInput(tty)
 	io.WriteString(tty, askText(cs))
 	line, err := bufio.NewReader(tty).ReadString('\n')
 	if err != nil && line == "" {

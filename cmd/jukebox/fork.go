@@ -110,7 +110,9 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
 	o.Dir, o.AutoName, o.QuietSDKs = c.workdir(start.Cwd), c.Output == "", c.QuietSDKs
 	bf := c.booth()
-	o.Booth = bf.boothOptions(env)
+	var tty *ttyGuard
+	o.Booth, tty = bf.boothOptions(env)
+	defer tty.restore()
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
 		return nil, err

@@ -45,7 +45,10 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
-	o.Booth, o.AutoName, o.QuietSDKs = c.boothOptions(env), c.Output == "", c.QuietSDKs
+	var tty *ttyGuard
+	o.Booth, tty = c.boothOptions(env)
+	defer tty.restore()
+	o.AutoName, o.QuietSDKs = c.Output == "", c.QuietSDKs
 	o.OnTape = func(p string) { fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", p) }
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {

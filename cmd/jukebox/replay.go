@@ -57,7 +57,10 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
-	o.Dir, o.Booth, o.AutoName, o.QuietSDKs = c.Dir, c.boothOptions(env), c.Output == "", c.QuietSDKs
+	var tty *ttyGuard
+	o.Booth, tty = c.boothOptions(env)
+	defer tty.restore()
+	o.Dir, o.AutoName, o.QuietSDKs = c.Dir, c.Output == "", c.QuietSDKs
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
 		return err

@@ -11,5 +11,7 @@ import (
 // them: SIGTERM and SIGHUP are forwarded to it, while Ctrl-C (SIGINT) and
 // Ctrl-\ (SIGQUIT) from the terminal reach it directly, as it shares
 // jukebox's process group; jukebox lives on to close the tape after the
-// agent exits. Otherwise they cancel the command's context.
+// agent exits. A booth's agent leads a session of its own (see sandbox):
+// there the first of them stops the booth. Otherwise they cancel the
+// command's context.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
