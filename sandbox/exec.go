@@ -166,17 +166,11 @@ func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string) (ExecR
 		return ExecResult{}, err
 	}
 	defer removeAll(work)
-	spec := initSpec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args,
-		ReadOnly: protected(tx.ws.root, o.Protect), WriteLive: o.WriteLive, NetNone: o.Net == NetNone}
-	if tx.ws.stateRel != "" {
-		spec.Hide = append(spec.Hide, tx.ws.stateRoot)
-	}
-	// The journal key signs what recovery will apply: an agent that read
-	// it could forge a journal for a later run. Its folder is hidden too.
-	if key, err := KeyFile(tx.opts); err == nil {
-		if fi, err := os.Stat(filepath.Dir(key)); err == nil && fi.IsDir() {
-			spec.Hide = append(spec.Hide, filepath.Dir(key))
-		}
+	hide := hidden(tx.ws, tx.opts)
+	spec := initSpec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args, Hide: hide,
+		ReadOnly: protected(tx.ws.root, o.Protect, hide), WriteLive: o.WriteLive, NetNone: o.Net == NetNone}
+	if err := checkKept(spec); err != nil {
+		return ExecResult{Mode: ModeOverlay, ExitCode: -1}, fmt.Errorf("sandbox: %w", err)
 	}
 	if spec.NetNone {
 		relays, stop, err := hostRelays(filepath.Join(tx.dir, "net"), o.Endpoints)
@@ -189,25 +183,6 @@ func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string) (ExecR
 	res, err := runInitChild(ctx, spec, o)
 	res.Mode, res.Confined = ModeOverlay, err == nil
 	return res, err
-}
-
-// protected are the paths to keep read-only for files that must not
-// change: each file's folder, or the file alone when its folder is the
-// workspace or holds it (the folder would cover the overlay).
-func protected(ws string, files []string) []string {
-	var out []string
-	for _, f := range files {
-		if rel, err := filepath.Rel(f, ws); err == nil && (rel == "." || filepath.IsLocal(rel)) {
-			continue // the workspace itself, or a folder holding it: never made read-only
-		}
-		dir := filepath.Dir(f)
-		if rel, err := filepath.Rel(dir, ws); err == nil && (rel == "." || filepath.IsLocal(rel)) {
-			out = append(out, f)
-		} else {
-			out = append(out, dir)
-		}
-	}
-	return out
 }
 
 func envOrSelf(env []string) []string {

@@ -274,32 +274,6 @@ func confine(s initSpec) ([]*relayer, error) {
 	return relays, finishDev()
 }
 
-// checkKept refuses a path asked to stay visible (the tape, a
-// --allow-write-live folder) where it would uncover what the booth hides
-// or replaces: inside a hidden folder (the booth's state, the key), or at
-// the place of the private /tmp, /dev/shm, /dev, /proc or /sys. (Callers
-// refuse these with their own flags' names first; this is the last line.)
-func checkKept(s initSpec) error {
-	for _, p := range append(append([]string(nil), s.ReadOnly...), s.WriteLive...) {
-		for _, h := range s.Hide {
-			if pathWithin(p, h) {
-				return fmt.Errorf("%s lies in %s, which the booth hides from the agent", p, h)
-			}
-		}
-		for _, sys := range []string{"/", "/tmp", "/dev/shm"} {
-			if p == sys {
-				return fmt.Errorf("%s cannot stay visible: the booth gives the agent its own", p)
-			}
-		}
-		for _, sys := range []string{"/proc", "/dev", "/sys"} {
-			if pathWithin(p, sys) {
-				return fmt.Errorf("%s cannot stay visible: it is part of %s, which the booth gives the agent its own of", p, sys)
-			}
-		}
-	}
-	return nil
-}
-
 // procReadOnly are the parts of /proc that reach the host's kernel rather
 // than the booth's processes, as bubblewrap keeps them: read-only, so a
 // command run by root cannot set kernel parameters (core_pattern runs a

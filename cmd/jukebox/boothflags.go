@@ -58,7 +58,9 @@ func (b *boothFlags) validate() error {
 // path: it must exist, be a real folder (not a symlink, which the booth
 // would have to follow), and be neither / nor the workspace, inside it or
 // holding it (the workspace is staged; a folder holding it would make its
-// surroundings writable, which is better named one by one).
+// surroundings writable, which is better named one by one), nor a place
+// the booth gives the agent its own of or hides (sandbox.CheckWriteLive:
+// /tmp, /run, /proc, the journal key's folder, ...).
 func liveWritable(p, ws string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
@@ -86,6 +88,9 @@ func liveWritable(p, ws string) (string, error) {
 	}
 	if within(ws, abs) {
 		return "", fmt.Errorf("--allow-write-live %s: holds the workspace; name the folders beside it the agent may write", p)
+	}
+	if err := sandbox.CheckWriteLive(ws, abs, sandbox.Options{}); err != nil {
+		return "", fmt.Errorf("--allow-write-live %s: %w", p, err)
 	}
 	return abs, nil
 }

@@ -116,6 +116,9 @@ func TestConfinementFlags(t *testing.T) {
 	must(t, os.Mkdir(filepath.Join(ws, "inner"), 0o755))
 	outside := t.TempDir()
 	must(t, os.Symlink(outside, filepath.Join(ws, "link")))
+	state := t.TempDir()
+	keyDir := filepath.Join(state, "jukebox") // the journal key's folder
+	must(t, os.Mkdir(keyDir, 0o700))
 	for _, c := range []struct {
 		args []string
 		want string
@@ -128,9 +131,17 @@ func TestConfinementFlags(t *testing.T) {
 		{[]string{"--booth", "--allow-write-live", "inner"}, "inside the workspace"},
 		{[]string{"--booth", "--allow-write-live", filepath.Dir(ws)}, "holds the workspace"},
 		{[]string{"--booth", "--allow-write-live", "link"}, "a symlink"},
+		// Places the booth gives the agent its own of, or hides: the
+		// overlay refused them and the run fell back to the unconfined copy.
+		{[]string{"--booth", "--allow-write-live", "/proc"}, "--allow-write-live /proc: the booth gives the agent its own /proc"},
+		{[]string{"--booth", "--allow-write-live", "/sys/fs"}, "its own /sys"},
+		{[]string{"--booth", "--allow-write-live", "/dev/shm"}, "its own /dev/shm"},
+		{[]string{"--booth", "--allow-write-live", "/run"}, "its own /run"},
+		{[]string{"--booth", "--allow-write-live", keyDir}, "the booth hides " + keyDir},
 	} {
 		args := append(append([]string{"record"}, c.args...), "--", "sh", "-c", "echo ran > ran.txt")
 		cmd := jukeboxCmd(t.Context(), ws, args...)
+		cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state)
 		out, _ := cmd.CombinedOutput()
 		if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
 			t.Errorf("%v: exit %d, want 2 with %q:\n%s", c.args, cmd.ProcessState.ExitCode(), c.want, out)
@@ -278,5 +289,41 @@ func TestNetRefusedNote(t *testing.T) {
 	}
 	if !strings.Contains(errs, "connections jukebox does not serve") {
 		t.Errorf("no note of the refused connection: %q", errs)
+	}
+}
+
+// TestBoothTapeInTmp: a tape written straight into /tmp (or /) leaves the
+// booth confined and is kept from the agent. Before, its folder was asked
+// to stay visible, the booth refused /tmp, and the run fell back to the
+// copy, which does not confine.
+func TestBoothTapeInTmp(t *testing.T) {
+	t.Parallel()
+	requireConfinedBooth(t)
+	tape := filepath.Join(os.TempDir(), fmt.Sprintf("jukebox-test-%d-%d.jbx", os.Getpid(), time.Now().UnixNano()))
+	t.Cleanup(func() { os.Remove(tape) })
+	// A workspace outside /tmp: /tmp would hold it, and a folder that
+	// holds the workspace is never asked to stay visible.
+	ws, err := os.MkdirTemp("/var/tmp", "jukebox-ws-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(ws) })
+	cmd := jukeboxCmd(t.Context(), ws, "record", "--json", "--booth", "--commit", "never", "-o", tape,
+		"--", "sh", "-c", "rm -f "+tape+"; echo x > "+tape+"; true")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var res struct {
+		Booth struct {
+			Mode     string `json:"mode"`
+			Confined bool   `json:"confined"`
+		} `json:"booth"`
+	}
+	must(t, json.Unmarshal(out, &res))
+	if res.Booth.Mode != "overlay" || !res.Booth.Confined {
+		t.Errorf("booth %+v with the tape in %s, want overlay, confined", res.Booth, os.TempDir())
+	}
+	tp := openTape(t, tape)
+	if _, err := tp.Verify(tapefmt.VerifyOptions{}); err != nil {
+		t.Errorf("the tape the agent tried to remove and overwrite: %v", err)
 	}
 }
