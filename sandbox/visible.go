@@ -13,7 +13,7 @@ import (
 // what the booth hides.
 var (
 	ownPlaces = []string{"/", "/tmp", "/dev/shm", "/run", "/var/run"} // the place itself; a folder below it may stay visible
-	ownTrees  = []string{"/proc", "/dev", "/sys"}                  // the place and everything below it
+	ownTrees  = []string{"/proc", "/dev", "/sys"}                     // the place and everything below it
 )
 
 // visibleError says why the clean absolute path p cannot stay visible in
