@@ -105,8 +105,9 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 		Net: b.Net, Endpoints: append([]string{s.proxy.addr()}, b.Endpoints...), WriteLive: b.WriteLive,
 		Protect: s.protected(),
 		OnNetRefused: func(r sandbox.NetRefusal) {
-			s.refused.Add(1)
-			s.appendFrame(tapefmt.NetRefused{Family: r.Family, Addr: r.Addr, Errno: r.Errno})
+			if s.refused.Add(1) <= MaxNetRefusedFrames {
+				s.appendFrame(tapefmt.NetRefused{Family: r.Family, Addr: r.Addr, Errno: r.Errno})
+			}
 		}})
 	end := tapefmt.RunEnd{ExitCode: er.ExitCode}
 	if er.Signal != 0 {
@@ -250,6 +251,11 @@ func (s *session) appendFrame(p tapefmt.Payload) {
 		s.tape.Append(0, p)
 	}
 }
+
+// MaxNetRefusedFrames bounds the net.refused frames of a run: an agent
+// that retries a connection in a loop must not fill the tape. The result
+// counts every refusal (Result.NetRefused).
+const MaxNetRefusedFrames = 100
 
 // cancelOnSignal cancels the run on the first signal from sigs
 // (RunOptions.Signals): the booth stops its child then, and the changes

@@ -74,8 +74,8 @@ type Result struct {
 	// Unreadable says why the tape did not close or read back (TapeError).
 	Unreadable string `json:"tape_unreadable,omitempty"`
 	// NetRefused counts the connections the agent tried that jukebox did
-	// not serve and the booth refused (--net none), each on the tape as a
-	// net.refused frame.
+	// not serve and the booth refused (--net none), the first
+	// MaxNetRefusedFrames of them on the tape as net.refused frames.
 	NetRefused int `json:"net_refused,omitempty"`
 }
 

@@ -17,11 +17,12 @@ import (
 
 // Under --net none, stage 2's seccomp filter hands every connect(2) to a
 // supervisor in stage 1 (a seccomp user notification). The supervisor
-// reads the address from the caller's memory: a connection to one of the
-// relayed endpoints, or one that is not over IP, proceeds as the kernel
-// would have it; any other is refused with the error the empty network
-// namespace would have given (ECONNREFUSED on loopback, ENETUNREACH
-// elsewhere) and reported to jukebox, which writes it on the tape. The
+// reads the address from the caller's memory: a connection over loopback
+// (the booth's own, where jukebox's endpoints are relayed and where the
+// agent may run servers of its own), or one that is not over IP, proceeds
+// as the kernel would have it; any other is refused with the error the
+// empty network namespace would have given (ENETUNREACH) and reported to
+// jukebox, which writes it on the tape. The
 // address is read once and never trusted for more than that decision: if
 // the caller changes it before the kernel reads it again, the connection
 // happens inside the empty namespace, where it fails all the same.
@@ -50,8 +51,8 @@ type seccompNotifResp struct {
 
 // superviseConnect answers connect(2) calls from listener until it fails
 // (every process of the booth gone), writing each refusal as a JSON line
-// to events. allowed are the relayed loopback ports.
-func superviseConnect(listener int, allowed map[uint16]bool, events io.Writer) {
+// to events.
+func superviseConnect(listener int, events io.Writer) {
 	enc := json.NewEncoder(events)
 	for {
 		var n seccompNotif
@@ -66,11 +67,8 @@ func superviseConnect(listener int, allowed map[uint16]bool, events io.Writer) {
 		if ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&n.ID)) != nil {
 			continue // the caller is gone
 		}
-		if ok && !(addr.Addr().IsLoopback() && allowed[addr.Port()]) {
+		if ip := addr.Addr().Unmap(); ok && !ip.IsLoopback() && !ip.IsUnspecified() { // 0.0.0.0 and :: connect to loopback
 			errno := unix.ENETUNREACH
-			if addr.Addr().IsLoopback() {
-				errno = unix.ECONNREFUSED
-			}
 			resp.Flags, resp.Error = 0, -int32(errno)
 			family := "ipv4"
 			if addr.Addr().Is6() && !addr.Addr().Is4In6() {

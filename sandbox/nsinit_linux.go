@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -58,7 +57,7 @@ func runInit(raw string) int {
 	signal.Notify(sigs)
 	var watch *os.File
 	if s.NetNone {
-		if watch, err = watchConnects(s.Relays, events); err != nil {
+		if watch, err = watchConnects(events); err != nil {
 			fmt.Fprintf(report, "setup: --net none: %v", err)
 			return initSetupFailed
 		}
@@ -559,22 +558,16 @@ func runStage2(raw string) int {
 
 // watchConnects makes the socket pair stage 2 sends its seccomp listener
 // over and starts the supervisor on stage 1's end; it returns stage 2's.
-func watchConnects(relays []relay, events *os.File) (*os.File, error) {
+func watchConnects(events *os.File) (*os.File, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	ours, theirs := os.NewFile(uintptr(pair[0]), "watch"), os.NewFile(uintptr(pair[1]), "watch")
-	ports := map[uint16]bool{}
-	for _, r := range relays {
-		if ap, err := netip.ParseAddrPort(r.Addr); err == nil {
-			ports[ap.Port()] = true
-		}
-	}
 	go func() {
 		defer ours.Close()
 		if listener, err := recvFD(ours); err == nil {
-			superviseConnect(listener, ports, events)
+			superviseConnect(listener, events)
 		}
 	}()
 	return theirs, nil

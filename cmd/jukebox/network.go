@@ -22,7 +22,11 @@ func networkNotes(w io.Writer, res *engine.Result) {
 			"are not on the tape and would not replay offline; `--booth --net none` refuses and lists them.")
 	}
 	if res.NetRefused > 0 {
+		which := "net.refused frames"
+		if res.NetRefused > engine.MaxNetRefusedFrames {
+			which = fmt.Sprintf("the first %d as net.refused frames", engine.MaxNetRefusedFrames)
+		}
 		fmt.Fprintf(w, "jukebox: note: the agent tried %d connections jukebox does not serve; the booth refused them "+
-			"(net.refused frames on the tape: `jukebox show TAPE --kind net.refused`).\n", res.NetRefused)
+			"(%s on the tape: `jukebox show TAPE --kind net.refused`).\n", res.NetRefused, which)
 	}
 }
