@@ -68,6 +68,7 @@ func checkTape(t *testing.T, path string) {
 		t.Fatalf("%s holds the API key", path)
 	}
 	tapetest.Verify(t, path)
+	tapetest.NoSecrets(t, path, secretKey, "SECRET-0123") // in payloads and blobs, decoded
 }
 
 func replay(t *testing.T, run *agentRun, from string, env []string) (*engine.Result, string) {

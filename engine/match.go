@@ -64,6 +64,7 @@ type Matcher struct {
 	rules *reqmatch.Rules
 	calls map[string][]*Call
 	tape  *tapefmt.Tape
+	mask  *tapefmt.Masker // the tape's own (run.start redact): live bodies are masked alike
 }
 
 // NewMatcher indexes every LLM call on the tape; rules must be compiled
@@ -73,6 +74,11 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 		rules = reqmatch.Default()
 	}
 	m := &Matcher{rules: rules, calls: map[string][]*Call{}, tape: t}
+	if start, err := FirstRunStart(t); err == nil {
+		if m.mask, err = tapefmt.NewMasker(start.Redact); err != nil {
+			return nil, err
+		}
+	}
 	byID := map[uint64]*Call{}
 	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse) {
 		if err != nil {
@@ -123,6 +129,7 @@ func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) {
 // byte as recorded matches without being parsed; only when none does are
 // canonical forms compared.
 func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
+	r.Body = m.mask.Mask(r.Body)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	endpoint := r.Method + " " + r.Path

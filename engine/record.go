@@ -55,11 +55,7 @@ func (l *live) upstreamRequest(x *exchange) (*http.Request, error) {
 	if !ok {
 		return nil, fmt.Errorf("no upstream for %s", x.provider.Name)
 	}
-	u := base + x.rest
-	if x.query != "" {
-		u += "?" + x.query
-	}
-	up, err := http.NewRequestWithContext(x.req.Context(), x.req.Method, u, bytes.NewReader(x.body))
+	up, err := http.NewRequestWithContext(x.req.Context(), x.req.Method, upstreamURL(base, x.rest, x.query), bytes.NewReader(x.body))
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +65,24 @@ func (l *live) upstreamRequest(x *exchange) (*http.Request, error) {
 		}
 	}
 	return up, nil
+}
+
+// upstreamURL is the URL a request for path rest (with query) goes to at
+// the upstream base: rest is appended to base's path, and base's own query
+// (an API key some gateways take as ?key=) is kept, before the request's.
+func upstreamURL(base, rest, query string) string {
+	b, q, _ := strings.Cut(base, "?")
+	switch {
+	case q == "":
+		q = query
+	case query != "":
+		q += "&" + query
+	}
+	u := strings.TrimSuffix(b, "/") + rest
+	if q != "" {
+		u += "?" + q
+	}
+	return u
 }
 
 // relay copies the upstream's answer to the child as it arrives and keeps

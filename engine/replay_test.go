@@ -46,3 +46,20 @@ func TestReplayKeepsChunkBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamURL: the API path goes after the base URL's path and the
+// base URL's own query (a gateway's ?key=) is kept; it was pasted after
+// the query before, as http://h/v1?key=K/chat/completions.
+func TestUpstreamURL(t *testing.T) {
+	for _, c := range []struct{ base, rest, query, want string }{
+		{"http://h/v1", "/chat/completions", "", "http://h/v1/chat/completions"},
+		{"http://h/v1/", "/chat/completions", "", "http://h/v1/chat/completions"},
+		{"http://h/v1?key=K", "/chat/completions", "", "http://h/v1/chat/completions?key=K"},
+		{"http://h/v1?key=K", "/models", "limit=2", "http://h/v1/models?key=K&limit=2"},
+		{"http://h", "/v1/messages", "beta=true", "http://h/v1/messages?beta=true"},
+	} {
+		if got := upstreamURL(c.base, c.rest, c.query); got != c.want {
+			t.Errorf("upstreamURL(%q, %q, %q) = %q, want %q", c.base, c.rest, c.query, got, c.want)
+		}
+	}
+}

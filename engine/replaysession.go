@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jukebox-os/jukebox/reqmatch"
@@ -58,12 +59,19 @@ func openSource(path string, o *RunOptions, rules *reqmatch.Rules) (*tapefmt.Tap
 	var m *Matcher
 	if err == nil {
 		if len(o.Argv) == 0 {
+			if i := tapefmt.RedactedArg(start.Argv); i >= 0 {
+				err = &RedactedCommandError{Argv: start.Argv, Index: i}
+			}
 			o.Argv = start.Argv
 		}
+		o.Redact = slices.Concat(start.Redact, o.Redact)
 		if o.Seed == 0 {
 			o.Seed = start.Seed
 		}
-		if m, err = indexCalls(t, path, rules); err == nil {
+		if err == nil {
+			m, err = indexCalls(t, path, rules)
+		}
+		if err == nil {
 			return t, m, nil
 		}
 	}
@@ -100,7 +108,8 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	served := uint64(m.len() - unused)
 	res.Unused, res.Served = unused, &served
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
-		same := bytes.Equal(recorded, s.outs.stdoutCopy())
+		// The tape keeps output masked (RunStart.Redact), piece by piece.
+		same := bytes.Equal(m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy()))
 		res.OutputSame = &same
 	}
 	if end, ok := recordedEnd(t); ok {
@@ -150,6 +159,18 @@ func forkOf(t *tapefmt.Tape) (int64, Overrides) {
 		return -1, o
 	}
 	return int64(start.Parent.Call), o
+}
+
+// RedactedCommandError says that the recorded command cannot be run
+// again as it was: secrets in its arguments were redacted on the tape.
+type RedactedCommandError struct {
+	Argv  []string
+	Index int // the first argument that holds tapefmt.Redacted
+}
+
+func (e *RedactedCommandError) Error() string {
+	return fmt.Sprintf("the recorded command's argument %d (%q) had a secret redacted on the tape, so it cannot be run again as recorded; give the command after --",
+		e.Index, e.Argv[e.Index])
 }
 
 // FirstRunStart returns the run.start payload of a tape.

@@ -39,6 +39,11 @@ type RunOptions struct {
 	// QuietSDKs sets QuietSDKEnv in the agent's environment, over what it
 	// had, switching off the SDKs' own traces and telemetry.
 	QuietSDKs bool
+	// Redact are patterns (Go regexp) whose matches are masked in what the
+	// tape keeps of prompts, responses, output and files
+	// (tapefmt.Masker). Replay and fork add the patterns of the tape they
+	// read, and mask live requests with those before matching them.
+	Redact []string
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
 	// Signals are the signals the caller receives while the agent runs,
@@ -137,11 +142,16 @@ func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.R
 	if path == "" {
 		return nil
 	}
-	w, err := tapefmt.Create(path, tapefmt.Options{Sync: sync})
+	mask, err := tapefmt.NewMasker(s.o.Redact)
+	if err != nil {
+		return err
+	}
+	opts := tapefmt.Options{Sync: sync, Mask: mask}
+	w, err := tapefmt.Create(path, opts)
 	stem := strings.TrimSuffix(path, ".jbx")
 	for n := 2; s.o.AutoName && errors.Is(err, fs.ErrExist) && n < 1000; n++ {
 		path = fmt.Sprintf("%s-%d.jbx", stem, n)
-		w, err = tapefmt.Create(path, tapefmt.Options{Sync: sync})
+		w, err = tapefmt.Create(path, opts)
 	}
 	if err != nil {
 		return err

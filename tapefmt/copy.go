@@ -8,7 +8,8 @@ import (
 
 // CopyFrame appends frame f of src to w with the blobs it names, which are
 // stored again on w (deltas are made anew there). A step frame is written
-// anew so that it carries w's chain.
+// anew so that it carries w's chain. Frame and blobs are copied as they
+// are (never masked again: the frame names its blobs by their hash).
 func CopyFrame(w *Writer, src *Tape, f Frame) error {
 	p, err := f.Decode()
 	if err != nil {
@@ -19,7 +20,7 @@ func CopyFrame(w *Writer, src *Tape, f Frame) error {
 		if err != nil {
 			return fmt.Errorf("frame %d: %w", f.Seq, err)
 		}
-		if _, err := w.PutBlob("copy "+f.Kind.String(), b); err != nil {
+		if _, err := w.putBlob("copy "+f.Kind.String(), b); err != nil {
 			return err
 		}
 	}

@@ -51,6 +51,9 @@ type RunStart struct {
 	Started  string            `json:"started"` // wall clock, RFC 3339 with nanoseconds
 	Parent   *ParentRef        `json:"parent,omitempty"`
 	Upstream map[string]string `json:"upstreams,omitempty"` // provider name to base URL
+	// Redact are the patterns whose matches were masked on this tape
+	// (Masker), never what they matched.
+	Redact []string `json:"redact,omitempty"`
 }
 
 // RunEnd closes a run with the child's exit status.

@@ -3,6 +3,7 @@ package tapefmt
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -31,7 +32,10 @@ func secretName(name string) bool {
 	if n == "key" || n == "sig" || n == "code" {
 		return true
 	}
-	for _, part := range []string{"key", "token", "secret", "password", "passwd", "credential", "signature", "auth"} {
+	if strings.HasSuffix(n, "tokens") {
+		return false // a count: max_tokens, --max-tokens
+	}
+	for _, part := range []string{"key", "token", "secret", "password", "passwd", "credential", "signature", "auth", "bearer"} {
 		if strings.Contains(n, part) {
 			return true
 		}
@@ -102,11 +106,14 @@ func RedactEnv(env map[string]string) map[string]string {
 	return out
 }
 
-// redactedValue stands where a secret was, so that an argv keeps its shape.
-const redactedValue = "[redacted]"
+// Redacted stands where a secret was, so that an argv keeps its shape.
+const Redacted = "[redacted]"
+
 
 // RedactArgv replaces the values of command-line flags whose names look
-// secret: "--api-key X", "--api-key=X", "-token X".
+// secret ("--api-key X", "--api-key=X", "-token X", "--bearer=X", "-k X"),
+// then credentials inside any argument (RedactText), shell scripts
+// included.
 func RedactArgv(argv []string) []string {
 	if argv == nil {
 		return nil
@@ -114,25 +121,91 @@ func RedactArgv(argv []string) []string {
 	out := append([]string(nil), argv...)
 	for i := 0; i < len(out); i++ {
 		arg := out[i]
-		if !strings.HasPrefix(arg, "-") {
+		if !strings.HasPrefix(arg, "-") || arg == "-" || arg == "--" {
 			continue
 		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
-		if !secretName(name) {
-			continue
+		name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		switch {
+		case secretName(name) || arg == "-k": // -k KEY
+			if hasValue {
+				out[i] = arg[:strings.Index(arg, "=")+1] + Redacted
+			} else if i+1 < len(out) {
+				out[i+1] = Redacted
+				i++
+			}
+		case arg == "-u" || name == "user": // curl's -u USER:PASSWORD
+			if hasValue {
+				out[i] = arg[:strings.Index(arg, "=")+1] + redactPassword(value)
+			} else if i+1 < len(out) {
+				out[i+1] = redactPassword(out[i+1])
+				i++
+			}
 		}
-		if hasValue {
-			out[i] = arg[:strings.Index(arg, "=")+1] + redactedValue
-		} else if i+1 < len(out) {
-			out[i+1] = redactedValue
-			i++
-		}
+	}
+	for i, arg := range out {
+		out[i] = RedactText(arg)
 	}
 	return out
 }
 
+// redactPassword redacts the password of USER:PASSWORD.
+func redactPassword(v string) string {
+	if user, _, ok := strings.Cut(v, ":"); ok {
+		return user + ":" + Redacted
+	}
+	return v
+}
+
+// Credentials as they appear inside free text: an argument, a shell
+// script, an environment variable's value.
+var (
+	// Authorization: Bearer X; x-api-key: X; "api_key": "X" (a name that
+	// ends in key, token, secret or password, before a colon).
+	headerCredential = regexp.MustCompile(`(?i)((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?|[\w-]*(?:key|token|secret|password)["']?\s*:\s*["']?)([^\s'"\\,}]+)`)
+	// Bearer X anywhere.
+	bearerCredential = regexp.MustCompile(`(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})`)
+	// scheme://user:password@host: the password.
+	userinfoCredential = regexp.MustCompile(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"]*:)([^@\s/'"]+)(@)`)
+	// -u USER:PASSWORD inside a script (curl).
+	userCredential = regexp.MustCompile(`((?:^|\s)(?:-u|--user)[\s=]+['"]?[^\s:'"]+:)([^\s'"]+)`)
+	// name=value where the name looks secret (a query, a libpq DSN,
+	// --api-key=X inside a script).
+	paramCredential = regexp.MustCompile(`(?i)((?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|signature|credential|auth)[\w.-]*=)([^\s&'";)]+)`)
+)
+
+// RedactText replaces the credentials found inside s (RedactArgv's
+// patterns: authorization headers, bearer tokens, passwords in URLs,
+// secret-looking name=value pairs) with Redacted.
+func RedactText(s string) string {
+	for _, re := range []*regexp.Regexp{headerCredential, bearerCredential, paramCredential, userCredential} {
+		s = re.ReplaceAllStringFunc(s, func(m string) string {
+			sub := re.FindStringSubmatch(m)
+			if sub[2] == Redacted {
+				return m
+			}
+			return sub[1] + Redacted
+		})
+	}
+	return userinfoCredential.ReplaceAllString(s, "${1}"+Redacted+"${3}")
+}
+
+// RedactedArg is the index of the first argument in argv that holds
+// Redacted, or -1: a command recorded that way cannot be run again as it
+// was.
+func RedactedArg(argv []string) int {
+	for i, a := range argv {
+		if strings.Contains(a, Redacted) {
+			return i
+		}
+	}
+	return -1
+}
+
 func (p RunStart) redacted() Payload {
 	p.Env = RedactEnv(p.Env)
+	for k, v := range p.Env { // a copy: RedactEnv made it
+		p.Env[k] = RedactText(v)
+	}
 	p.Argv = RedactArgv(p.Argv)
 	if p.Upstream != nil {
 		ups := make(map[string]string, len(p.Upstream))

@@ -114,3 +114,43 @@ func TestRedactArgvForms(t *testing.T) {
 		t.Error("RedactArgv changed its input")
 	}
 }
+
+// TestRedactArgvCredentials: the argv forms that reached the tape before
+// (-k VALUE, --bearer=VALUE, a DSN with a password, -H "Authorization:
+// Bearer ...", credentials inside a shell script), and what must stay.
+func TestRedactArgvCredentials(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"tool", "-k", "sk-abc123", "run"}, []string{"tool", "-k", Redacted, "run"}},
+		{[]string{"tool", "--bearer=tok123456"}, []string{"tool", "--bearer=" + Redacted}},
+		{[]string{"psql", "postgres://bob:hunter2@db.example/prod"}, []string{"psql", "postgres://bob:" + Redacted + "@db.example/prod"}},
+		{[]string{"psql", "host=db password=hunter2 dbname=x"}, []string{"psql", "host=db password=" + Redacted + " dbname=x"}},
+		{[]string{"curl", "-H", "Authorization: Bearer sk-live-abcdefgh1234", "https://h/v1"},
+			[]string{"curl", "-H", "Authorization: Bearer " + Redacted, "https://h/v1"}},
+		{[]string{"curl", "-u", "bob:pw1", "https://h"}, []string{"curl", "-u", "bob:" + Redacted, "https://h"}},
+		{[]string{"sh", "-c", "curl -H 'x-api-key: abcdef123' 'https://h/v1?key=K123&x=1' -u bob:pw2"},
+			[]string{"sh", "-c", "curl -H 'x-api-key: " + Redacted + "' 'https://h/v1?key=" + Redacted + "&x=1' -u bob:" + Redacted}},
+		{[]string{"python3", "agent.py", "--json", `{"max_tokens": 100, "api_key": "sk-1234"}`},
+			[]string{"python3", "agent.py", "--json", `{"max_tokens": 100, "api_key": "` + Redacted + `"}`}},
+		// counts, ports and models are not secrets
+		{[]string{"python3", "agent.py", "--max-tokens", "100", "--port", "8080", "-p", "80", "--model", "gpt-4o"},
+			[]string{"python3", "agent.py", "--max-tokens", "100", "--port", "8080", "-p", "80", "--model", "gpt-4o"}},
+	} {
+		if got := RedactArgv(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("RedactArgv(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestRunStartEnvURL: a base URL with user info or a key in its query is
+// redacted in run.start's env as it is in upstreams (it was kept whole).
+func TestRunStartEnvURL(t *testing.T) {
+	t.Parallel()
+	p := RunStart{Env: map[string]string{"OPENAI_BASE_URL": "http://bob:pw@gw.example/v1?key=K9&x=1", "LANG": "C"}}.redacted().(RunStart)
+	if got := p.Env["OPENAI_BASE_URL"]; got != "http://bob:"+Redacted+"@gw.example/v1?key="+Redacted+"&x=1" {
+		t.Errorf("env OPENAI_BASE_URL on the tape: %q", got)
+	}
+	if p.Env["LANG"] != "C" {
+		t.Errorf("LANG: %q", p.Env["LANG"])
+	}
+}

@@ -36,6 +36,10 @@ type Options struct {
 	// ID is the tape id written in the header; default random. Set it only
 	// to make a tape's bytes reproducible (test fixtures).
 	ID [16]byte
+	// Mask, when set, masks what the user named secret in every blob and
+	// in the payload fields that hold output, tool calls and MCP messages,
+	// and writes its patterns into run.start (Masker).
+	Mask *Masker
 
 	// noBlobReadBack turns off the check of each encoded blob, for the
 	// benchmark that measures what the check costs (export_test.go).
@@ -139,7 +143,7 @@ func (w *Writer) AppendAt(t time.Duration, stream uint32, p Payload) (uint64, er
 	if p.Kind() == KindStep {
 		return 0, errors.New("tapefmt: step frames are written by Commit, which links the hash chain")
 	}
-	body, err := marshalPayload(p)
+	body, err := marshalPayload(w.opts.Mask.payload(p))
 	if err != nil {
 		return 0, err
 	}
@@ -260,10 +264,17 @@ func (w *Writer) sync() error {
 	return nil
 }
 
-// PutBlob stores data once under its BLAKE3 hash and returns the hash. Blobs
+// PutBlob stores data once under its BLAKE3 hash and returns the hash (of
+// the data as stored: masked, when Options.Mask says so). Blobs
 // in the same lane (for example every request body sent to one endpoint) are
 // stored as deltas of one another, so resent history costs little.
 func (w *Writer) PutBlob(laneName string, data []byte) (Hash, error) {
+	return w.putBlob(laneName, w.opts.Mask.Mask(data))
+}
+
+// putBlob stores data as it is: CopyFrame's blobs come from a tape, where
+// frames name them by their hash.
+func (w *Writer) putBlob(laneName string, data []byte) (Hash, error) {
 	if len(data) > MaxBlobSize {
 		return Hash{}, fmt.Errorf("tapefmt: blob of %d bytes exceeds %d", len(data), MaxBlobSize)
 	}

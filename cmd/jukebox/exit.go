@@ -53,10 +53,11 @@ func codeFor(err error) int {
 	var fe *tapefmt.FormatError
 	var te *engine.TapeError
 	var ie *engine.IgnoreError
+	var rc *engine.RedactedCommandError
 	switch {
 	case errors.As(err, &te):
 		return ExitBadTape // ahead of any other code: the record is at fault
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.As(err, &rc):
 		return ExitUsage
 	case errors.As(err, &ee):
 		return ee.code

@@ -33,11 +33,15 @@ type ForkCmd struct {
 	JSON             bool                `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
 	QuietSDKs        bool                `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment, as replay does; --no-quiet-sdks leaves the environment as it is."`
 	matchFlags
+	redactFlags
 }
 
 // Validate checks flags before anything starts.
 func (c *ForkCmd) Validate() error {
 	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.redactFlags.validate(); err != nil {
 		return err
 	}
 	if c.Patch != "" && !json.Valid([]byte(c.Patch)) {
@@ -108,6 +112,9 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 		}
 	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
+	if o.Redact, err = c.patterns(); err != nil {
+		return nil, err
+	}
 	o.Dir, o.AutoName, o.QuietSDKs = c.workdir(start.Cwd), c.Output == "", c.QuietSDKs
 	bf := c.booth()
 	var tty *ttyGuard

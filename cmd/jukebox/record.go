@@ -22,6 +22,7 @@ type RecordCmd struct {
 	Sync      string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
 	JSON      bool      `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
+	redactFlags
 	boothFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 }
@@ -30,6 +31,9 @@ type RecordCmd struct {
 func (c *RecordCmd) Validate() error {
 	if len(commandArgs(c.Cmd)) == 0 {
 		return fmt.Errorf("no command to record: give it after --, e.g. jukebox record -- python agent.py")
+	}
+	if err := c.redactFlags.validate(); err != nil {
+		return err
 	}
 	return c.boothFlags.validate()
 }
@@ -45,6 +49,9 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
+	if o.Redact, err = c.patterns(); err != nil {
+		return err
+	}
 	var tty *ttyGuard
 	o.Booth, tty = c.boothOptions(env)
 	defer tty.restore()

@@ -21,6 +21,7 @@ type ReplayCmd struct {
 	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
 	matchFlags
+	redactFlags
 	boothFlags
 	JSON bool `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
@@ -34,6 +35,9 @@ func (c *ReplayCmd) Validate() error {
 		return fmt.Errorf("--upstream only matters with --on-divergence live: replay never opens a network connection")
 	}
 	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.redactFlags.validate(); err != nil {
 		return err
 	}
 	return c.boothFlags.validate()
@@ -57,6 +61,9 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
+	if o.Redact, err = c.patterns(); err != nil {
+		return err
+	}
 	var tty *ttyGuard
 	o.Booth, tty = c.boothOptions(env)
 	defer tty.restore()

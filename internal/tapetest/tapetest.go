@@ -7,6 +7,7 @@ package tapetest
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -68,4 +69,48 @@ func DamageBlob(tb testing.TB, path string, h tapefmt.Hash) int64 {
 		tb.Fatal(err)
 	}
 	return int64(at)
+}
+
+// NoSecrets fails tb if any of secrets appears on the tape at path: in a
+// frame's payload as stored, in the payload's decoded form (Output data is
+// base64 in JSON), or in any blob the frames name, decoded. It returns the
+// number of frames it read, so that a caller can tell it read something.
+func NoSecrets(tb testing.TB, path string, secrets ...string) int {
+	tb.Helper()
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	defer t.Close()
+	n := 0
+	for i := range t.Len() {
+		f, err := t.Frame(i)
+		if err != nil {
+			tb.Fatalf("%s: frame %d: %v", path, i, err)
+		}
+		n++
+		texts := []string{string(f.Payload)}
+		p, err := f.Decode()
+		if err != nil {
+			tb.Fatalf("%s: frame %d: %v", path, i, err)
+		}
+		if o, ok := p.(*tapefmt.Output); ok {
+			texts = append(texts, string(o.Data))
+		}
+		for _, h := range tapefmt.BlobRefs(p) {
+			b, err := t.Blob(h)
+			if err != nil {
+				tb.Fatalf("%s: frame %d: blob %s: %v", path, i, h, err)
+			}
+			texts = append(texts, string(b))
+		}
+		for _, text := range texts {
+			for _, s := range secrets {
+				if strings.Contains(text, s) {
+					tb.Errorf("%s: frame %d (%s) holds the secret %q", path, i, f.Kind, s)
+				}
+			}
+		}
+	}
+	return n
 }

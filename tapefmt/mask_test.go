@@ -1,0 +1,102 @@
+package tapefmt
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestMasker: a match keeps its length and structure (JSON escapes,
+// punctuation), so masked bodies stay valid JSON and streamed chunk
+// offsets stay true; nothing else changes.
+func TestMasker(t *testing.T) {
+	t.Parallel()
+	m, err := NewMasker([]string{`sk-[A-Za-z0-9]+`, `card [\d-]+`, `caf\S+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		`{"k": "sk-abc123"}`:                 `{"k": "**-******"}`,
+		`data: {"t":"card 4111-1111"}` + "\n": `data: {"t":"**** ****-****"}` + "\n",
+		`{"t": "caf\u00e9 ok"}`:              `{"t": "***\u00e9 ok"}`,
+		`{"t": "café\n"}`:                    `{"t": "*****\n"}`,
+		`nothing here`:                       `nothing here`,
+	} {
+		got := m.Mask([]byte(in))
+		if string(got) != want {
+			t.Errorf("Mask(%s) = %s, want %s", in, got, want)
+		}
+		if len(got) != len(in) {
+			t.Errorf("Mask(%s) changed the length", in)
+		}
+		if json.Valid([]byte(in)) && !json.Valid(got) {
+			t.Errorf("Mask(%s) = %s: no longer JSON", in, got)
+		}
+	}
+	in := []byte("sk-keep")
+	m.Mask(in)
+	if string(in) != "sk-keep" {
+		t.Error("Mask changed its input")
+	}
+	if n, err := NewMasker(nil); n != nil || err != nil {
+		t.Errorf("NewMasker(nil) = %v, %v", n, err)
+	}
+	var nilMask *Masker
+	if got := nilMask.Mask(in); !bytes.Equal(got, in) {
+		t.Error("a nil Masker masked")
+	}
+	for _, bad := range []string{`(`, `x*`} {
+		if _, err := NewMasker([]string{bad}); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("NewMasker(%q): %v", bad, err)
+		}
+	}
+}
+
+// TestWriterMasks: a writer with a Masker masks blobs and output, keeps
+// frames copied from another tape as they are, and writes its patterns
+// into run.start with the matches in argv and env replaced.
+func TestWriterMasks(t *testing.T) {
+	t.Parallel()
+	m, _ := NewMasker([]string{`PLANT\d+`})
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Options{Mask: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(0, RunStart{Argv: []string{"agent", "--x=PLANT1"}, Env: map[string]string{"AGENT_X": "PLANT2"}}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := w.PutBlob("b", []byte(`{"q": "PLANT3"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(0, Output{Fd: 1, Data: Bytes("said PLANT4\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if h != HashOf([]byte(`{"q": "******"}`)) {
+		t.Error("the blob's hash is not of the masked bytes")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := tp.Frame(0)
+	p, _ := f.Decode()
+	rs := p.(*RunStart)
+	if !slices.Equal(rs.Argv, []string{"agent", "--x=" + Redacted}) || rs.Env["AGENT_X"] != Redacted || !slices.Equal(rs.Redact, []string{`PLANT\d+`}) {
+		t.Errorf("run.start: %+v", rs)
+	}
+	f, _ = tp.Frame(1)
+	p, _ = f.Decode()
+	if got := string(p.(*Output).Data); got != "said ******\n" {
+		t.Errorf("output %q", got)
+	}
+	if b, _ := tp.Blob(h); string(b) != `{"q": "******"}` {
+		t.Errorf("blob %q", b)
+	}
+}
