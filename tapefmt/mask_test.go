@@ -18,11 +18,11 @@ func TestMasker(t *testing.T) {
 		t.Fatal(err)
 	}
 	for in, want := range map[string]string{
-		`{"k": "sk-abc123"}`:                 `{"k": "**-******"}`,
+		`{"k": "sk-abc123"}`:                  `{"k": "**-******"}`,
 		`data: {"t":"card 4111-1111"}` + "\n": `data: {"t":"**** ****-****"}` + "\n",
-		`{"t": "caf\u00e9 ok"}`:              `{"t": "***\u00e9 ok"}`,
-		`{"t": "café\n"}`:                    `{"t": "*****\n"}`,
-		`nothing here`:                       `nothing here`,
+		`{"t": "caf\u00e9 ok"}`:               `{"t": "***\u00e9 ok"}`,
+		`{"t": "café\n"}`:                     `{"t": "*****\n"}`,
+		`nothing here`:                        `nothing here`,
 	} {
 		got := m.Mask([]byte(in))
 		if string(got) != want {

@@ -109,7 +109,6 @@ func RedactEnv(env map[string]string) map[string]string {
 // Redacted stands where a secret was, so that an argv keeps its shape.
 const Redacted = "[redacted]"
 
-
 // RedactArgv replaces the values of command-line flags whose names look
 // secret ("--api-key X", "--api-key=X", "-token X", "--bearer=X", "-k X"),
 // then credentials inside any argument (RedactText), shell scripts
