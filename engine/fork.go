@@ -26,7 +26,9 @@ type ForkOptions struct {
 
 // Fork re-runs the agent with every model call before the fork frame
 // answered from the parent tape, the call at the fork frame sent live with
-// the overrides applied, and every call after it live. The fork's tape
+// the overrides applied, and every call after it live, with the overrides
+// too under ScopeAll (the default when Scope is empty) when it goes to the
+// fork call's endpoint. The fork's tape
 // names its parent (chain head and frame). When the agent diverges before
 // the fork frame, the run stops and Result.Divergence says where, as replay does.
 func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
@@ -39,8 +41,28 @@ func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Parent, err)
 	}
+	if o.Overrides.Scope == "" {
+		o.Overrides.Scope = ScopeAll
+	}
+	if err := checkOverrides(m, at, o.Overrides); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Parent, err)
+	}
 	s := &session{o: o.RunOptions, mode: tapefmt.ModeFork}
 	return s.fork(ctx, o, t, m, at)
+}
+
+// checkOverrides applies the overrides to the recorded request at the
+// fork frame, before the agent starts: a field to set that it lacks is an
+// OverrideError then, not a failed run.
+func checkOverrides(m *Matcher, at uint64, o Overrides) error {
+	c := m.call(at)
+	if c == nil {
+		return nil
+	}
+	if _, err := o.Apply(c.Request.Provider, c.Request.Path, c.body, true); err != nil {
+		return &OverrideError{Frame: at, Err: err}
+	}
+	return nil
 }
 
 // forkPoint is the first llm.request frame at or after frame.
@@ -113,8 +135,9 @@ type forkBackend struct {
 	over Overrides
 	live *live
 
-	forked bool   // the fork call has been made: everything is live now
-	onFork func() // called once, at the fork call
+	forked   bool   // the fork call has been made: everything is live now
+	endpoint string // the fork call's method and path
+	onFork   func() // called once, at the fork call
 }
 
 // prepare decides how x is answered before its request is recorded, and
@@ -122,10 +145,17 @@ type forkBackend struct {
 func (f *forkBackend) prepare(x *exchange) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.forked || f.diverged {
+	if f.diverged {
 		return
 	}
-	f.tapeBackend.prepare(x)
+	f.tapeBackend.prepare(x) // the parent's own overrides, in a fork of a fork
+	if f.forked {
+		if f.over.reaches() && x.req.Method+" "+x.path == f.endpoint {
+			// Every later call to the fork call's endpoint gets the overrides.
+			x.body, _ = f.over.Apply(x.provider.Name, x.path, x.body, false)
+		}
+		return
+	}
 	c, d := f.m.Match(x.matchRequest())
 	switch {
 	case d != nil:
@@ -133,12 +163,12 @@ func (f *forkBackend) prepare(x *exchange) {
 	case c.Seq < f.at:
 		x.served = c
 	case c.Seq == f.at:
-		body, err := f.over.Apply(x.provider.Name, x.path, x.body)
+		body, err := f.over.Apply(x.provider.Name, x.path, x.body, true)
 		if err != nil {
 			x.div = &Divergence{Endpoint: x.req.Method + " " + x.path, Frame: int64(c.Seq), Actual: err.Error()}
 			break
 		}
-		x.body, f.forked = body, true
+		x.body, f.forked, f.endpoint = body, true, x.req.Method+" "+x.path
 		if f.onFork != nil {
 			f.onFork()
 		}

@@ -3,7 +3,11 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -144,7 +148,7 @@ func TestOverridesApply(t *testing.T) {
 	prompt := "be terse"
 	temp := 0.2
 	o := engine.Overrides{Model: "m2", SystemPrompt: &prompt, Temperature: &temp, Patch: []byte(`{"max_tokens": 50, "user": null}`)}
-	got, err := o.Apply("openai", "/v1/chat/completions", []byte(`{"model":"m1","user":"u","messages":[{"role":"user","content":"hi"}]}`))
+	got, err := o.Apply("openai", "/v1/chat/completions", []byte(`{"model":"m1","user":"u","messages":[{"role":"user","content":"hi"}]}`), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +156,74 @@ func TestOverridesApply(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	got, _ = o.Apply("anthropic", "/v1/messages", []byte(`{"model":"m1","system":"old","messages":[]}`))
+	got, _ = o.Apply("anthropic", "/v1/messages", []byte(`{"model":"m1","system":"old","messages":[]}`), true)
 	if !bytes.Contains(got, []byte(`"system":"be terse"`)) {
 		t.Fatalf("anthropic system prompt not set: %s", got)
+	}
+}
+
+// TestForkScope: a fork's overrides reach every later call to the fork
+// call's endpoint by default ("what if the rest of this run used model
+// M"); it changed the fork call alone before. --once keeps that. The
+// scope is on the fork's tape, and each fork replays offline. A field
+// set by path rewrites the fork call; one the request lacks is an
+// OverrideError before the agent starts.
+func TestForkScope(t *testing.T) {
+	t.Parallel()
+	srv := startModel(t, nil)
+	run := pythonAgent(t, "demo-large")
+	parent := filepath.Join(t.TempDir(), "parent.jbx")
+	record(t, srv, run, parent)
+	pcalls, _ := calls(t, parent)
+	if len(pcalls) < 5 {
+		t.Fatalf("the demo run made %d calls; the test needs 5", len(pcalls))
+	}
+	at := pcalls[2].seq
+	env := append(cleanEnv(), "AGENT_MODEL=demo-large", "OPENAI_API_KEY="+secretKey)
+	for _, scope := range []engine.Scope{"", engine.ScopeOnce} {
+		t.Run(string(scope), func(t *testing.T) {
+			over := engine.Overrides{Model: "demo-small", Scope: scope,
+				Set: []engine.FieldSet{{Path: "messages.0.content", Value: json.RawMessage(`"You are terse."`)}}}
+			res, child := fork(t, run, parent, at, over, srv.OpenAIBaseURL(), env)
+			if res.Divergence != nil || res.End.ExitCode != 0 {
+				t.Fatalf("fork: exit %d, divergence %v", res.End.ExitCode, res.Divergence)
+			}
+			fcalls, start := calls(t, child)
+			var rec engine.Overrides
+			if err := json.Unmarshal(start.Parent.Overrides, &rec); err != nil {
+				t.Fatal(err)
+			}
+			want := engine.ScopeAll
+			if scope == engine.ScopeOnce {
+				want = engine.ScopeOnce
+			}
+			if rec.Scope != want {
+				t.Errorf("the fork's tape records scope %q, want %q", rec.Scope, want)
+			}
+			if fcalls[2].model != "demo-small" || !bytes.Contains(fcalls[2].req, []byte(`"content":"You are terse."`)) {
+				t.Errorf("the fork call asked %q with %s", fcalls[2].model, fcalls[2].req)
+			}
+			for i, c := range fcalls[3:] {
+				wantModel := "demo-small"
+				if want == engine.ScopeOnce {
+					wantModel = "demo-large"
+				}
+				if c.model != wantModel {
+					t.Errorf("call %d after the fork call asked %q, want %q", i+1, c.model, wantModel)
+				}
+			}
+			if rres, _ := replay(t, run, child, env); rres.Divergence != nil || rres.End.ExitCode != 0 {
+				t.Fatalf("replay of the fork: exit %d, divergence %v", rres.End.ExitCode, rres.Divergence)
+			}
+		})
+	}
+
+	_, err := engine.Fork(context.Background(), engine.ForkOptions{
+		RunOptions: engine.RunOptions{Argv: []string{"sh", "-c", "echo the agent ran; exit 1"}, Dir: run.dir, Env: env, Stdout: io.Discard, Stderr: io.Discard},
+		Parent:     parent, Frame: at, Tape: filepath.Join(t.TempDir(), "bad.jbx"),
+		Overrides: engine.Overrides{Set: []engine.FieldSet{{Path: "messages.9.content", Value: json.RawMessage(`"x"`)}}}})
+	var oe *engine.OverrideError
+	if !errors.As(err, &oe) || oe.Frame != at || !strings.Contains(err.Error(), "messages.9.content") {
+		t.Errorf("a field the request lacks: %v, want an OverrideError at frame %d", err, at)
 	}
 }

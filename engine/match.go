@@ -117,6 +117,18 @@ func (m *Matcher) newCall(p *tapefmt.LLMRequest, seq uint64) (*Call, error) {
 	return c, nil
 }
 
+// call is the recorded call whose llm.request is frame seq, or nil.
+func (m *Matcher) call(seq uint64) *Call {
+	for _, calls := range m.calls {
+		for _, c := range calls {
+			if c.Seq == seq {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
 func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) {
 	if h.IsZero() {
 		return nil, nil

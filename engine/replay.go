@@ -47,8 +47,10 @@ type tapeBackend struct {
 
 	// A fork's tape is replayed with its overrides applied again at the
 	// call they were made at, since the agent sends the original request.
-	forkCall  int64 // -1 when the tape is not a fork
-	overrides Overrides
+	forkCall     int64 // -1 when the tape is not a fork
+	overrides    Overrides
+	epMu         sync.Mutex
+	forkEndpoint string // the fork call's method and path, once seen (under epMu)
 }
 
 // match finds x's call on the tape. Once a call has diverged, every later
@@ -67,12 +69,26 @@ func (t *tapeBackend) match(x *exchange) (*Call, *Divergence) {
 	return c, d
 }
 
-// prepare re-applies a fork's overrides to the call they were made at.
+// prepare re-applies a fork's overrides to the call they were made at,
+// and under ScopeAll to every later call to that call's endpoint.
 func (t *tapeBackend) prepare(x *exchange) {
-	if int64(x.call) != t.forkCall {
+	endpoint := x.req.Method + " " + x.path
+	switch {
+	case t.forkCall < 0 || int64(x.call) < t.forkCall:
 		return
+	case int64(x.call) == t.forkCall:
+		t.epMu.Lock()
+		t.forkEndpoint = endpoint
+		t.epMu.Unlock()
+	default:
+		t.epMu.Lock()
+		same := t.forkEndpoint == endpoint
+		t.epMu.Unlock()
+		if !t.overrides.reaches() || !same {
+			return
+		}
 	}
-	if body, err := t.overrides.Apply(x.provider.Name, x.path, x.body); err == nil {
+	if body, err := t.overrides.Apply(x.provider.Name, x.path, x.body, int64(x.call) == t.forkCall); err == nil {
 		x.body = body
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -60,6 +61,42 @@ func TestUpstreamURL(t *testing.T) {
 	} {
 		if got := upstreamURL(c.base, c.rest, c.query); got != c.want {
 			t.Errorf("upstreamURL(%q, %q, %q) = %q, want %q", c.base, c.rest, c.query, got, c.want)
+		}
+	}
+}
+
+// TestOverridesScopeOfEarlierForks: a fork tape written before scopes
+// were recorded has none, and replaying it applies its overrides to the
+// fork call alone; a tape with scope "all" applies them to later calls to
+// the fork call's endpoint too.
+func TestOverridesScopeOfEarlierForks(t *testing.T) {
+	for _, c := range []struct {
+		overrides string
+		later     string // a later call's body after prepare
+	}{
+		{`{"model":"m2"}`, `{"model":"m1"}`},
+		{`{"model":"m2","scope":"once"}`, `{"model":"m1"}`},
+		{`{"model":"m2","scope":"all"}`, `{"model":"m2"}`},
+	} {
+		var o Overrides
+		if err := json.Unmarshal([]byte(c.overrides), &o); err != nil {
+			t.Fatal(err)
+		}
+		tb := &tapeBackend{forkCall: 1, overrides: o}
+		req := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		for call := uint64(0); call < 3; call++ {
+			x := &exchange{provider: providers[0], path: "/v1/chat/completions", req: req, call: call, body: []byte(`{"model":"m1"}`)}
+			tb.prepare(x)
+			want := `{"model":"m1"}`
+			switch {
+			case call == 1:
+				want = `{"model":"m2"}`
+			case call == 2:
+				want = c.later
+			}
+			if string(x.body) != want {
+				t.Errorf("overrides %s, call %d: %s, want %s", c.overrides, call, x.body, want)
+			}
 		}
 	}
 }

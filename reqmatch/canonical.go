@@ -230,7 +230,7 @@ func marshal(v any) []byte {
 // path stopped matching, to suggest the right one.
 func Paths(paths []string, bodies []Body) (unmatched []Unmatched, err error) {
 	for _, p := range paths {
-		segs, err := parsePath(p)
+		segs, err := ParsePath(p)
 		if err != nil {
 			return nil, err
 		}

@@ -56,7 +56,7 @@ type Scrub struct {
 func (r *Rules) Compile() error {
 	r.paths = nil
 	for _, p := range r.Ignore {
-		segs, err := parsePath(p)
+		segs, err := ParsePath(p)
 		if err != nil {
 			return fmt.Errorf("ignore %q: %w", p, err)
 		}
@@ -167,8 +167,9 @@ func (r Rules) Save(path string) error {
 	return err
 }
 
-// parsePath splits a field path into its segments.
-func parsePath(p string) ([]string, error) {
+// ParsePath splits a field path (keys separated by dots, array positions as
+// numbers, a backslash escaping the next byte) into its segments.
+func ParsePath(p string) ([]string, error) {
 	if p == "" {
 		return nil, errors.New("empty path")
 	}

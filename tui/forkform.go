@@ -19,11 +19,13 @@ const (
 	fieldSystem
 	fieldTemperature
 	fieldPatch
+	fieldScope
 )
 
 // forkForm asks what to change when dropping the needle: the model, the
-// system prompt (several lines), the temperature and any other field as a
-// JSON merge patch. The fields start as the recorded call had them.
+// system prompt (several lines), the temperature, any other field as a
+// JSON merge patch, and which calls get the changes (engine.Scope). The
+// fields start as the recorded call had them.
 type forkForm struct {
 	st     *Styles
 	keys   formKeys
@@ -43,7 +45,9 @@ func newForkForm(st *Styles, at int, c *timeline.CallDetail) *forkForm {
 		newField("system prompt", "(none recorded)", true),
 		newField("temperature", "as recorded", false),
 		newField("other overrides (JSON merge patch)", `e.g. {"max_tokens": 200}`, true),
+		newField("apply to: all (this and later calls) or once (this call only)", "all", false),
 	}}
+	f.fields[fieldScope].SetValue(string(engine.ScopeAll))
 	if c != nil {
 		f.what = fmt.Sprintf("%s %s · %s", c.Method, c.Path, c.Model)
 		f.orig.model, f.orig.system = c.Model, c.System
@@ -128,6 +132,14 @@ func (m *forkForm) Overrides() (engine.Overrides, error) {
 		}
 		o.Patch = json.RawMessage(v)
 	}
+	switch v := engine.Scope(strings.TrimSpace(m.fields[fieldScope].Value())); v {
+	case "", engine.ScopeAll:
+		o.Scope = engine.ScopeAll
+	case engine.ScopeOnce:
+		o.Scope = engine.ScopeOnce
+	default:
+		return o, fmt.Errorf("apply to %q: all or once", v)
+	}
 	return o, nil
 }
 
@@ -142,7 +154,7 @@ func (m *forkForm) View() string {
 	if m.damage != "" {
 		lines = append(lines, " "+st.Error.Render("✖ "+m.damage), "")
 	}
-	heights := []int{1, max(m.h-16, 2), 1, max(min(m.h-16, 4), 1)}
+	heights := []int{1, max(m.h-19, 2), 1, max(min(m.h-19, 4), 1), 1}
 	if m.damage != "" {
 		heights[fieldSystem] = max(heights[fieldSystem]-2, 2)
 	}

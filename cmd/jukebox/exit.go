@@ -54,10 +54,11 @@ func codeFor(err error) int {
 	var te *engine.TapeError
 	var ie *engine.IgnoreError
 	var rc *engine.RedactedCommandError
+	var oe *engine.OverrideError
 	switch {
 	case errors.As(err, &te):
 		return ExitBadTape // ahead of any other code: the record is at fault
-	case errors.As(err, &ie), errors.As(err, &rc):
+	case errors.As(err, &ie), errors.As(err, &rc), errors.As(err, &oe):
 		return ExitUsage
 	case errors.As(err, &ee):
 		return ee.code

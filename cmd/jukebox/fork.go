@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -19,7 +21,10 @@ type ForkCmd struct {
 	Tape             string              `arg:"" type:"existingfile" help:"The parent tape."`
 	Cmd              []string            `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the parent's recorded command)."`
 	Frame            uint64              `required:"" help:"Fork at this frame: the first model call at or after it gets the overrides and goes live; earlier calls are answered from the parent."`
-	Model            []string            `help:"Model for the call at the fork frame; several (comma-separated) fork once per model."`
+	Model            []string            `help:"Model from the fork frame on; several (comma-separated) fork once per model."`
+	Once             bool                `help:"Apply the overrides to the call at the fork frame only; by default they apply to it and to every later call to the same endpoint (the rest of the run uses the new model or prompt)."`
+	Set              []string            `placeholder:"PATH=VALUE" help:"Rewrite a field of the request at the fork frame by path, e.g. messages.3.content='the tool returned this' or messages.3.content='{\"ok\": false}': VALUE is JSON when it parses, else a string. A path the request lacks is an error. Repeatable."`
+	SetFile          string              `type:"existingfile" placeholder:"FILE" help:"Fields to rewrite as --set does, from a JSON object of paths to values."`
 	SystemPromptFile string              `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text."`
 	Temperature      *float64            `help:"Set the temperature."`
 	Patch            string              `placeholder:"JSON" help:"A JSON merge patch (RFC 7396) applied to the request body last, e.g. '{\"max_tokens\": 50}'."`
@@ -42,6 +47,9 @@ func (c *ForkCmd) Validate() error {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
+		return err
+	}
+	if _, err := c.fieldSets(); err != nil {
 		return err
 	}
 	if c.Patch != "" && !json.Valid([]byte(c.Patch)) {
@@ -159,10 +167,18 @@ func (c *ForkCmd) workdir(parentCwd string) string {
 }
 
 func (c *ForkCmd) overrides() (engine.Overrides, error) {
-	o := engine.Overrides{Temperature: c.Temperature}
+	o := engine.Overrides{Temperature: c.Temperature, Scope: engine.ScopeAll}
+	if c.Once {
+		o.Scope = engine.ScopeOnce
+	}
 	if c.Patch != "" {
 		o.Patch = json.RawMessage(c.Patch)
 	}
+	set, err := c.fieldSets()
+	if err != nil {
+		return o, err
+	}
+	o.Set = set
 	if c.SystemPromptFile != "" {
 		b, err := os.ReadFile(c.SystemPromptFile)
 		if err != nil {
@@ -172,6 +188,41 @@ func (c *ForkCmd) overrides() (engine.Overrides, error) {
 		o.SystemPrompt = &s
 	}
 	return o, nil
+}
+
+// fieldSets are --set-file's fields, in path order, then --set's.
+func (c *ForkCmd) fieldSets() ([]engine.FieldSet, error) {
+	var out []engine.FieldSet
+	if c.SetFile != "" {
+		b, err := os.ReadFile(c.SetFile)
+		if err != nil {
+			return nil, fmt.Errorf("--set-file: %w", err)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return nil, fmt.Errorf("--set-file %s: not a JSON object of paths to values: %w", c.SetFile, err)
+		}
+		for _, p := range slices.Sorted(maps.Keys(fields)) {
+			out = append(out, engine.FieldSet{Path: p, Value: fields[p]})
+		}
+	}
+	for _, s := range c.Set {
+		path, value, ok := strings.Cut(s, "=")
+		if !ok || path == "" {
+			return nil, fmt.Errorf("--set %q: want PATH=VALUE, e.g. messages.3.content=done", s)
+		}
+		raw := json.RawMessage(value)
+		if !json.Valid(raw) {
+			raw, _ = json.Marshal(value) // a string
+		}
+		out = append(out, engine.FieldSet{Path: path, Value: raw})
+	}
+	for _, f := range out {
+		if _, err := reqmatch.ParsePath(f.Path); err != nil {
+			return nil, fmt.Errorf("--set %s: %w", f.Path, err)
+		}
+	}
+	return out, nil
 }
 
 func (c *ForkCmd) report(env *Env, rows []forkRow) error {
