@@ -17,6 +17,7 @@ import (
 // child is the agent process with its output captured.
 type child struct {
 	cmd    *exec.Cmd
+	jobs   jobs // the agent's process group and the terminal (jobs_linux.go)
 	wg     sync.WaitGroup
 	pipes  [2]*os.File // read ends of the child's stdout and stderr
 	exited atomic.Bool // the child has exited: reads give up after outputIdle without data
@@ -91,12 +92,15 @@ func startChild(o RunOptions, env []string, outs *outputs) (*child, error) {
 	}
 	c.cmd.Stdout, c.cmd.Stderr = writeEnds[0], writeEnds[1]
 	dieWithUs(c.cmd)
+	c.jobs.prepare(c.cmd, o.Stdin)
 	err := c.cmd.Start()
 	c.closePipes(writeEnds[:]) // the child holds its own copies now
 	if err != nil {
+		c.jobs.done()
 		c.closePipes(c.pipes[:])
 		return nil, err
 	}
+	c.jobs.started(c.cmd.Process.Pid)
 	terms := []io.Writer{o.Stdout, o.Stderr}
 	for i, p := range c.pipes {
 		c.wg.Add(1)
@@ -146,14 +150,13 @@ func (c *child) wait(ctx context.Context, sigs <-chan os.Signal) tapefmt.RunEnd 
 			if s == os.Interrupt {
 				end.Reason = tapefmt.ReasonInterrupted
 			}
-			if !terminalSentIt(s) {
-				c.cmd.Process.Signal(s)
-			}
+			c.jobs.forward(c.cmd.Process, s)
 		case <-ctx.Done():
 			end.Reason = tapefmt.ReasonCancelled
 			c.kill(3 * time.Second)
 			ctx = context.Background() // kill once
 		case err := <-done:
+			c.jobs.done()
 			c.exited.Store(true)
 			for _, p := range c.pipes {
 				p.SetReadDeadline(time.Now().Add(outputIdle)) // wakes a read with nothing to come
