@@ -47,10 +47,11 @@ type RunOptions struct {
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
 	// Signals are the signals the caller receives while the agent runs,
-	// handed on to the agent. Each is forwarded to it, except a Ctrl-C or
-	// Ctrl-\ that the terminal has already delivered to it (the agent
-	// shares the caller's foreground process group); an interrupt marks the
-	// run interrupted. In the booth, whose namespace owns the agent, the
+	// handed on to the agent. Each is forwarded to it (on Linux, to its
+	// process group, which holds the terminal's foreground while it runs:
+	// jobs_linux.go; elsewhere, except a Ctrl-C or Ctrl-\ that the
+	// terminal has already delivered to it); an interrupt marks the run
+	// interrupted. In the booth, whose namespace owns the agent, the
 	// first one stops the run instead, and the staged changes are settled
 	// as the commit policy says. The engine installs no signal handlers of
 	// its own: the caller does (signal.Notify) and passes a context that
