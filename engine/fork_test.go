@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -170,18 +171,44 @@ func TestOverridesApply(t *testing.T) {
 // OverrideError before the agent starts.
 func TestForkScope(t *testing.T) {
 	t.Parallel()
+	forkScopes(t, pythonAgent(t, "demo-large"), `"content":"You are terse."`)
+}
+
+// TestForkScopeOfficialSDK: the same with the official openai SDK's
+// agent (Node.js), whose later calls stream as well.
+func TestForkScopeOfficialSDK(t *testing.T) {
+	t.Parallel()
+	agents := testenv.RequireNode(t)
+	run := &agentRun{argv: []string{"node", filepath.Join(agents, "openai_agent.mjs")}, dir: t.TempDir(),
+		env: append(cleanEnv(), "AGENT_MODEL=demo-large", "OPENAI_API_KEY="+secretKey)}
+	forkScopes(t, run, `"content":"You are terse."`)
+}
+
+// forkScopes records run and forks it at its third model call with each
+// scope, a new model and its first message rewritten (wantSet is what the
+// fork call's body then holds).
+func forkScopes(t *testing.T, run *agentRun, wantSet string) {
 	srv := startModel(t, nil)
-	run := pythonAgent(t, "demo-large")
 	parent := filepath.Join(t.TempDir(), "parent.jbx")
 	record(t, srv, run, parent)
 	pcalls, _ := calls(t, parent)
-	if len(pcalls) < 5 {
-		t.Fatalf("the demo run made %d calls; the test needs 5", len(pcalls))
+	var chat []call // the chat completions calls: the endpoint the fork is at
+	for _, c := range pcalls {
+		if bytes.Contains(c.req, []byte(`"messages"`)) {
+			chat = append(chat, c)
+		}
 	}
-	at := pcalls[2].seq
-	env := append(cleanEnv(), "AGENT_MODEL=demo-large", "OPENAI_API_KEY="+secretKey)
+	if len(chat) < 4 {
+		t.Fatalf("the run made %d chat calls; the test needs 4", len(chat))
+	}
+	at := chat[1].seq
+	env := run.env
 	for _, scope := range []engine.Scope{"", engine.ScopeOnce} {
-		t.Run(string(scope), func(t *testing.T) {
+		name := string(scope)
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
 			over := engine.Overrides{Model: "demo-small", Scope: scope,
 				Set: []engine.FieldSet{{Path: "messages.0.content", Value: json.RawMessage(`"You are terse."`)}}}
 			res, child := fork(t, run, parent, at, over, srv.OpenAIBaseURL(), env)
@@ -200,16 +227,22 @@ func TestForkScope(t *testing.T) {
 			if rec.Scope != want {
 				t.Errorf("the fork's tape records scope %q, want %q", rec.Scope, want)
 			}
-			if fcalls[2].model != "demo-small" || !bytes.Contains(fcalls[2].req, []byte(`"content":"You are terse."`)) {
-				t.Errorf("the fork call asked %q with %s", fcalls[2].model, fcalls[2].req)
+			var fchat []call
+			for _, c := range fcalls {
+				if bytes.Contains(c.req, []byte(`"messages"`)) {
+					fchat = append(fchat, c)
+				}
 			}
-			for i, c := range fcalls[3:] {
+			if fchat[1].model != "demo-small" || !bytes.Contains(fchat[1].req, []byte(wantSet)) {
+				t.Errorf("the fork call asked %q with %s", fchat[1].model, fchat[1].req)
+			}
+			for i, c := range fchat[2:] {
 				wantModel := "demo-small"
 				if want == engine.ScopeOnce {
 					wantModel = "demo-large"
 				}
 				if c.model != wantModel {
-					t.Errorf("call %d after the fork call asked %q, want %q", i+1, c.model, wantModel)
+					t.Errorf("chat call %d after the fork call asked %q, want %q", i+1, c.model, wantModel)
 				}
 			}
 			if rres, _ := replay(t, run, child, env); rres.Divergence != nil || rres.End.ExitCode != 0 {
