@@ -153,12 +153,6 @@ func TestConfinementFlags(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestBoothSignalEndsTheTree: SIGINT or SIGTERM to jukebox ends a booth
 // agent and everything it started, a background child that holds stdout

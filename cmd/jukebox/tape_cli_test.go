@@ -52,6 +52,13 @@ func jb(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // wantCode fails the test unless the command exited with want.
 func wantCode(t *testing.T, want int, args ...string) (string, string) {
 	t.Helper()
