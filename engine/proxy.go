@@ -78,6 +78,12 @@ type proxy struct {
 
 	conns atomic.Uint64 // connections accepted
 
+	// liveFailed counts live calls that never reached their upstream (a
+	// refused connection, an unknown host, a timeout); liveErr is the
+	// first one's error.
+	liveFailed atomic.Uint64
+	liveErr    atomic.Pointer[string]
+
 	mu       sync.Mutex
 	steps    bool // a call has been made: the next one closes a step
 	inflight int  // calls recorded but not yet answered
@@ -149,6 +155,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := p.backend.respond(w, x)
+	if a.live && a.resp.Error != "" && !strings.HasPrefix(a.resp.Error, errAgentClosed) {
+		if p.liveFailed.Add(1) == 1 {
+			p.liveErr.Store(&a.resp.Error)
+		}
+	}
 	p.recordResponse(x, a)
 	if !a.live {
 		putBody(buf)

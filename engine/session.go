@@ -83,6 +83,11 @@ type Result struct {
 	// not serve and the booth refused (--net none), the first
 	// MaxNetRefusedFrames of them on the tape as net.refused frames.
 	NetRefused int `json:"net_refused,omitempty"`
+	// LiveFailed counts the live calls that never reached their upstream
+	// (refused, unknown host, timeout); LiveError is the first one's
+	// error. The agent saw each fail as it would have without jukebox.
+	LiveFailed int    `json:"live_failed,omitempty"`
+	LiveError  string `json:"live_error,omitempty"`
 }
 
 // session is what Record and Replay share: a tape to write, a proxy, a child.
@@ -239,6 +244,9 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 	}
 	s.proxy.Close()
 	res.End, res.Calls, res.NetRefused = end, s.proxy.calls.Load(), int(s.refused.Load())
+	if res.LiveFailed = int(s.proxy.liveFailed.Load()); res.LiveFailed > 0 {
+		res.LiveError = *s.proxy.liveErr.Load()
+	}
 	s.emit(Event{Kind: EventExit})
 	return res, errors.Join(runErr, s.finish(end, res))
 }

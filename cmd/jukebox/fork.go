@@ -102,6 +102,7 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 		if err := runFailed(err, res); err != nil {
 			return err
 		}
+		networkNotes(env.Stderr, res)
 		rows = append(rows, forkRow{Model: m, Result: res})
 	}
 	return c.report(env, rows)

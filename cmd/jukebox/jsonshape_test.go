@@ -207,5 +207,12 @@ func TestJSONShapes(t *testing.T) {
 	out, _ = wantCode(t, ExitOK, "fork", "--json", "--no-booth", "--frame", "1", "--model", "demo-small",
 		"--upstream", "openai="+srv.OpenAIBaseURL(), "-o", filepath.Join(work, "fork.jbx"), demo.Tape)
 	checkShape(t, doc, "fork", out, seen)
-
+	// An upstream that is not there: the live call fails, and the result
+	// and a note say so (the fork's agent went on with an error before).
+	_, out, errs := jb(t, "fork", "--json", "--no-booth", "--frame", "1", "--upstream", "openai=http://127.0.0.1:1/v1",
+		"-o", filepath.Join(work, "dead.jbx"), demo.Tape)
+	checkShape(t, doc, "fork", out, seen)
+	if !strings.Contains(out, `"live_failed": 1`) || !strings.Contains(errs, "1 live calls never reached their upstream") {
+		t.Errorf("a fork whose upstream is down:\n%s\n%s", out, errs)
+	}
 }

@@ -21,6 +21,11 @@ func networkNotes(w io.Writer, res *engine.Result) {
 			"ignores OPENAI_BASE_URL / ANTHROPIC_BASE_URL (a hard-coded base URL, or another provider): those calls "+
 			"are not on the tape and would not replay offline; `--booth --net none` refuses and lists them.")
 	}
+	if res.LiveFailed > 0 {
+		fmt.Fprintf(w, "jukebox: note: %d live calls never reached their upstream, the first with: %s\n"+
+			"jukebox: give the upstream with --upstream NAME=URL (for a tape the demo recorded: run `jukebox demo-model` "+
+			"and pass --upstream openai=http://127.0.0.1:8931/v1).\n", res.LiveFailed, res.LiveError)
+	}
 	if res.NetRefused > 0 {
 		which := "net.refused frames"
 		if res.NetRefused > engine.MaxNetRefusedFrames {
