@@ -547,3 +547,38 @@ func TestExecOwnSession(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// TestNoticeBeforeTheAgentRuns: the booth says it is confined while the
+// agent runs, not after it (a long run said nothing until its end). The
+// agent waits for the notice: the notice's writer answers it.
+func TestNoticeBeforeTheAgentRuns(t *testing.T) {
+	requireOverlay(t)
+	tx, err := Begin(t.TempDir(), Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	r, w, err := os.Pipe()
+	must(t, err)
+	defer r.Close()
+	var notice bytes.Buffer
+	var out bytes.Buffer
+	// Waiting at most 10 s: the notice came after the run before.
+	agent := `import select, sys
+ready, _, _ = select.select([sys.stdin], [], [], 10)
+print("heard:", sys.stdin.readline().strip() if ready else "nothing")`
+	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"python3", "-c", agent}, Stdin: r, Stdout: &out, Stderr: &out, Mode: ModeOverlay,
+		Notice: writerFunc(func(p []byte) (int, error) {
+			notice.Write(p)
+			w.Write([]byte("the notice came first\n"))
+			w.Close()
+			return len(p), nil
+		})})
+	w.Close()
+	must(t, err)
+	if res.ExitCode != 0 || out.String() != "heard: the notice came first\n" || !strings.Contains(notice.String(), "confined") {
+		t.Fatalf("exit %d, the agent heard %q, notice %q", res.ExitCode, out.String(), notice.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -103,11 +103,10 @@ func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	}
 	var why string
 	if o.Mode == "" || o.Mode == ModeAuto || o.Mode == ModeOverlay {
-		res, err := tx.execOverlay(ctx, o, dir)
+		res, err := tx.execOverlay(ctx, o, dir, func() {
+			fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged; /tmp and /dev/shm private; the rest read-only; own PID namespace; network %s)\n", orHost(o.Net))
+		})
 		if !errors.Is(err, errSetup) {
-			if err == nil {
-				fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged; /tmp and /dev/shm private; the rest read-only; own PID namespace; network %s)\n", orHost(o.Net))
-			}
 			return res, err
 		}
 		if o.Mode == ModeOverlay || o.Net == NetNone {
@@ -154,8 +153,9 @@ func orDiscard(w io.Writer) io.Writer {
 	return w
 }
 
-// execOverlay re-executes this binary as the namespace init.
-func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string) (ExecResult, error) {
+// execOverlay re-executes this binary as the namespace init; started is
+// called once the command runs confined.
+func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string, started func()) (ExecResult, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if err := tx.checkOpen(); err != nil {
@@ -180,7 +180,7 @@ func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string) (ExecR
 		}
 		spec.Relays = relays
 	}
-	res, err := runInitChild(ctx, spec, o)
+	res, err := runInitChild(ctx, spec, o, started)
 	res.Mode, res.Confined = ModeOverlay, err == nil
 	return res, err
 }

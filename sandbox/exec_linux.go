@@ -21,7 +21,10 @@ import (
 // controls, take the foreground. Without a controlling terminal the agent
 // still reads and writes the terminal through its standard streams, but
 // Ctrl-C and Ctrl-\ reach jukebox only, which stops the booth.
-func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (ExecResult, error) {
+//
+// started, if set, is called once the command has been executed, before
+// it ends: the booth stands.
+func runInitChild(ctx context.Context, spec initSpec, o ExecOptions, started func()) (ExecResult, error) {
 	spec.UID, spec.GID = os.Getuid(), os.Getgid()
 	raw, _ := json.Marshal(spec)
 	cmd := exec.CommandContext(ctx, "/proc/self/exe")
@@ -81,6 +84,9 @@ func runInitChild(ctx context.Context, spec initSpec, o ExecOptions) (ExecResult
 		return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, err)
 	}
 	msg, _ := io.ReadAll(report) // EOF when the command is exec'd or the init exits
+	if len(msg) == 0 && started != nil {
+		started()
+	}
 	err = cmd.Wait()
 	st, _ := io.ReadAll(status)
 	switch m := string(msg); {

@@ -12,7 +12,7 @@ import (
 // refuse with Supported's error first, so these run only if something
 // skipped that check, and then they fail with the same error.
 
-func runInitChild(context.Context, initSpec, ExecOptions) (ExecResult, error) {
+func runInitChild(context.Context, initSpec, ExecOptions, func()) (ExecResult, error) {
 	return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, Supported())
 }
 

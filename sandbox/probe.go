@@ -94,14 +94,14 @@ func probeOverlay(ctx context.Context, tmp string, notes *[]string) (userns, ove
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	o := ExecOptions{Args: []string{"probe"}, Stdout: io.Discard, Stderr: io.Discard}
-	_, err := runInitChild(ctx, spec, o)
+	_, err := runInitChild(ctx, spec, o, nil)
 	if err != nil {
 		*notes = append(*notes, "overlay: "+err.Error())
 		// The namespace may exist even if the mount was refused.
 		return !errors.Is(err, errNoUserNS), false, false
 	}
 	spec.NetNone = true
-	if _, err := runInitChild(ctx, spec, o); err != nil {
+	if _, err := runInitChild(ctx, spec, o, nil); err != nil {
 		*notes = append(*notes, "--net none: "+err.Error())
 		return true, true, false
 	}
