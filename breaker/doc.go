@@ -1,9 +1,21 @@
-// Package breaker is pure policy for stopping runaway agents: cost caps, spend
-// velocity, repeated tool calls and loops. It does no I/O and starts no
-// goroutines.
+// Package breaker is pure policy for stopping runaway agents: cost caps,
+// spend velocity, repeated tool calls and loops. It does no I/O and starts
+// no goroutines: the recorder feeds it each model call before it goes out
+// (Before) and each answer (After), and stops the run when either returns
+// a Trip.
 //
-// Only this doc exists so far: the policy is to come, and with it the
-// breaker.trip frames that tapefmt and the turntable already know. What a
-// call costs is not decided here: the breaker will price calls through
-// prices.Cost, the function every view of a run uses.
+// Cost is priced through prices.Cost, the function every view of a run
+// uses (the caller passes it in). The cap holds before the fact: a call
+// is refused when the cost so far plus an estimate of that call (its
+// request's size at four bytes a token, and the output limit it asks for,
+// else the longest answer of the run) would pass it, not one call too late.
+// Velocities are tokens and dollars over the last minute.
+//
+// Loops: a tool action is a tool call with its canonical arguments (JSON
+// keys sorted) and the result the next request carries for it; the same
+// action seen MaxRepeat times trips (RuleRepeat), and so do the last
+// 2×MaxRepeat actions alternating between two calls whatever their
+// results (RuleOscillation). Answers that say the same thing
+// (semantic.go: word pairs shared, as Jaccard similarity, or code blocks
+// equal once names and spacing are set aside) trip at MaxSemanticRepeat.
 package breaker

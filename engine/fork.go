@@ -121,6 +121,8 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 		s.abandon(err)
 		return nil, err
 	}
+	s.proxy.guard = s.guard()
+
 	res, err := s.run(ctx, true)
 	if res != nil {
 		res.Divergence = s.div.Load()

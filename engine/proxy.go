@@ -33,6 +33,8 @@ type exchange struct {
 	div      *Divergence // a fork found this call diverging
 	conn     uint64      // the connection's ordinal in the run, from 1
 	connSeq  uint64      // the request's ordinal on its connection, from 1
+	reqSeq   uint64      // the llm.request frame, once written
+	respSeq  uint64      // the llm.response frame, once written
 }
 
 // matchRequest is x as the matcher sees it.
@@ -75,6 +77,7 @@ type proxy struct {
 	tape    *tapefmt.Writer
 	calls   atomic.Uint64
 	control http.Handler
+	guard   *guard // the circuit breaker, nil without limits
 
 	conns atomic.Uint64 // connections accepted
 
@@ -154,6 +157,14 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusInternalServerError, "jukebox: "+err.Error())
 		return
 	}
+	live := x.served == nil && x.div == nil // not answered from a tape
+	if p.guard != nil && live {
+		if resp, refused := p.guard.before(w, x, x.reqSeq); refused {
+			p.recordResponse(x, answer{resp: resp})
+			putBody(buf)
+			return
+		}
+	}
 	a := p.backend.respond(w, x)
 	if a.live && a.resp.Error != "" && !strings.HasPrefix(a.resp.Error, errAgentClosed) {
 		if p.liveFailed.Add(1) == 1 {
@@ -161,6 +172,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.recordResponse(x, a)
+	if p.guard != nil && a.live {
+		p.guard.after(x, a, x.respSeq)
+	}
 	if !a.live {
 		putBody(buf)
 	}
@@ -253,6 +267,7 @@ func (p *proxy) recordRequest(x *exchange) (err error) {
 	seq, err := p.tape.Append(0, tapefmt.LLMRequest{Call: x.call, Provider: x.provider.Name, Method: x.req.Method,
 		Path: x.path, Query: x.query, Header: x.req.Header, Body: h, Size: int64(len(x.body)), Model: ri.Model, Stream: ri.Stream,
 		Conn: x.conn, ConnSeq: x.connSeq})
+	x.reqSeq = seq
 	p.emit(Event{Kind: EventRequest, Seq: seq, Call: x.call, CallUsage: llmwire.CallUsage{Model: ri.Model}})
 	return err
 }
@@ -276,6 +291,7 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 			a.resp.Body = h
 		}
 		seq, _ := p.tape.Append(0, a.resp)
+		x.respSeq = seq
 		body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
 		model := func() string { return llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model }
 		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: llmwire.ResponseUsage(&a.resp, body, model)})

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -39,6 +40,11 @@ type RunOptions struct {
 	// QuietSDKs sets QuietSDKEnv in the agent's environment, over what it
 	// had, switching off the SDKs' own traces and telemetry.
 	QuietSDKs bool
+	// Limits are the circuit breaker's (package breaker) for the live
+	// calls of a record or a fork; zero is none. A trip refuses the call
+	// with an error the agent's SDK surfaces, writes a breaker.trip frame
+	// and stops the agent (Result.Breaker).
+	Limits breaker.Limits
 	// Redact are patterns (Go regexp) whose matches are masked in what the
 	// tape keeps of prompts, responses, output and files
 	// (tapefmt.Masker). Replay and fork add the patterns of the tape they
@@ -88,6 +94,8 @@ type Result struct {
 	// error. The agent saw each fail as it would have without jukebox.
 	LiveFailed int    `json:"live_failed,omitempty"`
 	LiveError  string `json:"live_error,omitempty"`
+	// Breaker is the circuit breaker's trip, when it stopped the run.
+	Breaker *tapefmt.BreakerTrip `json:"breaker,omitempty"`
 }
 
 // session is what Record and Replay share: a tape to write, a proxy, a child.
@@ -104,6 +112,16 @@ type session struct {
 	div    atomic.Pointer[Divergence] // the first divergence, replay and fork
 	// refused counts net.refused frames (booth --net none).
 	refused atomic.Int64
+	trip    atomic.Pointer[tapefmt.BreakerTrip] // the breaker's trip, once it tripped
+}
+
+// guard is the circuit breaker for this session's live calls, or nil.
+func (s *session) guard() *guard {
+	return newGuard(s.o.Limits, func(t *breaker.Trip) {
+		p := tapefmt.BreakerTrip{Rule: t.Rule, Reason: t.Reason, Cost: t.Cost, Tokens: t.Tokens, Evidence: t.Evidence}
+		s.trip.Store(&p)
+		s.appendFrame(p)
+	}, func() { s.stopAgent(3 * time.Second) })
 }
 
 // stopAgent ends the agent early: SIGTERM, then SIGKILL after grace.
@@ -243,7 +261,7 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 		end = c.wait(ctx, s.o.Signals)
 	}
 	s.proxy.Close()
-	res.End, res.Calls, res.NetRefused = end, s.proxy.calls.Load(), int(s.refused.Load())
+	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
 	if res.LiveFailed = int(s.proxy.liveFailed.Load()); res.LiveFailed > 0 {
 		res.LiveError = *s.proxy.liveErr.Load()
 	}
@@ -322,6 +340,8 @@ func Record(ctx context.Context, o RecordOptions) (*Result, error) {
 		s.abandon(err)
 		return nil, err
 	}
+	s.proxy.guard = s.guard()
+
 	return s.run(ctx, false)
 }
 

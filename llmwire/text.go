@@ -25,6 +25,14 @@ type wireItem struct {
 	Input     json.RawMessage `json:"input"`     // tool_use
 	Output    json.RawMessage `json:"output"`    // function_call_output
 	Index     int             `json:"index"`     // a streamed chat tool call
+	// Ids that pair tool calls with their results: a chat tool call's or
+	// an Anthropic tool_use block's id, a Responses function_call's
+	// call_id, and in results tool_call_id (chat), call_id (Responses)
+	// and tool_use_id (Anthropic).
+	ID         string `json:"id"`
+	CallID     string `json:"call_id"`
+	ToolCallID string `json:"tool_call_id"`
+	ToolUseID  string `json:"tool_use_id"`
 	// PartialJSON is a piece of an Anthropic tool_use block's input.
 	PartialJSON string `json:"partial_json"`
 	Function    *struct {

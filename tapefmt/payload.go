@@ -273,6 +273,10 @@ type BreakerTrip struct {
 	Reason string  `json:"reason"`
 	Cost   float64 `json:"cost,omitempty"`
 	Tokens int64   `json:"tokens,omitempty"`
+	// Evidence are the frames that show it: the repeated calls and their
+	// results, the answers that said the same thing, the call that would
+	// have passed the cap.
+	Evidence []uint64 `json:"evidence,omitempty"`
 }
 
 // AgentTurn is a turn an agent reports about itself through the control API.

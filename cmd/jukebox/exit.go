@@ -18,6 +18,7 @@ const (
 	ExitSeal     = 4 // a seal does not match the key, or the tape is not sealed
 	ExitDiverged = 5 // replay met a request the tape does not hold
 	ExitDiffers  = 6 // replay --strict: the run did not reproduce the recording
+	ExitTripped  = 7 // the circuit breaker stopped the run
 	ExitRefused  = 8 // the booth refused entries it cannot commit and kept the transaction open
 )
 

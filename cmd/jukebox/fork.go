@@ -39,6 +39,7 @@ type ForkCmd struct {
 	QuietSDKs        bool                `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment, as replay does; --no-quiet-sdks leaves the environment as it is."`
 	matchFlags
 	redactFlags
+	breakerFlags
 }
 
 // Validate checks flags before anything starts.
@@ -47,6 +48,9 @@ func (c *ForkCmd) Validate() error {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.breakerFlags.validate(); err != nil {
 		return err
 	}
 	if _, err := c.fieldSets(); err != nil {
@@ -122,6 +126,9 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
 	if o.Redact, err = c.patterns(); err != nil {
+		return nil, err
+	}
+	if o.Limits, err = c.limits(); err != nil {
 		return nil, err
 	}
 	o.Dir, o.AutoName, o.QuietSDKs = c.workdir(start.Cwd), c.Output == "", c.QuietSDKs
@@ -251,6 +258,11 @@ func (c *ForkCmd) report(env *Env, rows []forkRow) error {
 	for _, r := range rows {
 		if r.Divergence != nil {
 			return withCode(ExitDiverged, r.Divergence)
+		}
+	}
+	for _, r := range rows {
+		if err := tripExit(r.Result); err != nil {
+			return err
 		}
 	}
 	for _, r := range rows {

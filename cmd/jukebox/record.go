@@ -23,6 +23,7 @@ type RecordCmd struct {
 	JSON      bool      `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
 	redactFlags
+	breakerFlags
 	boothFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 }
@@ -33,6 +34,9 @@ func (c *RecordCmd) Validate() error {
 		return fmt.Errorf("no command to record: give it after --, e.g. jukebox record -- python agent.py")
 	}
 	if err := c.redactFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.breakerFlags.validate(); err != nil {
 		return err
 	}
 	return c.boothFlags.validate()
@@ -50,6 +54,9 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
 	if o.Redact, err = c.patterns(); err != nil {
+		return err
+	}
+	if o.Limits, err = c.limits(); err != nil {
 		return err
 	}
 	var tty *ttyGuard
@@ -123,7 +130,8 @@ func leaves(err error) []error {
 
 // finishRun prints the outcome and passes the agent's exit code on. A tape
 // that does not read back is exit 3, ahead of the agent's own code; a
-// booth that refused entries is exit 8, between the two.
+// booth that refused entries is exit 8, and a tripped breaker exit 7,
+// between the two.
 func finishRun(env *Env, res *engine.Result, asJSON bool, line string) error {
 	if asJSON {
 		if err := writeJSON(env.Stdout, res); err != nil {
@@ -136,6 +144,9 @@ func finishRun(env *Env, res *engine.Result, asJSON bool, line string) error {
 		return err
 	}
 	if err := refusedExit(res); err != nil {
+		return err
+	}
+	if err := tripExit(res); err != nil {
 		return err
 	}
 	if res.End.ExitCode != 0 {

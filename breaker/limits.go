@@ -1,0 +1,114 @@
+package breaker
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Limits are what trips the breaker; a zero field is no limit.
+type Limits struct {
+	MaxCost           float64 // dollars for the whole run
+	MaxTokensPerMin   float64 // tokens (input and output) over the last minute
+	MaxCostPerMin     float64 // dollars over the last minute
+	MaxRepeat         int     // the same tool action (tool, arguments, result), or an A,B cycle, seen this many times
+	MaxSemanticRepeat int     // answers that say the same thing (near-duplicate text, equal code) this many times
+	// UnknownModelRate prices a model without a price, in dollars per
+	// million tokens, input and output alike. Without it, such a model
+	// trips a breaker that has a limit in dollars.
+	UnknownModelRate float64
+}
+
+// Empty reports whether no limit is set.
+func (l Limits) Empty() bool {
+	return l.MaxCost == 0 && l.MaxTokensPerMin == 0 && l.MaxCostPerMin == 0 && l.MaxRepeat == 0 && l.MaxSemanticRepeat == 0
+}
+
+// config is the breaker config file: every key optional, and a key that is
+// there must hold a positive number.
+type config struct {
+	MaxCost           *float64 `json:"max_cost_usd"`
+	MaxTokensPerMin   *float64 `json:"max_tokens_per_min"`
+	MaxCostPerMin     *float64 `json:"max_usd_per_min"`
+	MaxRepeat         *int     `json:"max_repeat"`
+	MaxSemanticRepeat *int     `json:"max_semantic_repeat"`
+	UnknownModelRate  *float64 `json:"unknown_model_rate"`
+}
+
+// LoadConfig reads a breaker config file (JSON):
+//
+//	{"max_cost_usd": 0.50, "max_tokens_per_min": 20000, "max_usd_per_min": 0.10,
+//	 "max_repeat": 3, "max_semantic_repeat": 3, "unknown_model_rate": 5}
+//
+// An unknown key, a value that is not a positive number or a malformed
+// file is an error naming the file and the key.
+func LoadConfig(path string) (Limits, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Limits{}, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var c config
+	if err := dec.Decode(&c); err != nil {
+		return Limits{}, fmt.Errorf("%s: %w", path, err)
+	}
+	var l Limits
+	for _, f := range []struct {
+		name string
+		in   *float64
+		out  *float64
+	}{
+		{"max_cost_usd", c.MaxCost, &l.MaxCost},
+		{"max_tokens_per_min", c.MaxTokensPerMin, &l.MaxTokensPerMin},
+		{"max_usd_per_min", c.MaxCostPerMin, &l.MaxCostPerMin},
+		{"unknown_model_rate", c.UnknownModelRate, &l.UnknownModelRate},
+	} {
+		if f.in == nil {
+			continue
+		}
+		if *f.in <= 0 {
+			return Limits{}, fmt.Errorf("%s: %s is %v: a limit must be above 0", path, f.name, *f.in)
+		}
+		*f.out = *f.in
+	}
+	for _, f := range []struct {
+		name string
+		in   *int
+		out  *int
+	}{{"max_repeat", c.MaxRepeat, &l.MaxRepeat}, {"max_semantic_repeat", c.MaxSemanticRepeat, &l.MaxSemanticRepeat}} {
+		if f.in == nil {
+			continue
+		}
+		if *f.in < 2 {
+			return Limits{}, fmt.Errorf("%s: %s is %d: a repeat is seen at least twice", path, f.name, *f.in)
+		}
+		*f.out = *f.in
+	}
+	return l, nil
+}
+
+// ParseVelocity reads a velocity limit: tokens a minute ("20000"), or
+// dollars a minute with a $ ("$0.50"; "/min" may follow either).
+func ParseVelocity(s string) (tokens, dollars float64, err error) {
+	v := strings.TrimSuffix(strings.TrimSpace(s), "/min")
+	usd := strings.HasPrefix(v, "$")
+	n, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64)
+	switch {
+	case err != nil:
+		return 0, 0, fmt.Errorf("%q: want tokens a minute (20000) or dollars a minute ($0.50)", s)
+	case n <= 0:
+		return 0, 0, errors.New("a limit must be above 0")
+	case usd:
+		return 0, n, nil
+	}
+	return n, 0, nil
+}
+
+// EstimateTokens is the breaker's estimate of the tokens in a request
+// body: about four bytes a token, as tokenizers give for English and JSON.
+func EstimateTokens(body []byte) int64 { return int64(len(body)+3) / 4 }

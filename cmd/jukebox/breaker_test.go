@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// TestRecordMaxRepeat: record --max-repeat stops an official-SDK agent
+// stuck in a tool loop with exit 7, ahead of the agent's own code, which
+// is still printed; --json carries the trip.
+func TestRecordMaxRepeat(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "loop",
+  "reply": {"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo still waiting"}}]}}]}`))
+	must(t, err)
+	srv, _, err := llmsim.Start("127.0.0.1:0", script)
+	must(t, err)
+	defer srv.Close()
+	doc := jsonDoc(t)
+	t.Chdir(t.TempDir())
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	out, errs := wantCode(t, ExitTripped, "record", "--json", "--max-repeat", "3", "--upstream", "openai="+srv.OpenAIBaseURL(),
+		"-o", "loop.jbx", "--", "node", filepath.Join(agents, "loop_agent.mjs"))
+	checkShape(t, doc, "record", out, map[string]map[string]bool{})
+	var res struct {
+		Breaker struct {
+			Rule     string   `json:"rule"`
+			Evidence []uint64 `json:"evidence"`
+		} `json:"breaker"`
+	}
+	must(t, json.Unmarshal([]byte(out), &res))
+	if res.Breaker.Rule != "repeat" || len(res.Breaker.Evidence) != 6 {
+		t.Errorf("breaker in --json: %+v", res.Breaker)
+	}
+	if !strings.Contains(errs, "circuit breaker tripped (repeat)") || !strings.Contains(errs, "ahead of the agent's exit 1") {
+		t.Errorf("stderr: %s", errs)
+	}
+}
+
+// TestBreakerFlags: limits that make no sense are exit 2 before the agent
+// starts, naming the flag.
+func TestBreakerFlags(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	must(t, os.WriteFile(bad, []byte(`{"max_cost_usd": 0}`), 0o644))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-cost", "0"}, "--max-cost 0: a limit must be above 0"},
+		{[]string{"--max-cost=-1"}, "--max-cost -1: a limit must be above 0"},
+		{[]string{"--max-repeat", "1"}, "--max-repeat 1: a repeat is seen at least twice"},
+		{[]string{"--max-velocity", "fast"}, "--max-velocity"},
+		{[]string{"--max-velocity", "$0"}, "--max-velocity"},
+		{[]string{"--breaker-config", bad}, "max_cost_usd is 0"},
+	} {
+		ran := filepath.Join(dir, "ran")
+		args := append(append([]string{"record", "-o", filepath.Join(dir, "t.jbx")}, c.args...), "--", "touch", ran)
+		_, errs := wantCode(t, ExitUsage, args...)
+		if !strings.Contains(errs, c.want) {
+			t.Errorf("%v: %q, want %q", c.args, errs, c.want)
+		}
+		if _, err := os.Stat(ran); err == nil {
+			t.Fatalf("%v: the agent ran", c.args)
+		}
+	}
+}

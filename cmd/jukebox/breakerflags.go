@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/engine"
+)
+
+// breakerFlags set the circuit breaker's limits on record and fork.
+type breakerFlags struct {
+	MaxCost          *float64 `placeholder:"USD" help:"Stop the run before the model call that would take its cost past USD dollars (the cost so far plus an estimate of that call). Exit 7."`
+	MaxVelocity      string   `placeholder:"RATE" help:"Stop the run when it spends faster than RATE over the last minute: tokens a minute (20000) or dollars a minute with a $ ('$0.50'). Exit 7."`
+	MaxRepeat        *int     `placeholder:"N" help:"Stop the run when the agent makes the same tool call with the same result the N-th time, or alternates between two tool calls N times. Exit 7."`
+	BreakerConfig    string   `type:"existingfile" placeholder:"FILE" help:"Breaker limits as JSON: max_cost_usd, max_tokens_per_min, max_usd_per_min, max_repeat, max_semantic_repeat (answers that say the same thing, or the same code), unknown_model_rate. Flags given as well win."`
+	UnknownModelRate *float64 `placeholder:"USD" help:"Price of a model that has no price, in dollars per million tokens (input and output alike); without it such a model stops a run that has a limit in dollars."`
+}
+
+// limits are the limits the flags and the config file give; a zero or
+// negative limit, a velocity that does not read or a malformed file is an
+// error naming the flag.
+func (f breakerFlags) limits() (breaker.Limits, error) {
+	var l breaker.Limits
+	if f.BreakerConfig != "" {
+		var err error
+		if l, err = breaker.LoadConfig(f.BreakerConfig); err != nil {
+			return l, fmt.Errorf("--breaker-config %w", err)
+		}
+	}
+	set := func(name string, v *float64, dst *float64) error {
+		switch {
+		case v == nil:
+		case *v <= 0:
+			return fmt.Errorf("--%s %v: a limit must be above 0", name, *v)
+		default:
+			*dst = *v
+		}
+		return nil
+	}
+	if err := set("max-cost", f.MaxCost, &l.MaxCost); err != nil {
+		return l, err
+	}
+	if err := set("unknown-model-rate", f.UnknownModelRate, &l.UnknownModelRate); err != nil {
+		return l, err
+	}
+	if f.MaxVelocity != "" {
+		tokens, usd, err := breaker.ParseVelocity(f.MaxVelocity)
+		if err != nil {
+			return l, fmt.Errorf("--max-velocity %w", err)
+		}
+		if tokens > 0 {
+			l.MaxTokensPerMin = tokens
+		} else {
+			l.MaxCostPerMin = usd
+		}
+	}
+	if f.MaxRepeat != nil {
+		if *f.MaxRepeat < 2 {
+			return l, fmt.Errorf("--max-repeat %d: a repeat is seen at least twice", *f.MaxRepeat)
+		}
+		l.MaxRepeat = *f.MaxRepeat
+	}
+	return l, nil
+}
+
+// validate checks the limits before anything starts.
+func (f breakerFlags) validate() error {
+	_, err := f.limits()
+	return err
+}
+
+// tripExit is exit 7 when the circuit breaker stopped the run: ahead of
+// the agent's own code, which is still printed.
+func tripExit(res *engine.Result) error {
+	if res == nil || res.Breaker == nil {
+		return nil
+	}
+	return withCode(ExitTripped, fmt.Errorf("circuit breaker tripped (%s): %s (exit %d, ahead of the agent's %s); continue with jukebox fork TAPE --frame N and a raised limit or another model",
+		res.Breaker.Rule, res.Breaker.Reason, ExitTripped, exitText(res.End)))
+}

@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/llmwire"
+	"github.com/jukebox-os/jukebox/prices"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// tripGrace is how long an agent has after a trip to take the refusal and
+// exit by itself (its SDK surfaces the error, the agent reports it) before
+// it is stopped: SIGTERM, then SIGKILL 3 s later.
+const tripGrace = 5 * time.Second
+
+// guard puts the circuit breaker (package breaker) between the agent and
+// the live upstream: each live call is checked before it goes out and
+// each answer after it comes back. On a trip it writes the breaker.trip
+// frame, refuses every call from then on (the one that tripped it, or
+// the next) and stops the agent tripGrace later unless it has exited.
+type guard struct {
+	mu    sync.Mutex
+	b     *breaker.Breaker
+	trip  func(*breaker.Trip) // writes the frame; called once
+	stop  func()              // stops the agent
+	fired bool
+	timer *time.Timer
+}
+
+func newGuard(l breaker.Limits, trip func(*breaker.Trip), stop func()) *guard {
+	if l.Empty() {
+		return nil
+	}
+	return &guard{b: breaker.New(l, prices.Cost), trip: trip, stop: stop}
+}
+
+// before checks a live call; true means it was refused with an error the
+// agent's SDK surfaces and does not retry, and the agent is being stopped.
+func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64) (tapefmt.LLMResponse, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var results []breaker.ToolResult
+	for _, r := range llmwire.RequestToolResults(x.body) {
+		results = append(results, breaker.ToolResult(r))
+	}
+	ri := llmwire.ParseRequestInfo(x.body)
+	t := g.b.Before(breaker.Call{Seq: seq, Model: ri.Model, InputTokens: breaker.EstimateTokens(x.body),
+		MaxOutput: llmwire.RequestMaxOutput(x.body), Results: results})
+	if t == nil {
+		return tapefmt.LLMResponse{}, false
+	}
+	g.fire(t)
+	msg := "jukebox: circuit breaker tripped (" + t.Rule + "): " + t.Reason
+	apiError(w, http.StatusBadRequest, msg)
+	if g.timer == nil {
+		g.timer = time.AfterFunc(tripGrace, g.stop)
+	}
+	return tapefmt.LLMResponse{Status: http.StatusBadRequest, Error: msg}, true
+}
+
+// after counts a live call's answer.
+func (g *guard) after(x *exchange, a answer, seq uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fired {
+		return
+	}
+	var calls []breaker.ToolUse
+	for _, u := range llmwire.ResponseToolCalls(a.body) {
+		calls = append(calls, breaker.ToolUse(u))
+	}
+	text := llmwire.ResponseText(llmwire.DecodeBody(a.resp.Header, a.body).Text)
+	if t := g.b.After(breaker.Answer{Seq: seq, Model: a.resp.Model, Usage: a.resp.Usage, Text: text, ToolCalls: calls, At: time.Now()}); t != nil {
+		g.fire(t)
+		if g.timer == nil {
+			g.timer = time.AfterFunc(tripGrace, g.stop)
+		}
+	}
+}
+
+func (g *guard) fire(t *breaker.Trip) {
+	if !g.fired {
+		g.fired = true
+		g.trip(t)
+	}
+}

@@ -1,0 +1,157 @@
+package llmwire
+
+import (
+	"encoding/json"
+)
+
+// ToolUse is a tool call a model made: its id, the tool and the arguments
+// (JSON, as the model wrote them).
+type ToolUse struct{ ID, Name, Args string }
+
+// ToolResult is a tool's result as a later request carries it back.
+type ToolResult struct{ ID, Content string }
+
+// ResponseToolCalls reads the tool calls of a response of the OpenAI chat
+// or Responses API or the Anthropic Messages API, whole or streamed.
+func ResponseToolCalls(body []byte) []ToolUse {
+	var whole []ToolUse
+	streamed := map[int]*ToolUse{}
+	var order []int
+	at := func(i int) *ToolUse {
+		u, ok := streamed[i]
+		if !ok {
+			u = &ToolUse{}
+			streamed[i], order = u, append(order, i)
+		}
+		return u
+	}
+	for _, obj := range jsonObjects(body) {
+		var ev wireOutput
+		if json.Unmarshal(obj, &ev) != nil {
+			continue
+		}
+		if ev.Type == "response.completed" && ev.Response != nil {
+			ev = *ev.Response
+		}
+		if ev.Type == "response.output_item.done" && ev.Item != nil {
+			ev.Output = append(ev.Output, *ev.Item)
+		}
+		for _, it := range ev.Output {
+			if it.Type == "function_call" {
+				whole = append(whole, ToolUse{ID: it.CallID, Name: it.Name, Args: it.Arguments})
+			}
+		}
+		for _, it := range ev.Content {
+			if it.Type == "tool_use" {
+				whole = append(whole, ToolUse{ID: it.ID, Name: it.Name, Args: string(it.Input)})
+			}
+		}
+		for _, c := range ev.Choices {
+			if c.Message != nil {
+				for _, tc := range c.Message.ToolCalls {
+					if tc.Function != nil {
+						whole = append(whole, ToolUse{ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments})
+					}
+				}
+			}
+			if c.Delta != nil {
+				for _, tc := range c.Delta.ToolCalls {
+					u := at(tc.Index)
+					if tc.ID != "" {
+						u.ID = tc.ID
+					}
+					if tc.Function != nil {
+						u.Name += tc.Function.Name
+						u.Args += tc.Function.Arguments
+					}
+				}
+			}
+		}
+		switch ev.Type {
+		case "content_block_start":
+			if b := ev.ContentBlock; b != nil && b.Type == "tool_use" {
+				u := at(ev.Index)
+				u.ID, u.Name = b.ID, b.Name
+			}
+		case "content_block_delta":
+			var d wireItem
+			if json.Unmarshal(ev.Delta, &d) == nil && d.PartialJSON != "" {
+				at(ev.Index).Args += d.PartialJSON
+			}
+		}
+	}
+	if len(whole) > 0 {
+		return uniqueByID(whole) // a Responses stream names each call twice
+	}
+	var out []ToolUse
+	for _, i := range order {
+		if u := streamed[i]; u.Name != "" {
+			out = append(out, *u)
+		}
+	}
+	return out
+}
+
+func uniqueByID(uses []ToolUse) []ToolUse {
+	seen := map[string]bool{}
+	var out []ToolUse
+	for _, u := range uses {
+		if u.ID != "" && seen[u.ID] {
+			continue
+		}
+		seen[u.ID] = true
+		out = append(out, u)
+	}
+	return out
+}
+
+// RequestToolResults reads the tool results a request carries: chat
+// messages of role tool, Responses function_call_output items, Anthropic
+// tool_result blocks.
+func RequestToolResults(body []byte) []ToolResult {
+	var req wireRequest
+	if json.Unmarshal(body, &req) != nil {
+		return nil
+	}
+	items := req.Messages
+	var input []wireItem
+	if json.Unmarshal(req.Input, &input) == nil {
+		items = append(items, input...)
+	}
+	var out []ToolResult
+	for _, m := range items {
+		switch {
+		case m.Role == "tool" && m.ToolCallID != "":
+			out = append(out, ToolResult{ID: m.ToolCallID, Content: contentText(m.Content)})
+		case m.Type == "function_call_output" && m.CallID != "":
+			var s string
+			if json.Unmarshal(m.Output, &s) != nil {
+				s = string(m.Output)
+			}
+			out = append(out, ToolResult{ID: m.CallID, Content: s})
+		case m.Role == "user":
+			var blocks []wireItem
+			if json.Unmarshal(m.Content, &blocks) != nil {
+				continue
+			}
+			for _, b := range blocks {
+				if b.Type == "tool_result" && b.ToolUseID != "" {
+					out = append(out, ToolResult{ID: b.ToolUseID, Content: contentText(b.Content)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// RequestMaxOutput is the output limit a request asks for (max_tokens,
+// max_completion_tokens or max_output_tokens), 0 when it asks none.
+func RequestMaxOutput(body []byte) int64 {
+	var req struct {
+		MaxTokens           int64 `json:"max_tokens"`
+		MaxCompletionTokens int64 `json:"max_completion_tokens"`
+		MaxOutputTokens     int64 `json:"max_output_tokens"`
+	}
+	_ = json.Unmarshal(body, &req)
+	return max(req.MaxTokens, req.MaxCompletionTokens, req.MaxOutputTokens)
+}
