@@ -153,7 +153,6 @@ func TestConfinementFlags(t *testing.T) {
 	}
 }
 
-
 // TestBoothSignalEndsTheTree: SIGINT or SIGTERM to jukebox ends a booth
 // agent and everything it started, a background child that holds stdout
 // included, and jukebox returns.
