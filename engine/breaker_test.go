@@ -128,3 +128,32 @@ func TestBreakerCostCap(t *testing.T) {
 		t.Errorf("%d refused calls on the tape, want 1", refused)
 	}
 }
+
+// TestForkResumesATrippedRun: the documented way on after a trip is a
+// fork before it with a raised cap: the calls before the fork frame come
+// from the tape and cost nothing, and the run goes on to its end.
+func TestForkResumesATrippedRun(t *testing.T) {
+	t.Parallel()
+	run := pythonAgent(t, "demo-large")
+	srv := startModel(t, nil)
+	tape := filepath.Join(t.TempDir(), "tripped.jbx")
+	var out bytes.Buffer
+	res, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: run.argv, Dir: run.dir, Env: run.env, Stdout: &out, Stderr: &out,
+			Limits: breaker.Limits{MaxCost: 0.001}},
+		Tape: tape, Upstreams: map[string]string{"openai": srv.OpenAIBaseURL()}})
+	if err != nil || res.Breaker == nil {
+		t.Fatalf("the capped run: %v, %+v", err, res)
+	}
+	pcalls, _ := calls(t, tape)
+	at := pcalls[len(pcalls)-1].seq // the refused call
+	fout := filepath.Join(t.TempDir(), "resumed.jbx")
+	fres, err := engine.Fork(context.Background(), engine.ForkOptions{
+		RunOptions: engine.RunOptions{Argv: run.argv, Dir: run.dir, Env: run.env, Stdout: &out, Stderr: &out,
+			Limits: breaker.Limits{MaxCost: 1}},
+		Parent: tape, Frame: at, Tape: fout, Upstreams: map[string]string{"openai": srv.OpenAIBaseURL()}})
+	if err != nil || fres.Breaker != nil || fres.Divergence != nil || fres.End.ExitCode != 0 {
+		t.Fatalf("the fork with a raised cap: %v, breaker %+v, divergence %v, exit %d\n%s", err, fres.Breaker, fres.Divergence, fres.End.ExitCode, out.String())
+	}
+	checkTape(t, fout)
+}

@@ -1,6 +1,7 @@
 package prices
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -34,6 +35,24 @@ var rates = map[string]rate{
 	"demo-large":        {Input: 3.00, Output: 15.00},
 	"demo-small":        {Input: 0.25, Output: 1.25},
 	"text-embedding-3-": {Input: 0.02},
+}
+
+// Rate is what a model costs, in US dollars per million tokens, as Cost
+// prices it: input, output, and cached input tokens.
+type Rate struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+	Cached float64 `json:"cached"`
+}
+
+// RateOf is the rate Cost uses for model; known is false for a model
+// without one.
+func RateOf(model string) (r Rate, known bool) {
+	rt, ok := rateFor(model)
+	if !ok {
+		return Rate{}, false
+	}
+	return Rate{Input: rt.Input, Output: rt.Output, Cached: cmp.Or(rt.Cached, rt.Input)}, true
 }
 
 // rateFor returns the rate of the longest prefix of model in rates.

@@ -27,6 +27,8 @@ type Summary struct {
 	Parent    *tapefmt.ParentRef `json:"parent,omitempty"`
 	Recovered *tapefmt.Recovery  `json:"recovered,omitempty"`
 	Sealed    bool               `json:"sealed"`
+	// Breaker is the circuit breaker's trip, when it stopped the run.
+	Breaker *tapefmt.BreakerTrip `json:"breaker,omitempty"`
 }
 
 // Summarize reads the run's start and end frames and every LLM call, whose
@@ -36,7 +38,7 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
 	unpriced := map[string]bool{}
 	models := map[uint64]string{} // request model by call
-	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse}
+	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindBreakerTrip}
 	for f, err := range t.Frames(kinds...) {
 		if err != nil {
 			return s, err
@@ -55,6 +57,8 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 			models[p.Call] = p.Model
 		case *tapefmt.LLMResponse:
 			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() string { return models[p.Call] }), unpriced)
+		case *tapefmt.BreakerTrip:
+			s.Breaker = p
 		}
 	}
 	if n := t.Len(); n > 0 {

@@ -41,6 +41,11 @@ func TestRecordMaxRepeat(t *testing.T) {
 	if !strings.Contains(errs, "circuit breaker tripped (repeat)") || !strings.Contains(errs, "ahead of the agent's exit 1") {
 		t.Errorf("stderr: %s", errs)
 	}
+	// ls names the tripped run and says why.
+	out, _ = wantCode(t, ExitOK, "ls", ".")
+	if !strings.Contains(out, "TRIPPED (repeat)") || !strings.Contains(out, "TRIPPED loop: tool run_shell called with the same arguments") {
+		t.Errorf("ls:\n%s", out)
+	}
 }
 
 // TestBreakerFlags: limits that make no sense are exit 2 before the agent

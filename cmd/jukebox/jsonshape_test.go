@@ -162,6 +162,10 @@ func TestJSONShapes(t *testing.T) {
 
 	out, _ := wantCode(t, ExitOK, "ls", "--json", dir)
 	checkShape(t, doc, "ls", out, seen)
+	for _, by := range []string{"model", "agent", "step"} {
+		out, _ = wantCode(t, ExitOK, "cost", "--json", "--by", by, filepath.Join(dir, "agent-run.jbx"))
+		checkShape(t, doc, "cost", out, seen)
+	}
 	code, out, _ := jb(t, "verify", "--json", filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "tampered.jbx"),
 		filepath.Join(dir, "torn.jbx"), filepath.Join(dir, "sealed.jbx"))
 	if code != ExitBadTape {

@@ -65,6 +65,9 @@ func (c *LsCmd) Run(env *Env) error {
 		if r.Damaged {
 			fmt.Fprintf(env.Stdout, "DAMAGED %s: %s\n", r.Path, timeline.OneLine(r.Damage, 0))
 		}
+		if r.Breaker != nil {
+			fmt.Fprintf(env.Stdout, "TRIPPED %s: %s\n", r.Tape, timeline.OneLine(r.Breaker.Reason, 0))
+		}
 	}
 	return nil
 }
@@ -98,6 +101,9 @@ func (r lsRow) line() string {
 	}
 	if r.Damaged {
 		exit += " DAMAGED"
+	}
+	if r.Breaker != nil {
+		exit += " TRIPPED (" + r.Breaker.Rule + ")"
 	}
 	cost := fmt.Sprintf("$%.4f", r.Cost)
 	if len(r.Unpriced) > 0 {

@@ -33,6 +33,7 @@ type CLI struct {
 	Diff      DiffCmd      `cmd:"" help:"Align two timelines (a run and its fork, or any two tapes) and show how they differ, from the first divergence on."`
 	Pack      PackCmd      `cmd:"" help:"Copy a fork's parent prefix into one self-contained tape, for a bug report."`
 	Ls        LsCmd        `cmd:"" help:"List the recordings in a folder."`
+	Cost      CostCmd      `cmd:"" help:"Print what a run cost, from its tape: by model with the rates used, by agent or by step."`
 	Show      ShowCmd      `cmd:"" help:"Print the frames of a tape."`
 	Verify    VerifyCmd    `cmd:"" help:"Check CRCs, the hash chain, every blob and (with --key-file) the seal."`
 	Recover   RecoverCmd   `cmd:"" help:"Rewrite a torn tape (a crash left it without its footer) as a whole one, up to its last whole step."`

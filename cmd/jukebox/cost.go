@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
+)
+
+// CostCmd prints a run's bill.
+type CostCmd struct {
+	Tape string `arg:"" type:"existingfile" help:"The tape."`
+	By   string `enum:"model,agent,step" default:"model" help:"Group calls by model (with the rates used), agent (the X-Jukebox-Agent request header) or step."`
+	JSON bool   `help:"Print the bill as JSON."`
+}
+
+// Run prints the bill: a row per group, then the total.
+func (c *CostCmd) Run(env *Env) error {
+	t, err := tapefmt.Open(c.Tape)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	bill, err := timeline.MakeBill(t, c.By)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Tape, err)
+	}
+	if c.JSON {
+		return writeJSON(env.Stdout, bill)
+	}
+	tw := table(env.Stdout)
+	fmt.Fprintf(tw, "%s\tCALLS\tINPUT\tCACHED\tOUTPUT\tRATE IN/CACHED/OUT PER MTOK\tCOST\n", map[string]string{"model": "MODEL", "agent": "AGENT", "step": "STEP"}[c.By])
+	unpriced := 0
+	for _, r := range append(bill.Rows, bill.Total) {
+		rate := "-"
+		if r.Rate != nil {
+			rate = fmt.Sprintf("$%g / $%g / $%g", r.Rate.Input, r.Rate.Cached, r.Rate.Output)
+		} else if c.By == "model" && r.Key != "total" {
+			rate = "no price"
+		}
+		cost := fmt.Sprintf("$%.4f", r.Cost)
+		if r.Unpriced > 0 {
+			cost += "+?"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", timeline.OneLine(r.Key, 40), r.Calls, r.Usage.Input, r.Usage.Cached, r.Usage.Output, rate, cost)
+		if r.Key != "total" {
+			unpriced += r.Unpriced
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if unpriced > 0 {
+		fmt.Fprintf(env.Stdout, "%d calls used tokens at no known price (+?): the cost leaves them out\n", unpriced)
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package timeline
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/jukebox-os/jukebox/llmwire"
+	"github.com/jukebox-os/jukebox/prices"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Bill groupings.
+const (
+	ByModel = "model"
+	ByAgent = "agent" // the X-Jukebox-Agent header of the request
+	ByStep  = "step"
+)
+
+// AgentHeader names the agent a request comes from in a multi-agent run.
+const AgentHeader = "X-Jukebox-Agent"
+
+// BillRow is one line of a run's bill: the calls of one model, agent or
+// step, what they used and cost.
+type BillRow struct {
+	Key      string        `json:"key"`
+	Calls    int           `json:"calls"`
+	Usage    tapefmt.Usage `json:"tokens"`
+	Cost     float64       `json:"cost_usd"`                 // of the priced calls
+	Unpriced int           `json:"unpriced_calls,omitempty"` // calls that used tokens at no known price
+	Rate     *prices.Rate  `json:"rate,omitempty"`           // by model: the rate used, per million tokens
+}
+
+// Bill is what a run cost, from its tape, priced call by call as every
+// view prices it (llmwire.ResponseUsage).
+type Bill struct {
+	By    string    `json:"by"`
+	Rows  []BillRow `json:"rows"`
+	Total BillRow   `json:"total"`
+}
+
+// MakeBill groups the tape's calls by ByModel, ByAgent or ByStep.
+func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
+	if by != ByModel && by != ByAgent && by != ByStep {
+		return Bill{}, fmt.Errorf("bill by %q: by model, agent or step", by)
+	}
+	b := Bill{By: by, Total: BillRow{Key: "total"}}
+	rows := map[string]*BillRow{}
+	type req struct {
+		model, agent string
+		step         int
+	}
+	reqs := map[uint64]req{}
+	step := 0
+	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindStep) {
+		if err != nil {
+			return b, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return b, err
+		}
+		switch p := p.(type) {
+		case *tapefmt.Step:
+			step++
+		case *tapefmt.LLMRequest:
+			reqs[p.Call] = req{model: p.Model, agent: p.Header.Get(AgentHeader), step: step}
+		case *tapefmt.LLMResponse:
+			r := reqs[p.Call]
+			c := llmwire.ResponseUsage(p, t.Blob, func() string { return r.model })
+			key := cmp.Or(c.Model, "?")
+			switch by {
+			case ByAgent:
+				key = cmp.Or(r.agent, "-")
+			case ByStep:
+				key = fmt.Sprint(r.step)
+			}
+			row, ok := rows[key]
+			if !ok {
+				row = &BillRow{Key: key}
+				if by == ByModel {
+					if rate, known := prices.RateOf(c.Model); known {
+						row.Rate = &rate
+					}
+				}
+				rows[key] = row
+			}
+			row.add(c)
+			b.Total.add(c)
+		}
+	}
+	for _, r := range rows {
+		b.Rows = append(b.Rows, *r)
+	}
+	slices.SortFunc(b.Rows, func(x, y BillRow) int {
+		if by == ByStep {
+			var i, j int
+			fmt.Sscan(x.Key, &i)
+			fmt.Sscan(y.Key, &j)
+			return cmp.Compare(i, j)
+		}
+		return cmp.Or(cmp.Compare(y.Cost, x.Cost), cmp.Compare(x.Key, y.Key))
+	})
+	return b, nil
+}
+
+func (r *BillRow) add(c llmwire.CallUsage) {
+	r.Calls++
+	r.Usage.Input += c.Usage.Input
+	r.Usage.Output += c.Usage.Output
+	r.Usage.Cached += c.Usage.Cached
+	r.Usage.Reasoning += c.Usage.Reasoning
+	r.Cost += c.Cost
+	if c.Unpriced() {
+		r.Unpriced++
+	}
+}

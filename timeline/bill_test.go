@@ -1,0 +1,80 @@
+package timeline
+
+import (
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// TestBill: a run of two agents over two steps, billed by model (with the
+// rate used), by agent (the X-Jukebox-Agent header) and by step; an
+// unpriced model is counted as such, never as free; every grouping adds
+// up to the same total, which is what ls says.
+func TestBill(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bill.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		for i, c := range []struct {
+			agent, model string
+			in, out      int64
+			step         bool
+		}{
+			{"planner", "demo-large", 1000, 100, false},
+			{"coder", "demo-small", 4000, 400, true},
+			{"coder", "my-local-model", 500, 50, false},
+		} {
+			if c.step {
+				if _, err := w.Commit(); err != nil {
+					return err
+				}
+			}
+			h := http.Header{}
+			h.Set("X-Jukebox-Agent", c.agent)
+			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Header: h, Model: c.model})
+			w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: c.model, Usage: tapefmt.Usage{Input: c.in, Output: c.out}})
+		}
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	sum, err := Summarize(path, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]float64{
+		ByModel: {"demo-large": 0.0045, "demo-small": 0.0015, "my-local-model": 0},
+		ByAgent: {"planner": 0.0045, "coder": 0.0015},
+		ByStep:  {"0": 0.0045, "1": 0.0015},
+	}
+	for by, costs := range want {
+		b, err := MakeBill(tp, by)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Rows) != len(costs) || b.Total.Calls != 3 || !near(b.Total.Cost, sum.Cost) || b.Total.Unpriced != 1 {
+			t.Errorf("by %s: %d rows, total %+v (ls says $%v)", by, len(b.Rows), b.Total, sum.Cost)
+		}
+		for _, r := range b.Rows {
+			if !near(r.Cost, costs[r.Key]) {
+				t.Errorf("by %s: %s costs $%v, want $%v", by, r.Key, r.Cost, costs[r.Key])
+			}
+			if by == ByModel && (r.Key == "my-local-model") != (r.Rate == nil) {
+				t.Errorf("by model: %s rate %+v", r.Key, r.Rate)
+			}
+		}
+	}
+	if _, err := MakeBill(tp, "day"); err == nil {
+		t.Error("a bill by day: no error")
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
