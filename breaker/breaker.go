@@ -64,7 +64,8 @@ type ToolUse struct{ ID, Name, Args string }
 // ToolResult is a tool's result as a later request carries it.
 type ToolResult struct{ ID, Content string }
 
-// Breaker follows one run and says when it must stop. It is not safe for
+// Breaker follows one run (or one agent of it: Set) and says when it must
+// stop. It is not safe for
 // concurrent use; the recorder calls it under its own lock.
 type Breaker struct {
 	l     Limits
@@ -313,4 +314,61 @@ func oneLine(s string) string {
 		return string(r[:80]) + "…"
 	}
 	return string(r)
+}
+
+// Set is the breakers of a run: one for the run and, where Limits.Agents
+// names limits for an agent, one for that agent's calls. It is not safe
+// for concurrent use.
+type Set struct {
+	run    *Breaker // nil when the run has no limits of its own
+	agents map[string]*Breaker
+	trip   *Trip
+}
+
+// NewSet returns the breakers for limits.
+func NewSet(l Limits, price PriceFunc) *Set {
+	s := &Set{agents: map[string]*Breaker{}}
+	if !l.own() {
+		s.run = New(l, price)
+	}
+	for name, al := range l.Agents {
+		if !al.own() {
+			s.agents[name] = New(al, price)
+		}
+	}
+	return s
+}
+
+// Tripped is the first trip of any of the set's breakers; once one has
+// tripped, the run stops.
+func (s *Set) Tripped() *Trip { return s.trip }
+
+// Before checks a call of agent ("" for none) against the run's breaker
+// and the agent's.
+func (s *Set) Before(agent string, c Call) *Trip {
+	return s.each(agent, func(b *Breaker) *Trip { return b.Before(c) })
+}
+
+// After counts an answer of agent.
+func (s *Set) After(agent string, a Answer) *Trip {
+	return s.each(agent, func(b *Breaker) *Trip { return b.After(a) })
+}
+
+func (s *Set) each(agent string, f func(*Breaker) *Trip) *Trip {
+	if s.trip != nil {
+		return s.trip
+	}
+	var first *Trip
+	if s.run != nil {
+		first = f(s.run)
+	}
+	if b := s.agents[agent]; b != nil && agent != "" {
+		if t := f(b); t != nil && first == nil {
+			at := *t
+			at.Reason = "agent " + agent + ": " + t.Reason
+			first = &at
+		}
+	}
+	s.trip = first
+	return first
 }

@@ -245,3 +245,42 @@ func TestLoadConfigAndVelocity(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentLimits: an agent's own limit trips on its calls alone, and
+// the trip names it; the run's limit counts every agent together.
+func TestAgentLimits(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agents.json")
+	os.WriteFile(path, []byte(`{"max_cost_usd": 0.02, "agents": {"coder": {"max_cost_usd": 0.006}}}`), 0o644)
+	l, err := LoadConfig(path)
+	if err != nil || l.Agents["coder"].MaxCost != 0.006 {
+		t.Fatalf("%+v, %v", l, err)
+	}
+	s := NewSet(l, prices.Cost)
+	// demo-large, 1000 in and 100 out: $0.0045 a call.
+	call := func(agent string, seq uint64) *Trip {
+		if t := s.Before(agent, Call{Seq: seq, Model: "demo-large", InputTokens: 1000, MaxOutput: 100}); t != nil {
+			return t
+		}
+		return s.After(agent, Answer{Seq: seq + 1, Model: "demo-large", Usage: tapefmt.Usage{Input: 1000, Output: 100}, At: t0})
+	}
+	if trip := call("planner", 1); trip != nil {
+		t.Fatalf("planner's first call: %+v", trip)
+	}
+	if trip := call("coder", 3); trip != nil {
+		t.Fatalf("coder's first call: %+v", trip)
+	}
+	trip := call("coder", 5)
+	if trip == nil || trip.Rule != RuleCost || !strings.HasPrefix(trip.Reason, "agent coder: ") {
+		t.Fatalf("coder's second call would take it past its own cap: %+v", trip)
+	}
+	if s.Tripped() != trip || call("planner", 7) != trip {
+		t.Error("after a trip the whole run stays stopped")
+	}
+	for _, bad := range []string{`{"agents": {"a": {"max_cost_usd": 0}}}`, `{"agents": {"a": {"agents": {}}}}`, `{"agents": {"a": {"unknown_model_rate": 1}}}`} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, err := LoadConfig(path); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}

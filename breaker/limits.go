@@ -21,31 +21,44 @@ type Limits struct {
 	// million tokens, input and output alike. Without it, such a model
 	// trips a breaker that has a limit in dollars.
 	UnknownModelRate float64
+	// Agents are limits of their own for each agent of a multi-agent run,
+	// by the name its requests carry (llmwire.AgentHeader); the run's
+	// limits hold for all of them together.
+	Agents map[string]Limits
 }
 
-// Empty reports whether no limit is set.
+// Empty reports whether no limit is set, for the run or any agent.
 func (l Limits) Empty() bool {
+	return l.own() && len(l.Agents) == 0
+}
+
+// own reports whether the limits of their own (not their agents') are
+// all unset.
+func (l Limits) own() bool {
 	return l.MaxCost == 0 && l.MaxTokensPerMin == 0 && l.MaxCostPerMin == 0 && l.MaxRepeat == 0 && l.MaxSemanticRepeat == 0
 }
 
 // config is the breaker config file: every key optional, and a key that is
 // there must hold a positive number.
 type config struct {
-	MaxCost           *float64 `json:"max_cost_usd"`
-	MaxTokensPerMin   *float64 `json:"max_tokens_per_min"`
-	MaxCostPerMin     *float64 `json:"max_usd_per_min"`
-	MaxRepeat         *int     `json:"max_repeat"`
-	MaxSemanticRepeat *int     `json:"max_semantic_repeat"`
-	UnknownModelRate  *float64 `json:"unknown_model_rate"`
+	MaxCost           *float64          `json:"max_cost_usd"`
+	MaxTokensPerMin   *float64          `json:"max_tokens_per_min"`
+	MaxCostPerMin     *float64          `json:"max_usd_per_min"`
+	MaxRepeat         *int              `json:"max_repeat"`
+	MaxSemanticRepeat *int              `json:"max_semantic_repeat"`
+	UnknownModelRate  *float64          `json:"unknown_model_rate"`
+	Agents            map[string]config `json:"agents"`
 }
 
 // LoadConfig reads a breaker config file (JSON):
 //
 //	{"max_cost_usd": 0.50, "max_tokens_per_min": 20000, "max_usd_per_min": 0.10,
-//	 "max_repeat": 3, "max_semantic_repeat": 3, "unknown_model_rate": 5}
+//	 "max_repeat": 3, "max_semantic_repeat": 3, "unknown_model_rate": 5,
+//	 "agents": {"planner": {"max_cost_usd": 0.10}, "coder": {"max_repeat": 4}}}
 //
 // An unknown key, a value that is not a positive number or a malformed
-// file is an error naming the file and the key.
+// file is an error naming the file and the key. An agent's limits take
+// the same keys but agents and unknown_model_rate, which is the run's.
 func LoadConfig(path string) (Limits, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -57,6 +70,29 @@ func LoadConfig(path string) (Limits, error) {
 	if err := dec.Decode(&c); err != nil {
 		return Limits{}, fmt.Errorf("%s: %w", path, err)
 	}
+	l, err := c.limits(path)
+	if err != nil {
+		return l, err
+	}
+	for name, a := range c.Agents {
+		if a.Agents != nil || a.UnknownModelRate != nil {
+			return Limits{}, fmt.Errorf("%s: agent %q: agents and unknown_model_rate belong to the run", path, name)
+		}
+		al, err := a.limits(fmt.Sprintf("%s: agent %q", path, name))
+		if err != nil {
+			return Limits{}, err
+		}
+		if l.Agents == nil {
+			l.Agents = map[string]Limits{}
+		}
+		al.UnknownModelRate = l.UnknownModelRate
+		l.Agents[name] = al
+	}
+	return l, nil
+}
+
+// limits checks one level of the config (where names it in errors).
+func (c config) limits(path string) (Limits, error) {
 	var l Limits
 	for _, f := range []struct {
 		name string

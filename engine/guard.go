@@ -23,7 +23,7 @@ const tripGrace = 5 * time.Second
 // the next) and stops the agent tripGrace later unless it has exited.
 type guard struct {
 	mu    sync.Mutex
-	b     *breaker.Breaker
+	b     *breaker.Set
 	trip  func(*breaker.Trip) // writes the frame; called once
 	stop  func()              // stops the agent
 	fired bool
@@ -34,7 +34,7 @@ func newGuard(l breaker.Limits, trip func(*breaker.Trip), stop func()) *guard {
 	if l.Empty() {
 		return nil
 	}
-	return &guard{b: breaker.New(l, prices.Cost), trip: trip, stop: stop}
+	return &guard{b: breaker.NewSet(l, prices.Cost), trip: trip, stop: stop}
 }
 
 // before checks a live call; true means it was refused with an error the
@@ -47,7 +47,7 @@ func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64) (tapefmt.
 		results = append(results, breaker.ToolResult(r))
 	}
 	ri := llmwire.ParseRequestInfo(x.body)
-	t := g.b.Before(breaker.Call{Seq: seq, Model: ri.Model, InputTokens: breaker.EstimateTokens(x.body),
+	t := g.b.Before(x.req.Header.Get(llmwire.AgentHeader), breaker.Call{Seq: seq, Model: ri.Model, InputTokens: breaker.EstimateTokens(x.body),
 		MaxOutput: llmwire.RequestMaxOutput(x.body), Results: results})
 	if t == nil {
 		return tapefmt.LLMResponse{}, false
@@ -73,7 +73,7 @@ func (g *guard) after(x *exchange, a answer, seq uint64) {
 		calls = append(calls, breaker.ToolUse(u))
 	}
 	text := llmwire.ResponseText(llmwire.DecodeBody(a.resp.Header, a.body).Text)
-	if t := g.b.After(breaker.Answer{Seq: seq, Model: a.resp.Model, Usage: a.resp.Usage, Text: text, ToolCalls: calls, At: time.Now()}); t != nil {
+	if t := g.b.After(x.req.Header.Get(llmwire.AgentHeader), breaker.Answer{Seq: seq, Model: a.resp.Model, Usage: a.resp.Usage, Text: text, ToolCalls: calls, At: time.Now()}); t != nil {
 		g.fire(t)
 		if g.timer == nil {
 			g.timer = time.AfterFunc(tripGrace, g.stop)

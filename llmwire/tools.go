@@ -4,6 +4,11 @@ import (
 	"encoding/json"
 )
 
+// AgentHeader is the request header that names the agent a model call
+// comes from in a multi-agent run: `jukebox cost --by agent` groups by it
+// and the circuit breaker keeps per-agent limits by it.
+const AgentHeader = "X-Jukebox-Agent"
+
 // ToolUse is a tool call a model made: its id, the tool and the arguments
 // (JSON, as the model wrote them).
 type ToolUse struct{ ID, Name, Args string }

@@ -17,9 +17,6 @@ const (
 	ByStep  = "step"
 )
 
-// AgentHeader names the agent a request comes from in a multi-agent run.
-const AgentHeader = "X-Jukebox-Agent"
-
 // BillRow is one line of a run's bill: the calls of one model, agent or
 // step, what they used and cost.
 type BillRow struct {
@@ -64,7 +61,7 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 		case *tapefmt.Step:
 			step++
 		case *tapefmt.LLMRequest:
-			reqs[p.Call] = req{model: p.Model, agent: p.Header.Get(AgentHeader), step: step}
+			reqs[p.Call] = req{model: p.Model, agent: p.Header.Get(llmwire.AgentHeader), step: step}
 		case *tapefmt.LLMResponse:
 			r := reqs[p.Call]
 			c := llmwire.ResponseUsage(p, t.Blob, func() string { return r.model })
