@@ -7,8 +7,8 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
-	"hash/fnv"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -31,8 +31,8 @@ const (
 
 // answerPrint is what an answer is compared by.
 type answerPrint struct {
-	code  string              // normalised code blocks, when the answer has any
-	pairs map[uint64]struct{} // hashes of its word pairs, otherwise
+	code  string   // normalised code blocks, when the answer has any
+	pairs []uint64 // hashes of its word pairs, sorted and unique, otherwise
 	seq   uint64
 }
 
@@ -70,13 +70,26 @@ func same(p, q answerPrint) bool {
 	if p.code != "" || q.code != "" {
 		return p.code == q.code
 	}
+	a, b := p.pairs, q.pairs
+	// Jaccard is at most the smaller set over the larger: most answers are
+	// told apart by their sizes alone.
+	if float64(min(len(a), len(b))) < Similarity*float64(max(len(a), len(b))) {
+		return false
+	}
 	shared := 0
-	for h := range p.pairs {
-		if _, ok := q.pairs[h]; ok {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
 			shared++
+			i++
+			j++
 		}
 	}
-	return float64(shared) >= Similarity*float64(len(p.pairs)+len(q.pairs)-shared)
+	return float64(shared) >= Similarity*float64(len(a)+len(b)-shared)
 }
 
 // fingerprint is how an answer is compared; ok is false for one too short
@@ -94,13 +107,24 @@ func fingerprint(text string) (answerPrint, bool) {
 	if len(words) < MinWords {
 		return answerPrint{}, false
 	}
-	pairs := make(map[uint64]struct{}, len(words))
+	pairs := make([]uint64, 0, len(words))
 	for i := 0; i+1 < len(words); i++ {
-		h := fnv.New64a()
-		h.Write([]byte(words[i] + " " + words[i+1]))
-		pairs[h.Sum64()] = struct{}{}
+		pairs = append(pairs, pairHash(words[i], words[i+1]))
 	}
-	return answerPrint{pairs: pairs}, true
+	slices.Sort(pairs)
+	return answerPrint{pairs: slices.Compact(pairs)}, true
+}
+
+// pairHash is FNV-1a over "a b".
+func pairHash(a, b string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for _, w := range []string{a, " ", b} {
+		for i := 0; i < len(w); i++ {
+			h = (h ^ uint64(w[i])) * prime
+		}
+	}
+	return h
 }
 
 type codeBlock struct{ lang, body string }

@@ -68,11 +68,11 @@ func (g *guard) after(x *exchange, a answer, seq uint64) {
 	if g.fired {
 		return
 	}
-	var calls []breaker.ToolUse
-	for _, u := range llmwire.ResponseToolCalls(a.body) {
-		calls = append(calls, breaker.ToolUse(u))
+	text, uses := llmwire.ResponseAnswer(llmwire.DecodeBody(a.resp.Header, a.body).Text)
+	calls := make([]breaker.ToolUse, len(uses))
+	for i, u := range uses {
+		calls[i] = breaker.ToolUse(u)
 	}
-	text := llmwire.ResponseText(llmwire.DecodeBody(a.resp.Header, a.body).Text)
 	if t := g.b.After(x.req.Header.Get(llmwire.AgentHeader), breaker.Answer{Seq: seq, Model: a.resp.Model, Usage: a.resp.Usage, Text: text, ToolCalls: calls, At: time.Now()}); t != nil {
 		g.fire(t)
 		if g.timer == nil {

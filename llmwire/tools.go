@@ -19,78 +19,117 @@ type ToolResult struct{ ID, Content string }
 // ResponseToolCalls reads the tool calls of a response of the OpenAI chat
 // or Responses API or the Anthropic Messages API, whole or streamed.
 func ResponseToolCalls(body []byte) []ToolUse {
-	var whole []ToolUse
-	streamed := map[int]*ToolUse{}
-	var order []int
-	at := func(i int) *ToolUse {
-		u, ok := streamed[i]
-		if !ok {
-			u = &ToolUse{}
-			streamed[i], order = u, append(order, i)
-		}
-		return u
-	}
+	var c toolCollector
 	for _, obj := range jsonObjects(body) {
 		var ev wireOutput
-		if json.Unmarshal(obj, &ev) != nil {
-			continue
+		if json.Unmarshal(obj, &ev) == nil {
+			c.add(ev)
 		}
-		if ev.Type == "response.completed" && ev.Response != nil {
-			ev = *ev.Response
+	}
+	return c.calls()
+}
+
+// ResponseAnswer is ResponseText and ResponseToolCalls in one reading of
+// the body, for the recorder, which needs both of every answer.
+func ResponseAnswer(body []byte) (text string, calls []ToolUse) {
+	objs := jsonObjects(body)
+	if len(objs) == 0 {
+		return string(body), nil
+	}
+	var a assembly
+	var c toolCollector
+	for _, obj := range objs {
+		var ev wireOutput
+		if json.Unmarshal(obj, &ev) == nil {
+			a.add(ev)
+			c.add(ev)
 		}
-		if ev.Type == "response.output_item.done" && ev.Item != nil {
-			ev.Output = append(ev.Output, *ev.Item)
+	}
+	return a.String(), c.calls()
+}
+
+// toolCollector gathers tool calls from response events: whole ones
+// (a body, a completed Responses event, an output item) and streamed
+// pieces by index.
+type toolCollector struct {
+	whole    []ToolUse
+	streamed map[int]*ToolUse
+	order    []int
+}
+
+func (c *toolCollector) at(i int) *ToolUse {
+	if c.streamed == nil {
+		c.streamed = map[int]*ToolUse{}
+	}
+	u, ok := c.streamed[i]
+	if !ok {
+		u = &ToolUse{}
+		c.streamed[i], c.order = u, append(c.order, i)
+	}
+	return u
+}
+
+func (c *toolCollector) add(ev wireOutput) {
+	if ev.Type == "response.completed" && ev.Response != nil {
+		ev = *ev.Response
+	}
+	if ev.Type == "response.output_item.done" && ev.Item != nil {
+		ev.Output = append(ev.Output, *ev.Item)
+	}
+	for _, it := range ev.Output {
+		if it.Type == "function_call" {
+			c.whole = append(c.whole, ToolUse{ID: it.CallID, Name: it.Name, Args: it.Arguments})
 		}
-		for _, it := range ev.Output {
-			if it.Type == "function_call" {
-				whole = append(whole, ToolUse{ID: it.CallID, Name: it.Name, Args: it.Arguments})
-			}
+	}
+	for _, it := range ev.Content {
+		if it.Type == "tool_use" {
+			c.whole = append(c.whole, ToolUse{ID: it.ID, Name: it.Name, Args: string(it.Input)})
 		}
-		for _, it := range ev.Content {
-			if it.Type == "tool_use" {
-				whole = append(whole, ToolUse{ID: it.ID, Name: it.Name, Args: string(it.Input)})
-			}
-		}
-		for _, c := range ev.Choices {
-			if c.Message != nil {
-				for _, tc := range c.Message.ToolCalls {
-					if tc.Function != nil {
-						whole = append(whole, ToolUse{ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments})
-					}
+	}
+	for _, ch := range ev.Choices {
+		if ch.Message != nil {
+			for _, tc := range ch.Message.ToolCalls {
+				if tc.Function != nil {
+					c.whole = append(c.whole, ToolUse{ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments})
 				}
 			}
-			if c.Delta != nil {
-				for _, tc := range c.Delta.ToolCalls {
-					u := at(tc.Index)
-					if tc.ID != "" {
-						u.ID = tc.ID
-					}
-					if tc.Function != nil {
-						u.Name += tc.Function.Name
-						u.Args += tc.Function.Arguments
-					}
-				}
-			}
 		}
-		switch ev.Type {
-		case "content_block_start":
-			if b := ev.ContentBlock; b != nil && b.Type == "tool_use" {
-				u := at(ev.Index)
-				u.ID, u.Name = b.ID, b.Name
-			}
-		case "content_block_delta":
-			var d wireItem
-			if json.Unmarshal(ev.Delta, &d) == nil && d.PartialJSON != "" {
-				at(ev.Index).Args += d.PartialJSON
+		if ch.Delta != nil {
+			for _, tc := range ch.Delta.ToolCalls {
+				u := c.at(tc.Index)
+				if tc.ID != "" {
+					u.ID = tc.ID
+				}
+				if tc.Function != nil {
+					u.Name += tc.Function.Name
+					u.Args += tc.Function.Arguments
+				}
 			}
 		}
 	}
-	if len(whole) > 0 {
-		return uniqueByID(whole) // a Responses stream names each call twice
+	switch ev.Type {
+	case "content_block_start":
+		if b := ev.ContentBlock; b != nil && b.Type == "tool_use" {
+			u := c.at(ev.Index)
+			u.ID, u.Name = b.ID, b.Name
+		}
+	case "content_block_delta":
+		var d wireItem
+		if json.Unmarshal(ev.Delta, &d) == nil && d.PartialJSON != "" {
+			c.at(ev.Index).Args += d.PartialJSON
+		}
+	}
+}
+
+// calls are the calls gathered: whole ones when there are any (a
+// Responses stream names each call twice), else the streamed ones.
+func (c *toolCollector) calls() []ToolUse {
+	if len(c.whole) > 0 {
+		return uniqueByID(c.whole)
 	}
 	var out []ToolUse
-	for _, i := range order {
-		if u := streamed[i]; u.Name != "" {
+	for _, i := range c.order {
+		if u := c.streamed[i]; u.Name != "" {
 			out = append(out, *u)
 		}
 	}
