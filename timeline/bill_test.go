@@ -78,3 +78,35 @@ func TestBill(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// TestTripEvidence: the frames a breaker.trip names are marked in the
+// timeline, and the trip's row lists them.
+func TestTripEvidence(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trip.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		for i := range 3 {
+			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions"})
+			w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200})
+		}
+		w.Append(0, tapefmt.BreakerTrip{Rule: "repeat", Reason: "the same call 3 times", Evidence: []uint64{2, 4, 6}})
+		_, err := w.Append(0, tapefmt.RunEnd{ExitCode: 1})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	for i := range tl.Len() {
+		if got, want := tl.Row(i).Evidence, i == 2 || i == 4 || i == 6; got != want {
+			t.Errorf("frame %d: evidence %v, want %v", i, got, want)
+		}
+	}
+	if r := tl.Row(7); !r.Trip || r.Summary != "tripped repeat: the same call 3 times (frames 2, 4, 6)" {
+		t.Errorf("trip row: %+v", r)
+	}
+}

@@ -54,7 +54,7 @@ func describeRest(p tapefmt.Payload) string {
 	case *tapefmt.TxRollback:
 		return fmt.Sprintf("rollback %s%s", p.Tx, reason(p.Reason))
 	case *tapefmt.BreakerTrip:
-		return fmt.Sprintf("tripped %s: %s", p.Rule, p.Reason)
+		return fmt.Sprintf("tripped %s: %s%s", p.Rule, p.Reason, evidenceText(p.Evidence))
 	case *tapefmt.AgentTurn:
 		return fmt.Sprintf("turn %d %s %s", p.Turn, p.Role, OneLine(p.Text, 50))
 	case *tapefmt.Marker:
@@ -102,4 +102,16 @@ func reason(r string) string {
 		return ""
 	}
 	return " (" + r + ")"
+}
+
+// evidenceText names a trip's evidence frames: " (frames 3, 4, 9)".
+func evidenceText(frames []uint64) string {
+	if len(frames) == 0 {
+		return ""
+	}
+	parts := make([]string, len(frames))
+	for i, f := range frames {
+		parts[i] = fmt.Sprint(f)
+	}
+	return " (frames " + strings.Join(parts, ", ") + ")"
 }

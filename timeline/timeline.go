@@ -27,6 +27,8 @@ type Timeline struct {
 	rows   map[int]Row
 	costs  costIndex
 	damage damageSet // frames found unreadable (check.go)
+	// evidence are the frames the tape's breaker.trip frames name.
+	evidence map[int]bool
 }
 
 // Row is one frame as the timeline lists it.
@@ -43,9 +45,13 @@ type Row struct {
 	Error   bool // a failed call, a tool error, a non-zero exit, a breaker trip
 	Fork    bool // run.start of a fork: it names a parent
 	Trip    bool // breaker.trip
-	Payload tapefmt.Payload
-	Err     error       // the frame could not be read or decoded
-	Damage  *FrameError // the frame or a blob it names does not read, once Detail or Check has found it
+	// Evidence says a breaker.trip names this frame as its evidence (a
+	// repeated call, an answer said again, the call that would pass the
+	// cap).
+	Evidence bool
+	Payload  tapefmt.Payload
+	Err      error       // the frame could not be read or decoded
+	Damage   *FrameError // the frame or a blob it names does not read, once Detail or Check has found it
 }
 
 // costIndex holds cumulative tokens and cost at each llm.response frame,
@@ -76,7 +82,8 @@ func Open(path string) (*Timeline, error) {
 }
 
 // newTimeline reads the frame index of t (loading it into memory once) and
-// finds the step boundaries. It never decodes a payload.
+// finds the step boundaries. It decodes no payload but those of the
+// breaker.trip frames (a run has one at most), for their evidence.
 func newTimeline(t *tapefmt.Tape, path string) (*Timeline, error) {
 	tl := &Timeline{t: t, path: path, rows: map[int]Row{}}
 	// Asking for frames of kind 0, which no frame has, loads the frame
@@ -91,11 +98,36 @@ func newTimeline(t *tapefmt.Tape, path string) (*Timeline, error) {
 		if err != nil {
 			return nil, err
 		}
-		if k == tapefmt.KindStep {
+		switch k {
+		case tapefmt.KindStep:
 			tl.steps = append(tl.steps, int32(i))
+		case tapefmt.KindBreakerTrip:
+			tl.addEvidence(i)
 		}
 	}
 	return tl, nil
+}
+
+// addEvidence notes the frames the breaker.trip at frame i names; a trip
+// that does not read names none (its row says why).
+func (tl *Timeline) addEvidence(i int) {
+	f, err := tl.t.Frame(i)
+	if err != nil {
+		return
+	}
+	p, err := f.Decode()
+	trip, ok := p.(*tapefmt.BreakerTrip)
+	if err != nil || !ok {
+		return
+	}
+	if tl.evidence == nil {
+		tl.evidence = map[int]bool{}
+	}
+	for _, seq := range trip.Evidence {
+		if seq < uint64(tl.t.Len()) {
+			tl.evidence[int(seq)] = true
+		}
+	}
 }
 
 // Close closes the tape.
@@ -177,7 +209,7 @@ func (tl *Timeline) Row(i int) Row {
 }
 
 func (tl *Timeline) readRow(i int) Row {
-	r := Row{Seq: i, Step: tl.StepOf(i)}
+	r := Row{Seq: i, Step: tl.StepOf(i), Evidence: tl.evidence[i]}
 	f, err := tl.t.Frame(i)
 	if err != nil {
 		r.Kind, r.Time = tl.KindAt(i)

@@ -283,7 +283,8 @@ func (m *timelineView) numbers(r timeline.Row) string {
 	return fmt.Sprintf("%7s %8s", tok, cost)
 }
 
-// mark is the second gutter cell: marker, fork point, divergence, trip.
+// mark is the second gutter cell: marker, fork point, divergence, trip,
+// error, a trip's evidence (↻).
 func (m *timelineView) mark(i int, r timeline.Row, p painter) string {
 	switch {
 	case m.markers[i]:
@@ -296,6 +297,8 @@ func (m *timelineView) mark(i int, r timeline.Row, p painter) string {
 		return p(m.st.Error, "‼")
 	case r.Error:
 		return p(m.st.Error, "!")
+	case r.Evidence:
+		return p(m.st.Warn, "↻")
 	}
 	return " "
 }
