@@ -1,40 +1,137 @@
 package prices
 
 import (
-	"cmp"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// rate is what a model costs, in US dollars per million tokens.
-type rate struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
-	Cached float64 `json:"cached,omitempty"` // cached input tokens, when cheaper
-	// CacheApart says the provider counts cache reads apart from input
-	// tokens (Anthropic), rather than among them (OpenAI).
-	CacheApart bool `json:"cache_apart,omitempty"`
+// models.json is the embedded price table, in LiteLLM's format
+// (model_prices_and_context_window.json); its sample_spec says where each
+// figure comes from and when it was read.
+//
+//go:embed models.json
+var embedded []byte
+
+// Entry is one model of a price table, with LiteLLM's field names: dollars
+// per token. Fields the table holds but Cost does not use are ignored.
+type Entry struct {
+	InputCostPerToken      float64 `json:"input_cost_per_token"`
+	OutputCostPerToken     float64 `json:"output_cost_per_token"`
+	CacheReadInputCost     float64 `json:"cache_read_input_token_cost"`
+	CacheCreationInputCost float64 `json:"cache_creation_input_token_cost"`
+	Provider               string  `json:"litellm_provider"`
+	Mode                   string  `json:"mode"`
+	MaxInputTokens         int64   `json:"max_input_tokens"`
+	MaxOutputTokens        int64   `json:"max_output_tokens"`
+	Source                 string  `json:"source"`
 }
 
-// rates are list prices per million tokens for common models, matched by
-// the longest prefix of the model name. A later issue makes them
-// configurable; a model without a rate is unpriced (Cost says so).
-var rates = map[string]rate{
-	"gpt-4o":            {Input: 2.50, Output: 10.00, Cached: 1.25},
-	"gpt-4o-mini":       {Input: 0.15, Output: 0.60, Cached: 0.075},
-	"gpt-4.1":           {Input: 2.00, Output: 8.00, Cached: 0.50},
-	"gpt-4.1-mini":      {Input: 0.40, Output: 1.60, Cached: 0.10},
-	"gpt-5":             {Input: 1.25, Output: 10.00, Cached: 0.125},
-	"gpt-5-mini":        {Input: 0.25, Output: 2.00, Cached: 0.025},
-	"o3":                {Input: 2.00, Output: 8.00, Cached: 0.50},
-	"claude-opus-4":     {Input: 15.00, Output: 75.00, Cached: 1.50, CacheApart: true},
-	"claude-sonnet-4":   {Input: 3.00, Output: 15.00, Cached: 0.30, CacheApart: true},
-	"claude-3-5-haiku":  {Input: 0.80, Output: 4.00, Cached: 0.08, CacheApart: true},
-	"claude-haiku-4":    {Input: 1.00, Output: 5.00, Cached: 0.10, CacheApart: true},
-	"demo-large":        {Input: 3.00, Output: 15.00},
-	"demo-small":        {Input: 0.25, Output: 1.25},
-	"text-embedding-3-": {Input: 0.02},
+// cacheApart reports whether the provider counts cache reads apart from
+// the input tokens (Anthropic), rather than among them (OpenAI, Google).
+func (e Entry) cacheApart() bool {
+	return e.Provider == "anthropic" || e.Provider == "bedrock" || e.Provider == "vertex_ai-anthropic_models"
+}
+
+// table is the price table in use: the embedded one, or what Load made.
+var table atomic.Pointer[map[string]Entry]
+
+func init() {
+	t, err := parse(embedded)
+	if err != nil {
+		panic("prices: the embedded table: " + err.Error())
+	}
+	table.Store(&t)
+}
+
+// parse reads a table in LiteLLM's format; its sample_spec entry and
+// entries that price nothing by the token (images, searches) are left out.
+func parse(raw []byte) (map[string]Entry, error) {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return nil, err
+	}
+	out := make(map[string]Entry, len(all))
+	for name, v := range all {
+		if name == "sample_spec" {
+			continue
+		}
+		var e Entry
+		dec := json.NewDecoder(bytes.NewReader(v))
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("model %q: %w", name, err)
+		}
+		if e.InputCostPerToken < 0 || e.OutputCostPerToken < 0 || e.CacheReadInputCost < 0 {
+			return nil, fmt.Errorf("model %q: a negative price", name)
+		}
+		if e.InputCostPerToken == 0 && e.OutputCostPerToken == 0 {
+			continue
+		}
+		out[name] = e
+	}
+	return out, nil
+}
+
+// Load reads a price table in LiteLLM's format from path (LiteLLM's own
+// model_prices_and_context_window.json works as it is): its models
+// override or extend the embedded table's, or replace the whole table
+// when replace is set. It is meant to be called once, before any call is
+// priced.
+func Load(path string, replace bool) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	more, err := parse(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	t := more
+	if !replace {
+		t = maps.Clone(*table.Load())
+		maps.Copy(t, more)
+	}
+	table.Store(&t)
+	return nil
+}
+
+// lookup returns the entry of model, else of the longest name in the table
+// of which model is a dated or tagged variant: the name, then "-" and a
+// digit, "@" or ":" (gpt-4o-2024-11-20 is gpt-4o, claude-sonnet-4-5-20250929
+// is claude-sonnet-4-5; o3-mini is not o3).
+func lookup(model string) (Entry, bool) {
+	t := *table.Load()
+	if e, ok := t[model]; ok {
+		return e, true
+	}
+	best, found := "", false
+	for name := range t {
+		if variantOf(model, name) && len(name) > len(best) {
+			best, found = name, true
+		}
+	}
+	return t[best], found
+}
+
+func variantOf(model, name string) bool {
+	rest, ok := strings.CutPrefix(model, name)
+	if !ok || rest == "" {
+		return false
+	}
+	switch rest[0] {
+	case '@', ':':
+		return true
+	case '-':
+		return len(rest) > 1 && rest[1] >= '0' && rest[1] <= '9'
+	}
+	return false
 }
 
 // Rate is what a model costs, in US dollars per million tokens, as Cost
@@ -48,22 +145,15 @@ type Rate struct {
 // RateOf is the rate Cost uses for model; known is false for a model
 // without one.
 func RateOf(model string) (r Rate, known bool) {
-	rt, ok := rateFor(model)
+	e, ok := lookup(model)
 	if !ok {
 		return Rate{}, false
 	}
-	return Rate{Input: rt.Input, Output: rt.Output, Cached: cmp.Or(rt.Cached, rt.Input)}, true
-}
-
-// rateFor returns the rate of the longest prefix of model in rates.
-func rateFor(model string) (rate, bool) {
-	best, found := "", false
-	for prefix := range rates {
-		if strings.HasPrefix(model, prefix) && len(prefix) > len(best) {
-			best, found = prefix, true
-		}
+	cached := e.CacheReadInputCost
+	if cached == 0 {
+		cached = e.InputCostPerToken
 	}
-	return rates[best], found
+	return Rate{Input: e.InputCostPerToken * 1e6, Output: e.OutputCostPerToken * 1e6, Cached: cached * 1e6}, true
 }
 
 // Cost is the price of one LLM call in US dollars: uncached input tokens,
@@ -75,22 +165,24 @@ func rateFor(model string) (rate, bool) {
 // differ: OpenAI's prompt (input) tokens include the cached ones, so
 // uncached input is Input minus Cached; Anthropic's input tokens exclude
 // cache reads, so uncached input is Input itself and Cached is added to
-// it. The rate table says which rule a model follows.
+// it. The table's litellm_provider says which rule a model follows.
+// Writing to Anthropic's cache (cache_creation_input_token_cost) is not
+// counted: the usage jukebox records does not tell those tokens apart.
 //
 // known is false for a model without a rate, including ""; usd is 0 then
 // and the caller must show the call as unpriced, never as free.
 func Cost(model string, u tapefmt.Usage) (usd float64, known bool) {
-	r, ok := rateFor(model)
+	e, ok := lookup(model)
 	if !ok {
 		return 0, false
 	}
-	cachedRate := r.Cached
-	if cachedRate == 0 {
-		cachedRate = r.Input
+	cached := e.CacheReadInputCost
+	if cached == 0 {
+		cached = e.InputCostPerToken
 	}
 	fresh := u.Input
-	if !r.CacheApart {
+	if !e.cacheApart() {
 		fresh = max(u.Input-u.Cached, 0)
 	}
-	return (float64(fresh)*r.Input + float64(u.Cached)*cachedRate + float64(u.Output)*r.Output) / 1e6, true
+	return float64(fresh)*e.InputCostPerToken + float64(u.Cached)*cached + float64(u.Output)*e.OutputCostPerToken, true
 }

@@ -2,6 +2,9 @@ package prices
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -32,5 +35,59 @@ func TestCost(t *testing.T) {
 		if ok != c.ok || math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("Cost(%q, %+v) = %v, %v; want %v, %v", c.model, c.u, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestVariants: a dated or tagged model is priced as its base model; a
+// different model whose name merely starts the same is not.
+func TestVariants(t *testing.T) {
+	for model, want := range map[string]string{
+		"gpt-4o-2024-11-20":          "gpt-4o",
+		"gpt-4o-mini-2024-07-18":     "gpt-4o-mini",
+		"claude-sonnet-4-5-20250929": "claude-sonnet-4-5",
+		"claude-opus-4-1-20250805":   "claude-opus-4-1",
+		"gpt-5.5-2026-04-23":         "gpt-5.5",
+		"o3-mini":                    "",
+		"gpt-4o-audio-preview":       "",
+	} {
+		got, known := RateOf(model)
+		base, baseKnown := RateOf(want)
+		if known != (want != "") || (known && (!baseKnown || got != base)) {
+			t.Errorf("%s: rate %+v (known %v), want %s's", model, got, known, want)
+		}
+	}
+}
+
+// TestLoad: a table in LiteLLM's format extends and overrides the
+// embedded one, or replaces it; a malformed one is an error naming it.
+func TestLoad(t *testing.T) {
+	t.Cleanup(func() { // back to the embedded table
+		tb, _ := parse(embedded)
+		table.Store(&tb)
+	})
+	path := filepath.Join(t.TempDir(), "prices.json")
+	os.WriteFile(path, []byte(`{"sample_spec": {"input_cost_per_token": 0}, "my-local-llama": {"input_cost_per_token": 1e-07, "output_cost_per_token": 2e-07, "litellm_provider": "ollama"},
+		"gpt-4o": {"input_cost_per_token": 1e-06, "output_cost_per_token": 1e-06}}`), 0o644)
+	if err := Load(path, false); err != nil {
+		t.Fatal(err)
+	}
+	if usd, ok := Cost("my-local-llama", tapefmt.Usage{Input: 1e6, Output: 1e6}); !ok || math.Abs(usd-0.3) > 1e-9 {
+		t.Errorf("an added model: %v %v", usd, ok)
+	}
+	if usd, _ := Cost("gpt-4o", tapefmt.Usage{Input: 1e6}); math.Abs(usd-1) > 1e-9 {
+		t.Errorf("an overridden model: %v", usd)
+	}
+	if _, ok := Cost("claude-haiku-4-5", tapefmt.Usage{Input: 1}); !ok {
+		t.Error("extending dropped the embedded models")
+	}
+	if err := Load(path, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := Cost("claude-haiku-4-5", tapefmt.Usage{Input: 1}); ok {
+		t.Error("replacing kept the embedded models")
+	}
+	os.WriteFile(path, []byte(`{"m": {"input_cost_per_token": "cheap"}}`), 0o644)
+	if err := Load(path, false); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("a malformed table: %v", err)
 	}
 }

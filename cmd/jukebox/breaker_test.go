@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +75,38 @@ func TestBreakerFlags(t *testing.T) {
 		if _, err := os.Stat(ran); err == nil {
 			t.Fatalf("%v: the agent ran", c.args)
 		}
+	}
+}
+
+// TestPricesFlag: --prices (or JUKEBOX_PRICES) prices what the built-in
+// table does not know, for cost and ls alike; a file that is not a price
+// table is exit 2.
+func TestPricesFlag(t *testing.T) {
+	dir := sampleTapes(t)
+	tape := filepath.Join(dir, "agent-run.jbx")
+	table := filepath.Join(t.TempDir(), "prices.json")
+	must(t, os.WriteFile(table, []byte(`{"gpt-4o-mini": {"input_cost_per_token": 0.001, "output_cost_per_token": 0.001, "litellm_provider": "openai"}}`), 0o644))
+	before, _ := wantCode(t, ExitOK, "cost", "--json", tape)
+	after, _ := wantCode(t, ExitOK, "--prices", table, "cost", "--json", tape)
+	var b, a struct {
+		Total struct {
+			Cost float64 `json:"cost_usd"`
+		} `json:"total"`
+	}
+	must(t, json.Unmarshal([]byte(before), &b))
+	must(t, json.Unmarshal([]byte(after), &a))
+	if a.Total.Cost <= b.Total.Cost {
+		t.Errorf("--prices did not change the bill: $%v then $%v", b.Total.Cost, a.Total.Cost)
+	}
+	t.Setenv("JUKEBOX_PRICES", table)
+	out, _ := wantCode(t, ExitOK, "ls", "--json", dir)
+	if !strings.Contains(out, fmt.Sprintf(`"cost_usd": %v`, a.Total.Cost)) {
+		t.Errorf("ls with JUKEBOX_PRICES does not say $%v:\n%s", a.Total.Cost, out)
+	}
+	t.Setenv("JUKEBOX_PRICES", "")
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	must(t, os.WriteFile(bad, []byte(`[1, 2]`), 0o644))
+	if _, errs := wantCode(t, ExitUsage, "--prices", bad, "cost", tape); !strings.Contains(errs, bad) {
+		t.Errorf("a bad table: %s", errs)
 	}
 }

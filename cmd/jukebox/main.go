@@ -10,6 +10,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/jukebox-os/jukebox/prices"
 	"github.com/jukebox-os/jukebox/sandbox"
 )
 
@@ -18,7 +19,23 @@ var version = "0.2.0-dev"
 
 // Globals are the flags every command shares.
 type Globals struct {
-	Version kong.VersionFlag `help:"Print the version and exit."`
+	Version       kong.VersionFlag `help:"Print the version and exit."`
+	Prices        string           `type:"existingfile" env:"JUKEBOX_PRICES" placeholder:"FILE" help:"Model prices in LiteLLM's format (model_prices_and_context_window.json, dollars per token): its models override or extend the built-in table for every cost jukebox shows or limits."`
+	PricesReplace bool             `help:"With --prices: use the file's models alone, not the built-in table as well."`
+}
+
+// AfterApply loads --prices before any command prices a call.
+func (g *Globals) AfterApply() error {
+	if g.Prices == "" {
+		if g.PricesReplace {
+			return fmt.Errorf("--prices-replace needs --prices FILE")
+		}
+		return nil
+	}
+	if err := prices.Load(g.Prices, g.PricesReplace); err != nil {
+		return fmt.Errorf("--prices %w", err)
+	}
+	return nil
 }
 
 // CLI is the whole command line; each command lives in its own file.
