@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,35 +77,45 @@ func TestBreakerFlags(t *testing.T) {
 	}
 }
 
-// TestPricesFlag: --prices (or JUKEBOX_PRICES) prices what the built-in
-// table does not know, for cost and ls alike; a file that is not a price
-// table is exit 2.
+// TestPricesFlag: --prices (or JUKEBOX_PRICES) prices calls by a table of
+// the user's, for cost and ls alike; a file that is not a price table is
+// exit 2. The price table is the process's: each run is a process of its
+// own here, so that no other test sees it.
 func TestPricesFlag(t *testing.T) {
+	t.Parallel()
 	dir := sampleTapes(t)
 	tape := filepath.Join(dir, "agent-run.jbx")
 	table := filepath.Join(t.TempDir(), "prices.json")
 	must(t, os.WriteFile(table, []byte(`{"gpt-4o-mini": {"input_cost_per_token": 0.001, "output_cost_per_token": 0.001, "litellm_provider": "openai"}}`), 0o644))
-	before, _ := wantCode(t, ExitOK, "cost", "--json", tape)
-	after, _ := wantCode(t, ExitOK, "--prices", table, "cost", "--json", tape)
-	var b, a struct {
-		Total struct {
-			Cost float64 `json:"cost_usd"`
-		} `json:"total"`
+	jukebox := func(env []string, args ...string) (string, int) {
+		cmd := jukeboxCmd(t.Context(), dir, args...)
+		cmd.Env = append(cmd.Env, env...)
+		var errs strings.Builder
+		cmd.Stderr = &errs
+		out, _ := cmd.Output()
+		return string(out) + errs.String(), cmd.ProcessState.ExitCode()
 	}
-	must(t, json.Unmarshal([]byte(before), &b))
-	must(t, json.Unmarshal([]byte(after), &a))
-	if a.Total.Cost <= b.Total.Cost {
-		t.Errorf("--prices did not change the bill: $%v then $%v", b.Total.Cost, a.Total.Cost)
+	total := func(out string) float64 {
+		var bill struct {
+			Total struct {
+				Cost float64 `json:"cost_usd"`
+			} `json:"total"`
+		}
+		must(t, json.Unmarshal([]byte(out), &bill))
+		return bill.Total.Cost
 	}
-	t.Setenv("JUKEBOX_PRICES", table)
-	out, _ := wantCode(t, ExitOK, "ls", "--json", dir)
-	if !strings.Contains(out, fmt.Sprintf(`"cost_usd": %v`, a.Total.Cost)) {
-		t.Errorf("ls with JUKEBOX_PRICES does not say $%v:\n%s", a.Total.Cost, out)
+	before, _ := jukebox(nil, "cost", "--json", tape)
+	after, code := jukebox(nil, "--prices", table, "cost", "--json", tape)
+	if code != 0 || total(after) != 1.98 || total(before) >= total(after) {
+		t.Errorf("--prices: the bill was $%v and is $%v (exit %d), want $1.98 (1,980 tokens at $0.001)", total(before), total(after), code)
 	}
-	t.Setenv("JUKEBOX_PRICES", "")
+	out, _ := jukebox([]string{"JUKEBOX_PRICES=" + table}, "ls", "--json", ".")
+	if !strings.Contains(out, `"cost_usd": 1.98`) {
+		t.Errorf("ls with JUKEBOX_PRICES:\n%s", out)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	must(t, os.WriteFile(bad, []byte(`[1, 2]`), 0o644))
-	if _, errs := wantCode(t, ExitUsage, "--prices", bad, "cost", tape); !strings.Contains(errs, bad) {
-		t.Errorf("a bad table: %s", errs)
+	if out, code := jukebox(nil, "--prices", bad, "cost", tape); code != ExitUsage || !strings.Contains(out, bad) {
+		t.Errorf("a bad table: exit %d: %s", code, out)
 	}
 }

@@ -22,14 +22,6 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// jukeboxCmd is this test binary running jukebox's main with args in dir.
-func jukeboxCmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1")
-	cmd.Dir = dir
-	return cmd
-}
-
 func requireConfinedBooth(t *testing.T) {
 	t.Helper()
 	if caps := sandbox.Probe(t.Context(), t.TempDir()); !caps.Overlay {

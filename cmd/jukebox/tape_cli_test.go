@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -50,6 +52,14 @@ func jb(t *testing.T, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := run(t.Context(), args, &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("")})
 	return code, out.String(), errb.String()
+}
+
+// jukeboxCmd is this test binary running jukebox's main with args in dir.
+func jukeboxCmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	cmd.Dir = dir
+	return cmd
 }
 
 func must(t *testing.T, err error) {
