@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,8 +89,9 @@ type proxy struct {
 	liveErr    atomic.Pointer[string]
 
 	mu       sync.Mutex
-	steps    bool // a call has been made: the next one closes a step
-	inflight int  // calls recorded but not yet answered
+	steps    bool            // a call has been made: the next one closes a step
+	inflight int             // calls recorded but not yet answered
+	unpriced map[string]bool // models of recorded calls that used tokens at no known price
 	onEvent  func(Event)
 }
 
@@ -99,7 +101,7 @@ func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, err
 	if err != nil {
 		return nil, fmt.Errorf("engine: proxy listen: %w", err)
 	}
-	p := &proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent}
+	p := &proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent, unpriced: map[string]bool{}}
 	p.control = controlHandler(p)
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
@@ -294,7 +296,13 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 		x.respSeq = seq
 		body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
 		model := func() string { return llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model }
-		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: llmwire.ResponseUsage(&a.resp, body, model)})
+		c := llmwire.ResponseUsage(&a.resp, body, model)
+		if c.Unpriced() {
+			p.mu.Lock()
+			p.unpriced[cmp.Or(c.Model, "?")] = true
+			p.mu.Unlock()
+		}
+		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: c})
 	}
 }
 

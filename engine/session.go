@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -96,6 +98,10 @@ type Result struct {
 	LiveError  string `json:"live_error,omitempty"`
 	// Breaker is the circuit breaker's trip, when it stopped the run.
 	Breaker *tapefmt.BreakerTrip `json:"breaker,omitempty"`
+	// Unpriced are the models of calls on the tape that used tokens at no
+	// known price ("?" for calls that name none): their cost is unknown,
+	// not zero.
+	Unpriced []string `json:"unpriced_models,omitempty"`
 }
 
 // session is what Record and Replay share: a tape to write, a proxy, a child.
@@ -262,6 +268,9 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 	}
 	s.proxy.Close()
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
+	s.proxy.mu.Lock()
+	res.Unpriced = slices.Sorted(maps.Keys(s.proxy.unpriced))
+	s.proxy.mu.Unlock()
 	if res.LiveFailed = int(s.proxy.liveFailed.Load()); res.LiveFailed > 0 {
 		res.LiveError = *s.proxy.liveErr.Load()
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
 )
@@ -20,6 +21,10 @@ func networkNotes(w io.Writer, res *engine.Result) {
 		fmt.Fprintln(w, "jukebox: note: the agent made no model call through jukebox. If it does call a model, its client "+
 			"ignores OPENAI_BASE_URL / ANTHROPIC_BASE_URL (a hard-coded base URL, or another provider): those calls "+
 			"are not on the tape and would not replay offline; `--booth --net none` refuses and lists them.")
+	}
+	if len(res.Unpriced) > 0 {
+		fmt.Fprintf(w, "jukebox: note: no price for %s: those calls' cost is unknown (+? in ls and cost); "+
+			"give prices with --prices FILE (LiteLLM's format)\n", strings.Join(res.Unpriced, ", "))
 	}
 	if res.LiveFailed > 0 {
 		fmt.Fprintf(w, "jukebox: note: %d live calls never reached their upstream, the first with: %s\n"+

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // TestQuietSDKs: replay switches the SDKs' own traces and telemetry off in
@@ -53,5 +55,22 @@ func TestQuietSDKsListed(t *testing.T) {
 		if !strings.Contains(string(readme), "`"+q.Name+"="+q.Value+"`") {
 			t.Errorf("README does not list %s=%s", q.Name, q.Value)
 		}
+	}
+}
+
+// TestUnpricedModelNote: a run whose calls use a model without a price
+// says so, and --json names it: its cost is unknown, not zero.
+func TestUnpricedModelNote(t *testing.T) {
+	py := testenv.RequirePython(t)
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	agent := `import json, os, urllib.request
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=json.dumps({"model": "my-local-llama",
+    "messages": [{"role": "user", "content": "hi"}]}).encode(), headers={"Content-Type": "application/json", "Authorization": "Bearer x"})
+print(json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"])`
+	out, errs := wantCode(t, ExitOK, "record", "--json", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", filepath.Join(t.TempDir(), "u.jbx"), "--", py, "-c", agent)
+	if !strings.Contains(errs, "no price for my-local-llama") || !strings.Contains(out, `"unpriced_models": [`) {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out, errs)
 	}
 }
