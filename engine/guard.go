@@ -42,13 +42,8 @@ func newGuard(l breaker.Limits, trip func(*breaker.Trip), stop func()) *guard {
 func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64) (tapefmt.LLMResponse, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var results []breaker.ToolResult
-	for _, r := range llmwire.RequestToolResults(x.body) {
-		results = append(results, breaker.ToolResult(r))
-	}
-	ri := llmwire.ParseRequestInfo(x.body)
-	t := g.b.Before(x.req.Header.Get(llmwire.AgentHeader), breaker.Call{Seq: seq, Model: ri.Model, InputTokens: breaker.EstimateTokens(x.body),
-		MaxOutput: llmwire.RequestMaxOutput(x.body), Results: results})
+	model := llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model
+	t := g.b.Before(x.req.Header.Get(llmwire.AgentHeader), callOf(seq, model, x.req.Header, x.body))
 	if t == nil {
 		return tapefmt.LLMResponse{}, false
 	}
@@ -68,12 +63,8 @@ func (g *guard) after(x *exchange, a answer, seq uint64) {
 	if g.fired {
 		return
 	}
-	text, uses := llmwire.ResponseAnswer(llmwire.DecodeBody(a.resp.Header, a.body).Text)
-	calls := make([]breaker.ToolUse, len(uses))
-	for i, u := range uses {
-		calls[i] = breaker.ToolUse(u)
-	}
-	if t := g.b.After(x.req.Header.Get(llmwire.AgentHeader), breaker.Answer{Seq: seq, Model: a.resp.Model, Usage: a.resp.Usage, Text: text, ToolCalls: calls, At: time.Now()}); t != nil {
+	model := func() string { return llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model }
+	if t := g.b.After(x.req.Header.Get(llmwire.AgentHeader), answerOf(seq, &a.resp, a.body, model, time.Now())); t != nil {
 		g.fire(t)
 		if g.timer == nil {
 			g.timer = time.AfterFunc(tripGrace, g.stop)

@@ -109,9 +109,14 @@ func evidenceText(frames []uint64) string {
 	if len(frames) == 0 {
 		return ""
 	}
+	return " (frames " + FrameList(frames) + ")"
+}
+
+// FrameList lists frame numbers: "3, 4, 9".
+func FrameList(frames []uint64) string {
 	parts := make([]string, len(frames))
 	for i, f := range frames {
 		parts[i] = fmt.Sprint(f)
 	}
-	return " (frames " + strings.Join(parts, ", ") + ")"
+	return strings.Join(parts, ", ")
 }

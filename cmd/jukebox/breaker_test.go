@@ -119,3 +119,30 @@ func TestPricesFlag(t *testing.T) {
 		t.Errorf("a bad table: exit %d: %s", code, out)
 	}
 }
+
+// TestBreakerCheck: jukebox breaker says whether a recorded run would
+// have tripped under given limits: exit 7 with where and why, or exit 0;
+// no limit at all is exit 2.
+func TestBreakerCheck(t *testing.T) {
+	dir := sampleTapes(t)
+	tape := filepath.Join(dir, "agent-run.jbx")
+	out, _ := wantCode(t, ExitOK, "breaker", "--max-cost", "1", tape)
+	if !strings.Contains(out, "would not trip") {
+		t.Errorf("a cap the run stays within: %s", out)
+	}
+	out, _ = wantCode(t, ExitTripped, "breaker", "--json", "--max-cost", "0.0001", tape)
+	checkShape(t, jsonDoc(t), "breaker", out, map[string]map[string]bool{})
+	var res struct {
+		Tripped bool `json:"tripped"`
+		Breaker struct {
+			Rule string `json:"rule"`
+		} `json:"breaker"`
+	}
+	must(t, json.Unmarshal([]byte(out), &res))
+	if !res.Tripped || res.Breaker.Rule != "cost" {
+		t.Errorf("a cap the run passes: %s", out)
+	}
+	if _, errs := wantCode(t, ExitUsage, "breaker", tape); !strings.Contains(errs, "no limit to check") {
+		t.Errorf("no limit: %s", errs)
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
+)
+
+// BreakerCmd runs a recorded run through the circuit breaker's limits.
+type BreakerCmd struct {
+	Tape string `arg:"" type:"existingfile" help:"The tape of a recorded run."`
+	breakerFlags
+	JSON bool `help:"Print the outcome as JSON."`
+}
+
+// Validate needs at least one limit, and limits that make sense.
+func (c *BreakerCmd) Validate() error {
+	l, err := c.limits()
+	if err != nil {
+		return err
+	}
+	if l.Empty() {
+		return fmt.Errorf("no limit to check: give --max-cost, --max-velocity, --max-repeat or --breaker-config")
+	}
+	return nil
+}
+
+// breakerCheck is the JSON outcome.
+type breakerCheck struct {
+	Tape    string        `json:"tape"`
+	Tripped bool          `json:"tripped"`
+	Breaker *breaker.Trip `json:"breaker,omitempty"`
+}
+
+// Run says whether, where and why the run would have tripped: exit 7 when
+// it would, so that CI can hold recorded runs to limits.
+func (c *BreakerCmd) Run(env *Env) error {
+	l, err := c.limits()
+	if err != nil {
+		return err
+	}
+	t, err := tapefmt.Open(c.Tape)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	trip, err := engine.CheckBreaker(t, l)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Tape, err)
+	}
+	if c.JSON {
+		if err := writeJSON(env.Stdout, breakerCheck{Tape: c.Tape, Tripped: trip != nil, Breaker: trip}); err != nil {
+			return err
+		}
+	} else if trip == nil {
+		fmt.Fprintf(env.Stdout, "%s would not trip under these limits\n", c.Tape)
+	} else {
+		fmt.Fprintf(env.Stdout, "%s would trip at frame %d (%s): %s\n  cost $%.4f, %d tokens so far; evidence: frames %s\n",
+			c.Tape, trip.Evidence[len(trip.Evidence)-1], trip.Rule, timeline.OneLine(trip.Reason, 0), trip.Cost, trip.Tokens, timeline.FrameList(trip.Evidence))
+	}
+	if trip != nil {
+		return withCode(ExitTripped, errSilent)
+	}
+	return nil
+}

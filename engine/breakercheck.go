@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/llmwire"
+	"github.com/jukebox-os/jukebox/prices"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// CheckBreaker runs a recorded run's model calls, in their order on the
+// tape, through a breaker with limits l, as the recorder would have seen
+// them: the trip it would have made, or nil. Times are the tape's, so
+// velocities hold as they did. It is for choosing limits on real runs
+// before setting them (`jukebox breaker`).
+func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
+	b := breaker.NewSet(l, prices.Cost)
+	type request struct {
+		model, agent string
+	}
+	reqs := map[uint64]request{}
+	start := t.Created()
+	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse) {
+		if err != nil {
+			return nil, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return nil, err
+		}
+		switch p := p.(type) {
+		case *tapefmt.LLMRequest:
+			body, err := blobOf(t, p.Body)
+			if err != nil {
+				return nil, err
+			}
+			agent := p.Header.Get(llmwire.AgentHeader)
+			reqs[p.Call] = request{model: p.Model, agent: agent}
+			if trip := b.Before(agent, callOf(f.Seq, p.Model, p.Header, body)); trip != nil {
+				return trip, nil
+			}
+		case *tapefmt.LLMResponse:
+			r := reqs[p.Call]
+			body, err := blobOf(t, p.Body)
+			if err != nil {
+				return nil, err
+			}
+			if trip := b.After(r.agent, answerOf(f.Seq, p, body, func() string { return r.model }, start.Add(f.Time))); trip != nil {
+				return trip, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// blobOf reads a blob, or nothing for a frame that names none.
+func blobOf(t *tapefmt.Tape, h tapefmt.Hash) ([]byte, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	return t.Blob(h)
+}
+
+// callOf is a model call as the breaker sees it before it goes out, from
+// its request: the tool results it carries, its size, the output it asks
+// for.
+func callOf(seq uint64, model string, h http.Header, body []byte) breaker.Call {
+	text := llmwire.DecodeBody(h, body).Text
+	var results []breaker.ToolResult
+	for _, r := range llmwire.RequestToolResults(text) {
+		results = append(results, breaker.ToolResult(r))
+	}
+	return breaker.Call{Seq: seq, Model: model, InputTokens: breaker.EstimateTokens(text),
+		MaxOutput: llmwire.RequestMaxOutput(text), Results: results}
+}
+
+// answerOf is an answer as the breaker sees it: its usage and model as
+// every view finds them (llmwire.ResponseUsage; requestModel when it names
+// none), what it said and the tools it called.
+func answerOf(seq uint64, resp *tapefmt.LLMResponse, body []byte, requestModel func() string, at time.Time) breaker.Answer {
+	c := llmwire.ResponseUsage(resp, func(tapefmt.Hash) ([]byte, error) { return body, nil }, requestModel)
+	text, uses := llmwire.ResponseAnswer(llmwire.DecodeBody(resp.Header, body).Text)
+	calls := make([]breaker.ToolUse, len(uses))
+	for i, u := range uses {
+		calls[i] = breaker.ToolUse(u)
+	}
+	return breaker.Answer{Seq: seq, Model: c.Model, Usage: c.Usage, Text: text, ToolCalls: calls, At: at}
+}
