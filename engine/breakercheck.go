@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -22,7 +23,8 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 	}
 	reqs := map[uint64]request{}
 	start := t.Created()
-	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse) {
+	lastTurn := ""
+	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindAgentTurn) {
 		if err != nil {
 			return nil, err
 		}
@@ -31,12 +33,14 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 			return nil, err
 		}
 		switch p := p.(type) {
+		case *tapefmt.AgentTurn:
+			lastTurn = cmp.Or(p.Agent, lastTurn)
 		case *tapefmt.LLMRequest:
 			body, err := blobOf(t, p.Body)
 			if err != nil {
 				return nil, err
 			}
-			agent := p.Header.Get(llmwire.AgentHeader)
+			agent := llmwire.AgentOf(p.Header, lastTurn)
 			reqs[p.Call] = request{model: p.Model, agent: agent}
 			if trip := b.Before(agent, callOf(f.Seq, p.Model, p.Header, body)); trip != nil {
 				return trip, nil

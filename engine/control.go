@@ -36,6 +36,9 @@ func controlFrame[T tapefmt.Payload](p *proxy) http.HandlerFunc {
 			apiError(w, http.StatusBadRequest, "jukebox: "+err.Error())
 			return
 		}
+		if t, ok := any(v).(tapefmt.AgentTurn); ok && t.Agent != "" {
+			p.agent.Store(&t.Agent) // the agent of the calls that follow without a header
+		}
 		var seq uint64
 		if p.tape != nil {
 			var err error

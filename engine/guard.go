@@ -39,11 +39,11 @@ func newGuard(l breaker.Limits, trip func(*breaker.Trip), stop func()) *guard {
 
 // before checks a live call; true means it was refused with an error the
 // agent's SDK surfaces and does not retry, and the agent is being stopped.
-func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64) (tapefmt.LLMResponse, bool) {
+func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent string) (tapefmt.LLMResponse, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	model := llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model
-	t := g.b.Before(x.req.Header.Get(llmwire.AgentHeader), callOf(seq, model, x.req.Header, x.body))
+	t := g.b.Before(agent, callOf(seq, model, x.req.Header, x.body))
 	if t == nil {
 		return tapefmt.LLMResponse{}, false
 	}
@@ -57,14 +57,14 @@ func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64) (tapefmt.
 }
 
 // after counts a live call's answer.
-func (g *guard) after(x *exchange, a answer, seq uint64) {
+func (g *guard) after(x *exchange, a answer, seq uint64, agent string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.fired {
 		return
 	}
 	model := func() string { return llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model }
-	if t := g.b.After(x.req.Header.Get(llmwire.AgentHeader), answerOf(seq, &a.resp, a.body, model, time.Now())); t != nil {
+	if t := g.b.After(agent, answerOf(seq, &a.resp, a.body, model, time.Now())); t != nil {
 		g.fire(t)
 		if g.timer == nil {
 			g.timer = time.AfterFunc(tripGrace, g.stop)

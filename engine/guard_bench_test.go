@@ -38,10 +38,10 @@ func BenchmarkGuardStreamedAnswer(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		x := &exchange{req: req, path: "/v1/chat/completions", body: reqBody}
-		if _, refused := g.before(w, x, uint64(2*i)); refused {
+		if _, refused := g.before(w, x, uint64(2*i), ""); refused {
 			b.Fatal("tripped")
 		}
-		g.after(x, a, uint64(2*i+1))
+		g.after(x, a, uint64(2*i+1), "")
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*chunks), "ns/chunk")
 }

@@ -79,6 +79,9 @@ type proxy struct {
 	calls   atomic.Uint64
 	control http.Handler
 	guard   *guard // the circuit breaker, nil without limits
+	// agent is the agent of the latest agent turn reported through the
+	// control API: the agent of calls that carry no X-Jukebox-Agent.
+	agent atomic.Pointer[string]
 
 	conns atomic.Uint64 // connections accepted
 
@@ -101,7 +104,7 @@ func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, err
 	if err != nil {
 		return nil, fmt.Errorf("engine: proxy listen: %w", err)
 	}
-	p := &proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent, unpriced: map[string]bool{}}
+	p := &proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent}
 	p.control = controlHandler(p)
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
@@ -161,7 +164,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	live := x.served == nil && x.div == nil // not answered from a tape
 	if p.guard != nil && live {
-		if resp, refused := p.guard.before(w, x, x.reqSeq); refused {
+		if resp, refused := p.guard.before(w, x, x.reqSeq, p.agentOf(x)); refused {
 			p.recordResponse(x, answer{resp: resp})
 			putBody(buf)
 			return
@@ -175,7 +178,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.recordResponse(x, a)
 	if p.guard != nil && a.live {
-		p.guard.after(x, a, x.respSeq)
+		p.guard.after(x, a, x.respSeq, p.agentOf(x))
 	}
 	if !a.live {
 		putBody(buf)
@@ -299,6 +302,9 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 		c := llmwire.ResponseUsage(&a.resp, body, model)
 		if c.Unpriced() {
 			p.mu.Lock()
+			if p.unpriced == nil {
+				p.unpriced = map[string]bool{}
+			}
 			p.unpriced[cmp.Or(c.Model, "?")] = true
 			p.mu.Unlock()
 		}
@@ -318,4 +324,14 @@ func apiError(w http.ResponseWriter, status int, msg string) {
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"type": "error",
 		"error": map[string]string{"type": "jukebox_error", "message": msg}})
+}
+
+// agentOf names the agent of a call: its X-Jukebox-Agent header, else the
+// agent of the latest turn reported through the control API, else "".
+func (p *proxy) agentOf(x *exchange) string {
+	last := ""
+	if a := p.agent.Load(); a != nil {
+		last = *a
+	}
+	return llmwire.AgentOf(x.req.Header, last)
 }

@@ -1,13 +1,22 @@
 package llmwire
 
 import (
+	"cmp"
 	"encoding/json"
+	"net/http"
 )
 
 // AgentHeader is the request header that names the agent a model call
-// comes from in a multi-agent run: `jukebox cost --by agent` groups by it
-// and the circuit breaker keeps per-agent limits by it.
+// comes from in a multi-agent run (AgentOf): `jukebox cost --by agent`
+// groups by it and the circuit breaker keeps per-agent limits by it.
 const AgentHeader = "X-Jukebox-Agent"
+
+// AgentOf names the agent of a call: its AgentHeader, else lastTurn, the
+// agent of the latest turn the run reported through jukebox's control API
+// (an agent.turn frame), else "".
+func AgentOf(h http.Header, lastTurn string) string {
+	return cmp.Or(h.Get(AgentHeader), lastTurn)
+}
 
 // ToolUse is a tool call a model made: its id, the tool and the arguments
 // (JSON, as the model wrote them).

@@ -13,7 +13,7 @@ import (
 // Bill groupings.
 const (
 	ByModel = "model"
-	ByAgent = "agent" // the X-Jukebox-Agent header of the request
+	ByAgent = "agent" // llmwire.AgentOf: the X-Jukebox-Agent header, else the latest agent turn
 	ByStep  = "step"
 )
 
@@ -48,8 +48,8 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 		step         int
 	}
 	reqs := map[uint64]req{}
-	step := 0
-	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindStep) {
+	step, lastTurn := 0, ""
+	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindStep, tapefmt.KindAgentTurn) {
 		if err != nil {
 			return b, err
 		}
@@ -60,8 +60,10 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 		switch p := p.(type) {
 		case *tapefmt.Step:
 			step++
+		case *tapefmt.AgentTurn:
+			lastTurn = cmp.Or(p.Agent, lastTurn)
 		case *tapefmt.LLMRequest:
-			reqs[p.Call] = req{model: p.Model, agent: p.Header.Get(llmwire.AgentHeader), step: step}
+			reqs[p.Call] = req{model: p.Model, agent: llmwire.AgentOf(p.Header, lastTurn), step: step}
 		case *tapefmt.LLMResponse:
 			r := reqs[p.Call]
 			c := llmwire.ResponseUsage(p, t.Blob, func() string { return r.model })
