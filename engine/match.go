@@ -129,12 +129,7 @@ func (m *Matcher) call(seq uint64) *Call {
 	return nil
 }
 
-func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) {
-	if h.IsZero() {
-		return nil, nil
-	}
-	return m.tape.Blob(h)
-}
+func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) { return blobOf(m.tape, h) }
 
 // Match finds the recorded call for a live request, or describes how the
 // request diverges from what the tape expected next. A body sent byte for

@@ -300,8 +300,7 @@ func ResponseText(body []byte) string {
 // assembly collects a response's text and tool calls (by stream index).
 type assembly struct {
 	text  strings.Builder
-	calls map[int]*wireItem
-	order []int
+	calls byIndex[wireItem]
 	whole []string // items of a whole body or a Responses response.completed event
 }
 
@@ -341,7 +340,7 @@ func (a *assembly) event(ev wireOutput) {
 		a.text.WriteString(s)
 	case "response.output_item.done":
 		if ev.Item != nil && ev.Item.Type == "function_call" {
-			*a.call(len(a.order)) = *ev.Item
+			*a.call(len(a.calls.order)) = *ev.Item
 		}
 	case "content_block_start":
 		if ev.ContentBlock != nil && ev.ContentBlock.Type == "tool_use" {
@@ -356,16 +355,35 @@ func (a *assembly) event(ev wireOutput) {
 	}
 }
 
-func (a *assembly) call(i int) *wireItem {
-	if a.calls == nil {
-		a.calls = map[int]*wireItem{}
+func (a *assembly) call(i int) *wireItem { return a.calls.at(i) }
+
+// byIndex holds the pieces of a stream's items by their index, in the
+// order the indexes first came.
+type byIndex[T any] struct {
+	items map[int]*T
+	order []int
+}
+
+// at is the item of index i, made empty the first time.
+func (b *byIndex[T]) at(i int) *T {
+	if b.items == nil {
+		b.items = map[int]*T{}
 	}
-	c, ok := a.calls[i]
+	it, ok := b.items[i]
 	if !ok {
-		c = &wireItem{}
-		a.calls[i], a.order = c, append(a.order, i)
+		it = new(T)
+		b.items[i], b.order = it, append(b.order, i)
 	}
-	return c
+	return it
+}
+
+// all are the items in order.
+func (b *byIndex[T]) all() []*T {
+	out := make([]*T, len(b.order))
+	for n, i := range b.order {
+		out[n] = b.items[i]
+	}
+	return out
 }
 
 // String is the text, then one "→ name arguments" line per tool call; a
@@ -374,8 +392,8 @@ func (a *assembly) String() string {
 	parts := a.whole
 	if len(parts) == 0 {
 		parts = []string{a.text.String()}
-		for _, i := range a.order {
-			parts = append(parts, "→ "+a.calls[i].Name+" "+a.calls[i].Arguments)
+		for _, c := range a.calls.all() {
+			parts = append(parts, "→ "+c.Name+" "+c.Arguments)
 		}
 	}
 	var out []string

@@ -62,21 +62,10 @@ func ResponseAnswer(body []byte) (text string, calls []ToolUse) {
 // pieces by index.
 type toolCollector struct {
 	whole    []ToolUse
-	streamed map[int]*ToolUse
-	order    []int
+	streamed byIndex[ToolUse]
 }
 
-func (c *toolCollector) at(i int) *ToolUse {
-	if c.streamed == nil {
-		c.streamed = map[int]*ToolUse{}
-	}
-	u, ok := c.streamed[i]
-	if !ok {
-		u = &ToolUse{}
-		c.streamed[i], c.order = u, append(c.order, i)
-	}
-	return u
-}
+func (c *toolCollector) at(i int) *ToolUse { return c.streamed.at(i) }
 
 func (c *toolCollector) add(ev wireOutput) {
 	if ev.Type == "response.completed" && ev.Response != nil {
@@ -137,8 +126,8 @@ func (c *toolCollector) calls() []ToolUse {
 		return uniqueByID(c.whole)
 	}
 	var out []ToolUse
-	for _, i := range c.order {
-		if u := c.streamed[i]; u.Name != "" {
+	for _, u := range c.streamed.all() {
+		if u.Name != "" {
 			out = append(out, *u)
 		}
 	}
