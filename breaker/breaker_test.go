@@ -284,3 +284,43 @@ func TestAgentLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackLimits: a track (a named run) has limits of its own, which
+// replace the run-wide ones key by key for runs of that name; its agents
+// join the run-wide agents. Any other run gets the run-wide limits.
+func TestTrackLimits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tracks.json")
+	os.WriteFile(path, []byte(`{"max_cost_usd": 1, "max_repeat": 3, "unknown_model_rate": 2,
+		"agents": {"planner": {"max_cost_usd": 0.2}, "coder": {"max_repeat": 5}},
+		"tracks": {"invoice-agent": {"max_cost_usd": 0.5, "agents": {"coder": {"max_cost_usd": 0.1}}}}}`), 0o644)
+	l, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := l.Track("invoice-agent")
+	if tr.MaxCost != 0.5 || tr.MaxRepeat != 3 || tr.UnknownModelRate != 2 || tr.Tracks != nil {
+		t.Errorf("the track's cap over the run's, the rest kept: %+v", tr)
+	}
+	if tr.Agents["planner"].MaxCost != 0.2 || tr.Agents["coder"].MaxCost != 0.1 || tr.Agents["coder"].MaxRepeat != 0 || tr.Agents["coder"].UnknownModelRate != 2 {
+		t.Errorf("agents: the track's replace the run's by name: %+v", tr.Agents)
+	}
+	if l.Agents["coder"].MaxRepeat != 5 {
+		t.Error("Track changed the run-wide limits it was called on")
+	}
+	other := l.Track("nightly")
+	if other.MaxCost != 1 || other.Tracks != nil || len(other.Agents) != 2 {
+		t.Errorf("a run with no track of its own: %+v", other)
+	}
+	if (Limits{Tracks: map[string]Limits{"x": {MaxCost: 1}}}).Empty() {
+		t.Error("a config with only a track is not empty")
+	}
+	for _, bad := range []string{`{"tracks": {"a": {"max_cost_usd": 0}}}`, `{"tracks": {"a": {"tracks": {}}}}`,
+		`{"tracks": {"a": {"agents": {"b": {"tracks": {}}}}}}`, `{"tracks": {"a": {"agents": {"b": {"max_repeat": 1}}}}}`} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, err := LoadConfig(path); err == nil {
+			t.Errorf("%s: no error", bad)
+		} else if !strings.Contains(err.Error(), `track "a"`) {
+			t.Errorf("%s: the error does not name the track: %v", bad, err)
+		}
+	}
+}

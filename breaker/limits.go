@@ -25,11 +25,56 @@ type Limits struct {
 	// by the name its requests carry (llmwire.AgentHeader); the run's
 	// limits hold for all of them together.
 	Agents map[string]Limits
+	// Tracks are limits for runs by their name (a track is a named agent
+	// run: record --name, or the script's name); Track applies them.
+	Tracks map[string]Limits
 }
 
-// Empty reports whether no limit is set, for the run or any agent.
+// Track is the limits for a run named name: the track's own keys replace
+// the run-wide ones, its agents join (and replace, by name) the run-wide
+// agents. A name with no track gets the run-wide limits.
+func (l Limits) Track(name string) Limits {
+	t, ok := l.Tracks[name]
+	out := l
+	out.Tracks = nil
+	if !ok {
+		return out
+	}
+	pick := func(dst *float64, v float64) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	pick(&out.MaxCost, t.MaxCost)
+	pick(&out.MaxTokensPerMin, t.MaxTokensPerMin)
+	pick(&out.MaxCostPerMin, t.MaxCostPerMin)
+	pick(&out.UnknownModelRate, t.UnknownModelRate)
+	if t.MaxRepeat != 0 {
+		out.MaxRepeat = t.MaxRepeat
+	}
+	if t.MaxSemanticRepeat != 0 {
+		out.MaxSemanticRepeat = t.MaxSemanticRepeat
+	}
+	if len(t.Agents) > 0 {
+		out.Agents = make(map[string]Limits, len(l.Agents)+len(t.Agents))
+		for n, a := range l.Agents {
+			out.Agents[n] = a
+		}
+		for n, a := range t.Agents {
+			out.Agents[n] = a
+		}
+	}
+	for n, a := range out.Agents {
+		a.UnknownModelRate = out.UnknownModelRate
+		out.Agents[n] = a
+	}
+	return out
+}
+
+// Empty reports whether no limit is set, for the run, any agent or any
+// track.
 func (l Limits) Empty() bool {
-	return l.own() && len(l.Agents) == 0
+	return l.own() && len(l.Agents) == 0 && len(l.Tracks) == 0
 }
 
 // own reports whether the limits of their own (not their agents') are
@@ -48,17 +93,20 @@ type config struct {
 	MaxSemanticRepeat *int              `json:"max_semantic_repeat"`
 	UnknownModelRate  *float64          `json:"unknown_model_rate"`
 	Agents            map[string]config `json:"agents"`
+	Tracks            map[string]config `json:"tracks"`
 }
 
 // LoadConfig reads a breaker config file (JSON):
 //
 //	{"max_cost_usd": 0.50, "max_tokens_per_min": 20000, "max_usd_per_min": 0.10,
 //	 "max_repeat": 3, "max_semantic_repeat": 3, "unknown_model_rate": 5,
-//	 "agents": {"planner": {"max_cost_usd": 0.10}, "coder": {"max_repeat": 4}}}
+//	 "agents": {"planner": {"max_cost_usd": 0.10}, "coder": {"max_repeat": 4}},
+//	 "tracks": {"invoice-agent": {"max_cost_usd": 2, "agents": {"planner": {"max_cost_usd": 0.5}}}}}
 //
 // An unknown key, a value that is not a positive number or a malformed
 // file is an error naming the file and the key. An agent's limits take
-// the same keys but agents and unknown_model_rate, which is the run's.
+// the same keys but agents, tracks and unknown_model_rate, which are the
+// run's; a track's take the same keys but tracks.
 func LoadConfig(path string) (Limits, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -70,15 +118,38 @@ func LoadConfig(path string) (Limits, error) {
 	if err := dec.Decode(&c); err != nil {
 		return Limits{}, fmt.Errorf("%s: %w", path, err)
 	}
-	l, err := c.limits(path)
+	l, err := c.run(path)
+	if err != nil {
+		return l, err
+	}
+	for name, t := range c.Tracks {
+		where := fmt.Sprintf("%s: track %q", path, name)
+		if t.Tracks != nil {
+			return Limits{}, fmt.Errorf("%s: tracks do not nest", where)
+		}
+		tl, err := t.run(where)
+		if err != nil {
+			return Limits{}, err
+		}
+		if l.Tracks == nil {
+			l.Tracks = map[string]Limits{}
+		}
+		l.Tracks[name] = tl
+	}
+	return l, nil
+}
+
+// run reads a run's level of the config: its own limits and its agents'.
+func (c config) run(where string) (Limits, error) {
+	l, err := c.limits(where)
 	if err != nil {
 		return l, err
 	}
 	for name, a := range c.Agents {
-		if a.Agents != nil || a.UnknownModelRate != nil {
-			return Limits{}, fmt.Errorf("%s: agent %q: agents and unknown_model_rate belong to the run", path, name)
+		if a.Agents != nil || a.Tracks != nil || a.UnknownModelRate != nil {
+			return Limits{}, fmt.Errorf("%s: agent %q: agents, tracks and unknown_model_rate belong to the run", where, name)
 		}
-		al, err := a.limits(fmt.Sprintf("%s: agent %q", path, name))
+		al, err := a.limits(fmt.Sprintf("%s: agent %q", where, name))
 		if err != nil {
 			return Limits{}, err
 		}

@@ -46,6 +46,16 @@ func TestRecordMaxRepeat(t *testing.T) {
 	if !strings.Contains(out, "TRIPPED (repeat)") || !strings.Contains(out, "TRIPPED loop: tool run_shell called with the same arguments") {
 		t.Errorf("ls:\n%s", out)
 	}
+	// A track: the config's limits for runs named "looper" hold a run of
+	// that name, with the run-wide limit far off.
+	cfg := filepath.Join(t.TempDir(), "tracks.json")
+	must(t, os.WriteFile(cfg, []byte(`{"max_repeat": 50, "tracks": {"looper": {"max_repeat": 2}}}`), 0o644))
+	out, _ = wantCode(t, ExitTripped, "record", "--json", "--name", "looper", "--breaker-config", cfg, "--upstream", "openai="+srv.OpenAIBaseURL(),
+		"-o", "track.jbx", "--", "node", filepath.Join(agents, "loop_agent.mjs"))
+	must(t, json.Unmarshal([]byte(out), &res))
+	if res.Breaker.Rule != "repeat" || len(res.Breaker.Evidence) != 4 {
+		t.Errorf("the track's --max-repeat 2: %+v", res.Breaker)
+	}
 }
 
 // TestBreakerFlags: limits that make no sense are exit 2 before the agent
@@ -144,5 +154,18 @@ func TestBreakerCheck(t *testing.T) {
 	}
 	if _, errs := wantCode(t, ExitUsage, "breaker", tape); !strings.Contains(errs, "no limit to check") {
 		t.Errorf("no limit: %s", errs)
+	}
+	// Tracks: the sample run is named "sample-agent"; a track of that name
+	// holds it, a track of another name does not.
+	cfg := filepath.Join(dir, "tracks.json")
+	must(t, os.WriteFile(cfg, []byte(`{"tracks": {"sample-agent": {"max_cost_usd": 0.0001}, "nightly": {"max_cost_usd": 100}}}`), 0o644))
+	if out, _ := wantCode(t, ExitTripped, "breaker", "--breaker-config", cfg, tape); !strings.Contains(out, "cost") {
+		t.Errorf("the run's track trips it: %s", out)
+	}
+	must(t, os.WriteFile(cfg, []byte(`{"max_repeat": 50, "tracks": {"sample-agent": {"max_repeat": 40}, "nightly": {"max_cost_usd": 0.0001}}}`), 0o644))
+	wantCode(t, ExitOK, "breaker", "--breaker-config", cfg, tape)
+	must(t, os.WriteFile(cfg, []byte(`{"tracks": {"nightly": {"max_cost_usd": 0.0001}}}`), 0o644))
+	if _, errs := wantCode(t, ExitUsage, "breaker", "--breaker-config", cfg, tape); !strings.Contains(errs, `no limit to check for run "sample-agent"`) {
+		t.Errorf("another run's track alone: %s", errs)
 	}
 }

@@ -16,16 +16,9 @@ type BreakerCmd struct {
 	JSON bool `help:"Print the outcome as JSON."`
 }
 
-// Validate needs at least one limit, and limits that make sense.
+// Validate needs limits that make sense.
 func (c *BreakerCmd) Validate() error {
-	l, err := c.limits()
-	if err != nil {
-		return err
-	}
-	if l.Empty() {
-		return fmt.Errorf("no limit to check: give --max-cost, --max-velocity, --max-repeat or --breaker-config")
-	}
-	return nil
+	return c.breakerFlags.validate()
 }
 
 // breakerCheck is the JSON outcome.
@@ -38,15 +31,23 @@ type breakerCheck struct {
 // Run says whether, where and why the run would have tripped: exit 7 when
 // it would, so that CI can hold recorded runs to limits.
 func (c *BreakerCmd) Run(env *Env) error {
-	l, err := c.limits()
-	if err != nil {
-		return err
-	}
 	t, err := tapefmt.Open(c.Tape)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
+	start, err := engine.FirstRunStart(t)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Tape, err)
+	}
+	name := tapeName(start)
+	l, err := c.limits(name)
+	if err != nil {
+		return err
+	}
+	if l.Empty() {
+		return withCode(ExitUsage, fmt.Errorf("no limit to check for run %q: give --max-cost, --max-velocity, --max-repeat or --breaker-config (with limits for the run or its track)", name))
+	}
 	trip, err := engine.CheckBreaker(t, l)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Tape, err)

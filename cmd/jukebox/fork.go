@@ -128,7 +128,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	if o.Redact, err = c.patterns(); err != nil {
 		return nil, err
 	}
-	if o.Limits, err = c.limits(); err != nil {
+	if o.Limits, err = c.limits(name); err != nil {
 		return nil, err
 	}
 	o.Dir, o.AutoName, o.QuietSDKs = c.workdir(start.Cwd), c.Output == "", c.QuietSDKs

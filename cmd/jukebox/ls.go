@@ -13,9 +13,9 @@ import (
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
-// LsCmd lists the recordings in a folder.
+// LsCmd lists the recordings in folders, or tapes named one by one.
 type LsCmd struct {
-	Dir  string `arg:"" optional:"" default:"tapes" help:"Folder to list (default ./tapes)." type:"path"`
+	Paths []string `arg:"" optional:"" name:"path" default:"tapes" help:"Folders to list, or tapes (default ./tapes)." type:"path"`
 	JSON bool   `help:"Print one JSON array of summaries."`
 }
 
@@ -32,14 +32,26 @@ type lsRow struct {
 	Damage  string `json:"damage,omitempty"`
 }
 
-// Run lists every *.jbx file in the folder, newest first.
+// Run lists every *.jbx file in the folders, and the tapes named, newest
+// first.
 func (c *LsCmd) Run(env *Env) error {
-	paths, err := filepath.Glob(filepath.Join(c.Dir, "*.jbx"))
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(c.Dir); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no folder %s: record a run with `jukebox record -- CMD` or name a folder", c.Dir)
+	var paths []string
+	for _, p := range c.Paths {
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("no folder or tape %s: record a run with `jukebox record -- CMD` or name a folder", p)
+		case err != nil:
+			return err
+		case !st.IsDir():
+			paths = append(paths, p)
+			continue
+		}
+		in, err := filepath.Glob(filepath.Join(p, "*.jbx"))
+		if err != nil {
+			return err
+		}
+		paths = append(paths, in...)
 	}
 	rows := make([]lsRow, 0, len(paths))
 	for _, p := range paths {
@@ -50,7 +62,7 @@ func (c *LsCmd) Run(env *Env) error {
 		return writeJSON(env.Stdout, rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(env.Stdout, "no tapes in %s\n", c.Dir)
+		fmt.Fprintf(env.Stdout, "no tapes in %s\n", strings.Join(c.Paths, ", "))
 		return nil
 	}
 	tw := table(env.Stdout)

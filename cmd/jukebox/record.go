@@ -56,7 +56,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	if o.Redact, err = c.patterns(); err != nil {
 		return err
 	}
-	if o.Limits, err = c.limits(); err != nil {
+	if o.Limits, err = c.limits(name); err != nil {
 		return err
 	}
 	var tty *ttyGuard

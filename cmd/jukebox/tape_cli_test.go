@@ -173,6 +173,17 @@ func TestLsMissingFolder(t *testing.T) {
 	}
 }
 
+// TestLsTapes: ls takes tapes as well as folders (a shell glob such as
+// tapes/agent-*.jbx), and lists the tapes named, not "no tapes in".
+func TestLsTapes(t *testing.T) {
+	dir := sampleTapes(t)
+	out, _ := wantCode(t, ExitOK, "ls", filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "torn.jbx"))
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "agent-run ") || !strings.HasPrefix(lines[2], "torn ") {
+		t.Errorf("ls of two tapes:\n%s", out)
+	}
+}
+
 func TestShowText(t *testing.T) {
 	dir := sampleTapes(t)
 	path := filepath.Join(dir, "agent-run.jbx")
