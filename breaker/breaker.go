@@ -56,6 +56,10 @@ type Answer struct {
 	Text      string    // what the model said
 	ToolCalls []ToolUse // the tools it called
 	At        time.Time
+	// Reported is a cost in dollars the agent reported itself (a turn's
+	// cost_usd through the control API): spending jukebox did not see,
+	// counted as it is, beside what Usage is priced at.
+	Reported float64
 }
 
 // ToolUse is one tool call of an answer.
@@ -155,6 +159,7 @@ func (b *Breaker) After(a Answer) *Trip {
 		return b.trip
 	}
 	usd, _ := b.priceOf(a.Model, a.Usage)
+	usd += a.Reported
 	b.cost += usd
 	b.tokens += a.Usage.Total()
 	b.outputs = append(b.outputs, a.Usage.Output)
@@ -165,8 +170,12 @@ func (b *Breaker) After(a Answer) *Trip {
 		return b.tripped(t)
 	}
 	if b.l.MaxCost > 0 && b.cost > b.l.MaxCost {
+		why := "the call's answer was longer than estimated"
+		if a.Reported > 0 {
+			why = fmt.Sprintf("with $%.4f the agent reported", a.Reported)
+		}
 		return b.tripped(&Trip{Rule: RuleCost, Evidence: []uint64{a.Seq},
-			Reason: fmt.Sprintf("the run has cost $%.4f, past the cap of $%.4f (the call's answer was longer than estimated)", b.cost, b.l.MaxCost)})
+			Reason: fmt.Sprintf("the run has cost $%.4f, past the cap of $%.4f (%s)", b.cost, b.l.MaxCost, why)})
 	}
 	if t := b.semantic(a); t != nil {
 		return b.tripped(t)

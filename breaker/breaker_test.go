@@ -324,3 +324,16 @@ func TestTrackLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestReportedCost: a cost the agent reports (a turn's cost_usd) counts
+// towards the cap as it is, and the trip says it was reported.
+func TestReportedCost(t *testing.T) {
+	b := New(Limits{MaxCost: 0.01}, prices.Cost)
+	if trip := b.After(Answer{Seq: 1, Reported: 0.006, At: t0}); trip != nil {
+		t.Fatalf("under the cap: %+v", trip)
+	}
+	trip := b.After(Answer{Seq: 2, Model: "gpt-4o", Reported: 0.006, At: t0})
+	if trip == nil || trip.Rule != RuleCost || !strings.Contains(trip.Reason, "$0.0060 the agent reported") || trip.Evidence[0] != 2 {
+		t.Fatalf("past the cap: %+v", trip)
+	}
+}

@@ -35,6 +35,9 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 		switch p := p.(type) {
 		case *tapefmt.AgentTurn:
 			lastTurn = cmp.Or(p.Agent, lastTurn)
+			if trip := b.After(lastTurn, turnOf(f.Seq, p, start.Add(f.Time))); trip != nil {
+				return trip, nil
+			}
 		case *tapefmt.LLMRequest:
 			body, err := blobOf(t, p.Body)
 			if err != nil {
@@ -91,4 +94,11 @@ func answerOf(seq uint64, resp *tapefmt.LLMResponse, body []byte, requestModel f
 		calls[i] = breaker.ToolUse(u)
 	}
 	return breaker.Answer{Seq: seq, Model: c.Model, Usage: c.Usage, Text: text, ToolCalls: calls, At: at}
+}
+
+// turnOf is a turn an agent reported (the control API) as the breaker
+// sees it: its text, checked for near-duplicates as an answer's is, and
+// the cost it reported.
+func turnOf(seq uint64, t *tapefmt.AgentTurn, at time.Time) breaker.Answer {
+	return breaker.Answer{Seq: seq, Model: t.Model, Text: t.Text, Reported: t.CostUSD, At: at}
 }

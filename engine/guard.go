@@ -72,6 +72,28 @@ func (g *guard) after(x *exchange, a answer, seq uint64, agent string) {
 	}
 }
 
+// turn counts a turn the agent reported (its text and cost): a trip stops
+// the agent as a call's would, and is returned.
+func (g *guard) turn(a breaker.Answer, agent string) *breaker.Trip {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.b.After(agent, a)
+	if t != nil {
+		g.fire(t)
+		if g.timer == nil {
+			g.timer = time.AfterFunc(tripGrace, g.stop)
+		}
+	}
+	return t
+}
+
+// tripped is the trip, once there is one.
+func (g *guard) tripped() *breaker.Trip {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.b.Tripped()
+}
+
 func (g *guard) fire(t *breaker.Trip) {
 	if !g.fired {
 		g.fired = true

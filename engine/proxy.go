@@ -77,7 +77,7 @@ type proxy struct {
 	backend backend
 	tape    *tapefmt.Writer
 	calls   atomic.Uint64
-	control http.Handler
+	control *control
 	guard   *guard // the circuit breaker, nil without limits
 	// agent is the agent of the latest agent turn reported through the
 	// control API: the agent of calls that carry no X-Jukebox-Agent.
@@ -105,7 +105,7 @@ func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, err
 		return nil, fmt.Errorf("engine: proxy listen: %w", err)
 	}
 	p := &proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent}
-	p.control = controlHandler(p)
+	p.control = newControl(p)
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, &connPlace{id: p.conns.Add(1)})
@@ -329,9 +329,14 @@ func apiError(w http.ResponseWriter, status int, msg string) {
 // agentOf names the agent of a call: its X-Jukebox-Agent header, else the
 // agent of the latest turn reported through the control API, else "".
 func (p *proxy) agentOf(x *exchange) string {
-	last := ""
+	return llmwire.AgentOf(x.req.Header, p.lastAgent())
+}
+
+// lastAgent is the agent of the latest turn reported through the control
+// API, or "".
+func (p *proxy) lastAgent() string {
 	if a := p.agent.Load(); a != nil {
-		last = *a
+		return *a
 	}
-	return llmwire.AgentOf(x.req.Header, last)
+	return ""
 }

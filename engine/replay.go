@@ -193,6 +193,6 @@ func NewReplayHandler(t *tapefmt.Tape, rules *reqmatch.Rules, speed Speed) (http
 	tb := &tapeBackend{m: m, tape: t, speed: speed, onDiv: func(*Divergence) {}}
 	tb.forkCall, tb.overrides = forkOf(t)
 	p := &proxy{backend: tb}
-	p.control = controlHandler(p)
+	p.control = newControl(p)
 	return p, nil
 }

@@ -214,10 +214,26 @@ func (s *session) baseEnv() []string {
 // childEnv points the child's SDKs at the proxy. In replay, placeholder API
 // keys are set where none exist so that SDKs start.
 func (s *session) childEnv(placeholderKeys bool) []string {
+	set := s.runEnv(placeholderKeys)
+	base := envMap(s.baseEnv())
+	env := make([]string, 0, len(base)+len(set))
+	for k, v := range base {
+		if _, over := set[k]; !over {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range set {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// runEnv are the variables jukebox sets for the agent, over its own.
+func (s *session) runEnv(placeholderKeys bool) map[string]string {
 	set := map[string]string{
 		"JUKEBOX_CONTROL": s.proxy.url() + "/_jukebox", "JUKEBOX_MODE": string(s.mode),
 		"JUKEBOX_SEED": strconv.FormatInt(s.o.Seed, 10), "PYTHONHASHSEED": strconv.FormatInt(s.o.Seed&0xffffffff, 10),
-		"JUKEBOX_TAPE": s.path,
+		"JUKEBOX_TAPE": s.path, TokenEnv: s.proxy.control.token,
 	}
 	base := envMap(s.baseEnv())
 	if _, ok := base["PYTHONUNBUFFERED"]; !ok {
@@ -236,21 +252,13 @@ func (s *session) childEnv(placeholderKeys bool) []string {
 			set[q.Name] = q.Value
 		}
 	}
-	env := make([]string, 0, len(base)+len(set))
-	for k, v := range base {
-		if _, over := set[k]; !over {
-			env = append(env, k+"="+v)
-		}
-	}
-	for k, v := range set {
-		env = append(env, k+"="+v)
-	}
-	return env
+	return set
 }
 
 // run starts the agent, waits for it and closes the tape.
 func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error) {
 	s.outs = &outputs{tape: s.tape, emit: s.emit}
+	s.serveControl()
 	env := s.childEnv(placeholderKeys)
 	res := &Result{Tape: s.path}
 	var end tapefmt.RunEnd
@@ -266,7 +274,14 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 		s.child.Store(c)
 		end = c.wait(ctx, s.o.Signals)
 	}
+	return s.close(ctx, end, res, runErr)
+}
+
+// close stops the proxy, rolls back the transactions the agent left open,
+// fills in the result and closes the tape.
+func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, runErr error) (*Result, error) {
 	s.proxy.Close()
+	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
 	s.proxy.mu.Lock()
 	res.Unpriced = slices.Sorted(maps.Keys(s.proxy.unpriced))
@@ -276,6 +291,13 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 	}
 	s.emit(Event{Kind: EventExit})
 	return res, errors.Join(runErr, s.finish(end, res))
+}
+
+// serveControl readies the control API for this session's mode: its
+// transactions, if it serves them. It runs before the agent can call it.
+func (s *session) serveControl() {
+	s.proxy.control.mode = s.mode
+	s.proxy.control.txs = newSDKTxs(s)
 }
 
 // finish writes run.end, closes the tape and reads it back: a tape that

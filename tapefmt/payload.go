@@ -285,6 +285,11 @@ type AgentTurn struct {
 	Turn  int    `json:"turn"`
 	Role  string `json:"role,omitempty"`
 	Text  string `json:"text,omitempty"`
+	// Model and CostUSD are what the agent says the turn used: a cost
+	// jukebox did not see (a call that did not go through it), which the
+	// circuit breaker and the bill count as reported.
+	Model   string  `json:"model,omitempty"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Marker is a label a user or agent put on the timeline.

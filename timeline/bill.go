@@ -26,6 +26,9 @@ type BillRow struct {
 	Cost     float64       `json:"cost_usd"`                 // of the priced calls
 	Unpriced int           `json:"unpriced_calls,omitempty"` // calls that used tokens at no known price
 	Rate     *prices.Rate  `json:"rate,omitempty"`           // by model: the rate used, per million tokens
+	// Reported is the part of Cost the agent reported itself (agent.turn
+	// cost_usd: spending jukebox did not see).
+	Reported float64 `json:"reported_usd,omitempty"`
 }
 
 // Bill is what a run cost, from its tape, priced call by call as every
@@ -62,29 +65,19 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 			step++
 		case *tapefmt.AgentTurn:
 			lastTurn = cmp.Or(p.Agent, lastTurn)
+			if p.CostUSD > 0 {
+				row := rowOf(by, rows, p.Model, lastTurn, step)
+				row.Cost += p.CostUSD
+				row.Reported += p.CostUSD
+				b.Total.Cost += p.CostUSD
+				b.Total.Reported += p.CostUSD
+			}
 		case *tapefmt.LLMRequest:
 			reqs[p.Call] = req{model: p.Model, agent: llmwire.AgentOf(p.Header, lastTurn), step: step}
 		case *tapefmt.LLMResponse:
 			r := reqs[p.Call]
 			c := llmwire.ResponseUsage(p, t.Blob, func() string { return r.model })
-			key := cmp.Or(c.Model, "?")
-			switch by {
-			case ByAgent:
-				key = cmp.Or(r.agent, "-")
-			case ByStep:
-				key = fmt.Sprint(r.step)
-			}
-			row, ok := rows[key]
-			if !ok {
-				row = &BillRow{Key: key}
-				if by == ByModel {
-					if rate, known := prices.RateOf(c.Model); known {
-						row.Rate = &rate
-					}
-				}
-				rows[key] = row
-			}
-			row.add(c)
+			rowOf(by, rows, c.Model, r.agent, r.step).add(c)
 			b.Total.add(c)
 		}
 	}
@@ -101,6 +94,29 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 		return cmp.Or(cmp.Compare(y.Cost, x.Cost), cmp.Compare(x.Key, y.Key))
 	})
 	return b, nil
+}
+
+// rowOf is the row of a call (or a reported turn) of model, agent and
+// step in a bill by by, made on first use.
+func rowOf(by string, rows map[string]*BillRow, model, agent string, step int) *BillRow {
+	key := cmp.Or(model, "?")
+	switch by {
+	case ByAgent:
+		key = cmp.Or(agent, "-")
+	case ByStep:
+		key = fmt.Sprint(step)
+	}
+	row, ok := rows[key]
+	if !ok {
+		row = &BillRow{Key: key}
+		if by == ByModel {
+			if rate, known := prices.RateOf(model); known {
+				row.Rate = &rate
+			}
+		}
+		rows[key] = row
+	}
+	return row
 }
 
 func (r *BillRow) add(c llmwire.CallUsage) {

@@ -56,7 +56,15 @@ func describeRest(p tapefmt.Payload) string {
 	case *tapefmt.BreakerTrip:
 		return fmt.Sprintf("tripped %s: %s%s", p.Rule, p.Reason, evidenceText(p.Evidence))
 	case *tapefmt.AgentTurn:
-		return fmt.Sprintf("turn %d %s %s", p.Turn, p.Role, OneLine(p.Text, 50))
+		who := strings.TrimSpace(p.Agent + " " + p.Role)
+		extra := ""
+		if p.Model != "" {
+			extra += " " + p.Model
+		}
+		if p.CostUSD > 0 {
+			extra += fmt.Sprintf(" $%.4f", p.CostUSD)
+		}
+		return fmt.Sprintf("turn %d %s%s %s", p.Turn, who, extra, OneLine(p.Text, 50))
 	case *tapefmt.Marker:
 		return "marker " + p.Label
 	case *tapefmt.NetRefused:

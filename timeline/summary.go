@@ -21,7 +21,7 @@ type Summary struct {
 	Steps     int                `json:"steps"`
 	Calls     int                `json:"llm_calls"`
 	Usage     tapefmt.Usage      `json:"tokens"`
-	Cost      float64            `json:"cost_usd"`                  // of the priced calls (llmwire.ResponseUsage)
+	Cost      float64            `json:"cost_usd"`                  // of the priced calls (llmwire.ResponseUsage) and the turns' reported costs
 	Unpriced  []string           `json:"unpriced_models,omitempty"` // models without a known rate; "?" for calls that name none
 	Exit      *tapefmt.RunEnd    `json:"exit,omitempty"`            // nil while a run has no end frame
 	Parent    *tapefmt.ParentRef `json:"parent,omitempty"`
@@ -38,7 +38,7 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
 	unpriced := map[string]bool{}
 	models := map[uint64]string{} // request model by call
-	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindBreakerTrip}
+	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindBreakerTrip, tapefmt.KindAgentTurn}
 	for f, err := range t.Frames(kinds...) {
 		if err != nil {
 			return s, err
@@ -59,6 +59,8 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() string { return models[p.Call] }), unpriced)
 		case *tapefmt.BreakerTrip:
 			s.Breaker = p
+		case *tapefmt.AgentTurn:
+			s.Cost += p.CostUSD // reported by the agent: spending jukebox did not see
 		}
 	}
 	if n := t.Len(); n > 0 {

@@ -42,6 +42,9 @@ func (c *CostCmd) Run(env *Env) error {
 		if r.Unpriced > 0 {
 			cost += "+?"
 		}
+		if r.Reported > 0 {
+			cost += fmt.Sprintf(" ($%.4f reported)", r.Reported)
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", timeline.OneLine(r.Key, 40), r.Calls, r.Usage.Input, r.Usage.Cached, r.Usage.Output, rate, cost)
 		if r.Key != "total" {
 			unpriced += r.Unpriced

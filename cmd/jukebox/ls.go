@@ -16,7 +16,7 @@ import (
 // LsCmd lists the recordings in folders, or tapes named one by one.
 type LsCmd struct {
 	Paths []string `arg:"" optional:"" name:"path" default:"tapes" help:"Folders to list, or tapes (default ./tapes)." type:"path"`
-	JSON bool   `help:"Print one JSON array of summaries."`
+	JSON  bool     `help:"Print one JSON array of summaries."`
 }
 
 // lsRow is one tape: its summary, or why it could not be read.

@@ -247,12 +247,16 @@ func safeName(s string) string {
 }
 
 // tapePath is the output path, or ./tapes/<name>-<time>.jbx with the folder made.
-func tapePath(out, name string) (string, error) {
+func tapePath(out, name string) (string, error) { return tapeIn(out, "tapes", name) }
+
+// tapeIn is out, or a new tape's path in dir (made if missing) named after
+// the run and the time.
+func tapeIn(out, dir, name string) (string, error) {
 	if out != "" {
 		return out, nil
 	}
-	if err := os.MkdirAll("tapes", 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	return filepath.Join("tapes", fmt.Sprintf("%s-%s.jbx", name, time.Now().Format("20060102-150405.000"))), nil
+	return filepath.Join(dir, fmt.Sprintf("%s-%s.jbx", name, time.Now().Format("20060102-150405.000"))), nil
 }

@@ -26,8 +26,9 @@ var ErrNotInTx = errors.New("pgtx: transaction already prepared or ended")
 
 // Participant holds a PostgreSQL transaction for a booth Tx.
 type Participant struct {
-	conn *pgx.Conn
-	open bool
+	conn  *pgx.Conn
+	open  bool
+	owned bool // Connect made conn: Close closes it
 }
 
 // Begin starts a transaction on conn. Run statements through Exec, Query
@@ -39,12 +40,47 @@ func Begin(ctx context.Context, conn *pgx.Conn) (*Participant, error) {
 	return &Participant{conn: conn, open: true}, nil
 }
 
+// Connect connects to dsn and begins a transaction there, on a
+// connection the participant owns: Close closes it.
+func Connect(ctx context.Context, dsn string) (*Participant, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgtx: connect: %w", err)
+	}
+	p, err := Begin(ctx, conn)
+	if err != nil {
+		conn.Close(ctx)
+		return nil, err
+	}
+	p.owned = true
+	return p, nil
+}
+
+// Close closes the connection Connect made (a participant made by Begin
+// leaves its caller's connection alone). Close the participant once its
+// transaction has ended.
+func (p *Participant) Close(ctx context.Context) error {
+	if !p.owned {
+		return nil
+	}
+	return p.conn.Close(ctx)
+}
+
 // Exec runs a statement inside the held transaction.
 func (p *Participant) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if !p.open {
 		return pgconn.CommandTag{}, ErrNotInTx
 	}
 	return p.conn.Exec(ctx, sql, args...)
+}
+
+// Query runs a statement that may return rows inside the held
+// transaction.
+func (p *Participant) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if !p.open {
+		return nil, ErrNotInTx
+	}
+	return p.conn.Query(ctx, sql, args...)
 }
 
 // QueryRow runs a query inside the held transaction.

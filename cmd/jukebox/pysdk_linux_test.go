@@ -1,0 +1,32 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// TestPythonSDK runs the Python SDK's tests (python/tests) against this
+// jukebox: the example of its brief in both branches, sync and async
+// tracks, the breaker, staged files, shell, SQLite and PostgreSQL, a fork
+// and a diff from Python, the same frames under record and standalone, an
+// offline editable install. PostgreSQL comes from JUKEBOX_PG_DSN, as the
+// Go tests' does.
+func TestPythonSDK(t *testing.T) {
+	t.Parallel()
+	python := testenv.RequirePython(t)
+	self, err := os.Executable()
+	must(t, err)
+	root, err := filepath.Abs("../..")
+	must(t, err)
+	cmd := exec.CommandContext(t.Context(), python, "-m", "unittest", "discover", "-s", filepath.Join(root, "python", "tests"), "-v")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+self, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python -m unittest: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}

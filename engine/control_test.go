@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// controlSession is a recording session's proxy and control API, with no
+// agent: requests are made here as an agent would make them.
+func controlSession(t *testing.T, limits breaker.Limits, mode tapefmt.RunMode, booth *BoothOptions) (*session, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "control.jbx")
+	s := &session{o: RunOptions{Limits: limits, Booth: booth, Dir: t.TempDir()}, mode: mode}
+	if err := s.openTape(path, tapefmt.SyncNever, s.runStart(nil)); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if s.proxy, err = newProxy(newLive(nil), s.tape, s.emit); err != nil {
+		t.Fatal(err)
+	}
+	s.proxy.guard = s.guard()
+	s.serveControl()
+	t.Cleanup(func() { s.proxy.Close(); s.tape.Close() })
+	return s, s.proxy.url() + "/_jukebox"
+}
+
+func controlCall(t *testing.T, method, url, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: not JSON: %s", method, url, raw)
+	}
+	return resp.StatusCode, out
+}
+
+// TestControlToken: the control API answers the run's token alone; other
+// processes of the machine, which can reach the port, cannot write the
+// tape or stage anything.
+func TestControlToken(t *testing.T) {
+	s, base := controlSession(t, breaker.Limits{}, tapefmt.ModeRecord, nil)
+	token := s.proxy.control.token
+	for _, tok := range []string{"", "wrong", token + "x"} {
+		for _, path := range []string{"/v1/info", "/turn", "/v1/tx"} {
+			method := "POST"
+			if path == "/v1/info" {
+				method = "GET"
+			}
+			code, out := controlCall(t, method, base+path, tok, `{"agent":"x","turn":1}`)
+			if code != http.StatusUnauthorized || !strings.Contains(out["error"].(map[string]any)["message"].(string), TokenEnv) {
+				t.Errorf("%s %s with token %q: %d %v", method, path, tok, code, out)
+			}
+		}
+	}
+	if n := s.tape.Len(); n != 1 {
+		t.Errorf("refused requests wrote %d frames past run.start", n-1)
+	}
+	code, out := controlCall(t, "GET", base+"/v1/info", token, "")
+	if code != 200 || out["api"] != float64(ControlAPIVersion) || out["transactions"] != true || len(out["tape_id"].(string)) != 32 {
+		t.Errorf("info: %d %v", code, out)
+	}
+	for _, path := range []string{"/turn", "/v1/turn"} {
+		if code, out := controlCall(t, "POST", base+path, token, `{"agent":"planner","turn":1,"text":"hi","model":"gpt-4o","cost_usd":0.01}`); code != 200 || out["frame"] == nil {
+			t.Errorf("%s: %d %v", path, code, out)
+		}
+	}
+	if code, _ := controlCall(t, "POST", base+"/v1/turn", token, `{"turn":1,"cost":1}`); code != http.StatusBadRequest {
+		t.Errorf("an unknown key: %d, want 400", code)
+	}
+	if code, _ := controlCall(t, "POST", base+"/v1/turn", token, `{"turn":1,"cost_usd":-1}`); code != http.StatusBadRequest {
+		t.Errorf("a negative cost: %d, want 400", code)
+	}
+	if env := s.runEnv(false); env[TokenEnv] != token || env["JUKEBOX_CONTROL"] != base {
+		t.Errorf("the agent's environment: %v", env)
+	}
+}
+
+// TestControlTurnTripsBreaker: the breaker counts the cost a turn reports
+// and its text; a trip comes back in the answer and goes on the tape.
+func TestControlTurnTripsBreaker(t *testing.T) {
+	s, base := controlSession(t, breaker.Limits{MaxCost: 0.01}, tapefmt.ModeRecord, nil)
+	token := s.proxy.control.token
+	if _, out := controlCall(t, "POST", base+"/v1/turn", token, `{"agent":"a","turn":1,"cost_usd":0.006}`); out["breaker"] != nil {
+		t.Fatalf("under the cap: %v", out)
+	}
+	_, out := controlCall(t, "POST", base+"/v1/turn", token, `{"agent":"a","turn":2,"cost_usd":0.006}`)
+	trip, _ := out["breaker"].(map[string]any)
+	if trip == nil || trip["rule"] != breaker.RuleCost || !strings.Contains(trip["reason"].(string), "the agent reported") {
+		t.Fatalf("past the cap: %v", out)
+	}
+	if _, out := controlCall(t, "GET", base+"/v1/breaker", token, ""); out["tripped"] != true {
+		t.Errorf("breaker: %v", out)
+	}
+	if s.trip.Load() == nil {
+		t.Error("no trip for the run's result")
+	}
+}
+
+// TestControlTransactionsUnavailable: a booth run (whose writes the booth
+// stages already) and a replay serve no SDK transactions, and say why.
+func TestControlTransactionsUnavailable(t *testing.T) {
+	for _, c := range []struct {
+		mode  tapefmt.RunMode
+		booth *BoothOptions
+		want  string
+	}{
+		{tapefmt.ModeRecord, &BoothOptions{}, "the run is in the booth"},
+		{tapefmt.ModeReplay, nil, "a replay does not redo side effects"},
+		{tapefmt.ModeFork, nil, "a fork does not redo side effects"},
+	} {
+		s, base := controlSession(t, breaker.Limits{}, c.mode, c.booth)
+		code, out := controlCall(t, "POST", base+"/v1/tx", s.proxy.control.token, `{}`)
+		e, _ := out["error"].(map[string]any)
+		if code != http.StatusConflict || e["type"] != "unavailable" || !strings.Contains(e["message"].(string), c.want) {
+			t.Errorf("%s booth=%v: %d %v", c.mode, c.booth != nil, code, out)
+		}
+		if code, _ := controlCall(t, "POST", base+"/v1/tx/tx-1/commit", s.proxy.control.token, `{}`); code != http.StatusNotFound {
+			t.Errorf("%s: commit of no transaction: %d", c.mode, code)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"encoding/hex"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	// RunOptions describe the process served: Argv and Dir go on the tape
+	// as its command and workspace; no process is started.
+	RunOptions
+	Tape      string
+	Upstreams map[string]string
+	Sync      tapefmt.SyncPolicy
+	// Ready is told, once the proxy and the control API listen, what the
+	// served process must set in its environment.
+	Ready func(ServeInfo)
+}
+
+// ServeInfo is where a served process finds jukebox.
+type ServeInfo struct {
+	Tape   string `json:"tape"`
+	TapeID string `json:"tape_id,omitempty"`
+	Seed   int64  `json:"seed"`
+	// Env are the variables to set, as `jukebox record` sets them for its
+	// agent: JUKEBOX_CONTROL and its token, the providers' base URLs,
+	// JUKEBOX_SEED and the rest.
+	Env map[string]string `json:"env"`
+}
+
+// Serve records a process that is already running, the way Record records
+// the agent it starts: the same proxy, control API and tape, for a process
+// (an agent using the Python SDK on its own) that points its SDKs at it.
+// It serves until the process ends the run through the control API (POST
+// /_jukebox/v1/end {"exit_code"}), which gives run.end its exit code, or
+// until ctx is done: run.end is then interrupted, with no exit code
+// (-1), and ctx's cause, if any, as its error.
+func Serve(ctx context.Context, o ServeOptions) (*Result, error) {
+	if o.Seed == 0 {
+		o.Seed = rand.Int64N(1<<31) + 1
+	}
+	s := &session{o: o.RunOptions, mode: tapefmt.ModeRecord}
+	ups := resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
+	if err := s.openTape(o.Tape, o.Sync, s.runStart(ups)); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.proxy, err = newProxy(newLive(ups), s.tape, s.emit); err != nil {
+		s.abandon(err)
+		return nil, err
+	}
+	s.proxy.guard = s.guard()
+	s.outs = &outputs{tape: s.tape, emit: s.emit}
+	s.serveControl()
+	parent := ctx
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		mu    sync.Mutex
+		ended *tapefmt.RunEnd
+	)
+	s.proxy.control.onEnd = func(e tapefmt.RunEnd) {
+		mu.Lock()
+		ended = &e
+		mu.Unlock()
+		stop()
+	}
+	if o.Ready != nil {
+		info := ServeInfo{Tape: s.path, Seed: o.Seed, Env: s.runEnv(false)}
+		if s.tape != nil {
+			id := s.tape.ID()
+			info.TapeID = hex.EncodeToString(id[:])
+		}
+		o.Ready(info)
+	}
+	<-ctx.Done()
+	mu.Lock()
+	defer mu.Unlock()
+	end := tapefmt.RunEnd{ExitCode: -1, Reason: tapefmt.ReasonInterrupted}
+	if ended != nil {
+		end = *ended
+	} else if cause := context.Cause(parent); cause != nil && cause != context.Canceled {
+		end.Error = cause.Error() // why serving stopped with no exit code
+	}
+	return s.close(ctx, end, &Result{Tape: s.path}, nil)
+}
+
+// end ends a served run: {"exit_code", "error"}. Only Serve takes it; an
+// agent that jukebox started ends when it exits.
+func (c *control) end(w http.ResponseWriter, r *http.Request) {
+	if c.onEnd == nil {
+		controlError(w, http.StatusConflict, "unavailable", "jukebox: this run ends when its agent exits (end is for jukebox serve)")
+		return
+	}
+	var req struct {
+		ExitCode int    `json:"exit_code"`
+		Error    string `json:"error"`
+	}
+	if r.ContentLength != 0 && !decode(w, r, &req) {
+		return
+	}
+	writeControl(w, http.StatusOK, map[string]any{"ended": true})
+	c.onEnd(tapefmt.RunEnd{ExitCode: req.ExitCode, Error: req.Error})
+}

@@ -1,0 +1,132 @@
+"""The control API client, and `jukebox serve` for agents that run on
+their own. docs/control-api.md is the API's reference."""
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from typing import Any, Dict, List, Optional
+
+from .errors import BreakerTripped, CommitConflict, JukeboxError, SandboxViolation
+
+API = "v1"
+
+
+def jukebox_bin() -> str:
+    """The jukebox binary: $JUKEBOX_BIN, else `jukebox` on PATH."""
+    path = os.environ.get("JUKEBOX_BIN") or shutil.which("jukebox")
+    if not path:
+        raise JukeboxError(
+            "jukebox binary not found: set JUKEBOX_BIN to it or put jukebox on PATH "
+            "(go build -o ~/bin/jukebox ./cmd/jukebox in the repository)")
+    if not os.access(path, os.X_OK):
+        raise JukeboxError(f"jukebox binary {path} is not executable (from JUKEBOX_BIN or PATH)")
+    return path
+
+
+def _error(status: int, body: Dict[str, Any]) -> JukeboxError:
+    err = body.get("error") or {}
+    if not isinstance(err, dict):
+        err = {"message": str(err)}
+    msg = err.get("message") or f"HTTP {status}"
+    kind = err.get("type", "")
+    if kind == "sandbox_violation":
+        return SandboxViolation(msg)
+    if kind == "commit_conflict":
+        return CommitConflict(msg, err.get("conflicts"))
+    return JukeboxError(msg)
+
+
+class Control:
+    """A client of one run's control API ($JUKEBOX_CONTROL, with the token
+    in $JUKEBOX_CONTROL_TOKEN)."""
+
+    def __init__(self, base: str, token: str):
+        self.base = base.rstrip("/")
+        self.token = token
+        # Loopback only: never through an HTTP proxy the environment names.
+        self._open = urllib.request.build_opener(urllib.request.ProxyHandler({})).open
+
+    @classmethod
+    def from_env(cls) -> Optional["Control"]:
+        base = os.environ.get("JUKEBOX_CONTROL")
+        if not base:
+            return None
+        token = os.environ.get("JUKEBOX_CONTROL_TOKEN", "")
+        if not token:
+            raise JukeboxError("JUKEBOX_CONTROL is set but JUKEBOX_CONTROL_TOKEN is not: "
+                               "this jukebox predates the token, or the variable was dropped")
+        return cls(base, token)
+
+    def call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            f"{self.base}/{API}/{path.lstrip('/')}", data=data, method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        try:
+            with self._open(req, timeout=600) as resp:
+                return json.load(resp)
+        except urllib.error.HTTPError as e:
+            try:
+                payload = json.load(e)
+            except ValueError:
+                payload = {"error": {"message": f"HTTP {e.code} from the control API"}}
+            raise _error(e.code, payload) from None
+        except urllib.error.URLError as e:
+            raise JukeboxError(f"the jukebox control API at {self.base} does not answer: {e.reason}") from None
+
+    def breaker(self) -> None:
+        """Raises BreakerTripped when the run's breaker has tripped."""
+        out = self.call("GET", "breaker")
+        if out.get("tripped"):
+            raise tripped(out["breaker"])
+
+
+def tripped(trip: Dict[str, Any]) -> BreakerTripped:
+    return BreakerTripped(f"circuit breaker tripped ({trip.get('rule')}): {trip.get('reason')}", trip)
+
+
+class Served:
+    """A run that `jukebox serve` records for this process: started here,
+    ended by end()."""
+
+    def __init__(self, name: str, tape_dir: str, breaker_config: Optional[str], argv: List[str]):
+        cmd = [jukebox_bin(), "serve", "--name", name, "--tape-dir", tape_dir]
+        if breaker_config:
+            cmd += ["--breaker-config", breaker_config]
+        cmd += ["--", *argv]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self._stderr: List[bytes] = []
+        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+        self._drain.start()
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            self._drain.join()
+            raise JukeboxError(f"jukebox serve exited {self.proc.returncode} before serving: "
+                               + b"".join(self._stderr).decode(errors="replace").strip())
+        #: {"tape", "tape_id", "seed", "env"} as serve printed it.
+        self.info: Dict[str, Any] = json.loads(line)
+        env = self.info["env"]
+        self.control = Control(env["JUKEBOX_CONTROL"], env["JUKEBOX_CONTROL_TOKEN"])
+
+    def _read_stderr(self) -> None:
+        for line in self.proc.stderr:
+            if not line.startswith(b"jukebox: serving") and not line.startswith(b"jukebox: recorded"):
+                self._stderr.append(line)
+
+    def end(self, exit_code: int, error: str = "") -> None:
+        """Ends the run (run.end gets exit_code) and waits for the tape to close."""
+        try:
+            self.control.call("POST", "end", {"exit_code": exit_code, "error": error})
+        finally:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+            self._drain.join()
+        if self.proc.returncode not in (0, 7):
+            raise JukeboxError(f"jukebox serve exited {self.proc.returncode}: "
+                               + b"".join(self._stderr).decode(errors="replace").strip())

@@ -1,0 +1,158 @@
+"""Tapes: read, fork and diff them through the jukebox binary."""
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from ._control import jukebox_bin, tripped
+from .errors import Divergence, JukeboxError
+
+EXIT_DIVERGED = 5
+EXIT_TRIPPED = 7
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of a tape, as `jukebox show --json` prints it."""
+
+    seq: int
+    kind: str
+    time: float
+    payload: Dict[str, Any] = field(default_factory=dict)
+
+
+def _run(args: Sequence[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([jukebox_bin(), *args], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+
+
+def _failed(args: Sequence[str], proc: subprocess.CompletedProcess) -> JukeboxError:
+    msg = proc.stderr.strip() or f"exit {proc.returncode}"
+    return JukeboxError(f"jukebox {args[0]}: {msg}")
+
+
+class Tape:
+    """A tape (.jbx) on disk."""
+
+    def __init__(self, path: str):
+        self.path = os.path.abspath(path)
+        self._frames: Optional[List[Frame]] = None
+
+    @classmethod
+    def load(cls, path: str) -> "Tape":
+        """Opens a tape; a missing, damaged or foreign file raises
+        JukeboxError naming it."""
+        if not os.path.isfile(path):
+            raise JukeboxError(f"no tape at {path}")
+        tape = cls(path)
+        tape._read()
+        return tape
+
+    def _read(self) -> List[Frame]:
+        if self._frames is None:
+            args = ["show", "--json", self.path]
+            proc = _run(args)
+            if proc.returncode != 0:
+                raise _failed(args, proc)
+            frames = []
+            for line in proc.stdout.splitlines():
+                if line.strip():
+                    d = json.loads(line)
+                    frames.append(Frame(d["seq"], d["kind"], d.get("time", 0.0), d.get("payload") or {}))
+            self._frames = frames
+        return self._frames
+
+    @property
+    def frames(self) -> List[Frame]:
+        """Every frame, in order."""
+        return list(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        """The agent's exit code, from run.end (None for a tape without one:
+        a run cut short)."""
+        for f in reversed(self._read()):
+            if f.kind == "run.end":
+                return f.payload.get("exit_code", 0)
+        return None
+
+    @property
+    def name(self) -> str:
+        """The run's name, from run.start."""
+        for f in self._read():
+            if f.kind == "run.start":
+                return f.payload.get("name", "")
+        return ""
+
+    def fork(self, frame: int, model: Optional[str] = None, system_prompt: Optional[str] = None,
+             temperature: Optional[float] = None, output: Optional[str] = None, booth: bool = True,
+             command: Optional[Sequence[str]] = None, upstreams: Optional[Dict[str, str]] = None,
+             extra_args: Sequence[str] = ()) -> "Tape":
+        """Drops the needle on frame: the first model call at or after it
+        gets the new model (system prompt, temperature) and goes live, with
+        the rest of the run; earlier calls come from this tape. The agent
+        runs again (its recorded command, or command) in the Shadow Booth
+        unless booth is False, in the environment of this process; its live
+        calls go to upstreams ({"openai": URL}), else where that environment
+        points (OPENAI_BASE_URL, ...), else the public APIs. Returns
+        the fork's tape, whatever the agent's exit (Tape.exit_code says
+        it). Raises Divergence
+        when the agent asked for something the tape does not hold before
+        the fork, BreakerTripped when the breaker stopped it."""
+        args = ["fork", self.path, "--frame", str(frame), "--json"]
+        if model:
+            args += ["--model", model]
+        if temperature is not None:
+            args += ["--temperature", str(temperature)]
+        if output:
+            args += ["-o", output]
+        if not booth:
+            args.append("--no-booth")
+        for provider, url in (upstreams or {}).items():
+            args += ["--upstream", f"{provider}={url}"]
+        prompt_file = None
+        try:
+            if system_prompt is not None:
+                import tempfile
+                fd, prompt_file = tempfile.mkstemp(prefix="jukebox-prompt-", suffix=".txt")
+                with os.fdopen(fd, "w") as f:
+                    f.write(system_prompt)
+                args += ["--system-prompt-file", prompt_file]
+            args += list(extra_args)
+            if command:
+                args += ["--", *command]
+            proc = _run(args)
+        finally:
+            if prompt_file:
+                os.unlink(prompt_file)
+        result: Dict[str, Any] = {}
+        try:
+            rows = json.loads(proc.stdout) if proc.stdout.strip() else []
+            result = rows[0] if isinstance(rows, list) and rows else (rows if isinstance(rows, dict) else {})
+        except ValueError:
+            pass
+        if proc.returncode == EXIT_DIVERGED or result.get("divergence"):
+            d = result.get("divergence") or {}
+            raise Divergence(proc.stderr.strip() or f"the fork diverged at frame {d.get('frame')}", d)
+        if proc.returncode == EXIT_TRIPPED and result.get("breaker"):
+            raise tripped(result["breaker"])
+        if not result.get("tape"):
+            raise _failed(args, proc)
+        return Tape.load(result["tape"])
+
+    def diff(self, other: "Tape") -> Dict[str, Any]:
+        """The alignment of this timeline and other's (`jukebox diff
+        --json`): pairs, the first divergence, totals."""
+        other_path = other.path if isinstance(other, Tape) else os.path.abspath(other)
+        args = ["diff", "--json", self.path, other_path]
+        proc = _run(args)
+        if proc.returncode != 0:
+            raise _failed(args, proc)
+        return json.loads(proc.stdout)
+
+    def __repr__(self) -> str:
+        return f"Tape({self.path!r})"

@@ -1,0 +1,414 @@
+"""The SDK end to end, against the real jukebox binary ($JUKEBOX_BIN).
+
+Run by `go test ./cmd/jukebox -run TestPythonSDK` (README's test command
+runs it), which sets JUKEBOX_BIN, and JUKEBOX_PG_DSN when .ci started
+PostgreSQL. By hand: JUKEBOX_BIN=$(which jukebox) python3 -m unittest
+discover -s python/tests -v
+"""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SDK = os.path.dirname(HERE)
+BIN = os.environ.get("JUKEBOX_BIN", "")
+PG_DSN = os.environ.get("JUKEBOX_PG_DSN", "")
+REQUIRE_ALL = os.environ.get("JUKEBOX_REQUIRE_ALL") == "1"
+
+# The example of the SDK's brief, as written, driven by argv[1] (the amount).
+EXAMPLE = '''
+import asyncio, json, sys
+from jukebox import Jukebox, SandboxPolicy, CircuitBreaker, Tape
+jb = Jukebox(tape_dir="./tapes",
+             sandbox=SandboxPolicy(filesystem="copy_on_write", mcp_mode="staged_acid"),
+             breaker=CircuitBreaker(max_cost_usd=0.50, max_semantic_repeat=3))
+
+@jb.track(name="invoice-reconciliation-agent")
+async def run(customer_id: str, amount_usd: float) -> dict:
+    async with jb.record_agent_turn(agent_name="planner", message=f"Staging refund of ${amount_usd}",
+                                    model="gpt-4o", cost_usd=0.008) as tx:
+        tx.stage_file_write(path="./ledger.json", content='{"refund_usd": 12.5}')
+        if amount_usd > 500.0:
+            await tx.rollback(reason="Refund exceeds $500 autonomous threshold")
+            return {"status": "ROLLED_BACK", "tape_id": tx.tape_id}
+        return {"status": "COMMITTED", "tape_id": tx.tape_id}
+
+print(json.dumps(asyncio.run(run("cust-1", float(sys.argv[1])))))
+'''
+
+
+def frames(tape):
+    out = subprocess.run([BIN, "show", "--json", tape], capture_output=True, text=True, check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def kinds(tape):
+    return [f["kind"] for f in frames(tape)]
+
+
+class SDKTest(unittest.TestCase):
+    def setUp(self):
+        if not BIN:
+            self.fail("JUKEBOX_BIN is not set: run through go test ./cmd/jukebox -run TestPythonSDK")
+        self.dir = tempfile.mkdtemp(prefix="jukebox-sdk-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.dir])
+        self.env = dict(os.environ, PYTHONPATH=SDK, JUKEBOX_BIN=BIN)
+        for k in ("JUKEBOX_CONTROL", "JUKEBOX_CONTROL_TOKEN", "JUKEBOX_TAPE"):
+            self.env.pop(k, None)
+
+    def script(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(text))
+        return path
+
+    def python(self, *args, env=None, check=True):
+        proc = subprocess.run([sys.executable, *args], cwd=self.dir, env=env or self.env,
+                              capture_output=True, text=True, timeout=120)
+        if check and proc.returncode != 0:
+            self.fail(f"python {' '.join(args)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def tapes(self):
+        d = os.path.join(self.dir, "tapes")
+        return sorted(os.path.join(d, n) for n in os.listdir(d)) if os.path.isdir(d) else []
+
+    def test_example_rollback_branch(self):
+        self.script("example.py", EXAMPLE)
+        out = json.loads(self.python("example.py", "900").stdout)
+        self.assertEqual(out["status"], "ROLLED_BACK")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "ledger.json")), "a rolled-back write reached the workspace")
+        [tape] = self.tapes()
+        fs = frames(tape)
+        self.assertEqual([f["kind"] for f in fs], ["run.start", "agent.turn", "tx.begin", "tx.rollback", "run.end"])
+        turn = fs[1]["payload"]
+        self.assertEqual((turn["agent"], turn["model"], turn["cost_usd"], turn["text"]),
+                         ("planner", "gpt-4o", 0.008, "Staging refund of $900.0"))
+        self.assertEqual(fs[3]["payload"]["reason"], "Refund exceeds $500 autonomous threshold")
+        self.assertEqual(fs[0]["payload"]["name"], "invoice-reconciliation-agent")
+        self.assertEqual(len(out["tape_id"]), 32)
+        self.assertEqual(os.listdir(self.dir).count(".jukebox"), 0, "booth state left in the workspace")
+
+    def test_example_commit_branch(self):
+        self.script("example.py", EXAMPLE)
+        out = json.loads(self.python("example.py", "12.5").stdout)
+        self.assertEqual(out["status"], "COMMITTED")
+        with open(os.path.join(self.dir, "ledger.json")) as f:
+            self.assertEqual(f.read(), '{"refund_usd": 12.5}')
+        [tape] = self.tapes()
+        fs = frames(tape)
+        self.assertEqual([f["kind"] for f in fs], ["run.start", "agent.turn", "tx.begin", "file.change", "tx.commit", "run.end"])
+        self.assertEqual(fs[3]["payload"]["path"], "ledger.json")
+        cost = subprocess.run([BIN, "cost", "--json", tape], capture_output=True, text=True, check=True).stdout
+        self.assertAlmostEqual(json.loads(cost)["total"]["reported_usd"], 0.008)
+
+    def test_sync_exception_rolls_back_and_reraises(self):
+        self.script("agent.py", '''
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            @jb.track(name="sync-agent")
+            def run():
+                with jb.record_agent_turn(agent_name="coder", message="writing") as tx:
+                    tx.stage_file_write("a.txt", "staged")
+                    tx.stage_file_write("b.bin", bytes(range(256)))
+                    raise ValueError("boom")
+
+            try:
+                run()
+            except ValueError as e:
+                print("raised", e)
+        ''')
+        self.assertIn("raised boom", self.python("agent.py").stdout)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "a.txt")))
+        [tape] = self.tapes()
+        fs = frames(tape)
+        rollback = [f for f in fs if f["kind"] == "tx.rollback"]
+        self.assertEqual(rollback[0]["payload"]["reason"], "ValueError: boom")
+        self.assertEqual(fs[-1]["payload"].get("exit_code"), 1)
+
+    def test_breaker_cost_cap(self):
+        self.script("agent.py", '''
+            from jukebox import Jukebox, CircuitBreaker, BreakerTripped
+            jb = Jukebox(breaker=CircuitBreaker(max_cost_usd=0.01))
+
+            @jb.track(name="spender")
+            def run():
+                for i in range(5):
+                    with jb.record_agent_turn(agent_name="planner", message=f"step {i}", model="gpt-4o", cost_usd=0.004):
+                        pass
+            try:
+                run()
+            except BreakerTripped as e:
+                print("tripped", e.rule, round(e.cost, 3))
+        ''')
+        self.assertIn("tripped cost 0.012", self.python("agent.py").stdout)
+        [tape] = self.tapes()
+        ks = kinds(tape)
+        self.assertEqual(ks.count("agent.turn"), 3, ks)
+        self.assertIn("breaker.trip", ks)
+        for bad in ({"max_cost_usd": 0}, {"max_repeat": 1}, {"max_cost_usd": "1"}):
+            with self.subTest(bad=bad):
+                proc = self.python("-c", f"from jukebox import CircuitBreaker; CircuitBreaker(**{bad!r})", check=False)
+                self.assertNotEqual(proc.returncode, 0)
+                self.assertIn("CircuitBreaker(", proc.stderr)
+
+    def test_sandbox_violation(self):
+        outside = tempfile.mkdtemp(prefix="jukebox-outside-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", outside])
+        self.script("agent.py", f'''
+            from jukebox import Jukebox, SandboxViolation, SandboxPolicy
+            jb = Jukebox()
+            tx = jb.begin()
+            for p in ["../escape.txt", {os.path.join(outside, "x.txt")!r}, ".jukebox/booth/planted"]:
+                try:
+                    tx.stage_file_write(p, "x")
+                    print("staged", p)
+                except SandboxViolation as e:
+                    print("refused", p)
+            tx.commit()
+            ro = Jukebox(sandbox=SandboxPolicy(filesystem="read_only"))
+            try:
+                ro.begin().stage_file_write("ok.txt", "x")
+            except SandboxViolation:
+                print("read_only refused")
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertEqual(out.count("refused"), 4, out)
+        self.assertNotIn("staged", out)
+        self.assertEqual(os.listdir(outside), [])
+        self.assertFalse(os.path.exists(os.path.join(os.path.dirname(self.dir), "escape.txt")))
+
+    def test_commit_conflict_keeps_the_transaction_open(self):
+        with open(os.path.join(self.dir, "ledger.json"), "w") as f:
+            f.write("v1")
+        self.script("agent.py", '''
+            from jukebox import Jukebox, CommitConflict
+            jb = Jukebox()
+            tx = jb.begin()
+            tx.stage_file_write("ledger.json", "agent's")
+            with open("ledger.json", "w") as f:
+                f.write("user's")  # the real file changes under the staged one
+            try:
+                tx.commit()
+            except CommitConflict as e:
+                print("conflict", [c["path"] for c in e.conflicts], tx.state)
+            tx.rollback("the user edited it")
+            print("after", open("ledger.json").read())
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("conflict ['ledger.json'] open", out)
+        self.assertIn("after user's", out)
+
+    def test_shell_and_sqlite_are_staged(self):
+        db = os.path.join(self.dir, "app.db")
+        conn = sqlite3.connect(db)
+        conn.execute("CREATE TABLE refunds (id INTEGER PRIMARY KEY, usd REAL)")
+        conn.commit()
+        conn.close()
+        self.script("agent.py", '''
+            import os, sqlite3, sys
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            def real_rows():
+                c = sqlite3.connect("app.db")
+                try:
+                    return c.execute("SELECT count(*) FROM refunds").fetchone()[0]
+                finally:
+                    c.close()
+
+            tx = jb.begin()
+            r = tx.run_shell("echo hello > s.txt; cat s.txt; exit 3")
+            print("shell", r.exit_code, r.stdout.strip(), os.path.exists("s.txt"))
+            tx.stage_sql("app.db", "INSERT INTO refunds (usd) VALUES (?)", [12.5])
+            print("staged rows", tx.stage_sql("app.db", "SELECT count(*) FROM refunds")[0][0], "real rows", real_rows())
+            tx.commit()
+            print("after commit", real_rows(), open("s.txt").read().strip())
+            tx = jb.begin()
+            tx.stage_sql("app.db", "INSERT INTO refunds (usd) VALUES (?)", [600])
+            tx.rollback("over the threshold")
+            print("after rollback", real_rows())
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("shell 3 hello False", out)
+        self.assertIn("staged rows 1 real rows 0", out)
+        self.assertIn("after commit 1 hello", out)
+        self.assertIn("after rollback 1", out)
+
+    def test_postgres_joins_the_transaction(self):
+        if not PG_DSN:
+            if REQUIRE_ALL:
+                self.fail("JUKEBOX_PG_DSN is not set: .ci starts PostgreSQL for this test")
+            self.skipTest('needs PostgreSQL: eval "$(bash .ci/postgres.sh)"')
+        self.script("agent.py", f'''
+            from jukebox import Jukebox
+            dsn = {PG_DSN!r}
+            jb = Jukebox()
+            setup = jb.begin()
+            setup.stage_sql(dsn, "DROP TABLE IF EXISTS sdk_refunds")
+            setup.stage_sql(dsn, "CREATE TABLE sdk_refunds (id serial PRIMARY KEY, usd numeric)")
+            setup.commit()
+
+            def count():
+                other = jb.begin()  # a connection of its own
+                try:
+                    return other.stage_sql(dsn, "SELECT count(*) FROM sdk_refunds")[0][0]
+                finally:
+                    other.rollback("read only")
+
+            tx = jb.begin()
+            tx.stage_file_write("ledger.json", "{{}}")
+            tx.stage_sql(dsn, "INSERT INTO sdk_refunds (usd) VALUES ($1)", [12.5])
+            print("inside", tx.stage_sql(dsn, "SELECT count(*) FROM sdk_refunds")[0][0], "other", count())
+            tx.commit()
+            print("after commit", count())
+            tx = jb.begin()
+            tx.stage_sql(dsn, "INSERT INTO sdk_refunds (usd) VALUES ($1)", [900])
+            tx.rollback("too much")
+            print("after rollback", count())
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("inside 1 other 0", out)
+        self.assertIn("after commit 1", out)
+        self.assertIn("after rollback 1", out)
+        [tape] = self.tapes()
+        commits = [f for f in frames(tape) if f["kind"] == "tx.commit"]
+        self.assertEqual([c["payload"]["changes"] for c in commits], [0, 1])
+
+    def test_record_and_standalone_give_the_same_frames(self):
+        self.script("agent.py", '''
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            @jb.track(name="same")
+            def run():
+                with jb.record_agent_turn(agent_name="planner", message="plan", model="gpt-4o", cost_usd=0.001) as tx:
+                    tx.stage_file_write("notes.txt", "one")
+                with jb.record_agent_turn(agent_name="coder", message="code") as tx:
+                    tx.stage_file_delete("notes.txt")
+            run()
+        ''')
+        self.python("agent.py")
+        [alone] = self.tapes()
+        os.rename(alone, os.path.join(self.dir, "alone.jbx"))
+        rec = subprocess.run([BIN, "record", "--name", "same", "-o", "recorded.jbx", "--", sys.executable, "agent.py"],
+                             cwd=self.dir, env=self.env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        self.assertEqual(self.tapes(), [], "under record the SDK must not start a run of its own")
+
+        def shape(path):
+            out = []
+            for f in frames(os.path.join(self.dir, path)):
+                p = dict(f["payload"])
+                for k in ("tx", "argv", "seed", "started", "env", "host", "cwd", "upstreams", "jukebox_version", "mtime_ns", "body"):
+                    p.pop(k, None)
+                out.append((f["kind"], p))
+            return out
+        self.assertEqual(shape("alone.jbx"), shape("recorded.jbx"))
+
+    def test_booth_run_refuses_sdk_transactions(self):
+        # In the booth every write of the agent is staged already; an SDK
+        # transaction there would commit past it, so the engine refuses.
+        self.script("agent.py", '''
+            from jukebox import Jukebox, JukeboxError
+            jb = Jukebox()
+            with jb.record_agent_turn(agent_name="a", message="turns still work"):
+                pass
+        ''')
+        rec = subprocess.run([BIN, "record", "--booth", "--commit", "never", "-o", "booth.jbx", "--", sys.executable, "agent.py"],
+                             cwd=self.dir, env=self.env, capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(rec.returncode, 0)
+        self.assertIn("jukebox.errors.JukeboxError: jukebox: the run is in the booth", rec.stderr)
+        self.assertIn("agent.turn", kinds(os.path.join(self.dir, "booth.jbx")))
+
+    def test_fork_and_diff(self):
+        model = subprocess.Popen([BIN, "demo-model", "--addr", "127.0.0.1:0", "--json", "--quiet"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(model.stdout.close)
+        self.addCleanup(model.wait)
+        self.addCleanup(model.terminate)
+        text = ""
+        while True:
+            line = model.stdout.readline()
+            self.assertTrue(line, "demo-model printed no URLs")
+            text += line
+            try:
+                urls = json.loads(text)
+                break
+            except ValueError:
+                continue
+        self.script("agent.py", '''
+            import json, os, urllib.request
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            @jb.track(name="asker")
+            def run():
+                base = os.environ["OPENAI_BASE_URL"]
+                for q in ["plan the refund", "check the ledger"]:
+                    req = urllib.request.Request(base + "/chat/completions", method="POST",
+                        data=json.dumps({"model": "demo-large", "messages": [{"role": "user", "content": q}]}).encode(),
+                        headers={"Content-Type": "application/json", "Authorization": "Bearer sk-test"})
+                    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req) as r:
+                        print(json.load(r)["choices"][0]["message"]["content"][:40])
+            run()
+        ''')
+        env = dict(self.env, OPENAI_BASE_URL=urls["openai_base_url"], OPENAI_API_KEY="sk-test")
+        self.python("agent.py", env=env)
+        [path] = self.tapes()
+        sys.path.insert(0, SDK)
+        os.environ.update(JUKEBOX_BIN=BIN, PYTHONPATH=SDK)  # the fork runs the agent again
+        from jukebox import JukeboxError, Tape
+        tape = Tape.load(path)
+        self.assertEqual(tape.name, "asker")
+        second = [f.seq for f in tape.frames if f.kind == "llm.request"][1]
+        cwd = os.getcwd()
+        os.chdir(self.dir)
+        try:
+            fork = tape.fork(frame=second, model="demo-small", booth=False, output=os.path.join(self.dir, "fork.jbx"),
+                             upstreams={"openai": urls["openai_base_url"]})
+        finally:
+            os.chdir(cwd)
+        self.assertEqual(fork.path, os.path.join(self.dir, "fork.jbx"))
+        self.assertEqual(fork.exit_code, 0, fork.frames)
+        models = [f.payload.get("model") for f in fork.frames if f.kind == "llm.request"]
+        self.assertEqual(models, ["demo-large", "demo-small"])
+        d = tape.diff(fork)
+        first = d["first_divergence"]
+        self.assertEqual((first["kind"], first["left_seq"]), ("llm.request", second), first)
+        with self.assertRaises(JukeboxError):
+            Tape.load(os.path.join(self.dir, "missing.jbx"))
+
+    def test_pip_install_editable_offline(self):
+        venv = os.path.join(self.dir, "venv")
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True, capture_output=True)
+        py = os.path.join(venv, "bin", "python")
+        for extra in (["--no-build-isolation"], []):
+            with self.subTest(extra=extra):
+                proc = subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", *extra, "-e", SDK],
+                                      capture_output=True, text=True, env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"))
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                where = subprocess.run([py, "-c", "import jukebox; print(jukebox.__file__)"], cwd=venv,
+                                       capture_output=True, text=True, env={"PATH": os.environ.get("PATH", "")})
+                self.assertEqual(where.stdout.strip(), os.path.join(SDK, "jukebox", "__init__.py"), where.stderr)
+
+    def test_missing_binary(self):
+        env = dict(self.env, JUKEBOX_BIN="", PATH="/nonexistent")
+        proc = self.python("-c", "from jukebox import Jukebox; Jukebox().begin()", env=env, check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("jukebox binary not found", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
