@@ -38,14 +38,19 @@ type BoothOptions struct {
 	Commit CommitPolicy // "" is CommitNever
 	Keep   bool         // leave the transaction open instead of rolling back
 	Mode   sandbox.Mode // force a staging mode; "" tries the overlay first
-	// Ask decides for CommitAsk; it is shown the change set.
-	Ask    func(sandbox.ChangeSet) (bool, error)
+	// Ask decides for CommitAsk; it is shown the change set, and those of
+	// the staged folders outside the workspace (Stage).
+	Ask    func(sandbox.ChangeSet, []RootChanges) (bool, error)
 	Notice io.Writer // where the one-line staging-mode notice goes
 	// Net is the agent's network (sandbox.NetNone: only the recorder, the
 	// control API and Endpoints are reachable). WriteLive are absolute
 	// paths outside the workspace it may write unstaged.
 	Net       sandbox.Net
 	WriteLive []string
+	// Stage are folders outside the workspace staged with it (absolute):
+	// copy-on-write in the booth, committed or rolled back with the
+	// workspace, as one (sandbox.Tx.StageRoot). They need the overlay.
+	Stage     []string
 	Endpoints []string // more 127.0.0.1:PORT endpoints served for the run
 	// Attach, when set, runs once the transaction has begun, before the
 	// agent starts: it joins participants to tx (the --pg endpoint) and
@@ -55,16 +60,26 @@ type BoothOptions struct {
 	Resolvers []sandbox.Resolver
 }
 
+// RootChanges are the staged changes of a folder outside the workspace
+// (BoothOptions.Stage), relative to it.
+type RootChanges struct {
+	Root    string            `json:"root"`
+	Changes sandbox.ChangeSet `json:"changes"`
+}
+
 // BoothResult is what happened to the staged changes. When the change set
 // holds refused entries (Changes.Refused) the transaction is kept open
 // whatever the policy, for the user to decide: Refused says so.
 type BoothResult struct {
-	Tx        string            `json:"tx"`
-	Mode      sandbox.Mode      `json:"mode"`
-	Changes   sandbox.ChangeSet `json:"changes"`
-	Committed bool              `json:"committed"`
-	Kept      bool              `json:"kept"`              // left open for `jukebox booth`
-	Refused   bool              `json:"refused,omitempty"` // kept open because entries were refused
+	Tx      string            `json:"tx"`
+	Mode    sandbox.Mode      `json:"mode"`
+	Changes sandbox.ChangeSet `json:"changes"`
+	// Roots are the changes staged in the folders outside the workspace
+	// (--allow-write), committed or rolled back with Changes.
+	Roots     []RootChanges `json:"roots,omitempty"`
+	Committed bool          `json:"committed"`
+	Kept      bool          `json:"kept"`              // left open for `jukebox booth`
+	Refused   bool          `json:"refused,omitempty"` // kept open because entries were refused
 	// Confined: the agent ran confined (the overlay booth), so it could
 	// not write the workspace but through the staging area.
 	Confined bool `json:"confined"`
@@ -86,6 +101,11 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	var tx *sandbox.Tx
 	if err == nil {
 		tx, err = sandbox.Begin(ws, sandbox.Options{})
+	}
+	for _, root := range b.Stage {
+		if err == nil {
+			_, err = tx.StageRoot(root)
+		}
 	}
 	if err == nil {
 		env, err = attach(ctx, b, tx, env)
@@ -129,21 +149,27 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 // cannot be read or the decision made, it rolls back, unless Keep says to
 // keep the transaction whatever happened.
 func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd, br *BoothResult) error {
-	cs, err := tx.Diff()
+	cs, err := s.diffRoot(tx, tx.ID(), "")
 	var commit bool
 	if err == nil {
 		br.Changes = cs
-		for i := range cs.Changes {
-			s.recordChange(tx.ID(), &cs.Changes[i])
+		refused := len(cs.Refused)
+		for _, root := range tx.Roots() {
+			rcs, rerr := s.diffRoot(root, tx.ID(), root.Root())
+			if rerr != nil {
+				err = rerr
+				break
+			}
+			br.Roots = append(br.Roots, RootChanges{Root: root.Root(), Changes: rcs})
+			refused += len(rcs.Refused)
 		}
-		for _, r := range cs.Refused {
-			s.appendFrame(tapefmt.FileChange{Tx: tx.ID(), Op: tapefmt.OpRefused, Path: r.Path, Refused: r.Kind, Reason: r.Reason})
-		}
-		if len(cs.Refused) > 0 {
+		if err == nil && refused > 0 {
 			br.Kept, br.Refused = true, true
 			return nil
 		}
-		commit, err = s.decide(cs, end)
+		if err == nil {
+			commit, err = s.decide(cs, br.Roots, end)
+		}
 	}
 	if err != nil && s.o.Booth.Keep {
 		br.Kept = true
@@ -197,20 +223,42 @@ func recoverNotice(w io.Writer, rep sandbox.RecoverReport) {
 	}
 }
 
-func (s *session) decide(cs sandbox.ChangeSet, end tapefmt.RunEnd) (bool, error) {
+// diffRoot reads the change set of the workspace's transaction (root "")
+// or of a staged folder's, and records it under the booth transaction
+// txID: a file.change frame per change and per refused entry, named by
+// root and relative path.
+func (s *session) diffRoot(tx *sandbox.Tx, txID, root string) (sandbox.ChangeSet, error) {
+	cs, err := tx.Diff()
+	if err != nil {
+		return cs, err
+	}
+	for i := range cs.Changes {
+		s.recordChange(txID, root, &cs.Changes[i])
+	}
+	for _, r := range cs.Refused {
+		s.appendFrame(tapefmt.FileChange{Tx: txID, Root: root, Op: tapefmt.OpRefused, Path: r.Path, Refused: r.Kind, Reason: r.Reason})
+	}
+	return cs, nil
+}
+
+func (s *session) decide(cs sandbox.ChangeSet, roots []RootChanges, end tapefmt.RunEnd) (bool, error) {
 	switch s.o.Booth.Commit {
 	case CommitAlways:
 		return true, nil
 	case CommitOnSuccess:
 		return end.ExitCode == 0 && end.Signal == "" && end.Reason == "", nil
 	case CommitAsk:
-		if cs.Empty() {
+		empty := cs.Empty()
+		for _, r := range roots {
+			empty = empty && r.Changes.Empty()
+		}
+		if empty {
 			return false, nil
 		}
 		if s.o.Booth.Ask == nil {
 			return false, ErrNoAsk
 		}
-		return s.o.Booth.Ask(cs)
+		return s.o.Booth.Ask(cs, roots)
 	}
 	return false, nil
 }
@@ -222,9 +270,10 @@ func rollbackReason(policy CommitPolicy, end tapefmt.RunEnd) string {
 	return "commit policy " + string(policy)
 }
 
-// recordChange writes one file.change frame, with the content as a blob.
-func (s *session) recordChange(txID string, c *sandbox.Change) {
-	fc := tapefmt.FileChange{Tx: txID, Op: c.Op, Path: c.Path, Mode: c.UnixMode(), Size: c.Size, Target: c.Target, Link: c.Link}
+// recordChange writes one file.change frame, with the content as a blob;
+// root names a staged folder outside the workspace ("" is the workspace).
+func (s *session) recordChange(txID, root string, c *sandbox.Change) {
+	fc := tapefmt.FileChange{Tx: txID, Root: root, Op: c.Op, Path: c.Path, Mode: c.UnixMode(), Size: c.Size, Target: c.Target, Link: c.Link}
 	if !c.Mtime.IsZero() {
 		fc.MtimeNs = c.Mtime.UnixNano()
 	}

@@ -105,7 +105,7 @@ func (t *sdkTxs) begin(ctx context.Context) (*sandbox.Tx, error) {
 	var id string
 	tx, err := sandbox.Begin(t.ws, sandbox.Options{Observer: func(e sandbox.Event) {
 		if e.Kind == sandbox.EventChange {
-			t.session.recordChange(id, e.Change)
+			t.session.recordChange(id, "", e.Change)
 		}
 	}})
 	if err != nil {

@@ -57,6 +57,15 @@ func (tx *Tx) Commit(ctx context.Context) (ChangeSet, error) {
 	if err := tx.preflight(cs); err != nil {
 		return cs, err
 	}
+	for _, p := range tx.parts {
+		// Staged roots are checked as the workspace is, before anything
+		// is prepared: a conflict there leaves the transaction open too.
+		if r, ok := p.(*rootPart); ok {
+			if err := r.check(); err != nil {
+				return cs, err
+			}
+		}
+	}
 	return cs, tx.commitSet(ctx, cs, before)
 }
 

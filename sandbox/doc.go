@@ -86,6 +86,17 @@
 // descriptors opened with O_NOFOLLOW, so a real directory swapped for a
 // symlink cannot carry a commit outside the workspace.
 //
+// # Staged roots
+//
+// Tx.StageRoot stages a folder outside the workspace with it (record
+// --allow-write): a sub-transaction over that folder, kept in the
+// workspace transaction's directory, mounted copy-on-write by Exec as the
+// workspace is, and joined as a participant of kind "files": checked for
+// conflicts with the workspace, prepared (its change set journalled,
+// undecided) before the decision and applied after it; Recover resolves
+// it from the workspace's journal, so the workspace and every staged root
+// commit as one (roots.go). The copy fallback cannot stage them.
+//
 // # What a commit keeps
 //
 // A commit leaves what a plain run would have left, besides content:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // Mode is how a child process is staged.
@@ -103,8 +104,9 @@ func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	}
 	var why string
 	if o.Mode == "" || o.Mode == ModeAuto || o.Mode == ModeOverlay {
+		writable := tx.writable(o) // execOverlay holds tx.mu while it runs
 		res, err := tx.execOverlay(ctx, o, dir, func() {
-			fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged; /tmp and /dev/shm private; the rest read-only; own PID namespace; network %s)\n", orHost(o.Net))
+			fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged%s; /tmp and /dev/shm private; the rest read-only; own PID namespace; network %s)\n", writable, orHost(o.Net))
 		})
 		if !errors.Is(err, errSetup) {
 			return res, err
@@ -117,12 +119,35 @@ func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	if o.Net == NetNone {
 		return ExecResult{Mode: o.Mode, ExitCode: -1}, fmt.Errorf("sandbox: --net none needs the overlay booth; %s mode cannot confine", o.Mode)
 	}
+	if roots := tx.Roots(); len(roots) > 0 {
+		return ExecResult{Mode: o.Mode, ExitCode: -1}, fmt.Errorf("sandbox: staged folders outside the workspace (%s) need the overlay booth; %s mode stages the workspace alone%s", roots[0].Root(), orAuto(o.Mode), because(why))
+	}
 	res, err := tx.execCopy(ctx, o, dir)
 	res.Fallback = why
 	if err == nil {
 		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace%s, run outside it: this stages what the agent changes in the copy but does NOT confine the agent, which can write anywhere you can, the real workspace too by its absolute path\n", res.Mode, because(why))
 	}
 	return res, err
+}
+
+// writable lists, for the booth's notice, the folders outside the
+// workspace the agent may write: staged ones and live ones, each named.
+func (tx *Tx) writable(o ExecOptions) string {
+	var s string
+	for _, r := range tx.Roots() {
+		s += ", " + QuotePath(r.Root())
+	}
+	if s != "" {
+		s = "; staged with it: " + s[2:]
+	}
+	if len(o.WriteLive) > 0 {
+		quoted := make([]string, len(o.WriteLive))
+		for i, p := range o.WriteLive {
+			quoted[i] = QuotePath(p)
+		}
+		s += "; written live, never rolled back: " + strings.Join(quoted, ", ")
+	}
+	return s
 }
 
 func orHost(n Net) Net {
@@ -169,6 +194,16 @@ func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string, starte
 	hide := hidden(tx.ws, tx.opts)
 	spec := initSpec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args, Hide: hide,
 		ReadOnly: protected(tx.ws.root, o.Protect, hide), WriteLive: o.WriteLive, NetNone: o.Net == NetNone}
+	for _, p := range tx.parts {
+		if r, ok := p.(*rootPart); ok {
+			w := filepath.Join(r.sub.dir, "work")
+			if err := os.MkdirAll(w, 0o700); err != nil {
+				return ExecResult{}, err
+			}
+			defer removeAll(w)
+			spec.Staged = append(spec.Staged, stagedMount{Lower: r.sub.ws.root, Upper: r.sub.upper, Work: w})
+		}
+	}
 	if err := checkKept(spec); err != nil {
 		return ExecResult{Mode: ModeOverlay, ExitCode: -1}, fmt.Errorf("sandbox: %w", err)
 	}
@@ -203,4 +238,11 @@ func exitCode(err error) (int, error) {
 		return -1, err
 	}
 	return 0, nil
+}
+
+func orAuto(m Mode) Mode {
+	if m == "" || m == ModeAuto {
+		return "the copy"
+	}
+	return m
 }

@@ -172,7 +172,7 @@ func (w *workspace) checkJournal(dir string, j journal) string {
 		return fmt.Sprintf("journal written for another workspace (%s)", j.Workspace)
 	}
 	switch j.State {
-	case statePrepare, stateCommit, stateUndo, stateApplied:
+	case statePrepare, stateCommit, stateUndo, stateApplied, stateVote:
 	default:
 		return fmt.Sprintf("journal in an unknown state %q", j.State)
 	}

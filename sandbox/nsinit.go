@@ -17,13 +17,16 @@ const (
 
 // initSpec tells the init what to mount and run.
 type initSpec struct {
-	Lower string   `json:"lower"`          // the real workspace, mounted over
-	Upper string   `json:"upper"`          // staging area (overlay upper dir)
-	Work  string   `json:"work"`           // overlay work dir, same fs as Upper
-	Hide  []string `json:"hide,omitempty"` // state root, key folder: each covered by an empty tmpfs
-	Dir   string   `json:"dir"`            // working directory of the command
-	Args  []string `json:"args,omitempty"` // command; empty with Probe
-	Probe bool     `json:"probe,omitempty"`
+	Lower string `json:"lower"` // the real workspace, mounted over
+	Upper string `json:"upper"` // staging area (overlay upper dir)
+	Work  string `json:"work"`  // overlay work dir, same fs as Upper
+	// Staged are more folders mounted copy-on-write, as the workspace is
+	// (Tx.StageRoot).
+	Staged []stagedMount `json:"staged,omitempty"`
+	Hide   []string      `json:"hide,omitempty"` // state root, key folder: each covered by an empty tmpfs
+	Dir    string        `json:"dir"`            // working directory of the command
+	Args   []string      `json:"args,omitempty"` // command; empty with Probe
+	Probe  bool          `json:"probe,omitempty"`
 	// ReadOnly paths stay visible at their own absolute paths, read-only,
 	// even inside the workspace or under the private /tmp (the tape's
 	// folder). WriteLive paths stay visible and writable: writes there are
@@ -38,6 +41,13 @@ type initSpec struct {
 	// UID and GID are the caller's, which the command runs as.
 	UID int `json:"uid"`
 	GID int `json:"gid"`
+}
+
+// stagedMount is an overlay over Lower whose upper dir is Upper.
+type stagedMount struct {
+	Lower string `json:"lower"`
+	Upper string `json:"upper"`
+	Work  string `json:"work"`
 }
 
 // relay forwards connections to Addr (127.0.0.1:PORT inside the network

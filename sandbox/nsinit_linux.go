@@ -207,7 +207,7 @@ func confine(s initSpec) ([]*relayer, error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("make mounts private: %w", err)
 	}
-	ovl, err := overlayMount(s)
+	ovl, err := overlayMount(s.Lower, s.Upper, s.Work)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +218,13 @@ func confine(s initSpec) ([]*relayer, error) {
 		}
 	}
 	mounts := []detached{{fd: ovl, path: s.Lower, what: "the overlay over the workspace", rank: rankOverlay}}
+	for _, st := range s.Staged {
+		fd, err := overlayMount(st.Lower, st.Upper, st.Work)
+		if err != nil {
+			return nil, fmt.Errorf("stage %s: %w", st.Lower, err)
+		}
+		mounts = append(mounts, detached{fd: fd, path: st.Lower, what: "the overlay over " + st.Lower, rank: rankOverlay})
+	}
 	for _, h := range s.Hide {
 		fd, err := tmpfsMount("size=4k,mode=0555", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 		if err != nil {
@@ -305,6 +312,9 @@ func mountProc() error {
 // sockets (see hostSockets).
 func hideHostSockets(s initSpec) ([]detached, error) {
 	kept := append(append([]string{s.Lower}, s.ReadOnly...), s.WriteLive...)
+	for _, st := range s.Staged {
+		kept = append(kept, st.Lower)
+	}
 	h := findHostSockets(os.Getenv, os.Getenv("HOME"), kept)
 	var out []detached
 	for _, d := range h.Dirs {
@@ -443,14 +453,14 @@ func mountPoint(m detached) error {
 
 // overlayMount makes the overlay over the workspace as a detached mount.
 // userxattr is needed in a user namespace; kernels before 5.11 lack it.
-func overlayMount(s initSpec) (int, error) {
+func overlayMount(lower, upper, work string) (int, error) {
 	try := func(userxattr bool) (int, error) {
 		fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 		if err != nil {
 			return -1, err
 		}
 		defer unix.Close(fs)
-		for _, kv := range [][2]string{{"lowerdir", ovlEscape(s.Lower)}, {"upperdir", ovlEscape(s.Upper)}, {"workdir", ovlEscape(s.Work)}} {
+		for _, kv := range [][2]string{{"lowerdir", ovlEscape(lower)}, {"upperdir", ovlEscape(upper)}, {"workdir", ovlEscape(work)}} {
 			if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
 				return -1, fmt.Errorf("%s: %w", kv[0], err)
 			}

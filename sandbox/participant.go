@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 )
 
 // Participant is a resource that commits or rolls back together with the
@@ -42,6 +43,9 @@ type Resolver interface {
 type partRecord struct {
 	Kind string `json:"kind"`
 	GID  string `json:"gid"`
+	// Ref is a staged root's directory, relative to the transaction's
+	// (roots/N/ID), for Recover to find it.
+	Ref string `json:"ref,omitempty"`
 }
 
 // Join adds a participant to the transaction. Its work commits or rolls
@@ -66,6 +70,9 @@ func (tx *Tx) partRecords() []partRecord {
 	recs := make([]partRecord, len(tx.parts))
 	for i, p := range tx.parts {
 		recs[i] = partRecord{Kind: p.Kind(), GID: tx.gid(i)}
+		if r, ok := p.(*rootPart); ok {
+			recs[i].Ref = filepath.ToSlash(r.ref)
+		}
 	}
 	return recs
 }

@@ -96,12 +96,17 @@ func recoverOne(ctx context.Context, w *workspace, e fs.DirEntry, keys *keyRing,
 		return nil
 	}
 	for _, p := range j.Participants {
-		if byKind[p.Kind] == nil {
+		if byKind[p.Kind] == nil && p.Kind != rootKind {
 			return fmt.Errorf("%w %q (tx %s)", ErrNoResolver, p.Kind, j.TxID)
 		}
 	}
 	resolve := func(commit bool) func(gid string, i int) error {
-		return func(gid string, i int) error { return byKind[j.Participants[i].Kind].Resolve(ctx, gid, commit) }
+		return func(gid string, i int) error {
+			if p := j.Participants[i]; p.Kind == rootKind {
+				return resolveRoot(dir, p, keys.opts, commit)
+			}
+			return byKind[j.Participants[i].Kind].Resolve(ctx, gid, commit)
+		}
 	}
 	key, err := keys.get()
 	if err != nil {

@@ -96,6 +96,9 @@ type txMeta struct {
 	Created    time.Time `json:"created"`
 	BeginCtime int64     `json:"begin_ctime_ns"`
 	Savepoints []string  `json:"savepoints,omitempty"`
+	// Roots are the folders outside the workspace staged with it
+	// (StageRoot), each a sub-transaction in roots/N/.
+	Roots []rootRef `json:"roots,omitempty"`
 }
 
 // Tx is one booth transaction over a workspace. Its methods are safe for
@@ -173,6 +176,9 @@ func Open(dir, id string, opts Options) (*Tx, error) {
 		return nil, fmt.Errorf("sandbox: open %s: it holds a commit journal (an interrupted commit, or one recovery will not apply): jukebox booth status says which", id)
 	}
 	if tx.base, err = loadBase(tx.dir); err != nil {
+		return nil, err
+	}
+	if err := tx.openRoots(); err != nil {
 		return nil, err
 	}
 	return tx, nil

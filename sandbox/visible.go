@@ -41,7 +41,11 @@ func visibleError(p string, hide []string) error {
 // error and never the copy fallback; stage 1 checks again, as the last
 // line.
 func checkKept(s initSpec) error {
-	for _, p := range slices.Concat(s.ReadOnly, s.WriteLive) {
+	staged := make([]string, len(s.Staged))
+	for i, st := range s.Staged {
+		staged[i] = st.Lower
+	}
+	for _, p := range slices.Concat(s.ReadOnly, s.WriteLive, staged) {
 		if err := visibleError(p, s.Hide); err != nil {
 			return fmt.Errorf("%s cannot stay visible: %w", p, err)
 		}

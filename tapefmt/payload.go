@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path"
 	"strconv"
 )
 
@@ -208,7 +209,11 @@ type MCPMessage struct {
 
 // FileChange is one change to the workspace, staged or applied.
 type FileChange struct {
-	Tx     string `json:"tx,omitempty"`
+	Tx string `json:"tx,omitempty"`
+	// Root is the folder outside the workspace Path is relative to, for a
+	// change of a staged folder (record --allow-write); "" is the
+	// workspace.
+	Root   string `json:"root,omitempty"`
 	Op     FileOp `json:"op"`
 	Path   string `json:"path"`
 	Mode   uint32 `json:"mode,omitempty"`
@@ -228,6 +233,15 @@ type FileChange struct {
 	MtimeNs int64            `json:"mtime_ns,omitempty"`
 	Xattrs  map[string]Bytes `json:"xattrs,omitzero"`
 	Link    string           `json:"link,omitempty"`
+}
+
+// Where is the changed path as a reader should see it: relative to the
+// workspace, or, for a staged folder outside it, its absolute path.
+func (f *FileChange) Where() string {
+	if f.Root == "" {
+		return f.Path
+	}
+	return path.Join(f.Root, f.Path)
 }
 
 // Output is bytes the child wrote to its stdout (Fd 1) or stderr (Fd 2).

@@ -32,9 +32,9 @@ func Describe(p tapefmt.Payload) string {
 		return fmt.Sprintf("%s %s %s", p.Server, p.Direction, OneLine(string(p.Message), 50))
 	case *tapefmt.FileChange:
 		if p.Op == tapefmt.OpRefused {
-			return fmt.Sprintf("refused %s %s: %s", p.Refused, p.Path, p.Reason)
+			return fmt.Sprintf("refused %s %s: %s", p.Refused, p.Where(), p.Reason)
 		}
-		return fmt.Sprintf("%s %s (%d bytes)", p.Op, p.Path, p.Size)
+		return fmt.Sprintf("%s %s (%d bytes)", p.Op, p.Where(), p.Size)
 	case *tapefmt.Output:
 		return fmt.Sprintf("fd%d %s", p.Fd, OneLine(string(p.Data), 60))
 	}

@@ -267,7 +267,7 @@ func (tl *Timeline) fillResult(d *ToolDetail, r *tapefmt.ToolResult, i int) {
 }
 
 func (tl *Timeline) file(p *tapefmt.FileChange) *FileDetail {
-	d := &FileDetail{Op: string(p.Op), Path: p.Path}
+	d := &FileDetail{Op: string(p.Op), Path: p.Where()}
 	body, before := tl.blob(p.Body), tl.blob(p.Before)
 	if isBinary(body) || isBinary(before) {
 		d.Binary = true
@@ -279,7 +279,7 @@ func (tl *Timeline) file(p *tapefmt.FileChange) *FileDetail {
 		d.Content = "→ " + p.Target
 	}
 	if !p.Before.IsZero() || p.Op == tapefmt.OpWrite {
-		d.Diff = diffview.TextDiff("a/"+p.Path, "b/"+p.Path, string(before), string(body))
+		d.Diff = diffview.TextDiff("a/"+p.Where(), "b/"+p.Where(), string(before), string(body))
 	}
 	return d
 }

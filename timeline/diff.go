@@ -255,8 +255,8 @@ func (b *timelineBuilder) mcp(fr *diffview.Frame, p *tapefmt.MCPMessage) error {
 }
 
 func (b *timelineBuilder) file(fr *diffview.Frame, p *tapefmt.FileChange) error {
-	fr.Signature = fr.Kind + " " + p.Path
-	fr.Title = fmt.Sprintf("%s %s", p.Op, p.Path)
+	fr.Signature = fr.Kind + " " + p.Where()
+	fr.Title = fmt.Sprintf("%s %s", p.Op, p.Where())
 	switch {
 	case p.Target != "":
 		fr.Body = "→ " + p.Target

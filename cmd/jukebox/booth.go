@@ -186,7 +186,25 @@ func (c *BoothDiffCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	return printChangeSet(env.Stdout, cs, c.JSON)
+	if err := printChangeSet(env.Stdout, cs, c.JSON); err != nil || c.JSON {
+		return err
+	}
+	return printRoots(env.Stdout, tx)
+}
+
+// printRoots prints the change sets of the folders outside the workspace
+// staged with it (--allow-write), each under its quoted path.
+func printRoots(w io.Writer, tx *sandbox.Tx) error {
+	for _, r := range tx.Roots() {
+		cs, err := r.Diff()
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "and staged in %s (--allow-write): %s\n%s", sandbox.QuotePath(r.Root()), cs.Summary(), cs.String()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printChangeSet prints a heading that counts each operation, then every
@@ -210,6 +228,12 @@ func (c *BoothCommitCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	var roots strings.Builder
+	if !c.JSON {
+		if err := printRoots(&roots, tx); err != nil {
+			return err
+		}
+	}
 	cs, err := tx.Commit(ctx)
 	if err != nil {
 		return err
@@ -217,7 +241,11 @@ func (c *BoothCommitCmd) Run(ctx context.Context, env *Env) error {
 	if !c.JSON {
 		fmt.Fprintf(env.Stdout, "committed %s: %d change(s)\n", cs.TxID, len(cs.Changes))
 	}
-	return printChangeSet(env.Stdout, cs, c.JSON)
+	if err := printChangeSet(env.Stdout, cs, c.JSON); err != nil {
+		return err
+	}
+	_, err = io.WriteString(env.Stdout, roots.String())
+	return err
 }
 
 // BoothRollbackCmd discards a transaction.

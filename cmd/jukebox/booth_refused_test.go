@@ -72,7 +72,7 @@ func TestAskPromptSpoofing(t *testing.T) {
 	cs, err := tx.Diff()
 	must(err)
 
-	prompt := askText(cs)
+	prompt := askText(cs, nil)
 	diff, _, err := runBoothCLI(t, "booth", "diff", "-C", ws)
 	must(err)
 	for name, text := range map[string]string{"prompt": prompt, "booth diff": diff} {

@@ -23,15 +23,17 @@ type boothFlags struct {
 	// AllowWriteLive are folders outside the workspace the agent may
 	// write directly: unstaged, never rolled back.
 	AllowWriteLive []string `name:"allow-write-live" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write directly, unstaged and never rolled back (a cache such as ~/.cache, say). Repeatable. Everything else outside the workspace is read-only in the booth."`
-	PG             string   `name:"pg" placeholder:"DSN" help:"With --booth: the agent's PostgreSQL work joins the booth. The agent gets a local endpoint (DATABASE_URL, PGHOST, PGPORT, PGUSER, PGDATABASE, and a password for the run in PGPASSWORD) whose sessions run inside transactions that are prepared, then committed or rolled back together with the files. The server at DSN must be reachable and allow prepared transactions (max_prepared_transactions above 0), else exit 2 before the agent starts. Its password may come from PGPASSWORD or ~/.pgpass rather than the DSN."`
+	// AllowWrite are folders outside the workspace staged with it.
+	AllowWrite []string `name:"allow-write" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write, staged as the workspace is: its changes are listed with the workspace's and committed or rolled back with them, as one. Repeatable. Needs the overlay booth."`
+	PG         string   `name:"pg" placeholder:"DSN" help:"With --booth: the agent's PostgreSQL work joins the booth. The agent gets a local endpoint (DATABASE_URL, PGHOST, PGPORT, PGUSER, PGDATABASE, and a password for the run in PGPASSWORD) whose sessions run inside transactions that are prepared, then committed or rolled back together with the files. The server at DSN must be reachable and allow prepared transactions (max_prepared_transactions above 0), else exit 2 before the agent starts. Its password may come from PGPASSWORD or ~/.pgpass rather than the DSN."`
 }
 
 func (b *boothFlags) validate() error {
 	if err := b.validatePG(); err != nil {
 		return err
 	}
-	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.BoothMode != "auto" || (b.Net != "host" && b.Net != "") || len(b.AllowWriteLive) > 0) {
-		return fmt.Errorf("--commit, --keep, --booth-mode, --net and --allow-write-live only apply with --booth")
+	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.BoothMode != "auto" || (b.Net != "host" && b.Net != "") || len(b.AllowWriteLive) > 0 || len(b.AllowWrite) > 0) {
+		return fmt.Errorf("--commit, --keep, --booth-mode, --net, --allow-write and --allow-write-live only apply with --booth")
 	}
 	if !b.Booth {
 		return nil
@@ -42,55 +44,72 @@ func (b *boothFlags) validate() error {
 	if b.Net == "none" && (b.BoothMode == "copy" || b.BoothMode == "reflink") {
 		return fmt.Errorf("--net none needs the overlay booth; --booth-mode %s cannot confine the agent", b.BoothMode)
 	}
+	if len(b.AllowWrite) > 0 && (b.BoothMode == "copy" || b.BoothMode == "reflink") {
+		return fmt.Errorf("--allow-write needs the overlay booth; --booth-mode %s stages the workspace alone (--allow-write-live writes a folder unstaged)", b.BoothMode)
+	}
 	ws, err := os.Getwd()
 	if err != nil {
 		return err
 	}
-	for i, p := range b.AllowWriteLive {
-		if b.AllowWriteLive[i], err = liveWritable(p, ws); err != nil {
-			return err
+	type named struct{ flag, path string }
+	var all []named
+	for _, f := range []struct {
+		name  string
+		paths []string
+	}{{"allow-write-live", b.AllowWriteLive}, {"allow-write", b.AllowWrite}} {
+		for i, p := range f.paths {
+			if f.paths[i], err = writableDir("--"+f.name, p, ws); err != nil {
+				return err
+			}
+			for _, o := range all {
+				if within(f.paths[i], o.path) || within(o.path, f.paths[i]) {
+					return fmt.Errorf("--%s %s: overlaps %s %s; name each folder once", f.name, p, o.flag, o.path)
+				}
+			}
+			all = append(all, named{"--" + f.name, f.paths[i]})
 		}
 	}
 	return nil
 }
 
-// liveWritable checks a --allow-write-live folder and returns its absolute
-// path: it must exist, be a real folder (not a symlink, which the booth
-// would have to follow), and be neither / nor the workspace, inside it or
-// holding it (the workspace is staged; a folder holding it would make its
-// surroundings writable, which is better named one by one), nor a place
-// the booth gives the agent its own of or hides (sandbox.CheckWriteLive:
-// /tmp, /run, /proc, the journal key's folder, ...).
-func liveWritable(p, ws string) (string, error) {
+// writableDir checks a --allow-write or --allow-write-live folder (flag)
+// and returns its absolute path: it must exist, be a real folder (not a
+// symlink, which the booth would have to follow), and be neither / nor
+// the workspace, inside it or holding it (the workspace is staged; a
+// folder holding it would make its surroundings writable, which is better
+// named one by one), nor a place the booth gives the agent its own of or
+// hides (sandbox.CheckWriteLive: /tmp, /run, /proc, the journal key's
+// folder, ...).
+func writableDir(flag, p, ws string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return "", fmt.Errorf("--allow-write-live %s: %w", p, err)
+		return "", fmt.Errorf("%s %s: %w", flag, p, err)
 	}
 	fi, err := os.Lstat(abs)
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("--allow-write-live %s: %w", p, err)
+		return "", fmt.Errorf("%s %s: %w", flag, p, err)
 	case fi.Mode()&os.ModeSymlink != 0:
-		return "", fmt.Errorf("--allow-write-live %s: a symlink; name the folder it points to", p)
+		return "", fmt.Errorf("%s %s: a symlink; name the folder it points to", flag, p)
 	case !fi.IsDir():
-		return "", fmt.Errorf("--allow-write-live %s: not a folder", p)
+		return "", fmt.Errorf("%s %s: not a folder", flag, p)
 	case abs == "/":
-		return "", fmt.Errorf("--allow-write-live /: that would let the agent write anywhere")
+		return "", fmt.Errorf("%s /: that would let the agent write anywhere", flag)
 	}
 	if real, err := filepath.EvalSymlinks(ws); err == nil {
 		ws = real
 	}
 	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
-		return "", fmt.Errorf("--allow-write-live %s: reached through a symlink (%s); name the folder itself", p, real)
+		return "", fmt.Errorf("%s %s: reached through a symlink (%s); name the folder itself", flag, p, real)
 	}
 	if within(abs, ws) {
-		return "", fmt.Errorf("--allow-write-live %s: inside the workspace, which the booth stages already", p)
+		return "", fmt.Errorf("%s %s: inside the workspace, which the booth stages already", flag, p)
 	}
 	if within(ws, abs) {
-		return "", fmt.Errorf("--allow-write-live %s: holds the workspace; name the folders beside it the agent may write", p)
+		return "", fmt.Errorf("%s %s: holds the workspace; name the folders beside it the agent may write", flag, p)
 	}
 	if err := sandbox.CheckWriteLive(ws, abs, sandbox.Options{}); err != nil {
-		return "", fmt.Errorf("--allow-write-live %s: %w", p, err)
+		return "", fmt.Errorf("%s %s: %w", flag, p, err)
 	}
 	return abs, nil
 }
@@ -133,12 +152,12 @@ func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 	}
 	tty := guardTerminal(env)
 	o := &engine.BoothOptions{Commit: b.Commit, Keep: b.Keep, Mode: sandbox.Mode(b.BoothMode), Notice: env.Stderr,
-		Net: sandbox.Net(b.Net), WriteLive: b.AllowWriteLive}
+		Net: sandbox.Net(b.Net), WriteLive: b.AllowWriteLive, Stage: b.AllowWrite}
 	if b.Commit == engine.CommitAsk {
 		if haveTerminal() { // it is opened again to ask
-			o.Ask = func(cs sandbox.ChangeSet) (bool, error) {
+			o.Ask = func(cs sandbox.ChangeSet, roots []engine.RootChanges) (bool, error) {
 				tty.restore()
-				return askOnTerminal(cs)
+				return askOnTerminal(cs, roots)
 			}
 		} else {
 			fmt.Fprintln(env.Stderr, "jukebox: no terminal to ask on: the booth will be kept open (jukebox booth commit|rollback)")
@@ -148,8 +167,8 @@ func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 	return o, tty
 }
 
-// askOnTerminal shows the change set on the terminal and reads y or n.
-func askOnTerminal(cs sandbox.ChangeSet) (bool, error) {
+// askOnTerminal shows the change sets on the terminal and reads y or n.
+func askOnTerminal(cs sandbox.ChangeSet, roots []engine.RootChanges) (bool, error) {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		return false, err
@@ -158,7 +177,7 @@ func askOnTerminal(cs sandbox.ChangeSet) (bool, error) {
 	// What was typed during the run was meant for the agent: it must not
 	// answer this question.
 	discardInput(tty)
-	io.WriteString(tty, askText(cs))
+	io.WriteString(tty, askText(cs, roots))
 	line, err := bufio.NewReader(tty).ReadString('\n')
 	if err != nil && line == "" {
 		return false, nil
@@ -171,13 +190,24 @@ func askOnTerminal(cs sandbox.ChangeSet) (bool, error) {
 // by the agent, so each is quoted (sandbox.QuotePath) and no control, bidi
 // or invisible character reaches the terminal; sensitive paths are marked
 // with "!" and a line saying why, and the heading counts each operation.
-func askText(cs sandbox.ChangeSet) string {
+// The changes of staged folders outside the workspace (--allow-write)
+// follow, each under its folder's quoted path.
+func askText(cs sandbox.ChangeSet, roots []engine.RootChanges) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nThe agent staged %d changes: %s\n%s", len(cs.Changes), cs.Summary(), cs.String())
-	if n := sensitiveCount(cs); n > 0 {
+	n := sensitiveCount(cs)
+	for _, r := range roots {
+		fmt.Fprintf(&b, "and in %s (--allow-write), %d changes: %s\n%s", sandbox.QuotePath(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
+		n += sensitiveCount(r.Changes)
+	}
+	if n > 0 {
 		fmt.Fprintf(&b, "%d of them touch sensitive paths (marked !): read those before you answer.\n", n)
 	}
-	b.WriteString("Commit them to the workspace? [y/N] ")
+	if len(roots) > 0 {
+		b.WriteString("Commit them all, to the workspace and those folders? [y/N] ")
+	} else {
+		b.WriteString("Commit them to the workspace? [y/N] ")
+	}
 	return b.String()
 }
 
@@ -197,12 +227,25 @@ func printBooth(env *Env, b *engine.BoothResult) {
 		return
 	}
 	fmt.Fprintf(env.Stderr, "jukebox: booth %s (%s): %d changes: %s\n%s", b.Tx, b.Mode, len(b.Changes.Changes), b.Changes.Summary(), b.Changes.String())
+	for _, r := range b.Roots {
+		fmt.Fprintf(env.Stderr, "jukebox: and staged in %s (--allow-write): %d changes: %s\n%s", sandbox.QuotePath(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
+	}
 	switch {
 	case b.Refused:
+		refused := len(b.Changes.Refused)
+		for _, r := range b.Roots {
+			refused += len(r.Changes.Refused)
+		}
 		fmt.Fprintf(env.Stderr, "jukebox: booth kept open: %d entries the booth cannot commit were refused (REFUSED above); "+
 			"nothing was committed or rolled back.\n"+
 			"jukebox: `jukebox booth commit --tx %[2]s` applies the rest without them; `jukebox booth rollback --tx %[2]s` discards it all\n",
-			len(b.Changes.Refused), b.Tx)
+			refused, b.Tx)
+	case b.Committed && len(b.Roots) > 0:
+		roots := make([]string, len(b.Roots))
+		for i, r := range b.Roots {
+			roots[i] = sandbox.QuotePath(r.Root)
+		}
+		fmt.Fprintf(env.Stderr, "jukebox: booth committed to the workspace and to %s\n", strings.Join(roots, ", "))
 	case b.Committed:
 		fmt.Fprintln(env.Stderr, "jukebox: booth committed to the workspace")
 	case b.Kept:

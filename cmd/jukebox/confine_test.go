@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -109,6 +110,7 @@ func TestConfinementFlags(t *testing.T) {
 	must(t, os.Mkdir(filepath.Join(ws, "inner"), 0o755))
 	outside := t.TempDir()
 	must(t, os.Symlink(outside, filepath.Join(ws, "link")))
+	must(t, os.Mkdir(filepath.Join(outside, "sub"), 0o755))
 	state := t.TempDir()
 	keyDir := filepath.Join(state, "jukebox") // the journal key's folder
 	must(t, os.Mkdir(keyDir, 0o700))
@@ -131,6 +133,17 @@ func TestConfinementFlags(t *testing.T) {
 		{[]string{"--booth", "--allow-write-live", "/dev/shm"}, "its own /dev/shm"},
 		{[]string{"--booth", "--allow-write-live", "/run"}, "its own /run"},
 		{[]string{"--booth", "--allow-write-live", keyDir}, "the booth hides " + keyDir},
+		// --allow-write (staged) takes the same checks, and the overlay.
+		{[]string{"--allow-write", outside}, "only apply with --booth"},
+		{[]string{"--booth", "--allow-write", filepath.Join(outside, "missing")}, "--allow-write " + filepath.Join(outside, "missing")},
+		{[]string{"--booth", "--allow-write", "/"}, "--allow-write /: that would let the agent write anywhere"},
+		{[]string{"--booth", "--allow-write", "inner"}, "--allow-write inner: inside the workspace"},
+		{[]string{"--booth", "--allow-write", "link"}, "--allow-write link: a symlink"},
+		{[]string{"--booth", "--allow-write", "/dev/shm"}, "--allow-write /dev/shm: the booth gives the agent its own /dev/shm"},
+		{[]string{"--booth", "--allow-write", keyDir}, "the booth hides " + keyDir},
+		{[]string{"--booth", "--allow-write", outside, "--booth-mode", "copy"}, "--allow-write needs the overlay booth"},
+		{[]string{"--booth", "--allow-write", outside, "--allow-write-live", outside}, "overlaps --allow-write-live"},
+		{[]string{"--booth", "--allow-write", outside, "--allow-write", filepath.Join(outside, "sub")}, "overlaps --allow-write " + outside},
 	} {
 		args := append(append([]string{"record"}, c.args...), "--", "sh", "-c", "echo ran > ran.txt")
 		cmd := jukeboxCmd(t.Context(), ws, args...)
@@ -288,5 +301,80 @@ func TestNetRefusedNote(t *testing.T) {
 	}
 	if frames != engine.MaxNetRefusedFrames {
 		t.Errorf("%d net.refused frames for %d refusals, want %d", frames, tries, engine.MaxNetRefusedFrames)
+	}
+}
+
+// TestAllowWrite: a folder outside the workspace given with --allow-write
+// is staged as the workspace is: listed with its changes, on the tape by
+// root and path, untouched by --commit never, committed with the
+// workspace by --commit always, and kept with it by --keep for booth
+// commit.
+func TestAllowWrite(t *testing.T) {
+	requireConfinedBooth(t)
+	t.Parallel()
+	ws, cache := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(cache, "old.txt"), []byte("old"), 0o644))
+	script := `echo w > a.txt && echo new > "$CACHE/new.txt" && rm "$CACHE/old.txt"`
+	record := func(tape string, args ...string) string {
+		args = append(append([]string{"record", "--booth", "--allow-write", cache, "-o", filepath.Join(ws, tape)}, args...), "--", "sh", "-c", script)
+		cmd := jukeboxCmd(t.Context(), ws, args...)
+		cmd.Env = append(cmd.Env, "CACHE="+cache)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := record("never.jbx", "--commit", "never")
+	// The --json result: its booth.roots keys are documented.
+	jsonOut := record("json.jbx", "--commit", "never", "--json")
+	checkShape(t, jsonDoc(t), "record", jsonOut[strings.Index(jsonOut, "{\n"):], map[string]map[string]bool{})
+	if !strings.Contains(jsonOut, `"root": "`+cache+`"`) {
+		t.Errorf("--json has no booth.roots:\n%s", jsonOut)
+	}
+	if !strings.Contains(out, "staged with it: "+cache) || !strings.Contains(out, "and staged in "+cache+" (--allow-write): 2 changes") {
+		t.Errorf("the listing does not say what is staged where:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(cache, "old.txt")); err != nil || string(b) != "old" {
+		t.Errorf("--commit never: old.txt %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "new.txt")); err == nil {
+		t.Error("--commit never: new.txt reached the folder")
+	}
+	tp := openTape(t, filepath.Join(ws, "never.jbx"))
+	var roots []string
+	for f, err := range tp.Frames(tapefmt.KindFileChange) {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		fc := p.(*tapefmt.FileChange)
+		roots = append(roots, fc.Root+"|"+fc.Path)
+	}
+	tp.Close()
+	if want := []string{"|a.txt", cache + "|new.txt", cache + "|old.txt"}; strings.Join(roots, ",") != strings.Join(want, ",") {
+		t.Errorf("file.change frames: %v, want %v", roots, want)
+	}
+	must(t, os.Remove(filepath.Join(ws, "never.jbx")))
+
+	out = record("keep.jbx", "--commit", "never", "--keep")
+	if _, err := os.Stat(filepath.Join(cache, "new.txt")); err == nil {
+		t.Fatal("--keep: new.txt reached the folder")
+	}
+	id := regexp.MustCompile(`--tx (tx-[0-9a-f]+)`).FindStringSubmatch(out)
+	if id == nil {
+		t.Fatalf("no transaction id in:\n%s", out)
+	}
+	cmd := jukeboxCmd(t.Context(), ws, "booth", "commit", "--tx", id[1])
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("booth commit: %v\n%s", err, b)
+	}
+	if b, err := os.ReadFile(filepath.Join(cache, "new.txt")); err != nil || string(b) != "new\n" {
+		t.Errorf("after booth commit: new.txt %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "old.txt")); err == nil {
+		t.Error("after booth commit: old.txt is still there")
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "w\n" {
+		t.Errorf("after booth commit: a.txt %q", b)
 	}
 }
