@@ -8,6 +8,7 @@ discover -s python/tests -v
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -326,8 +327,12 @@ class SDKTest(unittest.TestCase):
             with jb.record_agent_turn(agent_name="a", message="turns still work"):
                 pass
         ''')
+        # The booth's /tmp is private: a checkout under /tmp is not seen from
+        # inside it, so the package goes into the workspace.
+        shutil.copytree(os.path.join(SDK, "jukebox"), os.path.join(self.dir, "sdk", "jukebox"))
+        env = dict(self.env, PYTHONPATH=os.path.join(self.dir, "sdk"))
         rec = subprocess.run([BIN, "record", "--booth", "--commit", "never", "-o", "booth.jbx", "--", sys.executable, "agent.py"],
-                             cwd=self.dir, env=self.env, capture_output=True, text=True, timeout=120)
+                             cwd=self.dir, env=env, capture_output=True, text=True, timeout=120)
         self.assertNotEqual(rec.returncode, 0)
         self.assertIn("jukebox.errors.JukeboxError: jukebox: the run is in the booth", rec.stderr)
         self.assertIn("agent.turn", kinds(os.path.join(self.dir, "booth.jbx")))
