@@ -19,8 +19,8 @@ func TestExtractUsage(t *testing.T) {
 			"gpt-4o-mini", tapefmt.Usage{Input: 7, Output: 3}},
 		{"responses stream", "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"model\":\"o3\",\"usage\":{\"input_tokens\":9,\"output_tokens\":4,\"output_tokens_details\":{\"reasoning_tokens\":3}}}}\n\n",
 			"o3", tapefmt.Usage{Input: 9, Output: 4, Reasoning: 3}},
-		{"anthropic stream", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-sonnet-4\",\"usage\":{\"input_tokens\":20,\"cache_read_input_tokens\":8,\"output_tokens\":1}}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n",
-			"claude-sonnet-4", tapefmt.Usage{Input: 20, Output: 15, Cached: 8}},
+		{"anthropic stream", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-sonnet-4\",\"usage\":{\"input_tokens\":20,\"cache_read_input_tokens\":8,\"cache_creation_input_tokens\":30,\"output_tokens\":1}}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n",
+			"claude-sonnet-4", tapefmt.Usage{Input: 20, Output: 15, Cached: 8, CacheWrite: 30}},
 		{"garbage", "data: {not json\n\n<html>", "", tapefmt.Usage{}},
 	}
 	for _, c := range cases {

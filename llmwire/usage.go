@@ -15,6 +15,7 @@ type wireUsage struct {
 	InputTokens      int64 `json:"input_tokens"`
 	OutputTokens     int64 `json:"output_tokens"`
 	CacheRead        int64 `json:"cache_read_input_tokens"`
+	CacheCreation    int64 `json:"cache_creation_input_tokens"`
 	PromptDetails    struct {
 		Cached int64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
@@ -73,6 +74,7 @@ func merge(u *tapefmt.Usage, w *wireUsage) {
 	u.Output = max(u.Output, w.CompletionTokens, w.OutputTokens)
 	u.Cached = max(u.Cached, w.PromptDetails.Cached, w.InputDetails.Cached, w.CacheRead)
 	u.Reasoning = max(u.Reasoning, w.CompletionDetails.Reasoning, w.OutputDetails.Reasoning)
+	u.CacheWrite = max(u.CacheWrite, w.CacheCreation)
 }
 
 // jsonObjects returns the JSON objects in a body: the body itself, or the

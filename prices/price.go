@@ -166,8 +166,9 @@ func RateOf(model string) (r Rate, known bool) {
 // uncached input is Input minus Cached; Anthropic's input tokens exclude
 // cache reads, so uncached input is Input itself and Cached is added to
 // it. The table's litellm_provider says which rule a model follows.
-// Writing to Anthropic's cache (cache_creation_input_token_cost) is not
-// counted: the usage jukebox records does not tell those tokens apart.
+// Tokens written to the cache (CacheWrite, Anthropic's
+// cache_creation_input_tokens, outside its input tokens too) cost
+// cache_creation_input_token_cost, else the input rate.
 //
 // known is false for a model without a rate, including ""; usd is 0 then
 // and the caller must show the call as unpriced, never as free.
@@ -184,5 +185,9 @@ func Cost(model string, u tapefmt.Usage) (usd float64, known bool) {
 	if !e.cacheApart() {
 		fresh = max(u.Input-u.Cached, 0)
 	}
-	return float64(fresh)*e.InputCostPerToken + float64(u.Cached)*cached + float64(u.Output)*e.OutputCostPerToken, true
+	write := e.CacheCreationInputCost
+	if write == 0 {
+		write = e.InputCostPerToken
+	}
+	return float64(fresh)*e.InputCostPerToken + float64(u.Cached)*cached + float64(u.CacheWrite)*write + float64(u.Output)*e.OutputCostPerToken, true
 }

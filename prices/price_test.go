@@ -23,6 +23,11 @@ func TestCost(t *testing.T) {
 		{"claude-sonnet-4-5", tapefmt.Usage{Input: 1000, Output: 1000}, 0.018, true},
 		// Anthropic: cache reads are apart from the input tokens.
 		{"claude-sonnet-4-5", tapefmt.Usage{Input: 1_000_000, Cached: 1_000_000}, 3.00 + 0.30, true},
+		// Anthropic: cache writes cost their own rate (3.75 a million for
+		// Sonnet), beside input, cache reads and output.
+		{"claude-sonnet-4-5", tapefmt.Usage{Input: 1_000_000, Cached: 1_000_000, CacheWrite: 1_000_000, Output: 1_000_000}, 3.00 + 0.30 + 3.75 + 15.00, true},
+		// A model without a cache-write price: the input rate.
+		{"demo-large", tapefmt.Usage{CacheWrite: 1_000_000}, 3.00, true},
 		// A rate without a cheaper cached price charges the input rate.
 		{"demo-large", tapefmt.Usage{Input: 1_000_000, Cached: 400_000}, 3.00, true},
 		// Reasoning tokens are part of the output and are not added again.

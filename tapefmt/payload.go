@@ -79,10 +79,19 @@ type Usage struct {
 	Output    int64 `json:"output,omitempty"`
 	Cached    int64 `json:"cached,omitempty"`
 	Reasoning int64 `json:"reasoning,omitempty"`
+	// CacheWrite are input tokens written to the provider's prompt cache
+	// (Anthropic's cache_creation_input_tokens), which it bills apart.
+	CacheWrite int64 `json:"cache_write,omitempty"`
 }
 
 // Total is input plus output tokens.
 func (u Usage) Total() int64 { return u.Input + u.Output }
+
+// Plus is u and o added up, count by count.
+func (u Usage) Plus(o Usage) Usage {
+	return Usage{Input: u.Input + o.Input, Output: u.Output + o.Output, Cached: u.Cached + o.Cached,
+		Reasoning: u.Reasoning + o.Reasoning, CacheWrite: u.CacheWrite + o.CacheWrite}
+}
 
 // LLMRequest is one HTTP request an agent sent to a model provider.
 type LLMRequest struct {

@@ -121,10 +121,7 @@ func rowOf(by string, rows map[string]*BillRow, model, agent string, step int) *
 
 func (r *BillRow) add(c llmwire.CallUsage) {
 	r.Calls++
-	r.Usage.Input += c.Usage.Input
-	r.Usage.Output += c.Usage.Output
-	r.Usage.Cached += c.Usage.Cached
-	r.Usage.Reasoning += c.Usage.Reasoning
+	r.Usage = r.Usage.Plus(c.Usage)
 	r.Cost += c.Cost
 	if c.Unpriced() {
 		r.Unpriced++

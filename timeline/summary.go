@@ -79,11 +79,7 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 
 func (s *Summary) addCall(c llmwire.CallUsage, unpriced map[string]bool) {
 	s.Calls++
-	u := c.Usage
-	s.Usage.Input += u.Input
-	s.Usage.Output += u.Output
-	s.Usage.Cached += u.Cached
-	s.Usage.Reasoning += u.Reasoning
+	s.Usage = s.Usage.Plus(c.Usage)
 	if c.Unpriced() {
 		unpriced[cmp.Or(c.Model, "?")] = true
 	}
