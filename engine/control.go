@@ -31,6 +31,7 @@ const TokenEnv = "JUKEBOX_CONTROL_TOKEN"
 //	POST /_jukebox/v1/tx      {"name"}           begins a transaction (sdktx.go)
 //	POST /_jukebox/v1/tx/{id}/{op}               write, delete, stage-path, sql, shell, commit, rollback
 //	POST /_jukebox/v1/end     {"exit_code"}      ends a run that jukebox serve records
+//	POST /_jukebox/v1/mcp/start, /mcp/message    MCP sessions of jukebox mcp (mcpcontrol.go)
 //
 // /_jukebox/info, /marker and /turn are the same as their v1 paths.
 // Every request must carry the run's token (Authorization: Bearer TOKEN):
@@ -41,6 +42,7 @@ type control struct {
 	token string
 	mode  tapefmt.RunMode
 	txs   *sdkTxs
+	mcp   mcpSessions
 	mux   *http.ServeMux
 	// onEnd ends a served run (Serve); nil for a run with an agent.
 	onEnd func(tapefmt.RunEnd)
@@ -59,6 +61,8 @@ func newControl(p *proxy) *control {
 	c.mux.HandleFunc("POST /_jukebox/v1/tx", c.begin)
 	c.mux.HandleFunc("POST /_jukebox/v1/tx/{id}/{op}", c.txOp)
 	c.mux.HandleFunc("POST /_jukebox/v1/end", c.end)
+	c.mux.HandleFunc("POST /_jukebox/v1/mcp/start", c.mcpStart)
+	c.mux.HandleFunc("POST /_jukebox/v1/mcp/message", c.mcpMessage)
 	return c
 }
 

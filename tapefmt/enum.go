@@ -56,6 +56,9 @@ type MCPDirection string
 const (
 	MCPToServer   MCPDirection = "to_server"   // from the agent to the server
 	MCPFromServer MCPDirection = "from_server" // from the server to the agent
+	// MCPStart opens a session: Message is {"argv": [...]}, the server's
+	// command line (recorded, never compared).
+	MCPStart MCPDirection = "start"
 )
 
 // ToolSource says where a tool call came from (ToolCall.Source).

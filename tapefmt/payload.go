@@ -210,10 +210,18 @@ type ToolResult struct {
 
 // MCPMessage is one JSON-RPC message between an agent and an MCP server.
 type MCPMessage struct {
-	Server    string          `json:"server"`
+	Server string `json:"server"`
+	// Session tells apart the runs of one server in a tape (jukebox mcp
+	// started again), from 1; 0 in tapes written before sessions.
+	Session   int             `json:"session,omitempty"`
 	Direction MCPDirection    `json:"dir"`
 	Message   json.RawMessage `json:"message,omitempty"`
-	Body      Hash            `json:"body,omitzero"` // large messages
+	Body      Hash            `json:"body,omitzero"` // large messages, and lines that are not JSON
+	// Problem says what was wrong with the line (not JSON, over the size
+	// limit and cut to it, answered by jukebox for a dead server); Size is
+	// its length as it went.
+	Problem string `json:"problem,omitempty"`
+	Size    int    `json:"size,omitempty"`
 }
 
 // FileChange is one change to the workspace, staged or applied.

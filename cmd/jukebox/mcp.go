@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/mcp"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// McpCmd stands in for an MCP server (stdio): the agent starts it where it
+// started the server, and it relays, records and replays the session.
+type McpCmd struct {
+	Name       string   `help:"The server's name on the tape; a replay finds the session by it (default: the server command's base name)."`
+	Output     string   `short:"o" type:"path" placeholder:"FILE" help:"On its own (not under jukebox record): the tape to write (default ./tapes/mcp-<name>-<time>.jbx)."`
+	MaxMessage int      `name:"max-message" default:"16777216" placeholder:"BYTES" help:"Longest message recorded whole; a longer one is passed on and recorded cut, with a note."`
+	Cmd        []string `arg:"" passthrough:"partial" name:"command" help:"The MCP server, after --, e.g. -- npx -y @modelcontextprotocol/server-filesystem ."`
+}
+
+// Validate needs a server command and a sane limit.
+func (c *McpCmd) Validate() error {
+	if len(commandArgs(c.Cmd)) == 0 {
+		return errors.New("no MCP server to run: give it after --, e.g. jukebox mcp -- npx -y @modelcontextprotocol/server-everything")
+	}
+	if c.MaxMessage < 1024 {
+		return fmt.Errorf("--max-message %d: at least 1024 bytes", c.MaxMessage)
+	}
+	return nil
+}
+
+// Run relays stdin and stdout to the server (or, in a replay, answers from
+// the tape without starting it). Under jukebox record, replay or fork the
+// session goes through the run's control API; on its own, jukebox mcp
+// records a tape of its own. Nothing but the protocol goes to stdout.
+func (c *McpCmd) Run(ctx context.Context, env *Env) error {
+	argv := commandArgs(c.Cmd)
+	name := c.Name
+	if name == "" {
+		name = safeName(filepath.Base(argv[0]))
+	}
+	ctl, err := controlFromEnv()
+	if err != nil {
+		return err
+	}
+	var finish func(exit int) error
+	if ctl == nil {
+		if ctl, finish, err = c.serveOwnTape(ctx, env, name, argv); err != nil {
+			return err
+		}
+	}
+	var start struct {
+		Session  int           `json:"session"`
+		Replay   bool          `json:"replay"`
+		Messages []mcpRecorded `json:"messages"`
+	}
+	if err := ctl.post("mcp/start", map[string]any{"server": name, "argv": argv}, &start); err != nil {
+		return fmt.Errorf("mcp %s: %w", name, err)
+	}
+	rec := ctl.recorder(name, start.Session, env.Stderr)
+	if start.Replay {
+		msgs := make([]mcp.Message, len(start.Messages))
+		for i, m := range start.Messages {
+			msgs[i] = mcp.Message{Dir: m.Dir, Raw: []byte(m.Message)}
+		}
+		r := mcp.NewReplayer(msgs)
+		r.Diverged = func(method string, params []byte) {
+			fmt.Fprintf(env.Stderr, "jukebox mcp: %s: replay: no recorded %s request with params %s; answered with an error\n", name, method, params)
+		}
+		return r.Serve(env.Stdin, env.Stdout, rec)
+	}
+	exit, err := c.relay(ctx, env, argv, rec)
+	if finish != nil {
+		err = errors.Join(err, finish(exit))
+	}
+	if err != nil {
+		return err
+	}
+	if exit != 0 {
+		return withCode(exit, errSilent)
+	}
+	return nil
+}
+
+// serverGrace is how long an MCP server has to exit once its client is
+// done.
+const serverGrace = 5 * time.Second
+
+// relay starts the server and relays until the client is done; the
+// server's exit code (-1 when it was killed, or did not start).
+func (c *McpCmd) relay(ctx context.Context, env *Env, argv []string, rec mcp.Recorder) (int, error) {
+	srv := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	srv.Stderr = env.Stderr
+	in, err := srv.StdinPipe()
+	if err != nil {
+		return -1, err
+	}
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		return -1, err
+	}
+	if err := srv.Start(); err != nil {
+		return -1, fmt.Errorf("start the MCP server %s: %w", argv[0], err)
+	}
+	// Once the client is done, the server has a few seconds to exit by
+	// itself (most exit when their input ends), then it is ended.
+	rerr := mcp.Relay(env.Stdin, env.Stdout, in, out, rec, c.MaxMessage, func() {
+		time.AfterFunc(serverGrace, func() { srv.Process.Kill() })
+	})
+	werr := srv.Wait()
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+		return 0, rerr
+	case errors.As(werr, &ee):
+		return ee.ExitCode(), rerr
+	}
+	return -1, errors.Join(rerr, werr)
+}
+
+// serveOwnTape records a session that runs on its own (no jukebox record
+// around it): a served run, in process, on a tape of its own.
+func (c *McpCmd) serveOwnTape(ctx context.Context, env *Env, name string, argv []string) (*controlClient, func(int) error, error) {
+	path, err := tapeIn(c.Output, "tapes", "mcp-"+name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	ready := make(chan engine.ServeInfo, 1)
+	type outcome struct {
+		res *engine.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := engine.Serve(ctx, engine.ServeOptions{
+			RunOptions: engine.RunOptions{Argv: argv, Name: "mcp-" + name, Version: version, AutoName: c.Output == ""},
+			Tape:       path, Ready: func(i engine.ServeInfo) { ready <- i }})
+		done <- outcome{res, err}
+	}()
+	select {
+	case info := <-ready:
+		ctl := &controlClient{base: info.Env["JUKEBOX_CONTROL"], token: info.Env[engine.TokenEnv]}
+		finish := func(exit int) error {
+			ctl.post("end", map[string]any{"exit_code": exit}, nil)
+			o := <-done
+			stop()
+			if err := runFailed(o.err, o.res); err != nil {
+				return err
+			}
+			if err := unreadable(o.res); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stderr, "jukebox mcp: %s: recorded %d frames to %s\n", name, o.res.Frames, o.res.Tape)
+			return nil
+		}
+		return ctl, finish, nil
+	case o := <-done:
+		stop()
+		if o.err == nil {
+			o.err = errors.New("the recorder stopped before it served")
+		}
+		return nil, nil, o.err
+	}
+}
+
+// mcpRecorded is a recorded message as the control API gives it back.
+type mcpRecorded struct {
+	Dir     tapefmt.MCPDirection `json:"dir"`
+	Message string               `json:"message"`
+}
+
+// controlClient calls a run's control API (docs/control-api.md).
+type controlClient struct {
+	base, token string
+	warned      sync.Once
+}
+
+// controlFromEnv is the control API of the run this process is part of,
+// or nil when it runs on its own.
+func controlFromEnv() (*controlClient, error) {
+	base := os.Getenv("JUKEBOX_CONTROL")
+	if base == "" {
+		return nil, nil
+	}
+	token := os.Getenv(engine.TokenEnv)
+	if token == "" {
+		return nil, fmt.Errorf("JUKEBOX_CONTROL is set but %s is not: the recorder's token did not reach this process", engine.TokenEnv)
+	}
+	return &controlClient{base: base, token: token}, nil
+}
+
+// loopback calls the control API directly, never through a proxy the
+// environment names.
+var loopback = &http.Client{Transport: &http.Transport{Proxy: nil}}
+
+func (c *controlClient) post(path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest("POST", c.base+"/v1/"+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := loopback.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+			return errors.New(e.Error.Message)
+		}
+		return fmt.Errorf("control API: HTTP %d", resp.StatusCode)
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+// recorder sends each message of the session to the tape, saying on w
+// what was wrong with a line, and once that the recorder cannot be
+// reached (the session goes on unrecorded then).
+func (c *controlClient) recorder(server string, session int, w io.Writer) mcp.Recorder {
+	return func(m mcp.Message) {
+		if m.Problem != "" {
+			fmt.Fprintf(w, "jukebox mcp: %s: %s %s: %s\n", server, "a message", dirText(m.Dir), m.Problem)
+		}
+		err := c.post("mcp/message", map[string]any{"server": server, "session": session, "dir": m.Dir,
+			"message": string(m.Raw), "problem": m.Problem, "size": m.Size}, nil)
+		if err != nil {
+			c.warned.Do(func() {
+				fmt.Fprintf(w, "jukebox mcp: %s: the recorder did not take a message (%v): the session goes on, not all of it on the tape\n", server, err)
+			})
+		}
+	}
+}
+
+func dirText(d tapefmt.MCPDirection) string {
+	if d == tapefmt.MCPToServer {
+		return "from the agent"
+	}
+	return "from the server"
+}

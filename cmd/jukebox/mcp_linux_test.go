@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// mcpAgentRun runs jukebox (this test binary) with args in dir; the MCP
+// agent finds jukebox mcp through JUKEBOX_BIN, bin.
+func mcpAgentRun(t *testing.T, dir, bin string, args ...string) string {
+	t.Helper()
+	cmd := jukeboxCmd(t.Context(), dir, args...)
+	cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+bin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("jukebox %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestMCPRecordReplayAndBooth: an agent using the official MCP SDK client
+// with the official everything and filesystem servers, each started
+// through jukebox mcp. Recorded: every message is on the run's tape, by
+// server and session. Replayed: the agent gets the same answers and
+// prints the same, with no server started (the filesystem server's write
+// does not happen again). In the booth: the filesystem server runs inside
+// it, so a rollback leaves its directory untouched.
+func TestMCPRecordReplayAndBooth(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	t.Parallel()
+	self, err := os.Executable()
+	must(t, err)
+	ws := t.TempDir()
+	data := filepath.Join(ws, "data")
+	must(t, os.Mkdir(data, 0o755))
+	agent := filepath.Join(agents, "mcp_agent.mjs")
+	out := mcpAgentRun(t, ws, self, "record", "-o", "rec.jbx", "--", "node", agent, data)
+	for _, want := range []string{"echo: Echo: hello from the agent", "sum: The sum of 2 and 40 is 42.", "read: written through MCP"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the recorded run did not print %q:\n%s", want, out)
+		}
+	}
+	tp := openTape(t, filepath.Join(ws, "rec.jbx"))
+	sessions := map[string]int{}
+	calls := 0
+	for f, err := range tp.Frames(tapefmt.KindMCP) {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		m := p.(*tapefmt.MCPMessage)
+		if m.Direction == tapefmt.MCPStart {
+			sessions[m.Server] = m.Session
+		}
+		if m.Direction == tapefmt.MCPToServer && strings.Contains(string(m.Message), `"tools/call"`) {
+			calls++
+		}
+	}
+	tp.Close()
+	if sessions["everything"] != 1 || sessions["filesystem"] != 1 || calls != 5 {
+		t.Errorf("sessions %v, tools/call %d: want one session of each server and 5 calls", sessions, calls)
+	}
+
+	must(t, os.Remove(filepath.Join(data, "note.txt")))
+	out = mcpAgentRun(t, ws, self, "replay", "rec.jbx")
+	if !strings.Contains(out, "stdout identical to the recording") || strings.Contains(out, "Secure MCP Filesystem Server running") {
+		t.Errorf("replay:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
+		t.Error("the replay started the filesystem server: its write happened again")
+	}
+
+	// The booth's /tmp is private: what the agent runs (node_modules, this
+	// binary) goes into the workspace, linked where the file system lets.
+	booth := t.TempDir()
+	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(booth, "agents", "node_modules"))
+	linkTree(t, agent, filepath.Join(booth, "agents", "mcp_agent.mjs"))
+	linkTree(t, self, filepath.Join(booth, "bin", "jukebox"))
+	bdata := filepath.Join(booth, "data")
+	must(t, os.Mkdir(bdata, 0o755))
+	out = mcpAgentRun(t, booth, filepath.Join(booth, "bin", "jukebox"), "record", "--booth", "--commit", "never", "-o", filepath.Join(booth, "booth.jbx"),
+		"--", "node", filepath.Join(booth, "agents", "mcp_agent.mjs"), bdata)
+	if !strings.Contains(out, "write: Successfully wrote") || !strings.Contains(out, "write data/note.txt") || !strings.Contains(out, "booth rolled back") {
+		t.Errorf("booth run:\n%s", out)
+	}
+	if ents, _ := os.ReadDir(bdata); len(ents) != 0 {
+		t.Errorf("the rollback left %v in the server's directory", ents)
+	}
+}
+
+// linkTree makes dst a copy of src (a file or a folder), hard-linking
+// files where it can.
+func linkTree(t *testing.T, src, dst string) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+	if out, err := exec.Command("cp", "-al", src, dst).CombinedOutput(); err != nil {
+		os.RemoveAll(dst)
+		if out, err = exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+			t.Fatalf("cp %s %s: %v\n%s", src, dst, err, out)
+		}
+	}
+}

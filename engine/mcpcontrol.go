@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// mcpSessions are the MCP sessions of a run, reported by `jukebox mcp`
+// through the control API: numbered per server name when recorded, and
+// found again by name and number when replayed.
+type mcpSessions struct {
+	mu      sync.Mutex
+	started map[string]int // server name → sessions started in this run
+}
+
+// mcpWire is an MCP message over the control API.
+type mcpWire struct {
+	Server  string               `json:"server"`
+	Session int                  `json:"session"`
+	Dir     tapefmt.MCPDirection `json:"dir"`
+	Message string               `json:"message"` // the line as it went
+	Problem string               `json:"problem,omitempty"`
+	Size    int                  `json:"size,omitempty"`
+}
+
+// mcpStart opens a session: {"server", "argv"} → {"session", "replay",
+// "messages"}. In a replay the recorded session of that name and number
+// comes back (or, with no session of that name, the one started in that
+// place), and the server is not to be started; otherwise the session is
+// recorded from here on.
+func (c *control) mcpStart(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Server string   `json:"server"`
+		Argv   []string `json:"argv"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Server == "" {
+		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp start: no server name")
+		return
+	}
+	c.mcp.mu.Lock()
+	if c.mcp.started == nil {
+		c.mcp.started = map[string]int{}
+	}
+	c.mcp.started[req.Server]++
+	n := c.mcp.started[req.Server]
+	order := 0
+	for _, k := range c.mcp.started {
+		order += k
+	}
+	c.mcp.mu.Unlock()
+	if tb, ok := c.p.backend.(*tapeBackend); ok && c.mode == tapefmt.ModeReplay {
+		msgs, err := recordedSession(tb.tape, req.Server, n, order)
+		if err != nil {
+			controlError(w, http.StatusConflict, "no_session", "jukebox: "+err.Error())
+			return
+		}
+		writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": true, "messages": msgs})
+		return
+	}
+	argv, _ := json.Marshal(map[string]any{"argv": req.Argv})
+	if _, err := c.append(tapefmt.MCPMessage{Server: req.Server, Session: n, Direction: tapefmt.MCPStart, Message: argv}); err != nil {
+		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
+		return
+	}
+	writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": false})
+}
+
+// mcpMessage records one message of a session: an mcp.message frame, the
+// line as its JSON, or in a blob when it is not JSON.
+func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
+	var m mcpWire
+	if !decode(w, r, &m) {
+		return
+	}
+	if m.Dir != tapefmt.MCPToServer && m.Dir != tapefmt.MCPFromServer {
+		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp message: dir is to_server or from_server")
+		return
+	}
+	f := tapefmt.MCPMessage{Server: m.Server, Session: m.Session, Direction: m.Dir, Problem: m.Problem, Size: m.Size}
+	if json.Valid([]byte(m.Message)) {
+		f.Message = json.RawMessage(m.Message)
+	} else if c.p.tape != nil {
+		var err error
+		if f.Body, err = c.p.tape.PutBlob("mcp "+m.Server, []byte(m.Message)); err != nil {
+			controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
+			return
+		}
+	}
+	seq, err := c.append(f)
+	if err != nil {
+		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
+		return
+	}
+	writeControl(w, http.StatusOK, map[string]any{"frame": seq})
+}
+
+// recordedSession is the n-th recorded session of server on the tape, or,
+// when the tape has no session of that name, the session started in the
+// order-th place: its messages, in order.
+func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcpWire, error) {
+	type key struct {
+		server  string
+		session int
+	}
+	var starts []key
+	byKey := map[key][]mcpWire{}
+	named := false
+	for f, err := range t.Frames(tapefmt.KindMCP) {
+		if err != nil {
+			return nil, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return nil, err
+		}
+		m, ok := p.(*tapefmt.MCPMessage)
+		if !ok {
+			continue
+		}
+		k := key{m.Server, m.Session}
+		named = named || m.Server == server
+		if m.Direction == tapefmt.MCPStart {
+			starts = append(starts, k)
+			continue
+		}
+		raw := []byte(m.Message)
+		if !m.Body.IsZero() {
+			if raw, err = t.Blob(m.Body); err != nil {
+				return nil, err
+			}
+		}
+		byKey[k] = append(byKey[k], mcpWire{Server: m.Server, Session: m.Session, Dir: m.Direction, Message: string(raw), Problem: m.Problem})
+	}
+	want := key{server, n}
+	if !named {
+		if order > len(starts) {
+			return nil, noSession(server, n)
+		}
+		want = starts[order-1]
+	}
+	msgs, ok := byKey[want]
+	if !ok && !slices.Contains(starts, want) {
+		return nil, noSession(server, n)
+	}
+	return msgs, nil
+}
+
+func noSession(server string, n int) error {
+	return fmt.Errorf("the tape holds no session %d of MCP server %q to replay (jukebox fork runs MCP servers live; or record it again)", n, server)
+}

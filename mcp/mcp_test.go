@@ -1,0 +1,143 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+type tape struct {
+	mu   sync.Mutex
+	msgs []Message
+}
+
+func (t *tape) rec(m Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m.Raw = append([]byte(nil), m.Raw...)
+	t.msgs = append(t.msgs, m)
+}
+
+// TestRelayBadLinesAndADeadServer: a line that is not JSON and one over
+// the limit pass through as they came, and are recorded with what was
+// wrong (the long one cut); when the server exits, the request it did not
+// answer, and a later one, get the JSON-RPC error a client expects.
+func TestRelayBadLinesAndADeadServer(t *testing.T) {
+	clientR, clientW := io.Pipe()
+	serverInR, serverInW := io.Pipe()
+	serverOutR, serverOutW := io.Pipe()
+	var out bytes.Buffer
+	var outMu sync.Mutex
+	tp := &tape{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Relay(clientR, lockedWriter{&outMu, &out}, serverInW, serverOutR, tp.rec, 1024, nil)
+	}()
+	// The server: reads two lines, then answers the first, writes garbage
+	// and a long line, and dies without answering the second.
+	srv := bufio.NewReader(serverInR)
+	go func() {
+		io.WriteString(clientW, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+		io.WriteString(clientW, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"slow"}}`+"\n")
+	}()
+	for i := 0; i < 2; i++ {
+		if _, err := srv.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 3000) + `"}}`
+	io.WriteString(serverOutW, `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`+"\nnot json at all\n"+long+"\n")
+	serverOutW.Close()
+	go io.Copy(io.Discard, serverInR) // the server is gone: whatever comes is dropped
+	// A request after the server died.
+	io.WriteString(clientW, `{"jsonrpc":"2.0","id":3,"method":"ping"}`+"\n")
+	clientW.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	outMu.Lock()
+	got := out.String()
+	outMu.Unlock()
+	for _, want := range []string{`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}` + "\n", "not json at all\n", long + "\n",
+		`"id":"b","error":{"code":-32000`, `"id":3,"error":{"code":-32000`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the client did not get %.80q; got:\n%.300s", want, got)
+		}
+	}
+	var notJSON *Message
+	for i, m := range tp.msgs {
+		if m.Problem == "not JSON" {
+			notJSON = &tp.msgs[i]
+		}
+	}
+	if notJSON == nil || notJSON.Dir != tapefmt.MCPFromServer || string(notJSON.Raw) != "not json at all" {
+		t.Errorf("the line that is not JSON: %+v", notJSON)
+	}
+	var cut *Message
+	for i, m := range tp.msgs {
+		if strings.Contains(m.Problem, "over the limit") {
+			cut = &tp.msgs[i]
+		}
+	}
+	if cut == nil || len(cut.Raw) != 1024 || cut.Size != len(long) {
+		t.Errorf("the long line: %+v", cut)
+	}
+	dead := 0
+	for _, m := range tp.msgs {
+		if strings.HasPrefix(m.Problem, "answered by jukebox") {
+			dead++
+		}
+	}
+	if dead != 2 {
+		t.Errorf("%d answers for the dead server, want 2", dead)
+	}
+}
+
+// TestReplayer: requests are answered from the session by method and
+// params (keys in any order), with the client's id and the notifications
+// that followed; each recorded answer serves once; a request the session
+// does not hold gets an error and is reported.
+func TestReplayer(t *testing.T) {
+	rec := []Message{
+		{Dir: tapefmt.MCPToServer, Raw: []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"b":1,"a":2}}`)},
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"result":{"ok":true},"jsonrpc":"2.0","id":0}`)},
+		{Dir: tapefmt.MCPToServer, Raw: []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)},
+		{Dir: tapefmt.MCPToServer, Raw: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"m":"hi"}}}`)},
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`)},
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`)},
+	}
+	r := NewReplayer(rec)
+	var diverged []string
+	r.Diverged = func(method string, params []byte) { diverged = append(diverged, method) }
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":"x","method":"initialize","params":{"a":2,"b":1}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"m":"hi"},"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"arguments":{"m":"hi"},"name":"echo"}}`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	tp := &tape{}
+	if err := r.Serve(strings.NewReader(in), &out, tp.rec); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		`{"result":{"ok":true},"jsonrpc":"2.0","id":"x"}`,
+		`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`,
+	}
+	if len(lines) != 4 || strings.Join(lines[:3], "\n") != strings.Join(want, "\n") {
+		t.Fatalf("answers:\n%s", out.String())
+	}
+	if !strings.Contains(lines[3], `"id":8,"error"`) || len(diverged) != 1 || diverged[0] != "tools/call" {
+		t.Errorf("a second call the session answered once: %s; diverged %v", lines[3], diverged)
+	}
+	if len(tp.msgs) != 8 {
+		t.Errorf("recorded %d messages, want the 4 in and 4 out", len(tp.msgs))
+	}
+}

@@ -1,0 +1,156 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// exchange is a recorded request, its response and the server's messages
+// that followed the response (notifications) before the client's next
+// message.
+type exchange struct {
+	method, params string // canonical
+	response       envelopeRaw
+	after          [][]byte
+	used           bool
+}
+
+type envelopeRaw struct {
+	raw []byte
+	ok  bool
+}
+
+// Replayer answers a client from a recorded session.
+type Replayer struct {
+	exchanges []*exchange
+	// Diverged, when set, hears each request the session does not hold.
+	Diverged func(method string, params []byte)
+}
+
+// NewReplayer reads a recorded session (its messages in order).
+func NewReplayer(msgs []Message) *Replayer {
+	r := &Replayer{}
+	byID := map[string]*exchange{}
+	var last *exchange
+	for _, m := range msgs {
+		e, ok := parse(m.Raw)
+		if !ok {
+			continue
+		}
+		switch m.Dir {
+		case tapefmt.MCPToServer:
+			last = nil
+			if e.isRequest() {
+				x := &exchange{method: e.Method, params: canonical(e.Params)}
+				r.exchanges = append(r.exchanges, x)
+				byID[string(e.ID)] = x
+			}
+		case tapefmt.MCPFromServer:
+			switch {
+			case e.isResponse():
+				if x := byID[string(e.ID)]; x != nil && !x.response.ok {
+					x.response = envelopeRaw{raw: append([]byte(nil), m.Raw...), ok: true}
+					delete(byID, string(e.ID))
+					last = x
+				}
+			case last != nil:
+				last.after = append(last.after, append([]byte(nil), m.Raw...))
+			}
+		}
+	}
+	return r
+}
+
+// canonical is params with object keys sorted, so that a request matches
+// whatever order its client wrote them in.
+func canonical(params json.RawMessage) string {
+	if len(params) == 0 {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(params, &v) != nil {
+		return string(params)
+	}
+	b, _ := json.Marshal(v) // encoding/json sorts map keys
+	return string(b)
+}
+
+// Serve reads the client's messages and answers each request from the
+// session: the recorded response with the client's id, then what the
+// server sent after it. Notifications and responses from the client are
+// taken and dropped. A request the session does not hold (by method and
+// params, each recorded request answering once, in order) gets a
+// JSON-RPC error and is reported to Diverged. It returns when the client
+// closes its output.
+func (r *Replayer) Serve(client io.Reader, clientOut io.Writer, rec Recorder) error {
+	sc := bufio.NewScanner(client)
+	sc.Buffer(make([]byte, 64<<10), DefaultMaxMessage+1)
+	for sc.Scan() {
+		raw := sc.Bytes()
+		m := classify(raw, len(raw), DefaultMaxMessage)
+		m.Dir = tapefmt.MCPToServer
+		rec(m)
+		e, ok := parse(raw)
+		if !ok || !e.isRequest() {
+			continue
+		}
+		x := r.match(e.Method, canonical(e.Params))
+		var out [][]byte
+		if x == nil {
+			if r.Diverged != nil {
+				r.Diverged(e.Method, e.Params)
+			}
+			msg, _ := json.Marshal(fmt.Sprintf("jukebox mcp replay: the recorded session holds no %s request with these params", e.Method))
+			out = append(out, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, e.ID, msg))
+		} else {
+			out = append(out, withID(x.response.raw, e.ID))
+			out = append(out, x.after...)
+		}
+		for _, line := range out {
+			if _, err := clientOut.Write(append(line, '\n')); err != nil {
+				return err
+			}
+			rec(Message{Dir: tapefmt.MCPFromServer, Raw: line, Size: len(line)})
+		}
+	}
+	return sc.Err()
+}
+
+// match is the first unused recorded request of this method and params.
+func (r *Replayer) match(method, params string) *exchange {
+	for _, x := range r.exchanges {
+		if !x.used && x.response.ok && x.method == method && x.params == params {
+			x.used = true
+			return x
+		}
+	}
+	return nil
+}
+
+// withID is a recorded response with its id replaced by the client's,
+// every other byte as recorded.
+func withID(raw []byte, id json.RawMessage) []byte {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return raw
+	}
+	old := fields["id"]
+	if bytes.Equal(old, id) {
+		return raw
+	}
+	// The id is replaced where it stands, so the rest stays byte for byte.
+	key := []byte(`"id":`)
+	if i := bytes.Index(raw, append(key, old...)); i >= 0 {
+		out := append([]byte(nil), raw[:i+len(key)]...)
+		out = append(out, id...)
+		return append(out, raw[i+len(key)+len(old):]...)
+	}
+	fields["id"] = id
+	b, _ := json.Marshal(fields)
+	return b
+}
