@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -139,5 +140,59 @@ func TestReplayer(t *testing.T) {
 	}
 	if len(tp.msgs) != 8 {
 		t.Errorf("recorded %d messages, want the 4 in and 4 out", len(tp.msgs))
+	}
+}
+
+// TestWrap: every stdio server of a config starts through jukebox mcp,
+// its other fields kept; URL servers are left and said; wrapping twice
+// changes nothing; VS Code's "servers" works too; a file with no servers
+// is an error.
+func TestWrap(t *testing.T) {
+	in := `{"mcpServers": {
+	  "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/w"], "env": {"A": "1"}},
+	  "remote": {"url": "https://example.invalid/mcp"},
+	  "bare": {"command": "my-server"}},
+	 "theme": "dark"}`
+	out, res, err := Wrap([]byte(in), "/usr/local/bin/jukebox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+			URL     string            `json:"url"`
+		} `json:"mcpServers"`
+		Theme string `json:"theme"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	files := doc.MCPServers["files"]
+	if files.Command != "/usr/local/bin/jukebox" || strings.Join(files.Args, " ") != "mcp --name files -- npx -y @modelcontextprotocol/server-filesystem /w" || files.Env["A"] != "1" {
+		t.Errorf("files: %+v", files)
+	}
+	if b := doc.MCPServers["bare"]; strings.Join(b.Args, " ") != "mcp --name bare -- my-server" {
+		t.Errorf("bare: %+v", b)
+	}
+	if r := doc.MCPServers["remote"]; r.Command != "" || r.URL == "" || res.Skipped["remote"] == "" {
+		t.Errorf("remote: %+v, %v", r, res.Skipped)
+	}
+	if doc.Theme != "dark" || strings.Join(res.Wrapped, ",") != "bare,files" {
+		t.Errorf("theme %q, wrapped %v", doc.Theme, res.Wrapped)
+	}
+	again, res2, err := Wrap(out, "/usr/local/bin/jukebox")
+	if err != nil || !bytes.Equal(again, out) || len(res2.Wrapped) != 0 || len(res2.Already) != 2 {
+		t.Errorf("wrapping twice: %v %+v\n%s", err, res2, again)
+	}
+	vs, res3, err := Wrap([]byte(`{"servers": {"x": {"type": "stdio", "command": "srv"}}}`), "jb")
+	if err != nil || !strings.Contains(string(vs), `"type": "stdio"`) || len(res3.Wrapped) != 1 {
+		t.Errorf("VS Code: %v %s", err, vs)
+	}
+	for _, bad := range []string{`[]`, `{"other": {}}`, `{"mcpServers": {"x": {"command": "c", "args": "no"}}}`} {
+		if _, _, err := Wrap([]byte(bad), "jb"); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
 	}
 }

@@ -58,7 +58,7 @@ type CLI struct {
 	Seal      SealCmd      `cmd:"" help:"Seal a tape with a keyed BLAKE2b MAC over its chain head."`
 	Booth     BoothCmd     `cmd:"" help:"Inspect, commit or roll back a Shadow Booth transaction; run WASI tools in it."`
 	Doctor    DoctorCmd    `cmd:"" help:"Print what this machine supports: namespaces, overlayfs, reflinks, WASI."`
-	Mcp       McpCmd       `cmd:"" name:"mcp" help:"Stand in for an MCP server (stdio): relay, record and replay its session; the agent starts jukebox mcp -- SERVER-CMD where it started the server."`
+	Mcp       McpCmd       `cmd:"" name:"mcp" help:"Stand in for an MCP server (stdio): relay, record and replay its session (jukebox mcp -- SERVER-CMD, where the agent started the server); jukebox mcp wrap routes a config through it."`
 	Serve     ServeCmd     `cmd:"" help:"Record a process that is already running (the Python SDK starts it): the control API and the model proxy, until its standard input closes."`
 	DemoModel DemoModelCmd `cmd:"" name:"demo-model" help:"Serve the scripted OpenAI/Anthropic-compatible model (offline demo and tests)."`
 }

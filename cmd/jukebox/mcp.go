@@ -19,9 +19,15 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// McpCmd stands in for an MCP server (stdio): the agent starts it where it
-// started the server, and it relays, records and replays the session.
+// McpCmd holds the MCP commands: run (the default) and wrap.
 type McpCmd struct {
+	Run  McpRunCmd  `cmd:"" default:"withargs" help:"Stand in for an MCP server (stdio): relay, record and replay its session (the default: jukebox mcp [flags] -- SERVER-CMD ARGS)."`
+	Wrap McpWrapCmd `cmd:"" help:"Route every stdio server of an mcpServers config file through jukebox mcp: print the new config, or write it with -i."`
+}
+
+// McpRunCmd stands in for an MCP server (stdio): the agent starts it where
+// it started the server, and it relays, records and replays the session.
+type McpRunCmd struct {
 	Name       string   `help:"The server's name on the tape; a replay finds the session by it (default: the server command's base name)."`
 	Output     string   `short:"o" type:"path" placeholder:"FILE" help:"On its own (not under jukebox record): the tape to write (default ./tapes/mcp-<name>-<time>.jbx)."`
 	MaxMessage int      `name:"max-message" default:"16777216" placeholder:"BYTES" help:"Longest message recorded whole; a longer one is passed on and recorded cut, with a note."`
@@ -29,7 +35,7 @@ type McpCmd struct {
 }
 
 // Validate needs a server command and a sane limit.
-func (c *McpCmd) Validate() error {
+func (c *McpRunCmd) Validate() error {
 	if len(commandArgs(c.Cmd)) == 0 {
 		return errors.New("no MCP server to run: give it after --, e.g. jukebox mcp -- npx -y @modelcontextprotocol/server-everything")
 	}
@@ -43,7 +49,7 @@ func (c *McpCmd) Validate() error {
 // the tape without starting it). Under jukebox record, replay or fork the
 // session goes through the run's control API; on its own, jukebox mcp
 // records a tape of its own. Nothing but the protocol goes to stdout.
-func (c *McpCmd) Run(ctx context.Context, env *Env) error {
+func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	argv := commandArgs(c.Cmd)
 	name := c.Name
 	if name == "" {
@@ -98,7 +104,7 @@ const serverGrace = 5 * time.Second
 
 // relay starts the server and relays until the client is done; the
 // server's exit code (-1 when it was killed, or did not start).
-func (c *McpCmd) relay(ctx context.Context, env *Env, argv []string, rec mcp.Recorder) (int, error) {
+func (c *McpRunCmd) relay(ctx context.Context, env *Env, argv []string, rec mcp.Recorder) (int, error) {
 	srv := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	srv.Stderr = env.Stderr
 	in, err := srv.StdinPipe()
@@ -130,7 +136,7 @@ func (c *McpCmd) relay(ctx context.Context, env *Env, argv []string, rec mcp.Rec
 
 // serveOwnTape records a session that runs on its own (no jukebox record
 // around it): a served run, in process, on a tape of its own.
-func (c *McpCmd) serveOwnTape(ctx context.Context, env *Env, name string, argv []string) (*controlClient, func(int) error, error) {
+func (c *McpRunCmd) serveOwnTape(ctx context.Context, env *Env, name string, argv []string) (*controlClient, func(int) error, error) {
 	path, err := tapeIn(c.Output, "tapes", "mcp-"+name)
 	if err != nil {
 		return nil, nil, err
@@ -264,4 +270,61 @@ func dirText(d tapefmt.MCPDirection) string {
 		return "from the agent"
 	}
 	return "from the server"
+}
+
+// McpWrapCmd rewrites an mcpServers config to go through jukebox mcp.
+type McpWrapCmd struct {
+	File    string `arg:"" type:"existingfile" help:"The config: Claude Desktop's claude_desktop_config.json, Cursor's mcp.json, VS Code's mcp.json (servers), an Agents SDK's config."`
+	InPlace bool   `short:"i" name:"in-place" help:"Write the new config over FILE (the old one is kept as FILE.orig) instead of printing it."`
+	Jukebox string `placeholder:"PATH" help:"The jukebox the config starts (default: this one's absolute path)."`
+}
+
+// Run prints or writes the wrapped config, and says on stderr what it did.
+func (c *McpWrapCmd) Run(env *Env) error {
+	bin := c.Jukebox
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		bin = self
+	}
+	in, err := os.ReadFile(c.File)
+	if err != nil {
+		return err
+	}
+	out, res, err := mcp.Wrap(in, bin)
+	if err != nil {
+		return withCode(ExitUsage, fmt.Errorf("%s: %w", c.File, err))
+	}
+	for _, name := range res.Wrapped {
+		fmt.Fprintf(env.Stderr, "jukebox mcp wrap: %s: through jukebox mcp\n", name)
+	}
+	for _, name := range res.Already {
+		fmt.Fprintf(env.Stderr, "jukebox mcp wrap: %s: already through jukebox mcp\n", name)
+	}
+	for name, why := range res.Skipped {
+		fmt.Fprintf(env.Stderr, "jukebox mcp wrap: %s: left as it is: %s\n", name, why)
+	}
+	if !c.InPlace {
+		_, err := env.Stdout.Write(out)
+		return err
+	}
+	if err := os.WriteFile(c.File+".orig", in, 0o600); err != nil {
+		return err
+	}
+	fi, err := os.Stat(c.File)
+	if err != nil {
+		return err
+	}
+	tmp := c.File + ".jukebox-tmp"
+	if err := os.WriteFile(tmp, out, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, c.File); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "jukebox mcp wrap: wrote %s (the old one is %s.orig)\n", c.File, c.File)
+	return nil
 }
