@@ -56,7 +56,7 @@ func Relay(client io.Reader, clientOut io.Writer, serverIn io.WriteCloser, serve
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
-	pend := &pending{ids: map[string]json.RawMessage{}}
+	pend := newPending()
 	out := lockedWriter{mu: &sync.Mutex{}, w: clientOut}
 	var recMu sync.Mutex // one message at a time, in the order seen
 	record := func(m Message) {
@@ -225,23 +225,38 @@ func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && s
 // isResponse: an id and no method.
 func (e envelope) isResponse() bool { return e.Method == "" && len(e.ID) > 0 }
 
-// pending tracks the client's requests the server has not answered.
+// pending tracks the client's requests the server has not answered. A
+// request is counted when it has gone to the server, so its response may
+// be seen first: each id holds sent minus answered, and only a positive
+// count is waiting.
 type pending struct {
 	mu  sync.Mutex
-	ids map[string]json.RawMessage
+	ids map[string]int
+	raw map[string]json.RawMessage
 }
 
-func (p *pending) sent(id json.RawMessage) {
-	p.mu.Lock()
-	p.ids[string(id)] = append(json.RawMessage(nil), id...)
-	p.mu.Unlock()
+func newPending() *pending {
+	return &pending{ids: map[string]int{}, raw: map[string]json.RawMessage{}}
 }
+
+func (p *pending) add(id json.RawMessage, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := string(id)
+	p.ids[k] += n
+	if p.ids[k] == 0 {
+		delete(p.ids, k)
+		delete(p.raw, k)
+	} else if n > 0 {
+		p.raw[k] = append(json.RawMessage(nil), id...)
+	}
+}
+
+func (p *pending) sent(id json.RawMessage) { p.add(id, 1) }
 
 func (p *pending) answered(m Message) {
 	if e, ok := parse(m.Raw); ok && e.isResponse() {
-		p.mu.Lock()
-		delete(p.ids, string(e.ID))
-		p.mu.Unlock()
+		p.add(e.ID, -1)
 	}
 }
 
@@ -250,9 +265,12 @@ func (p *pending) drain() []json.RawMessage {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []json.RawMessage
-	for k, id := range p.ids {
-		out = append(out, id)
-		delete(p.ids, k)
+	for k, n := range p.ids {
+		if n > 0 {
+			out = append(out, p.raw[k])
+			delete(p.ids, k)
+			delete(p.raw, k)
+		}
 	}
 	return out
 }
