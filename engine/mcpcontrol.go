@@ -56,21 +56,54 @@ func (c *control) mcpStart(w http.ResponseWriter, r *http.Request) {
 		order += k
 	}
 	c.mcp.mu.Unlock()
-	if tb, ok := c.p.backend.(*tapeBackend); ok && c.mode == tapefmt.ModeReplay {
-		msgs, err := recordedSession(tb.tape, req.Server, n, order)
-		if err != nil {
-			controlError(w, http.StatusConflict, "no_session", "jukebox: "+err.Error())
-			return
-		}
-		writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": true, "messages": msgs})
-		return
-	}
 	argv, _ := json.Marshal(map[string]any{"argv": req.Argv})
 	if _, err := c.append(tapefmt.MCPMessage{Server: req.Server, Session: n, Direction: tapefmt.MCPStart, Message: argv}); err != nil {
 		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
 		return
 	}
-	writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": false})
+	parent, fork := c.readTape()
+	if parent == nil {
+		writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": false})
+		return
+	}
+	msgs, err := recordedSession(parent, req.Server, n, order)
+	if err != nil && !fork {
+		controlError(w, http.StatusConflict, "no_session", "jukebox: "+err.Error())
+		return
+	}
+	if err != nil { // a fork runs a server the parent did not have live
+		writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": false})
+		return
+	}
+	writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": true, "live_later": fork, "messages": msgs})
+}
+
+// readTape is the tape a replay or a fork reads its answers from, and
+// whether it is a fork (whose calls go live from the fork point on).
+func (c *control) readTape() (t *tapefmt.Tape, fork bool) {
+	switch b := c.p.backend.(type) {
+	case *tapeBackend:
+		return b.tape, false
+	case *forkBackend:
+		return b.tape, true
+	}
+	return nil, false
+}
+
+// mcpLive says whether an MCP session of this run goes to its live server
+// now: {"live"}. A recording always does and a replay never; a fork does
+// from its fork point on, or once it diverged.
+func (c *control) mcpLive(w http.ResponseWriter, r *http.Request) {
+	live := true
+	switch b := c.p.backend.(type) {
+	case *tapeBackend:
+		live = false
+	case *forkBackend:
+		b.mu.Lock()
+		live = b.forked || b.diverged
+		b.mu.Unlock()
+	}
+	writeControl(w, http.StatusOK, map[string]any{"live": live})
 }
 
 // mcpMessage records one message of a session: an mcp.message frame, the

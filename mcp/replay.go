@@ -28,6 +28,9 @@ type envelopeRaw struct {
 // Replayer answers a client from a recorded session.
 type Replayer struct {
 	exchanges []*exchange
+	// initialize and initialized are the client's handshake as it sent
+	// it, for a live server started later (Handshake).
+	initialize, initialized []byte
 	// Diverged, when set, hears each request the session does not hold.
 	Diverged func(method string, params []byte)
 }
@@ -88,18 +91,49 @@ func canonical(params json.RawMessage) string {
 // JSON-RPC error and is reported to Diverged. It returns when the client
 // closes its output.
 func (r *Replayer) Serve(client io.Reader, clientOut io.Writer, rec Recorder) error {
-	sc := bufio.NewScanner(client)
-	sc.Buffer(make([]byte, 64<<10), DefaultMaxMessage+1)
-	for sc.Scan() {
-		raw := sc.Bytes()
+	_, err := r.ServeUntilLive(bufio.NewReaderSize(client, 64<<10), clientOut, rec, nil)
+	return err
+}
+
+// ServeUntilLive serves as Serve does while live returns false (nil is
+// never): the first request that comes when it returns true, or that the
+// session does not hold, is returned (its line, not recorded yet) for the
+// live server, with the rest of client still to read. A nil line means
+// the client is done.
+func (r *Replayer) ServeUntilLive(client *bufio.Reader, clientOut io.Writer, rec Recorder, live func() bool) ([]byte, error) {
+	for {
+		line, err := client.ReadBytes('\n')
+		if len(line) == 0 {
+			if err == io.EOF {
+				return nil, nil
+			}
+			return nil, err
+		}
+		raw := bytes.TrimRight(line, "\r\n")
 		m := classify(raw, len(raw), DefaultMaxMessage)
 		m.Dir = tapefmt.MCPToServer
-		rec(m)
 		e, ok := parse(raw)
+		switch {
+		case ok && e.Method == "initialize":
+			r.initialize = append([]byte(nil), line...)
+		case ok && e.Method == "notifications/initialized":
+			r.initialized = append([]byte(nil), line...)
+		}
 		if !ok || !e.isRequest() {
+			rec(m)
+			if err != nil {
+				return nil, nil
+			}
 			continue
 		}
+		if live != nil && live() {
+			return line, nil
+		}
 		x := r.match(e.Method, canonical(e.Params))
+		if x == nil && live != nil {
+			return line, nil // diverged: the live server takes it from here
+		}
+		rec(m)
 		var out [][]byte
 		if x == nil {
 			if r.Diverged != nil {
@@ -111,14 +145,52 @@ func (r *Replayer) Serve(client io.Reader, clientOut io.Writer, rec Recorder) er
 			out = append(out, withID(x.response.raw, e.ID))
 			out = append(out, x.after...)
 		}
-		for _, line := range out {
-			if _, err := clientOut.Write(append(line, '\n')); err != nil {
-				return err
+		for _, o := range out {
+			if _, err := clientOut.Write(append(o, '\n')); err != nil {
+				return nil, err
 			}
-			rec(Message{Dir: tapefmt.MCPFromServer, Raw: line, Size: len(line)})
+			rec(Message{Dir: tapefmt.MCPFromServer, Raw: o, Size: len(o)})
+		}
+		if err != nil {
+			return nil, nil
 		}
 	}
-	return sc.Err()
+}
+
+// Handshake readies a server started in the middle of a session (a fork
+// going live): it sends the client's initialize request, as the client
+// sent it to the replay, takes the server's answer (recorded, not passed
+// on: the client has its answer from the tape), then sends the
+// notifications/initialized the client sent.
+func (r *Replayer) Handshake(serverIn io.Writer, serverOut *bufio.Reader, rec Recorder) error {
+	if r.initialize == nil {
+		return nil // the client never initialized; nothing to redo
+	}
+	if _, err := serverIn.Write(r.initialize); err != nil {
+		return err
+	}
+	want, _ := parse(bytes.TrimSpace(r.initialize))
+	for {
+		line, err := serverOut.ReadBytes('\n')
+		if len(line) > 0 {
+			raw := bytes.TrimRight(line, "\r\n")
+			m := classify(raw, len(raw), DefaultMaxMessage)
+			m.Dir, m.Problem = tapefmt.MCPFromServer, "the live server's answer to the initialize jukebox sent it, going live in the middle of the session; not passed to the agent"
+			rec(m)
+			if e, ok := parse(raw); ok && e.isResponse() && bytes.Equal(e.ID, want.ID) {
+				break
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("the live server ended before it answered initialize: %w", err)
+		}
+	}
+	if r.initialized != nil {
+		if _, err := serverIn.Write(r.initialized); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // match is the first unused recorded request of this method and params.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -66,9 +67,10 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	var start struct {
-		Session  int           `json:"session"`
-		Replay   bool          `json:"replay"`
-		Messages []mcpRecorded `json:"messages"`
+		Session   int           `json:"session"`
+		Replay    bool          `json:"replay"`
+		LiveLater bool          `json:"live_later"`
+		Messages  []mcpRecorded `json:"messages"`
 	}
 	if err := ctl.post("mcp/start", map[string]any{"server": name, "argv": argv}, &start); err != nil {
 		return fmt.Errorf("mcp %s: %w", name, err)
@@ -83,12 +85,31 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		r.Diverged = func(method string, params []byte) {
 			fmt.Fprintf(env.Stderr, "jukebox mcp: %s: replay: no recorded %s request with params %s; answered with an error\n", name, method, params)
 		}
-		return r.Serve(env.Stdin, env.Stdout, rec)
+		if !start.LiveLater {
+			return r.Serve(env.Stdin, env.Stdout, rec)
+		}
+		// A fork: answered from the parent's session until the fork point
+		// (or a request the parent never made), live from there on.
+		client := bufio.NewReaderSize(env.Stdin, 64<<10)
+		line, err := r.ServeUntilLive(client, env.Stdout, rec, ctl.live)
+		if err != nil || line == nil {
+			return err
+		}
+		fmt.Fprintf(env.Stderr, "jukebox mcp: %s: live from here on: the server starts now\n", name)
+		env := *env
+		env.Stdin = io.MultiReader(bytes.NewReader(line), client)
+		exit, err := c.relayLive(ctx, &env, argv, rec, r)
+		return exitErr(exit, err)
 	}
 	exit, err := c.relay(ctx, env, argv, rec)
 	if finish != nil {
 		err = errors.Join(err, finish(exit))
 	}
+	return exitErr(exit, err)
+}
+
+// exitErr passes the server's exit code on.
+func exitErr(exit int, err error) error {
 	if err != nil {
 		return err
 	}
@@ -105,6 +126,13 @@ const serverGrace = 5 * time.Second
 // relay starts the server and relays until the client is done; the
 // server's exit code (-1 when it was killed, or did not start).
 func (c *McpRunCmd) relay(ctx context.Context, env *Env, argv []string, rec mcp.Recorder) (int, error) {
+	return c.relayLive(ctx, env, argv, rec, nil)
+}
+
+// relayLive is relay for a server started in the middle of a session (a
+// fork going live), which first gets the client's handshake again from
+// r; nil r is a server from the start.
+func (c *McpRunCmd) relayLive(ctx context.Context, env *Env, argv []string, rec mcp.Recorder, r *mcp.Replayer) (int, error) {
 	srv := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	srv.Stderr = env.Stderr
 	in, err := srv.StdinPipe()
@@ -118,9 +146,18 @@ func (c *McpRunCmd) relay(ctx context.Context, env *Env, argv []string, rec mcp.
 	if err := srv.Start(); err != nil {
 		return -1, fmt.Errorf("start the MCP server %s: %w", argv[0], err)
 	}
+	serverOut := bufio.NewReaderSize(out, 64<<10)
+	if r != nil {
+		if err := r.Handshake(in, serverOut, rec); err != nil {
+			in.Close()
+			srv.Process.Kill()
+			srv.Wait()
+			return -1, fmt.Errorf("the MCP server %s, started at the fork point: %w", argv[0], err)
+		}
+	}
 	// Once the client is done, the server has a few seconds to exit by
 	// itself (most exit when their input ends), then it is ended.
-	rerr := mcp.Relay(env.Stdin, env.Stdout, in, out, rec, c.MaxMessage, func() {
+	rerr := mcp.Relay(env.Stdin, env.Stdout, in, serverOut, rec, c.MaxMessage, func() {
 		time.AfterFunc(serverGrace, func() { srv.Process.Kill() })
 	})
 	werr := srv.Wait()
@@ -209,6 +246,25 @@ func controlFromEnv() (*controlClient, error) {
 // loopback calls the control API directly, never through a proxy the
 // environment names.
 var loopback = &http.Client{Transport: &http.Transport{Proxy: nil}}
+
+// live says whether the run's MCP sessions go to their live servers now
+// (a fork past its fork point); an error reads as not yet.
+func (c *controlClient) live() bool {
+	req, err := http.NewRequest("GET", c.base+"/v1/mcp/live", nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := loopback.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Live bool `json:"live"`
+	}
+	return json.NewDecoder(resp.Body).Decode(&out) == nil && out.Live
+}
 
 func (c *controlClient) post(path string, body, out any) error {
 	b, err := json.Marshal(body)

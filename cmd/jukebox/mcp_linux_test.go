@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -16,7 +18,7 @@ import (
 func mcpAgentRun(t *testing.T, dir, bin string, args ...string) string {
 	t.Helper()
 	cmd := jukeboxCmd(t.Context(), dir, args...)
-	cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+bin)
+	cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+bin, "OPENAI_API_KEY=sk-test")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("jukebox %v: %v\n%s", args, err, out)
@@ -90,6 +92,50 @@ func TestMCPRecordReplayAndBooth(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(bdata); len(ents) != 0 {
 		t.Errorf("the rollback left %v in the server's directory", ents)
+	}
+}
+
+// TestMCPFork: a fork answers the MCP calls made before its fork point
+// from the parent (the filesystem server does not write again) and starts
+// the server live at the first call after it, replaying the client's
+// handshake to it; that call reaches the real server.
+func TestMCPFork(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	t.Parallel()
+	self, err := os.Executable()
+	must(t, err)
+	srv, _, err := llmsim.Start("127.0.0.1:0", llmsim.DefaultScript())
+	must(t, err)
+	defer srv.Close()
+	ws := t.TempDir()
+	data := filepath.Join(ws, "data")
+	must(t, os.Mkdir(data, 0o755))
+	agent := filepath.Join(agents, "mcp_fork_agent.mjs")
+	up := "openai=" + srv.OpenAIBaseURL()
+	mcpAgentRun(t, ws, self, "record", "--upstream", up, "-o", "rec.jbx", "--", "node", agent, data)
+	for _, f := range []string{"first.txt", "second.txt"} {
+		must(t, os.Remove(filepath.Join(data, f)))
+	}
+	tp := openTape(t, filepath.Join(ws, "rec.jbx"))
+	var second uint64
+	n := 0
+	for f, err := range tp.Frames(tapefmt.KindLLMRequest) {
+		must(t, err)
+		if n++; n == 2 {
+			second = f.Seq
+		}
+	}
+	tp.Close()
+	out := mcpAgentRun(t, ws, self, "fork", "rec.jbx", "--frame", fmt.Sprint(second), "--no-booth", "--model", "demo-small",
+		"--upstream", up, "-o", "fork.jbx")
+	if !strings.Contains(out, "files: live from here on") || !strings.Contains(out, "step 2: Successfully wrote") {
+		t.Errorf("fork:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "first.txt")); err == nil {
+		t.Error("the call before the fork point reached the server: first.txt was written again")
+	}
+	if _, err := os.Stat(filepath.Join(data, "second.txt")); err != nil {
+		t.Errorf("the call after the fork point did not reach the server: %v", err)
 	}
 }
 
