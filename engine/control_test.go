@@ -138,3 +138,51 @@ func TestControlTransactionsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPToolCallLink: a tools/call request an MCP session carries out is
+// linked to the model's tool call that asked for it (same tool, same
+// arguments in any key order, the latest not linked yet).
+func TestMCPToolCallLink(t *testing.T) {
+	s, base := controlSession(t, breaker.Limits{}, tapefmt.ModeRecord, nil)
+	token := s.proxy.control.token
+	if code, _ := controlCall(t, "POST", base+"/v1/mcp/start", token, `{"server":"files","argv":["srv"]}`); code != 200 {
+		t.Fatalf("start: %d", code)
+	}
+	answer := `{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"a.txt\",\"content\":\"x\"}"}}]}}]}`
+	s.proxy.control.mcp.asked(42, &tapefmt.LLMResponse{}, []byte(answer))
+	msg := func(m string) map[string]any {
+		body, _ := json.Marshal(map[string]any{"server": "files", "session": 1, "dir": "to_server", "message": m})
+		code, out := controlCall(t, "POST", base+"/v1/mcp/message", token, string(body))
+		if code != 200 {
+			t.Fatalf("message: %d %v", code, out)
+		}
+		return out
+	}
+	msg(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write_file","arguments":{"content":"x","path":"a.txt"}}}`)
+	msg(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":{"content":"x","path":"a.txt"}}}`)
+	s.proxy.Close()
+	if err := s.tape.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := tapefmt.Open(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var links []*tapefmt.ToolLink
+	for f, err := range tp.Frames(tapefmt.KindMCP) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := p.(*tapefmt.MCPMessage); m.Direction == tapefmt.MCPToServer {
+			links = append(links, m.Call)
+		}
+	}
+	if len(links) != 2 || links[0] == nil || *links[0] != (tapefmt.ToolLink{Frame: 42, ID: "call_1"}) || links[1] != nil {
+		t.Errorf("links: %+v, want the first call linked to frame 42 call_1 and the second (a repeat) not", links)
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 
+	"github.com/jukebox-os/jukebox/llmwire"
+	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -16,6 +19,63 @@ import (
 type mcpSessions struct {
 	mu      sync.Mutex
 	started map[string]int // server name → sessions started in this run
+	// active is set once a session started: from then on the model's
+	// tool calls are kept (calls), for tools/call requests to link to.
+	active atomic.Bool
+	calls  []askedCall
+}
+
+// askedCall is a tool call a model's answer made.
+type askedCall struct {
+	frame    uint64 // its llm.response frame
+	id, name string
+	args     string // canonical JSON
+	linked   bool
+}
+
+// maxAsked bounds the tool calls kept for linking.
+const maxAsked = 256
+
+// asked keeps the tool calls of a recorded answer (frame seq).
+func (m *mcpSessions) asked(seq uint64, resp *tapefmt.LLMResponse, body []byte) {
+	_, uses := llmwire.ResponseAnswer(llmwire.DecodeBody(resp.Header, body).Text)
+	if len(uses) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, u := range uses {
+		m.calls = append(m.calls, askedCall{frame: seq, id: u.ID, name: u.Name, args: mcp.Canonical([]byte(u.Args))})
+	}
+	if over := len(m.calls) - maxAsked; over > 0 {
+		m.calls = append(m.calls[:0], m.calls[over:]...)
+	}
+}
+
+// link finds the model's tool call a tools/call request carries out: the
+// latest one not linked yet with the same tool name and arguments.
+func (m *mcpSessions) link(message []byte) *tapefmt.ToolLink {
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(message, &req) != nil || req.Method != "tools/call" {
+		return nil
+	}
+	args := mcp.Canonical(req.Params.Arguments)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.calls) - 1; i >= 0; i-- {
+		c := &m.calls[i]
+		if !c.linked && c.name == req.Params.Name && c.args == args {
+			c.linked = true
+			return &tapefmt.ToolLink{Frame: c.frame, ID: c.id}
+		}
+	}
+	return nil
 }
 
 // mcpWire is an MCP message over the control API.
@@ -50,6 +110,7 @@ func (c *control) mcpStart(w http.ResponseWriter, r *http.Request) {
 		c.mcp.started = map[string]int{}
 	}
 	c.mcp.started[req.Server]++
+	c.mcp.active.Store(true)
 	n := c.mcp.started[req.Server]
 	order := 0
 	for _, k := range c.mcp.started {
@@ -120,6 +181,9 @@ func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
 	f := tapefmt.MCPMessage{Server: m.Server, Session: m.Session, Direction: m.Dir, Problem: m.Problem, Size: m.Size}
 	if json.Valid([]byte(m.Message)) {
 		f.Message = json.RawMessage(m.Message)
+		if m.Dir == tapefmt.MCPToServer {
+			f.Call = c.mcp.link(f.Message)
+		}
 	} else if c.p.tape != nil {
 		var err error
 		if f.Body, err = c.p.tape.PutBlob("mcp "+m.Server, []byte(m.Message)); err != nil {

@@ -297,6 +297,9 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 		}
 		seq, _ := p.tape.Append(0, a.resp)
 		x.respSeq = seq
+		if p.control != nil && p.control.mcp.active.Load() {
+			p.control.mcp.asked(seq, &a.resp, a.body)
+		}
 		body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
 		model := func() string { return llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model }
 		c := llmwire.ResponseUsage(&a.resp, body, model)

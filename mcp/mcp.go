@@ -146,21 +146,33 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 // copyLines passes each line of r on to w, byte for byte, and hands it to
-// seen, cut to max bytes when longer (then Problem says so).
+// seen before it goes on, so that what a peer has received is on the tape
+// (a client that ends jukebox as soon as it has its answer loses nothing).
+// A line longer than max cannot wait: it goes on as it comes and is handed
+// to seen afterwards, cut to max bytes (Problem says so).
 func copyLines(r io.Reader, w io.Writer, max int, seen func(Message)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var line []byte
-	size := 0
-	var prev byte // the byte before this chunk, for a \r\n split across chunks
+	var held []byte    // the line while it is held: at most max bytes and its ending
+	var head []byte    // a streamed line's first max+1 bytes, for the record
+	size := 0          // the line's length so far
+	streaming := false // over max: its bytes go on as they come
+	var prev byte      // the byte before this chunk, for a \r\n split across chunks
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
-			if _, werr := w.Write(chunk); werr != nil {
-				return werr
-			}
 			size += len(chunk)
-			if room := max + 1 - len(line); room > 0 {
-				line = append(line, chunk[:min(len(chunk), room)]...)
+			if !streaming {
+				held = append(held, chunk...)
+				if len(held) > max+2 {
+					streaming = true
+					head = append(head[:0], held[:max+1]...)
+					if _, werr := w.Write(held); werr != nil {
+						return werr
+					}
+					held = held[:0]
+				}
+			} else if _, werr := w.Write(chunk); werr != nil {
+				return werr
 			}
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -175,8 +187,15 @@ func copyLines(r io.Reader, w io.Writer, max int, seen func(Message)) error {
 					full--
 				}
 			}
-			seen(classify(line, full, max))
-			line, size, prev = line[:0], 0, 0
+			if streaming {
+				seen(classify(head, full, max))
+			} else {
+				seen(classify(held, full, max))
+				if _, werr := w.Write(held); werr != nil {
+					return werr
+				}
+			}
+			held, size, prev, streaming = held[:0], 0, 0, false
 		}
 		if err != nil {
 			if err == io.EOF {

@@ -211,3 +211,37 @@ func TestPendingResponseFirst(t *testing.T) {
 		t.Errorf("waiting: %s", left)
 	}
 }
+
+// TestRecordedBeforePassedOn: each message is on the tape before its
+// peer has it, so a client that ends jukebox mcp as soon as it has an
+// answer (the official SDK's close does) loses no message from the tape
+// (the record-then-replay test saw a missing last call before this).
+func TestRecordedBeforePassedOn(t *testing.T) {
+	var mu sync.Mutex
+	var client, server bytes.Buffer
+	early := 0
+	rec := func(m Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		peer := &server
+		if m.Dir == tapefmt.MCPFromServer {
+			peer = &client
+		}
+		if bytes.Contains(peer.Bytes(), m.Raw) {
+			early++
+		}
+	}
+	serverIn := nopCloser{lockedWriter{&mu, &server}}
+	req := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
+	resp := `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"
+	if err := Relay(strings.NewReader(req), lockedWriter{&mu, &client}, serverIn, strings.NewReader(resp), rec, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if early != 0 || server.String() != req || client.String() != resp {
+		t.Errorf("%d messages reached their peer before the tape; server got %q, client %q", early, server.String(), client.String())
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

@@ -49,7 +49,7 @@ func NewReplayer(msgs []Message) *Replayer {
 		case tapefmt.MCPToServer:
 			last = nil
 			if e.isRequest() {
-				x := &exchange{method: e.Method, params: canonical(e.Params)}
+				x := &exchange{method: e.Method, params: Canonical(e.Params)}
 				r.exchanges = append(r.exchanges, x)
 				byID[string(e.ID)] = x
 			}
@@ -69,15 +69,17 @@ func NewReplayer(msgs []Message) *Replayer {
 	return r
 }
 
-// canonical is params with object keys sorted, so that a request matches
-// whatever order its client wrote them in.
-func canonical(params json.RawMessage) string {
-	if len(params) == 0 {
-		return ""
+// Canonical is JSON with object keys sorted and no spacing, so that a
+// request (or a tool call's arguments) matches whatever order its writer
+// put them in; nothing, or null, is {} (no arguments); text that is not
+// JSON is itself.
+func Canonical(raw json.RawMessage) string {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return "{}"
 	}
 	var v any
-	if json.Unmarshal(params, &v) != nil {
-		return string(params)
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
 	}
 	b, _ := json.Marshal(v) // encoding/json sorts map keys
 	return string(b)
@@ -129,7 +131,7 @@ func (r *Replayer) ServeUntilLive(client *bufio.Reader, clientOut io.Writer, rec
 		if live != nil && live() {
 			return line, nil
 		}
-		x := r.match(e.Method, canonical(e.Params))
+		x := r.match(e.Method, Canonical(e.Params))
 		if x == nil && live != nil {
 			return line, nil // diverged: the live server takes it from here
 		}

@@ -222,6 +222,15 @@ type MCPMessage struct {
 	// its length as it went.
 	Problem string `json:"problem,omitempty"`
 	Size    int    `json:"size,omitempty"`
+	// Call links a tools/call request to the model's tool call that asked
+	// for it: the llm.response frame and the call's id there.
+	Call *ToolLink `json:"call,omitempty"`
+}
+
+// ToolLink names a model's tool call: its llm.response frame and id.
+type ToolLink struct {
+	Frame uint64 `json:"frame"`
+	ID    string `json:"id,omitempty"`
 }
 
 // FileChange is one change to the workspace, staged or applied.

@@ -29,7 +29,14 @@ func Describe(p tapefmt.Payload) string {
 	case *tapefmt.ToolResult:
 		return describeResult(p)
 	case *tapefmt.MCPMessage:
-		return fmt.Sprintf("%s %s %s", p.Server, p.Direction, OneLine(string(p.Message), 50))
+		s := fmt.Sprintf("%s %s %s", p.Server, p.Direction, OneLine(string(p.Message), 50))
+		if p.Call != nil {
+			s += fmt.Sprintf(" (the model's call %s, frame %d)", OneLine(p.Call.ID, 24), p.Call.Frame)
+		}
+		if p.Problem != "" {
+			s += " [" + OneLine(p.Problem, 40) + "]"
+		}
+		return s
 	case *tapefmt.FileChange:
 		if p.Op == tapefmt.OpRefused {
 			return fmt.Sprintf("refused %s %s: %s", p.Refused, p.Where(), p.Reason)
