@@ -5,6 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -245,3 +249,31 @@ func TestRecordedBeforePassedOn(t *testing.T) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// TestHTTPProxyServerDown: a streamable-HTTP server that cannot be
+// reached answers the client's request with a JSON-RPC error of its id,
+// recorded, rather than a bare HTTP failure.
+func TestHTTPProxyServerDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+	up, _ := url.Parse(dead)
+	tp := &tape{}
+	srv := httptest.NewServer(NewHTTPProxy(up, tp.rec, 0))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), `"id":9,"error":{"code":-32000`) {
+		t.Errorf("%d %s", resp.StatusCode, body)
+	}
+	if len(tp.msgs) != 2 || tp.msgs[0].Dir != tapefmt.MCPToServer || !strings.Contains(tp.msgs[1].Problem, "cannot be reached") {
+		t.Errorf("recorded: %+v", tp.msgs)
+	}
+}

@@ -131,23 +131,11 @@ func (r *Replayer) ServeUntilLive(client *bufio.Reader, clientOut io.Writer, rec
 		if live != nil && live() {
 			return line, nil
 		}
-		x := r.match(e.Method, Canonical(e.Params))
-		if x == nil && live != nil {
+		if live != nil && !r.holds(e) {
 			return line, nil // diverged: the live server takes it from here
 		}
 		rec(m)
-		var out [][]byte
-		if x == nil {
-			if r.Diverged != nil {
-				r.Diverged(e.Method, e.Params)
-			}
-			msg, _ := json.Marshal(fmt.Sprintf("jukebox mcp replay: the recorded session holds no %s request with these params", e.Method))
-			out = append(out, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, e.ID, msg))
-		} else {
-			out = append(out, withID(x.response.raw, e.ID))
-			out = append(out, x.after...)
-		}
-		for _, o := range out {
+		for _, o := range r.answer(e) {
 			if _, err := clientOut.Write(append(o, '\n')); err != nil {
 				return nil, err
 			}
@@ -193,6 +181,32 @@ func (r *Replayer) Handshake(serverIn io.Writer, serverOut *bufio.Reader, rec Re
 		}
 	}
 	return nil
+}
+
+// holds reports whether the session has an unused answer for request e.
+func (r *Replayer) holds(e envelope) bool {
+	params := Canonical(e.Params)
+	for _, x := range r.exchanges {
+		if !x.used && x.response.ok && x.method == e.Method && x.params == params {
+			return true
+		}
+	}
+	return false
+}
+
+// answer is what request e gets: the recorded response with e's id, then
+// what the server sent after it; or, for a request the session does not
+// hold, a JSON-RPC error (reported to Diverged).
+func (r *Replayer) answer(e envelope) [][]byte {
+	x := r.match(e.Method, Canonical(e.Params))
+	if x == nil {
+		if r.Diverged != nil {
+			r.Diverged(e.Method, e.Params)
+		}
+		msg, _ := json.Marshal(fmt.Sprintf("jukebox mcp replay: the recorded session holds no %s request with these params", e.Method))
+		return [][]byte{fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, e.ID, msg)}
+	}
+	return append([][]byte{withID(x.response.raw, e.ID)}, x.after...)
 }
 
 // match is the first unused recorded request of this method and params.

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,13 +34,23 @@ type McpRunCmd struct {
 	Name       string   `help:"The server's name on the tape; a replay finds the session by it (default: the server command's base name)."`
 	Output     string   `short:"o" type:"path" placeholder:"FILE" help:"On its own (not under jukebox record): the tape to write (default ./tapes/mcp-<name>-<time>.jbx)."`
 	MaxMessage int      `name:"max-message" default:"16777216" placeholder:"BYTES" help:"Longest message recorded whole; a longer one is passed on and recorded cut, with a note."`
-	Cmd        []string `arg:"" passthrough:"partial" name:"command" help:"The MCP server, after --, e.g. -- npx -y @modelcontextprotocol/server-filesystem ."`
+	URL        string   `name:"url" placeholder:"URL" help:"An MCP server that speaks streamable HTTP, at URL: jukebox mcp listens on --listen, prints its own URL (the same path) on stdout, and proxies, records and replays that server until it is interrupted."`
+	Listen     string   `placeholder:"ADDR" default:"127.0.0.1:0" help:"With --url: where to listen (default a free port on 127.0.0.1)."`
+	Cmd        []string `arg:"" optional:"" passthrough:"partial" name:"command" help:"The MCP server, after --, e.g. -- npx -y @modelcontextprotocol/server-filesystem ."`
 }
 
 // Validate needs a server command and a sane limit.
 func (c *McpRunCmd) Validate() error {
-	if len(commandArgs(c.Cmd)) == 0 {
-		return errors.New("no MCP server to run: give it after --, e.g. jukebox mcp -- npx -y @modelcontextprotocol/server-everything")
+	switch {
+	case c.URL != "" && len(commandArgs(c.Cmd)) > 0:
+		return errors.New("--url and a server command: give one (--url for a server that speaks HTTP, a command after -- for one that speaks stdio)")
+	case c.URL != "":
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--url %q: want http://HOST[:PORT]/PATH or https://...", c.URL)
+		}
+	case len(commandArgs(c.Cmd)) == 0:
+		return errors.New("no MCP server to run: give it after --, e.g. jukebox mcp -- npx -y @modelcontextprotocol/server-everything (or --url URL for one that speaks HTTP)")
 	}
 	if c.MaxMessage < 1024 {
 		return fmt.Errorf("--max-message %d: at least 1024 bytes", c.MaxMessage)
@@ -52,8 +64,16 @@ func (c *McpRunCmd) Validate() error {
 // records a tape of its own. Nothing but the protocol goes to stdout.
 func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	argv := commandArgs(c.Cmd)
+	upstream, _ := url.Parse(c.URL)
+	if c.URL != "" {
+		argv = []string{c.URL}
+	}
 	name := c.Name
-	if name == "" {
+	switch {
+	case name != "":
+	case c.URL != "":
+		name = safeName(upstream.Hostname())
+	default:
 		name = safeName(filepath.Base(argv[0]))
 	}
 	ctl, err := controlFromEnv()
@@ -76,6 +96,23 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		return fmt.Errorf("mcp %s: %w", name, err)
 	}
 	rec := ctl.recorder(name, start.Session, env.Stderr)
+	if c.URL != "" {
+		var h http.Handler
+		if start.Replay {
+			msgs := make([]mcp.Message, len(start.Messages))
+			for i, m := range start.Messages {
+				msgs[i] = mcp.Message{Dir: m.Dir, Raw: []byte(m.Message)}
+			}
+			h = mcp.NewHTTPReplay(mcp.NewReplayer(msgs), rec)
+		} else {
+			h = mcp.NewHTTPProxy(upstream, rec, c.MaxMessage)
+		}
+		err := c.serveHTTP(ctx, env, h, upstream.Path)
+		if finish != nil {
+			err = errors.Join(err, finish(0))
+		}
+		return err
+	}
 	if start.Replay {
 		msgs := make([]mcp.Message, len(start.Messages))
 		for i, m := range start.Messages {
@@ -106,6 +143,34 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		err = errors.Join(err, finish(exit))
 	}
 	return exitErr(exit, err)
+}
+
+// serveHTTP serves h on --listen and prints its URL (path as the
+// upstream's) on stdout until it is interrupted (SIGINT, SIGTERM) or ctx
+// is done. Its input is not watched: a background job's is /dev/null.
+func (c *McpRunCmd) serveHTTP(ctx context.Context, env *Env, h http.Handler, path string) error {
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", c.Listen, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(env.Stdout, "http://%s%s\n", ln.Addr(), path)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if env.Signals != nil {
+		go func() {
+			select {
+			case <-env.Signals:
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
 }
 
 // exitErr passes the server's exit code on.

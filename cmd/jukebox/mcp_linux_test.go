@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,6 +138,58 @@ func TestMCPFork(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, "second.txt")); err != nil {
 		t.Errorf("the call after the fork point did not reach the server: %v", err)
 	}
+}
+
+// TestMCPHTTP: jukebox mcp --url in front of the official everything
+// server over the streamable HTTP transport, with the official SDK
+// client: recorded under jukebox record, replayed with no server at all.
+func TestMCPHTTP(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	t.Parallel()
+	self, err := os.Executable()
+	must(t, err)
+	ws := t.TempDir()
+	agent := filepath.Join(agents, "mcp_http_agent.mjs")
+	run := func(args ...string) string {
+		cmd := jukeboxCmd(t.Context(), ws, args...)
+		cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+self, "PORT="+freePort(t))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("jukebox %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := run("record", "-o", "http.jbx", "--", "node", agent)
+	if !strings.Contains(out, "echo: Echo: over HTTP") || !strings.Contains(out, "sum: The sum of 20 and 22 is 42.") {
+		t.Fatalf("record:\n%s", out)
+	}
+	tp := openTape(t, filepath.Join(ws, "http.jbx"))
+	calls := 0
+	for f, err := range tp.Frames(tapefmt.KindMCP) {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		if m := p.(*tapefmt.MCPMessage); m.Direction == tapefmt.MCPFromServer && strings.Contains(string(m.Message), "The sum of 20 and 22") {
+			calls++
+		}
+	}
+	tp.Close()
+	if calls != 1 {
+		t.Errorf("the get-sum result is on the tape %d times, want once", calls)
+	}
+	out = run("replay", "http.jbx") // the agent starts no server in a replay
+	if !strings.Contains(out, "stdout identical to the recording") {
+		t.Errorf("replay:\n%s", out)
+	}
+}
+
+// freePort is a TCP port free on 127.0.0.1 a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }
 
 // linkTree makes dst a copy of src (a file or a folder), hard-linking

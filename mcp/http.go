@@ -1,0 +1,205 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// NewHTTPProxy is a reverse proxy to an MCP server that speaks the
+// streamable HTTP transport at upstream: requests go on unchanged (the
+// client talks to the proxy at the same path), and every JSON-RPC message
+// in a POST body, a JSON response or a server-sent event is recorded as it
+// passes. A body over max bytes is passed on and recorded cut.
+func NewHTTPProxy(upstream *url.URL, rec Recorder, max int) http.Handler {
+	if max <= 0 {
+		max = DefaultMaxMessage
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: upstream.Scheme, Host: upstream.Host})
+			r.Out.URL.Path, r.Out.URL.RawPath = r.In.URL.Path, r.In.URL.RawPath
+			r.Out.Host = upstream.Host
+		},
+		FlushInterval: -1, // server-sent events go on as they come
+		ModifyResponse: func(resp *http.Response) error {
+			ct := resp.Header.Get("Content-Type")
+			switch {
+			case strings.HasPrefix(ct, "text/event-stream"):
+				resp.Body = &sseTee{r: bufio.NewReader(resp.Body), c: resp.Body, rec: rec, max: max}
+			case strings.HasPrefix(ct, "application/json"):
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					return err
+				}
+				recordBody(body, tapefmt.MCPFromServer, rec, max)
+				resp.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// The server cannot be reached: the client gets a JSON-RPC
+			// error for its request, as from a server that went away.
+			answerUnreachable(w, r, err, rec)
+		},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			r.Body.Close()
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			recordBody(body, tapefmt.MCPToServer, rec, max)
+			r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
+			r.ContentLength = int64(len(body))
+			r.Header.Del("Accept-Encoding") // bodies are read here: no compression to undo
+			r.Body, r.GetBody = io.NopCloser(bytes.NewReader(body)), nil
+		}
+		p.ServeHTTP(w, r)
+	})
+}
+
+// bodyKey holds a POST's body in its request's context, for the error
+// answer when the server cannot be reached.
+type bodyKey struct{}
+
+// recordBody records each JSON-RPC message of an HTTP body: one, or each
+// of a batch; a body that is not JSON is recorded as it is, with the
+// problem said.
+func recordBody(body []byte, dir tapefmt.MCPDirection, rec Recorder, max int) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return
+	}
+	var batch []json.RawMessage
+	if trimmed[0] == '[' && json.Unmarshal(trimmed, &batch) == nil {
+		for _, m := range batch {
+			msg := classify(m, len(m), max)
+			msg.Dir = dir
+			rec(msg)
+		}
+		return
+	}
+	m := classify(trimmed, len(trimmed), max)
+	m.Dir = dir
+	rec(m)
+}
+
+// sseTee passes a server-sent event stream on as it is read, recording
+// the data of each event once its blank line has been read.
+type sseTee struct {
+	r    *bufio.Reader
+	c    io.Closer
+	rec  Recorder
+	max  int
+	data []byte
+	buf  []byte // read from r, not yet returned
+}
+
+func (s *sseTee) Read(p []byte) (int, error) {
+	for len(s.buf) == 0 {
+		line, err := s.r.ReadBytes('\n')
+		if len(line) > 0 {
+			s.event(line)
+			s.buf = line
+		}
+		if err != nil {
+			if len(s.buf) > 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+// event takes one line of the stream: data lines are gathered, a blank
+// line records the event.
+func (s *sseTee) event(line []byte) {
+	l := bytes.TrimRight(line, "\r\n")
+	switch {
+	case len(l) == 0:
+		if len(s.data) > 0 {
+			recordBody(s.data, tapefmt.MCPFromServer, s.rec, s.max)
+			s.data = s.data[:0]
+		}
+	case bytes.HasPrefix(l, []byte("data:")):
+		d := bytes.TrimPrefix(bytes.TrimPrefix(l, []byte("data:")), []byte(" "))
+		if len(s.data) > 0 {
+			s.data = append(s.data, '\n')
+		}
+		s.data = append(s.data, d...)
+	}
+}
+
+func (s *sseTee) Close() error { return s.c.Close() }
+
+// answerUnreachable answers a request the server could not take with a
+// JSON-RPC error (502), recorded.
+func answerUnreachable(w http.ResponseWriter, r *http.Request, err error, rec Recorder) {
+	id := json.RawMessage("null")
+	if raw, _ := r.Context().Value(bodyKey{}).([]byte); raw != nil {
+		if e, ok := parse(bytes.TrimSpace(raw)); ok && e.isRequest() {
+			id = e.ID
+		}
+	}
+	msg, _ := json.Marshal("jukebox mcp: the MCP server cannot be reached: " + err.Error())
+	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, id, msg)
+	rec(Message{Dir: tapefmt.MCPFromServer, Raw: line, Size: len(line), Problem: "answered by jukebox: the server cannot be reached"})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadGateway)
+	w.Write(line)
+}
+
+// NewHTTPReplay answers a streamable-HTTP MCP client from a recorded
+// session, with no server: each POSTed request gets its recorded response
+// (matched as Serve matches) as JSON, notifications and responses from
+// the client are taken (202), a GET (the server's own event stream) is
+// not offered (405), and a DELETE ends nothing (200).
+func NewHTTPReplay(r *Replayer, rec Recorder) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		switch req.Method {
+		case http.MethodGet:
+			http.Error(w, "jukebox mcp replay: no server event stream", http.StatusMethodNotAllowed)
+			return
+		case http.MethodDelete:
+			return
+		case http.MethodPost:
+		default:
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		recordBody(body, tapefmt.MCPToServer, rec, DefaultMaxMessage)
+		e, ok := parse(bytes.TrimSpace(body))
+		if !ok || !e.isRequest() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		answer := r.answer(e)[0] // notifications after it have no stream to go on here
+		rec(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer)})
+		if e.Method == "initialize" {
+			w.Header().Set("Mcp-Session-Id", "jukebox-replay")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answer)
+	})
+}
