@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -89,10 +90,7 @@ type mcpWire struct {
 }
 
 // mcpStart opens a session: {"server", "argv"} → {"session", "replay",
-// "messages"}. In a replay the recorded session of that name and number
-// comes back (or, with no session of that name, the one started in that
-// place), and the server is not to be started; otherwise the session is
-// recorded from here on.
+// "live_later", "messages"} (openMCP).
 func (c *control) mcpStart(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Server string   `json:"server"`
@@ -105,38 +103,64 @@ func (c *control) mcpStart(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp start: no server name")
 		return
 	}
+	o, err := c.openMCP(req.Server, map[string]any{"argv": req.Argv})
+	var ns *noSessionError
+	switch {
+	case errors.As(err, &ns):
+		controlError(w, http.StatusConflict, "no_session", "jukebox: "+err.Error())
+	case err != nil:
+		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
+	case o.replay:
+		writeControl(w, http.StatusOK, map[string]any{"session": o.session, "replay": true, "live_later": o.liveLater, "messages": o.messages})
+	default:
+		writeControl(w, http.StatusOK, map[string]any{"session": o.session, "replay": false})
+	}
+}
+
+// mcpOpened is a session openMCP opened.
+type mcpOpened struct {
+	session   int
+	replay    bool      // answer from messages, do not start the server
+	liveLater bool      // a fork: go live once mcpLive says so
+	messages  []mcpWire // the recorded session, for a replay
+}
+
+// openMCP opens session N of server (start is the start frame's message,
+// its argv and anything else to keep): recorded from here on, or, in a
+// replay or a fork, with the recorded session of that name and number
+// (else the one started in that place) to answer from. A replay whose
+// tape has no such session is a *noSessionError; a fork runs it live.
+func (c *control) openMCP(server string, start map[string]any) (mcpOpened, error) {
 	c.mcp.mu.Lock()
 	if c.mcp.started == nil {
 		c.mcp.started = map[string]int{}
 	}
-	c.mcp.started[req.Server]++
+	c.mcp.started[server]++
 	c.mcp.active.Store(true)
-	n := c.mcp.started[req.Server]
+	n := c.mcp.started[server]
 	order := 0
 	for _, k := range c.mcp.started {
 		order += k
 	}
 	c.mcp.mu.Unlock()
-	argv, _ := json.Marshal(map[string]any{"argv": req.Argv})
-	if _, err := c.append(tapefmt.MCPMessage{Server: req.Server, Session: n, Direction: tapefmt.MCPStart, Message: argv}); err != nil {
-		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
-		return
+	msg, _ := json.Marshal(start)
+	if _, err := c.append(tapefmt.MCPMessage{Server: server, Session: n, Direction: tapefmt.MCPStart, Message: msg}); err != nil {
+		return mcpOpened{}, err
 	}
+	o := mcpOpened{session: n}
 	parent, fork := c.readTape()
 	if parent == nil {
-		writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": false})
-		return
+		return o, nil
 	}
-	msgs, err := recordedSession(parent, req.Server, n, order)
-	if err != nil && !fork {
-		controlError(w, http.StatusConflict, "no_session", "jukebox: "+err.Error())
-		return
+	msgs, err := recordedSession(parent, server, n, order)
+	switch {
+	case err != nil && !fork:
+		return o, err
+	case err != nil: // a fork runs a server the parent did not have live
+		return o, nil
 	}
-	if err != nil { // a fork runs a server the parent did not have live
-		writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": false})
-		return
-	}
-	writeControl(w, http.StatusOK, map[string]any{"session": n, "replay": true, "live_later": fork, "messages": msgs})
+	o.replay, o.liveLater, o.messages = true, fork, msgs
+	return o, nil
 }
 
 // readTape is the tape a replay or a fork reads its answers from, and
@@ -167,8 +191,7 @@ func (c *control) mcpLive(w http.ResponseWriter, r *http.Request) {
 	writeControl(w, http.StatusOK, map[string]any{"live": live})
 }
 
-// mcpMessage records one message of a session: an mcp.message frame, the
-// line as its JSON, or in a blob when it is not JSON.
+// mcpMessage records one message of a session (recordMCP).
 func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
 	var m mcpWire
 	if !decode(w, r, &m) {
@@ -178,6 +201,17 @@ func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp message: dir is to_server or from_server")
 		return
 	}
+	seq, err := c.recordMCP(m)
+	if err != nil {
+		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
+		return
+	}
+	writeControl(w, http.StatusOK, map[string]any{"frame": seq})
+}
+
+// recordMCP writes an mcp.message frame: the line as its JSON, or in a
+// blob when it is not JSON; a tools/call linked to the model's call.
+func (c *control) recordMCP(m mcpWire) (uint64, error) {
 	f := tapefmt.MCPMessage{Server: m.Server, Session: m.Session, Direction: m.Dir, Problem: m.Problem, Size: m.Size}
 	if json.Valid([]byte(m.Message)) {
 		f.Message = json.RawMessage(m.Message)
@@ -187,16 +221,10 @@ func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
 	} else if c.p.tape != nil {
 		var err error
 		if f.Body, err = c.p.tape.PutBlob("mcp "+m.Server, []byte(m.Message)); err != nil {
-			controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
-			return
+			return 0, err
 		}
 	}
-	seq, err := c.append(f)
-	if err != nil {
-		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
-		return
-	}
-	writeControl(w, http.StatusOK, map[string]any{"frame": seq})
+	return c.append(f)
 }
 
 // recordedSession is the n-th recorded session of server on the tape, or,
@@ -250,6 +278,14 @@ func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcpWire, e
 	return msgs, nil
 }
 
-func noSession(server string, n int) error {
-	return fmt.Errorf("the tape holds no session %d of MCP server %q to replay (jukebox fork runs MCP servers live; or record it again)", n, server)
+func noSession(server string, n int) error { return &noSessionError{server, n} }
+
+// noSessionError: a replay's tape holds no such MCP session.
+type noSessionError struct {
+	server string
+	n      int
+}
+
+func (e *noSessionError) Error() string {
+	return fmt.Sprintf("the tape holds no session %d of MCP server %q to replay (jukebox fork runs MCP servers live; or record it again)", e.n, e.server)
 }

@@ -54,6 +54,11 @@ type RunOptions struct {
 	Redact []string
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
+	// MCP are MCP servers that speak streamable HTTP, by name: a recording
+	// serves a recording proxy to each on 127.0.0.1 and gives the agent
+	// its URL in MCPURLEnv(name); a replay or a fork serves the servers
+	// its tape's run was given, from the tape.
+	MCP map[string]string
 	// Signals are the signals the caller receives while the agent runs,
 	// handed on to the agent. Each is forwarded to it (on Linux, to its
 	// process group, which holds the terminal's foreground while it runs:
@@ -119,6 +124,7 @@ type session struct {
 	// refused counts net.refused frames (booth --net none).
 	refused atomic.Int64
 	trip    atomic.Pointer[tapefmt.BreakerTrip] // the breaker's trip, once it tripped
+	mcp     []*mcpEndpoint                      // the HTTP MCP servers served for the run
 }
 
 // guard is the circuit breaker for this session's live calls, or nil.
@@ -252,6 +258,9 @@ func (s *session) runEnv(placeholderKeys bool) map[string]string {
 			set[q.Name] = q.Value
 		}
 	}
+	for _, e := range s.mcp {
+		set[MCPURLEnv(e.name)] = e.url
+	}
 	return set
 }
 
@@ -259,6 +268,10 @@ func (s *session) runEnv(placeholderKeys bool) map[string]string {
 func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error) {
 	s.outs = &outputs{tape: s.tape, emit: s.emit}
 	s.serveControl()
+	if err := s.startMCP(); err != nil {
+		s.abandon(err)
+		return nil, err
+	}
 	env := s.childEnv(placeholderKeys)
 	res := &Result{Tape: s.path}
 	var end tapefmt.RunEnd
@@ -280,6 +293,7 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 // close stops the proxy, rolls back the transactions the agent left open,
 // fills in the result and closes the tape.
 func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, runErr error) (*Result, error) {
+	s.stopMCP()
 	s.proxy.Close()
 	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -180,6 +182,33 @@ func TestMCPHTTP(t *testing.T) {
 	out = run("replay", "http.jbx") // the agent starts no server in a replay
 	if !strings.Contains(out, "stdout identical to the recording") {
 		t.Errorf("replay:\n%s", out)
+	}
+
+	// jukebox record --mcp-url: the recorder serves the proxy itself and
+	// the agent finds it in JUKEBOX_MCP_URL_EVERYTHING; the replay serves
+	// it from the tape, the server gone.
+	port := freePort(t)
+	server := exec.CommandContext(t.Context(), "node", filepath.Join(agents, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
+	server.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := server.StderrPipe()
+	must(t, err)
+	must(t, server.Start())
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
+	}
+	go io.Copy(io.Discard, stderr)
+	out = run("record", "--mcp-url", "everything=http://127.0.0.1:"+port+"/mcp", "-o", "hosted.jbx", "--", "node", agent)
+	server.Process.Kill()
+	server.Wait()
+	if !strings.Contains(out, "sum: The sum of 20 and 22 is 42.") {
+		t.Fatalf("record --mcp-url:\n%s", out)
+	}
+	out = run("replay", "hosted.jbx")
+	if !strings.Contains(out, "stdout identical to the recording") {
+		t.Errorf("replay of record --mcp-url:\n%s", out)
+	}
+	if _, errs := wantCode(t, ExitUsage, "record", "--mcp-url", "everything", "--", "true"); !strings.Contains(errs, "want NAME=URL") {
+		t.Errorf("a bad --mcp-url: %s", errs)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ type RecordCmd struct {
 	Seed      int64     `help:"Seed handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED (default: random, recorded)."`
 	Sync      string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
 	JSON      bool      `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
+	MCPURL    []string  `name:"mcp-url" placeholder:"NAME=URL" help:"An MCP server that speaks streamable HTTP: jukebox serves a recording proxy to it and gives the agent its URL in JUKEBOX_MCP_URL_NAME (replay and fork serve it from the tape). Repeatable."`
 	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
 	redactFlags
 	breakerFlags
@@ -39,7 +41,29 @@ func (c *RecordCmd) Validate() error {
 	if err := c.breakerFlags.validate(); err != nil {
 		return err
 	}
+	if _, err := mcpURLs(c.MCPURL); err != nil {
+		return err
+	}
 	return c.boothFlags.validate()
+}
+
+// mcpURLs reads --mcp-url NAME=URL pairs.
+func mcpURLs(pairs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range pairs {
+		name, raw, ok := strings.Cut(p, "=")
+		u, err := url.Parse(raw)
+		switch {
+		case !ok || name == "":
+			return nil, fmt.Errorf("--mcp-url %q: want NAME=URL, e.g. everything=http://127.0.0.1:3001/mcp", p)
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			return nil, fmt.Errorf("--mcp-url %s: %q is not an http(s) URL", name, raw)
+		case out[name] != "":
+			return nil, fmt.Errorf("--mcp-url %s: given twice", name)
+		}
+		out[name] = raw
+	}
+	return out, nil
 }
 
 // Run records the agent and exits with the agent's exit code.
@@ -57,6 +81,9 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	if o.Limits, err = c.limits(name); err != nil {
+		return err
+	}
+	if o.MCP, err = mcpURLs(c.MCPURL); err != nil {
 		return err
 	}
 	var tty *ttyGuard

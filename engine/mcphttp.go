@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jukebox-os/jukebox/mcp"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// MCPURLEnv is the variable that gives the agent the URL of the MCP
+// server NAME (RunOptions.MCP): JUKEBOX_MCP_URL_NAME, the name upper-cased
+// with anything but letters and digits as _.
+func MCPURLEnv(name string) string {
+	var b strings.Builder
+	b.WriteString("JUKEBOX_MCP_URL_")
+	for _, r := range strings.ToUpper(name) {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// mcpEndpoint is one MCP server a session serves over HTTP.
+type mcpEndpoint struct {
+	name string
+	ln   net.Listener
+	srv  *http.Server
+	url  string // what the agent is given
+}
+
+// startMCP serves the session's HTTP MCP servers: in a recording, a proxy
+// to each server of RunOptions.MCP, recording every message; in a replay
+// or a fork, each server the tape's run was given, answered from the
+// tape. The agent finds each at MCPURLEnv(name).
+func (s *session) startMCP() error {
+	servers := s.o.MCP
+	if _, ok := s.proxy.backend.(*live); !ok {
+		servers = map[string]string{}
+		if t, _ := s.proxy.control.readTape(); t != nil {
+			var err error
+			if servers, err = recordedHTTPServers(t); err != nil {
+				return err
+			}
+		}
+	}
+	names := make([]string, 0, len(servers))
+	for name := range servers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := s.serveMCP(name, servers[name]); err != nil {
+			s.stopMCP()
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *session) serveMCP(name, raw string) error {
+	up, err := url.Parse(raw)
+	if err != nil || up.Host == "" {
+		return fmt.Errorf("MCP server %s: %q is not a URL", name, raw)
+	}
+	c := s.proxy.control
+	env := MCPURLEnv(name)
+	o, err := c.openMCP(name, map[string]any{"argv": []string{raw}, "env": env})
+	if err != nil {
+		return fmt.Errorf("MCP server %s: %w", name, err)
+	}
+	rec := func(m mcp.Message) {
+		c.recordMCP(mcpWire{Server: name, Session: o.session, Dir: m.Dir, Message: string(m.Raw), Problem: m.Problem, Size: m.Size})
+	}
+	var h http.Handler
+	if o.replay {
+		msgs := make([]mcp.Message, len(o.messages))
+		for i, m := range o.messages {
+			msgs[i] = mcp.Message{Dir: m.Dir, Raw: []byte(m.Message)}
+		}
+		h = mcp.NewHTTPReplay(mcp.NewReplayer(msgs), rec)
+	} else {
+		h = mcp.NewHTTPProxy(up, rec, 0)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("MCP server %s: %w", name, err)
+	}
+	e := &mcpEndpoint{name: name, ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second},
+		url: "http://" + ln.Addr().String() + up.EscapedPath()}
+	go e.srv.Serve(ln)
+	s.mcp = append(s.mcp, e)
+	return nil
+}
+
+// mcpAddrs are the MCP endpoints' 127.0.0.1:PORT, for a booth with
+// --net none to relay.
+func (s *session) mcpAddrs() []string {
+	out := make([]string, len(s.mcp))
+	for i, e := range s.mcp {
+		out[i] = e.ln.Addr().String()
+	}
+	return out
+}
+
+// stopMCP closes the session's MCP endpoints.
+func (s *session) stopMCP() {
+	for _, e := range s.mcp {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if e.srv.Shutdown(ctx) != nil {
+			e.srv.Close()
+		}
+		cancel()
+	}
+	s.mcp = nil
+}
+
+// recordedHTTPServers are the HTTP MCP servers a recorded run was given
+// (their start frames name the variable the agent read), by name.
+func recordedHTTPServers(t *tapefmt.Tape) (map[string]string, error) {
+	out := map[string]string{}
+	for f, err := range t.Frames(tapefmt.KindMCP) {
+		if err != nil {
+			return nil, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return nil, err
+		}
+		m, ok := p.(*tapefmt.MCPMessage)
+		if !ok || m.Direction != tapefmt.MCPStart {
+			continue
+		}
+		var start struct {
+			Argv []string `json:"argv"`
+			Env  string   `json:"env"`
+		}
+		if json.Unmarshal(m.Message, &start) == nil && start.Env != "" && len(start.Argv) == 1 {
+			out[m.Server] = start.Argv[0]
+		}
+	}
+	return out, nil
+}
