@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"slices"
 	"sync"
@@ -79,16 +80,6 @@ func (m *mcpSessions) link(message []byte) *tapefmt.ToolLink {
 	return nil
 }
 
-// mcpWire is an MCP message over the control API.
-type mcpWire struct {
-	Server  string               `json:"server"`
-	Session int                  `json:"session"`
-	Dir     tapefmt.MCPDirection `json:"dir"`
-	Message string               `json:"message"` // the line as it went
-	Problem string               `json:"problem,omitempty"`
-	Size    int                  `json:"size,omitempty"`
-}
-
 // mcpStart opens a session: {"server", "argv"} → {"session", "replay",
 // "live_later", "messages"} (openMCP).
 func (c *control) mcpStart(w http.ResponseWriter, r *http.Request) {
@@ -120,9 +111,9 @@ func (c *control) mcpStart(w http.ResponseWriter, r *http.Request) {
 // mcpOpened is a session openMCP opened.
 type mcpOpened struct {
 	session   int
-	replay    bool      // answer from messages, do not start the server
-	liveLater bool      // a fork: go live once mcpLive says so
-	messages  []mcpWire // the recorded session, for a replay
+	replay    bool       // answer from messages, do not start the server
+	liveLater bool       // a fork: go live once mcpLive says so
+	messages  []mcp.Wire // the recorded session, for a replay
 }
 
 // openMCP opens session N of server (start is the start frame's message,
@@ -193,7 +184,7 @@ func (c *control) mcpLive(w http.ResponseWriter, r *http.Request) {
 
 // mcpMessage records one message of a session (recordMCP).
 func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
-	var m mcpWire
+	var m mcp.Wire
 	if !decode(w, r, &m) {
 		return
 	}
@@ -211,7 +202,7 @@ func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
 
 // recordMCP writes an mcp.message frame: the line as its JSON, or in a
 // blob when it is not JSON; a tools/call linked to the model's call.
-func (c *control) recordMCP(m mcpWire) (uint64, error) {
+func (c *control) recordMCP(m mcp.Wire) (uint64, error) {
 	f := tapefmt.MCPMessage{Server: m.Server, Session: m.Session, Direction: m.Dir, Problem: m.Problem, Size: m.Size}
 	if json.Valid([]byte(m.Message)) {
 		f.Message = json.RawMessage(m.Message)
@@ -230,25 +221,17 @@ func (c *control) recordMCP(m mcpWire) (uint64, error) {
 // recordedSession is the n-th recorded session of server on the tape, or,
 // when the tape has no session of that name, the session started in the
 // order-th place: its messages, in order.
-func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcpWire, error) {
+func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcp.Wire, error) {
 	type key struct {
 		server  string
 		session int
 	}
 	var starts []key
-	byKey := map[key][]mcpWire{}
+	byKey := map[key][]mcp.Wire{}
 	named := false
-	for f, err := range t.Frames(tapefmt.KindMCP) {
+	for m, err := range mcpFrames(t) {
 		if err != nil {
 			return nil, err
-		}
-		p, err := f.Decode()
-		if err != nil {
-			return nil, err
-		}
-		m, ok := p.(*tapefmt.MCPMessage)
-		if !ok {
-			continue
 		}
 		k := key{m.Server, m.Session}
 		named = named || m.Server == server
@@ -258,11 +241,12 @@ func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcpWire, e
 		}
 		raw := []byte(m.Message)
 		if !m.Body.IsZero() {
+			var err error
 			if raw, err = t.Blob(m.Body); err != nil {
 				return nil, err
 			}
 		}
-		byKey[k] = append(byKey[k], mcpWire{Server: m.Server, Session: m.Session, Dir: m.Direction, Message: string(raw), Problem: m.Problem})
+		byKey[k] = append(byKey[k], mcp.Wire{Server: m.Server, Session: m.Session, Dir: m.Direction, Message: string(raw), Problem: m.Problem})
 	}
 	want := key{server, n}
 	if !named {
@@ -276,6 +260,25 @@ func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcpWire, e
 		return nil, noSession(server, n)
 	}
 	return msgs, nil
+}
+
+// mcpFrames are the tape's mcp.message frames, decoded.
+func mcpFrames(t *tapefmt.Tape) iter.Seq2[*tapefmt.MCPMessage, error] {
+	return func(yield func(*tapefmt.MCPMessage, error) bool) {
+		for f, err := range t.Frames(tapefmt.KindMCP) {
+			var p tapefmt.Payload
+			if err == nil {
+				p, err = f.Decode()
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if m, ok := p.(*tapefmt.MCPMessage); ok && !yield(m, nil) {
+				return
+			}
+		}
+	}
 }
 
 func noSession(server string, n int) error { return &noSessionError{server, n} }

@@ -80,15 +80,11 @@ func (s *session) serveMCP(name, raw string) error {
 		return fmt.Errorf("MCP server %s: %w", name, err)
 	}
 	rec := func(m mcp.Message) {
-		c.recordMCP(mcpWire{Server: name, Session: o.session, Dir: m.Dir, Message: string(m.Raw), Problem: m.Problem, Size: m.Size})
+		c.recordMCP(mcp.Wire{Server: name, Session: o.session, Dir: m.Dir, Message: string(m.Raw), Problem: m.Problem, Size: m.Size})
 	}
 	var h http.Handler
 	if o.replay {
-		msgs := make([]mcp.Message, len(o.messages))
-		for i, m := range o.messages {
-			msgs[i] = mcp.Message{Dir: m.Dir, Raw: []byte(m.Message)}
-		}
-		h = mcp.NewHTTPReplay(mcp.NewReplayer(msgs), rec)
+		h = mcp.NewHTTPReplay(mcp.ReplayerOf(o.messages), rec)
 	} else {
 		h = mcp.NewHTTPProxy(up, rec, 0)
 	}
@@ -129,16 +125,11 @@ func (s *session) stopMCP() {
 // (their start frames name the variable the agent read), by name.
 func recordedHTTPServers(t *tapefmt.Tape) (map[string]string, error) {
 	out := map[string]string{}
-	for f, err := range t.Frames(tapefmt.KindMCP) {
+	for m, err := range mcpFrames(t) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := f.Decode()
-		if err != nil {
-			return nil, err
-		}
-		m, ok := p.(*tapefmt.MCPMessage)
-		if !ok || m.Direction != tapefmt.MCPStart {
+		if m.Direction != tapefmt.MCPStart {
 			continue
 		}
 		var start struct {

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/hex"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 
@@ -42,20 +41,10 @@ type ServeInfo struct {
 // until ctx is done: run.end is then interrupted, with no exit code
 // (-1), and ctx's cause, if any, as its error.
 func Serve(ctx context.Context, o ServeOptions) (*Result, error) {
-	if o.Seed == 0 {
-		o.Seed = rand.Int64N(1<<31) + 1
-	}
-	s := &session{o: o.RunOptions, mode: tapefmt.ModeRecord}
-	ups := resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
-	if err := s.openTape(o.Tape, o.Sync, s.runStart(ups)); err != nil {
+	s, err := recording(RecordOptions{RunOptions: o.RunOptions, Tape: o.Tape, Upstreams: o.Upstreams, Sync: o.Sync})
+	if err != nil {
 		return nil, err
 	}
-	var err error
-	if s.proxy, err = newProxy(newLive(ups), s.tape, s.emit); err != nil {
-		s.abandon(err)
-		return nil, err
-	}
-	s.proxy.guard = s.guard()
 	s.outs = &outputs{tape: s.tape, emit: s.emit}
 	s.serveControl()
 	parent := ctx
@@ -72,7 +61,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Result, error) {
 		stop()
 	}
 	if o.Ready != nil {
-		info := ServeInfo{Tape: s.path, Seed: o.Seed, Env: s.runEnv(false)}
+		info := ServeInfo{Tape: s.path, Seed: s.o.Seed, Env: s.runEnv(false)}
 		if s.tape != nil {
 			id := s.tape.ID()
 			info.TapeID = hex.EncodeToString(id[:])

@@ -372,6 +372,17 @@ func Record(ctx context.Context, o RecordOptions) (*Result, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("engine: no command to run")
 	}
+	s, err := recording(o)
+	if err != nil {
+		return nil, err
+	}
+	return s.run(ctx, false)
+}
+
+// recording opens what a recording needs: the tape with its run.start,
+// and the proxy to the live upstreams with the circuit breaker (Record,
+// Serve).
+func recording(o RecordOptions) (*session, error) {
 	if o.Seed == 0 {
 		o.Seed = rand.Int64N(1<<31) + 1
 	}
@@ -386,8 +397,7 @@ func Record(ctx context.Context, o RecordOptions) (*Result, error) {
 		return nil, err
 	}
 	s.proxy.guard = s.guard()
-
-	return s.run(ctx, false)
+	return s, nil
 }
 
 func envMap(env []string) map[string]string {

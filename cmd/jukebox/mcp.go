@@ -87,10 +87,10 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	var start struct {
-		Session   int           `json:"session"`
-		Replay    bool          `json:"replay"`
-		LiveLater bool          `json:"live_later"`
-		Messages  []mcpRecorded `json:"messages"`
+		Session   int        `json:"session"`
+		Replay    bool       `json:"replay"`
+		LiveLater bool       `json:"live_later"`
+		Messages  []mcp.Wire `json:"messages"`
 	}
 	if err := ctl.post("mcp/start", map[string]any{"server": name, "argv": argv}, &start); err != nil {
 		return fmt.Errorf("mcp %s: %w", name, err)
@@ -99,11 +99,7 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	if c.URL != "" {
 		var h http.Handler
 		if start.Replay {
-			msgs := make([]mcp.Message, len(start.Messages))
-			for i, m := range start.Messages {
-				msgs[i] = mcp.Message{Dir: m.Dir, Raw: []byte(m.Message)}
-			}
-			h = mcp.NewHTTPReplay(mcp.NewReplayer(msgs), rec)
+			h = mcp.NewHTTPReplay(mcp.ReplayerOf(start.Messages), rec)
 		} else {
 			h = mcp.NewHTTPProxy(upstream, rec, c.MaxMessage)
 		}
@@ -114,11 +110,7 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	if start.Replay {
-		msgs := make([]mcp.Message, len(start.Messages))
-		for i, m := range start.Messages {
-			msgs[i] = mcp.Message{Dir: m.Dir, Raw: []byte(m.Message)}
-		}
-		r := mcp.NewReplayer(msgs)
+		r := mcp.ReplayerOf(start.Messages)
 		r.Diverged = func(method string, params []byte) {
 			fmt.Fprintf(env.Stderr, "jukebox mcp: %s: replay: no recorded %s request with params %s; answered with an error\n", name, method, params)
 		}
@@ -282,12 +274,6 @@ func (c *McpRunCmd) serveOwnTape(ctx context.Context, env *Env, name string, arg
 	}
 }
 
-// mcpRecorded is a recorded message as the control API gives it back.
-type mcpRecorded struct {
-	Dir     tapefmt.MCPDirection `json:"dir"`
-	Message string               `json:"message"`
-}
-
 // controlClient calls a run's control API (docs/control-api.md).
 type controlClient struct {
 	base, token string
@@ -376,8 +362,8 @@ func (c *controlClient) recorder(server string, session int, w io.Writer) mcp.Re
 		if m.Problem != "" {
 			fmt.Fprintf(w, "jukebox mcp: %s: %s %s: %s\n", server, "a message", dirText(m.Dir), m.Problem)
 		}
-		err := c.post("mcp/message", map[string]any{"server": server, "session": session, "dir": m.Dir,
-			"message": string(m.Raw), "problem": m.Problem, "size": m.Size}, nil)
+		err := c.post("mcp/message", mcp.Wire{Server: server, Session: session, Dir: m.Dir,
+			Message: string(m.Raw), Problem: m.Problem, Size: m.Size}, nil)
 		if err != nil {
 			c.warned.Do(func() {
 				fmt.Fprintf(w, "jukebox mcp: %s: the recorder did not take a message (%v): the session goes on, not all of it on the tape\n", server, err)
