@@ -244,15 +244,9 @@ type recordTimes struct {
 // --booth-mode copy copyRuns times (it copies the whole workspace).
 func recordVsPlain(root, ws string, runs, copyRuns int) (recordTimes, error) {
 	var rt recordTimes
-	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jukebox-os/jukebox").Output()
+	bin, err := benchutil.BuildJukebox(root)
 	if err != nil {
-		return rt, fmt.Errorf("go list: %w", err)
-	}
-	bin := filepath.Join(root, "jukebox")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/jukebox")
-	build.Dir = strings.TrimSpace(string(dir))
-	if out, err := build.CombinedOutput(); err != nil {
-		return rt, fmt.Errorf("go build: %v %s", err, out)
+		return rt, err
 	}
 	tapes := filepath.Join(root, "tapes")
 	if err := os.Mkdir(tapes, 0o755); err != nil {

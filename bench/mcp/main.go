@@ -109,15 +109,9 @@ func run(n int) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jukebox-os/jukebox").Output()
+	bin, err := benchutil.BuildJukebox(root)
 	if err != nil {
-		return fmt.Errorf("go list: %w", err)
-	}
-	bin := filepath.Join(root, "jukebox")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/jukebox")
-	build.Dir = strings.TrimSpace(string(dir))
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v %s", err, out)
+		return err
 	}
 	direct, err := start(self)
 	if err != nil {

@@ -1,11 +1,16 @@
 // Package benchutil holds what the bench/ programs share: CPU profiles,
-// quantiles of timings and millisecond figures.
+// quantiles of timings, millisecond figures and a jukebox built from the
+// work tree.
 package benchutil
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -37,3 +42,19 @@ func Median(ds []time.Duration) time.Duration { return Quantile(ds, 0.5) }
 
 // MS is d in milliseconds.
 func MS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BuildJukebox builds jukebox from this work tree into dir and returns the
+// binary's path.
+func BuildJukebox(dir string) (string, error) {
+	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jukebox-os/jukebox").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list: %w", err)
+	}
+	bin := filepath.Join(dir, "jukebox")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/jukebox")
+	build.Dir = strings.TrimSpace(string(mod))
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v %s", err, out)
+	}
+	return bin, nil
+}
