@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 
+	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -86,6 +88,18 @@ type BoothResult struct {
 	// Pending is set when a commit could neither finish nor be undone:
 	// its journal waits for `jukebox booth recover`.
 	Pending bool `json:"pending,omitempty"`
+	// Outbox are the MCP tool calls the booth held (jukebox mcp --policy):
+	// run once the commit was done, or dropped with a rollback.
+	Outbox []OutboxResult `json:"outbox,omitempty"`
+}
+
+// OutboxResult is how a held MCP tool call went.
+type OutboxResult struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	Key    string `json:"key"`
+	Ran    bool   `json:"ran"`             // run after the commit (else dropped)
+	Error  string `json:"error,omitempty"` // the server's error, or why it could not run
 }
 
 // runBooth runs the agent as a booth child and settles its changes.
@@ -149,6 +163,13 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 // cannot be read or the decision made, it rolls back, unless Keep says to
 // keep the transaction whatever happened.
 func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd, br *BoothResult) error {
+	defer func() {
+		// A kept transaction is committed later by jukebox booth, which
+		// has no outbox: held MCP calls are dropped and listed.
+		if br.Kept || br.Pending {
+			br.Outbox = s.dropOutbox()
+		}
+	}()
 	cs, err := s.diffRoot(tx, tx.ID(), "")
 	var commit bool
 	if err == nil {
@@ -198,6 +219,7 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 		}
 		br.Committed = true
 		s.appendFrame(tapefmt.TxCommit{Tx: tx.ID(), Changes: len(cs.Changes)})
+		br.Outbox = s.runOutbox(ctx)
 	case s.o.Booth.Keep:
 		br.Kept = true
 	default:
@@ -205,8 +227,66 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 			return fmt.Errorf("booth rollback: %w", err)
 		}
 		s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: rollbackReason(s.o.Booth.Commit, end)})
+		br.Outbox = s.dropOutbox()
 	}
 	return nil
+}
+
+// runOutbox runs the MCP tool calls the booth held, now that the commit
+// is done: each session's server started again outside the booth (its
+// recorded command line, in the workspace, with the agent's environment),
+// its calls made in order with their idempotency keys, every message on
+// the tape.
+func (s *session) runOutbox(ctx context.Context) []OutboxResult {
+	c := s.proxy.control
+	c.mcp.mu.Lock()
+	entries, argv := c.mcp.outbox, c.mcp.argv
+	c.mcp.outbox = nil
+	c.mcp.mu.Unlock()
+	var out []OutboxResult
+	for len(entries) > 0 {
+		k := entries[0].mcpKey
+		var calls []mcp.Call
+		rest := entries[:0:0]
+		for _, e := range entries {
+			if e.mcpKey == k {
+				calls = append(calls, e.Call)
+			} else {
+				rest = append(rest, e)
+			}
+		}
+		entries = rest
+		rec := func(m mcp.Message) {
+			c.recordMCP(mcp.Wire{Server: k.server, Session: k.session, Dir: m.Dir, Message: string(m.Raw), Size: m.Size,
+				Problem: strings.TrimPrefix(m.Problem+"; ", "; ") + "the outbox, run at the commit"})
+		}
+		results, err := mcp.RunCalls(context.WithoutCancel(ctx), argv[k], s.childEnv(false), s.workspace(), calls, rec)
+		for i, call := range calls {
+			r := OutboxResult{Server: k.server, Tool: call.Tool, Key: call.Key}
+			switch {
+			case i < len(results) && (results[i].Result != nil || results[i].Error != ""):
+				r.Ran, r.Error = true, results[i].Error
+			case err != nil:
+				r.Error = err.Error()
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// dropOutbox drops the held MCP tool calls with the rollback.
+func (s *session) dropOutbox() []OutboxResult {
+	c := s.proxy.control
+	c.mcp.mu.Lock()
+	entries := c.mcp.outbox
+	c.mcp.outbox = nil
+	c.mcp.mu.Unlock()
+	out := make([]OutboxResult, len(entries))
+	for i, e := range entries {
+		out[i] = OutboxResult{Server: e.server, Tool: e.Tool, Key: e.Key}
+	}
+	return out
 }
 
 // recoverNotice says what Recover did before the run, and which

@@ -64,6 +64,7 @@ func newControl(p *proxy) *control {
 	c.mux.HandleFunc("POST /_jukebox/v1/mcp/start", c.mcpStart)
 	c.mux.HandleFunc("POST /_jukebox/v1/mcp/message", c.mcpMessage)
 	c.mux.HandleFunc("GET /_jukebox/v1/mcp/live", c.mcpLive)
+	c.mux.HandleFunc("POST /_jukebox/v1/mcp/outbox", c.mcpOutbox)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,23 @@ type mcpSessions struct {
 	// tool calls are kept (calls), for tools/call requests to link to.
 	active atomic.Bool
 	calls  []askedCall
+	// argv are the sessions' command lines (their start frames), by
+	// server and session, for the outbox to start a server again.
+	argv map[mcpKey][]string
+	// outboxOn: a booth run, whose commit runs the outbox.
+	outboxOn bool
+	outbox   []outboxEntry
+}
+
+type mcpKey struct {
+	server  string
+	session int
+}
+
+// outboxEntry is a tools/call held until the booth commits.
+type outboxEntry struct {
+	mcpKey
+	mcp.Call
 }
 
 // askedCall is a tool call a model's answer made.
@@ -129,6 +147,12 @@ func (c *control) openMCP(server string, start map[string]any) (mcpOpened, error
 	c.mcp.started[server]++
 	c.mcp.active.Store(true)
 	n := c.mcp.started[server]
+	if argv, ok := start["argv"].([]string); ok {
+		if c.mcp.argv == nil {
+			c.mcp.argv = map[mcpKey][]string{}
+		}
+		c.mcp.argv[mcpKey{server, n}] = argv
+	}
 	order := 0
 	for _, k := range c.mcp.started {
 		order += k
@@ -198,6 +222,54 @@ func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeControl(w, http.StatusOK, map[string]any{"frame": seq})
+}
+
+// mcpOutbox holds a tools/call until the booth commits: {"server",
+// "session", "tool", "arguments"} → {"key"}, the idempotency key it will
+// run with. Only a booth run has an outbox (409 unavailable otherwise).
+func (c *control) mcpOutbox(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Server  string          `json:"server"`
+		Session int             `json:"session"`
+		Tool    string          `json:"tool"`
+		Args    json.RawMessage `json:"arguments"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	c.mcp.mu.Lock()
+	_, known := c.mcp.argv[mcpKey{req.Server, req.Session}]
+	on := c.mcp.outboxOn
+	n := len(c.mcp.outbox) + 1
+	c.mcp.mu.Unlock()
+	switch {
+	case !on:
+		controlError(w, http.StatusConflict, "unavailable", "jukebox: the outbox runs when a booth commits: this run is not in the booth")
+		return
+	case !known || req.Tool == "":
+		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp outbox: an open session and a tool, please")
+		return
+	}
+	key := fmt.Sprintf("jukebox-%s-%d", c.tapeID(), n)
+	e := outboxEntry{mcpKey{req.Server, req.Session}, mcp.Call{Tool: req.Tool, Args: req.Args, Key: key}}
+	msg, _ := json.Marshal(e.Call)
+	if _, err := c.append(tapefmt.MCPMessage{Server: req.Server, Session: req.Session, Direction: tapefmt.MCPOutbox, Message: msg}); err != nil {
+		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
+		return
+	}
+	c.mcp.mu.Lock()
+	c.mcp.outbox = append(c.mcp.outbox, e)
+	c.mcp.mu.Unlock()
+	writeControl(w, http.StatusOK, map[string]any{"key": key})
+}
+
+// tapeID is the tape's id in hex, or "run" without a tape.
+func (c *control) tapeID() string {
+	if c.p.tape == nil {
+		return "run"
+	}
+	id := c.p.tape.ID()
+	return hex.EncodeToString(id[:6])
 }
 
 // recordMCP writes an mcp.message frame: the line as its JSON, or in a

@@ -312,6 +312,7 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 func (s *session) serveControl() {
 	s.proxy.control.mode = s.mode
 	s.proxy.control.txs = newSDKTxs(s)
+	s.proxy.control.mcp.outboxOn = s.o.Booth != nil && s.mode == tapefmt.ModeRecord
 }
 
 // finish writes run.end, closes the tape and reads it back: a tape that

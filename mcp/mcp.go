@@ -43,16 +43,33 @@ type Message struct {
 // Recorder hears each message as it passes. It must not keep Raw.
 type Recorder func(Message)
 
+// RelayOptions tune Relay.
+type RelayOptions struct {
+	// Max is the longest message recorded whole (DefaultMaxMessage when 0).
+	Max int
+	// ClientDone, if set, is called when the client's input ends and the
+	// server's input is closed (a caller may give the server a while to
+	// exit, then end it).
+	ClientDone func()
+	// Intercept, if set, sees each message of the client before it goes
+	// on: a non-nil answer goes back to the client instead, and the
+	// message never reaches the server (a policy's outbox or refusal).
+	// With Intercept set, a message over Max cannot be seen whole and is
+	// dropped, reported, never passed on.
+	Intercept func(Message) (answer []byte)
+	// ServerSaw, if set, sees each message of the server (what a policy
+	// learns from tools/list).
+	ServerSaw func(Message)
+}
+
 // Relay copies messages from client to serverIn and from serverOut to
 // clientOut, recording each, until the client has closed its input and
-// the server its output. max is the longest message recorded whole
-// (DefaultMaxMessage when 0). clientDone, if set, is called when the
-// client's input ends and the server's input is closed (a caller may give
-// the server a while to exit, then end it). Once the server has gone (its
-// output ended, or it stopped reading), every request it did not answer,
-// and every later one, is answered with a JSON-RPC error, as a client
-// expects from a server that went away.
-func Relay(client io.Reader, clientOut io.Writer, serverIn io.WriteCloser, serverOut io.Reader, rec Recorder, max int, clientDone func()) error {
+// the server its output. Once the server has gone (its output ended, or
+// it stopped reading), every request it did not answer, and every later
+// one, is answered with a JSON-RPC error, as a client expects from a
+// server that went away.
+func Relay(client io.Reader, clientOut io.Writer, serverIn io.WriteCloser, serverOut io.Reader, rec Recorder, o RelayOptions) error {
+	max := o.Max
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
@@ -72,10 +89,14 @@ func Relay(client io.Reader, clientOut io.Writer, serverIn io.WriteCloser, serve
 	}
 	serverDone := make(chan error, 1)
 	go func() {
-		err := copyLines(serverOut, out, max, func(m Message) {
+		err := copyLines(serverOut, out, max, false, func(m Message) bool {
 			m.Dir = tapefmt.MCPFromServer
 			record(m)
 			pend.answered(m)
+			if o.ServerSaw != nil {
+				o.ServerSaw(m)
+			}
+			return true
 		})
 		// The server is gone: what it never answered gets an error.
 		gone.close()
@@ -84,9 +105,19 @@ func Relay(client io.Reader, clientOut io.Writer, serverIn io.WriteCloser, serve
 		}
 		serverDone <- err
 	}()
-	err := copyLines(client, gone, max, func(m Message) {
+	err := copyLines(client, gone, max, o.Intercept != nil, func(m Message) bool {
 		m.Dir = tapefmt.MCPToServer
 		record(m)
+		if o.Intercept != nil {
+			if m.Size > max {
+				return false // dropped: copyLines said so in Problem
+			}
+			if answer := o.Intercept(m); answer != nil {
+				out.Write(append(answer, '\n'))
+				record(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer), Problem: PolicyAnswer})
+				return false
+			}
+		}
 		if e, ok := parse(m.Raw); ok && e.isRequest() {
 			pend.sent(e.ID)
 			if gone.closed() { // gone now, or while this went out
@@ -95,10 +126,11 @@ func Relay(client io.Reader, clientOut io.Writer, serverIn io.WriteCloser, serve
 				}
 			}
 		}
+		return true
 	})
 	serverIn.Close()
-	if clientDone != nil {
-		clientDone()
+	if o.ClientDone != nil {
+		o.ClientDone()
 	}
 	return errors.Join(err, <-serverDone)
 }
@@ -147,10 +179,11 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 // copyLines passes each line of r on to w, byte for byte, and hands it to
 // seen before it goes on, so that what a peer has received is on the tape
-// (a client that ends jukebox as soon as it has its answer loses nothing).
-// A line longer than max cannot wait: it goes on as it comes and is handed
-// to seen afterwards, cut to max bytes (Problem says so).
-func copyLines(r io.Reader, w io.Writer, max int, seen func(Message)) error {
+// (a client that ends jukebox as soon as it has its answer loses nothing);
+// a line seen returns false for does not go on. A line longer than max
+// cannot wait: it goes on as it comes and is handed to seen afterwards,
+// cut to max bytes (Problem says so); with hold, it is dropped instead.
+func copyLines(r io.Reader, w io.Writer, max int, hold bool, seen func(Message) bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var held []byte    // the line while it is held: at most max bytes and its ending
 	var head []byte    // a streamed line's first max+1 bytes, for the record
@@ -166,13 +199,17 @@ func copyLines(r io.Reader, w io.Writer, max int, seen func(Message)) error {
 				if len(held) > max+2 {
 					streaming = true
 					head = append(head[:0], held[:max+1]...)
-					if _, werr := w.Write(held); werr != nil {
-						return werr
+					if !hold {
+						if _, werr := w.Write(held); werr != nil {
+							return werr
+						}
 					}
 					held = held[:0]
 				}
-			} else if _, werr := w.Write(chunk); werr != nil {
-				return werr
+			} else if !hold {
+				if _, werr := w.Write(chunk); werr != nil {
+					return werr
+				}
 			}
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -188,9 +225,12 @@ func copyLines(r io.Reader, w io.Writer, max int, seen func(Message)) error {
 				}
 			}
 			if streaming {
-				seen(classify(head, full, max))
-			} else {
-				seen(classify(held, full, max))
+				m := classify(head, full, max)
+				if hold {
+					m.Problem += "; dropped, not passed on: a policy must read a message whole"
+				}
+				seen(m)
+			} else if seen(classify(held, full, max)) {
 				if _, werr := w.Write(held); werr != nil {
 					return werr
 				}

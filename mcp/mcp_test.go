@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +42,7 @@ func TestRelayBadLinesAndADeadServer(t *testing.T) {
 	tp := &tape{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Relay(clientR, lockedWriter{&outMu, &out}, serverInW, serverOutR, tp.rec, 1024, nil)
+		done <- Relay(clientR, lockedWriter{&outMu, &out}, serverInW, serverOutR, tp.rec, RelayOptions{Max: 1024})
 	}()
 	// The server: reads two lines, then answers the first, writes garbage
 	// and a long line, and dies without answering the second.
@@ -238,7 +239,7 @@ func TestRecordedBeforePassedOn(t *testing.T) {
 	serverIn := nopCloser{lockedWriter{&mu, &server}}
 	req := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
 	resp := `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"
-	if err := Relay(strings.NewReader(req), lockedWriter{&mu, &client}, serverIn, strings.NewReader(resp), rec, 0, nil); err != nil {
+	if err := Relay(strings.NewReader(req), lockedWriter{&mu, &client}, serverIn, strings.NewReader(resp), rec, RelayOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if early != 0 || server.String() != req || client.String() != resp {
@@ -275,5 +276,57 @@ func TestHTTPProxyServerDown(t *testing.T) {
 	}
 	if len(tp.msgs) != 2 || tp.msgs[0].Dir != tapefmt.MCPToServer || !strings.Contains(tp.msgs[1].Problem, "cannot be reached") {
 		t.Errorf("recorded: %+v", tp.msgs)
+	}
+}
+
+// TestPolicy: a tool's own rule wins; a trusted server's annotations
+// decide (read-only runs, open-world, presumed when unsaid, is held);
+// an untrusted server's annotations count for nothing; then the server's
+// and the policy's defaults; a bad decision in the file is an error.
+func TestPolicy(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/policy.json"
+	os.WriteFile(path, []byte(`{"default": "refuse", "servers": {
+	  "slack": {"trust_annotations": true, "tools": {"delete_channel": "refuse"}},
+	  "shady": {"default": "run"}}}`), 0o644)
+	p, err := LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[
+	  {"name":"read_channel","annotations":{"readOnlyHint":true}},
+	  {"name":"post_message","annotations":{"readOnlyHint":false}},
+	  {"name":"local_note","annotations":{"openWorldHint":false},"outputSchema":{"type":"object"}},
+	  {"name":"delete_channel","annotations":{"readOnlyHint":true}}]}}`)
+	p.Learn("slack", Message{Raw: list})
+	p.Learn("shady", Message{Raw: list})
+	for _, c := range []struct {
+		server, tool string
+		want         Decision
+	}{
+		{"slack", "read_channel", Run},
+		{"slack", "post_message", Outbox},
+		{"slack", "local_note", Run},
+		{"slack", "delete_channel", Refuse},   // the tool's rule over a lying annotation
+		{"slack", "unlisted", Refuse},         // no annotations known: the policy's default
+		{"shady", "read_channel", Run},        // untrusted: its annotations are ignored, its default runs
+		{"shady", "post_message", Run},
+		{"other", "anything", Refuse},
+	} {
+		if d, why := p.Decide(c.server, c.tool); d != c.want {
+			t.Errorf("%s %s: %s (%s), want %s", c.server, c.tool, d, why, c.want)
+		}
+	}
+	if !p.Structured("slack", "local_note") || p.Structured("slack", "post_message") {
+		t.Error("output schemas not learnt")
+	}
+	if !strings.Contains(string(Pending(json.RawMessage(`7`), "local_note", "k", true)), `"isError":true`) {
+		t.Error("a held call of a tool with an output schema must not claim a result")
+	}
+	for _, bad := range []string{`{"default": "later"}`, `{"servers": {"a": {"tools": {"t": "maybe"}}}}`, `{"sever": {}}`} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, err := LoadPolicy(path); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
 	}
 }

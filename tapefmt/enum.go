@@ -59,6 +59,10 @@ const (
 	// MCPStart opens a session: Message is {"argv": [...]}, the server's
 	// command line (recorded, never compared).
 	MCPStart MCPDirection = "start"
+	// MCPOutbox holds a tools/call for the booth's commit: Message is
+	// {"tool", "arguments", "key"}; when the commit runs it, its messages
+	// follow as to_server and from_server of the same session.
+	MCPOutbox MCPDirection = "outbox"
 )
 
 // ToolSource says where a tool call came from (ToolCall.Source).

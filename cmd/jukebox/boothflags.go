@@ -230,6 +230,16 @@ func printBooth(env *Env, b *engine.BoothResult) {
 	for _, r := range b.Roots {
 		fmt.Fprintf(env.Stderr, "jukebox: and staged in %s (--allow-write): %d changes: %s\n%s", sandbox.QuotePath(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
 	}
+	for _, o := range b.Outbox {
+		switch {
+		case o.Ran && o.Error == "":
+			fmt.Fprintf(env.Stderr, "jukebox: outbox: %s %s ran after the commit (key %s)\n", o.Server, o.Tool, o.Key)
+		case o.Ran || o.Error != "":
+			fmt.Fprintf(env.Stderr, "jukebox: outbox: %s %s FAILED after the commit (key %s): %s\n", o.Server, o.Tool, o.Key, o.Error)
+		default:
+			fmt.Fprintf(env.Stderr, "jukebox: outbox: %s %s dropped, never run (key %s)\n", o.Server, o.Tool, o.Key)
+		}
+	}
 	switch {
 	case b.Refused:
 		refused := len(b.Changes.Refused)

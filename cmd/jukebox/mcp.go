@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,7 @@ type McpCmd struct {
 type McpRunCmd struct {
 	Name       string   `help:"The server's name on the tape; a replay finds the session by it (default: the server command's base name)."`
 	Output     string   `short:"o" type:"path" placeholder:"FILE" help:"On its own (not under jukebox record): the tape to write (default ./tapes/mcp-<name>-<time>.jbx)."`
+	Policy     string   `type:"existingfile" placeholder:"FILE" env:"JUKEBOX_MCP_POLICY" help:"Booth policy for tools/call (JSON, see README): run now, hold in the booth's outbox until the commit, or refuse, by server and tool; annotations count only for servers it trusts."`
 	MaxMessage int      `name:"max-message" default:"16777216" placeholder:"BYTES" help:"Longest message recorded whole; a longer one is passed on and recorded cut, with a note."`
 	URL        string   `name:"url" placeholder:"URL" help:"An MCP server that speaks streamable HTTP, at URL: jukebox mcp listens on --listen, prints its own URL (the same path) on stdout, and proxies, records and replays that server until it is interrupted."`
 	Listen     string   `placeholder:"ADDR" default:"127.0.0.1:0" help:"With --url: where to listen (default a free port on 127.0.0.1)."`
@@ -41,6 +43,11 @@ type McpRunCmd struct {
 
 // Validate needs a server command and a sane limit.
 func (c *McpRunCmd) Validate() error {
+	if c.Policy != "" {
+		if _, err := mcp.LoadPolicy(c.Policy); err != nil {
+			return fmt.Errorf("--policy %w", err)
+		}
+	}
 	switch {
 	case c.URL != "" && len(commandArgs(c.Cmd)) > 0:
 		return errors.New("--url and a server command: give one (--url for a server that speaks HTTP, a command after -- for one that speaks stdio)")
@@ -127,10 +134,16 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		fmt.Fprintf(env.Stderr, "jukebox mcp: %s: live from here on: the server starts now\n", name)
 		env := *env
 		env.Stdin = io.MultiReader(bytes.NewReader(line), client)
-		exit, err := c.relayLive(ctx, &env, argv, rec, r)
+		exit, err := c.relayLive(ctx, &env, argv, rec, r, mcp.RelayOptions{})
 		return exitErr(exit, err)
 	}
-	exit, err := c.relay(ctx, env, argv, rec)
+	var opts mcp.RelayOptions
+	if c.Policy != "" {
+		if opts, err = c.policyOptions(ctl, name, start.Session, env.Stderr); err != nil {
+			return err
+		}
+	}
+	exit, err := c.relayLive(ctx, env, argv, rec, nil, opts)
 	if finish != nil {
 		err = errors.Join(err, finish(exit))
 	}
@@ -180,16 +193,50 @@ func exitErr(exit int, err error) error {
 // done.
 const serverGrace = 5 * time.Second
 
-// relay starts the server and relays until the client is done; the
-// server's exit code (-1 when it was killed, or did not start).
-func (c *McpRunCmd) relay(ctx context.Context, env *Env, argv []string, rec mcp.Recorder) (int, error) {
-	return c.relayLive(ctx, env, argv, rec, nil)
+// policyOptions are the relay's options under --policy: each tools/call
+// decided, an outbox call held through the run's control API (run now,
+// with a note, outside a booth run), the server's tools/list learnt.
+func (c *McpRunCmd) policyOptions(ctl *controlClient, name string, session int, w io.Writer) (mcp.RelayOptions, error) {
+	p, err := mcp.LoadPolicy(c.Policy)
+	if err != nil {
+		return mcp.RelayOptions{}, fmt.Errorf("--policy %w", err)
+	}
+	var noted sync.Once
+	return mcp.RelayOptions{Max: c.MaxMessage,
+		ServerSaw: func(m mcp.Message) { p.Learn(name, m) },
+		Intercept: func(m mcp.Message) []byte {
+			id, tool, args, ok := mcp.ToolCall(m.Raw)
+			if !ok {
+				return nil
+			}
+			d, why := p.Decide(name, tool)
+			switch d {
+			case mcp.Refuse:
+				fmt.Fprintf(w, "jukebox mcp: %s: refused %s (%s)\n", name, tool, why)
+				return mcp.Refused(id, tool, why)
+			case mcp.Outbox:
+				var out struct {
+					Key string `json:"key"`
+				}
+				err := ctl.post("mcp/outbox", map[string]any{"server": name, "session": session, "tool": tool, "arguments": args}, &out)
+				if err != nil {
+					noted.Do(func() {
+						fmt.Fprintf(w, "jukebox mcp: %s: the policy holds %s for the commit, but %v: calls run now\n", name, tool, err)
+					})
+					return nil
+				}
+				fmt.Fprintf(w, "jukebox mcp: %s: %s held in the outbox until the commit (%s)\n", name, tool, why)
+				return mcp.Pending(id, tool, out.Key, p.Structured(name, tool))
+			}
+			return nil
+		}}, nil
 }
 
-// relayLive is relay for a server started in the middle of a session (a
-// fork going live), which first gets the client's handshake again from
-// r; nil r is a server from the start.
-func (c *McpRunCmd) relayLive(ctx context.Context, env *Env, argv []string, rec mcp.Recorder, r *mcp.Replayer) (int, error) {
+// relayLive starts the server and relays until the client is done; the
+// server's exit code (-1 when it was killed, or did not start). A server
+// started in the middle of a session (a fork going live) first gets the
+// client's handshake again from r; nil r is a server from the start.
+func (c *McpRunCmd) relayLive(ctx context.Context, env *Env, argv []string, rec mcp.Recorder, r *mcp.Replayer, opts mcp.RelayOptions) (int, error) {
 	srv := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	srv.Stderr = env.Stderr
 	in, err := srv.StdinPipe()
@@ -214,9 +261,9 @@ func (c *McpRunCmd) relayLive(ctx context.Context, env *Env, argv []string, rec 
 	}
 	// Once the client is done, the server has a few seconds to exit by
 	// itself (most exit when their input ends), then it is ended.
-	rerr := mcp.Relay(env.Stdin, env.Stdout, in, serverOut, rec, c.MaxMessage, func() {
-		time.AfterFunc(serverGrace, func() { srv.Process.Kill() })
-	})
+	opts.Max = c.MaxMessage
+	opts.ClientDone = func() { time.AfterFunc(serverGrace, func() { srv.Process.Kill() }) }
+	rerr := mcp.Relay(env.Stdin, env.Stdout, in, serverOut, rec, opts)
 	werr := srv.Wait()
 	var ee *exec.ExitError
 	switch {
@@ -359,7 +406,7 @@ func (c *controlClient) post(path string, body, out any) error {
 // reached (the session goes on unrecorded then).
 func (c *controlClient) recorder(server string, session int, w io.Writer) mcp.Recorder {
 	return func(m mcp.Message) {
-		if m.Problem != "" {
+		if m.Problem != "" && !strings.HasPrefix(m.Problem, mcp.PolicyAnswer) {
 			fmt.Fprintf(w, "jukebox mcp: %s: %s %s: %s\n", server, "a message", dirText(m.Dir), m.Problem)
 		}
 		err := c.post("mcp/message", mcp.Wire{Server: server, Session: session, Dir: m.Dir,

@@ -98,6 +98,64 @@ func TestMCPRecordReplayAndBooth(t *testing.T) {
 	}
 }
 
+// TestMCPOutbox: under a booth policy that holds the filesystem server's
+// write_file, the agent's call is answered as pending and nothing is
+// written in the booth; a commit runs it for real, outside the booth,
+// with its idempotency key; a rollback drops it.
+func TestMCPOutbox(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	requireConfinedBooth(t)
+	t.Parallel()
+	self, err := os.Executable()
+	must(t, err)
+	ws := t.TempDir() // the booth's /tmp is private: what it runs goes into the workspace
+	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(ws, "agents", "node_modules"))
+	linkTree(t, filepath.Join(agents, "mcp_agent.mjs"), filepath.Join(ws, "agents", "mcp_agent.mjs"))
+	linkTree(t, self, filepath.Join(ws, "bin", "jukebox"))
+	data := filepath.Join(ws, "data")
+	must(t, os.Mkdir(data, 0o755))
+	policy := filepath.Join(ws, "policy.json")
+	must(t, os.WriteFile(policy, []byte(`{"servers": {"filesystem": {"tools": {"write_file": "outbox"}}}}`), 0o644))
+	run := func(commit string) string {
+		cmd := jukeboxCmd(t.Context(), ws, "record", "--booth", "--commit", commit, "-o", filepath.Join(ws, commit+".jbx"),
+			"--", "node", filepath.Join(ws, "agents", "mcp_agent.mjs"), data)
+		cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+filepath.Join(ws, "bin", "jukebox"), "JUKEBOX_MCP_POLICY="+policy)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("record --commit %s: %v\n%s", commit, err, out)
+		}
+		return string(out)
+	}
+	out := run("never")
+	if !strings.Contains(out, "write: jukebox: write_file is held in the booth's outbox") || !strings.Contains(out, "outbox: filesystem write_file dropped, never run") {
+		t.Errorf("--commit never:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
+		t.Fatal("a held call ran although the booth rolled back")
+	}
+	out = run("always")
+	if !strings.Contains(out, "outbox: filesystem write_file ran after the commit") {
+		t.Errorf("--commit always:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "note.txt")); err != nil || string(b) != "written through MCP" {
+		t.Errorf("after the commit: note.txt %q, %v", b, err)
+	}
+	tp := openTape(t, filepath.Join(ws, "always.jbx"))
+	defer tp.Close()
+	keyed := false
+	for f, err := range tp.Frames(tapefmt.KindMCP) {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		if m := p.(*tapefmt.MCPMessage); m.Direction == tapefmt.MCPToServer && strings.Contains(string(m.Message), "io.jukebox/idempotency-key") {
+			keyed = true
+		}
+	}
+	if !keyed {
+		t.Error("the commit's tools/call, with its idempotency key, is not on the tape")
+	}
+}
+
 // TestMCPFork: a fork answers the MCP calls made before its fork point
 // from the parent (the filesystem server does not write again) and starts
 // the server live at the first call after it, replaying the client's

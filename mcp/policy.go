@@ -1,0 +1,198 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Decision is what becomes of a tools/call in the booth.
+type Decision string
+
+// Decisions.
+const (
+	Run    Decision = "run"    // goes to the server now
+	Outbox Decision = "outbox" // held: answered as pending, run when the booth commits
+	Refuse Decision = "refuse" // answered with an error, never run
+)
+
+// Policy decides each tools/call by server and tool. Annotations from a
+// server (readOnlyHint, destructiveHint, idempotentHint, openWorldHint,
+// spec 2025-03-26 on) are hints its author wrote, not guarantees, so they
+// count only for servers the policy trusts:
+//
+//	{"default": "run",
+//	 "servers": {"slack": {"trust_annotations": true, "default": "outbox",
+//	                       "tools": {"post_message": "outbox", "delete_channel": "refuse"}}}}
+//
+// For a call: the tool's own entry; else, for a trusted server, its
+// annotations (read-only runs; open-world, which the spec presumes when
+// unsaid, goes to the outbox); else the server's default; else the
+// policy's; else run.
+type Policy struct {
+	Default Decision                `json:"default,omitempty"`
+	Servers map[string]ServerPolicy `json:"servers,omitempty"`
+
+	mu          sync.Mutex
+	annotations map[string]map[string]Annotations // server → tool → what tools/list said
+	structured  map[string]map[string]bool        // server → tool → it declares an outputSchema
+}
+
+// ServerPolicy is a server's part of a Policy.
+type ServerPolicy struct {
+	TrustAnnotations bool                `json:"trust_annotations,omitempty"`
+	Default          Decision            `json:"default,omitempty"`
+	Tools            map[string]Decision `json:"tools,omitempty"`
+}
+
+// Annotations are a tool's hints (nil: not said).
+type Annotations struct {
+	ReadOnly    *bool `json:"readOnlyHint,omitempty"`
+	Destructive *bool `json:"destructiveHint,omitempty"`
+	Idempotent  *bool `json:"idempotentHint,omitempty"`
+	OpenWorld   *bool `json:"openWorldHint,omitempty"`
+}
+
+// LoadPolicy reads a policy file; an unknown key or decision is an error
+// naming the file.
+func LoadPolicy(path string) (*Policy, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var p Policy
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	check := func(where string, d Decision) error {
+		switch d {
+		case "", Run, Outbox, Refuse:
+			return nil
+		}
+		return fmt.Errorf("%s: %s: %q: want run, outbox or refuse", path, where, d)
+	}
+	if err := check("default", p.Default); err != nil {
+		return nil, err
+	}
+	for name, s := range p.Servers {
+		if err := check("servers."+name+".default", s.Default); err != nil {
+			return nil, err
+		}
+		for tool, d := range s.Tools {
+			if err := check("servers."+name+".tools."+tool, d); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &p, nil
+}
+
+// Learn takes the tools a server listed (a tools/list result), for their
+// annotations.
+func (p *Policy) Learn(server string, m Message) {
+	var res struct {
+		Result struct {
+			Tools []struct {
+				Name         string          `json:"name"`
+				Annotations  Annotations     `json:"annotations"`
+				OutputSchema json.RawMessage `json:"outputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(m.Raw, &res) != nil || len(res.Result.Tools) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.annotations == nil {
+		p.annotations = map[string]map[string]Annotations{}
+	}
+	if p.annotations[server] == nil {
+		p.annotations[server] = map[string]Annotations{}
+	}
+	if p.structured == nil {
+		p.structured = map[string]map[string]bool{}
+	}
+	if p.structured[server] == nil {
+		p.structured[server] = map[string]bool{}
+	}
+	for _, t := range res.Result.Tools {
+		p.annotations[server][t.Name] = t.Annotations
+		p.structured[server][t.Name] = len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null"
+	}
+}
+
+// Structured reports whether the server listed tool with an output schema:
+// a result of it must then carry structured content.
+func (p *Policy) Structured(server, tool string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.structured[server][tool]
+}
+
+// Decide is the decision for a call of tool on server, and why.
+func (p *Policy) Decide(server, tool string) (Decision, string) {
+	s := p.Servers[server]
+	if d, ok := s.Tools[tool]; ok {
+		return d, "the policy names the tool"
+	}
+	if s.TrustAnnotations {
+		p.mu.Lock()
+		a, known := p.annotations[server][tool]
+		p.mu.Unlock()
+		switch {
+		case known && a.ReadOnly != nil && *a.ReadOnly:
+			return Run, "read-only, by the server's annotations"
+		case known && (a.OpenWorld == nil || *a.OpenWorld):
+			return Outbox, "open-world and not read-only, by the server's annotations"
+		case known:
+			return Run, "closed-world, by the server's annotations"
+		}
+	}
+	if s.Default != "" {
+		return s.Default, "the server's default"
+	}
+	if p.Default != "" {
+		return p.Default, "the policy's default"
+	}
+	return Run, "no rule says otherwise"
+}
+
+// ToolCall reads a tools/call request: its tool and arguments.
+func ToolCall(raw []byte) (id json.RawMessage, tool string, args json.RawMessage, ok bool) {
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil || req.Method != "tools/call" || len(req.ID) == 0 {
+		return nil, "", nil, false
+	}
+	return req.ID, req.Params.Name, req.Params.Arguments, true
+}
+
+// PolicyAnswer is the Problem of a message jukebox answered for the
+// server by its policy (held or refused), on the tape.
+const PolicyAnswer = "answered by jukebox: the policy"
+
+// Pending is the answer to a call held for the outbox: a tool result that
+// says so, with its idempotency key. A tool that declares an output
+// schema promises structured content jukebox cannot give before it runs:
+// its result is marked isError, which clients do not hold to the schema.
+func Pending(id json.RawMessage, tool, key string, structured bool) []byte {
+	text, _ := json.Marshal(fmt.Sprintf("jukebox: %s is held in the booth's outbox; it runs when the booth commits (idempotency key %s), and never if it rolls back", tool, key))
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%s}],"isError":%t,"_meta":{"io.jukebox/outbox":true,"io.jukebox/idempotency-key":%q}}}`, id, text, structured, key)
+}
+
+// Refused is the answer to a call the policy refuses.
+func Refused(id json.RawMessage, tool, why string) []byte {
+	msg, _ := json.Marshal(fmt.Sprintf("jukebox: the booth's policy refuses %s (%s)", tool, why))
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":%s}}`, id, msg)
+}
