@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,9 +41,11 @@ type BoothOptions struct {
 	Commit CommitPolicy // "" is CommitNever
 	Keep   bool         // leave the transaction open instead of rolling back
 	Mode   sandbox.Mode // force a staging mode; "" tries the overlay first
-	// Ask decides for CommitAsk; it is shown the change set, and those of
-	// the staged folders outside the workspace (Stage).
-	Ask    func(sandbox.ChangeSet, []RootChanges) (bool, error)
+	// Ask decides for CommitAsk; it is shown the change set, those of the
+	// staged folders outside the workspace (Stage) and the MCP calls held
+	// for the commit (the outbox; Approve marks those only a person may
+	// let run).
+	Ask    func(sandbox.ChangeSet, []RootChanges, []OutboxResult) (bool, error)
 	Notice io.Writer // where the one-line staging-mode notice goes
 	// Net is the agent's network (sandbox.NetNone: only the recorder, the
 	// control API and Endpoints are reachable). WriteLive are absolute
@@ -100,6 +103,10 @@ type OutboxResult struct {
 	Key    string `json:"key"`
 	Ran    bool   `json:"ran"`             // run after the commit (else dropped)
 	Error  string `json:"error,omitempty"` // the server's error, or why it could not run
+	// Approve: the policy lets it run only when a person approved the
+	// commit (--commit ask, answered yes).
+	Approve bool            `json:"approve,omitempty"`
+	Args    json.RawMessage `json:"arguments,omitempty"`
 }
 
 // runBooth runs the agent as a booth child and settles its changes.
@@ -236,7 +243,8 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 // is done: each session's server started again outside the booth (its
 // recorded command line, in the workspace, with the agent's environment),
 // its calls made in order with their idempotency keys, every message on
-// the tape.
+// the tape. A call the policy lets run only with a person's yes runs when
+// the commit was asked and approved; else it is dropped, and said.
 func (s *session) runOutbox(ctx context.Context) []OutboxResult {
 	c := s.proxy.control
 	c.mcp.mu.Lock()
@@ -249,20 +257,27 @@ func (s *session) runOutbox(ctx context.Context) []OutboxResult {
 		var calls []mcp.Call
 		rest := entries[:0:0]
 		for _, e := range entries {
-			if e.mcpKey == k {
-				calls = append(calls, e.Call)
-			} else {
+			switch {
+			case e.mcpKey != k:
 				rest = append(rest, e)
+			case e.approve && !s.approved:
+				out = append(out, OutboxResult{Server: k.server, Tool: e.Tool, Key: e.Key, Approve: true, Args: e.Args,
+					Error: "not run: the policy wants a person's approval, and the commit was not asked and approved (--commit ask)"})
+			default:
+				calls = append(calls, e.Call)
 			}
 		}
 		entries = rest
+		if len(calls) == 0 {
+			continue
+		}
 		rec := func(m mcp.Message) {
 			c.recordMCP(mcp.Wire{Server: k.server, Session: k.session, Dir: m.Dir, Message: string(m.Raw), Size: m.Size,
 				Problem: strings.TrimPrefix(m.Problem+"; ", "; ") + "the outbox, run at the commit"})
 		}
 		results, err := mcp.RunCalls(context.WithoutCancel(ctx), argv[k], s.childEnv(false), s.workspace(), calls, rec)
 		for i, call := range calls {
-			r := OutboxResult{Server: k.server, Tool: call.Tool, Key: call.Key}
+			r := OutboxResult{Server: k.server, Tool: call.Tool, Key: call.Key, Args: call.Args}
 			switch {
 			case i < len(results) && (results[i].Result != nil || results[i].Error != ""):
 				r.Ran, r.Error = true, results[i].Error
@@ -271,6 +286,18 @@ func (s *session) runOutbox(ctx context.Context) []OutboxResult {
 			}
 			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// heldOutbox lists the MCP calls the booth holds, for the commit question.
+func (s *session) heldOutbox() []OutboxResult {
+	c := s.proxy.control
+	c.mcp.mu.Lock()
+	defer c.mcp.mu.Unlock()
+	out := make([]OutboxResult, len(c.mcp.outbox))
+	for i, e := range c.mcp.outbox {
+		out[i] = OutboxResult{Server: e.server, Tool: e.Tool, Key: e.Key, Approve: e.approve, Args: e.Args}
 	}
 	return out
 }
@@ -284,7 +311,7 @@ func (s *session) dropOutbox() []OutboxResult {
 	c.mcp.mu.Unlock()
 	out := make([]OutboxResult, len(entries))
 	for i, e := range entries {
-		out[i] = OutboxResult{Server: e.server, Tool: e.Tool, Key: e.Key}
+		out[i] = OutboxResult{Server: e.server, Tool: e.Tool, Key: e.Key, Approve: e.approve, Args: e.Args}
 	}
 	return out
 }
@@ -328,7 +355,8 @@ func (s *session) decide(cs sandbox.ChangeSet, roots []RootChanges, end tapefmt.
 	case CommitOnSuccess:
 		return end.ExitCode == 0 && end.Signal == "" && end.Reason == "", nil
 	case CommitAsk:
-		empty := cs.Empty()
+		held := s.heldOutbox()
+		empty := cs.Empty() && len(held) == 0
 		for _, r := range roots {
 			empty = empty && r.Changes.Empty()
 		}
@@ -338,7 +366,9 @@ func (s *session) decide(cs sandbox.ChangeSet, roots []RootChanges, end tapefmt.
 		if s.o.Booth.Ask == nil {
 			return false, ErrNoAsk
 		}
-		return s.o.Booth.Ask(cs, roots)
+		ok, err := s.o.Booth.Ask(cs, roots, held)
+		s.approved = ok && err == nil
+		return ok, err
 	}
 	return false, nil
 }

@@ -39,10 +39,12 @@ type mcpKey struct {
 	session int
 }
 
-// outboxEntry is a tools/call held until the booth commits.
+// outboxEntry is a tools/call held until the booth commits; approve: only
+// with a person's yes.
 type outboxEntry struct {
 	mcpKey
 	mcp.Call
+	approve bool
 }
 
 // askedCall is a tool call a model's answer made.
@@ -233,6 +235,7 @@ func (c *control) mcpOutbox(w http.ResponseWriter, r *http.Request) {
 		Session int             `json:"session"`
 		Tool    string          `json:"tool"`
 		Args    json.RawMessage `json:"arguments"`
+		Approve bool            `json:"approve"`
 	}
 	if !decode(w, r, &req) {
 		return
@@ -251,7 +254,7 @@ func (c *control) mcpOutbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := fmt.Sprintf("jukebox-%s-%d", c.tapeID(), n)
-	e := outboxEntry{mcpKey{req.Server, req.Session}, mcp.Call{Tool: req.Tool, Args: req.Args, Key: key}}
+	e := outboxEntry{mcpKey{req.Server, req.Session}, mcp.Call{Tool: req.Tool, Args: req.Args, Key: key}, req.Approve}
 	msg, _ := json.Marshal(e.Call)
 	if _, err := c.append(tapefmt.MCPMessage{Server: req.Server, Session: req.Session, Direction: tapefmt.MCPOutbox, Message: msg}); err != nil {
 		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())

@@ -125,6 +125,9 @@ type session struct {
 	refused atomic.Int64
 	trip    atomic.Pointer[tapefmt.BreakerTrip] // the breaker's trip, once it tripped
 	mcp     []*mcpEndpoint                      // the HTTP MCP servers served for the run
+	// approved: a person answered yes to the booth's commit (--commit
+	// ask), which lets the outbox's calls that need approval run.
+	approved bool
 }
 
 // guard is the circuit breaker for this session's live calls, or nil.

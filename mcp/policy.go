@@ -16,6 +16,9 @@ const (
 	Run    Decision = "run"    // goes to the server now
 	Outbox Decision = "outbox" // held: answered as pending, run when the booth commits
 	Refuse Decision = "refuse" // answered with an error, never run
+	// Approve holds the call as Outbox does, and runs it at the commit
+	// only when a person approved the commit (--commit ask).
+	Approve Decision = "approve"
 )
 
 // Policy decides each tools/call by server and tool. Annotations from a
@@ -27,7 +30,8 @@ const (
 //	 "servers": {"slack": {"trust_annotations": true, "default": "outbox",
 //	                       "tools": {"post_message": "outbox", "delete_channel": "refuse"}}}}
 //
-// For a call: the tool's own entry; else, for a trusted server, its
+// Decisions are run, outbox, approve (an outbox call that needs a
+// person's yes at the commit) and refuse. For a call: the tool's own entry; else, for a trusted server, its
 // annotations (read-only runs; open-world, which the spec presumes when
 // unsaid, goes to the outbox); else the server's default; else the
 // policy's; else run.
@@ -70,10 +74,10 @@ func LoadPolicy(path string) (*Policy, error) {
 	}
 	check := func(where string, d Decision) error {
 		switch d {
-		case "", Run, Outbox, Refuse:
+		case "", Run, Outbox, Refuse, Approve:
 			return nil
 		}
-		return fmt.Errorf("%s: %s: %q: want run, outbox or refuse", path, where, d)
+		return fmt.Errorf("%s: %s: %q: want run, outbox, approve or refuse", path, where, d)
 	}
 	if err := check("default", p.Default); err != nil {
 		return nil, err

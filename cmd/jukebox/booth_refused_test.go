@@ -3,6 +3,7 @@
 package main
 
 import (
+	"github.com/jukebox-os/jukebox/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,7 +73,11 @@ func TestAskPromptSpoofing(t *testing.T) {
 	cs, err := tx.Diff()
 	must(err)
 
-	prompt := askText(cs, nil)
+	prompt := askText(cs, nil, []engine.OutboxResult{{Server: "slack", Tool: "post_message", Args: []byte(`{"text":"hi\u001b[2J"}`), Approve: true}})
+	if !strings.Contains(prompt, "1 MCP tool calls held until the commit") || !strings.Contains(prompt, "post_message") ||
+		!strings.Contains(prompt, "asks for your approval") || strings.Contains(prompt, "\x1b") {
+		t.Errorf("the held calls in the question:\n%q", prompt)
+	}
 	diff, _, err := runBoothCLI(t, "booth", "diff", "-C", ws)
 	must(err)
 	for name, text := range map[string]string{"prompt": prompt, "booth diff": diff} {

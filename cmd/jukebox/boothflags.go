@@ -11,6 +11,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // boothFlags run an agent inside the Shadow Booth (record, replay; fork builds one).
@@ -155,9 +156,9 @@ func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 		Net: sandbox.Net(b.Net), WriteLive: b.AllowWriteLive, Stage: b.AllowWrite}
 	if b.Commit == engine.CommitAsk {
 		if haveTerminal() { // it is opened again to ask
-			o.Ask = func(cs sandbox.ChangeSet, roots []engine.RootChanges) (bool, error) {
+			o.Ask = func(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult) (bool, error) {
 				tty.restore()
-				return askOnTerminal(cs, roots)
+				return askOnTerminal(askText(cs, roots, held))
 			}
 		} else {
 			fmt.Fprintln(env.Stderr, "jukebox: no terminal to ask on: the booth will be kept open (jukebox booth commit|rollback)")
@@ -167,8 +168,8 @@ func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 	return o, tty
 }
 
-// askOnTerminal shows the change sets on the terminal and reads y or n.
-func askOnTerminal(cs sandbox.ChangeSet, roots []engine.RootChanges) (bool, error) {
+// askOnTerminal asks question on the terminal and reads y or n.
+func askOnTerminal(question string) (bool, error) {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		return false, err
@@ -177,7 +178,7 @@ func askOnTerminal(cs sandbox.ChangeSet, roots []engine.RootChanges) (bool, erro
 	// What was typed during the run was meant for the agent: it must not
 	// answer this question.
 	discardInput(tty)
-	io.WriteString(tty, askText(cs, roots))
+	io.WriteString(tty, question)
 	line, err := bufio.NewReader(tty).ReadString('\n')
 	if err != nil && line == "" {
 		return false, nil
@@ -191,14 +192,25 @@ func askOnTerminal(cs sandbox.ChangeSet, roots []engine.RootChanges) (bool, erro
 // or invisible character reaches the terminal; sensitive paths are marked
 // with "!" and a line saying why, and the heading counts each operation.
 // The changes of staged folders outside the workspace (--allow-write)
-// follow, each under its folder's quoted path.
-func askText(cs sandbox.ChangeSet, roots []engine.RootChanges) string {
+// follow, each under its folder's quoted path, then the MCP calls held for
+// the commit (jukebox mcp --policy), their arguments quoted.
+func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nThe agent staged %d changes: %s\n%s", len(cs.Changes), cs.Summary(), cs.String())
 	n := sensitiveCount(cs)
 	for _, r := range roots {
 		fmt.Fprintf(&b, "and in %s (--allow-write), %d changes: %s\n%s", sandbox.QuotePath(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
 		n += sensitiveCount(r.Changes)
+	}
+	if len(held) > 0 {
+		fmt.Fprintf(&b, "and %d MCP tool calls held until the commit, which run when you answer y:\n", len(held))
+		for _, h := range held {
+			mark := ""
+			if h.Approve {
+				mark = " (the policy asks for your approval)"
+			}
+			fmt.Fprintf(&b, "  %s %s %s%s\n", sandbox.QuotePath(h.Server), sandbox.QuotePath(h.Tool), timeline.OneLine(timeline.Sanitize(string(h.Args)), 100), mark)
+		}
 	}
 	if n > 0 {
 		fmt.Fprintf(&b, "%d of them touch sensitive paths (marked !): read those before you answer.\n", n)

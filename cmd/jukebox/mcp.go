@@ -214,11 +214,11 @@ func (c *McpRunCmd) policyOptions(ctl *controlClient, name string, session int, 
 			case mcp.Refuse:
 				fmt.Fprintf(w, "jukebox mcp: %s: refused %s (%s)\n", name, tool, why)
 				return mcp.Refused(id, tool, why)
-			case mcp.Outbox:
+			case mcp.Outbox, mcp.Approve:
 				var out struct {
 					Key string `json:"key"`
 				}
-				err := ctl.post("mcp/outbox", map[string]any{"server": name, "session": session, "tool": tool, "arguments": args}, &out)
+				err := ctl.post("mcp/outbox", map[string]any{"server": name, "session": session, "tool": tool, "arguments": args, "approve": d == mcp.Approve}, &out)
 				if err != nil {
 					noted.Do(func() {
 						fmt.Fprintf(w, "jukebox mcp: %s: the policy holds %s for the commit, but %v: calls run now\n", name, tool, err)

@@ -140,7 +140,18 @@ func TestMCPOutbox(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(data, "note.txt")); err != nil || string(b) != "written through MCP" {
 		t.Errorf("after the commit: note.txt %q, %v", b, err)
 	}
-	tp := openTape(t, filepath.Join(ws, "always.jbx"))
+	// approve: only a person's yes to the commit lets it run.
+	must(t, os.Remove(filepath.Join(data, "note.txt")))
+	must(t, os.WriteFile(policy, []byte(`{"servers": {"filesystem": {"tools": {"write_file": "approve"}}}}`), 0o644))
+	must(t, os.Rename(filepath.Join(ws, "always.jbx"), filepath.Join(ws, "first.jbx")))
+	out = run("always")
+	if !strings.Contains(out, "FAILED after the commit") || !strings.Contains(out, "wants a person's approval") {
+		t.Errorf("approve under --commit always:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
+		t.Error("a call that needs approval ran without it")
+	}
+	tp := openTape(t, filepath.Join(ws, "first.jbx"))
 	defer tp.Close()
 	keyed := false
 	for f, err := range tp.Frames(tapefmt.KindMCP) {
