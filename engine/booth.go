@@ -107,6 +107,7 @@ type OutboxResult struct {
 	// commit (--commit ask, answered yes).
 	Approve bool            `json:"approve,omitempty"`
 	Args    json.RawMessage `json:"arguments,omitempty"`
+	Argv    []string        `json:"argv,omitempty"` // the server's command line, which runs it outside the booth
 }
 
 // runBooth runs the agent as a booth child and settles its changes.
@@ -243,8 +244,10 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 // is done: each session's server started again outside the booth (its
 // recorded command line, in the workspace, with the agent's environment),
 // its calls made in order with their idempotency keys, every message on
-// the tape. A call the policy lets run only with a person's yes runs when
-// the commit was asked and approved; else it is dropped, and said.
+// the tape. Only when a person approved the commit (--commit ask), having
+// seen each call and the command that runs it: the command line, the
+// policy and the calls all come from inside the booth, where the agent
+// could have chosen them, so without that yes they are dropped, and said.
 func (s *session) runOutbox(ctx context.Context) []OutboxResult {
 	c := s.proxy.control
 	c.mcp.mu.Lock()
@@ -260,9 +263,9 @@ func (s *session) runOutbox(ctx context.Context) []OutboxResult {
 			switch {
 			case e.mcpKey != k:
 				rest = append(rest, e)
-			case e.approve && !s.approved:
-				out = append(out, OutboxResult{Server: k.server, Tool: e.Tool, Key: e.Key, Approve: true, Args: e.Args,
-					Error: "not run: the policy wants a person's approval, and the commit was not asked and approved (--commit ask)"})
+			case !s.approved:
+				out = append(out, OutboxResult{Server: k.server, Tool: e.Tool, Key: e.Key, Approve: e.approve, Args: e.Args, Argv: argv[k],
+					Error: "not run: a held call runs outside the booth only with a person's yes to the commit (--commit ask)"})
 			default:
 				calls = append(calls, e.Call)
 			}
@@ -277,7 +280,7 @@ func (s *session) runOutbox(ctx context.Context) []OutboxResult {
 		}
 		results, err := mcp.RunCalls(context.WithoutCancel(ctx), argv[k], s.childEnv(false), s.workspace(), calls, rec)
 		for i, call := range calls {
-			r := OutboxResult{Server: k.server, Tool: call.Tool, Key: call.Key, Args: call.Args}
+			r := OutboxResult{Server: k.server, Tool: call.Tool, Key: call.Key, Args: call.Args, Argv: argv[k]}
 			switch {
 			case i < len(results) && (results[i].Result != nil || results[i].Error != ""):
 				r.Ran, r.Error = true, results[i].Error
@@ -297,7 +300,7 @@ func (s *session) heldOutbox() []OutboxResult {
 	defer c.mcp.mu.Unlock()
 	out := make([]OutboxResult, len(c.mcp.outbox))
 	for i, e := range c.mcp.outbox {
-		out[i] = OutboxResult{Server: e.server, Tool: e.Tool, Key: e.Key, Approve: e.approve, Args: e.Args}
+		out[i] = OutboxResult{Server: e.server, Tool: e.Tool, Key: e.Key, Approve: e.approve, Args: e.Args, Argv: c.mcp.argv[e.mcpKey]}
 	}
 	return out
 }

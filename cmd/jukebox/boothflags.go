@@ -203,13 +203,14 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 		n += sensitiveCount(r.Changes)
 	}
 	if len(held) > 0 {
-		fmt.Fprintf(&b, "and %d MCP tool calls held until the commit, which run when you answer y:\n", len(held))
+		fmt.Fprintf(&b, "and %d MCP tool calls held until the commit, which run OUTSIDE the booth when you answer y:\n", len(held))
 		for _, h := range held {
 			mark := ""
 			if h.Approve {
 				mark = " (the policy asks for your approval)"
 			}
-			fmt.Fprintf(&b, "  %s %s %s%s\n", sandbox.QuotePath(h.Server), sandbox.QuotePath(h.Tool), timeline.OneLine(timeline.Sanitize(string(h.Args)), 100), mark)
+			fmt.Fprintf(&b, "  %s %s %s%s\n    by running: %s\n", sandbox.QuotePath(h.Server), sandbox.QuotePath(h.Tool),
+				timeline.OneLine(timeline.Sanitize(string(h.Args)), 100), mark, quoteArgv(h.Argv))
 		}
 	}
 	if n > 0 {
@@ -221,6 +222,15 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 		b.WriteString("Commit them to the workspace? [y/N] ")
 	}
 	return b.String()
+}
+
+// quoteArgv is a command line for the question, each word quoted safely.
+func quoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = sandbox.QuotePath(a)
+	}
+	return strings.Join(q, " ")
 }
 
 func sensitiveCount(cs sandbox.ChangeSet) int {

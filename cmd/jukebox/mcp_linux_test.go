@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -9,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
@@ -100,8 +103,11 @@ func TestMCPRecordReplayAndBooth(t *testing.T) {
 
 // TestMCPOutbox: under a booth policy that holds the filesystem server's
 // write_file, the agent's call is answered as pending and nothing is
-// written in the booth; a commit runs it for real, outside the booth,
-// with its idempotency key; a rollback drops it.
+// written in the booth. The held call runs outside the booth only with a
+// person's yes: --commit always and --commit never drop it (its command
+// line and the policy came from inside the booth); --commit ask shows it,
+// with the command that would run it, and a yes runs it for real, with
+// its idempotency key.
 func TestMCPOutbox(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	requireConfinedBooth(t)
@@ -116,42 +122,71 @@ func TestMCPOutbox(t *testing.T) {
 	must(t, os.Mkdir(data, 0o755))
 	policy := filepath.Join(ws, "policy.json")
 	must(t, os.WriteFile(policy, []byte(`{"servers": {"filesystem": {"tools": {"write_file": "outbox"}}}}`), 0o644))
-	run := func(commit string) string {
+	record := func(commit string) *exec.Cmd {
 		cmd := jukeboxCmd(t.Context(), ws, "record", "--booth", "--commit", commit, "-o", filepath.Join(ws, commit+".jbx"),
 			"--", "node", filepath.Join(ws, "agents", "mcp_agent.mjs"), data)
 		cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+filepath.Join(ws, "bin", "jukebox"), "JUKEBOX_MCP_POLICY="+policy)
-		out, err := cmd.CombinedOutput()
+		return cmd
+	}
+	for _, commit := range []string{"never", "always"} {
+		out, err := record(commit).CombinedOutput()
 		if err != nil {
-			t.Fatalf("record --commit %s: %v\n%s", commit, err, out)
+			t.Fatalf("--commit %s: %v\n%s", commit, err, out)
 		}
-		return string(out)
+		if !strings.Contains(string(out), "write: jukebox: write_file is held in the booth's outbox") {
+			t.Errorf("--commit %s: the agent was not told its call is held:\n%s", commit, out)
+		}
+		if commit == "always" && !strings.Contains(string(out), "only with a person's yes to the commit") {
+			t.Errorf("--commit always: the held call was not dropped with its reason:\n%s", out)
+		}
+		if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
+			t.Fatalf("--commit %s: a held call ran without a person's yes", commit)
+		}
 	}
-	out := run("never")
-	if !strings.Contains(out, "write: jukebox: write_file is held in the booth's outbox") || !strings.Contains(out, "outbox: filesystem write_file dropped, never run") {
-		t.Errorf("--commit never:\n%s", out)
+
+	// --commit ask on a terminal: the question shows the held call and the
+	// command that runs it; y runs it.
+	master, slave := openPTY(t)
+	cmd := record("ask")
+	var out bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	must(t, cmd.Start())
+	question := make(chan string, 1)
+	go func() {
+		var seen []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			seen = append(seen, buf[:n]...)
+			if bytes.Contains(seen, []byte("[y/N]")) || err != nil {
+				question <- string(seen)
+				io.Copy(io.Discard, master)
+				return
+			}
+		}
+	}()
+	select {
+	case q := <-question:
+		if !strings.Contains(q, "write_file") || !strings.Contains(q, "OUTSIDE the booth") || !strings.Contains(q, "by running:") {
+			t.Errorf("the question:\n%s", q)
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("no question on the terminal; output:\n%s", out.String())
 	}
-	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
-		t.Fatal("a held call ran although the booth rolled back")
+	_, err = master.WriteString("y\n")
+	must(t, err)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("--commit ask: %v\n%s", err, out.String())
 	}
-	out = run("always")
-	if !strings.Contains(out, "outbox: filesystem write_file ran after the commit") {
-		t.Errorf("--commit always:\n%s", out)
+	if !strings.Contains(out.String(), "outbox: filesystem write_file ran after the commit") {
+		t.Errorf("--commit ask, y:\n%s", out.String())
 	}
 	if b, err := os.ReadFile(filepath.Join(data, "note.txt")); err != nil || string(b) != "written through MCP" {
 		t.Errorf("after the commit: note.txt %q, %v", b, err)
 	}
-	// approve: only a person's yes to the commit lets it run.
-	must(t, os.Remove(filepath.Join(data, "note.txt")))
-	must(t, os.WriteFile(policy, []byte(`{"servers": {"filesystem": {"tools": {"write_file": "approve"}}}}`), 0o644))
-	must(t, os.Rename(filepath.Join(ws, "always.jbx"), filepath.Join(ws, "first.jbx")))
-	out = run("always")
-	if !strings.Contains(out, "FAILED after the commit") || !strings.Contains(out, "wants a person's approval") {
-		t.Errorf("approve under --commit always:\n%s", out)
-	}
-	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
-		t.Error("a call that needs approval ran without it")
-	}
-	tp := openTape(t, filepath.Join(ws, "first.jbx"))
+	tp := openTape(t, filepath.Join(ws, "ask.jbx"))
 	defer tp.Close()
 	keyed := false
 	for f, err := range tp.Frames(tapefmt.KindMCP) {
