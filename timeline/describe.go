@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -29,7 +30,7 @@ func Describe(p tapefmt.Payload) string {
 	case *tapefmt.ToolResult:
 		return describeResult(p)
 	case *tapefmt.MCPMessage:
-		s := fmt.Sprintf("%s %s %s", p.Server, p.Direction, OneLine(string(p.Message), 50))
+		s := describeMCP(p)
 		if p.Call != nil {
 			s += fmt.Sprintf(" (the model's call %s, frame %d)", OneLine(p.Call.ID, 24), p.Call.Frame)
 		}
@@ -134,4 +135,53 @@ func FrameList(frames []uint64) string {
 		parts[i] = fmt.Sprint(f)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// describeMCP says what an MCP message is, as a tool call reads: the
+// server, which way, and the method with the tool and its arguments, or
+// the result's text.
+func describeMCP(p *tapefmt.MCPMessage) string {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+		Result *struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		Tool string          `json:"tool"`      // an outbox entry
+		Args json.RawMessage `json:"arguments"` // an outbox entry
+		Argv []string        `json:"argv"`      // a start
+	}
+	if json.Unmarshal(p.Message, &m) != nil {
+		return fmt.Sprintf("%s %s %s", p.Server, p.Direction, OneLine(string(p.Message), 50))
+	}
+	switch {
+	case p.Direction == tapefmt.MCPStart:
+		return fmt.Sprintf("%s start %s", p.Server, OneLine(strings.Join(m.Argv, " "), 60))
+	case p.Direction == tapefmt.MCPOutbox:
+		return fmt.Sprintf("%s outbox %s(%s)", p.Server, m.Tool, OneLine(string(m.Args), 50))
+	case m.Method == "tools/call":
+		return fmt.Sprintf("%s → %s(%s)", p.Server, m.Params.Name, OneLine(string(m.Params.Arguments), 50))
+	case m.Method != "":
+		return fmt.Sprintf("%s %s %s", p.Server, arrow(p.Direction), m.Method)
+	case m.Error != nil:
+		return fmt.Sprintf("%s ← error: %s", p.Server, OneLine(m.Error.Message, 60))
+	case m.Result != nil && len(m.Result.Content) > 0:
+		return fmt.Sprintf("%s ← %s", p.Server, OneLine(m.Result.Content[0].Text, 60))
+	}
+	return fmt.Sprintf("%s %s %s", p.Server, arrow(p.Direction), OneLine(string(p.Message), 50))
+}
+
+func arrow(d tapefmt.MCPDirection) string {
+	if d == tapefmt.MCPToServer {
+		return "→"
+	}
+	return "←"
 }
