@@ -1,0 +1,33 @@
+package timeline
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// TestDescribeMCP: MCP messages read as tool calls do, whatever way they
+// went.
+func TestDescribeMCP(t *testing.T) {
+	msg := func(dir tapefmt.MCPDirection, m string) *tapefmt.MCPMessage {
+		return &tapefmt.MCPMessage{Server: "files", Direction: dir, Message: json.RawMessage(m)}
+	}
+	linked := msg(tapefmt.MCPToServer, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"a"}}}`)
+	linked.Call = &tapefmt.ToolLink{Frame: 12, ID: "call_1"}
+	for _, c := range []struct {
+		p    *tapefmt.MCPMessage
+		want string
+	}{
+		{msg(tapefmt.MCPStart, `{"argv":["npx","srv","."]}`), "files start npx srv ."},
+		{linked, `files → write_file({"path":"a"}) (the model's call call_1, frame 12)`},
+		{msg(tapefmt.MCPFromServer, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"Successfully wrote"}]}}`), "files ← Successfully wrote"},
+		{msg(tapefmt.MCPFromServer, `{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"gone"}}`), "files ← error: gone"},
+		{msg(tapefmt.MCPToServer, `{"jsonrpc":"2.0","method":"notifications/initialized"}`), "files → notifications/initialized"},
+		{msg(tapefmt.MCPOutbox, `{"tool":"write_file","arguments":{"path":"a"},"key":"k"}`), `files outbox write_file({"path":"a"})`},
+	} {
+		if got := Describe(c.p); got != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+	}
+}
