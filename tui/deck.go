@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -43,6 +44,9 @@ type Options struct {
 	// Context ends the turntable, its forks and its background work when
 	// done (main's signal-aware context); nil is context.Background.
 	Context context.Context
+	// Frame, when set, is where the needle starts on the first tape
+	// (jukebox play --frame N, the link other tools give).
+	Frame *int
 }
 
 // pane says what has the keyboard.
@@ -148,6 +152,9 @@ func New(paths []string, o Options) *Deck {
 	}
 	d.warn = recoveryWarning(d.tracks)
 	d.scrub.tv = d.tracks[0]
+	if o.Frame != nil {
+		d.gotoFrame(strconv.Itoa(*o.Frame))
+	}
 	d.sync()
 	return d
 }

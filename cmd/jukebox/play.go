@@ -13,6 +13,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/themes"
 	"github.com/jukebox-os/jukebox/tui"
 )
@@ -24,6 +25,7 @@ type PlayCmd struct {
 	Upstream upstreams `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
 	NoBooth  bool      `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
 	KeyFile  string    `help:"Also check each tape's seal with the key in this file (the header then says seal ✓ or seal ✗)." type:"existingfile" placeholder:"FILE"`
+	Frame    *int      `placeholder:"N" help:"Open with the needle on frame N of the first tape (the link jukebox show, diff and exports give)."`
 
 	key []byte // read from KeyFile by Validate
 }
@@ -35,6 +37,15 @@ var errNotTerminal = errors.New("jukebox play needs a terminal (stdout is not on
 func (c *PlayCmd) Validate() error {
 	if len(c.Tapes) > 2 {
 		return fmt.Errorf("play takes one tape, or two to compare (got %d)", len(c.Tapes))
+	}
+	if c.Frame != nil {
+		n, err := tapeLen(c.Tapes[0])
+		if err != nil {
+			return err
+		}
+		if *c.Frame < 0 || *c.Frame >= n {
+			return fmt.Errorf("--frame %d: %s has frames 0 to %d", *c.Frame, c.Tapes[0], n-1)
+		}
 	}
 	if c.KeyFile != "" {
 		var err error
@@ -60,7 +71,7 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	r := lipgloss.NewRenderer(out)
 	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
-	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx}
+	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
 }
 
@@ -94,4 +105,14 @@ func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
 		fo.Booth = &engine.BoothOptions{Commit: engine.CommitNever, Mode: sandbox.Mode("auto"), Notice: io.Discard}
 	}
 	return nil
+}
+
+// tapeLen is the number of frames of the tape at path.
+func tapeLen(path string) (int, error) {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer t.Close()
+	return t.Len(), nil
 }

@@ -31,4 +31,11 @@ func TestPlayValidate(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(errs, "--upstream") {
 		t.Fatalf("a bad --upstream accepted: exit %d\n%s", code, errs)
 	}
+	// --frame past the tape's end, or below 0, names the range.
+	for _, f := range []string{"98", "-1"} {
+		code, _, errs = jb(t, "play", "--frame="+f, "../../testdata/tapes/agent-run.jbx")
+		if code != ExitUsage || !strings.Contains(errs, "has frames 0 to 97") {
+			t.Errorf("--frame %s: exit %d\n%s", f, code, errs)
+		}
+	}
 }
