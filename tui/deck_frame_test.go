@@ -1,6 +1,10 @@
 package tui
 
-import "testing"
+import (
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+)
 
 // TestOpenAtFrame: Options.Frame (jukebox play --frame N) opens with the
 // needle on that frame of the first tape, and the frame view shows it.
@@ -12,5 +16,14 @@ func TestOpenAtFrame(t *testing.T) {
 	t.Cleanup(d.Close)
 	if got := d.tracks[0].cursor; got != 42 {
 		t.Errorf("the needle is on row %d, want frame 42", got)
+	}
+}
+
+// TestLastFrameKey: G goes to the last frame, as in less and vim.
+func TestLastFrameKey(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	press(d, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("G")})
+	if got, want := d.tracks[0].cursor, d.tracks[0].tl.Len()-1; got != want {
+		t.Errorf("G: needle on %d, want the last frame %d", got, want)
 	}
 }

@@ -42,7 +42,7 @@ func newTimelineKeys() timelineKeys {
 		PageUp:     b([]string{"pgup", "ctrl+b"}, "pgup", "page up"),
 		PageDown:   b([]string{"pgdown", "ctrl+f"}, "pgdn", "page down"),
 		Home:       b([]string{"home"}, "home", "first frame"),
-		End:        b([]string{"end"}, "end", "last frame"),
+		End:        b([]string{"end", "G"}, "end/G", "last frame"),
 		Goto:       b([]string{"g"}, "g", "go to frame"),
 		NextLLM:    b([]string{"n"}, "n/N", "next/prev LLM call"),
 		PrevLLM:    b([]string{"N"}, "N", "prev LLM call"),
@@ -72,7 +72,7 @@ func newFrameKeys() frameKeys {
 		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
 		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
 		Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
-		Bottom:   key.NewBinding(key.WithKeys("end"), key.WithHelp("end", "bottom")),
+		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
 	}
 }
 

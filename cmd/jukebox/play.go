@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/term"
+	"github.com/muesli/termenv"
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/sandbox"
@@ -66,10 +67,11 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	if os.Getenv("NO_COLOR") != "" {
+	noColor := os.Getenv("NO_COLOR") != ""
+	if noColor {
 		th = themes.Plain()
 	}
-	r := lipgloss.NewRenderer(out)
+	r := playRenderer(out, noColor)
 	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
 	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
@@ -115,4 +117,16 @@ func tapeLen(path string) (int, error) {
 	}
 	defer t.Close()
 	return t.Len(), nil
+}
+
+// playRenderer renders for the terminal out. NO_COLOR forbids colour, not
+// bold or reverse video: termenv reads it as "no styling at all", which
+// left the needle's row unmarked, so with it the profile is plain ANSI and
+// the theme (themes.Plain) has no colour to give.
+func playRenderer(out io.Writer, noColor bool) *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(out)
+	if noColor {
+		r.SetColorProfile(termenv.ANSI)
+	}
+	return r
 }

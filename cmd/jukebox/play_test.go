@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/themes"
+	"github.com/jukebox-os/jukebox/tui"
 )
 
 // TestPlayNeedsATerminal: with stdout a pipe or file, play refuses with
@@ -37,5 +40,20 @@ func TestPlayValidate(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errs, "has frames 0 to 97") {
 			t.Errorf("--frame %s: exit %d\n%s", f, code, errs)
 		}
+	}
+}
+
+// TestPlayNoColor: under NO_COLOR the turntable keeps bold and reverse
+// video (the needle's row is marked) and gives no colour at all.
+func TestPlayNoColor(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	r := playRenderer(&bytes.Buffer{}, true)
+	got := r.NewStyle().Bold(true).Reverse(true).Render("needle")
+	if !strings.Contains(got, "\x1b[1;7m") {
+		t.Errorf("bold and reverse dropped under NO_COLOR: %q", got)
+	}
+	plain := tui.NewStyles(themes.Plain(), r)
+	if s := plain.Title.Render("x"); strings.Contains(s, "38;") || strings.Contains(s, "[3") {
+		t.Errorf("a colour under NO_COLOR: %q", s)
 	}
 }
