@@ -57,5 +57,14 @@ func count(n int64) string {
 	return s
 }
 
+// counted is n and the word for n of them: "1 message", "2 messages",
+// "12,000 frames" (thousands separated, as count does).
+func counted(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return count(n) + " " + many
+}
+
 // visibleWidth is the width of s on screen, escape sequences left out.
 func visibleWidth(s string) int { return ansi.StringWidth(s) }

@@ -403,8 +403,8 @@ func (d *Deck) forkPoint(tv *timelineView) (int, bool) {
 func recoveryWarning(tracks []*timelineView) string {
 	for _, t := range tracks {
 		if r := t.tl.Recovered(); r != nil && !t.growing() {
-			return fmt.Sprintf("⚠ torn tape %s: kept %d frames, dropped %d frames (%d bytes) after the last whole step",
-				baseName(t.tl.Path()), r.FramesKept, r.FramesDropped, r.BytesDropped())
+			return fmt.Sprintf("⚠ torn tape %s: kept %s, dropped %s (%d bytes) after the last whole step",
+				baseName(t.tl.Path()), counted(int64(r.FramesKept), "frame", "frames"), counted(int64(r.FramesDropped), "frame", "frames"), r.BytesDropped())
 		}
 	}
 	return ""

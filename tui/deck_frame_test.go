@@ -27,3 +27,13 @@ func TestLastFrameKey(t *testing.T) {
 		t.Errorf("G: needle on %d, want the last frame %d", got, want)
 	}
 }
+
+// TestCounted: one of a thing is said in the singular ("1 message", not
+// "1 messages"); more keep thousands separators.
+func TestCounted(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 frames", 1: "1 frame", 2: "2 frames", 12000: "12,000 frames"} {
+		if got := counted(n, "frame", "frames"); got != want {
+			t.Errorf("counted(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

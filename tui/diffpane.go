@@ -159,7 +159,7 @@ func (m *diffPane) View() string {
 	case m.err != nil:
 		title = "diff · " + m.err.Error()
 	case m.res != nil:
-		title = fmt.Sprintf("diff · %s ⟷ %s · %d changes", m.res.Left.Name, m.res.Right.Name, len(m.changes))
+		title = fmt.Sprintf("diff · %s ⟷ %s · %s", m.res.Left.Name, m.res.Right.Name, counted(int64(len(m.changes)), "change", "changes"))
 		if d, ok := m.res.Divergence(); ok {
 			title += " · first divergence: " + d.Text
 		} else {

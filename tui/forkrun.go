@@ -82,7 +82,7 @@ func (r *forkRun) View() string {
 	if r.unpriced {
 		cost += "+?"
 	}
-	info := fmt.Sprintf("fork at %d · %d calls · %s · %s ", r.at, r.calls, count(r.tokens)+" tok", cost)
+	info := fmt.Sprintf("fork at %d · %s · %s · %s ", r.at, counted(int64(r.calls), "call", "calls"), count(r.tokens)+" tok", cost)
 	switch {
 	case !r.finished:
 		return st.Fork.Render(r.spin.View()+" forking "+info) + st.Muted.Render(r.last+" ")
@@ -230,7 +230,7 @@ func forkOutcome(r *forkRun) string {
 	case r.res.Divergence != nil:
 		return "the fork diverged before its frame: " + timeline.OneLine(r.res.Divergence.Error(), 0)
 	}
-	return fmt.Sprintf("fork done: exit %d, %d calls, %s frames · d diffs it with the parent", r.res.End.ExitCode, r.res.Calls, count(int64(r.res.Frames)))
+	return fmt.Sprintf("fork done: exit %d, %s, %s · d diffs it with the parent", r.res.End.ExitCode, counted(int64(r.res.Calls), "call", "calls"), counted(int64(r.res.Frames), "frame", "frames"))
 }
 
 // reloadFork re-opens the fork's tape in a command, one reload at a time.

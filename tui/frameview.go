@@ -222,7 +222,7 @@ func (m *frameView) callText(b *lines, c *timeline.CallDetail) {
 		m.answer(b, c)
 		return
 	}
-	b.head(st.Title, fmt.Sprintf("context · %d messages · ~%s tok", len(c.Messages), count(int64(total))))
+	b.head(st.Title, fmt.Sprintf("context · %s · ~%s tok", counted(int64(len(c.Messages)), "message", "messages"), count(int64(total))))
 	if c.System != "" {
 		b.add(st.Role, "system prompt")
 		b.add(st.Text, "  "+c.System)

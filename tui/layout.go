@@ -109,7 +109,7 @@ func (d *Deck) header() string {
 			parts = append(parts, timeline.OneLine(strings.Join(rs.Argv, " "), 0))
 		}
 	}
-	parts = append(parts, fmt.Sprintf("%s frames · %d steps", count(int64(tl.Len())), tl.Steps()))
+	parts = append(parts, counted(int64(tl.Len()), "frame", "frames")+" · "+counted(int64(tl.Steps()), "step", "steps"))
 	if tok, cost, ok := d.totals(d.tracks[0]); ok {
 		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), costText(d.tracks[0].tl, tl.Len()-1, cost)))
 	}

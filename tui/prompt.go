@@ -154,7 +154,7 @@ func unreadableNote(r timeline.SearchResult) string {
 	case r.First == nil:
 		return ""
 	case r.Unreadable > 1:
-		return fmt.Sprintf(" · %d frames unreadable, first %s", r.Unreadable, timeline.OneLine(r.First.Error(), 0))
+		return fmt.Sprintf(" · %s unreadable, first %s", counted(int64(r.Unreadable), "frame", "frames"), timeline.OneLine(r.First.Error(), 0))
 	}
 	return " · " + timeline.OneLine(r.First.Error(), 0)
 }
