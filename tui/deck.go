@@ -86,6 +86,7 @@ type Deck struct {
 
 	status, warn string
 	lastQuery    string
+	lastGoto     string // the last frame number asked for (g)
 	searching    context.CancelFunc
 	ctx          context.Context
 	stop         context.CancelFunc

@@ -37,3 +37,30 @@ func TestCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptsOfferTheLastAnswer: / and g show the last answer selected:
+// typing replaces it (the issue saw "unicodezzzqqq"), enter reuses it.
+func TestPromptsOfferTheLastAnswer(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	enter := tea.KeyMsg{Type: tea.KeyEnter}
+	press(d, runes("g"), runes("4"), runes("2"), enter)
+	press(d, runes("G"))
+	press(d, runes("g"), enter) // enter reuses 42
+	if got := d.tracks[0].cursor; got != 42 {
+		t.Errorf("g, enter: needle on %d, want the last answer, 42", got)
+	}
+	press(d, runes("g"), runes("7"), enter) // typing replaces it
+	if got := d.tracks[0].cursor; got != 7 {
+		t.Errorf("g, 7, enter: needle on %d, want 7", got)
+	}
+	press(d, runes("/"), runes("plan"), enter)
+	press(d, runes("/"), runes("tool"))
+	if got := d.prompt.input.Value(); got != "tool" {
+		t.Errorf("/ after a search for plan, then typing tool: %q", got)
+	}
+	press(d, tea.KeyMsg{Type: tea.KeyEsc})
+	press(d, runes("/"), tea.KeyMsg{Type: tea.KeyLeft}, runes("s"))
+	if got := d.prompt.input.Value(); got != "plasn" && got != "plans" {
+		t.Errorf("a cursor key keeps the last answer to edit: %q", got)
+	}
+}

@@ -28,6 +28,9 @@ type prompt struct {
 	kind  promptKind
 	input field
 	w     int
+	// selected: the answer is the last one, shown selected: typing
+	// replaces it, enter reuses it, a cursor key keeps it to edit.
+	selected bool
 }
 
 func newPrompt(st *Styles) *prompt {
@@ -45,6 +48,14 @@ func (m *prompt) Update(msg tea.Msg) (tea.Model, tea.Cmd) { return m.update(msg)
 
 func (m *prompt) update(msg tea.Msg) (*prompt, tea.Cmd) {
 	if km, ok := msg.(tea.KeyMsg); ok {
+		if m.selected && (km.Type == tea.KeyRunes || km.Type == tea.KeySpace || km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete) {
+			m.input.SetValue("") // typing replaces the last answer; backspace clears it
+			if km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete {
+				m.selected = false
+				return m, nil
+			}
+		}
+		m.selected = false
 		m.input.update(km)
 	}
 	return m, nil
@@ -63,16 +74,22 @@ func (m *prompt) View() string {
 		q = "search: "
 	}
 	w := max(m.w-len(q)-2, 1)
+	if m.selected {
+		return fit(" "+m.st.Accent.Render(q)+m.st.Accent.Reverse(true).Render(fit(m.input.Value(), w)), m.w)
+	}
 	return fit(" "+m.st.Accent.Render(q)+strings.Join(m.input.view(*m.st, w, 1, true), ""), m.w)
 }
 
-// openPrompt asks a question on the status line.
+// openPrompt asks a question on the status line, with the last answer
+// to it selected.
 func (d *Deck) openPrompt(k promptKind) {
 	d.prompt.kind = k
-	d.prompt.input.SetValue("")
+	last := d.lastGoto
 	if k == promptSearch {
-		d.prompt.input.SetValue(d.lastQuery)
+		last = d.lastQuery
 	}
+	d.prompt.input.SetValue(last)
+	d.prompt.selected = last != ""
 	d.pane = panePrompt
 }
 
@@ -87,6 +104,7 @@ func (d *Deck) promptKey(msg tea.KeyMsg) tea.Cmd {
 			d.lastQuery = answer
 			return d.search(answer, 1)
 		}
+		d.lastGoto = answer
 		d.gotoFrame(answer)
 	default:
 		d.prompt, _ = d.prompt.update(msg)
