@@ -1,9 +1,13 @@
 package tui
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // TestOpenAtFrame: Options.Frame (jukebox play --frame N) opens with the
@@ -62,5 +66,26 @@ func TestPromptsOfferTheLastAnswer(t *testing.T) {
 	press(d, runes("/"), tea.KeyMsg{Type: tea.KeyLeft}, runes("s"))
 	if got := d.prompt.input.Value(); got != "plasn" && got != "plans" {
 		t.Errorf("a cursor key keeps the last answer to edit: %q", got)
+	}
+}
+
+// TestHeaderKeepsFigures: a long absolute command path gets the room the
+// figures leave, cut with …; the tokens, cost and exit stay.
+func TestHeaderKeepsFigures(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "long.jbx")
+	w, err := tapefmt.Create(path, tapefmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "/home/someone/.local/share/virtualenvs/invoice-reconciliation-agent-x8Yz2/bin/python3"
+	w.Append(0, tapefmt.RunStart{Argv: []string{long, "/home/someone/src/agents/invoice_reconciliation/main.py"}, Started: "2026-12-01T09:30:00Z"})
+	w.Append(0, tapefmt.RunEnd{ExitCode: 3})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := newDeck(t, 100, 30, path)
+	h := d.header()
+	if !strings.Contains(h, "exit 3") || !strings.Contains(h, "2 frames") || !strings.Contains(h, "…") {
+		t.Errorf("header at 100 columns:\n%s", h)
 	}
 }

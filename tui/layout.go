@@ -104,9 +104,10 @@ func (d *Deck) body() string {
 func (d *Deck) header() string {
 	tl := d.tracks[0].tl
 	parts := []string{baseName(tl.Path())}
+	command := ""
 	if r := tl.Row(0); r.Kind == tapefmt.KindRunStart {
 		if rs, ok := r.Payload.(*tapefmt.RunStart); ok {
-			parts = append(parts, timeline.OneLine(strings.Join(rs.Argv, " "), 0))
+			command = timeline.OneLine(strings.Join(rs.Argv, " "), 0)
 		}
 	}
 	parts = append(parts, counted(int64(tl.Len()), "frame", "frames")+" · "+counted(int64(tl.Steps()), "step", "steps"))
@@ -114,7 +115,7 @@ func (d *Deck) header() string {
 		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), costText(d.tracks[0].tl, tl.Len()-1, cost)))
 	}
 	if r := tl.Row(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd {
-		parts = append(parts, r.Summary)
+		parts = append(parts, strings.TrimPrefix(r.Summary, "end "))
 	}
 	if len(d.tracks) == 2 {
 		vs := "vs " + baseName(d.tracks[1].tl.Path())
@@ -123,11 +124,22 @@ func (d *Deck) header() string {
 		}
 		parts = append(parts, vs)
 	}
-	title := " JUKEBOX ▸ " + strings.Join(parts, " · ")
 	// The check's verdict sits at the right end, where cutting the title
 	// to the width never hides it.
 	state, bad := d.checkText(tl)
 	state = " " + state + " "
+	// The command gets what room the figures leave: a long absolute path
+	// must not push out the tokens, the cost or the exit.
+	if command != "" {
+		room := d.w - visibleWidth(" JUKEBOX ▸ "+strings.Join(parts, " · ")+" · ") - 3
+		if strings.TrimSpace(state) != "" {
+			room -= visibleWidth(state)
+		}
+		if room >= 8 {
+			parts = append(parts[:1], append([]string{timeline.OneLine(command, room)}, parts[1:]...)...)
+		}
+	}
+	title := " JUKEBOX ▸ " + strings.Join(parts, " · ")
 	if strings.TrimSpace(state) == "" || visibleWidth(state)+12 > d.w {
 		return d.st.Header.Render(fit(timeline.Sanitize(title), d.w))
 	}
