@@ -307,9 +307,9 @@ func TestPolicy(t *testing.T) {
 		{"slack", "read_channel", Run},
 		{"slack", "post_message", Outbox},
 		{"slack", "local_note", Run},
-		{"slack", "delete_channel", Refuse},   // the tool's rule over a lying annotation
-		{"slack", "unlisted", Refuse},         // no annotations known: the policy's default
-		{"shady", "read_channel", Run},        // untrusted: its annotations are ignored, its default runs
+		{"slack", "delete_channel", Refuse}, // the tool's rule over a lying annotation
+		{"slack", "unlisted", Refuse},       // no annotations known: the policy's default
+		{"shady", "read_channel", Run},      // untrusted: its annotations are ignored, its default runs
 		{"shady", "post_message", Run},
 		{"other", "anything", Refuse},
 	} {
