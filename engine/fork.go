@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -73,10 +74,14 @@ func forkPoint(t *tapefmt.Tape, frame uint64) (uint64, error) {
 	}
 	i := requestsBefore(reqs, frame)
 	if i == len(reqs) {
-		return 0, fmt.Errorf("no model call at or after frame %d (the tape has %d frames): fork at an llm.request frame", frame, t.Len())
+		return 0, fmt.Errorf("%w at or after frame %d (the tape has %d frames): fork at an llm.request frame", ErrNoForkPoint, frame, t.Len())
 	}
 	return reqs[i], nil
 }
+
+// ErrNoForkPoint: a fork frame with no model call at or after it, so
+// nothing to fork (a usage error, not a failed run).
+var ErrNoForkPoint = errors.New("no model call")
 
 // requestFrames lists the frames of a tape's llm.requests, in order.
 func requestFrames(t *tapefmt.Tape) ([]uint64, error) {

@@ -59,7 +59,7 @@ func codeFor(err error) int {
 	switch {
 	case errors.As(err, &te):
 		return ExitBadTape // ahead of any other code: the record is at fault
-	case errors.As(err, &ie), errors.As(err, &rc), errors.As(err, &oe):
+	case errors.As(err, &ie), errors.As(err, &rc), errors.As(err, &oe), errors.Is(err, engine.ErrNoForkPoint):
 		return ExitUsage
 	case errors.As(err, &ee):
 		return ee.code

@@ -89,3 +89,13 @@ func TestForkScopeFlags(t *testing.T) {
 		t.Errorf("--set without =: %q", errs)
 	}
 }
+
+// TestForkPastTheLastCall: a fork frame with no model call at or after it
+// is a usage error (exit 2) naming the frame, not a failed run.
+func TestForkPastTheLastCall(t *testing.T) {
+	dir := sampleTapes(t)
+	_, errs := wantCode(t, ExitUsage, "fork", filepath.Join(dir, "agent-run.jbx"), "--frame", "97", "--no-booth", "--model", "x")
+	if !strings.Contains(errs, "no model call at or after frame 97") {
+		t.Errorf("stderr: %s", errs)
+	}
+}
