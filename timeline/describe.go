@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -52,7 +53,11 @@ func Describe(p tapefmt.Payload) string {
 func describeRest(p tapefmt.Payload) string {
 	switch p := p.(type) {
 	case *tapefmt.Clock:
-		return fmt.Sprintf("clock %d", p.Unix)
+		s := "clock " + time.Unix(0, p.Unix).UTC().Format("2006-01-02 15:04:05.000000 UTC")
+		if p.Source != "" {
+			s += " (" + p.Source + ")"
+		}
+		return s
 	case *tapefmt.Seed:
 		return fmt.Sprintf("seed %d", p.Seed)
 	case *tapefmt.TxBegin:

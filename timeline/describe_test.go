@@ -31,3 +31,12 @@ func TestDescribeMCP(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeClockAndNewFile: a clock frame reads as a time, not raw
+// nanoseconds; a new file's diff comes from /dev/null, as diff -u and git
+// write it.
+func TestDescribeClockAndNewFile(t *testing.T) {
+	if got := Describe(&tapefmt.Clock{Unix: 1796117400000000000, Source: "time.time"}); got != "clock 2026-12-01 09:30:00.000000 UTC (time.time)" {
+		t.Errorf("clock: %q", got)
+	}
+}

@@ -279,7 +279,11 @@ func (tl *Timeline) file(p *tapefmt.FileChange) *FileDetail {
 		d.Content = "→ " + p.Target
 	}
 	if !p.Before.IsZero() || p.Op == tapefmt.OpWrite {
-		d.Diff = diffview.TextDiff("a/"+p.Where(), "b/"+p.Where(), string(before), string(body))
+		from := "a/" + p.Where()
+		if p.Before.IsZero() {
+			from = "/dev/null" // a new file, as diff -u and git write it
+		}
+		d.Diff = diffview.TextDiff(from, "b/"+p.Where(), string(before), string(body))
 	}
 	return d
 }
