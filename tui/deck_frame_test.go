@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // TestOpenAtFrame: Options.Frame (jukebox play --frame N) opens with the
@@ -87,5 +88,19 @@ func TestHeaderKeepsFigures(t *testing.T) {
 	h := d.header()
 	if !strings.Contains(h, "exit 3") || !strings.Contains(h, "2 frames") || !strings.Contains(h, "…") {
 		t.Errorf("header at 100 columns:\n%s", h)
+	}
+}
+
+// TestSystemPromptIndent: every line of a multi-line system prompt keeps
+// its indent in the frame view (only the first was indented), and a tab
+// keeps its column.
+func TestSystemPromptIndent(t *testing.T) {
+	st := NewStyles(testOptions().Theme, asciiRenderer())
+	m := newFrameView(&st)
+	b := &lines{w: 80}
+	m.callText(b, &timeline.CallDetail{System: "You are terse.\nRules:\n\t- be kind"})
+	got := strings.Join(b.out, "\n")
+	if !strings.Contains(got, "\n  You are terse.\n  Rules:\n    - be kind") {
+		t.Errorf("system prompt:\n%s", got)
 	}
 }

@@ -181,7 +181,7 @@ type lines struct {
 // add wraps text to the width and appends it, every line in style s. A
 // line's leading spaces indent its wrapped continuation lines too.
 func (b *lines) add(s interface{ Render(...string) string }, text string) {
-	for _, l := range strings.Split(timeline.Sanitize(text), "\n") {
+	for _, l := range strings.Split(timeline.Sanitize(timeline.ExpandTabs(text)), "\n") {
 		body := strings.TrimLeft(l, " ")
 		pad := l[:len(l)-len(body)]
 		if len(pad) > b.w/2 {
@@ -225,7 +225,7 @@ func (m *frameView) callText(b *lines, c *timeline.CallDetail) {
 	b.head(st.Title, fmt.Sprintf("context · %s · ~%s tok", counted(int64(len(c.Messages)), "message", "messages"), count(int64(total))))
 	if c.System != "" {
 		b.add(st.Role, "system prompt")
-		b.add(st.Text, "  "+c.System)
+		b.add(st.Text, indentText(c.System))
 	}
 	for _, msg := range c.Messages {
 		if (msg.Role == "system" || msg.Role == "developer") && msg.Text == c.System {
