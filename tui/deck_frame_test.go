@@ -104,3 +104,16 @@ func TestSystemPromptIndent(t *testing.T) {
 		t.Errorf("system prompt:\n%s", got)
 	}
 }
+
+// TestStepText: steps count from 1, as the header's "5 steps" does: the
+// status runs step 1/5 to step 5/5, then "after step 5/5" for the run's end.
+func TestStepText(t *testing.T) {
+	for _, c := range []struct {
+		s, n int
+		want string
+	}{{0, 5, "step 1/5"}, {4, 5, "step 5/5"}, {5, 5, "after step 5/5"}, {0, 0, "no whole step yet"}} {
+		if got := stepText(c.s, c.n); got != c.want {
+			t.Errorf("stepText(%d, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

@@ -85,7 +85,7 @@ func TestEndToEndTmux(t *testing.T) {
 	s.keys("n", "n")
 	s.waitScreen("frame 21 · llm.request", "context · 4 messages", "system prompt")
 	s.keys("S-Right")
-	s.waitScreen("step 2/5 · frame 40/98")
+	s.waitScreen("step 3/5 · frame 40/98")
 	s.keys("l", "l")
 	s.waitScreen("frame 42 of 98")
 

@@ -55,7 +55,7 @@ func TestFlowScrubAndDiff(t *testing.T) {
 	tm.Type("nn")
 	waitFor(t, tm, "frame 21 · llm.request", "context · 4 messages")
 	tm.Send(tea.KeyMsg{Type: tea.KeyShiftRight})
-	waitFor(t, tm, "step 2/5 · frame 40/98")
+	waitFor(t, tm, "step 3/5 · frame 40/98")
 	tm.Type("/unicode")
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	waitFor(t, tm, `"unicode" found in frame`)

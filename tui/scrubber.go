@@ -111,7 +111,7 @@ func (m *scrubber) info() string {
 	_, t := tl.KindAt(i)
 	tok, cost := tl.Totals(i)
 	parts := []string{
-		fmt.Sprintf("step %d/%d", tl.StepOf(i), tl.Steps()),
+		stepText(tl.StepOf(i), tl.Steps()),
 		fmt.Sprintf("frame %d/%d", i, tl.Len()),
 		timeline.Clock(t) + " / " + timeline.Clock(tl.Duration()),
 		fmt.Sprintf("%s so far · %s tok", costText(tl, i, cost), count(tok)),
@@ -128,4 +128,17 @@ func (m *scrubber) info() string {
 		parts[j] = m.st.Text.Render(parts[j])
 	}
 	return " " + strings.Join(parts, m.st.Muted.Render(" · "))
+}
+
+// stepText says where frame of step s (0-based, as StepOf counts) is among
+// n whole steps, counting from 1 as the header's "n steps" does: the
+// frames after the last whole step (the run's end) are after it.
+func stepText(s, n int) string {
+	switch {
+	case n == 0:
+		return "no whole step yet"
+	case s >= n:
+		return fmt.Sprintf("after step %d/%d", n, n)
+	}
+	return fmt.Sprintf("step %d/%d", s+1, n)
 }

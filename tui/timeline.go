@@ -231,7 +231,7 @@ func (m *timelineView) row(i int) string {
 	num := p(m.st.Muted, fmt.Sprintf("%*d", len(fmt.Sprint(max(m.tl.Len()-1, 0))), i))
 	var line string
 	if r.Kind == tapefmt.KindStep {
-		rule := fmt.Sprintf("── step %d · %s ", r.Step, timeline.Clock(r.Time))
+		rule := fmt.Sprintf("── end of step %d · %s ", r.Step+1, timeline.Clock(r.Time))
 		line = gutter + num + " " + p(m.st.Rule, rule+strings.Repeat("─", max(m.w, 0)))
 	} else {
 		line = m.frameRow(r, gutter+num, p)
