@@ -151,7 +151,7 @@ func (tl *Timeline) matches(i int, k tapefmt.Kind, f Find) bool {
 	case FindLLM:
 		return k == tapefmt.KindLLMRequest
 	case FindTool:
-		return k == tapefmt.KindToolCall || k == tapefmt.KindMCP
+		return k == tapefmt.KindToolCall || k == tapefmt.KindMCP || k == tapefmt.KindLLMResponse && tl.callsTools(i)
 	case FindFork:
 		return k == tapefmt.KindBreakerTrip || (k == tapefmt.KindRunStart && tl.Row(i).Fork)
 	}
@@ -254,4 +254,26 @@ func blobText(p tapefmt.Payload, b []byte) string {
 		return ""
 	}
 	return string(b)
+}
+
+// callsTools reports whether the llm.response at frame i asked for tool
+// calls (OpenAI tool_calls, Responses function calls, Anthropic tool_use):
+// the tool calls a model makes are in its answers, whatever runs them.
+func (tl *Timeline) callsTools(i int) bool {
+	tl.mu.Lock()
+	known, ok := tl.asks[i]
+	tl.mu.Unlock()
+	if ok {
+		return known
+	}
+	r := tl.Row(i)
+	p, isResp := r.Payload.(*tapefmt.LLMResponse)
+	calls := isResp && !p.Body.IsZero() && len(llmwire.ResponseToolCalls(llmwire.DecodeBody(p.Header, tl.blob(p.Body)).Text)) > 0
+	tl.mu.Lock()
+	if tl.asks == nil {
+		tl.asks = map[int]bool{}
+	}
+	tl.asks[i] = calls
+	tl.mu.Unlock()
+	return calls
 }

@@ -29,6 +29,9 @@ type Timeline struct {
 	damage damageSet // frames found unreadable (check.go)
 	// evidence are the frames the tape's breaker.trip frames name.
 	evidence map[int]bool
+	// asks says, by llm.response frame, whether the answer called tools
+	// (found when first asked: its body is read then).
+	asks map[int]bool
 }
 
 // Row is one frame as the timeline lists it.

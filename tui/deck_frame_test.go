@@ -117,3 +117,27 @@ func TestStepText(t *testing.T) {
 		}
 	}
 }
+
+// TestToolKeyFindsAnswersThatCallTools: t stops on a model answer that
+// asks for a tool even when no tool.call frame follows (the demo tape's
+// agent runs its tools itself; t said "no later tool call" there).
+func TestToolKeyFindsAnswersThatCallTools(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "asks.jbx")
+	w, err := tapefmt.Create(path, tapefmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Started: "2026-12-01T09:30:00Z"})
+	w.Append(0, tapefmt.LLMResponse{Call: 0, Status: 200})
+	body, _ := w.PutBlob("answer", []byte(`{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{}"}}]}}]}`))
+	w.Append(0, tapefmt.LLMResponse{Call: 1, Status: 200, Body: body})
+	w.Append(0, tapefmt.RunEnd{})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := newDeck(t, 120, 30, path)
+	press(d, runes("t"))
+	if got := d.tracks[0].cursor; got != 2 || d.status == "no later tool call" {
+		t.Errorf("t: needle on %d (status %q), want 2, the answer that calls read_file", got, d.status)
+	}
+}

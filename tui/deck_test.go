@@ -21,7 +21,7 @@ func TestScrubKeys(t *testing.T) {
 		{[]tea.KeyMsg{runes("n")}, 2},              // next LLM call
 		{[]tea.KeyMsg{runes("n")}, 21},             // and the next
 		{[]tea.KeyMsg{runes("N")}, 2},              // back
-		{[]tea.KeyMsg{runes("t")}, 16},             // next tool call
+		{[]tea.KeyMsg{runes("t")}, 15},             // next tool call: the answer that asks for it
 		{[]tea.KeyMsg{keyShiftRight}, 21},          // next step starts after step.commit 20
 		{[]tea.KeyMsg{runes("L")}, 40},             // and the next
 		{[]tea.KeyMsg{runes("H")}, 21},             // step back: the start of the step before
