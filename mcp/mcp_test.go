@@ -236,10 +236,17 @@ func TestRecordedBeforePassedOn(t *testing.T) {
 			early++
 		}
 	}
-	serverIn := nopCloser{lockedWriter{&mu, &server}}
 	req := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
 	resp := `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"
-	if err := Relay(strings.NewReader(req), lockedWriter{&mu, &client}, serverIn, strings.NewReader(resp), rec, RelayOptions{}); err != nil {
+	// The server answers once it has the request, then exits.
+	outR, outW := io.Pipe()
+	serverIn := &answeringServer{w: lockedWriter{&mu, &server}, answer: func() {
+		go func() {
+			io.WriteString(outW, resp)
+			outW.Close()
+		}()
+	}}
+	if err := Relay(strings.NewReader(req), lockedWriter{&mu, &client}, serverIn, outR, rec, RelayOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if early != 0 || server.String() != req || client.String() != resp {
@@ -247,9 +254,23 @@ func TestRecordedBeforePassedOn(t *testing.T) {
 	}
 }
 
-type nopCloser struct{ io.Writer }
+// answeringServer takes what the relay writes to the server and calls
+// answer once the first line is in.
+type answeringServer struct {
+	w      io.Writer
+	answer func()
+	once   sync.Once
+}
 
-func (nopCloser) Close() error { return nil }
+func (a *answeringServer) Write(p []byte) (int, error) {
+	n, err := a.w.Write(p)
+	if bytes.Contains(p, []byte("\n")) {
+		a.once.Do(a.answer)
+	}
+	return n, err
+}
+
+func (a *answeringServer) Close() error { return nil }
 
 // TestHTTPProxyServerDown: a streamable-HTTP server that cannot be
 // reached answers the client's request with a JSON-RPC error of its id,

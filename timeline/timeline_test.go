@@ -60,8 +60,12 @@ func TestTimelineNavigation(t *testing.T) {
 	if i, ok := tl.Next(21, timeline.FindLLM, -1); !ok || i != 2 {
 		t.Fatalf("previous LLM before 21 = %d %v", i, ok)
 	}
-	if i, ok := tl.Next(0, timeline.FindTool, 1); !ok || i != 16 {
+	// The answer at 15 asks for the tool call at 16: both are stops.
+	if i, ok := tl.Next(0, timeline.FindTool, 1); !ok || i != 15 {
 		t.Fatalf("next tool = %d %v", i, ok)
+	}
+	if i, ok := tl.Next(15, timeline.FindTool, 1); !ok || i != 16 {
+		t.Fatalf("next tool after the answer = %d %v", i, ok)
 	}
 	if _, ok := tl.Next(0, timeline.FindError, 1); ok {
 		t.Fatal("found an error on a clean run")
