@@ -47,6 +47,10 @@ type Options struct {
 	// Frame, when set, is where the needle starts on the first tape
 	// (jukebox play --frame N, the link other tools give).
 	Frame *int
+	// KeepMarkers keeps markers beside each tape (NAME.jbx.d/markers.json)
+	// and brings them back on the next open; without it they last the
+	// session.
+	KeepMarkers bool
 }
 
 // pane says what has the keyboard.
@@ -145,13 +149,22 @@ func New(paths []string, o Options) *Deck {
 		if tl.Len() <= o.IndexLimit {
 			tl.IndexCosts(d.ctx)
 		}
-		d.tracks = append(d.tracks, newTimelineView(tl, &st, labels[i]))
+		tv := newTimelineView(tl, &st, labels[i])
+		if o.KeepMarkers {
+			tv.loadMarkers()
+		}
+		d.tracks = append(d.tracks, tv)
 	}
 	if len(d.tracks) == 0 {
 		d.openErr = errors.New("no tape given")
 		return d
 	}
 	d.warn = recoveryWarning(d.tracks)
+	for _, t := range d.tracks {
+		if t.markersErr != nil {
+			d.status = fmt.Sprintf("markers not loaded: %v", t.markersErr)
+		}
+	}
 	d.scrub.tv = d.tracks[0]
 	if o.Frame != nil {
 		d.gotoFrame(strconv.Itoa(*o.Frame))

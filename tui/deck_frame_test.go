@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,5 +141,66 @@ func TestToolKeyFindsAnswersThatCallTools(t *testing.T) {
 	press(d, runes("t"))
 	if got := d.tracks[0].cursor; got != 2 || d.status == "no later tool call" {
 		t.Errorf("t: needle on %d (status %q), want 2, the answer that calls read_file", got, d.status)
+	}
+}
+
+// TestMarkersKeptBesideTheTape: m saves the markers in the tape's sidecar
+// folder, never in the tape; they and their notes come back on the next
+// open; a tape in a read-only place keeps them for the session and says
+// so.
+func TestMarkersKeptBesideTheTape(t *testing.T) {
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "run.jbx")
+	raw, err := os.ReadFile(agentRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tape, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *Deck {
+		o := testOptions()
+		o.KeepMarkers = true
+		d := New([]string{tape}, o)
+		t.Cleanup(d.Close)
+		d.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+		return d
+	}
+	d := open()
+	press(d, runes("g"), runes("5"), tea.KeyMsg{Type: tea.KeyEnter}, runes("m"))
+	press(d, runes("g"), runes("9"), tea.KeyMsg{Type: tea.KeyEnter}, runes("m"))
+	if after, _ := os.ReadFile(tape); !bytes.Equal(after, raw) {
+		t.Fatal("a marker changed the tape")
+	}
+	// A note, written in the file, comes back with the marker.
+	saved, err := timeline.LoadMarkers(tape)
+	if err != nil || len(saved) != 2 || saved[0].Frame != 5 || saved[1].Frame != 9 {
+		t.Fatalf("saved: %+v %v", saved, err)
+	}
+	saved[1].Note = "the model starts to loop here"
+	if err := timeline.SaveMarkers(tape, saved); err != nil {
+		t.Fatal(err)
+	}
+	d2 := open()
+	if !d2.tracks[0].markers[5] || !d2.tracks[0].markers[9] {
+		t.Fatalf("markers after reopening: %v", d2.tracks[0].markers)
+	}
+	press(d2, runes("g"), runes("9"), tea.KeyMsg{Type: tea.KeyEnter})
+	if !strings.Contains(d2.View(), "⚑ the model starts to loop here") {
+		t.Error("the marker's note is not shown on its frame")
+	}
+	// Unmarking the last one removes the file.
+	press(d2, runes("m"), runes("g"), runes("5"), tea.KeyMsg{Type: tea.KeyEnter}, runes("m"))
+	if _, err := os.Stat(filepath.Join(tape+".d", timeline.MarkersFile)); !os.IsNotExist(err) {
+		t.Errorf("markers.json after the last marker went: %v", err)
+	}
+	// A place the markers cannot be written (here a file where the sidecar
+	// folder would go, which stops root too): kept for the session, said.
+	if err := os.WriteFile(tape+".d", []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	press(d2, runes("m"))
+	if !strings.Contains(d2.status, "markers kept for this session only") || !d2.tracks[0].markers[5] {
+		t.Errorf("read-only: status %q, markers %v", d2.status, d2.tracks[0].markers)
 	}
 }

@@ -116,6 +116,9 @@ func (m *scrubber) info() string {
 		timeline.Clock(t) + " / " + timeline.Clock(tl.Duration()),
 		fmt.Sprintf("%s so far · %s tok", costText(tl, i, cost), count(tok)),
 	}
+	if note := m.tv.notes[i]; note != "" && m.tv.markers[i] {
+		parts = append(parts, "⚑ "+timeline.OneLine(note, 40))
+	}
 	state := "❚❚ paused"
 	if m.playing {
 		state = "▶ playing"

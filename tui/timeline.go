@@ -25,10 +25,15 @@ type timelineView struct {
 	w, h    int
 	focused bool
 	markers map[int]bool
-	forkAt  int  // the frame a fork was taken at, -1 when none
-	diverge int  // this side's first divergent frame, -1 when unknown
-	follow  bool // keep the needle on the last frame while the tape grows
-	live    bool // the tape is being written (a running fork)
+	// notes are the markers' notes, from the sidecar file (markers.json);
+	// markersErr is why that file did not read.
+	notes       map[int]string
+	markersErr  error
+	keepMarkers bool // markers are kept beside the tape (Options.KeepMarkers)
+	forkAt      int  // the frame a fork was taken at, -1 when none
+	diverge     int  // this side's first divergent frame, -1 when unknown
+	follow      bool // keep the needle on the last frame while the tape grows
+	live        bool // the tape is being written (a running fork)
 }
 
 // growing reports whether the tape is still being written.
@@ -155,8 +160,49 @@ func (m *timelineView) find(km tea.KeyMsg) tea.Cmd {
 		if !m.markers[m.cursor] {
 			delete(m.markers, m.cursor)
 		}
+		return m.saveMarkers()
 	case key.Matches(km, k.NextMark):
 		m.SetCursor(m.nextMarker())
+	}
+	return nil
+}
+
+// loadMarkers brings back the markers kept beside the tape, and from then
+// on keeps them there (Options.KeepMarkers).
+func (m *timelineView) loadMarkers() {
+	m.keepMarkers = true
+	saved, err := timeline.LoadMarkers(m.tl.Path())
+	if err != nil {
+		m.markersErr = err
+		return
+	}
+	for _, mk := range saved {
+		if mk.Frame >= 0 && mk.Frame < m.tl.Len() {
+			m.markers[mk.Frame] = true
+			if mk.Note != "" {
+				if m.notes == nil {
+					m.notes = map[int]string{}
+				}
+				m.notes[mk.Frame] = mk.Note
+			}
+		}
+	}
+}
+
+// saveMarkers keeps the markers beside the tape; when that fails (a tape
+// in a read-only place), they stay for the session and the deck says so.
+func (m *timelineView) saveMarkers() tea.Cmd {
+	if !m.keepMarkers {
+		return nil
+	}
+	list := make([]timeline.Marker, 0, len(m.markers))
+	for i := range m.markers {
+		list = append(list, timeline.Marker{Frame: i, Note: m.notes[i]})
+	}
+	if err := timeline.SaveMarkers(m.tl.Path(), list); err != nil {
+		return func() tea.Msg {
+			return notFoundMsg{fmt.Sprintf("markers kept for this session only: %v", err)}
+		}
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	r := playRenderer(out, noColor)
 	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
-	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame}
+	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame, KeepMarkers: true}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
 }
 

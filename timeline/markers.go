@@ -1,0 +1,81 @@
+package timeline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// MarkersFile is the turntable's markers in a tape's sidecar folder
+// (tapefmt.Sidecar): never in the tape, whose hash chain and seal they
+// would break.
+const MarkersFile = "markers.json"
+
+// Marker is a frame a user marked, with a note.
+type Marker struct {
+	Frame int    `json:"frame"`
+	Note  string `json:"note,omitempty"`
+}
+
+// LoadMarkers reads the markers kept beside the tape at path: none when
+// there are none; a file that does not read is an error naming it.
+func LoadMarkers(path string) ([]Marker, error) {
+	file := filepath.Join(tapefmt.Sidecar(path), MarkersFile)
+	raw, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Markers []Marker `json:"markers"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return doc.Markers, nil
+}
+
+// SaveMarkers keeps markers beside the tape at path (the sidecar folder
+// made if missing), replacing the file whole; no markers removes it.
+func SaveMarkers(path string, markers []Marker) error {
+	dir := tapefmt.Sidecar(path)
+	file := filepath.Join(dir, MarkersFile)
+	if len(markers) == 0 {
+		if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		os.Remove(dir) // only when empty: match rules may live there too
+		return nil
+	}
+	sort.Slice(markers, func(i, j int) bool { return markers[i].Frame < markers[j].Frame })
+	raw, err := json.MarshalIndent(map[string]any{"markers": markers}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".markers-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(append(raw, '\n'))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
