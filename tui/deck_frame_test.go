@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,5 +203,22 @@ func TestMarkersKeptBesideTheTape(t *testing.T) {
 	press(d2, runes("m"))
 	if !strings.Contains(d2.status, "markers kept for this session only") || !d2.tracks[0].markers[5] {
 		t.Errorf("read-only: status %q, markers %v", d2.status, d2.tracks[0].markers)
+	}
+}
+
+// TestStatusLineSegments: a long message is cut with … before the fork's
+// figures, kept apart from them by a bar, and a failed fork is said once
+// (the issue saw "0 by…fork failed fork at 5").
+func TestStatusLineSegments(t *testing.T) {
+	d := newDeck(t, 80, 24, agentRun)
+	d.run = &forkRun{st: d.st, at: 5, calls: 1, finished: true, err: errors.New("upstream refused the connection")}
+	defer func() { d.run = nil }() // a run made by hand: nothing for Close to stop
+	d.status = forkOutcome(d.run) + strings.Repeat(" and more words", 5)
+	line := d.statusLine()
+	if !strings.Contains(line, "…") || !strings.Contains(line, "│") || strings.Count(line, "fail") != 1 {
+		t.Errorf("status line:\n%q", line)
+	}
+	if visibleWidth(line) != 80 {
+		t.Errorf("width %d, want 80", visibleWidth(line))
 	}
 }

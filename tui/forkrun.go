@@ -83,15 +83,17 @@ func (r *forkRun) View() string {
 		cost += "+?"
 	}
 	info := fmt.Sprintf("fork at %d · %s · %s · %s ", r.at, counted(int64(r.calls), "call", "calls"), count(r.tokens)+" tok", cost)
+	// Once the fork has ended, the status line says how; this side keeps
+	// its figures alone, so nothing is said twice on one line.
 	switch {
 	case !r.finished:
 		return st.Fork.Render(r.spin.View()+" forking "+info) + st.Muted.Render(r.last+" ")
 	case r.err != nil:
-		return st.Error.Render("fork failed " + info)
+		return st.Error.Render("✗ " + info)
 	case r.res != nil && r.res.Divergence != nil:
-		return st.Warn.Render("fork diverged before its frame " + info)
+		return st.Warn.Render("⚠ " + info)
 	}
-	return st.Fork.Render("⑂ fork done " + info)
+	return st.Fork.Render("⑂ " + info)
 }
 
 // openForm opens the fork form for the call at or after the needle.

@@ -183,7 +183,16 @@ func (d *Deck) statusLine() string {
 	if d.status == "" && d.warn != "" {
 		msg = d.st.Warn.Render(d.warn)
 	}
+	if right == "" {
+		return fit(" "+msg, d.w)
+	}
+	// The message is cut (with …) before the fork's progress, never glued
+	// to it: two spaces and a bar keep them apart.
+	right = d.st.Muted.Render(" │ ") + right
 	room := d.w - visibleWidth(right)
+	if strings.TrimSpace(d.status+d.warn) == "" {
+		return fit("", room) + right
+	}
 	return fit(" "+msg, room) + right
 }
 
