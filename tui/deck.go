@@ -91,6 +91,7 @@ type Deck struct {
 	status, warn string
 	lastQuery    string
 	lastGoto     string // the last frame number asked for (g)
+	helpTop      int    // the help overlay's first line shown (it scrolls)
 	searching    context.CancelFunc
 	ctx          context.Context
 	stop         context.CancelFunc
@@ -275,6 +276,9 @@ func (d *Deck) key(msg tea.KeyMsg) tea.Cmd {
 		return d.promptKey(msg)
 	case paneForm:
 		return d.formKey(msg)
+	}
+	if d.help.ShowAll {
+		return d.helpKey(msg)
 	}
 	if d.run != nil && d.run.running() && key.Matches(msg, d.fkeys.Cancel) {
 		d.run.cancel()

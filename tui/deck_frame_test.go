@@ -222,3 +222,27 @@ func TestStatusLineSegments(t *testing.T) {
 		t.Errorf("width %d, want 80", visibleWidth(line))
 	}
 }
+
+// TestHelpOverlay: ? opens the keys' help, disabled keys listed with
+// "(not now)" so they are learnt; keys do not act underneath it; it
+// scrolls on a small screen; esc closes it.
+func TestHelpOverlay(t *testing.T) {
+	d := newDeck(t, 40, 12, agentRun)
+	press(d, runes("?"))
+	first := d.View()
+	if all := strings.Join(d.helpView(1000), "\n"); !strings.Contains(all, "speed 1x/2x/8x (not now)") {
+		t.Errorf("disabled keys are not listed:\n%s", all)
+	}
+	press(d, runes("l"), runes("G"))
+	if d.tracks[0].cursor != 0 {
+		t.Errorf("a key acted under the help: needle on %d", d.tracks[0].cursor)
+	}
+	press(d, tea.KeyMsg{Type: tea.KeyPgDown})
+	if d.View() == first {
+		t.Error("the help does not scroll at 40x12")
+	}
+	press(d, tea.KeyMsg{Type: tea.KeyEsc})
+	if d.help.ShowAll {
+		t.Error("esc did not close the help")
+	}
+}

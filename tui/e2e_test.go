@@ -90,7 +90,7 @@ func TestEndToEndTmux(t *testing.T) {
 	s.waitScreen("frame 42 of 98")
 
 	s.keys("?")
-	s.waitScreen("go to frame", "next/prev tool call", "? closes this help")
+	s.waitScreen("go to frame", "next/prev tool call", "?/esc closes this help")
 	s.keys("?")
 	s.waitScreen("frame 42 of 98")
 

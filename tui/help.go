@@ -1,6 +1,11 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
 
 // ShortHelp is the help line: the focused pane's keys, then the deck's.
 func (d *Deck) ShortHelp() []key.Binding {
@@ -39,4 +44,71 @@ func (d *Deck) FullHelp() [][]key.Binding {
 	}
 	k := d.keys
 	return append(groups, []key.Binding{k.Fork, d.fkeys.Cancel, k.Diff, k.Raw, k.Focus, k.Help, k.Quit})
+}
+
+// helpView is the help overlay's text: every key of FullHelp, those that
+// do nothing at this moment listed too, marked "(not now)", so that each
+// is learnt; scrolled by helpTop lines to fit h.
+func (d *Deck) helpView(h int) []string {
+	groups := d.FullHelp()
+	shown := make([][]key.Binding, len(groups))
+	for i, g := range groups {
+		for _, b := range g {
+			hb := b.Help()
+			if hb.Key == "" {
+				continue
+			}
+			if !b.Enabled() {
+				b = key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(hb.Key, hb.Desc+" (not now)"))
+			}
+			shown[i] = append(shown[i], b)
+		}
+	}
+	lines := strings.Split(d.help.FullHelpView(shown), "\n")
+	if wide(lines, d.w) {
+		// Too narrow for the columns side by side: one under the other,
+		// which scrolls, rather than columns cut off at the right.
+		free := d.help
+		free.Width = 0
+		lines = lines[:0]
+		for _, g := range shown {
+			if len(g) > 0 {
+				lines = append(append(lines, strings.Split(free.FullHelpView([][]key.Binding{g}), "\n")...), "")
+			}
+		}
+	}
+	d.helpTop = max(0, min(d.helpTop, len(lines)-h))
+	return lines[d.helpTop:]
+}
+
+// helpKey handles a key while the help overlay is open: ? or esc closes
+// it, the arrows and page keys scroll it, q quits; nothing else acts
+// underneath it.
+func (d *Deck) helpKey(msg tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, d.keys.Quit):
+		return tea.Quit
+	case key.Matches(msg, d.keys.Help), msg.Type == tea.KeyEsc:
+		d.help.ShowAll, d.helpTop = false, 0
+	case msg.Type == tea.KeyDown || msg.String() == "j":
+		d.helpTop++
+	case msg.Type == tea.KeyUp || msg.String() == "k":
+		d.helpTop = max(d.helpTop-1, 0)
+	case msg.Type == tea.KeyPgDown || msg.Type == tea.KeySpace:
+		d.helpTop += max(d.h-chromeRows-1, 1)
+	case msg.Type == tea.KeyPgUp:
+		d.helpTop = max(d.helpTop-max(d.h-chromeRows-1, 1), 0)
+	}
+	return nil
+}
+
+// wide reports whether the help's columns do not fit w (the help cuts
+// them with … then).
+func wide(lines []string, w int) bool {
+	for _, l := range lines {
+		if strings.Contains(l, "…") || visibleWidth(l) > w {
+			return true
+		}
+	}
+	return false
 }

@@ -74,7 +74,8 @@ func (d *Deck) View() string {
 	}
 	body := d.body()
 	if d.help.ShowAll {
-		body = box(strings.Split(d.help.View(d), "\n"), d.w, max(d.h-chromeRows, 1))
+		h := max(d.h-chromeRows, 1)
+		body = box(d.helpView(h), d.w, h)
 	}
 	return strings.Join([]string{d.header(), d.scrub.View(), body, d.statusLine(), d.helpLine()}, "\n")
 }
@@ -198,7 +199,7 @@ func (d *Deck) statusLine() string {
 
 func (d *Deck) helpLine() string {
 	if d.help.ShowAll {
-		return fit(d.st.Muted.Render(" ? closes this help"), d.w)
+		return fit(d.st.Muted.Render(" ?/esc closes this help · ↑↓ pgup pgdn scroll"), d.w)
 	}
 	return fit(" "+d.help.ShortHelpView(d.ShortHelp()), d.w)
 }
