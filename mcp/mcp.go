@@ -84,8 +84,8 @@ func Relay(client io.Reader, clientOut io.Writer, serverIn io.WriteCloser, serve
 	gone := &serverWriter{w: serverIn}
 	answerGone := func(id json.RawMessage) {
 		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"jukebox mcp: the MCP server has exited"}}`, id)
-		out.Write(append(line, '\n'))
 		record(Message{Dir: tapefmt.MCPFromServer, Raw: line, Size: len(line), Problem: "answered by jukebox: the server has exited"})
+		out.Write(append(line, '\n'))
 	}
 	serverDone := make(chan error, 1)
 	go func() {
@@ -113,8 +113,8 @@ func Relay(client io.Reader, clientOut io.Writer, serverIn io.WriteCloser, serve
 				return false // dropped: copyLines said so in Problem
 			}
 			if answer := o.Intercept(m); answer != nil {
-				out.Write(append(answer, '\n'))
 				record(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer), Problem: PolicyAnswer})
+				out.Write(append(answer, '\n'))
 				return false
 			}
 		}

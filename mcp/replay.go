@@ -136,10 +136,10 @@ func (r *Replayer) ServeUntilLive(client *bufio.Reader, clientOut io.Writer, rec
 		}
 		rec(m)
 		for _, o := range r.answer(e) {
-			if _, err := clientOut.Write(append(o, '\n')); err != nil {
+			rec(Message{Dir: tapefmt.MCPFromServer, Raw: o, Size: len(o)}) // on the tape before the client has it
+			if _, err := clientOut.Write(append(o[:len(o):len(o)], '\n')); err != nil {
 				return nil, err
 			}
-			rec(Message{Dir: tapefmt.MCPFromServer, Raw: o, Size: len(o)})
 		}
 		if err != nil {
 			return nil, nil
