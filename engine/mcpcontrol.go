@@ -77,22 +77,16 @@ func (m *mcpSessions) asked(seq uint64, resp *tapefmt.LLMResponse, body []byte) 
 // link finds the model's tool call a tools/call request carries out: the
 // latest one not linked yet with the same tool name and arguments.
 func (m *mcpSessions) link(message []byte) *tapefmt.ToolLink {
-	var req struct {
-		Method string `json:"method"`
-		Params struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(message, &req) != nil || req.Method != "tools/call" {
+	_, tool, rawArgs, ok := mcp.ToolCall(message)
+	if !ok {
 		return nil
 	}
-	args := mcp.Canonical(req.Params.Arguments)
+	args := mcp.Canonical(rawArgs)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := len(m.calls) - 1; i >= 0; i-- {
 		c := &m.calls[i]
-		if !c.linked && c.name == req.Params.Name && c.args == args {
+		if !c.linked && c.name == tool && c.args == args {
 			c.linked = true
 			return &tapefmt.ToolLink{Frame: c.frame, ID: c.id}
 		}

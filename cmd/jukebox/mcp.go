@@ -39,12 +39,15 @@ type McpRunCmd struct {
 	URL        string   `name:"url" placeholder:"URL" help:"An MCP server that speaks streamable HTTP, at URL: jukebox mcp listens on --listen, prints its own URL (the same path) on stdout, and proxies, records and replays that server until it is interrupted."`
 	Listen     string   `placeholder:"ADDR" default:"127.0.0.1:0" help:"With --url: where to listen (default a free port on 127.0.0.1)."`
 	Cmd        []string `arg:"" optional:"" passthrough:"partial" name:"command" help:"The MCP server, after --, e.g. -- npx -y @modelcontextprotocol/server-filesystem ."`
+
+	policy *mcp.Policy // read from Policy by Validate
 }
 
 // Validate needs a server command and a sane limit.
 func (c *McpRunCmd) Validate() error {
 	if c.Policy != "" {
-		if _, err := mcp.LoadPolicy(c.Policy); err != nil {
+		var err error
+		if c.policy, err = mcp.LoadPolicy(c.Policy); err != nil {
 			return fmt.Errorf("--policy %w", err)
 		}
 	}
@@ -138,10 +141,8 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		return exitErr(exit, err)
 	}
 	var opts mcp.RelayOptions
-	if c.Policy != "" {
-		if opts, err = c.policyOptions(ctl, name, start.Session, env.Stderr); err != nil {
-			return err
-		}
+	if c.policy != nil {
+		opts = c.policyOptions(ctl, name, start.Session, env.Stderr)
 	}
 	exit, err := c.relayLive(ctx, env, argv, rec, nil, opts)
 	if finish != nil {
@@ -161,17 +162,8 @@ func (c *McpRunCmd) serveHTTP(ctx context.Context, env *Env, h http.Handler, pat
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	go srv.Serve(ln)
 	fmt.Fprintf(env.Stdout, "http://%s%s\n", ln.Addr(), path)
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	if env.Signals != nil {
-		go func() {
-			select {
-			case <-env.Signals:
-				stop()
-			case <-ctx.Done():
-			}
-		}()
-	}
+	ctx, stop := untilSignal(ctx, env)
+	defer stop(nil)
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -196,11 +188,8 @@ const serverGrace = 5 * time.Second
 // policyOptions are the relay's options under --policy: each tools/call
 // decided, an outbox call held through the run's control API (run now,
 // with a note, outside a booth run), the server's tools/list learnt.
-func (c *McpRunCmd) policyOptions(ctl *controlClient, name string, session int, w io.Writer) (mcp.RelayOptions, error) {
-	p, err := mcp.LoadPolicy(c.Policy)
-	if err != nil {
-		return mcp.RelayOptions{}, fmt.Errorf("--policy %w", err)
-	}
+func (c *McpRunCmd) policyOptions(ctl *controlClient, name string, session int, w io.Writer) mcp.RelayOptions {
+	p := c.policy
 	var noted sync.Once
 	return mcp.RelayOptions{Max: c.MaxMessage,
 		ServerSaw: func(m mcp.Message) { p.Learn(name, m) },
@@ -229,7 +218,7 @@ func (c *McpRunCmd) policyOptions(ctl *controlClient, name string, session int, 
 				return mcp.Pending(id, tool, out.Key, p.Structured(name, tool))
 			}
 			return nil
-		}}, nil
+		}}
 }
 
 // relayLive starts the server and relays until the client is done; the

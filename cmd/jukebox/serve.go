@@ -58,21 +58,12 @@ func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
 	if o.Limits, err = c.limits(name); err != nil {
 		return err
 	}
-	ctx, stop := context.WithCancelCause(ctx)
+	ctx, stop := untilSignal(ctx, env)
 	defer stop(nil)
 	go func() {
 		io.Copy(io.Discard, env.Stdin)
 		stop(errors.New("the served process closed serve's standard input without ending the run"))
 	}()
-	if env.Signals != nil {
-		go func() {
-			select {
-			case sig := <-env.Signals:
-				stop(fmt.Errorf("serve got %v", sig))
-			case <-ctx.Done():
-			}
-		}()
-	}
 	res, err := engine.Serve(ctx, engine.ServeOptions{RunOptions: o, Tape: path, Upstreams: c.Upstream, Sync: syncPolicy(c.Sync),
 		Ready: func(info engine.ServeInfo) {
 			line, _ := json.Marshal(info)
@@ -87,4 +78,21 @@ func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
 	}
 	fmt.Fprintf(env.Stderr, "jukebox: recorded %d calls, %d frames to %s\n", res.Calls, res.Frames, res.Tape)
 	return tripExit(res)
+}
+
+// untilSignal is ctx for a command that serves until it is interrupted
+// (serve, mcp --url): done at the first signal main catches, which its
+// cause names, or when stop is called.
+func untilSignal(ctx context.Context, env *Env) (context.Context, context.CancelCauseFunc) {
+	ctx, stop := context.WithCancelCause(ctx)
+	if env.Signals != nil {
+		go func() {
+			select {
+			case sig := <-env.Signals:
+				stop(fmt.Errorf("interrupted by %v", sig))
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, stop
 }

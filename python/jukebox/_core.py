@@ -1,6 +1,7 @@
 """Jukebox: runs (tracks), turns and their transactions."""
 
 import atexit
+import contextlib
 import functools
 import inspect
 import json
@@ -10,7 +11,7 @@ import tempfile
 import threading
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
 
 from ._control import Control, Served, tripped
 from ._tx import AsyncTransaction, Transaction
@@ -186,29 +187,29 @@ class Jukebox:
             if inspect.iscoroutinefunction(fn):
                 @functools.wraps(fn)
                 async def async_run(*args: Any, **kwargs: Any) -> Any:
-                    self._begin_track(run_name)
-                    try:
-                        result = await fn(*args, **kwargs)
-                    except BaseException as e:
-                        self._end_track(1, f"{type(e).__name__}: {e}")
-                        raise
-                    self._end_track(0, "")
-                    return result
+                    with self._tracked(run_name):
+                        return await fn(*args, **kwargs)
                 return async_run  # type: ignore[return-value]
 
             @functools.wraps(fn)
             def run(*args: Any, **kwargs: Any) -> Any:
-                self._begin_track(run_name)
-                try:
-                    result = fn(*args, **kwargs)
-                except BaseException as e:
-                    self._end_track(1, f"{type(e).__name__}: {e}")
-                    raise
-                self._end_track(0, "")
-                return result
+                with self._tracked(run_name):
+                    return fn(*args, **kwargs)
             return run  # type: ignore[return-value]
 
         return wrap
+
+    @contextlib.contextmanager
+    def _tracked(self, name: str) -> Iterator[None]:
+        """One call of a track function: a run of its own, ended with exit
+        1 and the exception when it raises, else 0."""
+        self._begin_track(name)
+        try:
+            yield
+        except BaseException as e:
+            self._end_track(1, f"{type(e).__name__}: {e}")
+            raise
+        self._end_track(0, "")
 
     def _begin_track(self, name: str) -> None:
         if self._recorded is not None:
