@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // DefaultIgnore are the top-level request fields left out of matching
@@ -146,25 +148,7 @@ func (r Rules) Save(path string) error {
 	if err := enc.Encode(Rules{Ignore: r.Ignore, Scrub: r.Scrub}); err != nil {
 		return err
 	}
-	b := []byte(buf.String())
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".match-*.json")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return tapefmt.WriteSidecarFile(path, []byte(buf.String()))
 }
 
 // ParsePath splits a field path (keys separated by dots, array positions as

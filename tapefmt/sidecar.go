@@ -1,8 +1,38 @@
 package tapefmt
 
+import (
+	"errors"
+	"os"
+	"path/filepath"
+)
+
 // Sidecar is the folder beside a tape for files that belong to it but are
 // not part of it: NAME.jbx.d for NAME.jbx. It holds the match rules replay
 // remembers (match.json) and the turntable's markers (markers.json). Nothing in it
 // is covered by the tape's hash chain or seal; a tape opens, verifies and
 // replays without it.
 func Sidecar(tape string) string { return tape + ".d" }
+
+// WriteSidecarFile writes a file of a sidecar folder whole: into a
+// temporary file beside it, renamed over it, the folder made if missing,
+// so that a crash leaves the old file or the new one, never half of one.
+func WriteSidecarFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}

@@ -60,22 +60,5 @@ func SaveMarkers(path string, markers []Marker) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".markers-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(append(raw, '\n'))
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return tapefmt.WriteSidecarFile(file, append(raw, '\n'))
 }
