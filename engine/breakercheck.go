@@ -2,7 +2,6 @@ package engine
 
 import (
 	"cmp"
-	"net/http"
 	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
@@ -45,7 +44,7 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 			}
 			agent := llmwire.AgentOf(p.Header, lastTurn)
 			reqs[p.Call] = request{model: p.Model, agent: agent}
-			if trip := b.Before(agent, callOf(f.Seq, p.Model, p.Header, body)); trip != nil {
+			if trip := b.Before(agent, callOf(f.Seq, p.Model, llmwire.DecodeBody(p.Header, body).Text)); trip != nil {
 				return trip, nil
 			}
 		case *tapefmt.LLMResponse:
@@ -71,10 +70,9 @@ func blobOf(t *tapefmt.Tape, h tapefmt.Hash) ([]byte, error) {
 }
 
 // callOf is a model call as the breaker sees it before it goes out, from
-// its request: the tool results it carries, its size, the output it asks
-// for.
-func callOf(seq uint64, model string, h http.Header, body []byte) breaker.Call {
-	text := llmwire.DecodeBody(h, body).Text
+// its request's decoded body (llmwire.DecodeBody): the tool results it
+// carries, its size, the output it asks for.
+func callOf(seq uint64, model string, text []byte) breaker.Call {
 	var results []breaker.ToolResult
 	for _, r := range llmwire.RequestToolResults(text) {
 		results = append(results, breaker.ToolResult(r))

@@ -42,8 +42,8 @@ func newGuard(l breaker.Limits, trip func(*breaker.Trip), stop func()) *guard {
 func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent string) (tapefmt.LLMResponse, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	model := llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model
-	t := g.b.Before(agent, callOf(seq, model, x.req.Header, x.body))
+	text := llmwire.DecodeBody(x.req.Header, x.body).Text // decoded once for both
+	t := g.b.Before(agent, callOf(seq, llmwire.ParseRequestInfo(text).Model, text))
 	if t == nil {
 		return tapefmt.LLMResponse{}, false
 	}
