@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // Text as jukebox shows it on a terminal, shared by the CLI and the
@@ -14,10 +16,11 @@ import (
 
 // OneLine flattens s to one line: runs of white space become one space;
 // other control characters, bidi controls and invisible characters show
-// as Sanitize shows them (ESC as ␛, U+202E as �), as the frame view does.
+// as termtext.Sanitize shows them (ESC as ␛, U+202E as �), as the frame
+// view does.
 // With n > 0 it is cut to n runes, the last one an ellipsis.
 func OneLine(s string, n int) string {
-	s = Sanitize(strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+	s = termtext.Sanitize(strings.Join(strings.FieldsFunc(s, func(r rune) bool {
 		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f'
 	}), " "))
 	if r := []rune(s); n > 0 && len(r) > n {
@@ -26,32 +29,9 @@ func OneLine(s string, n int) string {
 	return s
 }
 
-// Sanitize keeps newlines, turns tabs into spaces and other control
-// characters into their Unicode pictures (ESC into ␛); bidi controls
-// (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C) and invisible
-// characters (zero-width spaces and joiners, U+2060, U+FEFF) become �,
-// so model output can neither reorder nor hide what the terminal shows.
-func Sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n':
-			return r
-		case r == '\t':
-			return ' '
-		case r < ' ':
-			return 0x2400 + r
-		case r == 0x7f:
-			return '␡'
-		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r >= 0x200b && r <= 0x200f, r == 0x061c, r == 0x2060, r == 0xfeff:
-			return '\ufffd'
-		}
-		return r
-	}, s)
-}
-
 // ExpandTabs turns each tab into the spaces that reach the next stop
 // (every 4 columns), line by line, for text shown whole (a prompt, a
-// file), where Sanitize would make each tab one space.
+// file), where termtext.Sanitize would make each tab one space.
 func ExpandTabs(s string) string {
 	if !strings.Contains(s, "\t") {
 		return s

@@ -5,20 +5,37 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
-	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 )
 
-// Component is what every pane of the deck shares (soft-serve's
-// pkg/ui/common): a Bubble Tea model that knows its keys, for the help
-// line, and is told its size. Each component also has an update method
-// returning its own concrete type, which the deck calls, so no type
-// assertions are needed (glow's pattern).
+// Component is what every pane of the deck is (soft-serve's
+// pkg/ui/common, without the parts no pane needs): it draws itself, knows
+// its keys (for the help line and the help overlay) and is told its size.
+// The deck holds the pane with the keyboard as a Component (Deck.active).
+//
+// Each pane also has an update method for the keys it owns, typed to what
+// that pane needs (glow's pattern: no type assertions). A modal pane (a
+// prompt, the fork form, the diff) answers with a verdict instead of
+// reaching into the deck; the deck then reads the pane's answer and acts.
+// So a pane's file holds all of it (model, keys, update, view) and the
+// deck's files (deck*.go) route and carry out.
 type Component interface {
-	tea.Model
 	help.KeyMap
 	SetSize(width, height int)
+	View() string
 }
+
+// The panes.
+var _ = []Component{(*timelineView)(nil), (*scrubber)(nil), (*frameView)(nil), (*prompt)(nil), (*forkForm)(nil), (*diffPane)(nil)}
+
+// verdict is what a key given to a modal pane asks of the deck.
+type verdict int
+
+const (
+	stay      verdict = iota // the pane keeps the keyboard
+	done                     // the pane has its answer: the deck reads it and closes the pane
+	dismissed                // the pane is closed without an answer
+)
 
 // fit truncates s to w cells and pads it with spaces to exactly w.
 func fit(s string, w int) string {

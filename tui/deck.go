@@ -252,7 +252,7 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 // terminal is read come as one message, "nn") into one key each, except
 // where they are text being typed.
 func (d *Deck) keys1(msg tea.KeyMsg) tea.Cmd {
-	if msg.Type != tea.KeyRunes || len(msg.Runes) < 2 || msg.Paste || d.pane == panePrompt || d.pane == paneForm {
+	if msg.Type != tea.KeyRunes || len(msg.Runes) < 2 || msg.Paste || d.modal() {
 		return d.key(msg)
 	}
 	var cmds []tea.Cmd
@@ -292,7 +292,7 @@ func (d *Deck) key(msg tea.KeyMsg) tea.Cmd {
 	case paneDiff:
 		return d.diffKey(msg)
 	case paneFrame:
-		d.frame, _ = d.frame.update(msg)
+		d.frame.update(msg)
 		return nil
 	}
 	return d.trackKey(msg)
@@ -340,8 +340,7 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		d.cycleSpeed()
 	default:
 		d.status = ""
-		var cmd tea.Cmd
-		d.tracks[d.focus], cmd = tv.update(msg)
+		cmd := tv.update(msg)
 		if d.play.playing {
 			d.play.anchor(d.o.Now(), d.tracks[d.focus])
 		}
@@ -427,3 +426,29 @@ func recoveryWarning(tracks []*timelineView) string {
 	}
 	return ""
 }
+
+// deckKeys work everywhere on the deck (not in the form or a prompt).
+type deckKeys struct {
+	Quit, Help, Fork, Diff, Focus, Raw key.Binding
+}
+
+func newDeckKeys() deckKeys {
+	return deckKeys{
+		Quit:  key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Help:  key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "keys")),
+		Fork:  key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "fork here")),
+		Diff:  key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "diff")),
+		Focus: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
+		Raw:   key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "raw bytes")),
+	}
+}
+
+// forkKeys work while a fork runs.
+type forkKeys struct{ Cancel key.Binding }
+
+func newForkKeys() forkKeys {
+	return forkKeys{Cancel: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "stop fork"))}
+}
+
+// Err is why a tape did not open, or nil.
+func (d *Deck) Err() error { return d.openErr }

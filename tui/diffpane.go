@@ -11,7 +11,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/jukebox-os/jukebox/diffview"
-	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // diffPane shows two timelines side by side, aligned by diffview: one
@@ -46,12 +45,6 @@ func (m *diffPane) SetSize(w, h int) {
 	m.render()
 }
 
-// Init does nothing.
-func (m *diffPane) Init() tea.Cmd { return nil }
-
-// Update scrolls.
-func (m *diffPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) { return m.update(msg) }
-
 // ShortHelp is the diff pane's part of the help line.
 func (m *diffPane) ShortHelp() []key.Binding {
 	return []key.Binding{m.keys.Down, m.keys.NextChange, m.keys.PrevChange, m.keys.Close}
@@ -63,12 +56,11 @@ func (m *diffPane) FullHelp() [][]key.Binding {
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}, {k.NextChange, k.PrevChange, k.Close}}
 }
 
-func (m *diffPane) update(msg tea.Msg) (*diffPane, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return m, nil
-	}
+// update scrolls; esc or d closes the pane.
+func (m *diffPane) update(km tea.KeyMsg) verdict {
 	switch k := m.keys; {
+	case key.Matches(km, k.Close):
+		return dismissed
 	case key.Matches(km, k.Up):
 		m.scroll(-1)
 	case key.Matches(km, k.Down):
@@ -82,7 +74,7 @@ func (m *diffPane) update(msg tea.Msg) (*diffPane, tea.Cmd) {
 	case key.Matches(km, k.PrevChange):
 		m.jump(-1)
 	}
-	return m, nil
+	return stay
 }
 
 func (m *diffPane) scroll(n int) {
@@ -169,55 +161,19 @@ func (m *diffPane) View() string {
 	return m.st.TitleFocused.Render(fit(title, m.w)) + "\n" + box(strings.Split(m.vp.View(), "\n"), m.w, m.vp.Height)
 }
 
-// toggleDiff opens the diff of the two timelines (or closes it).
-func (d *Deck) toggleDiff() tea.Cmd {
-	if d.pane == paneDiff {
-		d.pane = paneTracks
-		return nil
-	}
-	if len(d.tracks) != 2 {
-		return nil
-	}
-	d.pane, d.diff.loading, d.diff.err = paneDiff, true, nil
-	d.play.playing = false
-	left, right := d.tracks[0].tl, d.tracks[1].tl
-	return func() tea.Msg {
-		a, err := timeline.ForDiff(left.Tape(), baseName(left.Path()))
-		if err != nil {
-			return diffReadyMsg{err: err}
-		}
-		b, err := timeline.ForDiff(right.Tape(), baseName(right.Path()))
-		if err != nil {
-			return diffReadyMsg{err: err}
-		}
-		return diffReadyMsg{res: diffview.Compare(a, b)}
-	}
+// diffKeys scroll the diff pane; both columns move together.
+type diffKeys struct {
+	Up, Down, PageUp, PageDown, NextChange, PrevChange, Close key.Binding
 }
 
-// diffReady shows the comparison and puts each timeline's needle on its
-// side of the first divergence.
-func (d *Deck) diffReady(msg diffReadyMsg) {
-	d.diff.loading, d.diff.res, d.diff.err = false, msg.res, msg.err
-	d.diff.render()
-	if msg.res == nil || len(d.tracks) != 2 {
-		return
+func newDiffKeys() diffKeys {
+	return diffKeys{
+		Up:         key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:       key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
+		NextChange: key.NewBinding(key.WithKeys("n", "right", "l"), key.WithHelp("n/→", "next change")),
+		PrevChange: key.NewBinding(key.WithKeys("N", "left", "h"), key.WithHelp("N/←", "prev change")),
+		Close:      key.NewBinding(key.WithKeys("esc", "d"), key.WithHelp("esc/d", "close diff")),
 	}
-	if dv, ok := msg.res.Divergence(); ok {
-		for i, seq := range []int{dv.Left, dv.Right} {
-			d.tracks[i].diverge = seq
-			if seq >= 0 {
-				d.tracks[i].SetCursor(seq)
-			}
-		}
-	}
-}
-
-// diffKey handles a key in the diff pane.
-func (d *Deck) diffKey(msg tea.KeyMsg) tea.Cmd {
-	if key.Matches(msg, d.diff.keys.Close) {
-		d.pane = paneTracks
-		return nil
-	}
-	d.diff, _ = d.diff.update(msg)
-	return nil
 }

@@ -1,11 +1,12 @@
 package tui
 
 import (
-	"github.com/jukebox-os/jukebox/timeline"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // field is a small text field, one line or several: enough for a frame
@@ -135,7 +136,7 @@ func (f *field) view(st Styles, w, h int, focused bool) []string {
 	first := max(0, f.row-h+1)
 	var out []string
 	for i := first; i < len(f.lines) && len(out) < h; i++ {
-		l := timeline.Sanitize(string(f.lines[i]))
+		l := termtext.Sanitize(string(f.lines[i]))
 		if focused && i == f.row {
 			r := []rune(l)
 			c := min(f.col, len(r))
@@ -152,4 +153,21 @@ func (f *field) view(st Styles, w, h int, focused bool) []string {
 		out = append(out, style.Render(l))
 	}
 	return out
+}
+
+// editKeys move the cursor inside a text field.
+type editKeys struct{ Left, Right, Up, Down, Home, End, Backspace, Delete, Clear key.Binding }
+
+func newEditKeys() editKeys {
+	return editKeys{
+		Left:      key.NewBinding(key.WithKeys("left", "ctrl+b")),
+		Right:     key.NewBinding(key.WithKeys("right", "ctrl+f")),
+		Up:        key.NewBinding(key.WithKeys("up")),
+		Down:      key.NewBinding(key.WithKeys("down")),
+		Home:      key.NewBinding(key.WithKeys("home", "ctrl+a")),
+		End:       key.NewBinding(key.WithKeys("end", "ctrl+e")),
+		Backspace: key.NewBinding(key.WithKeys("backspace", "ctrl+h")),
+		Delete:    key.NewBinding(key.WithKeys("delete", "ctrl+d")),
+		Clear:     key.NewBinding(key.WithKeys("ctrl+u")),
+	}
 }

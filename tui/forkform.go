@@ -36,7 +36,8 @@ type forkForm struct {
 	what   string // that call, in one line
 	orig   struct{ model, system string }
 	err    string
-	damage string // the recorded call does not read: why
+	damage string           // the recorded call does not read: why
+	over   engine.Overrides // what the form asked for, once it is done
 }
 
 func newForkForm(st *Styles, at int, c *timeline.CallDetail) *forkForm {
@@ -71,19 +72,22 @@ func (m *forkForm) unreadable(err error) {
 // SetSize sets the form's size.
 func (m *forkForm) SetSize(w, h int) { m.w, m.h = w, h }
 
-// Init does nothing.
-func (m *forkForm) Init() tea.Cmd { return nil }
-
-// Update edits the focused field.
-func (m *forkForm) Update(msg tea.Msg) (tea.Model, tea.Cmd) { return m.update(msg) }
-
-func (m *forkForm) update(msg tea.Msg) (*forkForm, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return m, nil
-	}
+// update edits the focused field or moves between fields; esc dismisses
+// the form and enter gives its overrides (done), unless a field is wrong,
+// which the form then says.
+func (m *forkForm) update(km tea.KeyMsg) verdict {
 	f := &m.fields[m.focus]
 	switch {
+	case key.Matches(km, m.keys.Cancel):
+		return dismissed
+	case key.Matches(km, m.keys.Submit):
+		over, err := m.Overrides()
+		if err != nil {
+			m.err = err.Error()
+			return stay
+		}
+		m.over = over
+		return done
 	case key.Matches(km, m.keys.Next) && !(f.Multi && km.Type == tea.KeyDown && f.row < len(f.lines)-1):
 		m.focus = (m.focus + 1) % len(m.fields)
 	case key.Matches(km, m.keys.Prev) && !(f.Multi && km.Type == tea.KeyUp && f.row > 0):
@@ -94,7 +98,7 @@ func (m *forkForm) update(msg tea.Msg) (*forkForm, tea.Cmd) {
 		f.update(km)
 	}
 	m.err = ""
-	return m, nil
+	return stay
 }
 
 // ShortHelp is the form's keys.
@@ -174,4 +178,17 @@ func (m *forkForm) View() string {
 		lines = append(lines, " "+st.Error.Render(m.err))
 	}
 	return box(lines, m.w, m.h)
+}
+
+// formKeys drive the fork form.
+type formKeys struct{ Next, Prev, Submit, Newline, Cancel key.Binding }
+
+func newFormKeys() formKeys {
+	return formKeys{
+		Next:    key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab", "next field")),
+		Prev:    key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("⇧tab", "prev field")),
+		Submit:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run fork")),
+		Newline: key.NewBinding(key.WithKeys("ctrl+j", "alt+enter"), key.WithHelp("ctrl+j", "new line")),
+		Cancel:  key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc", "cancel")),
+	}
 }

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -53,12 +54,6 @@ func (m *frameView) SetSize(w, h int) {
 	m.refresh()
 }
 
-// Init does nothing.
-func (m *frameView) Init() tea.Cmd { return nil }
-
-// Update is update behind the tea.Model interface.
-func (m *frameView) Update(msg tea.Msg) (tea.Model, tea.Cmd) { return m.update(msg) }
-
 // ShortHelp is the frame view's part of the help line.
 func (m *frameView) ShortHelp() []key.Binding {
 	return []key.Binding{m.keys.Up, m.keys.Down, m.keys.PageDown}
@@ -70,11 +65,8 @@ func (m *frameView) FullHelp() [][]key.Binding {
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}
 }
 
-func (m *frameView) update(msg tea.Msg) (*frameView, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return m, nil
-	}
+// update scrolls the frame.
+func (m *frameView) update(km tea.KeyMsg) {
 	switch k := m.keys; {
 	case key.Matches(km, k.Up):
 		m.vp.ScrollUp(1)
@@ -89,7 +81,6 @@ func (m *frameView) update(msg tea.Msg) (*frameView, tea.Cmd) {
 	case key.Matches(km, k.Bottom):
 		m.vp.GotoBottom()
 	}
-	return m, nil
 }
 
 // Show puts frame seq of tl in the view; stream, when set, is how long
@@ -181,7 +172,7 @@ type lines struct {
 // add wraps text to the width and appends it, every line in style s. A
 // line's leading spaces indent its wrapped continuation lines too.
 func (b *lines) add(s interface{ Render(...string) string }, text string) {
-	for _, l := range strings.Split(timeline.Sanitize(timeline.ExpandTabs(text)), "\n") {
+	for _, l := range strings.Split(termtext.Sanitize(timeline.ExpandTabs(text)), "\n") {
 		body := strings.TrimLeft(l, " ")
 		pad := l[:len(l)-len(body)]
 		if len(pad) > b.w/2 {
@@ -397,5 +388,21 @@ func (m *frameView) damage(b *lines, errs []*timeline.FrameError) {
 	}
 	if len(errs) > 0 {
 		b.add(st.Muted, "  jukebox verify checks the whole tape")
+	}
+}
+
+// frameKeys scroll the frame view when it has the focus.
+type frameKeys struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+}
+
+func newFrameKeys() frameKeys {
+	return frameKeys{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "scroll up")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "scroll down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
+		Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
+		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
 	}
 }

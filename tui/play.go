@@ -40,6 +40,8 @@ func (p *player) at(now time.Time) time.Duration {
 	return p.tapeStart + now.Sub(p.wallStart)*time.Duration(p.speed)
 }
 
+// tick is the next playback tick of this generation (a pause or a new
+// start makes older ticks stale).
 func (p *player) tick() tea.Cmd {
 	gen := p.gen
 	return tea.Tick(frameInterval, func(time.Time) tea.Msg { return tickMsg{gen} })
@@ -66,47 +68,4 @@ func (p *player) showing(tv *timelineView) (int, *time.Duration) {
 	_, t0 := tv.tl.KindAt(req)
 	elapsed := p.reached - t0
 	return req, &elapsed
-}
-
-func (d *Deck) togglePlay() tea.Cmd {
-	p, tv := &d.play, d.tracks[d.focus]
-	p.playing = !p.playing
-	p.gen++
-	if !p.playing {
-		return nil
-	}
-	if tv.cursor >= tv.tl.Len()-1 {
-		tv.SetCursor(0)
-	}
-	p.anchor(d.o.Now(), tv)
-	return p.tick()
-}
-
-func (d *Deck) cycleSpeed() {
-	p := &d.play
-	for i, s := range speeds {
-		if s == p.speed {
-			p.speed = speeds[(i+1)%len(speeds)]
-			break
-		}
-	}
-	p.anchor(d.o.Now(), d.tracks[d.focus])
-}
-
-func (d *Deck) tick(msg tickMsg) tea.Cmd {
-	p, tv := &d.play, d.tracks[d.focus]
-	if !p.playing || msg.gen != p.gen {
-		return nil
-	}
-	now := d.o.Now()
-	p.reached = p.at(now)
-	if i := tv.tl.FrameAt(p.reached); i > tv.cursor {
-		tv.SetCursor(i)
-	}
-	if tv.cursor >= tv.tl.Len()-1 {
-		p.playing = false
-		d.status = "played to the end"
-		return nil
-	}
-	return p.tick()
 }

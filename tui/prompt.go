@@ -1,15 +1,10 @@
 package tui
 
 import (
-	"context"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-
-	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // promptKind says what a prompt asks for.
@@ -40,25 +35,35 @@ func newPrompt(st *Styles) *prompt {
 // SetSize sets the width.
 func (m *prompt) SetSize(w, _ int) { m.w = w }
 
-// Init does nothing.
-func (m *prompt) Init() tea.Cmd { return nil }
+// ask opens the question, with the last answer to it selected.
+func (m *prompt) ask(k promptKind, last string) {
+	m.kind = k
+	m.input.SetValue(last)
+	m.selected = last != ""
+}
 
-// Update edits the answer.
-func (m *prompt) Update(msg tea.Msg) (tea.Model, tea.Cmd) { return m.update(msg) }
+// answer is what was typed, trimmed.
+func (m *prompt) answer() string { return strings.TrimSpace(m.input.Value()) }
 
-func (m *prompt) update(msg tea.Msg) (*prompt, tea.Cmd) {
-	if km, ok := msg.(tea.KeyMsg); ok {
-		if m.selected && (km.Type == tea.KeyRunes || km.Type == tea.KeySpace || km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete) {
-			m.input.SetValue("") // typing replaces the last answer; backspace clears it
-			if km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete {
-				m.selected = false
-				return m, nil
-			}
-		}
-		m.selected = false
-		m.input.update(km)
+// update edits the answer; enter gives it (done), esc withdraws the
+// question (dismissed).
+func (m *prompt) update(km tea.KeyMsg) verdict {
+	switch {
+	case key.Matches(km, m.keys.Cancel):
+		return dismissed
+	case key.Matches(km, m.keys.Submit):
+		return done
 	}
-	return m, nil
+	if m.selected && (km.Type == tea.KeyRunes || km.Type == tea.KeySpace || km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete) {
+		m.input.SetValue("") // typing replaces the last answer; backspace clears it
+		if km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete {
+			m.selected = false
+			return stay
+		}
+	}
+	m.selected = false
+	m.input.update(km)
+	return stay
 }
 
 // ShortHelp is the prompt's keys.
@@ -80,99 +85,12 @@ func (m *prompt) View() string {
 	return fit(" "+m.st.Accent.Render(q)+strings.Join(m.input.view(*m.st, w, 1, true), ""), m.w)
 }
 
-// openPrompt asks a question on the status line, with the last answer
-// to it selected.
-func (d *Deck) openPrompt(k promptKind) {
-	d.prompt.kind = k
-	last := d.lastGoto
-	if k == promptSearch {
-		last = d.lastQuery
-	}
-	d.prompt.input.SetValue(last)
-	d.prompt.selected = last != ""
-	d.pane = panePrompt
-}
+// promptKeys answer the one-line prompts (go to frame, search).
+type promptKeys struct{ Submit, Cancel key.Binding }
 
-func (d *Deck) promptKey(msg tea.KeyMsg) tea.Cmd {
-	switch {
-	case key.Matches(msg, d.prompt.keys.Cancel):
-		d.pane = paneTracks
-	case key.Matches(msg, d.prompt.keys.Submit):
-		d.pane = paneTracks
-		answer := strings.TrimSpace(d.prompt.input.Value())
-		if d.prompt.kind == promptSearch {
-			d.lastQuery = answer
-			return d.search(answer, 1)
-		}
-		d.lastGoto = answer
-		d.gotoFrame(answer)
-	default:
-		d.prompt, _ = d.prompt.update(msg)
+func newPromptKeys() promptKeys {
+	return promptKeys{
+		Submit: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "go")),
+		Cancel: key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc", "cancel")),
 	}
-	return nil
-}
-
-func (d *Deck) gotoFrame(answer string) {
-	tv := d.tracks[d.focus]
-	n, err := strconv.Atoi(answer)
-	if err != nil || n < 0 || n >= tv.tl.Len() {
-		d.status = fmt.Sprintf("no frame %q: frames are 0 to %d", answer, tv.tl.Len()-1)
-		return
-	}
-	tv.SetCursor(n)
-	d.status = ""
-}
-
-// searchDoneMsg carries a search's result back.
-type searchDoneMsg struct {
-	track *timelineView
-	query string
-	found int
-	err   error
-	res   timeline.SearchResult
-}
-
-// search looks for query from the needle on, in a command: a search over
-// a long tape reads every frame and blob. A new search cancels the last.
-func (d *Deck) search(query string, dir int) tea.Cmd {
-	if query == "" {
-		return nil
-	}
-	if d.searching != nil {
-		d.searching()
-	}
-	ctx, cancel := context.WithCancel(d.ctx)
-	d.searching = cancel
-	tv := d.tracks[d.focus]
-	from := tv.cursor
-	d.status = fmt.Sprintf("searching for %q…", query)
-	return func() tea.Msg {
-		r, err := tv.tl.SearchReport(ctx, query, from, dir)
-		return searchDoneMsg{track: tv, query: query, found: r.Frame, err: err, res: r}
-	}
-}
-
-func (d *Deck) searchDone(msg searchDoneMsg) {
-	switch {
-	case msg.err != nil:
-		return // cancelled by a newer search
-	case msg.found < 0:
-		d.status = fmt.Sprintf("no frame holds %q", msg.query)
-	default:
-		msg.track.SetCursor(msg.found)
-		d.status = fmt.Sprintf("%q found in frame %d · ; next · , previous", msg.query, msg.found)
-	}
-	d.status += unreadableNote(msg.res)
-}
-
-// unreadableNote says which frames a search could not read in full, so
-// that "not found" never hides damage.
-func unreadableNote(r timeline.SearchResult) string {
-	switch {
-	case r.First == nil:
-		return ""
-	case r.Unreadable > 1:
-		return fmt.Sprintf(" · %s unreadable, first %s", counted(int64(r.Unreadable), "frame", "frames"), timeline.OneLine(r.First.Error(), 0))
-	}
-	return " · " + timeline.OneLine(r.First.Error(), 0)
 }

@@ -31,6 +31,3 @@ func Run(paths []string, o Options, in io.Reader, out io.Writer) error {
 	}
 	return d.Err()
 }
-
-// Err is why a tape did not open, or nil.
-func (d *Deck) Err() error { return d.openErr }

@@ -2,12 +2,12 @@ package tui
 
 import (
 	"fmt"
-	"github.com/jukebox-os/jukebox/timeline"
 	"strings"
 	"time"
 
+	"github.com/jukebox-os/jukebox/timeline"
+
 	"github.com/charmbracelet/bubbles/key"
-	tea "github.com/charmbracelet/bubbletea"
 )
 
 // scrubber is the bar across the whole run: the needle where the focused
@@ -24,12 +24,6 @@ type scrubber struct {
 
 // SetSize sets the width; the scrubber is always two lines.
 func (m *scrubber) SetSize(w, _ int) { m.w = w }
-
-// Init does nothing.
-func (m *scrubber) Init() tea.Cmd { return nil }
-
-// Update does nothing: the deck moves the needle.
-func (m *scrubber) Update(tea.Msg) (tea.Model, tea.Cmd) { return m, nil }
 
 // ShortHelp has no keys: the scrubber follows the timeline.
 func (m *scrubber) ShortHelp() []key.Binding { return nil }

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -45,12 +46,6 @@ func newTimelineView(tl *timeline.Timeline, st *Styles, label string) *timelineV
 
 // SetSize sets the pane's size, title line included.
 func (m *timelineView) SetSize(w, h int) { m.w, m.h = w, h; m.scroll() }
-
-// Init does nothing.
-func (m *timelineView) Init() tea.Cmd { return nil }
-
-// Update is update behind the tea.Model interface.
-func (m *timelineView) Update(msg tea.Msg) (tea.Model, tea.Cmd) { return m.update(msg) }
 
 // ShortHelp is the timeline's part of the help line.
 func (m *timelineView) ShortHelp() []key.Binding {
@@ -91,11 +86,9 @@ func (m *timelineView) scroll() {
 	m.offset = max(0, min(m.offset, m.tl.Len()-rows))
 }
 
-func (m *timelineView) update(msg tea.Msg) (*timelineView, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return m, nil
-	}
+// update moves the needle; a key that looks for a frame (n, t, e, m, ')
+// may answer with a message that it found none.
+func (m *timelineView) update(km tea.KeyMsg) tea.Cmd {
 	k := m.keys
 	switch {
 	case key.Matches(km, k.Prev, k.Up):
@@ -115,9 +108,9 @@ func (m *timelineView) update(msg tea.Msg) (*timelineView, tea.Cmd) {
 	case key.Matches(km, k.End):
 		m.SetCursor(m.tl.Len() - 1)
 	default:
-		return m, m.find(km)
+		return m.find(km)
 	}
-	return m, nil
+	return nil
 }
 
 // stepBack goes to the start of this step, or of the one before when the
@@ -305,7 +298,7 @@ func (m *timelineView) frameRow(r timeline.Row, left string, p painter) string {
 	left += " " + p(kind, Glyph(r.Kind)) + " "
 	right := p(m.st.Muted, m.numbers(r))
 	room := m.w - visibleWidth(left) - visibleWidth(right) - 1
-	return left + p(kind, fit(timeline.Sanitize(timeline.OneLine(r.Summary, 0)), max(room, 0))) + " " + right
+	return left + p(kind, fit(termtext.Sanitize(timeline.OneLine(r.Summary, 0)), max(room, 0))) + " " + right
 }
 
 // numbers is a row's tokens and cost column, as wide as the pane allows.
@@ -354,4 +347,43 @@ func baseName(p string) string {
 		return p[i+1:]
 	}
 	return p
+}
+
+// timelineKeys move the needle over a timeline.
+type timelineKeys struct {
+	Prev, Next, PrevStep, NextStep, Up, Down, PageUp, PageDown, Home, End, Goto key.Binding
+	NextLLM, PrevLLM, NextTool, PrevTool, NextError, PrevError                  key.Binding
+	Search, SearchNext, SearchPrev, Mark, NextMark, Play, Speed                 key.Binding
+}
+
+func newTimelineKeys() timelineKeys {
+	b := func(keys []string, k, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
+	}
+	return timelineKeys{
+		Prev:       b([]string{"left", "h"}, "←/h", "frame back"),
+		Next:       b([]string{"right", "l"}, "→/l", "frame on"),
+		PrevStep:   b([]string{"shift+left", "H"}, "⇧←/H", "step back"),
+		NextStep:   b([]string{"shift+right", "L"}, "⇧→/L", "step on"),
+		Up:         b([]string{"up", "k"}, "↑/k", "up"),
+		Down:       b([]string{"down", "j"}, "↓/j", "down"),
+		PageUp:     b([]string{"pgup", "ctrl+b"}, "pgup", "page up"),
+		PageDown:   b([]string{"pgdown", "ctrl+f"}, "pgdn", "page down"),
+		Home:       b([]string{"home"}, "home", "first frame"),
+		End:        b([]string{"end", "G"}, "end/G", "last frame"),
+		Goto:       b([]string{"g"}, "g", "go to frame"),
+		NextLLM:    b([]string{"n"}, "n/N", "next/prev LLM call"),
+		PrevLLM:    b([]string{"N"}, "N", "prev LLM call"),
+		NextTool:   b([]string{"t"}, "t/T", "next/prev tool call"),
+		PrevTool:   b([]string{"T"}, "T", "prev tool call"),
+		NextError:  b([]string{"e"}, "e/E", "next/prev error"),
+		PrevError:  b([]string{"E"}, "E", "prev error"),
+		Search:     b([]string{"/"}, "/", "search"),
+		SearchNext: b([]string{";"}, ";/,", "next/prev match"),
+		SearchPrev: b([]string{","}, ",", "prev match"),
+		Mark:       b([]string{"m"}, "m", "marker"),
+		NextMark:   b([]string{"'"}, "'", "next marker"),
+		Play:       b([]string{" "}, "space", "play"),
+		Speed:      b([]string{"x"}, "x", "speed 1x/2x/8x"),
+	}
 }

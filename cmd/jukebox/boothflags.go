@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -210,7 +211,7 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 				mark = " (the policy asks for your approval)"
 			}
 			fmt.Fprintf(&b, "  %s %s %s%s\n    by running: %s\n", sandbox.QuotePath(h.Server), sandbox.QuotePath(h.Tool),
-				timeline.OneLine(timeline.Sanitize(string(h.Args)), 100), mark, quoteArgv(h.Argv))
+				timeline.OneLine(termtext.Sanitize(string(h.Args)), 100), mark, quoteArgv(h.Argv))
 		}
 	}
 	if n > 0 {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -143,12 +144,12 @@ func (c *ShowCmd) printText(w io.Writer, f tapefmt.Frame, p tapefmt.Payload, blo
 		var pretty json.RawMessage = f.Payload
 		out, err := json.MarshalIndent(pretty, "  ", "  ")
 		if err != nil {
-			out = []byte(timeline.Sanitize(string(f.Payload)))
+			out = []byte(termtext.Sanitize(string(f.Payload)))
 		}
 		fmt.Fprintf(w, "  offset %d, %d payload bytes\n  %s\n", f.Offset, len(f.Payload), out)
 	}
 	for _, h := range slices.Sorted(maps.Keys(blobs)) {
-		fmt.Fprintf(w, "  blob %s:\n%s\n", h[:12], timeline.Sanitize(blobs[h]))
+		fmt.Fprintf(w, "  blob %s:\n%s\n", h[:12], termtext.Sanitize(blobs[h]))
 	}
 	if bad != nil {
 		fmt.Fprintf(w, "  ERROR at frame %d (offset %d): %s\n", f.Seq, f.Offset, timeline.OneLine(bad.Error(), 0))

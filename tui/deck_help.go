@@ -7,40 +7,41 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// ShortHelp is the help line: the focused pane's keys, then the deck's.
-func (d *Deck) ShortHelp() []key.Binding {
-	var kb []key.Binding
+// active is the pane that has the keyboard.
+func (d *Deck) active() Component {
 	switch d.pane {
 	case panePrompt:
-		return d.prompt.ShortHelp()
+		return d.prompt
 	case paneForm:
-		return d.form.ShortHelp()
+		return d.form
 	case paneDiff:
-		kb = d.diff.ShortHelp()
+		return d.diff
 	case paneFrame:
-		kb = d.frame.ShortHelp()
-	default:
-		kb = d.tracks[d.focus].ShortHelp()
+		return d.frame
+	}
+	return d.tracks[d.focus]
+}
+
+// modal reports whether the active pane takes every key (a prompt, the
+// form): the deck's own keys do not work there.
+func (d *Deck) modal() bool { return d.pane == panePrompt || d.pane == paneForm }
+
+// ShortHelp is the help line: the active pane's keys, then the deck's.
+func (d *Deck) ShortHelp() []key.Binding {
+	kb := d.active().ShortHelp()
+	if d.modal() {
+		return kb
 	}
 	k := d.keys
 	// The help and quit keys come first, so a narrow terminal never cuts them off.
 	return append(append([]key.Binding{d.fkeys.Cancel, k.Help, k.Quit}, kb...), k.Fork, k.Diff, k.Focus)
 }
 
-// FullHelp is every key of the focused pane and the deck's, in columns.
+// FullHelp is every key of the active pane and the deck's, in columns.
 func (d *Deck) FullHelp() [][]key.Binding {
-	var groups [][]key.Binding
-	switch d.pane {
-	case panePrompt:
-		return d.prompt.FullHelp()
-	case paneForm:
-		return d.form.FullHelp()
-	case paneDiff:
-		groups = d.diff.FullHelp()
-	case paneFrame:
-		groups = d.frame.FullHelp()
-	default:
-		groups = d.tracks[d.focus].FullHelp()
+	groups := d.active().FullHelp()
+	if d.modal() {
+		return groups
 	}
 	k := d.keys
 	return append(groups, []key.Binding{k.Fork, d.fkeys.Cancel, k.Diff, k.Raw, k.Focus, k.Help, k.Quit})

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -142,13 +143,13 @@ func (d *Deck) header() string {
 	}
 	title := " JUKEBOX ▸ " + strings.Join(parts, " · ")
 	if strings.TrimSpace(state) == "" || visibleWidth(state)+12 > d.w {
-		return d.st.Header.Render(fit(timeline.Sanitize(title), d.w))
+		return d.st.Header.Render(fit(termtext.Sanitize(title), d.w))
 	}
 	badge := d.st.HeaderDim.Render(state)
 	if bad {
 		badge = d.st.Header.Render(state)
 	}
-	return d.st.Header.Render(fit(timeline.Sanitize(title), d.w-visibleWidth(state))) + badge
+	return d.st.Header.Render(fit(termtext.Sanitize(title), d.w-visibleWidth(state))) + badge
 }
 
 // totals are a track's whole-run tokens and cost, once they are summed
@@ -208,7 +209,7 @@ func (d *Deck) helpLine() string {
 func (d *Deck) errorView() string {
 	lines := []string{d.st.Header.Render(fit(" JUKEBOX ▸ cannot open "+baseName(d.openPath), d.w)), ""}
 	lines = append(lines, " "+d.st.Error.Render("This tape does not open:"), "")
-	for _, l := range strings.Split(timeline.Sanitize(d.openErr.Error()), "\n") {
+	for _, l := range strings.Split(termtext.Sanitize(d.openErr.Error()), "\n") {
 		lines = append(lines, "   "+l)
 	}
 	var fe *tapefmt.FormatError

@@ -1,0 +1,128 @@
+// Package termtext makes text from a tape or an agent safe to print on a
+// terminal. Everything jukebox shows was written by a model, an agent or
+// a server, so none of it may drive the terminal (escape sequences, C1
+// controls), reorder what a person reads (bidi overrides and isolates)
+// or hide part of itself (zero-width and other invisible characters).
+//
+// It is one rule with two renderings: Sanitize, for text read as text
+// (model output, a frame's payload), shows each such character as a
+// picture (ESC as ␛) or as �; Quote and Escape, for names a person
+// decides on (paths of a change set, a tool's name), write Go escapes, so
+// the exact bytes can be read back.
+//
+// It is a leaf: it imports only the standard library.
+package termtext
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// hidden reports whether r is a character that must not reach a terminal
+// as it is in any text: a control character (C0, DEL, C1), a format
+// character (bidi controls, zero-width spaces and joiners, the byte-order
+// mark, soft hyphen: Unicode's Cf), a line or paragraph separator, or
+// another default-ignorable code point (fillers that print as nothing).
+func hidden(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// plain reports whether a non-ASCII rune may stand as it is in a quoted
+// name: visible, not hidden, not a space other than ASCII's (U+00A0 would
+// pass for a space), not a variation selector, not the braille blank
+// (it prints as nothing).
+func plain(r rune) bool {
+	return unicode.IsPrint(r) && r != 0x2800 && !hidden(r) &&
+		!unicode.In(r, unicode.Zs, unicode.Variation_Selector)
+}
+
+// Sanitize returns s as text to show: newlines are kept and tabs become
+// one space; other C0 controls become their Unicode pictures (ESC as ␛,
+// DEL as ␡); C1 controls, bidi controls (U+202A-U+202E, U+2066-U+2069,
+// U+200E, U+200F, U+061C), invisible characters (zero-width spaces and
+// joiners, U+2060, U+FEFF, fillers such as U+3164) and bytes that are not
+// UTF-8 become �. Letters of any script, emoji with their variation
+// selectors and spaces such as U+00A0 are kept.
+func Sanitize(s string) string {
+	return strings.Map(func(r rune) rune { // s itself when nothing changes
+		switch {
+		case r >= ' ' && r < 0x7f, r == '\n':
+			return r
+		case r == '\t':
+			return ' '
+		case r < ' ':
+			return 0x2400 + r
+		case r == 0x7f:
+			return '␡'
+		case hidden(r):
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
+
+// Quote returns a name as it can be printed: as it is when every byte is
+// printable ASCII other than space, '"' and '\', otherwise in double
+// quotes with Go escapes (like strconv.Quote), where also every hidden
+// character (see Sanitize), every space other than ASCII's, every
+// variation selector and every byte that is not UTF-8 is escaped.
+// Printable non-ASCII letters are kept as they are, in the quotes, which
+// mark the name as unusual.
+func Quote(p string) string {
+	bare := p != ""
+	for i := 0; i < len(p) && bare; i++ {
+		c := p[i]
+		bare = c > ' ' && c < 0x7f && c != '"' && c != '\\'
+	}
+	if bare {
+		return p
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	escapeTo(&b, p, true)
+	b.WriteByte('"')
+	return b.String()
+}
+
+// Escape returns s with every character Quote would escape escaped the
+// same way, without quotes: for messages (a refusal's reason) that may
+// hold a name.
+func Escape(s string) string {
+	var b strings.Builder
+	escapeTo(&b, s, false)
+	return b.String()
+}
+
+// escapeTo writes s to b with Go escapes for what must not reach a
+// terminal, and for '"' and '\' when quoted.
+func escapeTo(b *strings.Builder, p string, quoted bool) {
+	for i := 0; i < len(p); {
+		r, n := utf8.DecodeRuneInString(p[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(b, `\x%02x`, p[i])
+		case quoted && (r == '"' || r == '\\'):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < ' ' || r == 0x7f:
+			fmt.Fprintf(b, `\x%02x`, r)
+		case r < 0x7f:
+			b.WriteRune(r)
+		case !plain(r) && r > 0xffff:
+			fmt.Fprintf(b, `\U%08x`, r)
+		case !plain(r):
+			fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += n
+	}
+}

@@ -1,0 +1,58 @@
+package termtext
+
+import "testing"
+
+func TestQuote(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"src/main.go", "src/main.go"},
+		{".git/hooks/pre-commit", ".git/hooks/pre-commit"},
+		{"a b", `"a b"`},
+		{"", `""`},
+		{"x\x1b[2K\ry", `"x\x1b[2K\ry"`},
+		{"\x1b[1A", `"\x1b[1A"`},
+		{"a\u202eb\u2066c\u2069", `"a\u202eb\u2066c\u2069"`},
+		{"zw\u200b\u200c\u200d\ufeff\u00ad", `"zw\u200b\u200c\u200d\ufeff\u00ad"`},
+		{"fill\u3164\u115f\u2800", `"fill\u3164\u115f\u2800"`},
+		{"c1\u009b\u0085", `"c1\u009b\u0085"`},
+		{"nb\u00a0sp\u2028", `"nb\u00a0sp\u2028"`},
+		{"vs\ufe0f", `"vs\ufe0f"`},
+		{"bad\xff", `"bad\xff"`},
+		{`q"b\`, `"q\"b\\"`},
+		{"café/日本", `"café/日本"`},
+		{"tag\U000e0041", `"tag\U000e0041"`},
+	} {
+		if got := Quote(c.in); got != c.want {
+			t.Errorf("Quote(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := Escape("can't \x1b[31mread \"x\""); got != `can't \x1b[31mread "x"` {
+		t.Errorf("Escape: %s", got)
+	}
+}
+
+// TestSanitize: what Quote escapes in a name never reaches the terminal in
+// text either. C1 controls (U+009B is CSI to terminals that read 8-bit
+// controls) and fillers such as U+3164 passed before the one rule.
+func TestSanitize(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain text\nsecond line", "plain text\nsecond line"},
+		{"rm -rf /\u202e txt.exe\u200b \x1b[2J", "rm -rf /� txt.exe� ␛[2J"},
+		{"tab\there\r\x7f", "tab here␍␡"},
+		{"csi\u009b31m nel\u0085", "csi�31m nel�"},
+		{"fill\u3164er", "fill�er"},
+		{"sep\u2028par\u2029", "sep�par�"},
+		{"bad\xffbyte", "bad�byte"},
+		{"keep: café 日本 nb\u00a0sp ❤\ufe0f", "keep: café 日本 nb\u00a0sp ❤\ufe0f"},
+	} {
+		if got := Sanitize(c.in); got != c.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func BenchmarkSanitizeClean(b *testing.B) {
+	s := "The model answered with a long paragraph of ordinary text, as most frames hold. "
+	for b.Loop() {
+		Sanitize(s)
+	}
+}
