@@ -142,7 +142,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	stop := cancelOnSignal(s.o.Signals, cancel)
 	defer stop()
 	out := s.outs
-	er, err := tx.Exec(ctx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
+	er, err := sandbox.Exec(ctx, tx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
 		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: b.Notice,
 		Net: b.Net, Endpoints: append(append([]string{s.proxy.addr()}, s.mcpAddrs()...), b.Endpoints...), WriteLive: b.WriteLive,
 		Protect: s.protected(),

@@ -158,13 +158,13 @@ func (c *control) txOp(w http.ResponseWriter, r *http.Request) {
 		if req.Mode != 0 {
 			perm = fs.FileMode(req.Mode & 0o777)
 		}
-		txAnswer(w, st.tx.WriteFile(req.Path, data, perm), map[string]any{"path": req.Path, "size": len(data)})
+		txAnswer(w, st.tx.Files().WriteFile(req.Path, data, perm), map[string]any{"path": req.Path, "size": len(data)})
 	case "delete":
 		var req struct {
 			Path string `json:"path"`
 		}
 		if decode(w, r, &req) {
-			txAnswer(w, st.tx.Remove(req.Path), map[string]any{"path": req.Path})
+			txAnswer(w, st.tx.Files().Remove(req.Path), map[string]any{"path": req.Path})
 		}
 	case "stage-path":
 		// The staged copy of a file (copied up, created empty when there
@@ -176,7 +176,7 @@ func (c *control) txOp(w http.ResponseWriter, r *http.Request) {
 		if !decode(w, r, &req) {
 			return
 		}
-		f, err := st.tx.OpenFile(req.Path, os.O_RDWR|os.O_CREATE, 0o644)
+		f, err := st.tx.Files().OpenFile(req.Path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			txAnswer(w, err, nil)
 			return
@@ -336,7 +336,7 @@ func (st *sdkTx) shell(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		return
 	}
 	var stdout, stderr bytes.Buffer
-	run, err := st.tx.Shell(sandbox.ShellOptions{Stdout: &stdout, Stderr: &stderr})
+	run, err := sandbox.Shell(st.tx, sandbox.ShellOptions{Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		txAnswer(w, err, nil)
 		return

@@ -191,7 +191,7 @@ func runCatalogue(ws string, env []string) catalogueRun {
 		f.Close()
 	}
 	var out bytes.Buffer
-	run.Result, err = tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", catalogueScript()}, Env: env,
+	run.Result, err = Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", catalogueScript()}, Env: env,
 		Stdout: &out, Stderr: io.Discard, Notice: io.Discard, Mode: ModeOverlay,
 		Protect: []string{filepath.Join(ws, "tapes", "run.jbx")}})
 	run.Output = out.String()
@@ -390,7 +390,7 @@ PY`
 	var out bytes.Buffer
 	var mu sync.Mutex
 	var refused []string
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out, Notice: io.Discard,
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out, Notice: io.Discard,
 		Env: append(os.Environ(), "SERVED="+served.Addr().String(), "OTHER="+other.Addr().String(), "SOCK="+sock),
 		Net: NetNone, Endpoints: []string{served.Addr().String()},
 		OnNetRefused: func(r NetRefusal) {
@@ -423,7 +423,7 @@ func TestNetNoneNeedsOverlay(t *testing.T) {
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, ExecOptions{Args: []string{"true"}, Net: NetNone, Mode: ModeCopy, Notice: io.Discard})
+	_, err = Exec(ctx, tx, ExecOptions{Args: []string{"true"}, Net: NetNone, Mode: ModeCopy, Notice: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), "--net none needs the overlay") {
 		t.Fatalf("err = %v", err)
 	}
@@ -442,7 +442,7 @@ func TestWriteLive(t *testing.T) {
 	must(t, err)
 	defer tx.Rollback(ctx)
 	var out bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", `echo c > "$1/c" && echo w > w.txt; echo o > "$2/o" || echo refused`, "sh", cache, other},
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `echo c > "$1/c" && echo w > w.txt; echo o > "$2/o" || echo refused`, "sh", cache, other},
 		Stdout: &out, Stderr: io.Discard, Notice: io.Discard, WriteLive: []string{cache}})
 	must(t, err)
 	if res.ExitCode != 0 || out.String() != "refused\n" {
@@ -472,7 +472,7 @@ func TestProtectTapeInWorkspaceRoot(t *testing.T) {
 	must(t, err)
 	defer tx.Rollback(ctx)
 	var out bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", `echo x >> run.jbx || echo append refused; rm -f run.jbx || echo rm refused; echo w > w.txt`},
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `echo x >> run.jbx || echo append refused; rm -f run.jbx || echo rm refused; echo w > w.txt`},
 		Stdout: &out, Stderr: io.Discard, Notice: io.Discard, Protect: []string{filepath.Join(ws, "run.jbx")}})
 	must(t, err)
 	if res.ExitCode != 0 || out.String() != "append refused\nrm refused\n" {
@@ -497,7 +497,7 @@ func TestKeyHidden(t *testing.T) {
 	opts := Options{KeyFile: key}
 	tx, err := Begin(ws, opts)
 	must(t, err)
-	must(t, tx.WriteFile("a.txt", []byte("a"), 0o644))
+	must(t, tx.Files().WriteFile("a.txt", []byte("a"), 0o644))
 	_, err = tx.Commit(ctx) // makes the key
 	must(t, err)
 	if _, err := os.Stat(key); err != nil {
@@ -507,7 +507,7 @@ func TestKeyHidden(t *testing.T) {
 	must(t, err)
 	defer tx.Rollback(ctx)
 	var out bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", `cat "$1" >/dev/null 2>&1 && echo read || echo hidden; ls "$(dirname "$1")"`, "sh", key},
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `cat "$1" >/dev/null 2>&1 && echo read || echo hidden; ls "$(dirname "$1")"`, "sh", key},
 		Stdout: &out, Stderr: io.Discard, Notice: io.Discard})
 	must(t, err)
 	if res.ExitCode != 0 || out.String() != "hidden\n" {
@@ -529,7 +529,7 @@ func TestExecOwnSession(t *testing.T) {
 	signal.Notify(got, syscall.SIGWINCH) // ignored by default: harmless to the test run if it arrives
 	defer signal.Stop(got)
 	var out bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"python3", "-c",
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"python3", "-c",
 		"import os, signal; os.kill(0, signal.SIGWINCH); print(os.getsid(0), os.getpgrp())"},
 		Stdout: &out, Stderr: &out, Notice: io.Discard, Mode: ModeOverlay})
 	must(t, err)
@@ -565,7 +565,7 @@ func TestNoticeBeforeTheAgentRuns(t *testing.T) {
 	agent := `import select, sys
 ready, _, _ = select.select([sys.stdin], [], [], 10)
 print("heard:", sys.stdin.readline().strip() if ready else "nothing")`
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"python3", "-c", agent}, Stdin: r, Stdout: &out, Stderr: &out, Mode: ModeOverlay,
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"python3", "-c", agent}, Stdin: r, Stdout: &out, Stderr: &out, Mode: ModeOverlay,
 		Notice: writerFunc(func(p []byte) (int, error) {
 			notice.Write(p)
 			w.Write([]byte("the notice came first\n"))

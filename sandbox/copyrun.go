@@ -49,6 +49,7 @@ type snapEntry struct {
 // for where the copy lives).
 type copyRun struct {
 	tx      *Tx
+	files   *Files          // the staged view the fold stages into
 	place   string          // the run's private folder, outside the workspace
 	root    string          // the copy: place/<workspace name>
 	lock    *os.File        // held until the place is removed
@@ -69,9 +70,9 @@ type copyRun struct {
 // there and folds what the child changed, compared with the copy as it
 // was made, back into the staging area: the same change set the overlay
 // would give. The copy is removed before it returns.
-func (tx *Tx) execCopy(ctx context.Context, o ExecOptions, dir string) (ExecResult, error) {
+func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string) (ExecResult, error) {
 	res := ExecResult{Mode: ModeCopy, ExitCode: -1}
-	r, err := tx.newCopyRun(o.Protect)
+	r, err := newCopyRun(tx, o.Protect)
 	if err != nil {
 		return res, fmt.Errorf("sandbox: copy workspace: %w", err)
 	}
@@ -100,8 +101,8 @@ func withPWD(env []string, dir string) []string {
 }
 
 // newCopyRun makes and locks the run's folder.
-func (tx *Tx) newCopyRun(protect []string) (*copyRun, error) {
-	r := &copyRun{tx: tx, protect: map[string]bool{}, holders: map[string]bool{}, snap: map[string]*snapEntry{},
+func newCopyRun(tx *Tx, protect []string) (*copyRun, error) {
+	r := &copyRun{tx: tx, files: tx.Files(), protect: map[string]bool{}, holders: map[string]bool{}, snap: map[string]*snapEntry{},
 		kids: map[string][]string{}, made: map[string]bool{}}
 	for _, p := range protect {
 		if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
@@ -192,8 +193,7 @@ func (r *copyRun) materialize() error {
 // in dirs, to be given once the copy is in, as cp does, so that a
 // read-only directory can be filled.
 func (r *copyRun) copyDir(rel string, d entry, dirs *[]dirMode) error {
-	tx := r.tx
-	ents, err := tx.viewDir(rel, d)
+	ents, err := r.files.viewDir(rel, d)
 	if err != nil {
 		return copyErr(rel, err)
 	}
@@ -272,7 +272,8 @@ type viewEntry struct {
 // as readDir does, with each child's entry (its layer, and whether the
 // real directory shows through it), so that a walk needs no lookup per
 // entry. The caller holds tx.mu.
-func (tx *Tx) viewDir(rel string, d entry) ([]viewEntry, error) {
+func (f *Files) viewDir(rel string, d entry) ([]viewEntry, error) {
+	tx := f.tx
 	seen := map[string]bool{}
 	var out []viewEntry
 	list := func(abs string, l layer) error {
@@ -321,8 +322,9 @@ func (tx *Tx) viewDir(rel string, d entry) ([]viewEntry, error) {
 
 // walkView calls fn for every entry of the staged view under rel, parents
 // before children. The caller holds tx.mu.
-func (tx *Tx) walkView(rel string, fn func(rel string, e entry) error) error {
-	list, err := tx.readDir(rel)
+func (f *Files) walkView(rel string, fn func(rel string, e entry) error) error {
+	tx := f.tx
+	list, err := f.readDir(rel)
 	if err != nil {
 		return err
 	}
@@ -336,7 +338,7 @@ func (tx *Tx) walkView(rel string, fn func(rel string, e entry) error) error {
 			return err
 		}
 		if e.info.IsDir() {
-			if err := tx.walkView(p, fn); err != nil {
+			if err := f.walkView(p, fn); err != nil {
 				return err
 			}
 		}
@@ -429,7 +431,7 @@ func (r *copyRun) remove(p string, refused *[]Refusal) {
 			r.remove(joinRel(p, name), refused)
 		}
 	default:
-		if err := r.stage(p, func() error { return r.tx.RemoveAll(p) }); err != nil {
+		if err := r.stage(p, func() error { return r.files.RemoveAll(p) }); err != nil {
 			*refused = append(*refused, stageRefusal(p, err))
 		}
 	}
@@ -449,7 +451,7 @@ func stageRefusal(p string, err error) Refusal {
 
 // foldEntry folds the copy's entry at p, which fi describes.
 func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error {
-	tx := r.tx
+	files := r.files
 	abs := r.path(p)
 	s := r.snap[p]
 	was := func(m fs.FileMode) bool { return s != nil && !s.skipped && s.mode.Type() == m }
@@ -463,7 +465,7 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 				return err
 			}
 		} else if modeBits(s.mode) != modeBits(mode) {
-			if err := r.stage(p, func() error { return tx.Chmod(p, modeBits(mode)) }); err != nil {
+			if err := r.stage(p, func() error { return files.Chmod(p, modeBits(mode)) }); err != nil {
 				return err
 			}
 		}
@@ -479,13 +481,13 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 			return nil
 		}
 		return r.stage(p, func() error {
-			if err := tx.RemoveAll(p); err != nil {
+			if err := files.RemoveAll(p); err != nil {
 				return err
 			}
-			if err := tx.Symlink(target, p); err != nil {
+			if err := files.Symlink(target, p); err != nil {
 				return err
 			}
-			setLinkMtime(tx.up(p), fi.ModTime()) // best effort: as the child left it
+			setLinkMtime(r.tx.up(p), fi.ModTime()) // best effort: as the child left it
 			return nil
 		})
 	case mode.IsRegular():
@@ -498,7 +500,7 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 			*refused = append(*refused, hardLinkRefusal(p, n))
 			return nil
 		}
-		return r.stage(p, func() error { return tx.adopt(p, abs, fi) })
+		return r.stage(p, func() error { return files.adopt(p, abs, fi) })
 	}
 	*refused = append(*refused, refusalFor(p, fi.Mode()))
 	return nil
@@ -509,17 +511,17 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 // there during the run.
 func (r *copyRun) makeDir(p string, perm fs.FileMode, replaced bool) error {
 	if !replaced {
-		if cur, err := r.tx.Lstat(p); err == nil && cur.IsDir() {
+		if cur, err := r.files.Lstat(p); err == nil && cur.IsDir() {
 			return nil
 		}
 	}
-	if err := r.tx.RemoveAll(p); err != nil {
+	if err := r.files.RemoveAll(p); err != nil {
 		return err
 	}
-	if err := r.tx.Mkdir(p, perm); err != nil {
+	if err := r.files.Mkdir(p, perm); err != nil {
 		return err
 	}
-	return r.tx.Chmod(p, perm) // the copy's mode, which the umask already shaped
+	return r.files.Chmod(p, perm) // the copy's mode, which the umask already shaped
 }
 
 // stage runs fn, which stages p, after making sure p's directory is in
@@ -542,7 +544,7 @@ func (r *copyRun) ensureDir(dir string) error {
 	if dir == "." || r.made[dir] {
 		return nil
 	}
-	if cur, err := r.tx.Lstat(dir); err == nil && cur.IsDir() {
+	if cur, err := r.files.Lstat(dir); err == nil && cur.IsDir() {
 		r.made[dir] = true
 		return nil
 	}
@@ -583,22 +585,23 @@ func (r *copyRun) noteBase(p string) error {
 }
 
 // adopt moves a file the child wrote into the staging area at p.
-func (tx *Tx) adopt(p, abs string, fi fs.FileInfo) error {
-	if old, err := tx.Lstat(p); err == nil && old.IsDir() {
-		if err := tx.RemoveAll(p); err != nil {
+func (f *Files) adopt(p, abs string, fi fs.FileInfo) error {
+	tx := f.tx
+	if old, err := f.Lstat(p); err == nil && old.IsDir() {
+		if err := f.RemoveAll(p); err != nil {
 			return err
 		}
 	}
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	rel, _, err := tx.prepare("exec", p, false)
+	rel, _, err := f.prepare("exec", p, false)
 	if err != nil {
 		return err
 	}
-	if err := tx.upperParent("exec", rel); err != nil {
+	if err := f.upperParent("exec", rel); err != nil {
 		return err
 	}
-	if err := tx.clearUpper(rel); err != nil {
+	if err := f.clearUpper(rel); err != nil {
 		return err
 	}
 	if err := os.Rename(abs, tx.up(rel)); err != nil {
@@ -608,10 +611,11 @@ func (tx *Tx) adopt(p, abs string, fi fs.FileInfo) error {
 }
 
 // readlink reads a symlink of the staged view.
-func (tx *Tx) readlink(name string) (string, error) {
+func (f *Files) readlink(name string) (string, error) {
+	tx := f.tx
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	e, err := tx.find("readlink", name, false)
+	e, err := f.find("readlink", name, false)
 	if err != nil || !e.exists() {
 		return "", err
 	}

@@ -27,7 +27,7 @@ import (
 func copyExec(t *testing.T, tx *Tx, script string, env ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Env: append(os.Environ(), env...),
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", script}, Env: append(os.Environ(), env...),
 		Stdout: &out, Stderr: &out, Mode: ModeCopy, Notice: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatalf("exec: %v (output %q)", err, out.String())
@@ -363,7 +363,7 @@ func TestCopyFailureIsNotExitZero(t *testing.T) {
 	defer tx.Rollback(ctx)
 	// Something already holds the copy's place: it is not used.
 	must(t, os.WriteFile(filepath.Join(parent, copyPrefix+tx.ID()), nil, 0o644))
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", "echo ran > ran.txt"}, Mode: ModeCopy, Notice: &bytes.Buffer{}})
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", "echo ran > ran.txt"}, Mode: ModeCopy, Notice: &bytes.Buffer{}})
 	if err == nil || res.ExitCode != -1 {
 		t.Fatalf("exec: exit %d, %v; want -1 and an error", res.ExitCode, err)
 	}
@@ -386,7 +386,7 @@ func TestCopyMaterializesTheView(t *testing.T) {
 	var want []string
 	var walk func(rel string)
 	walk = func(rel string) {
-		list, err := tx.ReadDir(rel)
+		list, err := tx.Files().ReadDir(rel)
 		must(t, err)
 		for _, fi := range list {
 			p := joinRel(rel, fi.Name())
@@ -395,11 +395,11 @@ func TestCopyMaterializesTheView(t *testing.T) {
 				want = append(want, fmt.Sprintf("%s d %o", p, fi.Mode().Perm()))
 				walk(p)
 			case fi.Mode()&fs.ModeSymlink != 0:
-				target, err := tx.readlink(p)
+				target, err := tx.Files().readlink(p)
 				must(t, err)
 				want = append(want, fmt.Sprintf("%s L %s", p, target))
 			default:
-				data, err := tx.ReadFile(p)
+				data, err := tx.Files().ReadFile(p)
 				must(t, err)
 				want = append(want, fmt.Sprintf("%s f %o %x", p, fi.Mode().Perm(), sha256.Sum256(data)))
 			}
@@ -429,7 +429,7 @@ func TestCopyKeepsStateAndTape(t *testing.T) {
 		tx, err := Begin(ws, Options{})
 		must(t, err)
 		var out bytes.Buffer
-		res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out,
+		res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out,
 			Mode: ModeCopy, Notice: &bytes.Buffer{}, Protect: []string{tape}})
 		must(t, err)
 		if res.ExitCode != 0 {
@@ -467,7 +467,7 @@ func init() {
 	}
 	tx, err := Begin(ws, Options{})
 	if err == nil {
-		_, err = tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", `pwd -P > "$0.tmp"; echo $$ >> "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 60`,
+		_, err = Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `pwd -P > "$0.tmp"; echo $$ >> "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 60`,
 			os.Getenv("SANDBOX_COPYKILL_OUT")}, Mode: ModeCopy, Notice: &bytes.Buffer{}})
 	}
 	fmt.Fprintln(os.Stderr, "exec returned:", err)

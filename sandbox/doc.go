@@ -15,6 +15,32 @@
 // a change's Op is the tape's tapefmt.FileOp, so the operations are named
 // once for the booth and the tape.
 //
+// # Transaction, files, runners
+//
+// The API has three parts, one per job:
+//
+//   - The transaction, Tx: Begin, Open and List (tx.go); ID, Workspace
+//     and StateDir; Join, which adds a participant (participant.go);
+//     StageRoot, Roots and Root, for folders outside the workspace staged
+//     with it (roots.go); Savepoint and RollbackTo (savepoint.go), Diff
+//     (diff.go), Commit, Rollback and Closed (commit.go). Recover
+//     (recover.go) and Discard (journal.go) act on the transactions a
+//     workspace holds.
+//   - The file API over its staged view, Files, from Tx.Files (files.go):
+//     Lstat, Stat, Open, ReadFile and ReadDir read the view (view.go);
+//     WriteFile, OpenFile, Remove, RemoveAll, Mkdir, MkdirAll, Symlink and
+//     Chmod stage (stage.go), and so does Rename (rename.go). Names are
+//     relative to the workspace root.
+//   - The runners, functions of a transaction: Exec runs a child process
+//     (exec.go, with the copy fallback in copyrun.go), Shell a
+//     mvdan.cc/sh interpreter (shell.go), RunWasm a WASI tool on WasiFS
+//     (wasi.go, wasifs.go).
+//     Exec and Shell take the Tx: a child is staged with the folders the
+//     transaction stages, the copy fallback keeps its refusals and
+//     conflict bases with the transaction, and the shell's commands are
+//     Exec's. RunWasm and WasiFS take Files: a WASI tool reaches the
+//     staged view and nothing else of the transaction.
+//
 // # Staging area
 //
 // Each transaction lives in <workspace>/.jukebox/booth/<id>/ (or under
@@ -25,7 +51,7 @@
 // writes it: a character device 0/0 is a whiteout (delete) and a directory
 // with the xattr user.overlay.opaque=y replaces the real one. So:
 //
-//   - Tx.Exec runs a child confined, with overlayfs mounted over the
+//   - Exec runs a child confined, with overlayfs mounted over the
 //     workspace path (upper = the staging area). The init is this binary
 //     re-executed (MaybeRunInit must be the first call in main), in two
 //     stages. Stage 1 is PID 1 of new user, mount and PID namespaces (and
@@ -54,12 +80,12 @@
 //     the same path), never undone; fifos, sockets and devices are not
 //     copied and not deleted; holes stay holes. The copy stages but does
 //     not confine. A one-line notice names the mode and says which.
-//   - Tx.RunWasm runs WASI preview 1 tools in process on Tx.WasiFS, a
-//     wazero experimental/sys.FS over the same view; Tx.Shell is a
-//     mvdan.cc/sh interpreter whose redirections, builtins and globbing go
-//     through the view and whose external commands go through Tx.Exec.
-//   - The Tx methods (WriteFile, OpenFile, Remove, Mkdir, Rename, ...) are
-//     the in-process API the others are built on.
+//   - RunWasm runs WASI preview 1 tools in process on WasiFS, a wazero
+//     experimental/sys.FS over the same view; Shell is a mvdan.cc/sh
+//     interpreter whose redirections, builtins and globbing go through
+//     the view and whose external commands go through Exec.
+//   - Files (WriteFile, OpenFile, Remove, Mkdir, Rename, ...) is the
+//     in-process API the others are built on.
 //
 // # Commit and recovery
 //
@@ -124,7 +150,7 @@
 //     links in. A file that shares its inode with anything else is
 //     refused (RefusedHardLink).
 //
-// In-process staging (the Tx methods, WASI) copies up as overlayfs does:
+// In-process staging (Files, WASI) copies up as overlayfs does:
 // mode, user attributes and times, and a copy-up leaves its directory's
 // time alone. The copy fallback keeps modes, files' attributes and
 // mtimes (its copy is made as cp -p makes one, and a file whose change

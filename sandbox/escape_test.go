@@ -26,7 +26,7 @@ func TestEscapeCatalogue(t *testing.T) {
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx.Rollback(ctx)
-	write := func(name string) error { return tx.WriteFile(name, []byte("x"), 0o644) }
+	write := func(name string) error { return tx.Files().WriteFile(name, []byte("x"), 0o644) }
 	cases := []struct {
 		name string
 		try  func() error
@@ -43,15 +43,15 @@ func TestEscapeCatalogue(t *testing.T) {
 		{"symlink-up", func() error { return write("up/x") }, ErrEscape},
 		{"symlink-chain", func() error { return write("l1/x") }, ErrEscape},
 		{"symlink-loop", func() error { return write("loop1/x") }, ErrSymlinkLoop},
-		{"read-through-symlink", func() error { _, err := tx.ReadFile("out/secret"); return err }, ErrEscape},
-		{"chmod-through-symlink", func() error { return tx.Chmod("out/secret", 0o777) }, ErrEscape},
-		{"removeall-dotdot", func() error { return tx.RemoveAll("..") }, ErrEscape},
+		{"read-through-symlink", func() error { _, err := tx.Files().ReadFile("out/secret"); return err }, ErrEscape},
+		{"chmod-through-symlink", func() error { return tx.Files().Chmod("out/secret", 0o777) }, ErrEscape},
+		{"removeall-dotdot", func() error { return tx.Files().RemoveAll("..") }, ErrEscape},
 		// A symlink is data: staging one that points out is fine, staging
 		// through it is not.
-		{"through-staged-abs-symlink", func() error { must(t, tx.Symlink("/etc", "s1")); return write("s1/passwd") }, ErrEscape},
-		{"through-staged-rel-symlink", func() error { must(t, tx.Symlink("../../etc", "sub/s2")); return write("sub/s2/x") }, ErrEscape},
-		{"mkdir-through-staged-symlink", func() error { must(t, tx.Symlink("..", "s3")); return tx.Mkdir("s3/d", 0o755) }, ErrEscape},
-		{"mkdir-state", func() error { return tx.Mkdir(".jukebox/booth/evil", 0o755) }, ErrStatePath},
+		{"through-staged-abs-symlink", func() error { must(t, tx.Files().Symlink("/etc", "s1")); return write("s1/passwd") }, ErrEscape},
+		{"through-staged-rel-symlink", func() error { must(t, tx.Files().Symlink("../../etc", "sub/s2")); return write("sub/s2/x") }, ErrEscape},
+		{"mkdir-through-staged-symlink", func() error { must(t, tx.Files().Symlink("..", "s3")); return tx.Files().Mkdir("s3/d", 0o755) }, ErrEscape},
+		{"mkdir-state", func() error { return tx.Files().Mkdir(".jukebox/booth/evil", 0o755) }, ErrStatePath},
 	}
 	for _, c := range cases {
 		err := c.try()
@@ -124,7 +124,7 @@ func TestParentSwappedForSymlink(t *testing.T) {
 	mkTree(t, ws, map[string]string{"dir/f": "f"})
 	tx, err := Begin(ws, Options{})
 	must(t, err)
-	must(t, tx.WriteFile("dir/g", []byte("g"), 0o644))
+	must(t, tx.Files().WriteFile("dir/g", []byte("g"), 0o644))
 	must(t, os.RemoveAll(filepath.Join(ws, "dir")))
 	must(t, os.Symlink(outside, filepath.Join(ws, "dir")))
 	_, err = tx.Commit(ctx)

@@ -87,10 +87,11 @@ var errSetup = errors.New("sandbox: namespace overlay refused")
 // errNoUserNS marks a kernel that refused the user namespace itself.
 var errNoUserNS = fmt.Errorf("%w: user namespace", errSetup)
 
-// Exec runs a child process whose view of the workspace is the staged
-// view; what it writes, deletes or replaces there is staged in this
-// transaction. A non-zero exit is reported in ExecResult, not as error.
-func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
+// Exec runs a child process in the transaction tx, whose view of the
+// workspace is the staged view; what it writes, deletes or replaces there
+// is staged in tx. A non-zero exit is reported in ExecResult, not as
+// error.
+func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 	if len(o.Args) == 0 {
 		return ExecResult{}, errors.New("sandbox: exec: no command")
 	}
@@ -104,9 +105,9 @@ func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	}
 	var why string
 	if o.Mode == "" || o.Mode == ModeAuto || o.Mode == ModeOverlay {
-		writable := tx.writable(o) // execOverlay holds tx.mu while it runs
-		res, err := tx.execOverlay(ctx, o, dir, func() {
-			fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged%s; /tmp and /dev/shm private; the rest read-only; own PID namespace; network %s)\n", writable, orHost(o.Net))
+		writes := writable(tx, o) // execOverlay holds tx.mu while it runs
+		res, err := execOverlay(ctx, tx, o, dir, func() {
+			fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged%s; /tmp and /dev/shm private; the rest read-only; own PID namespace; network %s)\n", writes, orHost(o.Net))
 		})
 		if !errors.Is(err, errSetup) {
 			return res, err
@@ -122,7 +123,7 @@ func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	if roots := tx.Roots(); len(roots) > 0 {
 		return ExecResult{Mode: o.Mode, ExitCode: -1}, fmt.Errorf("sandbox: staged folders outside the workspace (%s) need the overlay booth; %s mode stages the workspace alone%s", roots[0].Root(), orAuto(o.Mode), because(why))
 	}
-	res, err := tx.execCopy(ctx, o, dir)
+	res, err := execCopy(ctx, tx, o, dir)
 	res.Fallback = why
 	if err == nil {
 		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace%s, run outside it: this stages what the agent changes in the copy but does NOT confine the agent, which can write anywhere you can, the real workspace too by its absolute path\n", res.Mode, because(why))
@@ -132,7 +133,7 @@ func (tx *Tx) Exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 
 // writable lists, for the booth's notice, the folders outside the
 // workspace the agent may write: staged ones and live ones, each named.
-func (tx *Tx) writable(o ExecOptions) string {
+func writable(tx *Tx, o ExecOptions) string {
 	var s string
 	for _, r := range tx.Roots() {
 		s += ", " + QuotePath(r.Root())
@@ -180,7 +181,7 @@ func orDiscard(w io.Writer) io.Writer {
 
 // execOverlay re-executes this binary as the namespace init; started is
 // called once the command runs confined.
-func (tx *Tx) execOverlay(ctx context.Context, o ExecOptions, dir string, started func()) (ExecResult, error) {
+func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started func()) (ExecResult, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if err := tx.checkOpen(); err != nil {

@@ -36,7 +36,7 @@ func runChild(t *testing.T, mode Mode) (ChangeSet, ExecResult, string) {
 	must(t, err)
 	defer tx.Rollback(ctx)
 	var out, notice bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", childScript}, Stdout: &out, Stderr: &out, Mode: mode, Notice: &notice})
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", childScript}, Stdout: &out, Stderr: &out, Mode: mode, Notice: &notice})
 	must(t, err)
 	if res.ExitCode != 0 || out.String() != "c" {
 		t.Fatalf("%s: exit %d, output %q", mode, res.ExitCode, out.String())
@@ -110,7 +110,7 @@ func TestExecThenCommit(t *testing.T) {
 		mkTree(t, ws, sampleTree())
 		tx, err := Begin(ws, Options{})
 		must(t, err)
-		_, err = tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", childScript}, Mode: mode, Stdout: &bytes.Buffer{}, Notice: &bytes.Buffer{}})
+		_, err = Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", childScript}, Mode: mode, Stdout: &bytes.Buffer{}, Notice: &bytes.Buffer{}})
 		must(t, err)
 		_, err = tx.Commit(ctx)
 		must(t, err)

@@ -433,9 +433,9 @@ func TestApplyErrorReadOnlyDirectory(t *testing.T) {
 	}
 	tx, err := Begin(ws, Options{})
 	must(t, err)
-	must(t, tx.WriteFile("a.txt", []byte("A"), 0o644))
-	must(t, tx.WriteFile("new.txt", []byte("new"), 0o644))
-	must(t, tx.Remove("z.txt"))
+	must(t, tx.Files().WriteFile("a.txt", []byte("A"), 0o644))
+	must(t, tx.Files().WriteFile("new.txt", []byte("new"), 0o644))
+	must(t, tx.Files().Remove("z.txt"))
 	// What an agent's write to ro/f leaves in the staging area (staging
 	// in process would refuse it as the directory is read-only).
 	upRO := filepath.Join(tx.StateDir(), "upper", "ro")
@@ -483,12 +483,12 @@ func TestReplaceByDirectoryCommits(t *testing.T) {
 	mkTree(t, ws, map[string]string{"f": "file", "target/x": "x", "l": "-> target", "keep.txt": "k"})
 	tx, err := Begin(ws, Options{})
 	must(t, err)
-	must(t, tx.Remove("f"))
-	must(t, tx.MkdirAll("f/sub", 0o755))
-	must(t, tx.WriteFile("f/sub/g", []byte("g"), 0o644))
-	must(t, tx.Remove("l"))
-	must(t, tx.Mkdir("l", 0o700))
-	must(t, tx.WriteFile("l/y", []byte("y"), 0o600))
+	must(t, tx.Files().Remove("f"))
+	must(t, tx.Files().MkdirAll("f/sub", 0o755))
+	must(t, tx.Files().WriteFile("f/sub/g", []byte("g"), 0o644))
+	must(t, tx.Files().Remove("l"))
+	must(t, tx.Files().Mkdir("l", 0o700))
+	must(t, tx.Files().WriteFile("l/y", []byte("y"), 0o600))
 	if _, err := tx.Commit(ctx); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
@@ -520,7 +520,7 @@ func TestRealSideDeleteIsConflict(t *testing.T) {
 	for _, p := range []string{up + "/a.txt", up + "/c/d.txt"} {
 		must(t, unix.Lsetxattr(p, "user.overlay.origin", nil, 0))
 	}
-	must(t, tx.WriteFile("b.txt", []byte("b more"), 0o644)) // staged in process
+	must(t, tx.Files().WriteFile("b.txt", []byte("b more"), 0o644)) // staged in process
 	for _, p := range []string{"a.txt", "b.txt", "c/d.txt"} {
 		must(t, os.Remove(filepath.Join(ws, p)))
 	}
@@ -549,7 +549,7 @@ func TestRealSideDeleteIsConflictOverlay(t *testing.T) {
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx.Rollback(ctx)
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", "echo more >> a.txt"}, Mode: ModeOverlay, Notice: io.Discard})
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", "echo more >> a.txt"}, Mode: ModeOverlay, Notice: io.Discard})
 	if err != nil || res.Mode != ModeOverlay || res.ExitCode != 0 {
 		t.Skipf("no kernel overlay here: %v %+v", err, res)
 	}
@@ -572,8 +572,8 @@ func TestPathAppearingDuringCommit(t *testing.T) {
 	mkTree(t, ws, map[string]string{"a.txt": "a"})
 	tx, err := Begin(ws, Options{})
 	must(t, err)
-	must(t, tx.WriteFile("new.txt", []byte("agent"), 0o644))
-	must(t, tx.WriteFile("z.txt", []byte("z"), 0o644))
+	must(t, tx.Files().WriteFile("new.txt", []byte("agent"), 0o644))
+	must(t, tx.Files().WriteFile("z.txt", []byte("z"), 0o644))
 	failpoint = func(s string) error {
 		switch s {
 		case "decided":

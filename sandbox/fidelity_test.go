@@ -101,7 +101,7 @@ func TestCommitFidelity(t *testing.T) {
 	must(t, err)
 	defer tx.Rollback(ctx)
 	var out bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", fidelityScript}, Env: env, Stdout: &out, Stderr: &out, Mode: ModeOverlay, Notice: &bytes.Buffer{}})
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", fidelityScript}, Env: env, Stdout: &out, Stderr: &out, Mode: ModeOverlay, Notice: &bytes.Buffer{}})
 	must(t, err)
 	if res.ExitCode != 0 || res.Mode != ModeOverlay {
 		t.Fatalf("booth run: exit %d, mode %s\n%s", res.ExitCode, res.Mode, out.String())
@@ -167,7 +167,7 @@ func TestCommitFidelityCopy(t *testing.T) {
 	must(t, err)
 	defer tx.Rollback(ctx)
 	var out bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", fidelityCopyScript}, Env: env, Stdout: &out, Stderr: &out, Mode: ModeCopy, Notice: &bytes.Buffer{}})
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", fidelityCopyScript}, Env: env, Stdout: &out, Stderr: &out, Mode: ModeCopy, Notice: &bytes.Buffer{}})
 	must(t, err)
 	if res.ExitCode != 0 {
 		t.Fatalf("booth run: exit %d\n%s", res.ExitCode, out.String())

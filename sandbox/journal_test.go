@@ -355,7 +355,7 @@ func TestBoothKey(t *testing.T) {
 	// A commit with a key it cannot use refuses before anything is applied.
 	tx, err := Begin(ws, opts)
 	must(t, err)
-	must(t, tx.WriteFile("a.txt", []byte("b"), 0o644))
+	must(t, tx.Files().WriteFile("a.txt", []byte("b"), 0o644))
 	must(t, os.Chmod(opts.KeyFile, 0o644))
 	if _, err := tx.Commit(ctx); err == nil || tx.Closed() || treeHash(t, ws) != before {
 		t.Fatalf("commit with a group-readable key: %v (closed %v)", err, tx.Closed())

@@ -48,7 +48,7 @@ func stageBoth(t *testing.T, conn *pgx.Conn, table, ws, key string) (*sandbox.Tx
 	if err := tx.Join(p); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.WriteFile("a.txt", []byte("new-"+key), 0o644); err != nil {
+	if err := tx.Files().WriteFile("a.txt", []byte("new-"+key), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return tx, p

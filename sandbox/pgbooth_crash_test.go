@@ -41,7 +41,7 @@ func proxyRun(t *testing.T, dsn, table, ws, key string) (*sandbox.Tx, *pgbooth.S
 		}
 		defer c.Close(bg) // both stay connected until here: two sessions
 	}
-	if err := tx.WriteFile("a.txt", []byte("new-"+key), 0o644); err != nil {
+	if err := tx.Files().WriteFile("a.txt", []byte("new-"+key), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return tx, srv

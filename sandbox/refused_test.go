@@ -53,15 +53,15 @@ func TestSymlinksAreData(t *testing.T) {
 		"olddir":            outside, // a real directory replaced by a link out
 		".bashrc":           "dotfiles/bashrc",
 	}
-	must(t, tx.MkdirAll(".venv/bin", 0o755))
-	must(t, tx.Mkdir(".venv/lib", 0o755))
-	must(t, tx.RemoveAll("olddir"))
+	must(t, tx.Files().MkdirAll(".venv/bin", 0o755))
+	must(t, tx.Files().Mkdir(".venv/lib", 0o755))
+	must(t, tx.Files().RemoveAll("olddir"))
 	for name, target := range links {
-		must(t, tx.Symlink(target, name))
+		must(t, tx.Files().Symlink(target, name))
 	}
 	// Staging through a link that leads out is still refused.
 	for _, p := range []string{"up/x", "out/f", "olddir/x"} {
-		if err := tx.WriteFile(p, []byte("no"), 0o644); err == nil {
+		if err := tx.Files().WriteFile(p, []byte("no"), 0o644); err == nil {
 			t.Errorf("write %s through a staged symlink out was staged", p)
 		}
 	}
@@ -101,7 +101,7 @@ func TestSymlinksAreData(t *testing.T) {
 	tx2, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx2.Rollback(ctx)
-	if err := tx2.WriteFile("out/g", []byte("no"), 0o644); err == nil {
+	if err := tx2.Files().WriteFile("out/g", []byte("no"), 0o644); err == nil {
 		t.Error("write through a committed link out was staged")
 	}
 }
@@ -153,9 +153,9 @@ func TestRefusedKeepsTheRest(t *testing.T) {
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx.Rollback(ctx)
-	must(t, tx.WriteFile("a.txt", []byte("a2"), 0o644))
-	must(t, tx.MkdirAll("new", 0o755))
-	must(t, tx.WriteFile("new/b.txt", []byte("b"), 0o644))
+	must(t, tx.Files().WriteFile("a.txt", []byte("a2"), 0o644))
+	must(t, tx.Files().MkdirAll("new", 0o755))
+	must(t, tx.Files().WriteFile("new/b.txt", []byte("b"), 0o644))
 	up := filepath.Join(tx.StateDir(), "upper")
 	must(t, syscall.Mkfifo(filepath.Join(up, "new", "fifo"), 0o600))
 	must(t, plantSocket(filepath.Join(up, "sock")))
@@ -262,7 +262,7 @@ func TestRefusedPathMax(t *testing.T) {
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx.Rollback(ctx)
-	must(t, tx.WriteFile("ok.txt", []byte("ok"), 0o644))
+	must(t, tx.Files().WriteFile("ok.txt", []byte("ok"), 0o644))
 	deepDirs(t, filepath.Join(tx.StateDir(), "upper"))
 	cs, err := tx.Diff()
 	must(t, err)
@@ -324,7 +324,7 @@ func refusedChild(t *testing.T, mode Mode) (*Tx, ChangeSet, bool) {
 		script, socket = script+socketLine, true
 	}
 	var out bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out, Mode: mode, Notice: &bytes.Buffer{}})
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out, Mode: mode, Notice: &bytes.Buffer{}})
 	must(t, err)
 	if res.ExitCode != 0 {
 		t.Fatalf("child: exit %d: %s", res.ExitCode, out.String())
@@ -431,7 +431,7 @@ func TestExecCopyVenv(t *testing.T) {
 	must(t, err)
 	defer tx.Rollback(ctx)
 	var out bytes.Buffer
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{py, "-m", "venv", "--without-pip", ".venv"}, Stdout: &out, Stderr: &out, Mode: ModeCopy, Notice: &bytes.Buffer{}})
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{py, "-m", "venv", "--without-pip", ".venv"}, Stdout: &out, Stderr: &out, Mode: ModeCopy, Notice: &bytes.Buffer{}})
 	must(t, err)
 	if res.ExitCode != 0 {
 		t.Fatalf("venv: exit %d: %s", res.ExitCode, out.String())

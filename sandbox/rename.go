@@ -7,17 +7,19 @@ import (
 	"syscall"
 )
 
-// Rename stages moving oldname to newname. Like overlayfs without
-// redirects, a directory is moved by copying its staged view and deleting
-// the old path; the change set shows the writes and the deletes.
-func (tx *Tx) Rename(oldname, newname string) error {
+// Rename stages, in the staged view of the transaction, moving oldname
+// to newname. Like overlayfs without redirects, a directory is moved by
+// copying its staged view and deleting the old path; the change set shows
+// the writes and the deletes.
+func (f *Files) Rename(oldname, newname string) error {
+	tx := f.tx
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	from, e, err := tx.prepare("rename", oldname, false)
+	from, e, err := f.prepare("rename", oldname, false)
 	if err != nil {
 		return err
 	}
-	to, ne, err := tx.prepare("rename", newname, false)
+	to, ne, err := f.prepare("rename", newname, false)
 	if err != nil {
 		return err
 	}
@@ -27,13 +29,13 @@ func (tx *Tx) Rename(oldname, newname string) error {
 	if from == to {
 		return nil
 	}
-	if err := tx.placeAt(to, ne); err != nil {
+	if err := f.placeAt(to, ne); err != nil {
 		return err
 	}
-	if err := tx.moveView(from, to, e); err != nil {
+	if err := f.moveView(from, to, e); err != nil {
 		return pathErr("rename", oldname, err)
 	}
-	return tx.whiteout("rename", from)
+	return f.whiteout("rename", from)
 }
 
 func renameCheck(from, to string, e, ne entry) error {
@@ -53,20 +55,21 @@ func renameCheck(from, to string, e, ne entry) error {
 }
 
 // placeAt clears the destination of a rename in the staging area.
-func (tx *Tx) placeAt(to string, ne entry) error {
+func (f *Files) placeAt(to string, ne entry) error {
 	if ne.exists() && ne.info.IsDir() {
-		if list, err := tx.readDir(to); err != nil || len(list) > 0 {
+		if list, err := f.readDir(to); err != nil || len(list) > 0 {
 			return pathErr("rename", to, syscall.ENOTEMPTY)
 		}
 	}
-	if err := tx.clearUpper(to); err != nil {
+	if err := f.clearUpper(to); err != nil {
 		return err
 	}
-	return tx.upperParent("rename", to)
+	return f.upperParent("rename", to)
 }
 
 // moveView copies the staged view of from to the upper path of to.
-func (tx *Tx) moveView(from, to string, e entry) error {
+func (f *Files) moveView(from, to string, e entry) error {
+	tx := f.tx
 	if !e.info.IsDir() {
 		if e.layer == layerUpper {
 			return os.Rename(e.abs, tx.up(to))
@@ -81,7 +84,7 @@ func (tx *Tx) moveView(from, to string, e entry) error {
 			return err
 		}
 	}
-	err := tx.walkView(from, func(rel string, ce entry) error {
+	err := f.walkView(from, func(rel string, ce entry) error {
 		dst := tx.up(to + strings.TrimPrefix(rel, from))
 		return copyNode(ce.abs, dst, ce.info)
 	})

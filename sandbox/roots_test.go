@@ -29,7 +29,7 @@ func TestStagedRootExec(t *testing.T) {
 		sub, err := tx.StageRoot(extra)
 		must(t, err)
 		var out bytes.Buffer
-		res, err := tx.Exec(ctx, ExecOptions{Args: []string{"sh", "-c", script}, Env: append(os.Environ(), "X="+extra),
+		res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", script}, Env: append(os.Environ(), "X="+extra),
 			Stdout: &out, Stderr: &out, Notice: io.Discard})
 		if err != nil || res.ExitCode != 0 || !res.Confined {
 			t.Fatalf("exec: %+v %v\n%s", res, err, out.String())
@@ -160,8 +160,8 @@ func TestStagedRootConflict(t *testing.T) {
 	must(t, err)
 	sub, err := tx.StageRoot(extra)
 	must(t, err)
-	must(t, tx.WriteFile("w.txt", []byte("ws"), 0o644))
-	must(t, sub.WriteFile("f.txt", []byte("agent"), 0o644))
+	must(t, tx.Files().WriteFile("w.txt", []byte("ws"), 0o644))
+	must(t, sub.Files().WriteFile("f.txt", []byte("agent"), 0o644))
 	must(t, os.WriteFile(filepath.Join(extra, "f.txt"), []byte("user"), 0o644))
 	_, err = tx.Commit(ctx)
 	var ce *ConflictError
@@ -188,7 +188,7 @@ func TestStagedRootReopened(t *testing.T) {
 	must(t, err)
 	sub, err := tx.StageRoot(extra)
 	must(t, err)
-	must(t, sub.WriteFile("kept.txt", []byte("k"), 0o644))
+	must(t, sub.Files().WriteFile("kept.txt", []byte("k"), 0o644))
 	again, err := Open(ws, tx.ID(), Options{})
 	must(t, err)
 	roots := again.Roots()
@@ -231,7 +231,7 @@ func TestStageRootRefusals(t *testing.T) {
 	if _, err := tx.StageRoot(filepath.Join(extra, "sub")); err == nil || !strings.Contains(err.Error(), "overlaps the staged root") {
 		t.Errorf("a root inside a root: %v", err)
 	}
-	res, err := tx.Exec(ctx, ExecOptions{Args: []string{"true"}, Mode: ModeCopy, Notice: io.Discard})
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"true"}, Mode: ModeCopy, Notice: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), "need the overlay booth") || res.ExitCode != -1 {
 		t.Errorf("copy mode with a staged root: %+v %v", res, err)
 	}

@@ -12,13 +12,13 @@ import (
 	"mvdan.cc/sh/v3/interp"
 )
 
-// ShellOptions configure Tx.Shell.
+// ShellOptions configure Shell.
 type ShellOptions struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 	Env    []string // nil means this process's environment
-	// Mode is the staging mode for external commands (see Tx.Exec).
+	// Mode is the staging mode for external commands (see Exec).
 	Mode Mode
 	// Notice gets the one-line mode notice of each external command;
 	// nil discards them.
@@ -28,14 +28,14 @@ type ShellOptions struct {
 // devWritable are the files outside the workspace a booth shell may write.
 var devWritable = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true}
 
-// Shell returns a mvdan.cc/sh interpreter that starts in the workspace
-// and whose redirections, builtins (test, cd, globbing) and directory
-// reads go through the staged view; external commands run through
-// Tx.Exec, in the namespace overlay (or its fallback). Paths outside the
-// workspace may be read; only /dev/null, /dev/stdout and /dev/stderr may
-// be written there.
-func (tx *Tx) Shell(o ShellOptions) (*interp.Runner, error) {
-	sh := &boothShell{tx: tx, o: o}
+// Shell returns a mvdan.cc/sh interpreter in the transaction tx: it
+// starts in the workspace, and its redirections, builtins (test, cd,
+// globbing) and directory reads go through the staged view (Tx.Files);
+// external commands run through Exec in tx, in the namespace overlay (or
+// its fallback). Paths outside the workspace may be read; only /dev/null,
+// /dev/stdout and /dev/stderr may be written there.
+func Shell(tx *Tx, o ShellOptions) (*interp.Runner, error) {
+	sh := &boothShell{tx: tx, files: tx.Files(), o: o}
 	return interp.New(
 		interp.Dir(tx.ws.root),
 		interp.Env(expand.ListEnviron(envOrSelf(o.Env)...)),
@@ -48,8 +48,9 @@ func (tx *Tx) Shell(o ShellOptions) (*interp.Runner, error) {
 }
 
 type boothShell struct {
-	tx *Tx
-	o  ShellOptions
+	tx    *Tx
+	files *Files
+	o     ShellOptions
 }
 
 // inside maps a path (relative ones to the shell's directory) to a
@@ -70,7 +71,7 @@ func (s *boothShell) open(ctx context.Context, p string, flag int, perm os.FileM
 	writes := flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0
 	switch {
 	case ok:
-		return s.tx.OpenFile(rel, flag, perm)
+		return s.files.OpenFile(rel, flag, perm)
 	case writes && !devWritable[p]:
 		return nil, pathErr("open", p, ErrEscape)
 	}
@@ -85,9 +86,9 @@ func (s *boothShell) stat(ctx context.Context, p string, follow bool) (fs.FileIn
 	case !ok:
 		return os.Lstat(p)
 	case follow:
-		return s.tx.Stat(rel)
+		return s.files.Stat(rel)
 	}
-	return s.tx.Lstat(rel)
+	return s.files.Lstat(rel)
 }
 
 func (s *boothShell) readDir(ctx context.Context, p string) ([]fs.DirEntry, error) {
@@ -95,7 +96,7 @@ func (s *boothShell) readDir(ctx context.Context, p string) ([]fs.DirEntry, erro
 	if !ok {
 		return os.ReadDir(p)
 	}
-	list, err := s.tx.ReadDir(rel)
+	list, err := s.files.ReadDir(rel)
 	out := make([]fs.DirEntry, len(list))
 	for i, fi := range list {
 		out[i] = fs.FileInfoToDirEntry(fi)
@@ -117,7 +118,7 @@ func (s *boothShell) exec(ctx context.Context, args []string) error {
 		}
 		return true
 	})
-	res, err := s.tx.Exec(ctx, ExecOptions{
+	res, err := Exec(ctx, s.tx, ExecOptions{
 		Args: args, Dir: rel, Env: env, Mode: s.o.Mode, Notice: orDiscard(s.o.Notice),
 		Stdin: hc.Stdin, Stdout: hc.Stdout, Stderr: hc.Stderr,
 	})

@@ -13,7 +13,7 @@ import (
 func runShell(t *testing.T, tx *Tx, mode Mode, script string) string {
 	t.Helper()
 	var out bytes.Buffer
-	r, err := tx.Shell(ShellOptions{Stdout: &out, Stderr: &out, Mode: mode})
+	r, err := Shell(tx, ShellOptions{Stdout: &out, Stderr: &out, Mode: mode})
 	must(t, err)
 	prog, err := syntax.NewParser().Parse(strings.NewReader(script), "test.sh")
 	must(t, err)
@@ -53,7 +53,7 @@ echo x > /dev/null
 		t.Fatalf("diff:\n%s", got)
 	}
 	var errb bytes.Buffer
-	r, _ := tx.Shell(ShellOptions{Stderr: &errb})
+	r, _ := Shell(tx, ShellOptions{Stderr: &errb})
 	prog, _ := syntax.NewParser().Parse(strings.NewReader("echo evil > /tmp/jukebox-escape-test"), "")
 	if err := r.Run(ctx, prog); err == nil && !strings.Contains(errb.String(), "escapes") {
 		t.Fatalf("write outside the workspace allowed: %q", errb.String())

@@ -11,7 +11,8 @@ import (
 
 // prepare cleans and resolves name for a mutation and records the real
 // side's fingerprint. The caller holds tx.mu.
-func (tx *Tx) prepare(op, name string, followLast bool) (string, entry, error) {
+func (f *Files) prepare(op, name string, followLast bool) (string, entry, error) {
+	tx := f.tx
 	if err := tx.checkOpen(); err != nil {
 		return "", entry{}, err
 	}
@@ -38,7 +39,8 @@ func (tx *Tx) prepare(op, name string, followLast bool) (string, entry, error) {
 // upperParent makes sure rel's parent exists as a directory in the
 // staging area, copying directory modes, user extended attributes and
 // times from the view, as overlayfs's copy-up does.
-func (tx *Tx) upperParent(op, rel string) error {
+func (f *Files) upperParent(op, rel string) error {
+	tx := f.tx
 	dir := path.Dir(rel)
 	if dir == "." {
 		return nil
@@ -46,7 +48,7 @@ func (tx *Tx) upperParent(op, rel string) error {
 	if fi, err := os.Lstat(tx.up(dir)); err == nil && fi.IsDir() {
 		return nil
 	}
-	if err := tx.upperParent(op, dir); err != nil {
+	if err := f.upperParent(op, dir); err != nil {
 		return err
 	}
 	e, err := tx.lookup(dir)
@@ -78,8 +80,8 @@ func hasUserXattrs(p string) bool {
 }
 
 // clearUpper removes whatever the staging area holds at rel.
-func (tx *Tx) clearUpper(rel string) error {
-	err := removeAll(tx.up(rel))
+func (f *Files) clearUpper(rel string) error {
+	err := removeAll(f.tx.up(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -90,11 +92,12 @@ func (tx *Tx) clearUpper(rel string) error {
 // (mode, user extended attributes and mtime included), so that it can be
 // modified there. Directories get an upper directory. The parent's times
 // are kept: a copy-up is no change of it.
-func (tx *Tx) copyUp(op, rel string, e entry) error {
+func (f *Files) copyUp(op, rel string, e entry) error {
+	tx := f.tx
 	if e.layer != layerLower {
 		return nil
 	}
-	if err := tx.upperParent(op, rel); err != nil {
+	if err := f.upperParent(op, rel); err != nil {
 		return err
 	}
 	defer keepTimes(tx.up(path.Dir(rel)))()
@@ -116,30 +119,33 @@ func (tx *Tx) copyUp(op, rel string, e entry) error {
 	return nil
 }
 
-// WriteFile stages data as the new content of name, creating it with perm
-// if it does not exist, like os.WriteFile.
-func (tx *Tx) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	f, err := tx.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+// WriteFile stages data as the new content of name in the staged view of
+// the transaction, creating it with perm if it does not exist, like
+// os.WriteFile.
+func (f *Files) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	file, err := f.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
+	_, err = file.Write(data)
+	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// OpenFile opens name in the staged view with os.OpenFile flags. Opening
-// for writing copies a lower file up first (unless O_TRUNC makes that
-// pointless); the returned file is the staged copy.
-func (tx *Tx) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+// OpenFile opens name in the staged view of the transaction with
+// os.OpenFile flags. Opening for writing copies a lower file up first
+// (unless O_TRUNC makes that pointless); the returned file is the staged
+// copy.
+func (f *Files) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	tx := f.tx
 	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == 0 {
-		return tx.Open(name)
+		return f.Open(name)
 	}
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	rel, e, err := tx.prepare("write", name, true)
+	rel, e, err := f.prepare("write", name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -151,13 +157,13 @@ func (tx *Tx) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error
 	case !e.exists() && flag&os.O_CREATE == 0:
 		return nil, pathErr("write", name, fs.ErrNotExist)
 	}
-	if err := tx.upperParent("write", rel); err != nil {
+	if err := f.upperParent("write", rel); err != nil {
 		return nil, err
 	}
 	// A real file with user extended attributes is copied up even when
 	// it is truncated: they stay, as on the real file truncated in place.
 	if e.layer == layerLower && (flag&os.O_TRUNC == 0 || hasUserXattrs(e.abs)) {
-		if err := tx.copyUp("write", rel, e); err != nil {
+		if err := f.copyUp("write", rel, e); err != nil {
 			return nil, err
 		}
 	} else if e.layer == layerLower {
@@ -172,23 +178,25 @@ func (tx *Tx) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error
 	return os.OpenFile(tx.up(rel), flag|os.O_CREATE|oNoFollow, perm)
 }
 
-// Remove stages the removal of a file, symlink or empty directory.
-func (tx *Tx) Remove(name string) error {
-	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	return tx.remove("remove", name, false)
+// Remove stages, in the staged view of the transaction, the removal of a
+// file, symlink or empty directory.
+func (f *Files) Remove(name string) error {
+	f.tx.mu.Lock()
+	defer f.tx.mu.Unlock()
+	return f.remove("remove", name, false)
 }
 
-// RemoveAll stages the removal of name and everything under it. Like
-// os.RemoveAll it succeeds when name does not exist.
-func (tx *Tx) RemoveAll(name string) error {
-	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	return tx.remove("removeall", name, true)
+// RemoveAll stages, in the staged view of the transaction, the removal of
+// name and everything under it. Like os.RemoveAll it succeeds when name
+// does not exist.
+func (f *Files) RemoveAll(name string) error {
+	f.tx.mu.Lock()
+	defer f.tx.mu.Unlock()
+	return f.remove("removeall", name, true)
 }
 
-func (tx *Tx) remove(op, name string, all bool) error {
-	rel, e, err := tx.prepare(op, name, false)
+func (f *Files) remove(op, name string, all bool) error {
+	rel, e, err := f.prepare(op, name, false)
 	if err != nil {
 		return err
 	}
@@ -199,24 +207,25 @@ func (tx *Tx) remove(op, name string, all bool) error {
 		return pathErr(op, name, fs.ErrNotExist)
 	}
 	if e.info.IsDir() && !all {
-		if list, err := tx.readDir(rel); err != nil || len(list) > 0 {
+		if list, err := f.readDir(rel); err != nil || len(list) > 0 {
 			return pathErr(op, name, syscall.ENOTEMPTY)
 		}
 	}
-	return tx.whiteout(op, rel)
+	return f.whiteout(op, rel)
 }
 
 // whiteout deletes rel from the view: it drops any upper entry and, when
 // the lower side still has something there, leaves a whiteout.
-func (tx *Tx) whiteout(op, rel string) error {
-	if err := tx.clearUpper(rel); err != nil {
+func (f *Files) whiteout(op, rel string) error {
+	tx := f.tx
+	if err := f.clearUpper(rel); err != nil {
 		return pathErr(op, rel, err)
 	}
 	e, err := tx.lookup(rel)
 	if err != nil || !e.exists() {
 		return err
 	}
-	if err := tx.upperParent(op, rel); err != nil {
+	if err := f.upperParent(op, rel); err != nil {
 		return err
 	}
 	if err := mkWhiteout(tx.up(rel)); err != nil {
@@ -225,19 +234,21 @@ func (tx *Tx) whiteout(op, rel string) error {
 	return nil
 }
 
-// Mkdir stages a new directory. A directory made where a deleted one was
-// is opaque: none of the old content shows through.
-func (tx *Tx) Mkdir(name string, perm fs.FileMode) error {
+// Mkdir stages a new directory in the staged view of the transaction. A
+// directory made where a deleted one was is opaque: none of the old
+// content shows through.
+func (f *Files) Mkdir(name string, perm fs.FileMode) error {
+	tx := f.tx
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	rel, e, err := tx.prepare("mkdir", name, false)
+	rel, e, err := f.prepare("mkdir", name, false)
 	if err != nil {
 		return err
 	}
 	if e.exists() {
 		return pathErr("mkdir", name, fs.ErrExist)
 	}
-	if err := tx.upperParent("mkdir", rel); err != nil {
+	if err := f.upperParent("mkdir", rel); err != nil {
 		return err
 	}
 	wasWhiteout := false
@@ -259,36 +270,39 @@ func (tx *Tx) Mkdir(name string, perm fs.FileMode) error {
 	return nil
 }
 
-// MkdirAll stages name and any missing parents.
-func (tx *Tx) MkdirAll(name string, perm fs.FileMode) error {
-	if fi, err := tx.Stat(name); err == nil {
+// MkdirAll stages name and any missing parents in the staged view of the
+// transaction.
+func (f *Files) MkdirAll(name string, perm fs.FileMode) error {
+	if fi, err := f.Stat(name); err == nil {
 		if fi.IsDir() {
 			return nil
 		}
 		return pathErr("mkdir", name, syscall.ENOTDIR)
 	}
 	if dir := path.Dir(name); dir != "." && dir != "/" {
-		if err := tx.MkdirAll(dir, perm); err != nil {
+		if err := f.MkdirAll(dir, perm); err != nil {
 			return err
 		}
 	}
-	err := tx.Mkdir(name, perm)
+	err := f.Mkdir(name, perm)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
 	return err
 }
 
-// Symlink stages a symlink at name pointing at target. A symlink is
-// data: the target is kept as given, whatever it points at (an absolute
-// path, "..", nothing), and Commit writes the link itself, never
-// following it. Only name must stay inside the workspace. Staging through
-// the link later (a write to name/x) follows it within the staged view,
-// and is refused if it leads out.
-func (tx *Tx) Symlink(target, name string) error {
+// Symlink stages, in the staged view of the transaction, a symlink at
+// name pointing at target. A symlink is data: the target is kept as
+// given, whatever it points at (an absolute path, "..", nothing), and
+// Commit writes the link itself, never following it. Only name must stay
+// inside the workspace. Staging through the link later (a write to
+// name/x) follows it within the staged view, and is refused if it leads
+// out.
+func (f *Files) Symlink(target, name string) error {
+	tx := f.tx
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	rel, e, err := tx.prepare("symlink", name, false)
+	rel, e, err := f.prepare("symlink", name, false)
 	if err != nil {
 		return err
 	}
@@ -298,25 +312,27 @@ func (tx *Tx) Symlink(target, name string) error {
 	if e.exists() {
 		return pathErr("symlink", name, fs.ErrExist)
 	}
-	if err := tx.upperParent("symlink", rel); err != nil {
+	if err := f.upperParent("symlink", rel); err != nil {
 		return err
 	}
 	os.Remove(tx.up(rel)) // a whiteout, if any
 	return os.Symlink(target, tx.up(rel))
 }
 
-// Chmod stages a permission change.
-func (tx *Tx) Chmod(name string, mode fs.FileMode) error {
+// Chmod stages a permission change of name in the staged view of the
+// transaction.
+func (f *Files) Chmod(name string, mode fs.FileMode) error {
+	tx := f.tx
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	rel, e, err := tx.prepare("chmod", name, true)
+	rel, e, err := f.prepare("chmod", name, true)
 	if err != nil {
 		return err
 	}
 	if !e.exists() {
 		return pathErr("chmod", name, fs.ErrNotExist)
 	}
-	if err := tx.copyUp("chmod", rel, e); err != nil {
+	if err := f.copyUp("chmod", rel, e); err != nil {
 		return err
 	}
 	return os.Chmod(tx.up(rel), modeBits(mode))

@@ -101,8 +101,11 @@ type txMeta struct {
 	Roots []rootRef `json:"roots,omitempty"`
 }
 
-// Tx is one booth transaction over a workspace. Its methods are safe for
-// use by several goroutines.
+// Tx is one booth transaction over a workspace: its id and state
+// directory, its participants (Join, StageRoot), savepoints, Diff, Commit
+// and Rollback. The staged view it holds is read and written through
+// Files; the runners (Exec, Shell, RunWasm) are functions that take it or
+// its Files. Its methods are safe for use by several goroutines.
 type Tx struct {
 	mu     sync.Mutex
 	ws     *workspace

@@ -28,16 +28,16 @@ func sampleTree() map[string]string {
 // stageMixed stages one of every kind of change.
 func stageMixed(t *testing.T, tx *Tx) {
 	t.Helper()
-	must(t, tx.WriteFile("src/main.go", []byte("package main // v2\n"), 0o644))
-	must(t, tx.MkdirAll("new/dir", 0o755))
-	must(t, tx.WriteFile("new/dir/n.txt", []byte("new"), 0o600))
-	must(t, tx.Remove("src/util.go"))
-	must(t, tx.RemoveAll("keep"))
-	must(t, tx.Mkdir("keep", 0o750))
-	must(t, tx.WriteFile("keep/fresh.txt", []byte("fresh"), 0o644))
-	must(t, tx.RemoveAll("old"))
-	must(t, tx.Chmod("README.md", 0o600))
-	must(t, tx.Symlink("README.md", "readme-link"))
+	must(t, tx.Files().WriteFile("src/main.go", []byte("package main // v2\n"), 0o644))
+	must(t, tx.Files().MkdirAll("new/dir", 0o755))
+	must(t, tx.Files().WriteFile("new/dir/n.txt", []byte("new"), 0o600))
+	must(t, tx.Files().Remove("src/util.go"))
+	must(t, tx.Files().RemoveAll("keep"))
+	must(t, tx.Files().Mkdir("keep", 0o750))
+	must(t, tx.Files().WriteFile("keep/fresh.txt", []byte("fresh"), 0o644))
+	must(t, tx.Files().RemoveAll("old"))
+	must(t, tx.Files().Chmod("README.md", 0o600))
+	must(t, tx.Files().Symlink("README.md", "readme-link"))
 }
 
 func TestCommitAppliesEveryKindOfChange(t *testing.T) {
@@ -46,7 +46,7 @@ func TestCommitAppliesEveryKindOfChange(t *testing.T) {
 	var events []EventKind
 	tx, err := Begin(ws, Options{Observer: func(e Event) { events = append(events, e.Kind) }})
 	must(t, err)
-	if err := tx.WriteFile("new/dir/n.txt", nil, 0o644); err == nil {
+	if err := tx.Files().WriteFile("new/dir/n.txt", nil, 0o644); err == nil {
 		t.Fatal("write into a missing directory succeeded")
 	}
 	stageMixed(t, tx)
@@ -106,18 +106,18 @@ func TestRollbackLeavesTreeBitIdentical(t *testing.T) {
 	if got := treeHash(t, ws); got != before {
 		t.Fatal("staging touched the real workspace")
 	}
-	data, err := tx.ReadFile("src/main.go")
+	data, err := tx.Files().ReadFile("src/main.go")
 	if err != nil || string(data) != "package main // v2\n" {
 		t.Fatalf("staged view: %q %v", data, err)
 	}
-	if _, err := tx.Stat("src/util.go"); !errors.Is(err, os.ErrNotExist) {
+	if _, err := tx.Files().Stat("src/util.go"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("deleted file visible: %v", err)
 	}
 	must(t, tx.Rollback(ctx))
 	if got := treeHash(t, ws); got != before {
 		t.Fatal("rollback changed the workspace")
 	}
-	if err := tx.WriteFile("x", nil, 0o644); !errors.Is(err, ErrClosed) {
+	if err := tx.Files().WriteFile("x", nil, 0o644); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after rollback: %v", err)
 	}
 }
@@ -128,7 +128,7 @@ func TestReadDirMergesLayers(t *testing.T) {
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	stageMixed(t, tx)
-	list, err := tx.ReadDir(".")
+	list, err := tx.Files().ReadDir(".")
 	must(t, err)
 	var names []string
 	for _, fi := range list {
@@ -138,7 +138,7 @@ func TestReadDirMergesLayers(t *testing.T) {
 	if got := joinNames(names); got != want {
 		t.Fatalf("readdir: %q want %q", got, want)
 	}
-	list, _ = tx.ReadDir("keep")
+	list, _ = tx.Files().ReadDir("keep")
 	if len(list) != 1 || list[0].Name() != "fresh.txt" {
 		t.Fatalf("opaque dir shows lower entries: %v", list)
 	}
@@ -160,12 +160,12 @@ func TestSavepoints(t *testing.T) {
 	mkTree(t, ws, sampleTree())
 	tx, err := Begin(ws, Options{})
 	must(t, err)
-	must(t, tx.WriteFile("one.txt", []byte("1"), 0o644))
+	must(t, tx.Files().WriteFile("one.txt", []byte("1"), 0o644))
 	must(t, tx.Savepoint(ctx, "a"))
-	must(t, tx.WriteFile("two.txt", []byte("2"), 0o644))
-	must(t, tx.Remove("README.md"))
+	must(t, tx.Files().WriteFile("two.txt", []byte("2"), 0o644))
+	must(t, tx.Files().Remove("README.md"))
 	must(t, tx.Savepoint(ctx, "b"))
-	must(t, tx.WriteFile("three.txt", []byte("3"), 0o644))
+	must(t, tx.Files().WriteFile("three.txt", []byte("3"), 0o644))
 	must(t, tx.RollbackTo(ctx, "a"))
 	cs, err := tx.Diff()
 	must(t, err)
@@ -175,7 +175,7 @@ func TestSavepoints(t *testing.T) {
 	if err := tx.RollbackTo(ctx, "b"); !errors.Is(err, ErrNoSavepoint) {
 		t.Fatalf("released savepoint: %v", err)
 	}
-	must(t, tx.WriteFile("four.txt", []byte("4"), 0o644))
+	must(t, tx.Files().WriteFile("four.txt", []byte("4"), 0o644))
 	must(t, tx.RollbackTo(ctx, "a"))
 	cs, _ = tx.Diff()
 	if got := ops(cs); got != "write one.txt" {
@@ -188,10 +188,10 @@ func TestCommitRefusesConflicts(t *testing.T) {
 	mkTree(t, ws, sampleTree())
 	tx, err := Begin(ws, Options{})
 	must(t, err)
-	must(t, tx.WriteFile("src/main.go", []byte("mine"), 0o644))
-	must(t, tx.Remove("old/a.txt"))
-	must(t, tx.WriteFile("brand-new.txt", []byte("mine"), 0o644))
-	must(t, tx.WriteFile("keep/c.txt", []byte("mine"), 0o644))
+	must(t, tx.Files().WriteFile("src/main.go", []byte("mine"), 0o644))
+	must(t, tx.Files().Remove("old/a.txt"))
+	must(t, tx.Files().WriteFile("brand-new.txt", []byte("mine"), 0o644))
+	must(t, tx.Files().WriteFile("keep/c.txt", []byte("mine"), 0o644))
 	// The real side moves on.
 	must(t, os.WriteFile(filepath.Join(ws, "src/main.go"), []byte("theirs"), 0o644))
 	must(t, os.WriteFile(filepath.Join(ws, "old/a.txt"), []byte("theirs"), 0o644))
@@ -219,7 +219,7 @@ func TestOpenAndList(t *testing.T) {
 	ws := t.TempDir()
 	tx, err := Begin(ws, Options{})
 	must(t, err)
-	must(t, tx.WriteFile("a", []byte("x"), 0o644))
+	must(t, tx.Files().WriteFile("a", []byte("x"), 0o644))
 	infos, err := List(ws, Options{})
 	must(t, err)
 	if len(infos) != 1 || infos[0].ID != tx.ID() {

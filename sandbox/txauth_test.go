@@ -59,8 +59,8 @@ func TestTxMetaTrust(t *testing.T) {
 			mkTree(t, ws, map[string]string{"a.txt": "a"})
 			tx, err := Begin(ws, Options{})
 			must(t, err)
-			must(t, tx.MkdirAll(".git/hooks", 0o755))
-			must(t, tx.WriteFile(".git/hooks/pre-commit", []byte("#!/bin/sh\n"), 0o755))
+			must(t, tx.Files().MkdirAll(".git/hooks", 0o755))
+			must(t, tx.Files().WriteFile(".git/hooks/pre-commit", []byte("#!/bin/sh\n"), 0o755))
 			if _, err := Open(ws, tx.ID(), Options{}); err != nil {
 				t.Fatalf("open before: %v", err)
 			}
@@ -92,9 +92,9 @@ func TestSavepointKeepsTxTrusted(t *testing.T) {
 	mkTree(t, ws, map[string]string{"a.txt": "a"})
 	tx, err := Begin(ws, Options{})
 	must(t, err)
-	must(t, tx.WriteFile("a.txt", []byte("b"), 0o644))
+	must(t, tx.Files().WriteFile("a.txt", []byte("b"), 0o644))
 	must(t, tx.Savepoint(ctx, "one"))
-	must(t, tx.WriteFile("a.txt", []byte("c"), 0o644))
+	must(t, tx.Files().WriteFile("a.txt", []byte("c"), 0o644))
 	must(t, tx.RollbackTo(ctx, "one"))
 	again, err := Open(ws, tx.ID(), Options{})
 	must(t, err)
@@ -114,7 +114,7 @@ func TestUndoneCommitSignsTxAgain(t *testing.T) {
 	mkTree(t, ws, map[string]string{"a.txt": "a"})
 	tx, err := Begin(ws, Options{})
 	must(t, err)
-	must(t, tx.WriteFile("a.txt", []byte("b"), 0o644))
+	must(t, tx.Files().WriteFile("a.txt", []byte("b"), 0o644))
 	must(t, writeJSONAtomic(filepath.Join(tx.StateDir(), txName), tx.meta)) // as the earlier release wrote it
 	if _, err := Open(ws, tx.ID(), Options{}); !errors.Is(err, ErrUntrusted) {
 		t.Fatalf("open of an unsigned tx.json: %v", err)

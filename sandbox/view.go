@@ -143,21 +143,22 @@ func (tx *Tx) resolveOnce(op, rel string, followLast bool) (string, bool, error)
 	return rel, false, nil
 }
 
-// Lstat describes name in the staged view without following a final symlink.
-func (tx *Tx) Lstat(name string) (fs.FileInfo, error) {
-	return tx.statView("lstat", name, false)
+// Lstat describes name in the staged view of the transaction without
+// following a final symlink.
+func (f *Files) Lstat(name string) (fs.FileInfo, error) {
+	return f.statView("lstat", name, false)
 }
 
-// Stat describes name in the staged view, following symlinks that stay
-// inside the workspace.
-func (tx *Tx) Stat(name string) (fs.FileInfo, error) {
-	return tx.statView("stat", name, true)
+// Stat describes name in the staged view of the transaction, following
+// symlinks that stay inside the workspace.
+func (f *Files) Stat(name string) (fs.FileInfo, error) {
+	return f.statView("stat", name, true)
 }
 
-func (tx *Tx) statView(op, name string, follow bool) (fs.FileInfo, error) {
-	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	e, err := tx.find(op, name, follow)
+func (f *Files) statView(op, name string, follow bool) (fs.FileInfo, error) {
+	f.tx.mu.Lock()
+	defer f.tx.mu.Unlock()
+	e, err := f.find(op, name, follow)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +169,8 @@ func (tx *Tx) statView(op, name string, follow bool) (fs.FileInfo, error) {
 }
 
 // find cleans, resolves and looks up name. The caller holds tx.mu.
-func (tx *Tx) find(op, name string, follow bool) (entry, error) {
+func (f *Files) find(op, name string, follow bool) (entry, error) {
+	tx := f.tx
 	rel, err := tx.ws.cleanRel(op, name)
 	if err != nil {
 		return entry{}, err
@@ -183,11 +185,11 @@ func (tx *Tx) find(op, name string, follow bool) (entry, error) {
 	return e, nil
 }
 
-// Open opens name for reading in the staged view.
-func (tx *Tx) Open(name string) (*os.File, error) {
-	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	e, err := tx.find("open", name, true)
+// Open opens name for reading in the staged view of the transaction.
+func (f *Files) Open(name string) (*os.File, error) {
+	f.tx.mu.Lock()
+	defer f.tx.mu.Unlock()
+	e, err := f.find("open", name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -197,19 +199,22 @@ func (tx *Tx) Open(name string) (*os.File, error) {
 	return os.Open(e.abs)
 }
 
-// ReadFile returns the staged content of name.
-func (tx *Tx) ReadFile(name string) ([]byte, error) {
-	f, err := tx.Open(name)
+// ReadFile returns the content of name in the staged view of the
+// transaction.
+func (f *Files) ReadFile(name string) ([]byte, error) {
+	file, err := f.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return io.ReadAll(f)
+	defer file.Close()
+	return io.ReadAll(file)
 }
 
-// ReadDir lists a directory of the staged view, sorted by name: upper
-// entries, then lower ones that are neither hidden nor deleted.
-func (tx *Tx) ReadDir(name string) ([]fs.FileInfo, error) {
+// ReadDir lists a directory of the staged view of the transaction, sorted
+// by name: upper entries, then lower ones that are neither hidden nor
+// deleted.
+func (f *Files) ReadDir(name string) ([]fs.FileInfo, error) {
+	tx := f.tx
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	rel, err := tx.ws.cleanRel("readdir", name)
@@ -219,10 +224,12 @@ func (tx *Tx) ReadDir(name string) ([]fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tx.readDir(rel)
+	return f.readDir(rel)
 }
 
-func (tx *Tx) readDir(rel string) ([]fs.FileInfo, error) {
+// readDir lists directory rel of the staged view. The caller holds tx.mu.
+func (f *Files) readDir(rel string) ([]fs.FileInfo, error) {
+	tx := f.tx
 	e, err := tx.lookup(rel)
 	if err != nil {
 		return nil, err
@@ -233,11 +240,11 @@ func (tx *Tx) readDir(rel string) ([]fs.FileInfo, error) {
 	seen := map[string]bool{}
 	var out []fs.FileInfo
 	if e.layer == layerUpper {
-		out = tx.listLayer(rel, tx.up(rel), seen, out)
+		out = f.listLayer(rel, tx.up(rel), seen, out)
 	}
 	if e.layer == layerLower || e.merged {
 		if lfi, err := os.Lstat(tx.real(rel)); err == nil && lfi.IsDir() {
-			out = tx.listLayer(rel, tx.real(rel), seen, out)
+			out = f.listLayer(rel, tx.real(rel), seen, out)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
@@ -246,10 +253,10 @@ func (tx *Tx) readDir(rel string) ([]fs.FileInfo, error) {
 
 // listLayer appends the entries of one layer's directory not yet seen,
 // marking whiteouts as seen so that the lower layer cannot show them.
-func (tx *Tx) listLayer(rel, abs string, seen map[string]bool, out []fs.FileInfo) []fs.FileInfo {
+func (f *Files) listLayer(rel, abs string, seen map[string]bool, out []fs.FileInfo) []fs.FileInfo {
 	ents, _ := os.ReadDir(abs)
 	for _, d := range ents {
-		if seen[d.Name()] || tx.ws.isState(joinRel(rel, d.Name())) {
+		if seen[d.Name()] || f.tx.ws.isState(joinRel(rel, d.Name())) {
 			continue
 		}
 		seen[d.Name()] = true

@@ -28,15 +28,17 @@ type WasmOptions struct {
 	Stderr io.Writer
 }
 
-// RunWasm runs a WASI preview 1 module in process, with the staged view
-// of the workspace mounted at "/": what the tool reads comes from the
-// view, what it writes is staged in this transaction. It returns the
-// tool's exit code.
-func (tx *Tx) RunWasm(ctx context.Context, wasm []byte, o WasmOptions) (int, error) {
+// RunWasm runs a WASI preview 1 module in process, with files, the staged
+// view of a transaction's workspace (Tx.Files), mounted at "/": what the
+// tool reads comes from the view, what it writes is staged in the
+// transaction. The tool reaches the staged view and nothing else of the
+// transaction, so RunWasm takes Files, not the Tx. It returns the tool's
+// exit code.
+func RunWasm(ctx context.Context, files *Files, wasm []byte, o WasmOptions) (int, error) {
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(wasmCache))
 	defer r.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(tx.WasiFS(), "/")
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(WasiFS(files), "/")
 	cfg := wazero.NewModuleConfig().WithArgs(o.Args...).WithFSConfig(fsc).
 		WithStdin(orEmpty(o.Stdin)).WithStdout(orDiscard(o.Stdout)).WithStderr(orDiscard(o.Stderr)).
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().WithRandSource(randReader{})
@@ -82,17 +84,20 @@ type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
-// WasiFS returns the staged view as a wazero experimental/sys.FS: reads
-// go through the overlay, writes are staged (copy-up first), and every
-// path is held to the same escape rules as the Tx methods.
-func (tx *Tx) WasiFS() xsys.FS {
-	return &wasiFS{tx: tx, upper: sysfs.DirFS(tx.upper), lower: sysfs.DirFS(tx.ws.root)}
+// WasiFS returns files, the staged view of a transaction, as a wazero
+// experimental/sys.FS: reads go through the overlay, writes are staged
+// (copy-up first), and every path is held to the same escape rules as
+// the Files methods.
+func WasiFS(files *Files) xsys.FS {
+	tx := files.tx
+	return &wasiFS{files: files, tx: tx, upper: sysfs.DirFS(tx.upper), lower: sysfs.DirFS(tx.ws.root)}
 }
 
-// wasiFS adapts a Tx to wazero's file system interface.
+// wasiFS adapts the staged view (Files) to wazero's file system interface.
 type wasiFS struct {
 	xsys.UnimplementedFS
-	tx    *Tx
+	files *Files
+	tx    *Tx // files.tx, whose lock and view resolved takes
 	upper xsys.FS
 	lower xsys.FS
 }

@@ -29,10 +29,10 @@ func TestWasmToolRunsOnStagedView(t *testing.T) {
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx.Rollback(ctx)
-	must(t, tx.WriteFile("staged.txt", []byte("from the booth"), 0o644))
+	must(t, tx.Files().WriteFile("staged.txt", []byte("from the booth"), 0o644))
 	run := func(args ...string) string {
 		var out, errb bytes.Buffer
-		code, err := tx.RunWasm(ctx, bin, WasmOptions{Args: append([]string{"wasmtool"}, args...), Stdout: &out, Stderr: &errb})
+		code, err := RunWasm(ctx, tx.Files(), bin, WasmOptions{Args: append([]string{"wasmtool"}, args...), Stdout: &out, Stderr: &errb})
 		if err != nil || code != 0 {
 			t.Fatalf("%v: code %d err %v stderr %s", args, code, err, errb.String())
 		}
@@ -53,7 +53,7 @@ func TestWasmToolRunsOnStagedView(t *testing.T) {
 		t.Fatalf("cat through symlink: %q", got)
 	}
 	var errb bytes.Buffer
-	code, _ := tx.RunWasm(ctx, bin, WasmOptions{Args: []string{"wasmtool", "cat", "../../etc/passwd"}, Stderr: &errb})
+	code, _ := RunWasm(ctx, tx.Files(), bin, WasmOptions{Args: []string{"wasmtool", "cat", "../../etc/passwd"}, Stderr: &errb})
 	if code == 0 {
 		t.Fatal("wasm tool read outside the workspace")
 	}

@@ -19,7 +19,7 @@ func (w *wasiFS) OpenFile(path string, flag xsys.Oflag, perm fs.FileMode) (xsys.
 	name := viewName(path)
 	if o := osFlags(flag); o&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
 		perm = wasiFilePerm() // wazero's fixed 0600 is not the tool's choice
-		f, err := w.tx.OpenFile(name, o, perm)
+		f, err := w.files.OpenFile(name, o, perm)
 		if err != nil {
 			return nil, toErrno(err)
 		}
@@ -65,7 +65,7 @@ func (w *wasiFS) resolved(name string) (string, entry, error) {
 }
 
 func (w *wasiFS) openDir(rel string, e entry) (xsys.File, xsys.Errno) {
-	list, err := w.tx.ReadDir(rel)
+	list, err := w.files.ReadDir(rel)
 	if err != nil {
 		return nil, toErrno(err)
 	}
@@ -78,7 +78,7 @@ func (w *wasiFS) openDir(rel string, e entry) (xsys.File, xsys.Errno) {
 
 // Lstat describes path in the view without following a final symlink.
 func (w *wasiFS) Lstat(path string) (sys.Stat_t, xsys.Errno) {
-	fi, err := w.tx.Lstat(viewName(path))
+	fi, err := w.files.Lstat(viewName(path))
 	if err != nil {
 		return sys.Stat_t{}, toErrno(err)
 	}
@@ -87,7 +87,7 @@ func (w *wasiFS) Lstat(path string) (sys.Stat_t, xsys.Errno) {
 
 // Stat describes path in the view.
 func (w *wasiFS) Stat(path string) (sys.Stat_t, xsys.Errno) {
-	fi, err := w.tx.Stat(viewName(path))
+	fi, err := w.files.Stat(viewName(path))
 	if err != nil {
 		return sys.Stat_t{}, toErrno(err)
 	}
@@ -96,52 +96,52 @@ func (w *wasiFS) Stat(path string) (sys.Stat_t, xsys.Errno) {
 
 // Readlink reads a symlink of the view.
 func (w *wasiFS) Readlink(path string) (string, xsys.Errno) {
-	s, err := w.tx.readlink(viewName(path))
+	s, err := w.files.readlink(viewName(path))
 	return s, toErrno(err)
 }
 
 // Mkdir stages a directory.
 func (w *wasiFS) Mkdir(path string, perm fs.FileMode) xsys.Errno {
-	return toErrno(w.tx.Mkdir(viewName(path), wasiDirPerm()))
+	return toErrno(w.files.Mkdir(viewName(path), wasiDirPerm()))
 }
 
 // Chmod stages a mode change.
 func (w *wasiFS) Chmod(path string, perm fs.FileMode) xsys.Errno {
-	return toErrno(w.tx.Chmod(viewName(path), perm))
+	return toErrno(w.files.Chmod(viewName(path), perm))
 }
 
 // Rename stages a move.
 func (w *wasiFS) Rename(from, to string) xsys.Errno {
-	return toErrno(w.tx.Rename(viewName(from), viewName(to)))
+	return toErrno(w.files.Rename(viewName(from), viewName(to)))
 }
 
 // Rmdir stages removing an empty directory.
 func (w *wasiFS) Rmdir(path string) xsys.Errno {
-	fi, err := w.tx.Lstat(viewName(path))
+	fi, err := w.files.Lstat(viewName(path))
 	if err != nil {
 		return toErrno(err)
 	}
 	if !fi.IsDir() {
 		return xsys.ENOTDIR
 	}
-	return toErrno(w.tx.Remove(viewName(path)))
+	return toErrno(w.files.Remove(viewName(path)))
 }
 
 // Unlink stages removing a file or symlink.
 func (w *wasiFS) Unlink(path string) xsys.Errno {
-	fi, err := w.tx.Lstat(viewName(path))
+	fi, err := w.files.Lstat(viewName(path))
 	if err != nil {
 		return toErrno(err)
 	}
 	if fi.IsDir() {
 		return xsys.EISDIR
 	}
-	return toErrno(w.tx.Remove(viewName(path)))
+	return toErrno(w.files.Remove(viewName(path)))
 }
 
 // Symlink stages a symlink; targets leading out are refused.
 func (w *wasiFS) Symlink(oldPath, linkName string) xsys.Errno {
-	return toErrno(w.tx.Symlink(oldPath, viewName(linkName)))
+	return toErrno(w.files.Symlink(oldPath, viewName(linkName)))
 }
 
 // Link is refused: the booth stages no hard links.

@@ -114,7 +114,7 @@ func beginRollback(ws string, runs int) (time.Duration, time.Duration, error) {
 		}
 		begins = append(begins, time.Since(t0))
 		for i := 0; i < 10; i++ {
-			if err := tx.WriteFile(fmt.Sprintf("d000/f%05d.txt", i), []byte("staged"), 0o644); err != nil {
+			if err := tx.Files().WriteFile(fmt.Sprintf("d000/f%05d.txt", i), []byte("staged"), 0o644); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -138,17 +138,18 @@ func commitVsCp(root, ws string, n, runs int) (time.Duration, time.Duration, err
 		if err != nil {
 			return 0, 0, err
 		}
+		files := tx.Files()
 		src := filepath.Join(root, fmt.Sprintf("src%d", r))
 		for i := 0; i < n; i++ {
 			name := fmt.Sprintf("new%d/g%03d/f%05d.txt", r, i/100, i)
 			buf[0] = byte(i)
 			if i%100 == 0 {
-				if err := tx.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+				if err := files.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 					return 0, 0, err
 				}
 				os.MkdirAll(filepath.Join(src, filepath.Dir(name)), 0o755)
 			}
-			if err := tx.WriteFile(name, buf, 0o644); err != nil {
+			if err := files.WriteFile(name, buf, 0o644); err != nil {
 				return 0, 0, err
 			}
 			os.WriteFile(filepath.Join(src, name), buf, 0o644)
@@ -194,7 +195,7 @@ func copyVsCp(root, ws string, runs int) (copyRun, error) {
 		}
 		syscall.Sync()
 		t0 := time.Now()
-		res, err := tx.Exec(ctx, sandbox.ExecOptions{Args: []string{"sh", "-c", `date +%s%N > "$0"`, stamp},
+		res, err := sandbox.Exec(ctx, tx, sandbox.ExecOptions{Args: []string{"sh", "-c", `date +%s%N > "$0"`, stamp},
 			Mode: sandbox.ModeCopy, Notice: io.Discard, Stderr: os.Stderr})
 		end := time.Now()
 		if err == nil && res.ExitCode != 0 {

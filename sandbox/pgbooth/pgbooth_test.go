@@ -117,7 +117,7 @@ func TestCommitWithFiles(t *testing.T) {
 	b.exec(c, "INSERT INTO "+b.table+" VALUES ($1)", "extended")
 	b.want(c, "extended,simple")
 	b.want(b.direct, "")
-	if err := b.tx.WriteFile("f.txt", []byte("x"), 0o644); err != nil {
+	if err := b.tx.Files().WriteFile("f.txt", []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.tx.Commit(bg); err != nil {
