@@ -71,6 +71,20 @@ type RunOptions struct {
 	// these signals do not cancel, since the agent decides when the run
 	// ends. Nil forwards nothing.
 	Signals <-chan os.Signal
+	// Telemetry, when set, sees the tape as it is written (a live
+	// OpenTelemetry export, package export): every frame and blob, never
+	// waited for. Before run.end is written it is told the run ended, and
+	// what it lost goes into run.end.
+	Telemetry Telemetry
+}
+
+// Telemetry is a live consumer of the tape a run writes.
+type Telemetry interface {
+	tapefmt.Observer
+	// Finish ends the export with the run's end, waiting a bounded time
+	// for what is queued, and says how many spans were lost and the first
+	// export error ("" when none).
+	Finish(end tapefmt.RunEnd) (lost int64, exportErr string)
 }
 
 // Result is how a session ended.
@@ -101,6 +115,10 @@ type Result struct {
 	// error. The agent saw each fail as it would have without jukebox.
 	LiveFailed int    `json:"live_failed,omitempty"`
 	LiveError  string `json:"live_error,omitempty"`
+	// ExportLost and ExportError are what the live OpenTelemetry export
+	// (RunOptions.Telemetry) lost and its first error, as run.end keeps them.
+	ExportLost  int64  `json:"export_lost,omitempty"`
+	ExportError string `json:"export_error,omitempty"`
 	// Breaker is the circuit breaker's trip, when it stopped the run.
 	Breaker *tapefmt.BreakerTrip `json:"breaker,omitempty"`
 	// Unpriced are the models of calls on the tape that used tokens at no
@@ -186,6 +204,9 @@ func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.R
 		return err
 	}
 	opts := tapefmt.Options{Sync: sync, Mask: mask}
+	if s.o.Telemetry != nil {
+		opts.Observer = s.o.Telemetry
+	}
 	w, err := tapefmt.Create(path, opts)
 	stem := strings.TrimSuffix(path, ".jbx")
 	for n := 2; s.o.AutoName && errors.Is(err, fs.ErrExist) && n < 1000; n++ {
@@ -324,6 +345,10 @@ func (s *session) finish(end tapefmt.RunEnd, res *Result) error {
 	if s.tape == nil {
 		return nil
 	}
+	if s.o.Telemetry != nil {
+		end.ExportLost, end.ExportError = s.o.Telemetry.Finish(end)
+		res.ExportLost, res.ExportError = end.ExportLost, end.ExportError
+	}
 	_, err := s.tape.Append(0, end)
 	res.Frames = s.tape.Len()
 	if err = errors.Join(err, s.tape.Close()); err != nil {
@@ -357,7 +382,11 @@ func (s *session) abandon(cause error) {
 		s.proxy.Close()
 	}
 	if s.tape != nil {
-		s.tape.Append(0, tapefmt.RunEnd{ExitCode: -1, Error: cause.Error()})
+		end := tapefmt.RunEnd{ExitCode: -1, Error: cause.Error()}
+		if s.o.Telemetry != nil {
+			end.ExportLost, end.ExportError = s.o.Telemetry.Finish(end)
+		}
+		s.tape.Append(0, end)
 		s.tape.Close()
 	}
 }

@@ -63,6 +63,12 @@ type RunEnd struct {
 	Signal   string    `json:"signal,omitempty"`
 	Error    string    `json:"error,omitempty"`
 	Reason   EndReason `json:"reason,omitempty"`
+	// ExportLost counts the spans a live OpenTelemetry export of the run
+	// lost (its queue full, the receiver down, slow or refusing), and
+	// ExportError is its first error; both are left out when the run was
+	// not exported live or lost nothing.
+	ExportLost  int64  `json:"export_lost,omitempty"`
+	ExportError string `json:"export_error,omitempty"`
 }
 
 // Step marks the end of one whole agent step; Chain is the hash chain's value

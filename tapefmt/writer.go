@@ -40,10 +40,26 @@ type Options struct {
 	// in the payload fields that hold output, tool calls and MCP messages,
 	// and writes its patterns into run.start (Masker).
 	Mask *Masker
+	// Observer, when set, sees the tape as it is written (a live export).
+	Observer Observer
 
 	// noBlobReadBack turns off the check of each encoded blob, for the
 	// benchmark that measures what the check costs (export_test.go).
 	noBlobReadBack bool
+}
+
+// Observer sees what a Writer writes, as it is written: for a live
+// consumer of a tape (the OpenTelemetry export) that must never slow the
+// writer. ObserveStart is called once, by Create or NewWriter; ObserveBlob
+// after each PutBlob that succeeds (also for a blob the tape holds already),
+// before the frame that names it is appended; ObserveFrame after each
+// frame is written, in sequence order, with the writer's lock held. No
+// method may block or call the Writer. The bytes given belong to the
+// writer and its caller: an observer copies what it keeps.
+type Observer interface {
+	ObserveStart(id [16]byte, created time.Time)
+	ObserveBlob(lane string, h Hash, data []byte)
+	ObserveFrame(f Frame)
 }
 
 // Writer appends frames and blobs to a tape. It is safe for concurrent use.
@@ -127,6 +143,9 @@ func NewWriter(dst io.Writer, opts Options) (*Writer, error) {
 	if err := w.write(h.marshal()); err != nil {
 		return nil, err
 	}
+	if opts.Observer != nil {
+		opts.Observer.ObserveStart(w.id, opts.Created)
+	}
 	return w, nil
 }
 
@@ -202,6 +221,9 @@ func (w *Writer) appendLocked(f Frame) (uint64, error) {
 	}
 	w.frames = appendFrameEntry(w.frames, &f)
 	w.seq++
+	if w.opts.Observer != nil {
+		w.opts.Observer.ObserveFrame(f)
+	}
 	return f.Seq, w.afterFrame(f.Kind.Boundary())
 }
 
@@ -269,7 +291,12 @@ func (w *Writer) sync() error {
 // in the same lane (for example every request body sent to one endpoint) are
 // stored as deltas of one another, so resent history costs little.
 func (w *Writer) PutBlob(laneName string, data []byte) (Hash, error) {
-	return w.putBlob(laneName, w.opts.Mask.Mask(data))
+	data = w.opts.Mask.Mask(data)
+	h, err := w.putBlob(laneName, data)
+	if err == nil && w.opts.Observer != nil {
+		w.opts.Observer.ObserveBlob(laneName, h, data)
+	}
+	return h, err
 }
 
 // putBlob stores data as it is: CopyFrame's blobs come from a tape, where

@@ -40,6 +40,7 @@ type ForkCmd struct {
 	matchFlags
 	redactFlags
 	breakerFlags
+	otlpFlags
 }
 
 // Validate checks flags before anything starts.
@@ -51,6 +52,9 @@ func (c *ForkCmd) Validate() error {
 		return err
 	}
 	if err := c.breakerFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.otlpFlags.validate(); err != nil {
 		return err
 	}
 	if _, err := c.fieldSets(); err != nil {
@@ -136,6 +140,10 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	var tty *ttyGuard
 	o.Booth, tty = bf.boothOptions(env)
 	defer tty.restore()
+	exported, err := c.otlpFlags.start(ctx, &o, env.Stderr)
+	if err != nil {
+		return nil, err
+	}
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
 		return nil, err
@@ -147,6 +155,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	if res != nil {
 		printBooth(env, res.Booth)
 	}
+	exported(res)
 	return res, err
 }
 

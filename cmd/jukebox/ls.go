@@ -19,6 +19,30 @@ type LsCmd struct {
 	JSON  bool     `help:"Print one JSON array of summaries."`
 }
 
+// expandTapes is the tapes named and every *.jbx file in the folders named,
+// in the order given (a folder's by name).
+func expandTapes(args []string) ([]string, error) {
+	var paths []string
+	for _, p := range args {
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("no folder or tape %s: record a run with `jukebox record -- CMD` or name a folder", p)
+		case err != nil:
+			return nil, err
+		case !st.IsDir():
+			paths = append(paths, p)
+			continue
+		}
+		in, err := filepath.Glob(filepath.Join(p, "*.jbx"))
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, in...)
+	}
+	return paths, nil
+}
+
 // lsRow is one tape: its summary, or why it could not be read.
 type lsRow struct {
 	// Tape names the tape as the text listing does: its file name without
@@ -35,23 +59,9 @@ type lsRow struct {
 // Run lists every *.jbx file in the folders, and the tapes named, newest
 // first.
 func (c *LsCmd) Run(env *Env) error {
-	var paths []string
-	for _, p := range c.Paths {
-		st, err := os.Stat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("no folder or tape %s: record a run with `jukebox record -- CMD` or name a folder", p)
-		case err != nil:
-			return err
-		case !st.IsDir():
-			paths = append(paths, p)
-			continue
-		}
-		in, err := filepath.Glob(filepath.Join(p, "*.jbx"))
-		if err != nil {
-			return err
-		}
-		paths = append(paths, in...)
+	paths, err := expandTapes(c.Paths)
+	if err != nil {
+		return err
 	}
 	rows := make([]lsRow, 0, len(paths))
 	for _, p := range paths {

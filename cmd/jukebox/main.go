@@ -52,6 +52,7 @@ type CLI struct {
 	Ls        LsCmd        `cmd:"" help:"List the recordings in a folder."`
 	Cost      CostCmd      `cmd:"" help:"Print what a run cost, from its tape: by model with the rates used, by agent or by step."`
 	Breaker   BreakerCmd   `cmd:"" help:"Run a recorded tape through circuit breaker limits: would it have tripped, where and why (exit 7 if so)."`
+	Export    ExportCmd    `cmd:"" help:"Send tapes to OpenTelemetry (otlp), or write them as an HTTP Archive (har) or JSON (json), for other tools."`
 	Show      ShowCmd      `cmd:"" help:"Print the frames of a tape."`
 	Verify    VerifyCmd    `cmd:"" help:"Check CRCs, the hash chain, every blob and (with --key-file) the seal."`
 	Recover   RecoverCmd   `cmd:"" help:"Rewrite a torn tape (a crash left it without its footer) as a whole one, up to its last whole step."`

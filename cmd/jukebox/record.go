@@ -26,6 +26,7 @@ type RecordCmd struct {
 	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
 	redactFlags
 	breakerFlags
+	otlpFlags
 	boothFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 }
@@ -42,6 +43,9 @@ func (c *RecordCmd) Validate() error {
 		return err
 	}
 	if _, err := mcpURLs(c.MCPURL); err != nil {
+		return err
+	}
+	if err := c.otlpFlags.validate(); err != nil {
 		return err
 	}
 	return c.boothFlags.validate()
@@ -91,6 +95,10 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	defer tty.restore()
 	o.AutoName, o.QuietSDKs = c.Output == "", c.QuietSDKs
 	o.OnTape = func(p string) { fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", p) }
+	exported, err := c.otlpFlags.start(ctx, &o, env.Stderr)
+	if err != nil {
+		return err
+	}
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
 		return err
@@ -101,6 +109,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	if res != nil {
 		printBooth(env, res.Booth)
 	}
+	exported(res)
 	if err := runFailed(err, res); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 // Package testenv decides, in one place, whether a test can find what it
 // needs outside Go: Node.js and the npm SDK packages, python3, tmux, a
-// PostgreSQL server, kernel features such as namespaces.
+// PostgreSQL server, a Jaeger receiver, kernel features such as
+// namespaces.
 //
 // A plain `go test ./...` on a machine with only Go installed passes: a
 // test whose dependency is missing is skipped with a reason that names
@@ -38,6 +39,9 @@ const (
 	// EnvPostgresDSN holds the DSN of the scratch PostgreSQL server that
 	// `eval "$(bash .ci/postgres.sh)"` starts.
 	EnvPostgresDSN = "JUKEBOX_PG_DSN"
+	// EnvJaeger holds the path of the Jaeger v2 binary that
+	// `eval "$(bash .ci/jaeger.sh)"` builds from the tools module.
+	EnvJaeger = "JUKEBOX_JAEGER"
 )
 
 // minNodeMajor is the oldest Node.js release the SDK agents run on
@@ -155,6 +159,25 @@ func RequirePostgres(t testing.TB) string {
 	}
 	return dsn
 }
+
+// RequireJaeger returns the path of the Jaeger v2 binary in
+// JUKEBOX_JAEGER, the real OTLP receiver of the export tests.
+func RequireJaeger(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv(EnvJaeger)
+	if path == "" {
+		Unavailable(t, "Jaeger v2 (an OTLP receiver) in "+EnvJaeger,
+			`run eval "$(bash .ci/jaeger.sh)" to build it from the tools module and set it`)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s=%s: %v (run bash .ci/jaeger.sh again)", EnvJaeger, path, err)
+	}
+	return path
+}
+
+// RepoRoot returns the repository's root directory, for a test that
+// reads a file of another package (a config in testdata).
+func RepoRoot(t testing.TB) string { return repoRoot(t) }
 
 // repoRoot returns the repository's root directory: the nearest parent of
 // the test's working directory (its package directory) with a go.mod.

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jukebox-os/jukebox/export"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// ExportCmd writes tapes in other tools' formats.
+type ExportCmd struct {
+	Otlp ExportOTLPCmd `cmd:"" name:"otlp" help:"Send tapes to an OpenTelemetry receiver (Collector, Jaeger, Tempo, Langfuse, Phoenix): a trace per tape with GenAI spans and metrics, at the recorded times."`
+	Har  ExportHARCmd  `cmd:"" name:"har" help:"Write a tape's model calls as an HTTP Archive (HAR 1.2) for browser dev tools and HAR viewers."`
+	JSON ExportJSONCmd `cmd:"" name:"json" help:"Write a whole tape (frames, payloads, blobs) as one JSON document."`
+}
+
+// ExportOTLPCmd sends tapes over OTLP.
+type ExportOTLPCmd struct {
+	Tapes          []string      `arg:"" name:"tape" type:"path" help:"Tapes, or folders of tapes."`
+	Endpoint       string        `placeholder:"URL" help:"The receiver's base URL (/v1/traces and /v1/metrics are appended over HTTP), e.g. http://127.0.0.1:4318; default OTEL_EXPORTER_OTLP_ENDPOINT."`
+	Protocol       string        `placeholder:"PROTO" help:"http/protobuf (default; also 'http') or grpc (e.g. --endpoint http://127.0.0.1:4317); default OTEL_EXPORTER_OTLP_PROTOCOL."`
+	Headers        string        `placeholder:"K=V,..." help:"Headers for every request (an API key), as OTEL_EXPORTER_OTLP_HEADERS writes them (values URL-encoded); added to that variable's."`
+	IncludeContent bool          `help:"Also export what was said: prompts, answers, tool arguments and results (off: they may hold personal data)."`
+	Service        string        `placeholder:"NAME" help:"The service.name of the spans (default: each run's name)."`
+	Timeout        time.Duration `default:"10s" help:"Bound on each request to the receiver; refused requests are retried for up to a minute."`
+	JSON           bool          `help:"Print what was sent as JSON."`
+}
+
+// Validate checks the endpoint, protocol and headers before anything is read.
+func (c *ExportOTLPCmd) Validate() error {
+	if !export.Configured(c.Endpoint, os.Getenv) {
+		return fmt.Errorf("no receiver: give --endpoint URL (e.g. http://127.0.0.1:4318) or set OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	_, err := otlpEndpoint(c.Endpoint, c.Protocol, c.Headers, "--")
+	return err
+}
+
+// otlpEndpoint reads the endpoint flags (named with prefix: "--" or
+// "--otlp-") into an export.Endpoint.
+func otlpEndpoint(url, proto, headers, prefix string) (export.Endpoint, error) {
+	var ep export.Endpoint
+	if url != "" {
+		if err := export.CheckURL(url); err != nil {
+			return ep, fmt.Errorf("%sendpoint: %w", prefix, err)
+		}
+	}
+	p, err := export.ProtocolFrom(proto, os.Getenv)
+	if err != nil {
+		return ep, fmt.Errorf("%sprotocol: %w", prefix, err)
+	}
+	h, err := export.ParseHeaders(headers)
+	if err != nil {
+		return ep, fmt.Errorf("%sheaders: %w", prefix, err)
+	}
+	return export.Endpoint{URL: url, Protocol: p, Headers: h}, nil
+}
+
+// Run sends each tape and says where its trace is.
+func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
+	paths, err := expandTapes(c.Tapes)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return fmt.Errorf("no tapes in %s", strings.Join(c.Tapes, ", "))
+	}
+	ep, err := otlpEndpoint(c.Endpoint, c.Protocol, c.Headers, "--")
+	if err != nil {
+		return err
+	}
+	ep.Timeout = c.Timeout
+	where := ep.URL
+	if where == "" {
+		where = "the OTEL_EXPORTER_OTLP_* endpoint"
+	}
+	sent, err := export.OTLP(ctx, paths, ep, export.Options{IncludeContent: c.IncludeContent, Service: c.Service},
+		func(st export.SentTape) {
+			if !c.JSON {
+				fmt.Fprintf(env.Stderr, "jukebox: %s: trace %s, %d spans\n", st.Path, st.TraceID, st.Spans)
+			}
+		})
+	if c.JSON {
+		if jerr := writeJSON(env.Stdout, exportReport(sent, where, err)); jerr != nil {
+			return jerr
+		}
+	} else if err == nil {
+		noun := "tapes"
+		if len(sent.Tapes) == 1 {
+			noun = "tape"
+		}
+		fmt.Fprintf(env.Stdout, "exported %d %s, %d spans, to %s\n", len(sent.Tapes), noun, sent.Spans, where)
+	}
+	return err
+}
+
+// exportReport is export otlp's --json.
+func exportReport(sent export.Sent, where string, err error) any {
+	type tape struct {
+		Path    string `json:"path"`
+		TraceID string `json:"trace_id"`
+		Spans   int    `json:"spans"`
+	}
+	out := struct {
+		Endpoint string `json:"endpoint"`
+		Tapes    []tape `json:"tapes"`
+		Spans    int64  `json:"spans_sent"`
+		Failed   int64  `json:"spans_failed"`
+		Error    string `json:"error,omitempty"`
+	}{Endpoint: where, Tapes: []tape{}, Spans: sent.Spans, Failed: sent.Failed}
+	for _, t := range sent.Tapes {
+		out.Tapes = append(out.Tapes, tape{t.Path, t.TraceID, t.Spans})
+	}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	return out
+}
+
+// ExportHARCmd writes a HAR file.
+type ExportHARCmd struct {
+	Tape   string `arg:"" type:"existingfile" help:"The tape."`
+	Output string `short:"o" type:"path" placeholder:"FILE" help:"Write here (never over an existing file) instead of stdout."`
+}
+
+// Run writes the archive.
+func (c *ExportHARCmd) Run(env *Env) error {
+	return exportTo(env, c.Tape, c.Output, func(w io.Writer, t *tapefmt.Tape) error {
+		return export.HAR(w, t, c.Tape, version)
+	})
+}
+
+// ExportJSONCmd writes a tape as JSON.
+type ExportJSONCmd struct {
+	Tape   string `arg:"" type:"existingfile" help:"The tape."`
+	Output string `short:"o" type:"path" placeholder:"FILE" help:"Write here (never over an existing file) instead of stdout."`
+}
+
+// Run writes the document.
+func (c *ExportJSONCmd) Run(env *Env) error {
+	return exportTo(env, c.Tape, c.Output, func(w io.Writer, t *tapefmt.Tape) error {
+		return export.JSON(w, t, c.Tape)
+	})
+}
+
+// exportTo opens a tape and writes it with write, to stdout or to a new
+// file, which a failure removes: nothing half written is left behind.
+func exportTo(env *Env, path, out string, write func(io.Writer, *tapefmt.Tape) error) error {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if out == "" {
+		return write(env.Stdout, t)
+	}
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if err = write(f, t); err == nil {
+		err = f.Close()
+	} else {
+		f.Close()
+	}
+	if err != nil {
+		os.Remove(out)
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "jukebox: wrote %s\n", out)
+	return nil
+}

@@ -1,0 +1,420 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Protocols of OTLP, as OTEL_EXPORTER_OTLP_PROTOCOL names them.
+const (
+	ProtocolHTTP = "http/protobuf" // the default
+	ProtocolGRPC = "grpc"
+)
+
+// Endpoint is where an export goes: an OTLP receiver (an OpenTelemetry
+// Collector, Jaeger, Tempo, Langfuse, Phoenix).
+type Endpoint struct {
+	// URL is the receiver's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT
+	// gives it: over HTTP, /v1/traces and /v1/metrics are appended; over
+	// gRPC it names the host and port (http:// for no TLS). "" leaves it
+	// to the standard OTEL_EXPORTER_OTLP_* variables, read by the
+	// OpenTelemetry exporters themselves (endpoints per signal, headers,
+	// timeout, certificates, compression).
+	URL string
+	// Protocol is ProtocolHTTP or ProtocolGRPC; "" is
+	// OTEL_EXPORTER_OTLP_PROTOCOL (or _TRACES_PROTOCOL), else HTTP.
+	Protocol string
+	// Headers are sent with every export, over what the variables say.
+	Headers map[string]string
+	// Timeout bounds each export request; 0 is the exporters' default
+	// (10 s).
+	Timeout time.Duration
+	// NoRetry sends each batch once: a live export never waits for a
+	// receiver that is down.
+	NoRetry bool
+}
+
+// Configured reports whether an endpoint is given, by URL or by the
+// standard variables (getenv is os.Getenv).
+func Configured(url string, getenv func(string) string) bool {
+	return url != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// ProtocolFrom is the protocol asked for: p, else the standard variables,
+// else HTTP. An unknown name is an error that says which are known.
+func ProtocolFrom(p string, getenv func(string) string) (string, error) {
+	for _, v := range []string{p, getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL")} {
+		switch v {
+		case "":
+			continue
+		case "http", ProtocolHTTP:
+			return ProtocolHTTP, nil
+		case ProtocolGRPC:
+			return ProtocolGRPC, nil
+		case "http/json":
+			return "", fmt.Errorf("protocol %q: the OpenTelemetry Go exporters speak %s and %s", v, ProtocolHTTP, ProtocolGRPC)
+		default:
+			return "", fmt.Errorf("protocol %q: want %s (or http) or %s", v, ProtocolHTTP, ProtocolGRPC)
+		}
+	}
+	return ProtocolHTTP, nil
+}
+
+// CheckURL says what is wrong with an endpoint URL, or nil: it must be
+// absolute, http or https, with a host.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return err
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q is not an http:// or https:// URL", raw)
+	case u.Host == "":
+		return fmt.Errorf("%q names no host", raw)
+	}
+	return nil
+}
+
+// ParseHeaders reads "k=v,k=v" as OTEL_EXPORTER_OTLP_HEADERS writes
+// headers (values URL-encoded).
+func ParseHeaders(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("header %q: want name=value", kv)
+		}
+		uv, err := url.PathUnescape(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("header %q: %v", k, err)
+		}
+		out[k] = uv
+	}
+	return out, nil
+}
+
+// traceExporter makes the span exporter of an endpoint.
+func (e Endpoint) traceExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
+	base := strings.TrimSuffix(e.URL, "/")
+	if e.Protocol == ProtocolGRPC {
+		var o []otlptracegrpc.Option
+		if base != "" {
+			o = append(o, otlptracegrpc.WithEndpointURL(base))
+		}
+		if len(e.Headers) > 0 {
+			o = append(o, otlptracegrpc.WithHeaders(e.Headers))
+		}
+		if e.Timeout > 0 {
+			o = append(o, otlptracegrpc.WithTimeout(e.Timeout))
+		}
+		if e.NoRetry {
+			o = append(o, otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
+		}
+		return otlptracegrpc.New(ctx, o...)
+	}
+	var o []otlptracehttp.Option
+	if base != "" {
+		o = append(o, otlptracehttp.WithEndpointURL(base+"/v1/traces"))
+	}
+	if len(e.Headers) > 0 {
+		o = append(o, otlptracehttp.WithHeaders(e.Headers))
+	}
+	if e.Timeout > 0 {
+		o = append(o, otlptracehttp.WithTimeout(e.Timeout))
+	}
+	if e.NoRetry {
+		o = append(o, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+	}
+	return otlptracehttp.New(ctx, o...)
+}
+
+// metricExporter makes the metric exporter of an endpoint.
+func (e Endpoint) metricExporter(ctx context.Context) (sdkmetric.Exporter, error) {
+	base := strings.TrimSuffix(e.URL, "/")
+	if e.Protocol == ProtocolGRPC {
+		var o []otlpmetricgrpc.Option
+		if base != "" {
+			o = append(o, otlpmetricgrpc.WithEndpointURL(base))
+		}
+		if len(e.Headers) > 0 {
+			o = append(o, otlpmetricgrpc.WithHeaders(e.Headers))
+		}
+		if e.Timeout > 0 {
+			o = append(o, otlpmetricgrpc.WithTimeout(e.Timeout))
+		}
+		if e.NoRetry {
+			o = append(o, otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}))
+		}
+		return otlpmetricgrpc.New(ctx, o...)
+	}
+	var o []otlpmetrichttp.Option
+	if base != "" {
+		o = append(o, otlpmetrichttp.WithEndpointURL(base+"/v1/metrics"))
+	}
+	if len(e.Headers) > 0 {
+		o = append(o, otlpmetrichttp.WithHeaders(e.Headers))
+	}
+	if e.Timeout > 0 {
+		o = append(o, otlpmetrichttp.WithTimeout(e.Timeout))
+	}
+	if e.NoRetry {
+		o = append(o, otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
+	}
+	return otlpmetrichttp.New(ctx, o...)
+}
+
+// batcher is the span processor of every export: it queues finished spans
+// and sends them in batches. Live (drop), a full queue drops a span and
+// counts it, and a batch the receiver refuses is counted as dropped too:
+// the recording never waits. Otherwise a full queue waits for room, and
+// the exporter retries a refused batch as its configuration says.
+type batcher struct {
+	exp      sdktrace.SpanExporter
+	queue    chan sdktrace.ReadOnlySpan
+	drop     bool
+	dropped  atomic.Int64
+	exported atomic.Int64
+	failed   atomic.Int64
+	mu        sync.Mutex
+	err       error // the first failed export
+	inflight  int   // spans in the batch being sent
+	abandoned bool  // close gave up waiting: the counts are final
+	closing  sync.Once
+	done     chan struct{}
+}
+
+const (
+	batchSize     = 512
+	batchInterval = 200 * time.Millisecond
+)
+
+func newBatcher(exp sdktrace.SpanExporter, queue int, drop bool) *batcher {
+	b := &batcher{exp: exp, queue: make(chan sdktrace.ReadOnlySpan, queue), drop: drop, done: make(chan struct{})}
+	go b.loop()
+	return b
+}
+
+func (b *batcher) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !b.drop {
+		b.queue <- s
+		return
+	}
+	select {
+	case b.queue <- s:
+	default:
+		b.dropped.Add(1)
+	}
+}
+
+// Shutdown and ForceFlush do nothing: the providers of several tapes share
+// one batcher, which close ends.
+func (b *batcher) Shutdown(context.Context) error   { return nil }
+func (b *batcher) ForceFlush(context.Context) error { return nil }
+
+func (b *batcher) loop() {
+	defer close(b.done)
+	batch := make([]sdktrace.ReadOnlySpan, 0, batchSize)
+	tick := time.NewTicker(batchInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case s, ok := <-b.queue:
+			if !ok {
+				b.send(batch)
+				return
+			}
+			if batch = append(batch, s); len(batch) < batchSize {
+				continue
+			}
+		case <-tick.C:
+		}
+		b.send(batch)
+		batch = batch[:0]
+	}
+}
+
+func (b *batcher) send(batch []sdktrace.ReadOnlySpan) {
+	if len(batch) == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.inflight = len(batch)
+	b.mu.Unlock()
+	err := b.exp.ExportSpans(context.Background(), batch)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.inflight = 0
+	switch {
+	case b.abandoned: // counted as dropped by close
+	case err != nil:
+		b.failed.Add(int64(len(batch)))
+		if b.err == nil {
+			b.err = err
+		}
+	default:
+		b.exported.Add(int64(len(batch)))
+	}
+}
+
+// close sends what is queued, waiting until ctx ends at most; spans not
+// sent by then count as dropped. It shuts the exporter down.
+func (b *batcher) close(ctx context.Context) {
+	b.closing.Do(func() { close(b.queue) })
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		b.mu.Lock()
+		b.abandoned = true
+		b.dropped.Add(int64(len(b.queue) + b.inflight))
+		if b.err == nil {
+			b.err = fmt.Errorf("the receiver had not taken the last spans when the wait ended: %w", ctx.Err())
+		}
+		b.mu.Unlock()
+	}
+	b.exp.Shutdown(ctx)
+}
+
+// firstErr is the first export that failed, or nil.
+func (b *batcher) firstErr() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// ids gives the SDK the span ids the converter chose (frame numbers), so
+// that every export of a tape has the same ids; the trace id is the tape's.
+type ids struct{}
+
+type idKey struct{}
+
+type wantIDs struct {
+	trace trace.TraceID
+	span  trace.SpanID
+}
+
+func (ids) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	w, _ := ctx.Value(idKey{}).(wantIDs)
+	return w.trace, w.span
+}
+
+func (ids) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	w, _ := ctx.Value(idKey{}).(wantIDs)
+	return w.span
+}
+
+// sink turns the converter's spans and measures into the SDK's, for one
+// tape: a tracer and meter whose resource names the run's service.
+type sink struct {
+	traceID trace.TraceID
+	tracer  trace.Tracer
+	mp      *sdkmetric.MeterProvider // nil: no metrics
+	tokens  metric.Int64Histogram
+	dur     metric.Float64Histogram
+	chunk   metric.Float64Histogram
+}
+
+// newSink makes the tracer of one tape, its spans going to b, and its
+// meter, whose measures go to me (none when me is nil).
+func newSink(traceID trace.TraceID, service, host string, b *batcher, me sdkmetric.Exporter, every time.Duration) (*sink, error) {
+	attrs := []attribute.KeyValue{attrServiceName.String(service)}
+	if host != "" {
+		attrs = append(attrs, attrHostName.String(host))
+	}
+	res := resource.NewWithAttributes(schemaURL, attrs...)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(b),
+		sdktrace.WithIDGenerator(ids{}), sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeValueLengthLimit: -1, AttributeCountLimit: 128,
+			EventCountLimit: 1024, LinkCountLimit: 0, AttributePerEventCountLimit: 16, AttributePerLinkCountLimit: 0}))
+	s := &sink{traceID: traceID, tracer: tp.Tracer("github.com/jukebox-os/jukebox/export", trace.WithSchemaURL(schemaURL))}
+	if me == nil {
+		return s, nil
+	}
+	s.mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me, sdkmetric.WithInterval(every))))
+	m := s.mp.Meter("github.com/jukebox-os/jukebox/export", metric.WithSchemaURL(schemaURL))
+	var err error
+	s.tokens, err = m.Int64Histogram(metricTokenUsage, metric.WithUnit("{token}"),
+		metric.WithDescription("Number of input and output tokens used."), metric.WithExplicitBucketBoundaries(tokenBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	s.dur, err = m.Float64Histogram(metricDuration, metric.WithUnit("s"),
+		metric.WithDescription("GenAI operation duration."), metric.WithExplicitBucketBoundaries(durationBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	s.chunk, err = m.Float64Histogram(metricFirstChunk, metric.WithUnit("s"),
+		metric.WithDescription("Time to receive the first chunk of a streamed response."), metric.WithExplicitBucketBoundaries(chunkBuckets...))
+	return s, err
+}
+
+func (s *sink) span(sp *span) {
+	ctx := context.WithValue(context.Background(), idKey{}, wantIDs{trace: s.traceID, span: sp.id})
+	if sp.parent.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: s.traceID, SpanID: sp.parent, TraceFlags: trace.FlagsSampled}))
+	}
+	_, t := s.tracer.Start(ctx, sp.name, trace.WithTimestamp(sp.start), trace.WithSpanKind(sp.kind), trace.WithAttributes(sp.attrs...))
+	for _, e := range sp.events {
+		t.AddEvent(e.name, trace.WithTimestamp(e.at), trace.WithAttributes(e.attrs...))
+	}
+	if sp.err != "" {
+		t.SetStatus(codes.Error, sp.err)
+	}
+	t.End(trace.WithTimestamp(sp.end))
+}
+
+// closeMetrics sends the measures and shuts the meter down.
+func (s *sink) closeMetrics(ctx context.Context) error {
+	if s.mp == nil {
+		return nil
+	}
+	return s.mp.Shutdown(ctx)
+}
+
+func (s *sink) measure(m measure) {
+	if s.tokens == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{attrOperation.String(m.op), attrProvider.String(m.provider)}
+	if m.requestModel != "" {
+		attrs = append(attrs, attrRequestModel.String(m.requestModel))
+	}
+	if m.responseModel != "" {
+		attrs = append(attrs, attrResponseModel.String(m.responseModel))
+	}
+	ctx := context.Background()
+	if m.usage {
+		s.tokens.Record(ctx, m.input, metric.WithAttributes(append(attrs, attrTokenType.String(tokenTypeInput))...))
+		s.tokens.Record(ctx, m.output, metric.WithAttributes(append(attrs, attrTokenType.String(tokenTypeOutput))...))
+	}
+	if m.errType != "" {
+		attrs = append(attrs, attrErrorType.String(m.errType))
+	}
+	s.dur.Record(ctx, m.seconds, metric.WithAttributes(attrs...))
+	if m.streamed {
+		s.chunk.Record(ctx, m.firstChunk, metric.WithAttributes(attrs...))
+	}
+}

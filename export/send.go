@@ -1,0 +1,146 @@
+package export
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Sent says what an export of tapes sent.
+type Sent struct {
+	Tapes []SentTape
+	Spans int64 // spans the receiver took
+	// Failed are spans in batches the receiver refused, after the
+	// exporter's retries.
+	Failed int64
+}
+
+// SentTape is one tape's part of an export.
+type SentTape struct {
+	Path    string
+	TraceID string // the tape's id: find the trace by it
+	Spans   int
+}
+
+// OTLP sends tapes to a receiver: each a trace whose id is the tape's id,
+// its spans at their recorded times, and its model calls' metrics. It
+// returns what was sent; the error names the first tape that does not
+// read, or the receiver's first refusal (the exporter retries first, as
+// its configuration says). progress, if set, is told of each tape sent.
+func OTLP(ctx context.Context, paths []string, ep Endpoint, o Options, progress func(SentTape)) (Sent, error) {
+	var sent Sent
+	te, err := ep.traceExporter(ctx)
+	if err != nil {
+		return sent, fmt.Errorf("otlp: %w", err)
+	}
+	b := newBatcher(te, 4096, false)
+	var tapeErr error
+	for _, path := range paths {
+		st, err := sendTape(ctx, path, ep, o, b)
+		if err != nil {
+			tapeErr = err
+			break
+		}
+		sent.Tapes = append(sent.Tapes, st)
+		if progress != nil {
+			progress(st)
+		}
+	}
+	b.close(ctx)
+	sent.Spans, sent.Failed = b.exported.Load(), b.failed.Load()
+	if tapeErr != nil {
+		return sent, tapeErr
+	}
+	if err := b.firstErr(); err != nil {
+		return sent, fmt.Errorf("otlp: the receiver refused %d of %d spans: %w", sent.Failed, sent.Failed+sent.Spans, err)
+	}
+	return sent, nil
+}
+
+// sendTape converts one tape and queues its spans on b; its metrics go
+// out before it returns.
+func sendTape(ctx context.Context, path string, ep Endpoint, o Options, b *batcher) (SentTape, error) {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return SentTape{}, err
+	}
+	defer t.Close()
+	start, err := firstRunStart(t)
+	if err != nil {
+		return SentTape{}, fmt.Errorf("%s: %w", path, err)
+	}
+	me, err := ep.metricExporter(ctx)
+	if err != nil {
+		return SentTape{}, fmt.Errorf("otlp: %w", err)
+	}
+	o.Path = path
+	id := t.ID()
+	s, err := newSink(trace.TraceID(id), serviceOf(o, start), start.Host, b, me, time.Hour)
+	if err != nil {
+		return SentTape{}, err
+	}
+	st := SentTape{Path: path, TraceID: trace.TraceID(id).String()}
+	conv := newConverter(o, id, t.Created(), tapeBlobs(t), func(sp *span) { st.Spans++; s.span(sp) }, s.measure)
+	if t.Recovered() == nil {
+		conv.setHash(t.Head())
+	}
+	for f, err := range t.All() {
+		if err != nil {
+			return st, fmt.Errorf("%s: %w", path, err)
+		}
+		if err := conv.frame(f); err != nil {
+			return st, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	conv.finish(conv.last) // a tape cut short has no run.end
+	if err := s.closeMetrics(ctx); err != nil {
+		return st, fmt.Errorf("otlp: metrics of %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// tapeBlobs reads blobs from a tape, nil for one it does not have.
+func tapeBlobs(t *tapefmt.Tape) func(tapefmt.Hash) []byte {
+	return func(h tapefmt.Hash) []byte {
+		if h.IsZero() {
+			return nil
+		}
+		b, err := t.Blob(h)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+}
+
+// firstRunStart is the tape's run.start, which every tape opens with.
+func firstRunStart(t *tapefmt.Tape) (*tapefmt.RunStart, error) {
+	if t.Len() == 0 {
+		return nil, errors.New("the tape has no frames")
+	}
+	f, err := t.Frame(0)
+	if err != nil {
+		return nil, err
+	}
+	p, err := f.Decode()
+	if err != nil {
+		return nil, fmt.Errorf("frame 0: %w", err)
+	}
+	rs, ok := p.(*tapefmt.RunStart)
+	if !ok {
+		return nil, fmt.Errorf("frame 0 is %s, not run.start", f.Kind)
+	}
+	return rs, nil
+}
+
+// serviceOf names the service of a run's spans: as asked, else the
+// run's agent.
+func serviceOf(o Options, rs *tapefmt.RunStart) string {
+	return cmp.Or(o.Service, agentName(rs))
+}
