@@ -83,7 +83,7 @@ func CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return err
+		return fmt.Errorf("%q is not a URL: want http://HOST:PORT", raw)
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Errorf("%q is not an http:// or https:// URL", raw)
 	case u.Host == "":

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/jaegertest"
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// agentRunTape is the bundled sample tape.
+const agentRunTape = "../../testdata/tapes/agent-run.jbx"
+
+// tapeFacts are what a recorded tape says of itself: its id (the trace
+// id) and its model requests.
+func tapeFacts(t *testing.T, path string) (id string, requests []uint64, end *tapefmt.RunEnd) {
+	t.Helper()
+	tp := openTape(t, path)
+	defer tp.Close()
+	for f, err := range tp.All() {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		switch p := p.(type) {
+		case *tapefmt.LLMRequest:
+			requests = append(requests, f.Seq)
+		case *tapefmt.RunEnd:
+			end = p
+		}
+	}
+	return fmt.Sprintf("%x", tp.ID()), requests, end
+}
+
+// TestRecordExportsLive: two recorders running at once, each an official
+// openai SDK agent, export live to one Jaeger; both runs' traces arrive,
+// apart (each span names its own tape) and complete (a span for every
+// model request, the run's span with the agent's exit status), and
+// neither tape counts a lost span.
+func TestRecordExportsLive(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	j := jaegertest.Start(t)
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]string, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := jukeboxCmd(context.Background(), dir, "record", "--name", fmt.Sprintf("agent-%d", i), "--otlp-endpoint", j.OTLPHTTP,
+				"--upstream", "openai="+srv.OpenAIBaseURL(), "-o", fmt.Sprintf("run%d.jbx", i), "--", "node", filepath.Join(agents, "openai_agent.mjs"))
+			cmd.Env = append(cmd.Env, "OPENAI_API_KEY=sk-test")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Sprintf("recorder %d: %v\n%s", i, err, stderr.String())
+				return
+			}
+			errs[i] = stderr.String()
+		}()
+	}
+	wg.Wait()
+	for i := range 2 {
+		id, requests, end := tapeFacts(t, filepath.Join(dir, fmt.Sprintf("run%d.jbx", i)))
+		if !strings.Contains(errs[i], "exported live to "+j.OTLPHTTP+": trace "+id) {
+			t.Fatalf("recorder %d said:\n%s", i, errs[i])
+		}
+		if end == nil || end.ExportLost != 0 || end.ExportError != "" {
+			t.Errorf("run %d: run.end %+v", i, end)
+		}
+		tr := j.WaitTrace(t, id, len(requests)+1)
+		byID := map[string]jaegertest.Span{}
+		for _, s := range tr.Spans {
+			byID[s.ID] = s
+			if s.Tag("jukebox.tape.id") != id {
+				t.Errorf("run %d: span %s %q names tape %q", i, s.ID, s.Name, s.Tag("jukebox.tape.id"))
+			}
+		}
+		root, ok := byID["0000000000000001"]
+		if !ok || root.Name != fmt.Sprintf("invoke_agent agent-%d", i) || root.Tag("process.exit.code") != "0" {
+			t.Errorf("run %d: the run's span %+v", i, root)
+		}
+		if svc := tr.Processes[root.Process].Service; svc != fmt.Sprintf("agent-%d", i) {
+			t.Errorf("run %d: service %q", i, svc)
+		}
+		for _, seq := range requests {
+			s, ok := byID[fmt.Sprintf("%016x", seq+1)]
+			if !ok || s.Parent() != root.ID || s.Tag("jukebox.frame") != fmt.Sprint(seq) {
+				t.Errorf("run %d: no span for the request at frame %d (or not under the run): %+v", i, seq, s)
+			}
+		}
+	}
+}
+
+// TestRecordExportReceiverDown: a receiver that is down does not fail or
+// stop the run: the agent's exit status stands, run.end counts the spans
+// lost and says why, and jukebox says how to send them again.
+func TestRecordExportReceiverDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	down := "http://" + l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "down.jbx")
+	_, errs := wantCode(t, 3, "record", "--otlp-endpoint", down, "-o", tape, "--", "sh", "-c", "echo hi; exit 3")
+	_, _, end := tapeFacts(t, tape)
+	if end == nil || end.ExitCode != 3 || end.ExportLost == 0 || !strings.Contains(end.ExportError, "connection refused") {
+		t.Errorf("run.end %+v", end)
+	}
+	if !strings.Contains(errs, "the live export to "+down+" lost") || !strings.Contains(errs, "jukebox export otlp "+tape) {
+		t.Errorf("stderr:\n%s", errs)
+	}
+}
+
+// TestExportFlags: an endpoint, protocol or header that makes no sense is
+// exit 2 before anything runs or is sent, naming the flag.
+func TestExportFlags(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+	ran := filepath.Join(dir, "ran")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"record", "--otlp-endpoint", "ftp://x", "--", "touch", ran}, "--otlp-endpoint: \"ftp://x\" is not an http:// or https:// URL"},
+		{[]string{"record", "--otlp-endpoint", "http://127.0.0.1:4318", "--otlp-protocol", "thrift", "--", "touch", ran}, "--otlp-protocol: protocol \"thrift\""},
+		{[]string{"record", "--otlp-endpoint", "http://127.0.0.1:4318", "--otlp-headers", "novalue", "--", "touch", ran}, "--otlp-headers: header \"novalue\": want name=value"},
+		{[]string{"record", "--otlp-protocol", "grpc", "--", "touch", ran}, "need --otlp-endpoint"},
+		{[]string{"export", "otlp", agentRunTape}, "no receiver: give --endpoint URL"},
+		{[]string{"export", "otlp", agentRunTape, "--endpoint", "127.0.0.1:4318"}, "--endpoint: \"127.0.0.1:4318\""},
+	} {
+		_, errs := wantCode(t, ExitUsage, c.args...)
+		if !strings.Contains(errs, c.want) {
+			t.Errorf("%q: stderr %q, want %q", c.args, errs, c.want)
+		}
+		if _, err := os.Stat(ran); err == nil {
+			t.Fatalf("%q ran the agent", c.args)
+		}
+	}
+	// OTEL_EXPORTER_OTLP_PROTOCOL is read, and checked, like the flag.
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+	_, errs := wantCode(t, ExitUsage, "export", "otlp", agentRunTape, "--endpoint", "http://127.0.0.1:4318")
+	if !strings.Contains(errs, "http/json") {
+		t.Errorf("stderr %q", errs)
+	}
+}
+
+// TestExportOTLPToJaeger: export otlp of tapes and a folder reaches Jaeger
+// and reports each tape's trace; --json says the same.
+func TestExportOTLPToJaeger(t *testing.T) {
+	j := jaegertest.Start(t)
+	doc := jsonDoc(t)
+	out, _ := wantCode(t, ExitOK, "export", "otlp", "--json", "--endpoint", j.OTLPGRPC, "--protocol", "grpc", agentRunTape)
+	checkShape(t, doc, "export", out, map[string]map[string]bool{})
+	var rep struct {
+		Tapes []struct {
+			TraceID string `json:"trace_id"`
+			Spans   int    `json:"spans"`
+		} `json:"tapes"`
+		Sent int64 `json:"spans_sent"`
+	}
+	must(t, json.Unmarshal([]byte(out), &rep))
+	if len(rep.Tapes) != 1 || rep.Sent != int64(rep.Tapes[0].Spans) {
+		t.Fatalf("--json: %s", out)
+	}
+	tr := j.WaitTrace(t, rep.Tapes[0].TraceID, rep.Tapes[0].Spans)
+	if len(tr.Spans) != rep.Tapes[0].Spans {
+		t.Errorf("Jaeger has %d spans, export said %d", len(tr.Spans), rep.Tapes[0].Spans)
+	}
+	// A tape that is not a tape is an error that names it; nothing half sent hides it.
+	bad := filepath.Join(t.TempDir(), "bad.jbx")
+	must(t, os.WriteFile(bad, []byte("not a tape"), 0o644))
+	_, errs := wantCode(t, ExitBadTape, "export", "otlp", "--endpoint", j.OTLPHTTP, bad)
+	if !strings.Contains(errs, bad) {
+		t.Errorf("stderr %q", errs)
+	}
+}
+
+// TestExportHARAndJSONFiles: har and json write to stdout or to a new
+// file, never over an existing one.
+func TestExportHARAndJSONFiles(t *testing.T) {
+	dir := t.TempDir()
+	out, _ := wantCode(t, ExitOK, "export", "har", agentRunTape)
+	var har struct {
+		Log struct {
+			Entries []struct {
+				Request struct{ URL string } `json:"request"`
+			} `json:"entries"`
+		} `json:"log"`
+	}
+	must(t, json.Unmarshal([]byte(out), &har))
+	_, requests, _ := tapeFacts(t, agentRunTape)
+	if len(har.Log.Entries) != len(requests) {
+		t.Errorf("%d HAR entries, %d requests on the tape", len(har.Log.Entries), len(requests))
+	}
+	file := filepath.Join(dir, "run.json")
+	wantCode(t, ExitOK, "export", "json", agentRunTape, "-o", file)
+	data, err := os.ReadFile(file)
+	must(t, err)
+	if !json.Valid(data) {
+		t.Fatalf("export json wrote no JSON")
+	}
+	_, errs := wantCode(t, ExitInternal, "export", "json", agentRunTape, "-o", file)
+	if !strings.Contains(errs, "file exists") {
+		t.Errorf("over an existing file: %q", errs)
+	}
+	if after, _ := os.ReadFile(file); !bytes.Equal(after, data) {
+		t.Error("the existing file changed")
+	}
+}
