@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
+
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -73,21 +75,21 @@ func (c *Change) Open() (io.ReadCloser, error) {
 }
 
 // String formats the change as one line, "write a/b.txt (12 bytes,
-// -rw-r--r--)", its path and target quoted by QuotePath, so the line is
+// -rw-r--r--)", its path and target quoted by termtext.Quote, so the line is
 // safe to print on a terminal. A mode shows setuid, setgid and sticky as
 // ls does (-rwsr-xr-x); a hard link names its other path; a chmod says
 // when the mtime or the extended attributes changed (with the same mode
 // that is all it does).
 func (c Change) String() string {
-	p := QuotePath(c.Path)
+	p := termtext.Quote(c.Path)
 	switch c.Op {
 	case OpWrite:
 		if c.Link != "" {
-			return fmt.Sprintf("%s %s (hard link to %s, %s)%s", c.Op, p, QuotePath(c.Link), lsMode(c.Mode), c.xattrText())
+			return fmt.Sprintf("%s %s (hard link to %s, %s)%s", c.Op, p, termtext.Quote(c.Link), lsMode(c.Mode), c.xattrText())
 		}
 		return fmt.Sprintf("%s %s (%d bytes, %s)%s", c.Op, p, c.Size, lsMode(c.Mode), c.xattrText())
 	case OpSymlink:
-		return fmt.Sprintf("%s %s -> %s", c.Op, p, QuotePath(c.Target))
+		return fmt.Sprintf("%s %s -> %s", c.Op, p, termtext.Quote(c.Target))
 	case OpChmod:
 		s := fmt.Sprintf("%s %s %s", c.Op, p, lsMode(c.Mode))
 		if !c.Mtime.IsZero() {
@@ -117,7 +119,7 @@ func (c Change) xattrText() string {
 	}
 	names := make([]string, 0, len(c.Xattrs))
 	for n := range c.Xattrs {
-		names = append(names, QuotePath(n))
+		names = append(names, termtext.Quote(n))
 	}
 	sort.Strings(names)
 	return ", xattrs " + strings.Join(names, " ")
@@ -213,7 +215,7 @@ type Refusal struct {
 // String formats the refusal as one line, safe to print:
 // "REFUSED fifo run/pipe: a fifo cannot be committed".
 func (r Refusal) String() string {
-	return fmt.Sprintf("REFUSED %s %s: %s", SafeText(string(r.Kind)), QuotePath(r.Path), SafeText(r.Reason))
+	return fmt.Sprintf("REFUSED %s %s: %s", termtext.Escape(string(r.Kind)), termtext.Quote(r.Path), termtext.Escape(r.Reason))
 }
 
 // ChangeSet is every staged change, sorted by path so that a directory
@@ -246,7 +248,7 @@ func (cs ChangeSet) Counts() map[Op]int {
 }
 
 // String lists the changes one per line, never truncated, each path
-// quoted by QuotePath. A line about a sensitive path starts with "! " and
+// quoted by termtext.Quote. A line about a sensitive path starts with "! " and
 // is followed by one saying why (Sensitive); other lines start with two
 // spaces. Refused entries follow, one "REFUSED" line each. Summary is the
 // heading that goes with it.

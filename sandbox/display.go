@@ -6,90 +6,14 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // Change sets are shown to a person who decides on them (the --commit ask
 // prompt, booth diff), and every name in them was chosen by the agent. So
-// nothing of a name reaches the terminal as it is unless it is plain.
-
-// QuotePath returns p as it can be printed on a terminal: as it is when
-// every byte is printable ASCII other than space, '"' and '\', otherwise
-// in double quotes with Go escapes (like strconv.Quote), where also every
-// control character, bidi override or isolate, zero-width or other
-// invisible (default-ignorable) character and every byte that is not
-// UTF-8 is escaped. Printable non-ASCII letters are kept as they are, in
-// the quotes, which mark the name as unusual.
-func QuotePath(p string) string {
-	plain := p != ""
-	for i := 0; i < len(p) && plain; i++ {
-		c := p[i]
-		plain = c > ' ' && c < 0x7f && c != '"' && c != '\\'
-	}
-	if plain {
-		return p
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	escapeTo(&b, p, true)
-	b.WriteByte('"')
-	return b.String()
-}
-
-// SafeText returns s with every character QuotePath would escape escaped
-// the same way, without quotes: for messages (a refusal's reason) that
-// may hold a name.
-func SafeText(s string) string {
-	var b strings.Builder
-	escapeTo(&b, s, false)
-	return b.String()
-}
-
-// escapeTo writes s to b with Go escapes for what must not reach a
-// terminal, and for '"' and '\' when quoted.
-func escapeTo(b *strings.Builder, p string, quoted bool) {
-	for i := 0; i < len(p); {
-		r, n := utf8.DecodeRuneInString(p[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(b, `\x%02x`, p[i])
-		case quoted && (r == '"' || r == '\\'):
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < ' ' || r == 0x7f:
-			fmt.Fprintf(b, `\x%02x`, r)
-		case r < 0x7f:
-			b.WriteRune(r)
-		case !shownAsIs(r) && r > 0xffff:
-			fmt.Fprintf(b, `\U%08x`, r)
-		case !shownAsIs(r):
-			fmt.Fprintf(b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-		i += n
-	}
-}
-
-// shownAsIs reports whether a non-ASCII rune may reach a terminal in a
-// quoted name: a visible character, not a format character (bidi
-// controls, zero-width joiners and spaces are Cf), not a variation
-// selector or other default-ignorable code point, not a space other than
-// ASCII's, not a C1 control.
-func shownAsIs(r rune) bool {
-	return unicode.IsPrint(r) && r != 0x2800 && // braille blank: prints as nothing
-		!unicode.In(r, unicode.Cf, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Cc,
-			unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
-}
+// nothing of a name reaches the terminal as it is unless it is plain:
+// internal/termtext quotes it (termtext.Quote, termtext.Escape).
 
 // Sensitive returns why a change deserves a second look before it is
 // committed, or nil: git metadata and hooks, CI configuration, shell

@@ -5,33 +5,6 @@ import (
 	"testing"
 )
 
-func TestQuotePath(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"src/main.go", "src/main.go"},
-		{".git/hooks/pre-commit", ".git/hooks/pre-commit"},
-		{"a b", `"a b"`},
-		{"", `""`},
-		{"x\x1b[2K\ry", `"x\x1b[2K\ry"`},
-		{"\x1b[1A", `"\x1b[1A"`},
-		{"a\u202eb\u2066c\u2069", `"a\u202eb\u2066c\u2069"`},
-		{"zw\u200b\u200c\u200d\ufeff\u00ad", `"zw\u200b\u200c\u200d\ufeff\u00ad"`},
-		{"fill\u3164\u115f\u2800", `"fill\u3164\u115f\u2800"`},
-		{"c1\u009b\u0085", `"c1\u009b\u0085"`},
-		{"nb\u00a0sp\u2028", `"nb\u00a0sp\u2028"`},
-		{"bad\xff", `"bad\xff"`},
-		{`q"b\`, `"q\"b\\"`},
-		{"café/日本", `"café/日本"`},
-		{"tag\U000e0041", `"tag\U000e0041"`},
-	} {
-		if got := QuotePath(c.in); got != c.want {
-			t.Errorf("QuotePath(%q) = %s, want %s", c.in, got, c.want)
-		}
-	}
-	if got := SafeText("can't \x1b[31mread \"x\""); got != `can't \x1b[31mread "x"` {
-		t.Errorf("SafeText: %s", got)
-	}
-}
-
 func TestSensitive(t *testing.T) {
 	for _, c := range []struct {
 		c    Change

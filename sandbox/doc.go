@@ -199,7 +199,7 @@
 // something outside it, paths over PATH_MAX, entries it cannot read) does
 // not fail Diff: each is listed in ChangeSet.Refused with its reason and
 // never applied, and the rest of the change set is whole. Change sets print safely
-// (QuotePath) and flag sensitive paths (Change.Sensitive). A confined child can
+// (termtext.Quote) and flag sensitive paths (Change.Sensitive). A confined child can
 // write only the staged workspace, its private /tmp and /dev/shm and the
 // WriteLive paths; in the copy fallback nothing outside the workspace is
 // confined or staged.

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // Mode is how a child process is staged.
@@ -136,7 +138,7 @@ func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 func writable(tx *Tx, o ExecOptions) string {
 	var s string
 	for _, r := range tx.Roots() {
-		s += ", " + QuotePath(r.Root())
+		s += ", " + termtext.Quote(r.Root())
 	}
 	if s != "" {
 		s = "; staged with it: " + s[2:]
@@ -144,7 +146,7 @@ func writable(tx *Tx, o ExecOptions) string {
 	if len(o.WriteLive) > 0 {
 		quoted := make([]string, len(o.WriteLive))
 		for i, p := range o.WriteLive {
-			quoted[i] = QuotePath(p)
+			quoted[i] = termtext.Quote(p)
 		}
 		s += "; written live, never rolled back: " + strings.Join(quoted, ", ")
 	}

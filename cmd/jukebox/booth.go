@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
+
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/sandbox/pgbooth"
 	"github.com/jukebox-os/jukebox/sandbox/pgtx"
@@ -200,7 +202,7 @@ func printRoots(w io.Writer, tx *sandbox.Tx) error {
 		if err != nil {
 			return err
 		}
-		if _, err := fmt.Fprintf(w, "and staged in %s (--allow-write): %s\n%s", sandbox.QuotePath(r.Root()), cs.Summary(), cs.String()); err != nil {
+		if _, err := fmt.Fprintf(w, "and staged in %s (--allow-write): %s\n%s", termtext.Quote(r.Root()), cs.Summary(), cs.String()); err != nil {
 			return err
 		}
 	}
@@ -213,7 +215,7 @@ func printChangeSet(w io.Writer, cs sandbox.ChangeSet, asJSON bool) error {
 	if asJSON {
 		return boothJSON(w, cs)
 	}
-	_, err := fmt.Fprintf(w, "%s: %s\n%s", sandbox.QuotePath(cs.TxID), cs.Summary(), cs.String())
+	_, err := fmt.Fprintf(w, "%s: %s\n%s", termtext.Quote(cs.TxID), cs.Summary(), cs.String())
 	return err
 }
 

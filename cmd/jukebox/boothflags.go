@@ -189,7 +189,7 @@ func askOnTerminal(question string) (bool, error) {
 }
 
 // askText is the question askOnTerminal asks. Every name in it was chosen
-// by the agent, so each is quoted (sandbox.QuotePath) and no control, bidi
+// by the agent, so each is quoted (termtext.Quote) and no control, bidi
 // or invisible character reaches the terminal; sensitive paths are marked
 // with "!" and a line saying why, and the heading counts each operation.
 // The changes of staged folders outside the workspace (--allow-write)
@@ -200,7 +200,7 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 	fmt.Fprintf(&b, "\nThe agent staged %d changes: %s\n%s", len(cs.Changes), cs.Summary(), cs.String())
 	n := sensitiveCount(cs)
 	for _, r := range roots {
-		fmt.Fprintf(&b, "and in %s (--allow-write), %d changes: %s\n%s", sandbox.QuotePath(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
+		fmt.Fprintf(&b, "and in %s (--allow-write), %d changes: %s\n%s", termtext.Quote(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
 		n += sensitiveCount(r.Changes)
 	}
 	if len(held) > 0 {
@@ -210,7 +210,7 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 			if h.Approve {
 				mark = " (the policy asks for your approval)"
 			}
-			fmt.Fprintf(&b, "  %s %s %s%s\n    by running: %s\n", sandbox.QuotePath(h.Server), sandbox.QuotePath(h.Tool),
+			fmt.Fprintf(&b, "  %s %s %s%s\n    by running: %s\n", termtext.Quote(h.Server), termtext.Quote(h.Tool),
 				timeline.OneLine(termtext.Sanitize(string(h.Args)), 100), mark, quoteArgv(h.Argv))
 		}
 	}
@@ -229,7 +229,7 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 func quoteArgv(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		q[i] = sandbox.QuotePath(a)
+		q[i] = termtext.Quote(a)
 	}
 	return strings.Join(q, " ")
 }
@@ -251,7 +251,7 @@ func printBooth(env *Env, b *engine.BoothResult) {
 	}
 	fmt.Fprintf(env.Stderr, "jukebox: booth %s (%s): %d changes: %s\n%s", b.Tx, b.Mode, len(b.Changes.Changes), b.Changes.Summary(), b.Changes.String())
 	for _, r := range b.Roots {
-		fmt.Fprintf(env.Stderr, "jukebox: and staged in %s (--allow-write): %d changes: %s\n%s", sandbox.QuotePath(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
+		fmt.Fprintf(env.Stderr, "jukebox: and staged in %s (--allow-write): %d changes: %s\n%s", termtext.Quote(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
 	}
 	for _, o := range b.Outbox {
 		switch {
@@ -276,7 +276,7 @@ func printBooth(env *Env, b *engine.BoothResult) {
 	case b.Committed && len(b.Roots) > 0:
 		roots := make([]string, len(b.Roots))
 		for i, r := range b.Roots {
-			roots[i] = sandbox.QuotePath(r.Root)
+			roots[i] = termtext.Quote(r.Root)
 		}
 		fmt.Fprintf(env.Stderr, "jukebox: booth committed to the workspace and to %s\n", strings.Join(roots, ", "))
 	case b.Committed:
