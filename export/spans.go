@@ -430,17 +430,16 @@ func (c *converter) response(seq uint64, t time.Time, p *tapefmt.LLMResponse) {
 	}
 	var calls []llmwire.ToolUse
 	if body != nil {
-		id, finish := llmwire.ResponseMeta(body)
-		if id != "" {
-			s.attrs = append(s.attrs, attrResponseID.String(id))
+		a := llmwire.ReadAnswer(body)
+		if a.ID != "" {
+			s.attrs = append(s.attrs, attrResponseID.String(a.ID))
 		}
-		if len(finish) > 0 {
-			s.attrs = append(s.attrs, attrFinishReasons.StringSlice(finish))
+		if len(a.Finish) > 0 {
+			s.attrs = append(s.attrs, attrFinishReasons.StringSlice(a.Finish))
 		}
-		var text string
-		text, calls = llmwire.ResponseAnswer(body)
+		calls = a.Calls
 		if c.o.IncludeContent {
-			s.attrs = append(s.attrs, attrOutputMessages.String(outputMessages(text, calls)))
+			s.attrs = append(s.attrs, attrOutputMessages.String(outputMessages(a.Text, calls)))
 		}
 	}
 	errType := ""

@@ -5,24 +5,41 @@ import (
 	"encoding/json"
 )
 
-// wireMeta is the part of a response body, or of one of its events, that
-// says which response it is and why it ended.
+// wireMeta is Anthropic's message in a message_start event.
 type wireMeta struct {
-	ID      string `json:"id"`
-	Status  string `json:"status"`      // Responses: completed, incomplete, failed
-	Stop    string `json:"stop_reason"` // Anthropic, whole
-	Choices []struct {
-		Index  int    `json:"index"`
-		Finish string `json:"finish_reason"`
-	} `json:"choices"` // chat, whole or a chunk
-	Message  *wireMeta `json:"message"`  // Anthropic message_start
-	Response *wireMeta `json:"response"` // Responses events
-	Delta    *struct {
-		Stop string `json:"stop_reason"`
-	} `json:"delta"` // Anthropic message_delta
-	Incomplete *struct {
-		Reason string `json:"reason"`
-	} `json:"incomplete_details"` // Responses
+	ID         string `json:"id"`
+	StopReason string `json:"stop_reason"`
+}
+
+// Answer is what a response body says, read once (ReadAnswer).
+type Answer struct {
+	Text   string    // as ResponseText assembles it
+	Calls  []ToolUse // as ResponseToolCalls finds them
+	ID     string    // the response's id, as ResponseMeta reads it
+	Finish []string  // why it ended, as ResponseMeta reads it
+}
+
+// ReadAnswer reads a response body once for its text, tool calls, id and
+// finish reasons (ResponseAnswer's and ResponseMeta's), for a reader that
+// needs them all of every answer (the OpenTelemetry export).
+func ReadAnswer(body []byte) Answer {
+	objs := jsonObjects(body)
+	if len(objs) == 0 {
+		return Answer{Text: string(body)}
+	}
+	var a assembly
+	var c toolCollector
+	var m metaCollector
+	for _, obj := range objs {
+		var ev wireOutput
+		if json.Unmarshal(obj, &ev) == nil {
+			a.add(ev)
+			c.add(ev)
+			m.add(ev)
+		}
+	}
+	id, finish := m.result()
+	return Answer{Text: a.String(), Calls: c.calls(), ID: id, Finish: finish}
 }
 
 // ResponseMeta reads a response's id and why it ended (finish reasons,
@@ -32,48 +49,68 @@ type wireMeta struct {
 // "end_turn", "max_tokens"; for the Responses API, the response's status,
 // or the reason it is incomplete. A body that says neither gives "", nil.
 func ResponseMeta(body []byte) (id string, finish []string) {
-	byChoice := map[int]string{}
-	n := 0
-	var other string
+	var m metaCollector
 	for _, obj := range jsonObjects(body) {
-		var m wireMeta
-		if json.Unmarshal(obj, &m) != nil {
-			continue
-		}
-		for _, inner := range []*wireMeta{m.Message, m.Response} {
-			if inner != nil {
-				m.ID = cmp.Or(m.ID, inner.ID)
-				if inner.Status != "" || inner.Incomplete != nil {
-					m.Status, m.Incomplete = inner.Status, inner.Incomplete
-				}
-				m.Stop = cmp.Or(m.Stop, inner.Stop)
-			}
-		}
-		id = cmp.Or(id, m.ID)
-		for _, c := range m.Choices {
-			if c.Finish != "" {
-				byChoice[c.Index] = c.Finish
-				n = max(n, c.Index+1)
-			}
-		}
-		switch {
-		case m.Stop != "":
-			other = m.Stop
-		case m.Delta != nil && m.Delta.Stop != "":
-			other = m.Delta.Stop
-		case m.Incomplete != nil && m.Incomplete.Reason != "":
-			other = m.Incomplete.Reason
-		case m.Status != "" && m.Status != "in_progress" && m.Status != "queued":
-			other = m.Status
+		var ev wireOutput
+		if json.Unmarshal(obj, &ev) == nil {
+			m.add(ev)
 		}
 	}
-	for i := range n {
-		if r, ok := byChoice[i]; ok {
+	return m.result()
+}
+
+// metaCollector gathers a response's id and finish reasons from its
+// events (or its whole body).
+type metaCollector struct {
+	id       string
+	byChoice map[int]string
+	n        int
+	other    string // the reason of an API without choices
+}
+
+func (m *metaCollector) add(ev wireOutput) {
+	stop := ev.StopReason
+	if r := ev.Response; r != nil { // Responses events carry the response
+		ev.ID, ev.Status, ev.Incomplete = cmp.Or(ev.ID, r.ID), r.Status, r.Incomplete
+	}
+	if ev.Msg != nil {
+		ev.ID, stop = cmp.Or(ev.ID, ev.Msg.ID), cmp.Or(stop, ev.Msg.StopReason)
+	}
+	if ev.Type == "message_delta" && len(ev.Delta) > 0 {
+		var d wireMeta
+		if json.Unmarshal(ev.Delta, &d) == nil {
+			stop = cmp.Or(stop, d.StopReason)
+		}
+	}
+	m.id = cmp.Or(m.id, ev.ID)
+	for _, c := range ev.Choices {
+		if c.Finish != "" {
+			if m.byChoice == nil {
+				m.byChoice = map[int]string{}
+			}
+			m.byChoice[c.Index] = c.Finish
+			m.n = max(m.n, c.Index+1)
+		}
+	}
+	switch {
+	case stop != "":
+		m.other = stop
+	case ev.Incomplete != nil && ev.Incomplete.Reason != "":
+		m.other = ev.Incomplete.Reason
+	case ev.Status != "" && ev.Status != "in_progress" && ev.Status != "queued":
+		m.other = ev.Status
+	}
+}
+
+func (m *metaCollector) result() (string, []string) {
+	var finish []string
+	for i := range m.n {
+		if r, ok := m.byChoice[i]; ok {
 			finish = append(finish, r)
 		}
 	}
-	if other != "" && len(finish) == 0 {
-		finish = []string{other}
+	if m.other != "" && len(finish) == 0 {
+		finish = []string{m.other}
 	}
-	return id, finish
+	return m.id, finish
 }

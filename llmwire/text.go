@@ -268,9 +268,19 @@ func compactJSON(raw []byte) string {
 type wireOutput struct {
 	Type    string `json:"type"`
 	Choices []struct {
+		Index   int       `json:"index"`
 		Message *wireItem `json:"message"`
 		Delta   *wireItem `json:"delta"`
+		Finish  string    `json:"finish_reason"`
 	} `json:"choices"` // chat
+	// Which response this is and why it ended (ResponseMeta).
+	ID         string    `json:"id"`
+	Status     string    `json:"status"`      // Responses: completed, incomplete, failed
+	StopReason string    `json:"stop_reason"` // Anthropic, whole
+	Msg        *wireMeta `json:"message"`     // Anthropic message_start
+	Incomplete *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"` // Responses
 	Output       []wireItem      `json:"output"`        // Responses
 	Content      []wireItem      `json:"content"`       // Anthropic
 	Response     *wireOutput     `json:"response"`      // Responses events

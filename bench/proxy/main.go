@@ -18,7 +18,15 @@
 // parent prints the table. Each sync policy given with -sync (the tape's
 // fsync policy; the CLI default is "step") is a separate recorded run.
 //
+// With -otlp, it measures instead what a live OpenTelemetry export adds to
+// the proxy's per-call overhead (target: under 5%): -rounds recorded runs
+// with the export off and as many with it on, interleaved (off, on, on,
+// off, ...), each run's median overhead taken, and the medians of those
+// compared. The receiver is a real Jaeger (JUKEBOX_JAEGER, from
+// .ci/jaeger.sh) started on free ports, or the OTLP/HTTP URL given.
+//
 //	go -C bench run ./proxy [-calls 300] [-ttfc 200] [-chunks 50000] [-streams 5] [-sync step,never]
+//	go -C bench run ./proxy -otlp jaeger [-rounds 6] [-calls 300]
 package main
 
 import (
@@ -40,6 +48,8 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/export"
+	"github.com/jukebox-os/jukebox/internal/jaegertest"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -89,6 +99,8 @@ func main() {
 	flag.IntVar(&p.Streams, "streams", 5, "long streams per side")
 	syncs := flag.String("sync", "step,never", "tape fsync policies to run, comma-separated (step is the CLI default)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the parent (proxy and upstream) to this file")
+	otlp := flag.String("otlp", "", "measure a live OpenTelemetry export's cost instead: 'jaeger' (start $JUKEBOX_JAEGER) or an OTLP/HTTP base URL")
+	rounds := flag.Int("rounds", 6, "with -otlp: recorded runs per side, interleaved")
 	flag.Parse()
 	if min(p.Calls, p.TTFC, p.Chunks, p.Streams) < 1 {
 		fmt.Fprintln(os.Stderr, "bench/proxy: -calls, -ttfc, -chunks and -streams must be at least 1")
@@ -101,6 +113,13 @@ func main() {
 			os.Exit(1)
 		}
 		defer stop()
+	}
+	if *otlp != "" {
+		if err := exportCost(p, *otlp, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/proxy:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := parent(p, strings.Split(*syncs, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/proxy:", err)
@@ -126,7 +145,7 @@ func parent(p params, syncs []string) error {
 		if !ok {
 			return fmt.Errorf("-sync %q: want step, never or frame", name)
 		}
-		s, err := record(srv.OpenAIBaseURL(), p, policy)
+		s, _, err := record(srv.OpenAIBaseURL(), p, policy, "")
 		if err != nil {
 			return fmt.Errorf("sync=%s: %w", name, err)
 		}
@@ -159,39 +178,105 @@ func benchScript(n int) (*llmsim.Script, error) {
 }
 
 // record runs this program as the child under engine.Record and returns
-// the samples it wrote.
-func record(direct string, p params, policy tapefmt.SyncPolicy) (*samples, error) {
+// the samples it wrote, exporting the run live to otlp when it is set.
+func record(direct string, p params, policy tapefmt.SyncPolicy, otlp string) (*samples, *engine.Result, error) {
 	dir, err := os.MkdirTemp("", "proxy-bench-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pj, err := json.Marshal(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := filepath.Join(dir, "samples.json")
 	env := append(os.Environ(), envOut+"="+out, envDirect+"="+direct, envParams+"="+string(pj))
+	o := engine.RunOptions{Argv: []string{exe}, Env: env, Stdout: os.Stdout, Stderr: os.Stderr, Name: "bench-proxy"}
+	if otlp != "" {
+		l, err := export.NewLive(context.Background(), export.Endpoint{URL: otlp, Protocol: export.ProtocolHTTP}, export.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		o.Telemetry = l
+	}
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
-		RunOptions: engine.RunOptions{Argv: []string{exe}, Env: env, Stdout: os.Stdout, Stderr: os.Stderr, Name: "bench-proxy"},
-		Tape:       filepath.Join(dir, "run.jbx"), Upstreams: map[string]string{"openai": direct}, Sync: policy,
+		RunOptions: o, Tape: filepath.Join(dir, "run.jbx"), Upstreams: map[string]string{"openai": direct}, Sync: policy,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if res.End.ExitCode != 0 {
-		return nil, fmt.Errorf("child exited with %d", res.End.ExitCode)
+		return nil, nil, fmt.Errorf("child exited with %d", res.End.ExitCode)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var s samples
-	return &s, json.Unmarshal(b, &s)
+	return &s, res, json.Unmarshal(b, &s)
+}
+
+// The target of the export issue: a live export adds under 5% to the
+// proxy's per-call overhead.
+const targetExportShare = 0.05
+
+// exportCost records rounds runs with a live export and rounds without,
+// interleaved, and compares their median per-call overheads.
+func exportCost(p params, otlp string, rounds int) error {
+	if otlp == "jaeger" {
+		bin := os.Getenv("JUKEBOX_JAEGER")
+		if bin == "" {
+			return errors.New(`-otlp jaeger needs JUKEBOX_JAEGER: run eval "$(bash .ci/jaeger.sh)" from the repository's root`)
+		}
+		j, stop, err := jaegertest.Run(bin, filepath.Join("..", "export", "testdata", "jaeger.yaml"))
+		if err != nil {
+			return err
+		}
+		defer stop()
+		otlp = j.OTLPHTTP
+	}
+	script, err := benchScript(p.Chunks)
+	if err != nil {
+		return err
+	}
+	srv, _, err := llmsim.Start("127.0.0.1:0", script)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	p.Chunks, p.Streams, p.TTFC = 10, 1, 1 // the non-streamed calls are what is compared
+	fmt.Printf("live OpenTelemetry export to %s: its cost on the recording proxy's per-call overhead\n", otlp)
+	fmt.Printf("%d recorded runs a side, interleaved; %d non-streamed calls a run (direct and proxied alternately)\n", rounds, p.Calls)
+	var off, on []int64
+	var lost int64
+	for i := range 2 * rounds {
+		export := i%4 == 1 || i%4 == 2 // off, on, on, off, ...
+		url := ""
+		if export {
+			url = otlp
+		}
+		s, res, err := record(srv.OpenAIBaseURL(), p, tapefmt.SyncStep, url)
+		if err != nil {
+			return err
+		}
+		over := medianD(s.CallProxy) - medianD(s.CallDirect)
+		if export {
+			on, lost = append(on, int64(over)), lost+res.ExportLost
+		} else {
+			off = append(off, int64(over))
+		}
+	}
+	mOff, mOn := medianD(off), medianD(on)
+	share := float64(mOn-mOff) / float64(mOff)
+	fmt.Printf("%-40s %9.3f ms\n", "per-call overhead, export off (median)", benchutil.MS(mOff))
+	fmt.Printf("%-40s %9.3f ms\n", "per-call overhead, export on (median)", benchutil.MS(mOn))
+	fmt.Printf("export adds %+.1f%% to the overhead (on/off %.3fx), target < %.0f%%: %s; spans lost: %d\n",
+		100*share, float64(mOn)/float64(mOff), 100*targetExportShare, verdict(share < targetExportShare), lost)
+	return nil
 }
 
 func report(policy string, s *samples) {

@@ -36,13 +36,32 @@ func Start(t testing.TB) *Jaeger {
 	t.Helper()
 	bin := testenv.RequireJaeger(t)
 	config := filepath.Join(testenv.RepoRoot(t), "export", "testdata", "jaeger.yaml")
-	ports := map[string]int{}
+	j, stop, err := Run(bin, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("jaeger's log:\n%s", j.log)
+		}
+	})
+	return j
+}
+
+// Run starts the Jaeger binary bin with config (export/testdata/jaeger.yaml)
+// on free ports and waits until it answers; stop ends it. For programs
+// that are not tests (bench/proxy).
+func Run(bin, config string) (j *Jaeger, stop func(), err error) {
 	env := os.Environ()
+	ports := map[string]int{}
 	for _, name := range []string{"JB_JAEGER_QUERY", "JB_JAEGER_QUERY_GRPC", "JB_OTLP_GRPC", "JB_OTLP_HTTP", "JB_PROMETHEUS"} {
-		ports[name] = freePort(t)
+		if ports[name], err = freePort(); err != nil {
+			return nil, nil, err
+		}
 		env = append(env, fmt.Sprintf("%s=%d", name, ports[name]))
 	}
-	j := &Jaeger{
+	j = &Jaeger{
 		OTLPHTTP:   fmt.Sprintf("http://127.0.0.1:%d", ports["JB_OTLP_HTTP"]),
 		OTLPGRPC:   fmt.Sprintf("http://127.0.0.1:%d", ports["JB_OTLP_GRPC"]),
 		query:      fmt.Sprintf("http://127.0.0.1:%d", ports["JB_JAEGER_QUERY"]),
@@ -52,32 +71,30 @@ func Start(t testing.TB) *Jaeger {
 	cmd := exec.Command(bin, "--config", config)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, j.log, j.log
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start jaeger: %v", err)
+		return nil, nil, fmt.Errorf("start jaeger: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
+	stop = func() {
 		cmd.Process.Kill()
 		<-exited
-		if t.Failed() {
-			t.Logf("jaeger's log:\n%s", j.log)
-		}
-	})
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
 		case err := <-exited:
-			t.Fatalf("jaeger exited: %v\n%s", err, j.log)
+			return nil, nil, fmt.Errorf("jaeger exited: %v\n%s", err, j.log)
 		default:
 		}
 		if r, err := http.Get(j.query + "/api/services"); err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 && reachable(j.OTLPHTTP) && reachable(j.OTLPGRPC) {
-				return j
+				return j, stop, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("jaeger did not answer in 60 s:\n%s", j.log)
+			stop()
+			return nil, nil, fmt.Errorf("jaeger did not answer in 60 s:\n%s", j.log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -92,14 +109,13 @@ func reachable(u string) bool {
 	return true
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Trace is a trace as Jaeger's query API returns it.
