@@ -135,7 +135,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	if err != nil {
 		return tapefmt.RunEnd{ExitCode: -1, Error: err.Error()}, err
 	}
-	s.appendFrame(tapefmt.TxBegin{Tx: tx.ID(), Workspace: ws, Mode: string(b.Mode)})
+	s.appendFrame(tapefmt.TxBegin{Tx: tx.ID(), Workspace: ws, Mode: b.Mode})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.cancel.Store(&cancel)

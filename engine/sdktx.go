@@ -86,7 +86,7 @@ func (c *control) begin(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusInternalServerError, "sandbox", "jukebox: "+err.Error())
 		return
 	}
-	t.session.appendFrame(tapefmt.TxBegin{Tx: tx.ID(), Workspace: t.ws, Mode: "sdk"})
+	t.session.appendFrame(tapefmt.TxBegin{Tx: tx.ID(), Workspace: t.ws, Mode: tapefmt.StagingSDK})
 	writeControl(w, http.StatusOK, map[string]any{"tx": tx.ID(), "workspace": t.ws})
 }
 

@@ -11,17 +11,19 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// Mode is how a child process is staged.
-type Mode string
+// Mode is how a child process is staged: the tape's staging modes
+// (tx.begin's mode).
+type Mode = tapefmt.StagingMode
 
 // Staging modes. ModeAuto tries the overlay and falls back to a copy.
 const (
-	ModeAuto    Mode = "auto"
-	ModeOverlay Mode = "overlay" // overlayfs in a user+mount namespace
-	ModeReflink Mode = "reflink" // copy of the staged view sharing extents
-	ModeCopy    Mode = "copy"    // plain copy of the staged view
+	ModeAuto    = tapefmt.StagingAuto
+	ModeOverlay = tapefmt.StagingOverlay // overlayfs in a user+mount namespace
+	ModeReflink = tapefmt.StagingReflink // copy of the staged view sharing extents
+	ModeCopy    = tapefmt.StagingCopy    // plain copy of the staged view
 )
 
 // ExecOptions describe a child process to run in the booth.

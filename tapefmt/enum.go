@@ -49,6 +49,22 @@ const (
 	ModeFork   RunMode = "fork"   // served from a parent tape up to a frame, live after it
 )
 
+// StagingMode is the Shadow Booth's staging mode a transaction asked
+// for (TxBegin.Mode), not necessarily the one it got: sandbox.Mode is
+// StagingMode.
+type StagingMode string
+
+// Staging modes.
+const (
+	StagingAuto    StagingMode = "auto"    // the overlay, falling back to a copy
+	StagingOverlay StagingMode = "overlay" // overlayfs in a user and mount namespace
+	StagingReflink StagingMode = "reflink" // a copy of the staged view sharing extents
+	StagingCopy    StagingMode = "copy"    // a plain copy of the staged view
+	// StagingSDK is a transaction the agent opened itself through the
+	// control API (the Python SDK's tx), staged in-process.
+	StagingSDK StagingMode = "sdk"
+)
+
 // MCPDirection says which way an MCP message went (MCPMessage.Direction).
 type MCPDirection string
 

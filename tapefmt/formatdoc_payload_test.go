@@ -182,7 +182,7 @@ func TestFormatDocEnums(t *testing.T) {
 			}
 		}
 	}
-	for _, enum := range []string{"FileOp", "RunMode", "MCPDirection", "ToolSource", "EndReason"} {
+	for _, enum := range []string{"FileOp", "RunMode", "MCPDirection", "ToolSource", "EndReason", "StagingMode"} {
 		if !checked[enum] {
 			t.Errorf("no payload field is a %s", enum)
 		}

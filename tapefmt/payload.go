@@ -298,7 +298,7 @@ type Seed struct {
 type TxBegin struct {
 	Tx        string `json:"tx"`
 	Workspace string `json:"workspace,omitempty"`
-	Mode      string `json:"mode,omitempty"` // the staging mode asked for (sandbox.Mode): auto, overlay, reflink, copy
+	Mode      StagingMode `json:"mode,omitempty"` // the staging mode asked for
 }
 
 // TxCommit records a committed booth transaction.
