@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -290,12 +291,86 @@ func (d *Deck) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch d.pane {
 	case paneDiff:
+		if why := d.notNow(msg); why != "" {
+			d.status = why
+			return nil
+		}
 		return d.diffKey(msg)
 	case paneFrame:
-		d.frame.update(msg)
+		if key.Matches(msg, d.frame.keys.Back) {
+			d.pane = paneTracks
+			return nil
+		}
+		if d.frame.update(msg) {
+			return nil
+		}
+	}
+	if why := d.notNow(msg); why != "" {
+		d.status = why
 		return nil
 	}
 	return d.trackKey(msg)
+}
+
+// notNow says why a key does nothing at this moment (its binding is
+// switched off), or "" when it does something: no key is pressed in vain
+// without a word.
+func (d *Deck) notNow(msg tea.KeyMsg) string {
+	if enabledFor(d.active().FullHelp(), msg) {
+		return ""
+	}
+	tv := d.tracks[d.focus]
+	for _, c := range []struct {
+		b   key.Binding
+		why func() string
+	}{
+		{d.keys.Diff, func() string {
+			return "d compares two timelines: fork first (f), or open two tapes (jukebox play A.jbx B.jbx)"
+		}},
+		{d.keys.Fork, func() string { return d.forkWhy(tv) }},
+		{d.keys.Focus, func() string { return "the diff has the screen: esc or d closes it" }},
+		{tv.keys.Speed, func() string { return "x sets the playback speed while playing: space plays" }},
+		{tv.keys.SearchNext, func() string { return "no search yet: / searches" }},
+		{tv.keys.SearchPrev, func() string { return "no search yet: / searches" }},
+		{tv.keys.NextMark, func() string { return "no markers yet: m sets one on the frame under the needle" }},
+		{tv.keys.PrevStep, func() string { return "this tape has no whole step yet" }},
+		{tv.keys.NextStep, func() string { return "this tape has no whole step yet" }},
+	} {
+		if !c.b.Enabled() && slices.Contains(c.b.Keys(), msg.String()) {
+			return c.why()
+		}
+	}
+	return ""
+}
+
+// forkWhy says why f cannot fork now.
+func (d *Deck) forkWhy(tv *timelineView) string {
+	_, canFork := d.forkPoint(tv)
+	switch {
+	case d.run != nil && d.run.running():
+		return "a fork is running: ctrl+c stops it"
+	case d.pane == paneDiff:
+		return "close the diff first (esc), then fork"
+	case d.focus != 0:
+		return "forks start from the first timeline: tab to it"
+	case len(d.tracks) == 2 && d.run == nil:
+		return "two tapes are open for comparing: to fork, open one (jukebox play TAPE)"
+	case !canFork:
+		return "no model call at or after the needle to fork at"
+	}
+	return ""
+}
+
+// enabledFor reports whether an enabled binding of groups takes msg.
+func enabledFor(groups [][]key.Binding, msg tea.KeyMsg) bool {
+	for _, g := range groups {
+		for _, b := range g {
+			if key.Matches(msg, b) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // globalKey handles the keys that work on every pane but the form and prompts.
@@ -328,6 +403,8 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Goto):
 		d.openPrompt(promptGoto)
+	case key.Matches(msg, k.Read):
+		d.pane = paneFrame // esc comes back
 	case key.Matches(msg, k.Search):
 		d.openPrompt(promptSearch)
 	case key.Matches(msg, k.SearchNext):
@@ -387,6 +464,7 @@ func (d *Deck) syncKeys(tv *timelineView) {
 	d.keys.Fork.SetEnabled(canFork && !forking && d.focus == 0 && d.pane != paneDiff && (len(d.tracks) == 1 || d.run != nil))
 	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && d.pane != paneDiff)
 	d.keys.Raw.SetEnabled(d.pane != paneDiff)
+	d.keys.Focus.SetEnabled(d.pane != paneDiff)
 	d.fkeys.Cancel.SetEnabled(forking)
 	for _, t := range d.tracks {
 		k := &t.keys

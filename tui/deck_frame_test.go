@@ -246,3 +246,57 @@ func TestHelpOverlay(t *testing.T) {
 		t.Error("esc did not close the help")
 	}
 }
+
+// TestKeysThatDoNothingSaySo: the keys that did nothing and said
+// nothing. On the frame view, the timeline's keys move the needle (l, n,
+// H) and esc goes back; enter on a timeline reads the frame; d with one
+// tape, x while paused, ; before a search and ' without markers say why;
+// tab inside the diff no longer closes it; f on the second timeline says
+// where forks start.
+func TestKeysThatDoNothingSaySo(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	press(d, keyEnter)
+	if d.pane != paneFrame {
+		t.Fatalf("enter: pane %v, want the frame view", d.pane)
+	}
+	before := d.tracks[0].cursor
+	press(d, runes("l"))
+	if d.pane != paneFrame || d.tracks[0].cursor != before+1 {
+		t.Errorf("l on the frame view: pane %v, needle %d, want the frame view and %d", d.pane, d.tracks[0].cursor, before+1)
+	}
+	press(d, runes("n"))
+	if k, _ := d.tracks[0].tl.KindAt(d.tracks[0].cursor); k != tapefmt.KindLLMRequest {
+		t.Errorf("n on the frame view: the needle is on a %s", k)
+	}
+	press(d, keyEsc)
+	if d.pane != paneTracks {
+		t.Errorf("esc on the frame view: pane %v", d.pane)
+	}
+	for _, c := range []struct{ key, want string }{
+		{"d", "d compares two timelines"},
+		{"x", "x sets the playback speed while playing"},
+		{";", "no search yet"},
+		{"'", "no markers yet"},
+	} {
+		d.status = ""
+		press(d, runes(c.key))
+		if !strings.Contains(d.status, c.want) {
+			t.Errorf("%s: status %q, want %q", c.key, d.status, c.want)
+		}
+	}
+
+	two := newDeck(t, 160, 48, agentRun, tornTape)
+	press(two, runes("d"))
+	if two.pane != paneDiff {
+		t.Fatalf("d with two tapes: pane %v", two.pane)
+	}
+	press(two, keyTab)
+	if two.pane != paneDiff || !strings.Contains(two.status, "esc or d closes it") {
+		t.Errorf("tab in the diff: pane %v, status %q", two.pane, two.status)
+	}
+	press(two, keyEsc, keyTab)
+	press(two, runes("f"))
+	if two.pane == paneForm || !strings.Contains(two.status, "forks start from the first timeline") {
+		t.Errorf("f on the second timeline: pane %v, status %q", two.pane, two.status)
+	}
+}

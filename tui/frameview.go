@@ -56,17 +56,19 @@ func (m *frameView) SetSize(w, h int) {
 
 // ShortHelp is the frame view's part of the help line.
 func (m *frameView) ShortHelp() []key.Binding {
-	return []key.Binding{m.keys.Up, m.keys.Down, m.keys.PageDown}
+	return []key.Binding{m.keys.Up, m.keys.Down, m.keys.PageDown, m.keys.Back}
 }
 
 // FullHelp is every frame view key.
 func (m *frameView) FullHelp() [][]key.Binding {
 	k := m.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
 }
 
-// update scrolls the frame.
-func (m *frameView) update(km tea.KeyMsg) {
+// update scrolls the frame; it reports whether the key was one of its
+// own (the deck gives the others to the timeline, so the needle moves
+// from here too).
+func (m *frameView) update(km tea.KeyMsg) bool {
 	switch k := m.keys; {
 	case key.Matches(km, k.Up):
 		m.vp.ScrollUp(1)
@@ -80,7 +82,10 @@ func (m *frameView) update(km tea.KeyMsg) {
 		m.vp.GotoTop()
 	case key.Matches(km, k.Bottom):
 		m.vp.GotoBottom()
+	default:
+		return false
 	}
+	return true
 }
 
 // Show puts frame seq of tl in the view; stream, when set, is how long
@@ -393,7 +398,7 @@ func (m *frameView) damage(b *lines, errs []*timeline.FrameError) {
 
 // frameKeys scroll the frame view when it has the focus.
 type frameKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Up, Down, PageUp, PageDown, Top, Bottom, Back key.Binding
 }
 
 func newFrameKeys() frameKeys {
@@ -404,5 +409,6 @@ func newFrameKeys() frameKeys {
 		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
 		Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
 		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
+		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back to the timeline")),
 	}
 }
