@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -278,7 +279,13 @@ func (s *session) runOutbox(ctx context.Context) []OutboxResult {
 			c.recordMCP(mcp.Wire{Server: k.server, Session: k.session, Dir: m.Dir, Message: string(m.Raw), Size: m.Size,
 				Problem: strings.TrimPrefix(m.Problem+"; ", "; ") + "the outbox, run at the commit"})
 		}
-		results, err := mcp.RunCalls(context.WithoutCancel(ctx), argv[k], s.childEnv(false), s.workspace(), calls, rec)
+		var results []mcp.CallResult
+		var err error
+		if u, ok := httpServer(argv[k]); ok { // record --mcp-url, jukebox mcp --url
+			results, err = mcp.RunCallsHTTP(context.WithoutCancel(ctx), u, calls, rec)
+		} else {
+			results, err = mcp.RunCalls(context.WithoutCancel(ctx), argv[k], s.childEnv(false), s.workspace(), calls, rec)
+		}
 		for i, call := range calls {
 			r := OutboxResult{Server: k.server, Tool: call.Tool, Key: call.Key, Args: call.Args, Argv: argv[k]}
 			switch {
@@ -291,6 +298,17 @@ func (s *session) runOutbox(ctx context.Context) []OutboxResult {
 		}
 	}
 	return out
+}
+
+// httpServer reports whether a session's command line is an HTTP
+// server's URL (its start frame's argv, for record --mcp-url and jukebox
+// mcp --url), not a command.
+func httpServer(argv []string) (string, bool) {
+	if len(argv) != 1 {
+		return "", false
+	}
+	u, err := url.Parse(argv[0])
+	return argv[0], err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // heldOutbox lists the MCP calls the booth holds, for the commit question.

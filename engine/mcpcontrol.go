@@ -234,30 +234,50 @@ func (c *control) mcpOutbox(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
+	key, err := c.hold(mcpKey{req.Server, req.Session}, req.Tool, req.Args, req.Approve)
+	switch {
+	case errors.Is(err, errNoOutbox):
+		controlError(w, http.StatusConflict, "unavailable", "jukebox: "+err.Error())
+	case errors.Is(err, errNotHoldable):
+		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp outbox: an open session and a tool, please")
+	case err != nil:
+		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
+	default:
+		writeControl(w, http.StatusOK, map[string]any{"key": key})
+	}
+}
+
+// Why a call cannot be held for the outbox.
+var (
+	errNoOutbox    = errors.New("the outbox runs when a booth commits: this run is not in the booth")
+	errNotHoldable = errors.New("not an open session and a tool")
+)
+
+// hold puts a tools/call of session k in the outbox, on the tape first,
+// and returns the idempotency key it will run with. Only a booth run has
+// an outbox (errNoOutbox otherwise).
+func (c *control) hold(k mcpKey, tool string, args json.RawMessage, approve bool) (string, error) {
 	c.mcp.mu.Lock()
-	_, known := c.mcp.argv[mcpKey{req.Server, req.Session}]
+	_, known := c.mcp.argv[k]
 	on := c.mcp.outboxOn
 	n := len(c.mcp.outbox) + 1
 	c.mcp.mu.Unlock()
 	switch {
 	case !on:
-		controlError(w, http.StatusConflict, "unavailable", "jukebox: the outbox runs when a booth commits: this run is not in the booth")
-		return
-	case !known || req.Tool == "":
-		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp outbox: an open session and a tool, please")
-		return
+		return "", errNoOutbox
+	case !known || tool == "":
+		return "", errNotHoldable
 	}
 	key := fmt.Sprintf("jukebox-%s-%d", c.tapeID(), n)
-	e := outboxEntry{mcpKey{req.Server, req.Session}, mcp.Call{Tool: req.Tool, Args: req.Args, Key: key}, req.Approve}
+	e := outboxEntry{k, mcp.Call{Tool: tool, Args: args, Key: key}, approve}
 	msg, _ := json.Marshal(e.Call)
-	if _, err := c.append(tapefmt.MCPMessage{Server: req.Server, Session: req.Session, Direction: tapefmt.MCPOutbox, Message: msg}); err != nil {
-		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
-		return
+	if _, err := c.append(tapefmt.MCPMessage{Server: k.server, Session: k.session, Direction: tapefmt.MCPOutbox, Message: msg}); err != nil {
+		return "", err
 	}
 	c.mcp.mu.Lock()
 	c.mcp.outbox = append(c.mcp.outbox, e)
 	c.mcp.mu.Unlock()
-	writeControl(w, http.StatusOK, map[string]any{"key": key})
+	return key, nil
 }
 
 // tapeID is the tape's id in hex, or "run" without a tape.

@@ -86,7 +86,7 @@ func (s *session) serveMCP(name, raw string) error {
 	if o.replay {
 		h = mcp.NewHTTPReplay(mcp.ReplayerOf(o.messages), rec)
 	} else {
-		h = mcp.NewHTTPProxy(up, rec, 0)
+		h = mcp.NewHTTPProxy(up, rec, s.mcpHTTPOptions(name, o.session))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,6 +97,23 @@ func (s *session) serveMCP(name, raw string) error {
 	go e.srv.Serve(ln)
 	s.mcp = append(s.mcp, e)
 	return nil
+}
+
+// mcpHTTPOptions are the recording proxy's options for an HTTP server:
+// under a policy (RunOptions.MCPPolicy), each tools/call is decided as
+// jukebox mcp --policy decides a stdio server's, the held ones kept for
+// the booth's commit, which runs them over HTTP (runOutbox).
+func (s *session) mcpHTTPOptions(name string, session int) mcp.HTTPOptions {
+	p := s.o.MCPPolicy
+	if p == nil {
+		return mcp.HTTPOptions{}
+	}
+	c := s.proxy.control
+	hold := func(tool string, args json.RawMessage, approve bool) (string, error) {
+		return c.hold(mcpKey{name, session}, tool, args, approve)
+	}
+	say := func(msg string) { fmt.Fprintf(s.o.Stderr, "jukebox: mcp %s\n", msg) }
+	return mcp.HTTPOptions{ServerSaw: func(m mcp.Message) { p.Learn(name, m) }, Intercept: p.Intercept(name, hold, say)}
 }
 
 // mcpAddrs are the MCP endpoints' 127.0.0.1:PORT, for a booth with

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -76,6 +77,10 @@ type RunOptions struct {
 	// waited for. Before run.end is written it is told the run ended, and
 	// what it lost goes into run.end.
 	Telemetry Telemetry
+	// MCPPolicy, when set, stages the tools/call requests to the HTTP
+	// servers of MCP in the booth as jukebox mcp --policy does a stdio
+	// server's: run, held for the commit (the outbox) or refused.
+	MCPPolicy *mcp.Policy
 }
 
 // Telemetry is a live consumer of the tape a run writes.

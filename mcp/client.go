@@ -78,7 +78,14 @@ func RunCalls(ctx context.Context, argv, env []string, dir string, calls []Call,
 			}
 		}
 	}
-	if err := send([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"jukebox-outbox","version":"1"}}}`)); err != nil {
+	return converse(send, await, calls)
+}
+
+// converse is a client's side of a session with a server, whatever the
+// transport: initialize, say so, make each call in order with its
+// idempotency key, return how each went.
+func converse(send func([]byte) error, await func(int) (envelopeResult, error), calls []Call) ([]CallResult, error) {
+	if err := send([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + protocolVersion + `","capabilities":{},"clientInfo":{"name":"jukebox-outbox","version":"1"}}}`)); err != nil {
 		return nil, err
 	}
 	if res, err := await(0); err != nil {
@@ -113,6 +120,9 @@ func RunCalls(ctx context.Context, argv, env []string, dir string, calls []Call,
 	}
 	return results, nil
 }
+
+// protocolVersion is the MCP revision the outbox's client speaks.
+const protocolVersion = "2025-06-18"
 
 type envelopeResult struct {
 	ID     json.RawMessage `json:"id"`

@@ -15,14 +15,38 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
+// HTTPOptions tune NewHTTPProxy, as RelayOptions tune Relay.
+type HTTPOptions struct {
+	// Max is the longest message recorded whole (DefaultMaxMessage when 0).
+	Max int
+	// Intercept, if set, sees a POST that holds one message before it goes
+	// on: a non-nil answer goes back to the client as the response (JSON),
+	// and the request never reaches the server (a policy's outbox or
+	// refusal). A body over Max cannot be seen whole and is refused (413).
+	Intercept func(Message) (answer []byte)
+	// ServerSaw, if set, sees each message of the server (what a policy
+	// learns from tools/list).
+	ServerSaw func(Message)
+}
+
 // NewHTTPProxy is a reverse proxy to an MCP server that speaks the
 // streamable HTTP transport at upstream: requests go on unchanged (the
 // client talks to the proxy at the same path), and every JSON-RPC message
 // in a POST body, a JSON response or a server-sent event is recorded as it
-// passes. A body over max bytes is passed on and recorded cut.
-func NewHTTPProxy(upstream *url.URL, rec Recorder, max int) http.Handler {
+// passes. A body over o.Max bytes is passed on and recorded cut.
+func NewHTTPProxy(upstream *url.URL, record Recorder, o HTTPOptions) http.Handler {
+	max := o.Max
 	if max <= 0 {
 		max = DefaultMaxMessage
+	}
+	rec := record
+	if o.ServerSaw != nil {
+		rec = func(m Message) {
+			record(m)
+			if m.Dir == tapefmt.MCPFromServer {
+				o.ServerSaw(m)
+			}
+		}
 	}
 	p := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -62,6 +86,21 @@ func NewHTTPProxy(upstream *url.URL, rec Recorder, max int) http.Handler {
 				return
 			}
 			recordBody(body, tapefmt.MCPToServer, rec, max)
+			if o.Intercept != nil {
+				if len(body) > max {
+					http.Error(w, "jukebox mcp: the message is over the size the policy can read", http.StatusRequestEntityTooLarge)
+					return
+				}
+				if answer := o.Intercept(Message{Dir: tapefmt.MCPToServer, Raw: bytes.TrimSpace(body), Size: len(body)}); answer != nil {
+					record(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer), Problem: PolicyAnswer})
+					w.Header().Set("Content-Type", "application/json")
+					if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+						w.Header().Set("Mcp-Session-Id", sid)
+					}
+					w.Write(answer)
+					return
+				}
+			}
 			r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 			r.ContentLength = int64(len(body))
 			r.Header.Del("Accept-Encoding") // bodies are read here: no compression to undo

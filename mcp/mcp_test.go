@@ -284,7 +284,7 @@ func TestHTTPProxyServerDown(t *testing.T) {
 	ln.Close()
 	up, _ := url.Parse(dead)
 	tp := &tape{}
-	srv := httptest.NewServer(NewHTTPProxy(up, tp.rec, 0))
+	srv := httptest.NewServer(NewHTTPProxy(up, tp.rec, HTTPOptions{}))
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
 	if err != nil {
@@ -297,6 +297,62 @@ func TestHTTPProxyServerDown(t *testing.T) {
 	}
 	if len(tp.msgs) != 2 || tp.msgs[0].Dir != tapefmt.MCPToServer || !strings.Contains(tp.msgs[1].Problem, "cannot be reached") {
 		t.Errorf("recorded: %+v", tp.msgs)
+	}
+}
+
+// TestHTTPProxyPolicy: under a policy, an HTTP server's tools/call that
+// the policy holds or refuses is answered by jukebox (recorded as such)
+// and never reaches the server; other requests go on, and tools/list
+// teaches the policy the server's annotations.
+func TestHTTPProxyPolicy(t *testing.T) {
+	var reached []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		reached = append(reached, string(body))
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"post","annotations":{"readOnlyHint":false}}]}}`))
+	}))
+	defer upstream.Close()
+	up, _ := url.Parse(upstream.URL + "/mcp")
+	path := t.TempDir() + "/policy.json"
+	os.WriteFile(path, []byte(`{"servers": {"s": {"trust_annotations": true, "tools": {"drop": "refuse"}}}}`), 0o644)
+	p, err := LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	hold := func(tool string, args json.RawMessage, approve bool) (string, error) { return "key-1", nil }
+	tp := &tape{}
+	srv := httptest.NewServer(NewHTTPProxy(up, tp.rec, HTTPOptions{Intercept: p.Intercept("s", hold, func(s string) { said = append(said, s) }),
+		ServerSaw: func(m Message) { p.Learn("s", m) }}))
+	defer srv.Close()
+	post := func(body string) string {
+		resp, err := http.Post(srv.URL+"/mcp", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if got := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"post","arguments":{}}}`); !strings.Contains(got, "held in the booth's outbox") || !strings.Contains(got, "key-1") {
+		t.Errorf("held call answered %s", got)
+	}
+	if got := post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"drop","arguments":{}}}`); !strings.Contains(got, `"id":3,"error"`) {
+		t.Errorf("refused call answered %s", got)
+	}
+	if len(reached) != 1 {
+		t.Errorf("the server got %d requests, want only tools/list: %q", len(reached), reached)
+	}
+	policyAnswers := 0
+	for _, m := range tp.msgs {
+		if m.Problem == PolicyAnswer {
+			policyAnswers++
+		}
+	}
+	if policyAnswers != 2 || len(said) != 2 {
+		t.Errorf("%d answers by the policy on the tape, said %q", policyAnswers, said)
 	}
 }
 

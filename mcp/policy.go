@@ -182,6 +182,42 @@ func ToolCall(raw []byte) (id json.RawMessage, tool string, args json.RawMessage
 	return req.ID, req.Params.Name, req.Params.Arguments, true
 }
 
+// Hold puts a call in the booth's outbox and returns its idempotency key;
+// approve says only a person's yes at the commit may run it. An error
+// (no booth, no outbox) means the call cannot be held.
+type Hold func(tool string, args json.RawMessage, approve bool) (key string, err error)
+
+// Intercept is the policy as a relay applies it to server's tools/call
+// requests (RelayOptions.Intercept, HTTPOptions.Intercept): a refused call
+// is answered with an error, a held one goes to hold and is answered as
+// pending; every other message goes on. When a call cannot be held (not a
+// booth run), it runs now and note is told once. say tells what was
+// decided, for the user.
+func (p *Policy) Intercept(server string, hold Hold, say func(string)) func(Message) []byte {
+	var noted sync.Once
+	return func(m Message) []byte {
+		id, tool, args, ok := ToolCall(m.Raw)
+		if !ok {
+			return nil
+		}
+		d, why := p.Decide(server, tool)
+		switch d {
+		case Refuse:
+			say(fmt.Sprintf("%s: refused %s (%s)", server, tool, why))
+			return Refused(id, tool, why)
+		case Outbox, Approve:
+			key, err := hold(tool, args, d == Approve)
+			if err != nil {
+				noted.Do(func() { say(fmt.Sprintf("%s: the policy holds %s for the commit, but %v: calls run now", server, tool, err)) })
+				return nil
+			}
+			say(fmt.Sprintf("%s: %s held in the outbox until the commit (%s)", server, tool, why))
+			return Pending(id, tool, key, p.Structured(server, tool))
+		}
+		return nil
+	}
+}
+
 // PolicyAnswer is the Problem of a message jukebox answered for the
 // server by its policy (held or refused), on the tape.
 const PolicyAnswer = "answered by jukebox: the policy"

@@ -210,8 +210,12 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 			if h.Approve {
 				mark = " (the policy asks for your approval)"
 			}
-			fmt.Fprintf(&b, "  %s %s %s%s\n    by running: %s\n", termtext.Quote(h.Server), termtext.Quote(h.Tool),
-				timeline.OneLine(termtext.Sanitize(string(h.Args)), 100), mark, quoteArgv(h.Argv))
+			how := "by running"
+			if len(h.Argv) == 1 && (strings.HasPrefix(h.Argv[0], "http://") || strings.HasPrefix(h.Argv[0], "https://")) {
+				how = "by calling the server at" // record --mcp-url, jukebox mcp --url
+			}
+			fmt.Fprintf(&b, "  %s %s %s%s\n    %s: %s\n", termtext.Quote(h.Server), termtext.Quote(h.Tool),
+				timeline.OneLine(termtext.Sanitize(string(h.Args)), 100), mark, how, quoteArgv(h.Argv))
 		}
 	}
 	if n > 0 {

@@ -111,7 +111,12 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		if start.Replay {
 			h = mcp.NewHTTPReplay(mcp.ReplayerOf(start.Messages), rec)
 		} else {
-			h = mcp.NewHTTPProxy(upstream, rec, c.MaxMessage)
+			o := mcp.HTTPOptions{Max: c.MaxMessage}
+			if c.policy != nil {
+				ro := c.policyOptions(ctl, name, start.Session, env.Stderr)
+				o.Intercept, o.ServerSaw = ro.Intercept, ro.ServerSaw
+			}
+			h = mcp.NewHTTPProxy(upstream, rec, o)
 		}
 		err := c.serveHTTP(ctx, env, h, upstream.Path)
 		if finish != nil {
@@ -186,39 +191,22 @@ func exitErr(exit int, err error) error {
 const serverGrace = 5 * time.Second
 
 // policyOptions are the relay's options under --policy: each tools/call
-// decided, an outbox call held through the run's control API (run now,
-// with a note, outside a booth run), the server's tools/list learnt.
+// decided (mcp.Policy.Intercept), an outbox call held through the run's
+// control API (run now, with a note, outside a booth run), the server's
+// tools/list learnt.
 func (c *McpRunCmd) policyOptions(ctl *controlClient, name string, session int, w io.Writer) mcp.RelayOptions {
 	p := c.policy
-	var noted sync.Once
+	hold := func(tool string, args json.RawMessage, approve bool) (string, error) {
+		var out struct {
+			Key string `json:"key"`
+		}
+		err := ctl.post("mcp/outbox", map[string]any{"server": name, "session": session, "tool": tool, "arguments": args, "approve": approve}, &out)
+		return out.Key, err
+	}
+	say := func(s string) { fmt.Fprintf(w, "jukebox mcp: %s\n", s) }
 	return mcp.RelayOptions{Max: c.MaxMessage,
 		ServerSaw: func(m mcp.Message) { p.Learn(name, m) },
-		Intercept: func(m mcp.Message) []byte {
-			id, tool, args, ok := mcp.ToolCall(m.Raw)
-			if !ok {
-				return nil
-			}
-			d, why := p.Decide(name, tool)
-			switch d {
-			case mcp.Refuse:
-				fmt.Fprintf(w, "jukebox mcp: %s: refused %s (%s)\n", name, tool, why)
-				return mcp.Refused(id, tool, why)
-			case mcp.Outbox, mcp.Approve:
-				var out struct {
-					Key string `json:"key"`
-				}
-				err := ctl.post("mcp/outbox", map[string]any{"server": name, "session": session, "tool": tool, "arguments": args, "approve": d == mcp.Approve}, &out)
-				if err != nil {
-					noted.Do(func() {
-						fmt.Fprintf(w, "jukebox mcp: %s: the policy holds %s for the commit, but %v: calls run now\n", name, tool, err)
-					})
-					return nil
-				}
-				fmt.Fprintf(w, "jukebox mcp: %s: %s held in the outbox until the commit (%s)\n", name, tool, why)
-				return mcp.Pending(id, tool, out.Key, p.Structured(name, tool))
-			}
-			return nil
-		}}
+		Intercept: p.Intercept(name, hold, say)}
 }
 
 // relayLive starts the server and relays until the client is done; the

@@ -146,42 +146,12 @@ func TestMCPOutbox(t *testing.T) {
 
 	// --commit ask on a terminal: the question shows the held call and the
 	// command that runs it; y runs it.
-	master, slave := openPTY(t)
-	cmd := record("ask")
-	var out bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	must(t, cmd.Start())
-	question := make(chan string, 1)
-	go func() {
-		var seen []byte
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			seen = append(seen, buf[:n]...)
-			if bytes.Contains(seen, []byte("[y/N]")) || err != nil {
-				question <- string(seen)
-				io.Copy(io.Discard, master)
-				return
-			}
-		}
-	}()
-	select {
-	case q := <-question:
-		if !strings.Contains(q, "write_file") || !strings.Contains(q, "OUTSIDE the booth") || !strings.Contains(q, "by running:") {
-			t.Errorf("the question:\n%s", q)
-		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("no question on the terminal; output:\n%s", out.String())
+	q, out := answerAsk(t, record("ask"), "y\n")
+	if !strings.Contains(q, "write_file") || !strings.Contains(q, "OUTSIDE the booth") || !strings.Contains(q, "by running:") {
+		t.Errorf("the question:\n%s", q)
 	}
-	_, err = master.WriteString("y\n")
-	must(t, err)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("--commit ask: %v\n%s", err, out.String())
-	}
-	if !strings.Contains(out.String(), "outbox: filesystem write_file ran after the commit") {
-		t.Errorf("--commit ask, y:\n%s", out.String())
+	if !strings.Contains(out, "outbox: filesystem write_file ran after the commit") {
+		t.Errorf("--commit ask, y:\n%s", out)
 	}
 	if b, err := os.ReadFile(filepath.Join(data, "note.txt")); err != nil || string(b) != "written through MCP" {
 		t.Errorf("after the commit: note.txt %q, %v", b, err)
@@ -200,6 +170,44 @@ func TestMCPOutbox(t *testing.T) {
 	if !keyed {
 		t.Error("the commit's tools/call, with its idempotency key, is not on the tape")
 	}
+}
+
+// answerAsk runs cmd (a record --commit ask) on a terminal of its own and
+// answers its [y/N] question; it returns the question and what the run
+// printed. The run must end well.
+func answerAsk(t *testing.T, cmd *exec.Cmd, answer string) (question, output string) {
+	t.Helper()
+	master, slave := openPTY(t)
+	var out bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	must(t, cmd.Start())
+	asked := make(chan string, 1)
+	go func() {
+		var seen []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			seen = append(seen, buf[:n]...)
+			if bytes.Contains(seen, []byte("[y/N]")) || err != nil {
+				asked <- string(seen)
+				io.Copy(io.Discard, master)
+				return
+			}
+		}
+	}()
+	select {
+	case question = <-asked:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("no question on the terminal; output:\n%s", out.String())
+	}
+	_, err := master.WriteString(answer)
+	must(t, err)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("--commit ask: %v\n%s", err, out.String())
+	}
+	return question, out.String()
 }
 
 // TestMCPFork: a fork answers the MCP calls made before its fork point
@@ -335,5 +343,88 @@ func linkTree(t *testing.T, src, dst string) {
 		if out, err = exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
 			t.Fatalf("cp %s %s: %v\n%s", src, dst, err, out)
 		}
+	}
+}
+
+// TestMCPHTTPPolicy: record --mcp-policy stages the tools/call requests
+// to an --mcp-url server (the official everything server, over streamable
+// HTTP) as jukebox mcp --policy stages a stdio server's: in the booth, a
+// held call is answered as pending and never reaches the server; with a
+// person's yes at the commit it runs over HTTP, its idempotency key sent,
+// every message on the tape; outside the booth the call runs now, and
+// jukebox says the policy could not hold it.
+func TestMCPHTTPPolicy(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	requireConfinedBooth(t)
+	t.Parallel()
+	ws := t.TempDir() // the booth's /tmp is private: the agent goes into the workspace
+	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(ws, "agents", "node_modules"))
+	linkTree(t, filepath.Join(agents, "mcp_http_agent.mjs"), filepath.Join(ws, "agents", "mcp_http_agent.mjs"))
+	port := freePort(t)
+	server := exec.CommandContext(t.Context(), "node", filepath.Join(agents, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
+	server.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := server.StderrPipe()
+	must(t, err)
+	must(t, server.Start())
+	defer func() { server.Process.Kill(); server.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
+	}
+	go io.Copy(io.Discard, stderr)
+	policy := filepath.Join(ws, "policy.json")
+	must(t, os.WriteFile(policy, []byte(`{"servers": {"everything": {"tools": {"echo": "outbox"}}}}`), 0o644))
+	record := func(tape string, args ...string) *exec.Cmd {
+		all := append([]string{"record", "--mcp-url", "everything=http://127.0.0.1:" + port + "/mcp", "--mcp-policy", policy, "-o", filepath.Join(ws, tape)}, args...)
+		return jukeboxCmd(t.Context(), ws, append(all, "--", "node", filepath.Join(ws, "agents", "mcp_http_agent.mjs"))...)
+	}
+	answers := func(tape string) (policy, outbox []string) {
+		tp := openTape(t, filepath.Join(ws, tape))
+		defer tp.Close()
+		for f, err := range tp.Frames(tapefmt.KindMCP) {
+			must(t, err)
+			p, err := f.Decode()
+			must(t, err)
+			m := p.(*tapefmt.MCPMessage)
+			switch {
+			case m.Problem == "answered by jukebox: the policy":
+				policy = append(policy, string(m.Message))
+			case strings.Contains(m.Problem, "the outbox, run at the commit"):
+				outbox = append(outbox, string(m.Message))
+			}
+		}
+		return policy, outbox
+	}
+
+	out, err := record("never.jbx", "--booth", "--commit", "never").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--commit never: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "echo: jukebox: echo is held in the booth's outbox") || !strings.Contains(string(out), "sum: The sum of 20 and 22 is 42.") ||
+		!strings.Contains(string(out), "outbox: everything echo dropped") {
+		t.Errorf("--commit never:\n%s", out)
+	}
+	if held, ran := answers("never.jbx"); len(held) != 1 || len(ran) != 0 {
+		t.Errorf("--commit never: %d policy answers, %d outbox messages on the tape", len(held), len(ran))
+	}
+
+	q, got := answerAsk(t, record("ask.jbx", "--booth", "--commit", "ask"), "y\n")
+	if !strings.Contains(q, "echo") || !strings.Contains(q, "by calling the server at: http://127.0.0.1:"+port+"/mcp") {
+		t.Errorf("the question:\n%s", q)
+	}
+	if !strings.Contains(got, "outbox: everything echo ran after the commit") {
+		t.Errorf("--commit ask, y:\n%s", got)
+	}
+	_, ran := answers("ask.jbx")
+	sent := strings.Join(ran, "\n")
+	if !strings.Contains(sent, "io.jukebox/idempotency-key") || !strings.Contains(sent, "Echo: over HTTP") {
+		t.Errorf("the commit's exchange on the tape:\n%s", sent)
+	}
+
+	out, err = record("plain.jbx").CombinedOutput()
+	if err != nil {
+		t.Fatalf("outside the booth: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "echo: Echo: over HTTP") || !strings.Contains(string(out), "the policy holds echo for the commit, but") {
+		t.Errorf("outside the booth:\n%s", out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -23,12 +24,15 @@ type RecordCmd struct {
 	Sync      string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
 	JSON      bool      `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 	MCPURL    []string  `name:"mcp-url" placeholder:"NAME=URL" help:"An MCP server that speaks streamable HTTP: jukebox serves a recording proxy to it and gives the agent its URL in JUKEBOX_MCP_URL_NAME (replay and fork serve it from the tape). Repeatable."`
+	MCPPolicy string    `name:"mcp-policy" type:"existingfile" placeholder:"FILE" env:"JUKEBOX_MCP_POLICY" help:"Booth policy for the tools/call requests to the --mcp-url servers (JSON, see README, as jukebox mcp --policy): run now, hold in the booth's outbox until the commit, or refuse, by server and tool."`
 	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
 	redactFlags
 	breakerFlags
 	otlpFlags
 	boothFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
+
+	mcpPolicy *mcp.Policy // read from MCPPolicy by Validate
 }
 
 // Validate checks flags before anything starts.
@@ -44,6 +48,12 @@ func (c *RecordCmd) Validate() error {
 	}
 	if _, err := mcpURLs(c.MCPURL); err != nil {
 		return err
+	}
+	if c.MCPPolicy != "" {
+		var err error
+		if c.mcpPolicy, err = mcp.LoadPolicy(c.MCPPolicy); err != nil {
+			return fmt.Errorf("--mcp-policy %w", err)
+		}
 	}
 	if err := c.otlpFlags.validate(); err != nil {
 		return err
@@ -90,6 +100,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	if o.MCP, err = mcpURLs(c.MCPURL); err != nil {
 		return err
 	}
+	o.MCPPolicy = c.mcpPolicy
 	var tty *ttyGuard
 	o.Booth, tty = c.boothOptions(env)
 	defer tty.restore()
