@@ -162,22 +162,39 @@ func (m *forkForm) View() string {
 	if m.damage != "" {
 		heights[fieldSystem] = max(heights[fieldSystem]-2, 2)
 	}
+	top, bottom := 0, 0 // the focused field's lines
 	for i := range m.fields {
 		f := &m.fields[i]
 		label := st.Title
 		if i == m.focus {
-			label = st.TitleFocused
+			label, top = st.TitleFocused, len(lines)
 		}
 		lines = append(lines, " "+label.Render(f.Label))
 		for _, l := range f.view(*st, m.w-4, heights[i], i == m.focus) {
 			lines = append(lines, "   "+l)
 		}
+		if i == m.focus {
+			bottom = len(lines) - 1
+		}
 		lines = append(lines, "")
 	}
+	// On a short terminal the form scrolls so that the focused field is
+	// on screen, its label and all its lines; a wrong field's error has
+	// the last line, whatever the scroll.
+	h := m.h
 	if m.err != "" {
-		lines = append(lines, " "+st.Error.Render(m.err))
+		h = max(m.h-1, 1)
 	}
-	return box(lines, m.w, m.h)
+	off := 0
+	if bottom >= h {
+		off = bottom - h + 1
+	}
+	off = min(off, top)
+	view := box(lines[off:], m.w, h)
+	if m.err != "" {
+		view += "\n" + fit(" "+st.Error.Render(m.err), m.w)
+	}
+	return view
 }
 
 // formKeys drive the fork form.

@@ -1,7 +1,10 @@
 package tui
 
 import (
+	"strings"
 	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/charmbracelet/lipgloss"
 
@@ -26,5 +29,29 @@ func TestForkFormScope(t *testing.T) {
 		case want != "" && (err != nil || o.Scope != want):
 			t.Errorf("apply to %q: scope %q, %v; want %q", value, o.Scope, err, want)
 		}
+	}
+}
+
+// TestForkFormScrollsToTheFocus: at 40x12 the form does not fit; it
+// scrolls so that the focused field is on screen (the issue saw the
+// last fields never shown), and a wrong field's error stays in sight.
+func TestForkFormScrollsToTheFocus(t *testing.T) {
+	d := newDeck(t, 40, 12, agentRun)
+	press(d, runes("n"), runes("f"))
+	if d.pane != paneForm {
+		t.Fatalf("f: pane %v", d.pane)
+	}
+	for range 4 {
+		press(d, keyTab)
+	}
+	if v := d.View(); !strings.Contains(v, "apply to") {
+		t.Errorf("the focused field (apply to) is not on screen:\n%s", v)
+	}
+	back := tea.KeyMsg{Type: tea.KeyShiftTab}
+	press(d, back, back) // back to the temperature
+	typeText(d, "hot")
+	press(d, keyEnter)
+	if v := d.View(); !strings.Contains(v, "temperature \"hot\"") || !strings.Contains(v, "temperature") {
+		t.Errorf("the error and its field are not on screen:\n%s", v)
 	}
 }
