@@ -72,9 +72,13 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 		d.tracks[1].tl.Close()
 		d.tracks = d.tracks[:1]
 	}
+	d.status = "forking to " + baseName(fo.Tape)
+	if d.run != nil { // the earlier fork's timeline goes; its tape stays
+		d.status += fmt.Sprintf(" · the earlier fork stays in %s (jukebox play %s)", baseName(d.run.tape), d.run.tape)
+	}
 	d.run, d.pane, d.focus = r, paneTracks, 0
 	parent.forkAt, parent.label = r.at, "parent"
-	d.status = "forking to " + baseName(fo.Tape)
+	parent.diverge = -1 // a divergence from the earlier fork, not this one
 	d.layout()
 	return tea.Batch(r.spin.Tick, func() tea.Msg {
 		defer close(r.done)

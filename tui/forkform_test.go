@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -54,4 +56,32 @@ func TestForkFormScrollsToTheFocus(t *testing.T) {
 	if v := d.View(); !strings.Contains(v, "temperature \"hot\"") || !strings.Contains(v, "temperature") {
 		t.Errorf("the error and its field are not on screen:\n%s", v)
 	}
+}
+
+// TestSecondFork: a new fork clears the parent's ≠ from the diff with the
+// earlier fork, and says where the earlier fork's tape stays (its
+// timeline gives way to the new one's).
+func TestSecondFork(t *testing.T) {
+	o := testOptions()
+	o.Fork = func(context.Context, engine.ForkOptions) (*engine.Result, error) {
+		return nil, errors.New("not run in this test")
+	}
+	o.PrepareFork = func(fo *engine.ForkOptions) error { fo.Tape = "/tapes/second.jbx"; return nil }
+	d := New([]string{agentRun}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	d.tracks[0].diverge = 7 // as the diff with the first fork left it
+	d.run = &forkRun{st: d.st, tape: "/tapes/first.jbx", finished: true, cancelFn: func() {}, done: make(chan struct{})}
+	press(d, runes("n"), runes("f"))
+	if d.pane != paneForm {
+		t.Fatalf("f after a finished fork: pane %v, status %q", d.pane, d.status)
+	}
+	press(d, keyEnter)
+	if d.tracks[0].diverge != -1 {
+		t.Errorf("the parent keeps the earlier fork's divergence at %d", d.tracks[0].diverge)
+	}
+	if !strings.Contains(d.status, "the earlier fork stays in first.jbx (jukebox play /tapes/first.jbx)") {
+		t.Errorf("status %q", d.status)
+	}
+	close(d.run.done) // press runs no batch: the fork's command never ran
 }
