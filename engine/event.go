@@ -12,6 +12,11 @@ const (
 	EventOutput                        // the agent wrote to stdout or stderr
 	EventDiverged                      // replay met a request the tape does not hold
 	EventExit                          // the agent exited
+	// EventChunk is a piece of a live call's answer as it arrived from
+	// the upstream (Data, the bytes relayed; Call, the call): a fork's
+	// call in flight can be shown as it streams. Only live calls, and
+	// only with RunOptions.OnEvent set, make them.
+	EventChunk
 )
 
 // Event is one thing that happened in a run.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -36,6 +37,9 @@ type exchange struct {
 	connSeq  uint64      // the request's ordinal on its connection, from 1
 	reqSeq   uint64      // the llm.request frame, once written
 	respSeq  uint64      // the llm.response frame, once written
+	// onChunk, when set, hears each piece of a live answer as it is
+	// relayed (EventChunk).
+	onChunk func([]byte)
 }
 
 // matchRequest is x as the matcher sees it.
@@ -169,6 +173,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			putBody(buf)
 			return
 		}
+	}
+	if p.onEvent != nil && live {
+		x.onChunk = func(b []byte) { p.emit(Event{Kind: EventChunk, Call: x.call, Data: bytes.Clone(b)}) }
 	}
 	a := p.backend.respond(w, x)
 	if a.live && a.resp.Error != "" && !strings.HasPrefix(a.resp.Error, errAgentClosed) {

@@ -109,6 +109,9 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 			if _, werr := w.Write(buf[:n]); werr == nil {
 				_ = rc.Flush()
 			}
+			if x.onChunk != nil {
+				x.onChunk(buf[:n])
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			break

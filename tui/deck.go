@@ -234,6 +234,7 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		d.searchDone(msg)
 	case notFoundMsg:
 		d.status = msg.what
+	case forkStreamMsg: // the call in flight grew: sync shows it
 	case forkEventMsg, forkDoneMsg, forkReloadMsg:
 		return d.forkMsg(msg)
 	case diffReadyMsg:
@@ -453,7 +454,24 @@ func (d *Deck) sync() {
 	d.scrub.tv, d.scrub.playing, d.scrub.speed = tv, d.play.playing, d.play.speed
 	seq, stream := d.play.showing(tv)
 	d.frame.Show(tv.tl, seq, stream)
+	d.frame.SetLive(d.liveCall(tv))
 	d.syncKeys(tv)
+}
+
+// liveCall is a fork's call in flight, streamed so far, when the needle
+// is where the fork runs: the parent's fork point, or the end of the
+// fork's own timeline; and an id of that version of it.
+func (d *Deck) liveCall(tv *timelineView) (string, string) {
+	r := d.run
+	if r == nil || !r.running() {
+		return "", ""
+	}
+	fork := len(d.tracks) == 2 && tv == d.tracks[1]
+	if !(tv == d.tracks[0] && tv.cursor == r.at) && !(fork && tv.cursor >= tv.tl.Len()-1) {
+		return "", ""
+	}
+	text := r.live()
+	return text, fmt.Sprintf("%d/%d", r.calls, len(text))
 }
 
 // syncKeys enables exactly the keys that would do something now.

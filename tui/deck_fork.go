@@ -47,9 +47,17 @@ func (d *Deck) formKey(msg tea.KeyMsg) tea.Cmd {
 // startFork runs engine.Fork in a command; events come back as messages.
 func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 	parent := d.tracks[0]
+	r := &forkRun{st: d.st, spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(d.st.Fork)),
+		done: make(chan struct{}), at: d.form.at}
 	fo := engine.ForkOptions{
 		RunOptions: engine.RunOptions{Stdout: io.Discard, Stderr: io.Discard,
-			OnEvent: func(ev engine.Event) { d.send.Send(forkEventMsg{ev}) }},
+			OnEvent: func(ev engine.Event) {
+				if ev.Kind != engine.EventChunk {
+					d.send.Send(forkEventMsg{ev})
+				} else if r.streamed(ev.Data) {
+					d.send.Send(forkStreamMsg{})
+				}
+			}},
 		Parent: parent.tl.Path(), Frame: uint64(d.form.at), Overrides: over, Upstreams: d.o.Upstreams,
 	}
 	if d.o.PrepareFork != nil {
@@ -66,8 +74,7 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 		run = engine.Fork
 	}
 	ctx, cancel := context.WithCancel(d.ctx)
-	r := &forkRun{st: d.st, spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(d.st.Fork)),
-		cancelFn: cancel, done: make(chan struct{}), tape: fo.Tape, at: d.form.at}
+	r.cancelFn, r.tape = cancel, fo.Tape
 	if len(d.tracks) == 2 {
 		d.tracks[1].tl.Close()
 		d.tracks = d.tracks[:1]

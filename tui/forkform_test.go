@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/themes"
 )
 
@@ -82,6 +84,44 @@ func TestSecondFork(t *testing.T) {
 	}
 	if !strings.Contains(d.status, "the earlier fork stays in first.jbx (jukebox play /tapes/first.jbx)") {
 		t.Errorf("status %q", d.status)
+	}
+	close(d.run.done) // press runs no batch: the fork's command never ran
+}
+
+// TestLiveForkStreams: a fork's call in flight shows as it streams (the
+// issue saw only the spinner move for 17 s): its latest words on the
+// status line, and its text so far under the frame it was forked at.
+func TestLiveForkStreams(t *testing.T) {
+	o := testOptions()
+	var onEvent func(engine.Event)
+	o.PrepareFork = func(fo *engine.ForkOptions) error { onEvent = fo.OnEvent; return nil }
+	o.Fork = func(context.Context, engine.ForkOptions) (*engine.Result, error) {
+		return nil, errors.New("not run in this test")
+	}
+	d := New([]string{agentRun}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	press(d, runes("n"), runes("f"), keyEnter)
+	if onEvent == nil || d.run == nil {
+		t.Fatal("no fork started")
+	}
+	onEvent(engine.Event{Kind: engine.EventRequest, Call: 1, CallUsage: llmwire.CallUsage{Model: "demo-small"}})
+	for _, piece := range []string{"Refactoring the ", "config loader, ", "step one done"} {
+		b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]string{"content": piece}}}})
+		onEvent(engine.Event{Kind: engine.EventChunk, Call: 1, Data: append(append([]byte("data: "), b...), "\n\n"...)})
+	}
+	d.Update(forkStreamMsg{})
+	v := d.View()
+	if !strings.Contains(v, "the fork's call, live") || !strings.Contains(v, "Refactoring the config loader, step one done") {
+		t.Errorf("the frame view does not show the call in flight:\n%s", v)
+	}
+	if !strings.Contains(v, "step one done") {
+		t.Errorf("the status line does not show its latest words:\n%s", v)
+	}
+	onEvent(engine.Event{Kind: engine.EventResponse, Call: 1})
+	d.Update(forkEventMsg{engine.Event{Kind: engine.EventResponse, Call: 1}})
+	if v := d.View(); strings.Contains(v, "the fork's call, live") {
+		t.Errorf("the answer is whole, yet shown as in flight:\n%s", v)
 	}
 	close(d.run.done) // press runs no batch: the fork's command never ran
 }

@@ -3,12 +3,14 @@ package tui
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -32,6 +34,45 @@ type forkRun struct {
 	err       error
 	reloading bool
 	dirty     bool
+
+	// The call in flight, as it streams (engine.EventChunk): written by
+	// the engine's goroutine, read by the program's.
+	mu       sync.Mutex
+	inflight []byte    // its answer so far, as relayed
+	notified time.Time // when the program was last told of new bytes
+}
+
+// forkStreamMsg says the call in flight has new bytes.
+type forkStreamMsg struct{}
+
+// maxInflight bounds what is kept of a call in flight (the tape keeps it
+// all): past it the live view stops growing until the answer is whole.
+const maxInflight = 1 << 20
+
+// streamed takes a piece of the call in flight; it reports whether the
+// program should be told now (at most every 50 ms: a fast stream must not
+// wait on the screen).
+func (r *forkRun) streamed(b []byte) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.inflight)+len(b) <= maxInflight {
+		r.inflight = append(r.inflight, b...)
+	}
+	if now := time.Now(); now.Sub(r.notified) >= 50*time.Millisecond {
+		r.notified = now
+		return true
+	}
+	return false
+}
+
+// live is the call in flight's text so far, "" when none streams.
+func (r *forkRun) live() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finished || len(r.inflight) == 0 {
+		return ""
+	}
+	return llmwire.ResponseText(r.inflight)
 }
 
 // forkEventMsg is an engine event of the running fork.
@@ -83,7 +124,12 @@ func (r *forkRun) View() string {
 	// its figures alone, so nothing is said twice on one line.
 	switch {
 	case !r.finished:
-		return st.Fork.Render(r.spin.View()+" forking "+info) + st.Muted.Render(r.last+" ")
+		last := r.last
+		if text := r.live(); text != "" { // the call in flight, its latest words
+			t := []rune(timeline.OneLine(text, 0))
+			last = "← …" + string(t[max(len(t)-40, 0):])
+		}
+		return st.Fork.Render(r.spin.View()+" forking "+info) + st.Muted.Render(last+" ")
 	case r.err != nil:
 		return st.Error.Render("✗ " + info)
 	case r.res != nil && r.res.Divergence != nil:
@@ -97,7 +143,13 @@ func (r *forkRun) event(ev engine.Event) {
 	case engine.EventRequest:
 		r.calls++
 		r.last = "→ " + ev.Model
+		r.mu.Lock()
+		r.inflight = nil
+		r.mu.Unlock()
 	case engine.EventResponse:
+		r.mu.Lock()
+		r.inflight = nil // whole now: the timeline shows it once its step ends
+		r.mu.Unlock()
 		// The engine found the call's usage, model and cost (llmwire.ResponseUsage).
 		r.tokens += ev.Usage.Total()
 		r.cost += ev.Cost

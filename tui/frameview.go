@@ -40,6 +40,19 @@ type frameView struct {
 	err    error
 	stream *time.Duration // while playing a call: time since its request
 	shown  string         // what the content was made for
+	// live is a fork's call in flight, streamed so far, shown under the
+	// frame it was forked at (SetLive); liveID tells its versions apart.
+	live, liveID string
+}
+
+// SetLive shows text under the frame as a fork's call in flight (id
+// changes whenever text does), or nothing when text is "".
+func (m *frameView) SetLive(text, id string) {
+	if text == "" {
+		id = ""
+	}
+	m.live, m.liveID = text, id
+	m.refresh()
 }
 
 func newFrameView(st *Styles) *frameView {
@@ -107,7 +120,7 @@ func (m *frameView) Show(tl *timeline.Timeline, seq int, stream *time.Duration) 
 func (m *frameView) ToggleRaw() { m.raw = !m.raw; m.refresh() }
 
 func (m *frameView) refresh() {
-	id := fmt.Sprintf("%p/%d/%v/%d", m.tl, m.seq, m.raw, m.w)
+	id := fmt.Sprintf("%p/%d/%v/%d/%s", m.tl, m.seq, m.raw, m.w, m.liveID)
 	if m.stream != nil {
 		id += "/" + m.stream.String()
 	}
@@ -115,11 +128,18 @@ func (m *frameView) refresh() {
 		return
 	}
 	m.shown = id
-	lines := m.content()
-	if len(lines) > maxFrameLines {
-		lines = append(lines[:maxFrameLines], m.st.Muted.Render(fmt.Sprintf("… %d more lines (jukebox show --frame %d --blobs)", len(lines)-maxFrameLines, m.seq)))
+	out := m.content()
+	if m.live != "" {
+		var b lines
+		b.w = max(m.w-1, 10)
+		b.head(m.st.Fork, "⑂ the fork's call, live · streaming…")
+		b.add(m.st.Text, m.live)
+		out = append(out, b.out...)
 	}
-	m.vp.SetContent(strings.Join(lines, "\n"))
+	if len(out) > maxFrameLines {
+		out = append(out[:maxFrameLines], m.st.Muted.Render(fmt.Sprintf("… %d more lines (jukebox show --frame %d --blobs)", len(out)-maxFrameLines, m.seq)))
+	}
+	m.vp.SetContent(strings.Join(out, "\n"))
 }
 
 // View draws the title and the scrolled content.
