@@ -102,8 +102,10 @@ type OutboxResult struct {
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
 	Key    string `json:"key"`
-	Ran    bool   `json:"ran"`             // run after the commit (else dropped)
-	Error  string `json:"error,omitempty"` // the server's error, or why it could not run
+	Ran    bool   `json:"ran"` // run after the commit (else dropped, or kept)
+	// Kept: kept with the transaction, for jukebox booth commit.
+	Kept  bool   `json:"kept,omitempty"`
+	Error string `json:"error,omitempty"` // the server's error, or why it could not run
 	// Approve: the policy lets it run only when a person approved the
 	// commit (--commit ask, answered yes).
 	Approve bool            `json:"approve,omitempty"`
@@ -173,9 +175,13 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 // keep the transaction whatever happened.
 func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd, br *BoothResult) error {
 	defer func() {
-		// A kept transaction is committed later by jukebox booth, which
-		// has no outbox: held MCP calls are dropped and listed.
-		if br.Kept || br.Pending {
+		// A kept transaction is committed later by jukebox booth commit,
+		// which offers the held MCP calls kept with it; a commit left
+		// pending drops them, listed.
+		switch {
+		case br.Kept && !tx.Closed():
+			br.Outbox = s.keepOutbox(tx)
+		case br.Kept || br.Pending:
 			br.Outbox = s.dropOutbox()
 		}
 	}()
@@ -241,63 +247,106 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 	return nil
 }
 
-// runOutbox runs the MCP tool calls the booth held, now that the commit
-// is done: each session's server started again outside the booth (its
-// recorded command line, in the workspace, with the agent's environment),
-// its calls made in order with their idempotency keys, every message on
-// the tape. Only when a person approved the commit (--commit ask), having
-// seen each call and the command that runs it: the command line, the
-// policy and the calls all come from inside the booth, where the agent
-// could have chosen them, so without that yes they are dropped, and said.
-func (s *session) runOutbox(ctx context.Context) []OutboxResult {
+// HeldCall is an MCP tool call the booth held for its commit, with the
+// session it came from and the command line (or URL) that reaches its
+// server again.
+type HeldCall struct {
+	Server  string   `json:"server"`
+	Session int      `json:"session"`
+	Argv    []string `json:"argv"`
+	mcp.Call
+	Approve bool `json:"approve,omitempty"`
+}
+
+// takeOutbox empties the run's outbox into held calls.
+func (s *session) takeOutbox() []HeldCall {
 	c := s.proxy.control
 	c.mcp.mu.Lock()
-	entries, argv := c.mcp.outbox, c.mcp.argv
+	defer c.mcp.mu.Unlock()
+	held := make([]HeldCall, len(c.mcp.outbox))
+	for i, e := range c.mcp.outbox {
+		held[i] = HeldCall{Server: e.server, Session: e.session, Argv: c.mcp.argv[e.mcpKey], Call: e.Call, Approve: e.approve}
+	}
 	c.mcp.outbox = nil
-	c.mcp.mu.Unlock()
+	return held
+}
+
+// runOutbox runs the MCP tool calls the booth held, now that the commit
+// is done, every message on the tape (RunHeld). Only when a person
+// approved the commit (--commit ask), having seen each call and the
+// command that runs it: the command line, the policy and the calls all
+// come from inside the booth, where the agent could have chosen them, so
+// without that yes they are dropped, and said.
+func (s *session) runOutbox(ctx context.Context) []OutboxResult {
+	held := s.takeOutbox()
+	if !s.approved {
+		out := make([]OutboxResult, len(held))
+		for i, h := range held {
+			out[i] = h.Result()
+			out[i].Error = "not run: a held call runs outside the booth only with a person's yes to the commit (--commit ask)"
+		}
+		return out
+	}
+	c := s.proxy.control
+	rec := func(server string, session int) mcp.Recorder {
+		return func(m mcp.Message) {
+			c.recordMCP(mcp.Wire{Server: server, Session: session, Dir: m.Dir, Message: string(m.Raw), Size: m.Size,
+				Problem: strings.TrimPrefix(m.Problem+"; ", "; ") + "the outbox, run at the commit"})
+		}
+	}
+	return RunHeld(context.WithoutCancel(ctx), held, s.childEnv(false), s.workspace(), rec)
+}
+
+// RunHeld makes held calls, a person having said yes: each session's
+// server started again outside the booth (its command line, in dir, with
+// env) or reached at its URL, its calls made in order with their
+// idempotency keys. rec, if set, hears each session's messages.
+func RunHeld(ctx context.Context, held []HeldCall, env []string, dir string, rec func(server string, session int) mcp.Recorder) []OutboxResult {
 	var out []OutboxResult
-	for len(entries) > 0 {
-		k := entries[0].mcpKey
+	for len(held) > 0 {
+		first := held[0]
 		var calls []mcp.Call
-		rest := entries[:0:0]
-		for _, e := range entries {
-			switch {
-			case e.mcpKey != k:
-				rest = append(rest, e)
-			case !s.approved:
-				out = append(out, OutboxResult{Server: k.server, Tool: e.Tool, Key: e.Key, Approve: e.approve, Args: e.Args, Argv: argv[k],
-					Error: "not run: a held call runs outside the booth only with a person's yes to the commit (--commit ask)"})
-			default:
-				calls = append(calls, e.Call)
+		var these []HeldCall
+		rest := held[:0:0]
+		for _, h := range held {
+			if h.Server == first.Server && h.Session == first.Session {
+				calls, these = append(calls, h.Call), append(these, h)
+			} else {
+				rest = append(rest, h)
 			}
 		}
-		entries = rest
-		if len(calls) == 0 {
-			continue
-		}
-		rec := func(m mcp.Message) {
-			c.recordMCP(mcp.Wire{Server: k.server, Session: k.session, Dir: m.Dir, Message: string(m.Raw), Size: m.Size,
-				Problem: strings.TrimPrefix(m.Problem+"; ", "; ") + "the outbox, run at the commit"})
+		held = rest
+		r := func(mcp.Message) {}
+		if rec != nil {
+			r = rec(first.Server, first.Session)
 		}
 		var results []mcp.CallResult
 		var err error
-		if u, ok := httpServer(argv[k]); ok { // record --mcp-url, jukebox mcp --url
-			results, err = mcp.RunCallsHTTP(context.WithoutCancel(ctx), u, calls, rec)
-		} else {
-			results, err = mcp.RunCalls(context.WithoutCancel(ctx), argv[k], s.childEnv(false), s.workspace(), calls, rec)
+		switch u, ok := httpServer(first.Argv); {
+		case ok: // record --mcp-url, jukebox mcp --url
+			results, err = mcp.RunCallsHTTP(ctx, u, calls, r)
+		case len(first.Argv) == 0:
+			err = errors.New("the server's command line is not known")
+		default:
+			results, err = mcp.RunCalls(ctx, first.Argv, env, dir, calls, r)
 		}
-		for i, call := range calls {
-			r := OutboxResult{Server: k.server, Tool: call.Tool, Key: call.Key, Args: call.Args, Argv: argv[k]}
+		for i, h := range these {
+			res := h.Result()
 			switch {
 			case i < len(results) && (results[i].Result != nil || results[i].Error != ""):
-				r.Ran, r.Error = true, results[i].Error
+				res.Ran, res.Error = true, results[i].Error
 			case err != nil:
-				r.Error = err.Error()
+				res.Error = err.Error()
 			}
-			out = append(out, r)
+			out = append(out, res)
 		}
 	}
 	return out
+}
+
+// Result is the held call as an OutboxResult, not run yet.
+func (h HeldCall) Result() OutboxResult {
+	return OutboxResult{Server: h.Server, Tool: h.Tool, Key: h.Key, Approve: h.Approve, Args: h.Args, Argv: h.Argv}
 }
 
 // httpServer reports whether a session's command line is an HTTP
@@ -325,14 +374,36 @@ func (s *session) heldOutbox() []OutboxResult {
 
 // dropOutbox drops the held MCP tool calls with the rollback.
 func (s *session) dropOutbox() []OutboxResult {
-	c := s.proxy.control
-	c.mcp.mu.Lock()
-	entries := c.mcp.outbox
-	c.mcp.outbox = nil
-	c.mcp.mu.Unlock()
-	out := make([]OutboxResult, len(entries))
-	for i, e := range entries {
-		out[i] = OutboxResult{Server: e.server, Tool: e.Tool, Key: e.Key, Approve: e.approve, Args: e.Args}
+	held := s.takeOutbox()
+	out := make([]OutboxResult, len(held))
+	for i, h := range held {
+		out[i] = h.Result()
+	}
+	return out
+}
+
+// keepOutbox keeps the held calls with the kept transaction (Tx.Defer),
+// for jukebox booth commit to offer; when they cannot be kept they are
+// dropped, and said.
+func (s *session) keepOutbox(tx *sandbox.Tx) []OutboxResult {
+	held := s.takeOutbox()
+	out := make([]OutboxResult, len(held))
+	for i, h := range held {
+		out[i] = h.Result()
+	}
+	if len(held) == 0 {
+		return out
+	}
+	data, err := json.Marshal(held)
+	if err == nil {
+		err = tx.Defer(data)
+	}
+	for i := range out {
+		if err != nil {
+			out[i].Error = "not kept with the transaction: " + err.Error()
+		} else {
+			out[i].Kept = true
+		}
 	}
 	return out
 }

@@ -99,6 +99,8 @@ type txMeta struct {
 	// Roots are the folders outside the workspace staged with it
 	// (StageRoot), each a sub-transaction in roots/N/.
 	Roots []rootRef `json:"roots,omitempty"`
+	// Deferred is the caller's, kept for whoever commits (Tx.Defer).
+	Deferred json.RawMessage `json:"deferred,omitempty"`
 }
 
 // Tx is one booth transaction over a workspace: its id and state
@@ -244,6 +246,29 @@ func List(dir string, opts Options) ([]TxInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// Defer keeps data with the transaction for whoever commits it later:
+// work the caller puts off until the commit (the MCP calls the booth
+// held, when a run ends with its transaction kept). It lives in the
+// transaction's authenticated record (tx.json, under the booth key), and a
+// transaction whose record does not verify is never opened, so what
+// Deferred returns was written by this jukebox, never planted.
+func (tx *Tx) Defer(data json.RawMessage) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.checkOpen(); err != nil {
+		return err
+	}
+	tx.meta.Deferred = data
+	return tx.writeMeta()
+}
+
+// Deferred is what Defer kept, nil when nothing.
+func (tx *Tx) Deferred() json.RawMessage {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	return tx.meta.Deferred
 }
 
 // ID returns the transaction id, unique and sortable by start time.

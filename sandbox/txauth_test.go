@@ -131,3 +131,31 @@ func TestUndoneCommitSignsTxAgain(t *testing.T) {
 	}
 	must(t, tx.Rollback(ctx))
 }
+
+// TestDeferredIsSigned: what Defer keeps comes back with the transaction
+// when it opens again; a tx.json whose deferred work was changed (calls an
+// agent or a cloned repository would have run at the commit) does not
+// open.
+func TestDeferredIsSigned(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"a.txt": "a"})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	must(t, tx.Defer([]byte(`[{"server":"files","tool":"write_file"}]`)))
+	again, err := Open(ws, tx.ID(), Options{})
+	must(t, err)
+	if got := string(again.Deferred()); got != `[{"server":"files","tool":"write_file"}]` {
+		t.Fatalf("deferred after open: %s", got)
+	}
+	p := filepath.Join(tx.StateDir(), txName)
+	data, err := os.ReadFile(p)
+	must(t, err)
+	spoiled := strings.Replace(string(data), "write_file", "rm_rf_home", 1)
+	if spoiled == string(data) {
+		t.Fatalf("tx.json does not hold the deferred work: %s", data)
+	}
+	must(t, os.WriteFile(p, []byte(spoiled), 0o600))
+	if _, err := Open(ws, tx.ID(), Options{}); !errors.Is(err, ErrUntrusted) {
+		t.Fatalf("open with changed deferred work: %v", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/termtext"
 
 	"github.com/jukebox-os/jukebox/sandbox"
@@ -222,6 +223,7 @@ func printChangeSet(w io.Writer, cs sandbox.ChangeSet, asJSON bool) error {
 // BoothCommitCmd commits a transaction.
 type BoothCommitCmd struct {
 	boothTarget
+	DropOutbox bool `name:"drop-outbox" help:"Drop the MCP tool calls the booth held for this commit without asking (they run only with a yes on the terminal)."`
 }
 
 // Run commits and prints what was applied; conflicts are listed.
@@ -236,6 +238,10 @@ func (c *BoothCommitCmd) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 	}
+	held, run, err := c.heldCalls(tx, env)
+	if err != nil {
+		return err
+	}
 	cs, err := tx.Commit(ctx)
 	if err != nil {
 		return err
@@ -246,8 +252,52 @@ func (c *BoothCommitCmd) Run(ctx context.Context, env *Env) error {
 	if err := printChangeSet(env.Stdout, cs, c.JSON); err != nil {
 		return err
 	}
-	_, err = io.WriteString(env.Stdout, roots.String())
-	return err
+	if _, err = io.WriteString(env.Stdout, roots.String()); err != nil {
+		return err
+	}
+	results := make([]engine.OutboxResult, len(held))
+	for i, h := range held {
+		results[i] = h.Result()
+	}
+	if run {
+		// After the commit, outside the booth, in the workspace, with this
+		// command's environment: the run's tape is closed, so the calls
+		// are not recorded, only said.
+		results = engine.RunHeld(ctx, held, os.Environ(), tx.Workspace(), nil)
+	}
+	printOutbox(env.Stderr, results, cs.TxID)
+	return nil
+}
+
+// heldCalls are the MCP calls the booth held for this commit (kept with
+// the transaction when its run ended), and whether to run them: only on a
+// person's yes on the terminal, having seen each and what runs it.
+func (c *BoothCommitCmd) heldCalls(tx *sandbox.Tx, env *Env) ([]engine.HeldCall, bool, error) {
+	raw := tx.Deferred()
+	if len(raw) == 0 {
+		return nil, false, nil
+	}
+	var held []engine.HeldCall
+	if err := json.Unmarshal(raw, &held); err != nil {
+		return nil, false, fmt.Errorf("booth %s: the held MCP calls do not read: %w", tx.ID(), err)
+	}
+	if len(held) == 0 || c.DropOutbox {
+		return held, false, nil
+	}
+	if !haveTerminal() {
+		fmt.Fprintf(env.Stderr, "jukebox: booth %s holds %d MCP tool calls for its commit; with no terminal to ask on, they are dropped\n", tx.ID(), len(held))
+		return held, false, nil
+	}
+	results := make([]engine.OutboxResult, len(held))
+	for i, h := range held {
+		results[i] = h.Result()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe booth held %d MCP tool calls for this commit, which run OUTSIDE the booth, after it, when you answer y:\n", len(held))
+	writeHeld(&b, results)
+	b.WriteString("Run them after the commit? [y/N] ")
+	yes, err := askOnTerminal(b.String())
+	return held, yes, err
 }
 
 // BoothRollbackCmd discards a transaction.

@@ -169,6 +169,23 @@ func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 	return o, tty
 }
 
+// writeHeld lists held MCP calls for a person to decide on: server, tool
+// and arguments, all quoted (the agent chose them), and what runs each.
+func writeHeld(b *strings.Builder, held []engine.OutboxResult) {
+	for _, h := range held {
+		mark := ""
+		if h.Approve {
+			mark = " (the policy asks for your approval)"
+		}
+		how := "by running"
+		if len(h.Argv) == 1 && (strings.HasPrefix(h.Argv[0], "http://") || strings.HasPrefix(h.Argv[0], "https://")) {
+			how = "by calling the server at" // record --mcp-url, jukebox mcp --url
+		}
+		fmt.Fprintf(b, "  %s %s %s%s\n    %s: %s\n", termtext.Quote(h.Server), termtext.Quote(h.Tool),
+			timeline.OneLine(termtext.Sanitize(string(h.Args)), 100), mark, how, quoteArgv(h.Argv))
+	}
+}
+
 // askOnTerminal asks question on the terminal and reads y or n.
 func askOnTerminal(question string) (bool, error) {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
@@ -205,18 +222,7 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 	}
 	if len(held) > 0 {
 		fmt.Fprintf(&b, "and %d MCP tool calls held until the commit, which run OUTSIDE the booth when you answer y:\n", len(held))
-		for _, h := range held {
-			mark := ""
-			if h.Approve {
-				mark = " (the policy asks for your approval)"
-			}
-			how := "by running"
-			if len(h.Argv) == 1 && (strings.HasPrefix(h.Argv[0], "http://") || strings.HasPrefix(h.Argv[0], "https://")) {
-				how = "by calling the server at" // record --mcp-url, jukebox mcp --url
-			}
-			fmt.Fprintf(&b, "  %s %s %s%s\n    %s: %s\n", termtext.Quote(h.Server), termtext.Quote(h.Tool),
-				timeline.OneLine(termtext.Sanitize(string(h.Args)), 100), mark, how, quoteArgv(h.Argv))
-		}
+		writeHeld(&b, held)
 	}
 	if n > 0 {
 		fmt.Fprintf(&b, "%d of them touch sensitive paths (marked !): read those before you answer.\n", n)
@@ -249,6 +255,22 @@ func sensitiveCount(cs sandbox.ChangeSet) int {
 }
 
 // printBooth says what happened to the staged changes, listing every one.
+// printOutbox says how each held MCP call went.
+func printOutbox(w io.Writer, results []engine.OutboxResult, tx string) {
+	for _, o := range results {
+		switch {
+		case o.Kept:
+			fmt.Fprintf(w, "jukebox: outbox: %s %s kept with the transaction (key %s): jukebox booth commit --tx %s offers to run it\n", o.Server, o.Tool, o.Key, tx)
+		case o.Ran && o.Error == "":
+			fmt.Fprintf(w, "jukebox: outbox: %s %s ran after the commit (key %s)\n", o.Server, o.Tool, o.Key)
+		case o.Ran || o.Error != "":
+			fmt.Fprintf(w, "jukebox: outbox: %s %s FAILED after the commit (key %s): %s\n", o.Server, o.Tool, o.Key, o.Error)
+		default:
+			fmt.Fprintf(w, "jukebox: outbox: %s %s dropped, never run (key %s)\n", o.Server, o.Tool, o.Key)
+		}
+	}
+}
+
 func printBooth(env *Env, b *engine.BoothResult) {
 	if b == nil {
 		return
@@ -257,16 +279,7 @@ func printBooth(env *Env, b *engine.BoothResult) {
 	for _, r := range b.Roots {
 		fmt.Fprintf(env.Stderr, "jukebox: and staged in %s (--allow-write): %d changes: %s\n%s", termtext.Quote(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
 	}
-	for _, o := range b.Outbox {
-		switch {
-		case o.Ran && o.Error == "":
-			fmt.Fprintf(env.Stderr, "jukebox: outbox: %s %s ran after the commit (key %s)\n", o.Server, o.Tool, o.Key)
-		case o.Ran || o.Error != "":
-			fmt.Fprintf(env.Stderr, "jukebox: outbox: %s %s FAILED after the commit (key %s): %s\n", o.Server, o.Tool, o.Key, o.Error)
-		default:
-			fmt.Fprintf(env.Stderr, "jukebox: outbox: %s %s dropped, never run (key %s)\n", o.Server, o.Tool, o.Key)
-		}
-	}
+	printOutbox(env.Stderr, b.Outbox, b.Tx)
 	switch {
 	case b.Refused:
 		refused := len(b.Changes.Refused)

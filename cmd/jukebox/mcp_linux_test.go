@@ -109,25 +109,7 @@ func TestMCPRecordReplayAndBooth(t *testing.T) {
 // with the command that would run it, and a yes runs it for real, with
 // its idempotency key.
 func TestMCPOutbox(t *testing.T) {
-	agents := testenv.RequireNode(t)
-	requireConfinedBooth(t)
-	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
-	ws := t.TempDir() // the booth's /tmp is private: what it runs goes into the workspace
-	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(ws, "agents", "node_modules"))
-	linkTree(t, filepath.Join(agents, "mcp_agent.mjs"), filepath.Join(ws, "agents", "mcp_agent.mjs"))
-	linkTree(t, self, filepath.Join(ws, "bin", "jukebox"))
-	data := filepath.Join(ws, "data")
-	must(t, os.Mkdir(data, 0o755))
-	policy := filepath.Join(ws, "policy.json")
-	must(t, os.WriteFile(policy, []byte(`{"servers": {"filesystem": {"tools": {"write_file": "outbox"}}}}`), 0o644))
-	record := func(commit string) *exec.Cmd {
-		cmd := jukeboxCmd(t.Context(), ws, "record", "--booth", "--commit", commit, "-o", filepath.Join(ws, commit+".jbx"),
-			"--", "node", filepath.Join(ws, "agents", "mcp_agent.mjs"), data)
-		cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+filepath.Join(ws, "bin", "jukebox"), "JUKEBOX_MCP_POLICY="+policy)
-		return cmd
-	}
+	ws, data, record := outboxSetup(t)
 	for _, commit := range []string{"never", "always"} {
 		out, err := record(commit).CombinedOutput()
 		if err != nil {
@@ -169,6 +151,75 @@ func TestMCPOutbox(t *testing.T) {
 	}
 	if !keyed {
 		t.Error("the commit's tools/call, with its idempotency key, is not on the tape")
+	}
+}
+
+// outboxSetup is a workspace for the official filesystem server's agent
+// (mcp_agent.mjs) with a policy that holds write_file for the commit, and
+// a record of it there in the booth with --commit commit.
+func outboxSetup(t *testing.T) (ws, data string, record func(commit string, args ...string) *exec.Cmd) {
+	agents := testenv.RequireNode(t)
+	requireConfinedBooth(t)
+	t.Parallel()
+	self, err := os.Executable()
+	must(t, err)
+	ws = t.TempDir() // the booth's /tmp is private: what it runs goes into the workspace
+	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(ws, "agents", "node_modules"))
+	linkTree(t, filepath.Join(agents, "mcp_agent.mjs"), filepath.Join(ws, "agents", "mcp_agent.mjs"))
+	linkTree(t, self, filepath.Join(ws, "bin", "jukebox"))
+	data = filepath.Join(ws, "data")
+	must(t, os.Mkdir(data, 0o755))
+	policy := filepath.Join(ws, "policy.json")
+	must(t, os.WriteFile(policy, []byte(`{"servers": {"filesystem": {"tools": {"write_file": "outbox"}}}}`), 0o644))
+	record = func(commit string, args ...string) *exec.Cmd {
+		all := append([]string{"record", "--booth", "--commit", commit, "-o", filepath.Join(ws, commit+".jbx")}, args...)
+		cmd := jukeboxCmd(t.Context(), ws, append(all, "--", "node", filepath.Join(ws, "agents", "mcp_agent.mjs"), data)...)
+		cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+filepath.Join(ws, "bin", "jukebox"), "JUKEBOX_MCP_POLICY="+policy)
+		return cmd
+	}
+	return ws, data, record
+}
+
+// TestMCPOutboxKept: a run whose booth is kept keeps its held MCP calls
+// with the transaction (in its authenticated record), and jukebox booth
+// commit offers them: shown, and run after the commit on a yes on the
+// terminal; --drop-outbox drops them without asking. (A kept booth used
+// to drop them.)
+func TestMCPOutboxKept(t *testing.T) {
+	ws, data, record := outboxSetup(t)
+	out, err := record("never", "--keep").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--keep: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "outbox: filesystem write_file kept with the transaction") {
+		t.Fatalf("--keep:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
+		t.Fatal("a held call ran at --keep")
+	}
+	q, got := answerAsk(t, jukeboxCmd(t.Context(), ws, "booth", "commit"), "y\n")
+	if !strings.Contains(q, "write_file") || !strings.Contains(q, "OUTSIDE the booth") || !strings.Contains(q, "by running:") {
+		t.Errorf("the question:\n%s", q)
+	}
+	if !strings.Contains(got, "committed ") || !strings.Contains(got, "outbox: filesystem write_file ran after the commit") {
+		t.Errorf("booth commit, y:\n%s", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "note.txt")); err != nil || string(b) != "written through MCP" {
+		t.Errorf("after the commit: note.txt %q, %v", b, err)
+	}
+
+	must(t, os.Remove(filepath.Join(data, "note.txt")))
+	must(t, os.Remove(filepath.Join(ws, "never.jbx"))) // -o never overwrites
+	out, err = record("never", "--keep").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--keep again: %v\n%s", err, out)
+	}
+	out, err = jukeboxCmd(t.Context(), ws, "booth", "commit", "--drop-outbox").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "outbox: filesystem write_file dropped, never run") {
+		t.Errorf("booth commit --drop-outbox: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
+		t.Error("--drop-outbox ran the held call")
 	}
 }
 
