@@ -190,16 +190,20 @@ func (c *control) readTape() (t *tapefmt.Tape, fork bool) {
 // now: {"live"}. A recording always does and a replay never; a fork does
 // from its fork point on, or once it diverged.
 func (c *control) mcpLive(w http.ResponseWriter, r *http.Request) {
-	live := true
+	writeControl(w, http.StatusOK, map[string]any{"live": c.live()})
+}
+
+// live reports whether MCP sessions go to their live servers now.
+func (c *control) live() bool {
 	switch b := c.p.backend.(type) {
 	case *tapeBackend:
-		live = false
+		return false
 	case *forkBackend:
 		b.mu.Lock()
-		live = b.forked || b.diverged
-		b.mu.Unlock()
+		defer b.mu.Unlock()
+		return b.forked || b.diverged
 	}
-	writeControl(w, http.StatusOK, map[string]any{"live": live})
+	return true
 }
 
 // mcpMessage records one message of a session (recordMCP).

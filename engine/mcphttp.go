@@ -83,9 +83,14 @@ func (s *session) serveMCP(name, raw string) error {
 		c.recordMCP(mcp.Wire{Server: name, Session: o.session, Dir: m.Dir, Message: string(m.Raw), Problem: m.Problem, Size: m.Size})
 	}
 	var h http.Handler
-	if o.replay {
+	switch {
+	case o.replay && o.liveLater: // a fork: from the tape up to the fork point, live from there
+		h = mcp.NewHTTPFork(mcp.ReplayerOf(o.messages), up, rec, c.live, s.mcpHTTPOptions(name, o.session), func() {
+			fmt.Fprintf(s.o.Stderr, "jukebox: mcp %s: live from here on\n", name)
+		})
+	case o.replay:
 		h = mcp.NewHTTPReplay(mcp.ReplayerOf(o.messages), rec)
-	} else {
+	default:
 		h = mcp.NewHTTPProxy(up, rec, s.mcpHTTPOptions(name, o.session))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -227,18 +228,153 @@ func NewHTTPReplay(r *Replayer, rec Recorder) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		recordBody(body, tapefmt.MCPToServer, rec, DefaultMaxMessage)
-		e, ok := parse(bytes.TrimSpace(body))
-		if !ok || !e.isRequest() {
-			w.WriteHeader(http.StatusAccepted)
+		replayPost(w, r, body, rec)
+	})
+}
+
+// replayPost answers one POSTed body from the recorded session.
+func replayPost(w http.ResponseWriter, r *Replayer, body []byte, rec Recorder) {
+	recordBody(body, tapefmt.MCPToServer, rec, DefaultMaxMessage)
+	e, ok := parse(bytes.TrimSpace(body))
+	if !ok || !e.isRequest() {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	answer := r.answer(e)[0] // notifications after it have no stream to go on here
+	rec(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer)})
+	if e.Method == "initialize" {
+		w.Header().Set("Mcp-Session-Id", replaySession)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(answer)
+}
+
+// replaySession is the session id a replay gives its client.
+const replaySession = "jukebox-replay"
+
+// NewHTTPFork serves a streamable-HTTP MCP client in a fork: from the
+// recorded session while live says not yet, as NewHTTPReplay does, then,
+// at the first request that comes once live says so (the fork point) or
+// that the session does not hold, from the live server at upstream: a
+// session is opened there with the client's own initialize and
+// notifications/initialized (the server's answer recorded, not passed
+// on: the client has its answer from the tape), and every later request
+// goes to it as NewHTTPProxy sends them (o applies), under the live
+// session's id. wentLive, if set, is told once.
+func NewHTTPFork(r *Replayer, upstream *url.URL, rec Recorder, live func() bool, o HTTPOptions, wentLive func()) http.Handler {
+	f := &httpFork{r: r, up: upstream, rec: rec, live: live, proxy: NewHTTPProxy(upstream, rec, o), wentLive: wentLive}
+	return f
+}
+
+type httpFork struct {
+	r        *Replayer
+	up       *url.URL
+	rec      Recorder
+	live     func() bool
+	proxy    http.Handler
+	wentLive func()
+
+	mu      sync.Mutex
+	session string // the live server's, once live
+	isLive  bool
+}
+
+func (f *httpFork) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	var body []byte
+	if req.Method == http.MethodPost {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		answer := r.answer(e)[0] // notifications after it have no stream to go on here
-		rec(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer)})
-		if e.Method == "initialize" {
-			w.Header().Set("Mcp-Session-Id", "jukebox-replay")
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	f.mu.Lock()
+	if !f.isLive {
+		e, ok := parse(bytes.TrimSpace(body))
+		switch {
+		case ok && e.Method == "initialize":
+			f.r.initialize = append(bytes.TrimSpace(body)[:0:0], bytes.TrimSpace(body)...)
+		case ok && e.Method == "notifications/initialized":
+			f.r.initialized = append(bytes.TrimSpace(body)[:0:0], bytes.TrimSpace(body)...)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(answer)
-	})
+		request := ok && e.isRequest()
+		if !request || !(f.live() || !f.r.holds(e)) {
+			defer f.mu.Unlock()
+			switch req.Method {
+			case http.MethodPost:
+				replayPost(w, f.r, body, f.rec)
+			case http.MethodDelete:
+			default:
+				http.Error(w, "jukebox mcp replay: no server event stream", http.StatusMethodNotAllowed)
+			}
+			return
+		}
+		if err := f.handshake(req.Context()); err != nil {
+			f.mu.Unlock()
+			answerUnreachable(w, req.WithContext(context.WithValue(req.Context(), bodyKey{}, body)), err, f.rec)
+			return
+		}
+		f.isLive = true
+		if f.wentLive != nil {
+			f.wentLive()
+		}
+	}
+	session := f.session
+	f.mu.Unlock()
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	} else {
+		req.Header.Del("Mcp-Session-Id") // the replay's id means nothing to the server
+	}
+	f.proxy.ServeHTTP(sessionHidden{w}, req)
+}
+
+// handshake opens a session on the live server with the client's own
+// initialize and notifications/initialized.
+func (f *httpFork) handshake(ctx context.Context) error {
+	if f.r.initialize == nil {
+		return nil // the client never initialized; nothing to redo
+	}
+	rec := func(m Message) {
+		if m.Dir == tapefmt.MCPFromServer {
+			m.Problem = "the live server's answer to the initialize jukebox sent it, going live in the middle of the session; not passed to the agent"
+		} else {
+			m.Problem = "sent by jukebox again to the live server, going live in the middle of the session"
+		}
+		f.rec(m)
+	}
+	h := &httpSession{ctx: ctx, endpoint: f.up.String(), rec: rec, answers: map[string]envelopeResult{}}
+	if err := h.send(f.r.initialize); err != nil {
+		return err
+	}
+	if h.id == "" && len(h.answers) == 0 {
+		return fmt.Errorf("%s: no answer to initialize", f.up)
+	}
+	f.session = h.id
+	if f.r.initialized != nil {
+		return h.send(f.r.initialized)
+	}
+	return nil
+}
+
+// sessionHidden keeps the live server's session id from the client,
+// which goes on with the one the replay gave it.
+type sessionHidden struct{ http.ResponseWriter }
+
+func (s sessionHidden) WriteHeader(code int) {
+	s.Header().Del("Mcp-Session-Id")
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s sessionHidden) Write(b []byte) (int, error) {
+	s.Header().Del("Mcp-Session-Id")
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush passes flushes on: server-sent events go on as they come.
+func (s sessionHidden) Flush() {
+	if fl, ok := s.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
 }

@@ -107,15 +107,20 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	}
 	rec := ctl.recorder(name, start.Session, env.Stderr)
 	if c.URL != "" {
+		o := mcp.HTTPOptions{Max: c.MaxMessage}
+		if c.policy != nil {
+			ro := c.policyOptions(ctl, name, start.Session, env.Stderr)
+			o.Intercept, o.ServerSaw = ro.Intercept, ro.ServerSaw
+		}
 		var h http.Handler
-		if start.Replay {
+		switch {
+		case start.Replay && start.LiveLater: // a fork: from the tape up to the fork point, live from there
+			h = mcp.NewHTTPFork(mcp.ReplayerOf(start.Messages), upstream, rec, ctl.live, o, func() {
+				fmt.Fprintf(env.Stderr, "jukebox mcp: %s: live from here on\n", name)
+			})
+		case start.Replay:
 			h = mcp.NewHTTPReplay(mcp.ReplayerOf(start.Messages), rec)
-		} else {
-			o := mcp.HTTPOptions{Max: c.MaxMessage}
-			if c.policy != nil {
-				ro := c.policyOptions(ctl, name, start.Session, env.Stderr)
-				o.Intercept, o.ServerSaw = ro.Intercept, ro.ServerSaw
-			}
+		default:
 			h = mcp.NewHTTPProxy(upstream, rec, o)
 		}
 		err := c.serveHTTP(ctx, env, h, upstream.Path)

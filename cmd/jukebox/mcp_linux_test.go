@@ -479,3 +479,81 @@ func TestMCPHTTPPolicy(t *testing.T) {
 		t.Errorf("outside the booth:\n%s", out)
 	}
 }
+
+// TestMCPHTTPFork: a fork of a run whose agent used an --mcp-url server
+// answers the MCP calls before its fork point from the parent's session
+// and goes live at the first one after it: jukebox opens a session on the
+// real server with the client's own handshake (recorded, not passed on)
+// and the call reaches it. Before, the HTTP session was answered from the
+// tape throughout, and a request the parent never made got an error.
+func TestMCPHTTPFork(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	t.Parallel()
+	srv, _, err := llmsim.Start("127.0.0.1:0", llmsim.DefaultScript())
+	must(t, err)
+	defer srv.Close()
+	port := freePort(t)
+	server := exec.CommandContext(t.Context(), "node", filepath.Join(agents, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
+	server.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := server.StderrPipe()
+	must(t, err)
+	must(t, server.Start())
+	defer func() { server.Process.Kill(); server.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
+	}
+	go io.Copy(io.Discard, stderr)
+	ws := t.TempDir()
+	up := "openai=" + srv.OpenAIBaseURL()
+	run := func(args ...string) string {
+		cmd := jukeboxCmd(t.Context(), ws, args...)
+		cmd.Env = append(cmd.Env, "OPENAI_API_KEY=sk-test")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("jukebox %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	agent := filepath.Join(agents, "mcp_http_fork_agent.mjs")
+	out := run("record", "--mcp-url", "everything=http://127.0.0.1:"+port+"/mcp", "--upstream", up, "-o", "rec.jbx", "--", "node", agent)
+	if !strings.Contains(out, "step 2: The sum of") {
+		t.Fatalf("record:\n%s", out)
+	}
+	tp := openTape(t, filepath.Join(ws, "rec.jbx"))
+	var second uint64
+	n := 0
+	for f, err := range tp.Frames(tapefmt.KindLLMRequest) {
+		must(t, err)
+		if n++; n == 2 {
+			second = f.Seq
+		}
+	}
+	tp.Close()
+	out = run("fork", "rec.jbx", "--frame", fmt.Sprint(second), "--no-booth", "--model", "demo-small", "--upstream", up, "-o", "fork.jbx", "--", "node", agent)
+	if !strings.Contains(out, "mcp everything: live from here on") || !strings.Contains(out, "step 2: The sum of") {
+		t.Fatalf("fork:\n%s", out)
+	}
+	fork := openTape(t, filepath.Join(ws, "fork.jbx"))
+	defer fork.Close()
+	var forkAt, handshake uint64
+	handshakes := 0
+	for f, err := range fork.All() {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		switch p := p.(type) {
+		case *tapefmt.LLMRequest:
+			if forkAt == 0 && p.Call == 1 {
+				forkAt = f.Seq
+			}
+		case *tapefmt.MCPMessage:
+			if strings.Contains(p.Problem, "sent by jukebox again to the live server") && strings.Contains(string(p.Message), `"initialize"`) {
+				handshakes++
+				handshake = f.Seq
+			}
+		}
+	}
+	if handshakes != 1 || handshake < forkAt {
+		t.Errorf("the live server's handshake: %d on the fork's tape, at frame %d; the fork point is frame %d", handshakes, handshake, forkAt)
+	}
+}
