@@ -287,14 +287,17 @@ func (s *session) runOutbox(ctx context.Context) []OutboxResult {
 		}
 		return out
 	}
+	return RunHeld(context.WithoutCancel(ctx), held, s.childEnv(false), s.workspace(), s.outboxRecorder)
+}
+
+// outboxRecorder records the messages of a held session's run at the
+// commit on the tape, marked as the outbox's.
+func (s *session) outboxRecorder(server string, session int) mcp.Recorder {
 	c := s.proxy.control
-	rec := func(server string, session int) mcp.Recorder {
-		return func(m mcp.Message) {
-			c.recordMCP(mcp.Wire{Server: server, Session: session, Dir: m.Dir, Message: string(m.Raw), Size: m.Size,
-				Problem: strings.TrimPrefix(m.Problem+"; ", "; ") + "the outbox, run at the commit"})
-		}
+	return func(m mcp.Message) {
+		c.recordMCP(mcp.Wire{Server: server, Session: session, Dir: m.Dir, Message: string(m.Raw), Size: m.Size,
+			Problem: strings.TrimPrefix(m.Problem+"; ", "; ") + "the outbox, run at the commit"})
 	}
-	return RunHeld(context.WithoutCancel(ctx), held, s.childEnv(false), s.workspace(), rec)
 }
 
 // RunHeld makes held calls, a person having said yes: each session's

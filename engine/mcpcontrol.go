@@ -32,6 +32,7 @@ type mcpSessions struct {
 	// outboxOn: a booth run, whose commit runs the outbox.
 	outboxOn bool
 	outbox   []outboxEntry
+	held     int // calls held so far, for their keys
 }
 
 type mcpKey struct {
@@ -253,7 +254,7 @@ func (c *control) mcpOutbox(w http.ResponseWriter, r *http.Request) {
 
 // Why a call cannot be held for the outbox.
 var (
-	errNoOutbox    = errors.New("the outbox runs when a booth commits: this run is not in the booth")
+	errNoOutbox    = errors.New("the outbox runs when a booth commits, or an SDK transaction that stages MCP calls: this run is not in the booth and has no such transaction open")
 	errNotHoldable = errors.New("not an open session and a tool")
 )
 
@@ -262,12 +263,14 @@ var (
 // an outbox (errNoOutbox otherwise).
 func (c *control) hold(k mcpKey, tool string, args json.RawMessage, approve bool) (string, error) {
 	c.mcp.mu.Lock()
-	_, known := c.mcp.argv[k]
+	argv, known := c.mcp.argv[k]
 	on := c.mcp.outboxOn
-	n := len(c.mcp.outbox) + 1
+	c.mcp.held++
+	n := c.mcp.held
 	c.mcp.mu.Unlock()
+	st := c.txs.stagedMCP() // outside the booth: the agent's own transaction, if one is open
 	switch {
-	case !on:
+	case !on && st == nil:
 		return "", errNoOutbox
 	case !known || tool == "":
 		return "", errNotHoldable
@@ -277,6 +280,12 @@ func (c *control) hold(k mcpKey, tool string, args json.RawMessage, approve bool
 	msg, _ := json.Marshal(e.Call)
 	if _, err := c.append(tapefmt.MCPMessage{Server: k.server, Session: k.session, Direction: tapefmt.MCPOutbox, Message: msg}); err != nil {
 		return "", err
+	}
+	if !on {
+		c.txs.mu.Lock()
+		st.held = append(st.held, HeldCall{Server: k.server, Session: k.session, Argv: argv, Call: e.Call, Approve: approve})
+		c.txs.mu.Unlock()
+		return key, nil
 	}
 	c.mcp.mu.Lock()
 	c.mcp.outbox = append(c.mcp.outbox, e)

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -35,7 +37,27 @@ type sdkTxs struct {
 
 	mu        sync.Mutex
 	open      map[string]*sdkTx
+	order     []string // open transactions, the latest last
 	recovered bool
+}
+
+// stagedMCP is the transaction an MCP call the policy holds goes to, when
+// the agent has one open (its latest) staging MCP calls, else nil.
+func (t *sdkTxs) stagedMCP() *sdkTx {
+	if !t.available() {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := len(t.order) - 1; i >= 0; i-- {
+		if st := t.open[t.order[i]]; st != nil {
+			if st.mcpMode == "" || st.mcpMode == "staged_acid" {
+				return st
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // sdkTx is one open transaction and its database sessions.
@@ -43,6 +65,10 @@ type sdkTx struct {
 	mu sync.Mutex
 	tx *sandbox.Tx
 	pg map[string]*pgtx.Participant // by DSN; closed when the transaction ends
+	// mcpMode is the SDK's SandboxPolicy.mcp_mode: "staged_acid" (the
+	// default) holds the MCP calls a policy holds until this commits.
+	mcpMode string
+	held    []HeldCall // MCP calls held for the commit (stagedMCP)
 }
 
 // newSDKTxs are the transactions of a session: a recording outside the
@@ -67,9 +93,16 @@ func (t *sdkTxs) available() bool { return t != nil && t.ws != "" }
 // begin starts a transaction: {"name"} → {"tx", "workspace"}.
 func (c *control) begin(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Name string `json:"name"`
+		Name    string `json:"name"`
+		MCPMode string `json:"mcp_mode"`
 	}
 	if r.ContentLength != 0 && !decode(w, r, &req) {
+		return
+	}
+	switch req.MCPMode {
+	case "", "staged_acid", "read_only", "passthrough":
+	default:
+		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp_mode "+strconv.Quote(req.MCPMode)+": staged_acid, read_only or passthrough")
 		return
 	}
 	t := c.txs
@@ -81,7 +114,7 @@ func (c *control) begin(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusConflict, "unavailable", "jukebox: "+why)
 		return
 	}
-	tx, err := t.begin(r.Context())
+	tx, err := t.begin(r.Context(), req.MCPMode)
 	if err != nil {
 		controlError(w, http.StatusInternalServerError, "sandbox", "jukebox: "+err.Error())
 		return
@@ -90,7 +123,7 @@ func (c *control) begin(w http.ResponseWriter, r *http.Request) {
 	writeControl(w, http.StatusOK, map[string]any{"tx": tx.ID(), "workspace": t.ws})
 }
 
-func (t *sdkTxs) begin(ctx context.Context) (*sandbox.Tx, error) {
+func (t *sdkTxs) begin(ctx context.Context, mcpMode string) (*sandbox.Tx, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.recovered {
@@ -115,7 +148,8 @@ func (t *sdkTxs) begin(ctx context.Context) (*sandbox.Tx, error) {
 	if t.open == nil {
 		t.open = map[string]*sdkTx{}
 	}
-	t.open[id] = &sdkTx{tx: tx, pg: map[string]*pgtx.Participant{}}
+	t.open[id] = &sdkTx{tx: tx, pg: map[string]*pgtx.Participant{}, mcpMode: mcpMode}
+	t.order = append(t.order, id)
 	return tx, nil
 }
 
@@ -366,8 +400,15 @@ func (t *sdkTxs) commit(ctx context.Context, w http.ResponseWriter, st *sdkTx) {
 		return
 	}
 	t.session.appendFrame(tapefmt.TxCommit{Tx: st.tx.ID(), Changes: len(cs.Changes)})
+	held := t.takeHeld(st)
 	t.forget(ctx, st)
-	writeControl(w, http.StatusOK, map[string]any{"tx": st.tx.ID(), "changes": len(cs.Changes), "committed": true})
+	out := map[string]any{"tx": st.tx.ID(), "changes": len(cs.Changes), "committed": true}
+	if len(held) > 0 {
+		// The agent's own transaction: its commit is its say-so, as its own
+		// tool calls are (nothing here confines it).
+		out["mcp_calls"] = RunHeld(context.WithoutCancel(ctx), held, t.session.childEnv(false), t.ws, t.session.outboxRecorder)
+	}
+	writeControl(w, http.StatusOK, out)
 }
 
 // end rolls a transaction back with the reason, on the tape.
@@ -380,7 +421,17 @@ func (t *sdkTxs) end(ctx context.Context, st *sdkTx, reason string) error {
 	return err
 }
 
-// forget drops a finished transaction and closes its connections.
+// takeHeld empties a transaction's held MCP calls.
+func (t *sdkTxs) takeHeld(st *sdkTx) []HeldCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	held := st.held
+	st.held = nil
+	return held
+}
+
+// forget drops a finished transaction and closes its connections; the
+// MCP calls it held, if any are left, are dropped with it.
 func (t *sdkTxs) forget(ctx context.Context, st *sdkTx) {
 	for _, p := range st.pg {
 		p.Close(ctx)
@@ -388,6 +439,8 @@ func (t *sdkTxs) forget(ctx context.Context, st *sdkTx) {
 	st.pg = nil
 	t.mu.Lock()
 	delete(t.open, st.tx.ID())
+	t.order = slices.DeleteFunc(t.order, func(id string) bool { return id == st.tx.ID() })
+	st.held = nil
 	t.mu.Unlock()
 }
 

@@ -557,3 +557,45 @@ func TestMCPHTTPFork(t *testing.T) {
 		t.Errorf("the live server's handshake: %d on the fork's tape, at frame %d; the fork point is frame %d", handshakes, handshake, forkAt)
 	}
 }
+
+// TestMCPInSDKTransaction: outside the booth, an MCP call the policy holds
+// while the agent has a transaction of its own open (the Python SDK's
+// begin, mcp_mode staged_acid) is held in that transaction: answered as
+// pending, run when the agent commits (its answer lists the call, and the
+// file is written), dropped when it rolls back.
+func TestMCPInSDKTransaction(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	t.Parallel()
+	self, err := os.Executable()
+	must(t, err)
+	ws := t.TempDir()
+	data := filepath.Join(ws, "data")
+	must(t, os.Mkdir(data, 0o755))
+	policy := filepath.Join(ws, "policy.json")
+	must(t, os.WriteFile(policy, []byte(`{"servers": {"files": {"tools": {"write_file": "outbox"}}}}`), 0o644))
+	for _, end := range []string{"rollback", "commit"} {
+		cmd := jukeboxCmd(t.Context(), ws, "record", "-o", end+".jbx", "--", "node", filepath.Join(agents, "mcp_tx_agent.mjs"), data, end)
+		cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+self, "JUKEBOX_MCP_POLICY="+policy)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", end, err, out)
+		}
+		if !strings.Contains(string(out), "write: jukebox: write_file is held in the booth's outbox") {
+			t.Errorf("%s: the call was not held:\n%s", end, out)
+		}
+		_, statErr := os.Stat(filepath.Join(data, "note.txt"))
+		switch end {
+		case "rollback":
+			if statErr == nil {
+				t.Fatalf("rollback: the held call ran:\n%s", out)
+			}
+		case "commit":
+			if b, err := os.ReadFile(filepath.Join(data, "note.txt")); err != nil || string(b) != "written at the commit" {
+				t.Errorf("commit: note.txt %q, %v\n%s", b, err, out)
+			}
+			if !strings.Contains(string(out), `commit: [{"server":"files","tool":"write_file"`) || !strings.Contains(string(out), `"ran":true`) {
+				t.Errorf("commit: the answer does not list the call run:\n%s", out)
+			}
+		}
+	}
+}

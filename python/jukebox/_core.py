@@ -24,9 +24,9 @@ FILESYSTEM_MODES = {
     "read_only": "nothing may be staged: writes, deletes, SQL and shell commands raise SandboxViolation",
 }
 MCP_MODES = {
-    "staged_acid": "MCP tool calls staged with the transaction (takes effect with jukebox mcp)",
-    "read_only": "only read-only MCP tool calls run (takes effect with jukebox mcp)",
-    "passthrough": "MCP tool calls run as they come, recorded only (takes effect with jukebox mcp)",
+    "staged_acid": "MCP tool calls the policy holds (jukebox mcp --policy) wait for the transaction's commit and run then; a rollback drops them",
+    "read_only": "MCP tool calls are not held with the transaction: those the policy holds run at once, noted",
+    "passthrough": "MCP tool calls run as they come, recorded only",
 }
 
 
@@ -256,7 +256,7 @@ class Jukebox:
         """Begins a transaction outside a turn; commit or roll it back
         yourself."""
         control = self._control()
-        out = control.call("POST", "tx", {})
+        out = control.call("POST", "tx", {"mcp_mode": self.sandbox.mcp_mode})
         cls = AsyncTransaction if async_ else Transaction
         tape_id = self.info().get("tape_id", "")
         return cls(control, out["tx"], out["workspace"], tape_id, self.sandbox.filesystem == "read_only")

@@ -118,6 +118,9 @@ class Transaction:
         CommitConflict leaves the transaction open."""
         out = self._op("commit")
         self.state = "committed"
+        # The MCP tool calls the transaction held (mcp_mode staged_acid),
+        # run after the commit: each {"server", "tool", "key", "ran", "error"}.
+        self.mcp_calls = out.get("mcp_calls", [])
         return int(out.get("changes", 0))
 
     def rollback(self, reason: str = "") -> None:
