@@ -93,6 +93,7 @@ type Deck struct {
 	lastQuery    string
 	lastGoto     string // the last frame number asked for (g)
 	helpTop      int    // the help overlay's first line shown (it scrolls)
+	dragging     bool   // the needle follows the pointer on the scrubber
 	searching    context.CancelFunc
 	ctx          context.Context
 	stop         context.CancelFunc
@@ -406,6 +407,9 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		d.openPrompt(promptGoto)
 	case key.Matches(msg, k.Read):
 		d.pane = paneFrame // esc comes back
+	case key.Matches(msg, k.Scale):
+		d.scrub.scale = (d.scrub.scale + 1) % scale(len(scaleNames))
+		d.status = "the scrubber is laid out by " + scaleNames[d.scrub.scale]
 	case key.Matches(msg, k.Search):
 		d.openPrompt(promptSearch)
 	case key.Matches(msg, k.SearchNext):

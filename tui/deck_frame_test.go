@@ -300,3 +300,55 @@ func TestKeysThatDoNothingSaySo(t *testing.T) {
 		t.Errorf("f on the second timeline: pane %v, status %q", two.pane, two.status)
 	}
 }
+
+// TestScrubberDragAndScale: the scrubber can be dragged (press on the bar,
+// move anywhere, let go) and laid out by time, frame or step (s cycles):
+// the issue saw 1.7 s of interpreter start-up push every step into a
+// quarter of a time-scaled bar.
+func TestScrubberDragAndScale(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	mouse := func(x, y int, a tea.MouseAction) {
+		d.Update(tea.MouseMsg{X: x, Y: y, Action: a, Button: tea.MouseButtonLeft})
+	}
+	mouse(10, headerRows, tea.MouseActionPress)
+	at := d.tracks[0].cursor
+	mouse(80, 20, tea.MouseActionMotion) // off the bar: a drag goes on
+	dragged := d.tracks[0].cursor
+	if dragged <= at || dragged != d.scrub.frameAt(80) {
+		t.Errorf("drag from x=10 (frame %d) to x=80: needle on %d, want %d", at, dragged, d.scrub.frameAt(80))
+	}
+	mouse(80, 20, tea.MouseActionRelease)
+	mouse(30, 20, tea.MouseActionMotion)
+	if d.tracks[0].cursor != dragged {
+		t.Error("the needle moved after the button was let go")
+	}
+
+	tl := d.tracks[0].tl
+	w := d.scrub.barWidth() - 1
+	for _, c := range []struct {
+		want scale
+		name string
+	}{{byFrame, "frame"}, {byStep, "step"}, {byTime, "time"}} {
+		press(d, runes("s"))
+		if d.scrub.scale != c.want || !strings.Contains(d.status, "by "+c.name) {
+			t.Fatalf("s: scale %v, status %q, want by %s", d.scrub.scale, d.status, c.name)
+		}
+		switch c.want {
+		case byFrame:
+			if got := d.scrub.pos(tl.Len() / 2); got < w/2-2 || got > w/2+2 {
+				t.Errorf("by frame: the middle frame at cell %d of %d", got, w)
+			}
+		case byStep:
+			segs := d.scrub.segments()
+			for s := 1; s < tl.Steps(); s++ {
+				want := s * w / segs
+				if got := d.scrub.pos(tl.StepStart(s)); got < want-1 || got > want+1 {
+					t.Errorf("by step: step %d starts at cell %d, want about %d (%d steps)", s+1, got, want, segs)
+				}
+				if f := d.scrub.frameAt(d.scrub.pos(tl.StepStart(s)) + 1); tl.StepOf(f) != s && tl.StepOf(f) != s-1 {
+					t.Errorf("by step: the cell of step %d's start is frame %d, of step %d", s+1, f, tl.StepOf(f)+1)
+				}
+			}
+		}
+	}
+}

@@ -240,9 +240,18 @@ func (d *Deck) mouse(msg tea.MouseMsg) {
 		d.diff.scroll(wheel)
 		return
 	}
-	if msg.Y == headerRows && msg.Action == tea.MouseActionPress && msg.Button == tea.MouseButtonLeft {
-		tv := d.tracks[d.focus]
-		tv.SetCursor(d.scrub.frameAt(msg.X))
+	// A press on the bar moves the needle there, and dragging moves it
+	// on, wherever the pointer goes, until the button is let go.
+	switch {
+	case msg.Y == headerRows && msg.Action == tea.MouseActionPress && msg.Button == tea.MouseButtonLeft:
+		d.dragging = true
+		d.tracks[d.focus].SetCursor(d.scrub.frameAt(msg.X))
+		return
+	case d.dragging && msg.Action == tea.MouseActionMotion:
+		d.tracks[d.focus].SetCursor(d.scrub.frameAt(msg.X))
+		return
+	case d.dragging && msg.Action == tea.MouseActionRelease:
+		d.dragging = false
 		return
 	}
 	tr, fr := d.places()

@@ -13,13 +13,33 @@ import (
 // scrubber is the bar across the whole run: the needle where the focused
 // timeline's cursor is, ticks at step boundaries, markers, the fork point
 // and the first divergence; and under it the step, time and cost so far.
-// Positions are by time, so long thinking shows as long stretches.
+// Positions are by time (long thinking shows as long stretches), by frame
+// or by step (each step the same width), as scale says (s cycles them).
 type scrubber struct {
 	st      *Styles
 	tv      *timelineView
 	w       int
 	playing bool
 	speed   int
+	scale   scale
+}
+
+// scale is what the scrubber's bar is laid out by.
+type scale int
+
+const (
+	byTime scale = iota
+	byFrame
+	byStep
+)
+
+var scaleNames = [...]string{byTime: "time", byFrame: "frame", byStep: "step"}
+
+// segments is how many parts the bar has by step: each whole step, and
+// the frames after the last one when there are any.
+func (m *scrubber) segments() int {
+	tl := m.tv.tl
+	return max(tl.StepOf(tl.Len()-1)+1, 1)
 }
 
 // SetSize sets the width; the scrubber is always two lines.
@@ -42,7 +62,16 @@ func (m *scrubber) pos(i int) int {
 		return 0
 	}
 	w := m.barWidth() - 1
-	if dur <= 0 {
+	switch {
+	case m.scale == byStep:
+		s := tl.StepOf(i)
+		start, end := tl.StepStart(s), min(tl.StepStart(s+1), n)
+		within := 0.0
+		if end-start > 1 {
+			within = float64(i-start) / float64(end-start)
+		}
+		return min(int((float64(s)+within)*float64(w)/float64(m.segments())+0.5), w)
+	case m.scale == byFrame || dur <= 0:
 		return i * w / (n - 1)
 	}
 	_, t := tl.KindAt(i)
@@ -55,6 +84,16 @@ func (m *scrubber) frameAt(x int) int {
 	x = max(0, min(x-1, m.barWidth()-1))
 	if tl.Len() == 0 {
 		return 0
+	}
+	w := max(m.barWidth()-1, 1)
+	switch m.scale {
+	case byStep:
+		f := float64(x) * float64(m.segments()) / float64(w)
+		s := min(int(f), m.segments()-1)
+		start, end := tl.StepStart(s), min(tl.StepStart(s+1), tl.Len())
+		return min(start+int((f-float64(s))*float64(end-start)), max(end-1, start))
+	case byFrame:
+		return x * (tl.Len() - 1) / w
 	}
 	if dur := tl.Duration(); dur > 0 {
 		return tl.FrameAt(time.Duration(int64(dur) * int64(x) / int64(max(m.barWidth()-1, 1))))
@@ -118,6 +157,9 @@ func (m *scrubber) info() string {
 		state = "▶ playing"
 	}
 	parts = append(parts, fmt.Sprintf("%s %dx", state, m.speed))
+	if m.scale != byTime {
+		parts = append(parts, "by "+scaleNames[m.scale])
+	}
 	if len(m.tv.markers) > 0 {
 		parts = append(parts, fmt.Sprintf("◆ %d", len(m.tv.markers)))
 	}

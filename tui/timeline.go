@@ -59,7 +59,7 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto},
 		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext},
-		{k.Mark, k.NextMark, k.Play, k.Speed, k.PageUp, k.PageDown, k.Read},
+		{k.Mark, k.NextMark, k.Play, k.Speed, k.PageUp, k.PageDown, k.Read, k.Scale},
 	}
 }
 
@@ -354,7 +354,7 @@ type timelineKeys struct {
 	Prev, Next, PrevStep, NextStep, Up, Down, PageUp, PageDown, Home, End, Goto key.Binding
 	NextLLM, PrevLLM, NextTool, PrevTool, NextError, PrevError                  key.Binding
 	Search, SearchNext, SearchPrev, Mark, NextMark, Play, Speed                 key.Binding
-	Read                                                                        key.Binding
+	Read, Scale                                                                 key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
@@ -374,6 +374,7 @@ func newTimelineKeys() timelineKeys {
 		End:        b([]string{"end", "G"}, "end/G", "last frame"),
 		Goto:       b([]string{"g"}, "g", "go to frame"),
 		Read:       b([]string{"enter"}, "enter", "read the frame"),
+		Scale:      b([]string{"s"}, "s", "scrubber by time/frame/step"),
 		NextLLM:    b([]string{"n"}, "n/N", "next/prev LLM call"),
 		PrevLLM:    b([]string{"N"}, "N", "prev LLM call"),
 		NextTool:   b([]string{"t"}, "t/T", "next/prev tool call"),
