@@ -455,7 +455,7 @@ func (d *Deck) sync() {
 	}
 	d.frame.focused = d.pane == paneFrame
 	tv := d.tracks[d.focus]
-	d.scrub.tv, d.scrub.playing, d.scrub.speed = tv, d.play.playing, d.play.speed
+	d.scrub.tv, d.scrub.playing, d.scrub.speed, d.scrub.reached = tv, d.play.playing, d.play.speed, d.play.reached
 	seq, stream := d.play.showing(tv)
 	d.frame.Show(tv.tl, seq, stream)
 	d.frame.SetLive(d.liveCall(tv))

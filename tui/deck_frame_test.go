@@ -352,3 +352,25 @@ func TestScrubberDragAndScale(t *testing.T) {
 		}
 	}
 }
+
+// TestNeedleMovesThroughAStream: while playing a long streamed call, the
+// needle moves with the time played, not only from frame to frame (the
+// issue saw the scrubber freeze through a streamed playback: the call is
+// two frames, its request and its response).
+func TestNeedleMovesThroughAStream(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	tl := d.tracks[0].tl
+	req, _ := tl.Next(0, timeline.FindLLM, 1)
+	resp := req + 1
+	_, t0 := tl.KindAt(req)
+	_, t1 := tl.KindAt(resp)
+	d.tracks[0].SetCursor(req)
+	d.scrub.playing, d.scrub.reached = true, t0+(t1-t0)*9/10
+	if got, from := d.scrub.needle(), d.scrub.pos(req); got <= from || got > d.scrub.pos(resp) {
+		t.Errorf("playing 90%% through the call: the needle at cell %d; the request is at %d, the response at %d", got, from, d.scrub.pos(resp))
+	}
+	d.scrub.playing = false
+	if got := d.scrub.needle(); got != d.scrub.pos(req) {
+		t.Errorf("paused: the needle at %d, want the cursor's cell %d", got, d.scrub.pos(req))
+	}
+}

@@ -22,6 +22,21 @@ type scrubber struct {
 	playing bool
 	speed   int
 	scale   scale
+	reached time.Duration // while playing: the tape time playback has reached
+}
+
+// needle is the bar cell of the needle: the cursor's frame, or, while
+// playing by time, the time playback has reached, so that the needle
+// moves through a long streamed call (its frames are its request and its
+// response) as the stream plays.
+func (m *scrubber) needle() int {
+	at := m.pos(m.tv.cursor)
+	tl := m.tv.tl
+	if !m.playing || m.scale != byTime || tl.Duration() <= 0 {
+		return at
+	}
+	w := m.barWidth() - 1
+	return max(at, min(int(int64(m.reached)*int64(w)/int64(tl.Duration())), w))
 }
 
 // scale is what the scrubber's bar is laid out by.
@@ -109,7 +124,7 @@ func (m *scrubber) View() string {
 func (m *scrubber) bar() string {
 	w := m.barWidth()
 	cells := make([]string, w)
-	needle := m.pos(m.tv.cursor)
+	needle := m.needle()
 	for x := range cells {
 		if x <= needle {
 			cells[x] = m.st.Played.Render("━")
