@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -132,34 +134,24 @@ func harText(b []byte) (text, encoding string) {
 	return base64.StdEncoding.EncodeToString(b), "base64"
 }
 
-func harHeaders(h http.Header) []harNV {
-	out := []harNV{}
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		for _, v := range h[k] {
-			out = append(out, harNV{Name: k, Value: v})
-		}
-	}
-	return out
-}
+// harHeaders are headers as HAR lists them: name and value pairs, by
+// name.
+func harHeaders(h http.Header) []harNV { return pairs(h) }
 
+// harQuery is a query string as HAR lists it.
 func harQuery(q string) []harNV {
-	out := []harNV{}
 	vals, err := url.ParseQuery(q)
 	if err != nil {
-		return out
+		return []harNV{}
 	}
-	keys := make([]string, 0, len(vals))
-	for k := range vals {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		for _, v := range vals[k] {
+	return pairs(vals)
+}
+
+// pairs lists a multi-valued map's pairs, by key, values in order.
+func pairs(m map[string][]string) []harNV {
+	out := []harNV{}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		for _, v := range m[k] {
 			out = append(out, harNV{Name: k, Value: v})
 		}
 	}

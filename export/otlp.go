@@ -116,72 +116,43 @@ func ParseHeaders(s string) (map[string]string, error) {
 
 // traceExporter makes the span exporter of an endpoint.
 func (e Endpoint) traceExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
-	base := strings.TrimSuffix(e.URL, "/")
 	if e.Protocol == ProtocolGRPC {
-		var o []otlptracegrpc.Option
-		if base != "" {
-			o = append(o, otlptracegrpc.WithEndpointURL(base))
-		}
-		if len(e.Headers) > 0 {
-			o = append(o, otlptracegrpc.WithHeaders(e.Headers))
-		}
-		if e.Timeout > 0 {
-			o = append(o, otlptracegrpc.WithTimeout(e.Timeout))
-		}
-		if e.NoRetry {
-			o = append(o, otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
-		}
-		return otlptracegrpc.New(ctx, o...)
+		return otlptracegrpc.New(ctx, options(e, "", otlptracegrpc.WithEndpointURL, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout,
+			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))...)
 	}
-	var o []otlptracehttp.Option
-	if base != "" {
-		o = append(o, otlptracehttp.WithEndpointURL(base+"/v1/traces"))
-	}
-	if len(e.Headers) > 0 {
-		o = append(o, otlptracehttp.WithHeaders(e.Headers))
-	}
-	if e.Timeout > 0 {
-		o = append(o, otlptracehttp.WithTimeout(e.Timeout))
-	}
-	if e.NoRetry {
-		o = append(o, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
-	}
-	return otlptracehttp.New(ctx, o...)
+	return otlptracehttp.New(ctx, options(e, "/v1/traces", otlptracehttp.WithEndpointURL, otlptracehttp.WithHeaders, otlptracehttp.WithTimeout,
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))...)
 }
 
 // metricExporter makes the metric exporter of an endpoint.
 func (e Endpoint) metricExporter(ctx context.Context) (sdkmetric.Exporter, error) {
-	base := strings.TrimSuffix(e.URL, "/")
 	if e.Protocol == ProtocolGRPC {
-		var o []otlpmetricgrpc.Option
-		if base != "" {
-			o = append(o, otlpmetricgrpc.WithEndpointURL(base))
-		}
-		if len(e.Headers) > 0 {
-			o = append(o, otlpmetricgrpc.WithHeaders(e.Headers))
-		}
-		if e.Timeout > 0 {
-			o = append(o, otlpmetricgrpc.WithTimeout(e.Timeout))
-		}
-		if e.NoRetry {
-			o = append(o, otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}))
-		}
-		return otlpmetricgrpc.New(ctx, o...)
+		return otlpmetricgrpc.New(ctx, options(e, "", otlpmetricgrpc.WithEndpointURL, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout,
+			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}))...)
 	}
-	var o []otlpmetrichttp.Option
-	if base != "" {
-		o = append(o, otlpmetrichttp.WithEndpointURL(base+"/v1/metrics"))
+	return otlpmetrichttp.New(ctx, options(e, "/v1/metrics", otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithHeaders, otlpmetrichttp.WithTimeout,
+		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))...)
+}
+
+// options are an exporter's options for e, in whichever of the four
+// exporter packages' option type O: the URL (base URL plus path, which
+// gRPC does not take), headers, timeout, and noRetry when e says so.
+// Left out, the standard OTEL_EXPORTER_OTLP_* variables apply.
+func options[O any](e Endpoint, path string, url func(string) O, headers func(map[string]string) O, timeout func(time.Duration) O, noRetry O) []O {
+	var o []O
+	if base := strings.TrimSuffix(e.URL, "/"); base != "" {
+		o = append(o, url(base+path))
 	}
 	if len(e.Headers) > 0 {
-		o = append(o, otlpmetrichttp.WithHeaders(e.Headers))
+		o = append(o, headers(e.Headers))
 	}
 	if e.Timeout > 0 {
-		o = append(o, otlpmetrichttp.WithTimeout(e.Timeout))
+		o = append(o, timeout(e.Timeout))
 	}
 	if e.NoRetry {
-		o = append(o, otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
+		o = append(o, noRetry)
 	}
-	return otlpmetrichttp.New(ctx, o...)
+	return o
 }
 
 // batcher is the span processor of every export: it queues finished spans
@@ -190,18 +161,18 @@ func (e Endpoint) metricExporter(ctx context.Context) (sdkmetric.Exporter, error
 // the recording never waits. Otherwise a full queue waits for room, and
 // the exporter retries a refused batch as its configuration says.
 type batcher struct {
-	exp      sdktrace.SpanExporter
-	queue    chan sdktrace.ReadOnlySpan
-	drop     bool
-	dropped  atomic.Int64
-	exported atomic.Int64
-	failed   atomic.Int64
+	exp       sdktrace.SpanExporter
+	queue     chan sdktrace.ReadOnlySpan
+	drop      bool
+	dropped   atomic.Int64
+	exported  atomic.Int64
+	failed    atomic.Int64
 	mu        sync.Mutex
 	err       error // the first failed export
 	inflight  int   // spans in the batch being sent
 	abandoned bool  // close gave up waiting: the counts are final
-	closing  sync.Once
-	done     chan struct{}
+	closing   sync.Once
+	done      chan struct{}
 }
 
 const (

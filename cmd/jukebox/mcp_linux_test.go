@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -152,6 +153,26 @@ func TestMCPOutbox(t *testing.T) {
 	if !keyed {
 		t.Error("the commit's tools/call, with its idempotency key, is not on the tape")
 	}
+}
+
+// startEverythingHTTP starts the official everything MCP server over
+// streamable HTTP on a free port (its /mcp), until stop or the test's end.
+func startEverythingHTTP(t *testing.T, agents string) (port string, stop func()) {
+	t.Helper()
+	port = freePort(t)
+	server := exec.CommandContext(t.Context(), "node", filepath.Join(agents, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
+	server.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := server.StderrPipe()
+	must(t, err)
+	must(t, server.Start())
+	var once sync.Once
+	stop = func() { once.Do(func() { server.Process.Kill(); server.Wait() }) }
+	t.Cleanup(stop)
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
+	}
+	go io.Copy(io.Discard, stderr)
+	return port, stop
 }
 
 // outboxSetup is a workspace for the official filesystem server's agent
@@ -350,19 +371,9 @@ func TestMCPHTTP(t *testing.T) {
 	// jukebox record --mcp-url: the recorder serves the proxy itself and
 	// the agent finds it in JUKEBOX_MCP_URL_EVERYTHING; the replay serves
 	// it from the tape, the server gone.
-	port := freePort(t)
-	server := exec.CommandContext(t.Context(), "node", filepath.Join(agents, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
-	server.Env = append(os.Environ(), "PORT="+port)
-	stderr, err := server.StderrPipe()
-	must(t, err)
-	must(t, server.Start())
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
-	}
-	go io.Copy(io.Discard, stderr)
+	port, stop := startEverythingHTTP(t, agents)
 	out = run("record", "--mcp-url", "everything=http://127.0.0.1:"+port+"/mcp", "-o", "hosted.jbx", "--", "node", agent)
-	server.Process.Kill()
-	server.Wait()
+	stop()
 	if !strings.Contains(out, "sum: The sum of 20 and 22 is 42.") {
 		t.Fatalf("record --mcp-url:\n%s", out)
 	}
@@ -411,17 +422,7 @@ func TestMCPHTTPPolicy(t *testing.T) {
 	ws := t.TempDir() // the booth's /tmp is private: the agent goes into the workspace
 	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(ws, "agents", "node_modules"))
 	linkTree(t, filepath.Join(agents, "mcp_http_agent.mjs"), filepath.Join(ws, "agents", "mcp_http_agent.mjs"))
-	port := freePort(t)
-	server := exec.CommandContext(t.Context(), "node", filepath.Join(agents, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
-	server.Env = append(os.Environ(), "PORT="+port)
-	stderr, err := server.StderrPipe()
-	must(t, err)
-	must(t, server.Start())
-	defer func() { server.Process.Kill(); server.Wait() }()
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
-	}
-	go io.Copy(io.Discard, stderr)
+	port, _ := startEverythingHTTP(t, agents)
 	policy := filepath.Join(ws, "policy.json")
 	must(t, os.WriteFile(policy, []byte(`{"servers": {"everything": {"tools": {"echo": "outbox"}}}}`), 0o644))
 	record := func(tape string, args ...string) *exec.Cmd {
@@ -492,17 +493,7 @@ func TestMCPHTTPFork(t *testing.T) {
 	srv, _, err := llmsim.Start("127.0.0.1:0", llmsim.DefaultScript())
 	must(t, err)
 	defer srv.Close()
-	port := freePort(t)
-	server := exec.CommandContext(t.Context(), "node", filepath.Join(agents, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
-	server.Env = append(os.Environ(), "PORT="+port)
-	stderr, err := server.StderrPipe()
-	must(t, err)
-	must(t, server.Start())
-	defer func() { server.Process.Kill(); server.Wait() }()
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
-	}
-	go io.Copy(io.Discard, stderr)
+	port, _ := startEverythingHTTP(t, agents)
 	ws := t.TempDir()
 	up := "openai=" + srv.OpenAIBaseURL()
 	run := func(args ...string) string {
