@@ -18,7 +18,7 @@ import (
 type discard struct{}
 
 func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
-func (discard) Shutdown(context.Context) error                            { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
 
 // BenchmarkExport50Steps is `export otlp` of the 50-step tape short of the
 // network: open, read every frame and blob, make the spans with the SDK

@@ -59,7 +59,7 @@ func writeRun(t testing.TB, path string, obs tapefmt.Observer) {
 	must(w.Commit())
 	must(w.Append(0, tapefmt.MCPMessage{Server: "weather", Session: 1, Direction: tapefmt.MCPToServer,
 		Message: json.RawMessage(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Oslo"}}}`),
-		Call: &tapefmt.ToolLink{Frame: 2, ID: "toolu_1"}}))
+		Call:    &tapefmt.ToolLink{Frame: 2, ID: "toolu_1"}}))
 	must(w.Append(0, tapefmt.MCPMessage{Server: "weather", Session: 1, Direction: tapefmt.MCPFromServer,
 		Message: json.RawMessage(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"4°C, rain"}]}}`)}))
 	req2 := blob("anthropic /v1/messages request", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"weather in Oslo?"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Oslo"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"4°C, rain"}]}]}`)
