@@ -8,7 +8,7 @@ import (
 func TestResponseMeta(t *testing.T) {
 	for _, c := range []struct {
 		name, body, id string
-		finish     []string
+		finish         []string
 	}{
 		{"chat whole", `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"finish_reason":"tool_calls"},{"index":1,"finish_reason":"stop"}]}`, "chatcmpl-1", []string{"tool_calls", "stop"}},
 		{"chat streamed", "data: {\"id\":\"chatcmpl-2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\ndata: {\"id\":\"chatcmpl-2\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n", "chatcmpl-2", []string{"stop"}},

@@ -208,7 +208,9 @@ func (p *Policy) Intercept(server string, hold Hold, say func(string)) func(Mess
 		case Outbox, Approve:
 			key, err := hold(tool, args, d == Approve)
 			if err != nil {
-				noted.Do(func() { say(fmt.Sprintf("%s: the policy holds %s for the commit, but %v: calls run now", server, tool, err)) })
+				noted.Do(func() {
+					say(fmt.Sprintf("%s: the policy holds %s for the commit, but %v: calls run now", server, tool, err))
+				})
 				return nil
 			}
 			say(fmt.Sprintf("%s: %s held in the outbox until the commit (%s)", server, tool, why))

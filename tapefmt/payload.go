@@ -296,8 +296,8 @@ type Seed struct {
 
 // TxBegin opens a booth transaction.
 type TxBegin struct {
-	Tx        string `json:"tx"`
-	Workspace string `json:"workspace,omitempty"`
+	Tx        string      `json:"tx"`
+	Workspace string      `json:"workspace,omitempty"`
 	Mode      StagingMode `json:"mode,omitempty"` // the staging mode asked for
 }
 
