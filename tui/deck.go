@@ -412,6 +412,8 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		d.status = "the scrubber is laid out by " + scaleNames[d.scrub.scale]
 	case key.Matches(msg, k.Search):
 		d.openPrompt(promptSearch)
+	case key.Matches(msg, k.Note):
+		d.openPrompt(promptNote)
 	case key.Matches(msg, k.SearchNext):
 		return d.search(d.lastQuery, 1)
 	case key.Matches(msg, k.SearchPrev):

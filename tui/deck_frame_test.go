@@ -374,3 +374,43 @@ func TestNeedleMovesThroughAStream(t *testing.T) {
 		t.Errorf("paused: the needle at %d, want the cursor's cell %d", got, d.scrub.pos(req))
 	}
 }
+
+// TestMarkerNoteKey: M writes a note on the frame's marker (setting one
+// if none is there), kept beside the tape; M again offers the note to
+// edit, and an empty answer clears it.
+func TestMarkerNoteKey(t *testing.T) {
+	tape := filepath.Join(t.TempDir(), "run.jbx")
+	raw, err := os.ReadFile(agentRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tape, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions()
+	o.KeepMarkers = true
+	d := New([]string{tape}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	press(d, runes("g"), runes("7"), keyEnter, runes("M"))
+	if d.pane != panePrompt || !strings.Contains(d.View(), "note on this marker:") {
+		t.Fatalf("M: pane %v\n%s", d.pane, d.View())
+	}
+	typeText(d, "loop starts")
+	press(d, keyEnter)
+	saved, err := timeline.LoadMarkers(tape)
+	if err != nil || len(saved) != 1 || saved[0].Frame != 7 || saved[0].Note != "loop starts" {
+		t.Fatalf("saved: %+v %v", saved, err)
+	}
+	if !strings.Contains(d.View(), "⚑ loop starts") {
+		t.Error("the note is not shown on its frame")
+	}
+	press(d, runes("M"))
+	if got := d.prompt.answer(); got != "loop starts" {
+		t.Errorf("M again offers %q", got)
+	}
+	press(d, tea.KeyMsg{Type: tea.KeyBackspace}, keyEnter)
+	if saved, _ := timeline.LoadMarkers(tape); len(saved) != 1 || saved[0].Note != "" {
+		t.Errorf("an empty note: saved %+v", saved)
+	}
+}

@@ -13,8 +13,12 @@ import (
 // to it selected.
 func (d *Deck) openPrompt(k promptKind) {
 	last := d.lastGoto
-	if k == promptSearch {
+	switch k {
+	case promptSearch:
 		last = d.lastQuery
+	case promptNote: // the note there is, to edit
+		tv := d.tracks[d.focus]
+		last = tv.notes[tv.cursor]
 	}
 	d.prompt.ask(k, last)
 	d.pane = panePrompt
@@ -32,9 +36,12 @@ func (d *Deck) promptKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	answer := d.prompt.answer()
-	if d.prompt.kind == promptSearch {
+	switch d.prompt.kind {
+	case promptSearch:
 		d.lastQuery = answer
 		return d.search(answer, 1)
+	case promptNote:
+		return d.tracks[d.focus].setNote(answer)
 	}
 	d.lastGoto = answer
 	d.gotoFrame(answer)

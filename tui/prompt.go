@@ -13,6 +13,7 @@ type promptKind int
 const (
 	promptGoto   promptKind = iota // a frame number
 	promptSearch                   // text to find
+	promptNote                     // a marker's note
 )
 
 // prompt is the one-line question on the status line: go to which frame,
@@ -75,8 +76,11 @@ func (m *prompt) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp
 // View draws the question and the answer so far.
 func (m *prompt) View() string {
 	q := "go to frame: "
-	if m.kind == promptSearch {
+	switch m.kind {
+	case promptSearch:
 		q = "search: "
+	case promptNote:
+		q = "note on this marker: "
 	}
 	w := max(m.w-len(q)-2, 1)
 	if m.selected {

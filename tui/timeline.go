@@ -59,7 +59,7 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto},
 		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext},
-		{k.Mark, k.NextMark, k.Play, k.Speed, k.PageUp, k.PageDown, k.Read, k.Scale},
+		{k.Mark, k.Note, k.NextMark, k.Play, k.Speed, k.PageUp, k.PageDown, k.Read, k.Scale},
 	}
 }
 
@@ -184,6 +184,22 @@ func (m *timelineView) loadMarkers() {
 
 // saveMarkers keeps the markers beside the tape; when that fails (a tape
 // in a read-only place), they stay for the session and the deck says so.
+// setNote puts a note on the marker of the frame under the needle (a
+// marker is set there if there is none; an empty note clears the note),
+// kept as markers are.
+func (m *timelineView) setNote(note string) tea.Cmd {
+	m.markers[m.cursor] = true
+	if m.notes == nil {
+		m.notes = map[int]string{}
+	}
+	if note == "" {
+		delete(m.notes, m.cursor)
+	} else {
+		m.notes[m.cursor] = note
+	}
+	return m.saveMarkers()
+}
+
 func (m *timelineView) saveMarkers() tea.Cmd {
 	if !m.keepMarkers {
 		return nil
@@ -354,7 +370,7 @@ type timelineKeys struct {
 	Prev, Next, PrevStep, NextStep, Up, Down, PageUp, PageDown, Home, End, Goto key.Binding
 	NextLLM, PrevLLM, NextTool, PrevTool, NextError, PrevError                  key.Binding
 	Search, SearchNext, SearchPrev, Mark, NextMark, Play, Speed                 key.Binding
-	Read, Scale                                                                 key.Binding
+	Read, Scale, Note                                                           key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
@@ -375,6 +391,7 @@ func newTimelineKeys() timelineKeys {
 		Goto:       b([]string{"g"}, "g", "go to frame"),
 		Read:       b([]string{"enter"}, "enter", "read the frame"),
 		Scale:      b([]string{"s"}, "s", "scrubber by time/frame/step"),
+		Note:       b([]string{"M"}, "M", "note on this frame's marker"),
 		NextLLM:    b([]string{"n"}, "n/N", "next/prev LLM call"),
 		PrevLLM:    b([]string{"N"}, "N", "prev LLM call"),
 		NextTool:   b([]string{"t"}, "t/T", "next/prev tool call"),
