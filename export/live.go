@@ -27,6 +27,7 @@ type Live struct {
 	closed  atomic.Bool
 	b       *batcher
 	kick    chan struct{} // wakes the goroutine for Finish
+	stop    chan struct{} // closed by Finish: the goroutine ends
 	finishM sync.Mutex
 
 	// The goroutine's own.
@@ -37,7 +38,24 @@ type Live struct {
 	blobs map[tapefmt.Hash]*heldBlob
 	order []tapefmt.Hash
 	held  int // bytes in blobs
-	err   error
+
+	errMu sync.Mutex
+	err   error // the first error, other than the exporter's
+}
+
+// fail keeps the first error.
+func (l *Live) fail(err error) {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	if l.err == nil {
+		l.err = err
+	}
+}
+
+func (l *Live) firstErr() error {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	return l.err
 }
 
 // liveEvent is one thing written: the start, a blob, a frame or the end.
@@ -77,7 +95,7 @@ func NewLive(ctx context.Context, ep Endpoint, o Options) (*Live, error) {
 		return nil, err
 	}
 	l := &Live{ep: ep, o: o, events: make(chan liveEvent, liveQueue), b: newBatcher(te, 2048, true),
-		kick: make(chan struct{}, 1), blobs: map[tapefmt.Hash]*heldBlob{}}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), blobs: map[tapefmt.Hash]*heldBlob{}}
 	go l.loop()
 	return l, nil
 }
@@ -148,14 +166,19 @@ func (l *Live) Finish(end tapefmt.RunEnd) (lost int64, exportErr string) {
 		case <-ctx.Done():
 		}
 		l.closed.Store(true)
-		l.lost.Add(int64(len(l.events)))
+		close(l.stop)                        // a loop still busy past the grace stops at its next event
+		for n := len(l.events); n > 0; n-- { // what was never taken
+			if e := <-l.events; e.frame != nil && spanKind(e.frame.Kind) {
+				l.lost.Add(1)
+			}
+		}
 		l.b.close(ctx)
 	}
 	lost = l.lost.Load() + l.b.dropped.Load() + l.b.failed.Load()
 	if err := l.b.firstErr(); err != nil {
 		exportErr = err.Error()
-	} else if l.err != nil {
-		exportErr = l.err.Error()
+	} else if err := l.firstErr(); err != nil {
+		exportErr = err.Error()
 	}
 	return lost, exportErr
 }
@@ -173,10 +196,18 @@ func (l *Live) loop() {
 		select {
 		case <-tick.C:
 		case <-l.kick: // Finish: take the rest now
+		case <-l.stop:
+			return
 		}
 		for n := len(l.events); n > 0; n-- {
-			if l.handle(<-l.events) {
+			select {
+			case <-l.stop:
 				return
+			case e := <-l.events:
+				if l.handle(e) {
+					return
+				}
+			default: // Finish took the rest
 			}
 		}
 	}
@@ -195,9 +226,7 @@ func (l *Live) handle(e liveEvent) bool {
 			l.conv.runEnd(e.finish.at, &e.finish.end)
 			if l.sink != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), LiveGrace)
-				if err := l.sink.closeMetrics(ctx); err != nil && l.err == nil {
-					l.err = err
-				}
+				l.fail(l.sink.closeMetrics(ctx))
 				cancel()
 			}
 		}
@@ -214,24 +243,22 @@ func (l *Live) frame(f tapefmt.Frame) {
 		}
 		p, err := f.Decode()
 		if err != nil {
-			l.err = err
+			l.fail(err)
 			return
 		}
 		rs := p.(*tapefmt.RunStart)
 		me, err := l.ep.metricExporter(context.Background())
 		if err != nil {
-			l.err = err
+			l.fail(err)
 			return
 		}
 		if l.sink, err = newSink(trace.TraceID(l.id), serviceOf(l.o, rs), rs.Host, l.b, me, 10*time.Second); err != nil {
-			l.err = err
+			l.fail(err)
 			return
 		}
 		l.conv = newConverter(l.o, l.id, l.at, l.take, l.sink.span, l.sink.measure)
 	}
-	if err := l.conv.frame(f); err != nil && l.err == nil {
-		l.err = err
-	}
+	l.fail(l.conv.frame(f))
 }
 
 // keep holds a body until its frame comes (as many times as it was put:

@@ -172,6 +172,8 @@ type batcher struct {
 	inflight  int   // spans in the batch being sent
 	abandoned bool  // close gave up waiting: the counts are final
 	closing   sync.Once
+	sending   sync.RWMutex // held to send on queue; closing takes it whole
+	shut      bool         // the queue is closed
 	done      chan struct{}
 }
 
@@ -190,7 +192,15 @@ func (b *batcher) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
 func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !b.drop {
-		b.queue <- s
+		b.queue <- s // offline: one goroutine makes the spans, then closes
+		return
+	}
+	// Live: a span ended after close (a converter still busy past the
+	// grace) is counted, never sent on the closed queue.
+	b.sending.RLock()
+	defer b.sending.RUnlock()
+	if b.shut {
+		b.dropped.Add(1)
 		return
 	}
 	select {
@@ -253,7 +263,12 @@ func (b *batcher) send(batch []sdktrace.ReadOnlySpan) {
 // close sends what is queued, waiting until ctx ends at most; spans not
 // sent by then count as dropped. It shuts the exporter down.
 func (b *batcher) close(ctx context.Context) {
-	b.closing.Do(func() { close(b.queue) })
+	b.closing.Do(func() {
+		b.sending.Lock()
+		b.shut = true
+		close(b.queue)
+		b.sending.Unlock()
+	})
 	select {
 	case <-b.done:
 	case <-ctx.Done():
