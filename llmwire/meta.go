@@ -15,13 +15,17 @@ type wireMeta struct {
 type Answer struct {
 	Text   string    // as ResponseText assembles it
 	Calls  []ToolUse // as ResponseToolCalls finds them
-	ID     string    // the response's id, as ResponseMeta reads it
-	Finish []string  // why it ended, as ResponseMeta reads it
+	ID     string    // the response's id
+	Finish []string  // why it ended
 }
 
-// ReadAnswer reads a response body once for its text, tool calls, id and
-// finish reasons (ResponseAnswer's and ResponseMeta's), for a reader that
-// needs them all of every answer (the OpenTelemetry export).
+// ReadAnswer reads a response body once for its text and tool calls (as
+// ResponseAnswer does), its id and why it ended, for a reader that needs
+// them all of every answer (the OpenTelemetry export). Finish reasons are
+// one per choice of a chat completion, in choice order, as the provider
+// wrote them ("stop", "tool_calls", "end_turn", "max_tokens"); for the
+// Responses API, the response's status, or the reason it is incomplete.
+// A body that says neither has "" and nil.
 func ReadAnswer(body []byte) Answer {
 	objs := jsonObjects(body)
 	if len(objs) == 0 {
@@ -40,23 +44,6 @@ func ReadAnswer(body []byte) Answer {
 	}
 	id, finish := m.result()
 	return Answer{Text: a.String(), Calls: c.calls(), ID: id, Finish: finish}
-}
-
-// ResponseMeta reads a response's id and why it ended (finish reasons,
-// one per choice of a chat completion, in choice order) from a body of the
-// OpenAI chat or Responses API or the Anthropic Messages API, whole or
-// streamed. Each is as the provider wrote it: "stop", "tool_calls",
-// "end_turn", "max_tokens"; for the Responses API, the response's status,
-// or the reason it is incomplete. A body that says neither gives "", nil.
-func ResponseMeta(body []byte) (id string, finish []string) {
-	var m metaCollector
-	for _, obj := range jsonObjects(body) {
-		var ev wireOutput
-		if json.Unmarshal(obj, &ev) == nil {
-			m.add(ev)
-		}
-	}
-	return m.result()
 }
 
 // metaCollector gathers a response's id and finish reasons from its

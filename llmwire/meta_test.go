@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestResponseMeta(t *testing.T) {
+func TestReadAnswerMeta(t *testing.T) {
 	for _, c := range []struct {
 		name, body, id string
 		finish         []string
@@ -19,7 +19,8 @@ func TestResponseMeta(t *testing.T) {
 		{"responses streamed", "data: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_3\",\"status\":\"in_progress\"}}\n\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_3\",\"status\":\"completed\"}}\n", "resp_3", []string{"completed"}},
 		{"not json", "upstream timeout", "", nil},
 	} {
-		id, finish := ResponseMeta([]byte(c.body))
+		a := ReadAnswer([]byte(c.body))
+		id, finish := a.ID, a.Finish
 		if id != c.id || !slices.Equal(finish, c.finish) {
 			t.Errorf("%s: %q %q, want %q %q", c.name, id, finish, c.id, c.finish)
 		}

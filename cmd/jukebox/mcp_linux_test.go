@@ -155,6 +155,22 @@ func TestMCPOutbox(t *testing.T) {
 	}
 }
 
+// nthRequest is the frame of the tape's nth llm.request, from 1.
+func nthRequest(t *testing.T, tape string, nth int) uint64 {
+	t.Helper()
+	tp := openTape(t, tape)
+	defer tp.Close()
+	n := 0
+	for f, err := range tp.Frames(tapefmt.KindLLMRequest) {
+		must(t, err)
+		if n++; n == nth {
+			return f.Seq
+		}
+	}
+	t.Fatalf("%s: no llm.request number %d", tape, nth)
+	return 0
+}
+
 // startEverythingHTTP starts the official everything MCP server over
 // streamable HTTP on a free port (its /mcp), until stop or the test's end.
 func startEverythingHTTP(t *testing.T, agents string) (port string, stop func()) {
@@ -303,16 +319,7 @@ func TestMCPFork(t *testing.T) {
 	for _, f := range []string{"first.txt", "second.txt"} {
 		must(t, os.Remove(filepath.Join(data, f)))
 	}
-	tp := openTape(t, filepath.Join(ws, "rec.jbx"))
-	var second uint64
-	n := 0
-	for f, err := range tp.Frames(tapefmt.KindLLMRequest) {
-		must(t, err)
-		if n++; n == 2 {
-			second = f.Seq
-		}
-	}
-	tp.Close()
+	second := nthRequest(t, filepath.Join(ws, "rec.jbx"), 2)
 	out := mcpAgentRun(t, ws, self, "fork", "rec.jbx", "--frame", fmt.Sprint(second), "--no-booth", "--model", "demo-small",
 		"--upstream", up, "-o", "fork.jbx")
 	if !strings.Contains(out, "files: live from here on") || !strings.Contains(out, "step 2: Successfully wrote") {
@@ -510,16 +517,7 @@ func TestMCPHTTPFork(t *testing.T) {
 	if !strings.Contains(out, "step 2: The sum of") {
 		t.Fatalf("record:\n%s", out)
 	}
-	tp := openTape(t, filepath.Join(ws, "rec.jbx"))
-	var second uint64
-	n := 0
-	for f, err := range tp.Frames(tapefmt.KindLLMRequest) {
-		must(t, err)
-		if n++; n == 2 {
-			second = f.Seq
-		}
-	}
-	tp.Close()
+	second := nthRequest(t, filepath.Join(ws, "rec.jbx"), 2)
 	out = run("fork", "rec.jbx", "--frame", fmt.Sprint(second), "--no-booth", "--model", "demo-small", "--upstream", up, "-o", "fork.jbx", "--", "node", agent)
 	if !strings.Contains(out, "mcp everything: live from here on") || !strings.Contains(out, "step 2: The sum of") {
 		t.Fatalf("fork:\n%s", out)
