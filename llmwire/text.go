@@ -273,7 +273,7 @@ type wireOutput struct {
 		Delta   *wireItem `json:"delta"`
 		Finish  string    `json:"finish_reason"`
 	} `json:"choices"` // chat
-	// Which response this is and why it ended (ResponseMeta).
+	// Which response this is and why it ended (ReadAnswer).
 	ID         string    `json:"id"`
 	Status     string    `json:"status"`      // Responses: completed, incomplete, failed
 	StopReason string    `json:"stop_reason"` // Anthropic, whole
