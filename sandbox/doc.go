@@ -53,21 +53,24 @@
 //
 //   - Exec runs a child confined, with overlayfs mounted over the
 //     workspace path (upper = the staging area). The init is this binary
-//     re-executed (MaybeRunInit must be the first call in main), in two
-//     stages. Stage 1 is PID 1 of new user, mount and PID namespaces (and
-//     a network namespace for NetNone), root of its user namespace, which
-//     maps to the caller: it makes the overlay, a read-only tmpfs over the
+//     re-executed (MaybeRunInit must be the first call in main): PID 1 of
+//     new user, mount and PID namespaces (and a network namespace for
+//     NetNone), the caller's own uid there, holding every capability of
+//     that namespace. It makes the overlay, a read-only tmpfs over the
 //     state root, private tmpfs for /tmp and /dev/shm and clones of the
 //     protected (read-only) and WriteLive paths as detached mounts, sets
 //     the whole tree read-only (mount_setattr), mounts /proc for the PID
-//     namespace and attaches the detached mounts. Stage 2 runs in a nested
-//     user+mount namespace, which locks every mount, as the caller's uid;
-//     it sets no_new_privs, loads a seccomp deny list (seccomp_linux.go:
-//     classic BPF written here, refusing foreign architectures too; the
-//     file system is confined by the locked read-only mounts, so Landlock
-//     would add nothing there, and seccomp is what can refuse mount, setns
-//     and new user namespaces)
-//     and execs the child. When the child exits, stage 1 exits and the
+//     namespace and attaches the detached mounts. It then starts the
+//     child from a thread of its own that sets no_new_privs, drops every
+//     capability (root's child keeps file permissions, kill and setuid:
+//     caps_linux.go), bounding set included, and loads a seccomp deny list
+//     (seccomp_linux.go: classic BPF written here, refusing foreign
+//     architectures too; the file system is confined by the read-only
+//     mounts, which the child cannot undo without CAP_SYS_ADMIN, so
+//     Landlock would add nothing there, and seccomp is what can refuse
+//     mount, setns and new user namespaces); the init is not dumpable, so
+//     the child cannot borrow its capabilities through ptrace or /proc.
+//     When the child exits, the init exits and the
 //     kernel ends every process left in the namespace before Exec returns.
 //     When the kernel refuses any of this, Exec falls back to a reflink
 //     (or plain) copy of the staged view, made outside the workspace

@@ -11,7 +11,7 @@ import (
 	"syscall"
 )
 
-// runInitChild starts the init (stage 1) in new user, mount and PID
+// runInitChild starts the init in new user, mount and PID
 // namespaces (and a network namespace for NetNone) and waits. Killing it
 // (ctx, or jukebox dying: Pdeathsig) ends the whole PID namespace.
 //
@@ -37,10 +37,13 @@ func runInitChild(ctx context.Context, spec initSpec, o ExecOptions, started fun
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  uintptr(flags),
-		UidMappings: outerMap(spec.UID),
-		GidMappings: outerMap(spec.GID),
+		UidMappings: ownMap(spec.UID),
+		GidMappings: ownMap(spec.GID),
 		Pdeathsig:   syscall.SIGKILL,
 		Setsid:      true,
+	}
+	if spec.UID != 0 {
+		cmd.SysProcAttr.AmbientCaps = allCaps()
 	}
 	report, reportW, err := os.Pipe()
 	if err != nil {

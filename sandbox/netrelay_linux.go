@@ -14,9 +14,9 @@ import (
 // relayer serves one endpoint inside the booth's network namespace,
 // forwarding each connection to a unix socket outside it. Unix sockets
 // with a path are not bound to a network namespace, so they are the one
-// way through; stage 1 reaches the socket through a directory descriptor
+// way through; the init reaches the socket through a directory descriptor
 // opened before the booth's state is hidden, and nothing in the booth can
-// read stage 1's descriptors (it is not dumpable).
+// read the init's descriptors (it is not dumpable).
 type relayer struct {
 	ln     net.Listener
 	dir    *os.File

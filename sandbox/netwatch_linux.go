@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/netip"
 	"os"
@@ -15,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Under --net none, stage 2's seccomp filter hands every connect(2) to a
-// supervisor in stage 1 (a seccomp user notification). The supervisor
+// Under --net none, the command's seccomp filter hands every connect(2)
+// to a supervisor in the init (a seccomp user notification). The supervisor
 // reads the address from the caller's memory: a connection over loopback
 // (the booth's own, where jukebox's endpoints are relayed and where the
 // agent may run servers of its own), or one that is not over IP, proceeds
@@ -117,26 +116,4 @@ func readSockaddr(pid int, ptr, n uint64) (netip.AddrPort, bool) {
 		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), port()), true
 	}
 	return netip.AddrPort{}, false
-}
-
-// sendFD passes fd over the unix socket sock; recvFD takes it.
-func sendFD(sock *os.File, fd int) error {
-	return unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(fd), nil, 0)
-}
-
-func recvFD(sock *os.File) (int, error) {
-	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
-	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return -1, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1, fmt.Errorf("no descriptor received (%v)", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return -1, fmt.Errorf("no descriptor received (%v)", err)
-	}
-	return fds[0], nil
 }

@@ -2,12 +2,9 @@ package sandbox
 
 import "os"
 
-// Environment variables that turn this binary into one of the booth's two
-// init stages (see MaybeRunInit).
-const (
-	initEnv  = "JUKEBOX_BOOTH_INIT" // stage 1: the spec, as JSON
-	stageEnv = "JUKEBOX_BOOTH_EXEC" // stage 2: the confined exec, as JSON
-)
+// initEnv turns this binary into the booth's namespace init (see
+// MaybeRunInit); its value is the spec, as JSON.
+const initEnv = "JUKEBOX_BOOTH_INIT"
 
 // Exit codes of the namespace init when it fails before the command runs.
 const (
@@ -57,31 +54,17 @@ type relay struct {
 	Socket string `json:"socket"`
 }
 
-// stageSpec is what stage 2, already in its locked namespaces, needs.
-type stageSpec struct {
-	Dir   string   `json:"dir"`
-	Args  []string `json:"args"`
-	Probe bool     `json:"probe,omitempty"` // set up, then exit 0
-	// NotifyConnect: hand connect(2) to stage 1 (--net none), sending the
-	// seccomp listener over descriptor 4.
-	NotifyConnect bool `json:"notify_connect,omitempty"`
-}
-
 // MaybeRunInit runs the booth's namespace init when this process was
-// re-executed as one, and then never returns. Stage 1 is PID 1 of a new
-// PID namespace, root in a new user namespace: it builds the confined
-// mount tree (the overlay over the workspace, a private /tmp and /dev/shm,
-// everything else read-only), then starts stage 2 in a nested user and
-// mount namespace, which locks those mounts, and reaps until the command
-// ends. Stage 2 sets no_new_privs, loads the seccomp filter and execs the
-// command as the caller's uid. In any other process MaybeRunInit returns
-// at once. Call it first thing in main, before flags are parsed (and in
-// TestMain of test binaries that run children in the booth).
+// re-executed as one, and then never returns. The init is PID 1 of a new
+// PID namespace, with every capability of a new user namespace in which
+// it is the caller's own uid: it builds the confined mount tree (the
+// overlay over the workspace, a private /tmp and /dev/shm, everything
+// else read-only), then starts the command from a thread that has set
+// no_new_privs, dropped those capabilities and loaded the seccomp filter,
+// and reaps until the command ends. In any other process MaybeRunInit
+// returns at once. Call it first thing in main, before flags are parsed
+// (and in TestMain of test binaries that run children in the booth).
 func MaybeRunInit() {
-	if raw, ok := os.LookupEnv(stageEnv); ok {
-		os.Unsetenv(stageEnv)
-		os.Exit(runStage2(raw))
-	}
 	raw, ok := os.LookupEnv(initEnv)
 	if !ok {
 		return

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,9 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// runInit is stage 1 of the namespace init, PID 1 of the booth's PID
-// namespace: it builds the confined mount tree, starts stage 2 in locked
-// namespaces and reaps until the command ends. A failure before the
+// runInit is the booth's namespace init, PID 1 of its PID namespace: it
+// builds the confined mount tree, starts the command without the init's
+// capabilities and reaps until the command ends. A failure before the
 // command runs is reported on descriptor 3; how the command ended (a
 // signal) on descriptor 4; connections refused under --net none on
 // descriptor 5.
@@ -26,11 +27,10 @@ func runInit(raw string) int {
 	report := os.NewFile(3, "booth-report")
 	status := os.NewFile(4, "booth-status")
 	events := os.NewFile(5, "booth-events")
-	// Descriptors jukebox inherited from its own parent without
-	// close-on-exec must not reach the command.
-	unix.CloseRange(6, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	unix.CloseOnExec(4)
-	unix.CloseOnExec(5)
+	// No descriptor but the standard streams reaches the command: not
+	// these three, nor those jukebox inherited from its own parent without
+	// close-on-exec (Go opens every other with it).
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	var s initSpec
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		fmt.Fprintf(report, "setup: bad spec: %v", err)
@@ -50,24 +50,27 @@ func runInit(raw string) int {
 		fmt.Fprintf(report, "setup: not dumpable: %v", err)
 		return initSetupFailed
 	}
-	// Every signal is caught: as PID 1 of its namespace, stage 1 gets from
+	// Every signal is caught: as PID 1 of its namespace, the init gets from
 	// the command only the signals it has a handler for, and Go's default
 	// handlers would end it (and with it the run) on SIGABRT, SIGSEGV, ...
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs)
-	var watch *os.File
-	if s.NetNone {
-		if watch, err = watchConnects(events); err != nil {
-			fmt.Fprintf(report, "setup: --net none: %v", err)
+	pid, listener, msg := startCommand(s)
+	if msg != "" {
+		fmt.Fprint(report, msg)
+		if strings.HasPrefix(msg, "setup: ") {
 			return initSetupFailed
 		}
+		return initExecFailed
 	}
-	cmd, err := startStage2(s, report, watch)
 	report.Close()
-	if err != nil {
-		return initSetupFailed // reported by startStage2
+	if s.Probe {
+		return 0
 	}
-	code, sig := reap(cmd.Process.Pid, sigs)
+	if listener >= 0 {
+		go superviseConnect(listener, events)
+	}
+	code, sig := reap(pid, sigs)
 	if sig != 0 {
 		fmt.Fprintf(status, "signal %d", sig)
 	}
@@ -115,55 +118,75 @@ func reap(pid int, sigs <-chan os.Signal) (int, syscall.Signal) {
 	}
 }
 
-// startStage2 starts this binary again in a nested user and mount
-// namespace. The new mount namespace is owned by a less privileged user
-// namespace, so the kernel locks every mount stage 1 made: the command
-// can neither unmount the overlay, the private /tmp or the tmpfs over the
-// booth's state, nor make a read-only mount writable. The nested
-// namespace maps the caller's own uid and gid, so the command runs as the
-// caller (for a non-root caller, with no capabilities at all).
-func startStage2(s initSpec, report, watch *os.File) (*exec.Cmd, error) {
-	raw, _ := json.Marshal(stageSpec{Dir: s.Dir, Args: s.Args, Probe: s.Probe, NotifyConnect: watch != nil})
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{"jukebox-booth-exec"}
-	cmd.Env = append(os.Environ(), stageEnv+"="+string(raw))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{report}
-	if watch != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, watch)
-		defer watch.Close() // stage 2 holds its own copy
+// startCommand starts the command from a thread of its own, which first
+// gives up what the init holds over the booth: it sets no_new_privs,
+// drops every capability the command may not have (see rootKeeps), loads
+// the seccomp filter, then forks and execs the command, which inherits
+// all three from that thread. The thread ends with its goroutine, never
+// unlocked, so no other goroutine of the init runs without its
+// capabilities (and Go starts new threads from a clean one). With
+// s.Probe it stops before the fork. listener is the seccomp notification
+// descriptor under --net none (else -1); msg, when not empty, is the
+// failure for jukebox, "setup: ..." or "exec: ...".
+//
+// The command runs in the init's namespaces as the caller's uid. It needs
+// no namespace of its own: without capabilities it cannot undo a mount,
+// and the init is not dumpable, so it cannot be traced or read.
+func startCommand(s initSpec) (pid, listener int, msg string) {
+	var bin string
+	if !s.Probe {
+		if err := os.Chdir(s.Dir); err != nil {
+			return 0, -1, fmt.Sprintf("exec: chdir %s: %v", strconv.Quote(s.Dir), err)
+		}
+		var err error
+		if bin, err = exec.LookPath(s.Args[0]); err != nil {
+			return 0, -1, fmt.Sprintf("exec: %v", err)
+		}
 	}
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
-		UidMappings: innerMap(s.UID),
-		GidMappings: innerMap(s.GID),
-		Pdeathsig:   syscall.SIGKILL,
+	var keep []int
+	if s.UID == 0 {
+		keep = rootKeeps
 	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(report, "setup: nested user namespace (locks the mounts): %v", err)
-		return nil, err
-	}
-	return cmd, nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends here
+		listener = -1
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			msg = fmt.Sprintf("setup: no_new_privs: %v", err)
+			return
+		}
+		if err := dropCaps(keep); err != nil {
+			msg = fmt.Sprintf("setup: %v", err)
+			return
+		}
+		fd, err := loadSeccomp(s.NetNone)
+		if err != nil {
+			msg = fmt.Sprintf("setup: seccomp: %v", err)
+			return
+		}
+		listener = fd
+		if s.Probe {
+			return
+		}
+		pid, err = syscall.ForkExec(bin, s.Args, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
+		if err != nil {
+			msg = fmt.Sprintf("exec: %v", err)
+		}
+	}()
+	<-done
+	return pid, listener, msg
 }
 
-// outerMap maps the caller into the booth's first user namespace: root
-// there, so it may mount. Real root keeps every id (so root's access to
-// files of other users is unchanged); anyone else maps only their own.
-func outerMap(id int) []syscall.SysProcIDMap {
+// ownMap maps the caller's own id into the booth's user namespace (root
+// keeps every id, so root's access to files of other users is unchanged):
+// the init runs as the caller, with the capabilities the new namespace
+// gives it kept as ambient ones, and so does the command, without them.
+func ownMap(id int) []syscall.SysProcIDMap {
 	if id == 0 {
 		return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
 	}
-	return []syscall.SysProcIDMap{{ContainerID: 0, HostID: id, Size: 1}}
-}
-
-// innerMap maps the nested namespace back to the caller's id (root in the
-// outer namespace is the caller).
-func innerMap(id int) []syscall.SysProcIDMap {
-	if id == 0 {
-		return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
-	}
-	return []syscall.SysProcIDMap{{ContainerID: id, HostID: 0, Size: 1}}
+	return []syscall.SysProcIDMap{{ContainerID: id, HostID: id, Size: 1}}
 }
 
 // A detached mount, made before the tree is set read-only and attached
@@ -522,63 +545,4 @@ func cloneTree(p string, readOnly bool) (int, error) {
 // ovlEscape escapes the characters overlayfs options treat specially.
 func ovlEscape(p string) string {
 	return strings.NewReplacer(`\`, `\\`, `,`, `\,`, `:`, `\:`).Replace(p)
-}
-
-// runStage2 runs inside the locked namespaces: no_new_privs, the seccomp
-// filter, then exec of the command as the caller. Failures are reported
-// on descriptor 3, which the exec closes.
-func runStage2(raw string) int {
-	report := os.NewFile(3, "booth-report")
-	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	var s stageSpec
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		fmt.Fprintf(report, "setup: bad exec spec: %v", err)
-		return initSetupFailed
-	}
-	listener, err := loadSeccomp(s.NotifyConnect)
-	if err != nil {
-		fmt.Fprintf(report, "setup: seccomp: %v", err)
-		return initSetupFailed
-	}
-	if s.NotifyConnect {
-		sock := os.NewFile(4, "booth-watch")
-		err := sendFD(sock, listener)
-		sock.Close()
-		unix.Close(listener)
-		if err != nil {
-			fmt.Fprintf(report, "setup: seccomp listener: %v", err)
-			return initSetupFailed
-		}
-	}
-	if s.Probe {
-		return 0
-	}
-	if err := os.Chdir(s.Dir); err != nil {
-		fmt.Fprintf(report, "exec: chdir %s: %v", strconv.Quote(s.Dir), err)
-		return initExecFailed
-	}
-	bin, err := exec.LookPath(s.Args[0])
-	if err == nil {
-		unix.CloseOnExec(3)
-		err = syscall.Exec(bin, s.Args, os.Environ())
-	}
-	fmt.Fprintf(report, "exec: %v", err)
-	return initExecFailed
-}
-
-// watchConnects makes the socket pair stage 2 sends its seccomp listener
-// over and starts the supervisor on stage 1's end; it returns stage 2's.
-func watchConnects(events *os.File) (*os.File, error) {
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	ours, theirs := os.NewFile(uintptr(pair[0]), "watch"), os.NewFile(uintptr(pair[1]), "watch")
-	go func() {
-		defer ours.Close()
-		if listener, err := recvFD(ours); err == nil {
-			superviseConnect(listener, events)
-		}
-	}()
-	return theirs, nil
 }

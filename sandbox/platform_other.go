@@ -16,8 +16,6 @@ func runInitChild(context.Context, initSpec, ExecOptions, func()) (ExecResult, e
 	return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, Supported())
 }
 
-func runStage2(string) int { return runInit("") }
-
 func hostRelays(string, []string) ([]relay, func(), error) { return nil, func() {}, Supported() }
 
 func runInit(string) int {

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"errors"
-	"fmt"
 	"syscall"
 	"unsafe"
 
@@ -33,7 +32,7 @@ import (
 //     jukebox's approval prompt or run commands in the user's shell.
 //
 // ptrace stays allowed: the PID namespace limits it to the booth's own
-// processes, and stage 1 is not dumpable.
+// processes, and the init is not dumpable.
 var seccompDenied = []uintptr{
 	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT,
 	unix.SYS_OPEN_TREE, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSCONFIG,
@@ -123,21 +122,18 @@ func seccompProgram(notifyConnect bool) ([]unix.SockFilter, error) {
 	return append(p, bpfStmt(ret, retAllow)), nil
 }
 
-// loadSeccomp sets no_new_privs and loads the filter on every thread of
-// this process; the exec that follows keeps both. With notifyConnect it
-// returns the listener descriptor the supervisor reads connect(2) calls
-// from, else -1.
+// loadSeccomp loads the filter on the calling thread, which has set
+// no_new_privs; the processes it starts inherit both. With notifyConnect
+// it returns the listener descriptor (close-on-exec) the supervisor reads
+// connect(2) calls from, else -1.
 func loadSeccomp(notifyConnect bool) (int, error) {
 	prog, err := seccompProgram(notifyConnect)
 	if err != nil {
 		return -1, err
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return -1, fmt.Errorf("no_new_privs: %w", err)
-	}
-	flags := uintptr(unix.SECCOMP_FILTER_FLAG_TSYNC)
+	var flags uintptr
 	if notifyConnect {
-		flags |= unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	fd, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,

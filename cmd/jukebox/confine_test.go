@@ -67,6 +67,10 @@ func TestKilledJukeboxTakesTheAgent(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatalf("the agent did not start: %q", line)
 			}
+			// "ready" comes before the shell execs sleep.
+			for start := time.Now(); !alive("sleep\x00"+marker) && time.Since(start) < 10*time.Second; {
+				time.Sleep(10 * time.Millisecond)
+			}
 			if !alive("sleep\x00" + marker) {
 				t.Fatal("the agent is not running")
 			}
