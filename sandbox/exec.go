@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/internal/nsinit"
+
 	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -59,11 +61,7 @@ type ExecOptions struct {
 }
 
 // NetRefusal is a connection a --net none booth refused.
-type NetRefusal struct {
-	Family string `json:"family"` // ipv4 or ipv6
-	Addr   string `json:"addr"`   // host:port
-	Errno  string `json:"errno"`  // the error the agent got, e.g. ENETUNREACH
-}
+type NetRefusal = nsinit.Refusal
 
 // Net is a booth child's network.
 type Net string
@@ -81,7 +79,7 @@ type ExecResult struct {
 	Signal   int    `json:"signal,omitempty"`   // the signal that ended it
 	Fallback string `json:"fallback,omitempty"` // why the overlay was not used
 	// Confined is true when the child ran confined: read-only system,
-	// private /tmp, own PID namespace, locked mounts, seccomp.
+	// private /tmp, own PID namespace, no capabilities, seccomp.
 	Confined bool `json:"confined"`
 }
 
@@ -183,7 +181,7 @@ func orDiscard(w io.Writer) io.Writer {
 	return w
 }
 
-// execOverlay re-executes this binary as the namespace init; started is
+// execOverlay starts the namespace init (nsinit.Path); started is
 // called once the command runs confined.
 func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started func()) (ExecResult, error) {
 	tx.mu.Lock()
@@ -197,7 +195,7 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 	}
 	defer removeAll(work)
 	hide := hidden(tx.ws, tx.opts)
-	spec := initSpec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args, Hide: hide,
+	spec := nsinit.Spec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args, Hide: hide,
 		ReadOnly: protected(tx.ws.root, o.Protect, hide), WriteLive: o.WriteLive, NetNone: o.Net == NetNone}
 	for _, p := range tx.parts {
 		if r, ok := p.(*rootPart); ok {
@@ -206,14 +204,14 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 				return ExecResult{}, err
 			}
 			defer removeAll(w)
-			spec.Staged = append(spec.Staged, stagedMount{Lower: r.sub.ws.root, Upper: r.sub.upper, Work: w})
+			spec.Staged = append(spec.Staged, nsinit.Staged{Lower: r.sub.ws.root, Upper: r.sub.upper, Work: w})
 		}
 	}
-	if err := checkKept(spec); err != nil {
+	if err := nsinit.CheckKept(spec); err != nil {
 		return ExecResult{Mode: ModeOverlay, ExitCode: -1}, fmt.Errorf("sandbox: %w", err)
 	}
 	if spec.NetNone {
-		relays, stop, err := hostRelays(filepath.Join(tx.dir, "net"), o.Endpoints)
+		relays, stop, err := nsinit.HostRelays(filepath.Join(tx.dir, "net"), o.Endpoints)
 		defer stop()
 		if err != nil {
 			return ExecResult{Mode: ModeOverlay, ExitCode: -1}, err

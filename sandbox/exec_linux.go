@@ -3,48 +3,48 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
+
+	"github.com/jukebox-os/jukebox/internal/nsinit"
 )
 
-// runInitChild starts the init in new user, mount and PID
-// namespaces (and a network namespace for NetNone) and waits. Killing it
-// (ctx, or jukebox dying: Pdeathsig) ends the whole PID namespace.
-//
-// The init leads a session of its own (Setsid): a process group outlives
-// a PID namespace's borders, so an agent in jukebox's group could signal
-// jukebox and the user's shell job (kill 0) and, on the terminal jukebox
-// controls, take the foreground. Without a controlling terminal the agent
-// still reads and writes the terminal through its standard streams, but
-// Ctrl-C and Ctrl-\ reach jukebox only, which stops the booth.
+// runInitChild starts the namespace init for spec (nsinit.Attr: Killing
+// it, through ctx or jukebox dying, ends the whole PID namespace) and
+// waits. An init built from other source (an older jukebox-booth) does
+// nothing but say so; this executable is then started instead.
 //
 // started, if set, is called once the command has been executed, before
 // it ends: the booth stands.
-func runInitChild(ctx context.Context, spec initSpec, o ExecOptions, started func()) (ExecResult, error) {
+func runInitChild(ctx context.Context, spec nsinit.Spec, o ExecOptions, started func()) (ExecResult, error) {
 	spec.UID, spec.GID = os.Getuid(), os.Getgid()
+	spec.Build = nsinit.Fingerprint()
+	path := nsinit.Path()
+	res, err := startInit(ctx, path, spec, o, started)
+	if errors.Is(err, errMismatch) {
+		nsinit.Distrust()
+		res, err = startInit(ctx, nsinit.Path(), spec, o, started)
+	}
+	return res, err
+}
+
+// errMismatch: the init was built from other source (nsinit.Mismatch).
+var errMismatch = errors.New("sandbox: the booth's init was built from other source")
+
+func startInit(ctx context.Context, path string, spec nsinit.Spec, o ExecOptions, started func()) (ExecResult, error) {
 	raw, _ := json.Marshal(spec)
-	cmd := exec.CommandContext(ctx, "/proc/self/exe")
-	cmd.Args = []string{"jukebox-booth-init"}
-	cmd.Env = append(envOrSelf(o.Env), initEnv+"="+string(raw))
+	cmd := exec.CommandContext(ctx, path)
+	cmd.Args = []string{"jukebox-booth-init"} // this executable again
+	if path != nsinit.Self {
+		cmd.Args = []string{nsinit.Helper}
+	}
+	cmd.Env = append(envOrSelf(o.Env), nsinit.Env+"="+string(raw))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
-	flags := syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
-	if spec.NetNone {
-		flags |= syscall.CLONE_NEWNET
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  uintptr(flags),
-		UidMappings: ownMap(spec.UID),
-		GidMappings: ownMap(spec.GID),
-		Pdeathsig:   syscall.SIGKILL,
-		Setsid:      true,
-	}
-	if spec.UID != 0 {
-		cmd.SysProcAttr.AmbientCaps = allCaps()
-	}
+	cmd.SysProcAttr = nsinit.Attr(spec)
 	report, reportW, err := os.Pipe()
 	if err != nil {
 		return ExecResult{ExitCode: -1}, err
@@ -93,6 +93,8 @@ func runInitChild(ctx context.Context, spec initSpec, o ExecOptions, started fun
 	err = cmd.Wait()
 	st, _ := io.ReadAll(status)
 	switch m := string(msg); {
+	case cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == nsinit.Mismatch && path != nsinit.Self:
+		return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %s", errMismatch, m)
 	case strings.HasPrefix(m, "setup: "):
 		return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %s", errSetup, strings.TrimPrefix(m, "setup: "))
 	case m != "":

@@ -4,6 +4,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/internal/nsinit"
 )
 
 // DefaultStateDir is where, relative to the workspace, booth transactions
@@ -95,8 +97,5 @@ func joinRel(dir, name string) string {
 }
 
 // pathWithin reports whether the clean absolute path p is dir or lies
-// inside it, by name alone (no symlink is followed).
-func pathWithin(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && (rel == "." || filepath.IsLocal(rel))
-}
+// below it.
+func pathWithin(p, dir string) bool { return nsinit.Within(p, dir) }

@@ -6,21 +6,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+
+	"github.com/jukebox-os/jukebox/internal/nsinit"
 )
 
 // Stubs for the pieces only Linux has. Begin, Open, List and Recover
 // refuse with Supported's error first, so these run only if something
 // skipped that check, and then they fail with the same error.
 
-func runInitChild(context.Context, initSpec, ExecOptions, func()) (ExecResult, error) {
+func runInitChild(context.Context, nsinit.Spec, ExecOptions, func()) (ExecResult, error) {
 	return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, Supported())
-}
-
-func hostRelays(string, []string) ([]relay, func(), error) { return nil, func() {}, Supported() }
-
-func runInit(string) int {
-	fmt.Fprintf(os.Stderr, "jukebox: %v\n", Supported())
-	return initSetupFailed
 }
 
 func syncFS(int) error { return Supported() }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"time"
+
+	"github.com/jukebox-os/jukebox/internal/nsinit"
 )
 
 // Capabilities is what this machine offers the booth; `jukebox doctor`
@@ -17,13 +19,17 @@ type Capabilities struct {
 	UserNamespaces bool `json:"user_namespaces"`
 	Overlay        bool `json:"overlayfs"`
 	// Confined: the overlay booth's confinement was set up whole (read-only
-	// system, private /tmp, PID namespace, locked mounts, seccomp). It is
+	// system, private /tmp, PID namespace, no capabilities, seccomp). It is
 	// set up with the overlay or not at all, so it equals Overlay.
 	Confined bool `json:"confined"`
 	// NetNone: a network namespace for --net none can be made too.
-	NetNone  bool   `json:"net_none"`
-	Reflink  bool   `json:"reflink"`
-	Wazero   string `json:"wazero"` // module version, "" if unknown
+	NetNone bool   `json:"net_none"`
+	Reflink bool   `json:"reflink"`
+	Wazero  string `json:"wazero"` // module version, "" if unknown
+	// Init is the booth's init: the path of jukebox-booth beside this
+	// executable, or "self" when this executable is started again (no
+	// jukebox-booth there, or one built from other source); "" unprobed.
+	Init     string `json:"init,omitempty"`
 	ExecMode Mode   `json:"exec_mode"`
 	// Unsupported, where the booth cannot run on this platform at all,
 	// says why (Supported's reason); nothing else is probed then.
@@ -61,6 +67,12 @@ func probe(ctx context.Context, dir string, unsupported error) Capabilities {
 	defer removeAll(tmp)
 	c.UserNamespaces, c.Overlay, c.NetNone = probeOverlay(ctx, tmp, &c.Notes)
 	c.Confined = c.Overlay
+	if c.UserNamespaces {
+		c.Init = nsinit.Path() // after the probe, which distrusts a helper built from other source
+		if c.Init == nsinit.Self {
+			c.Init = "self"
+		}
+	}
 	if !c.Overlay {
 		c.Notes = append(c.Notes, "confinement: none: the copy fallback stages the workspace but does not confine the agent")
 	}
@@ -78,7 +90,7 @@ func probe(ctx context.Context, dir string, unsupported error) Capabilities {
 }
 
 func probeOverlay(ctx context.Context, tmp string, notes *[]string) (userns, overlay, netNone bool) {
-	spec := initSpec{Probe: true}
+	spec := nsinit.Spec{Probe: true}
 	for _, d := range []string{"lower", "upper", "work"} {
 		p := filepath.Join(tmp, d)
 		os.Mkdir(p, 0o700)

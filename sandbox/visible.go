@@ -1,57 +1,11 @@
 package sandbox
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+
+	"github.com/jukebox-os/jukebox/internal/nsinit"
 )
-
-// Places the booth gives the agent its own of, or empties (hostsockets):
-// a path asked to stay visible there at its absolute path (the tape's
-// folder, a --allow-write-live folder) would be covered, or would uncover
-// what the booth hides.
-var (
-	ownPlaces = []string{"/", "/tmp", "/dev/shm", "/run", "/var/run"} // the place itself; a folder below it may stay visible
-	ownTrees  = []string{"/proc", "/dev", "/sys"}                     // the place and everything below it
-)
-
-// visibleError says why the clean absolute path p cannot stay visible in
-// the booth, whose hidden folders are hide, or nil. The reason does not
-// repeat p.
-func visibleError(p string, hide []string) error {
-	for _, h := range hide {
-		if pathWithin(p, h) {
-			return fmt.Errorf("the booth hides %s from the agent", h)
-		}
-	}
-	if slices.Contains(ownPlaces, p) {
-		return fmt.Errorf("the booth gives the agent its own %s", p)
-	}
-	for _, t := range ownTrees {
-		if pathWithin(p, t) {
-			return fmt.Errorf("the booth gives the agent its own %s", t)
-		}
-	}
-	return nil
-}
-
-// checkKept refuses a path asked to stay visible (visibleError). The
-// parent checks before it starts the booth, so that the answer is an
-// error and never the copy fallback; stage 1 checks again, as the last
-// line.
-func checkKept(s initSpec) error {
-	staged := make([]string, len(s.Staged))
-	for i, st := range s.Staged {
-		staged[i] = st.Lower
-	}
-	for _, p := range slices.Concat(s.ReadOnly, s.WriteLive, staged) {
-		if err := visibleError(p, s.Hide); err != nil {
-			return fmt.Errorf("%s cannot stay visible: %w", p, err)
-		}
-	}
-	return nil
-}
 
 // hidden are the folders a booth over w hides from the agent: its state
 // (staging areas, journals) and the journal key's folder (an agent that
@@ -84,7 +38,7 @@ func CheckWriteLive(ws, dir string, opts Options) error {
 	if key, err := KeyFile(opts); err == nil {
 		hide = append(hide, filepath.Dir(key)) // hidden once a booth has made it
 	}
-	return visibleError(dir, hide)
+	return nsinit.VisibleError(dir, hide)
 }
 
 // protected are the paths to keep read-only so that files that must not
@@ -106,9 +60,9 @@ func protected(ws string, files, hide []string) []string {
 		switch {
 		case pathWithin(ws, f):
 			// the workspace itself, or a folder holding it
-		case visibleError(f, hide) != nil:
+		case nsinit.VisibleError(f, hide) != nil:
 			// the agent sees its own there, or nothing
-		case pathWithin(ws, dir) || visibleError(dir, hide) != nil:
+		case pathWithin(ws, dir) || nsinit.VisibleError(dir, hide) != nil:
 			out = append(out, f)
 		default:
 			out = append(out, dir)

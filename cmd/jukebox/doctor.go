@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/sandbox"
 )
 
@@ -46,6 +47,13 @@ func (c *DoctorCmd) Run(ctx context.Context, env *Env) error {
 	}
 	fmt.Fprintf(w, "wazero (WASI)    %s\n", wz)
 	fmt.Fprintf(w, "booth exec mode  %s\n", cmp.Or(string(caps.ExecMode), "none"))
+	switch caps.Init {
+	case "":
+	case "self":
+		fmt.Fprintf(w, "booth init       jukebox itself (jukebox-booth, beside jukebox, starts faster: go install github.com/jukebox-os/jukebox/cmd/...)\n")
+	default:
+		fmt.Fprintf(w, "booth init       %s\n", termtext.Quote(caps.Init))
+	}
 	for _, n := range caps.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
@@ -55,7 +63,7 @@ func (c *DoctorCmd) Run(ctx context.Context, env *Env) error {
 // confinement says what an agent in the booth is kept from, for this user.
 func confinement(c sandbox.Capabilities) string {
 	if c.Confined {
-		return "yes (read-only system, private /tmp, own PID namespace, locked mounts, seccomp)"
+		return "yes (read-only system, private /tmp, own PID namespace, no capabilities, seccomp)"
 	}
 	return "no: the copy fallback stages the workspace but does not confine the agent"
 }

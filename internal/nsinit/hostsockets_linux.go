@@ -1,4 +1,4 @@
-package sandbox
+package nsinit
 
 import (
 	"os"
@@ -45,7 +45,7 @@ func findHostSockets(getenv func(string) string, home string, kept []string) hos
 	var h hostSockets
 	holdsKept := func(dir string) bool {
 		for _, k := range kept {
-			if pathWithin(k, dir) {
+			if Within(k, dir) {
 				return true
 			}
 		}
@@ -92,7 +92,7 @@ func findHostSockets(getenv func(string) string, home string, kept []string) hos
 // hidden reports whether p lies in a folder h hides.
 func (h hostSockets) hidden(p string) bool {
 	for _, d := range h.Dirs {
-		if pathWithin(p, d) {
+		if Within(p, d) {
 			return true
 		}
 	}
@@ -100,7 +100,7 @@ func (h hostSockets) hidden(p string) bool {
 }
 
 // isPrivate reports whether p lies in the booth's private /tmp or /dev/shm.
-func isPrivate(p string) bool { return pathWithin(p, "/tmp") || pathWithin(p, "/dev/shm") }
+func isPrivate(p string) bool { return Within(p, "/tmp") || Within(p, "/dev/shm") }
 
 // socketPaths reads the socket paths out of one environment variable's
 // value, in that variable's own syntax.

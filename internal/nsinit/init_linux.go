@@ -1,4 +1,4 @@
-package sandbox
+package nsinit
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ import (
 // command runs is reported on descriptor 3; how the command ended (a
 // signal) on descriptor 4; connections refused under --net none on
 // descriptor 5.
-func runInit(raw string) int {
+func run(raw string) int {
 	report := os.NewFile(3, "booth-report")
 	status := os.NewFile(4, "booth-status")
 	events := os.NewFile(5, "booth-events")
@@ -31,15 +31,19 @@ func runInit(raw string) int {
 	// these three, nor those jukebox inherited from its own parent without
 	// close-on-exec (Go opens every other with it).
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	var s initSpec
+	var s Spec
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		fmt.Fprintf(report, "setup: bad spec: %v", err)
-		return initSetupFailed
+		return SetupFailed
+	}
+	if s.Build != Fingerprint() {
+		fmt.Fprint(report, "setup: this init was built from other source than jukebox")
+		return Mismatch
 	}
 	relays, err := confine(s)
 	if err != nil {
 		fmt.Fprintf(report, "setup: %v", err)
-		return initSetupFailed
+		return SetupFailed
 	}
 	for _, r := range relays {
 		go r.serve()
@@ -48,7 +52,7 @@ func runInit(raw string) int {
 	// capabilities over the mounts the command must not undo.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		fmt.Fprintf(report, "setup: not dumpable: %v", err)
-		return initSetupFailed
+		return SetupFailed
 	}
 	// Every signal is caught: as PID 1 of its namespace, the init gets from
 	// the command only the signals it has a handler for, and Go's default
@@ -59,9 +63,9 @@ func runInit(raw string) int {
 	if msg != "" {
 		fmt.Fprint(report, msg)
 		if strings.HasPrefix(msg, "setup: ") {
-			return initSetupFailed
+			return SetupFailed
 		}
-		return initExecFailed
+		return ExecFailed
 	}
 	report.Close()
 	if s.Probe {
@@ -104,7 +108,7 @@ func reap(pid int, sigs <-chan os.Signal) (int, syscall.Signal) {
 			continue
 		}
 		if err != nil {
-			return initExecFailed, 0
+			return ExecFailed, 0
 		}
 		if got != pid {
 			continue
@@ -132,7 +136,7 @@ func reap(pid int, sigs <-chan os.Signal) (int, syscall.Signal) {
 // The command runs in the init's namespaces as the caller's uid. It needs
 // no namespace of its own: without capabilities it cannot undo a mount,
 // and the init is not dumpable, so it cannot be traced or read.
-func startCommand(s initSpec) (pid, listener int, msg string) {
+func startCommand(s Spec) (pid, listener int, msg string) {
 	var bin string
 	if !s.Probe {
 		if err := os.Chdir(s.Dir); err != nil {
@@ -178,17 +182,6 @@ func startCommand(s initSpec) (pid, listener int, msg string) {
 	return pid, listener, msg
 }
 
-// ownMap maps the caller's own id into the booth's user namespace (root
-// keeps every id, so root's access to files of other users is unchanged):
-// the init runs as the caller, with the capabilities the new namespace
-// gives it kept as ambient ones, and so does the command, without them.
-func ownMap(id int) []syscall.SysProcIDMap {
-	if id == 0 {
-		return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
-	}
-	return []syscall.SysProcIDMap{{ContainerID: id, HostID: id, Size: 1}}
-}
-
 // A detached mount, made before the tree is set read-only and attached
 // after, at Path.
 type detached struct {
@@ -223,8 +216,8 @@ const (
 //
 // The relays for --net none are made before anything is hidden, since
 // their sockets live in the booth's state.
-func confine(s initSpec) ([]*relayer, error) {
-	if err := checkKept(s); err != nil {
+func confine(s Spec) ([]*relayer, error) {
+	if err := CheckKept(s); err != nil {
 		return nil, err
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -333,7 +326,7 @@ func mountProc() error {
 
 // hideHostSockets makes the detached mounts that hide the host's unix
 // sockets (see hostSockets).
-func hideHostSockets(s initSpec) ([]detached, error) {
+func hideHostSockets(s Spec) ([]detached, error) {
 	kept := append(append([]string{s.Lower}, s.ReadOnly...), s.WriteLive...)
 	for _, st := range s.Staged {
 		kept = append(kept, st.Lower)

@@ -1,4 +1,4 @@
-package sandbox
+package nsinit
 
 import (
 	"net"
@@ -43,7 +43,7 @@ func TestFindHostSockets(t *testing.T) {
 	listen(filepath.Join(runtime, "bus"))
 	listen(filepath.Join(home, ".gnupg", "S.gpg-agent"))
 	listen(filepath.Join(base, "ssh", "agent.sock"))
-	mkTree(t, base, map[string]string{"not-a-socket": "x"})
+	must(t, os.WriteFile(filepath.Join(base, "not-a-socket"), []byte("x"), 0o644))
 	env := map[string]string{"XDG_RUNTIME_DIR": runtime, "SSH_AUTH_SOCK": filepath.Join(base, "ssh", "agent.sock"),
 		"DOCKER_HOST": "unix://" + filepath.Join(base, "not-a-socket")}
 
@@ -83,4 +83,11 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package nsinit
 
 import (
 	"errors"

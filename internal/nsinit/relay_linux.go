@@ -1,4 +1,4 @@
-package sandbox
+package nsinit
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ type relayer struct {
 
 // startRelays brings the loopback interface up and listens on each relay's
 // address.
-func startRelays(rs []relay) ([]*relayer, error) {
+func startRelays(rs []Relay) ([]*relayer, error) {
 	if err := loopbackUp(); err != nil {
 		return nil, fmt.Errorf("--net none: loopback: %w", err)
 	}
@@ -102,10 +102,10 @@ func loopbackUp() error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
-// hostRelays listens on a unix socket in dir for each endpoint (an
+// HostRelays listens on a unix socket in dir for each endpoint (an
 // address jukebox serves on the host's loopback) and forwards what
 // arrives there to it. The returned stop closes them.
-func hostRelays(dir string, endpoints []string) ([]relay, func(), error) {
+func HostRelays(dir string, endpoints []string) ([]Relay, func(), error) {
 	var lns []net.Listener
 	stop := func() {
 		for _, ln := range lns {
@@ -125,7 +125,7 @@ func hostRelays(dir string, endpoints []string) ([]relay, func(), error) {
 		return nil, stop, err
 	}
 	defer d.Close()
-	rs := make([]relay, 0, len(endpoints))
+	rs := make([]Relay, 0, len(endpoints))
 	for i, ep := range endpoints {
 		name := fmt.Sprintf("%d.sock", i)
 		sock := filepath.Join(dir, name)
@@ -136,7 +136,7 @@ func hostRelays(dir string, endpoints []string) ([]relay, func(), error) {
 			return nil, stop, fmt.Errorf("--net none: relay for %s: %w", ep, err)
 		}
 		lns = append(lns, ln)
-		rs = append(rs, relay{Addr: ep, Socket: sock})
+		rs = append(rs, Relay{Addr: ep, Socket: sock})
 		go func() {
 			for {
 				c, err := ln.Accept()

@@ -1,4 +1,4 @@
-package sandbox
+package nsinit
 
 import (
 	"encoding/binary"
@@ -73,7 +73,7 @@ func superviseConnect(listener int, events io.Writer) {
 			if addr.Addr().Is6() && !addr.Addr().Is4In6() {
 				family = "ipv6"
 			}
-			enc.Encode(NetRefusal{Family: family, Addr: addr.String(), Errno: unix.ErrnoName(errno)})
+			enc.Encode(Refusal{Family: family, Addr: addr.String(), Errno: unix.ErrnoName(errno)})
 		}
 		ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 	}

@@ -1,0 +1,47 @@
+package nsinit
+
+import (
+	"os"
+	"path/filepath"
+	"sync/atomic"
+)
+
+// Helper is the init's own executable, installed beside jukebox; Self is
+// this process's executable, which can be the init too.
+const (
+	Helper = "jukebox-booth"
+	Self   = "/proc/self/exe"
+)
+
+// distrusted is set once a helper answered Mismatch: this process then
+// starts itself.
+var distrusted atomic.Bool
+
+// Path is the executable a booth starts as its init: jukebox-booth in the
+// folder of this process's executable (symbolic links resolved) when it
+// is a regular executable file that only its owner may write, else this
+// executable again, whose main must call MaybeRun first thing. A helper
+// built from other source says so (Mismatch) before it does anything;
+// Distrust then makes Path answer this executable for the rest of the
+// process.
+func Path() string {
+	if distrusted.Load() {
+		return Self
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return Self
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	p := filepath.Join(filepath.Dir(exe), Helper)
+	fi, err := os.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 || fi.Mode().Perm()&0o022 != 0 {
+		return Self
+	}
+	return p
+}
+
+// Distrust stops Path from answering the helper (see Mismatch).
+func Distrust() { distrusted.Store(true) }
