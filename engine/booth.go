@@ -175,6 +175,13 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 // keep the transaction whatever happened.
 func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd, br *BoothResult) error {
 	defer func() {
+		// What a transaction left open holds must outlive a crash: a later
+		// jukebox booth commit applies it.
+		if (br.Kept || br.Pending) && !tx.Closed() {
+			if err := tx.Flush(); err != nil && s.o.Booth.Notice != nil {
+				fmt.Fprintf(s.o.Booth.Notice, "jukebox: booth: %v\n", err)
+			}
+		}
 		// A kept transaction is committed later by jukebox booth commit,
 		// which offers the held MCP calls kept with it; a commit left
 		// pending drops them, listed.

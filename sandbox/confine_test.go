@@ -585,3 +585,33 @@ print("heard:", sys.stdin.readline().strip() if ready else "nothing")`
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestOverlayAfterACrash: the overlay is volatile, which marks its work
+// folder; a work folder that a crash left behind (jukebox killed while its
+// agent ran) is made anew, so the transaction's next run is confined
+// again rather than refused or sent to the copy fallback. What was staged
+// before the crash is still there.
+func TestOverlayAfterACrash(t *testing.T) {
+	requireOverlay(t)
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	run := func(sh string) {
+		t.Helper()
+		var out bytes.Buffer
+		res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", sh}, Stdout: &out, Stderr: &out, Notice: io.Discard, Mode: ModeOverlay})
+		if err != nil || res.ExitCode != 0 || !res.Confined {
+			t.Fatalf("%s: exit %d, confined %v, %v: %s", sh, res.ExitCode, res.Confined, err, out.String())
+		}
+	}
+	run("echo one > one.txt")
+	must(t, os.MkdirAll(filepath.Join(tx.dir, "work", "work", "incompat", "volatile"), 0o700))
+	run("cat one.txt > two.txt")
+	must(t, tx.Flush())
+	cs, err := tx.Diff()
+	must(t, err)
+	if len(cs.Changes) != 2 {
+		t.Errorf("staged %v, want one.txt and two.txt", cs.Changes)
+	}
+}

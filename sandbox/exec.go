@@ -79,7 +79,7 @@ type ExecResult struct {
 	Signal   int    `json:"signal,omitempty"`   // the signal that ended it
 	Fallback string `json:"fallback,omitempty"` // why the overlay was not used
 	// Confined is true when the child ran confined: read-only system,
-	// private /tmp, own PID namespace, no capabilities, seccomp.
+	// private /tmp, own PID namespace, capabilities dropped, seccomp.
 	Confined bool `json:"confined"`
 }
 
@@ -189,8 +189,10 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 	if err := tx.checkOpen(); err != nil {
 		return ExecResult{}, err
 	}
+	// The overlay's work folder is made anew for each run: one a crash
+	// left behind would be refused (a volatile overlay marks it).
 	work := filepath.Join(tx.dir, "work")
-	if err := os.MkdirAll(work, 0o700); err != nil {
+	if err := freshDir(work); err != nil {
 		return ExecResult{}, err
 	}
 	defer removeAll(work)
@@ -200,7 +202,7 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 	for _, p := range tx.parts {
 		if r, ok := p.(*rootPart); ok {
 			w := filepath.Join(r.sub.dir, "work")
-			if err := os.MkdirAll(w, 0o700); err != nil {
+			if err := freshDir(w); err != nil {
 				return ExecResult{}, err
 			}
 			defer removeAll(w)
@@ -211,7 +213,7 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 		return ExecResult{Mode: ModeOverlay, ExitCode: -1}, fmt.Errorf("sandbox: %w", err)
 	}
 	if spec.NetNone {
-		relays, stop, err := nsinit.HostRelays(filepath.Join(tx.dir, "net"), o.Endpoints)
+		relays, stop, err := hostRelays(filepath.Join(tx.dir, "net"), o.Endpoints)
 		defer stop()
 		if err != nil {
 			return ExecResult{Mode: ModeOverlay, ExitCode: -1}, err
@@ -221,6 +223,14 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 	res, err := runInitChild(ctx, spec, o, started)
 	res.Mode, res.Confined = ModeOverlay, err == nil
 	return res, err
+}
+
+// freshDir makes dir empty, removing whatever was there.
+func freshDir(dir string) error {
+	if err := removeAll(dir); err != nil {
+		return err
+	}
+	return os.MkdirAll(dir, 0o700)
 }
 
 func envOrSelf(env []string) []string {

@@ -18,6 +18,8 @@ func runInitChild(context.Context, nsinit.Spec, ExecOptions, func()) (ExecResult
 	return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, Supported())
 }
 
+func hostRelays(string, []string) ([]nsinit.Relay, func(), error) { return nil, func() {}, Supported() }
+
 func syncFS(int) error { return Supported() }
 
 func cloneFile(_, _ *os.File) error { return Supported() }

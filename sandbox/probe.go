@@ -19,7 +19,7 @@ type Capabilities struct {
 	UserNamespaces bool `json:"user_namespaces"`
 	Overlay        bool `json:"overlayfs"`
 	// Confined: the overlay booth's confinement was set up whole (read-only
-	// system, private /tmp, PID namespace, no capabilities, seccomp). It is
+	// system, private /tmp, PID namespace, capabilities dropped, seccomp). It is
 	// set up with the overlay or not at all, so it equals Overlay.
 	Confined bool `json:"confined"`
 	// NetNone: a network namespace for --net none can be made too.

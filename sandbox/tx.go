@@ -264,6 +264,20 @@ func (tx *Tx) Defer(data json.RawMessage) error {
 	return tx.writeMeta()
 }
 
+// Flush makes what is staged durable, in the transaction and in each
+// folder staged with it: for a transaction left open when its run ends,
+// which a later commit may apply after a crash. Staged writes are not
+// synced as they happen, nor when a booth's overlay is unmounted (it is
+// volatile); Commit flushes before its decision record by itself.
+func (tx *Tx) Flush() error {
+	for _, t := range append([]*Tx{tx}, tx.Roots()...) {
+		if err := syncPath(t.upper); err != nil {
+			return fmt.Errorf("sandbox: flush the staging area %s: %w", t.upper, err)
+		}
+	}
+	return nil
+}
+
 // Deferred is what Defer kept, nil when nothing.
 func (tx *Tx) Deferred() json.RawMessage {
 	tx.mu.Lock()

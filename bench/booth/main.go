@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -79,9 +80,11 @@ func run(files, commit, runs, recordRuns int) error {
 		return err
 	}
 	fmt.Printf("record -- true                       median %8.3f ms\n", benchutil.MS(rec.plain))
-	fmt.Printf("record --booth -- true               median %8.3f ms  (%s)\n", benchutil.MS(rec.booth), rec.mode)
+	fmt.Printf("record --booth -- true               median %8.3f ms  (%s; init %s)\n", benchutil.MS(rec.booth), rec.mode, rec.init)
+	fmt.Printf("  the same, jukebox itself the init  median %8.3f ms  (no jukebox-booth beside it)\n", benchutil.MS(rec.self))
 	fmt.Printf("record --booth --booth-mode copy     median %8.3f ms  (%d files, %d runs)\n", benchutil.MS(rec.copy), files, runs)
-	fmt.Printf("ratio booth/plain = %.2fx  (target <= 1.5x); copy/plain = %.2fx\n", float64(rec.booth)/float64(rec.plain), float64(rec.copy)/float64(rec.plain))
+	fmt.Printf("ratio booth/plain = %.2fx  (target <= 1.5x); without jukebox-booth %.2fx; copy/plain = %.2fx\n",
+		float64(rec.booth)/float64(rec.plain), float64(rec.self)/float64(rec.plain), float64(rec.copy)/float64(rec.plain))
 	return nil
 }
 
@@ -235,13 +238,15 @@ func copyVsCp(root, ws string, runs int) (copyRun, error) {
 
 // recordTimes are the medians of the jukebox record commands.
 type recordTimes struct {
-	plain, booth, copy time.Duration
-	mode               string
+	plain, booth, self, copy time.Duration
+	mode, init               string
 }
 
-// recordVsPlain builds jukebox from this work tree once, then runs
-// `jukebox record -- true` and `jukebox record --booth --commit never --
-// true` in ws, interleaved, runs times each, and the same with
+// recordVsPlain builds jukebox from this work tree once (with
+// jukebox-booth beside it), then runs `jukebox record -- true` and
+// `jukebox record --booth --commit never -- true` in ws, interleaved,
+// runs times each; for reference, the booth again from a copy of jukebox
+// alone in a folder (so its init is jukebox itself), and the booth with
 // --booth-mode copy copyRuns times (it copies the whole workspace).
 func recordVsPlain(root, ws string, runs, copyRuns int) (recordTimes, error) {
 	var rt recordTimes
@@ -249,19 +254,42 @@ func recordVsPlain(root, ws string, runs, copyRuns int) (recordTimes, error) {
 	if err != nil {
 		return rt, err
 	}
+	alone := filepath.Join(root, "alone", "jukebox")
+	if err := os.MkdirAll(filepath.Dir(alone), 0o755); err != nil {
+		return rt, err
+	}
+	if out, err := exec.Command("cp", bin, alone).CombinedOutput(); err != nil {
+		return rt, fmt.Errorf("cp: %v %s", err, out)
+	}
+	doctor, err := exec.Command(bin, "doctor", "--json", "--dir", ws).Output()
+	if err != nil {
+		return rt, fmt.Errorf("jukebox doctor: %v", err)
+	}
+	var caps struct {
+		Init string `json:"init"`
+	}
+	if err := json.Unmarshal(doctor, &caps); err != nil {
+		return rt, fmt.Errorf("jukebox doctor --json: %v", err)
+	}
+	rt.init = caps.Init
 	tapes := filepath.Join(root, "tapes")
 	if err := os.Mkdir(tapes, 0o755); err != nil {
 		return rt, err
 	}
-	kinds := [][]string{nil, {"--booth", "--commit", "never"}, {"--booth", "--booth-mode", "copy", "--commit", "never"}}
+	booth := []string{"--booth", "--commit", "never"}
+	kinds := [][]string{nil, booth, booth, {"--booth", "--booth-mode", "copy", "--commit", "never"}}
 	times := make([][]time.Duration, len(kinds))
 	for r := 0; r < runs+1; r++ { // the first round warms the caches and is dropped
 		for k, flags := range kinds {
-			if k == 2 && r > copyRuns {
+			if k == 3 && r > copyRuns {
 				continue
 			}
 			args := append([]string{"record", "-o", filepath.Join(tapes, fmt.Sprintf("t%d-%d.jbx", r, k))}, flags...)
-			cmd := exec.Command(bin, append(args, "--", "true")...)
+			run := bin
+			if k == 2 {
+				run = alone
+			}
+			cmd := exec.Command(run, append(args, "--", "true")...)
 			cmd.Dir = ws
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
@@ -279,7 +307,7 @@ func recordVsPlain(root, ws string, runs, copyRuns int) (recordTimes, error) {
 			}
 		}
 	}
-	rt.plain, rt.booth, rt.copy = benchutil.Median(times[0]), benchutil.Median(times[1]), benchutil.Median(times[2])
+	rt.plain, rt.booth, rt.self, rt.copy = benchutil.Median(times[0]), benchutil.Median(times[1]), benchutil.Median(times[2]), benchutil.Median(times[3])
 	return rt, nil
 }
 

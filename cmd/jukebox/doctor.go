@@ -63,7 +63,7 @@ func (c *DoctorCmd) Run(ctx context.Context, env *Env) error {
 // confinement says what an agent in the booth is kept from, for this user.
 func confinement(c sandbox.Capabilities) string {
 	if c.Confined {
-		return "yes (read-only system, private /tmp, own PID namespace, no capabilities, seccomp)"
+		return "yes (read-only system, private /tmp, own PID namespace, capabilities dropped, seccomp)"
 	}
 	return "no: the copy fallback stages the workspace but does not confine the agent"
 }

@@ -172,6 +172,8 @@ func TestJSONShapes(t *testing.T) {
 		t.Fatalf("verify of a tampered tape: exit %d", code)
 	}
 	checkShape(t, doc, "verify", out, seen)
+	out, _ = wantCode(t, ExitOK, "doctor", "--json", "--dir", t.TempDir())
+	checkShape(t, doc, "doctor", out, seen)
 
 	work := t.TempDir()
 	hi := filepath.Join(work, "hi.jbx")

@@ -469,6 +469,14 @@ func mountPoint(m detached) error {
 
 // overlayMount makes the overlay over the workspace as a detached mount.
 // userxattr is needed in a user namespace; kernels before 5.11 lack it.
+//
+// It is volatile where the kernel has that (5.10): the unmount at the end
+// of the run then does not sync the file system holding the staging area,
+// which cost milliseconds, and more when the disk was busy. The staging
+// area is made durable when it must be: by the commit, before its
+// decision record, and when a run leaves its transaction open (Tx.Flush).
+// A volatile overlay marks its work folder, which the caller makes anew
+// for each run.
 func overlayMount(lower, upper, work string) (int, error) {
 	try := func(userxattr bool) (int, error) {
 		fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
@@ -486,6 +494,7 @@ func overlayMount(lower, upper, work string) (int, error) {
 				return -1, err
 			}
 		}
+		unix.FsconfigSetFlag(fs, "volatile") // refused by kernels that lack it, and then not set
 		if err := unix.FsconfigCreate(fs); err != nil {
 			return -1, err
 		}

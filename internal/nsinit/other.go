@@ -14,8 +14,3 @@ func run(string) int {
 	fmt.Fprintf(os.Stderr, "jukebox: %v\n", errUnsupported)
 	return SetupFailed
 }
-
-// HostRelays is Linux's only.
-func HostRelays(string, []string) ([]Relay, func(), error) {
-	return nil, func() {}, errUnsupported
-}

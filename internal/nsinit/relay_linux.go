@@ -1,11 +1,11 @@
 package nsinit
 
 import (
+	"errors"
 	"fmt"
-	"io"
-	"net"
-	"os"
+	"net/netip"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -17,10 +17,12 @@ import (
 // way through; the init reaches the socket through a directory descriptor
 // opened before the booth's state is hidden, and nothing in the booth can
 // read the init's descriptors (it is not dumpable).
+//
+// It works on bare descriptors, without package net, which would link the
+// C resolver into jukebox-booth and make every start of it slower.
 type relayer struct {
-	ln     net.Listener
-	dir    *os.File
-	target string
+	listener int
+	target   string // the socket, through the directory descriptor
 }
 
 // startRelays brings the loopback interface up and listens on each relay's
@@ -31,56 +33,106 @@ func startRelays(rs []Relay) ([]*relayer, error) {
 	}
 	out := make([]*relayer, 0, len(rs))
 	for _, r := range rs {
-		dir, err := os.OpenFile(filepath.Dir(r.Socket), unix.O_PATH|unix.O_DIRECTORY, 0)
+		dir, err := unix.Open(filepath.Dir(r.Socket), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, fmt.Errorf("--net none: relay for %s: %w", r.Addr, err)
 		}
-		ln, err := net.Listen("tcp", r.Addr)
+		ln, err := listenTCP(r.Addr)
 		if err != nil {
-			dir.Close()
+			unix.Close(dir)
 			return nil, fmt.Errorf("--net none: relay for %s: %w", r.Addr, err)
 		}
-		target := fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(r.Socket))
-		out = append(out, &relayer{ln: ln, dir: dir, target: target})
+		target := "/proc/self/fd/" + strconv.Itoa(dir) + "/" + filepath.Base(r.Socket)
+		out = append(out, &relayer{listener: ln, target: target})
 	}
 	return out, nil
 }
 
+// listenTCP listens on addr, an IP address and port.
+func listenTCP(addr string) (int, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return -1, err
+	}
+	family, sa := unix.AF_INET6, unix.Sockaddr(&unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()})
+	if ap.Addr().Is4() {
+		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
 func (r *relayer) serve() {
 	for {
-		c, err := r.ln.Accept()
-		if err != nil {
+		c, _, err := unix.Accept4(r.listener, unix.SOCK_CLOEXEC)
+		switch {
+		case errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED):
+			continue
+		case err != nil:
 			return
 		}
-		go func() {
-			defer c.Close()
-			up, err := net.Dial("unix", r.target)
-			if err != nil {
-				return
-			}
-			defer up.Close()
-			splice(c, up)
-		}()
+		go r.relay(c)
 	}
 }
 
-// splice copies both ways until both directions are done, passing each
-// half-close on.
-func splice(a, b net.Conn) {
+// relay connects c to the target and copies both ways until both
+// directions are done, passing each half-close on.
+func (r *relayer) relay(c int) {
+	defer unix.Close(c)
+	up, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(up)
+	if err := unix.Connect(up, &unix.SockaddrUnix{Name: r.target}); err != nil {
+		return
+	}
 	var wg sync.WaitGroup
-	half := func(dst, src net.Conn) {
+	wg.Add(1)
+	go func() {
 		defer wg.Done()
-		io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		} else {
-			dst.Close()
+		pump(up, c)
+	}()
+	pump(c, up)
+	wg.Wait()
+}
+
+// pump copies src to dst until src ends or either fails, then shuts
+// dst's writing half.
+func pump(dst, src int) {
+	defer unix.Shutdown(dst, unix.SHUT_WR)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Read(src, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if n <= 0 {
+			return
+		}
+		for b := buf[:n]; len(b) > 0; {
+			m, err := unix.Write(dst, b)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			b = b[m:]
 		}
 	}
-	wg.Add(2)
-	go half(a, b)
-	go half(b, a)
-	wg.Wait()
 }
 
 // loopbackUp sets IFF_UP on lo; a new network namespace starts with it
@@ -100,60 +152,4 @@ func loopbackUp() error {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
-}
-
-// HostRelays listens on a unix socket in dir for each endpoint (an
-// address jukebox serves on the host's loopback) and forwards what
-// arrives there to it. The returned stop closes them.
-func HostRelays(dir string, endpoints []string) ([]Relay, func(), error) {
-	var lns []net.Listener
-	stop := func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}
-	if len(endpoints) == 0 {
-		return nil, stop, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, stop, err
-	}
-	// A socket's path is limited to 107 bytes; the directory descriptor
-	// keeps a deep workspace from running into that.
-	d, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, stop, err
-	}
-	defer d.Close()
-	rs := make([]Relay, 0, len(endpoints))
-	for i, ep := range endpoints {
-		name := fmt.Sprintf("%d.sock", i)
-		sock := filepath.Join(dir, name)
-		os.Remove(sock)
-		ln, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), name))
-		if err != nil {
-			stop()
-			return nil, stop, fmt.Errorf("--net none: relay for %s: %w", ep, err)
-		}
-		lns = append(lns, ln)
-		rs = append(rs, Relay{Addr: ep, Socket: sock})
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					up, err := net.Dial("tcp", ep)
-					if err != nil {
-						return
-					}
-					defer up.Close()
-					splice(c, up)
-				}()
-			}
-		}()
-	}
-	return rs, stop, nil
 }

@@ -43,15 +43,16 @@ func Median(ds []time.Duration) time.Duration { return Quantile(ds, 0.5) }
 // MS is d in milliseconds.
 func MS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// BuildJukebox builds jukebox from this work tree into dir and returns the
-// binary's path.
+// BuildJukebox builds jukebox from this work tree into dir, with
+// jukebox-booth beside it as `go install ./cmd/...` puts it, and returns
+// jukebox's path.
 func BuildJukebox(dir string) (string, error) {
 	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jukebox-os/jukebox").Output()
 	if err != nil {
 		return "", fmt.Errorf("go list: %w", err)
 	}
 	bin := filepath.Join(dir, "jukebox")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/jukebox")
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/...") // jukebox-booth beside it, as installed
 	build.Dir = strings.TrimSpace(string(mod))
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v %s", err, out)
