@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -140,6 +141,65 @@ func BenchmarkKeyToFrame(b *testing.B) {
 	b.StopTimer()
 	checkFrames(b, d.tracks[0].tl, shown)
 	b.ReportMetric(float64(d.tracks[0].tl.Len()), "frames")
+}
+
+// BenchmarkKeyToFrameFolded is BenchmarkKeyToFrame with output folded and
+// a filter on (LLM calls and tool calls): each press moves a row on, so
+// through folded runs and past hidden frames.
+func BenchmarkKeyToFrameFolded(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "long.jbx")
+	writeTape(b, path, 100_000, 0)
+	d := New([]string{path}, testOptions())
+	defer d.Close()
+	d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	tv := d.tracks[0]
+	tv.view = timeline.ViewOptions{Fold: true, Only: timeline.ClassLLM | timeline.ClassTools}
+	tv.project()
+	_ = d.View()
+	b.ResetTimer()
+	for i := range b.N {
+		k := keyRight
+		switch {
+		case tv.rowOf(cursor(d)) >= tv.n()-1:
+			k = keyHome
+		case i%50 == 0:
+			k = keyShiftRight
+		}
+		d.Update(k)
+		_ = d.View()
+		checkShown(b, d)
+	}
+	b.ReportMetric(float64(tv.n()), "rows")
+}
+
+// BenchmarkFoldFilter is listing the rows of a 100,000-frame tape's view:
+// output folded, then folded and filtered (LLM and tool calls), then one
+// row per step.
+func BenchmarkFoldFilter(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "long.jbx")
+	writeTape(b, path, 100_000, 0)
+	tl, err := timeline.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tl.Close()
+	for _, c := range []struct {
+		name string
+		o    timeline.ViewOptions
+	}{
+		{"fold", timeline.ViewOptions{Fold: true}},
+		{"fold+filter", timeline.ViewOptions{Fold: true, Only: timeline.ClassLLM | timeline.ClassTools}},
+		{"steps", timeline.ViewOptions{Steps: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				rows, err := tl.View(context.Background(), c.o)
+				if err != nil || len(rows) == 0 {
+					b.Fatal(rows, err)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkOpenFirstScreen opens a big tape (-tui.bigtape MB, default

@@ -150,7 +150,7 @@ func (d *Deck) forkReloaded(msg forkReloadMsg) {
 	if len(d.tracks) == 2 {
 		tv = d.tracks[1]
 		old := tv.tl
-		tv.tl = msg.tl
+		tv.setTimeline(msg.tl)
 		old.Close()
 		if tv.follow {
 			tv.SetCursor(msg.tl.Len() - 1)

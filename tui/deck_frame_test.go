@@ -414,3 +414,78 @@ func TestMarkerNoteKey(t *testing.T) {
 		t.Errorf("an empty note: saved %+v", saved)
 	}
 }
+
+// TestFoldFilterSteps: runs of output are one row that z opens and folds
+// again, Z unfolds everything, F keeps one kind of frame at a time (and
+// says which), S shows one row per step with its calls, tokens, cost,
+// latency and files; the needle stays on its frame through each.
+func TestFoldFilterSteps(t *testing.T) {
+	d := newDeck(t, 160, 48, agentRun)
+	tv := d.tracks[0]
+	screen := func() string { return d.View() }
+	if s := screen(); !strings.Contains(s, "▸ 12 outputs (frames 3-14, z opens)") || strings.Contains(s, "fd1 plan") {
+		t.Fatalf("output is not folded:\n%s", s)
+	}
+	press(d, runes("l"), runes("l"), runes("l"))
+	if tv.cursor != 3 {
+		t.Fatalf("three rows on from frame 0: frame %d, want the run at 3", tv.cursor)
+	}
+	press(d, runes("z"))
+	if s := screen(); !strings.Contains(s, "fd1 plan") || strings.Contains(s, "frames 3-14") {
+		t.Errorf("z did not open the run:\n%s", s)
+	}
+	press(d, runes("l"), runes("l"))
+	if tv.cursor != 5 {
+		t.Errorf("two rows into the opened run: frame %d, want 5", tv.cursor)
+	}
+	press(d, runes("z"))
+	if s := screen(); !strings.Contains(s, "frames 3-14") || tv.cursor != 3 {
+		t.Errorf("z inside the opened run did not fold it (needle on %d):\n%s", tv.cursor, s)
+	}
+	press(d, runes("Z"))
+	if s := screen(); strings.Contains(s, "outputs (frames") || !strings.Contains(s, "fd1 plan") {
+		t.Errorf("Z did not unfold the output:\n%s", s)
+	}
+	press(d, runes("Z"))
+
+	press(d, runes("F"))
+	if s := screen(); !strings.Contains(s, "only LLM") || strings.Contains(s, "ƒ write_file") || !strings.Contains(s, "#1 POST") {
+		t.Errorf("F: not only LLM calls:\n%s", s)
+	}
+	if !strings.Contains(d.status, "only LLM") {
+		t.Errorf("F says %q", d.status)
+	}
+	press(d, runes("l"))
+	if k, _ := tv.tl.KindAt(tv.cursor); k != tapefmt.KindLLMResponse && k != tapefmt.KindLLMRequest && k != tapefmt.KindStep {
+		t.Errorf("a row on under the LLM filter: frame %d is a %s", tv.cursor, k)
+	}
+	press(d, runes("F"))
+	if k, _ := tv.tl.KindAt(tv.cursor); k != tapefmt.KindToolCall && k != tapefmt.KindToolResult && k != tapefmt.KindStep {
+		t.Errorf("only tools: the needle is on frame %d, a %s the view hides", tv.cursor, k)
+	}
+	if s := screen(); !strings.Contains(s, "only tools") || !strings.Contains(s, "write_file") || strings.Contains(s, "» #") {
+		t.Errorf("F again: not only tool calls:\n%s", s)
+	}
+	for range len(timeline.Classes) - 1 {
+		press(d, runes("F"))
+	}
+	if tv.view.Only != 0 {
+		t.Errorf("F through every class did not come back to every kind: %v", tv.view.Only)
+	}
+
+	press(d, runes("g"), runes("4"), runes("5"), tea.KeyMsg{Type: tea.KeyEnter})
+	press(d, runes("S"))
+	s := screen()
+	for _, want := range []string{"5 steps", "step 1 · 1 call · 1 tool call", "step 5 · 1 call", "1 file"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("S: %q missing:\n%s", want, s)
+		}
+	}
+	if tv.rowOf(tv.cursor) != 2 {
+		t.Errorf("S: the needle (frame %d) is on step row %d, want step 3's", tv.cursor, tv.rowOf(tv.cursor))
+	}
+	press(d, runes("l"))
+	if tv.cursor != tv.tl.StepStart(3) {
+		t.Errorf("a row on in steps: frame %d, want step 4's first, %d", tv.cursor, tv.tl.StepStart(3))
+	}
+}

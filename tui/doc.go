@@ -12,7 +12,9 @@
 //     (⑂), breaker trips (‼), errors (!), markers (◆) and the first
 //     divergence (≠) in the gutter. It is virtualised over
 //     timeline.Timeline: only the rows on screen are decoded, so every key
-//     costs the same on any tape.
+//     costs the same on any tape. Its rows are a timeline.View: runs of
+//     output folded (z, Z), one kind of frame kept (F), or one row per
+//     step (S); the needle is always a frame number.
 //   - scrubber (scrubber.go): the bar across the run by time, with the
 //     needle, step ticks, markers, the fork point and the first
 //     divergence; under it the step, frame, time, cost and tokens so far,

@@ -86,7 +86,14 @@ func TestEndToEndTmux(t *testing.T) {
 	s.waitScreen("frame 21 · llm.request", "context · 4 messages", "system prompt")
 	s.keys("S-Right")
 	s.waitScreen("step 3/5 · frame 40/98")
-	s.keys("l", "l")
+	// Output folds into one row; z opens it, S shows one row per step.
+	s.keys("l")
+	s.waitScreen("frame 41 of 98", "▸ 12 outputs (frames 41-52, z opens)")
+	s.keys("z", "l")
+	s.waitScreen("frame 42 of 98")
+	s.keys("S")
+	s.waitScreen("5 steps", "step 3 · 1 call · 1 tool call")
+	s.keys("S")
 	s.waitScreen("frame 42 of 98")
 
 	s.keys("?")

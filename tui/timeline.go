@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -35,13 +37,91 @@ type timelineView struct {
 	diverge     int  // this side's first divergent frame, -1 when unknown
 	follow      bool // keep the needle on the last frame while the tape grows
 	live        bool // the tape is being written (a running fork)
+	// view says which rows there are (folded output, a filter, one row
+	// per step); entries are those rows, nil when every frame is one.
+	view    timeline.ViewOptions
+	entries []timeline.Entry
+	viewErr error
+	sums    map[int]timeline.StepSummary // step rows drawn, by first frame (a step is read once)
 }
 
 // growing reports whether the tape is still being written.
 func (m *timelineView) growing() bool { return m.live }
 
 func newTimelineView(tl *timeline.Timeline, st *Styles, label string) *timelineView {
-	return &timelineView{tl: tl, st: st, keys: newTimelineKeys(), label: label, markers: map[int]bool{}, forkAt: -1, diverge: -1}
+	m := &timelineView{tl: tl, st: st, keys: newTimelineKeys(), label: label, markers: map[int]bool{}, forkAt: -1, diverge: -1,
+		view: timeline.ViewOptions{Fold: true}}
+	m.project()
+	return m
+}
+
+// setTimeline shows tl (the same tape, grown) in the same view.
+func (m *timelineView) setTimeline(tl *timeline.Timeline) {
+	m.tl = tl
+	m.project()
+}
+
+// project lists the rows of the view.
+func (m *timelineView) project() {
+	m.entries, m.viewErr, m.sums = nil, nil, nil
+	if m.view.Identity() {
+		return
+	}
+	entries, err := m.tl.View(context.Background(), m.view)
+	if err != nil {
+		m.viewErr = err
+		return
+	}
+	m.entries = entries
+	// The needle stays on a row: on the next one shown when the view
+	// hides its frame.
+	if r := m.rowOf(m.cursor); len(entries) > 0 && m.entry(r).Last < m.cursor {
+		m.cursor = m.entry(min(r+1, len(entries)-1)).First
+	}
+	m.scroll()
+}
+
+// n is the number of rows.
+func (m *timelineView) n() int {
+	if m.entries == nil {
+		return m.tl.Len()
+	}
+	return len(m.entries)
+}
+
+// entry is row r.
+func (m *timelineView) entry(r int) timeline.Entry {
+	if m.entries == nil {
+		return timeline.Entry{First: r, Last: r}
+	}
+	return m.entries[r]
+}
+
+// rowOf is the row that shows frame i, or the row before it when the view
+// hides it.
+func (m *timelineView) rowOf(i int) int {
+	if m.entries == nil {
+		return i
+	}
+	return timeline.EntryOf(m.entries, i)
+}
+
+// toRow moves the needle to row r (clamped).
+func (m *timelineView) toRow(r int) {
+	if m.n() == 0 {
+		return
+	}
+	m.SetCursor(m.entry(max(0, min(r, m.n()-1))).First)
+}
+
+// step moves the needle by delta rows. From a frame the view hides, one
+// row back is the row before it.
+func (m *timelineView) step(delta int) {
+	r := m.rowOf(m.cursor)
+	if delta < 0 && m.entry(r).Last < m.cursor {
+		delta++
+	}
+	m.toRow(r + delta)
 }
 
 // SetSize sets the pane's size, title line included.
@@ -60,6 +140,7 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto},
 		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext},
 		{k.Mark, k.Note, k.NextMark, k.Play, k.Speed, k.PageUp, k.PageDown, k.Read, k.Scale},
+		{k.Fold, k.FoldAll, k.Filter, k.Steps},
 	}
 }
 
@@ -73,17 +154,18 @@ func (m *timelineView) SetCursor(i int) {
 	m.scroll()
 }
 
-// scroll keeps the needle on screen with a little context around it.
+// scroll keeps the needle's row on screen with a little context around it.
 func (m *timelineView) scroll() {
 	rows := m.rows()
 	margin := min(2, rows/4)
-	if m.cursor < m.offset+margin {
-		m.offset = m.cursor - margin
+	at := m.rowOf(m.cursor)
+	if at < m.offset+margin {
+		m.offset = at - margin
 	}
-	if m.cursor >= m.offset+rows-margin {
-		m.offset = m.cursor - rows + margin + 1
+	if at >= m.offset+rows-margin {
+		m.offset = at - rows + margin + 1
 	}
-	m.offset = max(0, min(m.offset, m.tl.Len()-rows))
+	m.offset = max(0, min(m.offset, m.n()-rows))
 }
 
 // update moves the needle; a key that looks for a frame (n, t, e, m, ')
@@ -92,21 +174,41 @@ func (m *timelineView) update(km tea.KeyMsg) tea.Cmd {
 	k := m.keys
 	switch {
 	case key.Matches(km, k.Prev, k.Up):
-		m.SetCursor(m.cursor - 1)
+		m.step(-1)
 	case key.Matches(km, k.Next, k.Down):
-		m.SetCursor(m.cursor + 1)
+		m.step(1)
 	case key.Matches(km, k.PrevStep):
 		m.SetCursor(m.stepBack())
 	case key.Matches(km, k.NextStep):
 		m.SetCursor(m.tl.StepStart(m.tl.StepOf(m.cursor) + 1))
 	case key.Matches(km, k.PageUp):
-		m.SetCursor(m.cursor - m.rows())
+		m.step(-m.rows())
 	case key.Matches(km, k.PageDown):
-		m.SetCursor(m.cursor + m.rows())
+		m.step(m.rows())
 	case key.Matches(km, k.Home):
-		m.SetCursor(0)
+		m.toRow(0)
 	case key.Matches(km, k.End):
-		m.SetCursor(m.tl.Len() - 1)
+		if m.entries == nil {
+			m.SetCursor(m.tl.Len() - 1)
+		} else {
+			m.toRow(m.n() - 1)
+		}
+	case key.Matches(km, k.Fold):
+		return m.toggleRun()
+	case key.Matches(km, k.FoldAll):
+		m.view.Fold, m.view.Open = !m.view.Fold, nil
+		m.project()
+		return m.said(map[bool]string{true: "output folded: z opens a run", false: "output unfolded"}[m.view.Fold])
+	case key.Matches(km, k.Filter):
+		m.view.Only = nextFilter(m.view.Only)
+		m.project()
+		if m.view.Only == 0 {
+			return m.said("every kind of frame")
+		}
+		return m.said("only " + m.view.Only.String() + " (and step rules, run start and end): F for the next kind")
+	case key.Matches(km, k.Steps):
+		m.view.Steps = !m.view.Steps
+		m.project()
 	default:
 		return m.find(km)
 	}
@@ -232,20 +334,74 @@ func (m *timelineView) nextMarker() int {
 	return best
 }
 
+// said is a word for the status line.
+func (m *timelineView) said(s string) tea.Cmd {
+	return func() tea.Msg { return notFoundMsg{s} }
+}
+
+// nextFilter is the filter after f: every kind, then each class alone.
+func nextFilter(f timeline.Class) timeline.Class {
+	if f == 0 {
+		return timeline.Classes[0]
+	}
+	for i, c := range timeline.Classes {
+		if c == f && i+1 < len(timeline.Classes) {
+			return timeline.Classes[i+1]
+		}
+	}
+	return 0
+}
+
+// toggleRun opens the folded run under the needle, or folds again the
+// opened run the needle is in.
+func (m *timelineView) toggleRun() tea.Cmd {
+	if !m.view.Fold || m.view.Steps {
+		return m.said("nothing folded here (Z folds output)")
+	}
+	if e := m.entry(m.rowOf(m.cursor)); e.Folded() {
+		if m.view.Open == nil {
+			m.view.Open = map[int]bool{}
+		}
+		m.view.Open[e.First] = true
+		m.project()
+		return nil
+	}
+	// An opened run holds the needle when folding it again would.
+	for first := range m.view.Open {
+		if first > m.cursor {
+			continue
+		}
+		o := m.view
+		o.Open = maps.Clone(m.view.Open)
+		delete(o.Open, first)
+		entries, err := m.tl.View(context.Background(), o)
+		if err != nil {
+			continue
+		}
+		if e := entries[timeline.EntryOf(entries, m.cursor)]; e.First == first && e.Last >= m.cursor {
+			m.view.Open = o.Open
+			m.project()
+			m.SetCursor(first)
+			return nil
+		}
+	}
+	return m.said("not a run of output (z opens or folds one)")
+}
+
 // rowAt returns the frame under line y of the pane (0 is the title), or -1.
 func (m *timelineView) rowAt(y int) int {
-	i := m.offset + y - 1
-	if y < 1 || i >= m.tl.Len() {
+	r := m.offset + y - 1
+	if y < 1 || r >= m.n() {
 		return -1
 	}
-	return i
+	return m.entry(r).First
 }
 
 // View draws the title and the rows on screen.
 func (m *timelineView) View() string {
 	lines := []string{m.title()}
-	for i := m.offset; i < m.tl.Len() && len(lines) < m.h; i++ {
-		lines = append(lines, m.row(i))
+	for r := m.offset; r < m.n() && len(lines) < m.h; r++ {
+		lines = append(lines, m.rowView(r))
 	}
 	if m.tl.Len() == 0 {
 		lines = append(lines, m.st.Muted.Render("  (no frames)"))
@@ -263,15 +419,105 @@ func (m *timelineView) title() string {
 		t = m.label
 	}
 	t = fmt.Sprintf("%s · %s · frame %d of %d", t, baseName(m.tl.Path()), m.cursor, m.tl.Len())
+	switch {
+	case m.viewErr != nil:
+		t += " · view: " + m.viewErr.Error()
+	case m.view.Steps:
+		t += fmt.Sprintf(" · %s", counted(int64(m.n()), "step", "steps"))
+	case m.view.Only != 0:
+		t += fmt.Sprintf(" · only %s · %d rows", m.view.Only, m.n())
+	}
 	return st.Render(fit(t, m.w))
+}
+
+// rowView draws row r: a step's summary, a folded run of output, or a
+// frame.
+func (m *timelineView) rowView(r int) string {
+	e := m.entry(r)
+	sel := r == m.rowOf(m.cursor)
+	switch {
+	case m.view.Steps:
+		return m.stepRow(e, sel)
+	case e.Folded():
+		return m.foldRow(e, sel)
+	}
+	return m.row(e.First, sel)
+}
+
+// foldRow draws a run of output frames as one row: how many, on which
+// streams, and the start of the first.
+func (m *timelineView) foldRow(e timeline.Entry, sel bool) string {
+	first := m.tl.Row(e.First)
+	p := m.painter(sel)
+	cur := " "
+	if sel {
+		cur = "▶"
+	}
+	num := p(m.st.Muted, fmt.Sprintf("%*d", len(fmt.Sprint(max(m.tl.Len()-1, 0))), e.First))
+	left := cur + " " + " " + num
+	if m.w >= 50 {
+		left += " " + p(m.st.Muted, timeline.Clock(first.Time)+" "+fmt.Sprintf("s%-2d", first.Stream))
+	}
+	kind := m.st.Kind(tapefmt.KindOutput)
+	text := fmt.Sprintf("▸ %d outputs (frames %d-%d, z opens): %s", e.Last-e.First+1, e.First, e.Last, timeline.OneLine(first.Summary, 0))
+	line := fit(left+" "+p(kind, Glyph(tapefmt.KindOutput))+" "+p(kind, termtext.Sanitize(text)), m.w)
+	if sel {
+		return m.st.Selected.Render(line)
+	}
+	return line
+}
+
+// stepRow draws one step's summary: calls, tool calls, tokens, cost,
+// latency and files touched.
+func (m *timelineView) stepRow(e timeline.Entry, sel bool) string {
+	s, ok := m.sums[e.First]
+	if !ok {
+		if m.sums == nil {
+			m.sums = map[int]timeline.StepSummary{}
+		}
+		s = m.tl.SummarizeStep(e)
+		m.sums[e.First] = s
+	}
+	p := m.painter(sel)
+	cur := " "
+	if sel {
+		cur = "▶"
+	}
+	mark := " "
+	if s.Errors {
+		mark = p(m.st.Error, "!")
+	}
+	cost := timeline.USD(s.Cost)
+	if s.Unpriced > 0 {
+		cost += "+?"
+	}
+	text := fmt.Sprintf("step %d · %s · %s · %s tok · %s · %s · %s", s.Step+1, counted(int64(s.Calls), "call", "calls"),
+		counted(int64(s.Tools), "tool call", "tool calls"), count(s.Tokens), cost, timeline.Clock(s.Latency),
+		counted(int64(s.Files), "file", "files"))
+	num := p(m.st.Muted, fmt.Sprintf("%*d", len(fmt.Sprint(max(m.tl.Len()-1, 0))), e.First))
+	line := fit(cur+mark+" "+num+" "+p(m.st.Rule, text), m.w)
+	if sel {
+		return m.st.Selected.Render(line)
+	}
+	return line
+}
+
+// painter renders with a style, except on the needle's row, which is
+// drawn plain and highlighted as a whole.
+func (m *timelineView) painter(sel bool) painter {
+	return func(s lipgloss.Style, t string) string {
+		if sel {
+			return t
+		}
+		return s.Render(t)
+	}
 }
 
 // row draws frame i: gutter, number, time, stream, glyph, summary, tokens,
 // cost. The needle's row is drawn plain and then highlighted as a whole, so
 // the highlight is not cut by the colours inside it.
-func (m *timelineView) row(i int) string {
+func (m *timelineView) row(i int, sel bool) string {
 	r := m.tl.Row(i)
-	sel := i == m.cursor
 	p := func(s lipgloss.Style, t string) string {
 		if sel {
 			return t
@@ -371,6 +617,7 @@ type timelineKeys struct {
 	NextLLM, PrevLLM, NextTool, PrevTool, NextError, PrevError                  key.Binding
 	Search, SearchNext, SearchPrev, Mark, NextMark, Play, Speed                 key.Binding
 	Read, Scale, Note                                                           key.Binding
+	Fold, FoldAll, Filter, Steps                                                key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
@@ -405,5 +652,9 @@ func newTimelineKeys() timelineKeys {
 		NextMark:   b([]string{"'"}, "'", "next marker"),
 		Play:       b([]string{" "}, "space", "play"),
 		Speed:      b([]string{"x"}, "x", "speed 1x/2x/8x"),
+		Fold:       b([]string{"z"}, "z", "open/fold a run of output"),
+		FoldAll:    b([]string{"Z"}, "Z", "fold output or not"),
+		Filter:     b([]string{"F"}, "F", "only LLM/tools/files/output/errors/tx"),
+		Steps:      b([]string{"S"}, "S", "one row per step"),
 	}
 }
