@@ -6,6 +6,7 @@ package timeline
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"unicode/utf8"
 
@@ -186,12 +187,13 @@ type SearchResult struct {
 }
 
 // SearchReport searches as Search does, and reports the frames it could
-// not read instead of passing over them in silence.
+// not read instead of passing over them in silence. query is a Query:
+// words of text, and field:value terms.
 func (tl *Timeline) SearchReport(ctx context.Context, query string, from, dir int) (SearchResult, error) {
 	res := SearchResult{Frame: -1}
-	q := bytes.ToLower([]byte(query))
+	q := ParseQuery(query)
 	n := tl.Len()
-	if n == 0 || len(q) == 0 {
+	if n == 0 || q.Empty() {
 		return res, nil
 	}
 	step := 1
@@ -202,19 +204,62 @@ func (tl *Timeline) SearchReport(ctx context.Context, query string, from, dir in
 		if k%256 == 0 && ctx.Err() != nil {
 			return SearchResult{Frame: -1}, ctx.Err()
 		}
-		text, bad := tl.text(i)
+		ok, bad := tl.match(i, q)
 		if bad != nil {
 			tl.noteDamage(bad)
 			if res.Unreadable++; res.First == nil {
 				res.First = bad
 			}
 		}
-		if bytes.Contains(bytes.ToLower(text), q) {
+		if ok {
 			res.Frame = i
 			return res, nil
 		}
 	}
 	return res, nil
+}
+
+// Matches lists every frame query matches, in order, at most limit of
+// them (the list stops there; total counts on). It reads the whole tape.
+func (tl *Timeline) Matches(ctx context.Context, query string, limit int) (frames []int, total int, err error) {
+	q := ParseQuery(query)
+	if q.Empty() {
+		return nil, 0, nil
+	}
+	for i := range tl.Len() {
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		if ok, _ := tl.match(i, q); ok {
+			if total++; len(frames) < limit {
+				frames = append(frames, i)
+			}
+		}
+	}
+	return frames, total, nil
+}
+
+// match reports whether frame i is what q asks for: its kind from the
+// index first, then its fields, then its text.
+func (tl *Timeline) match(i int, q Query) (bool, *FrameError) {
+	k, _ := tl.KindAt(i)
+	if len(q.Kinds) > 0 && !slices.Contains(q.Kinds, k) {
+		return false, nil
+	}
+	if q.Class != 0 && classOf(k)&q.Class == 0 && !(q.Class&ClassErrors != 0 && tl.matches(i, k, FindError)) {
+		return false, nil
+	}
+	if q.Model != "" || q.Tool != "" || q.Path != "" || q.Status != 0 {
+		r := tl.Row(i)
+		if r.Err != nil || !q.fields(r.Payload) {
+			return false, nil
+		}
+	}
+	if q.Text == "" {
+		return true, nil
+	}
+	text, bad := tl.text(i)
+	return bytes.Contains(bytes.ToLower(text), []byte(q.Text)), bad
 }
 
 // text is everything Search looks at in frame i, and why some of it does

@@ -91,7 +91,8 @@ type Deck struct {
 
 	status, warn string
 	lastQuery    string
-	lastGoto     string // the last frame number asked for (g)
+	found        *matchList // every frame the last search matches, once counted
+	lastGoto     string     // the last frame number asked for (g)
 	helpTop      int    // the help overlay's first line shown (it scrolls)
 	dragging     bool   // the needle follows the pointer on the scrubber
 	searching    context.CancelFunc
@@ -232,7 +233,9 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 	case tickMsg:
 		return d.tick(msg)
 	case searchDoneMsg:
-		d.searchDone(msg)
+		return d.searchDone(msg)
+	case matchesMsg:
+		d.matchesCounted(msg)
 	case notFoundMsg:
 		d.status = msg.what
 	case forkStreamMsg: // the call in flight grew: sync shows it
@@ -415,9 +418,9 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Note):
 		d.openPrompt(promptNote)
 	case key.Matches(msg, k.SearchNext):
-		return d.search(d.lastQuery, 1)
+		return d.nextMatch(1)
 	case key.Matches(msg, k.SearchPrev):
-		return d.search(d.lastQuery, -1)
+		return d.nextMatch(-1)
 	case key.Matches(msg, k.Play):
 		return d.togglePlay()
 	case key.Matches(msg, k.Speed):

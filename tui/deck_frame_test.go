@@ -3,12 +3,15 @@ package tui
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -487,5 +490,56 @@ func TestFoldFilterSteps(t *testing.T) {
 	press(d, runes("l"))
 	if tv.cursor != tv.tl.StepStart(3) {
 		t.Errorf("a row on in steps: frame %d, want step 4's first, %d", tv.cursor, tv.tl.StepStart(3))
+	}
+}
+
+// TestSearchCounterAndFields: a search says which match of how many the
+// needle is on (match 2/5), ; and , step through the counted matches and
+// wrap around; field terms find frames by kind, model, tool, path and
+// status; a field value that means nothing is said, not searched.
+func TestSearchCounterAndFields(t *testing.T) {
+	d := newDeck(t, 160, 48, agentRun)
+	tv := d.tracks[0]
+	search := func(q string) {
+		t.Helper()
+		press(d, runes("/"))
+		typeText(d, q)
+		press(d, keyEnter)
+	}
+	search("kind:tool.call")
+	if !strings.Contains(d.status, "found in frame 16 · match 1/5") {
+		t.Errorf("the first match: status %q", d.status)
+	}
+	press(d, runes(";"))
+	if tv.cursor != 35 || !strings.Contains(d.status, "match 2/5") {
+		t.Errorf("; goes to frame %d, says %q; want 35, match 2/5", tv.cursor, d.status)
+	}
+	press(d, runes(","), runes(","))
+	if tv.cursor != 92 || !strings.Contains(d.status, "match 5/5") {
+		t.Errorf(", , from match 2 wraps to frame %d, says %q; want 92, match 5/5", tv.cursor, d.status)
+	}
+	for q, want := range map[string]int{
+		"kind:llm.response model:gpt-4o-mini": 5, "tool:write": 5, "kind:files path:step_03": 1,
+		"status:200 kind:llm": 5, "kind:errors": 0, "kind:llm plan": 7, "kind:llm.response plan": 3,
+	} {
+		frames, total, err := tv.tl.Matches(t.Context(), q, 100)
+		if err != nil || total != want || len(frames) != want {
+			t.Errorf("%q: %d matches (%v, %v), want %d", q, total, frames, err, want)
+		}
+	}
+	search("kind:foo status:x")
+	if !strings.Contains(d.status, "kind:foo, status:x: kind: takes") {
+		t.Errorf("a field value that means nothing: status %q", d.status)
+	}
+	// The text of a search is marked in the frame view, scrolled to.
+	search("edge cases")
+	if !strings.Contains(d.frame.View(), "edge cases") {
+		t.Errorf("the frame view does not show the match:\n%s", d.frame.View())
+	}
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(termenv.ANSI)
+	b := lines{w: 80, mark: "edge", markStyle: r.NewStyle().Reverse(true)}
+	if got := b.render(r.NewStyle(), "check Edge cases and edges"); got != "check \x1b[7mEdge\x1b[0m cases and \x1b[7medge\x1b[0ms" {
+		t.Errorf("render with a mark = %q", got)
 	}
 }

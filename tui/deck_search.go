@@ -3,7 +3,9 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -38,6 +40,13 @@ func (d *Deck) promptKey(msg tea.KeyMsg) tea.Cmd {
 	answer := d.prompt.answer()
 	switch d.prompt.kind {
 	case promptSearch:
+		if q := timeline.ParseQuery(answer); len(q.Bad) > 0 {
+			d.status = fmt.Sprintf("%s: kind: takes llm, tools, files, output, errors, tx or a frame kind (llm.request, ...); status: a number", strings.Join(q.Bad, ", "))
+			return nil
+		}
+		if answer != d.lastQuery {
+			d.found = nil
+		}
 		d.lastQuery = answer
 		return d.search(answer, 1)
 	case promptNote:
@@ -90,18 +99,104 @@ func (d *Deck) search(query string, dir int) tea.Cmd {
 }
 
 // searchDone puts the needle on what a search found, or says it found
-// nothing.
-func (d *Deck) searchDone(msg searchDoneMsg) {
+// nothing; the first search for a query then counts every match, in the
+// background.
+func (d *Deck) searchDone(msg searchDoneMsg) tea.Cmd {
 	switch {
 	case msg.err != nil:
-		return // cancelled by a newer search
+		return nil // cancelled by a newer search
 	case msg.found < 0:
-		d.status = fmt.Sprintf("no frame holds %q", msg.query)
-	default:
-		msg.track.SetCursor(msg.found)
-		d.status = fmt.Sprintf("%q found in frame %d · ; next · , previous", msg.query, msg.found)
+		d.status = fmt.Sprintf("no frame holds %q", msg.query) + unreadableNote(msg.res)
+		return nil
 	}
-	d.status += unreadableNote(msg.res)
+	msg.track.SetCursor(msg.found)
+	d.frame.Mark(timeline.ParseQuery(msg.query).Text)
+	d.status = d.foundText(msg.query, msg.found) + unreadableNote(msg.res)
+	if d.found != nil && d.found.query == msg.query && d.found.track == msg.track {
+		return nil
+	}
+	return d.countMatches(msg.track, msg.query)
+}
+
+// maxMatches bounds the list of matches kept for ; and , (the count goes
+// on past it).
+const maxMatches = 100_000
+
+// matchList is every frame a query matches on one track.
+type matchList struct {
+	track  *timelineView
+	query  string
+	frames []int
+	total  int
+}
+
+// at is the place of frame i in the list (0-based), or -1.
+func (l *matchList) at(i int) int {
+	if j, ok := slices.BinarySearch(l.frames, i); ok {
+		return j
+	}
+	return -1
+}
+
+// matchesMsg carries the count of a query's matches back.
+type matchesMsg struct{ list *matchList }
+
+// countMatches lists every frame query matches, in a command that a newer
+// search cancels.
+func (d *Deck) countMatches(tv *timelineView, query string) tea.Cmd {
+	ctx, cancel := context.WithCancel(d.ctx)
+	d.searching = cancel
+	return func() tea.Msg {
+		frames, total, err := tv.tl.Matches(ctx, query, maxMatches)
+		if err != nil {
+			return nil
+		}
+		return matchesMsg{&matchList{track: tv, query: query, frames: frames, total: total}}
+	}
+}
+
+func (d *Deck) matchesCounted(msg matchesMsg) {
+	if msg.list.query != d.lastQuery {
+		return // a newer search
+	}
+	d.found = msg.list
+	if tv := d.tracks[d.focus]; tv == msg.list.track && msg.list.at(tv.cursor) >= 0 {
+		d.status = d.foundText(msg.list.query, tv.cursor)
+	}
+}
+
+// foundText says where a match is, and its place among all of them once
+// they are counted.
+func (d *Deck) foundText(query string, frame int) string {
+	place := ""
+	if l := d.found; l != nil && l.query == query {
+		if j := l.at(frame); j >= 0 {
+			place = fmt.Sprintf(" · match %d/%d", j+1, l.total)
+		}
+	}
+	return fmt.Sprintf("%q found in frame %d%s · ; next · , previous", query, frame, place)
+}
+
+// nextMatch goes to the next (dir > 0) or previous match of the last
+// search: from the counted list when there is one, else by searching on.
+func (d *Deck) nextMatch(dir int) tea.Cmd {
+	tv := d.tracks[d.focus]
+	l := d.found
+	if l == nil || l.track != tv || l.query != d.lastQuery || len(l.frames) < l.total || len(l.frames) == 0 {
+		return d.search(d.lastQuery, dir)
+	}
+	j, ok := slices.BinarySearch(l.frames, tv.cursor)
+	switch {
+	case dir > 0 && ok:
+		j++
+	case dir < 0:
+		j--
+	}
+	j = (j%len(l.frames) + len(l.frames)) % len(l.frames)
+	tv.SetCursor(l.frames[j])
+	d.frame.Mark(timeline.ParseQuery(l.query).Text)
+	d.status = d.foundText(l.query, l.frames[j])
+	return nil
 }
 
 // unreadableNote says which frames a search could not read in full, so

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
@@ -43,6 +44,17 @@ type frameView struct {
 	// live is a fork's call in flight, streamed so far, shown under the
 	// frame it was forked at (SetLive); liveID tells its versions apart.
 	live, liveID string
+	// mark is the text of the last search (lower case), highlighted where
+	// it shows; marked is the frame last scrolled to its first match.
+	mark   string
+	marked int
+}
+
+// Mark highlights text (a search's, "" for none) and scrolls the frame
+// to its first match.
+func (m *frameView) Mark(text string) {
+	m.mark, m.marked = strings.ToLower(text), -1
+	m.refresh()
 }
 
 // SetLive shows text under the frame as a fork's call in flight (id
@@ -56,7 +68,7 @@ func (m *frameView) SetLive(text, id string) {
 }
 
 func newFrameView(st *Styles) *frameView {
-	return &frameView{st: st, keys: newFrameKeys(), vp: viewport.New(0, 0), seq: -1}
+	return &frameView{st: st, keys: newFrameKeys(), vp: viewport.New(0, 0), seq: -1, marked: -1}
 }
 
 // SetSize sets the pane's size, title included.
@@ -120,7 +132,7 @@ func (m *frameView) Show(tl *timeline.Timeline, seq int, stream *time.Duration) 
 func (m *frameView) ToggleRaw() { m.raw = !m.raw; m.refresh() }
 
 func (m *frameView) refresh() {
-	id := fmt.Sprintf("%p/%d/%v/%d/%s", m.tl, m.seq, m.raw, m.w, m.liveID)
+	id := fmt.Sprintf("%p/%d/%v/%d/%s/%s", m.tl, m.seq, m.raw, m.w, m.liveID, m.mark)
 	if m.stream != nil {
 		id += "/" + m.stream.String()
 	}
@@ -140,6 +152,15 @@ func (m *frameView) refresh() {
 		out = append(out[:maxFrameLines], m.st.Muted.Render(fmt.Sprintf("… %d more lines (jukebox show --frame %d --blobs)", len(out)-maxFrameLines, m.seq)))
 	}
 	m.vp.SetContent(strings.Join(out, "\n"))
+	if m.mark != "" && m.marked != m.seq {
+		m.marked = m.seq
+		for i, l := range out {
+			if strings.Contains(strings.ToLower(ansi.Strip(l)), m.mark) {
+				m.vp.SetYOffset(max(i-2, 0))
+				break
+			}
+		}
+	}
 }
 
 // View draws the title and the scrolled content.
@@ -163,7 +184,7 @@ func (m *frameView) View() string {
 
 // content lays the frame out as lines of at most m.w cells.
 func (m *frameView) content() []string {
-	var b lines
+	b := lines{mark: m.mark, markStyle: m.st.Match}
 	b.w = max(m.w-1, 10)
 	if m.detail != nil {
 		m.damage(&b, m.detail.Errs()) // first: a damaged frame is never shown as merely empty
@@ -188,10 +209,38 @@ func (m *frameView) content() []string {
 	return b.out
 }
 
-// lines collects wrapped, styled lines.
+// lines collects wrapped, styled lines; mark, when set (lower case), is
+// drawn in markStyle wherever a line holds it.
 type lines struct {
-	w   int
-	out []string
+	w         int
+	out       []string
+	mark      string
+	markStyle lipgloss.Style
+}
+
+// render draws one line in style s, its matches of the mark in the mark's
+// style.
+func (b *lines) render(s interface{ Render(...string) string }, line string) string {
+	lower := strings.ToLower(line)
+	if b.mark == "" || len(lower) != len(line) || !strings.Contains(lower, b.mark) {
+		return s.Render(line)
+	}
+	var out strings.Builder
+	for {
+		i := strings.Index(lower, b.mark)
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			out.WriteString(s.Render(line[:i]))
+		}
+		out.WriteString(b.markStyle.Render(line[i : i+len(b.mark)]))
+		line, lower = line[i+len(b.mark):], lower[i+len(b.mark):]
+	}
+	if line != "" {
+		out.WriteString(s.Render(line))
+	}
+	return out.String()
 }
 
 // add wraps text to the width and appends it, every line in style s. A
@@ -204,7 +253,7 @@ func (b *lines) add(s interface{ Render(...string) string }, text string) {
 			pad, body = "", l
 		}
 		for _, w := range strings.Split(ansi.Wrap(body, b.w-len(pad), ""), "\n") {
-			b.out = append(b.out, s.Render(pad+w))
+			b.out = append(b.out, b.render(s, pad+w))
 		}
 	}
 }

@@ -20,6 +20,7 @@ type Styles struct {
 	Title, TitleFocused     lipgloss.Style // a pane's title line
 	Text, Muted, Accent     lipgloss.Style
 	Selected                lipgloss.Style // the cursor row
+	Match                   lipgloss.Style // the last search's text in the frame view
 	Cursor                  lipgloss.Style // the cursor glyph in the gutter
 	Rule                    lipgloss.Style // step boundaries
 	LLM, Tool, File, Output lipgloss.Style
@@ -64,6 +65,7 @@ func NewStyles(th themes.Theme, r *lipgloss.Renderer) Styles {
 	st.Title = fg(th.Muted).Bold(true)
 	st.TitleFocused = fg(th.Accent).Bold(true).Underline(th.Colourless)
 	st.Selected = bg(r.NewStyle(), th.Highlight).Bold(true)
+	st.Match = r.NewStyle().Reverse(true).Bold(true)
 	st.Field = fg(th.Text)
 	st.FieldFocused = fg(th.Accent)
 	st.Help = help.Styles{
