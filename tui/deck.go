@@ -93,8 +93,8 @@ type Deck struct {
 	lastQuery    string
 	found        *matchList // every frame the last search matches, once counted
 	lastGoto     string     // the last frame number asked for (g)
-	helpTop      int    // the help overlay's first line shown (it scrolls)
-	dragging     bool   // the needle follows the pointer on the scrubber
+	helpTop      int        // the help overlay's first line shown (it scrolls)
+	dragging     bool       // the needle follows the pointer on the scrubber
 	searching    context.CancelFunc
 	ctx          context.Context
 	stop         context.CancelFunc
