@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -52,6 +53,11 @@ type Options struct {
 	// and brings them back on the next open; without it they last the
 	// session.
 	KeepMarkers bool
+	// Getenv reads PAGER, VISUAL and EDITOR for o and v; nil is os.Getenv.
+	Getenv func(string) string
+	// Clipboard is where y writes its OSC 52 sequence; nil is os.Stdout,
+	// the terminal.
+	Clipboard io.Writer
 }
 
 // pane says what has the keyboard.
@@ -93,6 +99,7 @@ type Deck struct {
 	lastQuery    string
 	found        *matchList // every frame the last search matches, once counted
 	lastGoto     string     // the last frame number asked for (g)
+	lastWrite    string     // the last file a frame was written to (w)
 	helpTop      int        // the help overlay's first line shown (it scrolls)
 	dragging     bool       // the needle follows the pointer on the scrubber
 	searching    context.CancelFunc
@@ -238,6 +245,11 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		d.matchesCounted(msg)
 	case notFoundMsg:
 		d.status = msg.what
+	case takeoutMsg:
+		d.status = ""
+		if msg.err != nil {
+			d.status = fmt.Sprintf("%s: %v", msg.what, msg.err)
+		}
 	case forkStreamMsg: // the call in flight grew: sync shows it
 	case forkEventMsg, forkDoneMsg, forkReloadMsg:
 		return d.forkMsg(msg)
@@ -417,6 +429,14 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		d.openPrompt(promptSearch)
 	case key.Matches(msg, k.Note):
 		d.openPrompt(promptNote)
+	case key.Matches(msg, k.Pager):
+		return d.pageFrame()
+	case key.Matches(msg, k.Editor):
+		return d.editFrame()
+	case key.Matches(msg, k.Copy):
+		d.copyFrame()
+	case key.Matches(msg, k.Write):
+		d.openPrompt(promptWrite)
 	case key.Matches(msg, k.SearchNext):
 		return d.nextMatch(1)
 	case key.Matches(msg, k.SearchPrev):

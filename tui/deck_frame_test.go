@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"os"
@@ -541,5 +542,72 @@ func TestSearchCounterAndFields(t *testing.T) {
 	b := lines{w: 80, mark: "edge", markStyle: r.NewStyle().Reverse(true)}
 	if got := b.render(r.NewStyle(), "check Edge cases and edges"); got != "check \x1b[7mEdge\x1b[0m cases and \x1b[7medge\x1b[0ms" {
 		t.Errorf("render with a mark = %q", got)
+	}
+}
+
+// TestTakeFrameOut: w writes the frame as the view lays it out (JSON laid
+// out, a tool's file content as lines), offering frame-N.txt, asking
+// before it replaces a file, and saying why it cannot write; y sends it
+// through OSC 52; o without a pager or less reads it in the frame view;
+// v without an editor says what to do instead.
+func TestTakeFrameOut(t *testing.T) {
+	o := testOptions()
+	var clip bytes.Buffer
+	o.Clipboard = &clip
+	o.Getenv = func(string) string { return "" }
+	d := New([]string{agentRun}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	press(d, runes("g"), runes("1"), runes("6"), keyEnter) // the tool call write_file
+	dir := t.TempDir()
+	t.Chdir(dir)
+	press(d, runes("w"))
+	if d.pane != panePrompt || d.prompt.input.Value() != "frame-16.txt" {
+		t.Fatalf("w offers %q", d.prompt.input.Value())
+	}
+	press(d, keyEnter)
+	got, err := os.ReadFile(filepath.Join(dir, "frame-16.txt"))
+	if err != nil || !strings.Contains(string(got), "write_file") || !strings.Contains(string(got), "\n        # step 0\n        VALUE = 0\n") {
+		t.Fatalf("frame-16.txt (%v):\n%s", err, got)
+	}
+	if strings.Contains(string(got), "\x1b") || !strings.Contains(d.status, "frame 16 written to frame-16.txt") {
+		t.Errorf("status %q; escape sequences in the file: %v", d.status, strings.Contains(string(got), "\x1b"))
+	}
+	if err := os.WriteFile("frame-16.txt", []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	press(d, runes("w"), keyEnter)
+	if d.pane != panePrompt || d.prompt.kind != promptOverwrite {
+		t.Fatalf("w onto an existing file did not ask (status %q)", d.status)
+	}
+	press(d, runes("n"), keyEnter)
+	if b, _ := os.ReadFile("frame-16.txt"); string(b) != "mine" || !strings.Contains(d.status, "kept as it was") {
+		t.Errorf("n: the file holds %q, status %q", b, d.status)
+	}
+	press(d, runes("w"), keyEnter, runes("y"), keyEnter)
+	if b, _ := os.ReadFile("frame-16.txt"); !strings.Contains(string(b), "write_file") {
+		t.Errorf("y: the file holds %q", b)
+	}
+	press(d, runes("w"))
+	typeText(d, "no/such/dir/f.txt")
+	press(d, keyEnter)
+	if !strings.Contains(d.status, `cannot write no/such/dir/f.txt: no such file or directory`) {
+		t.Errorf("an unwritable path: status %q", d.status)
+	}
+
+	press(d, runes("y"))
+	want := "\x1b]52;c;" + base64.StdEncoding.EncodeToString(got) + "\x07"
+	if clip.String() != want || !strings.Contains(d.status, "OSC 52") {
+		t.Errorf("y wrote %q (status %q), want the frame's OSC 52", clip.String(), d.status)
+	}
+
+	t.Setenv("PATH", t.TempDir()) // no less
+	press(d, runes("o"))
+	if d.pane != paneFrame || !strings.Contains(d.status, "no $PAGER and no less") {
+		t.Errorf("o with no pager: pane %v, status %q", d.pane, d.status)
+	}
+	press(d, keyEsc, runes("v"))
+	if !strings.Contains(d.status, "no $VISUAL or $EDITOR set") {
+		t.Errorf("v with no editor: status %q", d.status)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -18,6 +20,10 @@ func (d *Deck) openPrompt(k promptKind) {
 	switch k {
 	case promptSearch:
 		last = d.lastQuery
+	case promptWrite:
+		last = d.writeName()
+	case promptOverwrite:
+		last = ""
 	case promptNote: // the note there is, to edit
 		tv := d.tracks[d.focus]
 		last = tv.notes[tv.cursor]
@@ -51,6 +57,16 @@ func (d *Deck) promptKey(msg tea.KeyMsg) tea.Cmd {
 		return d.search(answer, 1)
 	case promptNote:
 		return d.tracks[d.focus].setNote(answer)
+	case promptWrite:
+		d.writeFrame(answer, false)
+		return nil
+	case promptOverwrite:
+		if strings.EqualFold(answer, "y") || strings.EqualFold(answer, "yes") {
+			d.writeFrame(d.prompt.about, true)
+		} else {
+			d.status = termtext.Quote(d.prompt.about) + " kept as it was"
+		}
+		return nil
 	}
 	d.lastGoto = answer
 	d.gotoFrame(answer)

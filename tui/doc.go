@@ -45,9 +45,10 @@
 // shown as a second timeline.
 //
 // Imports point one way: tui reads tapes only through timeline (the read
-// side) and runs agents only through engine (engine.Fork); it never opens
-// files, sockets or processes itself, and neither of those packages
-// imports it. cmd/jukebox is its only importer.
+// side) and runs agents only through engine (engine.Fork), and neither of
+// those packages imports it. cmd/jukebox is its only importer. The one
+// process it starts is the user's pager or editor, and the one file it
+// writes one the user names (takeout.go: o, v, y, w).
 //
 // Decisions: the turntable never writes to a tape (a tape is append-only
 // and hashed); markers set with `m` are kept beside it, in

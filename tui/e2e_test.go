@@ -76,10 +76,18 @@ func TestEndToEndTmux(t *testing.T) {
 	tape, _ := filepath.Abs(agentRun)
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("jukebox-test-%d", os.Getpid()), name: "play"}
 	t.Cleanup(func() { s.tmux("kill-server") })
+	// o, v and y take a frame out: the pager and the editor write what
+	// they get where the test reads it.
+	out := t.TempDir()
+	editor := filepath.Join(out, "editor.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\ncat \"$1\" > "+out+"/edited.txt\nstat -c '%a' \"$1\" >> "+out+"/edited.txt\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "40",
-		"env NO_COLOR= "+bin+" play "+tape); err != nil {
+		fmt.Sprintf("env NO_COLOR= PAGER='cat > %s/paged.txt' EDITOR=%s %s play %s", out, editor, bin, tape)); err != nil {
 		t.Fatalf("tmux new-session: %v %s", err, out)
 	}
+	s.tmux("set-option", "-s", "set-clipboard", "on")
 	s.waitScreen("JUKEBOX", "frame 0 of 98", "q quit")
 
 	s.keys("n", "n")
@@ -107,6 +115,18 @@ func TestEndToEndTmux(t *testing.T) {
 		t.Fatalf("the found frame does not show the text:\n%s", scr)
 	}
 
+	s.keys("g", "1", "6", "Enter")
+	s.waitScreen("frame 16 of 98")
+	s.keys("o")
+	waitFile(t, filepath.Join(out, "paged.txt"), "write_file", "        VALUE = 0")
+	s.keys("v")
+	waitFile(t, filepath.Join(out, "edited.txt"), "write_file", "\n444\n")
+	s.keys("y")
+	s.waitScreen("sent to the clipboard (OSC 52")
+	if buf, _ := s.tmux("show-buffer"); !strings.Contains(buf, "write_file") {
+		t.Errorf("y: tmux's buffer holds %q", buf)
+	}
+
 	s.keys("q")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -119,6 +139,26 @@ func TestEndToEndTmux(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	signalQuits(t, s, bin, tape)
+}
+
+// waitFile waits until path holds every one of want.
+func waitFile(t *testing.T, path string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		ok := len(b) > 0
+		for _, w := range want {
+			ok = ok && strings.Contains(string(b), w)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never held %q; it holds:\n%s", path, want, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // signalQuits: SIGTERM to jukebox play ends it as q does (exit 0), every

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,8 +19,12 @@ import (
 // maxFrameLines bounds what the frame view lays out for one frame.
 const maxFrameLines = 4000
 
-// rawBlobBytes is how much of each blob the raw view prints.
-const rawBlobBytes = 2048
+// rawBlobBytes is how much of each blob the raw view prints; a JSON blob
+// up to maxReadableBlob is laid out to read first.
+const (
+	rawBlobBytes    = 4096
+	maxReadableBlob = 256 << 10
+)
 
 // frameView shows the frame under the needle in full: for an LLM call the
 // context window the model saw and its answer (rendered as it streamed in
@@ -48,6 +51,9 @@ type frameView struct {
 	// it shows; marked is the frame last scrolled to its first match.
 	mark   string
 	marked int
+	// unwrapped lays the content out for outside the turntable: lines
+	// as long as they are (takeout.go).
+	unwrapped bool
 }
 
 // Mark highlights text (a search's, "" for none) and scrolls the frame
@@ -184,8 +190,11 @@ func (m *frameView) View() string {
 
 // content lays the frame out as lines of at most m.w cells.
 func (m *frameView) content() []string {
-	b := lines{mark: m.mark, markStyle: m.st.Match}
+	b := lines{mark: m.mark, markStyle: m.st.Match, plain: m.unwrapped}
 	b.w = max(m.w-1, 10)
+	if m.unwrapped {
+		b.w = 1 << 20
+	}
 	if m.detail != nil {
 		m.damage(&b, m.detail.Errs()) // first: a damaged frame is never shown as merely empty
 	}
@@ -204,7 +213,7 @@ func (m *frameView) content() []string {
 		m.fileText(&b, d.File)
 	default:
 		b.add(m.st.Kind(d.Kind), d.Summary)
-		b.add(m.st.Text, indent(string(d.Payload)))
+		b.add(m.st.Text, readableJSON(string(d.Payload)))
 	}
 	return b.out
 }
@@ -216,6 +225,7 @@ type lines struct {
 	out       []string
 	mark      string
 	markStyle lipgloss.Style
+	plain     bool // section rules are not drawn to the width (text for outside)
 }
 
 // render draws one line in style s, its matches of the mark in the mark's
@@ -261,6 +271,10 @@ func (b *lines) add(s interface{ Render(...string) string }, text string) {
 // head appends a section rule with a title.
 func (b *lines) head(s interface{ Render(...string) string }, title string) {
 	t := "── " + title + " "
+	if b.plain {
+		b.out = append(b.out, s.Render(t+"──"))
+		return
+	}
 	b.out = append(b.out, s.Render(t+strings.Repeat("─", max(b.w-ansi.StringWidth(t), 0))))
 }
 
@@ -348,7 +362,7 @@ func (m *frameView) toolText(b *lines, t *timeline.ToolDetail) {
 	}
 	b.add(st.Tool, fmt.Sprintf("%s · %s%s", t.Name, t.ID, src))
 	b.head(st.Title, fmt.Sprintf("arguments · frame %d", t.Call))
-	b.add(st.Text, indentText(t.Args))
+	b.add(st.Text, indentText(readableJSON(t.Args)))
 	if t.Result < 0 {
 		b.head(st.Warn, "no result on the tape")
 		return
@@ -363,7 +377,7 @@ func (m *frameView) toolText(b *lines, t *timeline.ToolDetail) {
 		h, style = h+" · error", st.Error
 	}
 	b.head(style, h)
-	b.add(st.Text, indentText(t.Output))
+	b.add(st.Text, indentText(readableJSON(t.Output)))
 }
 
 func (m *frameView) fileText(b *lines, f *timeline.FileDetail) {
@@ -396,8 +410,8 @@ func (m *frameView) rawText(b *lines, d *timeline.Detail) {
 	st := m.st
 	b.add(st.Muted, fmt.Sprintf("offset %d · record %d bytes · payload %d bytes · kind %s · stream %d",
 		d.Offset, d.Size, len(d.Payload), d.Kind, d.Stream))
-	b.head(st.Title, "payload (as stored)")
-	b.add(st.Text, string(d.Payload))
+	b.head(st.Title, "payload (laid out to read; jukebox show --frame N --json for the bytes)")
+	b.add(st.Text, readableJSON(string(d.Payload)))
 	for _, r := range d.Blobs {
 		if r.Err != nil {
 			b.head(st.Error, fmt.Sprintf("blob %s · unreadable", r.Role))
@@ -407,26 +421,20 @@ func (m *frameView) rawText(b *lines, d *timeline.Detail) {
 		b.head(st.Title, fmt.Sprintf("blob %s · %d bytes", r.Role, r.Size))
 		b.add(st.Accent, "blake3 "+r.Hash.String())
 		if raw, err := m.tl.Tape().Blob(r.Hash); err == nil {
-			head := raw[:min(len(raw), rawBlobBytes)]
-			b.add(st.Text, strings.ToValidUTF8(string(head), "�"))
-			if len(raw) > len(head) {
-				b.add(st.Muted, fmt.Sprintf("… %d more bytes", len(raw)-len(head)))
+			text := string(raw)
+			if len(raw) <= maxReadableBlob {
+				text = readableJSON(text) // a JSON body laid out to read
+			}
+			head := text[:min(len(text), rawBlobBytes)]
+			b.add(st.Text, strings.ToValidUTF8(head, "�"))
+			if len(text) > len(head) {
+				b.add(st.Muted, fmt.Sprintf("… %d more bytes", len(text)-len(head)))
 			}
 		}
 	}
 	if len(d.Blobs) == 0 {
 		b.add(st.Muted, "no blobs")
 	}
-}
-
-// indent pretty-prints JSON, or returns text that is not JSON as it is.
-func indent(s string) string {
-	var v any
-	if json.Unmarshal([]byte(s), &v) != nil {
-		return s
-	}
-	out, _ := json.MarshalIndent(v, "", "  ")
-	return string(out)
 }
 
 func indentText(s string) string {

@@ -5,15 +5,19 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // promptKind says what a prompt asks for.
 type promptKind int
 
 const (
-	promptGoto   promptKind = iota // a frame number
-	promptSearch                   // text to find
-	promptNote                     // a marker's note
+	promptGoto      promptKind = iota // a frame number
+	promptSearch                      // text to find
+	promptNote                        // a marker's note
+	promptWrite                       // a file to write the frame to
+	promptOverwrite                   // yes to replace that file
 )
 
 // prompt is the one-line question on the status line: go to which frame,
@@ -27,6 +31,7 @@ type prompt struct {
 	// selected: the answer is the last one, shown selected: typing
 	// replaces it, enter reuses it, a cursor key keeps it to edit.
 	selected bool
+	about    string // what the question is about (the file to overwrite)
 }
 
 func newPrompt(st *Styles) *prompt {
@@ -81,6 +86,10 @@ func (m *prompt) View() string {
 		q = "search: "
 	case promptNote:
 		q = "note on this marker: "
+	case promptWrite:
+		q = "write this frame to: "
+	case promptOverwrite:
+		q = termtext.Quote(m.about) + " exists: overwrite it? (y, or esc): "
 	}
 	w := max(m.w-len(q)-2, 1)
 	if m.selected {

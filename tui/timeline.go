@@ -140,7 +140,7 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto},
 		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext},
 		{k.Mark, k.Note, k.NextMark, k.Play, k.Speed, k.PageUp, k.PageDown, k.Read, k.Scale},
-		{k.Fold, k.FoldAll, k.Filter, k.Steps},
+		{k.Fold, k.FoldAll, k.Filter, k.Steps, k.Pager, k.Editor, k.Copy, k.Write},
 	}
 }
 
@@ -618,6 +618,7 @@ type timelineKeys struct {
 	Search, SearchNext, SearchPrev, Mark, NextMark, Play, Speed                 key.Binding
 	Read, Scale, Note                                                           key.Binding
 	Fold, FoldAll, Filter, Steps                                                key.Binding
+	Pager, Editor, Copy, Write                                                  key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
@@ -656,5 +657,9 @@ func newTimelineKeys() timelineKeys {
 		FoldAll:    b([]string{"Z"}, "Z", "fold output or not"),
 		Filter:     b([]string{"F"}, "F", "only LLM/tools/files/output/errors/tx"),
 		Steps:      b([]string{"S"}, "S", "one row per step"),
+		Pager:      b([]string{"o"}, "o", "frame to $PAGER"),
+		Editor:     b([]string{"v"}, "v", "frame in $EDITOR (a copy)"),
+		Copy:       b([]string{"y"}, "y", "copy the frame (OSC 52)"),
+		Write:      b([]string{"w"}, "w", "write the frame to a file"),
 	}
 }
