@@ -25,6 +25,7 @@ type diffPane struct {
 	err     error
 	loading bool
 	changes []int // lines where a changed, added or removed frame starts
+	cur     int   // the change the counter names (changes' index), -1 before the first
 	first   int   // line of the first-divergence banner, -1 when none
 }
 
@@ -35,7 +36,7 @@ type diffReadyMsg struct {
 }
 
 func newDiffPane(st *Styles) *diffPane {
-	return &diffPane{st: st, keys: newDiffKeys(), vp: viewport.New(0, 0), first: -1}
+	return &diffPane{st: st, keys: newDiffKeys(), vp: viewport.New(0, 0), first: -1, cur: -1}
 }
 
 // SetSize sets the pane's size, title included, and lays the diff out again.
@@ -67,8 +68,10 @@ func (m *diffPane) update(km tea.KeyMsg) verdict {
 		m.scroll(1)
 	case key.Matches(km, k.PageUp):
 		m.vp.PageUp()
+		m.follow()
 	case key.Matches(km, k.PageDown):
 		m.vp.PageDown()
+		m.follow()
 	case key.Matches(km, k.NextChange):
 		m.jump(1)
 	case key.Matches(km, k.PrevChange):
@@ -83,26 +86,39 @@ func (m *diffPane) scroll(n int) {
 	} else if n > 0 {
 		m.vp.ScrollDown(n)
 	}
+	m.follow()
 }
 
-// jump scrolls to the next (or previous) change.
+// jump moves to the next (or previous) change and scrolls it to the top
+// of the view, as far as the view scrolls: near the end the counter moves
+// on while the view stays.
 func (m *diffPane) jump(dir int) {
-	y := m.vp.YOffset
-	if dir > 0 {
-		for _, l := range m.changes {
-			if l > y+1 {
-				m.vp.SetYOffset(l - 1)
-				return
-			}
-		}
+	if len(m.changes) == 0 {
 		return
 	}
-	for i := len(m.changes) - 1; i >= 0; i-- {
-		if l := m.changes[i]; l < y+1 {
-			m.vp.SetYOffset(max(l-1, 0))
-			return
+	m.cur = min(max(m.cur+dir, 0), len(m.changes)-1)
+	m.vp.SetYOffset(max(m.changes[m.cur]-1, 0))
+}
+
+// follow sets the current change from the view after a scroll: the last
+// one that starts at or above the view's second line (jump puts a change
+// there); -1 above the first.
+func (m *diffPane) follow() {
+	m.cur = -1
+	for i, l := range m.changes {
+		if l <= m.vp.YOffset+1 {
+			m.cur = i
 		}
 	}
+}
+
+// counter says where the view is among the changes: "change 3/10" once
+// it reaches one, else how many there are.
+func (m *diffPane) counter() string {
+	if m.cur >= 0 {
+		return fmt.Sprintf("change %d/%d", m.cur+1, len(m.changes))
+	}
+	return counted(int64(len(m.changes)), "change", "changes")
 }
 
 // labelRe finds a frame label ("    17 llm.request ") at the start of a column.
@@ -140,6 +156,7 @@ func (m *diffPane) render() {
 	if m.first >= 0 {
 		m.vp.SetYOffset(m.first)
 	}
+	m.follow()
 }
 
 // View draws the title and the diff.
@@ -151,7 +168,7 @@ func (m *diffPane) View() string {
 	case m.err != nil:
 		title = "diff · " + m.err.Error()
 	case m.res != nil:
-		title = fmt.Sprintf("diff · %s ⟷ %s · %s", m.res.Left.Name, m.res.Right.Name, counted(int64(len(m.changes)), "change", "changes"))
+		title = fmt.Sprintf("diff · %s ⟷ %s · %s", m.res.Left.Name, m.res.Right.Name, m.counter())
 		if d, ok := m.res.Divergence(); ok {
 			title += " · first divergence: " + d.Text
 		} else {

@@ -60,8 +60,11 @@ func TestFlowScrubAndDiff(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	waitFor(t, tm, `"unicode" found in frame`)
 	tm.Type("d")
-	waitFor(t, tm, "17 changes", "first divergence: left frame 40")
-	tm.Type("n")
+	waitFor(t, tm, "change 1/17", "first divergence: left frame 40")
+	tm.Type("nn")
+	waitFor(t, tm, "change 3/17")
+	tm.Type("N")
+	waitFor(t, tm, "change 2/17")
 	final := quit(t, tm)
 	if final.pane != paneDiff || final.diff.vp.YOffset <= final.diff.first {
 		t.Fatalf("n in the diff pane: pane %d, offset %d, divergence at %d", final.pane, final.diff.vp.YOffset, final.diff.first)
