@@ -191,3 +191,25 @@ func Cost(model string, u tapefmt.Usage) (usd float64, known bool) {
 	}
 	return float64(fresh)*e.InputCostPerToken + float64(u.Cached)*cached + float64(u.CacheWrite)*write + float64(u.Output)*e.OutputCostPerToken, true
 }
+
+// Window is model's context window: the most input tokens it takes (the
+// table's max_input_tokens); known is false where the table does not say.
+func Window(model string) (tokens int64, known bool) {
+	e, ok := lookup(model)
+	if !ok || e.MaxInputTokens <= 0 {
+		return 0, false
+	}
+	return e.MaxInputTokens, true
+}
+
+// PromptTokens is how many tokens a call's context held, from the
+// provider's usage: OpenAI's and Google's input tokens include the cached
+// ones; Anthropic's leave out cache reads and writes, which are added
+// (the rule Cost follows, by the table's provider; a model the table does
+// not know counts its input tokens alone).
+func PromptTokens(model string, u tapefmt.Usage) int64 {
+	if e, ok := lookup(model); ok && e.cacheApart() {
+		return u.Input + u.Cached + u.CacheWrite
+	}
+	return u.Input
+}

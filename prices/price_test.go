@@ -96,3 +96,21 @@ func TestLoad(t *testing.T) {
 		t.Errorf("a malformed table: %v", err)
 	}
 }
+
+// TestWindowAndPromptTokens: the context window comes from the table's
+// max_input_tokens, a dated variant included; the prompt's tokens add
+// Anthropic's cache reads and writes, which its input count leaves out.
+func TestWindowAndPromptTokens(t *testing.T) {
+	for model, want := range map[string]int64{"gpt-4o": 128000, "gpt-4o-2024-11-20": 128000, "claude-sonnet-4-5": 200000, "my-local-model": 0} {
+		if got, known := Window(model); got != want || known != (want > 0) {
+			t.Errorf("Window(%q) = %d, %v; want %d", model, got, known, want)
+		}
+	}
+	u := tapefmt.Usage{Input: 100, Cached: 1000, CacheWrite: 50, Output: 7}
+	if got := PromptTokens("claude-sonnet-4-5", u); got != 1150 {
+		t.Errorf("anthropic prompt tokens %d, want 1150", got)
+	}
+	if got := PromptTokens("gpt-4o", u); got != 100 {
+		t.Errorf("openai prompt tokens %d, want 100 (cached ones are among them)", got)
+	}
+}

@@ -58,9 +58,17 @@ type CallDetail struct {
 	// RequestCoding and ResponseCoding say whether a body was stored
 	// compressed and how decoding it went; the texts above are decoded.
 	RequestCoding, ResponseCoding llmwire.Coding
-	body                          []byte      // the response body, decoded, for Streamed
-	stored                        []byte      // the response body as stored, when compressed
-	header                        http.Header // the response headers, to decode a prefix of stored
+	// Since is the frame of the previous call of this conversation (-1:
+	// none, it starts here), and Messages[New:] are new since that call.
+	Since, New int
+	// Fill is how many tokens the context held: the provider's count when
+	// FillCounted, else an estimate from the messages; Window is the
+	// model's limit from the price and model table, 0 when unknown.
+	Fill, Window int64
+	FillCounted  bool
+	body         []byte      // the response body, decoded, for Streamed
+	stored       []byte      // the response body as stored, when compressed
+	header       http.Header // the response headers, to decode a prefix of stored
 }
 
 // Message is one message of the context window, with a rough token count
@@ -150,13 +158,15 @@ func (tl *Timeline) body(h http.Header, hash tapefmt.Hash) ([]byte, llmwire.Deco
 }
 
 func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMResponse, si int) *CallDetail {
-	c := &CallDetail{Request: ri, Response: si}
+	c := &CallDetail{Request: ri, Response: si, Since: -1}
 	if req != nil {
 		c.Provider, c.Method, c.Path, c.Model, c.Stream = req.Provider, req.Method, req.Path, req.Model, req.Stream
 		_, d := tl.body(req.Header, req.Body)
 		c.RequestCoding = d.Coding
 		c.RequestErr = tl.blobErr(ri, req.Body)
-		c.parseRequest(d.Text)
+		if c.parseRequest(d.Text) && c.RequestErr == nil {
+			c.Since, c.New = tl.since(ri, c)
+		}
 	}
 	if resp != nil {
 		c.Status, c.Error, c.Chunks = resp.Status, resp.Error, resp.Chunks
@@ -175,23 +185,26 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 		c.Usage, c.Cost, c.Priced = u.Usage, u.Cost, u.Priced
 		c.Model = cmp.Or(u.Model, c.Model)
 	}
+	c.fill()
 	return c
 }
 
 // parseRequest fills the context window from a request body of the OpenAI
-// chat or Responses API or the Anthropic Messages API.
-func (c *CallDetail) parseRequest(body []byte) {
+// chat or Responses API or the Anthropic Messages API; false for a body
+// that is not one (shown whole as one message).
+func (c *CallDetail) parseRequest(body []byte) bool {
 	p, ok := llmwire.ParsePrompt(body)
 	if !ok {
 		if len(body) > 0 {
 			c.Messages = append(c.Messages, message("body", string(body)))
 		}
-		return
+		return false
 	}
 	c.Params, c.Tools, c.System = p.Params, p.Tools, p.System
 	for _, m := range p.Messages {
 		c.Messages = append(c.Messages, message(m.Role, m.Text))
 	}
+	return true
 }
 
 func message(role, text string) Message {

@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ type Timeline struct {
 	// asks says, by llm.response frame, whether the answer called tools
 	// (found when first asked: its body is read then).
 	asks map[int]bool
+	// prompts are llm.requests' context windows, hashed with seed, for
+	// matching a call to the previous one of its conversation.
+	prompts map[int]promptPrint
+	seed    maphash.Seed
 }
 
 // Row is one frame as the timeline lists it.
@@ -88,7 +93,7 @@ func Open(path string) (*Timeline, error) {
 // finds the step boundaries. It decodes no payload but those of the
 // breaker.trip frames (a run has one at most), for their evidence.
 func newTimeline(t *tapefmt.Tape, path string) (*Timeline, error) {
-	tl := &Timeline{t: t, path: path, rows: map[int]Row{}}
+	tl := &Timeline{t: t, path: path, rows: map[int]Row{}, seed: maphash.MakeSeed()}
 	// Asking for frames of kind 0, which no frame has, loads the frame
 	// index into memory and yields nothing: KindAt is then a memory read.
 	for _, err := range t.Frames(0) {

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -291,29 +292,76 @@ func (m *frameView) callText(b *lines, c *timeline.CallDetail) {
 	if len(c.Tools) > 0 {
 		b.add(st.Muted, "tools offered: "+strings.Join(c.Tools, ", "))
 	}
-	total := 0
-	for _, msg := range c.Messages {
-		total += msg.Tokens
-	}
 	if c.RequestErr != nil {
 		b.head(st.Error, fmt.Sprintf("context · frame %d · unreadable", c.Request))
 		b.add(st.Error, "  the request body does not read: what the model saw is not known (see above)")
 		m.answer(b, c)
 		return
 	}
-	b.head(st.Title, fmt.Sprintf("context · %s · ~%s tok", counted(int64(len(c.Messages)), "message", "messages"), count(int64(total))))
+	b.head(st.Title, "context · "+strings.Join(contextFacts(c), " · "))
 	if c.System != "" {
 		b.add(st.Role, "system prompt")
 		b.add(st.Text, indentText(c.System))
 	}
-	for _, msg := range c.Messages {
+	for i, msg := range c.Messages {
 		if (msg.Role == "system" || msg.Role == "developer") && msg.Text == c.System {
 			continue // shown above
 		}
-		b.add(st.Role, fmt.Sprintf("%s  ~%d tok", msg.Role, msg.Tokens))
+		role := fmt.Sprintf("%s  ~%d tok", msg.Role, msg.Tokens)
+		if c.Since >= 0 && i >= c.New {
+			b.add(st.Insert, role+"  + new")
+		} else {
+			b.add(st.Role, role)
+		}
 		b.add(st.Text, indentText(msg.Text))
 	}
 	m.answer(b, c)
+}
+
+// contextFacts are the context heading's parts: how many messages, which
+// are new since the previous call of the conversation, and how full the
+// model's context window was.
+func contextFacts(c *timeline.CallDetail) []string {
+	facts := []string{counted(int64(len(c.Messages)), "message", "messages")}
+	switch n := len(c.Messages) - c.New; {
+	case c.Since < 0:
+		facts = append(facts, "first call of this conversation")
+	case n == 0:
+		facts = append(facts, fmt.Sprintf("nothing new since frame %d", c.Since))
+	default:
+		facts = append(facts, fmt.Sprintf("%d new since frame %d", n, c.Since))
+	}
+	fill := count(c.Fill)
+	if !c.FillCounted {
+		fill = "~" + fill
+	}
+	if c.Window > 0 {
+		pct := float64(c.Fill) * 100 / float64(c.Window)
+		facts = append(facts, fmt.Sprintf("%s of %s tok (%s)", fill, short(c.Window), percent(pct)))
+	} else {
+		facts = append(facts, fill+" tok")
+	}
+	return facts
+}
+
+// short is a round count: 128k, 1.05M.
+func short(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'g', 3, 64) + "M"
+	case n >= 1_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'g', 3, 64) + "k"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// percent shows a share of a whole: "<1%" rather than a 0% that hides a
+// non-empty context.
+func percent(p float64) string {
+	if p > 0 && p < 1 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", p)
 }
 
 func (m *frameView) answer(b *lines, c *timeline.CallDetail) {
