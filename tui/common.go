@@ -26,7 +26,7 @@ type Component interface {
 }
 
 // The panes.
-var _ = []Component{(*timelineView)(nil), (*scrubber)(nil), (*frameView)(nil), (*prompt)(nil), (*forkForm)(nil), (*diffPane)(nil)}
+var _ = []Component{(*timelineView)(nil), (*scrubber)(nil), (*frameView)(nil), (*prompt)(nil), (*forkForm)(nil), (*diffPane)(nil), (*forkList)(nil)}
 
 // verdict is what a key given to a modal pane asks of the deck.
 type verdict int

@@ -69,6 +69,7 @@ const (
 	panePrompt             // the go-to or search prompt
 	paneForm               // the fork form
 	paneDiff               // the diff pane
+	paneForks              // the fork list
 )
 
 // Deck is the root model of the turntable. It owns the layout and routes
@@ -93,7 +94,11 @@ type Deck struct {
 	form   *forkForm
 	run    *forkRun
 	diff   *diffPane
+	forks  *forkList
 	play   player
+	// family are the tape opened, the forks run from it and the tapes
+	// found forked from them (forklist.go).
+	family []forkEntry
 
 	status, warn string
 	lastQuery    string
@@ -144,7 +149,7 @@ func New(paths []string, o Options) *Deck {
 	st := NewStyles(o.Theme, o.Renderer)
 	d := &Deck{o: o, st: &st, keys: newDeckKeys(), fkeys: newForkKeys(), help: help.New(), send: &sender{},
 		scrub: &scrubber{st: &st, speed: 1}, frame: newFrameView(&st), prompt: newPrompt(&st),
-		diff: newDiffPane(&st), play: player{speed: 1}}
+		diff: newDiffPane(&st), forks: newForkList(&st), play: player{speed: 1}}
 	d.help.Styles = st.Help
 	d.ctx, d.stop = context.WithCancel(cmp.Or(o.Context, context.Background()))
 	labels := []string{"", ""}
@@ -177,6 +182,7 @@ func New(paths []string, o Options) *Deck {
 		}
 	}
 	d.scrub.tv = d.tracks[0]
+	d.forkFamily()
 	if o.Frame != nil {
 		d.gotoFrame(strconv.Itoa(*o.Frame))
 	}
@@ -255,6 +261,8 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		return d.forkMsg(msg)
 	case diffReadyMsg:
 		d.diffReady(msg)
+	case forkScanMsg:
+		d.forksFound(msg)
 	case checkDoneMsg:
 		d.checkDone(msg)
 	case costsIndexedMsg:
@@ -313,6 +321,8 @@ func (d *Deck) key(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		return d.diffKey(msg)
+	case paneForks:
+		return d.forksKey(msg)
 	case paneFrame:
 		if key.Matches(msg, d.frame.keys.Back) {
 			d.pane = paneTracks
@@ -368,9 +378,7 @@ func (d *Deck) forkWhy(tv *timelineView) string {
 		return "a fork is running: ctrl+c stops it"
 	case d.pane == paneDiff:
 		return "close the diff first (esc), then fork"
-	case d.focus != 0:
-		return "forks start from the first timeline: tab to it"
-	case len(d.tracks) == 2 && d.run == nil:
+	case len(d.tracks) == 2 && !d.forkShown():
 		return "two tapes are open for comparing: to fork, open one (jukebox play TAPE)"
 	case !canFork:
 		return "no model call at or after the needle to fork at"
@@ -406,6 +414,8 @@ func (d *Deck) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		d.openForm()
 	case key.Matches(msg, k.Diff):
 		return d.toggleDiff(), true
+	case key.Matches(msg, k.Forks):
+		return d.openForks(), true
 	default:
 		return nil, false
 	}
@@ -503,15 +513,22 @@ func (d *Deck) liveCall(tv *timelineView) (string, string) {
 	return text, fmt.Sprintf("%d/%d", r.calls, len(text))
 }
 
+// forkShown reports whether the second timeline is a fork of the first
+// (run this session or chosen from the list), not a tape given to compare.
+func (d *Deck) forkShown() bool { return len(d.tracks) == 2 && d.tracks[1].label == "fork" }
+
 // syncKeys enables exactly the keys that would do something now.
 func (d *Deck) syncKeys(tv *timelineView) {
 	_, canFork := d.forkPoint(tv)
 	forking := d.run != nil && d.run.running()
-	// Forks start from the first timeline; a new fork replaces a finished one.
-	d.keys.Fork.SetEnabled(canFork && !forking && d.focus == 0 && d.pane != paneDiff && (len(d.tracks) == 1 || d.run != nil))
-	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && d.pane != paneDiff)
-	d.keys.Raw.SetEnabled(d.pane != paneDiff)
-	d.keys.Focus.SetEnabled(d.pane != paneDiff)
+	// Forks start from the parent, or from a fork on screen beside it; a
+	// new fork replaces the fork shown (it stays in the list, b).
+	fromHere := len(d.tracks) == 1 || d.forkShown()
+	d.keys.Fork.SetEnabled(canFork && !forking && fromHere && d.pane != paneDiff && d.pane != paneForks)
+	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && d.pane != paneDiff && d.pane != paneForks)
+	d.keys.Raw.SetEnabled(d.pane != paneDiff && d.pane != paneForks)
+	d.keys.Focus.SetEnabled(d.pane != paneDiff && d.pane != paneForks)
+	d.keys.Forks.SetEnabled(len(d.family) > 0 && d.pane != paneDiff)
 	d.fkeys.Cancel.SetEnabled(forking)
 	for _, t := range d.tracks {
 		k := &t.keys
@@ -554,7 +571,7 @@ func recoveryWarning(tracks []*timelineView) string {
 
 // deckKeys work everywhere on the deck (not in the form or a prompt).
 type deckKeys struct {
-	Quit, Help, Fork, Diff, Focus, Raw key.Binding
+	Quit, Help, Fork, Diff, Focus, Raw, Forks key.Binding
 }
 
 func newDeckKeys() deckKeys {
@@ -565,6 +582,7 @@ func newDeckKeys() deckKeys {
 		Diff:  key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "diff")),
 		Focus: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 		Raw:   key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "raw bytes")),
+		Forks: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "forks")),
 	}
 }
 

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -45,8 +46,10 @@ func (d *Deck) formKey(msg tea.KeyMsg) tea.Cmd {
 }
 
 // startFork runs engine.Fork in a command; events come back as messages.
+// It forks the focused timeline: the parent, or the fork beside it, which
+// then becomes the parent on screen.
 func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
-	parent := d.tracks[0]
+	parent := d.tracks[d.focus]
 	r := &forkRun{st: d.st, spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(d.st.Fork)),
 		done: make(chan struct{}), at: d.form.at}
 	fo := engine.ForkOptions{
@@ -75,13 +78,21 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 	}
 	ctx, cancel := context.WithCancel(d.ctx)
 	r.cancelFn, r.tape = cancel, fo.Tape
-	if len(d.tracks) == 2 {
-		d.tracks[1].tl.Close()
-		d.tracks = d.tracks[:1]
+	earlier := ""
+	for _, t := range d.tracks {
+		if t != parent {
+			if t.label == "fork" {
+				earlier = t.tl.Path()
+			}
+			t.tl.Close()
+		}
 	}
+	d.tracks = []*timelineView{parent}
+	raw, _ := json.Marshal(over)
+	d.family = append(d.family, forkEntry{path: fo.Tape, parent: fo.Parent, at: r.at, what: overridesText(raw), state: "running"})
 	d.status = "forking to " + baseName(fo.Tape)
-	if d.run != nil { // the earlier fork's timeline goes; its tape stays
-		d.status += fmt.Sprintf(" · the earlier fork stays in %s (jukebox play %s)", baseName(d.run.tape), d.run.tape)
+	if earlier != "" && earlier != fo.Parent { // the earlier fork's timeline goes; its tape stays
+		d.status += fmt.Sprintf(" · the earlier fork stays in %s (b lists the forks)", baseName(earlier))
 	}
 	d.run, d.pane, d.focus = r, paneTracks, 0
 	parent.forkAt, parent.label = r.at, "parent"
@@ -113,6 +124,9 @@ func (d *Deck) forkMsg(msg tea.Msg) tea.Cmd {
 	case forkDoneMsg:
 		r.finished, r.res, r.err = true, msg.res, msg.err
 		d.status = forkOutcome(r)
+		if i := d.familyIndex(r.tape); i >= 0 {
+			d.family[i].state = forkState(r)
+		}
 		r.dirty = true
 		return d.reloadFork()
 	case forkReloadMsg:

@@ -300,7 +300,7 @@ func TestKeysThatDoNothingSaySo(t *testing.T) {
 	}
 	press(two, keyEsc, keyTab)
 	press(two, runes("f"))
-	if two.pane == paneForm || !strings.Contains(two.status, "forks start from the first timeline") {
+	if two.pane == paneForm || !strings.Contains(two.status, "two tapes are open for comparing") {
 		t.Errorf("f on the second timeline: pane %v, status %q", two.pane, two.status)
 	}
 }

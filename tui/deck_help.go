@@ -16,6 +16,8 @@ func (d *Deck) active() Component {
 		return d.form
 	case paneDiff:
 		return d.diff
+	case paneForks:
+		return d.forks
 	case paneFrame:
 		return d.frame
 	}
@@ -34,7 +36,7 @@ func (d *Deck) ShortHelp() []key.Binding {
 	}
 	k := d.keys
 	// The help and quit keys come first, so a narrow terminal never cuts them off.
-	return append(append([]key.Binding{d.fkeys.Cancel, k.Help, k.Quit}, kb...), k.Fork, k.Diff, k.Focus)
+	return append(append([]key.Binding{d.fkeys.Cancel, k.Help, k.Quit}, kb...), k.Fork, k.Diff, k.Focus, k.Forks)
 }
 
 // FullHelp is every key of the active pane and the deck's, in columns.
@@ -44,7 +46,7 @@ func (d *Deck) FullHelp() [][]key.Binding {
 		return groups
 	}
 	k := d.keys
-	return append(groups, []key.Binding{k.Fork, d.fkeys.Cancel, k.Diff, k.Raw, k.Focus, k.Help, k.Quit})
+	return append(groups, []key.Binding{k.Fork, d.fkeys.Cancel, k.Diff, k.Forks, k.Raw, k.Focus, k.Help, k.Quit})
 }
 
 // helpView is the help overlay's text: every key of FullHelp, those that

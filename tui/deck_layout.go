@@ -59,6 +59,7 @@ func (d *Deck) layout() {
 	}
 	d.frame.SetSize(fr.w, fr.h)
 	d.diff.SetSize(d.w, max(d.h-chromeRows, 3))
+	d.forks.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.prompt.SetSize(d.w, 1)
 	if d.form != nil {
 		d.form.SetSize(d.w, max(d.h-chromeRows, 3))
@@ -88,6 +89,8 @@ func (d *Deck) body() string {
 		return d.form.View()
 	case d.pane == paneDiff:
 		return d.diff.View()
+	case d.pane == paneForks:
+		return d.forks.View()
 	}
 	var col []string
 	for _, t := range d.tracks {

@@ -91,7 +91,12 @@ func TestEndToEndTmux(t *testing.T) {
 	s.waitScreen("JUKEBOX", "frame 0 of 98", "q quit")
 
 	s.keys("n", "n")
-	s.waitScreen("frame 21 · llm.request", "context · 4 messages", "system prompt")
+	s.waitScreen("frame 21 · llm.request", "context · 4 messages", "2 new since frame 2", "+ new", "system prompt")
+	// b lists the forks: here only the tape opened.
+	s.keys("b")
+	s.waitScreen("forks · 1 tape", "the tape opened")
+	s.keys("Escape")
+	s.waitScreen("frame 21 · llm.request")
 	s.keys("S-Right")
 	s.waitScreen("step 3/5 · frame 40/98")
 	// Output folds into one row; z opens it, S shows one row per step.

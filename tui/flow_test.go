@@ -115,7 +115,9 @@ func TestFlowForkCancel(t *testing.T) {
 
 // TestFlowFork records the demo agent against the scripted model, then
 // forks it from the turntable at its third call with another model: the
-// fork's frames stream into a second timeline, and d diffs the two.
+// fork's frames stream into a second timeline, and d diffs the two. Then
+// it forks the fork from the fork's own timeline: the first fork becomes
+// the parent on screen, and b lists the three tapes.
 func TestFlowFork(t *testing.T) {
 	t.Parallel()
 	python := testenv.RequirePython(t)
@@ -140,10 +142,14 @@ func TestFlowFork(t *testing.T) {
 	}
 	tapetest.Verify(t, parent)
 	forkTape := filepath.Join(t.TempDir(), "fork.jbx")
+	fork2 := filepath.Join(t.TempDir(), "fork2.jbx")
 	o := testOptions()
 	o.Upstreams = ups
 	o.PrepareFork = func(fo *engine.ForkOptions) error {
 		fo.Tape, fo.Dir, fo.Env = forkTape, dir, env
+		if fo.Parent == forkTape {
+			fo.Tape = fork2
+		}
 		return nil
 	}
 	d := New([]string{parent}, o)
@@ -158,14 +164,27 @@ func TestFlowFork(t *testing.T) {
 	waitFor(t, tm, "fork done: exit 0")
 	tm.Type("d")
 	waitFor(t, tm, "parent.jbx ⟷ fork.jbx", "first divergence")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
+	tm.Send(tea.KeyMsg{Type: tea.KeyTab})
+	tm.Send(tea.KeyMsg{Type: tea.KeyHome})
+	tm.Type("nnnnn")
+	tm.Type("f")
+	waitFor(t, tm, "Drop the needle")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	waitFor(t, tm, "forking to fork2.jbx")
+	waitFor(t, tm, "fork done: exit 0")
+	tm.Type("b")
+	waitFor(t, tm, "forks · 3 tapes", "└ fork2.jbx")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
 	final := quit(t, tm)
-	if len(final.tracks) != 2 || final.tracks[1].tl.Len() == 0 || final.tracks[0].forkAt < 0 {
-		t.Fatalf("after the fork: %d tracks, fork at %d", len(final.tracks), final.tracks[0].forkAt)
+	if len(final.tracks) != 2 || final.tracks[0].tl.Path() != forkTape || final.tracks[1].tl.Path() != fork2 || final.tracks[0].forkAt < 0 {
+		t.Fatalf("after the fork of the fork: tracks %v, fork at %d", trackPaths(final), final.tracks[0].forkAt)
 	}
-	if r := final.tracks[1].tl.Row(0); !r.Fork || !strings.Contains(r.Summary, "fork of parent.jbx") {
-		t.Fatalf("the fork's run.start: %+v", r)
+	if r := final.tracks[1].tl.Row(0); !r.Fork || !strings.Contains(r.Summary, "fork of fork.jbx") {
+		t.Fatalf("the second fork's run.start: %+v", r)
 	}
 	tapetest.Verify(t, forkTape)
+	tapetest.Verify(t, fork2)
 }
 
 // cleanEnv is the environment without the developer's provider settings.

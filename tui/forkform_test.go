@@ -73,7 +73,8 @@ func TestSecondFork(t *testing.T) {
 	t.Cleanup(d.Close)
 	d.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 	d.tracks[0].diverge = 7 // as the diff with the first fork left it
-	d.run = &forkRun{st: d.st, tape: "/tapes/first.jbx", finished: true, cancelFn: func() {}, done: make(chan struct{})}
+	d.tracks = append(d.tracks, openView(t, d, tornTape, "fork"))
+	d.run = &forkRun{st: d.st, tape: tornTape, finished: true, cancelFn: func() {}, done: make(chan struct{})}
 	press(d, runes("n"), runes("f"))
 	if d.pane != paneForm {
 		t.Fatalf("f after a finished fork: pane %v, status %q", d.pane, d.status)
@@ -82,7 +83,7 @@ func TestSecondFork(t *testing.T) {
 	if d.tracks[0].diverge != -1 {
 		t.Errorf("the parent keeps the earlier fork's divergence at %d", d.tracks[0].diverge)
 	}
-	if !strings.Contains(d.status, "the earlier fork stays in first.jbx (jukebox play /tapes/first.jbx)") {
+	if !strings.Contains(d.status, "the earlier fork stays in torn.jbx (b lists the forks)") {
 		t.Errorf("status %q", d.status)
 	}
 	close(d.run.done) // press runs no batch: the fork's command never ran

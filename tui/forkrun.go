@@ -165,6 +165,19 @@ func (r *forkRun) event(ev engine.Event) {
 	r.dirty = true
 }
 
+// forkState is how the fork ended, in short, for the fork list.
+func forkState(r *forkRun) string {
+	switch {
+	case r.err != nil:
+		return "failed"
+	case r.res == nil:
+		return "ended"
+	case r.res.Divergence != nil:
+		return "diverged before its frame"
+	}
+	return fmt.Sprintf("exit %d", r.res.End.ExitCode)
+}
+
 func forkOutcome(r *forkRun) string {
 	switch {
 	case r.err != nil:

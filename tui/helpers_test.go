@@ -10,6 +10,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/jukebox-os/jukebox/themes"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 const (
@@ -62,6 +63,16 @@ func drain(d *Deck, cmd tea.Cmd) {
 	}
 	_, next := d.Update(msg)
 	drain(d, next)
+}
+
+// openView opens the tape at path as a timeline view labelled label.
+func openView(t testing.TB, d *Deck, path, label string) *timelineView {
+	t.Helper()
+	tl, err := timeline.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTimelineView(tl, d.st, label)
 }
 
 func runes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
