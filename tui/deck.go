@@ -53,6 +53,9 @@ type Options struct {
 	// and brings them back on the next open; without it they last the
 	// session.
 	KeepMarkers bool
+	// ListModels asks an upstream for its models, for the fork form's
+	// picker; nil is engine.ListModels.
+	ListModels func(ctx context.Context, provider, base string, env []string) ([]string, error)
 	// Getenv reads PAGER, VISUAL and EDITOR for o and v; nil is os.Getenv.
 	Getenv func(string) string
 	// Clipboard is where y writes its OSC 52 sequence; nil is os.Stdout,
@@ -263,6 +266,10 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		d.diffReady(msg)
 	case forkScanMsg:
 		d.forksFound(msg)
+	case formModelsMsg:
+		if d.form == msg.form {
+			d.form.modelsListed(msg)
+		}
 	case checkDoneMsg:
 		d.checkDone(msg)
 	case costsIndexedMsg:
@@ -411,7 +418,7 @@ func (d *Deck) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	case key.Matches(msg, k.Raw):
 		d.frame.ToggleRaw()
 	case key.Matches(msg, k.Fork):
-		d.openForm()
+		return d.openForm(), true
 	case key.Matches(msg, k.Diff):
 		return d.toggleDiff(), true
 	case key.Matches(msg, k.Forks):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,12 +16,13 @@ import (
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
-// openForm opens the fork form for the call at or after the needle.
-func (d *Deck) openForm() {
+// openForm opens the fork form for the call at or after the needle, and
+// asks the upstream the call's live half goes to for its models.
+func (d *Deck) openForm() tea.Cmd {
 	tv := d.tracks[d.focus]
 	at, ok := d.forkPoint(tv)
 	if !ok {
-		return
+		return nil
 	}
 	var call *timeline.CallDetail
 	det, err := tv.tl.Detail(at)
@@ -32,7 +34,28 @@ func (d *Deck) openForm() {
 	d.form.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.pane = paneForm
 	d.play.playing = false
+	if call == nil || call.Provider == "" {
+		return nil
+	}
+	form, provider, env := d.form, call.Provider, os.Environ()
+	form.live = engine.LiveUpstream(provider, d.o.Upstreams, env)
+	if form.live == "" {
+		return nil
+	}
+	ctx, list := d.ctx, d.o.ListModels
+	if list == nil {
+		list = engine.ListModels
+	}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, modelListTimeout)
+		defer cancel()
+		ids, err := list(ctx, provider, form.live, env)
+		return formModelsMsg{form, ids, err}
+	}
 }
+
+// modelListTimeout bounds the wait for an upstream's model list.
+const modelListTimeout = 5 * time.Second
 
 // formKey gives a key to the fork form and starts the fork it asks for.
 func (d *Deck) formKey(msg tea.KeyMsg) tea.Cmd {

@@ -144,7 +144,7 @@ func TestFlowFork(t *testing.T) {
 	forkTape := filepath.Join(t.TempDir(), "fork.jbx")
 	fork2 := filepath.Join(t.TempDir(), "fork2.jbx")
 	o := testOptions()
-	o.Upstreams = ups
+	o.Upstreams, o.ListModels = ups, nil // the form asks the scripted server for its models
 	o.PrepareFork = func(fo *engine.ForkOptions) error {
 		fo.Tape, fo.Dir, fo.Env = forkTape, dir, env
 		if fo.Parent == forkTape {
@@ -157,7 +157,7 @@ func TestFlowFork(t *testing.T) {
 	waitFor(t, tm, "parent.jbx")
 	tm.Type("nnn")
 	tm.Type("f")
-	waitFor(t, tm, "Drop the needle")
+	waitFor(t, tm, "Drop the needle", "live to", srv.OpenAIBaseURL(), "pick one of", "[demo-large]")
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU})
 	tm.Type("demo-small")
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})

@@ -3,6 +3,7 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -38,10 +40,24 @@ type forkForm struct {
 	err    string
 	damage string           // the recorded call does not read: why
 	over   engine.Overrides // what the form asked for, once it is done
+	// live is where the fork's live calls go (engine.LiveUpstream); models
+	// are what it lists at /v1/models, for ctrl+n and ctrl+p to pick from
+	// (pick is the one picked, -1 none); modelsNote says how asking went.
+	live       string
+	models     []string
+	pick       int
+	modelsNote string
+}
+
+// formModelsMsg brings the upstream's model list to the form that asked.
+type formModelsMsg struct {
+	form *forkForm
+	ids  []string
+	err  error
 }
 
 func newForkForm(st *Styles, at int, c *timeline.CallDetail) *forkForm {
-	f := &forkForm{st: st, keys: newFormKeys(), at: at, fields: []field{
+	f := &forkForm{st: st, keys: newFormKeys(), at: at, pick: -1, fields: []field{
 		newField("model", "the recorded model", false),
 		newField("system prompt", "(none recorded)", true),
 		newField("temperature", "as recorded", false),
@@ -94,11 +110,74 @@ func (m *forkForm) update(km tea.KeyMsg) verdict {
 		m.focus = (m.focus + len(m.fields) - 1) % len(m.fields)
 	case key.Matches(km, m.keys.Newline):
 		f.Newline()
+	case m.focus == fieldModel && key.Matches(km, m.keys.PickNext, m.keys.PickPrev):
+		m.pickModel(km)
 	default:
 		f.update(km)
 	}
 	m.err = ""
 	return stay
+}
+
+// pickModel puts the next (ctrl+n) or previous (ctrl+p) model of the
+// upstream's list in the model field.
+func (m *forkForm) pickModel(km tea.KeyMsg) {
+	n := len(m.models)
+	if n == 0 {
+		return
+	}
+	if m.pick < 0 {
+		m.pick = slices.Index(m.models, strings.TrimSpace(m.fields[fieldModel].Value()))
+	}
+	switch {
+	case key.Matches(km, m.keys.PickNext):
+		m.pick = (m.pick + 1) % n
+	case m.pick <= 0:
+		m.pick = n - 1
+	default:
+		m.pick--
+	}
+	m.fields[fieldModel].SetValue(m.models[m.pick])
+}
+
+// modelsListed takes the upstream's answer to the model list request.
+func (m *forkForm) modelsListed(msg formModelsMsg) {
+	switch {
+	case msg.err != nil:
+		m.modelsNote = "no model list from " + m.live + ": " + timeline.OneLine(msg.err.Error(), 0)
+	case len(msg.ids) == 0:
+		m.modelsNote = m.live + " lists no models"
+	default:
+		m.models, m.modelsNote = msg.ids, ""
+	}
+}
+
+// modelsLine is the line under the model field: the models to pick from,
+// the one in the field marked, or why there are none.
+func (m *forkForm) modelsLine() string {
+	if len(m.models) == 0 {
+		if m.modelsNote == "" {
+			return m.st.Muted.Render("asking " + m.live + " for its models…")
+		}
+		return m.st.Muted.Render(m.modelsNote)
+	}
+	cur := strings.TrimSpace(m.fields[fieldModel].Value())
+	parts := make([]string, len(m.models))
+	for i, id := range m.models {
+		parts[i] = termtext.Sanitize(id)
+		if id == cur {
+			parts[i] = "[" + parts[i] + "]"
+		}
+	}
+	return m.st.Muted.Render(fmt.Sprintf("ctrl+n/ctrl+p pick one of %d: %s", len(m.models), strings.Join(parts, " · ")))
+}
+
+// scopeLine says which calls the changes reach, as the scope field reads.
+func (m *forkForm) scopeLine() string {
+	if engine.Scope(strings.TrimSpace(m.fields[fieldScope].Value())) == engine.ScopeOnce {
+		return " The changes apply to this call only (later calls go live as the agent sends them)."
+	}
+	return " The changes apply to this call and every later one to the same endpoint."
 }
 
 // ShortHelp is the form's keys.
@@ -109,7 +188,7 @@ func (m *forkForm) ShortHelp() []key.Binding {
 // FullHelp is the form's keys.
 func (m *forkForm) FullHelp() [][]key.Binding {
 	k := m.keys
-	return [][]key.Binding{{k.Submit, k.Next, k.Prev, k.Newline, k.Cancel}}
+	return [][]key.Binding{{k.Submit, k.Next, k.Prev, k.Newline, k.PickNext, k.Cancel}}
 }
 
 // Overrides reads the form: only what was changed from the recording is
@@ -152,13 +231,18 @@ func (m *forkForm) View() string {
 	st := m.st
 	lines := []string{
 		st.Fork.Render(fmt.Sprintf(" ⑂ Drop the needle at frame %d", m.at)) + st.Muted.Render("  "+m.what),
-		st.Muted.Render(" Calls before this frame are answered from the tape; this call and every later one go live."),
-		"",
 	}
+	if m.live == "" {
+		lines = append(lines, st.Muted.Render(" Earlier calls are answered from the tape; this call and later ones go live."))
+	} else {
+		lines = append(lines, st.Muted.Render(" Earlier calls are answered from the tape; this call and later ones go live to"),
+			"   "+termtext.Sanitize(m.live))
+	}
+	lines = append(lines, st.Muted.Render(m.scopeLine()), "")
 	if m.damage != "" {
 		lines = append(lines, " "+st.Error.Render("✖ "+m.damage), "")
 	}
-	heights := []int{1, max(m.h-19, 2), 1, max(min(m.h-19, 4), 1), 1}
+	heights := []int{1, max(m.h-22, 2), 1, max(min(m.h-22, 4), 1), 1}
 	if m.damage != "" {
 		heights[fieldSystem] = max(heights[fieldSystem]-2, 2)
 	}
@@ -172,6 +256,9 @@ func (m *forkForm) View() string {
 		lines = append(lines, " "+label.Render(f.Label))
 		for _, l := range f.view(*st, m.w-4, heights[i], i == m.focus) {
 			lines = append(lines, "   "+l)
+		}
+		if i == fieldModel && m.live != "" {
+			lines = append(lines, "   "+m.modelsLine())
 		}
 		if i == m.focus {
 			bottom = len(lines) - 1
@@ -198,14 +285,16 @@ func (m *forkForm) View() string {
 }
 
 // formKeys drive the fork form.
-type formKeys struct{ Next, Prev, Submit, Newline, Cancel key.Binding }
+type formKeys struct{ Next, Prev, Submit, Newline, Cancel, PickNext, PickPrev key.Binding }
 
 func newFormKeys() formKeys {
 	return formKeys{
-		Next:    key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab", "next field")),
-		Prev:    key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("⇧tab", "prev field")),
-		Submit:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run fork")),
-		Newline: key.NewBinding(key.WithKeys("ctrl+j", "alt+enter"), key.WithHelp("ctrl+j", "new line")),
-		Cancel:  key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc", "cancel")),
+		Next:     key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab", "next field")),
+		Prev:     key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("⇧tab", "prev field")),
+		Submit:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run fork")),
+		Newline:  key.NewBinding(key.WithKeys("ctrl+j", "alt+enter"), key.WithHelp("ctrl+j", "new line")),
+		Cancel:   key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc", "cancel")),
+		PickNext: key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n/p", "pick a model")),
+		PickPrev: key.NewBinding(key.WithKeys("ctrl+p"), key.WithHelp("ctrl+p", "prev model")),
 	}
 }

@@ -126,3 +126,54 @@ func TestLiveForkStreams(t *testing.T) {
 	}
 	close(d.run.done) // press runs no batch: the fork's command never ran
 }
+
+// TestForkModelPicker: the form says where live calls go and which calls
+// the changes reach (as the scope field reads), lists the upstream's
+// models, and ctrl+n / ctrl+p put one in the model field, from the model
+// recorded; a list that cannot be had is said, and the model is typed.
+func TestForkModelPicker(t *testing.T) {
+	d := newDeck(t, 120, 40, agentRun)
+	press(d, runes("n"), runes("n"), runes("f"))
+	if d.pane != paneForm {
+		t.Fatalf("f: pane %v, status %q", d.pane, d.status)
+	}
+	v := d.View()
+	for _, want := range []string{"this call and later ones go live to", "https://llm.example/v1",
+		"every later one to the same endpoint", "pick one of 3: demo-large · demo-small · [gpt-4o-mini]"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the form lacks %q:\n%s", want, v)
+		}
+	}
+	press(d, keyCtrl(tea.KeyCtrlN))
+	if got := d.form.fields[fieldModel].Value(); got != "demo-large" {
+		t.Errorf("ctrl+n from gpt-4o-mini: %q", got)
+	}
+	press(d, keyCtrl(tea.KeyCtrlP), keyCtrl(tea.KeyCtrlP))
+	if got := d.form.fields[fieldModel].Value(); got != "demo-small" {
+		t.Errorf("ctrl+p twice: %q", got)
+	}
+	if !strings.Contains(d.View(), "[demo-small]") {
+		t.Errorf("the picked model is not marked:\n%s", d.View())
+	}
+	d.form.fields[fieldScope].SetValue("once")
+	if !strings.Contains(d.View(), "apply to this call only") {
+		t.Errorf("scope once is not said:\n%s", d.View())
+	}
+	if o, err := d.form.Overrides(); err != nil || o.Model != "demo-small" || o.Scope != engine.ScopeOnce {
+		t.Errorf("overrides %+v, %v", o, err)
+	}
+
+	o := testOptions()
+	o.ListModels = func(context.Context, string, string, []string) ([]string, error) {
+		return nil, errors.New("401 Unauthorized")
+	}
+	d2 := New([]string{agentRun}, o)
+	t.Cleanup(d2.Close)
+	d2.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	press(d2, runes("n"), runes("n"), runes("f"), keyCtrl(tea.KeyCtrlN))
+	if v := d2.View(); !strings.Contains(v, "no model list from https://llm.example/v1: 401 Unauthorized") || d2.form.fields[fieldModel].Value() != "gpt-4o-mini" {
+		t.Errorf("a refused list:\n%s", v)
+	}
+}
+
+func keyCtrl(k tea.KeyType) tea.KeyMsg { return tea.KeyMsg{Type: k} }

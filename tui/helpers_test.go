@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"io"
 	"testing"
 	"time"
@@ -30,7 +31,13 @@ func asciiRenderer() *lipgloss.Renderer {
 // testOptions are deterministic: ASCII, the diner theme, a fixed clock.
 func testOptions() Options {
 	now := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
-	return Options{Theme: themes.Diner(), Renderer: asciiRenderer(), Now: func() time.Time { return now }}
+	return Options{Theme: themes.Diner(), Renderer: asciiRenderer(), Now: func() time.Time { return now },
+		Upstreams: map[string]string{"openai": "https://llm.example/v1", "anthropic": "https://llm.example"},
+		// The fork form's model list, without the network; TestFlowFork asks
+		// a real server.
+		ListModels: func(context.Context, string, string, []string) ([]string, error) {
+			return []string{"demo-large", "demo-small", "gpt-4o-mini"}, nil
+		}}
 }
 
 // newDeck opens paths on a w×h screen.
