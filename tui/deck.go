@@ -462,6 +462,8 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		return d.togglePlay()
 	case key.Matches(msg, k.Speed):
 		d.cycleSpeed()
+	case key.Matches(msg, k.Idle):
+		d.toggleIdle()
 	default:
 		d.status = ""
 		cmd := tv.update(msg)

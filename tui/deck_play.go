@@ -1,6 +1,9 @@
 package tui
 
 import (
+	"fmt"
+	"time"
+
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -13,11 +16,24 @@ func (d *Deck) togglePlay() tea.Cmd {
 	if !p.playing {
 		return nil
 	}
+	p.skipped = 0
 	if tv.cursor >= tv.tl.Len()-1 {
 		tv.SetCursor(0)
 	}
 	p.anchor(d.o.Now(), tv)
 	return p.tick()
+}
+
+// toggleIdle switches between skipping idle time and playing it.
+func (d *Deck) toggleIdle() {
+	p := &d.play
+	p.keepIdle = !p.keepIdle
+	if p.keepIdle {
+		d.status = "idle time plays as recorded"
+	} else {
+		d.status = fmt.Sprintf("idle time skipped: a stretch with nothing happening lasts %s on screen", idleCap)
+	}
+	p.anchor(d.o.Now(), d.tracks[d.focus])
 }
 
 // cycleSpeed moves to the next playback speed (1x, 2x, 8x).
@@ -40,6 +56,9 @@ func (d *Deck) tick(msg tickMsg) tea.Cmd {
 	}
 	now := d.o.Now()
 	p.reached = p.at(now)
+	if p.skipIdle(now, tv) {
+		d.status = fmt.Sprintf("skipped %s of idle time (i plays it as recorded)", p.skipped.Round(10*time.Millisecond))
+	}
 	if i := tv.tl.FrameAt(p.reached); i > tv.cursor {
 		tv.SetCursor(i)
 	}

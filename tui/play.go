@@ -24,6 +24,60 @@ type player struct {
 	tapeStart time.Duration
 	reached   time.Duration // tape time at the last tick
 	gen       int           // ticks of an older play are ignored
+	// keepIdle plays stretches where nothing happens at their recorded
+	// length; by default each lasts at most idleCap on screen (skipped
+	// counts the tape time jumped over in this play).
+	keepIdle bool
+	skipped  time.Duration
+}
+
+// idleCap is how long a stretch with nothing happening (no frame, no
+// streamed chunk) lasts on screen while idle time is skipped: then
+// playback jumps to the next thing that happens.
+const idleCap = 400 * time.Millisecond
+
+// events are the tape times of the last thing that happened at or before
+// reached and of the next one after it (ok false when nothing follows):
+// frames, and the chunks of the call being played.
+func (p *player) events(tv *timelineView) (last, next time.Duration, ok bool) {
+	i := tv.tl.FrameAt(p.reached)
+	_, last = tv.tl.KindAt(i)
+	if i+1 < tv.tl.Len() {
+		_, next = tv.tl.KindAt(i + 1)
+		ok = true
+	}
+	if req, elapsed := p.showing(tv); elapsed != nil {
+		if d, err := tv.tl.Detail(req); err == nil && d.Call != nil {
+			t0 := p.reached - *elapsed
+			for _, ch := range d.Call.Chunks {
+				at := t0 + time.Duration(ch.At)
+				if at <= p.reached {
+					last = max(last, at)
+				} else {
+					if !ok || at < next {
+						next, ok = at, true
+					}
+					break
+				}
+			}
+		}
+	}
+	return last, next, ok
+}
+
+// skipIdle jumps over a stretch where nothing happens once it has been on
+// screen for idleCap; it reports whether it jumped.
+func (p *player) skipIdle(now time.Time, tv *timelineView) bool {
+	if p.keepIdle {
+		return false
+	}
+	last, next, ok := p.events(tv)
+	if !ok || next <= p.reached || (p.reached-last)/time.Duration(p.speed) <= idleCap {
+		return false
+	}
+	p.skipped += next - p.reached
+	p.tapeStart, p.wallStart, p.reached = next, now, next
+	return true
 }
 
 // tickMsg moves the needle during playback.

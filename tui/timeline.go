@@ -139,7 +139,7 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto},
 		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext},
-		{k.Mark, k.Note, k.NextMark, k.Play, k.Speed, k.PageUp, k.PageDown, k.Read, k.Scale},
+		{k.Mark, k.Note, k.NextMark, k.Play, k.Speed, k.Idle, k.PageUp, k.PageDown, k.Read, k.Scale},
 		{k.Fold, k.FoldAll, k.Filter, k.Steps, k.Pager, k.Editor, k.Copy, k.Write},
 	}
 }
@@ -616,7 +616,7 @@ type timelineKeys struct {
 	Prev, Next, PrevStep, NextStep, Up, Down, PageUp, PageDown, Home, End, Goto key.Binding
 	NextLLM, PrevLLM, NextTool, PrevTool, NextError, PrevError                  key.Binding
 	Search, SearchNext, SearchPrev, Mark, NextMark, Play, Speed                 key.Binding
-	Read, Scale, Note                                                           key.Binding
+	Read, Scale, Note, Idle                                                     key.Binding
 	Fold, FoldAll, Filter, Steps                                                key.Binding
 	Pager, Editor, Copy, Write                                                  key.Binding
 }
@@ -653,6 +653,7 @@ func newTimelineKeys() timelineKeys {
 		NextMark:   b([]string{"'"}, "'", "next marker"),
 		Play:       b([]string{" "}, "space", "play"),
 		Speed:      b([]string{"x"}, "x", "speed 1x/2x/8x"),
+		Idle:       b([]string{"i"}, "i", "skip idle time or not"),
 		Fold:       b([]string{"z"}, "z", "open/fold a run of output"),
 		FoldAll:    b([]string{"Z"}, "Z", "fold output or not"),
 		Filter:     b([]string{"F"}, "F", "only LLM/tools/files/output/errors/tx"),

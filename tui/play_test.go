@@ -1,0 +1,59 @@
+package tui
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// TestPlaybackSkipsIdle: a run that waits 30 s between two frames plays
+// the wait in idleCap on screen, says how much it skipped, and i plays
+// the wait as recorded.
+func TestPlaybackSkipsIdle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "idle.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.AppendAt(0, 0, tapefmt.RunStart{Argv: []string{"agent"}})
+		w.AppendAt(10*time.Millisecond, 0, tapefmt.Output{Data: []byte("working\n")})
+		w.AppendAt(30*time.Second, 0, tapefmt.Output{Data: []byte("done waiting\n")})
+		_, err := w.AppendAt(30*time.Second+10*time.Millisecond, 0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []bool{false, true} {
+		clock := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+		o := testOptions()
+		o.Now = func() time.Time { return clock }
+		d := New([]string{path}, o)
+		t.Cleanup(d.Close)
+		d.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+		if keep {
+			press(d, runes("i"))
+		}
+		press(d, runes(" "))
+		tick := func(by time.Duration) {
+			clock = clock.Add(by)
+			d.Update(tickMsg{gen: d.play.gen})
+		}
+		tick(100 * time.Millisecond)
+		if got := d.tracks[0].cursor; got != 1 {
+			t.Fatalf("keep %v: at 0.1 s the needle is on frame %d, want 1", keep, got)
+		}
+		tick(idleCap + 100*time.Millisecond)
+		got := d.tracks[0].cursor
+		switch {
+		case !keep && got != 2:
+			t.Errorf("skipping idle time: after %s on screen the needle is on frame %d, want 2 (30 s in)", idleCap+200*time.Millisecond, got)
+		case !keep && !strings.Contains(d.status, "skipped 29.") || !keep && !strings.Contains(d.status, "i plays it as recorded"):
+			t.Errorf("status %q", d.status)
+		case keep && got != 1:
+			t.Errorf("idle time played as recorded: the needle is on frame %d after 0.6 s, want 1", got)
+		}
+	}
+}
