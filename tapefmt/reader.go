@@ -246,3 +246,23 @@ func (t *Tape) KindAt(i int) (Kind, time.Duration, error) {
 	e, err := t.entry(i)
 	return e.kind, e.time, err
 }
+
+// NewWholeReader opens a tape held by ra as NewReader does, but only a
+// whole one: where the file ends in no footer it returns ErrNoFooter at
+// once instead of scanning the records to recover what they hold, for a
+// reader whose every read is a round trip (a tape in a store).
+func NewWholeReader(ra io.ReaderAt, size int64) (*Tape, error) {
+	if size < fileHeaderSize+footerSize {
+		return nil, ErrNoFooter
+	}
+	fb := make([]byte, footerSize)
+	if _, err := ra.ReadAt(fb, size-footerSize); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("tapefmt: read the footer: %w", err)
+	}
+	if _, ok, err := parseFooter(fb, size); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, ErrNoFooter
+	}
+	return NewReader(ra, size)
+}

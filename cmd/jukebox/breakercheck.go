@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/jukebox-os/jukebox/breaker"
@@ -11,7 +12,7 @@ import (
 
 // BreakerCmd runs a recorded run through the circuit breaker's limits.
 type BreakerCmd struct {
-	Tape string `arg:"" type:"existingfile" help:"The tape of a recorded run."`
+	Tape string `arg:"" type:"tape" help:"The tape of a recorded run (a file, or a tape in a store)."`
 	breakerFlags
 	JSON bool `help:"Print the outcome as JSON."`
 }
@@ -30,7 +31,11 @@ type breakerCheck struct {
 
 // Run says whether, where and why the run would have tripped: exit 7 when
 // it would, so that CI can hold recorded runs to limits.
-func (c *BreakerCmd) Run(env *Env) error {
+func (c *BreakerCmd) Run(ctx context.Context, env *Env) error {
+	var err error
+	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
+		return err
+	}
 	t, err := tapefmt.Open(c.Tape)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -9,13 +10,17 @@ import (
 
 // CostCmd prints a run's bill.
 type CostCmd struct {
-	Tape string `arg:"" type:"existingfile" help:"The tape."`
+	Tape string `arg:"" type:"tape" help:"The tape (a file, or a tape in a store)."`
 	By   string `enum:"model,agent,step" default:"model" help:"Group calls by model (with the rates used), agent (the X-Jukebox-Agent request header) or step."`
 	JSON bool   `help:"Print the bill as JSON."`
 }
 
 // Run prints the bill: a row per group, then the total.
-func (c *CostCmd) Run(env *Env) error {
+func (c *CostCmd) Run(ctx context.Context, env *Env) error {
+	var err error
+	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
+		return err
+	}
 	t, err := tapefmt.Open(c.Tape)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,8 +25,8 @@ const defaultDiffWidth = 160
 // cost, tokens, latency and steps per side. Differing tapes are not an
 // error: it exits 0 either way (3 when a tape is damaged or not a tape).
 type DiffCmd struct {
-	Left    string `arg:"" name:"a" help:"Left tape (.jbx), e.g. the original run." type:"existingfile"`
-	Right   string `arg:"" name:"b" help:"Right tape (.jbx), e.g. its fork." type:"existingfile"`
+	Left    string `arg:"" name:"a" help:"Left tape (.jbx), e.g. the original run." type:"tape"`
+	Right   string `arg:"" name:"b" help:"Right tape (.jbx), e.g. its fork." type:"tape"`
 	JSON    bool   `help:"Print the alignment (every pair, with word diffs), the first divergence and the totals as JSON."`
 	Unified bool   `help:"Print one column with inline word diffs, [-deleted-] and {+inserted+}, instead of two side by side."`
 	Width   int    `help:"Width of the side-by-side output (default: $COLUMNS, else the terminal's, else 160)." placeholder:"N"`
@@ -45,7 +46,14 @@ func (c *DiffCmd) Validate() error {
 }
 
 // Run compares the tapes and prints the result.
-func (c *DiffCmd) Run(env *Env) error {
+func (c *DiffCmd) Run(ctx context.Context, env *Env) error {
+	var err error
+	if c.Left, err = env.tape(ctx, c.Left); err != nil {
+		return err
+	}
+	if c.Right, err = env.tape(ctx, c.Right); err != nil {
+		return err
+	}
 	var right diffview.Timeline
 	var rightWarn string
 	var rightErr error

@@ -27,7 +27,7 @@ func jbDiff(t *testing.T, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	env := &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("")}
 	var cli diffCLI
-	p, err := kong.New(&cli, kong.Name("jukebox"), kong.Writers(&out, &errb), kong.Bind(env),
+	p, err := kong.New(&cli, kong.Name("jukebox"), kong.Writers(&out, &errb), kong.Bind(env), withContext(t.Context()), withTapes(),
 		kong.Exit(func(code int) { panic(exitPanic(code)) }))
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ type ExportCmd struct {
 
 // ExportOTLPCmd sends tapes over OTLP.
 type ExportOTLPCmd struct {
-	Tapes          []string      `arg:"" name:"tape" type:"path" help:"Tapes, or folders of tapes."`
+	Tapes          []string      `arg:"" name:"tape" help:"Tapes, folders of tapes, or tapes in a store (s3://BUCKET/PREFIX/NAME.jbx)."`
 	Endpoint       string        `placeholder:"URL" help:"The receiver's base URL (/v1/traces and /v1/metrics are appended over HTTP), e.g. http://127.0.0.1:4318; default OTEL_EXPORTER_OTLP_ENDPOINT."`
 	Protocol       string        `placeholder:"PROTO" help:"http/protobuf (default; also 'http') or grpc (e.g. --endpoint http://127.0.0.1:4317); default OTEL_EXPORTER_OTLP_PROTOCOL."`
 	Headers        string        `placeholder:"K=V,..." help:"Headers for every request (an API key), as OTEL_EXPORTER_OTLP_HEADERS writes them (values URL-encoded); added to that variable's."`
@@ -62,7 +62,11 @@ func otlpEndpoint(url, proto, headers, prefix string) (export.Endpoint, error) {
 
 // Run sends each tape and says where its trace is.
 func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
-	paths, err := expandTapes(c.Tapes)
+	tapes, err := env.tapes(ctx, c.Tapes)
+	if err != nil {
+		return err
+	}
+	paths, err := expandTapes(tapes)
 	if err != nil {
 		return err
 	}
@@ -123,12 +127,16 @@ func exportReport(sent export.Sent, where string, err error) any {
 
 // ExportHARCmd writes a HAR file.
 type ExportHARCmd struct {
-	Tape   string `arg:"" type:"existingfile" help:"The tape."`
+	Tape   string `arg:"" type:"tape" help:"The tape (a file, or a tape in a store)."`
 	Output string `short:"o" type:"path" placeholder:"FILE" help:"Write here (never over an existing file) instead of stdout."`
 }
 
 // Run writes the archive.
-func (c *ExportHARCmd) Run(env *Env) error {
+func (c *ExportHARCmd) Run(ctx context.Context, env *Env) error {
+	var err error
+	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
+		return err
+	}
 	return exportTo(env, c.Tape, c.Output, func(w io.Writer, t *tapefmt.Tape) error {
 		return export.HAR(w, t, c.Tape, version)
 	})
@@ -136,12 +144,16 @@ func (c *ExportHARCmd) Run(env *Env) error {
 
 // ExportJSONCmd writes a tape as JSON.
 type ExportJSONCmd struct {
-	Tape   string `arg:"" type:"existingfile" help:"The tape."`
+	Tape   string `arg:"" type:"tape" help:"The tape (a file, or a tape in a store)."`
 	Output string `short:"o" type:"path" placeholder:"FILE" help:"Write here (never over an existing file) instead of stdout."`
 }
 
 // Run writes the document.
-func (c *ExportJSONCmd) Run(env *Env) error {
+func (c *ExportJSONCmd) Run(ctx context.Context, env *Env) error {
+	var err error
+	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
+		return err
+	}
 	return exportTo(env, c.Tape, c.Output, func(w io.Writer, t *tapefmt.Tape) error {
 		return export.JSON(w, t, c.Tape)
 	})

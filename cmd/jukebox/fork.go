@@ -18,7 +18,7 @@ import (
 
 // ForkCmd drops the needle on a frame and resumes live from there.
 type ForkCmd struct {
-	Tape             string              `arg:"" type:"existingfile" help:"The parent tape."`
+	Tape             string              `arg:"" type:"tape" help:"The parent tape (a file, or a tape in a store)."`
 	Cmd              []string            `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the parent's recorded command)."`
 	Frame            uint64              `required:"" help:"Fork at this frame: the first model call at or after it gets the overrides and goes live; earlier calls are answered from the parent."`
 	Model            []string            `help:"Model from the fork frame on; several (comma-separated) fork once per model."`
@@ -41,6 +41,7 @@ type ForkCmd struct {
 	redactFlags
 	breakerFlags
 	otlpFlags
+	storeFlags
 }
 
 // Validate checks flags before anything starts.
@@ -55,6 +56,9 @@ func (c *ForkCmd) Validate() error {
 		return err
 	}
 	if err := c.otlpFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.storeFlags.validate(); err != nil {
 		return err
 	}
 	if _, err := c.fieldSets(); err != nil {
@@ -85,6 +89,10 @@ type forkRow struct {
 
 // Run forks once per model (or once) and reports each.
 func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
+	var err error
+	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
+		return err
+	}
 	over, err := c.overrides()
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -149,11 +157,13 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 		return nil, err
 	}
 	defer pg.close()
+	c.checkStore(ctx, env.Stderr)
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
 	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Frame: c.Frame,
 		Overrides: over, Tape: out, Upstreams: c.Upstream, Rules: rules})
 	if res != nil {
 		printBooth(env, res.Booth)
+		c.upload(ctx, env.Stderr, res.Tape)
 	}
 	exported(res)
 	return res, err

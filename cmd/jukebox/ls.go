@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,12 +11,13 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // LsCmd lists the recordings in folders, or tapes named one by one.
 type LsCmd struct {
-	Paths []string `arg:"" optional:"" name:"path" default:"tapes" help:"Folders to list, or tapes (default ./tapes)." type:"path"`
+	Paths []string `arg:"" optional:"" name:"path" default:"tapes" help:"Folders to list, tapes, or stores (s3://BUCKET/PREFIX/ and the like; default ./tapes)."`
 	JSON  bool     `help:"Print one JSON array of summaries."`
 }
 
@@ -58,8 +60,19 @@ type lsRow struct {
 
 // Run lists every *.jbx file in the folders, and the tapes named, newest
 // first.
-func (c *LsCmd) Run(env *Env) error {
-	paths, err := expandTapes(c.Paths)
+func (c *LsCmd) Run(ctx context.Context, env *Env) error {
+	var local []string
+	for _, p := range c.Paths {
+		if !tapestore.IsURL(p) {
+			local = append(local, p)
+		} else if err := lsStore(ctx, env, p, c.JSON); err != nil {
+			return err
+		}
+	}
+	if len(local) == 0 {
+		return nil
+	}
+	paths, err := expandTapes(local)
 	if err != nil {
 		return err
 	}
@@ -72,7 +85,7 @@ func (c *LsCmd) Run(env *Env) error {
 		return writeJSON(env.Stdout, rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(env.Stdout, "no tapes in %s\n", strings.Join(c.Paths, ", "))
+		fmt.Fprintf(env.Stdout, "no tapes in %s\n", strings.Join(local, ", "))
 		return nil
 	}
 	tw := table(env.Stdout)

@@ -22,6 +22,7 @@ type Globals struct {
 	Version       kong.VersionFlag `help:"Print the version and exit."`
 	Prices        string           `type:"existingfile" env:"JUKEBOX_PRICES" placeholder:"FILE" help:"Model prices in LiteLLM's format (model_prices_and_context_window.json, dollars per token): its models override or extend the built-in table for every cost jukebox shows or limits."`
 	PricesReplace bool             `help:"With --prices: use the file's models alone, not the built-in table as well."`
+	NoCache       bool             `env:"JUKEBOX_NO_CACHE" help:"A tape named by a store URL is fetched into a temporary folder, removed when the command ends, rather than into the cache (JUKEBOX_CACHE_DIR, else the user's cache folder)."`
 }
 
 // AfterApply loads --prices before any command prices a call.
@@ -49,7 +50,9 @@ type CLI struct {
 	Fork      ForkCmd      `cmd:"" help:"Drop the needle on a frame: change the model or prompt there and resume live; earlier calls come from the tape."`
 	Diff      DiffCmd      `cmd:"" help:"Align two timelines (a run and its fork, or any two tapes) and show how they differ, from the first divergence on."`
 	Pack      PackCmd      `cmd:"" help:"Copy a fork's parent prefix into one self-contained tape, for a bug report."`
-	Ls        LsCmd        `cmd:"" help:"List the recordings in a folder."`
+	Ls        LsCmd        `cmd:"" help:"List the recordings in a folder, or in a store (s3://BUCKET/PREFIX/ and the like)."`
+	Push      PushCmd      `cmd:"" help:"Upload tapes to a store (S3 and compatibles, GCS, Azure, a folder): those not uploaded yet; safe to run from cron."`
+	Pull      PullCmd      `cmd:"" help:"Download a tape, or every tape, from a store, each verified whole."`
 	Cost      CostCmd      `cmd:"" help:"Print what a run cost, from its tape: by model with the rates used, by agent or by step."`
 	Breaker   BreakerCmd   `cmd:"" help:"Run a recorded tape through circuit breaker limits: would it have tripped, where and why (exit 7 if so)."`
 	Export    ExportCmd    `cmd:"" help:"Send tapes to OpenTelemetry (otlp), or write them as an HTTP Archive (har) or JSON (json), for other tools."`
@@ -74,6 +77,10 @@ type Env struct {
 	// agent to hand to the engine, which forwards them to the agent. Nil
 	// (in tests) forwards nothing.
 	Signals <-chan os.Signal
+	// NoCache is --no-cache: tapes from a store go to a temporary folder;
+	// cleanups remove such folders when the command ends (store.go).
+	NoCache  bool
+	cleanups []func()
 }
 
 func main() {
@@ -102,6 +109,7 @@ func run(ctx context.Context, args []string, env *Env) int {
 		kong.Bind(env),
 		withContext(ctx),
 		withUpstreams(),
+		withTapes(),
 		kong.Exit(func(code int) { panic(exitPanic(code)) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	)
@@ -135,8 +143,20 @@ func parseAndRun(parser *kong.Kong, args []string, env *Env) (code int) {
 		fmt.Fprintf(env.Stderr, "jukebox: %v\n", err)
 		return ExitUsage
 	}
+	if g, ok := parser.Model.Target.Addr().Interface().(interface{ globals() *Globals }); ok {
+		env.NoCache = g.globals().NoCache
+	}
+	defer func() {
+		for _, c := range env.cleanups {
+			c()
+		}
+		env.cleanups = nil
+	}()
 	if err := ctx.Run(); err != nil {
 		return report(env.Stderr, err)
 	}
 	return ExitOK
 }
+
+// globals gives parseAndRun the flags every command shares.
+func (c *CLI) globals() *Globals { return &c.Globals }

@@ -15,13 +15,14 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/themes"
 	"github.com/jukebox-os/jukebox/tui"
 )
 
 // PlayCmd opens the turntable: the terminal UI over one tape, or two to compare.
 type PlayCmd struct {
-	Tapes    []string  `arg:"" name:"tape" type:"existingfile" help:"The tape to play; a second tape is shown beside it and diffed with d."`
+	Tapes    []string  `arg:"" name:"tape" type:"tape" help:"The tape to play (a file, or a tape in a store); a second tape is shown beside it and diffed with d."`
 	Theme    string    `default:"diner" enum:"diner,plain,high-contrast" help:"Colours: diner, plain or high-contrast (NO_COLOR selects plain)."`
 	Upstream upstreams `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
 	NoBooth  bool      `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
@@ -39,13 +40,9 @@ func (c *PlayCmd) Validate() error {
 	if len(c.Tapes) > 2 {
 		return fmt.Errorf("play takes one tape, or two to compare (got %d)", len(c.Tapes))
 	}
-	if c.Frame != nil {
-		n, err := tapeLen(c.Tapes[0])
-		if err != nil {
+	if c.Frame != nil && !tapestore.IsURL(c.Tapes[0]) { // a store's tape is checked once fetched
+		if err := c.checkFrame(c.Tapes[0]); err != nil {
 			return err
-		}
-		if *c.Frame < 0 || *c.Frame >= n {
-			return fmt.Errorf("--frame %d: %s has frames 0 to %d", *c.Frame, c.Tapes[0], n-1)
 		}
 	}
 	if c.KeyFile != "" {
@@ -57,11 +54,33 @@ func (c *PlayCmd) Validate() error {
 	return nil
 }
 
+// checkFrame checks --frame against the tape at path.
+func (c *PlayCmd) checkFrame(path string) error {
+	n, err := tapeLen(path)
+	if err != nil {
+		return err
+	}
+	if *c.Frame < 0 || *c.Frame >= n {
+		return fmt.Errorf("--frame %d: %s has frames 0 to %d", *c.Frame, c.Tapes[0], n-1)
+	}
+	return nil
+}
+
 // Run shows the turntable.
 func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 	out, ok := env.Stdout.(*os.File)
 	if !ok || !term.IsTerminal(out.Fd()) {
 		return withCode(ExitUsage, errNotTerminal)
+	}
+	remote := tapestore.IsURL(c.Tapes[0])
+	tapes, err := env.tapes(ctx, c.Tapes)
+	if err != nil {
+		return err
+	}
+	if c.Frame != nil && remote {
+		if err := c.checkFrame(tapes[0]); err != nil {
+			return withCode(ExitUsage, err)
+		}
 	}
 	th, err := themes.Get(c.Theme)
 	if err != nil {
@@ -74,7 +93,7 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 	r := playRenderer(out, noColor)
 	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
 	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame, KeepMarkers: true}
-	return tui.Run(c.Tapes, o, env.Stdin, out)
+	return tui.Run(tapes, o, env.Stdin, out)
 }
 
 // prepareFork completes a fork started from the turntable as `jukebox fork`

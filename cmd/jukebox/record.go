@@ -30,6 +30,7 @@ type RecordCmd struct {
 	breakerFlags
 	otlpFlags
 	boothFlags
+	storeFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 
 	mcpPolicy *mcp.Policy // read from MCPPolicy by Validate
@@ -56,6 +57,9 @@ func (c *RecordCmd) Validate() error {
 		}
 	}
 	if err := c.otlpFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.storeFlags.validate(); err != nil {
 		return err
 	}
 	return c.boothFlags.validate()
@@ -115,10 +119,12 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer pg.close()
+	c.checkStore(ctx, env.Stderr)
 	res, err := engine.Record(agentContext(ctx), engine.RecordOptions{
 		RunOptions: o, Tape: path, Upstreams: c.Upstream, Sync: syncPolicy(c.Sync)})
 	if res != nil {
 		printBooth(env, res.Booth)
+		c.upload(ctx, env.Stderr, res.Tape)
 	}
 	exported(res)
 	if err := runFailed(err, res); err != nil {

@@ -10,7 +10,7 @@ import (
 
 // ReplayCmd replays a recorded run offline.
 type ReplayCmd struct {
-	Tape         string    `arg:"" type:"existingfile" help:"The tape to replay."`
+	Tape         string    `arg:"" type:"tape" help:"The tape to replay (a file, or a tape in a store)."`
 	Cmd          []string  `arg:"" optional:"" passthrough:"partial" name:"command" help:"The agent to run, after -- (default: the recorded command)."`
 	Speed        string    `default:"instant" help:"Pace of streamed responses: instant, realtime, or a factor such as 2x."`
 	OnDivergence string    `enum:"stop,live" default:"stop" help:"On a request the tape does not hold: stop (exit 5 with a report), or live: go to the real upstream from there and record the rest (needs -o or records to ./tapes)."`
@@ -23,6 +23,7 @@ type ReplayCmd struct {
 	matchFlags
 	redactFlags
 	boothFlags
+	storeFlags
 	JSON bool `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 }
 
@@ -40,11 +41,19 @@ func (c *ReplayCmd) Validate() error {
 	if err := c.redactFlags.validate(); err != nil {
 		return err
 	}
+	if err := c.storeFlags.validate(); err != nil {
+		return err
+	}
+
 	return c.boothFlags.validate()
 }
 
 // Run replays and exits 5 on a divergence, else with the agent's exit code.
 func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
+	var err error
+	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
+		return err
+	}
 	if _, err := parentStart(c.Tape, env.Stderr); err != nil {
 		return err
 	}
@@ -73,12 +82,14 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer pg.close()
+	c.checkStore(ctx, env.Stderr)
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream})
 	c.remember(c.Tape, err, env.Stderr)
 	if res != nil {
 		printBooth(env, res.Booth)
+		c.upload(ctx, env.Stderr, res.Tape)
 	}
 	if err := runFailed(err, res); err != nil {
 		return err

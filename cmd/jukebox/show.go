@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 
 // ShowCmd prints the frames of a tape.
 type ShowCmd struct {
-	Tape  string   `arg:"" help:"Tape file (.jbx)." type:"existingfile"`
+	Tape  string   `arg:"" help:"Tape file (.jbx), or a tape in a store (s3://BUCKET/PREFIX/NAME.jbx)." type:"tape"`
 	Frame *int     `help:"Print only frame N, in full." placeholder:"N"`
 	Kind  []string `help:"Print only frames of these kinds (dotted names such as llm.request; repeat or comma-separate)." placeholder:"KIND"`
 	JSON  bool     `help:"Print one JSON object per frame and line: seq, kind, time (seconds), stream, offset, payload."`
@@ -49,7 +50,11 @@ func (c *ShowCmd) Validate() error {
 }
 
 // Run prints the frames.
-func (c *ShowCmd) Run(env *Env) error {
+func (c *ShowCmd) Run(ctx context.Context, env *Env) error {
+	var err error
+	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
+		return err
+	}
 	t, err := tapefmt.Open(c.Tape)
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ const sampleTape = "../../testdata/tapes/agent-run.jbx"
 func parseCLI(t *testing.T, args ...string) (*CLI, error) {
 	t.Helper()
 	var cli CLI
-	parser, err := kong.New(&cli, kong.Name("jukebox"), withUpstreams(), kong.Exit(func(int) { t.Fatal("kong exited") }))
+	parser, err := kong.New(&cli, kong.Name("jukebox"), withUpstreams(), withTapes(), kong.Exit(func(int) { t.Fatal("kong exited") }))
 	if err != nil {
 		t.Fatal(err)
 	}

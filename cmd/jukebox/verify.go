@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -9,7 +10,7 @@ import (
 
 // VerifyCmd checks tapes.
 type VerifyCmd struct {
-	Tapes   []string `arg:"" help:"Tape files (.jbx)." type:"existingfile"`
+	Tapes   []string `arg:"" help:"Tape files (.jbx), or tapes in a store (s3://BUCKET/PREFIX/NAME.jbx)." type:"tape"`
 	KeyFile string   `help:"Also check the seal with the key in this file." type:"existingfile" placeholder:"FILE"`
 	Quick   bool     `help:"Skip decoding and re-hashing blobs: check CRCs, the chain and the index only."`
 	JSON    bool     `help:"Print one JSON array of results."`
@@ -33,7 +34,11 @@ type verifyResult struct {
 }
 
 // Run verifies every tape and exits non-zero if any fails.
-func (c *VerifyCmd) Run(env *Env) error {
+func (c *VerifyCmd) Run(ctx context.Context, env *Env) error {
+	var err error
+	if c.Tapes, err = env.tapes(ctx, c.Tapes); err != nil {
+		return err
+	}
 	var key []byte
 	if c.KeyFile != "" {
 		var err error

@@ -1,0 +1,380 @@
+package main
+
+// Tapes in object storage (tapestore): --store on the commands that write
+// a tape, push and pull, ls of a store, and a store URL wherever a command
+// reads a tape.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/jukebox-os/jukebox/tapestore"
+	"github.com/jukebox-os/jukebox/timeline"
+)
+
+// tapeMapper takes a tape argument: an existing file, or a store URL that
+// names a tape (checked here, fetched by Env.tape when the command runs).
+type tapeMapper struct{}
+
+func withTapes() kong.Option { return kong.NamedMapper("tape", tapeMapper{}) }
+
+func (tapeMapper) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
+	if target.Kind() == reflect.Slice { // positional: every value left
+		for _, t := range ctx.Scan.PopWhile(func(t kong.Token) bool { return t.IsValue() }) {
+			arg := fmt.Sprint(t.Value)
+			if err := checkTapeArg(arg); err != nil {
+				return err
+			}
+			target.Set(reflect.Append(target, reflect.ValueOf(arg)))
+		}
+		return nil
+	}
+	var arg string
+	if err := ctx.Scan.PopValueInto("tape", &arg); err != nil {
+		return err
+	}
+	if err := checkTapeArg(arg); err != nil {
+		return err
+	}
+	target.SetString(arg)
+	return nil
+}
+
+// checkTapeArg checks a tape argument as kong's existingfile does, or as a
+// store URL that names a tape.
+func checkTapeArg(arg string) error {
+	if tapestore.IsURL(arg) {
+		loc, err := tapestore.Parse(arg)
+		if err != nil {
+			return err
+		}
+		if loc.Name == "" {
+			return fmt.Errorf("%s names a store, not a tape: add NAME.jbx (jukebox ls %s lists them)", arg, arg)
+		}
+		return nil
+	}
+	st, err := os.Stat(kong.ExpandPath(arg))
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%q exists but is a directory", arg)
+	}
+	return nil
+}
+
+// tape is arg, or for a store URL the path of a local copy of the tape it
+// names: from the cache, or fetched into it (a fresh temporary folder with
+// --no-cache, removed when the command ends).
+func (env *Env) tape(ctx context.Context, arg string) (string, error) {
+	if !tapestore.IsURL(arg) {
+		return arg, nil
+	}
+	path, cleanup, err := tapestore.Local(ctx, arg, env.NoCache)
+	if err != nil {
+		return "", err
+	}
+	env.cleanups = append(env.cleanups, cleanup)
+	return path, nil
+}
+
+// tapes is tape for each of args.
+func (env *Env) tapes(ctx context.Context, args []string) ([]string, error) {
+	out := make([]string, len(args))
+	for i, a := range args {
+		var err error
+		if out[i], err = env.tape(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// storeFlags upload a command's tape when it closes.
+type storeFlags struct {
+	Store string `placeholder:"URL" env:"JUKEBOX_STORE" help:"Upload the tape to this store when it closes (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/; see README). The tape stays local too; a store that is down keeps it for jukebox push."`
+
+	loc tapestore.Location
+}
+
+// validate reads --store before anything runs: a malformed URL is exit 2.
+func (f *storeFlags) validate() error {
+	if f.Store == "" {
+		return nil
+	}
+	loc, err := tapestore.Parse(f.Store)
+	if err != nil {
+		return fmt.Errorf("--store %w", err)
+	}
+	if loc.Name != "" {
+		return fmt.Errorf("--store %s names a tape; give the store (the URL without %s)", f.Store, loc.Name)
+	}
+	f.loc = loc
+	return nil
+}
+
+// checkStore reaches the store before the run: a store that is down or
+// refuses is a warning, and the run goes on (its tape kept for push).
+func (f *storeFlags) checkStore(ctx context.Context, w io.Writer) {
+	if f.Store == "" {
+		return
+	}
+	s, err := tapestore.Open(ctx, f.loc)
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err = s.Check(cctx)
+		cancel()
+		s.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(w, "jukebox: warning: %v\njukebox: the run goes on; its tape stays local for jukebox push\n", err)
+	}
+}
+
+// upload sends the closed tape to the store. It never fails the run: an
+// upload that does not go through says where the tape is and how to push
+// it later.
+func (f *storeFlags) upload(ctx context.Context, w io.Writer, path string) {
+	if f.Store == "" || path == "" {
+		return
+	}
+	up, err := uploadTape(ctx, f.loc, path, w)
+	if err != nil {
+		fmt.Fprintf(w, "jukebox: warning: the tape was not uploaded: %v\njukebox: it is kept at %s; jukebox push %s --store %s uploads it\n",
+			err, path, shellQuote(path), shellQuote(f.Store))
+		return
+	}
+	fmt.Fprintf(w, "jukebox: %s\n", uploadedLine(up))
+}
+
+// uploadTape uploads one tape, with progress on w for a long one.
+func uploadTape(ctx context.Context, loc tapestore.Location, path string, w io.Writer) (*tapestore.Uploaded, error) {
+	s, err := tapestore.Open(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Upload(ctx, path, progressTo(w, "uploading "+filepath.Base(path)))
+}
+
+// progressTo reports a long transfer on w, at most once a second.
+func progressTo(w io.Writer, what string) func(done, total int64) {
+	var last time.Time
+	start := time.Now()
+	return func(done, total int64) {
+		if now := time.Now(); now.Sub(last) >= time.Second && now.Sub(start) >= time.Second && done < total {
+			last = now
+			fmt.Fprintf(w, "jukebox: %s: %d of %d MB\n", what, done>>20, total>>20)
+		}
+	}
+}
+
+func uploadedLine(up *tapestore.Uploaded) string {
+	if up.Already {
+		return fmt.Sprintf("%s: already in the store as %s", up.Path, up.URL)
+	}
+	checked := "verified before upload"
+	if !up.Verified {
+		checked = "did NOT verify before upload: " + up.VerifyError
+	}
+	return fmt.Sprintf("uploaded %s to %s (%d bytes; size and chain head read back; %s)", up.Path, up.URL, up.Size, checked)
+}
+
+// shellQuote quotes s for a command line the user may paste.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// PushCmd uploads tapes that are not in the store yet.
+type PushCmd struct {
+	Paths []string `arg:"" optional:"" name:"path" default:"tapes" type:"path" help:"Tapes, or folders of tapes (default ./tapes)."`
+	Store string   `placeholder:"URL" env:"JUKEBOX_STORE" required:"" help:"The store (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/)."`
+	Check bool     `help:"Ask the store about every tape, also those noted as uploaded beside them."`
+	JSON  bool     `help:"Print one JSON array, a result per tape."`
+}
+
+// pushResult is one tape's outcome.
+type pushResult struct {
+	Path     string              `json:"path"`
+	Uploaded *tapestore.Uploaded `json:"uploaded,omitempty"`
+	Skipped  string              `json:"skipped,omitempty"` // noted as uploaded: the key
+	Error    string              `json:"error,omitempty"`
+}
+
+// Run uploads every tape not noted as uploaded to the store (idempotent:
+// safe to run from cron); exit 1 when any upload failed.
+func (c *PushCmd) Run(ctx context.Context, env *Env) error {
+	loc, err := tapestore.Parse(c.Store)
+	if err != nil {
+		return withCode(ExitUsage, fmt.Errorf("--store %w", err))
+	}
+	if loc.Name != "" {
+		return withCode(ExitUsage, fmt.Errorf("--store %s names a tape; give the store", c.Store))
+	}
+	paths, err := expandTapes(c.Paths)
+	if err != nil {
+		return err
+	}
+	var results []pushResult
+	failed := 0
+	for _, p := range paths {
+		r := pushResult{Path: p}
+		if key, ok := tapestore.Noted(p, loc.String()); ok && !c.Check {
+			r.Skipped = key
+		} else if r.Uploaded, err = uploadTape(ctx, loc, p, env.Stderr); err != nil {
+			r.Error, failed = err.Error(), failed+1
+		}
+		results = append(results, r)
+		if c.JSON {
+			continue
+		}
+		switch {
+		case r.Error != "":
+			fmt.Fprintf(env.Stdout, "FAILED %s: %s\n", p, r.Error)
+		case r.Skipped != "":
+			fmt.Fprintf(env.Stdout, "%s: uploaded before, as %s\n", p, loc.TapeURL(r.Skipped))
+		default:
+			fmt.Fprintln(env.Stdout, uploadedLine(r.Uploaded))
+		}
+	}
+	if c.JSON {
+		if err := writeJSON(env.Stdout, results); err != nil {
+			return err
+		}
+	} else if len(paths) == 0 {
+		fmt.Fprintf(env.Stdout, "no tapes in %s\n", strings.Join(c.Paths, ", "))
+	}
+	if failed > 0 {
+		return withCode(ExitInternal, fmt.Errorf("%d of %d tapes not uploaded (they stay local; push again)", failed, len(paths)))
+	}
+	return nil
+}
+
+// PullCmd downloads tapes from a store.
+type PullCmd struct {
+	URL    string `arg:"" help:"A tape in a store (…/NAME.jbx), or a store: every tape in it."`
+	Output string `short:"o" type:"path" default:"tapes" placeholder:"DIR" help:"The folder to put them in (default ./tapes)."`
+	JSON   bool   `help:"Print one JSON array, a result per tape."`
+}
+
+// Run downloads the tape (or every tape of the store) into the folder,
+// each verified whole; a file there of another content is never
+// overwritten.
+func (c *PullCmd) Run(ctx context.Context, env *Env) error {
+	loc, err := tapestore.Parse(c.URL)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	s, err := tapestore.Open(ctx, loc)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	keys := []string{loc.Name}
+	if loc.Name == "" {
+		entries, err := s.List(ctx)
+		if err != nil {
+			return err
+		}
+		keys = keys[:0]
+		for _, e := range entries {
+			keys = append(keys, e.Key)
+		}
+	}
+	type pullResult struct {
+		URL    string            `json:"url"`
+		Pulled *tapestore.Pulled `json:"pulled,omitempty"`
+		Error  string            `json:"error,omitempty"`
+	}
+	var results []pullResult
+	var errs []error
+	for _, k := range keys {
+		r := pullResult{URL: s.Loc.TapeURL(k)}
+		p, err := s.Download(ctx, k, c.Output, progressTo(env.Stderr, "downloading "+k))
+		if err != nil {
+			r.Error = err.Error()
+			errs = append(errs, err)
+		}
+		r.Pulled = p
+		results = append(results, r)
+		if c.JSON {
+			continue
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintf(env.Stdout, "FAILED %s: %v\n", r.URL, err)
+		case p.Already:
+			fmt.Fprintf(env.Stdout, "%s: already here as %s\n", r.URL, p.Path)
+		default:
+			fmt.Fprintf(env.Stdout, "pulled %s to %s (%d bytes, verified)\n", r.URL, p.Path, p.Size)
+		}
+	}
+	if c.JSON {
+		if err := writeJSON(env.Stdout, results); err != nil {
+			return err
+		}
+	}
+	if len(errs) > 0 {
+		return withCode(ExitInternal, fmt.Errorf("%d of %d tapes not pulled: %w", len(errs), len(keys), errors.Join(errs...)))
+	}
+	return nil
+}
+
+// lsStore lists a store: from each tape's summary object, without
+// downloading tapes.
+func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
+	loc, err := tapestore.Parse(raw)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	s, err := tapestore.Open(ctx, loc)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	entries, err := s.List(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(env.Stdout, entries)
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(env.Stdout, "no tapes in %s\n", raw)
+		return nil
+	}
+	tw := table(env.Stdout)
+	fmt.Fprintln(tw, "TAPE\tSTARTED\tDURATION\tCALLS\tTOKENS\tCOST\tEXIT\tPARENT\tVERIFIED")
+	for _, e := range entries {
+		name := strings.TrimSuffix(e.Key, tapestore.TapeExt)
+		if e.Record == nil || e.Record.Summary == nil {
+			why := "no summary (not uploaded by jukebox)"
+			if e.RecordError != "" {
+				why = e.RecordError
+			}
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", name, timeline.OneLine(why, 0))
+			continue
+		}
+		r := lsRow{Tape: name, Summary: *e.Record.Summary}
+		verified := "yes"
+		if !e.Record.Verified {
+			verified = "NO: " + timeline.OneLine(e.Record.VerifyError, 0)
+		}
+		fields := strings.Split(r.line(), "\t")
+		// name, started, duration, frames, steps, tokens, cost, exit, parent
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", fields[0], fields[1], fields[2], r.Calls, fields[5], fields[6], fields[7], fields[8], verified)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/tapestore"
+)
+
+// storeCase is a store to run the store tests against: its URL, and how to
+// take it down and bring it back (nil where it cannot go down).
+type storeCase struct {
+	url        string
+	down, back func()
+}
+
+// fileStore is a store in a local folder.
+func fileStore(t *testing.T) storeCase {
+	dir := filepath.Join(t.TempDir(), "store")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hidden := dir + ".away"
+	return storeCase{url: "file://" + dir + "/",
+		down: func() { must(t, os.Rename(dir, hidden)) },
+		back: func() { must(t, os.Rename(hidden, dir)) }}
+}
+
+var uploadedRe = regexp.MustCompile(`uploaded (\S+) to (\S+) \(`)
+
+// testStore runs the store's whole round: record with --store, ls, the
+// reading commands on the store URL, pull, push (noted, --check), a store
+// that is down (the tape kept, push later), two recorders at once, and a
+// malformed --store (exit 2 before the agent starts).
+func testStore(t *testing.T, sc storeCase) {
+	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "run.jbx")
+	_, errs := wantCode(t, 0, "record", "-o", tape, "--store", sc.url, "--", "sh", "-c", "echo hello from the agent")
+	m := uploadedRe.FindStringSubmatch(errs)
+	if m == nil || m[1] != tape || !strings.Contains(errs, "verified before upload") {
+		t.Fatalf("record --store did not say it uploaded:\n%s", errs)
+	}
+	remote := m[2]
+	if !strings.HasPrefix(remote, strings.Split(sc.url, "?")[0]) || !strings.HasSuffix(strings.Split(remote, "?")[0], ".jbx") {
+		t.Fatalf("the tape's URL %q is not in the store %q", remote, sc.url)
+	}
+
+	out, _ := wantCode(t, 0, "ls", sc.url)
+	if !strings.Contains(out, "VERIFIED") || !regexp.MustCompile(`run-[0-9a-f]{12}\s.*\byes\b`).MatchString(out) {
+		t.Errorf("ls of the store:\n%s", out)
+	}
+	out, _ = wantCode(t, 0, "ls", "--json", sc.url)
+	var entries []tapestore.Entry
+	if err := json.Unmarshal([]byte(out), &entries); err != nil || len(entries) != 1 || entries[0].Record == nil || entries[0].Record.Summary == nil {
+		t.Errorf("ls --json of the store: %v\n%s", err, out)
+	}
+
+	// Reading commands take the tape's URL.
+	out, _ = wantCode(t, 0, "show", remote)
+	if !strings.Contains(out, "hello from the agent") {
+		t.Errorf("show of the store's tape:\n%s", out)
+	}
+	wantCode(t, 0, "verify", remote)
+	wantCode(t, 0, "--no-cache", "cost", remote)
+	out, _ = wantCode(t, 0, "replay", remote)
+	if !strings.Contains(out, "hello from the agent") {
+		t.Errorf("replay from the store:\n%s", out)
+	}
+
+	into := t.TempDir()
+	out, _ = wantCode(t, 0, "pull", remote, "-o", into)
+	if !strings.Contains(out, "pulled "+remote) || !strings.Contains(out, "verified") {
+		t.Errorf("pull:\n%s", out)
+	}
+	out, _ = wantCode(t, 0, "pull", remote, "-o", into)
+	if !strings.Contains(out, "already here") {
+		t.Errorf("pull again:\n%s", out)
+	}
+
+	out, _ = wantCode(t, 0, "push", dir, "--store", sc.url)
+	if !strings.Contains(out, "uploaded before") {
+		t.Errorf("push of a noted tape:\n%s", out)
+	}
+	out, _ = wantCode(t, 0, "push", "--check", tape, "--store", sc.url)
+	if !strings.Contains(out, "already in the store") {
+		t.Errorf("push --check:\n%s", out)
+	}
+
+	// The store goes down: the run goes on, exits with the agent's code,
+	// keeps its tape and says how to push it; push completes it.
+	if sc.down != nil {
+		sc.down()
+		kept := filepath.Join(dir, "kept.jbx")
+		_, errs = wantCode(t, 3, "record", "-o", kept, "--store", sc.url, "--", "sh", "-c", "echo down; exit 3")
+		if !strings.Contains(errs, "warning") || !strings.Contains(errs, "it is kept at "+kept) || !strings.Contains(errs, "jukebox push") {
+			t.Errorf("record with the store down:\n%s", errs)
+		}
+		if _, err := os.Stat(kept); err != nil {
+			t.Fatalf("the tape was not kept: %v", err)
+		}
+		sc.back()
+		out, _ = wantCode(t, 0, "push", dir, "--store", sc.url)
+		if !strings.Contains(out, "uploaded "+kept) || !strings.Contains(out, "uploaded before") {
+			t.Errorf("push after the store came back:\n%s", out)
+		}
+	}
+
+	// Two recorders with the same tape name, at once: two keys.
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	logs := make([]string, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			codes[i], _, logs[i] = jb(t, "record", "-o", filepath.Join(t.TempDir(), "same.jbx"), "--store", sc.url, "--", "sh", "-c", "echo twin")
+		})
+	}
+	wg.Wait()
+	a, b := uploadedRe.FindStringSubmatch(logs[0]), uploadedRe.FindStringSubmatch(logs[1])
+	if codes[0] != 0 || codes[1] != 0 || a == nil || b == nil || a[2] == b[2] {
+		t.Errorf("two recorders at once: exits %v\n%s\n%s", codes, logs[0], logs[1])
+	}
+
+	// A malformed store is refused before the agent starts.
+	marker := filepath.Join(dir, "ran")
+	for _, bad := range []string{"ftp://h/p/", "s3:///p/", "s3://b/p/x.jbx"} {
+		wantCode(t, 2, "record", "-o", filepath.Join(dir, "bad.jbx"), "--store", bad, "--", "sh", "-c", "touch "+marker)
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("--store %s: the agent ran", bad)
+		}
+	}
+	t.Setenv("JUKEBOX_STORE", "gopher://nowhere/")
+	wantCode(t, 2, "record", "-o", filepath.Join(dir, "bad.jbx"), "--", "sh", "-c", "touch "+marker)
+}
+
+// TestFileStore runs the store round against a folder (file://).
+func TestFileStore(t *testing.T) { testStore(t, fileStore(t)) }

@@ -1,0 +1,81 @@
+package tapestore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"gocloud.dev/blob"
+)
+
+// Entry is a tape in a store, as ls lists it: from the listing and the
+// summary object beside it. A tape another tool put there has no summary
+// object: Record is nil, and the tape says what it is when opened.
+type Entry struct {
+	Key      string    `json:"key"`
+	URL      string    `json:"url"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+	Record   *Record   `json:"record,omitempty"`
+	// RecordError says why the summary object did not read.
+	RecordError string `json:"record_error,omitempty"`
+}
+
+// listWorkers is how many summary objects are read at once.
+const listWorkers = 16
+
+// List lists the tapes of the store, in key order, with their summaries,
+// read side by side (no tape is downloaded).
+func (s *Store) List(ctx context.Context) ([]Entry, error) {
+	var out []Entry
+	summaries := map[string]bool{}
+	it := s.b.List(&blob.ListOptions{Delimiter: "/"})
+	for {
+		o, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, s.wrap("", err)
+		}
+		switch {
+		case o.IsDir:
+		case strings.HasSuffix(o.Key, TapeExt):
+			out = append(out, Entry{Key: o.Key, URL: s.Loc.TapeURL(o.Key), Size: o.Size, Modified: o.ModTime})
+		case strings.HasSuffix(o.Key, TapeExt+".summary.json"):
+			summaries[o.Key] = true
+		}
+	}
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for range min(listWorkers, len(out)) {
+		wg.Go(func() {
+			for i := range jobs {
+				e := &out[i]
+				b, err := s.b.ReadAll(ctx, summaryKey(e.Key))
+				if err != nil {
+					e.RecordError = s.wrap(summaryKey(e.Key), err).Error()
+					continue
+				}
+				var r Record
+				if err := json.Unmarshal(b, &r); err != nil {
+					e.RecordError = "the summary object does not read: " + err.Error()
+					continue
+				}
+				e.Record = &r
+			}
+		})
+	}
+	for i := range out {
+		if summaries[summaryKey(out[i].Key)] {
+			jobs <- i
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return out, ctx.Err()
+}

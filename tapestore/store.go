@@ -1,0 +1,119 @@
+package tapestore
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// Store is an open store.
+type Store struct {
+	Loc Location
+	b   *blob.Bucket
+}
+
+// Open opens the store at loc (a tape's location opens its store). It
+// reaches nothing yet: Check does.
+func Open(ctx context.Context, loc Location) (*Store, error) {
+	b, err := blob.OpenBucket(ctx, loc.bucket)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", loc, err)
+	}
+	if loc.Prefix != "" {
+		b = blob.PrefixedBucket(b, loc.Prefix)
+	}
+	return &Store{Loc: loc.Store(), b: b}, nil
+}
+
+// Close releases the store.
+func (s *Store) Close() error { return s.b.Close() }
+
+// Check reaches the store and lists one key: wrong credentials, a missing
+// bucket or a store that is down are said here, before a run.
+func (s *Store) Check(ctx context.Context) error {
+	it := s.b.List(&blob.ListOptions{})
+	if _, err := it.Next(ctx); err != nil && !errors.Is(err, io.EOF) {
+		return s.wrap("", err)
+	}
+	return nil
+}
+
+// wrap says which store (and key) an error is about, in words for the
+// common cases.
+func (s *Store) wrap(key string, err error) error {
+	where := s.Loc.String()
+	if key != "" {
+		where = s.Loc.TapeURL(key)
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.PermissionDenied:
+		return fmt.Errorf("store %s: access refused (check the credentials in the environment): %w", where, err)
+	case gcerrors.NotFound:
+		return fmt.Errorf("store %s: not found: %w", where, err)
+	}
+	return fmt.Errorf("store %s: %w", where, err)
+}
+
+// KeyFor is the key a tape is uploaded under: its local name with the
+// first 12 hex digits of its tape id, so that tapes of the same name from
+// many machines never share a key (a name that holds them already is kept).
+func KeyFor(localName string, id [16]byte) string {
+	stem := strings.TrimSuffix(localName, TapeExt)
+	tag := hex.EncodeToString(id[:6])
+	if strings.HasSuffix(stem, "-"+tag) {
+		return stem + TapeExt
+	}
+	return stem + "-" + tag + TapeExt
+}
+
+// summaryKey is the key of a tape's summary object.
+func summaryKey(key string) string { return key + ".summary.json" }
+
+// sidecarPrefix is where a tape's sidecar files go.
+func sidecarPrefix(key string) string { return tapefmt.Sidecar(key) + "/" }
+
+// remote is an object read by ranged GETs, as an io.ReaderAt.
+type remote struct {
+	ctx context.Context
+	b   *blob.Bucket
+	key string
+}
+
+func (r remote) ReadAt(p []byte, off int64) (int, error) {
+	rd, err := r.b.NewRangeReader(r.ctx, r.key, off, int64(len(p)), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rd.Close()
+	n, err := io.ReadFull(rd, p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// openRemote opens the tape under key by ranged reads of its header,
+// footer and index. A tape without a footer (half uploaded, or torn before
+// the upload) or an object that is not a tape is an error that says so.
+func (s *Store) openRemote(ctx context.Context, key string) (*tapefmt.Tape, int64, error) {
+	a, err := s.b.Attributes(ctx, key)
+	if err != nil {
+		return nil, 0, s.wrap(key, err)
+	}
+	t, err := tapefmt.NewReader(remote{ctx, s.b, key}, a.Size)
+	if err != nil {
+		return nil, a.Size, fmt.Errorf("%s: not a tape: %w", s.Loc.TapeURL(key), err)
+	}
+	if t.Recovered() != nil {
+		return nil, a.Size, fmt.Errorf("%s: not a whole tape (no footer): half uploaded, or torn before it was uploaded", s.Loc.TapeURL(key))
+	}
+	return t, a.Size, nil
+}
