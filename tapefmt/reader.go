@@ -6,7 +6,9 @@ import (
 	"io"
 	"iter"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,8 +31,40 @@ type Tape struct {
 	decoded int64 // bytes of blobs decoded so far, against decodeBudget
 }
 
-// Open opens the tape at path.
+// RemoteOpener opens a tape that a URL names (scheme://…) for reading by
+// ranges; it reports ok false for a name it does not take.
+type RemoteOpener func(name string) (ra io.ReaderAt, size int64, closer io.Closer, ok bool, err error)
+
+// remote is the opener Open hands URLs to (SetRemoteOpener).
+var remote atomic.Pointer[RemoteOpener]
+
+// SetRemoteOpener makes Open take the names fn takes (a store's tape URLs,
+// package tapestore), so that every reader of tapes reads those too. A
+// remote tape must be whole: one that ends in no footer is ErrNoFooter,
+// never scanned for what it holds.
+func SetRemoteOpener(fn RemoteOpener) { remote.Store(&fn) }
+
+// Open opens the tape at path, or the remote tape a URL names when a
+// RemoteOpener takes it.
 func Open(path string) (*Tape, error) {
+	if fn := remote.Load(); fn != nil && strings.Contains(path, "://") {
+		ra, size, closer, ok, err := (*fn)(path)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			t, err := NewWholeReader(ra, size)
+			if err != nil {
+				closer.Close()
+				if errors.Is(err, ErrNoFooter) {
+					return nil, fmt.Errorf("%s: %w: half uploaded, or torn before it was uploaded", path, err)
+				}
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			t.closer = closer
+			return t, nil
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("tapefmt: open tape: %w", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -16,11 +15,7 @@ type CostCmd struct {
 }
 
 // Run prints the bill: a row per group, then the total.
-func (c *CostCmd) Run(ctx context.Context, env *Env) error {
-	var err error
-	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
-		return err
-	}
+func (c *CostCmd) Run(env *Env) error {
 	t, err := tapefmt.Open(c.Tape)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,14 +45,7 @@ func (c *DiffCmd) Validate() error {
 }
 
 // Run compares the tapes and prints the result.
-func (c *DiffCmd) Run(ctx context.Context, env *Env) error {
-	var err error
-	if c.Left, err = env.tape(ctx, c.Left); err != nil {
-		return err
-	}
-	if c.Right, err = env.tape(ctx, c.Right); err != nil {
-		return err
-	}
+func (c *DiffCmd) Run(env *Env) error {
 	var right diffview.Timeline
 	var rightWarn string
 	var rightErr error

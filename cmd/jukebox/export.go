@@ -62,11 +62,7 @@ func otlpEndpoint(url, proto, headers, prefix string) (export.Endpoint, error) {
 
 // Run sends each tape and says where its trace is.
 func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
-	tapes, err := env.tapes(ctx, c.Tapes)
-	if err != nil {
-		return err
-	}
-	paths, err := expandTapes(tapes)
+	paths, err := expandTapes(c.Tapes)
 	if err != nil {
 		return err
 	}
@@ -132,11 +128,7 @@ type ExportHARCmd struct {
 }
 
 // Run writes the archive.
-func (c *ExportHARCmd) Run(ctx context.Context, env *Env) error {
-	var err error
-	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
-		return err
-	}
+func (c *ExportHARCmd) Run(env *Env) error {
 	return exportTo(env, c.Tape, c.Output, func(w io.Writer, t *tapefmt.Tape) error {
 		return export.HAR(w, t, c.Tape, version)
 	})
@@ -149,11 +141,7 @@ type ExportJSONCmd struct {
 }
 
 // Run writes the document.
-func (c *ExportJSONCmd) Run(ctx context.Context, env *Env) error {
-	var err error
-	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
-		return err
-	}
+func (c *ExportJSONCmd) Run(env *Env) error {
 	return exportTo(env, c.Tape, c.Output, func(w io.Writer, t *tapefmt.Tape) error {
 		return export.JSON(w, t, c.Tape)
 	})

@@ -26,6 +26,10 @@ type LsCmd struct {
 func expandTapes(args []string) ([]string, error) {
 	var paths []string
 	for _, p := range args {
+		if tapestore.IsURL(p) { // a tape in a store (tapestore.Opener reads it)
+			paths = append(paths, p)
+			continue
+		}
 		st, err := os.Stat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -63,8 +67,8 @@ type lsRow struct {
 func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 	var local []string
 	for _, p := range c.Paths {
-		if !tapestore.IsURL(p) {
-			local = append(local, p)
+		if loc, err := tapestore.Parse(p); err != nil || loc.Name != "" {
+			local = append(local, p) // a path, or one tape in a store, read in place
 		} else if err := lsStore(ctx, env, p, c.JSON); err != nil {
 			return err
 		}

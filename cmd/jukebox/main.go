@@ -12,6 +12,8 @@ import (
 
 	"github.com/jukebox-os/jukebox/prices"
 	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/tapestore"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -146,6 +148,8 @@ func parseAndRun(parser *kong.Kong, args []string, env *Env) (code int) {
 	if g, ok := parser.Model.Target.Addr().Interface().(interface{ globals() *Globals }); ok {
 		env.NoCache = g.globals().NoCache
 	}
+	// Every reader of tapes reads a store's tape by its URL, in place.
+	tapefmt.SetRemoteOpener(tapestore.Opener(env.NoCache))
 	defer func() {
 		for _, c := range env.cleanups {
 			c()

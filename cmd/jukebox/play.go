@@ -72,13 +72,8 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 	if !ok || !term.IsTerminal(out.Fd()) {
 		return withCode(ExitUsage, errNotTerminal)
 	}
-	remote := tapestore.IsURL(c.Tapes[0])
-	tapes, err := env.tapes(ctx, c.Tapes)
-	if err != nil {
-		return err
-	}
-	if c.Frame != nil && remote {
-		if err := c.checkFrame(tapes[0]); err != nil {
+	if c.Frame != nil && tapestore.IsURL(c.Tapes[0]) {
+		if err := c.checkFrame(c.Tapes[0]); err != nil {
 			return withCode(ExitUsage, err)
 		}
 	}
@@ -93,7 +88,7 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 	r := playRenderer(out, noColor)
 	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
 	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame, KeepMarkers: true}
-	return tui.Run(tapes, o, env.Stdin, out)
+	return tui.Run(c.Tapes, o, env.Stdin, out)
 }
 
 // prepareFork completes a fork started from the turntable as `jukebox fork`

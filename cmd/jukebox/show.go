@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,11 +49,7 @@ func (c *ShowCmd) Validate() error {
 }
 
 // Run prints the frames.
-func (c *ShowCmd) Run(ctx context.Context, env *Env) error {
-	var err error
-	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
-		return err
-	}
+func (c *ShowCmd) Run(env *Env) error {
 	t, err := tapefmt.Open(c.Tape)
 	if err != nil {
 		return err

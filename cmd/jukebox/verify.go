@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -34,11 +33,7 @@ type verifyResult struct {
 }
 
 // Run verifies every tape and exits non-zero if any fails.
-func (c *VerifyCmd) Run(ctx context.Context, env *Env) error {
-	var err error
-	if c.Tapes, err = env.tapes(ctx, c.Tapes); err != nil {
-		return err
-	}
+func (c *VerifyCmd) Run(env *Env) error {
 	var key []byte
 	if c.KeyFile != "" {
 		var err error
