@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"gocloud.dev/blob"
@@ -23,6 +24,13 @@ type Store struct {
 // Open opens the store at loc (a tape's location opens its store). It
 // reaches nothing yet: Check does.
 func Open(ctx context.Context, loc Location) (*Store, error) {
+	if loc.Scheme == "s3" && os.Getenv("AWS_RESPONSE_CHECKSUM_VALIDATION") == "" {
+		// The AWS SDK logs a line on stderr for each ranged read, whose
+		// response carries no checksum to validate; a tape checks its own
+		// bytes (CRCs, the hash chain), so it asks for them only where
+		// the operation requires one.
+		os.Setenv("AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required")
+	}
 	b, err := blob.OpenBucket(ctx, loc.bucket)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", loc, err)
@@ -53,10 +61,10 @@ func (s *Store) wrap(key string, err error) error {
 	if key != "" {
 		where = s.Loc.TapeURL(key)
 	}
-	switch gcerrors.Code(err) {
-	case gcerrors.PermissionDenied:
+	switch code := gcerrors.Code(err); {
+	case code == gcerrors.PermissionDenied, strings.Contains(err.Error(), "StatusCode: 403"):
 		return fmt.Errorf("store %s: access refused (check the credentials in the environment): %w", where, err)
-	case gcerrors.NotFound:
+	case code == gcerrors.NotFound:
 		return fmt.Errorf("store %s: not found: %w", where, err)
 	}
 	return fmt.Errorf("store %s: %w", where, err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/s3test"
 	"github.com/jukebox-os/jukebox/tapestore"
 )
 
@@ -140,3 +141,31 @@ func testStore(t *testing.T, sc storeCase) {
 
 // TestFileStore runs the store round against a folder (file://).
 func TestFileStore(t *testing.T) { testStore(t, fileStore(t)) }
+
+// TestS3Store runs the store round against a real S3-compatible server
+// (the Versity S3 Gateway, which the test command builds): the store goes
+// down by stopping it, and comes back on the same port. Then wrong
+// credentials: a warning at start, the tape kept, push later.
+func TestS3Store(t *testing.T) {
+	s := s3test.Start(t)
+	s.Setenv(t)
+	url := s.Bucket(t, "tapes", "team/runs/")
+	testStore(t, storeCase{url: url, down: s.Stop, back: func() { s.Restart(t) }})
+
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "creds.jbx")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+	_, errs := wantCode(t, 0, "record", "-o", tape, "--store", url, "--", "sh", "-c", "echo wrong keys")
+	if !strings.Contains(errs, "access refused") || !strings.Contains(errs, "it is kept at "+tape) {
+		t.Errorf("record with wrong credentials:\n%s", errs)
+	}
+	if strings.Contains(errs, "SDK ") {
+		t.Errorf("the AWS SDK's own log reached stderr:\n%s", errs)
+	}
+	wantCode(t, 1, "push", tape, "--store", url)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s.Secret)
+	out, _ := wantCode(t, 0, "push", tape, "--store", url)
+	if !strings.Contains(out, "uploaded "+tape) {
+		t.Errorf("push with the right credentials:\n%s", out)
+	}
+}

@@ -42,6 +42,9 @@ const (
 	// EnvJaeger holds the path of the Jaeger v2 binary that
 	// `eval "$(bash .ci/jaeger.sh)"` builds from the tools module.
 	EnvJaeger = "JUKEBOX_JAEGER"
+	// EnvVersityGW holds the path of the Versity S3 Gateway binary that
+	// .ci/versitygw.sh builds: the S3-compatible server of the store tests.
+	EnvVersityGW = "JUKEBOX_VERSITYGW"
 )
 
 // minNodeMajor is the oldest Node.js release the SDK agents run on
@@ -171,6 +174,21 @@ func RequireJaeger(t testing.TB) string {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("%s=%s: %v (run bash .ci/jaeger.sh again)", EnvJaeger, path, err)
+	}
+	return path
+}
+
+// RequireVersityGW returns the path of the Versity S3 Gateway binary in
+// JUKEBOX_VERSITYGW, the real S3-compatible server of the store tests.
+func RequireVersityGW(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv(EnvVersityGW)
+	if path == "" {
+		Unavailable(t, "the Versity S3 Gateway (an S3-compatible server) in "+EnvVersityGW,
+			`run eval "$(bash .ci/versitygw.sh)" to build it from the tools module and set it`)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s=%s: %v (run bash .ci/versitygw.sh again)", EnvVersityGW, path, err)
 	}
 	return path
 }

@@ -1,0 +1,163 @@
+// Package s3test runs a real S3-compatible server for a test: the Versity
+// S3 Gateway (versitygw) with its posix backend, over a temporary folder,
+// on a free loopback port, with static credentials. The binary comes from
+// testenv.RequireVersityGW (.ci/versitygw.sh builds it from the tools
+// module). A bucket is a folder of the root: Bucket makes one.
+package s3test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// Server is a running gateway.
+type Server struct {
+	Endpoint       string // http://127.0.0.1:PORT
+	Access, Secret string
+	Region         string
+	bin, root      string
+	addr           string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	done chan struct{}
+}
+
+// Start runs the gateway until the test ends; its log is printed when the
+// test failed.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s, err := Run(testenv.RequireVersityGW(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("versitygw's log:\n%s", s.Log())
+		}
+	})
+	return s
+}
+
+// Run starts the gateway binary bin over the folder root on a free port
+// and waits until it answers. For programs that are not tests (bench/).
+func Run(bin, root string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Access: "AKIAJUKEBOXTEST", Secret: "jukebox-test-secret-key", Region: "us-east-1",
+		bin: bin, root: root, addr: "127.0.0.1:" + strconv.Itoa(port)}
+	s.Endpoint = "http://" + s.addr
+	return s, s.start()
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = &bytes.Buffer{}
+	cmd := exec.Command(s.bin, "--access", s.Access, "--secret", s.Secret, "--region", s.Region,
+		"--port", s.addr, "--quiet", "posix", s.root)
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("versitygw: %w", err)
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	go func(done chan struct{}) { cmd.Wait(); close(done) }(s.done)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(s.Endpoint)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("versitygw exited at start: %s", s.log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			return fmt.Errorf("versitygw did not answer on %s in 20 s: %s", s.addr, s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop ends the gateway (the store goes down); its folder stays.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-done
+}
+
+// Restart brings the gateway back on the same port over the same folder.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Log is what the gateway printed.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+// Bucket makes a bucket (a folder of the gateway's root) and returns its
+// store URL with the prefix, as gocloud.dev's s3blob takes it.
+func (s *Server) Bucket(t testing.TB, name, prefix string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(s.root, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return s.URL(name, prefix)
+}
+
+// URL is the store URL of prefix in bucket.
+func (s *Server) URL(bucket, prefix string) string {
+	return "s3://" + bucket + "/" + prefix + "?endpoint=" + s.Endpoint + "&region=" + s.Region + "&use_path_style=true"
+}
+
+// Env is the credentials for a child process.
+func (s *Server) Env() []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + s.Access, "AWS_SECRET_ACCESS_KEY=" + s.Secret, "AWS_REGION=" + s.Region}
+}
+
+// Setenv sets the credentials in this process for the test.
+func (s *Server) Setenv(t testing.TB) {
+	t.Setenv("AWS_ACCESS_KEY_ID", s.Access)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s.Secret)
+	t.Setenv("AWS_REGION", s.Region)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
