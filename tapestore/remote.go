@@ -122,19 +122,38 @@ func (o *object) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// readAhead is how many blocks a miss fetches at least, forward from the
+// block missed (as far as they are missing): a tape is read mostly in
+// order, and its first screen (rows whose records lie between the blobs
+// of the first steps) then comes in one GET.
+const readAhead = 8
+
+// tailBlocks is how many blocks a miss at the last block fetches before
+// it too: the index tables end where the footer starts, so opening a tape
+// takes them with the footer (an index of up to about 2 MiB, some 60,000
+// frames, comes in the same GET).
+const tailBlocks = 2
+
 // ensure fetches the blocks first..last that are neither in memory nor on
-// disk, a run of them at a time.
+// disk, a run of them at a time, each run read ahead to readAhead blocks.
 func (o *object) ensure(first, last int64) error {
+	blocks := (o.size + blockSize - 1) / blockSize
 	for i := first; i <= last; {
 		if o.have(i) {
 			i++
 			continue
 		}
 		j := i
-		for j+1 <= last && !o.have(j+1) {
+		for j+1 < blocks && (j+1 <= last || j+1 < i+readAhead) && !o.have(j+1) {
 			j++
 		}
-		if err := o.fetch(i, j); err != nil {
+		lo := i
+		if j == blocks-1 { // the footer: the index lies just before it
+			for lo > 0 && lo > i-tailBlocks && !o.have(lo-1) {
+				lo--
+			}
+		}
+		if err := o.fetch(lo, j); err != nil {
 			return err
 		}
 		i = j + 1

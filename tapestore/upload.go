@@ -74,17 +74,24 @@ func (s *Store) Upload(ctx context.Context, path string, progress func(done, tot
 	up.URL = s.Loc.TapeURL(up.Key)
 	up.Record = Record{ID: hex.EncodeToString(id[:]), Head: up.Head, Size: up.Size, Uploaded: time.Now().UTC()}
 	up.Host, _ = os.Hostname()
-	if _, err := t.Verify(tapefmt.VerifyOptions{Blobs: true}); err != nil {
-		up.VerifyError = err.Error()
-	} else {
-		up.Verified = true
-	}
-	if sum, err := timeline.Summarize(path, t); err == nil {
-		sum.Path = ""
-		up.Summary = &sum
-	}
-
-	if err := s.send(ctx, path, up, progress); err != nil {
+	// The full check and the summary read the tape while it goes up: the
+	// upload then takes about as long as the bytes do.
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		if _, err := t.Verify(tapefmt.VerifyOptions{Blobs: true}); err != nil {
+			up.VerifyError = err.Error()
+		} else {
+			up.Verified = true
+		}
+		if sum, err := timeline.Summarize(path, t); err == nil {
+			sum.Path = ""
+			up.Summary = &sum
+		}
+	}()
+	err = s.send(ctx, path, up, progress)
+	<-checked
+	if err != nil {
 		return nil, err
 	}
 	if err := s.check(ctx, up); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -165,7 +166,7 @@ func New(paths []string, o Options) *Deck {
 			d.openErr, d.openPath = err, p
 			return d
 		}
-		if tl.Len() <= o.IndexLimit {
+		if !d.costsLater(tl) {
 			tl.IndexCosts(d.ctx)
 		}
 		tv := newTimelineView(tl, &st, labels[i])
@@ -193,6 +194,13 @@ func New(paths []string, o Options) *Deck {
 	return d
 }
 
+// costsLater reports whether a tape's running totals are summed in the
+// background rather than before the first screen: a long tape, or one
+// read from a store, whose every call would be a round trip.
+func (d *Deck) costsLater(tl *timeline.Timeline) bool {
+	return tl.Len() > d.o.IndexLimit || strings.Contains(tl.Path(), "://")
+}
+
 // SetSend connects the deck to its program: engine events reach the deck
 // through send (tea.Program.Send).
 func (d *Deck) SetSend(send func(tea.Msg)) { d.send.set(send) }
@@ -217,7 +225,7 @@ type costsIndexedMsg struct{}
 func (d *Deck) Init() tea.Cmd {
 	cmds := d.startChecks()
 	for _, t := range d.tracks {
-		if t.tl.Len() > d.o.IndexLimit {
+		if d.costsLater(t.tl) {
 			tl, ctx := t.tl, d.ctx
 			cmds = append(cmds, func() tea.Msg { tl.IndexCosts(ctx); return costsIndexedMsg{} })
 		}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -37,8 +38,8 @@ func (d *Deck) startChecks() []tea.Cmd {
 	}
 	var cmds []tea.Cmd
 	for _, t := range d.tracks {
-		if t.growing() || d.checks[t.tl] != nil {
-			continue
+		if t.growing() || d.checks[t.tl] != nil || strings.Contains(t.tl.Path(), "://") {
+			continue // a store's tape would be fetched whole: jukebox verify URL checks it
 		}
 		d.checks[t.tl] = &tapeCheck{running: true}
 		tl, ctx, key := t.tl, d.ctx, d.o.Key

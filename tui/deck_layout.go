@@ -158,7 +158,7 @@ func (d *Deck) header() string {
 // totals are a track's whole-run tokens and cost, once they are summed
 // (IndexCosts); until then the header leaves them out.
 func (d *Deck) totals(t *timelineView) (int64, float64, bool) {
-	if t.tl.Len() > d.o.IndexLimit && !t.tl.CostsIndexed() {
+	if d.costsLater(t.tl) && !t.tl.CostsIndexed() {
 		return 0, 0, false
 	}
 	tok, cost := t.tl.Totals(t.tl.Len() - 1)

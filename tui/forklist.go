@@ -332,7 +332,7 @@ func (d *Deck) showFork(e forkEntry) error {
 			}
 			return err
 		}
-		if tl.Len() <= d.o.IndexLimit {
+		if !d.costsLater(tl) {
 			tl.IndexCosts(d.ctx)
 		}
 		tv := newTimelineView(tl, d.st, "")

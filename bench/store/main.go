@@ -1,0 +1,285 @@
+// Command store measures the tape store (issue 18) against its peers, in
+// one run against a local Versity S3 Gateway:
+//
+//   - upload: tapestore's Upload of a big tape (verified before, read back
+//     after) against a plain multipart PUT of the same bytes through the
+//     same client (target: at least 80% of its throughput);
+//   - remote open: the turntable's first screen of that tape opened from
+//     the store (a fresh cache each run) against the same from the local
+//     file, with the round trips counted at the server's door (target: at
+//     most 4, and under 3x the local open plus those round trips);
+//   - ls: listing a store of 1,000 tapes with their summaries (target:
+//     under 3 s).
+//
+// It needs the gateway binary: eval "$(bash .ci/versitygw.sh)" first.
+//
+//	go -C bench run ./store [-mb 1024] [-tapes 1000] [-runs 5]
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"gocloud.dev/blob"
+
+	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
+	"github.com/jukebox-os/jukebox/internal/s3test"
+	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/tapestore"
+	"github.com/jukebox-os/jukebox/tui"
+)
+
+func main() {
+	mb := flag.Int("mb", 1024, "size of the big tape, in MB")
+	tapes := flag.Int("tapes", 1000, "tapes in the store that ls lists")
+	runs := flag.Int("runs", 5, "runs per measurement (median reported)")
+	flag.Parse()
+	if err := run(*mb, *tapes, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/store:", err)
+		os.Exit(1)
+	}
+}
+
+// counter is a reverse proxy in front of the gateway that counts the
+// requests it passes: the round trips.
+type counter struct {
+	n atomic.Int64
+	h http.Handler
+}
+
+func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.n.Add(1)
+	c.h.ServeHTTP(w, r)
+}
+
+func run(mb, nTapes, runs int) error {
+	bin := os.Getenv("JUKEBOX_VERSITYGW")
+	if bin == "" {
+		return fmt.Errorf(`JUKEBOX_VERSITYGW is not set: run eval "$(bash .ci/versitygw.sh)" first`)
+	}
+	root, err := os.MkdirTemp("", "store-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	gw := filepath.Join(root, "gw")
+	for _, b := range []string{"tapes", "plain", "many"} {
+		if err := os.MkdirAll(filepath.Join(gw, b), 0o755); err != nil {
+			return err
+		}
+	}
+	srv, err := s3test.Run(bin, gw)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	for _, kv := range srv.Env() {
+		k, v, _ := cut(kv)
+		os.Setenv(k, v)
+	}
+	target, _ := url.Parse(srv.Endpoint)
+	cnt := &counter{h: httputil.NewSingleHostReverseProxy(target)}
+	door := httptest.NewServer(cnt)
+	defer door.Close()
+	storeURL := func(bucket string) string {
+		return "s3://" + bucket + "?endpoint=" + door.URL + "&region=" + srv.Region + "&use_path_style=true"
+	}
+	ctx := context.Background()
+
+	big := filepath.Join(root, "big.jbx")
+	start := time.Now()
+	if err := writeTape(big, mb); err != nil {
+		return err
+	}
+	st, _ := os.Stat(big)
+	fmt.Printf("tape: %d MB, %d bytes, built in %s\n", mb, st.Size(), time.Since(start).Round(time.Millisecond))
+
+	// Upload against a plain PUT, alternating, each under a prefix of its
+	// own (the same tape, so the same key in each).
+	var up, put []time.Duration
+	plain, err := blob.OpenBucket(ctx, storeURL("plain"))
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
+	var remoteURL string
+	for i := range runs {
+		loc, err := tapestore.Parse(fmt.Sprintf("s3://tapes/r%d/?endpoint=%s&region=%s&use_path_style=true", i, door.URL, srv.Region))
+		if err != nil {
+			return err
+		}
+		s, err := tapestore.Open(ctx, loc)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		u, err := s.Upload(ctx, big, nil)
+		if err != nil {
+			return err
+		}
+		up = append(up, time.Since(t0))
+		remoteURL = u.URL
+		s.Close()
+		t0 = time.Now()
+		if err := plainPut(ctx, plain, fmt.Sprintf("plain-%d", i), big); err != nil {
+			return err
+		}
+		put = append(put, time.Since(t0))
+	}
+	mbps := func(d time.Duration) float64 { return float64(st.Size()) / (1 << 20) / d.Seconds() }
+	u, p := benchutil.Median(up), benchutil.Median(put)
+	fmt.Printf("upload      median %8.0f ms  %6.1f MB/s  (verify before, read back after)\n", benchutil.MS(u), mbps(u))
+	fmt.Printf("plain PUT   median %8.0f ms  %6.1f MB/s  (same client, same part size)\n", benchutil.MS(p), mbps(p))
+	fmt.Printf("upload throughput / plain PUT: %.0f%%  (target >= 80%%)\n", 100*mbps(u)/mbps(p))
+
+	// The first screen, local and remote (a fresh cache each run).
+	local := big
+	var lo, re []time.Duration
+	var trips []int64
+	for i := range runs {
+		t0 := time.Now()
+		if err := firstScreen(local); err != nil {
+			return err
+		}
+		lo = append(lo, time.Since(t0))
+		os.Setenv("JUKEBOX_CACHE_DIR", filepath.Join(root, fmt.Sprintf("cache%d", i)))
+		tapefmt.SetRemoteOpener(tapestore.Opener(false))
+		before := cnt.n.Load()
+		t0 = time.Now()
+		if err := firstScreen(remoteURL); err != nil {
+			return err
+		}
+		re = append(re, time.Since(t0))
+		trips = append(trips, cnt.n.Load()-before)
+	}
+	var rtts []time.Duration
+	for range 21 {
+		t0 := time.Now()
+		if _, err := plain.Attributes(ctx, "plain-0"); err != nil {
+			return err
+		}
+		rtts = append(rtts, time.Since(t0))
+	}
+	l, r, rtt := benchutil.Median(lo), benchutil.Median(re), benchutil.Median(rtts)
+	maxTrips := trips[0]
+	for _, t := range trips {
+		maxTrips = max(maxTrips, t)
+	}
+	allowed := 3*l + time.Duration(maxTrips)*rtt
+	fmt.Printf("first screen, local   median %8.2f ms\n", benchutil.MS(l))
+	fmt.Printf("first screen, remote  median %8.2f ms  %d round trips (target <= 4), one round trip %.2f ms\n", benchutil.MS(r), maxTrips, benchutil.MS(rtt))
+	fmt.Printf("remote / (3x local + round trips): %.2f  (target < 1)\n", float64(r)/float64(allowed))
+
+	// ls of a store of many tapes.
+	many, _ := tapestore.Parse(storeURL("many"))
+	s, err := tapestore.Open(ctx, many)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	t0 := time.Now()
+	for i := range nTapes {
+		p := filepath.Join(root, fmt.Sprintf("t%04d.jbx", i))
+		if err := writeTape(p, 0); err != nil {
+			return err
+		}
+		if _, err := s.Upload(ctx, p, nil); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("uploaded %d small tapes in %s\n", nTapes, time.Since(t0).Round(time.Millisecond))
+	var ls []time.Duration
+	for range runs {
+		t0 := time.Now()
+		entries, err := s.List(ctx)
+		if err != nil {
+			return err
+		}
+		if len(entries) != nTapes || entries[0].Record == nil {
+			return fmt.Errorf("ls: %d entries", len(entries))
+		}
+		ls = append(ls, time.Since(t0))
+	}
+	fmt.Printf("ls of %d tapes  median %8.0f ms  (target < 3000 ms)\n", nTapes, benchutil.MS(benchutil.Median(ls)))
+	return nil
+}
+
+// firstScreen opens the tape in the turntable and draws its first screen.
+func firstScreen(path string) error {
+	d := tui.New([]string{path}, tui.Options{})
+	defer d.Close()
+	d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	if v := d.View(); len(v) < 100 {
+		return fmt.Errorf("%s: the first screen is empty: %q", path, v)
+	}
+	return nil
+}
+
+// plainPut sends the file's bytes under key as the store's upload does
+// (multipart, the same part size), and nothing else.
+func plainPut(ctx context.Context, b *blob.Bucket, key, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w, err := b.NewWriter(ctx, key, &blob.WriterOptions{BufferSize: 16 << 20})
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, f); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// writeTape writes a tape of about mb MB: steps of an LLM call, output and
+// a 1 MB file change of incompressible bytes (mb 0: one small step).
+func writeTape(path string, mb int) error {
+	return tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"python", "agent.py"}})
+		file := make([]byte, 1<<20)
+		for step := 0; step < max(mb, 1); step++ {
+			req, _ := w.PutBlob("request", fmt.Appendf(nil, `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"step %d"}]}`, step))
+			w.Append(0, tapefmt.LLMRequest{Call: uint64(step), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: req, Model: "gpt-4o-mini"})
+			resp, _ := w.PutBlob("response", fmt.Appendf(nil, `{"choices":[{"message":{"content":"done %d"}}],"usage":{"prompt_tokens":10,"completion_tokens":2}}`, step))
+			w.Append(0, tapefmt.LLMResponse{Call: uint64(step), Status: 200, Body: resp, Model: "gpt-4o-mini", Usage: tapefmt.Usage{Input: 10, Output: 2}})
+			w.Append(0, tapefmt.Output{Fd: 1, Data: fmt.Appendf(nil, "step %d\n", step)})
+			if mb > 0 {
+				rand.Read(file)
+				h, err := w.PutBlob("file", file)
+				if err != nil {
+					return err
+				}
+				w.Append(0, tapefmt.FileChange{Path: fmt.Sprintf("data/%04d.bin", step), Op: "write", Body: h})
+			}
+			if _, err := w.Commit(); err != nil {
+				return err
+			}
+		}
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+}
+
+func cut(kv string) (string, string, bool) {
+	for i := range kv {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
