@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -238,7 +237,9 @@ func (o *object) keep(i int64, b []byte) {
 	o.mu.Unlock()
 	if o.dir != "" {
 		// A block that does not reach the disk is fetched again next time.
-		_ = writeBlock(o.dir, o.blockPath(i), b)
+		// It is written whole (a temporary file renamed), as sidecar files
+		// are: a crash never leaves half a block under its name.
+		_ = tapefmt.WriteSidecarFile(o.blockPath(i), b)
 	}
 }
 
@@ -260,22 +261,4 @@ func (o *object) block(i int64) ([]byte, error) {
 		return nil, err
 	}
 	return o.block(i)
-}
-
-// writeBlock writes a cache block whole: a temporary file renamed into
-// place, so that a crash never leaves half a block under its name.
-func writeBlock(dir, path string, b []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".block-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(b)
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -56,7 +56,7 @@ func Run(bin, config string) (j *Jaeger, stop func(), err error) {
 	env := os.Environ()
 	ports := map[string]int{}
 	for _, name := range []string{"JB_JAEGER_QUERY", "JB_JAEGER_QUERY_GRPC", "JB_OTLP_GRPC", "JB_OTLP_HTTP", "JB_PROMETHEUS"} {
-		if ports[name], err = freePort(); err != nil {
+		if ports[name], err = testenv.FreePort(); err != nil {
 			return nil, nil, err
 		}
 		env = append(env, fmt.Sprintf("%s=%d", name, ports[name]))
@@ -107,15 +107,6 @@ func reachable(u string) bool {
 	}
 	c.Close()
 	return true
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Trace is a trace as Jaeger's query API returns it.

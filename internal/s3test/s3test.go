@@ -8,7 +8,6 @@ package s3test
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -55,7 +54,7 @@ func Start(t testing.TB) *Server {
 // Run starts the gateway binary bin over the folder root on a free port
 // and waits until it answers. For programs that are not tests (bench/).
 func Run(bin, root string) (*Server, error) {
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -151,13 +150,4 @@ func (s *Server) Setenv(t testing.TB) {
 	t.Setenv("AWS_ACCESS_KEY_ID", s.Access)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s.Secret)
 	t.Setenv("AWS_REGION", s.Region)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

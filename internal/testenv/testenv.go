@@ -20,6 +20,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,3 +225,14 @@ var findRepoRoot = sync.OnceValues(func() (string, error) {
 		dir = parent
 	}
 })
+
+// FreePort is a TCP port on 127.0.0.1 that was free a moment ago, for a
+// server a test starts (Jaeger, the S3 gateway).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
