@@ -231,6 +231,9 @@ func (d *Deck) openForks() tea.Cmd {
 	d.forks.scanning = true
 	var dirs, heads []string
 	for _, e := range d.family {
+		if strings.Contains(e.path, "://") {
+			continue // a store's tape: its store is not searched for forks
+		}
 		if dir := filepath.Dir(e.path); !slices.Contains(dirs, dir) {
 			dirs = append(dirs, dir)
 		}

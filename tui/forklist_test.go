@@ -135,3 +135,17 @@ func trackPaths(d *Deck) []string {
 	}
 	return out
 }
+
+// TestBaseNameOfAStoreURL: a store tape's name is the name in its path,
+// not the end of the endpoint URL in its query.
+func TestBaseNameOfAStoreURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"s3://tapes/demo/run-3f2a.jbx?endpoint=http://127.0.0.1:7070&region=us-east-1": "run-3f2a.jbx",
+		"/tmp/tapes/run.jbx": "run.jbx",
+		"run.jbx":            "run.jbx",
+	} {
+		if got := baseName(in); got != want {
+			t.Errorf("baseName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

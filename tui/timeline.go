@@ -604,7 +604,12 @@ func (m *timelineView) mark(i int, r timeline.Row, p painter) string {
 	return " "
 }
 
+// baseName is a tape's file name; for a store's tape URL, the name in
+// its path (its query, which holds URLs of its own, left out).
 func baseName(p string) string {
+	if strings.Contains(p, "://") {
+		p, _, _ = strings.Cut(p, "?")
+	}
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		return p[i+1:]
 	}
