@@ -112,7 +112,11 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 }
 
 func summarizeFile(path string) lsRow {
-	stem := strings.TrimSuffix(filepath.Base(path), ".jbx")
+	name := filepath.Base(path)
+	if loc, err := tapestore.Parse(path); err == nil {
+		name = loc.Name // a store's tape: the name in its path, not its query
+	}
+	stem := strings.TrimSuffix(name, ".jbx")
 	t, err := tapefmt.Open(path)
 	if err != nil {
 		return lsRow{Tape: stem, Summary: timeline.Summary{Path: path}, Error: err.Error()}
