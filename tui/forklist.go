@@ -87,11 +87,11 @@ func (m *forkList) update(km tea.KeyMsg) verdict {
 // arrange lays the family out as a tree: each tape under its parent, in
 // the order found; the cursor stays on the same tape.
 func (m *forkList) arrange(family []forkEntry) {
-	defer func() { m.family = family }()
 	var was string
 	if m.cursor < len(m.rows) {
-		was = family[m.rows[m.cursor]].path
+		was = m.family[m.rows[m.cursor]].path
 	}
+	m.family = family
 	m.rows, m.depth = m.rows[:0], m.depth[:0]
 	placed := make([]bool, len(family))
 	var walk func(parent string, depth int)
