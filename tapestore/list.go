@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"time"
 
 	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 )
 
 // Entry is a tape in a store, as ls lists it: from the listing and the
@@ -78,4 +80,31 @@ func (s *Store) List(ctx context.Context) ([]Entry, error) {
 	close(jobs)
 	wg.Wait()
 	return out, ctx.Err()
+}
+
+// RecordOf reads the summary object of the tape a URL names: what was
+// known of it at upload (nil and no error for a tape another tool put
+// there, which has none).
+func RecordOf(ctx context.Context, raw string) (*Record, error) {
+	loc, err := Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	b, err := s.b.ReadAll(ctx, summaryKey(loc.Name))
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap(summaryKey(loc.Name), err)
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: the summary object does not read: %w", loc.TapeURL(summaryKey(loc.Name)), err)
+	}
+	return &r, nil
 }

@@ -57,6 +57,10 @@ type Options struct {
 	// ListModels asks an upstream for its models, for the fork form's
 	// picker; nil is engine.ListModels.
 	ListModels func(ctx context.Context, provider, base string, env []string) ([]string, error)
+	// Verified, when set, is the header's word on a tape the turntable does
+	// not check itself on open (a store's tape, which would be fetched
+	// whole): what was checked at upload. bad marks it as a warning.
+	Verified func(path string) (text string, bad bool)
 	// Getenv reads PAGER, VISUAL and EDITOR for o and v; nil is os.Getenv.
 	Getenv func(string) string
 	// Clipboard is where y writes its OSC 52 sequence; nil is os.Stdout,
@@ -370,6 +374,7 @@ func (d *Deck) notNow(msg tea.KeyMsg) string {
 			return "d compares two timelines: fork first (f), or open two tapes (jukebox play A.jbx B.jbx)"
 		}},
 		{d.keys.Fork, func() string { return d.forkWhy(tv) }},
+		{d.keys.Check, func() string { return "this tape is checked already, or is still being written (the header says)" }},
 		{d.keys.Focus, func() string { return "the diff has the screen: esc or d closes it" }},
 		{tv.keys.Speed, func() string { return "x sets the playback speed while playing: space plays" }},
 		{tv.keys.SearchNext, func() string { return "no search yet: / searches" }},
@@ -431,6 +436,8 @@ func (d *Deck) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return d.toggleDiff(), true
 	case key.Matches(msg, k.Forks):
 		return d.openForks(), true
+	case key.Matches(msg, k.Check):
+		return d.checkNow(), true
 	default:
 		return nil, false
 	}
@@ -546,6 +553,7 @@ func (d *Deck) syncKeys(tv *timelineView) {
 	d.keys.Raw.SetEnabled(d.pane != paneDiff && d.pane != paneForks)
 	d.keys.Focus.SetEnabled(d.pane != paneDiff && d.pane != paneForks)
 	d.keys.Forks.SetEnabled(len(d.family) > 0 && d.pane != paneDiff)
+	d.keys.Check.SetEnabled(d.checks[tv.tl] == nil && !tv.growing() && d.pane != paneDiff)
 	d.fkeys.Cancel.SetEnabled(forking)
 	for _, t := range d.tracks {
 		k := &t.keys
@@ -588,7 +596,7 @@ func recoveryWarning(tracks []*timelineView) string {
 
 // deckKeys work everywhere on the deck (not in the form or a prompt).
 type deckKeys struct {
-	Quit, Help, Fork, Diff, Focus, Raw, Forks key.Binding
+	Quit, Help, Fork, Diff, Focus, Raw, Forks, Check key.Binding
 }
 
 func newDeckKeys() deckKeys {
@@ -600,6 +608,7 @@ func newDeckKeys() deckKeys {
 		Focus: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 		Raw:   key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "raw bytes")),
 		Forks: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "forks")),
+		Check: key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "check a store's tape whole")),
 	}
 }
 

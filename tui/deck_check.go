@@ -51,6 +51,26 @@ func (d *Deck) startChecks() []tea.Cmd {
 	return cmds
 }
 
+// checkNow starts the whole check of the focused tape where none ran on
+// open (a store's tape: every block of it is fetched).
+func (d *Deck) checkNow() tea.Cmd {
+	tv := d.tracks[d.focus]
+	if tv.growing() || d.checks[tv.tl] != nil {
+		d.status = "this tape is checked already (the header says how it went)"
+		return nil
+	}
+	if d.checks == nil {
+		d.checks = map[*timeline.Timeline]*tapeCheck{}
+	}
+	d.checks[tv.tl] = &tapeCheck{running: true}
+	d.status = "checking " + baseName(tv.tl.Path()) + " whole: every block is fetched"
+	tl, ctx, key := tv.tl, d.ctx, d.o.Key
+	return func() tea.Msg {
+		c, err := tl.Check(ctx, key)
+		return checkDoneMsg{tl: tl, result: c, err: err}
+	}
+}
+
 // checkDone records a check's result and warns about what it found.
 func (d *Deck) checkDone(msg checkDoneMsg) {
 	c := d.checks[msg.tl]
@@ -94,6 +114,8 @@ func checkWarning(name string, c *tapeCheck) string {
 func (d *Deck) checkText(tl *timeline.Timeline) (string, bool) {
 	c := d.checks[tl]
 	switch {
+	case c == nil && d.o.Verified != nil && strings.Contains(tl.Path(), "://"):
+		return d.o.Verified(tl.Path())
 	case c == nil:
 		return "", false
 	case c.running:

@@ -87,7 +87,14 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	r := playRenderer(out, noColor)
 	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
-	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame, KeepMarkers: true}
+	verified := uploadChecks(ctx)
+	for _, t := range c.Tapes {
+		if tapestore.IsURL(t) {
+			verified(t) // read now, not while the first screen is drawn
+		}
+	}
+	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame, KeepMarkers: true,
+		Verified: verified}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
 }
 

@@ -378,3 +378,36 @@ func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
 	}
 	return tw.Flush()
 }
+
+// uploadChecks is the turntable's header word on a store's tape: what its
+// summary object says was checked at upload, read once per tape.
+func uploadChecks(ctx context.Context) func(string) (string, bool) {
+	said := map[string]struct {
+		text string
+		bad  bool
+	}{}
+	return func(url string) (string, bool) {
+		if w, ok := said[url]; ok {
+			return w.text, w.bad
+		}
+		text, bad := uploadCheck(ctx, url)
+		said[url] = struct {
+			text string
+			bad  bool
+		}{text, bad}
+		return text, bad
+	}
+}
+
+func uploadCheck(ctx context.Context, url string) (string, bool) {
+	r, err := tapestore.RecordOf(ctx, url)
+	switch {
+	case err != nil:
+		return "upload record unreadable", true
+	case r == nil:
+		return "no upload record (not uploaded by jukebox)", false
+	case !r.Verified:
+		return "⚠ did not verify at upload", true
+	}
+	return "verified at upload " + r.Uploaded.Format("2006-01-02"), false
+}

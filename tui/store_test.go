@@ -1,0 +1,61 @@
+package tui
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/tapestore"
+)
+
+// TestStoreTape: a store's tape opens in the turntable by its URL, named by
+// the name in its path; the header says what was checked at upload (the
+// turntable does not fetch it whole to check it on open), and C runs the
+// whole check on demand.
+func TestStoreTape(t *testing.T) {
+	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
+	root := t.TempDir()
+	loc, _ := tapestore.Parse("file://" + root + "/")
+	s, err := tapestore.Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b, _ := os.ReadFile(agentRun)
+	local := filepath.Join(t.TempDir(), "run.jbx")
+	os.WriteFile(local, b, 0o644)
+	up, err := s.Upload(context.Background(), local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapefmt.SetRemoteOpener(tapestore.Opener(false))
+	t.Cleanup(func() {
+		tapefmt.SetRemoteOpener(func(string) (io.ReaderAt, int64, io.Closer, bool, error) { return nil, 0, nil, false, nil })
+	})
+	o := testOptions()
+	o.Verified = func(path string) (string, bool) { return "verified at upload 2026-12-04", false }
+	d := New([]string{up.URL}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	drain(d, d.Init())
+	v := d.View()
+	if d.openErr != nil || !strings.Contains(v, "JUKEBOX ▸ "+up.Key) || !strings.Contains(v, "verified at upload 2026-12-04") {
+		t.Fatalf("the store's tape in the turntable (%v):\n%s", d.openErr, v)
+	}
+	press(d, runes("C"))
+	if c := d.checks[d.tracks[0].tl]; c == nil || c.running || c.result == nil {
+		t.Fatalf("C did not check the tape: %+v, status %q", c, d.status)
+	}
+	if text, bad := d.checkText(d.tracks[0].tl); text != "chain ok" || bad {
+		t.Errorf("after C the header says %q", text)
+	}
+	press(d, runes("C"))
+	if !strings.Contains(d.status, "checked already") { // the key says why it does nothing
+		t.Errorf("C again: %q", d.status)
+	}
+}
