@@ -2,8 +2,10 @@ package tapefmt
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Sidecar is the folder beside a tape for files that belong to it but are
@@ -13,10 +15,18 @@ import (
 // replays without it.
 func Sidecar(tape string) string { return tape + ".d" }
 
+// ErrNoSidecar: a tape named by a URL has no sidecar folder on this machine.
+var ErrNoSidecar = errors.New("a tape in a store has no sidecar folder here (pull it to keep files beside it)")
+
 // WriteSidecarFile writes a file of a sidecar folder whole: into a
 // temporary file beside it, renamed over it, the folder made if missing,
 // so that a crash leaves the old file or the new one, never half of one.
 func WriteSidecarFile(path string, data []byte) error {
+	if strings.Contains(path, "://") {
+		// A tape a URL names (in a store) has no folder beside it here:
+		// never make one named after the URL.
+		return fmt.Errorf("%s: %w", path, ErrNoSidecar)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

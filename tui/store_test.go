@@ -38,6 +38,7 @@ func TestStoreTape(t *testing.T) {
 		tapefmt.SetRemoteOpener(func(string) (io.ReaderAt, int64, io.Closer, bool, error) { return nil, 0, nil, false, nil })
 	})
 	o := testOptions()
+	o.KeepMarkers = true
 	o.Verified = func(path string) (string, bool) { return "verified at upload 2026-12-04", false }
 	d := New([]string{up.URL}, o)
 	t.Cleanup(d.Close)
@@ -46,6 +47,15 @@ func TestStoreTape(t *testing.T) {
 	v := d.View()
 	if d.openErr != nil || !strings.Contains(v, "JUKEBOX ▸ "+up.Key) || !strings.Contains(v, "verified at upload 2026-12-04") {
 		t.Fatalf("the store's tape in the turntable (%v):\n%s", d.openErr, v)
+	}
+	// A marker lasts the session: no folder named after the URL appears.
+	press(d, runes("m"))
+	if !d.tracks[0].markers[0] || !strings.Contains(d.status, "markers kept for this session only") {
+		t.Errorf("m on a store's tape: status %q", d.status)
+	}
+	if _, err := os.Stat("file:"); err == nil {
+		os.RemoveAll("file:")
+		t.Error("a marker on a store's tape made a folder named after its URL")
 	}
 	press(d, runes("C"))
 	if c := d.checks[d.tracks[0].tl]; c == nil || c.running || c.result == nil {
