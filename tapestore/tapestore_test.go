@@ -187,3 +187,25 @@ func TestFileStore(t *testing.T) {
 		t.Errorf("Local of a store: %v", err)
 	}
 }
+
+// TestUploadWhenTheNoteFails: a tape whose upload cannot be noted beside
+// it (here a file stands where its sidecar folder would be; a read-only
+// folder does the same) uploads all the same: the missing note is said,
+// not taken for a failed upload.
+func TestUploadWhenTheNoteFails(t *testing.T) {
+	ctx := context.Background()
+	loc, _ := Parse("file://" + t.TempDir() + "/")
+	s, err := Open(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tape := copyTape(t, t.TempDir(), "run.jbx")
+	if err := os.WriteFile(tapefmt.Sidecar(tape), []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.Upload(ctx, tape, nil)
+	if err != nil || up.NoteError == "" || up.Already {
+		t.Fatalf("upload when the note fails: %+v, %v", up, err)
+	}
+}

@@ -44,6 +44,9 @@ type Uploaded struct {
 	Size    int64  `json:"size"`
 	Head    string `json:"head"`
 	Already bool   `json:"already"` // the store held this tape before: nothing was sent
+	// NoteError says why the upload could not be noted beside the tape (a
+	// read-only folder): push then asks the store about it next time.
+	NoteError string `json:"note_error,omitempty"`
 	Record
 }
 
@@ -104,7 +107,8 @@ func (s *Store) Upload(ctx context.Context, path string, progress func(done, tot
 		return nil, err
 	}
 	if err := noteUpload(path, s.Loc.String(), up); err != nil {
-		return nil, fmt.Errorf("uploaded to %s, but noting it beside the tape failed: %w", up.URL, err)
+		// The tape is up; only push's shortcut is lost (it asks the store).
+		up.NoteError = err.Error()
 	}
 	return up, nil
 }
@@ -202,10 +206,11 @@ const stateFile = "store.json"
 // not the tape.
 func (s *Store) sendSidecar(ctx context.Context, path, key string) error {
 	dir := tapefmt.Sidecar(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil // none (what stands there, if anything, is not the tape's)
+	}
 	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	for _, e := range ents {

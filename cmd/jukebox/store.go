@@ -179,14 +179,18 @@ func progressTo(w io.Writer, what string) func(done, total int64) {
 }
 
 func uploadedLine(up *tapestore.Uploaded) string {
+	note := ""
+	if up.NoteError != "" {
+		note = "; not noted beside the tape (" + up.NoteError + "): push asks the store about it next time"
+	}
 	if up.Already {
-		return fmt.Sprintf("%s: already in the store as %s", up.Path, up.URL)
+		return fmt.Sprintf("%s: already in the store as %s%s", up.Path, up.URL, note)
 	}
 	checked := "verified before upload"
 	if !up.Verified {
 		checked = "did NOT verify before upload: " + up.VerifyError
 	}
-	return fmt.Sprintf("uploaded %s to %s (%d bytes; size and chain head read back; %s)", up.Path, up.URL, up.Size, checked)
+	return fmt.Sprintf("uploaded %s to %s (%d bytes; size and chain head read back; %s%s)", up.Path, up.URL, up.Size, checked, note)
 }
 
 // shellQuote quotes s for a command line the user may paste.
