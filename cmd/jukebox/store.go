@@ -277,11 +277,7 @@ type PullCmd struct {
 // each verified whole; a file there of another content is never
 // overwritten.
 func (c *PullCmd) Run(ctx context.Context, env *Env) error {
-	loc, err := tapestore.Parse(c.URL)
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	s, err := tapestore.Open(ctx, loc)
+	s, loc, err := openStore(ctx, c.URL)
 	if err != nil {
 		return err
 	}
@@ -336,14 +332,21 @@ func (c *PullCmd) Run(ctx context.Context, env *Env) error {
 	return nil
 }
 
+// openStore reads a store URL (one that does not read is exit 2) and
+// opens the store.
+func openStore(ctx context.Context, raw string) (*tapestore.Store, tapestore.Location, error) {
+	loc, err := tapestore.Parse(raw)
+	if err != nil {
+		return nil, loc, withCode(ExitUsage, err)
+	}
+	s, err := tapestore.Open(ctx, loc)
+	return s, loc, err
+}
+
 // lsStore lists a store: from each tape's summary object, without
 // downloading tapes.
 func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
-	loc, err := tapestore.Parse(raw)
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	s, err := tapestore.Open(ctx, loc)
+	s, _, err := openStore(ctx, raw)
 	if err != nil {
 		return err
 	}
