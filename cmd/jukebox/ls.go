@@ -67,10 +67,16 @@ type lsRow struct {
 func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 	var local []string
 	for _, p := range c.Paths {
-		if loc, err := tapestore.Parse(p); err != nil || loc.Name != "" {
+		loc, err := tapestore.Parse(p)
+		switch {
+		case errors.Is(err, tapestore.ErrNotURL), err == nil && loc.Name != "":
 			local = append(local, p) // a path, or one tape in a store, read in place
-		} else if err := lsStore(ctx, env, p, c.JSON); err != nil {
-			return err
+		case err != nil:
+			return withCode(ExitUsage, err)
+		default:
+			if err := lsStore(ctx, env, p, c.JSON); err != nil {
+				return err
+			}
 		}
 	}
 	if len(local) == 0 {

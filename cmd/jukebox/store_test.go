@@ -135,6 +135,7 @@ func testStore(t *testing.T, sc storeCase) {
 			t.Fatalf("--store %s: the agent ran", bad)
 		}
 	}
+	wantCode(t, 2, "ls", "ftp://h/p/")
 	t.Setenv("JUKEBOX_STORE", "gopher://nowhere/")
 	wantCode(t, 2, "record", "-o", filepath.Join(dir, "bad.jbx"), "--", "sh", "-c", "touch "+marker)
 }
