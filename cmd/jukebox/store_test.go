@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/azuretest"
 	"github.com/jukebox-os/jukebox/internal/s3test"
 	"github.com/jukebox-os/jukebox/tapestore"
 )
@@ -169,4 +170,12 @@ func TestS3Store(t *testing.T) {
 	if !strings.Contains(out, "uploaded "+tape) {
 		t.Errorf("push with the right credentials:\n%s", out)
 	}
+}
+
+// TestAzureStore runs the store round against Azurite, Microsoft's Azure
+// Storage emulator (an npm package the test command installs).
+func TestAzureStore(t *testing.T) {
+	s := azuretest.Start(t)
+	s.Setenv(t)
+	testStore(t, storeCase{url: s.Container(t, "tapes", "team/")})
 }

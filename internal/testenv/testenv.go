@@ -84,7 +84,7 @@ func RequireNode(t testing.TB) string {
 			"install Node.js and npm, then run bash .ci/setup-node.sh (or set "+envSkipSDK+"=1)")
 	}
 	agents := filepath.Join(repoRoot(t), "testdata", "agents")
-	for _, pkg := range []string{"openai", "@anthropic-ai/sdk", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem"} {
+	for _, pkg := range []string{"openai", "@anthropic-ai/sdk", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem", "azurite"} {
 		if _, err := os.Stat(filepath.Join(agents, "node_modules", pkg, "package.json")); err != nil {
 			Unavailable(t, "the npm SDK packages in testdata/agents/node_modules",
 				"run bash .ci/setup-node.sh (or set "+envSkipSDK+"=1)")
