@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/azuretest"
+	"github.com/jukebox-os/jukebox/internal/gcstest"
 	"github.com/jukebox-os/jukebox/internal/s3test"
 	"github.com/jukebox-os/jukebox/tapestore"
 )
@@ -178,4 +179,12 @@ func TestAzureStore(t *testing.T) {
 	s := azuretest.Start(t)
 	s.Setenv(t)
 	testStore(t, storeCase{url: s.Container(t, "tapes", "team/")})
+}
+
+// TestGCSStore runs the store round against fake-gcs-server, a Google
+// Cloud Storage emulator (built from the tools module by the test command).
+func TestGCSStore(t *testing.T) {
+	s := gcstest.Start(t)
+	s.Setenv(t)
+	testStore(t, storeCase{url: s.Bucket(t, "tapes", "team/")})
 }

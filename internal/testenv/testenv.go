@@ -46,6 +46,10 @@ const (
 	// EnvVersityGW holds the path of the Versity S3 Gateway binary that
 	// .ci/versitygw.sh builds: the S3-compatible server of the store tests.
 	EnvVersityGW = "JUKEBOX_VERSITYGW"
+	// EnvFakeGCS holds the path of the fake-gcs-server binary that
+	// .ci/fakegcs.sh builds: the Google Cloud Storage emulator of the
+	// store tests.
+	EnvFakeGCS = "JUKEBOX_FAKEGCS"
 )
 
 // minNodeMajor is the oldest Node.js release the SDK agents run on
@@ -190,6 +194,21 @@ func RequireVersityGW(t testing.TB) string {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("%s=%s: %v (run bash .ci/versitygw.sh again)", EnvVersityGW, path, err)
+	}
+	return path
+}
+
+// RequireFakeGCS returns the path of the fake-gcs-server binary in
+// JUKEBOX_FAKEGCS, the Google Cloud Storage emulator of the store tests.
+func RequireFakeGCS(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv(EnvFakeGCS)
+	if path == "" {
+		Unavailable(t, "fake-gcs-server (a Google Cloud Storage emulator) in "+EnvFakeGCS,
+			`run eval "$(bash .ci/fakegcs.sh)" to build it from the tools module and set it`)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s=%s: %v (run bash .ci/fakegcs.sh again)", EnvFakeGCS, path, err)
 	}
 	return path
 }
