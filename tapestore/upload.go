@@ -41,8 +41,6 @@ type Uploaded struct {
 	Path    string `json:"path"` // the local tape
 	Key     string `json:"key"`
 	URL     string `json:"url"`
-	Size    int64  `json:"size"`
-	Head    string `json:"head"`
 	Already bool   `json:"already"` // the store held this tape before: nothing was sent
 	// NoteError says why the upload could not be noted beside the tape (a
 	// read-only folder): push then asks the store about it next time.
@@ -73,9 +71,9 @@ func (s *Store) Upload(ctx context.Context, path string, progress func(done, tot
 		return nil, err
 	}
 	id := t.ID()
-	up := &Uploaded{Path: path, Key: KeyFor(filepath.Base(path), id), Size: st.Size(), Head: t.Head().String()}
+	up := &Uploaded{Path: path, Key: KeyFor(filepath.Base(path), id),
+		Record: Record{ID: hex.EncodeToString(id[:]), Head: t.Head().String(), Size: st.Size(), Uploaded: time.Now().UTC()}}
 	up.URL = s.Loc.TapeURL(up.Key)
-	up.Record = Record{ID: hex.EncodeToString(id[:]), Head: up.Head, Size: up.Size, Uploaded: time.Now().UTC()}
 	up.Host, _ = os.Hostname()
 	// The full check and the summary read the tape while it goes up: the
 	// upload then takes about as long as the bytes do.
