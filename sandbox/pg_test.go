@@ -101,10 +101,12 @@ func TestPostgresCrashAtEveryStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[bool]int{}
+	var ids []string
 	for i, step := range steps {
 		key := fmt.Sprintf("k%d", i)
 		os.WriteFile(filepath.Join(ws, "a.txt"), []byte("old"), 0o644)
 		tx, _ := stageBoth(t, conn, table, ws, key)
+		ids = append(ids, tx.ID())
 		sandbox.SetFailpoint(func(s string) error {
 			if s == step {
 				return sandbox.ErrCrash
@@ -136,11 +138,25 @@ func TestPostgresCrashAtEveryStep(t *testing.T) {
 	if seen[true] == 0 || seen[false] == 0 {
 		t.Errorf("outcomes %v: want both", seen)
 	}
-	var left int
-	conn.QueryRow(bg, "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'jukebox-%'").Scan(&left)
-	if left != 0 {
+	if left := preparedLeft(t, conn, ids...); left != 0 {
 		t.Errorf("%d prepared transactions left", left)
 	}
+}
+
+// preparedLeft counts the prepared transactions of the booth transactions
+// ids on the server: only this test's, since other tests (other packages,
+// at the same time) prepare theirs on the same server.
+func preparedLeft(t *testing.T, conn *pgx.Conn, ids ...string) int {
+	t.Helper()
+	n := 0
+	for _, id := range ids {
+		var left int
+		if err := conn.QueryRow(bg, "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE $1", "jukebox-"+id+"-%").Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		n += left
+	}
+	return n
 }
 
 // TestPostgresFailedTransactionFailsCommit: a transaction that hit an

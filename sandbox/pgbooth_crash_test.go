@@ -68,7 +68,7 @@ func TestProxyCrashAtEveryStep(t *testing.T) {
 	}
 	resolver := pgbooth.Resolver{DSN: dsn}
 	seen := map[bool]int{}
-	check := func(step, key string) {
+	check := func(step, key, id string) {
 		t.Helper()
 		if _, err := sandbox.Recover(bg, ws, sandbox.Options{}, resolver); err != nil {
 			t.Fatalf("%s: recover: %v", step, err)
@@ -84,9 +84,7 @@ func TestProxyCrashAtEveryStep(t *testing.T) {
 			t.Errorf("%s: file new=%v, rows new=%v,%v", step, fileNew, a, bb)
 		}
 		seen[fileNew]++
-		var left int
-		conn.QueryRow(bg, "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'jukebox-%'").Scan(&left)
-		if left != 0 {
+		if left := preparedLeft(t, conn, id); left != 0 {
 			t.Errorf("%s: %d prepared transactions left", step, left)
 		}
 	}
@@ -106,7 +104,7 @@ func TestProxyCrashAtEveryStep(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 		srv.Close() // the process dies: unprepared sessions end, prepared ones stay
-		check(step, key)
+		check(step, key, tx.ID())
 	}
 	if seen[true] == 0 || seen[false] == 0 {
 		t.Errorf("outcomes %v: want both", seen)
@@ -129,11 +127,11 @@ func TestProxyCrashAtEveryStep(t *testing.T) {
 	}
 	srv.Close()
 	var gid string
-	if err := conn.QueryRow(bg, "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'jukebox-%' ORDER BY gid LIMIT 1").Scan(&gid); err != nil {
+	if err := conn.QueryRow(bg, "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE $1 ORDER BY gid LIMIT 1", "jukebox-"+tx.ID()+"-%").Scan(&gid); err != nil {
 		t.Fatalf("no prepared session after the decision: %v", err)
 	}
 	if _, err := conn.Exec(bg, "COMMIT PREPARED '"+gid+"'"); err != nil {
 		t.Fatal(err)
 	}
-	check("half-committed", "half")
+	check("half-committed", "half", tx.ID())
 }
