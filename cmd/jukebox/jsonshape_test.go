@@ -192,6 +192,19 @@ func TestJSONShapes(t *testing.T) {
 		checkShape(t, doc, "record", out, seen)
 	}
 
+	// A store in a folder: push (one tape up, one noted before) and pull.
+	store := "file://" + t.TempDir() + "/"
+	wantCode(t, ExitOK, "push", hi, "--store", store)
+	out, _ = wantCode(t, ExitOK, "push", "--json", "--store", store, hi, filepath.Join(work, "again.jbx"))
+	checkShape(t, doc, "push", out, seen)
+	var pushed []struct{ Uploaded, Skipped any }
+	json.Unmarshal([]byte(out), &pushed)
+	if len(pushed) != 2 || pushed[0].Skipped == nil || pushed[1].Uploaded == nil {
+		t.Errorf("push --json: %s", out)
+	}
+	out, _ = wantCode(t, ExitOK, "pull", "--json", store, "-o", t.TempDir())
+	checkShape(t, doc, "pull", out, seen)
+
 	// A run with model calls: the demo, a replay that diverges, a fork.
 	testenv.RequirePython(t)
 	out, _ = wantCode(t, ExitOK, "demo", "--no-play", "--json", "--dir", work)
