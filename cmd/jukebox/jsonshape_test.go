@@ -42,7 +42,12 @@ func jsonDoc(t *testing.T) map[string]map[string]shape {
 	for sc.Scan() {
 		line := sc.Text()
 		if rest, ok := strings.CutPrefix(line, "## `jukebox "); ok {
-			cmd = strings.Fields(rest)[0]
+			// "ls", or "ls URL" for the section of a command's other form.
+			f := strings.Fields(rest)
+			cmd = f[0]
+			if len(f) > 1 && f[1] == "URL" {
+				cmd += " URL"
+			}
 			doc[cmd] = map[string]shape{}
 			continue
 		}
@@ -204,6 +209,8 @@ func TestJSONShapes(t *testing.T) {
 	}
 	out, _ = wantCode(t, ExitOK, "pull", "--json", store, "-o", t.TempDir())
 	checkShape(t, doc, "pull", out, seen)
+	out, _ = wantCode(t, ExitOK, "ls", "--json", store)
+	checkShape(t, doc, "ls URL", out, seen)
 
 	// A run with model calls: the demo, a replay that diverges, a fork.
 	testenv.RequirePython(t)
