@@ -38,6 +38,10 @@ type RemoteOpener func(name string) (ra io.ReaderAt, size int64, closer io.Close
 // remote is the opener Open hands URLs to (SetRemoteOpener).
 var remote atomic.Pointer[RemoteOpener]
 
+// IsRemote reports whether a tape's name is a URL (scheme://…), a tape in
+// a store, rather than a path: such a tape has no folder beside it here.
+func IsRemote(name string) bool { return strings.Contains(name, "://") }
+
 // SetRemoteOpener makes Open take the names fn takes (a store's tape URLs,
 // package tapestore), so that every reader of tapes reads those too. A
 // remote tape must be whole: one that ends in no footer is ErrNoFooter,
@@ -47,7 +51,7 @@ func SetRemoteOpener(fn RemoteOpener) { remote.Store(&fn) }
 // Open opens the tape at path, or the remote tape a URL names when a
 // RemoteOpener takes it.
 func Open(path string) (*Tape, error) {
-	if fn := remote.Load(); fn != nil && strings.Contains(path, "://") {
+	if fn := remote.Load(); fn != nil && IsRemote(path) {
 		ra, size, closer, ok, err := (*fn)(path)
 		if err != nil {
 			return nil, err

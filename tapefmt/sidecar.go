@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // Sidecar is the folder beside a tape for files that belong to it but are
@@ -22,7 +21,7 @@ var ErrNoSidecar = errors.New("a tape in a store has no sidecar folder here (pul
 // temporary file beside it, renamed over it, the folder made if missing,
 // so that a crash leaves the old file or the new one, never half of one.
 func WriteSidecarFile(path string, data []byte) error {
-	if strings.Contains(path, "://") {
+	if IsRemote(path) {
 		// A tape a URL names (in a store) has no folder beside it here:
 		// never make one named after the URL.
 		return fmt.Errorf("%s: %w", path, ErrNoSidecar)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -27,7 +26,7 @@ type Marker struct {
 // LoadMarkers reads the markers kept beside the tape at path: none when
 // there are none; a file that does not read is an error naming it.
 func LoadMarkers(path string) ([]Marker, error) {
-	if strings.Contains(path, "://") {
+	if tapefmt.IsRemote(path) {
 		return nil, nil // a store's tape: no folder beside it here
 	}
 	file := filepath.Join(tapefmt.Sidecar(path), MarkersFile)
@@ -50,7 +49,7 @@ func LoadMarkers(path string) ([]Marker, error) {
 // SaveMarkers keeps markers beside the tape at path (the sidecar folder
 // made if missing), replacing the file whole; no markers removes it.
 func SaveMarkers(path string, markers []Marker) error {
-	if strings.Contains(path, "://") {
+	if tapefmt.IsRemote(path) {
 		return fmt.Errorf("%s: %w", path, tapefmt.ErrNoSidecar)
 	}
 	dir := tapefmt.Sidecar(path)

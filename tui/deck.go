@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -202,7 +201,7 @@ func New(paths []string, o Options) *Deck {
 // background rather than before the first screen: a long tape, or one
 // read from a store, whose every call would be a round trip.
 func (d *Deck) costsLater(tl *timeline.Timeline) bool {
-	return tl.Len() > d.o.IndexLimit || strings.Contains(tl.Path(), "://")
+	return tl.Len() > d.o.IndexLimit || tapefmt.IsRemote(tl.Path())
 }
 
 // SetSend connects the deck to its program: engine events reach the deck

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -38,7 +37,7 @@ func (d *Deck) startChecks() []tea.Cmd {
 	}
 	var cmds []tea.Cmd
 	for _, t := range d.tracks {
-		if t.growing() || d.checks[t.tl] != nil || strings.Contains(t.tl.Path(), "://") {
+		if t.growing() || d.checks[t.tl] != nil || tapefmt.IsRemote(t.tl.Path()) {
 			continue // a store's tape would be fetched whole: jukebox verify URL checks it
 		}
 		d.checks[t.tl] = &tapeCheck{running: true}
@@ -114,7 +113,7 @@ func checkWarning(name string, c *tapeCheck) string {
 func (d *Deck) checkText(tl *timeline.Timeline) (string, bool) {
 	c := d.checks[tl]
 	switch {
-	case c == nil && d.o.Verified != nil && strings.Contains(tl.Path(), "://"):
+	case c == nil && d.o.Verified != nil && tapefmt.IsRemote(tl.Path()):
 		return d.o.Verified(tl.Path())
 	case c == nil:
 		return "", false

@@ -119,8 +119,8 @@ func (d *Deck) header() string {
 	if tok, cost, ok := d.totals(d.tracks[0]); ok {
 		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), costText(d.tracks[0].tl, tl.Len()-1, cost)))
 	}
-	if r := tl.Row(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd {
-		parts = append(parts, strings.TrimPrefix(r.Summary, "end "))
+	if exit := exitWord(tl); exit != "" {
+		parts = append(parts, exit)
 	}
 	if len(d.tracks) == 2 {
 		vs := "vs " + baseName(d.tracks[1].tl.Path())
@@ -153,6 +153,15 @@ func (d *Deck) header() string {
 		badge = d.st.Header.Render(state)
 	}
 	return d.st.Header.Render(fit(termtext.Sanitize(title), d.w-visibleWidth(state))) + badge
+}
+
+// exitWord is how the tape's run ended ("exit 0"), from its run.end
+// frame; "" while it has none.
+func exitWord(tl *timeline.Timeline) string {
+	if r := tl.Row(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd {
+		return strings.TrimPrefix(r.Summary, "end ")
+	}
+	return ""
 }
 
 // totals are a track's whole-run tokens and cost, once they are summed

@@ -231,7 +231,7 @@ func (d *Deck) openForks() tea.Cmd {
 	d.forks.scanning = true
 	var dirs, heads []string
 	for _, e := range d.family {
-		if strings.Contains(e.path, "://") {
+		if tapefmt.IsRemote(e.path) {
 			continue // a store's tape: its store is not searched for forks
 		}
 		if dir := filepath.Dir(e.path); !slices.Contains(dirs, dir) {
@@ -383,9 +383,5 @@ func (d *Deck) forkFamily() {
 		return // two tapes to compare: not a family
 	}
 	tl := d.tracks[0].tl
-	e := forkEntry{path: tl.Path(), head: tl.Tape().Head().String()}
-	if r := tl.Row(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd {
-		e.state = strings.TrimPrefix(r.Summary, "end ")
-	}
-	d.family = []forkEntry{e}
+	d.family = []forkEntry{{path: tl.Path(), head: tl.Tape().Head().String(), state: exitWord(tl)}}
 }

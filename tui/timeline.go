@@ -607,7 +607,7 @@ func (m *timelineView) mark(i int, r timeline.Row, p painter) string {
 // baseName is a tape's file name; for a store's tape URL, the name in
 // its path (its query, which holds URLs of its own, left out).
 func baseName(p string) string {
-	if strings.Contains(p, "://") {
+	if tapefmt.IsRemote(p) {
 		p, _, _ = strings.Cut(p, "?")
 	}
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {

@@ -87,18 +87,6 @@ func (env *Env) tape(ctx context.Context, arg string) (string, error) {
 	return path, nil
 }
 
-// tapes is tape for each of args.
-func (env *Env) tapes(ctx context.Context, args []string) ([]string, error) {
-	out := make([]string, len(args))
-	for i, a := range args {
-		var err error
-		if out[i], err = env.tape(ctx, a); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // storeFlags upload a command's tape when it closes.
 type storeFlags struct {
 	Store string `placeholder:"URL" env:"JUKEBOX_STORE" help:"Upload the tape to this store when it closes (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/; see README). The tape stays local too; a store that is down keeps it for jukebox push."`
@@ -389,20 +377,18 @@ func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
 // uploadChecks is the turntable's header word on a store's tape: what its
 // summary object says was checked at upload, read once per tape.
 func uploadChecks(ctx context.Context) func(string) (string, bool) {
-	said := map[string]struct {
+	type word struct {
 		text string
 		bad  bool
-	}{}
+	}
+	said := map[string]word{}
 	return func(url string) (string, bool) {
-		if w, ok := said[url]; ok {
-			return w.text, w.bad
+		w, ok := said[url]
+		if !ok {
+			w.text, w.bad = uploadCheck(ctx, url)
+			said[url] = w
 		}
-		text, bad := uploadCheck(ctx, url)
-		said[url] = struct {
-			text string
-			bad  bool
-		}{text, bad}
-		return text, bad
+		return w.text, w.bad
 	}
 }
 

@@ -172,43 +172,34 @@ func RequirePostgres(t testing.TB) string {
 // JUKEBOX_JAEGER, the real OTLP receiver of the export tests.
 func RequireJaeger(t testing.TB) string {
 	t.Helper()
-	path := os.Getenv(EnvJaeger)
-	if path == "" {
-		Unavailable(t, "Jaeger v2 (an OTLP receiver) in "+EnvJaeger,
-			`run eval "$(bash .ci/jaeger.sh)" to build it from the tools module and set it`)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s=%s: %v (run bash .ci/jaeger.sh again)", EnvJaeger, path, err)
-	}
-	return path
+	return requireTool(t, EnvJaeger, "Jaeger v2 (an OTLP receiver)", "jaeger.sh")
 }
 
 // RequireVersityGW returns the path of the Versity S3 Gateway binary in
 // JUKEBOX_VERSITYGW, the real S3-compatible server of the store tests.
 func RequireVersityGW(t testing.TB) string {
 	t.Helper()
-	path := os.Getenv(EnvVersityGW)
-	if path == "" {
-		Unavailable(t, "the Versity S3 Gateway (an S3-compatible server) in "+EnvVersityGW,
-			`run eval "$(bash .ci/versitygw.sh)" to build it from the tools module and set it`)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s=%s: %v (run bash .ci/versitygw.sh again)", EnvVersityGW, path, err)
-	}
-	return path
+	return requireTool(t, EnvVersityGW, "the Versity S3 Gateway (an S3-compatible server)", "versitygw.sh")
 }
 
 // RequireFakeGCS returns the path of the fake-gcs-server binary in
 // JUKEBOX_FAKEGCS, the Google Cloud Storage emulator of the store tests.
 func RequireFakeGCS(t testing.TB) string {
 	t.Helper()
-	path := os.Getenv(EnvFakeGCS)
+	return requireTool(t, EnvFakeGCS, "fake-gcs-server (a Google Cloud Storage emulator)", "fakegcs.sh")
+}
+
+// requireTool returns the path in the environment variable env of a
+// program of the tools module that .ci/SCRIPT builds.
+func requireTool(t testing.TB, env, what, script string) string {
+	t.Helper()
+	path := os.Getenv(env)
 	if path == "" {
-		Unavailable(t, "fake-gcs-server (a Google Cloud Storage emulator) in "+EnvFakeGCS,
-			`run eval "$(bash .ci/fakegcs.sh)" to build it from the tools module and set it`)
+		Unavailable(t, what+" in "+env,
+			`run eval "$(bash .ci/`+script+`)" to build it from the tools module and set it`)
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s=%s: %v (run bash .ci/fakegcs.sh again)", EnvFakeGCS, path, err)
+		t.Fatalf("%s=%s: %v (run bash .ci/%s again)", env, path, err, script)
 	}
 	return path
 }
