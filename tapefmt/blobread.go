@@ -68,8 +68,17 @@ func (c *blobCache) put(off int64, d decoded) {
 }
 
 // Blob returns the blob with hash h, decoded and checked against its hash.
-// The returned slice must not be modified.
-func (t *Tape) Blob(h Hash) ([]byte, error) {
+// The returned slice must not be modified. On a tape read through a
+// RemoteReader it may come from the reader's cache of blobs by address
+// (checked against h all the same) rather than from this tape's record:
+// OwnBlob reads the record.
+func (t *Tape) Blob(h Hash) ([]byte, error) { return t.blob(h, false) }
+
+// OwnBlob is Blob decoded from this tape's own record, never from a cache
+// of blobs by address: what a check of the tape reads.
+func (t *Tape) OwnBlob(h Hash) ([]byte, error) { return t.blob(h, true) }
+
+func (t *Tape) blob(h Hash, own bool) ([]byte, error) {
 	blobs, err := t.blobTable()
 	if err != nil {
 		return nil, err
@@ -78,9 +87,12 @@ func (t *Tape) Blob(h Hash) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrBlobNotFound, h)
 	}
+	if t.remote != nil {
+		t.blobOffsets()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	d, err := t.decodeBlob(loc.off, maxDeltaDepth)
+	d, err := t.decodeBlob(loc.off, maxDeltaDepth, blobRead{own: own})
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +136,33 @@ func (t *Tape) blobTable() (map[Hash]blobLoc, error) {
 	return m, nil
 }
 
+// blobRead says how decodeBlob reads a remote tape's blob: own refuses
+// the reader's cache by address (a check reads the tape's records), and
+// window is how far before a record that is not at hand its fetch
+// reaches, for the delta bases that lie there.
+type blobRead struct {
+	own    bool
+	window int64
+}
+
 // decodeBlob reads and decodes the blob record at off and checks it against
-// the hash in its header; budget bounds the delta chain still allowed.
-// Callers hold t.mu.
-func (t *Tape) decodeBlob(off int64, budget int) (decoded, error) {
+// the hash in its header; budget bounds the delta chain still allowed. On a
+// remote tape the blob may come from the reader's cache by address instead
+// (not kept in t.cache, which holds only what this tape's records decode
+// to), and is kept there once decoded. Callers hold t.mu.
+func (t *Tape) decodeBlob(off int64, budget int, how blobRead) (decoded, error) {
 	if d, ok := t.cache.get(off); ok {
 		return d, nil
 	}
-	b, h, err := t.readBlob(off, budget)
+	if !how.own {
+		if d, ok := t.cachedBlob(off); ok {
+			return d, nil
+		}
+	}
+	if t.remote != nil {
+		t.fetchBlob(off, how.window)
+	}
+	b, h, err := t.readBlob(off, budget, how)
 	if err != nil {
 		return decoded{}, err
 	}
@@ -140,11 +171,14 @@ func (t *Tape) decodeBlob(off int64, budget int) (decoded, error) {
 	}
 	d := decoded{hash: h, data: b}
 	t.cache.put(off, d)
+	if t.remote != nil {
+		t.remote.KeepBlob(h, b)
+	}
 	return d, nil
 }
 
 // readBlob reads the record at off and expands its stored bytes.
-func (t *Tape) readBlob(off int64, budget int) ([]byte, Hash, error) {
+func (t *Tape) readBlob(off int64, budget int, how blobRead) ([]byte, Hash, error) {
 	if budget < 0 {
 		return nil, Hash{}, formatErr(off, "delta chain longer than %d", maxDeltaDepth)
 	}
@@ -173,7 +207,7 @@ func (t *Tape) readBlob(off int64, budget int) ([]byte, Hash, error) {
 	if le.Uint32(hb[44:]) != crcOf(hb[:44], st) {
 		return nil, Hash{}, formatErr(off, "blob %s: checksum mismatch", bh.Hash.Short())
 	}
-	b, err := t.expand(bh, st, off, budget)
+	b, err := t.expand(bh, st, off, budget, how)
 	if err != nil {
 		return nil, Hash{}, err
 	}
@@ -185,7 +219,7 @@ func (t *Tape) readBlob(off int64, budget int) ([]byte, Hash, error) {
 
 // expand turns stored bytes into the blob, reading a delta's base from the
 // tape.
-func (t *Tape) expand(bh blobHeader, st []byte, off int64, budget int) ([]byte, error) {
+func (t *Tape) expand(bh blobHeader, st []byte, off int64, budget int, how blobRead) ([]byte, error) {
 	if bh.Encoding == encRaw || bh.Encoding == encZstd {
 		return expandWhole(bh.Encoding, st, int(bh.RawLen), off)
 	}
@@ -193,7 +227,7 @@ func (t *Tape) expand(bh blobHeader, st []byte, off int64, budget int) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	bd, err := t.decodeBlob(d.base, budget-1)
+	bd, err := t.decodeBlob(d.base, budget-1, blobRead{own: how.own, window: baseWindow})
 	if err != nil {
 		return nil, fmt.Errorf("base of delta blob at %d: %w", off, err)
 	}

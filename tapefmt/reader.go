@@ -29,6 +29,13 @@ type Tape struct {
 	blobs   map[Hash]blobLoc // blob table in memory, loaded on first use
 	cache   blobCache
 	decoded int64 // bytes of blobs decoded so far, against decodeBudget
+
+	// remote is ra when it reads by round trips (RemoteReader); blobOffs
+	// and blobAt, the blob records' offsets in order and the address at
+	// each, are worked out for it (blobOffsets).
+	remote   RemoteReader
+	blobOffs []int64
+	blobAt   map[int64]Hash
 }
 
 // RemoteOpener opens a tape that a URL names (scheme://…) for reading by
@@ -90,6 +97,7 @@ func Open(path string) (*Tape, error) {
 // NewReader opens a tape held by ra, size bytes long.
 func NewReader(ra io.ReaderAt, size int64) (*Tape, error) {
 	t := &Tape{ra: ra, size: size}
+	t.remote, _ = ra.(RemoteReader)
 	hb := make([]byte, fileHeaderSize)
 	if size < fileHeaderSize {
 		return nil, formatErr(0, "file is %d bytes, shorter than a tape header (%d)", size, fileHeaderSize)

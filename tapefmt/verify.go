@@ -247,14 +247,14 @@ func (t *Tape) checkTotals(rep *VerifyReport, blobs int) error {
 	return nil
 }
 
-// verifyBlobs decodes every blob and checks its hash.
+// verifyBlobs decodes every blob from its record and checks its hash.
 func (t *Tape) verifyBlobs() error {
 	blobs, err := t.blobTable()
 	if err != nil {
 		return err
 	}
 	for _, h := range sortedHashes(blobs) {
-		if _, err := t.Blob(h); err != nil {
+		if _, err := t.OwnBlob(h); err != nil {
 			return err
 		}
 	}

@@ -1,40 +1,73 @@
 package tapestore
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// A tape in a store is read where it lies, by ranged GETs of 1 MiB blocks,
-// each fetched once into a local cache: opening it reads its header, its
-// footer and its index (four round trips, whatever its size), and a frame
-// or a blob is fetched when something reads it. Blocks are cached by the
-// object's key, size and ETag: an upload never overwrites an object, so a
-// block once fetched is never stale.
+// A tape in a store is read where it lies, by ranged GETs of the bytes
+// its reader asks for, each fetched once into a local cache:
+//
+//   - opening it takes a HEAD (size and ETag), then its header and its
+//     last half MiB (footer and index) in two GETs at once;
+//   - the turntable's rows come a screen at a time, each frame record
+//     fetched by its exact range (tapefmt.Tape.Prefetch), all of a
+//     screen's requests at once: one round trip for the first screen;
+//   - a blob is fetched with the MiB before it, where its delta bases lie,
+//     and kept decoded under its BLAKE3 address (blobs/ in the cache), so
+//     a blob fetched for one tape serves every tape that names it;
+//   - a reader that scans the tape (verify) is read ahead, growing to
+//     16 MiB a request.
+//
+// The ranges of a tape's frames and index are kept under the object's key,
+// size and ETag (tapes/ in the cache); an upload never overwrites an
+// object, so neither they nor a blob under its address are ever stale.
 
-// blockSize is the unit of ranged reads and of the cache.
-const blockSize = 1 << 20
+// openHead and openTail are the bytes opening a tape fetches from its
+// start and end: the header, and the footer with an index of up to half
+// a MiB (some 8,000 frames and as many blobs) before it; a bigger index
+// takes one request more.
+const openHead, openTail = 64 << 10, 512 << 10
 
-// maxMemBlocks bounds the blocks kept in memory (the disk cache has them
-// all; without it, --no-cache, the memory is all there is).
-const maxMemBlocks = 64
+// minFetch is the least a read that misses fetches: a frame read without
+// a prefetch (its header, then its payload) then takes one request.
+const minFetch = 64 << 10
+
+// maxAhead bounds the read-ahead of a reader that reads in order: each
+// request that continues the last one doubles, up to this.
+const maxAhead = 16 << 20
+
+// maxMem bounds the fetched bytes kept in memory (the disk cache has what
+// is kept; without it, --no-cache, bytes let go are fetched again).
+const maxMem = 64 << 20
+
+// parallel bounds the GETs of one prefetch in flight at once.
+const parallel = 32
+
+// coalesce is the largest gap between two ranges of a prefetch fetched in
+// one request: reading a gap this small costs less than a request.
+const coalesce = 64 << 10
 
 // readTimeout bounds one ranged GET.
 const readTimeout = 2 * time.Minute
 
 // Opener is the tapefmt.RemoteOpener for store URLs: tapefmt.Open then
-// reads a tape in a store as it reads a file. noCache keeps fetched
-// blocks in memory only.
+// reads a tape in a store as it reads a file. noCache keeps fetched bytes
+// and blobs in memory only.
 func Opener(noCache bool) tapefmt.RemoteOpener {
 	return func(name string) (io.ReaderAt, int64, io.Closer, bool, error) {
 		if !IsURL(name) {
@@ -55,17 +88,39 @@ func Opener(noCache bool) tapefmt.RemoteOpener {
 	}
 }
 
-// object is a store's object read by blocks, through the cache.
+// object is a store's object read by ranges through the cache; it is a
+// tapefmt.RemoteReader.
 type object struct {
-	s    *Store
-	key  string
-	size int64
-	dir  string // the object's cache folder; "" keeps blocks in memory only
+	s     *Store
+	key   string
+	size  int64
+	dir   string // the object's ranges on disk; "" keeps them in memory only
+	blobs string // blobs by address on disk; "" keeps none
 
 	mu       sync.Mutex
-	mem      map[int64][]byte
-	inflight map[int64]chan struct{} // blocks being fetched
-	gets     int                     // ranged GETs made (for tests and benchmarks)
+	spans    []*span   // fetched ranges, by start; they may overlap
+	inflight []*flight // ranges being fetched
+	mem      int64     // bytes of spans in memory
+	tick     uint64    // the use clock of spans
+	lastEnd  int64     // where the last fetch for a read ended
+	ahead    int64     // and the read-ahead it had
+	gets     int       // ranged GETs made (for tests and benchmarks)
+	rounds   int       // rounds of them: GETs made together count once
+}
+
+// span is a fetched range: its bytes in memory, or in the file named
+// after it in the object's cache folder, or both.
+type span struct {
+	lo, hi int64
+	data   []byte // nil when let go (it is on disk)
+	file   string // "" when not on disk
+	used   uint64
+}
+
+// flight is a range being fetched; done closes when it is kept (or not).
+type flight struct {
+	lo, hi int64
+	done   chan struct{}
 }
 
 func openObject(ctx context.Context, loc Location, noCache bool) (*object, error) {
@@ -78,7 +133,7 @@ func openObject(ctx context.Context, loc Location, noCache bool) (*object, error
 		s.Close()
 		return nil, s.wrap(loc.Name, err)
 	}
-	o := &object{s: s, key: loc.Name, size: a.Size, mem: map[int64][]byte{}, inflight: map[int64]chan struct{}{}}
+	o := &object{s: s, key: loc.Name, size: a.Size}
 	if !noCache {
 		base, err := CacheDir()
 		if err != nil {
@@ -86,179 +141,357 @@ func openObject(ctx context.Context, loc Location, noCache bool) (*object, error
 			return nil, err
 		}
 		id := sha256.Sum256([]byte(loc.bucket + "\x00" + loc.Prefix + loc.Name + "\x00" + strconv.FormatInt(a.Size, 10) + "\x00" + a.ETag))
-		o.dir = filepath.Join(base, "blocks", hex.EncodeToString(id[:12]))
+		o.dir = filepath.Join(base, "tapes", hex.EncodeToString(id[:12]))
+		o.blobs = filepath.Join(base, "blobs")
+		o.loadSpans()
 	}
+	// The header and the footer with the index before it, together.
+	o.Prefetch([]tapefmt.Range{{Off: 0, Len: openHead}, {Off: o.size - openTail, Len: openTail}}, true)
 	return o, nil
 }
 
 // Close releases the store.
 func (o *object) Close() error { return o.s.Close() }
 
-// ReadAt reads p at off: every block it spans, the ones not at hand
-// fetched in one ranged GET per run of missing blocks.
+// ReadAt reads p at off: the bytes at hand from memory or disk, the rest
+// fetched (at least minFetch bytes a request, more for a reader that
+// reads in order).
 func (o *object) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off >= o.size {
 		return 0, io.EOF
 	}
 	end := min(off+int64(len(p)), o.size)
-	first, last := off/blockSize, (end-1)/blockSize
-	if err := o.ensure(first, last); err != nil {
-		return 0, err
-	}
-	n := 0
-	for i := first; i <= last; i++ {
-		b, err := o.block(i)
-		if err != nil {
-			return n, err
+	for {
+		o.mu.Lock()
+		gaps, wait := o.missing(off, end)
+		if len(gaps) == 0 {
+			err := o.copyOut(p[:end-off], off)
+			o.mu.Unlock()
+			if err != nil {
+				continue // a span on disk did not read back: fetch it again
+			}
+			if end-off < int64(len(p)) {
+				return int(end - off), io.EOF
+			}
+			return len(p), nil
 		}
-		lo := max(off, i*blockSize) - i*blockSize
-		hi := min(end, (i+1)*blockSize) - i*blockSize
-		n += copy(p[n:], b[lo:hi])
-	}
-	if int64(n) < int64(len(p)) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-// readAhead is how many blocks a miss fetches at least, forward from the
-// block missed (as far as they are missing): a tape is read mostly in
-// order, and its first screen (rows whose records lie between the blobs
-// of the first steps) then comes in one GET.
-const readAhead = 8
-
-// tailBlocks is how many blocks a miss at the last block fetches before
-// it too: the index tables end where the footer starts, so opening a tape
-// takes them with the footer (an index of up to about 2 MiB, some 60,000
-// frames, comes in the same GET).
-const tailBlocks = 2
-
-// ensure fetches the blocks first..last that are neither in memory nor on
-// disk, a run of them at a time, each run read ahead to readAhead blocks.
-func (o *object) ensure(first, last int64) error {
-	blocks := (o.size + blockSize - 1) / blockSize
-	for i := first; i <= last; {
-		if o.have(i) {
-			i++
+		if wait != nil {
+			o.mu.Unlock()
+			<-wait.done
 			continue
 		}
-		j := i
-		for j+1 < blocks && (j+1 <= last || j+1 < i+readAhead) && !o.have(j+1) {
-			j++
+		var fs []*flight
+		for _, g := range gaps {
+			fs = append(fs, o.start(g.lo, o.readHi(g)))
 		}
-		lo := i
-		if j == blocks-1 { // the footer: the index lies just before it
-			for lo > 0 && lo > i-tailBlocks && !o.have(lo-1) {
-				lo--
-			}
+		o.mu.Unlock()
+		if err := o.fetchAll(fs, true); err != nil {
+			return 0, err
 		}
-		if err := o.fetch(lo, j); err != nil {
-			return err
-		}
-		i = j + 1
 	}
-	return nil
 }
 
-// have reports whether block i is in memory or on disk, waiting for a
-// fetch of it in flight.
-func (o *object) have(i int64) bool {
+// Prefetch fetches the ranges that are not at hand (with the bytes Before
+// them when they are not), those less than coalesce apart in one request,
+// up to parallel requests at once (tapefmt.RemoteReader). Errors are left
+// to the reads.
+func (o *object) Prefetch(ranges []tapefmt.Range, keep bool) {
 	o.mu.Lock()
-	wait, busy := o.inflight[i]
-	_, inMem := o.mem[i]
+	var want []gap
+	for _, r := range ranges {
+		lo, hi := max(r.Off, 0), min(r.Off+r.Len, o.size)
+		if lo >= hi {
+			continue
+		}
+		if gaps, _ := o.missing(lo, hi); len(gaps) > 0 && r.Before > 0 {
+			lo = max(lo-r.Before, 0)
+		}
+		want = append(want, gap{lo, hi})
+	}
+	slices.SortFunc(want, func(a, b gap) int { return cmp.Compare(a.lo, b.lo) })
+	var fs []*flight
+	var cur *gap
+	for _, w := range want {
+		gaps, _ := o.missing(w.lo, w.hi) // ranges in flight are left to them
+		for _, g := range gaps {
+			if cur != nil && g.lo-cur.hi <= coalesce && !o.flying(cur.hi, g.lo) {
+				cur.hi = max(cur.hi, g.hi)
+				continue
+			}
+			if cur != nil {
+				fs = append(fs, o.start(cur.lo, cur.hi))
+			}
+			cur = &gap{g.lo, g.hi}
+		}
+	}
+	if cur != nil {
+		fs = append(fs, o.start(cur.lo, cur.hi))
+	}
 	o.mu.Unlock()
-	if busy {
-		<-wait
-		return o.have(i)
+	o.fetchAll(fs, keep)
+}
+
+// Holds reports whether r is at hand: in spans, none of it in flight
+// (tapefmt.RemoteReader).
+func (o *object) Holds(r tapefmt.Range) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	gaps, _ := o.missing(max(r.Off, 0), min(r.Off+r.Len, o.size))
+	return len(gaps) == 0
+}
+
+// gap is a range not at hand.
+type gap struct{ lo, hi int64 }
+
+// missing is what of lo..hi no span holds, or, when some of it is being
+// fetched, the first such flight to wait for. Callers hold o.mu.
+func (o *object) missing(lo, hi int64) (gaps []gap, wait *flight) {
+	at := lo
+	for _, s := range o.spans {
+		if s.lo > at {
+			if s.lo >= hi {
+				break
+			}
+			gaps = append(gaps, gap{at, s.lo})
+		}
+		at = max(at, s.hi)
+		if at >= hi {
+			break
+		}
 	}
-	if inMem {
-		return true
+	if at < hi {
+		gaps = append(gaps, gap{at, hi})
 	}
-	if o.dir != "" {
-		if st, err := os.Stat(o.blockPath(i)); err == nil && st.Size() == o.blockLen(i) {
+	for _, g := range gaps {
+		for _, f := range o.inflight {
+			if f.lo < g.hi && g.lo < f.hi {
+				return gaps, f
+			}
+		}
+	}
+	return gaps, nil
+}
+
+// flying reports whether some of lo..hi is being fetched. Callers hold o.mu.
+func (o *object) flying(lo, hi int64) bool {
+	for _, f := range o.inflight {
+		if f.lo < hi && lo < f.hi {
 			return true
 		}
 	}
 	return false
 }
 
-func (o *object) blockPath(i int64) string { return filepath.Join(o.dir, strconv.FormatInt(i, 10)) }
-
-func (o *object) blockLen(i int64) int64 { return min(blockSize, o.size-i*blockSize) }
-
-// fetch gets blocks first..last in one ranged GET and keeps them.
-func (o *object) fetch(first, last int64) error {
-	done := make(chan struct{})
-	o.mu.Lock()
-	for i := first; i <= last; i++ {
-		o.inflight[i] = done
+// readHi is where the fetch of a read's gap ends: at least minFetch on,
+// and for a read that continues the last fetch, twice its read-ahead (up
+// to maxAhead); never past the next span or the end. Callers hold o.mu.
+func (o *object) readHi(g gap) int64 {
+	ahead := int64(minFetch)
+	if g.lo == o.lastEnd && o.ahead > 0 {
+		ahead = min(2*o.ahead, maxAhead)
 	}
-	o.gets++
-	o.mu.Unlock()
-	defer func() {
-		o.mu.Lock()
-		for i := first; i <= last; i++ {
-			delete(o.inflight, i)
+	hi := max(g.hi, g.lo+ahead)
+	for _, s := range o.spans {
+		if s.lo >= g.hi {
+			hi = min(hi, s.lo)
+			break
 		}
+	}
+	for _, f := range o.inflight {
+		if f.lo >= g.hi {
+			hi = min(hi, f.lo)
+		}
+	}
+	hi = min(hi, o.size)
+	o.lastEnd, o.ahead = hi, hi-g.lo
+	return hi
+}
+
+// start registers a fetch of lo..hi. Callers hold o.mu.
+func (o *object) start(lo, hi int64) *flight {
+	f := &flight{lo: lo, hi: hi, done: make(chan struct{})}
+	o.inflight = append(o.inflight, f)
+	return f
+}
+
+// fetchAll fetches the flights, parallel at a time, and returns the first
+// error.
+func (o *object) fetchAll(fs []*flight, keep bool) error {
+	if len(fs) > 0 {
+		o.mu.Lock()
+		o.rounds++
 		o.mu.Unlock()
-		close(done)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
-	start := first * blockSize
-	length := min(o.size, (last+1)*blockSize) - start
-	r, err := o.s.b.NewRangeReader(ctx, o.key, start, length, nil)
-	if err != nil {
-		return o.s.wrap(o.key, err)
 	}
-	defer r.Close()
-	buf := make([]byte, length)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return o.s.wrap(o.key, fmt.Errorf("ranged read of %d bytes at %d: %w", length, start, err))
+	errs := make([]error, len(fs))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, f := range fs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			errs[i] = o.fetch(f, keep)
+			<-sem
+		}()
 	}
-	for i := first; i <= last; i++ {
-		lo := (i - first) * blockSize
-		b := buf[lo : lo+o.blockLen(i)]
-		o.keep(i, b)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// keep puts block i in memory and, with a cache, on disk.
-func (o *object) keep(i int64, b []byte) {
+// fetch gets a flight's range in one ranged GET and keeps it: in memory,
+// and on disk when keep and there is a cache.
+func (o *object) fetch(f *flight, keep bool) error {
+	defer func() {
+		o.mu.Lock()
+		o.inflight = slices.DeleteFunc(o.inflight, func(g *flight) bool { return g == f })
+		o.mu.Unlock()
+		close(f.done)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
 	o.mu.Lock()
-	if len(o.mem) >= maxMemBlocks {
-		for k := range o.mem { // any one: the disk cache has it
-			delete(o.mem, k)
-			break
+	o.gets++
+	o.mu.Unlock()
+	r, err := o.s.b.NewRangeReader(ctx, o.key, f.lo, f.hi-f.lo, nil)
+	if err != nil {
+		return o.s.wrap(o.key, err)
+	}
+	defer r.Close()
+	buf := make([]byte, f.hi-f.lo)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return o.s.wrap(o.key, fmt.Errorf("ranged read of %d bytes at %d: %w", len(buf), f.lo, err))
+	}
+	s := &span{lo: f.lo, hi: f.hi, data: buf}
+	if keep && o.dir != "" {
+		// A range that does not reach the disk is fetched again next time.
+		// Its file is written whole (a temporary file renamed), and named
+		// with its CRC, checked when it is read back.
+		name := fmt.Sprintf("%d-%d-%08x", f.lo, f.hi, crc32.Checksum(buf, castagnoli))
+		if tapefmt.WriteSidecarFile(filepath.Join(o.dir, name), buf) == nil {
+			s.file = name
 		}
 	}
-	o.mem[i] = b
+	o.mu.Lock()
+	o.add(s)
 	o.mu.Unlock()
-	if o.dir != "" {
-		// A block that does not reach the disk is fetched again next time.
-		// It is written whole (a temporary file renamed), as sidecar files
-		// are: a crash never leaves half a block under its name.
-		_ = tapefmt.WriteSidecarFile(o.blockPath(i), b)
+	return nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// add puts s among the spans, in order of start, and lets go of the bytes
+// least recently used past maxMem. Callers hold o.mu.
+func (o *object) add(s *span) {
+	o.tick++
+	s.used = o.tick
+	i, _ := slices.BinarySearchFunc(o.spans, s.lo, func(a *span, lo int64) int { return cmp.Compare(a.lo, lo) })
+	o.spans = slices.Insert(o.spans, i, s)
+	if s.data != nil {
+		o.mem += int64(len(s.data))
+	}
+	for o.mem > maxMem {
+		var old *span
+		for _, c := range o.spans {
+			if c.data != nil && c != s && (old == nil || c.used < old.used) {
+				old = c
+			}
+		}
+		if old == nil {
+			break
+		}
+		o.mem -= int64(len(old.data))
+		old.data = nil
+		if old.file == "" {
+			o.spans = slices.DeleteFunc(o.spans, func(c *span) bool { return c == old })
+		}
 	}
 }
 
-// block is block i, from memory or disk.
-func (o *object) block(i int64) ([]byte, error) {
-	o.mu.Lock()
-	b, ok := o.mem[i]
-	o.mu.Unlock()
-	if ok {
-		return b, nil
-	}
-	if o.dir != "" {
-		b, err := os.ReadFile(o.blockPath(i))
-		if err == nil && int64(len(b)) == o.blockLen(i) {
-			return b, nil
+// copyOut copies lo..lo+len(p), which spans hold, into p: from memory, or
+// read back from disk (checked against its CRC; a span that does not
+// check is dropped, its file removed, and the error says to fetch again).
+// Callers hold o.mu.
+func (o *object) copyOut(p []byte, lo int64) error {
+	hi := lo + int64(len(p))
+	at := lo
+	for _, s := range o.spans {
+		if at >= hi {
+			break
 		}
+		if s.hi <= at || s.lo > at {
+			continue
+		}
+		if s.data == nil {
+			b, err := os.ReadFile(filepath.Join(o.dir, s.file))
+			if err != nil || int64(len(b)) != s.hi-s.lo || fmt.Sprintf("%08x", crc32.Checksum(b, castagnoli)) != s.file[strings.LastIndexByte(s.file, '-')+1:] {
+				os.Remove(filepath.Join(o.dir, s.file))
+				o.spans = slices.DeleteFunc(o.spans, func(c *span) bool { return c == s })
+				return fmt.Errorf("%s: cached range %s does not read back", o.key, s.file)
+			}
+			s.data = b
+			o.mem += int64(len(b))
+		}
+		o.tick++
+		s.used = o.tick
+		n := copy(p[at-lo:], s.data[at-s.lo:min(s.hi, hi)-s.lo])
+		at += int64(n)
 	}
-	if err := o.fetch(i, i); err != nil {
-		return nil, err
+	if at < hi {
+		return fmt.Errorf("%s: bytes %d to %d are not at hand", o.key, at, hi)
 	}
-	return o.block(i)
+	return nil
+}
+
+// loadSpans lists the ranges of the object already on disk (files named
+// LO-HI-CRC; anything else there is left alone).
+func (o *object) loadSpans() {
+	ents, err := os.ReadDir(o.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		var lo, hi int64
+		var crc uint32
+		if n, _ := fmt.Sscanf(e.Name(), "%d-%d-%08x", &lo, &hi, &crc); n != 3 || lo < 0 || hi <= lo || hi > o.size {
+			continue
+		}
+		o.spans = append(o.spans, &span{lo: lo, hi: hi, file: e.Name()})
+	}
+	slices.SortFunc(o.spans, func(a, b *span) int { return cmp.Compare(a.lo, b.lo) })
+}
+
+// CachedBlob is the blob kept under address h in the cache of blobs, nil
+// if none is (tapefmt checks it against h).
+func (o *object) CachedBlob(h tapefmt.Hash) []byte {
+	if o.blobs == "" {
+		return nil
+	}
+	b, err := os.ReadFile(o.blobPath(h))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// KeepBlob keeps a blob under its address (written whole, once).
+func (o *object) KeepBlob(h tapefmt.Hash, b []byte) {
+	if o.blobs == "" {
+		return
+	}
+	p := o.blobPath(h)
+	if st, err := os.Stat(p); err == nil && st.Size() == int64(len(b)) {
+		return
+	}
+	_ = tapefmt.WriteSidecarFile(p, b) // one not kept is fetched again
+}
+
+// blobPath is where the blob with address h is kept: blobs/ab/abcd….
+func (o *object) blobPath(h tapefmt.Hash) string {
+	x := h.String()
+	return filepath.Join(o.blobs, x[:2], x)
 }

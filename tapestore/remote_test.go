@@ -1,14 +1,18 @@
 package tapestore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // bigTape writes a tape of about 8 MB: 60,000 frames of random output
@@ -32,39 +36,53 @@ func bigTape(t testing.TB, path string) {
 	}
 }
 
-// TestRemoteOpen: a store's tape opens where it lies in at most three
-// ranged GETs (footer, header, index) whatever its size, a frame is
-// fetched when it is read (its block, and the index the first time), the blocks come from the cache on the next open (no GET), and a
-// tape read by tapefmt.Open through the opener is the tape uploaded.
-func TestRemoteOpen(t *testing.T) {
-	ctx := context.Background()
+// storeOf opens a file:// store in a fresh folder, with a fresh cache.
+func storeOf(t *testing.T) *Store {
+	t.Helper()
 	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
-	root := t.TempDir()
-	loc, _ := Parse("file://" + root + "/")
-	s, err := Open(ctx, loc)
+	loc, _ := Parse("file://" + t.TempDir() + "/")
+	s, err := Open(context.Background(), loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openRemote opens the store's tape at url through the opener, as
+// tapefmt.Open does, and returns it with its object (for its GET count).
+func openRemote(t *testing.T, url string, noCache bool) (*tapefmt.Tape, *object) {
+	t.Helper()
+	ra, size, closer, ok, err := Opener(noCache)(url)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	tp, err := tapefmt.NewWholeReader(ra, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	return tp, closer.(*object)
+}
+
+// TestRemoteOpen: a store's tape opens where it lies in two ranged GETs
+// made together (its header, and its footer with the index before it)
+// whatever its size, a frame is fetched when it is read, the ranges come
+// from the cache on the next open (no GET), and a tape read by
+// tapefmt.Open through the opener is the tape uploaded.
+func TestRemoteOpen(t *testing.T) {
+	ctx := context.Background()
+	s := storeOf(t)
 	local := filepath.Join(t.TempDir(), "big.jbx")
 	bigTape(t, local)
 	up, err := s.Upload(ctx, local, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := Opener(false)
-	for round, wantGets := range []int{3, 0} {
-		ra, size, closer, ok, err := open(up.URL)
-		if err != nil || !ok {
-			t.Fatal(ok, err)
-		}
-		tp, err := tapefmt.NewWholeReader(ra, size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := closer.(*object)
-		if (wantGets == 0) != (o.gets == 0) || o.gets > 3 || tp.Head().String() != up.Head || tp.Len() != 60_002 {
-			t.Errorf("open %d: %d GETs (want at most 3, none from the cache: %d), head %s, %d frames", round, o.gets, wantGets, tp.Head(), tp.Len())
+	for round, wantGets := range []int{2, 0} {
+		tp, o := openRemote(t, up.URL, false)
+		if o.gets != wantGets || tp.Head().String() != up.Head || tp.Len() != 60_002 {
+			t.Errorf("open %d: %d GETs (want %d), head %s, %d frames", round, o.gets, wantGets, tp.Head(), tp.Len())
 		}
 		before := o.gets
 		f, err := tp.Frame(30_000)
@@ -74,10 +92,9 @@ func TestRemoteOpen(t *testing.T) {
 		if p, err := f.Decode(); err != nil || p.(*tapefmt.Output).Fd != 1 {
 			t.Errorf("frame 30,000: %v, %v", p, err)
 		}
-		if got := o.gets - before; round == 0 && (got < 1 || got > 2) {
-			t.Errorf("reading a frame in the middle: %d GETs, want its block and at most the index", got)
+		if got := o.gets - before; round == 0 && got != 1 {
+			t.Errorf("reading a frame in the middle: %d GETs, want 1 (its record; the index came with the footer)", got)
 		}
-		closer.Close()
 	}
 
 	// Through tapefmt.Open, as every command reads tapes.
@@ -92,7 +109,203 @@ func TestRemoteOpen(t *testing.T) {
 	if err != nil || rep.Head.String() != up.Head {
 		t.Errorf("verify of the store's tape: %v", err)
 	}
-	if _, err := tapefmt.Open(loc.TapeURL("missing.jbx")); err == nil {
+	if _, err := tapefmt.Open(s.Loc.TapeURL("missing.jbx")); err == nil {
 		t.Error("a missing tape opened")
+	}
+}
+
+// stepsTape writes a tape of steps whose frames lie between 100 KB blobs
+// of random bytes (a file written each step), as an agent's tape does,
+// and whose request bodies form a delta chain; it returns the hash of
+// the last step's file and of its request body.
+func stepsTape(t *testing.T, path string, steps int, seed string) (file, req tapefmt.Hash) {
+	t.Helper()
+	err := tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent", seed}})
+		buf := make([]byte, 100_000)
+		history := strings.Repeat("the system prompt and the conversation so far. ", 200)
+		for i := range steps {
+			history += fmt.Sprintf("turn %d of %s; ", i, seed)
+			var err error
+			if req, err = w.PutBlob("request", []byte(history)); err != nil {
+				return err
+			}
+			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: req, Model: "gpt-4o-mini"})
+			w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: "gpt-4o-mini", Usage: tapefmt.Usage{Input: 10, Output: 2}})
+			rand.Read(buf)
+			if file, err = w.PutBlob("file", buf); err != nil {
+				return err
+			}
+			w.Append(0, tapefmt.FileChange{Path: fmt.Sprintf("data/%d.bin", i), Op: "write", Body: file})
+			if _, err := w.Commit(); err != nil {
+				return err
+			}
+		}
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, req
+}
+
+// TestRemotePrefetch: the turntable's first screen of rows comes in one
+// round of GETs made together, each fetching only frame records (not the
+// blobs between them); a blob deep in a delta chain comes in one GET (the
+// window before it holds its bases).
+func TestRemotePrefetch(t *testing.T) {
+	ctx := context.Background()
+	s := storeOf(t)
+	local := filepath.Join(t.TempDir(), "steps.jbx")
+	_, req := stepsTape(t, local, 40, "a")
+	up, err := s.Upload(ctx, local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, o := openRemote(t, up.URL, true)
+	for _, err := range tp.Frames(0) { // loads the frame table, as the timeline does
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := o.gets
+	tp.Prefetch([2]int{0, 64}) // run.start and 16 steps of 4 frames
+	gets := o.gets - before
+	if gets < 1 || gets > 16 {
+		t.Errorf("prefetching 65 frames across 16 steps: %d GETs, want one per step at most", gets)
+	}
+	var fetched int64
+	for _, sp := range o.spans {
+		fetched += sp.hi - sp.lo
+	}
+	if fetched > 1<<20+64<<10+64<<10 { // the two open GETs, and frames: never the 1.6 MB of files between them
+		t.Errorf("%d bytes fetched for a screen of frames", fetched)
+	}
+	before = o.gets
+	for i := range 65 {
+		if _, err := tp.Frame(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.gets != before {
+		t.Errorf("reading the prefetched frames: %d GETs, want none", o.gets-before)
+	}
+	// A listing read in order through a timeline asks once a block of
+	// rows (64 frames), never once a row.
+	var opened *object
+	tapefmt.SetRemoteOpener(func(name string) (io.ReaderAt, int64, io.Closer, bool, error) {
+		ra, size, c, ok, err := Opener(true)(name)
+		opened, _ = c.(*object)
+		return ra, size, c, ok, err
+	})
+	defer tapefmt.SetRemoteOpener(func(string) (_ io.ReaderAt, _ int64, _ io.Closer, _ bool, _ error) { return })
+	tl, err := timeline.Open(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	opens := opened.gets
+	for i := range tl.Len() {
+		if r := tl.Row(i); r.Err != nil {
+			t.Fatalf("row %d: %v", i, r.Err)
+		}
+	}
+	if rounds := opened.rounds - 1; rounds > (tl.Len()+63)/64 {
+		t.Errorf("%d rows read in order: %d rounds of requests (%d GETs), want one a block of 64 at most", tl.Len(), rounds, opened.gets-opens)
+	}
+
+	before = o.gets
+	b, err := tp.Blob(req) // the 40th request: a delta of the 7 before (a whole one every 32)
+	if err != nil || !strings.HasSuffix(string(b), "turn 39 of a; ") {
+		t.Fatalf("request body: %v", err)
+	}
+	if got := o.gets - before; got > 2 {
+		t.Errorf("a blob at the end of a delta chain of 7: %d GETs, want at most 2 (it, then the MiB before its base)", got)
+	}
+}
+
+// TestBlobCacheAcrossTapes: a blob read from one store tape is kept by its
+// address and read from there for another tape that names it (no GET);
+// OwnBlob, what checks read, still reads the tape's own record; a kept
+// blob whose bytes changed on disk is not used; and a cached range that
+// no longer reads back is fetched again.
+func TestBlobCacheAcrossTapes(t *testing.T) {
+	ctx := context.Background()
+	s := storeOf(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jbx"), filepath.Join(dir, "b.jbx")
+	shared := make([]byte, 300<<10)
+	rand.Read(shared)
+	var h tapefmt.Hash
+	for _, p := range []string{a, b} {
+		err := tapefmt.CreateWith(p, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
+			w.Append(0, tapefmt.RunStart{Argv: []string{"agent", p}})
+			var err error
+			if h, err = w.PutBlob("file", shared); err != nil {
+				return err
+			}
+			w.Append(0, tapefmt.FileChange{Path: "f", Op: "write", Body: h})
+			filler := make([]byte, 1500<<10) // beyond the last MiB that opening brings
+			rand.Read(filler)
+			g, err := w.PutBlob("file", filler)
+			if err != nil {
+				return err
+			}
+			_, err = w.Append(0, tapefmt.FileChange{Path: "g", Op: "write", Body: g})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	upA, err := s.Upload(ctx, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upB, err := s.Upload(ctx, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, oa := openRemote(t, upA.URL, false)
+	before := oa.gets
+	if got, err := ta.Blob(h); err != nil || !bytes.Equal(got, shared) {
+		t.Fatalf("blob from tape a: %v", err)
+	}
+	if oa.gets == before {
+		t.Fatal("tape a's blob came without a GET")
+	}
+	tb, ob := openRemote(t, upB.URL, false)
+	before = ob.gets
+	if got, err := tb.Blob(h); err != nil || !bytes.Equal(got, shared) || ob.gets != before {
+		t.Errorf("tape b's copy of the blob: %v, %d GETs (want none: kept by its address)", err, ob.gets-before)
+	}
+	if got, err := tb.OwnBlob(h); err != nil || !bytes.Equal(got, shared) || ob.gets == before {
+		t.Errorf("tape b's own record: %v, %d GETs (want its record read)", err, ob.gets-before)
+	}
+
+	// A kept blob changed on disk is not taken for it.
+	bad := bytes.Clone(shared)
+	bad[0] ^= 1
+	if err := os.WriteFile(oa.blobPath(h), bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb2, _ := openRemote(t, upB.URL, false)
+	if got, err := tb2.Blob(h); err != nil || !bytes.Equal(got, shared) {
+		t.Errorf("with a kept blob changed on disk: %v, same bytes %v", err, bytes.Equal(got, shared))
+	}
+
+	// A cached range that no longer reads back is fetched again.
+	for _, sp := range ob.spans {
+		if sp.file != "" {
+			os.WriteFile(filepath.Join(ob.dir, sp.file), make([]byte, sp.hi-sp.lo), 0o644)
+		}
+	}
+	tb3, ob3 := openRemote(t, upB.URL, false)
+	if tb3.Head().String() != upB.Head || ob3.gets == 0 {
+		t.Errorf("with the cached ranges zeroed: head %s, %d GETs (want them fetched again)", tb3.Head(), ob3.gets)
+	}
+	if _, err := tb3.Verify(tapefmt.VerifyOptions{Blobs: true}); err != nil {
+		t.Errorf("verify with the cached ranges zeroed: %v", err)
 	}
 }

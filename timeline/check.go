@@ -177,7 +177,7 @@ func (c *TapeCheck) walk(ctx context.Context, t *tapefmt.Tape) error {
 		for j, h := range tapefmt.BlobRefs(p) {
 			err, seen := blobs[h]
 			if !seen {
-				_, err = t.Blob(h)
+				_, err = t.OwnBlob(h)
 				blobs[h] = err
 				c.Blobs++
 			}

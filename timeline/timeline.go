@@ -72,6 +72,15 @@ type costIndex struct {
 	upto     int
 }
 
+// prefetchBlock is the unit, in frames, of a remote tape's rows fetched
+// together: about a screen.
+const prefetchBlock = 64
+
+// blockOf is the prefetch block of frame i: its first and last frame.
+func blockOf(i int) [2]int {
+	return [2]int{i / prefetchBlock * prefetchBlock, (i/prefetchBlock+1)*prefetchBlock - 1}
+}
+
 // maxCachedRows bounds the decoded-row cache; a screen needs a few dozen.
 const maxCachedRows = 4096
 
@@ -203,6 +212,10 @@ func (tl *Timeline) Row(i int) Row {
 	if ok {
 		return r
 	}
+	// A tape in a store reads by round trips: the rows of this one's block,
+	// about a screen, come in one round of requests (aligned blocks, so
+	// that rows read in order ask once a block).
+	tl.t.PrefetchFor(i, blockOf(i))
 	r = tl.readRow(i)
 	tl.mu.Lock()
 	if e := tl.damage[i]; e != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -74,12 +75,30 @@ func (d *Deck) View() string {
 	if d.openErr != nil {
 		return d.errorView()
 	}
+	d.prefetch()
 	body := d.body()
 	if d.help.ShowAll {
 		h := max(d.h-chromeRows, 1)
 		body = box(d.helpView(h), d.w, h)
 	}
 	return strings.Join([]string{d.header(), d.scrub.View(), body, d.statusLine(), d.helpLine()}, "\n")
+}
+
+// prefetch asks each store tape for the frames this screen draws (its
+// rows on screen, its first frame and its last, the header's) in one round
+// of requests, rather than a round trip a row; the tracks' at once. Tapes
+// in files need none.
+func (d *Deck) prefetch() {
+	var wg sync.WaitGroup
+	for _, t := range d.tracks {
+		if !tapefmt.IsRemote(t.tl.Path()) {
+			continue
+		}
+		n := t.tl.Len()
+		spans := append(t.onScreen(), [2]int{0, 0}, [2]int{n - 1, n - 1})
+		wg.Go(func() { t.tl.Tape().Prefetch(spans...) })
+	}
+	wg.Wait()
 }
 
 func (d *Deck) body() string {

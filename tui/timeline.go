@@ -397,6 +397,20 @@ func (m *timelineView) rowAt(y int) int {
 	return m.entry(r).First
 }
 
+// onScreen is the frames the rows on screen show first (a folded run of
+// output shows its first), as spans of frames.
+func (m *timelineView) onScreen() [][2]int {
+	last := min(m.offset+m.h, m.n()) - 1
+	if m.entries == nil {
+		return [][2]int{{m.offset, last}}
+	}
+	var spans [][2]int
+	for r := m.offset; r <= last; r++ {
+		spans = append(spans, [2]int{m.entries[r].First, m.entries[r].First})
+	}
+	return spans
+}
+
 // View draws the title and the rows on screen.
 func (m *timelineView) View() string {
 	lines := []string{m.title()}

@@ -1,0 +1,163 @@
+package tapefmt
+
+import (
+	"io"
+	"slices"
+	"sort"
+)
+
+// Range is a span of a tape's bytes: Len bytes from Off. When they are not
+// at hand, the Before bytes before Off are fetched with them (where a
+// delta blob's bases lie).
+type Range struct{ Off, Len, Before int64 }
+
+// A RemoteReader is the io.ReaderAt of a tape whose every read is a round
+// trip (a tape in a store, package tapestore). A Tape opened on one tells
+// it ahead which records it is about to read, so that they come together,
+// and keeps the blobs it decodes in the reader's cache by their address:
+// a blob's address is its content, so a blob kept from one tape serves
+// every tape that names it, and is never stale.
+type RemoteReader interface {
+	io.ReaderAt
+	// Prefetch fetches the ranges ahead of their reads, concurrently and
+	// in as few requests as their gaps allow. keep false says the bytes
+	// are a blob's record, whose blob is kept by its address once decoded:
+	// they need not be kept as they are. Errors are left to the reads.
+	Prefetch(ranges []Range, keep bool)
+	// Holds reports whether the bytes of r are at hand (no request
+	// needed to read them).
+	Holds(r Range) bool
+	// CachedBlob is the blob kept under address h, nil if none is; the
+	// Tape checks it against h before using it.
+	CachedBlob(h Hash) []byte
+	// KeepBlob keeps a blob the Tape decoded and checked against h.
+	KeepBlob(h Hash, b []byte)
+}
+
+// maxPrefetch bounds the bytes one Prefetch of frames asks for: a screen
+// of frames is a few kilobytes, but a hostile tape's index may claim
+// records of any size.
+const maxPrefetch = 16 << 20
+
+// baseWindow is how far before a delta's base a remote tape's blob read
+// reaches: a delta's base is an earlier blob of its lane (the previous
+// request body to the same endpoint, say), and so is the base's base, a
+// few records back each; one request for the window brings most of a
+// chain that would otherwise cost a round trip per link.
+const baseWindow = 1 << 20
+
+// Prefetch tells a tape read through a RemoteReader that the frames of
+// each span (a first and a last frame, clamped to the tape) are about to
+// be read, so that their records come in one round of requests rather
+// than a request each. It does nothing for a tape in a file.
+func (t *Tape) Prefetch(spans ...[2]int) {
+	if t.remote == nil || t.Len() == 0 {
+		return
+	}
+	table, err := t.loadFrameTable()
+	if err != nil {
+		return
+	}
+	offs := t.blobOffsets()
+	var rs []Range
+	var total int64
+	for _, sp := range spans {
+		for i := max(sp[0], 0); i <= min(sp[1], t.Len()-1); i++ {
+			off := parseFrameEntry(table[i*frameEntrySize:]).off
+			r := Range{Off: off, Len: t.endOf(off, table, offs) - off}
+			if total += r.Len; total > maxPrefetch {
+				break
+			}
+			if r.Len > 0 {
+				rs = append(rs, r)
+			}
+		}
+	}
+	t.remote.Prefetch(rs, true)
+}
+
+// PrefetchFor is Prefetch when frame i's record is not at hand, and
+// nothing when it is: a reader that misses brings the frames about it
+// (a block of a listing), one that hits costs nothing.
+func (t *Tape) PrefetchFor(i int, spans ...[2]int) {
+	if t.remote == nil || i < 0 || i >= t.Len() {
+		return
+	}
+	table, err := t.loadFrameTable()
+	if err != nil {
+		return
+	}
+	off := parseFrameEntry(table[i*frameEntrySize:]).off
+	if !t.remote.Holds(Range{Off: off, Len: t.endOf(off, table, t.blobOffsets()) - off}) {
+		t.Prefetch(spans...)
+	}
+}
+
+// endOf is where the record at off ends, as far as the index tells: at
+// the start of the next record (a frame in the frame table, a blob in
+// offs, the blob offsets in order) or at records end. Offsets that make
+// no sense (a hostile index) give a short or empty range; the reads
+// themselves check every record.
+func (t *Tape) endOf(off int64, table []byte, offs []int64) int64 {
+	end := t.ft.recordsEnd
+	n := len(table) / frameEntrySize
+	i := sort.Search(n, func(i int) bool { return parseFrameEntry(table[i*frameEntrySize:]).off > off })
+	if i < n {
+		end = min(end, parseFrameEntry(table[i*frameEntrySize:]).off)
+	}
+	if j, _ := slices.BinarySearch(offs, off+1); j < len(offs) {
+		end = min(end, offs[j])
+	}
+	return max(end, off)
+}
+
+// blobOffsets are the blob records' offsets in ascending order, worked
+// out once from the blob table (a remote tape's only: a file needs none),
+// with the address of the blob at each.
+func (t *Tape) blobOffsets() []int64 {
+	blobs, err := t.blobTable()
+	if err != nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blobOffs == nil {
+		t.blobOffs = make([]int64, 0, len(blobs))
+		t.blobAt = make(map[int64]Hash, len(blobs))
+		for h, loc := range blobs {
+			t.blobOffs = append(t.blobOffs, loc.off)
+			t.blobAt[loc.off] = h
+		}
+		slices.Sort(t.blobOffs)
+	}
+	return t.blobOffs
+}
+
+// cachedBlob is the blob at record offset off from the remote reader's
+// cache of blobs by address, checked against it; callers hold t.mu and
+// have called blobOffsets.
+func (t *Tape) cachedBlob(off int64) (decoded, bool) {
+	h, ok := t.blobAt[off]
+	if t.remote == nil || !ok {
+		return decoded{}, false
+	}
+	b := t.remote.CachedBlob(h)
+	if b == nil || HashOf(b) != h {
+		return decoded{}, false
+	}
+	return decoded{hash: h, data: b}, true
+}
+
+// fetchBlob asks the remote reader for the blob record at off, and, when
+// it is not at hand, for window bytes before it where a delta's bases
+// likely lie, in one request;
+// callers hold t.mu. The frame table is in memory by then on a remote
+// tape (the timeline loads it first); without it the record is taken to
+// run to the next blob.
+func (t *Tape) fetchBlob(off int64, window int64) {
+	// A blob record is at most this long, whatever a hostile index says.
+	end := min(t.endOf(off, t.frames, t.blobOffs), off+blobHeaderSize+MaxBlobSize+1024)
+	if end > off {
+		t.remote.Prefetch([]Range{{Off: off, Len: end - off, Before: min(window, off-fileHeaderSize)}}, false)
+	}
+}
