@@ -17,6 +17,7 @@ import (
 // step (see Recovered). A Tape is safe for concurrent use.
 type Tape struct {
 	ra     io.ReaderAt
+	path   string // the file's, when Open opened one
 	size   int64
 	closer io.Closer
 	hdr    fileHeader
@@ -90,7 +91,7 @@ func Open(path string) (*Tape, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	t.closer = f
+	t.closer, t.path = f, path
 	return t, nil
 }
 

@@ -32,6 +32,10 @@ type RemoteReader interface {
 	CachedBlob(h Hash) []byte
 	// KeepBlob keeps a blob the Tape decoded and checked against h.
 	KeepBlob(h Hash, b []byte)
+	// SidecarFile reads the file name of the tape's sidecar folder where
+	// the tape lies (a store keeps it beside the tape's object); one that
+	// is not there is an error wrapping fs.ErrNotExist.
+	SidecarFile(name string) ([]byte, error)
 }
 
 // maxPrefetch bounds the bytes one Prefetch of frames asks for: a screen

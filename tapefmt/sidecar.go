@@ -3,8 +3,10 @@ package tapefmt
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Sidecar is the folder beside a tape for files that belong to it but are
@@ -44,4 +46,22 @@ func WriteSidecarFile(path string, data []byte) error {
 		return err
 	}
 	return nil
+}
+
+// SidecarFile reads the file name of the tape's sidecar folder, wherever
+// the tape lies: beside its file, or beside its object in a store (the
+// folder travels with the tape). One that is not there is an error
+// wrapping fs.ErrNotExist; a tape opened from a reader, with no path,
+// has no sidecar folder.
+func (t *Tape) SidecarFile(name string) ([]byte, error) {
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return nil, fmt.Errorf("sidecar file %q: not a file name", name)
+	}
+	if t.remote != nil {
+		return t.remote.SidecarFile(name)
+	}
+	if t.path == "" {
+		return nil, fmt.Errorf("sidecar file %s of a tape with no path: %w", name, fs.ErrNotExist)
+	}
+	return os.ReadFile(filepath.Join(Sidecar(t.path), name))
 }

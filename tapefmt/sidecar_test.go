@@ -2,7 +2,9 @@ package tapefmt
 
 import (
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -16,5 +18,39 @@ func TestNoSidecarForAURL(t *testing.T) {
 	}
 	if _, err := os.Stat("s3:"); err == nil {
 		t.Error("a folder named after the URL was made")
+	}
+}
+
+// TestSidecarFile: a tape reads the files of its sidecar folder; one that
+// is not there wraps fs.ErrNotExist, and a name that is not a file name
+// (a path out of the folder) is refused before anything is read.
+func TestSidecarFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.jbx")
+	if err := CreateWith(path, Options{}, func(w *Writer) error {
+		_, err := w.Append(0, RunStart{Argv: []string{"agent"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSidecarFile(filepath.Join(Sidecar(path), "notes.json"), []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "secret"), []byte("not the tape's"), 0o644)
+	tp, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	if b, err := tp.SidecarFile("notes.json"); err != nil || string(b) != `{"a":1}` {
+		t.Errorf("notes.json: %q, %v", b, err)
+	}
+	if _, err := tp.SidecarFile("missing.json"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a file that is not there: %v", err)
+	}
+	for _, name := range []string{"../secret", "..", "", "a/b", `..\secret`} {
+		if b, err := tp.SidecarFile(name); err == nil || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("SidecarFile(%q): %q, %v (want refused)", name, b, err)
+		}
 	}
 }

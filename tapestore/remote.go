@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"gocloud.dev/gcerrors"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -494,4 +497,20 @@ func (o *object) KeepBlob(h tapefmt.Hash, b []byte) {
 func (o *object) blobPath(h tapefmt.Hash) string {
 	x := h.String()
 	return filepath.Join(o.blobs, x[:2], x)
+}
+
+// SidecarFile reads a file of the tape's sidecar folder from the store,
+// where an upload put it beside the tape (KEY.d/NAME); one the store does
+// not hold wraps fs.ErrNotExist (tapefmt.RemoteReader).
+func (o *object) SidecarFile(name string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	b, err := o.s.b.ReadAll(ctx, sidecarPrefix(o.key)+name)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("%s: %w", o.s.Loc.TapeURL(sidecarPrefix(o.key)+name), fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, o.s.wrap(sidecarPrefix(o.key)+name, err)
+	}
+	return b, nil
 }

@@ -24,13 +24,29 @@ type Marker struct {
 }
 
 // LoadMarkers reads the markers kept beside the tape at path: none when
-// there are none; a file that does not read is an error naming it.
+// there are none; a file that does not read is an error naming it. A tape
+// in a store keeps its markers beside its object: Timeline.Markers reads
+// those.
 func LoadMarkers(path string) ([]Marker, error) {
 	if tapefmt.IsRemote(path) {
 		return nil, nil // a store's tape: no folder beside it here
 	}
 	file := filepath.Join(tapefmt.Sidecar(path), MarkersFile)
 	raw, err := os.ReadFile(file)
+	return parseMarkers(file, raw, err)
+}
+
+// Markers reads the markers kept beside the timeline's tape, wherever it
+// lies: in its sidecar folder, or beside its object in a store (uploaded
+// with it).
+func (tl *Timeline) Markers() ([]Marker, error) {
+	raw, err := tl.t.SidecarFile(MarkersFile)
+	return parseMarkers(tapefmt.Sidecar(tl.path)+"/"+MarkersFile, raw, err)
+}
+
+// parseMarkers reads a markers file's bytes (or its read error: none when
+// it is not there), naming the file in any error.
+func parseMarkers(file string, raw []byte, err error) ([]Marker, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

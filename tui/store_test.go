@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // TestStoreTape: a store's tape opens in the turntable by its URL, named by
@@ -29,6 +30,10 @@ func TestStoreTape(t *testing.T) {
 	b, _ := os.ReadFile(agentRun)
 	local := filepath.Join(t.TempDir(), "run.jbx")
 	os.WriteFile(local, b, 0o644)
+	// Its markers travel with it: uploaded beside it, read from there.
+	if err := timeline.SaveMarkers(local, []timeline.Marker{{Frame: 2, Note: "look here"}}); err != nil {
+		t.Fatal(err)
+	}
 	up, err := s.Upload(context.Background(), local, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +52,9 @@ func TestStoreTape(t *testing.T) {
 	v := d.View()
 	if d.openErr != nil || !strings.Contains(v, "JUKEBOX ▸ "+up.Key) || !strings.Contains(v, "verified at upload 2026-12-04") {
 		t.Fatalf("the store's tape in the turntable (%v):\n%s", d.openErr, v)
+	}
+	if tr := d.tracks[0]; !tr.markers[2] || tr.notes[2] != "look here" || tr.markersErr != nil {
+		t.Errorf("the markers uploaded with the tape: %v, notes %v, %v", tr.markers, tr.notes, tr.markersErr)
 	}
 	// A marker lasts the session: no folder named after the URL appears.
 	press(d, runes("m"))

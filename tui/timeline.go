@@ -266,7 +266,7 @@ func (m *timelineView) find(km tea.KeyMsg) tea.Cmd {
 // on keeps them there (Options.KeepMarkers).
 func (m *timelineView) loadMarkers() {
 	m.keepMarkers = true
-	saved, err := timeline.LoadMarkers(m.tl.Path())
+	saved, err := m.tl.Markers()
 	if err != nil {
 		m.markersErr = err
 		return
@@ -284,8 +284,6 @@ func (m *timelineView) loadMarkers() {
 	}
 }
 
-// saveMarkers keeps the markers beside the tape; when that fails (a tape
-// in a read-only place), they stay for the session and the deck says so.
 // setNote puts a note on the marker of the frame under the needle (a
 // marker is set there if there is none; an empty note clears the note),
 // kept as markers are.
@@ -302,6 +300,9 @@ func (m *timelineView) setNote(note string) tea.Cmd {
 	return m.saveMarkers()
 }
 
+// saveMarkers keeps the markers beside the tape; when that fails (a tape
+// in a read-only place, or in a store), they stay for the session and the
+// deck says so.
 func (m *timelineView) saveMarkers() tea.Cmd {
 	if !m.keepMarkers {
 		return nil
