@@ -31,10 +31,13 @@ type blobCache struct {
 	big    decoded
 }
 
-// decoded is a blob and the hash it was checked against.
+// decoded is a blob and the hash it was checked against; shared when it
+// came from a remote reader's cache by address rather than from this
+// tape's record (a check reads the record).
 type decoded struct {
-	hash Hash
-	data []byte
+	hash   Hash
+	data   []byte
+	shared bool
 }
 
 func (c *blobCache) get(off int64) (decoded, bool) {
@@ -53,7 +56,9 @@ func (c *blobCache) put(off int64, d decoded) {
 		c.bigOff, c.big = off, d
 		return
 	}
-	if _, ok := c.m[off]; ok {
+	if old, ok := c.m[off]; ok { // a shared blob replaced by the record's
+		c.bytes += len(d.data) - len(old.data)
+		c.m[off] = d
 		return
 	}
 	for c.bytes+len(d.data) > blobCacheBytes && len(c.order) > 0 {
@@ -148,73 +153,81 @@ type blobRead struct {
 // decodeBlob reads and decodes the blob record at off and checks it against
 // the hash in its header; budget bounds the delta chain still allowed. On a
 // remote tape the blob may come from the reader's cache by address instead
-// (not kept in t.cache, which holds only what this tape's records decode
-// to), and is kept there once decoded. Callers hold t.mu.
+// (marked shared in t.cache, where a check does not take it), and what is
+// read is kept there (keepRemote). Callers hold t.mu.
 func (t *Tape) decodeBlob(off int64, budget int, how blobRead) (decoded, error) {
-	if d, ok := t.cache.get(off); ok {
+	if d, ok := t.cache.get(off); ok && !(how.own && d.shared) {
 		return d, nil
 	}
 	if !how.own {
 		if d, ok := t.cachedBlob(off); ok {
+			t.cache.put(off, d)
 			return d, nil
 		}
 	}
 	if t.remote != nil {
 		t.fetchBlob(off, how.window)
 	}
-	b, h, err := t.readBlob(off, budget, how)
+	b, rec, err := t.readBlob(off, budget, how)
 	if err != nil {
 		return decoded{}, err
 	}
+	h := rec.hdr.Hash
 	if HashOf(b) != h {
 		return decoded{}, formatErr(off, "blob content does not match its address %s", h.Short())
 	}
 	d := decoded{hash: h, data: b}
 	t.cache.put(off, d)
 	if t.remote != nil {
-		t.remote.KeepBlob(h, b)
+		t.keepRemote(off, rec)
 	}
 	return d, nil
 }
 
+// blobRecord is a blob record as read: its header and stored bytes.
+type blobRecord struct {
+	hdr    blobHeader
+	stored []byte
+}
+
 // readBlob reads the record at off and expands its stored bytes.
-func (t *Tape) readBlob(off int64, budget int, how blobRead) ([]byte, Hash, error) {
+func (t *Tape) readBlob(off int64, budget int, how blobRead) ([]byte, blobRecord, error) {
 	if budget < 0 {
-		return nil, Hash{}, formatErr(off, "delta chain longer than %d", maxDeltaDepth)
+		return nil, blobRecord{}, formatErr(off, "delta chain longer than %d", maxDeltaDepth)
 	}
 	if off < fileHeaderSize || off+blobHeaderSize > t.ft.recordsEnd {
-		return nil, Hash{}, formatErr(off, "blob offset outside the records")
+		return nil, blobRecord{}, formatErr(off, "blob offset outside the records")
 	}
 	hb := make([]byte, blobHeaderSize)
 	if err := t.readAt(hb, off); err != nil {
-		return nil, Hash{}, err
+		return nil, blobRecord{}, err
 	}
 	bh, err := parseBlobHeader(hb, off)
 	if err != nil {
-		return nil, Hash{}, err
+		return nil, blobRecord{}, err
 	}
 	if off+blobHeaderSize+int64(bh.Stored) > t.ft.recordsEnd {
-		return nil, Hash{}, formatErr(off, "blob record runs past the records")
+		return nil, blobRecord{}, formatErr(off, "blob record runs past the records")
 	}
 	// Charged before decoding, so that failed decodes count too.
 	if t.decoded += int64(bh.RawLen); t.decoded > decodeBudget(t.size) {
-		return nil, Hash{}, formatErr(off, "its blobs decode to more than %d bytes, %d times the file: refusing (a hostile tape?)", decodeBudget(t.size), decodeBudget(t.size)/max(t.size, 1))
+		return nil, blobRecord{}, formatErr(off, "its blobs decode to more than %d bytes, %d times the file: refusing (a hostile tape?)", decodeBudget(t.size), decodeBudget(t.size)/max(t.size, 1))
 	}
 	st := make([]byte, bh.Stored)
 	if err := t.readAt(st, off+blobHeaderSize); err != nil {
-		return nil, Hash{}, err
+		return nil, blobRecord{}, err
 	}
 	if le.Uint32(hb[44:]) != crcOf(hb[:44], st) {
-		return nil, Hash{}, formatErr(off, "blob %s: checksum mismatch", bh.Hash.Short())
+		return nil, blobRecord{}, formatErr(off, "blob %s: checksum mismatch", bh.Hash.Short())
 	}
 	b, err := t.expand(bh, st, off, budget, how)
 	if err != nil {
-		return nil, Hash{}, err
+		return nil, blobRecord{}, err
 	}
 	if len(b) != int(bh.RawLen) {
-		return nil, Hash{}, formatErr(off, "blob decodes to %d bytes, header says %d", len(b), bh.RawLen)
+		return nil, blobRecord{}, formatErr(off, "blob decodes to %d bytes, header says %d", len(b), bh.RawLen)
 	}
-	return b, bh.Hash, nil
+	return b, blobRecord{bh, st}, nil
 }
 
 // expand turns stored bytes into the blob, reading a delta's base from the

@@ -299,6 +299,15 @@ func (t *Tape) KindAt(i int) (Kind, time.Duration, error) {
 // once instead of scanning the records to recover what they hold, for a
 // reader whose every read is a round trip (a tape in a store).
 func NewWholeReader(ra io.ReaderAt, size int64) (*Tape, error) {
+	// The header first: an object that is no tape is said to be so, not
+	// taken for a tape cut short.
+	hb := make([]byte, min(size, fileHeaderSize))
+	if _, err := ra.ReadAt(hb, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("tapefmt: read the header: %w", err)
+	}
+	if len(hb) < 8 || [8]byte(hb[:8]) != fileMagic {
+		return nil, formatErr(0, "not a jukebox tape (bad magic)")
+	}
 	if size < fileHeaderSize+footerSize {
 		return nil, ErrNoFooter
 	}

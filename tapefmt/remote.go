@@ -27,11 +27,17 @@ type RemoteReader interface {
 	// Holds reports whether the bytes of r are at hand (no request
 	// needed to read them).
 	Holds(r Range) bool
-	// CachedBlob is the blob kept under address h, nil if none is; the
-	// Tape checks it against h before using it.
+	// CachedBlob is what KeepBlob kept under address h, nil if nothing
+	// is; the Tape decodes it and checks it against h before using it.
 	CachedBlob(h Hash) []byte
-	// KeepBlob keeps a blob the Tape decoded and checked against h.
-	KeepBlob(h Hash, b []byte)
+	// KeepBlob keeps a whole blob (not a delta) that the Tape decoded and
+	// checked against h, in the form it was stored in (compressed as on
+	// the tape), for every tape that names h.
+	KeepBlob(h Hash, kept []byte)
+	// KeepRange keeps the bytes of r, fetched already, as this tape's own:
+	// a delta blob's record, whose content only makes sense with its bases
+	// on this tape.
+	KeepRange(r Range)
 	// SidecarFile reads the file name of the tape's sidecar folder where
 	// the tape lies (a store keeps it beside the tape's object); one that
 	// is not there is an error wrapping fs.ErrNotExist.
@@ -138,18 +144,48 @@ func (t *Tape) blobOffsets() []int64 {
 }
 
 // cachedBlob is the blob at record offset off from the remote reader's
-// cache of blobs by address, checked against it; callers hold t.mu and
-// have called blobOffsets.
+// cache of blobs by address: decoded from its kept form (keptForm) with
+// the checks of a blob record's, and checked against its address;
+// callers hold t.mu and have called blobOffsets.
 func (t *Tape) cachedBlob(off int64) (decoded, bool) {
 	h, ok := t.blobAt[off]
 	if t.remote == nil || !ok {
 		return decoded{}, false
 	}
-	b := t.remote.CachedBlob(h)
-	if b == nil || HashOf(b) != h {
+	kept := t.remote.CachedBlob(h)
+	if len(kept) < 5 || (kept[0] != encRaw && kept[0] != encZstd) {
 		return decoded{}, false
 	}
-	return decoded{hash: h, data: b}, true
+	n := le.Uint32(kept[1:])
+	if n > MaxBlobSize {
+		return decoded{}, false
+	}
+	b, err := expandWhole(kept[0], kept[5:], int(n), off)
+	if err != nil || HashOf(b) != h {
+		return decoded{}, false
+	}
+	return decoded{hash: h, data: b, shared: true}, true
+}
+
+// keptForm is how a whole blob is kept by its address: its encoding (raw
+// or zstd, one byte), its decoded length (u32) and its stored bytes, as on
+// the tape.
+func keptForm(r blobRecord) []byte {
+	b := make([]byte, 5, 5+len(r.stored))
+	b[0] = r.hdr.Encoding
+	le.PutUint32(b[1:], r.hdr.RawLen)
+	return append(b, r.stored...)
+}
+
+// keepRemote gives the remote reader what it keeps of the blob record at
+// off, read and checked: a whole blob by its address, a delta as the
+// tape's own bytes. Callers hold t.mu.
+func (t *Tape) keepRemote(off int64, r blobRecord) {
+	if r.hdr.Encoding == encRaw || r.hdr.Encoding == encZstd {
+		t.remote.KeepBlob(r.hdr.Hash, keptForm(r))
+		return
+	}
+	t.remote.KeepRange(Range{Off: off, Len: blobHeaderSize + int64(len(r.stored))})
 }
 
 // fetchBlob asks the remote reader for the blob record at off, and, when

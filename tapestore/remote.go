@@ -374,7 +374,7 @@ func (o *object) fetch(f *flight, keep bool) error {
 		// A range that does not reach the disk is fetched again next time.
 		// Its file is written whole (a temporary file renamed), and named
 		// with its CRC, checked when it is read back.
-		name := fmt.Sprintf("%d-%d-%08x", f.lo, f.hi, crc32.Checksum(buf, castagnoli))
+		name := spanName(f.lo, f.hi, buf)
 		if tapefmt.WriteSidecarFile(filepath.Join(o.dir, name), buf) == nil {
 			s.file = name
 		}
@@ -468,8 +468,8 @@ func (o *object) loadSpans() {
 	slices.SortFunc(o.spans, func(a, b *span) int { return cmp.Compare(a.lo, b.lo) })
 }
 
-// CachedBlob is the blob kept under address h in the cache of blobs, nil
-// if none is (tapefmt checks it against h).
+// CachedBlob is what is kept under address h in the cache of blobs, nil
+// if nothing is (tapefmt decodes it and checks it against h).
 func (o *object) CachedBlob(h tapefmt.Hash) []byte {
 	if o.blobs == "" {
 		return nil
@@ -481,7 +481,8 @@ func (o *object) CachedBlob(h tapefmt.Hash) []byte {
 	return b
 }
 
-// KeepBlob keeps a blob under its address (written whole, once).
+// KeepBlob keeps a whole blob under its address, in its stored form
+// (written whole, once).
 func (o *object) KeepBlob(h tapefmt.Hash, b []byte) {
 	if o.blobs == "" {
 		return
@@ -491,6 +492,36 @@ func (o *object) KeepBlob(h tapefmt.Hash, b []byte) {
 		return
 	}
 	_ = tapefmt.WriteSidecarFile(p, b) // one not kept is fetched again
+}
+
+// KeepRange writes the bytes of r, which spans in memory hold, to the
+// object's cache folder as a span of their own (a delta blob's record,
+// fetched with bytes that are not kept).
+func (o *object) KeepRange(r tapefmt.Range) {
+	if o.dir == "" || r.Len <= 0 {
+		return
+	}
+	lo, hi := max(r.Off, 0), min(r.Off+r.Len, o.size)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range o.spans {
+		if s.file != "" && s.lo <= lo && hi <= s.hi {
+			return // on disk already
+		}
+	}
+	buf := make([]byte, hi-lo)
+	if o.copyOut(buf, lo) != nil {
+		return
+	}
+	name := spanName(lo, hi, buf)
+	if tapefmt.WriteSidecarFile(filepath.Join(o.dir, name), buf) == nil {
+		o.add(&span{lo: lo, hi: hi, file: name})
+	}
+}
+
+// spanName is the file name of a span kept on disk: LO-HI-CRC.
+func spanName(lo, hi int64, b []byte) string {
+	return fmt.Sprintf("%d-%d-%08x", lo, hi, crc32.Checksum(b, castagnoli))
 }
 
 // blobPath is where the blob with address h is kept: blobs/ab/abcd….

@@ -112,6 +112,17 @@ func TestRemoteOpen(t *testing.T) {
 	if _, err := tapefmt.Open(s.Loc.TapeURL("missing.jbx")); err == nil {
 		t.Error("a missing tape opened")
 	}
+	// An object that is no tape is said to be so; a tape cut short is
+	// said to be half uploaded.
+	whole, _ := os.ReadFile(local)
+	dir := strings.TrimPrefix(s.Loc.String(), "file://")
+	os.WriteFile(filepath.Join(dir, "notes.jbx"), bytes.Repeat([]byte("hello world "), 100), 0o644)
+	os.WriteFile(filepath.Join(dir, "half.jbx"), whole[:len(whole)/2], 0o644)
+	for name, want := range map[string]string{"notes.jbx": "not a jukebox tape", "half.jbx": "half uploaded"} {
+		if _, err := tapefmt.Open(s.Loc.TapeURL(name)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("opening %s in place: %v, want %q", name, err, want)
+		}
+	}
 }
 
 // stepsTape writes a tape of steps whose frames lie between 100 KB blobs
@@ -285,9 +296,12 @@ func TestBlobCacheAcrossTapes(t *testing.T) {
 	}
 
 	// A kept blob changed on disk is not taken for it.
-	bad := bytes.Clone(shared)
-	bad[0] ^= 1
-	if err := os.WriteFile(oa.blobPath(h), bad, 0o644); err != nil {
+	kept, err := os.ReadFile(oa.blobPath(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept[len(kept)-1] ^= 1
+	if err := os.WriteFile(oa.blobPath(h), kept, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tb2, _ := openRemote(t, upB.URL, false)
@@ -307,5 +321,50 @@ func TestBlobCacheAcrossTapes(t *testing.T) {
 	}
 	if _, err := tb3.Verify(tapefmt.VerifyOptions{Blobs: true}); err != nil {
 		t.Errorf("verify with the cached ranges zeroed: %v", err)
+	}
+}
+
+// TestCacheKeepsDeltasAsRecords: a conversation's requests (each a delta
+// of the one before) are kept as their records, not decoded (which would
+// take the square of the conversation's length), and read back from the
+// cache with no GET on the next open.
+func TestCacheKeepsDeltasAsRecords(t *testing.T) {
+	ctx := context.Background()
+	s := storeOf(t)
+	local := filepath.Join(t.TempDir(), "steps.jbx")
+	stepsTape(t, local, 40, "c")
+	up, err := s.Upload(ctx, local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll := func(tp *tapefmt.Tape) (decoded int) {
+		for f, err := range tp.Frames(tapefmt.KindLLMRequest) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := f.Decode()
+			b, err := tp.Blob(p.(*tapefmt.LLMRequest).Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded += len(b)
+		}
+		return decoded
+	}
+	tp, o := openRemote(t, up.URL, false)
+	decoded := readAll(tp)
+	var kept int64
+	filepath.WalkDir(o.blobs, func(p string, d os.DirEntry, err error) error {
+		if info, err := d.Info(); err == nil && !d.IsDir() {
+			kept += info.Size()
+		}
+		return nil
+	})
+	if kept == 0 || kept > int64(decoded)/8 {
+		t.Errorf("40 requests of %d bytes decoded: %d bytes kept by address, want the two whole ones compressed", decoded, kept)
+	}
+	tp2, o2 := openRemote(t, up.URL, false)
+	if readAll(tp2) != decoded || o2.gets != 0 {
+		t.Errorf("reading the requests again: %d GETs, want none (their records are kept)", o2.gets)
 	}
 }

@@ -51,7 +51,7 @@ func (d *Deck) startChecks() []tea.Cmd {
 }
 
 // checkNow starts the whole check of the focused tape where none ran on
-// open (a store's tape: every block of it is fetched).
+// open (a store's tape: all of it is fetched).
 func (d *Deck) checkNow() tea.Cmd {
 	tv := d.tracks[d.focus]
 	if tv.growing() || d.checks[tv.tl] != nil {
@@ -62,7 +62,7 @@ func (d *Deck) checkNow() tea.Cmd {
 		d.checks = map[*timeline.Timeline]*tapeCheck{}
 	}
 	d.checks[tv.tl] = &tapeCheck{running: true}
-	d.status = "checking " + baseName(tv.tl.Path()) + " whole: every block is fetched"
+	d.status = "checking " + baseName(tv.tl.Path()) + " whole: all of it is fetched"
 	tl, ctx, key := tv.tl, d.ctx, d.o.Key
 	return func() tea.Msg {
 		c, err := tl.Check(ctx, key)
