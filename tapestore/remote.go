@@ -55,8 +55,9 @@ const minFetch = 64 << 10
 const maxAhead = 16 << 20
 
 // maxMem bounds the fetched bytes kept in memory (the disk cache has what
-// is kept; without it, --no-cache, bytes let go are fetched again).
-const maxMem = 64 << 20
+// is kept; without it, --no-cache, bytes let go are fetched again). A
+// variable for tests.
+var maxMem int64 = 64 << 20
 
 // parallel bounds the GETs of one prefetch in flight at once.
 const parallel = 32
@@ -169,6 +170,7 @@ func (o *object) ReadAt(p []byte, off int64) (int, error) {
 		gaps, wait := o.missing(off, end)
 		if len(gaps) == 0 {
 			err := o.copyOut(p[:end-off], off)
+			o.trim(nil)
 			o.mu.Unlock()
 			if err != nil {
 				continue // a span on disk did not read back: fetch it again
@@ -215,8 +217,8 @@ func (o *object) Prefetch(ranges []tapefmt.Range, keep bool) {
 	var fs []*flight
 	var cur *gap
 	for _, w := range want {
-		gaps, _ := o.missing(w.lo, w.hi) // ranges in flight are left to them
-		for _, g := range gaps {
+		gaps, _ := o.missing(w.lo, w.hi)
+		for _, g := range o.unclaimed(gaps) { // ranges in flight are left to their fetch
 			if cur != nil && g.lo-cur.hi <= coalesce && !o.flying(cur.hi, g.lo) {
 				cur.hi = max(cur.hi, g.hi)
 				continue
@@ -273,6 +275,27 @@ func (o *object) missing(lo, hi int64) (gaps []gap, wait *flight) {
 		}
 	}
 	return gaps, nil
+}
+
+// unclaimed is gaps less the ranges being fetched. Callers hold o.mu.
+func (o *object) unclaimed(gaps []gap) []gap {
+	for _, f := range o.inflight {
+		var out []gap
+		for _, g := range gaps {
+			if f.hi <= g.lo || g.hi <= f.lo {
+				out = append(out, g)
+				continue
+			}
+			if g.lo < f.lo {
+				out = append(out, gap{g.lo, f.lo})
+			}
+			if f.hi < g.hi {
+				out = append(out, gap{f.hi, g.hi})
+			}
+		}
+		gaps = out
+	}
+	return gaps
 }
 
 // flying reports whether some of lo..hi is being fetched. Callers hold o.mu.
@@ -387,8 +410,7 @@ func (o *object) fetch(f *flight, keep bool) error {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// add puts s among the spans, in order of start, and lets go of the bytes
-// least recently used past maxMem. Callers hold o.mu.
+// add puts s among the spans, in order of start (trim). Callers hold o.mu.
 func (o *object) add(s *span) {
 	o.tick++
 	s.used = o.tick
@@ -397,6 +419,13 @@ func (o *object) add(s *span) {
 	if s.data != nil {
 		o.mem += int64(len(s.data))
 	}
+	o.trim(s)
+}
+
+// trim lets go of the bytes of the spans least recently used (never s's)
+// while more than maxMem are in memory: those on disk stay listed, the
+// others are forgotten. Callers hold o.mu, and iterate no spans.
+func (o *object) trim(s *span) {
 	for o.mem > maxMem {
 		var old *span
 		for _, c := range o.spans {
@@ -437,7 +466,7 @@ func (o *object) copyOut(p []byte, lo int64) error {
 				return fmt.Errorf("%s: cached range %s does not read back", o.key, s.file)
 			}
 			s.data = b
-			o.mem += int64(len(b))
+			o.mem += int64(len(b)) // trimmed once the copy is done
 		}
 		o.tick++
 		s.used = o.tick

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -366,5 +367,58 @@ func TestCacheKeepsDeltasAsRecords(t *testing.T) {
 	tp2, o2 := openRemote(t, up.URL, false)
 	if readAll(tp2) != decoded || o2.gets != 0 {
 		t.Errorf("reading the requests again: %d GETs, want none (their records are kept)", o2.gets)
+	}
+}
+
+// TestRemoteConcurrentReads: readers at once on one store tape (rows,
+// screens prefetched, blobs, with little memory to keep them in) read
+// what the file holds.
+func TestRemoteConcurrentReads(t *testing.T) {
+	ctx := context.Background()
+	s := storeOf(t)
+	local := filepath.Join(t.TempDir(), "steps.jbx")
+	stepsTape(t, local, 60, "d")
+	up, err := s.Upload(ctx, local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tapefmt.Open(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Close()
+	defer func(m int64) { maxMem = m }(maxMem)
+	maxMem = 256 << 10 // less than one screen's blobs: bytes are let go as they are read
+	for _, noCache := range []bool{false, true} {
+		tp, _ := openRemote(t, up.URL, noCache)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := range 8 {
+			wg.Go(func() {
+				for i := g; i < tp.Len(); i += 3 {
+					tp.Prefetch([2]int{i, i + 20})
+					f, err := tp.Frame(i)
+					w, _ := want.Frame(i)
+					if err != nil || !bytes.Equal(f.Payload, w.Payload) {
+						errs <- fmt.Errorf("frame %d: %v", i, err)
+						return
+					}
+					p, _ := f.Decode()
+					for _, h := range tapefmt.BlobRefs(p) {
+						b, err := tp.Blob(h)
+						wb, _ := want.Blob(h)
+						if err != nil || !bytes.Equal(b, wb) {
+							errs <- fmt.Errorf("frame %d's blob %s: %v", i, h.Short(), err)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("no cache %v: %v", noCache, err)
+		}
 	}
 }
