@@ -71,8 +71,7 @@ func insideResolved(root, dir string) bool {
 	if err != nil {
 		parent = filepath.Dir(dir)
 	}
-	rel, err := filepath.Rel(root, filepath.Join(parent, filepath.Base(dir)))
-	return err == nil && (rel == "." || filepath.IsLocal(rel))
+	return Within(filepath.Join(parent, filepath.Base(dir)), root)
 }
 
 // makePlace makes a run's folder and locks it. A folder or file already

@@ -38,12 +38,6 @@ func copyExec(t *testing.T, tx *Tx, script string, env ...string) string {
 	return out.String()
 }
 
-// within reports whether p is dir or inside it.
-func within(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && (rel == "." || filepath.IsLocal(rel))
-}
-
 // copyPlaces lists what is left beside the workspace and in its parent
 // that a copy run could have made.
 func copyLeftovers(t *testing.T, ws string) []string {
@@ -94,7 +88,7 @@ echo x > made.txt
 		switch kind {
 		case "cwd":
 			cwd = p
-			if within(ws, p) {
+			if Within(p, ws) {
 				t.Errorf("the child ran inside the workspace: %s", p)
 			}
 		case "pwd":
@@ -102,7 +96,7 @@ echo x > made.txt
 				t.Errorf("$PWD is %s, the child is in %s", p, cwd)
 			}
 		case "up":
-			if within(ws, p) {
+			if Within(p, ws) {
 				t.Errorf("a parent of the copy, %s, is in the workspace", p)
 			}
 		}

@@ -96,6 +96,6 @@ func joinRel(dir, name string) string {
 	return dir + "/" + name
 }
 
-// pathWithin reports whether the clean absolute path p is dir or lies
-// below it.
-func pathWithin(p, dir string) bool { return nsinit.Within(p, dir) }
+// Within reports whether the clean absolute path p is dir or lies below
+// it: the one test of containment of the booth and its flags.
+func Within(p, dir string) bool { return nsinit.Within(p, dir) }

@@ -76,11 +76,11 @@ func (tx *Tx) StageRoot(path string) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: staged root: %w", err)
 	}
-	if pathWithin(real, tx.ws.root) || pathWithin(tx.ws.root, real) {
+	if Within(real, tx.ws.root) || Within(tx.ws.root, real) {
 		return nil, fmt.Errorf("sandbox: staged root %s overlaps the workspace %s", real, tx.ws.root)
 	}
 	for _, r := range tx.meta.Roots {
-		if pathWithin(real, r.Path) || pathWithin(r.Path, real) {
+		if Within(real, r.Path) || Within(r.Path, real) {
 			return nil, fmt.Errorf("sandbox: staged root %s overlaps the staged root %s", real, r.Path)
 		}
 	}

@@ -58,11 +58,11 @@ func protected(ws string, files, hide []string) []string {
 		}
 		f = filepath.Join(dir, filepath.Base(f))
 		switch {
-		case pathWithin(ws, f):
+		case Within(ws, f):
 			// the workspace itself, or a folder holding it
 		case nsinit.VisibleError(f, hide) != nil:
 			// the agent sees its own there, or nothing
-		case pathWithin(ws, dir) || nsinit.VisibleError(dir, hide) != nil:
+		case Within(ws, dir) || nsinit.VisibleError(dir, hide) != nil:
 			out = append(out, f)
 		default:
 			out = append(out, dir)

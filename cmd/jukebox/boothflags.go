@@ -64,7 +64,7 @@ func (b *boothFlags) validate() error {
 				return err
 			}
 			for _, o := range all {
-				if within(f.paths[i], o.path) || within(o.path, f.paths[i]) {
+				if sandbox.Within(f.paths[i], o.path) || sandbox.Within(o.path, f.paths[i]) {
 					return fmt.Errorf("--%s %s: overlaps %s %s; name each folder once", f.name, p, o.flag, o.path)
 				}
 			}
@@ -104,22 +104,16 @@ func writableDir(flag, p, ws string) (string, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
 		return "", fmt.Errorf("%s %s: reached through a symlink (%s); name the folder itself", flag, p, real)
 	}
-	if within(abs, ws) {
+	if sandbox.Within(abs, ws) {
 		return "", fmt.Errorf("%s %s: inside the workspace, which the booth stages already", flag, p)
 	}
-	if within(ws, abs) {
+	if sandbox.Within(ws, abs) {
 		return "", fmt.Errorf("%s %s: holds the workspace; name the folders beside it the agent may write", flag, p)
 	}
 	if err := sandbox.CheckWriteLive(ws, abs, sandbox.Options{}); err != nil {
 		return "", fmt.Errorf("%s %s: %w", flag, p, err)
 	}
 	return abs, nil
-}
-
-// within reports whether p is dir or inside it.
-func within(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
 // boothSupported is sandbox.Supported, replaced in tests to play a
