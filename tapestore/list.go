@@ -12,6 +12,8 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // Entry is a tape in a store, as ls lists it: from the listing and the
@@ -107,4 +109,38 @@ func RecordOf(ctx context.Context, raw string) (*Record, error) {
 		return nil, fmt.Errorf("%s: the summary object does not read: %w", loc.TapeURL(summaryKey(loc.Name)), err)
 	}
 	return &r, nil
+}
+
+// Kin lists the tapes of the store the tape URL lies in as kin, from their
+// summary objects alone (no tape is read): where the turntable looks for
+// the forks of a store's tape. A tape with no summary object (put there by
+// another tool) is left out: what it was forked from is not known without
+// reading it.
+func Kin(ctx context.Context, tapeURL string) ([]timeline.Kin, error) {
+	loc, err := Parse(tapeURL)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(ctx, loc.Store())
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	entries, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var kin []timeline.Kin
+	for _, e := range entries {
+		r := e.Record
+		if r == nil || r.Summary == nil {
+			continue
+		}
+		k := timeline.Kin{Path: e.URL, Head: r.Head, Parent: r.Summary.Parent, Frames: r.Summary.Frames}
+		if r.Summary.Exit != nil {
+			k.Exit = &r.Summary.Exit.ExitCode
+		}
+		kin = append(kin, k)
+	}
+	return kin, nil
 }

@@ -32,7 +32,16 @@ const maxKin = 2000
 // children. Tapes that do not open, and the tapes of heads themselves, are
 // left out; after maxKin tapes the search stops (truncated is true).
 func Descendants(ctx context.Context, dirs []string, heads []string) (kin []Kin, truncated bool, err error) {
-	var all []Kin
+	all, truncated, err := Around(ctx, dirs)
+	if err != nil {
+		return nil, false, err
+	}
+	return DescendantsIn(all, heads), truncated, nil
+}
+
+// Around reads the tapes in dirs as kin (those that open), up to maxKin
+// (truncated is true when there were more).
+func Around(ctx context.Context, dirs []string) (all []Kin, truncated bool, err error) {
 	read := 0
 	seen := map[string]bool{}
 	for _, dir := range dirs {
@@ -47,8 +56,7 @@ func Descendants(ctx context.Context, dirs []string, heads []string) (kin []Kin,
 			}
 			seen[p] = true
 			if read++; read > maxKin {
-				truncated = true
-				break
+				return all, true, nil
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, false, err
@@ -58,6 +66,14 @@ func Descendants(ctx context.Context, dirs []string, heads []string) (kin []Kin,
 			}
 		}
 	}
+	return all, false, nil
+}
+
+// DescendantsIn picks out of all the tapes forked from a tape whose chain
+// head is one of heads, and the tapes forked from those, parents before
+// their children (the tapes of heads themselves left out).
+func DescendantsIn(all []Kin, heads []string) (kin []Kin) {
+	all = slices.Clone(all)
 	known := map[string]bool{}
 	for _, h := range heads {
 		known[h] = true
@@ -74,7 +90,7 @@ func Descendants(ctx context.Context, dirs []string, heads []string) (kin []Kin,
 			i--
 		}
 	}
-	return kin, truncated, nil
+	return kin
 }
 
 // readKin reads the head and run.start of the tape at p.

@@ -60,6 +60,10 @@ type Options struct {
 	// not check itself on open (a store's tape, which would be fetched
 	// whole): what was checked at upload. bad marks it as a warning.
 	Verified func(path string) (text string, bad bool)
+	// StoreKin, when set, lists the tapes of the store that the tape URL
+	// lies in, as kin (from their summary objects, no tape read): where b
+	// looks for the forks of a store's tape.
+	StoreKin func(ctx context.Context, tapeURL string) ([]timeline.Kin, error)
 	// Getenv reads PAGER, VISUAL and EDITOR for o and v; nil is os.Getenv.
 	Getenv func(string) string
 	// Clipboard is where y writes its OSC 52 sequence; nil is os.Stdout,

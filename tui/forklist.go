@@ -7,6 +7,7 @@ package tui
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -229,22 +230,28 @@ func (d *Deck) openForks() tea.Cmd {
 		return nil
 	}
 	d.forks.scanning = true
-	var dirs, heads []string
+	var dirs, stores, heads []string
 	for _, e := range d.family {
-		if tapefmt.IsRemote(e.path) {
-			continue // a store's tape: its store is not searched for forks
-		}
-		if dir := filepath.Dir(e.path); !slices.Contains(dirs, dir) {
-			dirs = append(dirs, dir)
-		}
 		if e.head != "" {
 			heads = append(heads, e.head)
 		}
+		switch {
+		case !tapefmt.IsRemote(e.path):
+			if dir := filepath.Dir(e.path); !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
+		case d.o.StoreKin != nil && len(stores) == 0:
+			stores = append(stores, e.path) // its store is looked through (once)
+		}
 	}
-	ctx := d.ctx
+	ctx, storeKin := d.ctx, d.o.StoreKin
 	return func() tea.Msg {
-		kin, truncated, err := timeline.Descendants(ctx, dirs, heads)
-		return forkScanMsg{kin, truncated, err}
+		all, truncated, err := timeline.Around(ctx, dirs)
+		for _, url := range stores {
+			kin, serr := storeKin(ctx, url)
+			all, err = append(all, kin...), errors.Join(err, serr)
+		}
+		return forkScanMsg{timeline.DescendantsIn(all, heads), truncated, err}
 	}
 }
 

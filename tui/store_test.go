@@ -76,4 +76,17 @@ func TestStoreTape(t *testing.T) {
 	if !strings.Contains(d.status, "checked already") { // the key says why it does nothing
 		t.Errorf("C again: %q", d.status)
 	}
+
+	// b looks for its forks in the store, from the summary objects.
+	fork := filepath.Join(t.TempDir(), "run-fork.jbx")
+	writeFork(t, fork, d.tracks[0].tl.Tape().Head().String(), 5, `{"model":"demo-small","scope":"all"}`, 0)
+	upFork, err := s.Upload(context.Background(), fork, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.o.StoreKin = tapestore.Kin
+	press(d, runes("b"))
+	if i := d.familyIndex(upFork.URL); i < 0 || d.family[i].at != 5 || d.family[i].state != "exit 0" || d.forks.note != "" {
+		t.Errorf("b on a store's tape: family %+v, note %q", d.family, d.forks.note)
+	}
 }

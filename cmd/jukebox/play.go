@@ -94,7 +94,7 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame, KeepMarkers: true,
-		Verified: verified}
+		Verified: verified, StoreKin: tapestore.Kin}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
 }
 
