@@ -67,7 +67,8 @@ type Options struct {
 	// Getenv reads PAGER, VISUAL and EDITOR for o and v; nil is os.Getenv.
 	Getenv func(string) string
 	// Clipboard is where y writes its OSC 52 sequence; nil is os.Stdout,
-	// the terminal.
+	// the terminal (Run makes it the program's output: one *os.File, whose
+	// writes Go serializes, so the sequence never lands inside a frame).
 	Clipboard io.Writer
 }
 

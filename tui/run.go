@@ -12,6 +12,9 @@ import (
 // the user quits. A tape that does not open is shown with the reason, and
 // its error is returned after the user quits.
 func Run(paths []string, o Options, in io.Reader, out io.Writer) error {
+	if o.Clipboard == nil {
+		o.Clipboard = out
+	}
 	d := New(paths, o)
 	defer d.Close()
 	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(in), tea.WithOutput(out)}
