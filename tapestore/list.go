@@ -88,6 +88,8 @@ func (s *Store) List(ctx context.Context) ([]Entry, error) {
 // known of it at upload (nil and no error for a tape another tool put
 // there, which has none).
 func RecordOf(ctx context.Context, raw string) (*Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout) // the turntable waits on it
+	defer cancel()
 	loc, err := Parse(raw)
 	if err != nil {
 		return nil, err
@@ -117,6 +119,8 @@ func RecordOf(ctx context.Context, raw string) (*Record, error) {
 // another tool) is left out: what it was forked from is not known without
 // reading it.
 func Kin(ctx context.Context, tapeURL string) ([]timeline.Kin, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*requestTimeout) // a store that answers nothing ends the search
+	defer cancel()
 	loc, err := Parse(tapeURL)
 	if err != nil {
 		return nil, err

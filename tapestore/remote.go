@@ -66,8 +66,14 @@ const parallel = 32
 // one request: reading a gap this small costs less than a request.
 const coalesce = 64 << 10
 
-// readTimeout bounds one ranged GET.
-const readTimeout = 2 * time.Minute
+// A store that answers nothing must not hang a reader (the turntable
+// waits on its reads): the HEAD that opens a tape, a small read and a
+// sidecar file get requestTimeout; a ranged GET that much and a second a
+// MiB more (variables for tests).
+var requestTimeout = 20 * time.Second
+
+// readTimeout bounds a ranged GET of n bytes.
+func readTimeout(n int64) time.Duration { return requestTimeout + time.Duration(n>>20)*time.Second }
 
 // Opener is the tapefmt.RemoteOpener for store URLs: tapefmt.Open then
 // reads a tape in a store as it reads a file. noCache keeps fetched bytes
@@ -84,7 +90,9 @@ func Opener(noCache bool) tapefmt.RemoteOpener {
 		if loc.Name == "" {
 			return nil, 0, nil, true, fmt.Errorf("%s names a store, not a tape: add NAME.jbx (jukebox ls %s lists them)", name, name)
 		}
-		o, err := openObject(context.Background(), loc, noCache)
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		o, err := openObject(ctx, loc, noCache)
 		if err != nil {
 			return nil, 0, nil, true, err
 		}
@@ -109,6 +117,11 @@ type object struct {
 	lastEnd  int64     // where the last fetch for a read ended
 	ahead    int64     // and the read-ahead it had
 	gets     int       // ranged GETs made (for tests and benchmarks)
+	// downErr, until downUntil, is the error of the last GET that failed:
+	// reads fail with it at once rather than each waiting out a store
+	// that answers nothing (a screen of rows would wait once a row).
+	downErr   error
+	downUntil time.Time
 	rounds   int       // rounds of them: GETs made together count once
 }
 
@@ -378,19 +391,20 @@ func (o *object) fetch(f *flight, keep bool) error {
 		o.mu.Unlock()
 		close(f.done)
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
 	o.mu.Lock()
+	if time.Now().Before(o.downUntil) {
+		err := o.downErr
+		o.mu.Unlock()
+		return err
+	}
 	o.gets++
 	o.mu.Unlock()
-	r, err := o.s.b.NewRangeReader(ctx, o.key, f.lo, f.hi-f.lo, nil)
+	buf, err := o.get(f.lo, f.hi)
 	if err != nil {
-		return o.s.wrap(o.key, err)
-	}
-	defer r.Close()
-	buf := make([]byte, f.hi-f.lo)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return o.s.wrap(o.key, fmt.Errorf("ranged read of %d bytes at %d: %w", len(buf), f.lo, err))
+		o.mu.Lock()
+		o.downErr, o.downUntil = err, time.Now().Add(downFor)
+		o.mu.Unlock()
+		return err
 	}
 	s := &span{lo: f.lo, hi: f.hi, data: buf}
 	if keep && o.dir != "" {
@@ -406,6 +420,25 @@ func (o *object) fetch(f *flight, keep bool) error {
 	o.add(s)
 	o.mu.Unlock()
 	return nil
+}
+
+// downFor is how long a failed GET fails the object's reads at once.
+const downFor = 30 * time.Second
+
+// get is one ranged GET of lo..hi.
+func (o *object) get(lo, hi int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout(hi-lo))
+	defer cancel()
+	r, err := o.s.b.NewRangeReader(ctx, o.key, lo, hi-lo, nil)
+	if err != nil {
+		return nil, o.s.wrap(o.key, err)
+	}
+	defer r.Close()
+	buf := make([]byte, hi-lo)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, o.s.wrap(o.key, fmt.Errorf("ranged read of %d bytes at %d: %w", len(buf), lo, err))
+	}
+	return buf, nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -563,7 +596,7 @@ func (o *object) blobPath(h tapefmt.Hash) string {
 // where an upload put it beside the tape (KEY.d/NAME); one the store does
 // not hold wraps fs.ErrNotExist (tapefmt.RemoteReader).
 func (o *object) SidecarFile(name string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	b, err := o.s.b.ReadAll(ctx, sidecarPrefix(o.key)+name)
 	if gcerrors.Code(err) == gcerrors.NotFound {

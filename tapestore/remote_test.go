@@ -6,11 +6,15 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -420,5 +424,66 @@ func TestRemoteConcurrentReads(t *testing.T) {
 		for err := range errs {
 			t.Errorf("no cache %v: %v", noCache, err)
 		}
+	}
+}
+
+// TestHungStore: a store that takes requests and answers none hangs no
+// reader: opening a tape gives up after the request timeout, and so does
+// reading one whose HEAD was answered and whose GETs are not, reading its
+// summary object and listing its store.
+func TestHungStore(t *testing.T) {
+	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
+	requestTimeout = 300 * time.Millisecond
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAHUNG")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "hung-secret")
+	release := make(chan struct{})
+	defer close(release)
+	var answerHead atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead && answerHead.Load() {
+			w.Header().Set("Content-Length", "4096")
+			w.Header().Set("ETag", `"hung"`)
+			w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+			return
+		}
+		select { // answer nothing until the test ends
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	url := "s3://bucket/run.jbx?endpoint=" + srv.URL + "&region=us-east-1&use_path_style=true"
+	for _, head := range []bool{false, true} {
+		answerHead.Store(head)
+		t0 := time.Now()
+		err := func() error {
+			ra, size, closer, _, err := Opener(true)(url)
+			if err != nil {
+				return err
+			}
+			defer closer.Close()
+			if _, err = tapefmt.NewWholeReader(ra, size); err == nil {
+				return nil
+			}
+			// Once a GET has given up, reads fail at once for a while
+			// rather than each waiting out the store.
+			t1 := time.Now()
+			if _, rerr := ra.ReadAt(make([]byte, 10), 100); rerr == nil || time.Since(t1) > requestTimeout/2 {
+				t.Errorf("a read after a GET gave up: %v after %s", rerr, time.Since(t1))
+			}
+			return err
+		}()
+		if err == nil || time.Since(t0) > 10*time.Second {
+			t.Errorf("HEAD answered %v: %v after %s, want an error within seconds", head, err, time.Since(t0).Round(time.Millisecond))
+		}
+	}
+	// The turntable's header word and its fork search give up too.
+	t0 := time.Now()
+	if _, err := RecordOf(context.Background(), url); err == nil || time.Since(t0) > 10*time.Second {
+		t.Errorf("the summary object of a hung store: %v after %s", err, time.Since(t0))
+	}
+	t0 = time.Now()
+	if _, err := Kin(context.Background(), url); err == nil || time.Since(t0) > 10*time.Second {
+		t.Errorf("the forks in a hung store: %v after %s", err, time.Since(t0))
 	}
 }

@@ -224,7 +224,9 @@ func (tl *Timeline) Row(i int) Row {
 	if len(tl.rows) >= maxCachedRows {
 		clear(tl.rows)
 	}
-	tl.rows[i] = r
+	if r.Err == nil || !tapefmt.IsRemote(tl.path) {
+		tl.rows[i] = r // a store's frame that did not arrive is asked for again
+	}
 	tl.mu.Unlock()
 	return r
 }
