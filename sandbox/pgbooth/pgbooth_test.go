@@ -131,15 +131,20 @@ func TestCommitWithFiles(t *testing.T) {
 	if err := c.Ping(bg); err == nil {
 		t.Error("the client is still connected after the commit")
 	}
-	assertNoPrepared(t, b.direct)
+	assertNoPrepared(t, b.direct, b.tx)
 }
 
-func assertNoPrepared(t *testing.T, c *pgx.Conn) {
+// assertNoPrepared checks that tx left no prepared transaction: its own
+// (jukebox-<tx>-…) only, since other packages' booth tests prepare theirs
+// on the same server at the same time.
+func assertNoPrepared(t *testing.T, c *pgx.Conn, tx *sandbox.Tx) {
 	t.Helper()
 	var n int
-	c.QueryRow(bg, "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'jukebox-%'").Scan(&n)
+	if err := c.QueryRow(bg, "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE $1", "jukebox-"+tx.ID()+"-%").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
-		t.Errorf("%d prepared transactions left", n)
+		t.Errorf("%d prepared transactions of %s left", n, tx.ID())
 	}
 }
 
@@ -154,7 +159,7 @@ func TestRollbackWithFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.want(b.direct, "")
-	assertNoPrepared(t, b.direct)
+	assertNoPrepared(t, b.direct, b.tx)
 }
 
 // Transaction blocks, autocommit errors and savepoints behave as they do
