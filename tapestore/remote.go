@@ -117,12 +117,12 @@ type object struct {
 	lastEnd  int64     // where the last fetch for a read ended
 	ahead    int64     // and the read-ahead it had
 	gets     int       // ranged GETs made (for tests and benchmarks)
+	rounds   int       // rounds of them: GETs made together count once
 	// downErr, until downUntil, is the error of the last GET that failed:
 	// reads fail with it at once rather than each waiting out a store
 	// that answers nothing (a screen of rows would wait once a row).
 	downErr   error
 	downUntil time.Time
-	rounds   int       // rounds of them: GETs made together count once
 }
 
 // span is a fetched range: its bytes in memory, or in the file named
