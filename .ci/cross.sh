@@ -25,4 +25,14 @@ for target in $targets; do
 		failed=1
 	fi
 done
+# The store drivers each cloud's build tag leaves out (tapestore/drivers_*.go):
+# the binary must build without any of them.
+start=$SECONDS
+if out=$(go vet -tags jukebox_nos3,jukebox_nogcs,jukebox_noazure ./tapestore 2>&1); then
+	echo "cross: without the cloud store drivers (jukebox_nos3,jukebox_nogcs,jukebox_noazure): go vet ok ($((SECONDS - start))s)"
+else
+	echo "cross: without the cloud store drivers: FAILED ($((SECONDS - start))s)"
+	echo "$out" | sed 's/^/    /'
+	failed=1
+fi
 exit $failed

@@ -1,0 +1,8 @@
+//go:build !jukebox_nos3
+
+package tapestore
+
+// The S3 driver (s3://); the build tag jukebox_nos3 leaves it out.
+import _ "gocloud.dev/blob/s3blob"
+
+func init() { builtIn["s3"] = true }
