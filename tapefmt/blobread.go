@@ -117,8 +117,8 @@ func (t *Tape) HasBlob(h Hash) bool {
 // blobTable returns the hash-to-offset map, reading it from the footer index
 // on first use.
 func (t *Tape) blobTable() (map[Hash]blobLoc, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.tmu.Lock()
+	defer t.tmu.Unlock()
 	if t.blobs != nil {
 		return t.blobs, nil
 	}

@@ -25,9 +25,13 @@ type Tape struct {
 	closed bool      // the tape has a valid footer
 	rec    *Recovery // set when the tape was opened by scanning
 
-	mu      sync.Mutex
+	// tmu guards the tables (frames, blobs, blobOffs, blobAt), set once
+	// each; mu the decoding of blobs (cache, decoded), which on a remote
+	// tape may wait on the network: reading a frame never waits for it.
+	tmu     sync.Mutex
 	frames  []byte           // frame table in memory: scanned tapes, or loaded on demand
 	blobs   map[Hash]blobLoc // blob table in memory, loaded on first use
+	mu      sync.Mutex
 	cache   blobCache
 	decoded int64 // bytes of blobs decoded so far, against decodeBudget
 
@@ -176,9 +180,9 @@ func (t *Tape) entry(i int) (frameEntry, error) {
 	if i < 0 || i >= t.Len() {
 		return frameEntry{}, fmt.Errorf("%w: frame %d of %d", ErrFrameRange, i, t.Len())
 	}
-	t.mu.Lock()
+	t.tmu.Lock()
 	mem := t.frames
-	t.mu.Unlock()
+	t.tmu.Unlock()
 	if mem != nil {
 		return parseFrameEntry(mem[i*frameEntrySize:]), nil
 	}
@@ -223,8 +227,8 @@ func (t *Tape) Frame(i int) (Frame, error) {
 
 // loadFrameTable reads the whole frame table into memory once.
 func (t *Tape) loadFrameTable() ([]byte, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.tmu.Lock()
+	defer t.tmu.Unlock()
 	if t.frames != nil {
 		return t.frames, nil
 	}

@@ -90,17 +90,23 @@ func (t *Tape) Prefetch(spans ...[2]int) {
 // nothing when it is: a reader that misses brings the frames about it
 // (a block of a listing), one that hits costs nothing.
 func (t *Tape) PrefetchFor(i int, spans ...[2]int) {
+	if !t.Holds(i) {
+		t.Prefetch(spans...)
+	}
+}
+
+// Holds reports whether frame i can be read without a request: always for
+// a tape in a file; for a remote tape, when its record is at hand.
+func (t *Tape) Holds(i int) bool {
 	if t.remote == nil || i < 0 || i >= t.Len() {
-		return
+		return true
 	}
 	table, err := t.loadFrameTable()
 	if err != nil {
-		return
+		return true // the read will say why
 	}
 	off := parseFrameEntry(table[i*frameEntrySize:]).off
-	if !t.remote.Holds(Range{Off: off, Len: t.endOf(off, table, t.blobOffsets()) - off}) {
-		t.Prefetch(spans...)
-	}
+	return t.remote.Holds(Range{Off: off, Len: t.endOf(off, table, t.blobOffsets()) - off})
 }
 
 // endOf is where the record at off ends, as far as the index tells: at
@@ -129,8 +135,8 @@ func (t *Tape) blobOffsets() []int64 {
 	if err != nil {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.tmu.Lock()
+	defer t.tmu.Unlock()
 	if t.blobOffs == nil {
 		t.blobOffs = make([]int64, 0, len(blobs))
 		t.blobAt = make(map[int64]Hash, len(blobs))
@@ -146,9 +152,11 @@ func (t *Tape) blobOffsets() []int64 {
 // cachedBlob is the blob at record offset off from the remote reader's
 // cache of blobs by address: decoded from its kept form (keptForm) with
 // the checks of a blob record's, and checked against its address;
-// callers hold t.mu and have called blobOffsets.
+// callers hold t.mu.
 func (t *Tape) cachedBlob(off int64) (decoded, bool) {
+	t.tmu.Lock()
 	h, ok := t.blobAt[off]
+	t.tmu.Unlock()
 	if t.remote == nil || !ok {
 		return decoded{}, false
 	}
@@ -196,7 +204,10 @@ func (t *Tape) keepRemote(off int64, r blobRecord) {
 // run to the next blob.
 func (t *Tape) fetchBlob(off int64, window int64) {
 	// A blob record is at most this long, whatever a hostile index says.
-	end := min(t.endOf(off, t.frames, t.blobOffs), off+blobHeaderSize+MaxBlobSize+1024)
+	t.tmu.Lock()
+	frames, offs := t.frames, t.blobOffs
+	t.tmu.Unlock()
+	end := min(t.endOf(off, frames, offs), off+blobHeaderSize+MaxBlobSize+1024)
 	if end > off {
 		t.remote.Prefetch([]Range{{Off: off, Len: end - off, Before: min(window, off-fileHeaderSize)}}, false)
 	}

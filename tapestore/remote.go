@@ -103,11 +103,15 @@ func Opener(noCache bool) tapefmt.RemoteOpener {
 // object is a store's object read by ranges through the cache; it is a
 // tapefmt.RemoteReader.
 type object struct {
-	s     *Store
-	key   string
-	size  int64
-	dir   string // the object's ranges on disk; "" keeps them in memory only
-	blobs string // blobs by address on disk; "" keeps none
+	// ctx ends with Close, and with it every GET in flight (a store that
+	// answers nothing must not hold a closing reader).
+	ctx    context.Context
+	cancel context.CancelFunc
+	s      *Store
+	key    string
+	size   int64
+	dir    string // the object's ranges on disk; "" keeps them in memory only
+	blobs  string // blobs by address on disk; "" keeps none
 
 	mu       sync.Mutex
 	spans    []*span   // fetched ranges, by start; they may overlap
@@ -151,6 +155,7 @@ func openObject(ctx context.Context, loc Location, noCache bool) (*object, error
 		return nil, s.wrap(loc.Name, err)
 	}
 	o := &object{s: s, key: loc.Name, size: a.Size}
+	o.ctx, o.cancel = context.WithCancel(context.Background())
 	if !noCache {
 		base, err := CacheDir()
 		if err != nil {
@@ -167,8 +172,11 @@ func openObject(ctx context.Context, loc Location, noCache bool) (*object, error
 	return o, nil
 }
 
-// Close releases the store.
-func (o *object) Close() error { return o.s.Close() }
+// Close ends the GETs in flight and releases the store.
+func (o *object) Close() error {
+	o.cancel()
+	return o.s.Close()
+}
 
 // ReadAt reads p at off: the bytes at hand from memory or disk, the rest
 // fetched (at least minFetch bytes a request, more for a reader that
@@ -427,7 +435,7 @@ const downFor = 30 * time.Second
 
 // get is one ranged GET of lo..hi.
 func (o *object) get(lo, hi int64) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout(hi-lo))
+	ctx, cancel := context.WithTimeout(o.ctx, readTimeout(hi-lo))
 	defer cancel()
 	r, err := o.s.b.NewRangeReader(ctx, o.key, lo, hi-lo, nil)
 	if err != nil {
@@ -596,7 +604,7 @@ func (o *object) blobPath(h tapefmt.Hash) string {
 // where an upload put it beside the tape (KEY.d/NAME); one the store does
 // not hold wraps fs.ErrNotExist (tapefmt.RemoteReader).
 func (o *object) SidecarFile(name string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	ctx, cancel := context.WithTimeout(o.ctx, requestTimeout)
 	defer cancel()
 	b, err := o.s.b.ReadAll(ctx, sidecarPrefix(o.key)+name)
 	if gcerrors.Code(err) == gcerrors.NotFound {

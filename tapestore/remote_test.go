@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -485,5 +486,61 @@ func TestHungStore(t *testing.T) {
 	t0 = time.Now()
 	if _, err := Kin(context.Background(), url); err == nil || time.Since(t0) > 10*time.Second {
 		t.Errorf("the forks in a hung store: %v after %s", err, time.Since(t0))
+	}
+}
+
+// TestCloseEndsGETs: closing a store tape ends its GETs in flight at once
+// (the turntable quits while a store that answers nothing holds one).
+func TestCloseEndsGETs(t *testing.T) {
+	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
+	requestTimeout = time.Minute
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAHUNG")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "hung-secret")
+	const size = 10 << 20
+	release := make(chan struct{})
+	defer close(release)
+	var gets atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodHead:
+			w.Header().Set("Content-Length", strconv.Itoa(size))
+			w.Header().Set("ETag", `"hung"`)
+			w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+		case gets.Add(1) <= 2: // opening's two GETs: zeros for the range asked
+			var lo, hi int
+			fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &lo, &hi)
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", lo, hi, size))
+			w.Header().Set("Content-Length", strconv.Itoa(hi-lo+1))
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(make([]byte, hi-lo+1))
+		default:
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer srv.Close()
+	ra, _, closer, _, err := Opener(true)("s3://bucket/run.jbx?endpoint=" + srv.URL + "&region=us-east-1&use_path_style=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := ra.ReadAt(make([]byte, 100), 5<<20) // in the middle: a GET that hangs
+		read <- err
+	}()
+	for gets.Load() < 3 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	t0 := time.Now()
+	closer.Close()
+	select {
+	case err := <-read:
+		if err == nil || time.Since(t0) > 5*time.Second {
+			t.Errorf("the read in flight at Close: %v after %s", err, time.Since(t0))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read in flight at Close did not end")
 	}
 }

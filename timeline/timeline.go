@@ -60,6 +60,9 @@ type Row struct {
 	Payload  tapefmt.Payload
 	Err      error       // the frame could not be read or decoded
 	Damage   *FrameError // the frame or a blob it names does not read, once Detail or Check has found it
+	// Pending marks a row of a store's tape not read yet (Peek): kind,
+	// time and step are the index's, Summary is "…".
+	Pending bool
 }
 
 // costIndex holds cumulative tokens and cost at each llm.response frame,
@@ -202,6 +205,45 @@ func (tl *Timeline) StepStart(s int) int {
 func (tl *Timeline) FrameAt(d time.Duration) int {
 	n := sort.Search(tl.Len(), func(i int) bool { _, t := tl.KindAt(i); return t > d })
 	return max(n-1, 0)
+}
+
+// Ready reports whether Row(i) answers without waiting on the network:
+// always for a tape in a file; for a tape in a store, once the row has
+// been read (a row may need a blob as well as its frame: an answer's body
+// for its usage), which a reader in the background does (Rows).
+func (tl *Timeline) Ready(i int) bool {
+	if !tapefmt.IsRemote(tl.path) {
+		return true
+	}
+	tl.mu.Lock()
+	_, ok := tl.rows[i]
+	tl.mu.Unlock()
+	return ok
+}
+
+// Rows reads the rows of spans (first and last frames) that are not
+// ready, their frames fetched together first: what a screen of a store's
+// tape draws, read in the background.
+func (tl *Timeline) Rows(spans ...[2]int) {
+	tl.t.Prefetch(spans...)
+	for _, sp := range spans {
+		for i := max(sp[0], 0); i <= min(sp[1], tl.Len()-1); i++ {
+			if !tl.Ready(i) {
+				tl.Row(i)
+			}
+		}
+	}
+}
+
+// Peek is Row(i) when it answers without a request, else the row as the
+// index alone tells it (Pending): what a screen draws while a store's
+// frames are on their way.
+func (tl *Timeline) Peek(i int) Row {
+	if tl.Ready(i) {
+		return tl.Row(i)
+	}
+	k, t := tl.KindAt(i)
+	return Row{Seq: i, Kind: k, Time: t, Step: tl.StepOf(i), Summary: "…", Pending: true}
 }
 
 // Row returns frame i as a row, decoding its payload on first use.

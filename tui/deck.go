@@ -123,6 +123,7 @@ type Deck struct {
 	ctx          context.Context
 	stop         context.CancelFunc
 	checks       map[*timeline.Timeline]*tapeCheck // the check of each tape opened from a file (check.go)
+	fetching     map[*timeline.Timeline]bool       // a store tape's round of frames on its way (prefetch)
 }
 
 // sender lets a command started by the deck reach the running program
@@ -133,6 +134,11 @@ type sender struct {
 }
 
 func (s *sender) set(fn func(tea.Msg)) { s.mu.Lock(); s.fn = fn; s.mu.Unlock() }
+
+// ready reports whether messages reach a running program (tests that drive
+// the deck by hand have none: work that would go in the background is
+// done at once there).
+func (s *sender) ready() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.fn != nil }
 
 func (s *sender) Send(msg tea.Msg) {
 	s.mu.Lock()
@@ -211,7 +217,10 @@ func (d *Deck) costsLater(tl *timeline.Timeline) bool {
 
 // SetSend connects the deck to its program: engine events reach the deck
 // through send (tea.Program.Send).
-func (d *Deck) SetSend(send func(tea.Msg)) { d.send.set(send) }
+func (d *Deck) SetSend(send func(tea.Msg)) {
+	d.send.set(send)
+	d.frame.later = func(work func() tea.Msg) { go func() { d.send.Send(work()) }() }
+}
 
 // Close stops a running fork (closing its tape) and the background work,
 // and closes the tapes.
@@ -275,6 +284,10 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			d.status = fmt.Sprintf("%s: %v", msg.what, msg.err)
 		}
+	case fetchedMsg: // a round of a store tape's frames arrived: View draws them
+		delete(d.fetching, msg.tl)
+	case detailMsg:
+		d.frame.gotDetail(msg)
 	case forkStreamMsg: // the call in flight grew: sync shows it
 	case forkEventMsg, forkDoneMsg, forkReloadMsg:
 		return d.forkMsg(msg)

@@ -86,19 +86,54 @@ func (d *Deck) View() string {
 
 // prefetch asks each store tape for the frames this screen draws (its
 // rows on screen, its first frame and its last, the header's) in one round
-// of requests, rather than a round trip a row; the tracks' at once. Tapes
-// in files need none.
+// of requests, rather than a round trip a row. In a running program the
+// requests go in the background, one round a track at a time, and the
+// rows show "…" until fetchedMsg redraws them: the keys never wait on the
+// network. Tapes in files need none.
 func (d *Deck) prefetch() {
 	var wg sync.WaitGroup
 	for _, t := range d.tracks {
-		if !tapefmt.IsRemote(t.tl.Path()) {
+		if !tapefmt.IsRemote(t.tl.Path()) || d.fetching[t.tl] {
 			continue
 		}
 		n := t.tl.Len()
 		spans := append(t.onScreen(), [2]int{0, 0}, [2]int{n - 1, n - 1})
-		wg.Go(func() { t.tl.Tape().Prefetch(spans...) })
+		if allReady(t.tl, spans) {
+			continue
+		}
+		if !d.send.ready() {
+			wg.Go(func() { t.tl.Rows(spans...) })
+			continue
+		}
+		if d.fetching == nil {
+			d.fetching = map[*timeline.Timeline]bool{}
+		}
+		d.fetching[t.tl] = true
+		go func(tl *timeline.Timeline) {
+			fetchRound(tl, spans)
+			d.send.Send(fetchedMsg{tl})
+		}(t.tl)
 	}
 	wg.Wait()
+}
+
+// fetchRound reads a round of a store tape's rows in the background (a
+// variable: tests hold it back to see the screen before it ends).
+var fetchRound = func(tl *timeline.Timeline, spans [][2]int) { tl.Rows(spans...) }
+
+// fetchedMsg says a round of a store tape's frames has arrived.
+type fetchedMsg struct{ tl *timeline.Timeline }
+
+// allReady reports whether every frame of spans reads without a request.
+func allReady(tl *timeline.Timeline, spans [][2]int) bool {
+	for _, sp := range spans {
+		for i := max(sp[0], 0); i <= min(sp[1], tl.Len()-1); i++ {
+			if !tl.Ready(i) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (d *Deck) body() string {
@@ -129,7 +164,7 @@ func (d *Deck) header() string {
 	tl := d.tracks[0].tl
 	parts := []string{baseName(tl.Path())}
 	command := ""
-	if r := tl.Row(0); r.Kind == tapefmt.KindRunStart {
+	if r := tl.Peek(0); r.Kind == tapefmt.KindRunStart && !r.Pending {
 		if rs, ok := r.Payload.(*tapefmt.RunStart); ok {
 			command = timeline.OneLine(strings.Join(rs.Argv, " "), 0)
 		}
@@ -177,7 +212,7 @@ func (d *Deck) header() string {
 // exitWord is how the tape's run ended ("exit 0"), from its run.end
 // frame; "" while it has none.
 func exitWord(tl *timeline.Timeline) string {
-	if r := tl.Row(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd {
+	if r := tl.Peek(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd && !r.Pending {
 		return strings.TrimPrefix(r.Summary, "end ")
 	}
 	return ""

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -43,8 +44,13 @@ type frameView struct {
 	seq    int
 	detail *timeline.Detail
 	err    error
-	stream *time.Duration // while playing a call: time since its request
-	shown  string         // what the content was made for
+	// pending: the detail of a store tape's frame is being read in the
+	// background (later, set in a running program), and detailMsg
+	// brings it.
+	pending bool
+	later   func(func() tea.Msg)
+	stream  *time.Duration // while playing a call: time since its request
+	shown   string         // what the content was made for
 	// live is a fork's call in flight, streamed so far, shown under the
 	// frame it was forked at (SetLive); liveID tells its versions apart.
 	live, liveID string
@@ -125,13 +131,42 @@ func (m *frameView) update(km tea.KeyMsg) bool {
 func (m *frameView) Show(tl *timeline.Timeline, seq int, stream *time.Duration) {
 	if tl != m.tl || seq != m.seq {
 		m.tl, m.seq = tl, seq
-		m.detail, m.err = nil, nil
-		if tl != nil && seq >= 0 && seq < tl.Len() {
+		m.detail, m.err, m.pending = nil, nil, false
+		switch {
+		case tl == nil || seq < 0 || seq >= tl.Len():
+		case m.later != nil && tapefmt.IsRemote(tl.Path()):
+			// A store's frame and its blobs may take round trips: read in
+			// the background, so that the keys never wait on the network.
+			m.pending = true
+			m.later(func() tea.Msg {
+				d, err := tl.Detail(seq)
+				return detailMsg{tl, seq, d, err}
+			})
+		default:
 			m.detail, m.err = tl.Detail(seq)
 		}
 		m.vp.GotoTop()
 	}
 	m.stream = stream
+	m.refresh()
+}
+
+// detailMsg is a store frame's detail, read in the background.
+type detailMsg struct {
+	tl     *timeline.Timeline
+	seq    int
+	detail *timeline.Detail
+	err    error
+}
+
+// gotDetail shows a detail read in the background, if its frame is still
+// the one shown.
+func (m *frameView) gotDetail(msg detailMsg) {
+	if msg.tl != m.tl || msg.seq != m.seq || !m.pending {
+		return
+	}
+	m.detail, m.err, m.pending = msg.detail, msg.err, false
+	m.shown = ""
 	m.refresh()
 }
 
@@ -202,6 +237,8 @@ func (m *frameView) content() []string {
 	switch d := m.detail; {
 	case m.err != nil:
 		m.unreadable(&b, m.err)
+	case d == nil && m.pending:
+		b.add(m.st.Muted, fmt.Sprintf("fetching frame %d from the store…", m.seq))
 	case d == nil:
 		b.add(m.st.Muted, "(no frame)")
 	case m.raw:

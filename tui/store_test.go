@@ -2,11 +2,14 @@ package tui
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -88,5 +91,110 @@ func TestStoreTape(t *testing.T) {
 	press(d, runes("b"))
 	if i := d.familyIndex(upFork.URL); i < 0 || d.family[i].at != 5 || d.family[i].state != "exit 0" || d.forks.note != "" {
 		t.Errorf("b on a store's tape: family %+v, note %q", d.family, d.forks.note)
+	}
+}
+
+// TestStoreTapeInBackground: in a running program a store tape's rows and
+// frame are fetched in the background: the screen draws the rows not yet
+// arrived as "…" and the frame as being fetched, the keys do not wait,
+// and the messages that bring them redraw the screen whole.
+func TestStoreTapeInBackground(t *testing.T) {
+	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
+	loc, _ := tapestore.Parse("file://" + t.TempDir() + "/")
+	s, err := tapestore.Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Steps whose frames lie between 300 KB files: opening brings the
+	// first and the last ones only.
+	local := filepath.Join(t.TempDir(), "files.jbx")
+	err = tapefmt.CreateWith(local, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		file := make([]byte, 300_000)
+		for i := range 12 {
+			req, _ := w.PutBlob("request", fmt.Appendf(nil, `{"model":"demo-large","messages":[{"role":"user","content":"check batch %d"}]}`, i))
+			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: req, Model: "demo-large"})
+			rand.Read(file)
+			h, err := w.PutBlob("file", file)
+			if err != nil {
+				return err
+			}
+			w.Append(0, tapefmt.FileChange{Path: fmt.Sprintf("data/%d.bin", i), Op: "write", Body: h})
+			if _, err := w.Commit(); err != nil {
+				return err
+			}
+		}
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.Upload(context.Background(), local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapefmt.SetRemoteOpener(tapestore.Opener(false))
+	t.Cleanup(func() {
+		tapefmt.SetRemoteOpener(func(string) (io.ReaderAt, int64, io.Closer, bool, error) { return nil, 0, nil, false, nil })
+	})
+	d := New([]string{up.URL}, testOptions())
+	t.Cleanup(d.Close)
+	msgs := make(chan tea.Msg, 16)
+	d.SetSend(func(m tea.Msg) { msgs <- m })
+	// The frame view's background reads run when the test says (one for
+	// frame 0 would otherwise race the rows' round for the same frames).
+	var work []func() tea.Msg
+	d.frame.later = func(w func() tea.Msg) { work = append(work, w) }
+	// The rows' round waits until the first screen has been drawn.
+	drawn := make(chan struct{})
+	defer func(f func(*timeline.Timeline, [][2]int)) { fetchRound = f }(fetchRound)
+	fetchRound = func(tl *timeline.Timeline, spans [][2]int) { <-drawn; tl.Rows(spans...) }
+	d.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	next := func(want string) tea.Msg {
+		t.Helper()
+		select {
+		case m := <-msgs:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s came", want)
+		}
+		return nil
+	}
+	v := d.View()
+	if !strings.Contains(v, "frame 0 of 38") || strings.Contains(v, "write data/3.bin") || !strings.Contains(v, "» …") || !d.fetching[d.tracks[0].tl] {
+		t.Fatalf("the first screen before the rows arrived:\n%s", v)
+	}
+	if d.View(); len(msgs) != 0 {
+		t.Fatal("a second round was asked for while the first was on its way")
+	}
+	close(drawn)
+	d.Update(next("fetchedMsg"))
+	if v = d.View(); !strings.Contains(v, "write data/3.bin") || strings.Contains(v, "  …") {
+		t.Fatalf("the first screen once the rows arrived:\n%s", v)
+	}
+	// The frame view reads a request's body in the background too.
+	press(d, runes("g"))
+	for _, k := range "25" {
+		press(d, runes(string(k)))
+	}
+	press(d, tea.KeyMsg{Type: tea.KeyEnter})
+	if v = d.View(); !strings.Contains(v, "fetching frame 25 from the store…") || len(work) != 1 {
+		t.Fatalf("frame 25 before its body arrived (%d reads asked for):\n%s", len(work), v)
+	}
+	press(d, runes("l")) // on to frame 26 and back before the read for 25 ends
+	press(d, runes("h"))
+	if len(work) != 3 {
+		t.Fatalf("%d reads asked for, want 25's, 26's and 25's again", len(work))
+	}
+	d.Update(work[1]()) // frame 26's: not the frame shown, dropped
+	if v = d.View(); !strings.Contains(v, "fetching frame 25 from the store…") {
+		t.Fatalf("frame 25 after frame 26's read came:\n%s", v)
+	}
+	d.Update(work[0]()) // frame 25's first read: the frame shown
+	d.Update(work[2]()) // and its second: nothing left to wait for
+	if v = d.View(); !strings.Contains(v, "check batch 8") || strings.Contains(v, "fetching frame") {
+		t.Errorf("frame 25 once its body arrived:\n%s", v)
 	}
 }

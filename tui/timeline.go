@@ -398,8 +398,8 @@ func (m *timelineView) rowAt(y int) int {
 	return m.entry(r).First
 }
 
-// onScreen is the frames the rows on screen show first (a folded run of
-// output shows its first), as spans of frames.
+// onScreen is the frames the rows on screen read, as spans of frames: a
+// step's row reads the whole step, a folded run of output its first.
 func (m *timelineView) onScreen() [][2]int {
 	last := min(m.offset+m.h, m.n()) - 1
 	if m.entries == nil {
@@ -407,7 +407,12 @@ func (m *timelineView) onScreen() [][2]int {
 	}
 	var spans [][2]int
 	for r := m.offset; r <= last; r++ {
-		spans = append(spans, [2]int{m.entries[r].First, m.entries[r].First})
+		e := m.entries[r]
+		if m.view.Steps {
+			spans = append(spans, [2]int{e.First, e.Last})
+		} else {
+			spans = append(spans, [2]int{e.First, e.First})
+		}
 	}
 	return spans
 }
@@ -462,7 +467,7 @@ func (m *timelineView) rowView(r int) string {
 // foldRow draws a run of output frames as one row: how many, on which
 // streams, and the start of the first.
 func (m *timelineView) foldRow(e timeline.Entry, sel bool) string {
-	first := m.tl.Row(e.First)
+	first := m.tl.Peek(e.First)
 	p := m.painter(sel)
 	cur := " "
 	if sel {
@@ -486,6 +491,9 @@ func (m *timelineView) foldRow(e timeline.Entry, sel bool) string {
 // latency and files touched.
 func (m *timelineView) stepRow(e timeline.Entry, sel bool) string {
 	s, ok := m.sums[e.First]
+	if !ok && !m.ready(e) {
+		return m.pendingRow(e.First, sel) // a store's frames on their way
+	}
 	if !ok {
 		if m.sums == nil {
 			m.sums = map[int]timeline.StepSummary{}
@@ -517,6 +525,31 @@ func (m *timelineView) stepRow(e timeline.Entry, sel bool) string {
 	return line
 }
 
+// ready reports whether every frame of entry e reads without a request.
+func (m *timelineView) ready(e timeline.Entry) bool {
+	for i := e.First; i <= e.Last; i++ {
+		if !m.tl.Ready(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// pendingRow draws entry first's row while its frames are on their way
+// from a store.
+func (m *timelineView) pendingRow(first int, sel bool) string {
+	num := fmt.Sprintf("%*d", len(fmt.Sprint(max(m.tl.Len()-1, 0))), first)
+	cur := " "
+	if sel {
+		cur = "▶"
+	}
+	line := fit(cur+"  "+num+" …", m.w)
+	if sel {
+		return m.st.Selected.Render(line)
+	}
+	return m.st.Muted.Render(line)
+}
+
 // painter renders with a style, except on the needle's row, which is
 // drawn plain and highlighted as a whole.
 func (m *timelineView) painter(sel bool) painter {
@@ -532,7 +565,7 @@ func (m *timelineView) painter(sel bool) painter {
 // cost. The needle's row is drawn plain and then highlighted as a whole, so
 // the highlight is not cut by the colours inside it.
 func (m *timelineView) row(i int, sel bool) string {
-	r := m.tl.Row(i)
+	r := m.tl.Peek(i)
 	p := func(s lipgloss.Style, t string) string {
 		if sel {
 			return t
