@@ -14,9 +14,12 @@ type Range struct{ Off, Len, Before int64 }
 // A RemoteReader is the io.ReaderAt of a tape whose every read is a round
 // trip (a tape in a store, package tapestore). A Tape opened on one tells
 // it ahead which records it is about to read, so that they come together,
-// and keeps the blobs it decodes in the reader's cache by their address:
-// a blob's address is its content, so a blob kept from one tape serves
-// every tape that names it, and is never stale.
+// and keeps the whole blobs it decodes in the reader's cache by their
+// address: a blob's address is its content, so a blob kept from one tape
+// serves every tape that names it, and is never stale. A delta blob (a
+// request that resends a conversation) is kept as its record, a few
+// bytes, rather than decoded: a conversation's requests decoded would take
+// the square of its length.
 type RemoteReader interface {
 	io.ReaderAt
 	// Prefetch fetches the ranges ahead of their reads, concurrently and
