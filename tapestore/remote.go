@@ -30,15 +30,17 @@ import (
 //   - the turntable's rows come a screen at a time, each frame record
 //     fetched by its exact range (tapefmt.Tape.Prefetch), all of a
 //     screen's requests at once: one round trip for the first screen;
-//   - a blob is fetched with the MiB before it, where its delta bases lie,
-//     and kept decoded under its BLAKE3 address (blobs/ in the cache), so
-//     a blob fetched for one tape serves every tape that names it;
+//   - a blob is fetched with the MiB before it, where its delta bases lie;
+//     a whole blob is kept as stored under its BLAKE3 address (blobs/ in
+//     the cache), so a blob fetched for one tape serves every tape that
+//     names it, and a delta as its record with the tape's ranges;
 //   - a reader that scans the tape (verify) is read ahead, growing to
 //     16 MiB a request.
 //
-// The ranges of a tape's frames and index are kept under the object's key,
-// size and ETag (tapes/ in the cache); an upload never overwrites an
-// object, so neither they nor a blob under its address are ever stale.
+// The ranges of a tape (frames, index, delta records) are kept under the
+// object's key, size and ETag (tapes/ in the cache); an upload never
+// overwrites an object, so neither they nor a blob under its address are
+// ever stale.
 
 // openHead and openTail are the bytes opening a tape fetches from its
 // start and end: the header, and the footer with an index of up to half
