@@ -223,16 +223,22 @@ func (tl *Timeline) Ready(i int) bool {
 
 // Rows reads the rows of spans (first and last frames) that are not
 // ready, their frames fetched together first: what a screen of a store's
-// tape draws, read in the background.
-func (tl *Timeline) Rows(spans ...[2]int) {
+// tape draws, read in the background. The error is the first row's that
+// did not read (a store's that did not answer: such a row stays not
+// ready, to be asked for again).
+func (tl *Timeline) Rows(spans ...[2]int) error {
 	tl.t.Prefetch(spans...)
+	var first error
 	for _, sp := range spans {
 		for i := max(sp[0], 0); i <= min(sp[1], tl.Len()-1); i++ {
 			if !tl.Ready(i) {
-				tl.Row(i)
+				if r := tl.Row(i); r.Err != nil && first == nil {
+					first = r.Err
+				}
 			}
 		}
 	}
+	return first
 }
 
 // Peek is Row(i) when it answers without a request, else the row as the

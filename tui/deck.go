@@ -122,8 +122,8 @@ type Deck struct {
 	searching    context.CancelFunc
 	ctx          context.Context
 	stop         context.CancelFunc
-	checks       map[*timeline.Timeline]*tapeCheck // the check of each tape opened from a file (check.go)
-	fetching     map[*timeline.Timeline]bool       // a store tape's round of frames on its way (prefetch)
+	checks       map[*timeline.Timeline]*tapeCheck       // the check of each tape opened from a file (check.go)
+	fetching     map[*timeline.Timeline]*fetchRoundState // a store tape's rounds of rows (prefetch)
 }
 
 // sender lets a command started by the deck reach the running program
@@ -284,8 +284,9 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			d.status = fmt.Sprintf("%s: %v", msg.what, msg.err)
 		}
-	case fetchedMsg: // a round of a store tape's frames arrived: View draws them
-		delete(d.fetching, msg.tl)
+	case fetchedMsg: // a round of a store tape's rows was read: View draws them
+		return d.fetched(msg)
+	case retryFetchMsg: // View asks again
 	case detailMsg:
 		d.frame.gotDetail(msg)
 	case forkStreamMsg: // the call in flight grew: sync shows it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -93,7 +94,7 @@ func (d *Deck) View() string {
 func (d *Deck) prefetch() {
 	var wg sync.WaitGroup
 	for _, t := range d.tracks {
-		if !tapefmt.IsRemote(t.tl.Path()) || d.fetching[t.tl] {
+		if st := d.fetching[t.tl]; !tapefmt.IsRemote(t.tl.Path()) || st != nil && (st.busy || time.Now().Before(st.again)) {
 			continue
 		}
 		n := t.tl.Len()
@@ -106,12 +107,11 @@ func (d *Deck) prefetch() {
 			continue
 		}
 		if d.fetching == nil {
-			d.fetching = map[*timeline.Timeline]bool{}
+			d.fetching = map[*timeline.Timeline]*fetchRoundState{}
 		}
-		d.fetching[t.tl] = true
+		d.fetching[t.tl] = &fetchRoundState{busy: true}
 		go func(tl *timeline.Timeline) {
-			fetchRound(tl, spans)
-			d.send.Send(fetchedMsg{tl})
+			d.send.Send(fetchedMsg{tl, fetchRound(tl, spans)})
 		}(t.tl)
 	}
 	wg.Wait()
@@ -119,10 +119,40 @@ func (d *Deck) prefetch() {
 
 // fetchRound reads a round of a store tape's rows in the background (a
 // variable: tests hold it back to see the screen before it ends).
-var fetchRound = func(tl *timeline.Timeline, spans [][2]int) { tl.Rows(spans...) }
+var fetchRound = func(tl *timeline.Timeline, spans [][2]int) error { return tl.Rows(spans...) }
 
-// fetchedMsg says a round of a store tape's frames has arrived.
-type fetchedMsg struct{ tl *timeline.Timeline }
+// fetchRoundState is a store tape's rounds of rows: one on its way, or,
+// after one that failed, when to try again.
+type fetchRoundState struct {
+	busy  bool
+	again time.Time
+}
+
+// fetchAgain is how long after a round that failed the next one waits:
+// a store that is down is not asked again at every redraw.
+const fetchAgain = 2 * time.Second
+
+// fetchedMsg says a round of a store tape's rows was read; err is why some
+// did not.
+type fetchedMsg struct {
+	tl  *timeline.Timeline
+	err error
+}
+
+// retryFetchMsg redraws the screen once a failed round may be tried again.
+type retryFetchMsg struct{}
+
+// fetched ends a round of rows: the screen redraws them; a round that
+// failed says why and is tried again after fetchAgain.
+func (d *Deck) fetched(msg fetchedMsg) tea.Cmd {
+	if msg.err == nil {
+		delete(d.fetching, msg.tl)
+		return nil
+	}
+	d.fetching[msg.tl] = &fetchRoundState{again: time.Now().Add(fetchAgain)}
+	d.status = fmt.Sprintf("reading %s: %v (trying again)", baseName(msg.tl.Path()), msg.err)
+	return tea.Tick(fetchAgain, func(time.Time) tea.Msg { return retryFetchMsg{} })
+}
 
 // allReady reports whether every frame of spans reads without a request.
 func allReady(tl *timeline.Timeline, spans [][2]int) bool {

@@ -3,11 +3,13 @@ package tui
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,8 +151,8 @@ func TestStoreTapeInBackground(t *testing.T) {
 	d.frame.later = func(w func() tea.Msg) { work = append(work, w) }
 	// The rows' round waits until the first screen has been drawn.
 	drawn := make(chan struct{})
-	defer func(f func(*timeline.Timeline, [][2]int)) { fetchRound = f }(fetchRound)
-	fetchRound = func(tl *timeline.Timeline, spans [][2]int) { <-drawn; tl.Rows(spans...) }
+	defer func(f func(*timeline.Timeline, [][2]int) error) { fetchRound = f }(fetchRound)
+	fetchRound = func(tl *timeline.Timeline, spans [][2]int) error { <-drawn; return tl.Rows(spans...) }
 	d.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
 	next := func(want string) tea.Msg {
 		t.Helper()
@@ -163,7 +165,7 @@ func TestStoreTapeInBackground(t *testing.T) {
 		return nil
 	}
 	v := d.View()
-	if !strings.Contains(v, "frame 0 of 38") || strings.Contains(v, "write data/3.bin") || !strings.Contains(v, "» …") || !d.fetching[d.tracks[0].tl] {
+	if !strings.Contains(v, "frame 0 of 38") || strings.Contains(v, "write data/3.bin") || !strings.Contains(v, "» …") || d.fetching[d.tracks[0].tl] == nil {
 		t.Fatalf("the first screen before the rows arrived:\n%s", v)
 	}
 	if d.View(); len(msgs) != 0 {
@@ -196,5 +198,17 @@ func TestStoreTapeInBackground(t *testing.T) {
 	d.Update(work[2]()) // and its second: nothing left to wait for
 	if v = d.View(); !strings.Contains(v, "check batch 8") || strings.Contains(v, "fetching frame") {
 		t.Errorf("frame 25 once its body arrived:\n%s", v)
+	}
+
+	// A round that fails says why and is not asked again at every redraw.
+	var rounds atomic.Int32
+	fetchRound = func(*timeline.Timeline, [][2]int) error { rounds.Add(1); return errors.New("the store did not answer") }
+	press(d, runes("G"))
+	d.View()
+	_, cmd := d.Update(next("fetchedMsg"))
+	d.View()
+	d.View()
+	if rounds.Load() != 1 || cmd == nil || !strings.Contains(d.status, "the store did not answer (trying again)") {
+		t.Errorf("a failed round: %d rounds, retry %v, status %q", rounds.Load(), cmd != nil, d.status)
 	}
 }
