@@ -85,6 +85,18 @@ func (e *FormatError) Error() string {
 	return fmt.Sprintf("tapefmt: offset %d: %s", e.Offset, e.Msg)
 }
 
+// ReadError reports bytes that did not arrive (an I/O error; for a tape
+// in a store, a request that failed): not damage, and reading again may
+// work.
+type ReadError struct {
+	Offset int64
+	Err    error
+}
+
+func (e *ReadError) Error() string { return fmt.Sprintf("tapefmt: read at %d: %v", e.Offset, e.Err) }
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
 func formatErr(off int64, format string, args ...any) *FormatError {
 	return &FormatError{Offset: off, Frame: -1, Msg: fmt.Sprintf(format, args...)}
 }

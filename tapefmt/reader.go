@@ -144,7 +144,7 @@ func (t *Tape) readAt(b []byte, off int64) error {
 		return formatErr(off, "read of %d bytes past the end of the %d-byte file", len(b), t.size)
 	}
 	if _, err := t.ra.ReadAt(b, off); err != nil && !(errors.Is(err, io.EOF) && len(b) > 0) {
-		return fmt.Errorf("tapefmt: read at %d: %w", off, err)
+		return &ReadError{Offset: off, Err: err}
 	}
 	return nil
 }

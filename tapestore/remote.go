@@ -433,7 +433,7 @@ func (o *object) fetch(f *flight, keep bool) error {
 }
 
 // downFor is how long a failed GET fails the object's reads at once.
-const downFor = 30 * time.Second
+const downFor = 5 * time.Second
 
 // get is one ranged GET of lo..hi.
 func (o *object) get(lo, hi int64) ([]byte, error) {

@@ -23,6 +23,10 @@ type FrameError struct {
 	Role   string       // the blob's part in the frame: "body" or "before"
 	Reason string       // what is wrong, without the offset
 	Err    error
+	// Unread says the bytes did not arrive (an I/O error, a store that did
+	// not answer): not damage, and not kept as such (reading again may
+	// work).
+	Unread bool
 }
 
 // Error names the frame, the blob and its part, the offset and the reason.
@@ -50,7 +54,9 @@ func newFrameError(i int, role string, h tapefmt.Hash, err error) *FrameError {
 	if errors.As(err, &fe) {
 		return fe
 	}
-	e := &FrameError{Frame: i, Offset: -1, Blob: h, Role: role, Reason: strings.TrimPrefix(err.Error(), "tapefmt: "), Err: err}
+	var re *tapefmt.ReadError
+	e := &FrameError{Frame: i, Offset: -1, Blob: h, Role: role, Reason: strings.TrimPrefix(err.Error(), "tapefmt: "), Err: err,
+		Unread: errors.As(err, &re)}
 	var tf *tapefmt.FormatError
 	if errors.As(err, &tf) {
 		// The offset is the FormatError's, even when it is wrapped (the
@@ -69,10 +75,10 @@ type damageSet map[int]*FrameError
 
 // noteDamage records e (when not nil) against its frame, so its row shows
 // the error and Next(FindError) stops there. The first error of a frame is
-// kept.
+// kept; bytes that did not arrive (Unread) are no damage and not kept.
 func (tl *Timeline) noteDamage(e *FrameError) *FrameError {
-	if e == nil {
-		return nil
+	if e == nil || e.Unread {
+		return e
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,5 +210,56 @@ func TestCheckCancelled(t *testing.T) {
 	}
 	if _, err := tl.Check(context.Background(), []byte("short")); err == nil {
 		t.Fatal("a 5-byte key was taken")
+	}
+}
+
+// failingAt is a tape's bytes whose reads across [lo, hi) fail, as a
+// store that stopped answering would.
+type failingAt struct {
+	b      []byte
+	lo, hi int64
+}
+
+func (f failingAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < f.hi && off+int64(len(p)) > f.lo {
+		return 0, errors.New("connection reset by the store")
+	}
+	return bytes.NewReader(f.b).ReadAt(p, off)
+}
+
+// TestUnreadIsNoDamage: a frame whose bytes did not arrive (a store that
+// stopped answering) is said to be unread, not damaged, and is not kept as
+// damage: reading it again may work.
+func TestUnreadIsNoDamage(t *testing.T) {
+	b, err := os.ReadFile("../testdata/tapes/agent-run.jbx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := tapefmt.Open("../testdata/tapes/agent-run.jbx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const frame = 2
+	f, err := tp.Frame(frame)
+	tp.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapefmt.SetRemoteOpener(func(name string) (io.ReaderAt, int64, io.Closer, bool, error) {
+		return failingAt{b: b, lo: f.Offset, hi: f.Offset + f.Size()}, int64(len(b)), io.NopCloser(nil), true, nil
+	})
+	defer tapefmt.SetRemoteOpener(func(string) (_ io.ReaderAt, _ int64, _ io.Closer, _ bool, _ error) { return })
+	tl, err := timeline.Open("fake://store/run.jbx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	_, err = tl.Detail(frame)
+	var fe *timeline.FrameError
+	if !errors.As(err, &fe) || !fe.Unread || !strings.Contains(err.Error(), "connection reset by the store") {
+		t.Fatalf("Detail of a frame whose bytes did not arrive: %v", err)
+	}
+	if r := tl.Row(frame); r.Damage != nil || r.Err == nil {
+		t.Errorf("its row: damage %v, err %v (want unread, not damaged)", r.Damage, r.Err)
 	}
 }

@@ -542,11 +542,17 @@ func (m *frameView) unreadable(b *lines, err error) {
 func (m *frameView) damage(b *lines, errs []*timeline.FrameError) {
 	st := m.st
 	for _, e := range errs {
-		b.head(st.Error, fmt.Sprintf("✖ frame %d is damaged", e.Frame))
 		what := "its record"
 		if !e.Blob.IsZero() {
 			what = fmt.Sprintf("its %s blob %s", e.Role, e.Blob.Short())
 		}
+		if e.Unread { // an I/O error, a store that did not answer: no damage
+			b.head(st.Error, fmt.Sprintf("✖ frame %d did not arrive", e.Frame))
+			b.add(st.Error, fmt.Sprintf("  %s could not be read (it is read again when the needle comes back):", what))
+			b.add(st.Error, "  "+e.Reason)
+			continue
+		}
+		b.head(st.Error, fmt.Sprintf("✖ frame %d is damaged", e.Frame))
 		if e.Offset >= 0 {
 			what += fmt.Sprintf(" at byte offset %d", e.Offset)
 		}
