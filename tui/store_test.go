@@ -19,19 +19,30 @@ import (
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
+// fileStore is a store in a fresh folder, with a fresh cache, whose tape
+// URLs tapefmt.Open reads for the rest of the test.
+func fileStore(t *testing.T) *tapestore.Store {
+	t.Helper()
+	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
+	loc, _ := tapestore.Parse("file://" + t.TempDir() + "/")
+	s, err := tapestore.Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapefmt.SetRemoteOpener(tapestore.Opener(false))
+	t.Cleanup(func() {
+		s.Close()
+		tapefmt.SetRemoteOpener(func(string) (io.ReaderAt, int64, io.Closer, bool, error) { return nil, 0, nil, false, nil })
+	})
+	return s
+}
+
 // TestStoreTape: a store's tape opens in the turntable by its URL, named by
 // the name in its path; the header says what was checked at upload (the
 // turntable does not fetch it whole to check it on open), and C runs the
 // whole check on demand.
 func TestStoreTape(t *testing.T) {
-	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
-	root := t.TempDir()
-	loc, _ := tapestore.Parse("file://" + root + "/")
-	s, err := tapestore.Open(context.Background(), loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := fileStore(t)
 	b, _ := os.ReadFile(agentRun)
 	local := filepath.Join(t.TempDir(), "run.jbx")
 	os.WriteFile(local, b, 0o644)
@@ -43,10 +54,6 @@ func TestStoreTape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tapefmt.SetRemoteOpener(tapestore.Opener(false))
-	t.Cleanup(func() {
-		tapefmt.SetRemoteOpener(func(string) (io.ReaderAt, int64, io.Closer, bool, error) { return nil, 0, nil, false, nil })
-	})
 	o := testOptions()
 	o.KeepMarkers = true
 	o.Verified = func(path string) (string, bool) { return "verified at upload 2026-12-04", false }
@@ -101,17 +108,11 @@ func TestStoreTape(t *testing.T) {
 // arrived as "…" and the frame as being fetched, the keys do not wait,
 // and the messages that bring them redraw the screen whole.
 func TestStoreTapeInBackground(t *testing.T) {
-	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
-	loc, _ := tapestore.Parse("file://" + t.TempDir() + "/")
-	s, err := tapestore.Open(context.Background(), loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := fileStore(t)
 	// Steps whose frames lie between 300 KB files: opening brings the
 	// first and the last ones only.
 	local := filepath.Join(t.TempDir(), "files.jbx")
-	err = tapefmt.CreateWith(local, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
+	err := tapefmt.CreateWith(local, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
 		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
 		file := make([]byte, 300_000)
 		for i := range 12 {
@@ -137,10 +138,6 @@ func TestStoreTapeInBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tapefmt.SetRemoteOpener(tapestore.Opener(false))
-	t.Cleanup(func() {
-		tapefmt.SetRemoteOpener(func(string) (io.ReaderAt, int64, io.Closer, bool, error) { return nil, 0, nil, false, nil })
-	})
 	d := New([]string{up.URL}, testOptions())
 	t.Cleanup(d.Close)
 	msgs := make(chan tea.Msg, 16)
