@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -137,34 +138,18 @@ func TestRemoteOpen(t *testing.T) {
 // the last step's file and of its request body.
 func stepsTape(t *testing.T, path string, steps int, seed string) (file, req tapefmt.Hash) {
 	t.Helper()
-	err := tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
-		w.Append(0, tapefmt.RunStart{Argv: []string{"agent", seed}})
-		buf := make([]byte, 100_000)
-		history := strings.Repeat("the system prompt and the conversation so far. ", 200)
-		for i := range steps {
+	history := strings.Repeat("the system prompt and the conversation so far. ", 200)
+	last, err := tapetest.WriteSteps(path, tapetest.Steps{
+		Argv: []string{"agent", seed}, Steps: steps, Responses: true, FileSize: 100_000,
+		Request: func(i int) []byte {
 			history += fmt.Sprintf("turn %d of %s; ", i, seed)
-			var err error
-			if req, err = w.PutBlob("request", []byte(history)); err != nil {
-				return err
-			}
-			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: req, Model: "gpt-4o-mini"})
-			w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: "gpt-4o-mini", Usage: tapefmt.Usage{Input: 10, Output: 2}})
-			rand.Read(buf)
-			if file, err = w.PutBlob("file", buf); err != nil {
-				return err
-			}
-			w.Append(0, tapefmt.FileChange{Path: fmt.Sprintf("data/%d.bin", i), Op: "write", Body: file})
-			if _, err := w.Commit(); err != nil {
-				return err
-			}
-		}
-		_, err := w.Append(0, tapefmt.RunEnd{})
-		return err
+			return []byte(history)
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return file, req
+	return last.File, last.Request
 }
 
 // TestRemotePrefetch: the turntable's first screen of rows comes in one

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -112,25 +112,10 @@ func TestStoreTapeInBackground(t *testing.T) {
 	// Steps whose frames lie between 300 KB files: opening brings the
 	// first and the last ones only.
 	local := filepath.Join(t.TempDir(), "files.jbx")
-	err := tapefmt.CreateWith(local, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
-		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
-		file := make([]byte, 300_000)
-		for i := range 12 {
-			req, _ := w.PutBlob("request", fmt.Appendf(nil, `{"model":"demo-large","messages":[{"role":"user","content":"check batch %d"}]}`, i))
-			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: req, Model: "demo-large"})
-			rand.Read(file)
-			h, err := w.PutBlob("file", file)
-			if err != nil {
-				return err
-			}
-			w.Append(0, tapefmt.FileChange{Path: fmt.Sprintf("data/%d.bin", i), Op: "write", Body: h})
-			if _, err := w.Commit(); err != nil {
-				return err
-			}
-		}
-		_, err := w.Append(0, tapefmt.RunEnd{})
-		return err
-	})
+	_, err := tapetest.WriteSteps(local, tapetest.Steps{Argv: []string{"agent"}, Steps: 12, FileSize: 300_000,
+		Request: func(i int) []byte {
+			return fmt.Appendf(nil, `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"check batch %d"}]}`, i)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

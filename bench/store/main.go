@@ -21,7 +21,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -41,6 +40,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
 	"github.com/jukebox-os/jukebox/internal/s3test"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/tui"
@@ -301,33 +301,22 @@ func plainPut(ctx context.Context, b *blob.Bucket, key, path string) error {
 	return w.Close()
 }
 
-// writeTape writes a tape of about mb MB: steps of an LLM call, output and
-// a 1 MB file change of incompressible bytes (mb 0: one small step).
+// writeTape writes a tape of about mb MB: steps of an LLM call and
+// output and a 1 MB file change of incompressible bytes (mb 0: one small
+// step).
 func writeTape(path string, mb int) error {
-	return tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
-		w.Append(0, tapefmt.RunStart{Argv: []string{"python", "agent.py"}})
-		file := make([]byte, 1<<20)
-		for step := 0; step < max(mb, 1); step++ {
-			req, _ := w.PutBlob("request", fmt.Appendf(nil, `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"step %d"}]}`, step))
-			w.Append(0, tapefmt.LLMRequest{Call: uint64(step), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: req, Model: "gpt-4o-mini"})
-			resp, _ := w.PutBlob("response", fmt.Appendf(nil, `{"choices":[{"message":{"content":"done %d"}}],"usage":{"prompt_tokens":10,"completion_tokens":2}}`, step))
-			w.Append(0, tapefmt.LLMResponse{Call: uint64(step), Status: 200, Body: resp, Model: "gpt-4o-mini", Usage: tapefmt.Usage{Input: 10, Output: 2}})
-			w.Append(0, tapefmt.Output{Fd: 1, Data: fmt.Appendf(nil, "step %d\n", step)})
-			if mb > 0 {
-				rand.Read(file)
-				h, err := w.PutBlob("file", file)
-				if err != nil {
-					return err
-				}
-				w.Append(0, tapefmt.FileChange{Path: fmt.Sprintf("data/%04d.bin", step), Op: "write", Body: h})
-			}
-			if _, err := w.Commit(); err != nil {
-				return err
-			}
-		}
-		_, err := w.Append(0, tapefmt.RunEnd{})
-		return err
-	})
+	s := tapetest.Steps{Argv: []string{"python", "agent.py"}, Steps: max(mb, 1), Responses: true, Output: true,
+		Request: func(i int) []byte {
+			return fmt.Appendf(nil, `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"step %d"}]}`, i)
+		},
+		ResponseBody: func(i int) []byte {
+			return fmt.Appendf(nil, `{"choices":[{"message":{"content":"done %d"}}],"usage":{"prompt_tokens":10,"completion_tokens":2}}`, i)
+		}}
+	if mb > 0 {
+		s.FileSize = 1 << 20
+	}
+	_, err := tapetest.WriteSteps(path, s)
+	return err
 }
 
 func cut(kv string) (string, string, bool) {

@@ -1,7 +1,8 @@
 // Package tapetest checks, in tests and benchmarks, that a tape they wrote
 // reads back whole: every test or benchmark that writes a tape calls Verify
 // on it afterwards, so a writer that emits what its reader refuses fails
-// the suite where it happens instead of in a user's hands.
+// the suite where it happens instead of in a user's hands. It also writes
+// the tapes of a shape several of them need (WriteSteps).
 package tapetest
 
 import (
