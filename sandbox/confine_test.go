@@ -71,6 +71,8 @@ var escapeAttempts = []attempt{
 	{"the host's /run", `ls -A /run | grep -q .`, "refused"},
 	{"the session bus in XDG_RUNTIME_DIR", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["XDG_RUNTIME_DIR"] + "/bus")'`, "refused"},
 	{"the ssh agent", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["SSH_AUTH_SOCK"])'`, "refused"},
+	{"the host file given as stdin, reopened by /proc/self/fd/0", `echo X >> /proc/self/fd/0 && echo Y > /dev/stdin`, "contained"},
+	{"stdin is the host file itself", `[ "$(readlink /proc/self/fd/0)" = "$STDINPATH" ]`, "refused"},
 	{"a descriptor jukebox inherited", `[ "$(readlink /proc/self/fd/$LEAKFD)" = "$LEAKPATH" ]`, "refused"},
 	{"a setsid child writes after the run", `setsid sh -c 'sleep 1; echo late > late.txt; echo late > "$OUT/late"' </dev/null >/dev/null 2>&1 &`, "contained"},
 }
@@ -110,7 +112,7 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	e := &catalogueEnv{base: base, ws: filepath.Join(base, "ws"), out: filepath.Join(base, "outside"),
 		home: filepath.Join(base, "home"), mark: fmt.Sprintf("jukebox-escape-%d-%d", os.Getpid(), time.Now().UnixNano())}
 	mkTree(t, e.ws, map[string]string{"a.txt": "a", "tapes/run.jbx": "tape", "out-before": "-> " + e.out})
-	mkTree(t, e.out, map[string]string{"keep": "k"})
+	mkTree(t, e.out, map[string]string{"keep": "k", "task.md": "the task\n"}) // task.md: the agent's stdin
 	mkTree(t, e.home, map[string]string{".bashrc": "# rc\n"})
 	// The booth key lives outside HOME: Begin makes its folder, which the
 	// booth hides, and hiding a folder under the private /tmp makes its
@@ -193,9 +195,18 @@ func runCatalogue(ws string, env []string) catalogueRun {
 		}
 		f.Close()
 	}
+	// Its stdin is a file outside the workspace, as `< task.md` gives.
+	stdinPath := filepath.Join(filepath.Dir(ws), "outside", "task.md")
+	stdin, err := os.Open(stdinPath)
+	if err != nil {
+		run.Err = err.Error()
+		return run
+	}
+	defer stdin.Close()
+	env = append(env, "STDINPATH="+stdinPath)
 	var out bytes.Buffer
 	run.Result, err = Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", catalogueScript()}, Env: env,
-		Stdout: &out, Stderr: io.Discard, Notice: io.Discard, Mode: ModeOverlay,
+		Stdin: stdin, Stdout: &out, Stderr: io.Discard, Notice: io.Discard, Mode: ModeOverlay,
 		Protect: []string{filepath.Join(ws, "tapes", "run.jbx")}})
 	run.Output = out.String()
 	if err != nil {
@@ -305,7 +316,7 @@ func checkCatalogue(t *testing.T, e *catalogueEnv, run catalogueRun) {
 		}
 	}
 	time.Sleep(1500 * time.Millisecond) // the setsid child would have written by now
-	if diff := readTree(t, e.out); len(diff) != 1 || diff["keep"] != "k" {
+	if diff := readTree(t, e.out); len(diff) != 2 || diff["keep"] != "k" || diff["task.md"] != "the task\n" {
 		t.Errorf("the folder outside the workspace changed: %v", diff)
 	}
 	if rc, _ := os.ReadFile(filepath.Join(e.home, ".bashrc")); string(rc) != "# rc\n" {

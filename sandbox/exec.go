@@ -92,10 +92,13 @@ var errNoUserNS = fmt.Errorf("%w: user namespace", errSetup)
 // Exec runs a child process in the transaction tx, whose view of the
 // workspace is the staged view; what it writes, deletes or replaces there
 // is staged in tx. A non-zero exit is reported in ExecResult, not as
-// error.
+// error. A folder as a standard stream is refused (ErrStreamDir).
 func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 	if len(o.Args) == 0 {
 		return ExecResult{}, errors.New("sandbox: exec: no command")
+	}
+	if err := CheckStreams(o.Stdin, o.Stdout, o.Stderr); err != nil {
+		return ExecResult{ExitCode: -1}, err
 	}
 	dir, err := tx.ws.cleanRel("exec", orDot(o.Dir))
 	if err != nil {

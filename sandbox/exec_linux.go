@@ -18,10 +18,14 @@ import (
 // waits. An init built from other source (an older jukebox-booth) does
 // nothing but say so; this executable is then started instead.
 //
+// Its standard streams are o's, files other than pipes, sockets and
+// terminals behind pipes jukebox pumps (pumpStreams).
+//
 // started, if set, is called once the command has been executed, before
 // it ends: the booth stands.
 func runInitChild(ctx context.Context, spec nsinit.Spec, o ExecOptions, started func()) (ExecResult, error) {
 	spec.UID, spec.GID = os.Getuid(), os.Getgid()
+	pumpStreams(&o)
 	spec.Build = nsinit.Fingerprint()
 	path := nsinit.Path()
 	res, err := startInit(ctx, path, spec, o, started)

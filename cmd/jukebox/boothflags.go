@@ -137,6 +137,16 @@ func boothUnavailable(hint string) error {
 	return fmt.Errorf("%w: %s", err, hint)
 }
 
+// checkStreams refuses, under --booth, a folder as the agent's standard
+// stream (exit 2), before anything starts: its descriptor would reach the
+// host's tree past the booth's read-only mounts (sandbox.CheckStreams).
+func (b *boothFlags) checkStreams(env *Env) error {
+	if !b.Booth {
+		return nil
+	}
+	return withCode(ExitUsage, sandbox.CheckStreams(env.Stdin, env.Stdout, env.Stderr))
+}
+
 // boothOptions are the engine's options, or nil without --booth, and a
 // guard of the terminal the agent shares, whose restore the caller defers.
 // With --commit ask and no terminal to ask on, the booth is kept open

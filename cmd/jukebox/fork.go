@@ -136,6 +136,9 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 			return nil, err
 		}
 	}
+	if err := c.booth().checkStreams(env); err != nil {
+		return nil, err
+	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
 	if o.Redact, err = c.patterns(); err != nil {
 		return nil, err

@@ -94,6 +94,9 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkStreams(env); err != nil {
+		return err
+	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
 	if o.Redact, err = c.patterns(); err != nil {
 		return err

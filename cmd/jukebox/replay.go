@@ -69,6 +69,9 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 	}
+	if err := c.checkStreams(env); err != nil {
+		return err
+	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
 	if o.Redact, err = c.patterns(); err != nil {
 		return err

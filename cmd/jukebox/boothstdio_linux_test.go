@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBoothStdinOutside: record --booth with `< task.md` from outside the
+// workspace: the agent reads the task, and its writes through
+// /proc/self/fd/0 and /dev/stdin leave the file byte-identical.
+func TestBoothStdinOutside(t *testing.T) {
+	t.Parallel()
+	requireConfinedBooth(t)
+	task := filepath.Join(t.TempDir(), "task.md")
+	must(t, os.WriteFile(task, []byte("the task\n"), 0o644))
+	in, err := os.Open(task)
+	must(t, err)
+	defer in.Close()
+	cmd := jukeboxCmd(t.Context(), t.TempDir(), "record", "--booth", "--commit", "always", "-o", filepath.Join(t.TempDir(), "s.jbx"),
+		"--", "sh", "-c", `echo X >> /proc/self/fd/0; echo Y > /dev/stdin; cat`)
+	cmd.Stdin = in
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("record --booth < task.md: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(task); string(b) != "the task\n" {
+		t.Errorf("task.md, given as stdin, is now %q", b)
+	}
+	if !strings.Contains(string(out), "the task") {
+		t.Errorf("the agent did not read its stdin: %q", out)
+	}
+}
+
+// TestBoothStdinFolderRefused: record --booth with a folder as stdin is
+// refused before the agent runs (exit 2, naming standard input): the
+// agent never gets a descriptor it could write through or climb from.
+func TestBoothStdinFolderRefused(t *testing.T) {
+	t.Parallel()
+	requireConfinedBooth(t)
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	must(t, os.Mkdir(outside, 0o755))
+	dir, err := os.Open(outside)
+	must(t, err)
+	defer dir.Close()
+	cmd := jukeboxCmd(t.Context(), t.TempDir(), "record", "--booth", "--commit", "always", "-o", filepath.Join(t.TempDir(), "d.jbx"),
+		"--", "sh", "-c", `echo x > /proc/self/fd/0/pwned; echo x > /proc/self/fd/0/../../climbed`)
+	cmd.Stdin = dir
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitUsage || !strings.Contains(string(out), "standard input") {
+		t.Errorf("record --booth < folder: %v, want exit %d naming standard input\n%s", err, ExitUsage, out)
+	}
+	for _, p := range []string{filepath.Join(outside, "pwned"), filepath.Join(filepath.Dir(base), "climbed")} {
+		if _, err := os.Lstat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("the agent wrote %s on the host", p)
+		}
+	}
+}
