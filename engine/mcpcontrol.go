@@ -33,6 +33,22 @@ type mcpSessions struct {
 	outboxOn bool
 	outbox   []outboxEntry
 	held     int // calls held so far, for their keys
+	// policy is the user's (RunOptions.MCPPolicy, read outside the
+	// booth), which alone lets a booth run hold a call to run on the host
+	// (mcp.Policy.HostCall); own are the sessions jukebox itself serves
+	// (--mcp-url), whose server the agent did not choose.
+	policy *mcp.Policy
+	own    map[mcpKey]bool
+}
+
+// markOwn notes that jukebox itself serves session k (record --mcp-url).
+func (m *mcpSessions) markOwn(k mcpKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.own == nil {
+		m.own = map[mcpKey]bool{}
+	}
+	m.own[k] = true
 }
 
 type mcpKey struct {
@@ -227,7 +243,8 @@ func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
 
 // mcpOutbox holds a tools/call until the booth commits: {"server",
 // "session", "tool", "arguments"} → {"key"}, the idempotency key it will
-// run with. Only a booth run has an outbox (409 unavailable otherwise).
+// run with. Only a booth run has an outbox (409 unavailable otherwise);
+// a call the user's policy does not hold is refused (403 refused, why).
 func (c *control) mcpOutbox(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Server  string          `json:"server"`
@@ -241,6 +258,8 @@ func (c *control) mcpOutbox(w http.ResponseWriter, r *http.Request) {
 	}
 	key, err := c.hold(mcpKey{req.Server, req.Session}, req.Tool, req.Args, req.Approve)
 	switch {
+	case errors.Is(err, mcp.ErrNotHeld):
+		controlError(w, http.StatusForbidden, "refused", "jukebox: mcp outbox: "+err.Error())
 	case errors.Is(err, errNoOutbox):
 		controlError(w, http.StatusConflict, "unavailable", "jukebox: "+err.Error())
 	case errors.Is(err, errNotHoldable):
@@ -260,11 +279,13 @@ var (
 
 // hold puts a tools/call of session k in the outbox, on the tape first,
 // and returns the idempotency key it will run with. Only a booth run has
-// an outbox (errNoOutbox otherwise).
+// an outbox (errNoOutbox otherwise), and it holds only what the user's
+// policy holds, for the server it names (mcp.ErrNotHeld otherwise):
+// approve is the policy's, or the asker's when stricter.
 func (c *control) hold(k mcpKey, tool string, args json.RawMessage, approve bool) (string, error) {
 	c.mcp.mu.Lock()
 	argv, known := c.mcp.argv[k]
-	on := c.mcp.outboxOn
+	on, own, policy := c.mcp.outboxOn, c.mcp.own[k], c.mcp.policy
 	c.mcp.held++
 	n := c.mcp.held
 	c.mcp.mu.Unlock()
@@ -274,6 +295,13 @@ func (c *control) hold(k mcpKey, tool string, args json.RawMessage, approve bool
 		return "", errNoOutbox
 	case !known || tool == "":
 		return "", errNotHoldable
+	}
+	if on {
+		ask, err := policy.HostCall(k.server, tool, argv, own)
+		if err != nil {
+			return "", err
+		}
+		approve = approve || ask
 	}
 	key := fmt.Sprintf("jukebox-%s-%d", c.tapeID(), n)
 	e := outboxEntry{k, mcp.Call{Tool: tool, Args: args, Key: key}, approve}

@@ -79,6 +79,7 @@ func (s *session) serveMCP(name, raw string) error {
 	if err != nil {
 		return fmt.Errorf("MCP server %s: %w", name, err)
 	}
+	c.mcp.markOwn(mcpKey{name, o.session})
 	rec := func(m mcp.Message) {
 		c.recordMCP(mcp.Wire{Server: name, Session: o.session, Dir: m.Dir, Message: string(m.Raw), Problem: m.Problem, Size: m.Size})
 	}

@@ -342,6 +342,7 @@ func (s *session) serveControl() {
 	s.proxy.control.mode = s.mode
 	s.proxy.control.txs = newSDKTxs(s)
 	s.proxy.control.mcp.outboxOn = s.o.Booth != nil && s.mode == tapefmt.ModeRecord
+	s.proxy.control.mcp.policy = s.o.MCPPolicy
 }
 
 // finish writes run.end, closes the tape and reads it back: a tape that

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -28,6 +29,7 @@ const (
 //
 //	{"default": "run",
 //	 "servers": {"slack": {"trust_annotations": true, "default": "outbox",
+//	                       "command": ["npx", "-y", "slack-mcp"],
 //	                       "tools": {"post_message": "outbox", "delete_channel": "refuse"}}}}
 //
 // Decisions are run, outbox, approve (an outbox call that needs a
@@ -45,10 +47,17 @@ type Policy struct {
 }
 
 // ServerPolicy is a server's part of a Policy.
+//
+// A call held for the commit runs on the host, outside the booth: for a
+// server the agent started (jukebox mcp in the booth), only when its
+// command line is exactly Command (or, for jukebox mcp --url, its URL is
+// URL); see HostCall.
 type ServerPolicy struct {
 	TrustAnnotations bool                `json:"trust_annotations,omitempty"`
 	Default          Decision            `json:"default,omitempty"`
 	Tools            map[string]Decision `json:"tools,omitempty"`
+	Command          []string            `json:"command,omitempty"`
+	URL              string              `json:"url,omitempty"`
 }
 
 // Annotations are a tool's hints (nil: not said).
@@ -85,6 +94,9 @@ func LoadPolicy(path string) (*Policy, error) {
 	for name, s := range p.Servers {
 		if err := check("servers."+name+".default", s.Default); err != nil {
 			return nil, err
+		}
+		if s.URL != "" && len(s.Command) > 0 {
+			return nil, fmt.Errorf("%s: servers.%s: command and url: give one (command for a stdio server, url for one over HTTP)", path, name)
 		}
 		for tool, d := range s.Tools {
 			if err := check("servers."+name+".tools."+tool, d); err != nil {
@@ -191,7 +203,8 @@ type Hold func(tool string, args json.RawMessage, approve bool) (key string, err
 // requests (RelayOptions.Intercept, HTTPOptions.Intercept): a refused call
 // is answered with an error, a held one goes to hold and is answered as
 // pending; every other message goes on. When a call cannot be held (not a
-// booth run), it runs now and note is told once. say tells what was
+// booth run), it runs now and note is told once; when the user's policy
+// refuses to hold it (ErrNotHeld), it is refused. say tells what was
 // decided, for the user.
 func (p *Policy) Intercept(server string, hold Hold, say func(string)) func(Message) []byte {
 	var noted sync.Once
@@ -207,6 +220,10 @@ func (p *Policy) Intercept(server string, hold Hold, say func(string)) func(Mess
 			return Refused(id, tool, why)
 		case Outbox, Approve:
 			key, err := hold(tool, args, d == Approve)
+			if errors.Is(err, ErrNotHeld) { // the user's policy, outside the booth, said no
+				say(fmt.Sprintf("%s: refused %s: %v", server, tool, err))
+				return Refused(id, tool, err.Error())
+			}
 			if err != nil {
 				noted.Do(func() {
 					say(fmt.Sprintf("%s: the policy holds %s for the commit, but %v: calls run now", server, tool, err))

@@ -258,23 +258,28 @@ func sensitiveCount(cs sandbox.ChangeSet) int {
 	return n
 }
 
-// printBooth says what happened to the staged changes, listing every one.
-// printOutbox says how each held MCP call went.
+// printOutbox says how each held MCP call went. The server's and tool's
+// names (the agent chose them), the key and the transaction are quoted and
+// the server's error made one safe line (termtext): none of them may move
+// the cursor, recolour or hide what follows.
 func printOutbox(w io.Writer, results []engine.OutboxResult, tx string) {
+	q := termtext.Quote
 	for _, o := range results {
+		call := q(o.Server) + " " + q(o.Tool)
 		switch {
 		case o.Kept:
-			fmt.Fprintf(w, "jukebox: outbox: %s %s kept with the transaction (key %s): jukebox booth commit --tx %s offers to run it\n", o.Server, o.Tool, o.Key, tx)
+			fmt.Fprintf(w, "jukebox: outbox: %s kept with the transaction (key %s): jukebox booth commit --tx %s offers to run it\n", call, q(o.Key), q(tx))
 		case o.Ran && o.Error == "":
-			fmt.Fprintf(w, "jukebox: outbox: %s %s ran after the commit (key %s)\n", o.Server, o.Tool, o.Key)
+			fmt.Fprintf(w, "jukebox: outbox: %s ran after the commit (key %s)\n", call, q(o.Key))
 		case o.Ran || o.Error != "":
-			fmt.Fprintf(w, "jukebox: outbox: %s %s FAILED after the commit (key %s): %s\n", o.Server, o.Tool, o.Key, o.Error)
+			fmt.Fprintf(w, "jukebox: outbox: %s FAILED after the commit (key %s): %s\n", call, q(o.Key), timeline.OneLine(o.Error, 500))
 		default:
-			fmt.Fprintf(w, "jukebox: outbox: %s %s dropped, never run (key %s)\n", o.Server, o.Tool, o.Key)
+			fmt.Fprintf(w, "jukebox: outbox: %s dropped, never run (key %s)\n", call, q(o.Key))
 		}
 	}
 }
 
+// printBooth says what happened to the staged changes, listing every one.
 func printBooth(env *Env, b *engine.BoothResult) {
 	if b == nil {
 		return

@@ -369,10 +369,15 @@ func (c *controlClient) post(path string, body, out any) error {
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
 			Error struct {
+				Type    string `json:"type"`
 				Message string `json:"message"`
 			} `json:"error"`
 		}
-		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+		switch {
+		case json.Unmarshal(raw, &e) != nil || e.Error.Message == "":
+		case e.Error.Type == "refused": // the user's policy would not hold the call
+			return refusedError(e.Error.Message)
+		default:
 			return errors.New(e.Error.Message)
 		}
 		return fmt.Errorf("control API: HTTP %d", resp.StatusCode)
@@ -382,6 +387,13 @@ func (c *controlClient) post(path string, body, out any) error {
 	}
 	return nil
 }
+
+// refusedError is the control API's refusal to hold a call the user's
+// policy does not hold (mcp.ErrNotHeld).
+type refusedError string
+
+func (e refusedError) Error() string { return string(e) }
+func (e refusedError) Unwrap() error { return mcp.ErrNotHeld }
 
 // recorder sends each message of the session to the tape, saying on w
 // what was wrong with a line, and once that the recorder cannot be

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -192,7 +193,9 @@ func startEverythingHTTP(t *testing.T, agents string) (port string, stop func())
 }
 
 // outboxSetup is a workspace for the official filesystem server's agent
-// (mcp_agent.mjs) with a policy that holds write_file for the commit, and
+// (mcp_agent.mjs) with a policy of the user's (JUKEBOX_MCP_POLICY, read by
+// record and by jukebox mcp in the booth) that holds write_file for the
+// commit and names the server's command, and
 // a record of it there in the booth with --commit commit.
 func outboxSetup(t *testing.T) (ws, data string, record func(commit string, args ...string) *exec.Cmd) {
 	agents := testenv.RequireNode(t)
@@ -206,8 +209,16 @@ func outboxSetup(t *testing.T) (ws, data string, record func(commit string, args
 	linkTree(t, self, filepath.Join(ws, "bin", "jukebox"))
 	data = filepath.Join(ws, "data")
 	must(t, os.Mkdir(data, 0o755))
+	// The user's policy names the filesystem server's command line as the
+	// agent starts it: only then may a call held in the booth run on the
+	// host at the commit. Record reads it before the agent starts (in the
+	// workspace, since the booth's /tmp is private).
+	node, err := exec.Command("node", "-p", "process.execPath").Output()
+	must(t, err)
+	command, _ := json.Marshal([]string{strings.TrimSpace(string(node)),
+		filepath.Join(ws, "agents", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"), data})
 	policy := filepath.Join(ws, "policy.json")
-	must(t, os.WriteFile(policy, []byte(`{"servers": {"filesystem": {"tools": {"write_file": "outbox"}}}}`), 0o644))
+	must(t, os.WriteFile(policy, []byte(`{"servers": {"filesystem": {"command": `+string(command)+`, "tools": {"write_file": "outbox"}}}}`), 0o644))
 	record = func(commit string, args ...string) *exec.Cmd {
 		all := append([]string{"record", "--booth", "--commit", commit, "-o", filepath.Join(ws, commit+".jbx")}, args...)
 		cmd := jukeboxCmd(t.Context(), ws, append(all, "--", "node", filepath.Join(ws, "agents", "mcp_agent.mjs"), data)...)
