@@ -66,6 +66,7 @@ func (tx *Tx) Commit(ctx context.Context) (ChangeSet, error) {
 			}
 		}
 	}
+	tx.begin.wait() // nothing reads the workspace while it is written
 	return cs, tx.commitSet(ctx, cs, before)
 }
 
@@ -443,6 +444,7 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 		return err
 	}
 	tx.closed = true
+	tx.begin.stop()
 	perr := tx.rollbackParts(ctx, 0)
 	if err := discard(tx.ws, tx.dir); err != nil {
 		return err

@@ -98,7 +98,8 @@ func (tx *Tx) snapshot(cs ChangeSet) ([]fingerprint, error) {
 // with what it was at Begin. Paths with a fingerprint compare exactly;
 // others (staged by a child process in the overlay) conflict when their
 // ctime is later than the Begin marker's, or when they are gone although
-// the overlay copied them up (so they existed then). A directory made on
+// they existed then (existedAtBegin: a rename's target, which the
+// overlay marks with its source's origin, did not). A directory made on
 // both sides is no conflict; one whose mode changed and that is gone, or
 // changed on the real side, is. The names of a hard-link group share one
 // staged inode and so its origin: one of them existed then, and only when
@@ -157,7 +158,7 @@ func (tx *Tx) compare(rel string, now fingerprint) string {
 	if now.Exists && now.Ctime > tx.meta.BeginCtime {
 		return "changed since begin"
 	}
-	if !now.Exists && hasOverlayOrigin(tx.up(rel)) {
+	if !now.Exists && tx.existedAtBegin(rel) {
 		return "deleted since begin"
 	}
 	return ""

@@ -119,6 +119,7 @@ type Tx struct {
 	base   map[string]fingerprint
 	parts  []Participant
 	closed bool
+	begin  *beginNames // the workspace's names at Begin (conflicts)
 }
 
 // Begin starts a transaction over the workspace directory. It touches no
@@ -149,6 +150,7 @@ func Begin(dir string, opts Options) (*Tx, error) {
 	if err := tx.writeMeta(); err != nil {
 		return nil, fmt.Errorf("sandbox: begin: %w", err)
 	}
+	tx.readBeginNames()
 	tx.emit(Event{Kind: EventBegin})
 	return tx, nil
 }
@@ -181,6 +183,9 @@ func Open(dir, id string, opts Options) (*Tx, error) {
 		return nil, fmt.Errorf("sandbox: open %s: it holds a commit journal (an interrupted commit, or one recovery will not apply): jukebox booth status says which", id)
 	}
 	if tx.base, err = loadBase(tx.dir); err != nil {
+		return nil, err
+	}
+	if tx.begin, err = loadBeginNames(tx.dir); err != nil {
 		return nil, err
 	}
 	if err := tx.openRoots(); err != nil {
