@@ -95,6 +95,9 @@ func writeJournal(w *workspace, dir string, key []byte, j journal) error {
 	}
 	data, err := json.Marshal(journalFile{Format: journalFormat, MAC: hex.EncodeToString(journalMAC(key, body)), Body: body})
 	if err == nil {
+		err = fail("write-journal-" + string(j.State))
+	}
+	if err == nil {
 		err = writeFileAtomic(filepath.Join(dir, journalName), append(data, '\n'))
 	}
 	if err != nil {
