@@ -43,6 +43,11 @@ var escapeAttempts = []attempt{
 	{"/etc", `echo x > "/etc/$MARK"`, "refused"},
 	{"/var/tmp", `echo x > "/var/tmp/$MARK"`, "refused"},
 	{"/tmp is private", `echo x > "/tmp/$MARK"`, "contained"},
+	{"a file in the host's /tmp, read-only beneath", `[ "$(cat "$HOSTTMP.file")" = host ] && echo x > "$HOSTTMP.file"`, "contained"},
+	{"see the host's sockets in /tmp (whatever connect() does through an overlay)", `[ -e "$HOSTTMP.sock" ] || [ -e "$HOSTTMP/S.agent" ] || [ -e "$HOSTTMP/deep/er/sock" ]`, "refused"},
+	{"a unix socket in the host's /tmp (a database server's)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + ".sock")'`, "refused"},
+	{"a unix socket in a folder of the host's /tmp (tmux, ssh-agent, X11)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/S.agent")'`, "refused"},
+	{"a unix socket deep in the host's /tmp", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/deep/er/sock")'`, "refused"},
 	{"/dev/shm is private", `echo x > "/dev/shm/$MARK"`, "contained"},
 	{"symlink made before the run", `echo x > out-before/sym-before`, "refused"},
 	{"symlink made during the run", `ln -s "$OUT" during && echo x > during/sym-during`, "refused"},
@@ -100,12 +105,17 @@ type catalogueEnv struct {
 	runtime, sshSock          string // a session bus and an ssh agent the agent must not reach
 	victim                    *exec.Cmd
 	shmid                     string // a SysV segment on the host, "" without ipcmk
+	hostTmp                   string // a folder in the host's /tmp: a file, listening sockets
 }
 
 func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	t.Helper()
-	base := t.TempDir()
-	must(t, os.Chmod(filepath.Dir(base), 0o755)) // the test's own temp root is private
+	// Outside /tmp, where the agent's writes are private (contained, not
+	// refused): the attempts on the folder beside the workspace must meet
+	// the read-only host.
+	base, err := os.MkdirTemp("/var/tmp", "jukebox-catalogue-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
 	must(t, os.Chmod(base, 0o755))
 	e := &catalogueEnv{base: base, ws: filepath.Join(base, "ws"), out: filepath.Join(base, "outside"),
 		home: filepath.Join(base, "home"), mark: fmt.Sprintf("jukebox-escape-%d-%d", os.Getpid(), time.Now().UnixNano())}
@@ -138,20 +148,9 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	e.runtime, e.sshSock = filepath.Join(sockBase, "runtime"), filepath.Join(sockBase, "ssh", "agent.sock")
 	for _, sock := range []string{filepath.Join(e.runtime, "bus"), e.sshSock} {
 		must(t, os.MkdirAll(filepath.Dir(sock), 0o755))
-		ln, err := net.Listen("unix", sock)
-		must(t, err)
-		must(t, os.Chmod(sock, 0o777))
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		listenUnix(t, sock)
 	}
+	e.hostTmp = hostTmpSockets(t, e.mark)
 	e.victim = exec.Command("sleep", "600")
 	if os.Getuid() == 0 { // a non-root test run is the victim's user already
 		e.victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
@@ -167,10 +166,47 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	return e
 }
 
+// hostTmpSockets makes a folder in the host's /tmp and three listening
+// unix sockets, world-writable: one beside the folder, directly in /tmp
+// (as a database server's), one in it (as tmux's or ssh-agent's), one
+// deeper; and a file beside it. It returns the folder.
+func hostTmpSockets(t *testing.T, mark string) string {
+	dir := filepath.Join("/tmp", mark+".hosttmp")
+	must(t, os.MkdirAll(filepath.Join(dir, "deep", "er"), 0o755))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.WriteFile(dir+".file", []byte("host"), 0o644))
+	t.Cleanup(func() { os.Remove(dir + ".file") })
+	for _, p := range []string{dir + ".sock", filepath.Join(dir, "S.agent"), filepath.Join(dir, "deep", "er", "sock")} {
+		listenUnix(t, p)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "deep"), filepath.Join(dir, "deep", "er")} {
+		must(t, os.Chmod(d, 0o755))
+	}
+	return dir
+}
+
+// listenUnix listens on a world-writable unix socket at p, accepting and
+// closing connections, until the test ends.
+func listenUnix(t *testing.T, p string) {
+	ln, err := net.Listen("unix", p)
+	must(t, err)
+	must(t, os.Chmod(p, 0o777))
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+}
+
 func (e *catalogueEnv) env() []string {
 	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home, "XDG_STATE_HOME="+filepath.Join(e.base, "state"), // the booth key
 		"VICTIM="+strconv.Itoa(e.victim.Process.Pid), "SHMID="+e.shmid,
-		"XDG_RUNTIME_DIR="+e.runtime, "SSH_AUTH_SOCK="+e.sshSock)
+		"XDG_RUNTIME_DIR="+e.runtime, "SSH_AUTH_SOCK="+e.sshSock, "HOSTTMP="+e.hostTmp)
 }
 
 // runCatalogue runs the catalogue in an overlay booth over ws and commits
@@ -315,6 +351,9 @@ func checkCatalogue(t *testing.T, e *catalogueEnv, run catalogueRun) {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s was written on the host", p)
 		}
+	}
+	if b, err := os.ReadFile(e.hostTmp + ".file"); err != nil || string(b) != "host" {
+		t.Errorf("the file in the host's /tmp: %q, %v", b, err)
 	}
 	if err := e.victim.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the host process was signalled: %v", err)

@@ -191,8 +191,13 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 		return ExecResult{}, err
 	}
 	defer removeAll(work)
+	tmp := filepath.Join(tx.dir, "tmp") // the booth's /tmp's upper layer is mounted here, in the booth alone
+	if err := freshDir(tmp); err != nil {
+		return ExecResult{}, err
+	}
+	defer removeAll(tmp)
 	hide := hidden(tx.ws, tx.opts)
-	spec := nsinit.Spec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args, Hide: hide,
+	spec := nsinit.Spec{Lower: tx.ws.root, Upper: tx.upper, Work: work, TmpUpper: tmp, Dir: tx.real(dir), Args: o.Args, Hide: hide,
 		ReadOnly: protected(tx.ws.root, o.Protect, hide), WriteLive: o.WriteLive, NetNone: o.Net == NetNone}
 	for _, p := range tx.parts {
 		if r, ok := p.(*rootPart); ok {
@@ -247,3 +252,8 @@ func exitCode(err error) (int, error) {
 	}
 	return 0, nil
 }
+
+// ErrNotStarted is Exec's error when the agent could not be started (its
+// command, or the interpreter of its script, not found or not
+// executable); the message says where, and what the booth hides there.
+var ErrNotStarted = errors.New("sandbox: the agent could not start")

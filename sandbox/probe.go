@@ -108,8 +108,9 @@ func probeDir(dir string, notes *[]string) (string, error) {
 // a network namespace too, each with a work folder of its own (the
 // overlay is volatile, which marks the work folder it used).
 func probeOverlay(ctx context.Context, tmp string, notes *[]string) (userns, overlay, netNone bool) {
-	spec := nsinit.Spec{Probe: true, Lower: filepath.Join(tmp, "lower"), Upper: filepath.Join(tmp, "upper"), Work: filepath.Join(tmp, "work")}
-	for _, d := range []string{spec.Lower, spec.Upper, spec.Work} {
+	spec := nsinit.Spec{Probe: true, Lower: filepath.Join(tmp, "lower"), Upper: filepath.Join(tmp, "upper"), Work: filepath.Join(tmp, "work"),
+		TmpUpper: filepath.Join(tmp, "tmp")}
+	for _, d := range []string{spec.Lower, spec.Upper, spec.Work, spec.TmpUpper} {
 		os.Mkdir(d, 0o700)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

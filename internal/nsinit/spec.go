@@ -40,6 +40,10 @@ type Spec struct {
 	// (Tx.StageRoot).
 	Staged []Staged `json:"staged,omitempty"`
 	Hide   []string `json:"hide,omitempty"` // state root, key folder: each covered by an empty tmpfs
+	// TmpUpper is an empty folder the init mounts a tmpfs on, in the
+	// booth's mount namespace alone: the upper layer of the booth's /tmp,
+	// over the host's (privateTmp).
+	TmpUpper string `json:"tmp_upper"`
 	Dir    string   `json:"dir"`            // working directory of the command
 	Args   []string `json:"args,omitempty"` // command; empty with Probe
 	Probe  bool     `json:"probe,omitempty"`

@@ -1,0 +1,107 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hostTmpDir is a folder in the host's /tmp (not the test's TMPDIR),
+// readable by everyone, removed when the test ends.
+func hostTmpDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "jukebox-hosttmp-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	return dir
+}
+
+// TestHostTmpBeneath: the host's /tmp is visible in the booth, read-only
+// beneath the agent's private writes: a script whose interpreter lives in
+// the host's /tmp, outside the workspace, runs (it could not start: the
+// booth's /tmp hid the host's), a host file there reads as it is and
+// writing it changes only the booth's copy, and nothing the agent wrote
+// in /tmp reaches the host or the change set.
+func TestHostTmpBeneath(t *testing.T) {
+	requireOverlay(t)
+	dir := hostTmpDir(t)
+	sh, err := os.ReadFile("/bin/sh")
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Join(dir, "venv", "bin"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "venv", "bin", "sh"), sh, 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "tool"), []byte("#!"+filepath.Join(dir, "venv", "bin", "sh")+"\necho tool-ran\n"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "data"), []byte("host\n"), 0o644))
+	mark := filepath.Base(dir) + ".private"
+	t.Cleanup(func() { os.Remove(filepath.Join("/tmp", mark)) })
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"a.txt": "a"})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	script := fmt.Sprintf(`set -e; D=%q; "$D/tool"; cat "$D/data"; echo changed > "$D/data"; cat "$D/data"; echo new > "$D/new"; echo private > /tmp/%s; cat /tmp/%[2]s`, dir, mark)
+	var out bytes.Buffer
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out, Notice: io.Discard, Mode: ModeOverlay})
+	must(t, err)
+	if want := "tool-ran\nhost\nchanged\nprivate\n"; res.ExitCode != 0 || out.String() != want {
+		t.Fatalf("exit %d, output %q, want %q", res.ExitCode, out.String(), want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "data")); string(b) != "host\n" {
+		t.Errorf("the host's file in /tmp is now %q", b)
+	}
+	for _, p := range []string{filepath.Join(dir, "new"), filepath.Join("/tmp", mark)} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written on the host", p)
+		}
+	}
+	cs, err := tx.Diff()
+	must(t, err)
+	if len(cs.Changes) != 0 || len(cs.Refused) != 0 {
+		t.Errorf("the change set holds the agent's /tmp: %s", ops(cs))
+	}
+}
+
+// TestStartFailureSaysWhy: an agent that cannot start in the booth gets a
+// message naming the path that was not found and what the booth hides or
+// makes its own there (ErrNotStarted), not a word about the agent's model
+// calls.
+func TestStartFailureSaysWhy(t *testing.T) {
+	requireOverlay(t)
+	shm, err := os.MkdirTemp("/dev/shm", "jukebox-start-")
+	must(t, err)
+	defer os.RemoveAll(shm)
+	must(t, os.WriteFile(filepath.Join(shm, "agent.sh"), []byte("#!/bin/sh\necho ran\n"), 0o755))
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"run.sh": "#!/nonexistent/bin/python3\nprint('ran')\n"})
+	must(t, os.Chmod(filepath.Join(ws, "run.sh"), 0o755))
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{filepath.Join(shm, "agent.sh")}, []string{filepath.Join(shm, "agent.sh"), "/dev/shm is the booth's own"}},
+		{[]string{"./run.sh"}, []string{"run.sh", "/nonexistent/bin/python3", "interpreter"}},
+		{[]string{"no-such-agent-command"}, []string{"no-such-agent-command", "PATH"}},
+	} {
+		tx, err := Begin(ws, Options{})
+		must(t, err)
+		var out bytes.Buffer
+		_, err = Exec(ctx, tx, ExecOptions{Args: c.args, Stdout: &out, Stderr: &out, Notice: io.Discard, Mode: ModeOverlay})
+		tx.Rollback(ctx)
+		if !errors.Is(err, ErrNotStarted) || strings.Contains(out.String(), "ran") {
+			t.Errorf("%s: err %v, output %q; want ErrNotStarted", c.args[0], err, out.String())
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", c.args[0], err, w)
+			}
+		}
+	}
+}
