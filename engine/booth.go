@@ -158,7 +158,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 			}
 		}})
 	end := tapefmt.RunEnd{ExitCode: er.ExitCode}
-	if errors.Is(err, sandbox.ErrCannotConfine) {
+	if errors.Is(err, sandbox.ErrCannotConfine) || errors.Is(err, sandbox.ErrNotStarted) {
 		// The agent never started: there is nothing to settle.
 		end.Error = err.Error()
 		rerr := tx.Rollback(context.WithoutCancel(ctx))

@@ -90,7 +90,7 @@ func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string, starting f
 	dieWithUs(cmd)
 	starting(res.Mode)
 	if res.ExitCode, res.Signal, err = exitStatus(cmd.Run()); err != nil {
-		return res, fmt.Errorf("sandbox: exec %s: %w", o.Args[0], err)
+		return res, fmt.Errorf("%w in %s mode: %s: %w", ErrNotStarted, res.Mode, o.Args[0], err)
 	}
 	return res, r.fold()
 }

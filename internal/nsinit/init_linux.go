@@ -144,7 +144,7 @@ func startCommand(s Spec) (pid, listener int, msg string) {
 		}
 		var err error
 		if bin, err = exec.LookPath(s.Args[0]); err != nil {
-			return 0, -1, fmt.Sprintf("exec: %v", err)
+			return 0, -1, execFailure(s.Args[0], "", err)
 		}
 	}
 	var keep []int
@@ -175,7 +175,7 @@ func startCommand(s Spec) (pid, listener int, msg string) {
 		}
 		pid, err = syscall.ForkExec(bin, s.Args, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
 		if err != nil {
-			msg = fmt.Sprintf("exec: %v", err)
+			msg = execFailure(s.Args[0], bin, err)
 		}
 	}()
 	<-done

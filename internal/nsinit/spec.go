@@ -31,6 +31,11 @@ const (
 	ExecFailed  = 127 // the command could not be started
 )
 
+// MissingPrefix starts the line of an exec failure's report that names the
+// path that was not there (the command, or its script's interpreter), for
+// the caller to say what the booth shows at that path.
+const MissingPrefix = "\nmissing: "
+
 // Spec tells the init what to mount and run.
 type Spec struct {
 	Lower string `json:"lower"` // the real workspace, mounted over
@@ -43,10 +48,10 @@ type Spec struct {
 	// TmpUpper is an empty folder the init mounts a tmpfs on, in the
 	// booth's mount namespace alone: the upper layer of the booth's /tmp,
 	// over the host's (privateTmp).
-	TmpUpper string `json:"tmp_upper"`
-	Dir    string   `json:"dir"`            // working directory of the command
-	Args   []string `json:"args,omitempty"` // command; empty with Probe
-	Probe  bool     `json:"probe,omitempty"`
+	TmpUpper string   `json:"tmp_upper"`
+	Dir      string   `json:"dir"`            // working directory of the command
+	Args     []string `json:"args,omitempty"` // command; empty with Probe
+	Probe    bool     `json:"probe,omitempty"`
 	// ReadOnly paths stay visible at their own absolute paths, read-only,
 	// even inside the workspace or under the private /tmp (the tape's
 	// folder). WriteLive paths stay visible and writable: writes there are
