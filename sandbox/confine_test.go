@@ -113,10 +113,7 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	// Outside /tmp, where the agent's writes are private (contained, not
 	// refused): the attempts on the folder beside the workspace must meet
 	// the read-only host.
-	base, err := os.MkdirTemp("/var/tmp", "jukebox-catalogue-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(base) })
-	must(t, os.Chmod(base, 0o755))
+	base := outsideTmp(t)
 	e := &catalogueEnv{base: base, ws: filepath.Join(base, "ws"), out: filepath.Join(base, "outside"),
 		home: filepath.Join(base, "home"), mark: fmt.Sprintf("jukebox-escape-%d-%d", os.Getpid(), time.Now().UnixNano())}
 	mkTree(t, e.ws, map[string]string{"a.txt": "a", "tapes/run.jbx": "tape", "out-before": "-> " + e.out})
@@ -164,6 +161,17 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 		}
 	})
 	return e
+}
+
+// outsideTmp is a new folder outside /tmp (in /var/tmp), readable by
+// everyone, removed when the test ends.
+func outsideTmp(t *testing.T) string {
+	t.Helper()
+	base, err := os.MkdirTemp("/var/tmp", "jukebox-test-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	must(t, os.Chmod(base, 0o755))
+	return base
 }
 
 // hostTmpSockets makes a folder in the host's /tmp and three listening
@@ -475,7 +483,7 @@ func TestNetNoneNeedsOverlay(t *testing.T) {
 // nothing of it is staged; its neighbour stays read-only.
 func TestWriteLive(t *testing.T) {
 	requireOverlay(t)
-	base := t.TempDir()
+	base := outsideTmp(t) // the booth's /tmp takes private writes
 	ws, cache, other := filepath.Join(base, "ws"), filepath.Join(base, "cache"), filepath.Join(base, "other")
 	for _, d := range []string{ws, cache, other} {
 		must(t, os.Mkdir(d, 0o755))

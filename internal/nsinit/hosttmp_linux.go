@@ -94,6 +94,8 @@ func (w *tmpWalk) walk(dir string) error {
 	switch {
 	case err != nil && dir == ".":
 		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // removed on the host meanwhile
 	case err != nil:
 		// Whole, even where it holds a path the booth mounts: the mount
 		// point is then made in an opaque folder of the upper layer.
@@ -167,6 +169,9 @@ func whiteout(lower, upper, rel string) error {
 		for _, d := range strings.Split(parent, "/") {
 			at = path.Join(at, d)
 			fi, err := os.Stat(filepath.Join(lower, at))
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed on the host since the walk: nothing to hide
+			}
 			if err != nil {
 				return err
 			}
