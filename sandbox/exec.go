@@ -46,7 +46,7 @@ type ExecOptions struct {
 	// Net is the child's network: NetHost (or "") as jukebox's own;
 	// NetNone a network namespace of its own where only Endpoints (the
 	// 127.0.0.1:PORT addresses jukebox serves for the run) are reachable.
-	// NetNone needs the overlay: the copy fallback cannot confine.
+	// NetNone needs the overlay: copy mode cannot confine.
 	Net       Net
 	Endpoints []string
 	// Protect are files the child must not change: each stays visible,

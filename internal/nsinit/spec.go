@@ -27,7 +27,7 @@ const Env = "JUKEBOX_BOOTH_INIT"
 // Exit codes of the namespace init when it fails before the command runs.
 const (
 	Mismatch    = 124 // built from other source than the caller: start the caller again instead
-	SetupFailed = 125 // namespace or mount refused: caller falls back
+	SetupFailed = 125 // namespace or mount refused: the caller refuses to run the command unconfined
 	ExecFailed  = 127 // the command could not be started
 )
 
