@@ -163,54 +163,6 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	return e
 }
 
-// outsideTmp is a new folder outside /tmp (in /var/tmp), readable by
-// everyone, removed when the test ends.
-func outsideTmp(t *testing.T) string {
-	t.Helper()
-	base, err := os.MkdirTemp("/var/tmp", "jukebox-test-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(base) })
-	must(t, os.Chmod(base, 0o755))
-	return base
-}
-
-// hostTmpSockets makes a folder in the host's /tmp and three listening
-// unix sockets, world-writable: one beside the folder, directly in /tmp
-// (as a database server's), one in it (as tmux's or ssh-agent's), one
-// deeper; and a file beside it. It returns the folder.
-func hostTmpSockets(t *testing.T, mark string) string {
-	dir := filepath.Join("/tmp", mark+".hosttmp")
-	must(t, os.MkdirAll(filepath.Join(dir, "deep", "er"), 0o755))
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.WriteFile(dir+".file", []byte("host"), 0o644))
-	t.Cleanup(func() { os.Remove(dir + ".file") })
-	for _, p := range []string{dir + ".sock", filepath.Join(dir, "S.agent"), filepath.Join(dir, "deep", "er", "sock")} {
-		listenUnix(t, p)
-	}
-	for _, d := range []string{dir, filepath.Join(dir, "deep"), filepath.Join(dir, "deep", "er")} {
-		must(t, os.Chmod(d, 0o755))
-	}
-	return dir
-}
-
-// listenUnix listens on a world-writable unix socket at p, accepting and
-// closing connections, until the test ends.
-func listenUnix(t *testing.T, p string) {
-	ln, err := net.Listen("unix", p)
-	must(t, err)
-	must(t, os.Chmod(p, 0o777))
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-}
-
 func (e *catalogueEnv) env() []string {
 	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home, "XDG_STATE_HOME="+filepath.Join(e.base, "state"), // the booth key
 		"VICTIM="+strconv.Itoa(e.victim.Process.Pid), "SHMID="+e.shmid,
