@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // hostTmpDir is a folder in the host's /tmp (not the test's TMPDIR),
@@ -40,6 +42,7 @@ func TestHostTmpBeneath(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(dir, "venv", "bin", "sh"), sh, 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "tool"), []byte("#!"+filepath.Join(dir, "venv", "bin", "sh")+"\necho tool-ran\n"), 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "data"), []byte("host\n"), 0o644))
+	deepSocket(t, dir) // a path over PATH_MAX made the booth refuse to start
 	mark := filepath.Base(dir) + ".private"
 	t.Cleanup(func() { os.Remove(filepath.Join("/tmp", mark)) })
 	ws := t.TempDir()
@@ -153,4 +156,23 @@ func listenUnix(t *testing.T, p string) {
 			c.Close()
 		}
 	}()
+}
+
+// deepSocket makes, in dir, folders 25 deep of 200-byte names (a path
+// over PATH_MAX) with a socket at the bottom, and removes them when the
+// test ends (os.RemoveAll walks by descriptors).
+func deepSocket(t *testing.T, dir string) {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	name := strings.Repeat("d", 200)
+	for range 25 {
+		must(t, unix.Mkdirat(fd, name, 0o755))
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		must(t, err)
+		fd = next
+	}
+	defer unix.Close(fd)
+	must(t, unix.Mknodat(fd, "s", unix.S_IFSOCK|0o777, 0))
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -69,36 +68,47 @@ func hideTmpSockets(s Spec, upper string) error {
 		return err
 	}
 	defer unix.Close(root)
-	w := tmpWalk{lower: "/proc/self/fd/" + strconv.Itoa(root), mounted: mountedUnderTmp(s)}
-	if err := w.walk("."); err != nil {
+	top, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return err // its sockets cannot be seen
 	}
+	w := tmpWalk{mounted: mountedUnderTmp(s)}
+	if err := w.walk(top, ".", 0); err != nil {
+		return err
+	}
+	up, err := unix.Open(upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(up)
 	for _, p := range w.hide {
-		if err := whiteout(w.lower, upper, p); err != nil {
+		if err := whiteout(root, up, strings.Split(p, "/")); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// tmpWalk finds what hideTmpSockets hides: paths relative to /tmp.
+// tmpWalk finds what hideTmpSockets hides: paths relative to /tmp. It
+// walks by descriptors, one name at a time, so that no path is too long.
 type tmpWalk struct {
-	lower   string   // the lower layer's root
 	mounted []string // paths relative to /tmp the booth mounts over
 	hide    []string
 }
 
-// walk walks dir; only an unreadable /tmp itself is an error.
-func (w *tmpWalk) walk(dir string) error {
-	ents, err := os.ReadDir(filepath.Join(w.lower, dir))
+// maxTmpDepth: a folder deeper below /tmp is hidden whole, unwalked.
+const maxTmpDepth = 64
+
+// walk walks the folder open at fd (closing it), dir relative to /tmp;
+// only an unreadable /tmp itself is an error.
+func (w *tmpWalk) walk(fd int, dir string, depth int) error {
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close() // after the subfolders, opened from it
+	ents, err := f.ReadDir(-1)
 	switch {
 	case err != nil && dir == ".":
 		return err
-	case errors.Is(err, fs.ErrNotExist):
-		return nil // removed on the host meanwhile
 	case err != nil:
-		// Whole, even where it holds a path the booth mounts: the mount
-		// point is then made in an opaque folder of the upper layer.
 		w.hide = append(w.hide, dir)
 		return nil
 	}
@@ -109,7 +119,7 @@ func (w *tmpWalk) walk(dir string) error {
 		case e.Type()&fs.ModeSocket != 0:
 			socks = append(socks, p)
 		case e.IsDir() && !w.isMounted(p):
-			w.walk(p)
+			w.sub(fd, e.Name(), p, depth+1)
 		}
 	}
 	switch {
@@ -124,6 +134,26 @@ func (w *tmpWalk) walk(dir string) error {
 		w.hide = append(w.hide, dir)
 	}
 	return nil
+}
+
+// sub walks the folder name in the one open at parent (p relative to
+// /tmp). One it cannot open or read, or too deep, is hidden whole, even
+// where it holds a path the booth mounts: the mount point is then made in
+// an opaque folder of the upper layer. One removed meanwhile is skipped.
+func (w *tmpWalk) sub(parent int, name, p string, depth int) {
+	if depth > maxTmpDepth {
+		w.hide = append(w.hide, p)
+		return
+	}
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
+		// removed, or replaced by a file or symlink, on the host meanwhile
+	case err != nil:
+		w.hide = append(w.hide, p)
+	default:
+		w.walk(fd, p, depth)
+	}
 }
 
 func (w *tmpWalk) isMounted(p string) bool {
@@ -161,30 +191,50 @@ func mountedUnderTmp(s Spec) []string {
 	return out
 }
 
-// whiteout hides rel, relative to /tmp, with an overlayfs whiteout in
-// upper, making its parents there with their modes in lower.
-func whiteout(lower, upper, rel string) error {
-	if parent := path.Dir(rel); parent != "." {
-		var at string
-		for _, d := range strings.Split(parent, "/") {
-			at = path.Join(at, d)
-			fi, err := os.Stat(filepath.Join(lower, at))
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed on the host since the walk: nothing to hide
-			}
-			if err != nil {
-				return err
-			}
-			if err := os.Mkdir(filepath.Join(upper, at), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-			if err := os.Chmod(filepath.Join(upper, at), fi.Mode()&(fs.ModePerm|fs.ModeSticky)); err != nil {
-				return err
-			}
-		}
+// whiteout hides the path comps, relative to /tmp (lower, the lower
+// layer's root), with an overlayfs whiteout in the upper layer (open at
+// upper), making its parents there with their modes in lower. A path
+// removed on the host since the walk is left.
+func whiteout(lower, upper int, comps []string) error {
+	lo, err := unix.Openat(lower, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
 	}
-	if err := unix.Mknod(filepath.Join(upper, rel), unix.S_IFCHR|0o600, 0); err != nil {
-		return fmt.Errorf("whiteout %s: %w", rel, err)
+	up, err := unix.Dup(upper)
+	if err != nil {
+		unix.Close(lo)
+		return err
+	}
+	defer func() { unix.Close(lo); unix.Close(up) }()
+	last := len(comps) - 1
+	for _, c := range comps[:last] {
+		var st unix.Stat_t
+		if err := unix.Fstatat(lo, c, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) || err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := unix.Mkdirat(up, c, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+		if err := unix.Fchmodat(up, c, st.Mode&0o7777, 0); err != nil {
+			return err
+		}
+		nlo, err := unix.Openat(lo, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil // gone meanwhile
+		}
+		nup, err := unix.Openat(up, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			unix.Close(nlo)
+			return err
+		}
+		unix.Close(lo)
+		unix.Close(up)
+		lo, up = nlo, nup
+	}
+	if err := unix.Mknodat(up, comps[last], unix.S_IFCHR|0o600, 0); err != nil {
+		return fmt.Errorf("whiteout %s: %w", strings.Join(comps, "/"), err)
 	}
 	return nil
 }
