@@ -58,7 +58,8 @@ func privateTmp(s Spec) (detached, error) {
 //     booth mounts (the workspace, the tape's folder, its state), which
 //     must stay;
 //   - each folder the init cannot read, whose sockets it cannot see
-//     (a folder the agent may search but not list).
+//     (a folder the agent may search but not list), or deeper than
+//     maxTmpDepth.
 //
 // Paths the booth mounts over are not walked: what lies beneath them is
 // covered.
