@@ -41,7 +41,7 @@ var ErrNoAsk = errors.New("booth: the commit policy is ask and there is no one t
 type BoothOptions struct {
 	Commit CommitPolicy // "" is CommitNever
 	Keep   bool         // leave the transaction open instead of rolling back
-	Mode   sandbox.Mode // force a staging mode; "" tries the overlay first
+	Mode   sandbox.Mode // staging mode; "" is auto: the overlay, confined, or the agent is not started
 	// Ask decides for CommitAsk; it is shown the change set, those of the
 	// staged folders outside the workspace (Stage) and the MCP calls held
 	// for the commit (the outbox; Approve marks those only a person may
@@ -138,7 +138,10 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	if err != nil {
 		return tapefmt.RunEnd{ExitCode: -1, Error: err.Error()}, err
 	}
-	s.appendFrame(tapefmt.TxBegin{Tx: tx.ID(), Workspace: ws, Mode: b.Mode})
+	// auto and overlay run the agent confined or not at all
+	// (sandbox.ErrCannotConfine), so this holds before it starts.
+	confined := b.Mode != sandbox.ModeCopy && b.Mode != sandbox.ModeReflink
+	s.appendFrame(tapefmt.TxBegin{Tx: tx.ID(), Workspace: ws, Mode: b.Mode, Confined: &confined})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.cancel.Store(&cancel)
@@ -155,6 +158,13 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 			}
 		}})
 	end := tapefmt.RunEnd{ExitCode: er.ExitCode}
+	if errors.Is(err, sandbox.ErrCannotConfine) || errors.Is(err, sandbox.ErrNotStarted) {
+		// The agent never started: there is nothing to settle.
+		end.Error = err.Error()
+		rerr := tx.Rollback(context.WithoutCancel(ctx))
+		s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: err.Error()})
+		return end, errors.Join(err, rerr)
+	}
 	if er.Signal != 0 {
 		end.Signal = signalName(syscall.Signal(er.Signal))
 	}

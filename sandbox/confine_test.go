@@ -43,6 +43,11 @@ var escapeAttempts = []attempt{
 	{"/etc", `echo x > "/etc/$MARK"`, "refused"},
 	{"/var/tmp", `echo x > "/var/tmp/$MARK"`, "refused"},
 	{"/tmp is private", `echo x > "/tmp/$MARK"`, "contained"},
+	{"a file in the host's /tmp, read-only beneath", `[ "$(cat "$HOSTTMP.file")" = host ] && echo x > "$HOSTTMP.file"`, "contained"},
+	{"see the host's sockets in /tmp (whatever connect() does through an overlay)", `[ -e "$HOSTTMP.sock" ] || [ -e "$HOSTTMP/S.agent" ] || [ -e "$HOSTTMP/deep/er/sock" ]`, "refused"},
+	{"a unix socket in the host's /tmp (a database server's)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + ".sock")'`, "refused"},
+	{"a unix socket in a folder of the host's /tmp (tmux, ssh-agent, X11)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/S.agent")'`, "refused"},
+	{"a unix socket deep in the host's /tmp", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/deep/er/sock")'`, "refused"},
 	{"/dev/shm is private", `echo x > "/dev/shm/$MARK"`, "contained"},
 	{"symlink made before the run", `echo x > out-before/sym-before`, "refused"},
 	{"symlink made during the run", `ln -s "$OUT" during && echo x > during/sym-during`, "refused"},
@@ -102,13 +107,15 @@ type catalogueEnv struct {
 	runtime, sshSock          string // a session bus and an ssh agent the agent must not reach
 	victim                    *exec.Cmd
 	shmid                     string // a SysV segment on the host, "" without ipcmk
+	hostTmp                   string // a folder in the host's /tmp: a file, listening sockets
 }
 
 func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	t.Helper()
-	base := t.TempDir()
-	must(t, os.Chmod(filepath.Dir(base), 0o755)) // the test's own temp root is private
-	must(t, os.Chmod(base, 0o755))
+	// Outside /tmp, where the agent's writes are private (contained, not
+	// refused): the attempts on the folder beside the workspace must meet
+	// the read-only host.
+	base := outsideTmp(t)
 	e := &catalogueEnv{base: base, ws: filepath.Join(base, "ws"), out: filepath.Join(base, "outside"),
 		home: filepath.Join(base, "home"), mark: fmt.Sprintf("jukebox-escape-%d-%d", os.Getpid(), time.Now().UnixNano())}
 	mkTree(t, e.ws, map[string]string{"a.txt": "a", "tapes/run.jbx": "tape", "out-before": "-> " + e.out})
@@ -140,20 +147,9 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	e.runtime, e.sshSock = filepath.Join(sockBase, "runtime"), filepath.Join(sockBase, "ssh", "agent.sock")
 	for _, sock := range []string{filepath.Join(e.runtime, "bus"), e.sshSock} {
 		must(t, os.MkdirAll(filepath.Dir(sock), 0o755))
-		ln, err := net.Listen("unix", sock)
-		must(t, err)
-		must(t, os.Chmod(sock, 0o777))
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		listenUnix(t, sock)
 	}
+	e.hostTmp = hostTmpSockets(t, e.mark)
 	e.victim = exec.Command("sleep", "600")
 	if os.Getuid() == 0 { // a non-root test run is the victim's user already
 		e.victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
@@ -172,7 +168,7 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 func (e *catalogueEnv) env() []string {
 	return append(os.Environ(), "OUT="+e.out, "MARK="+e.mark, "WS="+e.ws, "HOME="+e.home, "XDG_STATE_HOME="+filepath.Join(e.base, "state"), // the booth key
 		"VICTIM="+strconv.Itoa(e.victim.Process.Pid), "SHMID="+e.shmid,
-		"XDG_RUNTIME_DIR="+e.runtime, "SSH_AUTH_SOCK="+e.sshSock)
+		"XDG_RUNTIME_DIR="+e.runtime, "SSH_AUTH_SOCK="+e.sshSock, "HOSTTMP="+e.hostTmp)
 }
 
 // runCatalogue runs the catalogue in an overlay booth over ws and commits
@@ -327,6 +323,9 @@ func checkCatalogue(t *testing.T, e *catalogueEnv, run catalogueRun) {
 			t.Errorf("%s was written on the host", p)
 		}
 	}
+	if b, err := os.ReadFile(e.hostTmp + ".file"); err != nil || string(b) != "host" {
+		t.Errorf("the file in the host's /tmp: %q, %v", b, err)
+	}
 	if err := e.victim.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the host process was signalled: %v", err)
 	}
@@ -447,7 +446,7 @@ func TestNetNoneNeedsOverlay(t *testing.T) {
 // nothing of it is staged; its neighbour stays read-only.
 func TestWriteLive(t *testing.T) {
 	requireOverlay(t)
-	base := t.TempDir()
+	base := outsideTmp(t) // the booth's /tmp takes private writes
 	ws, cache, other := filepath.Join(base, "ws"), filepath.Join(base, "cache"), filepath.Join(base, "other")
 	for _, d := range []string{ws, cache, other} {
 		must(t, os.Mkdir(d, 0o755))

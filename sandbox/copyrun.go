@@ -65,12 +65,12 @@ type copyRun struct {
 	reflinked bool
 }
 
-// execCopy is the fallback: it materialises the staged view in a private
-// copy outside the workspace (reflinked where possible), runs the child
-// there and folds what the child changed, compared with the copy as it
+// execCopy is copy mode, asked for by name: it materialises the staged
+// view in a private copy outside the workspace (reflinked where possible),
+// calls starting with the mode it got, runs the child, unconfined, there and folds what the child changed, compared with the copy as it
 // was made, back into the staging area: the same change set the overlay
 // would give. The copy is removed before it returns.
-func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string) (ExecResult, error) {
+func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string, starting func(Mode)) (ExecResult, error) {
 	res := ExecResult{Mode: ModeCopy, ExitCode: -1}
 	r, err := newCopyRun(tx, o.Protect)
 	if err != nil {
@@ -88,8 +88,9 @@ func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string) (ExecResul
 	cmd.Env = withPWD(envOrSelf(o.Env), cmd.Dir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
 	dieWithUs(cmd)
+	starting(res.Mode)
 	if res.ExitCode, res.Signal, err = exitStatus(cmd.Run()); err != nil {
-		return res, fmt.Errorf("sandbox: exec %s: %w", o.Args[0], err)
+		return res, fmt.Errorf("%w in %s mode: %s: %w", ErrNotStarted, res.Mode, o.Args[0], err)
 	}
 	return res, r.fold()
 }

@@ -57,7 +57,10 @@
 //     new user, mount and PID namespaces (and a network namespace for
 //     NetNone), the caller's own uid there, holding every capability of
 //     that namespace. It makes the overlay, a read-only tmpfs over the
-//     state root, private tmpfs for /tmp and /dev/shm and clones of the
+//     state root, a /tmp over the host's (an overlay, the host's /tmp
+//     read-only beneath a tmpfs of the run's, its sockets covered by
+//     whiteouts: nsinit's hosttmp_linux.go), a private tmpfs for /dev/shm
+//     and clones of the
 //     protected (read-only) and WriteLive paths as detached mounts, sets
 //     the whole tree read-only (mount_setattr), mounts /proc for the PID
 //     namespace and attaches the detached mounts. It then starts the
@@ -72,10 +75,11 @@
 //     the child cannot borrow its capabilities through ptrace or /proc.
 //     When the child exits, the init exits and the
 //     kernel ends every process left in the namespace before Exec returns.
-//     When the kernel refuses any of this, Exec falls back to a reflink
-//     (or plain) copy of the staged view, made outside the workspace
-//     (copyplace.go says where, and who removes it), runs the child there
-//     and folds its changes, against a snapshot taken as the copy was
+//     When the kernel refuses any of this, Exec refuses to start the child
+//     (ErrCannotConfine): it fails closed. Asked for by name (ModeCopy,
+//     ModeReflink), it makes a reflink (or plain) copy of the staged
+//     view outside the workspace (copyplace.go says where, and who
+//     removes it), runs the child there, unconfined, and folds its changes, against a snapshot taken as the copy was
 //     made, into the staging area: the same change set, except that a
 //     deleted-and-recreated directory shows as edits inside it rather
 //     than as a replace. What the user does in the real workspace during
@@ -204,8 +208,8 @@
 // never applied, and the rest of the change set is whole. Change sets print safely
 // (termtext.Quote) and flag sensitive paths (Change.Sensitive). A confined child can
 // write only the staged workspace, its private /tmp and /dev/shm and the
-// WriteLive paths; in the copy fallback nothing outside the workspace is
-// confined or staged.
+// WriteLive paths; in copy mode nothing outside the workspace is confined
+// or staged.
 //
 // # Platforms
 //

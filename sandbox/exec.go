@@ -20,7 +20,7 @@ import (
 // (tx.begin's mode).
 type Mode = tapefmt.StagingMode
 
-// Staging modes. ModeAuto tries the overlay and falls back to a copy.
+// Staging modes. ModeAuto is the overlay: confined, or not run at all.
 const (
 	ModeAuto    = tapefmt.StagingAuto
 	ModeOverlay = tapefmt.StagingOverlay // overlayfs in a user+mount namespace
@@ -36,8 +36,9 @@ type ExecOptions struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
-	// Mode forces a staging mode: ModeCopy skips the namespace attempt.
-	// ModeAuto (or "") tries the overlay first.
+	// Mode is the staging mode: ModeAuto (or "") and ModeOverlay run the
+	// agent confined or not at all (ErrCannotConfine); ModeCopy and
+	// ModeReflink run it unconfined, in a copy, and say so before it starts.
 	Mode Mode
 	// Notice receives one line naming the staging mode in use (and why
 	// the overlay was not); nil means Stderr, io.Discard silences it.
@@ -45,7 +46,7 @@ type ExecOptions struct {
 	// Net is the child's network: NetHost (or "") as jukebox's own;
 	// NetNone a network namespace of its own where only Endpoints (the
 	// 127.0.0.1:PORT addresses jukebox serves for the run) are reachable.
-	// NetNone needs the overlay: the copy fallback cannot confine.
+	// NetNone needs the overlay: copy mode cannot confine.
 	Net       Net
 	Endpoints []string
 	// Protect are files the child must not change: each stays visible,
@@ -74,10 +75,9 @@ const (
 
 // ExecResult is how a booth child ended.
 type ExecResult struct {
-	Mode     Mode   `json:"mode"`
-	ExitCode int    `json:"exit_code"`          // 128+N when signal N ended it
-	Signal   int    `json:"signal,omitempty"`   // the signal that ended it
-	Fallback string `json:"fallback,omitempty"` // why the overlay was not used
+	Mode     Mode `json:"mode"`
+	ExitCode int  `json:"exit_code"`        // 128+N when signal N ended it
+	Signal   int  `json:"signal,omitempty"` // the signal that ended it
 	// Confined is true when the child ran confined: read-only system,
 	// private /tmp, own PID namespace, capabilities dropped, seccomp.
 	Confined bool `json:"confined"`
@@ -108,33 +108,35 @@ func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 	if notice == nil {
 		notice = orDiscard(o.Stderr)
 	}
-	var why string
 	if o.Mode == "" || o.Mode == ModeAuto || o.Mode == ModeOverlay {
 		writes := writable(tx, o) // execOverlay holds tx.mu while it runs
 		res, err := execOverlay(ctx, tx, o, dir, func() {
-			fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged%s; /tmp and /dev/shm private; the rest read-only; own PID namespace; network %s)\n", writes, orHost(o.Net))
+			fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged%s; /tmp and /dev/shm private, the host's /tmp read-only beneath, its sockets hidden; the rest read-only; own PID namespace; network %s)\n", writes, orHost(o.Net))
 		})
-		if !errors.Is(err, errSetup) {
-			return res, err
+		if errors.Is(err, errSetup) {
+			// Fail closed: the agent is never run unconfined unless
+			// asked for by name (ModeCopy, ModeReflink).
+			return res, fmt.Errorf("%w; why: %v", ErrCannotConfine, err)
 		}
-		if o.Mode == ModeOverlay || o.Net == NetNone {
-			return res, fmt.Errorf("%w; the copy fallback cannot confine", err)
-		}
-		why = err.Error()
+		return res, err
 	}
 	if o.Net == NetNone {
 		return ExecResult{Mode: o.Mode, ExitCode: -1}, fmt.Errorf("sandbox: --net none needs the overlay booth; %s mode cannot confine", o.Mode)
 	}
 	if roots := tx.Roots(); len(roots) > 0 {
-		return ExecResult{Mode: o.Mode, ExitCode: -1}, fmt.Errorf("sandbox: staged folders outside the workspace (%s) need the overlay booth; %s mode stages the workspace alone%s", roots[0].Root(), orAuto(o.Mode), because(why))
+		return ExecResult{Mode: o.Mode, ExitCode: -1}, fmt.Errorf("sandbox: staged folders outside the workspace (%s) need the overlay booth; %s mode stages the workspace alone", roots[0].Root(), o.Mode)
 	}
-	res, err := execCopy(ctx, tx, o, dir)
-	res.Fallback = why
-	if err == nil {
-		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace%s, run outside it: this stages what the agent changes in the copy but does NOT confine the agent, which can write anywhere you can, the real workspace too by its absolute path\n", res.Mode, because(why))
-	}
-	return res, err
+	return execCopy(ctx, tx, o, dir, func(m Mode) {
+		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace, run outside it, NOT confined: what the agent changes in the copy is staged, but it can write anywhere you can, the real workspace too by its absolute path\n", m)
+	})
 }
+
+// ErrCannotConfine is Exec's error, and the agent was not started, when
+// the mode asked for confinement (ModeAuto, ModeOverlay) and the booth
+// cannot give it here: user namespaces or overlayfs refused (a container's
+// seccomp profile, an AppArmor userns restriction, a booth inside a
+// booth). ModeCopy runs the agent unconfined, when asked for by name.
+var ErrCannotConfine = errors.New("sandbox: the booth cannot confine the agent here, so it was not started")
 
 // writable lists, for the booth's notice, the folders outside the
 // workspace the agent may write: staged ones and live ones, each named.
@@ -161,13 +163,6 @@ func orHost(n Net) Net {
 		return NetHost
 	}
 	return n
-}
-
-func because(why string) string {
-	if why == "" {
-		return ""
-	}
-	return " (" + why + ")"
 }
 
 func orDot(s string) string {
@@ -199,8 +194,13 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 		return ExecResult{}, err
 	}
 	defer removeAll(work)
+	tmp := filepath.Join(tx.dir, "tmp") // the booth's /tmp's upper layer is mounted here, in the booth alone
+	if err := freshDir(tmp); err != nil {
+		return ExecResult{}, err
+	}
+	defer removeAll(tmp)
 	hide := hidden(tx.ws, tx.opts)
-	spec := nsinit.Spec{Lower: tx.ws.root, Upper: tx.upper, Work: work, Dir: tx.real(dir), Args: o.Args, Hide: hide,
+	spec := nsinit.Spec{Lower: tx.ws.root, Upper: tx.upper, Work: work, TmpUpper: tmp, Dir: tx.real(dir), Args: o.Args, Hide: hide,
 		ReadOnly: protected(tx.ws.root, o.Protect, hide), WriteLive: o.WriteLive, NetNone: o.Net == NetNone}
 	for _, p := range tx.parts {
 		if r, ok := p.(*rootPart); ok {
@@ -256,9 +256,7 @@ func exitCode(err error) (int, error) {
 	return 0, nil
 }
 
-func orAuto(m Mode) Mode {
-	if m == "" || m == ModeAuto {
-		return "the copy"
-	}
-	return m
-}
+// ErrNotStarted is Exec's error when the agent could not be started (its
+// command, or the interpreter of its script, not found or not
+// executable); the message says where, and what the booth hides there.
+var ErrNotStarted = errors.New("sandbox: the agent could not start")

@@ -102,7 +102,7 @@ func startInit(ctx context.Context, path string, spec nsinit.Spec, o ExecOptions
 	case strings.HasPrefix(m, "setup: "):
 		return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %s", errSetup, strings.TrimPrefix(m, "setup: "))
 	case m != "":
-		return ExecResult{ExitCode: -1}, fmt.Errorf("sandbox: exec %s: %s", o.Args[0], strings.TrimPrefix(m, "exec: "))
+		return ExecResult{ExitCode: -1}, notStarted(spec, m)
 	}
 	code, err := exitCode(err)
 	res := ExecResult{ExitCode: code}

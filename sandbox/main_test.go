@@ -11,5 +11,6 @@ func TestMain(m *testing.M) {
 	MaybeRunInit()
 	crashChild()
 	catalogueChild()
+	nestedChild()
 	os.Exit(withStateHome(m))
 }

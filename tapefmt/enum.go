@@ -56,7 +56,7 @@ type StagingMode string
 
 // Staging modes.
 const (
-	StagingAuto    StagingMode = "auto"    // the overlay, falling back to a copy
+	StagingAuto    StagingMode = "auto"    // the overlay, or nothing (a copy before the confined field)
 	StagingOverlay StagingMode = "overlay" // overlayfs in a user and mount namespace
 	StagingReflink StagingMode = "reflink" // a copy of the staged view sharing extents
 	StagingCopy    StagingMode = "copy"    // a plain copy of the staged view

@@ -93,7 +93,12 @@ func docType(t reflect.Type) string {
 		return "[" + docType(t.Elem()) + "]"
 	case reflect.Map:
 		return "{" + docType(t.Key()) + ": " + docType(t.Elem()) + "}"
-	case reflect.Struct, reflect.Pointer:
+	case reflect.Pointer:
+		if t.Elem().Kind() == reflect.Struct {
+			return "object"
+		}
+		return docType(t.Elem()) // an optional value: absent is not the zero value
+	case reflect.Struct:
 		return "object"
 	}
 	return t.String()

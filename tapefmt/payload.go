@@ -299,6 +299,10 @@ type TxBegin struct {
 	Tx        string      `json:"tx"`
 	Workspace string      `json:"workspace,omitempty"`
 	Mode      StagingMode `json:"mode,omitempty"` // the staging mode asked for
+	// Confined says whether the agent runs confined (auto and overlay run
+	// it confined or not at all; copy and reflink do not confine). Nil on
+	// tapes written before it was recorded, and for sdk transactions.
+	Confined *bool `json:"confined,omitempty"`
 }
 
 // TxCommit records a committed booth transaction.

@@ -61,7 +61,13 @@ func describeRest(p tapefmt.Payload) string {
 	case *tapefmt.Seed:
 		return fmt.Sprintf("seed %d", p.Seed)
 	case *tapefmt.TxBegin:
-		return fmt.Sprintf("begin %s (%s)", p.Tx, p.Mode)
+		switch {
+		case p.Confined == nil:
+			return fmt.Sprintf("begin %s (%s)", p.Tx, p.Mode)
+		case *p.Confined:
+			return fmt.Sprintf("begin %s (%s, confined)", p.Tx, p.Mode)
+		}
+		return fmt.Sprintf("begin %s (%s, NOT confined)", p.Tx, p.Mode)
 	case *tapefmt.TxCommit:
 		return fmt.Sprintf("commit %s, %d changes", p.Tx, p.Changes)
 	case *tapefmt.TxRollback:

@@ -20,7 +20,7 @@ type boothFlags struct {
 	Booth     bool                `help:"Run the agent inside the Shadow Booth: its writes to the working directory are staged and committed or rolled back at the end."`
 	Commit    engine.CommitPolicy `enum:"ask,on-success,always,never" default:"ask" help:"With --booth: ask (show the changes and ask), on-success (commit when the agent exits 0), always, or never."`
 	Keep      bool                `help:"With --booth: leave the transaction open instead of rolling it back, for jukebox booth diff|commit|rollback."`
-	BoothMode string              `enum:"auto,overlay,reflink,copy" default:"auto" help:"With --booth: staging mode; auto tries the confined namespace overlay and falls back to a copy, which stages the workspace but does not confine the agent."`
+	BoothMode string              `enum:"auto,overlay,reflink,copy" default:"auto" help:"With --booth: staging mode; auto (or overlay) runs the agent confined in the namespace overlay, or refuses to start it (exit 2) where that cannot be made; copy (or reflink) runs it unconfined in a copy of the workspace, which stages its changes there but keeps it from nothing else."`
 	Net       string              `enum:"host,none" default:"host" help:"With --booth: the agent's network: host (what you reach) or none (its own network namespace, where only jukebox's endpoints for the run, the recorder and the control API, are reachable). none needs the overlay booth."`
 	// AllowWriteLive are folders outside the workspace the agent may
 	// write directly: unstaged, never rolled back.

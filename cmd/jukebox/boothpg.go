@@ -83,5 +83,5 @@ func (p *pgEndpoint) close() {
 
 // booth is fork's booth flags in record's form.
 func (c *ForkCmd) booth() *boothFlags {
-	return &boothFlags{Booth: !c.NoBooth, Commit: c.Commit, Keep: c.Keep, BoothMode: "auto", PG: c.PG}
+	return &boothFlags{Booth: !c.NoBooth, Commit: c.Commit, Keep: c.Keep, BoothMode: c.BoothMode, PG: c.PG}
 }

@@ -46,7 +46,11 @@ func (c *DoctorCmd) Run(ctx context.Context, env *Env) error {
 		wz = "built in"
 	}
 	fmt.Fprintf(w, "wazero (WASI)    %s\n", wz)
-	fmt.Fprintf(w, "booth exec mode  %s\n", cmp.Or(string(caps.ExecMode), "none"))
+	none := "none: --booth refuses to start the agent; --booth-mode copy runs it unconfined"
+	if caps.Unsupported != "" {
+		none = "none"
+	}
+	fmt.Fprintf(w, "booth exec mode  %s\n", cmp.Or(string(caps.ExecMode), none))
 	switch caps.Init {
 	case "":
 	case "self":
@@ -63,7 +67,7 @@ func (c *DoctorCmd) Run(ctx context.Context, env *Env) error {
 // confinement says what an agent in the booth is kept from, for this user.
 func confinement(c sandbox.Capabilities) string {
 	if c.Confined {
-		return "yes (read-only system, private /tmp, own PID namespace, capabilities dropped, seccomp)"
+		return "yes (read-only system, private /tmp over the host's with its sockets hidden, own PID namespace, capabilities dropped, seccomp)"
 	}
-	return "no: the copy fallback stages the workspace but does not confine the agent"
+	return "no: --booth (auto) refuses to start the agent here (exit 2); --booth-mode copy stages the workspace in a copy but does not confine the agent"
 }

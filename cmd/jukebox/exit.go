@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -59,7 +60,8 @@ func codeFor(err error) int {
 	switch {
 	case errors.As(err, &te):
 		return ExitBadTape // ahead of any other code: the record is at fault
-	case errors.As(err, &ie), errors.As(err, &rc), errors.As(err, &oe), errors.Is(err, engine.ErrNoForkPoint):
+	case errors.As(err, &ie), errors.As(err, &rc), errors.As(err, &oe), errors.Is(err, engine.ErrNoForkPoint),
+		errors.Is(err, sandbox.ErrCannotConfine): // the flag to run unconfined is named
 		return ExitUsage
 	case errors.As(err, &ee):
 		return ee.code

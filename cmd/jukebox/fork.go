@@ -33,6 +33,7 @@ type ForkCmd struct {
 	Dir              string              `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one)."`
 	NoBooth          bool                `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
 	Commit           engine.CommitPolicy `enum:"ask,on-success,always,never" default:"never" help:"What to do with the fork's staged changes: never (default: roll back), ask, on-success or always."`
+	BoothMode        string              `name:"booth-mode" enum:"auto,overlay,reflink,copy" default:"auto" help:"Staging mode of the fork's booth, as record --booth-mode: auto runs the agent confined or refuses to start it (exit 2); copy runs it unconfined, on purpose."`
 	Keep             bool                `help:"Leave the booth transaction open (jukebox booth diff|commit|rollback)."`
 	PG               string              `name:"pg" placeholder:"DSN" help:"The agent's PostgreSQL work joins the fork's booth, as with record --booth --pg."`
 	JSON             bool                `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
@@ -72,6 +73,9 @@ func (c *ForkCmd) Validate() error {
 	}
 	if err := c.booth().validatePG(); err != nil {
 		return err
+	}
+	if c.NoBooth && c.BoothMode != "" && c.BoothMode != "auto" {
+		return fmt.Errorf("--booth-mode applies to the booth; --no-booth runs outside it")
 	}
 	if !c.NoBooth {
 		// No silent fallback: outside the booth the fork's side effects

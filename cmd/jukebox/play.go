@@ -22,12 +22,13 @@ import (
 
 // PlayCmd opens the turntable: the terminal UI over one tape, or two to compare.
 type PlayCmd struct {
-	Tapes    []string  `arg:"" name:"tape" type:"tape" help:"The tape to play (a file, or a tape in a store); a second tape is shown beside it and diffed with d."`
-	Theme    string    `default:"diner" enum:"diner,plain,high-contrast" help:"Colours: diner, plain or high-contrast (NO_COLOR selects plain)."`
-	Upstream upstreams `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
-	NoBooth  bool      `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
-	KeyFile  string    `help:"Also check each tape's seal with the key in this file (the header then says seal ✓ or seal ✗)." type:"existingfile" placeholder:"FILE"`
-	Frame    *int      `placeholder:"N" help:"Open with the needle on frame N of the first tape (the link jukebox show, diff and exports give)."`
+	Tapes     []string  `arg:"" name:"tape" type:"tape" help:"The tape to play (a file, or a tape in a store); a second tape is shown beside it and diffed with d."`
+	Theme     string    `default:"diner" enum:"diner,plain,high-contrast" help:"Colours: diner, plain or high-contrast (NO_COLOR selects plain)."`
+	Upstream  upstreams `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
+	NoBooth   bool      `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
+	BoothMode string    `name:"booth-mode" enum:"auto,overlay,reflink,copy" default:"auto" help:"Staging mode of a fork's booth, as record --booth-mode: auto runs the agent confined or refuses the fork; copy runs it unconfined, on purpose."`
+	KeyFile   string    `help:"Also check each tape's seal with the key in this file (the header then says seal ✓ or seal ✗)." type:"existingfile" placeholder:"FILE"`
+	Frame     *int      `placeholder:"N" help:"Open with the needle on frame N of the first tape (the link jukebox show, diff and exports give)."`
 
 	key []byte // read from KeyFile by Validate
 }
@@ -39,6 +40,9 @@ var errNotTerminal = errors.New("jukebox play needs a terminal (stdout is not on
 func (c *PlayCmd) Validate() error {
 	if len(c.Tapes) > 2 {
 		return fmt.Errorf("play takes one tape, or two to compare (got %d)", len(c.Tapes))
+	}
+	if c.NoBooth && c.BoothMode != "" && c.BoothMode != "auto" {
+		return fmt.Errorf("--booth-mode applies to the booth; --no-booth runs forks outside it")
 	}
 	if c.Frame != nil && !tapestore.IsURL(c.Tapes[0]) { // a store's tape is checked once fetched
 		if err := c.checkFrame(c.Tapes[0]); err != nil {
@@ -125,7 +129,7 @@ func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
 		fo.Dir = start.Cwd
 	}
 	if !c.NoBooth {
-		fo.Booth = &engine.BoothOptions{Commit: engine.CommitNever, Mode: sandbox.Mode("auto"), Notice: io.Discard}
+		fo.Booth = &engine.BoothOptions{Commit: engine.CommitNever, Mode: sandbox.Mode(c.BoothMode), Notice: io.Discard}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/sandbox"
 )
 
 // flagWords are the engine's and the sandbox's errors that concern a flag,
@@ -15,6 +16,8 @@ var flagWords = []struct {
 	words string
 }{
 	{engine.ErrNoAsk, "booth: --commit ask needs a terminal to ask on"},
+	{sandbox.ErrCannotConfine, "booth: cannot confine the agent here, so it was not started " +
+		"(to run it unconfined on purpose, in a copy of the workspace that keeps it from nothing else: --booth-mode copy)"},
 }
 
 // inFlagWords is err with each error of flagWords that it holds said in the

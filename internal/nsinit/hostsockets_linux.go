@@ -22,7 +22,8 @@ import (
 //     GPG_AGENT_INFO), and gpg's and Docker Desktop's sockets in $HOME,
 //     each covered by a device that refuses connections.
 //
-// /tmp is private already (X11's and ssh's usual sockets). Abstract unix
+// The sockets in the host's /tmp (X11's, tmux's, ssh's, a database
+// server's) are covered in the booth's /tmp (privateTmp). Abstract unix
 // sockets (a name, no file) belong to the network namespace: under
 // --net host they stay reachable, under --net none they are the booth's
 // own. hostSockets is the list; confine mounts it.
@@ -99,7 +100,8 @@ func (h hostSockets) hidden(p string) bool {
 	return false
 }
 
-// isPrivate reports whether p lies in the booth's private /tmp or /dev/shm.
+// isPrivate reports whether p lies in the booth's private /dev/shm, or in
+// its /tmp, whose sockets privateTmp hides.
 func isPrivate(p string) bool { return Within(p, "/tmp") || Within(p, "/dev/shm") }
 
 // socketPaths reads the socket paths out of one environment variable's

@@ -144,7 +144,7 @@ func startCommand(s Spec) (pid, listener int, msg string) {
 		}
 		var err error
 		if bin, err = exec.LookPath(s.Args[0]); err != nil {
-			return 0, -1, fmt.Sprintf("exec: %v", err)
+			return 0, -1, execFailure(s.Args[0], "", err)
 		}
 	}
 	var keep []int
@@ -175,7 +175,7 @@ func startCommand(s Spec) (pid, listener int, msg string) {
 		}
 		pid, err = syscall.ForkExec(bin, s.Args, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
 		if err != nil {
-			msg = fmt.Sprintf("exec: %v", err)
+			msg = execFailure(s.Args[0], bin, err)
 		}
 	}()
 	<-done
@@ -205,7 +205,8 @@ const (
 //
 //  1. every mount private, so nothing here propagates to the host;
 //  2. detached mounts: the overlay over the workspace, a read-only tmpfs
-//     hiding the booth's state, tmpfs for /tmp and /dev/shm, empty folders
+//     hiding the booth's state, an overlay over the host's /tmp with its
+//     sockets hidden (privateTmp), a tmpfs for /dev/shm, empty folders
 //     over the host's socket folders (hostsockets.go), and clones of the
 //     paths that must stay visible (read-only, or writable for WriteLive);
 //  3. the whole tree read-only, without devices or setuid (mount_setattr,
@@ -248,13 +249,15 @@ func confine(s Spec) ([]*relayer, error) {
 		}
 		mounts = append(mounts, detached{fd: fd, path: h, what: "the tmpfs over " + h, rank: rankPrivate})
 	}
-	for _, p := range []string{"/tmp", "/dev/shm"} {
-		fd, err := tmpfsMount("mode=1777", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
-		if err != nil {
-			return nil, fmt.Errorf("private %s: %w", p, err)
-		}
-		mounts = append(mounts, detached{fd: fd, path: p, what: "a private " + p, rank: rankPrivate})
+	tmp, err := privateTmp(s)
+	if err != nil {
+		return nil, err
 	}
+	shm, err := tmpfsMount("mode=1777", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return nil, fmt.Errorf("private /dev/shm: %w", err)
+	}
+	mounts = append(mounts, tmp, detached{fd: shm, path: "/dev/shm", what: "a private /dev/shm", rank: rankPrivate})
 	dev, err := minimalDev()
 	if err != nil {
 		return nil, err

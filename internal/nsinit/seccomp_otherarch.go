@@ -3,8 +3,8 @@
 package nsinit
 
 // No filter is written for this architecture yet: the booth's setup
-// fails there and Exec falls back to the copy, which says it does not
-// confine.
+// fails there, so --booth refuses to start the agent (--booth-mode copy
+// runs it unconfined, and says so).
 const (
 	auditArch = 0
 	x32Bit    = 0

@@ -27,9 +27,14 @@ const Env = "JUKEBOX_BOOTH_INIT"
 // Exit codes of the namespace init when it fails before the command runs.
 const (
 	Mismatch    = 124 // built from other source than the caller: start the caller again instead
-	SetupFailed = 125 // namespace or mount refused: caller falls back
+	SetupFailed = 125 // namespace or mount refused: the caller refuses to run the command unconfined
 	ExecFailed  = 127 // the command could not be started
 )
+
+// MissingPrefix starts the line of an exec failure's report that names the
+// path that was not there (the command, or its script's interpreter), for
+// the caller to say what the booth shows at that path.
+const MissingPrefix = "\nmissing: "
 
 // Spec tells the init what to mount and run.
 type Spec struct {
@@ -40,9 +45,13 @@ type Spec struct {
 	// (Tx.StageRoot).
 	Staged []Staged `json:"staged,omitempty"`
 	Hide   []string `json:"hide,omitempty"` // state root, key folder: each covered by an empty tmpfs
-	Dir    string   `json:"dir"`            // working directory of the command
-	Args   []string `json:"args,omitempty"` // command; empty with Probe
-	Probe  bool     `json:"probe,omitempty"`
+	// TmpUpper is an empty folder the init mounts a tmpfs on, in the
+	// booth's mount namespace alone: the upper layer of the booth's /tmp,
+	// over the host's (privateTmp).
+	TmpUpper string   `json:"tmp_upper"`
+	Dir      string   `json:"dir"`            // working directory of the command
+	Args     []string `json:"args,omitempty"` // command; empty with Probe
+	Probe    bool     `json:"probe,omitempty"`
 	// ReadOnly paths stay visible at their own absolute paths, read-only,
 	// even inside the workspace or under the private /tmp (the tape's
 	// folder). WriteLive paths stay visible and writable: writes there are
