@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -83,11 +82,10 @@ func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string) (ExecResul
 	if r.reflinked {
 		res.Mode = ModeReflink
 	}
-	cmd := exec.CommandContext(ctx, o.Args[0], o.Args[1:]...)
-	cmd.Dir = filepath.Join(r.root, filepath.FromSlash(dir))
-	cmd.Env = withPWD(envOrSelf(o.Env), cmd.Dir)
+	wd := filepath.Join(r.root, filepath.FromSlash(dir))
+	cmd := copyCommand(ctx, o.Args, withPWD(envOrSelf(o.Env), wd))
+	cmd.Dir = wd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
-	dieWithUs(cmd)
 	if res.ExitCode, res.Signal, err = exitStatus(cmd.Run()); err != nil {
 		return res, fmt.Errorf("sandbox: exec %s: %w", o.Args[0], err)
 	}
