@@ -62,6 +62,9 @@ type copyRun struct {
 	// clone is whether reflinks work here: 0 untried, 1 yes, -1 no.
 	clone     int8
 	reflinked bool
+	// copyPaths are the files the agent wrote that still hold the copy's
+	// path (copyrelocate.go).
+	copyPaths []string
 }
 
 // execCopy is the fallback: it materialises the staged view in a private
@@ -89,7 +92,9 @@ func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string) (ExecResul
 	if res.ExitCode, res.Signal, err = exitStatus(cmd.Run()); err != nil {
 		return res, fmt.Errorf("sandbox: exec %s: %w", o.Args[0], err)
 	}
-	return res, r.fold()
+	err = r.fold()
+	res.CopyPaths = r.copyPaths
+	return res, err
 }
 
 // withPWD sets PWD to dir: the child is not where jukebox is.
@@ -478,6 +483,7 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 		if was(fs.ModeSymlink) && s.target == target {
 			return nil
 		}
+		target = r.relocateTarget(target)
 		return r.stage(p, func() error {
 			if err := files.RemoveAll(p); err != nil {
 				return err
@@ -497,6 +503,9 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 			// adopting the inode would commit a link to it.
 			*refused = append(*refused, hardLinkRefusal(p, n))
 			return nil
+		}
+		if err := r.relocate(p, abs, fi); err != nil {
+			return err
 		}
 		return r.stage(p, func() error { return files.adopt(p, abs, fi) })
 	}
