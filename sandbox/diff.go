@@ -186,6 +186,10 @@ func (tx *Tx) diffFile(p string, fi, lower fs.FileInfo, cs *diffRun) {
 	if c.Op == "" {
 		return // copied up, never changed
 	}
+	if c.Op == OpWrite && lower != nil && lower.Mode().IsRegular() && linkCount(lower) > 1 {
+		cs.Refused = append(cs.Refused, pairRefusal(p, linkCount(lower)))
+		return
+	}
 	cs.Changes = append(cs.Changes, c)
 	tx.implied(p, lower, cs)
 }

@@ -195,6 +195,14 @@ func refusalFor(p string, m fs.FileMode) Refusal {
 	return Refusal{Path: p, Kind: RefusedUnreadable, Reason: fmt.Sprintf("an entry of a type the booth cannot commit (%v)", m.Type())}
 }
 
+// pairRefusal is the refusal of a write to a real file with n names (a
+// hard-link pair the workspace held before the run): the commit puts a
+// new file at the path, so the other names would keep the old content.
+func pairRefusal(p string, n uint64) Refusal {
+	return Refusal{Path: p, Kind: RefusedHardLink,
+		Reason: fmt.Sprintf("a hard link (the real file has %d names): committing the write would split them, the other names keeping the old content; edit it after the run, or break the link first", n)}
+}
+
 // hardLinkRefusal is the refusal of a file with n names.
 func hardLinkRefusal(p string, n uint64) Refusal {
 	return Refusal{Path: p, Kind: RefusedHardLink,
