@@ -65,6 +65,7 @@ type copyRun struct {
 	// copyPaths are the files the agent wrote that still hold the copy's
 	// path (copyrelocate.go).
 	copyPaths []string
+	rootMode  fs.FileMode // the copy's top as made
 }
 
 // execCopy is the fallback: it materialises the staged view in a private
@@ -179,7 +180,8 @@ func (r *copyRun) materialize() error {
 	if err := os.Mkdir(r.root, 0o700); err != nil {
 		return err
 	}
-	dirs := []dirMode{{".", modeBits(top.info.Mode())}}
+	r.rootMode = modeBits(top.info.Mode())
+	dirs := []dirMode{{".", r.rootMode}}
 	if err := r.copyDir(".", top, &dirs); err != nil {
 		return err
 	}
@@ -233,6 +235,7 @@ func (r *copyRun) copyDir(rel string, d entry, dirs *[]dirMode) error {
 			if err != nil {
 				return copyErr(p, err)
 			}
+			s.stamp.mtime = r.linkTime(to, e.info)
 		case mode.IsRegular():
 			// Reflinks are tried on the first file; where they fail, not again.
 			stamp, cloned, err := copyRegular(e.abs, to, e.info, r.clone >= 0)
@@ -378,6 +381,9 @@ func canReflink(src, dst string) bool {
 func (r *copyRun) fold() error {
 	var refused []Refusal
 	err := r.foldDir(".", &refused)
+	if err == nil {
+		err = r.foldRoot()
+	}
 	if kerr := r.tx.keepRefusals(refused); err == nil {
 		err = kerr
 	}
@@ -480,8 +486,8 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 		if err != nil {
 			return err
 		}
-		if was(fs.ModeSymlink) && s.target == target {
-			return nil
+		if was(fs.ModeSymlink) && s.target == target && fi.ModTime().UnixNano() == s.stamp.mtime {
+			return nil // touch -h changes only the time
 		}
 		target = r.relocateTarget(target)
 		return r.stage(p, func() error {

@@ -49,6 +49,7 @@ func (tx *Tx) diff() (ChangeSet, error) {
 		return ChangeSet{}, pathErr("diff", ".", err)
 	}
 	run := &diffRun{ChangeSet: &cs, links: map[uint64][]linkName{}}
+	tx.diffRoot(run)
 	tx.diffDir(".", true, run)
 	tx.diffLinks(run)
 	kept, err := tx.keptRefusals()
@@ -59,6 +60,16 @@ func (tx *Tx) diff() (ChangeSet, error) {
 	sort.Slice(cs.Changes, func(i, j int) bool { return cs.Changes[i].Path < cs.Changes[j].Path })
 	sort.Slice(cs.DirTimes, func(i, j int) bool { return cs.DirTimes[i].Path < cs.DirTimes[j].Path })
 	return cs, nil
+}
+
+// diffRoot records a chmod of the workspace folder itself: the staging
+// area's top has the folder's mode from Begin, which the agent changed.
+func (tx *Tx) diffRoot(cs *diffRun) {
+	fi, err := os.Lstat(tx.upper)
+	if err != nil || tx.meta.RootMode == 0 || modeBits(fi.Mode()) == modeBits(tx.meta.RootMode) {
+		return
+	}
+	cs.Changes = append(cs.Changes, Change{Path: ".", Op: OpChmodDir, Mode: modeBits(fi.Mode())})
 }
 
 // diffDir walks one staging directory; lowerOn says the real directory of
@@ -163,8 +174,8 @@ func (tx *Tx) diffSymlink(p string, fi, lower fs.FileInfo, cs *diffRun) {
 		return
 	}
 	if lower != nil && lower.Mode()&fs.ModeSymlink != 0 {
-		if old, _ := os.Readlink(tx.real(p)); old == target {
-			return
+		if old, _ := os.Readlink(tx.real(p)); old == target && fi.ModTime().Equal(lower.ModTime()) {
+			return // copied up, never changed (touch -h changes only the time)
 		}
 	}
 	cs.Changes = append(cs.Changes, Change{Path: p, Op: OpSymlink, Target: target, Mtime: fi.ModTime()})
@@ -209,6 +220,9 @@ func (tx *Tx) fileChange(p string, fi, lower fs.FileInfo) (Change, error) {
 	}
 	if same, err := sameContent(tx.up(p), tx.real(p)); err != nil || !same {
 		return c, err
+	}
+	if c.Owner = ownerChange(fi, lower); c.Owner != "" {
+		return c, nil // the staged inode, which has the new owner, is linked in
 	}
 	chmod := Change{Path: p, Op: OpChmod, Mode: c.Mode}
 	if chmod.Xattrs, err = tx.changedXattrs(p, attrs); err != nil {

@@ -3,8 +3,10 @@
 package sandbox
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -40,6 +42,52 @@ func TestRealHardLinkPairRefused(t *testing.T) {
 			must(t, err)
 			if got := readTree(t, ws); got["a"] != "old\n" || got["b"] != "old\n" || !os.SameFile(fa, fb) {
 				t.Errorf("the pair: a %q, b %q, still linked %v", got["a"], got["b"], os.SameFile(fa, fb))
+			}
+		})
+	}
+}
+
+// TestCommitKeepsLinkTimeOwnerRootMode: what a plain run leaves, the
+// commit leaves, in the overlay booth and the copy fallback: a symlink's
+// own mtime (touch -h), a file's owner changed by a root agent (chown),
+// and the workspace folder's own mode (chmod .).
+func TestCommitKeepsLinkTimeOwnerRootMode(t *testing.T) {
+	for _, mode := range []Mode{ModeOverlay, ModeCopy} {
+		t.Run(string(mode), func(t *testing.T) {
+			if mode == ModeOverlay {
+				requireOverlay(t)
+			}
+			ws := filepath.Join(t.TempDir(), "ws")
+			mkTree(t, ws, map[string]string{"f": "f", "g": "g"})
+			must(t, os.Symlink("f", filepath.Join(ws, "link")))
+			must(t, os.Chmod(ws, 0o755))
+			tx, err := Begin(ws, Options{})
+			must(t, err)
+			defer tx.Rollback(ctx)
+			script := `set -e; touch -h -d @1500000000 link; chmod 750 .`
+			if os.Getuid() == 0 {
+				script += `; chown 65534:65534 g`
+			}
+			var out bytes.Buffer
+			res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", script}, Mode: mode, Stdout: &out, Stderr: &out, Notice: &bytes.Buffer{}})
+			must(t, err)
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, out.String())
+			}
+			_, err = tx.Commit(ctx)
+			must(t, err)
+			if fi, err := os.Lstat(filepath.Join(ws, "link")); err != nil || fi.ModTime().Unix() != 1500000000 {
+				t.Errorf("link's mtime after commit: %v (%v), want 1500000000", fi.ModTime().Unix(), err)
+			}
+			if fi, err := os.Stat(ws); err != nil || fi.Mode().Perm() != 0o750 {
+				t.Errorf("the workspace folder's mode after commit: %v (%v), want 0750", fi.Mode().Perm(), err)
+			}
+			if os.Getuid() == 0 {
+				fi, err := os.Stat(filepath.Join(ws, "g"))
+				must(t, err)
+				if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 || st.Gid != 65534 {
+					t.Errorf("g's owner after commit: %d:%d, want 65534:65534", st.Uid, st.Gid)
+				}
 			}
 		})
 	}
