@@ -209,7 +209,16 @@ func (tx *Tx) diffFile(p string, fi, lower fs.FileInfo, cs *diffRun) {
 // write, an OpChmod when only its mode, mtime or user extended
 // attributes differ from the real file's, or none (Op "") when nothing
 // does.
-func (tx *Tx) fileChange(p string, fi, lower fs.FileInfo) (Change, error) {
+func (tx *Tx) fileChange(p string, fi, lower fs.FileInfo) (c Change, err error) {
+	err = readableStaged(tx.up(p), fi, func() error {
+		c, err = tx.stagedFileChange(p, fi, lower)
+		return err
+	})
+	return c, err
+}
+
+// stagedFileChange is fileChange, the staged file readable.
+func (tx *Tx) stagedFileChange(p string, fi, lower fs.FileInfo) (Change, error) {
 	attrs, err := userXattrs(tx.up(p))
 	if err != nil {
 		return Change{}, err
@@ -248,7 +257,11 @@ func (tx *Tx) diffLinks(cs *diffRun) {
 	for _, names := range cs.links {
 		sort.Slice(names, func(i, j int) bool { return names[i].path < names[j].path })
 		n := linkCount(names[0].fi)
-		attrs, err := userXattrs(tx.up(names[0].path))
+		var attrs map[string][]byte
+		err := readableStaged(tx.up(names[0].path), names[0].fi, func() (err error) {
+			attrs, err = userXattrs(tx.up(names[0].path))
+			return err
+		})
 		for i, name := range names {
 			switch {
 			case uint64(len(names)) != n:
@@ -294,6 +307,25 @@ func (tx *Tx) implied(p string, lower fs.FileInfo, cs *diffRun) {
 	})
 }
 
+// readableStaged runs fn with the staged file abs (which fi describes)
+// readable: a file the agent made unreadable to its owner (chmod 000) is
+// the booth's own copy, so the booth gives its owner read for the while,
+// then the mode back. An ordinary user cannot read such a file
+// otherwise; root can anyway.
+func readableStaged(abs string, fi fs.FileInfo, fn func() error) error {
+	if fi.Mode().Perm()&0o400 != 0 || os.Geteuid() == 0 || !ownedByMe(fi) {
+		return fn()
+	}
+	if err := os.Chmod(abs, modeBits(fi.Mode())|0o400); err != nil {
+		return err
+	}
+	err := fn()
+	if cerr := os.Chmod(abs, modeBits(fi.Mode())); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // sameContent compares two files byte for byte.
 func sameContent(a, b string) (bool, error) {
 	fa, err := os.Open(a)
@@ -302,6 +334,9 @@ func sameContent(a, b string) (bool, error) {
 	}
 	defer fa.Close()
 	fb, err := os.Open(b)
+	if errors.Is(err, fs.ErrPermission) {
+		return false, nil // a real file its owner cannot read (mode 000): taken as changed
+	}
 	if err != nil {
 		return false, err
 	}

@@ -11,5 +11,6 @@ func TestMain(m *testing.M) {
 	MaybeRunInit()
 	crashChild()
 	catalogueChild()
+	nobodyChild()
 	os.Exit(withStateHome(m))
 }

@@ -63,6 +63,12 @@ func ownerChange(fi, lower fs.FileInfo) string {
 	return fmt.Sprintf("%d:%d", st.Uid, st.Gid)
 }
 
+// ownedByMe reports whether this process's user owns the file fi describes.
+func ownedByMe(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
 // linkCount returns how many hard links fi has, 0 if unknown.
 func linkCount(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
