@@ -97,6 +97,16 @@ type BoothResult struct {
 	Outbox []OutboxResult `json:"outbox,omitempty"`
 }
 
+// RefusedCount is how many entries were refused, in the workspace and in
+// the folders staged with it (--allow-write).
+func (b *BoothResult) RefusedCount() int {
+	n := len(b.Changes.Refused)
+	for _, r := range b.Roots {
+		n += len(r.Changes.Refused)
+	}
+	return n
+}
+
 // OutboxResult is how a held MCP tool call went.
 type OutboxResult struct {
 	Server string `json:"server"`
