@@ -239,6 +239,9 @@ func (r *copyRun) copyDir(rel string, d entry, dirs *[]dirMode) error {
 		case mode.IsRegular():
 			// Reflinks are tried on the first file; where they fail, not again.
 			stamp, cloned, err := copyRegular(e.abs, to, e.info, r.clone >= 0)
+			if errors.Is(err, fs.ErrPermission) && locked(e.info) {
+				stamp, cloned, err = r.copyLocked(p, e, to, s)
+			}
 			if err != nil {
 				return copyErr(p, err)
 			}

@@ -23,7 +23,8 @@ type nobodyRun struct {
 
 // nobodyChild is the child side of TestChmod000AsUser, run as an
 // ordinary user: an agent makes a file of its own mode 000 (a real one
-// and a new one), the change set is read and committed. TestMain calls
+// and a new one) in a workspace that holds one already, the change set
+// is read and committed. TestMain calls
 // it; it returns at once in any other process.
 func nobodyChild() {
 	ws := os.Getenv("SANDBOX_NOBODY_WS")
@@ -74,7 +75,9 @@ func nobodyChild() {
 
 // TestChmod000AsUser: as an ordinary user, a file the agent made mode
 // 000 (chmod 000 of a real file, or a new one) commits like any other:
-// the booth reads its own staged copy, not refusing it as unreadable.
+// the booth reads its own staged copy, not refusing it as unreadable,
+// and a real file of mode 000 does not keep the copy fallback from
+// starting.
 func TestChmod000AsUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		testenv.Unavailable(t, "root, to run the booth as the user nobody", "run the tests as root")
@@ -89,7 +92,7 @@ func chmod000AsNobody(t *testing.T, mode string) {
 	must(t, os.Chmod(filepath.Dir(base), 0o755))
 	must(t, os.Chmod(base, 0o755))
 	ws, state := filepath.Join(base, "ws"), filepath.Join(base, "state")
-	mkTree(t, ws, map[string]string{"f": "f\n"})
+	mkTree(t, ws, map[string]string{"f": "f\n", "locked": "l\n"})
 	must(t, os.MkdirAll(state, 0o700))
 	bin := filepath.Join(base, "sandbox.test")
 	self, err := os.ReadFile("/proc/self/exe")
@@ -103,6 +106,7 @@ func chmod000AsNobody(t *testing.T, mode string) {
 			return os.Lchown(p, 65534, 65534)
 		}))
 	}
+	must(t, os.Chmod(filepath.Join(ws, "locked"), 0)) // a real file of mode 000: copied all the same
 	cmd := exec.Command(bin, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SANDBOX_NOBODY_WS="+ws, "SANDBOX_NOBODY_MODE="+mode, "HOME="+base, "XDG_STATE_HOME="+state)
 	cmd.Dir = base
@@ -120,7 +124,7 @@ func chmod000AsNobody(t *testing.T, mode string) {
 	if run.Err != "" || len(run.Refused) > 0 {
 		t.Fatalf("as nobody: err %q, refused %+v", run.Err, run.Refused)
 	}
-	for name, want := range map[string]string{"f": "f\n", "new": "n\n"} {
+	for name, want := range map[string]string{"f": "f\n", "new": "n\n", "locked": "l\n"} {
 		b, err := os.ReadFile(filepath.Join(ws, name))
 		fi, serr := os.Stat(filepath.Join(ws, name))
 		if err != nil || serr != nil || string(b) != want || fi.Mode().Perm() != 0 {
