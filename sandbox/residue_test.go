@@ -15,8 +15,11 @@ import (
 // and in the copy fallback alike: committing it would split the pair, the
 // other name keeping the old content. The pair stays linked and unchanged.
 func TestRealHardLinkPairRefused(t *testing.T) {
-	for _, mode := range []string{"files", "copy"} {
+	for _, mode := range []string{"files", "copy", "overlay"} {
 		t.Run(mode, func(t *testing.T) {
+			if mode == "overlay" {
+				requireOverlay(t)
+			}
 			ws := filepath.Join(t.TempDir(), "ws")
 			mkTree(t, ws, map[string]string{"a": "old\n", "other.txt": "o"})
 			must(t, os.Link(filepath.Join(ws, "a"), filepath.Join(ws, "b")))
@@ -27,7 +30,10 @@ func TestRealHardLinkPairRefused(t *testing.T) {
 				must(t, tx.Files().WriteFile("a", []byte("new\n"), 0o644))
 				must(t, tx.Files().WriteFile("other.txt", []byte("p"), 0o644))
 			} else {
-				copyExec(t, tx, `echo new > a; echo p > other.txt`)
+				res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `echo new > a; echo p > other.txt`}, Mode: Mode(mode), Notice: &bytes.Buffer{}})
+				if err != nil || res.ExitCode != 0 {
+					t.Fatalf("exec: %v, exit %d", err, res.ExitCode)
+				}
 			}
 			cs, err := tx.Diff()
 			must(t, err)
