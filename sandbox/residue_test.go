@@ -4,6 +4,8 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -96,5 +98,60 @@ func TestCommitKeepsLinkTimeOwnerRootMode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRootModeCrashAtEveryStep: a commit that changes the workspace
+// folder's own mode, stopped at each step as a crash would stop it, is
+// recovered to all or nothing (the journal's chmod of "." is accepted).
+func TestRootModeCrashAtEveryStep(t *testing.T) {
+	stage := func(t *testing.T) string {
+		ws := filepath.Join(t.TempDir(), "ws")
+		mkTree(t, ws, map[string]string{"f": "v1\n"})
+		must(t, os.Chmod(ws, 0o755))
+		return ws
+	}
+	begin := func(t *testing.T, ws string) *Tx {
+		tx, err := Begin(ws, Options{})
+		must(t, err)
+		up := filepath.Join(tx.StateDir(), "upper")
+		must(t, os.Chmod(up, 0o750))
+		must(t, os.WriteFile(filepath.Join(up, "f"), []byte("v2\n"), 0o644))
+		return tx
+	}
+	var steps []string
+	failpoint = func(s string) error { steps = append(steps, s); return nil }
+	_, err := begin(t, stage(t)).Commit(ctx)
+	failpoint = nil
+	must(t, err)
+	seen := map[string]int{}
+	for _, step := range steps {
+		ws := stage(t)
+		tx := begin(t, ws)
+		failpoint = crashAt(step)
+		_, err := tx.Commit(ctx)
+		if !errors.Is(err, ErrCrash) {
+			failpoint = nil
+			t.Fatalf("step %s: commit: %v", step, err)
+		}
+		failpoint = crashAt("apply-1")
+		Recover(ctx, ws, Options{})
+		failpoint = nil
+		if _, err := Recover(ctx, ws, Options{}); err != nil {
+			t.Fatalf("step %s: recover: %v", step, err)
+		}
+		fi, err := os.Stat(ws)
+		must(t, err)
+		switch got := fmt.Sprintf("%o %s", fi.Mode().Perm(), readTree(t, ws)["f"]); got {
+		case "755 v1\n":
+			seen["old"]++
+		case "750 v2\n":
+			seen["new"]++
+		default:
+			t.Errorf("step %s: after recovery %q, want all old or all new", step, got)
+		}
+	}
+	if seen["old"] == 0 || seen["new"] == 0 {
+		t.Errorf("outcomes %v over steps %v: want both old and new", seen, steps)
 	}
 }
