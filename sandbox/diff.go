@@ -224,14 +224,15 @@ func (tx *Tx) stagedFileChange(p string, fi, lower fs.FileInfo) (Change, error) 
 		return Change{}, err
 	}
 	c := Change{Path: p, Op: OpWrite, Mode: modeBits(fi.Mode()), Size: fi.Size(), Mtime: fi.ModTime(), Xattrs: attrs, staged: tx.up(p)}
-	if lower == nil || !lower.Mode().IsRegular() || lower.Size() != fi.Size() {
+	if lower == nil || !lower.Mode().IsRegular() {
 		return c, nil
 	}
-	if same, err := sameContent(tx.up(p), tx.real(p)); err != nil || !same {
-		return c, err
+	c.Owner = ownerChange(fi, lower)
+	if lower.Size() != fi.Size() {
+		return c, nil
 	}
-	if c.Owner = ownerChange(fi, lower); c.Owner != "" {
-		return c, nil // the staged inode, which has the new owner, is linked in
+	if same, err := sameContent(tx.up(p), tx.real(p)); err != nil || !same || c.Owner != "" {
+		return c, err // a new owner: the staged inode, which has it, is linked in
 	}
 	chmod := Change{Path: p, Op: OpChmod, Mode: c.Mode}
 	if chmod.Xattrs, err = tx.changedXattrs(p, attrs); err != nil {
