@@ -89,12 +89,25 @@ type BoothResult struct {
 	// Confined: the agent ran confined (the overlay booth), so it could
 	// not write the workspace but through the staging area.
 	Confined bool `json:"confined"`
+	// CopyPaths are the files a copy-mode agent wrote that still name the
+	// copy's folder, gone after the run (binary files; text is rewritten).
+	CopyPaths []string `json:"copy_paths,omitempty"`
 	// Pending is set when a commit could neither finish nor be undone:
 	// its journal waits for `jukebox booth recover`.
 	Pending bool `json:"pending,omitempty"`
 	// Outbox are the MCP tool calls the booth held (jukebox mcp --policy):
 	// run once the commit was done, or dropped with a rollback.
 	Outbox []OutboxResult `json:"outbox,omitempty"`
+}
+
+// RefusedCount is how many entries were refused, in the workspace and in
+// the folders staged with it (--allow-write).
+func (b *BoothResult) RefusedCount() int {
+	n := len(b.Changes.Refused)
+	for _, r := range b.Roots {
+		n += len(r.Changes.Refused)
+	}
+	return n
 }
 
 // OutboxResult is how a held MCP tool call went.
@@ -174,7 +187,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	if ctx.Err() != nil {
 		end.Reason = tapefmt.ReasonInterrupted
 	}
-	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode, Confined: er.Confined}
+	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode, Confined: er.Confined, CopyPaths: er.CopyPaths}
 	return end, s.settle(ctx, tx, end, res.Booth)
 }
 

@@ -11,6 +11,7 @@ func (a *applier) openAside(string, bool) (entryMap, error)        { return nil,
 func (a *applier) forward([]Change, entryMap, []fingerprint) error { return Supported() }
 func (a *applier) undo([]Change, entryMap) error                   { return Supported() }
 func (a *applier) cleanup([]Change) error                          { return Supported() }
+func (a *applier) untouched(int, entryMap) bool                    { return false }
 func (a *applier) usedSib() bool                                   { return false }
 
 func verify(string, []Change, []fingerprint) []string { return nil }

@@ -61,8 +61,20 @@ type Change struct {
 	// of names the agent gave one new file: this path is committed as
 	// another name of that file, a hard link, not as a copy.
 	Link string `json:"link,omitempty"`
+	// Owner, on an OpWrite, is "uid:gid" when the agent (run by root)
+	// changed the file's owner: the staged inode, which has it, is linked
+	// in, so it is committed.
+	Owner string `json:"owner,omitempty"`
 
 	staged string // absolute path of the staged content, for Open
+}
+
+// ownerText is ", owner UID:GID" for a change of owner, else "".
+func ownerText(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	return ", owner " + owner
 }
 
 // Open reads the staged content of an OpWrite change. It fails for other
@@ -87,7 +99,7 @@ func (c Change) String() string {
 		if c.Link != "" {
 			return fmt.Sprintf("%s %s (hard link to %s, %s)%s", c.Op, p, termtext.Quote(c.Link), lsMode(c.Mode), c.xattrText())
 		}
-		return fmt.Sprintf("%s %s (%d bytes, %s)%s", c.Op, p, c.Size, lsMode(c.Mode), c.xattrText())
+		return fmt.Sprintf("%s %s (%d bytes, %s%s)%s", c.Op, p, c.Size, lsMode(c.Mode), ownerText(c.Owner), c.xattrText())
 	case OpSymlink:
 		return fmt.Sprintf("%s %s -> %s", c.Op, p, termtext.Quote(c.Target))
 	case OpChmod:

@@ -24,11 +24,12 @@ import (
 //   - <temporary folder>/.jukebox-booth-<id>, when the parent cannot be
 //     written.
 //
-// None is inside the workspace, so no number of ".." from the copy
-// reaches it; "../<workspace name>" from the copy's top is the copy
-// itself. The copy does not confine: the child can still write the real
-// workspace by its absolute path (or anything else the user can write),
-// and Exec says so once per run.
+// None is inside the workspace, so the workspace is not above the copy
+// (a ".." too many does not land in it), but it can be beside it:
+// "../../<workspace name>" from the copy's top is the real workspace
+// when the copy is its sibling. The copy does not confine: the child can
+// write the real workspace that way or by its absolute path (or anything
+// else the user can write), and Exec says so once per run.
 //
 // The run holds a lock (flock) on its place until it has removed it.
 // What a killed run leaves is removed by Rollback (discard) and by

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -63,6 +62,10 @@ type copyRun struct {
 	// clone is whether reflinks work here: 0 untried, 1 yes, -1 no.
 	clone     int8
 	reflinked bool
+	// copyPaths are the files the agent wrote that still hold the copy's
+	// path (copyrelocate.go).
+	copyPaths []string
+	rootMode  fs.FileMode // the copy's top as made
 }
 
 // execCopy is copy mode, asked for by name: it materialises the staged
@@ -83,16 +86,17 @@ func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string, starting f
 	if r.reflinked {
 		res.Mode = ModeReflink
 	}
-	cmd := exec.CommandContext(ctx, o.Args[0], o.Args[1:]...)
-	cmd.Dir = filepath.Join(r.root, filepath.FromSlash(dir))
-	cmd.Env = withPWD(envOrSelf(o.Env), cmd.Dir)
+	wd := filepath.Join(r.root, filepath.FromSlash(dir))
+	cmd := copyCommand(ctx, o.Args, withPWD(envOrSelf(o.Env), wd))
+	cmd.Dir = wd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
-	dieWithUs(cmd)
 	starting(res.Mode)
 	if res.ExitCode, res.Signal, err = exitStatus(cmd.Run()); err != nil {
 		return res, fmt.Errorf("%w in %s mode: %s: %w", ErrNotStarted, res.Mode, o.Args[0], err)
 	}
-	return res, r.fold()
+	err = r.fold()
+	res.CopyPaths = r.copyPaths
+	return res, err
 }
 
 // withPWD sets PWD to dir: the child is not where jukebox is.
@@ -177,7 +181,8 @@ func (r *copyRun) materialize() error {
 	if err := os.Mkdir(r.root, 0o700); err != nil {
 		return err
 	}
-	dirs := []dirMode{{".", modeBits(top.info.Mode())}}
+	r.rootMode = modeBits(top.info.Mode())
+	dirs := []dirMode{{".", r.rootMode}}
 	if err := r.copyDir(".", top, &dirs); err != nil {
 		return err
 	}
@@ -231,9 +236,13 @@ func (r *copyRun) copyDir(rel string, d entry, dirs *[]dirMode) error {
 			if err != nil {
 				return copyErr(p, err)
 			}
+			s.stamp.mtime = r.linkTime(to, e.info)
 		case mode.IsRegular():
 			// Reflinks are tried on the first file; where they fail, not again.
 			stamp, cloned, err := copyRegular(e.abs, to, e.info, r.clone >= 0)
+			if errors.Is(err, fs.ErrPermission) && locked(e.info) {
+				stamp, cloned, err = r.copyLocked(p, e, to, s)
+			}
 			if err != nil {
 				return copyErr(p, err)
 			}
@@ -376,6 +385,9 @@ func canReflink(src, dst string) bool {
 func (r *copyRun) fold() error {
 	var refused []Refusal
 	err := r.foldDir(".", &refused)
+	if err == nil {
+		err = r.foldRoot()
+	}
 	if kerr := r.tx.keepRefusals(refused); err == nil {
 		err = kerr
 	}
@@ -478,9 +490,10 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 		if err != nil {
 			return err
 		}
-		if was(fs.ModeSymlink) && s.target == target {
-			return nil
+		if was(fs.ModeSymlink) && s.target == target && fi.ModTime().UnixNano() == s.stamp.mtime {
+			return nil // touch -h changes only the time
 		}
+		target = r.relocateTarget(target)
 		return r.stage(p, func() error {
 			if err := files.RemoveAll(p); err != nil {
 				return err
@@ -500,6 +513,9 @@ func (r *copyRun) foldEntry(p string, fi fs.FileInfo, refused *[]Refusal) error 
 			// adopting the inode would commit a link to it.
 			*refused = append(*refused, hardLinkRefusal(p, n))
 			return nil
+		}
+		if err := r.relocate(p, abs, fi); err != nil {
+			return err
 		}
 		return r.stage(p, func() error { return files.adopt(p, abs, fi) })
 	}

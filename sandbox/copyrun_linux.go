@@ -179,15 +179,6 @@ func sameDevice(a, b string) bool {
 	return unix.Stat(a, &sa) == nil && unix.Stat(b, &sb) == nil && sa.Dev == sb.Dev
 }
 
-// dieWithUs asks the kernel to kill the child if jukebox dies, as the
-// overlay's init is.
-func dieWithUs(cmd *exec.Cmd) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-}
-
 // exitStatus turns cmd.Wait's error into an exit code, 128+N and N when
 // signal N ended the child; only failures to run at all are errors.
 func exitStatus(err error) (code, sig int, _ error) {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 )
 
 // The copy fallback's kernel pieces, for the platforms where the booth
@@ -35,7 +34,6 @@ var errPlaceBusy = errors.New("in use")
 
 func lockPlace(string) (*os.File, error) { return nil, Supported() }
 func sameDevice(_, _ string) bool        { return false }
-func dieWithUs(*exec.Cmd)                {}
 
 func exitStatus(err error) (int, int, error) {
 	code, err := exitCode(err)

@@ -49,6 +49,7 @@ func (tx *Tx) diff() (ChangeSet, error) {
 		return ChangeSet{}, pathErr("diff", ".", err)
 	}
 	run := &diffRun{ChangeSet: &cs, links: map[uint64][]linkName{}}
+	tx.diffRoot(run)
 	tx.diffDir(".", true, run)
 	tx.diffLinks(run)
 	kept, err := tx.keptRefusals()
@@ -59,6 +60,16 @@ func (tx *Tx) diff() (ChangeSet, error) {
 	sort.Slice(cs.Changes, func(i, j int) bool { return cs.Changes[i].Path < cs.Changes[j].Path })
 	sort.Slice(cs.DirTimes, func(i, j int) bool { return cs.DirTimes[i].Path < cs.DirTimes[j].Path })
 	return cs, nil
+}
+
+// diffRoot records a chmod of the workspace folder itself: the staging
+// area's top has the folder's mode from Begin, which the agent changed.
+func (tx *Tx) diffRoot(cs *diffRun) {
+	fi, err := os.Lstat(tx.upper)
+	if err != nil || tx.meta.RootMode == 0 || modeBits(fi.Mode()) == modeBits(tx.meta.RootMode) {
+		return
+	}
+	cs.Changes = append(cs.Changes, Change{Path: ".", Op: OpChmodDir, Mode: modeBits(fi.Mode())})
 }
 
 // diffDir walks one staging directory; lowerOn says the real directory of
@@ -163,8 +174,8 @@ func (tx *Tx) diffSymlink(p string, fi, lower fs.FileInfo, cs *diffRun) {
 		return
 	}
 	if lower != nil && lower.Mode()&fs.ModeSymlink != 0 {
-		if old, _ := os.Readlink(tx.real(p)); old == target {
-			return
+		if old, _ := os.Readlink(tx.real(p)); old == target && fi.ModTime().Equal(lower.ModTime()) {
+			return // copied up, never changed (touch -h changes only the time)
 		}
 	}
 	cs.Changes = append(cs.Changes, Change{Path: p, Op: OpSymlink, Target: target, Mtime: fi.ModTime()})
@@ -186,6 +197,10 @@ func (tx *Tx) diffFile(p string, fi, lower fs.FileInfo, cs *diffRun) {
 	if c.Op == "" {
 		return // copied up, never changed
 	}
+	if c.Op == OpWrite && lower != nil && lower.Mode().IsRegular() && linkCount(lower) > 1 {
+		cs.Refused = append(cs.Refused, pairRefusal(p, linkCount(lower)))
+		return
+	}
 	cs.Changes = append(cs.Changes, c)
 	tx.implied(p, lower, cs)
 }
@@ -194,17 +209,30 @@ func (tx *Tx) diffFile(p string, fi, lower fs.FileInfo, cs *diffRun) {
 // write, an OpChmod when only its mode, mtime or user extended
 // attributes differ from the real file's, or none (Op "") when nothing
 // does.
-func (tx *Tx) fileChange(p string, fi, lower fs.FileInfo) (Change, error) {
+func (tx *Tx) fileChange(p string, fi, lower fs.FileInfo) (c Change, err error) {
+	err = readableStaged(tx.up(p), fi, func() error {
+		c, err = tx.stagedFileChange(p, fi, lower)
+		return err
+	})
+	return c, err
+}
+
+// stagedFileChange is fileChange, the staged file readable.
+func (tx *Tx) stagedFileChange(p string, fi, lower fs.FileInfo) (Change, error) {
 	attrs, err := userXattrs(tx.up(p))
 	if err != nil {
 		return Change{}, err
 	}
 	c := Change{Path: p, Op: OpWrite, Mode: modeBits(fi.Mode()), Size: fi.Size(), Mtime: fi.ModTime(), Xattrs: attrs, staged: tx.up(p)}
-	if lower == nil || !lower.Mode().IsRegular() || lower.Size() != fi.Size() {
+	if lower == nil || !lower.Mode().IsRegular() {
 		return c, nil
 	}
-	if same, err := sameContent(tx.up(p), tx.real(p)); err != nil || !same {
-		return c, err
+	c.Owner = ownerChange(fi, lower)
+	if lower.Size() != fi.Size() {
+		return c, nil
+	}
+	if same, err := sameContent(tx.up(p), tx.real(p)); err != nil || !same || c.Owner != "" {
+		return c, err // a new owner: the staged inode, which has it, is linked in
 	}
 	chmod := Change{Path: p, Op: OpChmod, Mode: c.Mode}
 	if chmod.Xattrs, err = tx.changedXattrs(p, attrs); err != nil {
@@ -230,7 +258,11 @@ func (tx *Tx) diffLinks(cs *diffRun) {
 	for _, names := range cs.links {
 		sort.Slice(names, func(i, j int) bool { return names[i].path < names[j].path })
 		n := linkCount(names[0].fi)
-		attrs, err := userXattrs(tx.up(names[0].path))
+		var attrs map[string][]byte
+		err := readableStaged(tx.up(names[0].path), names[0].fi, func() (err error) {
+			attrs, err = userXattrs(tx.up(names[0].path))
+			return err
+		})
 		for i, name := range names {
 			switch {
 			case uint64(len(names)) != n:
@@ -276,6 +308,25 @@ func (tx *Tx) implied(p string, lower fs.FileInfo, cs *diffRun) {
 	})
 }
 
+// readableStaged runs fn with the staged file abs (which fi describes)
+// readable: a file the agent made unreadable to its owner (chmod 000) is
+// the booth's own copy, so the booth gives its owner read for the while,
+// then the mode back. An ordinary user cannot read such a file
+// otherwise; root can anyway.
+func readableStaged(abs string, fi fs.FileInfo, fn func() error) error {
+	if fi.Mode().Perm()&0o400 != 0 || os.Geteuid() == 0 || !ownedByMe(fi) {
+		return fn()
+	}
+	if err := os.Chmod(abs, modeBits(fi.Mode())|0o400); err != nil {
+		return err
+	}
+	err := fn()
+	if cerr := os.Chmod(abs, modeBits(fi.Mode())); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // sameContent compares two files byte for byte.
 func sameContent(a, b string) (bool, error) {
 	fa, err := os.Open(a)
@@ -284,6 +335,9 @@ func sameContent(a, b string) (bool, error) {
 	}
 	defer fa.Close()
 	fb, err := os.Open(b)
+	if errors.Is(err, fs.ErrPermission) {
+		return false, nil // a real file its owner cannot read (mode 000): taken as changed
+	}
 	if err != nil {
 		return false, err
 	}

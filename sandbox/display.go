@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"sort"
 	"strings"
 
@@ -16,9 +17,11 @@ import (
 // internal/termtext quotes it (termtext.Quote, termtext.Escape).
 
 // Sensitive returns why a change deserves a second look before it is
-// committed, or nil: git metadata and hooks, CI configuration, shell
-// start-up files, ssh keys and configuration, environment files, and
-// anything made executable or setuid/setgid. Implied deletes are not
+// committed, or nil: git metadata and hooks, CI configuration and
+// actions, editor tasks, package managers' configuration, build files,
+// shell start-up files, ssh keys and configuration, environment files,
+// symlinks pointing outside the workspace, and anything made executable
+// or setuid/setgid. Implied deletes are not
 // flagged (the delete of their parent is).
 func (c Change) Sensitive() []string {
 	if c.Implied {
@@ -31,6 +34,9 @@ func (c Change) Sensitive() []string {
 	if (c.Op == OpWrite || c.Op == OpChmod) && c.Mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
 		why = append(why, "setuid/setgid")
 	}
+	if c.Op == OpSymlink && leadsOut(c.Path, c.Target) {
+		why = append(why, "symlink pointing outside the workspace")
+	}
 	return why
 }
 
@@ -41,6 +47,34 @@ var shellStartup = map[string]bool{
 	".cshrc": true, ".tcshrc": true, ".kshrc": true, ".envrc": true,
 }
 
+// sensitiveDirs are folders whose content is sensitive, in the order
+// tried: a folder's name, the name of the entry in it ("" for any) and
+// why; names are lower case.
+var sensitiveDirs = []struct{ dir, next, why string }{
+	{".git", "hooks", "git hook: git runs it"},
+	{".git", "config", "git config: it can make git run commands"},
+	{".git", "", "git metadata"},
+	{".husky", "", "git hook (husky): git runs it"},
+	{".github", "workflows", "CI workflow: it runs on push"},
+	{".github", "actions", "CI action: workflows run it"},
+	{".circleci", "", "CI configuration"},
+	{".ssh", "", "ssh keys and configuration"},
+	{".vscode", "tasks.json", "editor task: the editor runs it"},
+	{".cargo", "config.toml", "package manager configuration: it can make cargo run commands"},
+	{".cargo", "config", "package manager configuration: it can make cargo run commands"},
+}
+
+// sensitiveNames are file names that are sensitive wherever they are,
+// lower case, with why.
+var sensitiveNames = map[string]string{
+	".gitlab-ci.yml":          "CI configuration",
+	"jenkinsfile":             "CI configuration",
+	".pre-commit-config.yaml": "git hook (pre-commit): git runs what it names",
+	".npmrc":                  "package manager configuration: it can make npm run commands",
+	"makefile":                "build file: make runs it",
+	"gnumakefile":             "build file: make runs it",
+}
+
 // sensitivePath says why a workspace path is sensitive, whatever is done
 // to it. Names are compared without regard to case, as a case-insensitive
 // file system (or a checkout on one) would.
@@ -48,40 +82,39 @@ func sensitivePath(p string) []string {
 	parts := strings.Split(strings.ToLower(p), "/")
 	base := parts[len(parts)-1]
 	var why []string
+dirs:
 	for i, part := range parts {
 		next := ""
 		if i+1 < len(parts) {
 			next = parts[i+1]
 		}
-		switch {
-		case part == ".git" && next == "hooks":
-			why = append(why, "git hook: git runs it")
-		case part == ".git" && next == "config":
-			why = append(why, "git config: it can make git run commands")
-		case part == ".git":
-			why = append(why, "git metadata")
-		case part == ".husky":
-			why = append(why, "git hook (husky): git runs it")
-		case part == ".github" && next == "workflows":
-			why = append(why, "CI workflow: it runs on push")
-		case part == ".circleci":
-			why = append(why, "CI configuration")
-		case part == ".ssh":
-			why = append(why, "ssh keys and configuration")
-		default:
-			continue
+		for _, d := range sensitiveDirs {
+			if part == d.dir && (d.next == "" || d.next == next) {
+				why = append(why, d.why)
+				break dirs
+			}
 		}
-		break
 	}
 	switch {
-	case base == ".gitlab-ci.yml":
-		why = append(why, "CI configuration")
+	case sensitiveNames[base] != "":
+		why = append(why, sensitiveNames[base])
 	case shellStartup[base]:
 		why = append(why, "shell start-up file: a shell runs it")
 	case base == ".env" || strings.HasPrefix(base, ".env."):
 		why = append(why, "environment file: often holds secrets")
 	}
 	return why
+}
+
+// leadsOut reports whether the symlink at p with target leads out of the
+// workspace: an absolute target, or one with more ".." than p has
+// folders above it.
+func leadsOut(p, target string) bool {
+	if path.IsAbs(target) {
+		return true
+	}
+	j := path.Join(path.Dir(p), target)
+	return j == ".." || strings.HasPrefix(j, "../")
 }
 
 // opOrder is the order Summary counts operations in.
@@ -160,6 +193,14 @@ func refusalFor(p string, m fs.FileMode) Refusal {
 		return Refusal{Path: p, Kind: RefusedDevice, Reason: "a device file cannot be committed"}
 	}
 	return Refusal{Path: p, Kind: RefusedUnreadable, Reason: fmt.Sprintf("an entry of a type the booth cannot commit (%v)", m.Type())}
+}
+
+// pairRefusal is the refusal of a write to a real file with n names (a
+// hard-link pair the workspace held before the run): the commit puts a
+// new file at the path, so the other names would keep the old content.
+func pairRefusal(p string, n uint64) Refusal {
+	return Refusal{Path: p, Kind: RefusedHardLink,
+		Reason: fmt.Sprintf("a hard link (the real file has %d names): committing the write would split them, the other names keeping the old content; edit it after the run, or break the link first", n)}
 }
 
 // hardLinkRefusal is the refusal of a file with n names.

@@ -27,6 +27,19 @@ func TestSensitive(t *testing.T) {
 		{Change{Path: ".github/ISSUE_TEMPLATE.md", Op: OpWrite}, ""},
 		{Change{Path: ".git/objects/ab/cd", Op: OpDelete, Implied: true}, ""},
 		{Change{Path: "environment", Op: OpWrite}, ""},
+		{Change{Path: ".github/actions/setup/action.yml", Op: OpWrite}, "CI action"},
+		{Change{Path: ".vscode/tasks.json", Op: OpWrite}, "editor task"},
+		{Change{Path: ".vscode/extensions.json", Op: OpWrite}, ""},
+		{Change{Path: ".pre-commit-config.yaml", Op: OpWrite}, "git hook"},
+		{Change{Path: ".cargo/config.toml", Op: OpWrite}, "package manager configuration"},
+		{Change{Path: "sub/.npmrc", Op: OpWrite}, "package manager configuration"},
+		{Change{Path: "Jenkinsfile", Op: OpWrite}, "CI configuration"},
+		{Change{Path: "Makefile", Op: OpWrite, Mode: 0o644}, "build file"},
+		{Change{Path: "lib/GNUmakefile", Op: OpDelete}, "build file"},
+		{Change{Path: "link", Op: OpSymlink, Target: "/etc/passwd"}, "symlink pointing outside the workspace"},
+		{Change{Path: "a/link", Op: OpSymlink, Target: "../../x"}, "symlink pointing outside the workspace"},
+		{Change{Path: "a/link", Op: OpSymlink, Target: "../b/x"}, ""},
+		{Change{Path: "a/link", Op: OpSymlink, Target: "c/../../b"}, ""},
 	} {
 		got := strings.Join(c.c.Sensitive(), "; ")
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
@@ -42,7 +55,7 @@ func TestSummary(t *testing.T) {
 		{Path: "l", Op: OpSymlink, Target: ".."}, {Path: "m", Op: OpSymlink, Target: "/abs"},
 		{Path: ".git/hooks/pre-push", Op: OpWrite, Mode: 0o755},
 	}, Refused: []Refusal{{Path: "p", Kind: RefusedFIFO, Reason: "a fifo"}}}
-	want := "4 writes, 2 symlinks, 2 deletes (1 implied); 1 refused; 1 sensitive (marked !)"
+	want := "4 writes, 2 symlinks, 2 deletes (1 implied); 1 refused; 3 sensitive (marked !)"
 	if got := cs.Summary(); got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}

@@ -86,7 +86,11 @@
 //     the run is kept (or a conflict at commit, where the child changed
 //     the same path), never undone; fifos, sockets and devices are not
 //     copied and not deleted; holes stay holes. The copy stages but does
-//     not confine. A one-line notice names the mode and says which.
+//     not confine. A one-line notice names the mode and says which. The
+//     child runs under a reaper (copyreap_linux.go) that ends what it
+//     started when it exits, and the copy's path is rewritten to the
+//     workspace's in the text files and symlinks it wrote
+//     (copyrelocate.go); binary files holding it are listed.
 //   - RunWasm runs WASI preview 1 tools in process on WasiFS, a wazero
 //     experimental/sys.FS over the same view; Shell is a mvdan.cc/sh
 //     interpreter whose redirections, builtins and globbing go through
@@ -155,13 +159,19 @@
 //     name is an OpWrite, each after the first (in path order) naming it
 //     in Change.Link; they are names of one staged inode, which commit
 //     links in. A file that shares its inode with anything else is
-//     refused (RefusedHardLink).
+//     refused (RefusedHardLink), and so is a write to a real file with
+//     several names, which the commit would split;
+//   - the workspace folder's own mode (a chmod of "." is an OpChmodDir
+//     of "."; the staging area's top takes the folder's mode at Begin),
+//     and a file's owner changed by an agent run as root (Change.Owner,
+//     on an OpWrite of the staged inode, which has it).
 //
 // In-process staging (Files, WASI) copies up as overlayfs does:
 // mode, user attributes and times, and a copy-up leaves its directory's
 // time alone. The copy fallback keeps modes, files' attributes and
-// mtimes (its copy is made as cp -p makes one, and a file whose change
-// time moved is folded), but refuses hard links and keeps neither the
+// mtimes, symlinks' mtimes and the workspace folder's mode (its copy is
+// made as cp -p makes one, and a file whose change time moved is
+// folded), but refuses hard links and keeps neither the
 // attributes nor the times of directories. The journal and the aside
 // log carry all of it, so recovery finishes or undoes it (an undo puts
 // back the attributes, mode and mtime of a path that kept its inode);

@@ -81,6 +81,10 @@ type ExecResult struct {
 	// Confined is true when the child ran confined: read-only system,
 	// private /tmp, own PID namespace, capabilities dropped, seccomp.
 	Confined bool `json:"confined"`
+	// CopyPaths are the files a copy run's agent wrote that still hold
+	// the copy's absolute path, which is gone after the run: binary
+	// files (text is rewritten to the real path).
+	CopyPaths []string `json:"copy_paths,omitempty"`
 }
 
 // errSetup marks a failure to build the namespace overlay (not the child's).
@@ -126,9 +130,13 @@ func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 	if roots := tx.Roots(); len(roots) > 0 {
 		return ExecResult{Mode: o.Mode, ExitCode: -1}, fmt.Errorf("sandbox: staged folders outside the workspace (%s) need the overlay booth; %s mode stages the workspace alone", roots[0].Root(), o.Mode)
 	}
-	return execCopy(ctx, tx, o, dir, func(m Mode) {
+	res, err := execCopy(ctx, tx, o, dir, func(m Mode) {
 		fmt.Fprintf(notice, "jukebox: booth: %s of the workspace, run outside it, NOT confined: what the agent changes in the copy is staged, but it can write anywhere you can, the real workspace too by its absolute path\n", m)
 	})
+	if err == nil && len(res.CopyPaths) > 0 {
+		fmt.Fprintf(notice, "jukebox: booth: %d binary file(s) the agent wrote still name the copy's folder, which is gone after the run (text files were rewritten to the real path): %s\n", len(res.CopyPaths), quoteSome(res.CopyPaths, 10))
+	}
+	return res, err
 }
 
 // ErrCannotConfine is Exec's error, and the agent was not started, when
@@ -149,13 +157,26 @@ func writable(tx *Tx, o ExecOptions) string {
 		s = "; staged with it: " + s[2:]
 	}
 	if len(o.WriteLive) > 0 {
-		quoted := make([]string, len(o.WriteLive))
-		for i, p := range o.WriteLive {
-			quoted[i] = termtext.Quote(p)
-		}
-		s += "; written live, never rolled back: " + strings.Join(quoted, ", ")
+		s += "; written live, never rolled back: " + quoteAll(o.WriteLive)
 	}
 	return s
+}
+
+// quoteSome is quoteAll of the first n paths, and how many more there are.
+func quoteSome(paths []string, n int) string {
+	if len(paths) <= n {
+		return quoteAll(paths)
+	}
+	return fmt.Sprintf("%s and %d more", quoteAll(paths[:n]), len(paths)-n)
+}
+
+// quoteAll quotes each path for the terminal, joined by commas.
+func quoteAll(paths []string) string {
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = termtext.Quote(p)
+	}
+	return strings.Join(quoted, ", ")
 }
 
 func orHost(n Net) Net {

@@ -203,12 +203,16 @@ func (w *workspace) checkJournal(dir string, j journal) string {
 }
 
 // checkJournalChange applies the staging checks to one journal entry:
-// a clean relative path, not the root, nothing outside the workspace or
-// inside the state directory, and an operation this release knows; a
-// hard link only to a write before it (in writes), and extended
-// attributes only in the user namespace, never overlayfs's.
+// a clean relative path, not the root (but for a chmod of it), nothing
+// outside the workspace or inside the state directory, and an operation
+// this release knows; a hard link only to a write before it (in writes),
+// and extended attributes only in the user namespace, never overlayfs's.
 func (w *workspace) checkJournalChange(c Change, writes map[string]bool) error {
-	rel, err := w.cleanFile("recover", c.Path)
+	clean := w.cleanFile
+	if c.Op == OpChmodDir {
+		clean = w.cleanRel // the workspace folder's own mode
+	}
+	rel, err := clean("recover", c.Path)
 	if err != nil {
 		return err
 	}

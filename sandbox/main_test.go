@@ -12,5 +12,6 @@ func TestMain(m *testing.M) {
 	crashChild()
 	catalogueChild()
 	nestedChild()
+	nobodyChild()
 	os.Exit(withStateHome(m))
 }

@@ -8,4 +8,10 @@ import "github.com/jukebox-os/jukebox/internal/nsinit"
 // are parsed (and in TestMain of test binaries that run children in the
 // booth): a booth starts this executable as its init when jukebox-booth
 // is not installed beside it (nsinit.Path).
-func MaybeRunInit() { nsinit.MaybeRun() }
+//
+// It also runs a copy run's reaper (copyreap_linux.go) when this process
+// was started as one.
+func MaybeRunInit() {
+	maybeRunReaper()
+	nsinit.MaybeRun()
+}

@@ -30,6 +30,8 @@ func takeFingerprint(string, string) (fingerprint, error) { return fingerprint{}
 func touchMarker(string) (int64, error)                   { return 0, Supported() }
 func inode(fs.FileInfo) uint64                            { return 0 }
 func linkCount(fs.FileInfo) uint64                        { return 0 }
+func ownerChange(_, _ fs.FileInfo) string                 { return "" }
+func ownedByMe(fs.FileInfo) bool                          { return false }
 func lockFile(*os.File) error                             { return Supported() }
 func unlockFile(*os.File) error                           { return Supported() }
 func isWhiteout(fs.FileInfo) bool                         { return false }

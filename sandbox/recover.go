@@ -210,7 +210,7 @@ func (r *commitRun) changedAfterDecision() ([]Conflict, error) {
 	var out []Conflict
 	for i, c := range r.j.Changes {
 		was := r.j.Before[i]
-		if c.Implied || !was.Exists || a.moved[i] || logged[i] != (asideEntry{}) {
+		if c.Implied || !was.Exists || !a.untouched(i, logged) {
 			continue
 		}
 		now, err := takeFingerprint(filepath.Join(r.w.root, filepath.FromSlash(c.Path)), c.Path)

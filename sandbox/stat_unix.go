@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"syscall"
@@ -50,6 +51,22 @@ func inode(fi fs.FileInfo) uint64 {
 		return st.Ino
 	}
 	return 0
+}
+
+// ownerChange is "uid:gid" of fi when it differs from lower's, else "".
+func ownerChange(fi, lower fs.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	lst, lok := lower.Sys().(*syscall.Stat_t)
+	if !ok || !lok || st.Uid == lst.Uid && st.Gid == lst.Gid {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", st.Uid, st.Gid)
+}
+
+// ownedByMe reports whether this process's user owns the file fi describes.
+func ownedByMe(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // linkCount returns how many hard links fi has, 0 if unknown.

@@ -99,6 +99,11 @@ type txMeta struct {
 	// Roots are the folders outside the workspace staged with it
 	// (StageRoot), each a sub-transaction in roots/N/.
 	Roots []rootRef `json:"roots,omitempty"`
+	// RootMode is the workspace folder's mode at Begin (the staging
+	// area's top takes it, so the agent sees it), with fs.ModeDir set so
+	// that it is never 0; 0 in a transaction an earlier release began.
+	// Diff compares the top with it to find a chmod of the folder itself.
+	RootMode fs.FileMode `json:"root_mode,omitempty"`
 	// Deferred is the caller's, kept for whoever commits (Tx.Defer).
 	Deferred json.RawMessage `json:"deferred,omitempty"`
 }
@@ -147,12 +152,30 @@ func Begin(dir string, opts Options) (*Tx, error) {
 		return nil, fmt.Errorf("sandbox: begin: %w", err)
 	}
 	tx.meta = txMeta{ID: id, Workspace: w.root, Created: time.Now().UTC(), BeginCtime: ctime}
+	if tx.meta.RootMode, err = takeRootMode(w.root, tx.upper); err != nil {
+		return nil, fmt.Errorf("sandbox: begin: %w", err)
+	}
 	if err := tx.writeMeta(); err != nil {
 		return nil, fmt.Errorf("sandbox: begin: %w", err)
 	}
 	tx.readBeginNames()
 	tx.emit(Event{Kind: EventBegin})
 	return tx, nil
+}
+
+// takeRootMode gives the staging area's top upper the workspace folder's
+// mode and returns it (with fs.ModeDir). The owner keeps rwx on upper,
+// whatever the folder's mode, so that the booth can stage in it.
+func takeRootMode(root, upper string) (fs.FileMode, error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return 0, err
+	}
+	perm := modeBits(fi.Mode()) | 0o700
+	if err := os.Chmod(upper, perm); err != nil {
+		return 0, err
+	}
+	return fs.ModeDir | perm, nil
 }
 
 // Open reopens a transaction left open (for example with --keep) by id.

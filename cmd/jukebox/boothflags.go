@@ -291,14 +291,10 @@ func printBooth(env *Env, b *engine.BoothResult) {
 	printOutbox(env.Stderr, b.Outbox, b.Tx)
 	switch {
 	case b.Refused:
-		refused := len(b.Changes.Refused)
-		for _, r := range b.Roots {
-			refused += len(r.Changes.Refused)
-		}
 		fmt.Fprintf(env.Stderr, "jukebox: booth kept open: %d entries the booth cannot commit were refused (REFUSED above); "+
 			"nothing was committed or rolled back.\n"+
 			"jukebox: `jukebox booth commit --tx %[2]s` applies the rest without them; `jukebox booth rollback --tx %[2]s` discards it all\n",
-			refused, b.Tx)
+			b.RefusedCount(), b.Tx)
 	case b.Committed && len(b.Roots) > 0:
 		roots := make([]string, len(b.Roots))
 		for i, r := range b.Roots {

@@ -84,5 +84,5 @@ func refusedExit(res *engine.Result) error {
 		return nil
 	}
 	return withCode(ExitRefused, fmt.Errorf("booth: refused entries: %d; transaction %s kept open for you to decide "+
-		"(exit %d, ahead of the agent's %s)", len(res.Booth.Changes.Refused), res.Booth.Tx, ExitRefused, exitText(res.End)))
+		"(exit %d, ahead of the agent's %s)", res.Booth.RefusedCount(), res.Booth.Tx, ExitRefused, exitText(res.End)))
 }

@@ -1,0 +1,134 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// nobodyRun is what the child of TestChmod000AsUser reports.
+type nobodyRun struct {
+	Refused []Refusal
+	Err     string
+}
+
+// nobodyChild is the child side of TestChmod000AsUser, run as an
+// ordinary user: an agent makes a file of its own mode 000 (a real one
+// and a new one) in a workspace that holds one already, the change set
+// is read and committed. TestMain calls
+// it; it returns at once in any other process.
+func nobodyChild() {
+	ws := os.Getenv("SANDBOX_NOBODY_WS")
+	if ws == "" {
+		return
+	}
+	var run nobodyRun
+	err := func() error {
+		tx, err := Begin(ws, Options{})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		if mode := Mode(os.Getenv("SANDBOX_NOBODY_MODE")); mode == "files" {
+			if err := tx.Files().Chmod("f", 0); err != nil {
+				return err
+			}
+			if err := tx.Files().WriteFile("new", []byte("n\n"), 0); err != nil {
+				return err
+			}
+		} else {
+			var out bytes.Buffer
+			res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `set -e; chmod 000 f; echo n > new; chmod 000 new`},
+				Mode: mode, Stdout: &out, Stderr: &out, Notice: &bytes.Buffer{}})
+			if err == nil && res.ExitCode != 0 {
+				return &exec.ExitError{}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		cs, err := tx.Diff()
+		if err != nil {
+			return err
+		}
+		if run.Refused = cs.Refused; len(cs.Refused) > 0 {
+			return nil
+		}
+		_, err = tx.Commit(ctx)
+		return err
+	}()
+	if err != nil {
+		run.Err = err.Error()
+	}
+	json.NewEncoder(os.Stdout).Encode(run)
+	os.Exit(0)
+}
+
+// TestChmod000AsUser: as an ordinary user, a file the agent made mode
+// 000 (chmod 000 of a real file, or a new one) commits like any other:
+// the booth reads its own staged copy, not refusing it as unreadable,
+// and a real file of mode 000 does not keep the copy fallback from
+// starting.
+func TestChmod000AsUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Unavailable(t, "root, to run the booth as the user nobody", "run the tests as root")
+	}
+	for _, mode := range []string{"files", string(ModeCopy), string(ModeOverlay)} {
+		t.Run(mode, func(t *testing.T) { chmod000AsNobody(t, mode) })
+	}
+}
+
+func chmod000AsNobody(t *testing.T, mode string) {
+	base := t.TempDir()
+	must(t, os.Chmod(filepath.Dir(base), 0o755))
+	must(t, os.Chmod(base, 0o755))
+	ws, state := filepath.Join(base, "ws"), filepath.Join(base, "state")
+	mkTree(t, ws, map[string]string{"f": "f\n", "locked": "l\n"})
+	must(t, os.MkdirAll(state, 0o700))
+	bin := filepath.Join(base, "sandbox.test")
+	self, err := os.ReadFile("/proc/self/exe")
+	must(t, err)
+	must(t, os.WriteFile(bin, self, 0o755))
+	for _, d := range []string{ws, state} {
+		must(t, filepath.Walk(d, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, 65534, 65534)
+		}))
+	}
+	must(t, os.Chmod(filepath.Join(ws, "locked"), 0)) // a real file of mode 000: copied all the same
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SANDBOX_NOBODY_WS="+ws, "SANDBOX_NOBODY_MODE="+mode, "HOME="+base, "XDG_STATE_HOME="+state)
+	cmd.Dir = base
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	var run nobodyRun
+	must(t, json.Unmarshal(out, &run))
+	if mode == string(ModeOverlay) && strings.Contains(run.Err, "namespace overlay refused") {
+		testenv.Unavailable(t, "the overlay booth for the user nobody ("+run.Err+")", "run on Linux with unprivileged user namespaces allowed")
+	}
+	if run.Err != "" || len(run.Refused) > 0 {
+		t.Fatalf("as nobody: err %q, refused %+v", run.Err, run.Refused)
+	}
+	for name, want := range map[string]string{"f": "f\n", "new": "n\n", "locked": "l\n"} {
+		b, err := os.ReadFile(filepath.Join(ws, name))
+		fi, serr := os.Stat(filepath.Join(ws, name))
+		if err != nil || serr != nil || string(b) != want || fi.Mode().Perm() != 0 {
+			t.Errorf("%s after commit: %q (%v), mode %v (%v); want %q, mode 000", name, b, err, fi.Mode(), serr, want)
+		}
+	}
+}
