@@ -678,9 +678,17 @@ func (s *Server) quiesce() {
 
 // sessions stops the endpoint and returns every session, for the decision.
 func (s *Server) sessions() []*upstream {
-	s.quiesce()
+	ups := s.stopped()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.decided = true
+	return ups
+}
+
+// stopped stops the endpoint and returns every session.
+func (s *Server) stopped() []*upstream {
+	s.quiesce()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return slices.Clone(s.ups)
 }

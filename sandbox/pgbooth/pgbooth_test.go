@@ -578,3 +578,46 @@ func TestDisconnectDuringCopy(t *testing.T) {
 	}
 	b.want(b.direct, "kept-false,kept-true")
 }
+
+// Work lists what the sessions hold for the decision: statements kept
+// (autocommit, a committed block), not those undone (a failed statement,
+// a rolled-back block), reads left out; destructive ones marked; the
+// tables written named.
+func TestWork(t *testing.T) {
+	b := newBooth(t)
+	c := b.client()
+	b.exec(c, "INSERT INTO "+b.table+" VALUES ('a')")
+	if _, err := c.Exec(bg, "INSERT INTO "+b.table+" VALUES ('a')"); err == nil {
+		t.Fatal("duplicate key accepted")
+	}
+	b.exec(c, "SELECT k FROM "+b.table)
+	b.exec(c, "BEGIN")
+	b.exec(c, "DELETE FROM "+b.table)
+	b.exec(c, "ROLLBACK")
+	b.exec(c, "BEGIN")
+	b.exec(c, "UPDATE "+b.table+" SET k = 'b'")
+	b.exec(c, "COMMIT")
+	b.exec(c, "CREATE TABLE "+b.table+"_x (a int)")
+	b.exec(c, "DROP TABLE "+b.table+"_x")
+	c.Close(bg)
+	work := b.srv.Work()
+	if len(work) != 1 {
+		t.Fatalf("%d sessions: %+v", len(work), work)
+	}
+	var got []string
+	for _, s := range work[0].Statements {
+		got = append(got, fmt.Sprintf("%s|%s|%s", s.SQL, s.Tag, strings.Join(s.Sensitive, ";")))
+	}
+	want := []string{
+		"INSERT INTO " + b.table + " VALUES ('a')|INSERT 0 1|",
+		"UPDATE " + b.table + " SET k = 'b'|UPDATE 1|updates every row (UPDATE without WHERE)",
+		"CREATE TABLE " + b.table + "_x (a int)|CREATE TABLE|",
+		"DROP TABLE " + b.table + "_x|DROP TABLE|drops a table",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("statements:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if tabs := strings.Join(work[0].Tables, ","); tabs != b.table+","+b.table+"_x" {
+		t.Errorf("tables %q", tabs)
+	}
+}
