@@ -189,9 +189,14 @@ func (c *BoothDiffCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	lost := tx.Lost()
+	if c.JSON && len(lost) > 0 {
+		return boothJSON(env.Stdout, lostDiff(cs, lost))
+	}
 	if err := printChangeSet(env.Stdout, cs, c.JSON); err != nil || c.JSON {
 		return err
 	}
+	writeLost(env.Stdout, lost)
 	return printRoots(env.Stdout, tx)
 }
 
