@@ -134,3 +134,49 @@ func TestRecordBoothPGCrashBeforeDecision(t *testing.T) {
 	}
 	wantCode(t, ExitOK, "booth", "rollback", "-C", r.ws)
 }
+
+// jukebox killed at the question: the SQL it showed is rolled back by the
+// server; booth diff lists it as lost, and booth commit refuses the files.
+func TestRecordBoothPGCrashAtQuestion(t *testing.T) {
+	r := newPGRun(t)
+	victim := r.table + "_victim"
+	if _, err := r.conn.Exec(context.Background(), "CREATE TABLE "+victim+" (a int)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+victim) })
+	master, slave := openPTY(t)
+	cmd := jukeboxCmd(t.Context(), r.ws, "record", "-o", r.tape, "--booth", "--pg", r.dsn,
+		"--commit", "ask", "--", "sh", "-c", psqlAgent("DROP TABLE "+victim))
+	var out strings.Builder
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	must(t, cmd.Start())
+	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	var seen []byte
+	buf := make([]byte, 4096)
+	for !strings.Contains(string(seen), "[y/N]") {
+		n, err := master.Read(buf)
+		if err != nil {
+			t.Fatalf("no question: %v\n%s", err, seen)
+		}
+		seen = append(seen, buf[:n]...)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if code, _, errs := jb(t, "booth", "commit", "-C", r.ws); code == ExitOK {
+		t.Errorf("booth commit of the files alone succeeded\n%s", errs)
+	}
+	if _, err := os.Stat(filepath.Join(r.ws, "agent.txt")); err == nil {
+		t.Fatal("agent.txt committed without the SQL")
+	}
+	diff, _ := wantCode(t, ExitOK, "booth", "diff", "-C", r.ws)
+	if !strings.Contains(diff, "! DROP TABLE "+victim) || !strings.Contains(diff, "LOST") {
+		t.Errorf("booth diff:\n%s", diff)
+	}
+	var n int
+	if err := r.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = $1", victim).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%s gone (%v)", victim, err)
+	}
+	wantCode(t, ExitOK, "booth", "rollback", "-C", r.ws)
+}
