@@ -325,6 +325,10 @@ type SQLSession struct {
 	Session    int            `json:"session"`
 	Statements []SQLStatement `json:"statements,omitempty"`
 	Tables     []string       `json:"tables,omitempty"`
+	// Sensitive says why the session as a whole deserves a second look:
+	// the server's locks show it dropped, truncated or altered a table
+	// no listed statement names (in a function, a trigger, a DO block).
+	Sensitive []string `json:"sensitive,omitempty"`
 }
 
 // SQLStatement is a statement a session ran and kept.

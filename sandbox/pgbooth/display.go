@@ -16,8 +16,8 @@ import (
 // (sandbox.Change.Sensitive).
 type Work []tapefmt.SQLSession
 
-// Empty reports whether the sessions kept no statement.
-func (w Work) Empty() bool { return w.Statements() == 0 }
+// Empty reports whether no session kept a statement or wrote a table.
+func (w Work) Empty() bool { return len(w) == 0 }
 
 // Statements counts the statements kept, each once however often it ran.
 func (w Work) Statements() int {
@@ -28,10 +28,13 @@ func (w Work) Statements() int {
 	return n
 }
 
-// Sensitive counts the statements marked sensitive.
+// Sensitive counts the statements and sessions marked sensitive.
 func (w Work) Sensitive() int {
 	n := 0
 	for _, s := range w {
+		if len(s.Sensitive) > 0 {
+			n++
+		}
 		for _, st := range s.Statements {
 			if len(st.Sensitive) > 0 {
 				n++
@@ -80,7 +83,11 @@ func (w Work) String() string {
 		if named == "" {
 			named = "none named"
 		}
-		fmt.Fprintf(&b, "  SQL session %d, tables written: %s\n", s.Session, named)
+		if len(s.Sensitive) > 0 {
+			fmt.Fprintf(&b, "! SQL session %d, tables written: %s\n    ^ sensitive: %s\n", s.Session, named, termtext.Escape(strings.Join(s.Sensitive, "; ")))
+		} else {
+			fmt.Fprintf(&b, "  SQL session %d, tables written: %s\n", s.Session, named)
+		}
 		for _, st := range s.Statements {
 			line := termtext.Escape(strings.Join(strings.Fields(st.SQL), " "))
 			if st.Tag != "" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -619,5 +620,31 @@ func TestWork(t *testing.T) {
 	}
 	if tabs := strings.Join(work[0].Tables, ","); tabs != b.table+","+b.table+"_x" {
 		t.Errorf("tables %q", tabs)
+	}
+}
+
+// A table dropped inside a function names no table in the statement
+// that called it; the server's locks show it, and mark the session.
+func TestWorkHiddenDrop(t *testing.T) {
+	b := newBooth(t)
+	victim, fn := b.table+"_v", b.table+"_wipe"
+	if _, err := b.direct.Exec(bg, "CREATE TABLE "+victim+" (a int); CREATE FUNCTION "+fn+"() RETURNS int LANGUAGE plpgsql AS "+
+		"$$BEGIN EXECUTE 'DROP TABLE "+victim+"'; RETURN 1; END$$"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.direct.Exec(bg, "DROP TABLE IF EXISTS "+victim+"; DROP FUNCTION IF EXISTS "+fn) })
+	c := b.client()
+	b.exec(c, "SELECT "+fn+"()")
+	c.Close(bg)
+	work := b.srv.Work()
+	if err := b.tx.Rollback(bg); err != nil { // the session's locks go with it
+		t.Fatal(err)
+	}
+	if len(work) != 1 || !slices.Contains(work[0].Tables, victim) || len(work[0].Sensitive) != 1 ||
+		!strings.Contains(work[0].Sensitive[0], "exclusive lock on "+victim) {
+		t.Fatalf("work %+v", work)
+	}
+	if s := pgbooth.Work(work).String(); !strings.Contains(s, "! SQL session") {
+		t.Errorf("listing:\n%s", s)
 	}
 }

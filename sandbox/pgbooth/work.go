@@ -1,6 +1,7 @@
 package pgbooth
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -176,7 +177,11 @@ func qualified(l *lexer) string {
 		if t.kind != tIdent && t.kind != tQIdent {
 			return b.String()
 		}
-		b.WriteString(l.s[t.start:t.end])
+		if part := l.s[t.start:t.end]; t.kind == tIdent {
+			b.WriteString(strings.ToLower(part)) // as PostgreSQL folds it
+		} else {
+			b.WriteString(part)
+		}
 		save := l.i
 		if nt := l.next(); nt.kind != tOther || l.s[nt.start:nt.end] != "." {
 			l.i = save
@@ -226,21 +231,32 @@ func (r *relay) fold() {
 func (r *relay) drop() { r.pend = nil }
 
 // Work is what the sessions hold for the decision, one entry per session
-// that kept a statement. It stops the endpoint first (the agent has
-// ended): the answer does not change after.
+// that kept a statement or holds a write lock. It stops the endpoint
+// first (the agent has ended): the answer does not change after.
 func (s *Server) Work() Work {
 	ups := s.stopped()
+	locks := s.lockedTables(context.Background(), ups)
 	var out Work
 	for _, u := range ups {
-		if len(u.kept) == 0 {
+		var tables []string
+		named := map[string]bool{} // tables a sensitive statement names
+		for _, st := range u.kept {
+			ts := tablesOf(st.SQL, u.scs())
+			tables = append(tables, ts...)
+			for _, t := range ts {
+				named[t] = named[t] || len(st.Sensitive) > 0
+			}
+		}
+		var why []string
+		if tl := locks[u.pid]; tl != nil {
+			tables = append(tables, tl.tables...)
+			why = unmarked(tl, named)
+		}
+		if len(u.kept) == 0 && len(tables) == 0 {
 			continue
 		}
-		var tables []string
-		for _, st := range u.kept {
-			tables = append(tables, tablesOf(st.SQL, u.scs())...)
-		}
 		slices.Sort(tables)
-		out = append(out, tapefmt.SQLSession{Session: u.n, Statements: slices.Clone(u.kept), Tables: slices.Compact(tables)})
+		out = append(out, tapefmt.SQLSession{Session: u.n, Statements: slices.Clone(u.kept), Tables: slices.Compact(tables), Sensitive: why})
 	}
 	return out
 }

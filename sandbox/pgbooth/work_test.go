@@ -38,6 +38,7 @@ func TestTablesOf(t *testing.T) {
 	for sql, want := range map[string][]string{
 		"INSERT INTO public.users VALUES (1)":           {"public.users"},
 		"update only \"Users\" set a = 1":               {`"Users"`},
+		"UPDATE Public.T SET a = 1":                     {"public.t"},
 		"DELETE FROM t WHERE k = 1":                     {"t"},
 		"TRUNCATE TABLE a, b":                           {"a", "b"},
 		"DROP TABLE IF EXISTS x":                        {"x"},
