@@ -30,16 +30,33 @@ func txFrame(t *testing.T, path string, kind tapefmt.Kind) string {
 	return ""
 }
 
-// The agent's DROP TABLE is no longer committed out of sight: the listing
-// shows each session's statements and tables, the DROP marked sensitive,
-// and tx.commit holds them, masked by --redact like everything else.
-func TestRecordBoothPGShowsSQL(t *testing.T) {
-	r := newPGRun(t)
+// victim makes a table for the agent to drop, and returns its name.
+func (r *pgRun) victim(t *testing.T) string {
+	t.Helper()
 	victim := r.table + "_victim"
 	if _, err := r.conn.Exec(context.Background(), "CREATE TABLE "+victim+" (a int)"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+victim) })
+	return victim
+}
+
+// exists reports whether table is there, as the server sees it.
+func (r *pgRun) exists(t *testing.T, table string) bool {
+	t.Helper()
+	var n int
+	if err := r.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = $1", table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// The agent's DROP TABLE is no longer committed out of sight: the listing
+// shows each session's statements and tables, the DROP marked sensitive,
+// and tx.commit holds them, masked by --redact like everything else.
+func TestRecordBoothPGShowsSQL(t *testing.T) {
+	r := newPGRun(t)
+	victim := r.victim(t)
 	agent := psqlAgent("INSERT INTO "+r.table+" VALUES ('sk-SECRET42')", "DROP TABLE "+victim)
 	_, errs := wantCode(t, ExitOK, "record", "-o", r.tape, "--booth", "--booth-mode", "copy", "--pg", r.dsn,
 		"--redact", "sk-[A-Z0-9]+", "--commit", "always", "--", "sh", "-c", agent)
@@ -67,11 +84,7 @@ func TestRecordBoothPGShowsSQL(t *testing.T) {
 // rolls both back, and tx.rollback lists what was rolled back.
 func TestRecordBoothPGAsksSQL(t *testing.T) {
 	r := newPGRun(t)
-	victim := r.table + "_victim"
-	if _, err := r.conn.Exec(context.Background(), "CREATE TABLE "+victim+" (a int)"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+victim) })
+	victim := r.victim(t)
 	cmd := jukeboxCmd(t.Context(), r.ws, "record", "-o", r.tape, "--booth", "--booth-mode", "copy", "--pg", r.dsn,
 		"--commit", "ask", "--", "sh", "-c", psqlAgent("DROP TABLE "+victim))
 	q, out := answerAsk(t, cmd, "n\n")
@@ -81,9 +94,8 @@ func TestRecordBoothPGAsksSQL(t *testing.T) {
 			t.Errorf("the question lacks %q:\n%s", want, q)
 		}
 	}
-	var n int
-	if err := r.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = $1", victim).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("%s gone after n (%v)\n%s", victim, err, out)
+	if !r.exists(t, victim) {
+		t.Fatalf("%s gone after n\n%s", victim, out)
 	}
 	if rb := txFrame(t, r.tape, tapefmt.KindTxRollback); !strings.Contains(rb, `"sql":"DROP TABLE `+victim+`"`) {
 		t.Errorf("tx.rollback: %s", rb)
@@ -139,11 +151,7 @@ func TestRecordBoothPGCrashBeforeDecision(t *testing.T) {
 // server; booth diff lists it as lost, and booth commit refuses the files.
 func TestRecordBoothPGCrashAtQuestion(t *testing.T) {
 	r := newPGRun(t)
-	victim := r.table + "_victim"
-	if _, err := r.conn.Exec(context.Background(), "CREATE TABLE "+victim+" (a int)"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+victim) })
+	victim := r.victim(t)
 	master, slave := openPTY(t)
 	cmd := jukeboxCmd(t.Context(), r.ws, "record", "-o", r.tape, "--booth", "--pg", r.dsn,
 		"--commit", "ask", "--", "sh", "-c", psqlAgent("DROP TABLE "+victim))
@@ -174,9 +182,8 @@ func TestRecordBoothPGCrashAtQuestion(t *testing.T) {
 	if !strings.Contains(diff, "! DROP TABLE "+victim) || !strings.Contains(diff, "LOST") {
 		t.Errorf("booth diff:\n%s", diff)
 	}
-	var n int
-	if err := r.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = $1", victim).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("%s gone (%v)", victim, err)
+	if !r.exists(t, victim) {
+		t.Fatalf("%s gone", victim)
 	}
 	wantCode(t, ExitOK, "booth", "rollback", "-C", r.ws)
 }
