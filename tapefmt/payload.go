@@ -331,6 +331,23 @@ type SQLSession struct {
 	Sensitive []string `json:"sensitive,omitempty"`
 }
 
+// SQLCount counts the statements of sessions (each once however often it
+// ran), and the statements and sessions marked sensitive.
+func SQLCount(sessions []SQLSession) (statements, sensitive int) {
+	for _, s := range sessions {
+		statements += len(s.Statements)
+		if len(s.Sensitive) > 0 {
+			sensitive++
+		}
+		for _, st := range s.Statements {
+			if len(st.Sensitive) > 0 {
+				sensitive++
+			}
+		}
+	}
+	return statements, sensitive
+}
+
 // SQLStatement is a statement a session ran and kept.
 type SQLStatement struct {
 	SQL   string `json:"sql"`

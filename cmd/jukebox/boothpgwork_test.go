@@ -78,6 +78,9 @@ func TestRecordBoothPGShowsSQL(t *testing.T) {
 	if strings.Contains(commit, "SECRET42") {
 		t.Errorf("tx.commit holds the secret --redact masks: %s", commit)
 	}
+	if show, _ := wantCode(t, ExitOK, "show", r.tape); !strings.Contains(show, "1 changes, 2 SQL statements (1 sensitive)") {
+		t.Errorf("show:\n%s", show)
+	}
 }
 
 // The question shows the SQL with the files, the DROP marked; a "n"

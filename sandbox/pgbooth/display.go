@@ -21,26 +21,13 @@ func (w Work) Empty() bool { return len(w) == 0 }
 
 // Statements counts the statements kept, each once however often it ran.
 func (w Work) Statements() int {
-	n := 0
-	for _, s := range w {
-		n += len(s.Statements)
-	}
+	n, _ := tapefmt.SQLCount(w)
 	return n
 }
 
 // Sensitive counts the statements and sessions marked sensitive.
 func (w Work) Sensitive() int {
-	n := 0
-	for _, s := range w {
-		if len(s.Sensitive) > 0 {
-			n++
-		}
-		for _, st := range s.Statements {
-			if len(st.Sensitive) > 0 {
-				n++
-			}
-		}
-	}
+	_, n := tapefmt.SQLCount(w)
 	return n
 }
 
