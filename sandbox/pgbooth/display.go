@@ -84,7 +84,7 @@ func (w Work) String() string {
 				line += fmt.Sprintf(" (run %d times)", st.Count)
 			}
 			if len(st.Sensitive) > 0 {
-				fmt.Fprintf(&b, "! %s\n    ^ sensitive: %s\n", line, strings.Join(st.Sensitive, "; "))
+				fmt.Fprintf(&b, "! %s\n    ^ sensitive: %s\n", line, termtext.Escape(strings.Join(st.Sensitive, "; ")))
 				continue
 			}
 			fmt.Fprintf(&b, "    %s\n", line)

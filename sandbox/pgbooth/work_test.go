@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 func TestSensitiveSQL(t *testing.T) {
@@ -65,5 +67,26 @@ func TestNotable(t *testing.T) {
 		if got := notable(sql, true); got != want {
 			t.Errorf("%q: %v, want %v", sql, got, want)
 		}
+	}
+}
+
+// The agent chose every statement and name: none reaches the terminal
+// raw, and a statement's lines are flattened to one.
+func TestWorkStringEscapes(t *testing.T) {
+	w := Work{{Session: 1, Tables: []string{"t\u202e"}, Statements: []tapefmt.SQLStatement{
+		{SQL: "DROP TABLE \"x\x1b[8m\"\n;", Tag: "DROP TABLE", Sensitive: sensitiveSQL("DROP TABLE x", true)},
+		{SQL: "INSERT\tINTO t\nVALUES (1)", Tag: "INSERT 0 1", Count: 3},
+	}}}
+	s := w.String()
+	if strings.ContainsAny(s, "\x1b\u202e") {
+		t.Fatalf("raw control characters:\n%q", s)
+	}
+	for _, want := range []string{"! DROP TABLE", "    ^ sensitive: drops a table\n", "    INSERT INTO t VALUES (1)   -- INSERT 0 1 (run 3 times)\n"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("lacks %q:\n%s", want, s)
+		}
+	}
+	if got := w.Summary(); got != "1 session, 2 statements, 1 table written; 1 sensitive (marked !)" {
+		t.Errorf("summary %q", got)
 	}
 }
