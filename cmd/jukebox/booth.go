@@ -122,6 +122,9 @@ type BoothStatusCmd struct {
 type boothStatus struct {
 	sandbox.TxInfo
 	Changes map[sandbox.Op]int `json:"changes"`
+	// Lost are the kinds of participant work that ended with the run
+	// (sandbox.Tx.Lost): the transaction cannot commit.
+	Lost []string `json:"lost,omitempty"`
 }
 
 // Run prints each open transaction with its counts of changes, and each
@@ -139,6 +142,9 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 			if cs, err := tx.Diff(); err == nil {
 				row.Changes = cs.Counts()
 			}
+			for _, l := range tx.Lost() {
+				row.Lost = append(row.Lost, l.Kind)
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -150,6 +156,9 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 	}
 	for _, r := range rows {
 		what := countText(r.Changes)
+		if len(r.Lost) > 0 {
+			what += fmt.Sprintf("; its %s work was lost before the decision: commit refused, roll it back", strings.Join(r.Lost, ", "))
+		}
 		switch {
 		case r.Untrusted != "":
 			what = untrustedText(r.ID, r.Untrusted)

@@ -147,6 +147,9 @@ func TestRecordBoothPGCrashBeforeDecision(t *testing.T) {
 	if !strings.Contains(js, `"lost"`) || !strings.Contains(js, `"kind": "postgres-sessions"`) {
 		t.Errorf("booth diff --json:\n%s", js)
 	}
+	if st, _ := wantCode(t, ExitOK, "booth", "status", "-C", r.ws); !strings.Contains(st, "postgres-sessions work was lost") {
+		t.Errorf("booth status:\n%s", st)
+	}
 	wantCode(t, ExitOK, "booth", "rollback", "-C", r.ws)
 }
 
