@@ -43,10 +43,10 @@ type BoothOptions struct {
 	Keep   bool         // leave the transaction open instead of rolling back
 	Mode   sandbox.Mode // staging mode; "" is auto: the overlay, confined, or the agent is not started
 	// Ask decides for CommitAsk; it is shown the change set, those of the
-	// staged folders outside the workspace (Stage) and the MCP calls held
+	// staged folders outside the workspace (Stage), the MCP calls held
 	// for the commit (the outbox; Approve marks those only a person may
-	// let run).
-	Ask    func(sandbox.ChangeSet, []RootChanges, []OutboxResult) (bool, error)
+	// let run) and the participants' database work (Work).
+	Ask    func(sandbox.ChangeSet, []RootChanges, []OutboxResult, []tapefmt.SQLSession) (bool, error)
 	Notice io.Writer // where the one-line staging-mode notice goes
 	// Net is the agent's network (sandbox.NetNone: only the recorder, the
 	// control API and Endpoints are reachable). WriteLive are absolute
@@ -64,6 +64,12 @@ type BoothOptions struct {
 	// Resolvers finish such participants after a crash (sandbox.Recover).
 	Attach    func(ctx context.Context, tx *sandbox.Tx) (map[string]string, error)
 	Resolvers []sandbox.Resolver
+	// Work, when set, runs once the agent has ended, before the decision:
+	// it stops the participants Attach joined and returns what they hold
+	// (the --pg endpoint's sessions and statements), which is part of the
+	// one decision: asked about, listed (BoothResult.SQL) and written on
+	// tx.commit or tx.rollback.
+	Work func(tx *sandbox.Tx) []tapefmt.SQLSession
 }
 
 // RootChanges are the staged changes of a folder outside the workspace
@@ -98,6 +104,9 @@ type BoothResult struct {
 	// Outbox are the MCP tool calls the booth held (jukebox mcp --policy):
 	// run once the commit was done, or dropped with a rollback.
 	Outbox []OutboxResult `json:"outbox,omitempty"`
+	// SQL is the agent's database work (BoothOptions.Work), committed or
+	// rolled back with the files.
+	SQL []tapefmt.SQLSession `json:"sql,omitempty"`
 }
 
 // RefusedCount is how many entries were refused, in the workspace and in
@@ -215,6 +224,9 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 			br.Outbox = s.dropOutbox()
 		}
 	}()
+	if s.o.Booth.Work != nil {
+		br.SQL = s.o.Booth.Work(tx)
+	}
 	cs, err := s.diffRoot(tx, tx.ID(), "")
 	var commit bool
 	if err == nil {
@@ -234,7 +246,7 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 			return nil
 		}
 		if err == nil {
-			commit, err = s.decide(cs, br.Roots, end)
+			commit, err = s.decide(cs, br.Roots, br.SQL, end)
 		}
 	}
 	if err != nil && s.o.Booth.Keep {
@@ -243,7 +255,7 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 	}
 	if err != nil {
 		rerr := tx.Rollback(context.WithoutCancel(ctx))
-		s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: err.Error()})
+		s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: err.Error(), SQL: br.SQL})
 		return errors.Join(err, rerr)
 	}
 	switch {
@@ -256,14 +268,14 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 			case !tx.Closed():
 				br.Kept = true
 			case errors.As(err, &ce) && ce.RolledBack && ce.Restored:
-				s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: err.Error()})
+				s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: err.Error(), SQL: br.SQL})
 			default:
 				br.Pending = true
 			}
 			return fmt.Errorf("booth commit: %w", err)
 		}
 		br.Committed = true
-		s.appendFrame(tapefmt.TxCommit{Tx: tx.ID(), Changes: len(cs.Changes)})
+		s.appendFrame(tapefmt.TxCommit{Tx: tx.ID(), Changes: len(cs.Changes), SQL: br.SQL})
 		br.Outbox = s.runOutbox(ctx)
 	case s.o.Booth.Keep:
 		br.Kept = true
@@ -271,7 +283,7 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 		if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("booth rollback: %w", err)
 		}
-		s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: rollbackReason(s.o.Booth.Commit, end)})
+		s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: rollbackReason(s.o.Booth.Commit, end), SQL: br.SQL})
 		br.Outbox = s.dropOutbox()
 	}
 	return nil
@@ -476,7 +488,7 @@ func (s *session) diffRoot(tx *sandbox.Tx, txID, root string) (sandbox.ChangeSet
 	return cs, nil
 }
 
-func (s *session) decide(cs sandbox.ChangeSet, roots []RootChanges, end tapefmt.RunEnd) (bool, error) {
+func (s *session) decide(cs sandbox.ChangeSet, roots []RootChanges, sql []tapefmt.SQLSession, end tapefmt.RunEnd) (bool, error) {
 	switch s.o.Booth.Commit {
 	case CommitAlways:
 		return true, nil
@@ -484,7 +496,7 @@ func (s *session) decide(cs sandbox.ChangeSet, roots []RootChanges, end tapefmt.
 		return end.ExitCode == 0 && end.Signal == "" && end.Reason == "", nil
 	case CommitAsk:
 		held := s.heldOutbox()
-		empty := cs.Empty() && len(held) == 0
+		empty := cs.Empty() && len(held) == 0 && len(sql) == 0
 		for _, r := range roots {
 			empty = empty && r.Changes.Empty()
 		}
@@ -494,7 +506,7 @@ func (s *session) decide(cs sandbox.ChangeSet, roots []RootChanges, end tapefmt.
 		if s.o.Booth.Ask == nil {
 			return false, ErrNoAsk
 		}
-		ok, err := s.o.Booth.Ask(cs, roots, held)
+		ok, err := s.o.Booth.Ask(cs, roots, held, sql)
 		s.approved = ok && err == nil
 		return ok, err
 	}

@@ -28,7 +28,7 @@ func TestBoothCommitRefusedStaysOpen(t *testing.T) {
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
 		RunOptions: engine.RunOptions{Argv: []string{"sh", "-c", "echo mine > a.txt"}, Dir: ws, Env: cleanEnv(),
 			Stdout: io.Discard, Stderr: io.Discard,
-			Booth: &engine.BoothOptions{Commit: engine.CommitAsk, Notice: io.Discard, Ask: func(sandbox.ChangeSet, []engine.RootChanges, []engine.OutboxResult) (bool, error) {
+			Booth: &engine.BoothOptions{Commit: engine.CommitAsk, Notice: io.Discard, Ask: func(sandbox.ChangeSet, []engine.RootChanges, []engine.OutboxResult, []tapefmt.SQLSession) (bool, error) {
 				return true, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("theirs\n"), 0o644)
 			}}},
 		Tape: tape})

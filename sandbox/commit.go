@@ -38,6 +38,9 @@ func (tx *Tx) Commit(ctx context.Context) (ChangeSet, error) {
 	if err := tx.checkOpen(); err != nil {
 		return ChangeSet{}, err
 	}
+	if err := tx.checkLive(); err != nil {
+		return ChangeSet{}, err
+	}
 	lock, err := lockState(tx.ws)
 	if err != nil {
 		return ChangeSet{}, err

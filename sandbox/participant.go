@@ -56,6 +56,9 @@ func (tx *Tx) Join(p Participant) error {
 	if err := tx.checkOpen(); err != nil {
 		return err
 	}
+	if err := tx.joinLive(p); err != nil {
+		return fmt.Errorf("sandbox: join %s: %w", p.Kind(), err)
+	}
 	tx.parts = append(tx.parts, p)
 	return nil
 }

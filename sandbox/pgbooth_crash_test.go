@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -134,4 +135,34 @@ func TestProxyCrashAtEveryStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("half-committed", "half", tx.ID())
+}
+
+// TestProxyCrashBeforeDecision: jukebox dies while the agent runs or at
+// the question, before any commit began. The endpoint's sessions end with
+// it (PostgreSQL rolls them back), so the transaction left open must not
+// commit its files alone: the commit is refused, naming the lost SQL, and
+// a rollback leaves files and rows both old, nothing prepared.
+func TestProxyCrashBeforeDecision(t *testing.T) {
+	conn, table, ws := pgSetup(t)
+	tx, srv := proxyRun(t, pgtest.DSN(t), table, ws, "lost")
+	srv.Close() // the process dies: unprepared sessions end
+	o, err := sandbox.Open(ws, tx.ID(), sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Commit(bg); err == nil || !strings.Contains(err.Error(), pgbooth.Kind) {
+		t.Fatalf("commit of the files alone: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "old" {
+		t.Fatalf("a.txt is %q: the files committed without the SQL", b)
+	}
+	if rowExists(t, conn, table, "lost-a") || rowExists(t, conn, table, "lost-b") {
+		t.Fatal("rows committed")
+	}
+	if err := o.Rollback(bg); err != nil {
+		t.Fatal(err)
+	}
+	if left := preparedLeft(t, conn, tx.ID()); left != 0 {
+		t.Errorf("%d prepared transactions left", left)
+	}
 }

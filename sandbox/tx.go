@@ -106,6 +106,9 @@ type txMeta struct {
 	RootMode fs.FileMode `json:"root_mode,omitempty"`
 	// Deferred is the caller's, kept for whoever commits (Tx.Defer).
 	Deferred json.RawMessage `json:"deferred,omitempty"`
+	// Live are the participants whose work lives in the process that
+	// joined them (live.go).
+	Live []liveRecord `json:"live,omitempty"`
 }
 
 // Tx is one booth transaction over a workspace: its id and state
@@ -123,6 +126,7 @@ type Tx struct {
 	key    []byte // the booth key, which signs tx.json
 	base   map[string]fingerprint
 	parts  []Participant
+	live   []Participant // the participants of meta.Live this process joined
 	closed bool
 	begin  *beginNames // the workspace's names at Begin (conflicts)
 }

@@ -155,6 +155,12 @@ func (m *Masker) payload(p Payload) Payload {
 	case MCPMessage:
 		v.Message = json.RawMessage(m.Mask(v.Message))
 		return v
+	case TxCommit:
+		v.SQL = m.sql(v.SQL)
+		return v
+	case TxRollback:
+		v.SQL = m.sql(v.SQL)
+		return v
 	case RunStart:
 		// The command and its environment need not keep their length:
 		// a match becomes Redacted, so that replay can tell the recorded
@@ -171,4 +177,16 @@ func (m *Masker) payload(p Payload) Payload {
 		return v
 	}
 	return p
+}
+
+// sql masks the statements of a booth transaction's database work.
+func (m *Masker) sql(in []SQLSession) []SQLSession {
+	out := slices.Clone(in)
+	for i := range out {
+		out[i].Statements = slices.Clone(out[i].Statements)
+		for j := range out[i].Statements {
+			out[i].Statements[j].SQL = m.MaskString(out[i].Statements[j].SQL)
+		}
+	}
+	return out
 }

@@ -309,12 +309,57 @@ type TxBegin struct {
 type TxCommit struct {
 	Tx      string `json:"tx"`
 	Changes int    `json:"changes"`
+	// SQL is the agent's database work committed with the files
+	// (record --pg), one entry per session.
+	SQL []SQLSession `json:"sql,omitempty"`
 }
 
 // TxRollback records a rolled-back booth transaction.
 type TxRollback struct {
 	Tx     string `json:"tx"`
 	Reason string `json:"reason,omitempty"`
+	// SQL is the agent's database work rolled back with the files.
+	SQL []SQLSession `json:"sql,omitempty"`
+}
+
+// SQLSession is one PostgreSQL session of an agent in the booth (record
+// --pg): the statements whose effect it holds for the decision, and the
+// tables it wrote.
+type SQLSession struct {
+	Session    int            `json:"session"`
+	Statements []SQLStatement `json:"statements,omitempty"`
+	Tables     []string       `json:"tables,omitempty"`
+	// Sensitive says why the session as a whole deserves a second look:
+	// the server's locks show it dropped, truncated or altered a table
+	// no listed statement names (in a function, a trigger, a DO block).
+	Sensitive []string `json:"sensitive,omitempty"`
+}
+
+// SQLCount counts the statements of sessions (each once however often it
+// ran), and the statements and sessions marked sensitive.
+func SQLCount(sessions []SQLSession) (statements, sensitive int) {
+	for _, s := range sessions {
+		statements += len(s.Statements)
+		if len(s.Sensitive) > 0 {
+			sensitive++
+		}
+		for _, st := range s.Statements {
+			if len(st.Sensitive) > 0 {
+				sensitive++
+			}
+		}
+	}
+	return statements, sensitive
+}
+
+// SQLStatement is a statement a session ran and kept.
+type SQLStatement struct {
+	SQL   string `json:"sql"`
+	Tag   string `json:"tag,omitempty"`   // the server's command tag, "INSERT 0 1"
+	Count int    `json:"count,omitempty"` // times run in a row, when more than once
+	// Sensitive says why it deserves a second look before it is
+	// committed (it drops, truncates or alters, or changes every row).
+	Sensitive []string `json:"sensitive,omitempty"`
 }
 
 // BreakerTrip records the circuit breaker stopping a run.

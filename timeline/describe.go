@@ -69,9 +69,9 @@ func describeRest(p tapefmt.Payload) string {
 		}
 		return fmt.Sprintf("begin %s (%s, NOT confined)", p.Tx, p.Mode)
 	case *tapefmt.TxCommit:
-		return fmt.Sprintf("commit %s, %d changes", p.Tx, p.Changes)
+		return fmt.Sprintf("commit %s, %d changes%s", p.Tx, p.Changes, sqlText(p.SQL))
 	case *tapefmt.TxRollback:
-		return fmt.Sprintf("rollback %s%s", p.Tx, reason(p.Reason))
+		return fmt.Sprintf("rollback %s%s%s", p.Tx, sqlText(p.SQL), reason(p.Reason))
 	case *tapefmt.BreakerTrip:
 		return fmt.Sprintf("tripped %s: %s%s", p.Rule, p.Reason, evidenceText(p.Evidence))
 	case *tapefmt.AgentTurn:
@@ -195,4 +195,18 @@ func arrow(d tapefmt.MCPDirection) string {
 		return "→"
 	}
 	return "←"
+}
+
+// sqlText counts a booth transaction's SQL (record --pg) for its line:
+// ", 3 SQL statements (1 sensitive)", or "" without SQL.
+func sqlText(sql []tapefmt.SQLSession) string {
+	if len(sql) == 0 {
+		return ""
+	}
+	n, sensitive := tapefmt.SQLCount(sql)
+	out := fmt.Sprintf(", %d SQL statements", n)
+	if sensitive > 0 {
+		out += fmt.Sprintf(" (%d sensitive)", sensitive)
+	}
+	return out
 }

@@ -125,6 +125,9 @@ type BoothStatusCmd struct {
 type boothStatus struct {
 	sandbox.TxInfo
 	Changes map[sandbox.Op]int `json:"changes"`
+	// Lost are the kinds of participant work that ended with the run
+	// (sandbox.Tx.Lost): the transaction cannot commit.
+	Lost []string `json:"lost,omitempty"`
 }
 
 // Run prints each open transaction with its counts of changes, and each
@@ -142,6 +145,9 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 			if cs, err := tx.Diff(); err == nil {
 				row.Changes = cs.Counts()
 			}
+			for _, l := range tx.Lost() {
+				row.Lost = append(row.Lost, l.Kind)
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -153,6 +159,9 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 	}
 	for _, r := range rows {
 		what := countText(r.Changes)
+		if len(r.Lost) > 0 {
+			what += fmt.Sprintf("; its %s work was lost before the decision: commit refused, roll it back", strings.Join(r.Lost, ", "))
+		}
 		switch {
 		case r.Untrusted != "":
 			what = untrustedText(r.ID, r.Untrusted)
@@ -192,9 +201,14 @@ func (c *BoothDiffCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	lost := tx.Lost()
+	if c.JSON && len(lost) > 0 {
+		return boothJSON(env.Stdout, lostDiff(cs, lost))
+	}
 	if err := printChangeSet(env.Stdout, cs, c.JSON); err != nil || c.JSON {
 		return err
 	}
+	writeLost(env.Stdout, lost)
 	return printRoots(env.Stdout, tx)
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/sandbox/pgbooth"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -161,9 +163,9 @@ func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 		Net: sandbox.Net(b.Net), WriteLive: b.AllowWriteLive, Stage: b.AllowWrite}
 	if b.Commit == engine.CommitAsk {
 		if haveTerminal() { // it is opened again to ask
-			o.Ask = func(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult) (bool, error) {
+			o.Ask = func(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult, sql []tapefmt.SQLSession) (bool, error) {
 				tty.restore()
-				return askOnTerminal(askText(cs, roots, held))
+				return askOnTerminal(askText(cs, roots, held, sql))
 			}
 		} else {
 			fmt.Fprintln(env.Stderr, "jukebox: no terminal to ask on: the booth will be kept open (jukebox booth commit|rollback)")
@@ -215,8 +217,9 @@ func askOnTerminal(question string) (bool, error) {
 // with "!" and a line saying why, and the heading counts each operation.
 // The changes of staged folders outside the workspace (--allow-write)
 // follow, each under its folder's quoted path, then the MCP calls held for
-// the commit (jukebox mcp --policy), their arguments quoted.
-func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult) string {
+// the commit (jukebox mcp --policy), their arguments quoted, then the
+// agent's SQL (--pg), destructive statements marked as sensitive paths are.
+func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult, sql pgbooth.Work) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nThe agent staged %d changes: %s\n%s", len(cs.Changes), cs.Summary(), cs.String())
 	n := sensitiveCount(cs)
@@ -228,12 +231,21 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 		fmt.Fprintf(&b, "and %d MCP tool calls held until the commit, which run OUTSIDE the booth when you answer y:\n", len(held))
 		writeHeld(&b, held)
 	}
+	k := writeSQL(&b, sql)
 	if n > 0 {
 		fmt.Fprintf(&b, "%d of them touch sensitive paths (marked !): read those before you answer.\n", n)
 	}
-	if len(roots) > 0 {
+	if k > 0 {
+		fmt.Fprintf(&b, "%d of the SQL statements are destructive (marked !): read those before you answer.\n", k)
+	}
+	switch {
+	case !sql.Empty() && len(roots) > 0:
+		b.WriteString("Commit them all, to the workspace, those folders and the database? [y/N] ")
+	case !sql.Empty():
+		b.WriteString("Commit them to the workspace, and the SQL to the database? [y/N] ")
+	case len(roots) > 0:
 		b.WriteString("Commit them all, to the workspace and those folders? [y/N] ")
-	} else {
+	default:
 		b.WriteString("Commit them to the workspace? [y/N] ")
 	}
 	return b.String()
@@ -288,6 +300,7 @@ func printBooth(env *Env, b *engine.BoothResult) {
 	for _, r := range b.Roots {
 		fmt.Fprintf(env.Stderr, "jukebox: and staged in %s (--allow-write): %d changes: %s\n%s", termtext.Quote(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
 	}
+	writeSQL(env.Stderr, b.SQL)
 	printOutbox(env.Stderr, b.Outbox, b.Tx)
 	switch {
 	case b.Refused:

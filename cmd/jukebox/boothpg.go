@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/sandbox/pgbooth"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // validatePG checks --pg against the other booth flags. Its sessions end
@@ -63,6 +67,18 @@ func startPG(ctx context.Context, dsn string, o *engine.BoothOptions, env *Env) 
 		}
 		return srv.Env(), nil
 	}
+	o.Work = func(tx *sandbox.Tx) []tapefmt.SQLSession {
+		w := srv.Work()
+		if len(w) > 0 {
+			// Kept for booth diff after a crash: what was lost with it.
+			if data, err := json.Marshal(w); err == nil {
+				if err := tx.NoteWork(pgbooth.Kind, data); err != nil {
+					fmt.Fprintf(env.Stderr, "jukebox: booth: %v\n", err)
+				}
+			}
+		}
+		return w
+	}
 	o.Resolvers = append(o.Resolvers, srv.Resolver())
 	o.Endpoints = append(o.Endpoints, srv.Addr())
 	fmt.Fprintf(env.Stderr, "jukebox: booth: PostgreSQL at %s joins the booth through %s (DATABASE_URL)\n", srv.Where(), srv.Addr())
@@ -77,11 +93,56 @@ func (p *pgEndpoint) close() {
 	}
 	p.srv.Close()
 	if p.srv.Used() && !p.srv.Decided() {
-		fmt.Fprintln(p.env.Stderr, "jukebox: booth: the agent's SQL was rolled back: its PostgreSQL sessions cannot stay open after the run")
+		fmt.Fprintln(p.env.Stderr, "jukebox: booth: the agent's SQL was rolled back: its PostgreSQL sessions cannot stay open after the run; "+
+			"a transaction kept open with it commits nothing (jukebox booth rollback discards its files)")
+	}
+}
+
+// writeSQL writes the agent's SQL (--pg) for a person deciding on it,
+// under a heading (pgbooth.Work: statements escaped, destructive ones
+// marked "!"), and returns how many are marked; nothing without SQL.
+func writeSQL(w io.Writer, sql pgbooth.Work) int {
+	if sql.Empty() {
+		return 0
+	}
+	fmt.Fprintf(w, "and the agent's SQL (--pg), committed or rolled back with them: %s\n%s", sql.Summary(), sql.String())
+	return sql.Sensitive()
+}
+
+// writeLost says, for booth diff, what work a transaction reopened after
+// its run lost (sandbox.Tx.Lost): the SQL the server rolled back when the
+// run ended before its decision, listed as it was.
+func writeLost(w io.Writer, lost []sandbox.LostWork) {
+	for _, l := range lost {
+		fmt.Fprintf(w, "LOST: the %s work of this transaction ended with its run, before the decision (PostgreSQL rolled it back); "+
+			"booth commit refuses to commit the files without it, booth rollback discards them\n", termtext.Quote(l.Kind))
+		if sql := pgbooth.ReadWork(l.Work); l.Kind == pgbooth.Kind && !sql.Empty() {
+			fmt.Fprintf(w, "what it held: %s\n%s", sql.Summary(), sql.String())
+		}
 	}
 }
 
 // booth is fork's booth flags in record's form.
 func (c *ForkCmd) booth() *boothFlags {
 	return &boothFlags{Booth: !c.NoBooth, Commit: c.Commit, Keep: c.Keep, BoothMode: c.BoothMode, PG: c.PG}
+}
+
+// lostJSON is a lost participant's work in booth diff --json: its kind,
+// and for the --pg endpoint the SQL it held.
+type lostJSON struct {
+	Kind string       `json:"kind"`
+	SQL  pgbooth.Work `json:"sql,omitempty"`
+}
+
+// lostDiff is booth diff --json of a transaction with lost work: the
+// change set with a "lost" list.
+func lostDiff(cs sandbox.ChangeSet, lost []sandbox.LostWork) any {
+	out := struct {
+		sandbox.ChangeSet
+		Lost []lostJSON `json:"lost"`
+	}{ChangeSet: cs}
+	for _, l := range lost {
+		out.Lost = append(out.Lost, lostJSON{Kind: l.Kind, SQL: pgbooth.ReadWork(l.Work)})
+	}
+	return out
 }

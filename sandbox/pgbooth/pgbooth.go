@@ -50,6 +50,17 @@
 // connection was lost, PostgreSQL refuses) fails the whole commit, files
 // included.
 //
+// # What is shown
+//
+// Work stops the endpoint once the agent has ended and lists, per session,
+// the statements whose effect it kept and the tables written (named by the
+// statements, or shown by the server's locks), destructive ones marked
+// sensitive (work.go, locks.go); the booth asks about it, lists it and
+// writes it on the tape with the files (Work.String, Work.Sensitive). A
+// crash before the decision ends the sessions, and the server rolls them
+// back; the booth transaction then refuses to commit its files alone
+// (sandbox.ErrLostWork).
+//
 // # Access
 //
 // The endpoint accepts connections from loopback only, and asks for a
@@ -678,9 +689,17 @@ func (s *Server) quiesce() {
 
 // sessions stops the endpoint and returns every session, for the decision.
 func (s *Server) sessions() []*upstream {
-	s.quiesce()
+	ups := s.stopped()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.decided = true
+	return ups
+}
+
+// stopped stops the endpoint and returns every session.
+func (s *Server) stopped() []*upstream {
+	s.quiesce()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return slices.Clone(s.ups)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -577,4 +578,73 @@ func TestDisconnectDuringCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.want(b.direct, "kept-false,kept-true")
+}
+
+// Work lists what the sessions hold for the decision: statements kept
+// (autocommit, a committed block), not those undone (a failed statement,
+// a rolled-back block), reads left out; destructive ones marked; the
+// tables written named.
+func TestWork(t *testing.T) {
+	b := newBooth(t)
+	c := b.client()
+	b.exec(c, "INSERT INTO "+b.table+" VALUES ('a')")
+	if _, err := c.Exec(bg, "INSERT INTO "+b.table+" VALUES ('a')"); err == nil {
+		t.Fatal("duplicate key accepted")
+	}
+	b.exec(c, "SELECT k FROM "+b.table)
+	b.exec(c, "BEGIN")
+	b.exec(c, "DELETE FROM "+b.table)
+	b.exec(c, "ROLLBACK")
+	b.exec(c, "BEGIN")
+	b.exec(c, "UPDATE "+b.table+" SET k = 'b'")
+	b.exec(c, "COMMIT")
+	b.exec(c, "CREATE TABLE "+b.table+"_x (a int)")
+	b.exec(c, "DROP TABLE "+b.table+"_x")
+	c.Close(bg)
+	work := b.srv.Work()
+	if len(work) != 1 {
+		t.Fatalf("%d sessions: %+v", len(work), work)
+	}
+	var got []string
+	for _, s := range work[0].Statements {
+		got = append(got, fmt.Sprintf("%s|%s|%s", s.SQL, s.Tag, strings.Join(s.Sensitive, ";")))
+	}
+	want := []string{
+		"INSERT INTO " + b.table + " VALUES ('a')|INSERT 0 1|",
+		"UPDATE " + b.table + " SET k = 'b'|UPDATE 1|updates every row (UPDATE without WHERE)",
+		"CREATE TABLE " + b.table + "_x (a int)|CREATE TABLE|",
+		"DROP TABLE " + b.table + "_x|DROP TABLE|drops a table",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("statements:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if tabs := strings.Join(work[0].Tables, ","); tabs != b.table+","+b.table+"_x" {
+		t.Errorf("tables %q", tabs)
+	}
+}
+
+// A table dropped inside a function names no table in the statement
+// that called it; the server's locks show it, and mark the session.
+func TestWorkHiddenDrop(t *testing.T) {
+	b := newBooth(t)
+	victim, fn := b.table+"_v", b.table+"_wipe"
+	if _, err := b.direct.Exec(bg, "CREATE TABLE "+victim+" (a int); CREATE FUNCTION "+fn+"() RETURNS int LANGUAGE plpgsql AS "+
+		"$$BEGIN EXECUTE 'DROP TABLE "+victim+"'; RETURN 1; END$$"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.direct.Exec(bg, "DROP TABLE IF EXISTS "+victim+"; DROP FUNCTION IF EXISTS "+fn) })
+	c := b.client()
+	b.exec(c, "SELECT "+fn+"()")
+	c.Close(bg)
+	work := b.srv.Work()
+	if err := b.tx.Rollback(bg); err != nil { // the session's locks go with it
+		t.Fatal(err)
+	}
+	if len(work) != 1 || !slices.Contains(work[0].Tables, victim) || len(work[0].Sensitive) != 1 ||
+		!strings.Contains(work[0].Sensitive[0], "exclusive lock on "+victim) {
+		t.Fatalf("work %+v", work)
+	}
+	if s := pgbooth.Work(work).String(); !strings.Contains(s, "! SQL session") {
+		t.Errorf("listing:\n%s", s)
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // How a client session maps onto the held transaction
@@ -126,8 +127,9 @@ type relay struct {
 	stmts    map[string]*stmtInfo
 	portals  map[string]*stmtInfo
 
-	gone      bool // the client left
-	abandoned bool // ... in the middle of an exchange
+	gone      bool                   // the client left
+	abandoned bool                   // ... in the middle of an exchange
+	pend      []tapefmt.SQLStatement // completed, not yet kept (work.go)
 	fatal     error
 }
 
@@ -354,6 +356,7 @@ func (r *relay) fromClient(f frame) {
 			return
 		}
 		info := classify(m.Query, r.u.scs())
+		info.text = m.Query
 		if text := r.rewrite(&info, m.Query); text != m.Query {
 			m.Query = text
 			send(w, m)
@@ -452,6 +455,7 @@ func (r *relay) sendRun() {
 		p := run.pieces[run.next]
 		run.next++
 		info := classify(p.text, r.u.scs())
+		info.text = p.text
 		off := int32(0)
 		if p.start > 0 {
 			off = int32(utf8.RuneCountInString(run.q[:p.start]))
@@ -546,6 +550,7 @@ func (r *relay) fromServer(f frame) {
 			r.broke(err)
 			return
 		}
+		r.note(it.info, string(m.CommandTag))
 		if tag := r.complete(it.info, string(m.CommandTag)); tag != string(m.CommandTag) {
 			r.sendClient(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 		} else {
@@ -647,6 +652,15 @@ func (r *relay) onReady(f frame) {
 	if it.empty {
 		r.sendClient(&pgproto3.EmptyQueryResponse{})
 	}
+	switch {
+	case r.abandoned: // settle rolls it back
+		r.drop()
+	case r.st.block: // the block goes on: its statements wait for its end
+	case status == 'E':
+		r.drop()
+	default:
+		r.fold()
+	}
 	client := byte('I')
 	if r.st.block {
 		r.st.failed = status == 'E'
@@ -699,6 +713,7 @@ func (r *relay) settle() error {
 	var sql string
 	switch {
 	case r.abandoned || r.st.block:
+		r.drop()
 		sql = "ROLLBACK TO SAVEPOINT " + spS + "; RELEASE SAVEPOINT " + spBase
 	case r.dirty == dirtyRelease:
 		sql = "RELEASE SAVEPOINT " + spBase

@@ -288,6 +288,7 @@ type stmtInfo struct {
 	verb  string // kSavepoint: "SAVEPOINT", "RELEASE SAVEPOINT" or "ROLLBACK TO SAVEPOINT"
 	name  string // kSavepoint: the savepoint's name, as PostgreSQL folds it
 	why   string // kRefuse: the message
+	text  string // the statement as the client sent it
 }
 
 // Messages for the statements the booth refuses.

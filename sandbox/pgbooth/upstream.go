@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // upstream is one connection to the real server, inside the transaction
@@ -39,6 +40,9 @@ type upstream struct {
 	broken   error  // the session's work cannot be prepared
 	prepared string // the gid it was prepared under
 	ended    bool   // committed, rolled back or closed
+
+	// Written by the relay serving it (work.go), read once it is stopped.
+	kept []tapefmt.SQLStatement // statements whose effect it holds
 }
 
 // noTimeouts keeps the server from ending the held transaction while the
