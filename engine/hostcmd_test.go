@@ -16,6 +16,7 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // queueHostCommand is an agent that asks the control API, as any agent
@@ -42,7 +43,7 @@ func hostCommandRun(t *testing.T, policy *mcp.Policy, argv []string) (string, *e
 		RunOptions: engine.RunOptions{Argv: queueHostCommand(argv), Dir: t.TempDir(), Env: cleanEnv(),
 			Stdout: &out, Stderr: io.Discard, MCPPolicy: policy,
 			Booth: &engine.BoothOptions{Commit: engine.CommitAsk, Notice: io.Discard,
-				Ask: func(sandbox.ChangeSet, []engine.RootChanges, []engine.OutboxResult) (bool, error) { return true, nil }}},
+				Ask: func(sandbox.ChangeSet, []engine.RootChanges, []engine.OutboxResult, []tapefmt.SQLSession) (bool, error) { return true, nil }}},
 		Tape: filepath.Join(t.TempDir(), "h.jbx")})
 	if err != nil || res == nil || res.Booth == nil {
 		t.Fatalf("record: %v", err)
