@@ -43,7 +43,9 @@ func hostCommandRun(t *testing.T, policy *mcp.Policy, argv []string) (string, *e
 		RunOptions: engine.RunOptions{Argv: queueHostCommand(argv), Dir: t.TempDir(), Env: cleanEnv(),
 			Stdout: &out, Stderr: io.Discard, MCPPolicy: policy,
 			Booth: &engine.BoothOptions{Commit: engine.CommitAsk, Notice: io.Discard,
-				Ask: func(sandbox.ChangeSet, []engine.RootChanges, []engine.OutboxResult, []tapefmt.SQLSession) (bool, error) { return true, nil }}},
+				Ask: func(sandbox.ChangeSet, []engine.RootChanges, []engine.OutboxResult, []tapefmt.SQLSession) (bool, error) {
+					return true, nil
+				}}},
 		Tape: filepath.Join(t.TempDir(), "h.jbx")})
 	if err != nil || res == nil || res.Booth == nil {
 		t.Fatalf("record: %v", err)
