@@ -462,9 +462,6 @@ func recoverNotice(w io.Writer, rep sandbox.RecoverReport) {
 	if len(rep.Restored) > 0 {
 		fmt.Fprintf(w, "jukebox: booth: commits that could not finish were undone, the workspace restored, the transactions left open: %v\n", rep.Restored)
 	}
-	for _, c := range rep.Conflicted {
-		fmt.Fprintf(w, "jukebox: booth: %s\n", sandbox.RecoverConflictText(c))
-	}
 	for _, u := range rep.Untrusted {
 		fmt.Fprintf(w, "jukebox: booth: %s: %s: not applied; jukebox booth discard %s removes it\n", u.ID, u.Reason, u.ID)
 	}

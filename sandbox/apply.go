@@ -88,12 +88,6 @@ func newApplier(root, upper string) (*applier, error) {
 	return &applier{root: root, upper: upper, rootFD: fd, dirs: map[string]int{}, asideFD: -1}, nil
 }
 
-// untouched reports whether an earlier attempt did nothing for change i:
-// nothing moved aside, nothing logged.
-func (a *applier) untouched(i int, logged entryMap) bool {
-	return !a.moved[i] && logged[i] == (asideEntry{})
-}
-
 func (a *applier) close() {
 	for _, fd := range a.dirs {
 		unix.Close(fd)

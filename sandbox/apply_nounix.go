@@ -11,8 +11,9 @@ func (a *applier) openAside(string, bool) (entryMap, error)        { return nil,
 func (a *applier) forward([]Change, entryMap, []fingerprint) error { return Supported() }
 func (a *applier) undo([]Change, entryMap) error                   { return Supported() }
 func (a *applier) cleanup([]Change) error                          { return Supported() }
-func (a *applier) untouched(int, entryMap) bool                    { return false }
 func (a *applier) usedSib() bool                                   { return false }
 
 func verify(string, []Change, []fingerprint) []string { return nil }
 func hasOverlayOrigin(string) bool                    { return false }
+
+func (r *commitRun) realChanged() ([]Conflict, error) { return nil, Supported() }

@@ -166,27 +166,6 @@ func (tx *Tx) prepareParts(ctx context.Context, key []byte, j journal) error {
 	return nil
 }
 
-// abortPrepared answers a decision that could not be written (ENOSPC,
-// EIO): nothing was applied. Without participants the staged change set
-// is kept and the transaction stays open. Prepared participants cannot
-// wait for a later attempt (their sessions end with this process), so
-// they are rolled back and the files with them: one decision.
-func (tx *Tx) abortPrepared(ctx context.Context, cause error) error {
-	if len(tx.parts) == 0 {
-		if crash := fail("decision-failed"); crash != nil {
-			return crash
-		}
-		return fmt.Errorf("sandbox: commit: the decision could not be written (%w): nothing was applied; the transaction stays open (commit it again, or roll it back)", cause)
-	}
-	rerr := tx.rollbackParts(ctx, len(tx.parts))
-	tx.closed = true
-	discard(tx.ws, tx.dir)
-	if rerr != nil {
-		return fmt.Errorf("sandbox: commit: the decision could not be written (%w): nothing was applied; rolling its participants back failed too (%v): jukebox booth recover tries again", cause, rerr)
-	}
-	return fmt.Errorf("sandbox: commit: the decision could not be written (%w): nothing was applied; the transaction was rolled back with its participants, whose work cannot outlive this run", cause)
-}
-
 func isCrash(err error) bool { return errors.Is(err, ErrCrash) }
 
 // commitRun carries a decided journal through to its end, forward or
@@ -330,32 +309,11 @@ func (r *commitRun) abort(cause error, rollback func(gid string, i int) error) u
 	// The restore renamed paths back (new ctimes): what the real side
 	// looks like now is the base a later commit compares against. The
 	// journal vouches for the transaction: its tx.json is signed again
-	// (one an earlier release begun would not be). Paths the user changed
-	// after an interruption (recovery's conflicts) keep their old base,
-	// so that the next commit reports them too.
-	if err := appendBase(r.dir, r.w.root, notConflicting(r.j.Changes, cause)); err == nil && resignMeta(r.w, r.dir, r.key) == nil {
+	// (one an earlier release begun would not be).
+	if err := appendBase(r.dir, r.w.root, r.j.Changes); err == nil && resignMeta(r.w, r.dir, r.key) == nil {
 		res.reopened = removeJournal(r.dir) == nil
 	}
 	return res
-}
-
-// notConflicting is changes less the paths cause names as conflicts.
-func notConflicting(changes []Change, cause error) []Change {
-	var ce *ConflictError
-	if !errors.As(cause, &ce) {
-		return changes
-	}
-	skip := map[string]bool{}
-	for _, c := range ce.Conflicts {
-		skip[c.Path] = true
-	}
-	var out []Change
-	for _, c := range changes {
-		if !skip[c.Path] {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // restored reports whether the workspace is, path by path, as it was

@@ -4,8 +4,6 @@ package sandbox
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,43 +47,34 @@ func TestDecisionWriteFailureKeepsOpen(t *testing.T) {
 	}
 }
 
-// TestRecoverKeepsUserEdits: a decided commit interrupted by a crash,
-// whose paths the user changed before recovery, is not applied over the
-// user's changes: recovery reports the conflict, undoes what it had
-// applied and leaves the transaction open (it overwrote them).
-func TestRecoverKeepsUserEdits(t *testing.T) {
-	for _, step := range []string{"decided", "apply-0"} {
-		ws := t.TempDir()
-		mkTree(t, ws, map[string]string{"a.txt": "a", "b.txt": "b", "c.txt": "c"})
-		tx, err := Begin(ws, Options{})
-		must(t, err)
-		for _, p := range []string{"a.txt", "b.txt", "c.txt"} {
-			must(t, tx.Files().WriteFile(p, []byte("agent "+p), 0o644))
+// TestDecisionWriteFailureKeepsRoots: with a folder staged beside the
+// workspace, a decision that cannot be written keeps both open, and a
+// later commit applies both.
+func TestDecisionWriteFailureKeepsRoots(t *testing.T) {
+	ws, extra := t.TempDir(), t.TempDir()
+	mkTree(t, ws, map[string]string{"a.txt": "a"})
+	mkTree(t, extra, map[string]string{"c.txt": "c"})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	sub, err := tx.StageRoot(extra)
+	must(t, err)
+	must(t, tx.Files().WriteFile("a.txt", []byte("agent"), 0o644))
+	must(t, sub.Files().WriteFile("c.txt", []byte("agent c"), 0o644))
+	failpoint = func(s string) error {
+		if s == "write-journal-commit" {
+			return syscall.EIO
 		}
-		failpoint = crashAt(step)
-		_, err = tx.Commit(ctx)
-		failpoint = nil
-		if !errors.Is(err, ErrCrash) {
-			t.Fatalf("%s: commit: %v", step, err)
-		}
-		must(t, os.WriteFile(filepath.Join(ws, "c.txt"), []byte("user, after the crash"), 0o644))
-		must(t, os.Remove(filepath.Join(ws, "b.txt")))
-		rep, err := Recover(ctx, ws, Options{})
-		if err != nil || len(rep.Conflicted) != 1 || len(rep.Conflicted[0].Conflicts) != 2 || !rep.Conflicted[0].Open || len(rep.Committed) != 0 {
-			t.Fatalf("%s: recover: %+v %v", step, rep, err)
-		}
-		got := readTree(t, ws)
-		if got["c.txt"] != "user, after the crash" || got["a.txt"] != "a" || got["b.txt"] != "" {
-			t.Fatalf("%s: after recovery: %v", step, got)
-		}
-		again, err := Open(ws, tx.ID(), Options{})
-		if err != nil {
-			t.Fatalf("%s: the transaction is not open again: %v", step, err)
-		}
-		var ce *ConflictError
-		if _, err := again.Commit(ctx); !errors.As(err, &ce) {
-			t.Fatalf("%s: a commit after recovery: %v", step, err)
-		}
-		must(t, again.Rollback(ctx))
+		return nil
+	}
+	_, err = tx.Commit(ctx)
+	failpoint = nil
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "the transaction stays open") || tx.Closed() || sub.Closed() {
+		t.Fatalf("commit: %v (closed %v, root closed %v)", err, tx.Closed(), sub.Closed())
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatalf("commit again: %v", err)
+	}
+	if readTree(t, ws)["a.txt"] != "agent" || readTree(t, extra)["c.txt"] != "agent c" {
+		t.Fatalf("after the commit: %v %v", readTree(t, ws), readTree(t, extra))
 	}
 }

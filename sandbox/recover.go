@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // RecoverReport says what Recover did.
@@ -21,37 +19,8 @@ type RecoverReport struct {
 	// checked, and the transaction is open again (rolled back, when it
 	// had participants).
 	Restored []string `json:"restored,omitempty"`
-	// Conflicted lists decided commits Recover did not finish because the
-	// user changed paths they had yet to write after the interruption:
-	// they were undone as Restored says, the user's changes kept.
-	Conflicted []RecoverConflict `json:"conflicted,omitempty"`
 	// Untrusted lists the journals Recover did not apply, and why.
 	Untrusted []UntrustedJournal `json:"untrusted,omitempty"`
-}
-
-// RecoverConflict is a decided commit that recovery would have written
-// over the user's later changes.
-type RecoverConflict struct {
-	ID        string     `json:"id"`
-	Conflicts []Conflict `json:"conflicts"`
-	// Open is true when the transaction is open again; false when it had
-	// participants and was rolled back with them.
-	Open bool `json:"open"`
-}
-
-// RecoverConflictText says what recovery did instead of writing over the
-// user's changes, for a person.
-func RecoverConflictText(c RecoverConflict) string {
-	paths := make([]string, len(c.Conflicts))
-	for i, x := range c.Conflicts {
-		paths[i] = termtext.Quote(x.Path) + " (" + x.Reason + ")"
-	}
-	then := "the transaction is open again (jukebox booth diff, then commit or rollback)"
-	if !c.Open {
-		then = "the transaction was rolled back with its other participants"
-	}
-	return fmt.Sprintf("the interrupted commit of %s was not finished: you changed %s; what it had applied was undone, your changes kept, and %s",
-		c.ID, strings.Join(paths, ", "), then)
 }
 
 // UntrustedJournal is a transaction whose journal recovery will never
@@ -67,7 +36,10 @@ type UntrustedJournal struct {
 // commit is applied again (every step is idempotent) and its
 // participants committed, or, if a step fails again, undone with the
 // originals it kept; an undecided one has its participants rolled back
-// and is dropped. Only journals this user's jukebox wrote for this
+// and is dropped. A decided commit whose paths the user changed since
+// (neither as the journal found them nor as applying leaves them) is
+// left alone, journal and all, and reported as a *ConflictError; so is
+// one whose undo a crash interrupted. Only journals this user's jukebox wrote for this
 // transaction in this workspace are acted on; any other is reported in
 // RecoverReport.Untrusted and left alone. Transactions that were merely
 // left open are not touched. Call it before using a workspace, from
@@ -153,17 +125,18 @@ func recoverOne(ctx context.Context, w *workspace, e fs.DirEntry, keys *keyRing,
 		}
 		rep.RolledBack = append(rep.RolledBack, j.TxID)
 		return discard(w, dir)
-	case stateUndo:
-		return recovered(run.abort(errors.New(j.Error), resolve(false)), j.TxID, dir, rep)
-	case stateCommit:
-		conflicts, err := run.changedAfterDecision()
+	case stateUndo, stateCommit:
+		// The user may have changed the real side since the crash:
+		// what they wrote is never applied over, nor undone.
+		conflicts, err := run.realChanged()
 		if err != nil {
 			return fmt.Errorf("sandbox: recover %s: %w", j.TxID, err)
 		}
 		if len(conflicts) > 0 {
-			res := run.abort(&ConflictError{Conflicts: conflicts}, resolve(false))
-			rep.Conflicted = append(rep.Conflicted, RecoverConflict{ID: j.TxID, Conflicts: conflicts, Open: res.reopened})
-			return recovered(res, j.TxID, dir, rep)
+			return recoverConflict(j.TxID, conflicts)
+		}
+		if j.State == stateUndo {
+			return recovered(run.abort(errors.New(j.Error), resolve(false)), j.TxID, dir, rep)
 		}
 		if err := run.forward(); err != nil {
 			if isCrash(err) {
@@ -191,48 +164,9 @@ func recovered(res undoResult, id, dir string, rep *RecoverReport) error {
 	return res.commitError(id, dir)
 }
 
-// changedAfterDecision lists the changes not yet begun (nothing moved
-// aside or logged for them) whose path is no longer as it was when the
-// commit was decided: the user changed it after the interruption, and
-// applying would overwrite that. Their Before becomes what is there now,
-// which an undo leaves alone. A folder counts as changed when it is gone
-// or replaced (its times change as the commit writes inside it); any
-// other path when its inode, size, mode or mtime differ.
-func (r *commitRun) changedAfterDecision() ([]Conflict, error) {
-	if len(r.j.Before) != len(r.j.Changes) {
-		return nil, nil
-	}
-	a, logged, err := r.applier(false)
-	if err != nil {
-		return nil, err
-	}
-	defer a.close()
-	var out []Conflict
-	for i, c := range r.j.Changes {
-		was := r.j.Before[i]
-		if c.Implied || !was.Exists || !a.untouched(i, logged) {
-			continue
-		}
-		now, err := takeFingerprint(filepath.Join(r.w.root, filepath.FromSlash(c.Path)), c.Path)
-		if err != nil {
-			return nil, err
-		}
-		if reason := changedSinceDecision(was, now); reason != "" {
-			r.j.Before[i] = now
-			out = append(out, Conflict{Path: c.Path, Reason: reason})
-		}
-	}
-	return out, nil
-}
-
-func changedSinceDecision(was, now fingerprint) string {
-	switch {
-	case !now.Exists:
-		return "deleted after the commit was interrupted"
-	case was.Ino == 0, was.isDir() && now.isDir() && was.Ino == now.Ino:
-		return "" // a journal without the whole fingerprint, or a folder still there
-	case was.Ino != now.Ino || was.Size != now.Size || was.Mode != now.Mode || was.Mtime != now.Mtime:
-		return "changed after the commit was interrupted"
-	}
-	return ""
+// recoverConflict is the error of a decided commit that Recover left
+// alone because the real side changed after the crash.
+func recoverConflict(id string, conflicts []Conflict) error {
+	return fmt.Errorf("sandbox: recover %s: %w; nothing was applied or undone and its journal is kept: put those paths back as they were, then jukebox booth recover (or jukebox booth discard %s keeps the workspace as it is, the commit half applied)",
+		id, &ConflictError{Conflicts: conflicts}, id)
 }

@@ -193,6 +193,19 @@ func (p *rootPart) Prepare(ctx context.Context, gid string) error {
 	return nil
 }
 
+// unprepare takes back a vote no decision followed: the root's journal
+// goes and its transaction is open again, its staging whole.
+func (p *rootPart) unprepare() error {
+	sub := p.sub
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if err := removeJournal(sub.dir); err != nil {
+		return err
+	}
+	sub.closed = false
+	return nil
+}
+
 // CommitPrepared applies the root's change set.
 func (p *rootPart) CommitPrepared(ctx context.Context, gid string) error {
 	return settleRoot(p.sub.ws, p.sub.dir, p.sub.opts, true, false)

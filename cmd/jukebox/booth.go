@@ -62,9 +62,6 @@ func (b *boothTarget) recover(ctx context.Context, env *Env) (sandbox.RecoverRep
 	for _, id := range rep.Restored {
 		fmt.Fprintf(env.Stderr, "jukebox: booth: the commit of %s could not finish: undone, the workspace restored, the transaction open again\n", id)
 	}
-	for _, c := range rep.Conflicted {
-		fmt.Fprintf(env.Stderr, "jukebox: booth: %s\n", sandbox.RecoverConflictText(c))
-	}
 	for _, u := range rep.Untrusted {
 		fmt.Fprintf(env.Stderr, "jukebox: booth: %s\n", untrustedText(u.ID, u.Reason))
 	}
