@@ -88,7 +88,13 @@ func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string) (ExecResul
 	cmd.Env = withPWD(envOrSelf(o.Env), cmd.Dir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
 	dieWithUs(cmd)
-	if res.ExitCode, res.Signal, err = exitStatus(cmd.Run()); err != nil {
+	err = cmd.Start()
+	if err == nil {
+		stop := forwardSignals(cmd.Process, o.Signals, terminalSent)
+		err = cmd.Wait()
+		stop()
+	}
+	if res.ExitCode, res.Signal, err = exitStatus(err); err != nil {
 		return res, fmt.Errorf("sandbox: exec %s: %w", o.Args[0], err)
 	}
 	return res, r.fold()

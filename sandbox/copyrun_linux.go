@@ -203,3 +203,20 @@ func exitStatus(err error) (code, sig int, _ error) {
 	}
 	return 0, 0, nil
 }
+
+// terminalSent reports whether s is a Ctrl-C or Ctrl-\ the copy's child
+// has had already: it shares jukebox's process group, and that group is
+// the foreground of jukebox's terminal, which sent the signal to the whole
+// group. Passing it on would interrupt the agent twice.
+func terminalSent(s os.Signal) bool {
+	if s != syscall.SIGINT && s != syscall.SIGQUIT {
+		return false
+	}
+	tty, err := os.Open("/dev/tty")
+	if err != nil {
+		return false
+	}
+	defer tty.Close()
+	fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
+	return err == nil && fg == unix.Getpgrp()
+}
