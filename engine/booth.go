@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/sandbox"
@@ -70,6 +70,10 @@ type BoothOptions struct {
 	// one decision: asked about, listed (BoothResult.SQL) and written on
 	// tx.commit or tx.rollback.
 	Work func(tx *sandbox.Tx) []tapefmt.SQLSession
+	// Grace is how long the agent has to exit after the first stop signal
+	// (RunOptions.Signals) was passed on to it; a second signal, or the
+	// end of grace, kills it. 0 is DefaultGrace.
+	Grace time.Duration
 }
 
 // RootChanges are the staged changes of a folder outside the workspace
@@ -107,6 +111,13 @@ type BoothResult struct {
 	// SQL is the agent's database work (BoothOptions.Work), committed or
 	// rolled back with the files.
 	SQL []tapefmt.SQLSession `json:"sql,omitempty"`
+	// Interrupted: a stop signal came while the agent ran or at the
+	// question. Such a run is never committed: it is kept open (rolled
+	// back under CommitNever without Keep).
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Undecided says why the question got no decision (ErrUndecided): the
+	// transaction was kept open.
+	Undecided string `json:"undecided,omitempty"`
 }
 
 // RefusedCount is how many entries were refused, in the workspace and in
@@ -167,13 +178,12 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.cancel.Store(&cancel)
-	stop := cancelOnSignal(s.o.Signals, cancel)
-	defer stop()
+	stop := stopOnSignals(s.o.Signals, b.Grace, cancel)
 	out := s.outs
 	er, err := sandbox.Exec(ctx, tx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
 		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: b.Notice,
 		Net: b.Net, Endpoints: append(append([]string{s.proxy.addr()}, s.mcpAddrs()...), b.Endpoints...), WriteLive: b.WriteLive,
-		Protect: s.protected(),
+		Protect: s.protected(), Signals: stop.fwd,
 		OnNetRefused: func(r sandbox.NetRefusal) {
 			if s.refused.Add(1) <= MaxNetRefusedFrames {
 				s.appendFrame(tapefmt.NetRefused{Family: r.Family, Addr: r.Addr, Errno: r.Errno})
@@ -193,10 +203,11 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	if err != nil {
 		end.Error = err.Error()
 	}
-	if ctx.Err() != nil {
+	interrupted := stop.stop()
+	if ctx.Err() != nil || interrupted {
 		end.Reason = tapefmt.ReasonInterrupted
 	}
-	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode, Confined: er.Confined, CopyPaths: er.CopyPaths}
+	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode, Confined: er.Confined, CopyPaths: er.CopyPaths, Interrupted: interrupted}
 	return end, s.settle(ctx, tx, end, res.Booth)
 }
 
@@ -245,9 +256,18 @@ func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd
 			br.Kept, br.Refused = true, true
 			return nil
 		}
+		if err == nil && br.Interrupted && (s.o.Booth.Commit != CommitNever || s.o.Booth.Keep) {
+			br.Kept = true // never committed, whatever the policy
+			return nil
+		}
 		if err == nil {
 			commit, err = s.decide(cs, br.Roots, br.SQL, end)
 		}
+	}
+	if errors.Is(err, ErrUndecided) || errors.Is(err, ErrInterrupted) {
+		br.Kept, br.Undecided = true, err.Error()
+		br.Interrupted = br.Interrupted || errors.Is(err, ErrInterrupted)
+		return nil
 	}
 	if err != nil && s.o.Booth.Keep {
 		br.Kept = true
@@ -552,18 +572,3 @@ func (s *session) appendFrame(p tapefmt.Payload) {
 // that retries a connection in a loop must not fill the tape. The result
 // counts every refusal (Result.NetRefused).
 const MaxNetRefusedFrames = 100
-
-// cancelOnSignal cancels the run on the first signal from sigs
-// (RunOptions.Signals): the booth stops its child then, and the changes
-// are settled as the policy says. A nil sigs never cancels.
-func cancelOnSignal(sigs <-chan os.Signal, cancel context.CancelFunc) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-done:
-		}
-	}()
-	return func() { close(done) }
-}

@@ -71,8 +71,9 @@ func TestBoothAskWithNoOneToAsk(t *testing.T) {
 }
 
 // TestBoothStopsOnSignal: in the booth, the first signal handed to the run
-// stops the agent; the run is marked interrupted and, under on-success,
-// its changes are rolled back.
+// is passed on to the agent (SIGTERM ends this one); the run is marked
+// interrupted and, under on-success, its changes are kept open, never
+// committed.
 func TestBoothStopsOnSignal(t *testing.T) {
 	t.Parallel()
 	sigs := make(chan os.Signal, 1)
@@ -91,5 +92,8 @@ func TestBoothStopsOnSignal(t *testing.T) {
 	}
 	if _, serr := os.Stat(filepath.Join(ws, "made.txt")); serr == nil || res.Booth.Committed {
 		t.Error("made.txt was committed after the run was stopped")
+	}
+	if !res.Booth.Kept || !res.Booth.Interrupted {
+		t.Errorf("booth %+v, want kept open and interrupted", res.Booth)
 	}
 }

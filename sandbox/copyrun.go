@@ -91,7 +91,15 @@ func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string, starting f
 	cmd.Dir = wd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
 	starting(res.Mode)
-	if res.ExitCode, res.Signal, err = exitStatus(cmd.Run()); err != nil {
+	err = cmd.Start()
+	if err == nil {
+		// The child leads a session of its own (copyCommand): no
+		// terminal signal reaches it but what is passed on here.
+		stop := forwardSignals(cmd.Process, o.Signals, nil)
+		err = cmd.Wait()
+		stop()
+	}
+	if res.ExitCode, res.Signal, err = exitStatus(err); err != nil {
 		return res, fmt.Errorf("%w in %s mode: %s: %w", ErrNotStarted, res.Mode, o.Args[0], err)
 	}
 	err = r.fold()

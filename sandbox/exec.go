@@ -59,6 +59,31 @@ type ExecOptions struct {
 	// OnNetRefused hears each connection a NetNone child was refused, as
 	// it happens (from another goroutine).
 	OnNetRefused func(NetRefusal)
+	// Signals are passed on to the child while it runs: in the overlay to
+	// the booth's init, which passes them to the command (to its process
+	// group, for those a terminal sends); in a copy to the child's reaper,
+	// which passes SIGINT, SIGHUP and SIGQUIT to the agent and ends the
+	// tree on SIGTERM. Nil passes nothing.
+	Signals <-chan os.Signal
+}
+
+// forwardSignals passes what arrives on sigs to p, but those skip says
+// the child has had already, until stop is called.
+func forwardSignals(p *os.Process, sigs <-chan os.Signal, skip func(os.Signal) bool) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if skip == nil || !skip(s) {
+					p.Signal(s)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // NetRefusal is a connection a --net none booth refused.

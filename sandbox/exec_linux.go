@@ -90,11 +90,13 @@ func startInit(ctx context.Context, path string, spec nsinit.Spec, o ExecOptions
 	if err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, err)
 	}
+	stop := forwardSignals(cmd.Process, o.Signals, nil)
 	msg, _ := io.ReadAll(report) // EOF when the command is exec'd or the init exits
 	if len(msg) == 0 && started != nil {
 		started()
 	}
 	err = cmd.Wait()
+	stop()
 	st, _ := io.ReadAll(status)
 	switch m := string(msg); {
 	case cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == nsinit.Mismatch && path != nsinit.Self:

@@ -307,10 +307,11 @@ func (c *BoothCommitCmd) heldCalls(tx *sandbox.Tx, env *Env) ([]engine.HeldCall,
 		results[i] = h.Result()
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nThe booth held %d MCP tool calls for this commit, which run OUTSIDE the booth, after it, when you answer y:\n", len(held))
+	fmt.Fprintf(&b, "\nThe booth held %d MCP tool calls for this commit, which run OUTSIDE the booth, after it, when you say yes:\n", len(held))
 	writeHeld(&b, results)
-	b.WriteString("Run them after the commit? [y/N] ")
-	yes, err := askOnTerminal(b.String())
+	code := newCode()
+	fmt.Fprintf(&b, "Run them after the commit? To say yes, type the code %s: ", code)
+	yes, err := askOnTerminal(b.String(), code, env.Signals)
 	return held, yes, err
 }
 

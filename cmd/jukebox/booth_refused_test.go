@@ -73,7 +73,7 @@ func TestAskPromptSpoofing(t *testing.T) {
 	cs, err := tx.Diff()
 	must(err)
 
-	prompt := askText(cs, nil, []engine.OutboxResult{{Server: "slack", Tool: "post_message", Args: []byte(`{"text":"hi\u001b[2J"}`), Approve: true}}, nil)
+	prompt := askText(cs, nil, []engine.OutboxResult{{Server: "slack", Tool: "post_message", Args: []byte(`{"text":"hi\u001b[2J"}`), Approve: true}}, nil, "K7QD-X3MA")
 	if !strings.Contains(prompt, "1 MCP tool calls held until the commit") || !strings.Contains(prompt, "post_message") ||
 		!strings.Contains(prompt, "asks for your approval") || strings.Contains(prompt, "\x1b") {
 		t.Errorf("the held calls in the question:\n%q", prompt)
@@ -101,7 +101,7 @@ func TestAskPromptSpoofing(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(prompt, "touch sensitive paths (marked !)") || !strings.HasSuffix(prompt, "[y/N] ") {
+	if !strings.Contains(prompt, "touch sensitive paths (marked !)") || !strings.HasSuffix(prompt, "type the code K7QD-X3MA (n rolls back; anything else keeps them staged): ") {
 		t.Errorf("prompt:\n%s", prompt)
 	}
 	// The heading counts each operation.

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/termtext"
@@ -29,7 +29,9 @@ type boothFlags struct {
 	AllowWriteLive []string `name:"allow-write-live" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write directly, unstaged and never rolled back (a cache such as ~/.cache, say). Repeatable. Everything else outside the workspace is read-only in the booth."`
 	// AllowWrite are folders outside the workspace staged with it.
 	AllowWrite []string `name:"allow-write" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write, staged as the workspace is: its changes are listed with the workspace's and committed or rolled back with them, as one. Repeatable. Needs the overlay booth."`
-	PG         string   `name:"pg" placeholder:"DSN" help:"With --booth: the agent's PostgreSQL work joins the booth. The agent gets a local endpoint (DATABASE_URL, PGHOST, PGPORT, PGUSER, PGDATABASE, and a password for the run in PGPASSWORD) whose sessions run inside transactions that are prepared, then committed or rolled back together with the files. The server at DSN must be reachable and allow prepared transactions (max_prepared_transactions above 0), else exit 2 before the agent starts. Its password may come from PGPASSWORD or ~/.pgpass rather than the DSN."`
+	// StopGrace is how long the agent has to exit after the first Ctrl-C.
+	StopGrace time.Duration `name:"stop-grace" default:"10s" placeholder:"DURATION" help:"With --booth: after the first Ctrl-C (or SIGTERM, SIGHUP, SIGQUIT), passed on to the agent, how long it has to exit before it is killed; a second one kills it at once."`
+	PG        string        `name:"pg" placeholder:"DSN" help:"With --booth: the agent's PostgreSQL work joins the booth. The agent gets a local endpoint (DATABASE_URL, PGHOST, PGPORT, PGUSER, PGDATABASE, and a password for the run in PGPASSWORD) whose sessions run inside transactions that are prepared, then committed or rolled back together with the files. The server at DSN must be reachable and allow prepared transactions (max_prepared_transactions above 0), else exit 2 before the agent starts. Its password may come from PGPASSWORD or ~/.pgpass rather than the DSN."`
 }
 
 func (b *boothFlags) validate() error {
@@ -153,19 +155,24 @@ func (b *boothFlags) checkStreams(env *Env) error {
 // guard of the terminal the agent shares, whose restore the caller defers.
 // With --commit ask and no terminal to ask on, the booth is kept open
 // instead; with one, the terminal's settings are put back before the
-// question.
+// question, which asks for a code (newCode) when a yes would commit a
+// sensitive path, SQL (--pg) or MCP calls that run outside the booth.
 func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 	if !b.Booth {
 		return nil, nil
 	}
 	tty := guardTerminal(env)
 	o := &engine.BoothOptions{Commit: b.Commit, Keep: b.Keep, Mode: sandbox.Mode(b.BoothMode), Notice: env.Stderr,
-		Net: sandbox.Net(b.Net), WriteLive: b.AllowWriteLive, Stage: b.AllowWrite}
+		Net: sandbox.Net(b.Net), WriteLive: b.AllowWriteLive, Stage: b.AllowWrite, Grace: b.StopGrace}
 	if b.Commit == engine.CommitAsk {
 		if haveTerminal() { // it is opened again to ask
 			o.Ask = func(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult, sql []tapefmt.SQLSession) (bool, error) {
 				tty.restore()
-				return askOnTerminal(askText(cs, roots, held, sql))
+				code := ""
+				if sensitiveIn(cs, roots) > 0 || len(held) > 0 || !pgbooth.Work(sql).Empty() {
+					code = newCode()
+				}
+				return askOnTerminal(askText(cs, roots, held, sql, code), code, env.Signals)
 			}
 		} else {
 			fmt.Fprintln(env.Stderr, "jukebox: no terminal to ask on: the booth will be kept open (jukebox booth commit|rollback)")
@@ -192,25 +199,6 @@ func writeHeld(b *strings.Builder, held []engine.OutboxResult) {
 	}
 }
 
-// askOnTerminal asks question on the terminal and reads y or n.
-func askOnTerminal(question string) (bool, error) {
-	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-	if err != nil {
-		return false, err
-	}
-	defer tty.Close()
-	// What was typed during the run was meant for the agent: it must not
-	// answer this question.
-	discardInput(tty)
-	io.WriteString(tty, question)
-	line, err := bufio.NewReader(tty).ReadString('\n')
-	if err != nil && line == "" {
-		return false, nil
-	}
-	answer := strings.ToLower(strings.TrimSpace(line))
-	return answer == "y" || answer == "yes", nil
-}
-
 // askText is the question askOnTerminal asks. Every name in it was chosen
 // by the agent, so each is quoted (termtext.Quote) and no control, bidi
 // or invisible character reaches the terminal; sensitive paths are marked
@@ -219,20 +207,21 @@ func askOnTerminal(question string) (bool, error) {
 // follow, each under its folder's quoted path, then the MCP calls held for
 // the commit (jukebox mcp --policy), their arguments quoted, then the
 // agent's SQL (--pg), destructive statements marked as sensitive paths are.
-func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult, sql pgbooth.Work) string {
+//
+// With a code, only the code says yes: the agent, which ended before it
+// was drawn, cannot answer for the user.
+func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult, sql pgbooth.Work, code string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nThe agent staged %d changes: %s\n%s", len(cs.Changes), cs.Summary(), cs.String())
-	n := sensitiveCount(cs)
 	for _, r := range roots {
 		fmt.Fprintf(&b, "and in %s (--allow-write), %d changes: %s\n%s", termtext.Quote(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
-		n += sensitiveCount(r.Changes)
 	}
 	if len(held) > 0 {
-		fmt.Fprintf(&b, "and %d MCP tool calls held until the commit, which run OUTSIDE the booth when you answer y:\n", len(held))
+		fmt.Fprintf(&b, "and %d MCP tool calls held until the commit, which run OUTSIDE the booth when you say yes:\n", len(held))
 		writeHeld(&b, held)
 	}
 	k := writeSQL(&b, sql)
-	if n > 0 {
+	if n := sensitiveIn(cs, roots); n > 0 {
 		fmt.Fprintf(&b, "%d of them touch sensitive paths (marked !): read those before you answer.\n", n)
 	}
 	if k > 0 {
@@ -240,15 +229,29 @@ func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.Out
 	}
 	switch {
 	case !sql.Empty() && len(roots) > 0:
-		b.WriteString("Commit them all, to the workspace, those folders and the database? [y/N] ")
+		b.WriteString("Commit them all, to the workspace, those folders and the database?")
 	case !sql.Empty():
-		b.WriteString("Commit them to the workspace, and the SQL to the database? [y/N] ")
+		b.WriteString("Commit them to the workspace, and the SQL to the database?")
 	case len(roots) > 0:
-		b.WriteString("Commit them all, to the workspace and those folders? [y/N] ")
+		b.WriteString("Commit them all, to the workspace and those folders?")
 	default:
-		b.WriteString("Commit them to the workspace? [y/N] ")
+		b.WriteString("Commit them to the workspace?")
 	}
+	if code == "" {
+		return b.String() + " [y/N] "
+	}
+	fmt.Fprintf(&b, " To say yes, type the code %s (n rolls back; anything else keeps them staged): ", code)
 	return b.String()
+}
+
+// sensitiveIn counts the sensitive changes of the workspace and of the
+// staged folders outside it.
+func sensitiveIn(cs sandbox.ChangeSet, roots []engine.RootChanges) int {
+	n := sensitiveCount(cs)
+	for _, r := range roots {
+		n += sensitiveCount(r.Changes)
+	}
+	return n
 }
 
 // quoteArgv is a command line for the question, each word quoted safely.
@@ -296,6 +299,7 @@ func printBooth(env *Env, b *engine.BoothResult) {
 	if b == nil {
 		return
 	}
+	resetTerminal(env.Stderr)
 	fmt.Fprintf(env.Stderr, "jukebox: booth %s (%s): %d changes: %s\n%s", b.Tx, b.Mode, len(b.Changes.Changes), b.Changes.Summary(), b.Changes.String())
 	for _, r := range b.Roots {
 		fmt.Fprintf(env.Stderr, "jukebox: and staged in %s (--allow-write): %d changes: %s\n%s", termtext.Quote(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
@@ -308,6 +312,14 @@ func printBooth(env *Env, b *engine.BoothResult) {
 			"nothing was committed or rolled back.\n"+
 			"jukebox: `jukebox booth commit --tx %[2]s` applies the rest without them; `jukebox booth rollback --tx %[2]s` discards it all\n",
 			b.RefusedCount(), b.Tx)
+	case b.Kept && (b.Interrupted || b.Undecided != ""):
+		why := b.Undecided
+		if why == "" {
+			why = "interrupted while the agent ran"
+		}
+		fmt.Fprintf(env.Stderr, "jukebox: booth kept open (%s): nothing applied, nothing discarded.\n"+
+			"jukebox: `jukebox booth diff --tx %[2]s` shows it; `jukebox booth commit --tx %[2]s` applies it; `jukebox booth rollback --tx %[2]s` discards it\n",
+			why, b.Tx)
 	case b.Committed && len(b.Roots) > 0:
 		roots := make([]string, len(b.Roots))
 		for i, r := range b.Roots {

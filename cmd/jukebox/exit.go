@@ -21,6 +21,9 @@ const (
 	ExitDiffers  = 6 // replay --strict: the run did not reproduce the recording
 	ExitTripped  = 7 // the circuit breaker stopped the run
 	ExitRefused  = 8 // the booth refused entries it cannot commit and kept the transaction open
+	// ExitInterrupted: a booth run was interrupted (Ctrl-C, SIGTERM), while
+	// the agent ran or at the question; nothing was committed.
+	ExitInterrupted = 130
 )
 
 // exitError lets a command choose its exit code while still printing a message.
@@ -85,4 +88,16 @@ func refusedExit(res *engine.Result) error {
 	}
 	return withCode(ExitRefused, fmt.Errorf("booth: refused entries: %d; transaction %s kept open for you to decide "+
 		"(exit %d, ahead of the agent's %s)", res.Booth.RefusedCount(), res.Booth.Tx, ExitRefused, exitText(res.End)))
+}
+
+// interruptedExit is exit 130 when a stop signal interrupted a booth run,
+// while the agent ran or at the question: ahead of exit 8 and the agent's
+// own code, behind an unreadable tape (exit 3). printBooth said what
+// became of the transaction.
+func interruptedExit(res *engine.Result) error {
+	if res == nil || res.Booth == nil || !res.Booth.Interrupted {
+		return nil
+	}
+	return withCode(ExitInterrupted, fmt.Errorf("booth: interrupted; nothing was committed (exit %d, ahead of the agent's %s)",
+		ExitInterrupted, exitText(res.End)))
 }

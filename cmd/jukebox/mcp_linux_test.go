@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -272,8 +273,10 @@ func TestMCPOutboxKept(t *testing.T) {
 }
 
 // answerAsk runs cmd (a record --commit ask) on a terminal of its own and
-// answers its [y/N] question; it returns the question and what the run
-// printed. The run must end well.
+// answers its question; it returns the question and what the run printed.
+// The run must end well. Where the question asks for a code (held calls
+// run outside the booth), a "y\n" answer types the code, as a person who
+// says yes does.
 func answerAsk(t *testing.T, cmd *exec.Cmd, answer string) (question, output string) {
 	t.Helper()
 	master, slave := openPTY(t)
@@ -288,7 +291,7 @@ func answerAsk(t *testing.T, cmd *exec.Cmd, answer string) (question, output str
 		for {
 			n, err := master.Read(buf)
 			seen = append(seen, buf[:n]...)
-			if bytes.Contains(seen, []byte("[y/N]")) || err != nil {
+			if bytes.Contains(seen, []byte("[y/N]")) || askedCode.Match(seen) || err != nil {
 				asked <- string(seen)
 				io.Copy(io.Discard, master)
 				return
@@ -301,6 +304,9 @@ func answerAsk(t *testing.T, cmd *exec.Cmd, answer string) (question, output str
 		cmd.Process.Kill()
 		t.Fatalf("no question on the terminal; output:\n%s", out.String())
 	}
+	if m := askedCode.FindStringSubmatch(question); m != nil && answer == "y\n" {
+		answer = m[1] + "\n"
+	}
 	_, err := master.WriteString(answer)
 	must(t, err)
 	if err := cmd.Wait(); err != nil {
@@ -308,6 +314,9 @@ func answerAsk(t *testing.T, cmd *exec.Cmd, answer string) (question, output str
 	}
 	return question, out.String()
 }
+
+// askedCode finds the code a question asks for.
+var askedCode = regexp.MustCompile(`type the code ([A-Z0-9]{4}-[A-Z0-9]{4})\b.*: `)
 
 // TestMCPFork: a fork answers the MCP calls made before its fork point
 // from the parent (the filesystem server does not write again) and starts

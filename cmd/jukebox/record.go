@@ -185,9 +185,9 @@ func leaves(err error) []error {
 }
 
 // finishRun prints the outcome and passes the agent's exit code on. A tape
-// that does not read back is exit 3, ahead of the agent's own code; a
-// booth that refused entries is exit 8, and a tripped breaker exit 7,
-// between the two.
+// that does not read back is exit 3, ahead of the agent's own code; an
+// interrupted booth run is exit 130, a booth that refused entries exit 8,
+// and a tripped breaker exit 7, in that order between the two.
 func finishRun(env *Env, res *engine.Result, asJSON bool, line string) error {
 	if asJSON {
 		if err := writeJSON(env.Stdout, res); err != nil {
@@ -197,6 +197,9 @@ func finishRun(env *Env, res *engine.Result, asJSON bool, line string) error {
 		fmt.Fprintf(env.Stderr, "jukebox: %s (agent %s)\n", line, exitText(res.End))
 	}
 	if err := unreadable(res); err != nil {
+		return err
+	}
+	if err := interruptedExit(res); err != nil {
 		return err
 	}
 	if err := refusedExit(res); err != nil {

@@ -86,9 +86,13 @@ func run(raw string) int {
 // forwarded are the signals stage 1 passes to the command: those jukebox
 // forwards (the booth runs in a session of its own, so Ctrl-C and Ctrl-\
 // from the terminal reach jukebox, which passes them on) and those a
-// terminal or a job controller sends. The rest are dropped.
-var forwarded = map[os.Signal]bool{syscall.SIGTERM: true, syscall.SIGHUP: true, syscall.SIGUSR1: true,
-	syscall.SIGUSR2: true, syscall.SIGINT: true, syscall.SIGQUIT: true, syscall.SIGWINCH: true, syscall.SIGCONT: true}
+// terminal or a job controller sends. The rest are dropped. Those a
+// terminal sends to its foreground job (true) go to the command's whole
+// process group, as Ctrl-C would: an agent's interpreter and the tools it
+// runs hear it, not the shell that started them alone. The others go to
+// the command alone, as kill sends them.
+var forwarded = map[os.Signal]bool{syscall.SIGTERM: false, syscall.SIGHUP: true, syscall.SIGUSR1: false,
+	syscall.SIGUSR2: false, syscall.SIGINT: true, syscall.SIGQUIT: true, syscall.SIGWINCH: true, syscall.SIGCONT: true}
 
 // reap waits for the command, reaping every orphan the PID namespace
 // hands to PID 1 meanwhile, and forwards signals to the command. It
@@ -96,7 +100,10 @@ var forwarded = map[os.Signal]bool{syscall.SIGTERM: true, syscall.SIGHUP: true, 
 func reap(pid int, sigs <-chan os.Signal) (int, syscall.Signal) {
 	go func() {
 		for s := range sigs {
-			if forwarded[s] {
+			group, ok := forwarded[s]
+			// A command that left its group (setpgid, setsid) still
+			// hears the signal itself.
+			if ok && (!group || syscall.Kill(-pid, s.(syscall.Signal)) != nil) {
 				syscall.Kill(pid, s.(syscall.Signal))
 			}
 		}
@@ -173,7 +180,10 @@ func startCommand(s Spec) (pid, listener int, msg string) {
 		if s.Probe {
 			return
 		}
-		pid, err = syscall.ForkExec(bin, s.Args, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
+		// The command leads a process group of its own, which the
+		// terminal's signals reach through reap.
+		pid, err = syscall.ForkExec(bin, s.Args, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2},
+			Sys: &syscall.SysProcAttr{Setpgid: true}})
 		if err != nil {
 			msg = execFailure(s.Args[0], bin, err)
 		}
