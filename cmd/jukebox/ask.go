@@ -20,8 +20,12 @@ import (
 // rendition (SGR 0: no concealed, invisible or reversed text), shows the
 // cursor, makes the whole screen the scroll region, selects ASCII, turns
 // off reverse video and resets the colour palette and the default colours.
-const termReset = "\x18\x1b\\\x1b[?1049l\x1b[!p\x1b[0m\x1b[?25h\x1b[r\x1b(B\x0f\x1b[?5l" +
-	"\x1b]104\x1b\\\x1b]110\x1b\\\x1b]111\x1b\\"
+// Resetting the scroll region sends the cursor home, where what follows
+// would overwrite the screen's top lines: the cursor is saved around it
+// (DECSC, DECRC). Last, a new line, and everything below it is erased, so
+// nothing the agent drew further down the screen stays beside the question.
+const termReset = "\x18\x1b\\\x1b[?1049l\x1b[!p\x1b[0m\x1b[?25h\x1b7\x1b[r\x1b8\x1b(B\x0f\x1b[?5l" +
+	"\x1b]104\x1b\\\x1b]110\x1b\\\x1b]111\x1b\\\r\n\x1b[J"
 
 // questionRule heads every question jukebox asks on the terminal, after
 // termReset: whatever the agent printed ends above it.
