@@ -162,8 +162,10 @@ func (bn *beginNames) lookup(rel string) (there, known bool) {
 // there at Begin. Exact when its nearest folder still there has not
 // changed since (nothing was added or removed beneath it), or from the
 // names read at Begin; otherwise the overlay's origin mark on its staged
-// copy (copied up, so something stood there) decides.
-func (tx *Tx) existedAtBegin(rel string) bool {
+// copy decides: copied up in place, so it stood there, unless the copy-up
+// came from another name still there (moved: a rename or link the agent
+// made, whose origin is that name's inode).
+func (tx *Tx) existedAtBegin(rel string, moved func(string) bool) bool {
 	for d := path.Dir(rel); ; d = path.Dir(d) {
 		fp, err := takeFingerprint(tx.real(d), d)
 		if err == nil && fp.isDir() {
@@ -179,5 +181,5 @@ func (tx *Tx) existedAtBegin(rel string) bool {
 	if there, known := tx.begin.lookup(rel); known {
 		return there
 	}
-	return hasOverlayOrigin(tx.up(rel))
+	return hasOverlayOrigin(tx.up(rel)) && !moved(rel)
 }

@@ -106,6 +106,14 @@ func (tx *Tx) snapshot(cs ChangeSet) ([]fingerprint, error) {
 // none is there now was that one deleted.
 func (tx *Tx) conflicts(cs ChangeSet, now []fingerprint) []Conflict {
 	var out []Conflict
+	moved := func(rel string) bool { // rel's copy-up came from another name, still there
+		for j, c := range cs.Changes {
+			if c.Path != rel && now[j].Exists && originIs(tx.up(rel), tx.real(c.Path)) {
+				return true
+			}
+		}
+		return false
+	}
 	groupThere := map[string]bool{} // a group's first name: some name exists now
 	for i, c := range cs.Changes {
 		if c.Op == OpWrite && now[i].Exists {
@@ -126,11 +134,11 @@ func (tx *Tx) conflicts(cs ChangeSet, now []fingerprint) []Conflict {
 				reason = "replaced since begin"
 			}
 		case OpChmodDir:
-			if reason = tx.compare(c.Path, now[i]); reason == "" && !now[i].Exists {
+			if reason = tx.compare(c.Path, now[i], moved); reason == "" && !now[i].Exists {
 				reason = "deleted since begin"
 			}
 		default:
-			reason = tx.compare(c.Path, now[i])
+			reason = tx.compare(c.Path, now[i], moved)
 			_, based := tx.base[c.Path]
 			if first := cmp.Or(c.Link, c.Path); c.Op == OpWrite && !based && !now[i].Exists && groupThere[first] {
 				reason = "" // another name of the staged file is there: this one is new
@@ -143,7 +151,7 @@ func (tx *Tx) conflicts(cs ChangeSet, now []fingerprint) []Conflict {
 	return out
 }
 
-func (tx *Tx) compare(rel string, now fingerprint) string {
+func (tx *Tx) compare(rel string, now fingerprint, moved func(string) bool) string {
 	if was, ok := tx.base[rel]; ok {
 		switch {
 		case was.Exists && !now.Exists:
@@ -158,7 +166,7 @@ func (tx *Tx) compare(rel string, now fingerprint) string {
 	if now.Exists && now.Ctime > tx.meta.BeginCtime {
 		return "changed since begin"
 	}
-	if !now.Exists && tx.existedAtBegin(rel) {
+	if !now.Exists && tx.existedAtBegin(rel, moved) {
 		return "deleted since begin"
 	}
 	return ""

@@ -92,6 +92,7 @@ func TestRealSideDeleteUnderRename(t *testing.T) {
 			mkTree(t, ws, map[string]string{"f": "f", "other": "o"})
 			tx, err := Begin(ws, Options{})
 			must(t, err)
+			tx.begin.wait() // the names at Begin read before the user changes anything
 			defer tx.Rollback(ctx)
 			runOverlay(t, tx, tc.script)
 			must(t, os.Remove(filepath.Join(ws, "f")))

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,7 @@ func runInBooth(t *testing.T, ws, script string) *Tx {
 	t.Helper()
 	tx, err := Begin(ws, Options{})
 	must(t, err)
+	tx.begin.wait() // the names at Begin read before the user changes anything
 	t.Cleanup(func() { tx.Rollback(ctx) })
 	var out bytes.Buffer
 	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
@@ -158,31 +160,41 @@ func ovlOrigin(t *testing.T, real string) []byte {
 // inode, still there. A copy-up in place whose original the user deleted
 // is still a conflict.
 func TestRenameWhileFolderChanged(t *testing.T) {
-	ws := t.TempDir()
-	mkTree(t, ws, map[string]string{"a.txt": "a", "f.txt": "f"})
-	tx, err := Begin(ws, Options{})
-	must(t, err)
-	defer tx.Rollback(ctx)
-	up := tx.StateDir() + "/upper"
-	// What `mv a.txt new.txt` and `echo more >> f.txt` leave in the upper dir.
-	must(t, os.WriteFile(up+"/new.txt", []byte("a"), 0o644))
-	must(t, unix.Lsetxattr(up+"/new.txt", "user.overlay.origin", ovlOrigin(t, ws+"/a.txt"), 0))
-	must(t, mkWhiteout(up+"/a.txt"))
-	must(t, os.WriteFile(up+"/f.txt", []byte("f more"), 0o644))
-	must(t, unix.Lsetxattr(up+"/f.txt", "user.overlay.origin", ovlOrigin(t, ws+"/f.txt"), 0))
-	must(t, os.WriteFile(ws+"/user.txt", []byte("u"), 0o644))
-	must(t, os.Remove(ws+"/f.txt"))
-	_, err = tx.Commit(ctx)
-	var ce *ConflictError
-	if !errors.As(err, &ce) || len(ce.Conflicts) != 1 || ce.Conflicts[0].Path != "f.txt" {
-		t.Fatalf("commit: %v", err)
-	}
-	must(t, os.WriteFile(ws+"/f.txt", []byte("f"), 0o644)) // put back: the user's new f.txt is still a conflict
-	must(t, os.Remove(up+"/f.txt"))
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatalf("commit of the rename alone: %v", err)
-	}
-	if got := readTree(t, ws); got["new.txt"] != "a" || got["a.txt"] != "" || got["user.txt"] != "u" {
-		t.Fatalf("after the commit: %v", got)
+	for _, names := range []bool{true, false} {
+		t.Run(fmt.Sprintf("names=%v", names), func(t *testing.T) {
+			ws := t.TempDir()
+			mkTree(t, ws, map[string]string{"a.txt": "a", "f.txt": "f"})
+			tx, err := Begin(ws, Options{})
+			must(t, err)
+			defer tx.Rollback(ctx)
+			if names {
+				tx.begin.wait() // the folder's names read before the user's change
+			} else {
+				tx.begin.stop() // the user changed the folder before it was read
+				tx.begin = nil
+			}
+			up := tx.StateDir() + "/upper"
+			// What `mv a.txt new.txt` and `echo more >> f.txt` leave in the upper dir.
+			must(t, os.WriteFile(up+"/new.txt", []byte("a"), 0o644))
+			must(t, unix.Lsetxattr(up+"/new.txt", "user.overlay.origin", ovlOrigin(t, ws+"/a.txt"), 0))
+			must(t, mkWhiteout(up+"/a.txt"))
+			must(t, os.WriteFile(up+"/f.txt", []byte("f more"), 0o644))
+			must(t, unix.Lsetxattr(up+"/f.txt", "user.overlay.origin", ovlOrigin(t, ws+"/f.txt"), 0))
+			must(t, os.WriteFile(ws+"/user.txt", []byte("u"), 0o644))
+			must(t, os.Remove(ws+"/f.txt"))
+			_, err = tx.Commit(ctx)
+			var ce *ConflictError
+			if !errors.As(err, &ce) || len(ce.Conflicts) != 1 || ce.Conflicts[0].Path != "f.txt" {
+				t.Fatalf("commit: %v", err)
+			}
+			must(t, os.WriteFile(ws+"/f.txt", []byte("f"), 0o644)) // put back: the user's new f.txt is still a conflict
+			must(t, os.Remove(up+"/f.txt"))
+			if _, err := tx.Commit(ctx); err != nil {
+				t.Fatalf("commit of the rename alone: %v", err)
+			}
+			if got := readTree(t, ws); got["new.txt"] != "a" || got["a.txt"] != "" || got["user.txt"] != "u" {
+				t.Fatalf("after the commit: %v", got)
+			}
+		})
 	}
 }

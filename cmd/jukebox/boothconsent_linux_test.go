@@ -40,7 +40,8 @@ func TestBoothQuestionNotSpoofed(t *testing.T) {
 		t.Fatalf("the y meant for the agent's fake question committed the hook:\n%q", out)
 	}
 	conceal := strings.LastIndex(out, "\x1b[8m")
-	reset := conceal + strings.Index(out[conceal+1:], termReset) + 1
+	onTTY := strings.ReplaceAll(termReset, "\n", "\r\n") // the terminal's output processing (onlcr)
+	reset := conceal + strings.Index(out[conceal+1:], onTTY) + 1
 	question := strings.LastIndex(out, "The agent staged")
 	if conceal < 0 || reset <= conceal || question < reset {
 		t.Errorf("conceal at %d, reset at %d, question at %d: want the reset between them:\n%q", conceal, reset, question, out)

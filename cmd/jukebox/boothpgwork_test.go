@@ -92,7 +92,7 @@ func TestRecordBoothPGAsksSQL(t *testing.T) {
 		"--commit", "ask", "--", "sh", "-c", psqlAgent("DROP TABLE "+victim))
 	q, out := answerAsk(t, cmd, "n\n")
 	for _, want := range []string{"! DROP TABLE " + victim, "^ sensitive: drops a table", "1 of the SQL statements are destructive (marked !)",
-		"and the SQL to the database? [y/N]"} {
+		"and the SQL to the database? To say yes, type the code"} {
 		if !strings.Contains(q, want) {
 			t.Errorf("the question lacks %q:\n%s", want, q)
 		}
@@ -165,11 +165,12 @@ func TestRecordBoothPGCrashAtQuestion(t *testing.T) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	must(t, cmd.Start())
+	slave.Close() // the child's copy stays: a child killed ends the reads
 	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
 	defer timer.Stop()
 	var seen []byte
 	buf := make([]byte, 4096)
-	for !strings.Contains(string(seen), "[y/N]") {
+	for !strings.Contains(string(seen), "[y/N]") && !askedCode.Match(seen) {
 		n, err := master.Read(buf)
 		if err != nil {
 			t.Fatalf("no question: %v\n%s", err, seen)
