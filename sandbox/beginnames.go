@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -63,7 +64,9 @@ func (tx *Tx) readBeginNames() {
 }
 
 // walkNames lists every folder under root, breadth first, keeping the
-// names of those whose change time was not after since once read.
+// names of those whose change time was not after since once read. It
+// reads a folder 256 entries at a time, unsorted, so that a cancel (a
+// run that ended at once, rolled back) ends it within one batch.
 func walkNames(ctx context.Context, root, skip string, since int64) []uint64 {
 	var keys []uint64
 	queue := []string{"."}
@@ -71,8 +74,8 @@ func walkNames(ctx context.Context, root, skip string, since int64) []uint64 {
 		rel := queue[0]
 		queue = queue[1:]
 		abs := filepath.Join(root, filepath.FromSlash(rel))
-		ents, err := os.ReadDir(abs)
-		if err != nil {
+		ents, ok := readDirBatches(ctx, abs)
+		if !ok {
 			continue
 		}
 		fp, err := takeFingerprint(abs, rel)
@@ -94,6 +97,28 @@ func walkNames(ctx context.Context, root, skip string, since int64) []uint64 {
 		}
 	}
 	return keys
+}
+
+// readDirBatches reads a folder's entries (unsorted), giving up when ctx
+// ends; ok is false then, or when the folder cannot be read whole.
+func readDirBatches(ctx context.Context, abs string) ([]fs.DirEntry, bool) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	var ents []fs.DirEntry
+	for ctx.Err() == nil {
+		batch, err := f.ReadDir(256)
+		ents = append(ents, batch...)
+		if errors.Is(err, io.EOF) {
+			return ents, true
+		}
+		if err != nil {
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 func writeNames(name string, keys []uint64) error {
