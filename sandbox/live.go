@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -11,25 +12,19 @@ import (
 // process that joined it: the --pg endpoint's sessions end with jukebox,
 // and PostgreSQL rolls back what they had not prepared. So that a crash
 // before the decision can never leave the files to commit alone, Join
-// writes the participant into tx.json (liveRecord), and a transaction
+// writes the participant into tx.json (LostWork), and a transaction
 // reopened by another process (Open) that names one refuses to commit:
 // its files and the participant's work are one decision, and half of it
 // is gone. Rollback still works. NoteWork keeps what the participant
 // held, for booth diff to show what was lost.
 
-// liveRecord is a participant whose work lives in the process that
-// joined it.
-type liveRecord struct {
+// LostWork is a participant whose work lives in the process that joined
+// it, as tx.json records it (Join): in a transaction reopened after that
+// process ended, its work is lost (Tx.Lost).
+type LostWork struct {
 	Kind string `json:"kind"`
 	// Work describes what it held (NoteWork), in the participant's own
 	// terms (the --pg endpoint's sessions and statements).
-	Work json.RawMessage `json:"work,omitempty"`
-}
-
-// LostWork is a participant's work that ended with the process that ran
-// it: in a transaction reopened after that process ended (Tx.Lost).
-type LostWork struct {
-	Kind string          `json:"kind"`
 	Work json.RawMessage `json:"work,omitempty"`
 }
 
@@ -42,7 +37,7 @@ func (tx *Tx) joinLive(p Participant) error {
 	if _, ok := p.(*rootPart); ok {
 		return nil
 	}
-	tx.meta.Live = append(tx.meta.Live, liveRecord{Kind: p.Kind()})
+	tx.meta.Live = append(tx.meta.Live, LostWork{Kind: p.Kind()})
 	tx.live = append(tx.live, p)
 	return tx.writeMeta()
 }
@@ -77,11 +72,7 @@ func (tx *Tx) lost() []LostWork {
 	if len(tx.meta.Live) <= len(tx.live) {
 		return nil
 	}
-	var out []LostWork
-	for _, r := range tx.meta.Live[len(tx.live):] {
-		out = append(out, LostWork{Kind: r.Kind, Work: r.Work})
-	}
-	return out
+	return slices.Clone(tx.meta.Live[len(tx.live):])
 }
 
 // checkLive refuses the commit of a transaction with lost work.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -43,17 +42,13 @@ var renameCases = []struct{ name, script string }{
 
 // TestRenamesCommit: every kind of rename an agent makes in the overlay
 // booth commits, and leaves the tree a plain run leaves.
-func TestRenamesCommitPlain(t *testing.T) {
+func TestRenamesCommit(t *testing.T) {
 	requireOverlay(t)
 	for _, c := range renameCases {
 		t.Run(c.name, func(t *testing.T) {
 			plain := t.TempDir()
 			renameFixture(t, plain)
-			cmd := exec.Command("sh", "-c", c.script)
-			cmd.Dir = plain
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("plain run: %v\n%s", err, out)
-			}
+			runPlain(t, plain, c.script)
 			ws := t.TempDir()
 			renameFixture(t, ws)
 			tx := runInBooth(t, ws, c.script)

@@ -108,7 +108,7 @@ type txMeta struct {
 	Deferred json.RawMessage `json:"deferred,omitempty"`
 	// Live are the participants whose work lives in the process that
 	// joined them (live.go).
-	Live []liveRecord `json:"live,omitempty"`
+	Live []LostWork `json:"live,omitempty"`
 }
 
 // Tx is one booth transaction over a workspace: its id and state
