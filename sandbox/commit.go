@@ -31,10 +31,13 @@ import (
 // later or roll back — unless it had participants, whose work is gone
 // with the rollback: then it is closed. A crash after 4 is finished by
 // Recover (or undone, when a step keeps failing); before it, undone.
-// Commit returns the change set it applied.
+// Commit returns the change set it applied. It returns with nothing of
+// the transaction left running: the names read at Begin are waited for
+// on every path, a refused commit's too.
 func (tx *Tx) Commit(ctx context.Context) (ChangeSet, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
+	defer tx.begin.wait()
 	if err := tx.checkOpen(); err != nil {
 		return ChangeSet{}, err
 	}
