@@ -11,47 +11,53 @@ type Kind uint8
 
 // Frame kinds. The comment gives the dotted name used in JSON and on the CLI.
 const (
-	KindRunStart    Kind = 1  // run.start
-	KindRunEnd      Kind = 2  // run.end
-	KindStep        Kind = 3  // step.commit: the end of one whole agent step
-	KindLLMRequest  Kind = 4  // llm.request
-	KindLLMResponse Kind = 5  // llm.response
-	KindToolCall    Kind = 6  // tool.call
-	KindToolResult  Kind = 7  // tool.result
-	KindMCP         Kind = 8  // mcp.message
-	KindFileChange  Kind = 9  // file.change
-	KindOutput      Kind = 10 // proc.output
-	KindClock       Kind = 11 // clock
-	KindSeed        Kind = 12 // seed
-	KindTxBegin     Kind = 13 // tx.begin
-	KindTxCommit    Kind = 14 // tx.commit
-	KindTxRollback  Kind = 15 // tx.rollback
-	KindBreakerTrip Kind = 16 // breaker.trip
-	KindAgentTurn   Kind = 17 // agent.turn
-	KindMarker      Kind = 18 // marker
-	KindNetRefused  Kind = 19 // net.refused
+	KindRunStart     Kind = 1  // run.start
+	KindRunEnd       Kind = 2  // run.end
+	KindStep         Kind = 3  // step.commit: the end of one whole agent step
+	KindLLMRequest   Kind = 4  // llm.request
+	KindLLMResponse  Kind = 5  // llm.response
+	KindToolCall     Kind = 6  // tool.call
+	KindToolResult   Kind = 7  // tool.result
+	KindMCP          Kind = 8  // mcp.message
+	KindFileChange   Kind = 9  // file.change
+	KindOutput       Kind = 10 // proc.output
+	KindClock        Kind = 11 // clock
+	KindSeed         Kind = 12 // seed
+	KindTxBegin      Kind = 13 // tx.begin
+	KindTxCommit     Kind = 14 // tx.commit
+	KindTxRollback   Kind = 15 // tx.rollback
+	KindBreakerTrip  Kind = 16 // breaker.trip
+	KindAgentTurn    Kind = 17 // agent.turn
+	KindMarker       Kind = 18 // marker
+	KindNetRefused   Kind = 19 // net.refused
+	KindHTTPRequest  Kind = 20 // http.request
+	KindHTTPResponse Kind = 21 // http.response
+	KindNetConn      Kind = 22 // net.conn
 )
 
 var kindNames = [...]string{
-	KindRunStart:    "run.start",
-	KindRunEnd:      "run.end",
-	KindStep:        "step.commit",
-	KindLLMRequest:  "llm.request",
-	KindLLMResponse: "llm.response",
-	KindToolCall:    "tool.call",
-	KindToolResult:  "tool.result",
-	KindMCP:         "mcp.message",
-	KindFileChange:  "file.change",
-	KindOutput:      "proc.output",
-	KindClock:       "clock",
-	KindSeed:        "seed",
-	KindTxBegin:     "tx.begin",
-	KindTxCommit:    "tx.commit",
-	KindTxRollback:  "tx.rollback",
-	KindBreakerTrip: "breaker.trip",
-	KindAgentTurn:   "agent.turn",
-	KindMarker:      "marker",
-	KindNetRefused:  "net.refused",
+	KindRunStart:     "run.start",
+	KindRunEnd:       "run.end",
+	KindStep:         "step.commit",
+	KindLLMRequest:   "llm.request",
+	KindLLMResponse:  "llm.response",
+	KindToolCall:     "tool.call",
+	KindToolResult:   "tool.result",
+	KindMCP:          "mcp.message",
+	KindFileChange:   "file.change",
+	KindOutput:       "proc.output",
+	KindClock:        "clock",
+	KindSeed:         "seed",
+	KindTxBegin:      "tx.begin",
+	KindTxCommit:     "tx.commit",
+	KindTxRollback:   "tx.rollback",
+	KindBreakerTrip:  "breaker.trip",
+	KindAgentTurn:    "agent.turn",
+	KindMarker:       "marker",
+	KindNetRefused:   "net.refused",
+	KindHTTPRequest:  "http.request",
+	KindHTTPResponse: "http.response",
+	KindNetConn:      "net.conn",
 }
 
 // String returns the dotted name of k, or "kind.N" for a kind this version

@@ -117,6 +117,12 @@ type LLMRequest struct {
 	// identical requests the answers they got.
 	Conn    uint64 `json:"conn,omitempty"`
 	ConnSeq uint64 `json:"conn_seq,omitempty"`
+	// Scheme and Host are the origin the agent asked for when the call
+	// came through jukebox's forward proxy (the proxy variables, a CONNECT
+	// tunnel) rather than a provider base URL pointed at jukebox; empty
+	// then. Host is host[:port] as the agent wrote it.
+	Scheme string `json:"scheme,omitempty"`
+	Host   string `json:"host,omitempty"`
 }
 
 // Chunk is one piece of a streamed response as it arrived: the body bytes up
@@ -401,6 +407,63 @@ type NetRefused struct {
 	Errno  string `json:"errno"`  // e.g. ENETUNREACH, ECONNREFUSED
 }
 
+// HTTPRequest is one HTTP request the agent sent to anything that is not
+// a model API jukebox recognises (a search or weather tool, a code host,
+// a file download): method, URL and body as sent, secrets dropped.
+type HTTPRequest struct {
+	ID     uint64      `json:"id"`     // pairs the request with its response, from 0 per run
+	Scheme string      `json:"scheme"` // http or https
+	Host   string      `json:"host"`   // host[:port] as the agent asked for it
+	Method string      `json:"method"`
+	Path   string      `json:"path"`
+	Query  string      `json:"query,omitempty"` // raw query, secrets dropped
+	Header http.Header `json:"header,omitempty"`
+	Body   Hash        `json:"body,omitzero"`
+	Size   int64       `json:"size"`
+	Proto  string      `json:"proto,omitempty"` // HTTP/1.1, HTTP/2.0
+	// Conn and ConnSeq place the request on the agent's connections, as
+	// in LLMRequest.
+	Conn    uint64 `json:"conn,omitempty"`
+	ConnSeq uint64 `json:"conn_seq,omitempty"`
+}
+
+// HTTPResponse is the answer to one HTTPRequest, byte for byte, with the
+// timing of its pieces when it was streamed.
+type HTTPResponse struct {
+	ID       uint64      `json:"id"`
+	Status   int         `json:"status"`
+	Header   http.Header `json:"header,omitempty"`
+	Body     Hash        `json:"body,omitzero"`
+	Size     int64       `json:"size"`
+	Chunks   Chunks      `json:"chunks,omitempty"`
+	Latency  int64       `json:"latency_ns"`
+	Elapsed  int64       `json:"elapsed_ns"`
+	Error    string      `json:"error,omitempty"`    // a reset, timeout or refused connection
+	Encoding string      `json:"encoding,omitempty"` // Content-Encoding the body is stored with
+}
+
+// NetConn is a connection that is not request and answer: a WebSocket
+// session after its upgrade (Request names the http.request, or the
+// llm.request's call with Model set, that upgraded it), or plain TCP the
+// booth saw. Up holds the bytes the agent sent, Down those it received,
+// each with the timing of its pieces.
+type NetConn struct {
+	ID         uint64 `json:"id"`
+	Proto      string `json:"proto"`          // websocket, tcp
+	Host       string `json:"host,omitempty"` // the name the agent asked for, when known
+	Addr       string `json:"addr"`           // host:port connected to
+	Request    uint64 `json:"request,omitempty"`
+	Up         Hash   `json:"up,omitzero"`
+	UpSize     int64  `json:"up_size"`
+	UpChunks   Chunks `json:"up_chunks,omitempty"`
+	Down       Hash   `json:"down,omitzero"`
+	DownSize   int64  `json:"down_size"`
+	DownChunks Chunks `json:"down_chunks,omitempty"`
+	Elapsed    int64  `json:"elapsed_ns"`
+	Refused    bool   `json:"refused,omitempty"` // --hermetic refused it; nothing was sent
+	Error      string `json:"error,omitempty"`
+}
+
 // parseInts reads a JSON array of plain decimal integers with no spaces,
 // as MarshalJSON writes it; ok is false for any other form.
 func parseInts(data []byte) (out []int64, ok bool) {
@@ -463,48 +526,54 @@ type Unknown struct {
 }
 
 // Kind methods tie each payload type to its frame kind.
-func (RunStart) Kind() Kind    { return KindRunStart }
-func (RunEnd) Kind() Kind      { return KindRunEnd }
-func (Step) Kind() Kind        { return KindStep }
-func (LLMRequest) Kind() Kind  { return KindLLMRequest }
-func (LLMResponse) Kind() Kind { return KindLLMResponse }
-func (ToolCall) Kind() Kind    { return KindToolCall }
-func (ToolResult) Kind() Kind  { return KindToolResult }
-func (MCPMessage) Kind() Kind  { return KindMCP }
-func (FileChange) Kind() Kind  { return KindFileChange }
-func (Output) Kind() Kind      { return KindOutput }
-func (Clock) Kind() Kind       { return KindClock }
-func (Seed) Kind() Kind        { return KindSeed }
-func (TxBegin) Kind() Kind     { return KindTxBegin }
-func (TxCommit) Kind() Kind    { return KindTxCommit }
-func (TxRollback) Kind() Kind  { return KindTxRollback }
-func (BreakerTrip) Kind() Kind { return KindBreakerTrip }
-func (AgentTurn) Kind() Kind   { return KindAgentTurn }
-func (Marker) Kind() Kind      { return KindMarker }
-func (NetRefused) Kind() Kind  { return KindNetRefused }
-func (u Unknown) Kind() Kind   { return u.K }
+func (RunStart) Kind() Kind     { return KindRunStart }
+func (RunEnd) Kind() Kind       { return KindRunEnd }
+func (Step) Kind() Kind         { return KindStep }
+func (LLMRequest) Kind() Kind   { return KindLLMRequest }
+func (LLMResponse) Kind() Kind  { return KindLLMResponse }
+func (ToolCall) Kind() Kind     { return KindToolCall }
+func (ToolResult) Kind() Kind   { return KindToolResult }
+func (MCPMessage) Kind() Kind   { return KindMCP }
+func (FileChange) Kind() Kind   { return KindFileChange }
+func (Output) Kind() Kind       { return KindOutput }
+func (Clock) Kind() Kind        { return KindClock }
+func (Seed) Kind() Kind         { return KindSeed }
+func (TxBegin) Kind() Kind      { return KindTxBegin }
+func (TxCommit) Kind() Kind     { return KindTxCommit }
+func (TxRollback) Kind() Kind   { return KindTxRollback }
+func (BreakerTrip) Kind() Kind  { return KindBreakerTrip }
+func (AgentTurn) Kind() Kind    { return KindAgentTurn }
+func (Marker) Kind() Kind       { return KindMarker }
+func (NetRefused) Kind() Kind   { return KindNetRefused }
+func (HTTPRequest) Kind() Kind  { return KindHTTPRequest }
+func (HTTPResponse) Kind() Kind { return KindHTTPResponse }
+func (NetConn) Kind() Kind      { return KindNetConn }
+func (u Unknown) Kind() Kind    { return u.K }
 
 // payloadTypes makes the zero payload of each known kind, as a pointer.
 var payloadTypes = map[Kind]func() Payload{
-	KindRunStart:    func() Payload { return &RunStart{} },
-	KindRunEnd:      func() Payload { return &RunEnd{} },
-	KindStep:        func() Payload { return &Step{} },
-	KindLLMRequest:  func() Payload { return &LLMRequest{} },
-	KindLLMResponse: func() Payload { return &LLMResponse{} },
-	KindToolCall:    func() Payload { return &ToolCall{} },
-	KindToolResult:  func() Payload { return &ToolResult{} },
-	KindMCP:         func() Payload { return &MCPMessage{} },
-	KindFileChange:  func() Payload { return &FileChange{} },
-	KindOutput:      func() Payload { return &Output{} },
-	KindClock:       func() Payload { return &Clock{} },
-	KindSeed:        func() Payload { return &Seed{} },
-	KindTxBegin:     func() Payload { return &TxBegin{} },
-	KindTxCommit:    func() Payload { return &TxCommit{} },
-	KindTxRollback:  func() Payload { return &TxRollback{} },
-	KindBreakerTrip: func() Payload { return &BreakerTrip{} },
-	KindAgentTurn:   func() Payload { return &AgentTurn{} },
-	KindMarker:      func() Payload { return &Marker{} },
-	KindNetRefused:  func() Payload { return &NetRefused{} },
+	KindRunStart:     func() Payload { return &RunStart{} },
+	KindRunEnd:       func() Payload { return &RunEnd{} },
+	KindStep:         func() Payload { return &Step{} },
+	KindLLMRequest:   func() Payload { return &LLMRequest{} },
+	KindLLMResponse:  func() Payload { return &LLMResponse{} },
+	KindToolCall:     func() Payload { return &ToolCall{} },
+	KindToolResult:   func() Payload { return &ToolResult{} },
+	KindMCP:          func() Payload { return &MCPMessage{} },
+	KindFileChange:   func() Payload { return &FileChange{} },
+	KindOutput:       func() Payload { return &Output{} },
+	KindClock:        func() Payload { return &Clock{} },
+	KindSeed:         func() Payload { return &Seed{} },
+	KindTxBegin:      func() Payload { return &TxBegin{} },
+	KindTxCommit:     func() Payload { return &TxCommit{} },
+	KindTxRollback:   func() Payload { return &TxRollback{} },
+	KindBreakerTrip:  func() Payload { return &BreakerTrip{} },
+	KindAgentTurn:    func() Payload { return &AgentTurn{} },
+	KindMarker:       func() Payload { return &Marker{} },
+	KindNetRefused:   func() Payload { return &NetRefused{} },
+	KindHTTPRequest:  func() Payload { return &HTTPRequest{} },
+	KindHTTPResponse: func() Payload { return &HTTPResponse{} },
+	KindNetConn:      func() Payload { return &NetConn{} },
 }
 
 // Decode parses the frame's payload into its typed form (a pointer such as

@@ -222,6 +222,17 @@ func (p LLMRequest) redacted() Payload {
 	return p
 }
 
+func (p HTTPRequest) redacted() Payload {
+	p.Header = RedactHeader(p.Header)
+	p.Query = RedactQuery(p.Query)
+	return p
+}
+
+func (p HTTPResponse) redacted() Payload {
+	p.Header = RedactHeader(p.Header)
+	return p
+}
+
 func (p LLMResponse) redacted() Payload {
 	p.Header = RedactHeader(p.Header)
 	return p

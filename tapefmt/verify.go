@@ -35,11 +35,14 @@ type VerifyReport struct {
 // blobReferrer is a payload that names blobs.
 type blobReferrer interface{ blobRefs() []Hash }
 
-func (p LLMRequest) blobRefs() []Hash  { return []Hash{p.Body} }
-func (p LLMResponse) blobRefs() []Hash { return []Hash{p.Body} }
-func (p ToolResult) blobRefs() []Hash  { return []Hash{p.Body} }
-func (p MCPMessage) blobRefs() []Hash  { return []Hash{p.Body} }
-func (p FileChange) blobRefs() []Hash  { return []Hash{p.Body, p.Before} }
+func (p LLMRequest) blobRefs() []Hash   { return []Hash{p.Body} }
+func (p LLMResponse) blobRefs() []Hash  { return []Hash{p.Body} }
+func (p ToolResult) blobRefs() []Hash   { return []Hash{p.Body} }
+func (p MCPMessage) blobRefs() []Hash   { return []Hash{p.Body} }
+func (p FileChange) blobRefs() []Hash   { return []Hash{p.Body, p.Before} }
+func (p HTTPRequest) blobRefs() []Hash  { return []Hash{p.Body} }
+func (p HTTPResponse) blobRefs() []Hash { return []Hash{p.Body} }
+func (p NetConn) blobRefs() []Hash      { return []Hash{p.Up, p.Down} }
 
 // Verify recomputes every CRC, the hash chain and the index and, as the
 // options ask, every blob hash and the seal. The error is the first problem
