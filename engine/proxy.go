@@ -27,16 +27,21 @@ type exchange struct {
 	path     string // API path as the provider documents it, e.g. /v1/chat/completions
 	rest     string // path after the route, appended to the upstream base URL
 	query    string
-	req      *http.Request
-	body     []byte
-	call     uint64
-	start    time.Time
-	served   *Call       // a fork answers this call from the parent tape
-	div      *Divergence // a fork found this call diverging
-	conn     uint64      // the connection's ordinal in the run, from 1
-	connSeq  uint64      // the request's ordinal on its connection, from 1
-	reqSeq   uint64      // the llm.request frame, once written
-	respSeq  uint64      // the llm.response frame, once written
+	// scheme and host are the origin the agent asked for when the request
+	// came through the forward proxy (empty: a provider base URL pointed
+	// at jukebox). plain says it is not a model call: http.* frames.
+	scheme, host string
+	plain        bool
+	req          *http.Request
+	body         []byte
+	call         uint64
+	start        time.Time
+	served       *Call       // a fork answers this call from the parent tape
+	div          *Divergence // a fork found this call diverging
+	conn         uint64      // the connection's ordinal in the run, from 1
+	connSeq      uint64      // the request's ordinal on its connection, from 1
+	reqSeq       uint64      // the llm.request frame, once written
+	respSeq      uint64      // the llm.response frame, once written
 	// onChunk, when set, hears each piece of a live answer as it is
 	// relayed (EventChunk).
 	onChunk func([]byte)
