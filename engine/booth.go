@@ -102,6 +102,9 @@ type BoothResult struct {
 	// CopyPaths are the files a copy-mode agent wrote that still name the
 	// copy's folder, gone after the run (binary files; text is rewritten).
 	CopyPaths []string `json:"copy_paths,omitempty"`
+	// Foreign counts the workspace's entries a non-root overlay booth
+	// could not let the agent change (another user's or group's).
+	Foreign int `json:"foreign,omitempty"`
 	// Pending is set when a commit could neither finish nor be undone:
 	// its journal waits for `jukebox booth recover`.
 	Pending bool `json:"pending,omitempty"`
@@ -207,7 +210,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	if ctx.Err() != nil || interrupted {
 		end.Reason = tapefmt.ReasonInterrupted
 	}
-	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode, Confined: er.Confined, CopyPaths: er.CopyPaths, Interrupted: interrupted}
+	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode, Confined: er.Confined, CopyPaths: er.CopyPaths, Foreign: er.Foreign, Interrupted: interrupted}
 	return end, s.settle(ctx, tx, end, res.Booth)
 }
 

@@ -44,6 +44,35 @@ type beginNames struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	keys   []uint64 // sorted; valid once done is closed
+	// foreign are entries owned by a user or group other than jukebox's
+	// own (read when it is not root, valid once done is closed): the
+	// overlay booth maps only the caller's uid and gid, so the agent can
+	// neither change nor rename them there (EOVERFLOW on copy-up).
+	foreign foreignOwned
+}
+
+// foreignOwned counts the entries a non-root overlay booth cannot copy
+// up, keeping the first few paths.
+type foreignOwned struct {
+	n     int
+	paths []string
+	uid   int // -1: not looked for (root)
+	gid   int
+}
+
+// maxForeignPaths bounds the paths kept for the message.
+const maxForeignPaths = 10
+
+func (f *foreignOwned) check(e fs.DirEntry, p string) {
+	if f.uid < 0 {
+		return
+	}
+	if uid, gid, ok := entryOwner(e); ok && (uid != f.uid || gid != f.gid) {
+		f.n++
+		if len(f.paths) < maxForeignPaths {
+			f.paths = append(f.paths, p)
+		}
+	}
 }
 
 // readBeginNames starts reading the workspace's names in the background.
@@ -53,9 +82,13 @@ func (tx *Tx) readBeginNames() {
 	bn := &beginNames{cancel: cancel, done: make(chan struct{})}
 	tx.begin = bn
 	root, skip, since, out := tx.ws.root, tx.ws.stateRel, tx.meta.BeginCtime, tx.dir
+	bn.foreign = foreignOwned{uid: -1}
+	if os.Geteuid() != 0 {
+		bn.foreign = foreignOwned{uid: os.Geteuid(), gid: os.Getegid()}
+	}
 	go func() {
 		defer close(bn.done)
-		keys := walkNames(ctx, root, filepath.ToSlash(skip), since)
+		keys := walkNames(ctx, root, filepath.ToSlash(skip), since, &bn.foreign)
 		slices.Sort(keys)
 		if ctx.Err() == nil && writeNames(filepath.Join(out, beginNamesFile), keys) == nil {
 			bn.keys = keys
@@ -66,8 +99,9 @@ func (tx *Tx) readBeginNames() {
 // walkNames lists every folder under root, breadth first, keeping the
 // names of those whose change time was not after since once read. It
 // reads a folder 256 entries at a time, unsorted, so that a cancel (a
-// run that ended at once, rolled back) ends it within one batch.
-func walkNames(ctx context.Context, root, skip string, since int64) []uint64 {
+// run that ended at once, rolled back) ends it within one batch. It
+// counts the entries foreign owns, when it looks for them.
+func walkNames(ctx context.Context, root, skip string, since int64, foreign *foreignOwned) []uint64 {
 	var keys []uint64
 	queue := []string{"."}
 	for len(queue) > 0 && len(keys) < maxBeginNames && ctx.Err() == nil {
@@ -91,6 +125,7 @@ func walkNames(ctx context.Context, root, skip string, since int64) []uint64 {
 			if certain {
 				keys = append(keys, nameKey(p))
 			}
+			foreign.check(e, p)
 			if e.IsDir() {
 				queue = append(queue, p)
 			}
@@ -152,6 +187,21 @@ func loadBeginNames(dir string) (*beginNames, error) {
 		bn.keys = nil
 	}
 	return bn, nil
+}
+
+// ForeignOwned reports, once the names read at Begin are in, how many
+// entries of the workspace a user or group other than the caller owns,
+// and the first few of them: a non-root overlay booth cannot copy them
+// up, so the agent could not change, rename or delete them there. None
+// when jukebox runs as root; a count of those read when the read was cut
+// short (a workspace over maxBeginNames).
+func (tx *Tx) ForeignOwned() (n int, paths []string) {
+	bn := tx.begin
+	if bn == nil {
+		return 0, nil
+	}
+	<-bn.done
+	return bn.foreign.n, bn.foreign.paths
 }
 
 // stop ends the read and waits for it (a rollback removes its folder).

@@ -110,6 +110,11 @@ type ExecResult struct {
 	// the copy's absolute path, which is gone after the run: binary
 	// files (text is rewritten to the real path).
 	CopyPaths []string `json:"copy_paths,omitempty"`
+	// Foreign counts the workspace's entries a non-root overlay booth
+	// could not let the agent change (owned by another user or group);
+	// ForeignPaths are the first few.
+	Foreign      int      `json:"foreign,omitempty"`
+	ForeignPaths []string `json:"foreign_paths,omitempty"`
 }
 
 // errSetup marks a failure to build the namespace overlay (not the child's).
@@ -147,6 +152,10 @@ func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 			// asked for by name (ModeCopy, ModeReflink).
 			return res, fmt.Errorf("%w; why: %v", ErrCannotConfine, err)
 		}
+		if err == nil {
+			res.Foreign, res.ForeignPaths = tx.ForeignOwned()
+			noteForeign(notice, res)
+		}
 		return res, err
 	}
 	if o.Net == NetNone {
@@ -162,6 +171,23 @@ func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 		fmt.Fprintf(notice, "jukebox: booth: %d binary file(s) the agent wrote still name the copy's folder, which is gone after the run (text files were rewritten to the real path): %s\n", len(res.CopyPaths), quoteSome(res.CopyPaths, 10))
 	}
 	return res, err
+}
+
+// noteForeign says which entries the agent could not change in a
+// non-root overlay booth, and why: otherwise all it saw was "Value too
+// large for defined data type".
+func noteForeign(notice io.Writer, res ExecResult) {
+	if res.Foreign == 0 {
+		return
+	}
+	what := "entries of the workspace belong"
+	if res.Foreign == 1 {
+		what = "entry of the workspace belongs"
+	}
+	fmt.Fprintf(notice, "jukebox: booth: note: %d %s to another user or group than yours (among them %s): "+
+		"a booth run as a non-root user maps only your own ids, so the agent cannot change, rename or delete them there "+
+		"(it gets EOVERFLOW, \"Value too large for defined data type\", when it tries). Give them your group (chgrp), "+
+		"run jukebox as root, or use --booth-mode copy (not confined)\n", res.Foreign, what, quoteAll(res.ForeignPaths[:min(3, len(res.ForeignPaths))]))
 }
 
 // ErrCannotConfine is Exec's error, and the agent was not started, when

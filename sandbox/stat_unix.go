@@ -82,3 +82,17 @@ func lockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) }
 
 // unlockFile releases lockFile's lock.
 func unlockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+
+// entryOwner is the owner of a directory entry (an lstat); ok is false
+// when it cannot be read (gone meanwhile).
+func entryOwner(e fs.DirEntry) (uid, gid int, ok bool) {
+	fi, err := e.Info()
+	if err != nil {
+		return 0, 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// TestBoothNamesForeignOwnedFiles: as a non-root user, a file of the
+// user's whose group is not the user's (a shared-group repository, a
+// file made with sudo) cannot be changed or renamed in the overlay
+// booth, which maps only the caller's ids: the agent gets "Value too
+// large for defined data type". The run says which files and why.
+func TestBoothNamesForeignOwnedFiles(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Unavailable(t, "root, to make a file of another group and run the booth as nobody", "run the tests as root")
+	}
+	requireConfinedBooth(t)
+	base := t.TempDir()
+	must(t, os.Chmod(filepath.Dir(base), 0o755))
+	must(t, os.Chmod(base, 0o777))
+	bin := filepath.Join(base, "jukebox.test") // the test binary's folder is private to root
+	self, err := os.ReadFile("/proc/self/exe")
+	must(t, err)
+	must(t, os.WriteFile(bin, self, 0o755))
+	ws := filepath.Join(base, "ws")
+	must(t, os.MkdirAll(filepath.Join(ws, "src"), 0o755))
+	must(t, os.WriteFile(filepath.Join(ws, "src", "shared.txt"), []byte("a\n"), 0o664))
+	must(t, os.WriteFile(filepath.Join(ws, "mine.txt"), []byte("b\n"), 0o644))
+	for _, p := range []string{ws, filepath.Join(ws, "src"), filepath.Join(ws, "mine.txt")} {
+		must(t, os.Chown(p, 65534, 65534))
+	}
+	must(t, os.Chown(filepath.Join(ws, "src", "shared.txt"), 65534, 0)) // nobody's, group root
+	cmd := exec.Command(bin, "record", "--booth", "--commit", "never", "-o", filepath.Join(base, "t.jbx"), "--",
+		"sh", "-c", "echo more >> src/shared.txt; echo more >> mine.txt")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR=", "XDG_STATE_HOME="+base, "HOME="+base)
+	cmd.Dir = ws
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, _ := cmd.CombinedOutput()
+	text := string(out)
+	if !strings.Contains(text, "Value too large") {
+		t.Fatalf("the agent changed a file of another group in a non-root booth (the kernel allows it now? then drop this note):\n%s", text)
+	}
+	if !strings.Contains(text, "1 entry of the workspace belongs to another user or group") || !strings.Contains(text, "src/shared.txt") {
+		t.Errorf("the run does not say which file the agent could not change, or why:\n%s", text)
+	}
+	if strings.Contains(text, "mine.txt\" ") || strings.Contains(text, "among them \"mine.txt") {
+		t.Errorf("a file of the user's own ids is named as foreign:\n%s", text)
+	}
+}
