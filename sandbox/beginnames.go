@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"sync"
 )
 
 // beginNamesFile holds which names the workspace's folders held when the
@@ -45,7 +46,7 @@ type beginNames struct {
 	done   chan struct{}
 	keys   []uint64 // sorted; valid once done is closed
 	// foreign are entries owned by a user or group other than jukebox's
-	// own (read when it is not root, valid once done is closed): the
+	// own (read when it is not root, as the read goes): the
 	// overlay booth maps only the caller's uid and gid, so the agent can
 	// neither change nor rename them there (EOVERFLOW on copy-up).
 	foreign foreignOwned
@@ -54,6 +55,7 @@ type beginNames struct {
 // foreignOwned counts the entries a non-root overlay booth cannot copy
 // up, keeping the first few paths.
 type foreignOwned struct {
+	mu    sync.Mutex
 	n     int
 	paths []string
 	uid   int // -1: not looked for (root)
@@ -68,6 +70,8 @@ func (f *foreignOwned) check(e fs.DirEntry, p string) {
 		return
 	}
 	if uid, gid, ok := entryOwner(e); ok && (uid != f.uid || gid != f.gid) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		f.n++
 		if len(f.paths) < maxForeignPaths {
 			f.paths = append(f.paths, p)
@@ -82,9 +86,9 @@ func (tx *Tx) readBeginNames() {
 	bn := &beginNames{cancel: cancel, done: make(chan struct{})}
 	tx.begin = bn
 	root, skip, since, out := tx.ws.root, tx.ws.stateRel, tx.meta.BeginCtime, tx.dir
-	bn.foreign = foreignOwned{uid: -1}
+	bn.foreign.uid, bn.foreign.gid = -1, -1
 	if os.Geteuid() != 0 {
-		bn.foreign = foreignOwned{uid: os.Geteuid(), gid: os.Getegid()}
+		bn.foreign.uid, bn.foreign.gid = os.Geteuid(), os.Getegid()
 	}
 	go func() {
 		defer close(bn.done)
@@ -189,19 +193,26 @@ func loadBeginNames(dir string) (*beginNames, error) {
 	return bn, nil
 }
 
-// ForeignOwned reports, once the names read at Begin are in, how many
-// entries of the workspace a user or group other than the caller owns,
-// and the first few of them: a non-root overlay booth cannot copy them
-// up, so the agent could not change, rename or delete them there. None
-// when jukebox runs as root; a count of those read when the read was cut
-// short (a workspace over maxBeginNames).
-func (tx *Tx) ForeignOwned() (n int, paths []string) {
+// ForeignOwned reports how many entries of the workspace a user or
+// group other than the caller owns, and the first few of them: a
+// non-root overlay booth cannot copy them up, so the agent cannot
+// change, rename or delete them there. It does not wait for the names
+// read at Begin: all says whether that read was over (else n counts the
+// entries read so far). None when jukebox runs as root.
+func (tx *Tx) ForeignOwned() (n int, paths []string, all bool) {
 	bn := tx.begin
 	if bn == nil {
-		return 0, nil
+		return 0, nil, true
 	}
-	<-bn.done
-	return bn.foreign.n, bn.foreign.paths
+	select {
+	case <-bn.done:
+		all = true
+	default:
+	}
+	f := &bn.foreign
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n, slices.Clone(f.paths), all
 }
 
 // stop ends the read and waits for it (a rollback removes its folder).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/internal/nsinit"
@@ -115,6 +116,9 @@ type ExecResult struct {
 	// ForeignPaths are the first few.
 	Foreign      int      `json:"foreign,omitempty"`
 	ForeignPaths []string `json:"foreign_paths,omitempty"`
+	// ForeignPartial: the workspace was not all read when the run ended,
+	// so there may be more.
+	ForeignPartial bool `json:"foreign_partial,omitempty"`
 }
 
 // errSetup marks a failure to build the namespace overlay (not the child's).
@@ -153,7 +157,9 @@ func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 			return res, fmt.Errorf("%w; why: %v", ErrCannotConfine, err)
 		}
 		if err == nil {
-			res.Foreign, res.ForeignPaths = tx.ForeignOwned()
+			var all bool
+			res.Foreign, res.ForeignPaths, all = tx.ForeignOwned()
+			res.ForeignPartial = !all
 			noteForeign(notice, res)
 		}
 		return res, err
@@ -184,10 +190,14 @@ func noteForeign(notice io.Writer, res ExecResult) {
 	if res.Foreign == 1 {
 		what = "entry of the workspace belongs"
 	}
-	fmt.Fprintf(notice, "jukebox: booth: note: %d %s to another user or group than yours (among them %s): "+
+	n := strconv.Itoa(res.Foreign)
+	if res.ForeignPartial {
+		n = "at least " + n
+	}
+	fmt.Fprintf(notice, "jukebox: booth: note: %s %s to another user or group than yours (among them %s): "+
 		"a booth run as a non-root user maps only your own ids, so the agent cannot change, rename or delete them there "+
 		"(it gets EOVERFLOW, \"Value too large for defined data type\", when it tries). Give them your group (chgrp), "+
-		"run jukebox as root, or use --booth-mode copy (not confined)\n", res.Foreign, what, quoteAll(res.ForeignPaths[:min(3, len(res.ForeignPaths))]))
+		"run jukebox as root, or use --booth-mode copy (not confined)\n", n, what, quoteAll(res.ForeignPaths[:min(3, len(res.ForeignPaths))]))
 }
 
 // ErrCannotConfine is Exec's error, and the agent was not started, when
