@@ -1,12 +1,13 @@
-//go:build ignore
-
 // testsum reads `go test -json` on stdin and prints what a person needs
 // from it: each package's result line as it comes, then the whole output
 // of every failing test (and of a package that failed outside its tests),
 // one line per group of skipped tests (package and reason) and the
-// slowest tests. It exits 1 when anything failed.
+// slowest tests. It exits 1 when anything failed. A test still running
+// when its package ended (the test binary's -timeout, a crash) counts as
+// failed, shown with what it printed: the panic and every goroutine's
+// stack, which go test attributes to it.
 //
-//	go test -json ./... | go run .ci/testsum.go
+//	go test -json ./... | go run ./internal/testsum
 package main
 
 import (
@@ -39,6 +40,7 @@ type summary struct {
 	out        io.Writer
 	output     map[key][]string // each test's and package's own lines
 	failed     []key            // tests and packages, in the order they failed
+	running    []key            // tests started and not yet ended, in start order
 	skipped    []key
 	elapsed    map[key]float64 // top-level tests only
 	pass, fail int
@@ -83,9 +85,27 @@ func (s *summary) add(e event) {
 			return
 		}
 		s.output[k] = append(s.output[k], e.Output)
+	case "run":
+		s.running = append(s.running, k)
 	case "pass", "fail", "skip":
 		s.done(k, e)
 	}
+}
+
+// ended is a package's end: its tests still running never will, and
+// count as failed (a timeout's panic names them and holds the stacks).
+func (s *summary) ended(pkg string) {
+	var still []key
+	for _, k := range s.running {
+		if k.pkg != pkg {
+			still = append(still, k)
+			continue
+		}
+		s.failed = append(s.failed, k)
+		s.fail++
+		s.output[k] = append([]string{"(still running when the package ended: a timeout or a crash)\n"}, s.output[k]...)
+	}
+	s.running = still
 }
 
 // isResultLine reports whether a package's output line is its one-line
@@ -96,6 +116,10 @@ func isResultLine(line string) bool {
 }
 
 func (s *summary) done(k key, e event) {
+	if k.test == "" {
+		s.ended(k.pkg)
+	}
+	s.running = slices.DeleteFunc(s.running, func(r key) bool { return r == k })
 	if k.test != "" && !strings.Contains(k.test, "/") {
 		s.elapsed[k] = e.Elapsed
 	}
