@@ -83,7 +83,7 @@ func TestBoothStopsOnSignal(t *testing.T) {
 			once.Do(func() { sigs <- syscall.SIGTERM })
 		}
 	}}
-	res, err, ws, _ := boothRun(t, "echo hi > made.txt; echo ready; while :; do sleep 0.05; done", o, engine.BoothOptions{Commit: engine.CommitOnSuccess})
+	res, err, ws, _ := boothRun(t, "echo hi > made.txt; echo ready; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done", o, engine.BoothOptions{Commit: engine.CommitOnSuccess})
 	if err != nil {
 		t.Fatal(err)
 	}

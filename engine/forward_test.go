@@ -21,11 +21,15 @@ import (
 )
 
 // trapAgent says "ready", then waits; a SIGTERM or SIGHUP makes it say
-// which one came and exit 7 or 8.
+// which one came and exit 7 or 8. It gives up after a minute (exit 99):
+// a signal that never comes fails the test instead of hanging the
+// package until go test's -timeout.
 const trapAgent = `trap 'echo got TERM; exit 7' TERM
 trap 'echo got HUP; exit 8' HUP
 echo ready
-while :; do sleep 0.05; done`
+i=0
+while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+echo no signal came; exit 99`
 
 // trapRun records trapAgent and calls act once the agent is ready.
 func trapRun(t *testing.T, ctx context.Context, sigs <-chan os.Signal, act func()) (*engine.Result, string, string) {

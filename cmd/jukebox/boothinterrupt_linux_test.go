@@ -29,12 +29,12 @@ func TestBoothInterrupt(t *testing.T) {
 		{"grace", `trap 'echo got INT' INT`, "100ms", "auto", 1, "got INT"},
 		// The agent's foreground child hears it too, as from a terminal:
 		// the init passes Ctrl-C to the agent's process group.
-		{"group", `trap 'echo got INT' INT; sh -c "trap 'echo child got INT; exit 4' INT; echo ready; while :; do sleep 0.05; done"; exit 5`, "1h", "auto", 1, "child got INT"},
+		{"group", `trap 'echo got INT' INT; sh -c "trap 'echo child got INT; exit 4' INT; echo ready; i=0; while [ \$i -lt 1200 ]; do sleep 0.05; i=\$((i+1)); done"; exit 5`, "1h", "auto", 1, "child got INT"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ws := t.TempDir()
-			agent := "echo made > made.txt; " + c.agent + "; echo ready; while :; do sleep 0.05; done"
+			agent := "echo made > made.txt; " + c.agent + "; echo ready; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
 			j := startPTY(t, ws, 30*time.Second, "record", "-o", filepath.Join(t.TempDir(), "int.jbx"), "--booth",
 				"--commit", "always", "--stop-grace", c.grace, "--booth-mode", c.mode, "--", "sh", "-c", agent)
 			j.waitFor(regexp.MustCompile(`\nready`))

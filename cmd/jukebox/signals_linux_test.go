@@ -25,7 +25,7 @@ func TestInterruptOnATerminal(t *testing.T) {
 			t.Parallel()
 			master, slave := openPTY(t)
 			tape := filepath.Join(t.TempDir(), "int.jbx")
-			agent := `trap 'echo got INT; exit 9' INT; echo ready; while :; do sleep 0.05; done`
+			agent := `trap 'echo got INT; exit 9' INT; echo ready; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`
 			cmd := exec.Command(os.Args[0], "record", "-o", tape, "--", "sh", "-c", agent)
 			cmd.Env = append(os.Environ(), mainEnv+"=1")
 			cmd.Stdin = slave

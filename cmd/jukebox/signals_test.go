@@ -61,7 +61,7 @@ func TestSignalsReachTheAgent(t *testing.T) {
 			t.Parallel()
 			tape := filepath.Join(t.TempDir(), "sig.jbx")
 			agent := `trap 'echo got TERM; exit 7' TERM; trap 'echo got HUP; exit 8' HUP; trap 'echo got INT; exit 9' INT
-echo ready; while :; do sleep 0.05; done`
+echo ready; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`
 			cmd := exec.Command(os.Args[0], "record", "-o", tape, "--", "sh", "-c", agent)
 			cmd.Env = append(os.Environ(), mainEnv+"=1")
 			out, err := cmd.StdoutPipe()
