@@ -105,9 +105,13 @@ type proxy struct {
 	inflight int             // calls recorded but not yet answered
 	unpriced map[string]bool // models of recorded calls that used tokens at no known price
 	onEvent  func(Event)
+
+	serving sync.Once
 }
 
-// NewProxy listens on 127.0.0.1 on a free port.
+// NewProxy listens on 127.0.0.1 on a free port. It answers nothing until
+// serve: whatever the handlers read (the guard, the control API's state)
+// is set before, so that no request sees it half made.
 func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,8 +123,12 @@ func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, err
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, &connPlace{id: p.conns.Add(1)})
 		}}
-	go p.srv.Serve(ln)
 	return p, nil
+}
+
+// serve starts answering, once.
+func (p *proxy) serve() {
+	p.serving.Do(func() { go p.srv.Serve(p.ln) })
 }
 
 // url is the proxy's root URL.
@@ -134,6 +142,7 @@ func (p *proxy) baseURL(pr provider) string { return p.url() + pr.route() }
 
 // Close stops the proxy, waiting up to a second for calls in flight.
 func (p *proxy) Close() error {
+	p.serving.Do(func() { p.ln.Close() }) // never served: Shutdown does not know ln
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := p.srv.Shutdown(ctx); err != nil {

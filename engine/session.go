@@ -336,13 +336,15 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	return res, errors.Join(runErr, s.finish(end, res))
 }
 
-// serveControl readies the control API for this session's mode: its
-// transactions, if it serves them. It runs before the agent can call it.
+// serveControl readies the control API for this session's mode (its
+// transactions, if it serves them), then starts the proxy: it runs
+// before the agent can call it, and the handlers see it all set.
 func (s *session) serveControl() {
 	s.proxy.control.mode = s.mode
 	s.proxy.control.txs = newSDKTxs(s)
 	s.proxy.control.mcp.outboxOn = s.o.Booth != nil && s.mode == tapefmt.ModeRecord
 	s.proxy.control.mcp.policy = s.o.MCPPolicy
+	s.proxy.serve() // everything its handlers read is set
 }
 
 // finish writes run.end, closes the tape and reads it back: a tape that
