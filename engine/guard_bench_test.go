@@ -6,13 +6,13 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -52,10 +52,7 @@ func BenchmarkGuardStreamedAnswer(b *testing.B) {
 // is 100 ms past the grace period (tripGrace) it is given to exit by
 // itself. Each iteration takes tripGrace; run it with -benchtime 1x.
 func BenchmarkTripToExit(b *testing.B) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		b.Skip("needs python3")
-	}
+	py := testenv.RequirePython(b)
 	agent := `import os, time, urllib.request, urllib.error
 req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=b'{"model":"no-price-model","messages":[]}',
     headers={"Content-Type": "application/json", "Authorization": "Bearer x"})

@@ -235,7 +235,7 @@ func catalogueChild() {
 
 func TestEscapeCatalogueAsRoot(t *testing.T) {
 	if os.Getuid() != 0 {
-		t.Skip("runs as root; TestEscapeCatalogueAsUser covers this user")
+		testenv.Unavailable(t, "root (TestEscapeCatalogueAsUser covers this user)", "run the tests as root")
 	}
 	requireOverlay(t)
 	e := newCatalogueEnv(t, 0, 0)

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // fileDB is a participant whose prepared state lives in files, so that it
@@ -142,9 +144,7 @@ func checkAllOrNothing(t *testing.T, what, ws string, db fileDB, gid, before, af
 // TestKilledAtEveryStep runs each commit in a child process that kills
 // itself with SIGKILL at one step, then recovers in this process.
 func TestKilledAtEveryStep(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a process per commit step")
-	}
+	testenv.Short(t, "spawns a process per commit step")
 	before, after := committedState(t)
 	exe, err := os.Executable()
 	must(t, err)
@@ -444,7 +444,7 @@ func TestApplyErrorReadOnlyDirectory(t *testing.T) {
 	must(t, os.Chmod(upRO, roMode))
 	if os.Geteuid() == 0 {
 		if out, err := exec.Command("chattr", "+i", ro).CombinedOutput(); err != nil {
-			t.Skipf("chattr +i: %v %s", err, out)
+			testenv.Unavailable(t, fmt.Sprintf("chattr +i, an immutable folder (%v %s)", err, out), "install e2fsprogs and run as root on ext4, xfs or btrfs")
 		}
 		t.Cleanup(func() { exec.Command("chattr", "-i", ro).Run() })
 	}
@@ -551,7 +551,7 @@ func TestRealSideDeleteIsConflictOverlay(t *testing.T) {
 	defer tx.Rollback(ctx)
 	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", "echo more >> a.txt"}, Mode: ModeOverlay, Notice: io.Discard})
 	if err != nil || res.Mode != ModeOverlay || res.ExitCode != 0 {
-		t.Skipf("no kernel overlay here: %v %+v", err, res)
+		testenv.Unavailable(t, fmt.Sprintf("the overlay booth (%v %+v)", err, res), "run on Linux with unprivileged user namespaces allowed")
 	}
 	must(t, os.Remove(filepath.Join(ws, "a.txt")))
 	_, err = tx.Commit(ctx)

@@ -69,9 +69,7 @@ func (s *tmuxSession) shows(d time.Duration, want ...string) (string, bool) {
 func TestEndToEndTmux(t *testing.T) {
 	t.Parallel()
 	testenv.RequireTmux(t)
-	if testing.Short() {
-		t.Skip("SKIPPED in -short mode: builds the binary")
-	}
+	testenv.Short(t, "builds the binary")
 	bin := filepath.Join(t.TempDir(), "jukebox")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/jukebox").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -37,9 +37,7 @@ func unsafeForTerminal(s string) (rune, bool) {
 // prompt and booth diff print every name quoted, with no ESC, control or
 // bidi character, and name the hook with its flag.
 func TestAskPromptSpoofing(t *testing.T) {
-	if err := sandbox.Supported(); err != nil {
-		t.Skip(err)
-	}
+	requireBooth(t)
 	ws := t.TempDir()
 	tx, err := sandbox.Begin(ws, sandbox.Options{})
 	if err != nil {
@@ -118,9 +116,7 @@ func TestAskPromptSpoofing(t *testing.T) {
 // reasons, the transaction is kept open, and jukebox exits 8 while still
 // printing the agent's own exit. Committing it then applies the rest.
 func TestRecordBoothRefused(t *testing.T) {
-	if err := sandbox.Supported(); err != nil {
-		t.Skip(err)
-	}
+	requireBooth(t)
 	ws := t.TempDir()
 	t.Chdir(ws)
 	tape := filepath.Join(t.TempDir(), "refused.jbx")
@@ -178,9 +174,7 @@ func TestRecordBoothRefused(t *testing.T) {
 // TestRecordBoothRefusedBadTape: a tape that does not read back (the
 // agent deleted it) is exit 3, ahead of the booth's exit 8.
 func TestRecordBoothRefusedBadTape(t *testing.T) {
-	if err := sandbox.Supported(); err != nil {
-		t.Skip(err)
-	}
+	requireBooth(t)
 	t.Chdir(t.TempDir())
 	tape := filepath.Join(t.TempDir(), "gone.jbx")
 	_, errs := wantCode(t, ExitBadTape, "record", "-o", tape, "--booth", "--booth-mode", "copy", "--commit", "never",

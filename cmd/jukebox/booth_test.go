@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/sandbox"
 )
 
@@ -36,9 +38,7 @@ func runBoothCLI(t *testing.T, args ...string) (string, string, error) {
 }
 
 func TestBoothCommands(t *testing.T) {
-	if err := sandbox.Supported(); err != nil {
-		t.Skip(err) // TestBoothUnsupported covers this platform
-	}
+	requireBooth(t)
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644)
 	tx, err := sandbox.Begin(ws, sandbox.Options{})
@@ -87,5 +87,14 @@ func TestDoctor(t *testing.T) {
 	out, _, err = runBoothCLI(t, "doctor", "--json")
 	if err != nil || !strings.Contains(out, `"exec_mode": "overlay"`) {
 		t.Fatalf("doctor --json: %q %v", out, err)
+	}
+}
+
+// requireBooth stops a test that needs the booth where the platform has
+// none (TestBoothUnsupported covers those).
+func requireBooth(t *testing.T) {
+	t.Helper()
+	if err := sandbox.Supported(); err != nil {
+		testenv.Unavailable(t, fmt.Sprintf("the booth (%v)", err), "run on Linux or macOS")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // TestBoothInitHelper: record --booth starts jukebox-booth, installed
@@ -14,9 +16,7 @@ import (
 // write is passed over for jukebox itself, and the run goes on confined.
 // The agent sees which init it has as PID 1's command line.
 func TestBoothInitHelper(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds jukebox and jukebox-booth")
-	}
+	testenv.Short(t, "builds jukebox and jukebox-booth")
 	requireConfinedBooth(t)
 	bin := t.TempDir()
 	if out, err := exec.Command("go", "build", "-o", bin, ".", "../jukebox-booth").CombinedOutput(); err != nil {

@@ -60,9 +60,7 @@ func victimFiles(t *testing.T) (string, func() string) {
 // the commands that change state, never applied, and booth discard
 // removes it without touching the workspace.
 func TestBoothPlantedJournal(t *testing.T) {
-	if err := sandbox.Supported(); err != nil {
-		t.Skip(err)
-	}
+	requireBooth(t)
 	victim, victimState := victimFiles(t)
 	before := victimState()
 	ws := t.TempDir()

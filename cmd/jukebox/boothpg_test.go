@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jukebox-os/jukebox/internal/pgtest"
 	"github.com/jukebox-os/jukebox/internal/testenv"
-	"github.com/jukebox-os/jukebox/sandbox"
 )
 
 // pgRun is what a --pg test needs: the server's DSN, a direct connection
@@ -32,9 +31,7 @@ type pgRun struct {
 
 func newPGRun(t *testing.T) *pgRun {
 	t.Helper()
-	if err := sandbox.Supported(); err != nil {
-		t.Skip(err)
-	}
+	requireBooth(t)
 	if _, err := exec.LookPath("psql"); err != nil {
 		testenv.Unavailable(t, "psql on PATH (a real PostgreSQL client for the agent)", "install postgresql-client, or run bash .ci/postgres.sh")
 	}

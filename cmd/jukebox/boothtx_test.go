@@ -35,9 +35,7 @@ func plantTx(t *testing.T, ws, id string) {
 // it; it is never the default even when it is the only one; booth
 // discard removes it.
 func TestBoothPlantedTransaction(t *testing.T) {
-	if err := sandbox.Supported(); err != nil {
-		t.Skip(err)
-	}
+	requireBooth(t)
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644)
 	os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755)

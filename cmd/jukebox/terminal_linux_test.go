@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // openPTY opens a pseudo-terminal pair: what is written to master is
@@ -17,7 +20,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
+		testenv.Unavailable(t, fmt.Sprintf("pseudo-terminals (%v)", err), "run where /dev/ptmx opens (a container with devpts)")
 	}
 	t.Cleanup(func() { master.Close() })
 	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {

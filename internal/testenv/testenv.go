@@ -71,6 +71,20 @@ func Unavailable(t testing.TB, what, how string) {
 	t.Skip(msg)
 }
 
+// Short skips a test that is slow by nature (it builds the binary, it
+// spawns a process per step) in -short mode, saying why. -short with
+// JUKEBOX_REQUIRE_ALL=1 fails it: the two ask for opposite things.
+func Short(t testing.TB, why string) {
+	t.Helper()
+	if !testing.Short() {
+		return
+	}
+	if requireAll() {
+		t.Fatalf("skipped in -short mode (%s), but %s=1 asks for every test", why, envRequireAll)
+	}
+	t.Skip("skipped in -short mode: " + why)
+}
+
 // RequireNode returns the absolute path of testdata/agents, the npm SDK
 // agents' directory, after checking that Node.js 20 or newer is on PATH
 // and that the official openai and @anthropic-ai/sdk packages are

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jukebox-os/jukebox/internal/pgtest"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/sandbox/pgbooth"
 )
@@ -445,7 +446,7 @@ func TestStartRefuses(t *testing.T) {
 func TestPsql(t *testing.T) {
 	psql, err := exec.LookPath("psql")
 	if err != nil {
-		t.Skip("needs psql on PATH")
+		testenv.Unavailable(t, "psql on PATH", "install postgresql-client (bash .ci/postgres.sh installs the server and its client)")
 	}
 	b := newBooth(t)
 	run := func(args ...string) string {
