@@ -141,4 +141,3 @@ func TestReplayServesPlainHTTP(t *testing.T) {
 		}
 	}
 }
-
