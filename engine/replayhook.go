@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"net"
 	"net/http"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/llmwire"
 )
@@ -13,7 +15,7 @@ import (
 // front end, so that replay can be driven end to end through the proxy
 // variables; the front end replaces it.
 func forwarded(r *http.Request) (*exchange, bool) {
-	if !r.URL.IsAbs() || r.URL.Host == "" {
+	if !r.URL.IsAbs() || r.URL.Host == "" || toJukebox(r) {
 		return nil, false
 	}
 	x := &exchange{path: r.URL.Path, rest: r.URL.Path, query: r.URL.RawQuery, scheme: r.URL.Scheme,
@@ -24,4 +26,20 @@ func forwarded(r *http.Request) (*exchange, bool) {
 		}
 	}
 	return x, true
+}
+
+// toJukebox reports whether an absolute-form request names jukebox's own
+// routes on a loopback address (a base URL pointed at jukebox, reached
+// through a proxy setting or an in-process client): it is routed as such.
+func toJukebox(r *http.Request) bool {
+	host := r.URL.Hostname()
+	if ip := net.ParseIP(host); !(host == "localhost" || ip != nil && ip.IsLoopback()) {
+		return false
+	}
+	for _, pr := range providers {
+		if strings.HasPrefix(r.URL.Path, pr.route()+"/") {
+			return true
+		}
+	}
+	return false
 }
