@@ -29,6 +29,8 @@ type Call struct {
 	// model call), held in the model call's types: their fields are the
 	// same.
 	Plain bool
+	// session is the WebSocket session the call upgraded to, if it did.
+	session *tapefmt.NetConn
 }
 
 // MatchRequest is a live request as matching sees it.
@@ -95,7 +97,8 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 		}
 	}
 	byID, plainByID := map[uint64]*Call{}, map[uint64]*Call{}
-	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindHTTPRequest, tapefmt.KindHTTPResponse) {
+	var sessions []*tapefmt.NetConn
+	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindHTTPRequest, tapefmt.KindHTTPResponse, tapefmt.KindNetConn) {
 		if err != nil {
 			return nil, err
 		}
@@ -112,11 +115,14 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 			err = m.answer(byID[p.Call], p, f.Seq)
 		case *tapefmt.HTTPResponse:
 			err = m.answer(plainByID[p.ID], plainResponse(p), f.Seq)
+		case *tapefmt.NetConn:
+			sessions = append(sessions, p)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+	linkSessions(sessions, plainByID, byID)
 	return m, nil
 }
 

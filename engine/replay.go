@@ -153,6 +153,9 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 	if r == nil {
 		return answer{resp: tapefmt.LLMResponse{Error: "the recording ended before this call was answered"}, abort: true}
 	}
+	if r.Status == http.StatusSwitchingProtocols && c.session != nil {
+		return t.serveSession(w, x, c)
+	}
 	body := c.respBody
 	a := answer{resp: *r, body: body, abort: r.Error != ""}
 	if r.Status == 0 {
