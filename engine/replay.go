@@ -47,6 +47,7 @@ type tapeBackend struct {
 	// requests answered from the tape, by jukebox and live that way.
 	world                 *openWorld
 	served, local, passed atomic.Uint64
+	onLive                func() // called once, at the first request sent live to a --live host
 
 	mu       sync.Mutex
 	diverged bool // after the first divergence, every call goes to the fallback
@@ -127,7 +128,9 @@ func (t *tapeBackend) outside(w http.ResponseWriter, x *exchange) (answer, bool)
 	case outsideLocal:
 		t.local.Add(1)
 	case outsideLive:
-		t.passed.Add(1)
+		if t.passed.Add(1) == 1 && t.onLive != nil {
+			t.onLive()
+		}
 	}
 	return a, ok
 }

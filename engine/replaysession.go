@@ -101,6 +101,10 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	if err := s.openTape(o.Tape, tapefmt.SyncNever, rs); err != nil {
 		return nil, err
 	}
+	if s.tape != nil {
+		// What a --live host answers cannot be had again: synced per step.
+		tb.onLive = func() { s.tape.SetSync(tapefmt.SyncStep) }
+	}
 	var err error
 	if s.proxy, err = newProxy(tb, s.tape, s.emit); err != nil {
 		s.abandon(err)

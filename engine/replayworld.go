@@ -60,7 +60,12 @@ func exchangeHost(x *exchange, upstreams map[string]string) string {
 	if x.host != "" {
 		return x.host
 	}
-	if u, err := url.Parse(upstreams[x.provider.Name]); err == nil {
+	return upstreamHost(upstreams, x.provider.Name)
+}
+
+// upstreamHost is the host of a provider's upstream base URL, or "".
+func upstreamHost(upstreams map[string]string, provider string) string {
+	if u, err := url.Parse(upstreams[provider]); err == nil {
 		return u.Host
 	}
 	return ""
@@ -165,9 +170,7 @@ func (o *openWorld) exempt(c *Call) bool {
 	}
 	host := q.Host
 	if host == "" {
-		if u, err := url.Parse(o.upstreams[q.Provider]); err == nil {
-			host = u.Host
-		}
+		host = upstreamHost(o.upstreams, q.Provider)
 	}
 	return o.hosts.Match(host)
 }

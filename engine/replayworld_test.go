@@ -153,3 +153,27 @@ func TestForkIsClosedBeforeItsFrame(t *testing.T) {
 		t.Fatalf("after the fork: %d %q, hits %d", w.Code, w.Body, hits.Load())
 	}
 }
+
+// TestOnDivergenceLivePlain: with --on-divergence live, a plain request
+// the tape does not hold goes to the origin it names, after the
+// divergence is reported, as model calls do.
+func TestOnDivergenceLivePlain(t *testing.T) {
+	var hits atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, "live "+r.URL.RequestURI())
+	}))
+	defer up.Close()
+	tp, _ := searchTape(t)
+	m, err := NewMatcher(tp, reqmatch.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var div *Divergence
+	tb := &tapeBackend{m: m, tape: tp, forkCall: -1, onDiv: func(d *Divergence) { div = d }, fallback: hostLive{newLive(nil)}}
+	x, _ := forwarded(httptest.NewRequest("GET", up.URL+"/v1/search?q=new", nil))
+	w := httptest.NewRecorder()
+	if a := tb.respond(w, x); !a.live || w.Body.String() != "live /v1/search?q=new" || hits.Load() != 1 || div == nil {
+		t.Fatalf("live %v, answer %q, hits %d, divergence %v", a.live, w.Body, hits.Load(), div)
+	}
+}
