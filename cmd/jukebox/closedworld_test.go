@@ -97,3 +97,29 @@ func TestReplayLiveHostGlob(t *testing.T) {
 		t.Fatalf("a bad pattern: %s", errs)
 	}
 }
+
+// TestReplayQueryIgnoreFlag: a model call whose ?api-version= differs
+// from the recorded one diverges (exit 5, naming query:api-version);
+// --ignore query:api-version replays it, and a typo in the name is exit 2.
+func TestReplayQueryIgnoreFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "azure.jbx")
+	must(t, tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"true"}, Mode: tapefmt.ModeRecord})
+		req, _ := w.PutBlob("req", []byte(`{"model":"m"}`))
+		resp, _ := w.PutBlob("resp", []byte(`{"id":"recorded"}`))
+		w.Append(0, tapefmt.LLMRequest{Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Query: "api-version=2024-02-01",
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: req, Size: 13})
+		_, err := w.Append(0, tapefmt.LLMResponse{Status: 200, Body: resp, Size: 17})
+		return err
+	}))
+	agent := `curl -s -H 'Content-Type: application/json' -d '{"model":"m"}' "$OPENAI_BASE_URL/chat/completions?api-version=2024-06-01"`
+	_, errs := wantCode(t, ExitDiverged, "replay", path, "--", "sh", "-c", agent)
+	if !strings.Contains(errs, "query:api-version") || !strings.Contains(errs, "+?api-version=2024-06-01") {
+		t.Fatalf("the report does not show the query:\n%s", errs)
+	}
+	wantCode(t, ExitUsage, "replay", "--ignore", "query:api-verison", path, "--", "sh", "-c", agent)
+	out, _ := wantCode(t, ExitOK, "replay", "--ignore", "query:api-version", path, "--", "sh", "-c", agent)
+	if !strings.Contains(out, "recorded") {
+		t.Fatalf("agent printed %q", out)
+	}
+}
