@@ -127,3 +127,19 @@ func blob(t *testing.T, tp *tapefmt.Tape, h tapefmt.Hash) []byte {
 	}
 	return b
 }
+
+// TestSampleTapesReplay: the sample tapes in testdata/tapes, written by
+// earlier releases, replay call by call as they did, now that queries,
+// origins and plain HTTP take part in matching.
+func TestSampleTapesReplay(t *testing.T) {
+	for _, name := range []string{"agent-run.jbx", "sealed.jbx"} {
+		tp, err := tapefmt.Open(filepath.Join("..", "testdata", "tapes", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := replayEveryCall(t, tp); n != 5 {
+			t.Errorf("%s: replayed %d calls, want 5", name, n)
+		}
+		tp.Close()
+	}
+}

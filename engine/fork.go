@@ -23,6 +23,10 @@ type ForkOptions struct {
 	Tape      string // the fork's tape
 	Upstreams map[string]string
 	Rules     *reqmatch.Rules // as in replay
+	// LiveHosts are the hosts whose requests go live before the fork
+	// frame too (as in replay); every other request before it that is
+	// not on the parent tape is a divergence.
+	LiveHosts HostPatterns
 }
 
 // Fork re-runs the agent with every model call before the fork frame
@@ -103,7 +107,8 @@ func requestsBefore(reqs []uint64, frame uint64) int {
 
 func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *Matcher, at uint64) (*Result, error) {
 	ups := resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
-	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: t}, at: at, over: o.Overrides, live: newLive(ups)}
+	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: t}, at: at, over: o.Overrides, live: hostLive{newLive(ups)}}
+	fb.world = &openWorld{hosts: o.LiveHosts, upstreams: ups, live: fb.live}
 	fb.forkCall, fb.tapeBackend.overrides = forkOf(t) // a fork of a fork replays its parent's fork too
 	fb.onDiv = func(d *Divergence) { s.diverged(d, false) }
 	over, _ := json.Marshal(o.Overrides)
@@ -140,7 +145,7 @@ type forkBackend struct {
 	tapeBackend
 	at   uint64 // the llm.request frame of the parent where the fork happens
 	over Overrides
-	live *live
+	live backend // the origin a request names, or its provider's upstream
 
 	forked   bool   // the fork call has been made: everything is live now
 	endpoint string // the fork call's method and path
@@ -156,8 +161,8 @@ func (f *forkBackend) prepare(x *exchange) {
 		return
 	}
 	f.tapeBackend.prepare(x) // the parent's own overrides, in a fork of a fork
-	if f.forked {
-		if f.over.reaches() && x.req.Method+" "+x.path == f.endpoint {
+	if f.forked || telemetry(x) || f.world.hosts.Match(exchangeHost(x, f.world.upstreams)) {
+		if f.forked && !x.plain && f.over.reaches() && x.req.Method+" "+x.path == f.endpoint {
 			// Every later call to the fork call's endpoint gets the overrides.
 			x.body, _ = f.over.Apply(x.provider.Name, x.path, x.body, false)
 		}
@@ -189,6 +194,11 @@ func (f *forkBackend) prepare(x *exchange) {
 }
 
 func (f *forkBackend) respond(w http.ResponseWriter, x *exchange) answer {
+	if x.div == nil && x.served == nil {
+		if a, ok := f.outside(w, x); ok {
+			return a
+		}
+	}
 	switch {
 	case x.div != nil:
 		f.onDiv(x.div)

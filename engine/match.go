@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -21,10 +20,17 @@ type Call struct {
 	Response *tapefmt.LLMResponse // nil when the run ended before it came
 	Seq      uint64               // frame of the request
 	RespSeq  uint64
-	body     []byte // as recorded
-	respBody []byte // the response body, decoded when the matcher was made
-	canon    []byte // canonical form, made on first need
+	body     []byte  // as recorded
+	respBody []byte  // the response body, decoded when the matcher was made
+	canon    []byte  // canonical form, made on first need
+	query    *string // canonical query, made on first need
 	used     bool
+	// Plain says the call is an http.request/http.response pair (not a
+	// model call), held in the model call's types: their fields are the
+	// same.
+	Plain bool
+	// session is the WebSocket session the call upgraded to, if it did.
+	session *tapefmt.NetConn
 }
 
 // MatchRequest is a live request as matching sees it.
@@ -37,6 +43,13 @@ type MatchRequest struct {
 	// 0 when unknown. Among identical bodies, the recorded call at the same
 	// place is served first, so parallel identical calls keep their answers.
 	Conn, ConnSeq uint64
+	// Query is the raw query string, compared parameter by parameter.
+	Query string
+	// Scheme and Host are the origin the agent asked for (the forward
+	// proxy), "" for a model call to a base URL pointed at jukebox. Plain
+	// says it is not a model call: it matches http.request frames.
+	Scheme, Host string
+	Plain        bool
 }
 
 // canonicalBody is a body's canonical form under the rules: decoded by its
@@ -51,8 +64,12 @@ func (c *Call) samePlace(r MatchRequest) bool {
 	return r.Conn != 0 && c.Request.Conn == r.Conn && c.Request.ConnSeq == r.ConnSeq
 }
 
-// endpoint is how calls are grouped for matching: method and path.
-func (c *Call) endpoint() string { return c.Request.Method + " " + c.Request.Path }
+// endpoint is how calls are grouped for matching: method and path, and
+// for plain HTTP the origin too (a model call's host is compared apart,
+// sameHead, so that calls recorded through a base URL still match).
+func (c *Call) endpoint() string {
+	return endpointKey(c.Request.Method, c.Request.Scheme, c.Request.Host, c.Request.Path, c.Plain)
+}
 
 // Matcher hands out recorded calls to live requests: per endpoint, an
 // unused call whose canonical body equals the request's (see
@@ -79,8 +96,9 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 			return nil, err
 		}
 	}
-	byID := map[uint64]*Call{}
-	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse) {
+	byID, plainByID := map[uint64]*Call{}, map[uint64]*Call{}
+	var sessions []*tapefmt.NetConn
+	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindHTTPRequest, tapefmt.KindHTTPResponse, tapefmt.KindNetConn) {
 		if err != nil {
 			return nil, err
 		}
@@ -90,31 +108,46 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 		}
 		switch p := p.(type) {
 		case *tapefmt.LLMRequest:
-			c, err := m.newCall(p, f.Seq)
-			if err != nil {
-				return nil, err
-			}
-			byID[p.Call] = c
+			err = m.addCall(byID, p.Call, &Call{Request: p, Seq: f.Seq})
+		case *tapefmt.HTTPRequest:
+			err = m.addCall(plainByID, p.ID, plainCall(p, f.Seq))
 		case *tapefmt.LLMResponse:
-			if c := byID[p.Call]; c != nil {
-				c.Response, c.RespSeq = p, f.Seq
-				if c.respBody, err = m.body(p.Body); err != nil {
-					return nil, fmt.Errorf("response body of frame %d: %w", f.Seq, err)
-				}
-			}
+			err = m.answer(byID[p.Call], p, f.Seq)
+		case *tapefmt.HTTPResponse:
+			err = m.answer(plainByID[p.ID], plainResponse(p), f.Seq)
+		case *tapefmt.NetConn:
+			sessions = append(sessions, p)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
+	linkSessions(sessions, plainByID, byID)
 	return m, nil
 }
 
-func (m *Matcher) newCall(p *tapefmt.LLMRequest, seq uint64) (*Call, error) {
-	body, err := m.body(p.Body)
+// addCall indexes a recorded request, reading its body.
+func (m *Matcher) addCall(byID map[uint64]*Call, id uint64, c *Call) error {
+	body, err := m.body(c.Request.Body)
 	if err != nil {
-		return nil, fmt.Errorf("request body of frame %d: %w", seq, err)
+		return fmt.Errorf("request body of frame %d: %w", c.Seq, err)
 	}
-	c := &Call{Request: p, Seq: seq, body: body}
+	c.body, byID[id] = body, c
 	m.calls[c.endpoint()] = append(m.calls[c.endpoint()], c)
-	return c, nil
+	return nil
+}
+
+// answer gives a recorded call (nil: none) its response, frame seq.
+func (m *Matcher) answer(c *Call, r *tapefmt.LLMResponse, seq uint64) error {
+	if c == nil {
+		return nil
+	}
+	var err error
+	c.Response, c.RespSeq = r, seq
+	if c.respBody, err = m.body(r.Body); err != nil {
+		return fmt.Errorf("response body of frame %d: %w", seq, err)
+	}
+	return nil
 }
 
 // call is the recorded call whose llm.request is frame seq, or nil.
@@ -134,14 +167,18 @@ func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) { return blobOf(m.tape, h
 // Match finds the recorded call for a live request, or describes how the
 // request diverges from what the tape expected next. A body sent byte for
 // byte as recorded matches without being parsed; only when none does are
-// canonical forms compared.
+// canonical forms compared. The query, the origin and (for plain HTTP) the
+// ComparedHeaders must match too.
 func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
 	r.Body = m.mask.Mask(r.Body)
+	r.Query = tapefmt.RedactQuery(r.Query) // as the tape keeps it
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	endpoint := r.Method + " " + r.Path
-	calls := m.calls[endpoint]
-	if c := pick(calls, r, func(c *Call) bool { return bytes.Equal(c.body, r.Body) }); c != nil {
+	calls := m.calls[endpointKey(r.Method, r.Scheme, r.Host, r.Path, r.Plain)]
+	query := m.rules.Query(r.Query)
+	head := m.head(r.Header, r.Plain)
+	same := func(c *Call) bool { return m.sameHead(c, r, query, head) }
+	if c := pick(calls, r, func(c *Call) bool { return bytes.Equal(c.body, r.Body) && same(c) }); c != nil {
 		return c, nil
 	}
 	canon := canonicalBody(m.rules, r.Header, r.Body)
@@ -157,16 +194,10 @@ func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
 			c.canon = canonicalBody(m.rules, c.Request.Header, c.body)
 		}
 	}
-	if c := pick(calls, r, func(c *Call) bool { return bytes.Equal(c.canon, canon) }); c != nil {
+	if c := pick(calls, r, func(c *Call) bool { return bytes.Equal(c.canon, canon) && same(c) }); c != nil {
 		return c, nil
 	}
-	d := &Divergence{Endpoint: endpoint, Actual: pretty(canon), Frame: -1}
-	if next != nil {
-		d.Frame, d.Expected = int64(next.Seq), pretty(next.canon)
-		d.Path = reqmatch.FirstDiff(next.canon, canon)
-	}
-	d.Diff = diffview.TextDiff("recorded", "live", d.Expected, d.Actual)
-	return nil, d
+	return nil, m.divergence(r, next, shape{query: query, head: head, canon: canon})
 }
 
 // pick marks used and returns the unused call that equal accepts, the one
@@ -208,20 +239,31 @@ func (m *Matcher) unused() []*Call {
 
 // Divergence is a live request that matches nothing on the tape.
 type Divergence struct {
+	// Endpoint is the request's method and URL: its path, after the
+	// origin the agent asked for when it named one ("GET
+	// https://api.example.com/search").
 	Endpoint string `json:"endpoint"`
 	Frame    int64  `json:"expected_frame"` // the request frame expected next, -1 when none was
 	// Path is the first field where the live request differs from the one
-	// expected next ("messages.3.content"; "(body)" for the whole body).
+	// expected next ("messages.3.content"; "(body)" for the whole body;
+	// "query:NAME" for a query parameter, "header:NAME" for a header).
 	Path     string `json:"path,omitempty"`
 	Expected string `json:"expected,omitempty"`
 	Actual   string `json:"actual"`
 	Diff     string `json:"diff"`
+	// Nearest is the recorded request most like this one, when nothing
+	// was expected at its endpoint: its method, URL and frame.
+	Nearest string `json:"nearest,omitempty"`
 }
 
 // Error describes the divergence in one paragraph.
 func (d *Divergence) Error() string {
 	if d.Frame < 0 {
-		return fmt.Sprintf("replay diverged: %s was never called in the recording (it has no more calls there)", d.Endpoint)
+		near := ""
+		if d.Nearest != "" {
+			near = "; the nearest recorded request is " + d.Nearest
+		}
+		return fmt.Sprintf("replay diverged: %s was never called in the recording (it has no more calls there); replay answered it with an error and did not send it%s", d.Endpoint, near)
 	}
 	at := ""
 	if d.Path != "" && d.Path != "(body)" {
@@ -243,12 +285,13 @@ func pretty(b []byte) string {
 // would leave the divergence it was meant to fix.
 func (m *Matcher) checkIgnore() error {
 	var paths []string
+	fields := m.rules.FieldRules()
 	for _, p := range m.rules.Ignore {
-		if !slices.Contains(reqmatch.DefaultIgnore, p) {
+		if !slices.Contains(reqmatch.DefaultIgnore, p) && !slices.Contains(fields, p) {
 			paths = append(paths, p)
 		}
 	}
-	if len(paths) == 0 {
+	if len(paths) == 0 && len(fields) == 0 {
 		return nil
 	}
 	var bodies []reqmatch.Body
@@ -259,8 +302,11 @@ func (m *Matcher) checkIgnore() error {
 		}
 	}
 	unmatched, err := reqmatch.Paths(paths, bodies)
-	if err != nil || len(unmatched) == 0 {
+	if err != nil {
 		return err
+	}
+	if unmatched = append(unmatched, m.unmatchedFields(fields)...); len(unmatched) == 0 {
+		return nil
 	}
 	var b strings.Builder
 	for _, u := range unmatched {
@@ -293,15 +339,4 @@ func RulesFor(path string, more reqmatch.Rules) (*reqmatch.Rules, error) {
 		return nil, err
 	}
 	return &r, nil
-}
-
-// len is the number of recorded calls.
-func (m *Matcher) len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for _, cs := range m.calls {
-		n += len(cs)
-	}
-	return n
 }

@@ -49,7 +49,8 @@ type exchange struct {
 
 // matchRequest is x as the matcher sees it.
 func (x *exchange) matchRequest() MatchRequest {
-	return MatchRequest{Method: x.req.Method, Path: x.path, Header: x.req.Header, Body: x.body, Conn: x.conn, ConnSeq: x.connSeq}
+	return MatchRequest{Method: x.req.Method, Path: x.path, Header: x.req.Header, Body: x.body, Conn: x.conn, ConnSeq: x.connSeq,
+		Query: x.query, Scheme: x.scheme, Host: x.host, Plain: x.plain}
 }
 
 // connPlace numbers a child's connections in the order they were accepted
@@ -254,6 +255,9 @@ func readBody(w http.ResponseWriter, r *http.Request) (*[]byte, error) {
 }
 
 func (p *proxy) route(r *http.Request) (*exchange, error) {
+	if x, ok := forwarded(r); ok {
+		return x, nil
+	}
 	for _, pr := range providers {
 		if rest, ok := strings.CutPrefix(r.URL.Path, pr.route()); ok && (rest == "" || rest[0] == '/') {
 			return &exchange{provider: pr, path: pr.APIPrefix + rest, rest: rest, query: r.URL.RawQuery, req: r}, nil

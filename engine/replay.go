@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jukebox-os/jukebox/reqmatch"
@@ -41,6 +42,12 @@ type tapeBackend struct {
 	speed    Speed
 	fallback backend
 	onDiv    func(*Divergence)
+	// world answers telemetry locally and sends the --live hosts' requests
+	// live (nil: telemetry alone); served, local and passed count the
+	// requests answered from the tape, by jukebox and live that way.
+	world                 *openWorld
+	served, local, passed atomic.Uint64
+	onLive                func() // called once, at the first request sent live to a --live host
 
 	mu       sync.Mutex
 	diverged bool // after the first divergence, every call goes to the fallback
@@ -74,7 +81,7 @@ func (t *tapeBackend) match(x *exchange) (*Call, *Divergence) {
 func (t *tapeBackend) prepare(x *exchange) {
 	endpoint := x.req.Method + " " + x.path
 	switch {
-	case t.forkCall < 0 || int64(x.call) < t.forkCall:
+	case x.plain || t.forkCall < 0 || int64(x.call) < t.forkCall:
 		return
 	case int64(x.call) == t.forkCall:
 		t.epMu.Lock()
@@ -94,6 +101,9 @@ func (t *tapeBackend) prepare(x *exchange) {
 }
 
 func (t *tapeBackend) respond(w http.ResponseWriter, x *exchange) answer {
+	if a, ok := t.outside(w, x); ok {
+		return a
+	}
 	c, first := t.match(x)
 	if first != nil {
 		t.onDiv(first)
@@ -106,7 +116,35 @@ func (t *tapeBackend) respond(w http.ResponseWriter, x *exchange) answer {
 		apiError(w, http.StatusBadRequest, msg)
 		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadRequest, Error: "diverged"}}
 	}
+	t.served.Add(1)
 	return t.serve(w, x, c)
+}
+
+// outside answers x without the tape when it is SDK telemetry or goes to
+// a host let through live, counting it; ok says it did.
+func (t *tapeBackend) outside(w http.ResponseWriter, x *exchange) (answer, bool) {
+	a, how, ok := t.world.respond(w, x)
+	switch how {
+	case outsideLocal:
+		t.local.Add(1)
+	case outsideLive:
+		if t.passed.Add(1) == 1 && t.onLive != nil {
+			t.onLive()
+		}
+	}
+	return a, ok
+}
+
+// unused are the recorded calls no live request asked for, but those
+// replay does not answer from the tape (openWorld.exempt).
+func (t *tapeBackend) unused() int {
+	n := 0
+	for _, c := range t.m.unused() {
+		if !t.world.exempt(c) {
+			n++
+		}
+	}
+	return n
 }
 
 // serve plays one recorded response back: status, headers and body, chunk
@@ -117,6 +155,9 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 	r := c.Response
 	if r == nil {
 		return answer{resp: tapefmt.LLMResponse{Error: "the recording ended before this call was answered"}, abort: true}
+	}
+	if r.Status == http.StatusSwitchingProtocols && c.session != nil {
+		return t.serveSession(w, x, c)
 	}
 	body := c.respBody
 	a := answer{resp: *r, body: body, abort: r.Error != ""}

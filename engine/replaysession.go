@@ -28,6 +28,10 @@ type ReplayOptions struct {
 	// recording them (go-vcr's new episodes); else replay stops there.
 	Live      bool
 	Upstreams map[string]string
+	// LiveHosts are the hosts whose requests go live, never matched
+	// against the tape (replay --live); every other request that is not
+	// on the tape is a divergence: nothing else leaves the machine.
+	LiveHosts HostPatterns
 }
 
 // divergenceGrace is how long an agent may run on after replay answered a
@@ -83,9 +87,12 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) { s.diverged(d, o.Live) }}
 	tb.forkCall, tb.overrides = forkOf(t)
 	var ups map[string]string
-	if o.Live {
+	if o.Live || len(o.LiveHosts) > 0 {
 		ups = resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
-		tb.fallback = newLive(ups)
+		tb.world = &openWorld{hosts: o.LiveHosts, upstreams: ups, live: hostLive{newLive(ups)}}
+	}
+	if o.Live {
+		tb.fallback = tb.world.live
 	}
 	rs := s.runStart(ups)
 	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: uint64(t.Len()), Path: o.From}
@@ -93,6 +100,10 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	// is synced only once it goes live (ReplayOptions.Live).
 	if err := s.openTape(o.Tape, tapefmt.SyncNever, rs); err != nil {
 		return nil, err
+	}
+	if s.tape != nil {
+		// What a --live host answers cannot be had again: synced per step.
+		tb.onLive = func() { s.tape.SetSync(tapefmt.SyncStep) }
 	}
 	var err error
 	if s.proxy, err = newProxy(tb, s.tape, s.emit); err != nil {
@@ -104,9 +115,9 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		return nil, err
 	}
 	res.Divergence = s.div.Load()
-	unused := len(m.unused())
-	served := uint64(m.len() - unused)
-	res.Unused, res.Served = unused, &served
+	served := tb.served.Load()
+	res.Unused, res.Served = tb.unused(), &served
+	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece.
 		same := bytes.Equal(m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy()))

@@ -103,6 +103,11 @@ type Result struct {
 	// Served counts the calls answered from the tape (replay only); the
 	// rest of Calls went live (--on-divergence live).
 	Served *uint64 `json:"served,omitempty"`
+	// AnsweredLocally counts the requests to known SDK telemetry endpoints
+	// that replay or a fork answered itself, and LiveAllowed those to the
+	// hosts replay --live let through; neither is on the tape's account.
+	AnsweredLocally uint64 `json:"answered_locally,omitempty"`
+	LiveAllowed     uint64 `json:"live_allowed,omitempty"`
 	// OutputSame says whether the agent printed exactly what it printed when
 	// recorded, and ExitSame whether it ended as it did then (replay only;
 	// ExitSame is absent when the recording has no end).

@@ -36,6 +36,8 @@ type Rules struct {
 	// ("messages.*.content", "metadata.trace_id"). A key that holds a dot
 	// is written with a backslash before it ("a\.b"). An array element
 	// left out is compared as null, so the positions after it stay put.
+	// "query:NAME" names a query parameter ("query:*" every one) and
+	// "header:NAME" a header field (see ComparedHeaders), not a body path.
 	Ignore []string `json:"ignore,omitempty"`
 	// Scrub patterns are replaced in every string of the body (every part
 	// of a multipart body, the whole body when it is not structured) on
@@ -43,6 +45,8 @@ type Rules struct {
 	Scrub []Scrub `json:"scrub,omitempty"`
 
 	paths    [][]string
+	query    map[string]bool // query parameters left out (query:NAME)
+	header   map[string]bool // header fields left out (header:NAME), canonical keys
 	scrubbed *memo
 }
 
@@ -56,8 +60,14 @@ type Scrub struct {
 // Compile checks the rules and readies them; Canonical needs it first.
 // The error names the path or pattern at fault.
 func (r *Rules) Compile() error {
-	r.paths = nil
+	r.paths, r.query, r.header = nil, map[string]bool{}, map[string]bool{}
 	for _, p := range r.Ignore {
+		if field, err := r.compileField(p); field || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		segs, err := ParsePath(p)
 		if err != nil {
 			return fmt.Errorf("ignore %q: %w", p, err)

@@ -15,6 +15,10 @@
 //
 //	go -C bench run ./replay [-runs 31]
 //
+// With -tool-runs (default 11), tool.go also measures issue 29's figure:
+// the whole agent process replayed, tool HTTP calls included, against a
+// no-tape local server.
+//
 // Targets (issue 3): serving all 50 under 0.4 ms, and at least 50x faster
 // than go-vcr serving the same 50. Issue 12: the same replay with the
 // matching rules a real agent needs on (wildcard ignore paths, two scrub
@@ -73,7 +77,11 @@ const (
 )
 
 func main() {
+	if os.Getenv(toolAgentEnv) != "" {
+		os.Exit(toolAgent())
+	}
 	runs := flag.Int("runs", 31, "repetitions per side (medians are reported)")
+	toolRuns := flag.Int("tool-runs", 11, "repetitions of the whole-process replay with tool calls (issue 29); 0 skips it")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *profile != "" {
@@ -84,7 +92,7 @@ func main() {
 		}
 		defer stop()
 	}
-	if err := run(*runs); err != nil {
+	if err := run(*runs, *toolRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/replay:", err)
 		os.Exit(1)
 	}
@@ -93,7 +101,7 @@ func main() {
 // sample is one repetition: loading, and serving all 50 requests.
 type sample struct{ load, serve, native time.Duration }
 
-func run(runs int) error {
+func run(runs, toolRuns int) error {
 	dir, err := os.MkdirTemp("", "replay-bench-")
 	if err != nil {
 		return err
@@ -135,6 +143,9 @@ func run(runs int) error {
 	}
 	report(runs, cold, warm, vcr, benchutil.Median(floor))
 	reportRules(cold, ruled)
+	if toolRuns > 0 {
+		return runTool(dir, toolRuns)
+	}
 	return nil
 }
 

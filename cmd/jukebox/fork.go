@@ -39,6 +39,7 @@ type ForkCmd struct {
 	JSON             bool                `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
 	QuietSDKs        bool                `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment, as replay does; --no-quiet-sdks leaves the environment as it is."`
 	matchFlags
+	liveFlags
 	redactFlags
 	breakerFlags
 	otlpFlags
@@ -48,6 +49,9 @@ type ForkCmd struct {
 // Validate checks flags before anything starts.
 func (c *ForkCmd) Validate() error {
 	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
+	if _, err := c.liveHosts(); err != nil {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
@@ -151,6 +155,10 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 		return nil, err
 	}
 	o.Dir, o.AutoName, o.QuietSDKs = c.workdir(start.Cwd), c.Output == "", c.QuietSDKs
+	hosts, err := c.liveHosts()
+	if err != nil {
+		return nil, err
+	}
 	bf := c.booth()
 	var tty *ttyGuard
 	o.Booth, tty = bf.boothOptions(env)
@@ -167,7 +175,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	c.checkStore(ctx, env.Stderr)
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
 	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Frame: c.Frame,
-		Overrides: over, Tape: out, Upstreams: c.Upstream, Rules: rules})
+		Overrides: over, Tape: out, Upstreams: c.Upstream, Rules: rules, LiveHosts: hosts})
 	if res != nil {
 		printBooth(env, res.Booth)
 		c.upload(ctx, env.Stderr, res.Tape)

@@ -15,8 +15,8 @@ import (
 // later replays and forks of that tape, the turntable's included, use them
 // without being told again.
 type matchFlags struct {
-	Ignore      []string `placeholder:"PATH" help:"Leave this request field out of matching, by path: keys separated by dots, array positions as numbers, * for any one (messages.*.content, metadata.trace_id). Besides stream_options, user, metadata and service_tier. A path that matches nothing in the tape's requests is an error. Repeatable; remembered beside the tape."`
-	Scrub       []string `placeholder:"REGEX" help:"Replace what this regular expression (Go RE2 syntax) matches in every string of both the recorded and the live request before comparing (timestamps, uuids). Repeatable; remembered beside the tape."`
+	Ignore      []string `placeholder:"PATH" help:"Leave this request field out of matching, by path: keys separated by dots, array positions as numbers, * for any one (messages.*.content, metadata.trace_id). Besides stream_options, user, metadata and service_tier. query:NAME names a query parameter (query:api-version; query:* every one), header:NAME a compared header field (header:range). A path that matches nothing in the tape's requests is an error. Repeatable; remembered beside the tape."`
+	Scrub       []string `placeholder:"REGEX" help:"Replace what this regular expression (Go RE2 syntax) matches in every string of both the recorded and the live request before comparing (timestamps, uuids): body strings, query values and compared header values. Repeatable; remembered beside the tape."`
 	ScrubWith   string   `default:"<scrubbed>" placeholder:"TEXT" help:"What --scrub replaces a match with."`
 	MatchConfig string   `type:"existingfile" placeholder:"FILE" help:"Matching rules as JSON: {\"ignore\": [PATH...], \"scrub\": [{\"pattern\": REGEX, \"with\": TEXT}]}. Remembered beside the tape."`
 }

@@ -21,6 +21,7 @@ type ReplayCmd struct {
 	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
 	matchFlags
+	liveFlags
 	redactFlags
 	boothFlags
 	storeFlags
@@ -32,8 +33,12 @@ func (c *ReplayCmd) Validate() error {
 	if _, err := engine.ParseSpeed(c.Speed); err != nil {
 		return fmt.Errorf("--speed: %w", err)
 	}
-	if len(c.Upstream) > 0 && c.OnDivergence != "live" {
-		return fmt.Errorf("--upstream only matters with --on-divergence live: replay never opens a network connection")
+	hosts, err := c.liveHosts()
+	if err != nil {
+		return err
+	}
+	if len(c.Upstream) > 0 && c.OnDivergence != "live" && len(hosts) == 0 {
+		return fmt.Errorf("--upstream only matters with --on-divergence live or --live: replay sends nothing else")
 	}
 	if err := c.matchFlags.validate(); err != nil {
 		return err
@@ -58,6 +63,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	speed, _ := engine.ParseSpeed(c.Speed)
+	hosts, _ := c.liveHosts()
 	rules, err := c.rules(c.Tape)
 	if err != nil {
 		return err
@@ -88,7 +94,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	c.checkStore(ctx, env.Stderr)
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
-		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream})
+		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
 	c.remember(c.Tape, err, env.Stderr)
 	if res != nil {
 		printBooth(env, res.Booth)
@@ -146,12 +152,16 @@ func notReproduced(res *engine.Result) string {
 }
 
 // liveCalls is the number of a replay's calls that did not come from the
-// tape.
+// tape, but for those to --live hosts and telemetry jukebox answered.
 func liveCalls(res *engine.Result) uint64 {
-	if res.Served == nil || *res.Served > res.Calls {
+	if res.Served == nil {
 		return 0
 	}
-	return res.Calls - *res.Served
+	off := *res.Served + res.AnsweredLocally + res.LiveAllowed
+	if off > res.Calls {
+		return 0
+	}
+	return res.Calls - off
 }
 
 func replayLine(res *engine.Result) string {
@@ -162,6 +172,12 @@ func replayLine(res *engine.Result) string {
 	s := fmt.Sprintf("replayed %d calls from the tape", served)
 	if live := liveCalls(res); live > 0 {
 		s += fmt.Sprintf(", %d went live", live)
+	}
+	if res.LiveAllowed > 0 {
+		s += fmt.Sprintf(", %d sent live to --live hosts", res.LiveAllowed)
+	}
+	if res.AnsweredLocally > 0 {
+		s += fmt.Sprintf(", %d SDK telemetry requests answered locally", res.AnsweredLocally)
 	}
 	if res.Divergence != nil {
 		s += fmt.Sprintf(", diverged at frame %d", res.Divergence.Frame)
