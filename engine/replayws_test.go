@@ -60,6 +60,7 @@ func TestReplayWebSocketSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	p.serve()
 	conn, err := net.Dial("tcp", p.addr())
 	if err != nil {
 		t.Fatal(err)
