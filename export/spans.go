@@ -116,6 +116,15 @@ func newConverter(o Options, id [16]byte, created time.Time, blob func(tapefmt.H
 // it, a torn tape).
 var errNoBlob = errors.New("blob not at hand")
 
+// blobErr reads a blob as llmwire's readers take it: errNoBlob when it is
+// not at hand.
+func (c *converter) blobErr(h tapefmt.Hash) ([]byte, error) {
+	if b := c.blob(h); b != nil {
+		return b, nil
+	}
+	return nil, errNoBlob
+}
+
 // frameSpanID is the id of the span that starts at frame seq: the frame's
 // number plus one (a span id is never zero), so ids are the same in every
 // export of a tape.
@@ -402,12 +411,7 @@ func (c *converter) response(seq uint64, t time.Time, p *tapefmt.LLMResponse) {
 	if raw != nil {
 		body = llmwire.PayloadBody(p, raw).Text
 	}
-	use := llmwire.ResponseUsage(p, func(tapefmt.Hash) ([]byte, error) {
-		if raw == nil {
-			return nil, errNoBlob
-		}
-		return raw, nil
-	}, func() string { return pc.req.Model })
+	use := llmwire.ResponseUsage(p, c.blobErr, func() llmwire.Call { return llmwire.RequestCall(pc.req, c.blobErr) })
 	input := use.Usage.Input
 	if pc.req.Provider == "anthropic" { // Anthropic counts cached input apart; the conventions include it
 		input += use.Usage.Cached + use.Usage.CacheWrite

@@ -211,3 +211,16 @@ func dialectOf(provider, path string) dialect {
 	}
 	return dialectOpenAI
 }
+
+// PathModel is the model a call's path names, for a call to provider at
+// path (Recognized.Model): the model of a Gemini, Vertex or Bedrock call or
+// an Azure deployment; "" for the others.
+func PathModel(provider, path string) string {
+	path, _, _ = strings.Cut(path, "?")
+	for _, r := range hostRules {
+		if r.provider == provider && r.model != nil {
+			return r.model(path)
+		}
+	}
+	return ""
+}

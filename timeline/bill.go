@@ -47,8 +47,9 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 	b := Bill{By: by, Total: BillRow{Key: "total"}}
 	rows := map[string]*BillRow{}
 	type req struct {
-		model, agent string
-		step         int
+		frame *tapefmt.LLMRequest
+		agent string
+		step  int
 	}
 	reqs := map[uint64]req{}
 	step, lastTurn := 0, ""
@@ -73,10 +74,10 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 				b.Total.Reported += p.CostUSD
 			}
 		case *tapefmt.LLMRequest:
-			reqs[p.Call] = req{model: p.Model, agent: llmwire.AgentOf(p.Header, lastTurn), step: step}
+			reqs[p.Call] = req{frame: p, agent: llmwire.AgentOf(p.Header, lastTurn), step: step}
 		case *tapefmt.LLMResponse:
 			r := reqs[p.Call]
-			c := llmwire.ResponseUsage(p, t.Blob, func() string { return r.model })
+			c := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(r.frame, t.Blob) })
 			rowOf(by, rows, c.Model, r.agent, r.step).add(c)
 			b.Total.add(c)
 		}

@@ -189,12 +189,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 	if err != nil {
 		return err
 	}
-	c := llmwire.ResponseUsage(p, b.t.Blob, func() string {
-		if req != nil {
-			return req.Model
-		}
-		return ""
-	})
+	c := llmwire.ResponseUsage(p, b.t.Blob, func() llmwire.Call { return llmwire.RequestCall(req, b.t.Blob) })
 	model, u := c.Model, c.Usage
 	fr.Signature = fr.Kind + " " + path
 	fr.Tokens, fr.Cost, fr.Unpriced = u.Total(), c.Cost, c.Unpriced()

@@ -37,7 +37,7 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: t.Steps(),
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
 	unpriced := map[string]bool{}
-	models := map[uint64]string{} // request model by call
+	reqs := map[uint64]*tapefmt.LLMRequest{} // by call
 	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindBreakerTrip, tapefmt.KindAgentTurn}
 	for f, err := range t.Frames(kinds...) {
 		if err != nil {
@@ -54,9 +54,9 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 		case *tapefmt.RunEnd:
 			s.Exit = p
 		case *tapefmt.LLMRequest:
-			models[p.Call] = p.Model
+			reqs[p.Call] = p
 		case *tapefmt.LLMResponse:
-			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() string { return models[p.Call] }), unpriced)
+			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) }), unpriced)
 		case *tapefmt.BreakerTrip:
 			s.Breaker = p
 		case *tapefmt.AgentTurn:

@@ -322,14 +322,12 @@ func shortPath(p string) string {
 }
 
 // usage is the usage, model and cost of the response at frame i, found by
-// llmwire.ResponseUsage; its request is looked for only when the model is
-// missing.
+// llmwire.ResponseUsage; its request is looked for only when the frame
+// lacks the model or usage.
 func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) llmwire.CallUsage {
-	return llmwire.ResponseUsage(p, tl.t.Blob, func() string {
-		if req, _ := tl.request(i, p.Call); req != nil {
-			return req.Model
-		}
-		return ""
+	return llmwire.ResponseUsage(p, tl.t.Blob, func() llmwire.Call {
+		req, _ := tl.request(i, p.Call)
+		return llmwire.RequestCall(req, tl.t.Blob)
 	})
 }
 
