@@ -26,7 +26,9 @@ func TestUsagelessStreamEstimated(t *testing.T) {
 	req := []byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"What is the capital of France?"}]}`)
 	resp := tapefmt.LLMResponse{Status: 200, Body: tapefmt.Hash{1}}
 	c := ResponseUsage(&resp, func(tapefmt.Hash) ([]byte, error) { return []byte(usagelessStream), nil },
-		func() Call { return Call{Provider: "openai", Path: "/v1/chat/completions", Model: "gpt-4o-mini", Body: req} })
+		func() Call {
+			return Call{Provider: "openai", Path: "/v1/chat/completions", Model: "gpt-4o-mini", Body: req}
+		})
 	// o200k_base: "The capital of France is Paris." is 7 tokens; the
 	// request's strings ("system", "You are terse.", "user", "What is the
 	// capital of France?", and "true" is not a string) plus 3 a message
