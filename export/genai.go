@@ -60,14 +60,15 @@ const (
 // jukebox's attributes: every span carries the tape and its frame, so a
 // trace leads back to `jukebox play TAPE --frame N`.
 const (
-	attrTapeID        = attribute.Key("jukebox.tape.id")        // the tape header's id, hex: also the trace id
-	attrTapeHash      = attribute.Key("jukebox.tape.hash")      // the chain head, hex (export of a closed tape)
-	attrTapePath      = attribute.Key("jukebox.tape.path")      // where the tape was written or read
-	attrFrame         = attribute.Key("jukebox.frame")          // the frame the span starts at
-	attrResponseFrame = attribute.Key("jukebox.response.frame") // the llm.response frame of a chat span
-	attrRunMode       = attribute.Key("jukebox.run.mode")       // record, replay, fork
-	attrCostUSD       = attribute.Key("jukebox.cost.usd")       // prices.Cost of the call; left out when unpriced
-	attrMCPServer     = attribute.Key("jukebox.mcp.server")     // the MCP server a tool call went to
+	attrTapeID        = attribute.Key("jukebox.tape.id")         // the tape header's id, hex: also the trace id
+	attrTapeHash      = attribute.Key("jukebox.tape.hash")       // the chain head, hex (export of a closed tape)
+	attrTapePath      = attribute.Key("jukebox.tape.path")       // where the tape was written or read
+	attrFrame         = attribute.Key("jukebox.frame")           // the frame the span starts at
+	attrResponseFrame = attribute.Key("jukebox.response.frame")  // the llm.response frame of a chat span
+	attrRunMode       = attribute.Key("jukebox.run.mode")        // record, replay, fork
+	attrCostUSD       = attribute.Key("jukebox.cost.usd")        // prices.Cost of the call; left out when unpriced
+	attrEstimated     = attribute.Key("jukebox.usage.estimated") // true: the answer reported no usage, the token counts and cost were counted from the text
+	attrMCPServer     = attribute.Key("jukebox.mcp.server")      // the MCP server a tool call went to
 )
 
 // Metric names and units.

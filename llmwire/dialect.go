@@ -41,3 +41,11 @@ func AnswerText(provider, path string, body []byte) string {
 	}
 	return ResponseText(body)
 }
+
+// CacheApart says a call's answer counts cache reads and writes apart from
+// its input tokens, as Anthropic's Messages (direct, on Vertex) and
+// Bedrock do; OpenAI's and Gemini's count them among the input.
+func CacheApart(provider, path string) bool {
+	d := dialectOf(provider, path)
+	return d == dialectAnthropic || d == dialectBedrock
+}

@@ -20,12 +20,13 @@ const (
 // BillRow is one line of a run's bill: the calls of one model, agent or
 // step, what they used and cost.
 type BillRow struct {
-	Key      string        `json:"key"`
-	Calls    int           `json:"calls"`
-	Usage    tapefmt.Usage `json:"tokens"`
-	Cost     float64       `json:"cost_usd"`                 // of the priced calls
-	Unpriced int           `json:"unpriced_calls,omitempty"` // calls that used tokens at no known price
-	Rate     *prices.Rate  `json:"rate,omitempty"`           // by model: the rate used, per million tokens
+	Key       string        `json:"key"`
+	Calls     int           `json:"calls"`
+	Usage     tapefmt.Usage `json:"tokens"`
+	Cost      float64       `json:"cost_usd"`                  // of the priced calls
+	Unpriced  int           `json:"unpriced_calls,omitempty"`  // calls that used tokens at no known price
+	Estimated int           `json:"estimated_calls,omitempty"` // calls whose usage was counted, not reported (shown with "~")
+	Rate      *prices.Rate  `json:"rate,omitempty"`            // by model: the rate used, per million tokens
 	// Reported is the part of Cost the agent reported itself (agent.turn
 	// cost_usd: spending jukebox did not see).
 	Reported float64 `json:"reported_usd,omitempty"`
@@ -126,5 +127,8 @@ func (r *BillRow) add(c llmwire.CallUsage) {
 	r.Cost += c.Cost
 	if c.Unpriced() {
 		r.Unpriced++
+	}
+	if c.Estimated {
+		r.Estimated++
 	}
 }

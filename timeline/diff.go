@@ -192,7 +192,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 	c := llmwire.ResponseUsage(p, b.t.Blob, func() llmwire.Call { return llmwire.RequestCall(req, b.t.Blob) })
 	model, u := c.Model, c.Usage
 	fr.Signature = fr.Kind + " " + path
-	fr.Tokens, fr.Cost, fr.Unpriced = u.Total(), c.Cost, c.Unpriced()
+	fr.Tokens, fr.Cost, fr.Unpriced, fr.Estimated = u.Total(), c.Cost, c.Unpriced(), c.Estimated
 	fr.Latency = time.Duration(max(p.Elapsed, p.Latency))
 	fr.Title = fmt.Sprintf("%d %s", p.Status, model)
 	if u.Total() > 0 {
