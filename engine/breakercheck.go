@@ -94,7 +94,7 @@ func answerOf(seq uint64, resp *tapefmt.LLMResponse, body []byte, request func()
 	for i, u := range uses {
 		calls[i] = breaker.ToolUse(u)
 	}
-	return breaker.Answer{Seq: seq, Model: c.Model, Usage: c.Usage, Text: text, ToolCalls: calls, At: at}
+	return breaker.Answer{Seq: seq, Model: c.Model, Usage: c.Usage, Text: text, ToolCalls: calls, At: at, Estimated: c.Estimated}
 }
 
 // turnOf is a turn an agent reported (the control API) as the breaker
