@@ -18,12 +18,12 @@ import (
 
 // ShowCmd prints the frames of a tape.
 type ShowCmd struct {
-	Tape  string   `arg:"" help:"Tape file (.jbx), or a tape in a store (s3://BUCKET/PREFIX/NAME.jbx)." type:"tape"`
-	Frame *int     `help:"Print only frame N, in full." placeholder:"N"`
-	Kind  []string `help:"Print only frames of these kinds (dotted names such as llm.request; repeat or comma-separate)." placeholder:"KIND"`
-	JSON  bool     `help:"Print one JSON object per frame and line: seq, kind, time (seconds), stream, offset, payload."`
-	Blobs bool     `help:"Also print the blobs each frame names (request and response bodies, file contents), the first MiB of each."`
-	Full  bool     `help:"With --blobs, print every blob whole, however large."`
+	Tape  string                         `arg:"" help:"Tape file (.jbx), or a tape in a store (s3://BUCKET/PREFIX/NAME.jbx)." type:"tape"`
+	Frame *int                           `help:"Print only frame N, in full." placeholder:"N"`
+	Kind  []string                       `help:"Print only frames of these kinds (dotted names such as llm.request; repeat or comma-separate)." placeholder:"KIND"`
+	JSON  bool                           `help:"Print one JSON object per frame and line: seq, kind, time (seconds), stream, offset, payload."`
+	Blobs bool                           `help:"Also print the blobs each frame names (request and response bodies, file contents), the first MiB of each."`
+	Full  bool                           `help:"With --blobs, print every blob whole, however large."`
 	reqs  map[uint64]*tapefmt.LLMRequest // the requests printed so far, by call
 }
 
