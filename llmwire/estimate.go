@@ -8,6 +8,7 @@ package llmwire
 
 import (
 	"encoding/json"
+	"hash/maphash"
 	"sort"
 	"strings"
 	"sync"
@@ -91,11 +92,69 @@ func estimateUsage(model string, call Call, answer []byte) tapefmt.Usage {
 	}
 	var u tapefmt.Usage
 	if len(kept) > 0 || images > 0 {
-		in, _ := CountTokens(model, strings.Join(kept, "\n"))
-		u.Input = in + int64(85*images+perMessage*messages+perMessage)
+		u.Input = countStrings(model, kept) + int64(85*images+perMessage*messages+perMessage)
 	}
 	u.Output, _ = CountTokens(model, AnswerText(call.Provider, call.Path, answer))
 	return u
+}
+
+// countStrings counts the tokens of each of strs, as CountTokens does. A
+// conversation's requests repeat every earlier message, so the counts of
+// long strings are kept (countCache): each message is counted once a run.
+func countStrings(model string, strs []string) int64 {
+	c := tokenizerFor(model)
+	var n int64
+	for _, s := range strs {
+		switch {
+		case c == nil:
+			n += int64((len(s) + bytesPerToken - 1) / bytesPerToken)
+		case len(s) < minCached:
+			k, _ := CountTokens(model, s)
+			n += k
+		default:
+			n += countCache.count(c, s)
+		}
+	}
+	return n
+}
+
+// minCached is the shortest string whose count is kept; maxCached bounds
+// the counts kept (the cache starts afresh past it).
+const minCached, maxCached = 256, 1 << 15
+
+type countKey struct {
+	c *codec.Codec
+	h uint64
+}
+
+// countCache holds token counts of long strings by tokenizer and hash.
+var countCache = tokenCounts{seed: maphash.MakeSeed(), m: map[countKey]int64{}}
+
+type tokenCounts struct {
+	mu   sync.Mutex
+	seed maphash.Seed
+	m    map[countKey]int64
+}
+
+func (t *tokenCounts) count(c *codec.Codec, s string) int64 {
+	key := countKey{c, maphash.String(t.seed, s)}
+	t.mu.Lock()
+	n, ok := t.m[key]
+	t.mu.Unlock()
+	if ok {
+		return n
+	}
+	k, err := c.Count(s)
+	if err != nil {
+		return int64((len(s) + bytesPerToken - 1) / bytesPerToken)
+	}
+	t.mu.Lock()
+	if len(t.m) >= maxCached {
+		clear(t.m)
+	}
+	t.m[key] = int64(k)
+	t.mu.Unlock()
+	return int64(k)
 }
 
 // collectStrings appends the strings of a decoded JSON value in a fixed

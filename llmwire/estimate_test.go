@@ -85,3 +85,55 @@ func TestEstimateOtherProviders(t *testing.T) {
 		t.Errorf("gemini without usage: %+v", c)
 	}
 }
+
+// longConversation is a chat request of n turns, each a few hundred bytes
+// of prose, and a usage-less streamed answer.
+func longConversation(n int) (req, answer []byte) {
+	var b strings.Builder
+	b.WriteString(`{"model":"gpt-4o","stream":true,"messages":[{"role":"system","content":"You are a careful agent."}`)
+	turn := strings.Repeat("The quick brown fox jumps over the lazy dog, then checks the logs again. ", 5)
+	for i := range n {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		b.WriteString(`,{"role":"` + role + `","content":"` + turn + `"}`)
+	}
+	b.WriteString("]}")
+	var a strings.Builder
+	for range 200 {
+		a.WriteString(`data: {"id":"c","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"word "}}]}` + "\n\n")
+	}
+	a.WriteString("data: [DONE]\n\n")
+	return []byte(b.String()), []byte(a.String())
+}
+
+// BenchmarkEstimateLongConversation is the cost of counting one
+// usage-less call of a 200-turn conversation (about 75 KB, 16k tokens of
+// o200k_base), what the recorder pays per such call (for the live counter
+// and the breaker) and each view per call it shows: cold, every message
+// counted by the BPE; warm, the earlier calls of the run having counted
+// its messages already (a conversation's requests repeat them).
+func BenchmarkEstimateLongConversation(b *testing.B) {
+	req, answer := longConversation(200)
+	resp := tapefmt.LLMResponse{Status: 200, Body: tapefmt.Hash{1}}
+	blob := func(tapefmt.Hash) ([]byte, error) { return answer, nil }
+	call := func() Call { return Call{Provider: "openai", Path: "/v1/chat/completions", Model: "gpt-4o", Body: req} }
+	ResponseUsage(&resp, blob, call) // the tokenizer's ranks load once, lazily
+	for _, warm := range []bool{false, true} {
+		name := map[bool]string{false: "cold", true: "warm"}[warm]
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(req) + len(answer)))
+			for range b.N {
+				if !warm {
+					countCache.mu.Lock()
+					clear(countCache.m)
+					countCache.mu.Unlock()
+				}
+				if c := ResponseUsage(&resp, blob, call); !c.Estimated {
+					b.Fatal("not counted")
+				}
+			}
+		})
+	}
+}
