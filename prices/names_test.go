@@ -51,7 +51,7 @@ func TestREADMEModelsPriced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`\b(gpt-[0-9][a-z0-9.-]*[a-z0-9]|claude-[a-z0-9-]*[a-z0-9]|gemini-[0-9][a-z0-9.-]*[a-z0-9]|o[134](-mini)?\b|demo-(large|small))`)
+	re := regexp.MustCompile(`\b(gpt-[0-9][a-z0-9.-]*[a-z0-9]|claude-[a-z0-9.-]*[a-z0-9]|gemini-[0-9][a-z0-9.-]*[a-z0-9]|o[134](-mini)?\b|demo-(large|small))`)
 	seen := map[string]bool{}
 	for _, m := range re.FindAllString(string(raw), -1) {
 		if seen[m] {
