@@ -189,15 +189,6 @@ func (b *Breaker) After(a Answer) *Trip {
 	return nil
 }
 
-// spentText is the cost so far, "~$0.0012 (counted: some answers reported
-// no usage)" when some of it was estimated.
-func (b *Breaker) spentText() string {
-	if b.estimated {
-		return fmt.Sprintf("~$%.4f (some answers reported no usage: their tokens were counted)", b.cost)
-	}
-	return fmt.Sprintf("$%.4f", b.cost)
-}
-
 func (b *Breaker) tripped(t *Trip) *Trip {
 	t.Cost, t.Tokens = b.cost, b.tokens
 	b.trip = t
@@ -256,7 +247,7 @@ func (b *Breaker) velocity(a Answer, usd float64) *Trip {
 	switch {
 	case b.l.MaxTokensPerMin > 0 && float64(tokens) > b.l.MaxTokensPerMin:
 		return &Trip{Rule: RuleTokenVelocity, Evidence: frames,
-			Reason: fmt.Sprintf("%d tokens in the last minute, past the limit of %.0f a minute", tokens, b.l.MaxTokensPerMin)}
+			Reason: fmt.Sprintf("%s%d tokens in the last minute, past the limit of %.0f a minute", b.mark(), tokens, b.l.MaxTokensPerMin)}
 	case b.l.MaxCostPerMin > 0 && dollars > b.l.MaxCostPerMin:
 		return &Trip{Rule: RuleCostVelocity, Evidence: frames,
 			Reason: fmt.Sprintf("$%.4f in the last minute, past the limit of $%.4f a minute", dollars, b.l.MaxCostPerMin)}

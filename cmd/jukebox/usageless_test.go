@@ -51,6 +51,11 @@ func TestUsagelessStreamCapped(t *testing.T) {
 	if !strings.Contains(cost, "~$0.00") || !strings.Contains(cost, "reported no usage (~)") {
 		t.Errorf("cost:\n%s", cost)
 	}
+	// A token cap holds on the counted tokens too: each call is ~1,000.
+	velocity, _ := wantCode(t, ExitTripped, "breaker", "--max-velocity", "2000", tape)
+	if !strings.Contains(velocity, "(token-velocity): ~") {
+		t.Errorf("breaker --max-velocity 2000:\n%s", velocity)
+	}
 	show, _ := wantCode(t, ExitOK, "show", tape)
 	if !strings.Contains(show, "tok ~$0.0000") || !strings.Contains(show, "(no usage reported: counted)") {
 		t.Errorf("show:\n%s", show)
