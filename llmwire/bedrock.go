@@ -102,54 +102,67 @@ type bedrockBlock struct {
 	} `json:"toolUse"`
 }
 
+// bedrockEvent is a Converse answer or a ConverseStream event as far as
+// text goes.
+type bedrockEvent struct {
+	Type   string `json:"type"` // set in Anthropic's events, never in Converse's
+	Output *struct {
+		Message struct {
+			Content []bedrockBlock `json:"content"`
+		} `json:"message"`
+	} `json:"output"`
+	Delta *bedrockBlock `json:"delta"`
+	Start *struct {
+		ToolUse *struct {
+			Name string `json:"name"`
+		} `json:"toolUse"`
+	} `json:"start"`
+}
+
+// converseText collects the text and tool calls of Converse's answers and
+// events.
+type converseText struct {
+	text  strings.Builder
+	calls []string
+	found bool // an object was Converse's
+}
+
+func (t *converseText) add(ev bedrockEvent) {
+	t.found = t.found || ev.Output != nil || ev.Start != nil || (ev.Delta != nil && (ev.Delta.Text != "" || ev.Delta.ToolUse != nil))
+	if ev.Output != nil {
+		for _, b := range ev.Output.Message.Content {
+			t.text.WriteString(b.Text)
+			if b.ToolUse != nil {
+				t.calls = append(t.calls, "→ "+b.ToolUse.Name+" "+compactJSON(b.ToolUse.Input))
+			}
+		}
+	}
+	if ev.Start != nil && ev.Start.ToolUse != nil {
+		t.calls = append(t.calls, "→ "+ev.Start.ToolUse.Name+" ")
+	}
+	if ev.Delta != nil {
+		t.text.WriteString(ev.Delta.Text)
+		if ev.Delta.ToolUse != nil && len(t.calls) > 0 {
+			var s string
+			_ = json.Unmarshal(ev.Delta.ToolUse.Input, &s) // streamed input is a JSON string piece
+			t.calls[len(t.calls)-1] += s
+		}
+	}
+}
+
 // bedrockText is a Converse answer's text and tool calls, assembled from
 // ConverseStream's deltas too; InvokeModel's native bodies are read as
 // their own provider's (Anthropic's) answers.
 func bedrockText(objs [][]byte) string {
-	var text strings.Builder
-	var calls []string
-	converse := false
+	var t converseText
 	for _, obj := range objs {
-		var ev struct {
-			Type   string `json:"type"` // set in Anthropic's events, never in Converse's
-			Output *struct {
-				Message struct {
-					Content []bedrockBlock `json:"content"`
-				} `json:"message"`
-			} `json:"output"`
-			Delta *bedrockBlock `json:"delta"`
-			Start *struct {
-				ToolUse *struct {
-					Name string `json:"name"`
-				} `json:"toolUse"`
-			} `json:"start"`
-		}
-		if json.Unmarshal(obj, &ev) != nil || ev.Type != "" {
-			continue
-		}
-		converse = converse || ev.Output != nil || ev.Start != nil || (ev.Delta != nil && (ev.Delta.Text != "" || ev.Delta.ToolUse != nil))
-		if ev.Output != nil {
-			for _, b := range ev.Output.Message.Content {
-				text.WriteString(b.Text)
-				if b.ToolUse != nil {
-					calls = append(calls, "→ "+b.ToolUse.Name+" "+compactJSON(b.ToolUse.Input))
-				}
-			}
-		}
-		if ev.Start != nil && ev.Start.ToolUse != nil {
-			calls = append(calls, "→ "+ev.Start.ToolUse.Name+" ")
-		}
-		if ev.Delta != nil {
-			text.WriteString(ev.Delta.Text)
-			if ev.Delta.ToolUse != nil && len(calls) > 0 {
-				var s string
-				_ = json.Unmarshal(ev.Delta.ToolUse.Input, &s) // streamed input is a JSON string piece
-				calls[len(calls)-1] += s
-			}
+		var ev bedrockEvent
+		if json.Unmarshal(obj, &ev) == nil && ev.Type == "" {
+			t.add(ev)
 		}
 	}
-	if !converse {
+	if !t.found {
 		return objectsText(objs)
 	}
-	return joinText(text.String(), calls)
+	return joinText(t.text.String(), t.calls)
 }

@@ -44,6 +44,13 @@ func dialectCases() []dialectCase {
 		{name: "bedrock converse stream", provider: "bedrock", path: "/model/anthropic.claude-3-haiku-20240307-v1:0/converse-stream",
 			header: http.Header{"Content-Type": {"application/vnd.amazon.eventstream"}}, body: converseStream,
 			usage: tapefmt.Usage{Input: 12, Output: 5, Cached: 3}, text: "Hi there"},
+		{name: "bedrock converse stream with a tool call", provider: "bedrock", path: "/model/amazon.nova-pro-v1:0/converse-stream",
+			body: append(append(append(
+				esEvent("contentBlockStart", `{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"get_weather"}},"p":"a"}`),
+				esEvent("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"toolUse":{"input":"{\"city\":"}},"p":"a"}`)...),
+				esEvent("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"toolUse":{"input":"\"Paris\"}"}},"p":"a"}`)...),
+				esEvent("metadata", `{"usage":{"inputTokens":40,"outputTokens":12,"totalTokens":52},"metrics":{"latencyMs":300},"p":"a"}`)...),
+			usage: tapefmt.Usage{Input: 40, Output: 12}, text: `→ get_weather {"city":"Paris"}`},
 		{name: "bedrock invoke stream", provider: "bedrock", path: "/model/anthropic.claude-3-5-sonnet-20240620-v1:0/invoke-with-response-stream",
 			body: bedrockInvokeStream(), model: "claude-3-5-sonnet-20240620", usage: tapefmt.Usage{Input: 21, Output: 9}, text: "Hello there"},
 		{name: "bedrock invoke headers", provider: "bedrock", path: "/model/meta.llama3-70b-instruct-v1:0/invoke",
@@ -94,5 +101,24 @@ func TestReadUsageByProvider(t *testing.T) {
 		if got := AnswerText(c.provider, c.path, c.body); got != c.text {
 			t.Errorf("%s: AnswerText = %q, want %q", c.name, got, c.text)
 		}
+	}
+}
+
+// TestRequestCall: a frame's request gives ResponseUsage its provider,
+// path, body (decoded) and model, the path's where the body names none.
+func TestRequestCall(t *testing.T) {
+	req := &tapefmt.LLMRequest{Provider: "gemini", Path: "/v1beta/models/gemini-2.0-flash:streamGenerateContent", Body: tapefmt.Hash{7}}
+	c := RequestCall(req, func(h tapefmt.Hash) ([]byte, error) { return []byte(`{"contents":[]}`), nil })
+	if c.Provider != "gemini" || c.Model != "gemini-2.0-flash" || string(c.Body) != `{"contents":[]}` {
+		t.Errorf("RequestCall = %+v", c)
+	}
+	if c := RequestCall(nil, nil); c.Provider != "" || c.Body != nil {
+		t.Errorf("a missing request: %+v", c)
+	}
+	if m := PathModel("azure-openai", "/openai/deployments/prod-4o/chat/completions"); m != "prod-4o" {
+		t.Errorf("PathModel(azure) = %q", m)
+	}
+	if m := PathModel("openai", "/v1/chat/completions"); m != "" {
+		t.Errorf("PathModel(openai) = %q", m)
 	}
 }
