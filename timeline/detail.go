@@ -178,7 +178,7 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 		if d.Encoding != "" {
 			c.stored, c.header = shown(stored), resp.Header
 		}
-		c.Answer = llmwire.ResponseText(c.body)
+		c.Answer = llmwire.AnswerText(c.Provider, c.Path, c.body)
 		if resp.Status/100 != 2 {
 			c.Answer = string(c.body)
 		}
