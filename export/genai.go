@@ -93,3 +93,17 @@ const (
 	eventTxCommit    = "jukebox.tx.commit"
 	eventTxRollback  = "jukebox.tx.rollback"
 )
+
+// otelProviders are the OpenTelemetry GenAI conventions' names
+// (gen_ai.provider.name) of the providers whose tape names differ; the
+// others are the same in both.
+var otelProviders = map[string]string{"azure-openai": "azure.ai.openai", "bedrock": "aws.bedrock",
+	"gemini": "gcp.gemini", "vertex": "gcp.vertex_ai", "mistral": "mistral_ai", "xai": "x_ai"}
+
+// otelProvider is the conventions' name of a tape's provider.
+func otelProvider(name string) string {
+	if n, ok := otelProviders[name]; ok {
+		return n
+	}
+	return name
+}

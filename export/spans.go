@@ -354,10 +354,10 @@ func (c *converter) request(seq uint64, t time.Time, p *tapefmt.LLMRequest) {
 	agent := llmwire.AgentOf(p.Header, c.lastAgent)
 	s := &span{name: strings.TrimSpace(op + " " + p.Model), kind: trace.SpanKindClient, id: frameSpanID(seq),
 		parent: c.parentOf(agent, t), start: t, end: t,
-		attrs: c.withTape(seq, attrOperation.String(op), attrProvider.String(p.Provider))}
+		attrs: c.withTape(seq, attrOperation.String(op), attrProvider.String(otelProvider(p.Provider)))}
 	if op == "" { // not a model call: an HTTP call to the provider
 		s.name = p.Method + " " + p.Path
-		s.attrs = c.withTape(seq, attrProvider.String(p.Provider), attrHTTPMethod.String(p.Method), attrURLPath.String(p.Path))
+		s.attrs = c.withTape(seq, attrProvider.String(otelProvider(p.Provider)), attrHTTPMethod.String(p.Method), attrURLPath.String(p.Path))
 	}
 	if p.Model != "" {
 		s.attrs = append(s.attrs, attrRequestModel.String(p.Model))
