@@ -60,6 +60,10 @@ type Answer struct {
 	// cost_usd through the control API): spending jukebox did not see,
 	// counted as it is, beside what Usage is priced at.
 	Reported float64
+	// Estimated says the answer reported no usage and Usage was counted
+	// from the text (llmwire.CallUsage.Estimated): caps hold on it all
+	// the same, and a trip's reason marks the cost "~".
+	Estimated bool
 }
 
 // ToolUse is one tool call of an answer.
@@ -75,11 +79,12 @@ type Breaker struct {
 	l     Limits
 	price PriceFunc
 
-	cost    float64
-	tokens  int64
-	outputs []int64 // output tokens of each answer, for estimates
-	spent   []spend // the last Window's spending
-	unknown map[string]bool
+	cost      float64
+	tokens    int64
+	estimated bool    // some of cost and tokens were counted, not reported
+	outputs   []int64 // output tokens of each answer, for estimates
+	spent     []spend // the last Window's spending
+	unknown   map[string]bool
 
 	pending map[string]pendingUse // tool call id → the call, until its result comes
 	actions []action
@@ -145,8 +150,8 @@ func (b *Breaker) Before(c Call) *Trip {
 		next, _ := b.priceOf(c.Model, tapefmt.Usage{Input: c.InputTokens, Output: b.expectedOutput(c.MaxOutput)})
 		if b.cost+next > b.l.MaxCost {
 			return b.tripped(&Trip{Rule: RuleCost, Evidence: []uint64{c.Seq},
-				Reason: fmt.Sprintf("the run has cost $%.4f and the next call (%s) would cost about $%.4f more, past the cap of $%.4f",
-					b.cost, c.Model, next, b.l.MaxCost)})
+				Reason: fmt.Sprintf("the run has cost %s and the next call (%s) would cost about $%.4f more, past the cap of $%.4f",
+					b.spentText(), c.Model, next, b.l.MaxCost)})
 		}
 	}
 	return nil
@@ -162,6 +167,7 @@ func (b *Breaker) After(a Answer) *Trip {
 	usd += a.Reported
 	b.cost += usd
 	b.tokens += a.Usage.Total()
+	b.estimated = b.estimated || a.Estimated
 	b.outputs = append(b.outputs, a.Usage.Output)
 	for _, u := range a.ToolCalls {
 		b.pending[u.ID] = pendingUse{ToolUse: u, seq: a.Seq}
@@ -175,7 +181,7 @@ func (b *Breaker) After(a Answer) *Trip {
 			why = fmt.Sprintf("with $%.4f the agent reported", a.Reported)
 		}
 		return b.tripped(&Trip{Rule: RuleCost, Evidence: []uint64{a.Seq},
-			Reason: fmt.Sprintf("the run has cost $%.4f, past the cap of $%.4f (%s)", b.cost, b.l.MaxCost, why)})
+			Reason: fmt.Sprintf("the run has cost %s, past the cap of $%.4f (%s)", b.spentText(), b.l.MaxCost, why)})
 	}
 	if t := b.semantic(a); t != nil {
 		return b.tripped(t)
@@ -241,7 +247,7 @@ func (b *Breaker) velocity(a Answer, usd float64) *Trip {
 	switch {
 	case b.l.MaxTokensPerMin > 0 && float64(tokens) > b.l.MaxTokensPerMin:
 		return &Trip{Rule: RuleTokenVelocity, Evidence: frames,
-			Reason: fmt.Sprintf("%d tokens in the last minute, past the limit of %.0f a minute", tokens, b.l.MaxTokensPerMin)}
+			Reason: fmt.Sprintf("%s%d tokens in the last minute, past the limit of %.0f a minute", b.mark(), tokens, b.l.MaxTokensPerMin)}
 	case b.l.MaxCostPerMin > 0 && dollars > b.l.MaxCostPerMin:
 		return &Trip{Rule: RuleCostVelocity, Evidence: frames,
 			Reason: fmt.Sprintf("$%.4f in the last minute, past the limit of $%.4f a minute", dollars, b.l.MaxCostPerMin)}

@@ -30,20 +30,24 @@ type Frame struct {
 	Tokens    int64         `json:"tokens,omitempty"`
 	Cost      float64       `json:"cost_usd,omitempty"`
 	Unpriced  bool          `json:"unpriced,omitempty"`   // a call that used Tokens at no known price (Cost is 0, not free)
+	Estimated bool          `json:"estimated,omitempty"`  // a call whose answer reported no usage: Tokens were counted from the text
 	Latency   time.Duration `json:"latency_ns,omitempty"` // time the call took
 	Time      time.Duration `json:"time_ns"`              // offset from the start of the run
 }
 
 // Totals sums one side of a comparison; Delta in a Result is right minus left.
 type Totals struct {
-	Frames   int           `json:"frames"` // Timeline.TapeFrames, or the aligned frames
-	Steps    int           `json:"steps"`
-	Calls    int           `json:"llm_calls"` // llm.response frames
-	Tokens   int64         `json:"tokens"`
-	Cost     float64       `json:"cost_usd"`                 // of the priced calls
-	Unpriced int           `json:"unpriced_calls,omitempty"` // calls whose cost is unknown, left out of Cost
-	Latency  time.Duration `json:"latency_ns"`
-	Duration time.Duration `json:"duration_ns"`
+	Frames   int     `json:"frames"` // Timeline.TapeFrames, or the aligned frames
+	Steps    int     `json:"steps"`
+	Calls    int     `json:"llm_calls"` // llm.response frames
+	Tokens   int64   `json:"tokens"`
+	Cost     float64 `json:"cost_usd"`                 // of the priced calls
+	Unpriced int     `json:"unpriced_calls,omitempty"` // calls whose cost is unknown, left out of Cost
+	// Estimated counts the calls whose usage was counted, not reported:
+	// Tokens and Cost are shown with a "~".
+	Estimated int           `json:"estimated_calls,omitempty"`
+	Latency   time.Duration `json:"latency_ns"`
+	Duration  time.Duration `json:"duration_ns"`
 }
 
 // CallKind is the Kind of the frame that ends a model call, counted in
@@ -66,6 +70,9 @@ func totalsOf(tl Timeline) Totals {
 		if f.Unpriced {
 			t.Unpriced++
 		}
+		if f.Estimated {
+			t.Estimated++
+		}
 		t.Latency += f.Latency
 	}
 	return t
@@ -74,6 +81,6 @@ func totalsOf(tl Timeline) Totals {
 // sub returns t minus u, field by field.
 func (t Totals) sub(u Totals) Totals {
 	return Totals{Frames: t.Frames - u.Frames, Steps: t.Steps - u.Steps, Calls: t.Calls - u.Calls,
-		Tokens: t.Tokens - u.Tokens, Cost: t.Cost - u.Cost, Unpriced: t.Unpriced - u.Unpriced, Latency: t.Latency - u.Latency,
+		Tokens: t.Tokens - u.Tokens, Cost: t.Cost - u.Cost, Unpriced: t.Unpriced - u.Unpriced, Estimated: t.Estimated - u.Estimated, Latency: t.Latency - u.Latency,
 		Duration: t.Duration - u.Duration}
 }

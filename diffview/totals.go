@@ -15,7 +15,7 @@ func totalsRows(r *Result) [][4]string {
 		{"frames", count(l.Frames), count(rt.Frames), signed(count(d.Frames), d.Frames)},
 		{"steps", count(l.Steps), count(rt.Steps), signed(count(d.Steps), d.Steps)},
 		{"llm calls", count(l.Calls), count(rt.Calls), signed(count(d.Calls), d.Calls)},
-		{"tokens", count(l.Tokens), count(rt.Tokens), signed(count(d.Tokens), d.Tokens)},
+		{"tokens", approx(l) + count(l.Tokens), approx(rt) + count(rt.Tokens), signed(count(d.Tokens), d.Tokens)},
 		{"cost", cost(l), cost(rt), signedF(usd(d.Cost), d.Cost)},
 		{"latency", secs(l.Latency), secs(rt.Latency), signedF(secs(d.Latency), d.Latency.Seconds())},
 		{"duration", secs(l.Duration), secs(rt.Duration), signedF(secs(d.Duration), d.Duration.Seconds())},
@@ -39,16 +39,25 @@ func totalsText(r *Result, st Styles) []string {
 func summary(t Totals) string {
 	return fmt.Sprintf("%s · %s · %s · %s tok · %s · %s",
 		plural(t.Frames, "frame", "frames"), plural(t.Steps, "step", "steps"),
-		plural(t.Calls, "call", "calls"), count(t.Tokens), cost(t), secs(t.Duration))
+		plural(t.Calls, "call", "calls"), approx(t)+count(t.Tokens), cost(t), secs(t.Duration))
 }
 
-// cost is one side's cost, marked "+?" when some calls have no price, as
-// `jukebox ls` marks it.
+// approx is "~" for a side with calls whose usage was counted, not
+// reported, as `jukebox ls` marks them.
+func approx(t Totals) string {
+	if t.Estimated > 0 {
+		return "~"
+	}
+	return ""
+}
+
+// cost is one side's cost, marked "+?" when some calls have no price and
+// "~" when some had their usage counted, as `jukebox ls` marks it.
 func cost(t Totals) string {
 	if t.Unpriced > 0 {
-		return usd(t.Cost) + "+?"
+		return approx(t) + usd(t.Cost) + "+?"
 	}
-	return usd(t.Cost)
+	return approx(t) + usd(t.Cost)
 }
 
 // count formats an integer with thousands separators.

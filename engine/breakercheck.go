@@ -18,7 +18,8 @@ import (
 func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 	b := breaker.NewSet(l, prices.Cost)
 	type request struct {
-		model, agent string
+		call  llmwire.Call
+		agent string
 	}
 	reqs := map[uint64]request{}
 	start := t.Created()
@@ -43,8 +44,9 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 				return nil, err
 			}
 			agent := llmwire.AgentOf(p.Header, lastTurn)
-			reqs[p.Call] = request{model: p.Model, agent: agent}
-			if trip := b.Before(agent, callOf(f.Seq, p.Model, llmwire.DecodeBody(p.Header, body).Text)); trip != nil {
+			call := llmwire.RequestCall(p, func(tapefmt.Hash) ([]byte, error) { return body, nil })
+			reqs[p.Call] = request{call: call, agent: agent}
+			if trip := b.Before(agent, callOf(f.Seq, call.Model, call.Body)); trip != nil {
 				return trip, nil
 			}
 		case *tapefmt.LLMResponse:
@@ -53,7 +55,7 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 			if err != nil {
 				return nil, err
 			}
-			if trip := b.After(r.agent, answerOf(f.Seq, p, body, func() string { return r.model }, start.Add(f.Time))); trip != nil {
+			if trip := b.After(r.agent, answerOf(f.Seq, p, body, func() llmwire.Call { return r.call }, start.Add(f.Time))); trip != nil {
 				return trip, nil
 			}
 		}
@@ -82,16 +84,17 @@ func callOf(seq uint64, model string, text []byte) breaker.Call {
 }
 
 // answerOf is an answer as the breaker sees it: its usage and model as
-// every view finds them (llmwire.ResponseUsage; requestModel when it names
-// none), what it said and the tools it called.
-func answerOf(seq uint64, resp *tapefmt.LLMResponse, body []byte, requestModel func() string, at time.Time) breaker.Answer {
-	c := llmwire.ResponseUsage(resp, func(tapefmt.Hash) ([]byte, error) { return body, nil }, requestModel)
+// every view finds them (llmwire.ResponseUsage, counted where the answer
+// reports none: the breaker's caps hold on those counts too), what it said
+// and the tools it called.
+func answerOf(seq uint64, resp *tapefmt.LLMResponse, body []byte, request func() llmwire.Call, at time.Time) breaker.Answer {
+	c := llmwire.ResponseUsage(resp, func(tapefmt.Hash) ([]byte, error) { return body, nil }, request)
 	text, uses := llmwire.ResponseAnswer(llmwire.DecodeBody(resp.Header, body).Text)
 	calls := make([]breaker.ToolUse, len(uses))
 	for i, u := range uses {
 		calls[i] = breaker.ToolUse(u)
 	}
-	return breaker.Answer{Seq: seq, Model: c.Model, Usage: c.Usage, Text: text, ToolCalls: calls, At: at}
+	return breaker.Answer{Seq: seq, Model: c.Model, Usage: c.Usage, Text: text, ToolCalls: calls, At: at, Estimated: c.Estimated}
 }
 
 // turnOf is a turn an agent reported (the control API) as the breaker

@@ -63,8 +63,7 @@ func (g *guard) after(x *exchange, a answer, seq uint64, agent string) {
 	if g.fired {
 		return
 	}
-	model := func() string { return llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model }
-	if t := g.b.After(agent, answerOf(seq, &a.resp, a.body, model, time.Now())); t != nil {
+	if t := g.b.After(agent, answerOf(seq, &a.resp, a.body, x.llmCall, time.Now())); t != nil {
 		g.fire(t)
 		if g.timer == nil {
 			g.timer = time.AfterFunc(tripGrace, g.stop)

@@ -326,8 +326,7 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 			p.control.mcp.asked(seq, &a.resp, a.body)
 		}
 		body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
-		model := func() string { return llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text).Model }
-		c := llmwire.ResponseUsage(&a.resp, body, model)
+		c := llmwire.ResponseUsage(&a.resp, body, x.llmCall)
 		if c.Unpriced() {
 			p.mu.Lock()
 			if p.unpriced == nil {

@@ -127,7 +127,7 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	// its decoded form.
 	d := llmwire.DecodeBody(resp.Header, a.body)
 	a.resp.Encoding, a.resp.Undecodable = d.Encoding, d.Undecodable
-	a.resp.Model, a.resp.Usage = llmwire.ExtractUsage(d.Text)
+	a.resp.Model, a.resp.Usage = llmwire.ReadUsage(x.provider.Name, x.path, resp.Header, d.Text)
 	return a
 }
 

@@ -60,14 +60,15 @@ const (
 // jukebox's attributes: every span carries the tape and its frame, so a
 // trace leads back to `jukebox play TAPE --frame N`.
 const (
-	attrTapeID        = attribute.Key("jukebox.tape.id")        // the tape header's id, hex: also the trace id
-	attrTapeHash      = attribute.Key("jukebox.tape.hash")      // the chain head, hex (export of a closed tape)
-	attrTapePath      = attribute.Key("jukebox.tape.path")      // where the tape was written or read
-	attrFrame         = attribute.Key("jukebox.frame")          // the frame the span starts at
-	attrResponseFrame = attribute.Key("jukebox.response.frame") // the llm.response frame of a chat span
-	attrRunMode       = attribute.Key("jukebox.run.mode")       // record, replay, fork
-	attrCostUSD       = attribute.Key("jukebox.cost.usd")       // prices.Cost of the call; left out when unpriced
-	attrMCPServer     = attribute.Key("jukebox.mcp.server")     // the MCP server a tool call went to
+	attrTapeID        = attribute.Key("jukebox.tape.id")         // the tape header's id, hex: also the trace id
+	attrTapeHash      = attribute.Key("jukebox.tape.hash")       // the chain head, hex (export of a closed tape)
+	attrTapePath      = attribute.Key("jukebox.tape.path")       // where the tape was written or read
+	attrFrame         = attribute.Key("jukebox.frame")           // the frame the span starts at
+	attrResponseFrame = attribute.Key("jukebox.response.frame")  // the llm.response frame of a chat span
+	attrRunMode       = attribute.Key("jukebox.run.mode")        // record, replay, fork
+	attrCostUSD       = attribute.Key("jukebox.cost.usd")        // prices.Cost of the call; left out when unpriced
+	attrEstimated     = attribute.Key("jukebox.usage.estimated") // true: the answer reported no usage, the token counts and cost were counted from the text
+	attrMCPServer     = attribute.Key("jukebox.mcp.server")      // the MCP server a tool call went to
 )
 
 // Metric names and units.
@@ -92,3 +93,17 @@ const (
 	eventTxCommit    = "jukebox.tx.commit"
 	eventTxRollback  = "jukebox.tx.rollback"
 )
+
+// otelProviders are the OpenTelemetry GenAI conventions' names
+// (gen_ai.provider.name) of the providers whose tape names differ; the
+// others are the same in both.
+var otelProviders = map[string]string{"azure-openai": "azure.ai.openai", "bedrock": "aws.bedrock",
+	"gemini": "gcp.gemini", "vertex": "gcp.vertex_ai", "mistral": "mistral_ai", "xai": "x_ai"}
+
+// otelProvider is the conventions' name of a tape's provider.
+func otelProvider(name string) string {
+	if n, ok := otelProviders[name]; ok {
+		return n
+	}
+	return name
+}

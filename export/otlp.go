@@ -384,7 +384,7 @@ func (s *sink) measure(m measure) {
 	if s.tokens == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{attrOperation.String(m.op), attrProvider.String(m.provider)}
+	attrs := []attribute.KeyValue{attrOperation.String(m.op), attrProvider.String(otelProvider(m.provider))}
 	if m.requestModel != "" {
 		attrs = append(attrs, attrRequestModel.String(m.requestModel))
 	}

@@ -116,6 +116,15 @@ func newConverter(o Options, id [16]byte, created time.Time, blob func(tapefmt.H
 // it, a torn tape).
 var errNoBlob = errors.New("blob not at hand")
 
+// blobErr reads a blob as llmwire's readers take it: errNoBlob when it is
+// not at hand.
+func (c *converter) blobErr(h tapefmt.Hash) ([]byte, error) {
+	if b := c.blob(h); b != nil {
+		return b, nil
+	}
+	return nil, errNoBlob
+}
+
 // frameSpanID is the id of the span that starts at frame seq: the frame's
 // number plus one (a span id is never zero), so ids are the same in every
 // export of a tape.
@@ -306,14 +315,27 @@ func (c *converter) parentOf(agent string, t time.Time) trace.SpanID {
 	return a.id
 }
 
+// chatSuffixes end the paths of the other providers' chat calls: Gemini's
+// and Vertex's methods, Bedrock's Converse and InvokeModel, Cohere's and
+// Ollama's chat.
+var chatSuffixes = []string{":generateContent", ":streamGenerateContent", ":rawPredict", ":streamRawPredict",
+	"/converse", "/converse-stream", "/invoke", "/invoke-with-response-stream", "/v1/chat", "/v2/chat", "/api/chat", "/api/generate"}
+
 // operation names a call by its path: a chat (chat completions, the
-// Responses API, Anthropic's messages), embeddings, a plain completion;
-// "" for a call that asks no model anything (GET /v1/models, a batch).
+// Responses API, Anthropic's messages, chatSuffixes), embeddings, a plain
+// completion; "" for a call that asks no model anything (GET /v1/models,
+// a batch).
 func operation(p string) string {
+	p, _, _ = strings.Cut(p, "?")
+	for _, s := range chatSuffixes {
+		if strings.HasSuffix(p, s) {
+			return opChat
+		}
+	}
 	switch {
 	case strings.HasSuffix(p, "/chat/completions"), strings.HasSuffix(p, "/responses"), strings.HasSuffix(p, "/messages"):
 		return opChat
-	case strings.HasSuffix(p, "/embeddings"):
+	case strings.HasSuffix(p, "/embeddings"), strings.HasSuffix(p, "/embed"), strings.HasSuffix(p, ":embedContent"):
 		return opEmbeddings
 	case strings.HasSuffix(p, "/completions"), strings.HasSuffix(p, "/complete"):
 		return opTextComplete
@@ -332,10 +354,10 @@ func (c *converter) request(seq uint64, t time.Time, p *tapefmt.LLMRequest) {
 	agent := llmwire.AgentOf(p.Header, c.lastAgent)
 	s := &span{name: strings.TrimSpace(op + " " + p.Model), kind: trace.SpanKindClient, id: frameSpanID(seq),
 		parent: c.parentOf(agent, t), start: t, end: t,
-		attrs: c.withTape(seq, attrOperation.String(op), attrProvider.String(p.Provider))}
+		attrs: c.withTape(seq, attrOperation.String(op), attrProvider.String(otelProvider(p.Provider)))}
 	if op == "" { // not a model call: an HTTP call to the provider
 		s.name = p.Method + " " + p.Path
-		s.attrs = c.withTape(seq, attrProvider.String(p.Provider), attrHTTPMethod.String(p.Method), attrURLPath.String(p.Path))
+		s.attrs = c.withTape(seq, attrProvider.String(otelProvider(p.Provider)), attrHTTPMethod.String(p.Method), attrURLPath.String(p.Path))
 	}
 	if p.Model != "" {
 		s.attrs = append(s.attrs, attrRequestModel.String(p.Model))
@@ -402,14 +424,9 @@ func (c *converter) response(seq uint64, t time.Time, p *tapefmt.LLMResponse) {
 	if raw != nil {
 		body = llmwire.PayloadBody(p, raw).Text
 	}
-	use := llmwire.ResponseUsage(p, func(tapefmt.Hash) ([]byte, error) {
-		if raw == nil {
-			return nil, errNoBlob
-		}
-		return raw, nil
-	}, func() string { return pc.req.Model })
+	use := llmwire.ResponseUsage(p, c.blobErr, func() llmwire.Call { return llmwire.RequestCall(pc.req, c.blobErr) })
 	input := use.Usage.Input
-	if pc.req.Provider == "anthropic" { // Anthropic counts cached input apart; the conventions include it
+	if llmwire.CacheApart(pc.req.Provider, pc.req.Path) { // Anthropic (and Bedrock) count cached input apart; the conventions include it
 		input += use.Usage.Cached + use.Usage.CacheWrite
 	}
 	s.attrs = append(s.attrs, attrResponseFrame.Int64(int64(seq)))
@@ -427,6 +444,9 @@ func (c *converter) response(seq uint64, t time.Time, p *tapefmt.LLMResponse) {
 	}
 	if use.Priced {
 		s.attrs = append(s.attrs, attrCostUSD.Float64(use.Cost))
+	}
+	if use.Estimated {
+		s.attrs = append(s.attrs, attrEstimated.Bool(true))
 	}
 	var calls []llmwire.ToolUse
 	if body != nil {

@@ -10,42 +10,94 @@ import (
 // CallUsage is what one LLM call used and cost, as ResponseUsage finds it.
 type CallUsage struct {
 	Model  string        // the response's model, else its request's; "" when neither names one
-	Usage  tapefmt.Usage // as the provider reported it
+	Usage  tapefmt.Usage // as the provider reported it, else as counted (Estimated)
 	Cost   float64       // US dollars, by prices.Cost; 0 when !Priced
 	Priced bool          // the model has a rate, so Cost is known
+	// Estimated says the answer reported no usage, so Usage was counted
+	// from the request's and the answer's text (estimateUsage): views
+	// show its tokens and cost with a "~", and the breaker counts them.
+	Estimated bool
 }
 
 // Unpriced reports a call that used tokens at a price nobody knows: a view
 // shows it as unpriced, never as free.
 func (c CallUsage) Unpriced() bool { return !c.Priced && c.Usage.Total() > 0 }
 
+// Mark is "~" for a call whose usage was estimated, else "": what a view
+// puts before its token count and cost.
+func (c CallUsage) Mark() string {
+	if c.Estimated {
+		return "~"
+	}
+	return ""
+}
+
+// Call is what ResponseUsage needs of a call's request.
+type Call struct {
+	Provider string // llm.request's provider key: how to read the answer (ReadUsage)
+	Path     string // the request path
+	Model    string // the request's model: its body's, else its path's (PathModel)
+	Body     []byte // the request body, decoded (DecodeBody): counted when the answer reports no usage
+}
+
+// RequestCall is the Call of an llm.request frame, its body read by blob
+// and decoded; a nil req, or a body blob cannot read, leaves those parts
+// empty.
+func RequestCall(req *tapefmt.LLMRequest, blob func(tapefmt.Hash) ([]byte, error)) Call {
+	if req == nil {
+		return Call{}
+	}
+	c := Call{Provider: req.Provider, Path: req.Path, Model: cmp.Or(req.Model, PathModel(req.Provider, req.Path))}
+	if !req.Body.IsZero() && blob != nil {
+		if b, err := blob(req.Body); err == nil {
+			c.Body = DecodeBody(req.Header, b).Text
+		}
+	}
+	return c
+}
+
 // ResponseUsage finds the usage, model and cost of one llm.response, the
 // one way that `ls` (timeline.Summarize), the turntable (timeline.Timeline),
-// `diff` (timeline.ForDiff) and the live fork counter (engine.Event) all
-// use:
+// `diff` (timeline.ForDiff), the OTel export, the breaker and the live
+// fork counter (engine.Event) all use:
 //
 //   - usage: the frame's when it holds any, else read from the response
-//     body, decoded by the response's headers (DecodeBody, ExtractUsage);
+//     body, decoded by the response's headers, in the call's provider's
+//     format (DecodeBody, ReadUsage), else, for a successful answer,
+//     counted from the request's and the answer's text (Estimated);
 //   - model: the frame's, else the body's, else the request's;
 //   - cost: prices.Cost of the two.
 //
 // blob reads the stored body (Tape.Blob); it is called only when the frame
-// lacks usage or model. requestModel names the model of the call's request
-// ("" when there is none); it is called only when the response names none.
-// Either may be nil. A body that cannot be read counts as empty.
-func ResponseUsage(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, error), requestModel func() string) CallUsage {
+// lacks usage or model. request gives the call's request (RequestCall);
+// it is called only when the frame lacks usage or model. Either may be
+// nil. A body that cannot be read counts as empty.
+func ResponseUsage(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, error), request func() Call) CallUsage {
 	c := CallUsage{Model: resp.Model, Usage: resp.Usage}
-	if (c.Usage == tapefmt.Usage{} || c.Model == "") && !resp.Body.IsZero() && blob != nil {
-		if body, err := blob(resp.Body); err == nil {
-			model, u := ExtractUsage(DecodeBody(resp.Header, body).Text)
+	if c.Usage != (tapefmt.Usage{}) && c.Model != "" {
+		c.Cost, c.Priced = prices.Cost(c.Model, c.Usage)
+		return c
+	}
+	var call Call
+	if request != nil {
+		call = request()
+	}
+	var body []byte
+	if !resp.Body.IsZero() && blob != nil {
+		if raw, err := blob(resp.Body); err == nil {
+			body = DecodeBody(resp.Header, raw).Text
+			model, u := ReadUsage(call.Provider, call.Path, resp.Header, body)
 			c.Model = cmp.Or(c.Model, model)
 			if c.Usage == (tapefmt.Usage{}) {
 				c.Usage = u
 			}
 		}
 	}
-	if c.Model == "" && requestModel != nil {
-		c.Model = requestModel()
+	c.Model = cmp.Or(c.Model, call.Model)
+	if c.Usage == (tapefmt.Usage{}) && resp.Status/100 == 2 {
+		if u := estimateUsage(c.Model, call, body); u.Total() > 0 {
+			c.Usage, c.Estimated = u, true
+		}
 	}
 	c.Cost, c.Priced = prices.Cost(c.Model, c.Usage)
 	return c

@@ -15,7 +15,7 @@ func TestResponseUsageModel(t *testing.T) {
 		t.Error("read the body of a frame with usage and model")
 		return nil, nil
 	}
-	req := func() string { return "demo-small" }
+	req := func() Call { return Call{Model: "demo-small"} }
 	hash := tapefmt.Hash{1}
 	cases := []struct {
 		resp  tapefmt.LLMResponse

@@ -297,6 +297,11 @@ func ResponseText(body []byte) string {
 	if len(objs) == 0 {
 		return string(body)
 	}
+	return objectsText(objs)
+}
+
+// objectsText is ResponseText of a body's objects.
+func objectsText(objs [][]byte) string {
 	var a assembly
 	for _, obj := range objs {
 		var ev wireOutput

@@ -49,7 +49,12 @@ type wireEvent struct {
 // (Anthropic sends input at the start and output at the end) are merged by
 // taking the largest value of each.
 func ExtractUsage(body []byte) (model string, u tapefmt.Usage) {
-	for _, obj := range jsonObjects(body) {
+	return openAIUsage(jsonObjects(body))
+}
+
+// openAIUsage is ExtractUsage of a body's objects.
+func openAIUsage(objs [][]byte) (model string, u tapefmt.Usage) {
+	for _, obj := range objs {
 		var ev wireEvent
 		if json.Unmarshal(obj, &ev) != nil {
 			continue
@@ -77,12 +82,14 @@ func merge(u *tapefmt.Usage, w *wireUsage) {
 	u.CacheWrite = max(u.CacheWrite, w.CacheCreation)
 }
 
-// jsonObjects returns the JSON objects in a body: the body itself, or the
-// data of each server-sent event.
+// jsonObjects returns the JSON objects in a body: the body itself, each
+// object of a JSON array (Gemini's stream without alt=sse) or of
+// newline-delimited JSON (Ollama's and Cohere v1's streams), or the data
+// of each server-sent event.
 func jsonObjects(body []byte) [][]byte {
 	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) > 0 && trimmed[0] == '{' {
-		return [][]byte{trimmed}
+	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		return jsonValues(trimmed)
 	}
 	var out [][]byte
 	for _, line := range bytes.Split(body, []byte("\n")) {
@@ -96,6 +103,36 @@ func jsonObjects(body []byte) [][]byte {
 		}
 	}
 	return out
+}
+
+// jsonValues splits a body that starts with '{' or '[' into its objects:
+// one object, the objects of each array, or one per line; what does not
+// parse ends the list (a stream cut off mid-object keeps what came before).
+func jsonValues(body []byte) [][]byte {
+	if body[0] == '{' && json.Valid(body) {
+		return [][]byte{body}
+	}
+	var out [][]byte
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return out
+		}
+		if len(v) > 0 && v[0] == '[' {
+			var items []json.RawMessage
+			_ = json.Unmarshal(v, &items) // v is valid JSON: an array of values
+			for _, it := range items {
+				if len(it) > 0 && it[0] == '{' {
+					out = append(out, it)
+				}
+			}
+			continue
+		}
+		if len(v) > 0 && v[0] == '{' {
+			out = append(out, v)
+		}
+	}
 }
 
 // RequestInfo is what the recorder reads from a request body: the model

@@ -102,12 +102,23 @@ func Load(path string, replace bool) error {
 	return nil
 }
 
-// lookup returns the entry of model, else of the longest name in the table
-// of which model is a dated or tagged variant: the name, then "-" and a
-// digit, "@" or ":" (gpt-4o-2024-11-20 is gpt-4o, claude-sonnet-4-5-20250929
-// is claude-sonnet-4-5; o3-mini is not o3).
+// lookup returns the entry of model under the first of its names (names:
+// itself, without a provider prefix, as Bedrock names it) that the table
+// prices: the name itself, else the longest name in the table of which it
+// is a dated or tagged variant: the name, then "-" and a digit, "@" or ":"
+// (gpt-4o-2024-11-20 is gpt-4o, claude-sonnet-4-5-20250929 is
+// claude-sonnet-4-5; o3-mini is not o3).
 func lookup(model string) (Entry, bool) {
 	t := *table.Load()
+	for _, name := range names(model) {
+		if e, ok := lookupName(t, name); ok {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+func lookupName(t map[string]Entry, model string) (Entry, bool) {
 	if e, ok := t[model]; ok {
 		return e, true
 	}

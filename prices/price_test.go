@@ -52,7 +52,7 @@ func TestVariants(t *testing.T) {
 		"claude-sonnet-4-5-20250929": "claude-sonnet-4-5",
 		"claude-opus-4-1-20250805":   "claude-opus-4-1",
 		"gpt-5.5-2026-04-23":         "gpt-5.5",
-		"o3-mini":                    "",
+		"o3-pro":                     "",
 		"gpt-4o-audio-preview":       "",
 	} {
 		got, known := RateOf(model)

@@ -20,12 +20,13 @@ const (
 // BillRow is one line of a run's bill: the calls of one model, agent or
 // step, what they used and cost.
 type BillRow struct {
-	Key      string        `json:"key"`
-	Calls    int           `json:"calls"`
-	Usage    tapefmt.Usage `json:"tokens"`
-	Cost     float64       `json:"cost_usd"`                 // of the priced calls
-	Unpriced int           `json:"unpriced_calls,omitempty"` // calls that used tokens at no known price
-	Rate     *prices.Rate  `json:"rate,omitempty"`           // by model: the rate used, per million tokens
+	Key       string        `json:"key"`
+	Calls     int           `json:"calls"`
+	Usage     tapefmt.Usage `json:"tokens"`
+	Cost      float64       `json:"cost_usd"`                  // of the priced calls
+	Unpriced  int           `json:"unpriced_calls,omitempty"`  // calls that used tokens at no known price
+	Estimated int           `json:"estimated_calls,omitempty"` // calls whose usage was counted, not reported (shown with "~")
+	Rate      *prices.Rate  `json:"rate,omitempty"`            // by model: the rate used, per million tokens
 	// Reported is the part of Cost the agent reported itself (agent.turn
 	// cost_usd: spending jukebox did not see).
 	Reported float64 `json:"reported_usd,omitempty"`
@@ -47,8 +48,9 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 	b := Bill{By: by, Total: BillRow{Key: "total"}}
 	rows := map[string]*BillRow{}
 	type req struct {
-		model, agent string
-		step         int
+		frame *tapefmt.LLMRequest
+		agent string
+		step  int
 	}
 	reqs := map[uint64]req{}
 	step, lastTurn := 0, ""
@@ -73,10 +75,10 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 				b.Total.Reported += p.CostUSD
 			}
 		case *tapefmt.LLMRequest:
-			reqs[p.Call] = req{model: p.Model, agent: llmwire.AgentOf(p.Header, lastTurn), step: step}
+			reqs[p.Call] = req{frame: p, agent: llmwire.AgentOf(p.Header, lastTurn), step: step}
 		case *tapefmt.LLMResponse:
 			r := reqs[p.Call]
-			c := llmwire.ResponseUsage(p, t.Blob, func() string { return r.model })
+			c := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(r.frame, t.Blob) })
 			rowOf(by, rows, c.Model, r.agent, r.step).add(c)
 			b.Total.add(c)
 		}
@@ -125,5 +127,8 @@ func (r *BillRow) add(c llmwire.CallUsage) {
 	r.Cost += c.Cost
 	if c.Unpriced() {
 		r.Unpriced++
+	}
+	if c.Estimated {
+		r.Estimated++
 	}
 }

@@ -51,6 +51,7 @@ type CallDetail struct {
 	Usage             tapefmt.Usage
 	Cost              float64
 	Priced            bool // the model has a rate: Cost is known
+	Estimated         bool // the answer reported no usage: Usage was counted from the text
 	Latency, Elapsed  time.Duration
 	Chunks            tapefmt.Chunks
 	RequestErr        error // the request body does not read (a *FrameError): the context is unknown, not empty
@@ -177,12 +178,12 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 		if d.Encoding != "" {
 			c.stored, c.header = shown(stored), resp.Header
 		}
-		c.Answer = llmwire.ResponseText(c.body)
+		c.Answer = llmwire.AnswerText(c.Provider, c.Path, c.body)
 		if resp.Status/100 != 2 {
 			c.Answer = string(c.body)
 		}
 		u := tl.usage(si, resp)
-		c.Usage, c.Cost, c.Priced = u.Usage, u.Cost, u.Priced
+		c.Usage, c.Cost, c.Priced, c.Estimated = u.Usage, u.Cost, u.Priced, u.Estimated
 		c.Model = cmp.Or(u.Model, c.Model)
 	}
 	c.fill()

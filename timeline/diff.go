@@ -181,27 +181,22 @@ func (b *timelineBuilder) text(h tapefmt.Hash, body []byte, render func([]byte) 
 }
 
 func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) error {
-	path, req := "?", b.calls[p.Call]
+	path, provider, req := "?", "", b.calls[p.Call]
 	if req != nil {
-		path = req.Path
+		path, provider = req.Path, req.Provider
 	}
 	body, err := b.body(p.Header, p.Body)
 	if err != nil {
 		return err
 	}
-	c := llmwire.ResponseUsage(p, b.t.Blob, func() string {
-		if req != nil {
-			return req.Model
-		}
-		return ""
-	})
+	c := llmwire.ResponseUsage(p, b.t.Blob, func() llmwire.Call { return llmwire.RequestCall(req, b.t.Blob) })
 	model, u := c.Model, c.Usage
 	fr.Signature = fr.Kind + " " + path
-	fr.Tokens, fr.Cost, fr.Unpriced = u.Total(), c.Cost, c.Unpriced()
+	fr.Tokens, fr.Cost, fr.Unpriced, fr.Estimated = u.Total(), c.Cost, c.Unpriced(), c.Estimated
 	fr.Latency = time.Duration(max(p.Elapsed, p.Latency))
 	fr.Title = fmt.Sprintf("%d %s", p.Status, model)
 	if u.Total() > 0 {
-		fr.Title += fmt.Sprintf(" · %d→%d tok", u.Input, u.Output)
+		fr.Title += fmt.Sprintf(" · %s%d→%s%d tok", c.Mark(), u.Input, c.Mark(), u.Output)
 	}
 	switch {
 	case p.Error != "":
@@ -209,7 +204,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 	case p.Status/100 != 2:
 		fr.Body = string(body)
 	default:
-		fr.Body = b.text(p.Body, body, llmwire.ResponseText)
+		fr.Body = b.text(p.Body, body, func(t []byte) string { return llmwire.AnswerText(provider, path, t) })
 	}
 	return nil
 }

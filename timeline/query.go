@@ -38,6 +38,18 @@ func (c *costIndex) calls(i int) int {
 // tokens at no known price: Totals leaves them out of the cost, and a view
 // shows the cost as a lower bound ("+?").
 func (tl *Timeline) Unpriced(i int) int {
+	return tl.countUpTo(i, func(c *costIndex) []int32 { return c.unpriced })
+}
+
+// Estimated returns how many LLM calls up to and including frame i had
+// their usage counted rather than reported (Row.Estimated): a view shows
+// Totals with a "~".
+func (tl *Timeline) Estimated(i int) int {
+	return tl.countUpTo(i, func(c *costIndex) []int32 { return c.estimated })
+}
+
+// countUpTo is a running count of the cost index at frame i.
+func (tl *Timeline) countUpTo(i int, of func(*costIndex) []int32) int {
 	tl.ensureCosts(i + 1)
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
@@ -46,7 +58,7 @@ func (tl *Timeline) Unpriced(i int) int {
 	if n == 0 {
 		return 0
 	}
-	return int(c.unpriced[n-1])
+	return int(of(c)[n-1])
 }
 
 // ensureCosts sums the llm.response frames before frame end.
@@ -66,16 +78,16 @@ func (tl *Timeline) ensureCosts(end int) {
 
 func (tl *Timeline) sumCosts(from, to int) {
 	type call struct {
-		i        int
-		tokens   int64
-		cost     float64
-		unpriced bool
+		i                   int
+		tokens              int64
+		cost                float64
+		unpriced, estimated bool
 	}
 	var found []call
 	for i := from; i < to; i++ {
 		if k, _ := tl.KindAt(i); k == tapefmt.KindLLMResponse {
 			r := tl.readRow(i) // not through the cache: a bulk pass must not evict the screen
-			found = append(found, call{i, r.Tokens, r.Cost, !r.Priced && r.Tokens > 0})
+			found = append(found, call{i, r.Tokens, r.Cost, !r.Priced && r.Tokens > 0, r.Estimated})
 		}
 	}
 	tl.mu.Lock()
@@ -87,15 +99,18 @@ func (tl *Timeline) sumCosts(from, to int) {
 	for _, f := range found {
 		var tok int64
 		var usd float64
-		var un int32
+		var un, est int32
 		if n := len(c.frames); n > 0 {
-			tok, usd, un = c.tokens[n-1], c.cost[n-1], c.unpriced[n-1]
+			tok, usd, un, est = c.tokens[n-1], c.cost[n-1], c.unpriced[n-1], c.estimated[n-1]
 		}
 		if f.unpriced {
 			un++
 		}
+		if f.estimated {
+			est++
+		}
 		c.frames, c.tokens, c.cost = append(c.frames, int32(f.i)), append(c.tokens, tok+f.tokens), append(c.cost, usd+f.cost)
-		c.unpriced = append(c.unpriced, un)
+		c.unpriced, c.estimated = append(c.unpriced, un), append(c.estimated, est)
 	}
 	c.upto = to
 }

@@ -12,18 +12,22 @@ import (
 
 // Summary is what `jukebox ls` and the turntable's header show of a run.
 type Summary struct {
-	Path      string             `json:"path"`
-	Name      string             `json:"name,omitempty"`
-	Argv      []string           `json:"argv,omitempty"`
-	Started   time.Time          `json:"started"`
-	Duration  time.Duration      `json:"duration_ns"`
-	Frames    int                `json:"frames"`
-	Steps     int                `json:"steps"`
-	Calls     int                `json:"llm_calls"`
-	Usage     tapefmt.Usage      `json:"tokens"`
-	Cost      float64            `json:"cost_usd"`                  // of the priced calls (llmwire.ResponseUsage) and the turns' reported costs
-	Unpriced  []string           `json:"unpriced_models,omitempty"` // models without a known rate; "?" for calls that name none
-	Exit      *tapefmt.RunEnd    `json:"exit,omitempty"`            // nil while a run has no end frame
+	Path     string        `json:"path"`
+	Name     string        `json:"name,omitempty"`
+	Argv     []string      `json:"argv,omitempty"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	Frames   int           `json:"frames"`
+	Steps    int           `json:"steps"`
+	Calls    int           `json:"llm_calls"`
+	Usage    tapefmt.Usage `json:"tokens"`
+	Cost     float64       `json:"cost_usd"`                  // of the priced calls (llmwire.ResponseUsage) and the turns' reported costs
+	Unpriced []string      `json:"unpriced_models,omitempty"` // models without a known rate; "?" for calls that name none
+	// Estimated counts the calls whose answer reported no usage: their
+	// tokens were counted from their text (llmwire.CallUsage.Estimated),
+	// and the run's tokens and cost are shown with a "~".
+	Estimated int                `json:"estimated_calls,omitempty"`
+	Exit      *tapefmt.RunEnd    `json:"exit,omitempty"` // nil while a run has no end frame
 	Parent    *tapefmt.ParentRef `json:"parent,omitempty"`
 	Recovered *tapefmt.Recovery  `json:"recovered,omitempty"`
 	Sealed    bool               `json:"sealed"`
@@ -37,7 +41,7 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: t.Steps(),
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
 	unpriced := map[string]bool{}
-	models := map[uint64]string{} // request model by call
+	reqs := map[uint64]*tapefmt.LLMRequest{} // by call
 	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindBreakerTrip, tapefmt.KindAgentTurn}
 	for f, err := range t.Frames(kinds...) {
 		if err != nil {
@@ -54,9 +58,9 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 		case *tapefmt.RunEnd:
 			s.Exit = p
 		case *tapefmt.LLMRequest:
-			models[p.Call] = p.Model
+			reqs[p.Call] = p
 		case *tapefmt.LLMResponse:
-			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() string { return models[p.Call] }), unpriced)
+			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) }), unpriced)
 		case *tapefmt.BreakerTrip:
 			s.Breaker = p
 		case *tapefmt.AgentTurn:
@@ -80,6 +84,9 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 func (s *Summary) addCall(c llmwire.CallUsage, unpriced map[string]bool) {
 	s.Calls++
 	s.Usage = s.Usage.Plus(c.Usage)
+	if c.Estimated {
+		s.Estimated++
+	}
 	if c.Unpriced() {
 		unpriced[cmp.Or(c.Model, "?")] = true
 	}

@@ -61,6 +61,16 @@ func Clock(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d.%03d", ms/60000, ms/1000%60, ms%1000)
 }
 
+// Approx is "~" when n calls (more than none) had their usage counted
+// rather than reported (llmwire.CallUsage.Estimated), else "": what a view
+// puts before the tokens and cost they add to.
+func Approx(n int) string {
+	if n > 0 {
+		return "~"
+	}
+	return ""
+}
+
 // USD formats a cost with the precision small costs need.
 func USD(c float64) string {
 	switch {

@@ -50,9 +50,12 @@ type Row struct {
 	Tokens  int64  // llm.response: input plus output tokens
 	Cost    float64
 	Priced  bool // Cost is known (the model has a rate)
-	Error   bool // a failed call, a tool error, a non-zero exit, a breaker trip
-	Fork    bool // run.start of a fork: it names a parent
-	Trip    bool // breaker.trip
+	// Estimated says the answer reported no usage: Tokens and Cost were
+	// counted from the text (llmwire.CallUsage.Estimated), shown with "~".
+	Estimated bool
+	Error     bool // a failed call, a tool error, a non-zero exit, a breaker trip
+	Fork      bool // run.start of a fork: it names a parent
+	Trip      bool // breaker.trip
 	// Evidence says a breaker.trip names this frame as its evidence (a
 	// repeated call, an answer said again, the call that would pass the
 	// cap).
@@ -72,7 +75,9 @@ type costIndex struct {
 	tokens   []int64
 	cost     []float64
 	unpriced []int32 // calls that used tokens at no known price
-	upto     int
+	// estimated counts the calls whose usage was counted, not reported.
+	estimated []int32
+	upto      int
 }
 
 // prefetchBlock is the unit, in frames, of a remote tape's rows fetched
@@ -297,7 +302,7 @@ func (tl *Timeline) readRow(i int) Row {
 	switch p := p.(type) {
 	case *tapefmt.LLMResponse:
 		c := tl.usage(i, p)
-		r.Tokens, r.Cost, r.Priced = c.Usage.Total(), c.Cost, c.Priced
+		r.Tokens, r.Cost, r.Priced, r.Estimated = c.Usage.Total(), c.Cost, c.Priced, c.Estimated
 		r.Error = p.Error != "" || p.Status >= 400
 	case *tapefmt.ToolResult:
 		r.Error = p.IsError
@@ -322,14 +327,12 @@ func shortPath(p string) string {
 }
 
 // usage is the usage, model and cost of the response at frame i, found by
-// llmwire.ResponseUsage; its request is looked for only when the model is
-// missing.
+// llmwire.ResponseUsage; its request is looked for only when the frame
+// lacks the model or usage.
 func (tl *Timeline) usage(i int, p *tapefmt.LLMResponse) llmwire.CallUsage {
-	return llmwire.ResponseUsage(p, tl.t.Blob, func() string {
-		if req, _ := tl.request(i, p.Call); req != nil {
-			return req.Model
-		}
-		return ""
+	return llmwire.ResponseUsage(p, tl.t.Blob, func() llmwire.Call {
+		req, _ := tl.request(i, p.Call)
+		return llmwire.RequestCall(req, tl.t.Blob)
 	})
 }
 

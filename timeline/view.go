@@ -167,6 +167,7 @@ type StepSummary struct {
 	Tokens        int64
 	Cost          float64
 	Unpriced      int // calls whose cost is not known
+	Estimated     int // calls whose usage was counted, not reported ("~")
 	Latency       time.Duration
 	Errors        bool
 	First, Frames int
@@ -194,11 +195,12 @@ func (tl *Timeline) SummarizeStep(e Entry) StepSummary {
 	tok1, cost1 := tl.Totals(e.Last)
 	var tok0 int64
 	var cost0 float64
-	unpriced0 := 0
+	unpriced0, estimated0 := 0, 0
 	if e.First > 0 {
 		tok0, cost0 = tl.Totals(e.First - 1)
-		unpriced0 = tl.Unpriced(e.First - 1)
+		unpriced0, estimated0 = tl.Unpriced(e.First-1), tl.Estimated(e.First-1)
 	}
 	s.Tokens, s.Cost, s.Unpriced = tok1-tok0, cost1-cost0, tl.Unpriced(e.Last)-unpriced0
+	s.Estimated = tl.Estimated(e.Last) - estimated0
 	return s
 }

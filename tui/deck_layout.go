@@ -259,12 +259,14 @@ func (d *Deck) totals(t *timelineView) (int64, float64, bool) {
 }
 
 // costText is the cost of the calls up to frame i, marked "+?" when some
-// of them have no known price, as `jukebox ls` marks it.
+// of them have no known price and "~" when some had their usage counted,
+// not reported, as `jukebox ls` marks it.
 func costText(tl *timeline.Timeline, i int, cost float64) string {
+	s := timeline.Approx(tl.Estimated(i)) + timeline.USD(cost)
 	if tl.Unpriced(i) > 0 {
-		return timeline.USD(cost) + "+?"
+		return s + "+?"
 	}
-	return timeline.USD(cost)
+	return s
 }
 
 // statusLine is the message line: a prompt, a warning, the last message

@@ -28,6 +28,7 @@ type forkRun struct {
 	tokens    int64
 	cost      float64
 	unpriced  bool // a call had no known price: cost is a lower bound
+	estimated bool // a call's usage was counted, not reported: "~"
 	last      string
 	finished  bool
 	res       *engine.Result
@@ -115,11 +116,15 @@ func (r *forkRun) update(msg tea.Msg) tea.Cmd {
 // View is the fork's progress for the status line.
 func (r *forkRun) View() string {
 	st := r.st
-	cost := timeline.USD(r.cost)
+	approx := ""
+	if r.estimated {
+		approx = "~"
+	}
+	cost := approx + timeline.USD(r.cost)
 	if r.unpriced {
 		cost += "+?"
 	}
-	info := fmt.Sprintf("fork at %d · %s · %s · %s ", r.at, counted(int64(r.calls), "call", "calls"), count(r.tokens)+" tok", cost)
+	info := fmt.Sprintf("fork at %d · %s · %s · %s ", r.at, counted(int64(r.calls), "call", "calls"), approx+count(r.tokens)+" tok", cost)
 	// Once the fork has ended, the status line says how; this side keeps
 	// its figures alone, so nothing is said twice on one line.
 	switch {
@@ -154,7 +159,8 @@ func (r *forkRun) event(ev engine.Event) {
 		r.tokens += ev.Usage.Total()
 		r.cost += ev.Cost
 		r.unpriced = r.unpriced || ev.Unpriced()
-		r.last = fmt.Sprintf("← %s tok", count(ev.Usage.Total()))
+		r.estimated = r.estimated || ev.Estimated
+		r.last = fmt.Sprintf("← %s%s tok", ev.Mark(), count(ev.Usage.Total()))
 	case engine.EventOutput:
 		r.last = "› " + timeline.OneLine(string(ev.Data), 0)
 	case engine.EventDiverged:

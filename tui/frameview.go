@@ -416,11 +416,15 @@ func (m *frameView) answer(b *lines, c *timeline.CallDetail) {
 	if m.stream != nil {
 		text, done = c.Streamed(*m.stream)
 	}
-	cost := timeline.USD(c.Cost)
+	approx := ""
+	if c.Estimated {
+		approx = "~"
+	}
+	cost := approx + timeline.USD(c.Cost)
 	if !c.Priced && c.Usage.Total() > 0 {
 		cost = "unpriced"
 	}
-	h := fmt.Sprintf("response · %d · %s→%s tok · %s · %s", c.Status, count(c.Usage.Input), count(c.Usage.Output),
+	h := fmt.Sprintf("response · %d · %s%s→%s%s tok · %s · %s", c.Status, approx, count(c.Usage.Input), approx, count(c.Usage.Output),
 		cost, c.Elapsed.Round(time.Millisecond))
 	if !done {
 		h = "response · streaming…"

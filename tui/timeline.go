@@ -510,12 +510,13 @@ func (m *timelineView) stepRow(e timeline.Entry, sel bool) string {
 	if s.Errors {
 		mark = p(m.st.Error, "!")
 	}
-	cost := timeline.USD(s.Cost)
+	approx := timeline.Approx(s.Estimated)
+	cost := approx + timeline.USD(s.Cost)
 	if s.Unpriced > 0 {
 		cost += "+?"
 	}
 	text := fmt.Sprintf("step %d · %s · %s · %s tok · %s · %s · %s", s.Step+1, counted(int64(s.Calls), "call", "calls"),
-		counted(int64(s.Tools), "tool call", "tool calls"), count(s.Tokens), cost, timeline.Clock(s.Latency),
+		counted(int64(s.Tools), "tool call", "tool calls"), approx+count(s.Tokens), cost, timeline.Clock(s.Latency),
 		counted(int64(s.Files), "file", "files"))
 	num := p(m.st.Muted, fmt.Sprintf("%*d", len(fmt.Sprint(max(m.tl.Len()-1, 0))), e.First))
 	line := fit(cur+mark+" "+num+" "+p(m.st.Rule, text), m.w)
@@ -617,11 +618,15 @@ func (m *timelineView) numbers(r timeline.Row) string {
 		return ""
 	}
 	tok, cost := "", ""
+	approx := ""
+	if r.Estimated {
+		approx = "~"
+	}
 	if r.Tokens > 0 {
-		tok = count(r.Tokens)
+		tok = approx + count(r.Tokens)
 	}
 	if r.Kind == tapefmt.KindLLMResponse {
-		cost = timeline.USD(r.Cost)
+		cost = approx + timeline.USD(r.Cost)
 		if !r.Priced && r.Tokens > 0 {
 			cost = "+?"
 		}

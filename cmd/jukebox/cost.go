@@ -30,7 +30,7 @@ func (c *CostCmd) Run(env *Env) error {
 	}
 	tw := table(env.Stdout)
 	fmt.Fprintf(tw, "%s\tCALLS\tINPUT\tCACHED\tOUTPUT\tRATE IN/CACHED/OUT PER MTOK\tCOST\n", map[string]string{"model": "MODEL", "agent": "AGENT", "step": "STEP"}[c.By])
-	unpriced := 0
+	unpriced, estimated := 0, 0
 	for _, r := range append(bill.Rows, bill.Total) {
 		rate := "-"
 		if r.Rate != nil {
@@ -38,16 +38,18 @@ func (c *CostCmd) Run(env *Env) error {
 		} else if c.By == "model" && r.Key != "total" {
 			rate = "no price"
 		}
-		cost := fmt.Sprintf("$%.4f", r.Cost)
+		a := timeline.Approx(r.Estimated)
+		cost := fmt.Sprintf("%s$%.4f", a, r.Cost)
 		if r.Unpriced > 0 {
 			cost += "+?"
 		}
 		if r.Reported > 0 {
 			cost += fmt.Sprintf(" ($%.4f reported)", r.Reported)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", timeline.OneLine(r.Key, 40), r.Calls, r.Usage.Input, r.Usage.Cached, r.Usage.Output, rate, cost)
+		fmt.Fprintf(tw, "%s\t%d\t%s%d\t%d\t%s%d\t%s\t%s\n", timeline.OneLine(r.Key, 40), r.Calls, a, r.Usage.Input, r.Usage.Cached, a, r.Usage.Output, rate, cost)
 		if r.Key != "total" {
 			unpriced += r.Unpriced
+			estimated += r.Estimated
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -55,6 +57,10 @@ func (c *CostCmd) Run(env *Env) error {
 	}
 	if unpriced > 0 {
 		fmt.Fprintf(env.Stdout, "%d calls used tokens at no known price (+?): the cost leaves them out\n", unpriced)
+	}
+	if estimated > 0 {
+		fmt.Fprintf(env.Stdout, "%d calls' answers reported no usage (~): their tokens were counted from the text, "+
+			"by the model's tokenizer for OpenAI's models, else at 4 bytes a token\n", estimated)
 	}
 	return nil
 }

@@ -154,7 +154,8 @@ func (r lsRow) line() string {
 	if r.Breaker != nil {
 		exit += " TRIPPED (" + r.Breaker.Rule + ")"
 	}
-	cost := fmt.Sprintf("$%.4f", r.Cost)
+	approx := timeline.Approx(r.Estimated)
+	cost := fmt.Sprintf("%s$%.4f", approx, r.Cost)
 	if len(r.Unpriced) > 0 {
 		cost += "+?"
 	}
@@ -162,6 +163,6 @@ func (r lsRow) line() string {
 	if r.Parent != nil {
 		parent = fmt.Sprintf("%s@%d", r.Parent.Tape[:min(12, len(r.Parent.Tape))], r.Parent.Frame)
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s", name, r.Started.Local().Format("2006-01-02 15:04:05"),
-		timeline.Clock(r.Duration), r.Frames, r.Steps, r.Usage.Total(), cost, exit, parent)
+	return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s%d\t%s\t%s\t%s", name, r.Started.Local().Format("2006-01-02 15:04:05"),
+		timeline.Clock(r.Duration), r.Frames, r.Steps, approx, r.Usage.Total(), cost, exit, parent)
 }

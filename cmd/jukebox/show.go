@@ -18,12 +18,13 @@ import (
 
 // ShowCmd prints the frames of a tape.
 type ShowCmd struct {
-	Tape  string   `arg:"" help:"Tape file (.jbx), or a tape in a store (s3://BUCKET/PREFIX/NAME.jbx)." type:"tape"`
-	Frame *int     `help:"Print only frame N, in full." placeholder:"N"`
-	Kind  []string `help:"Print only frames of these kinds (dotted names such as llm.request; repeat or comma-separate)." placeholder:"KIND"`
-	JSON  bool     `help:"Print one JSON object per frame and line: seq, kind, time (seconds), stream, offset, payload."`
-	Blobs bool     `help:"Also print the blobs each frame names (request and response bodies, file contents), the first MiB of each."`
-	Full  bool     `help:"With --blobs, print every blob whole, however large."`
+	Tape  string                         `arg:"" help:"Tape file (.jbx), or a tape in a store (s3://BUCKET/PREFIX/NAME.jbx)." type:"tape"`
+	Frame *int                           `help:"Print only frame N, in full." placeholder:"N"`
+	Kind  []string                       `help:"Print only frames of these kinds (dotted names such as llm.request; repeat or comma-separate)." placeholder:"KIND"`
+	JSON  bool                           `help:"Print one JSON object per frame and line: seq, kind, time (seconds), stream, offset, payload."`
+	Blobs bool                           `help:"Also print the blobs each frame names (request and response bodies, file contents), the first MiB of each."`
+	Full  bool                           `help:"With --blobs, print every blob whole, however large."`
+	reqs  map[uint64]*tapefmt.LLMRequest // the requests printed so far, by call
 }
 
 // frameJSON is the --json shape of one frame.
@@ -124,7 +125,7 @@ func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool
 			return err
 		}
 	} else {
-		c.printText(w, f, p, blobs, bad, full)
+		c.printText(w, f, p, blobs, bad, full, c.usage(t, p))
 	}
 	if bad != nil {
 		return withCode(ExitBadTape, &unreadableFrame{seq: f.Seq, err: bad})
@@ -134,10 +135,10 @@ func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool
 
 // printText is the terminal form of a frame. Text from a tape is sanitized
 // before it reaches a terminal; --json prints it escaped and whole.
-func (c *ShowCmd) printText(w io.Writer, f tapefmt.Frame, p tapefmt.Payload, blobs map[string]string, bad error, full bool) {
+func (c *ShowCmd) printText(w io.Writer, f tapefmt.Frame, p tapefmt.Payload, blobs map[string]string, bad error, full bool, usage string) {
 	line := "UNREADABLE"
 	if p != nil {
-		line = timeline.OneLine(timeline.Describe(p), 0)
+		line = timeline.OneLine(timeline.Describe(p), 0) + usage
 	}
 	fmt.Fprintf(w, "%6d  %s  s%-2d %-13s %s\n", f.Seq, timeline.Clock(f.Time), f.Stream, f.Kind, line)
 	if full {
@@ -154,6 +155,40 @@ func (c *ShowCmd) printText(w io.Writer, f tapefmt.Frame, p tapefmt.Payload, blo
 	if bad != nil {
 		fmt.Fprintf(w, "  ERROR at frame %d (offset %d): %s\n", f.Seq, f.Offset, timeline.OneLine(bad.Error(), 0))
 	}
+}
+
+// usage is what a response frame that holds no usage used, as every view
+// finds it (llmwire.ResponseUsage, from its body or, when the answer
+// reported none, counted and marked "~"), for its line; "" for other
+// frames. It keeps the requests it passes, which the counting reads.
+func (c *ShowCmd) usage(t *tapefmt.Tape, p tapefmt.Payload) string {
+	switch p := p.(type) {
+	case *tapefmt.LLMRequest:
+		if c.reqs == nil {
+			c.reqs = map[uint64]*tapefmt.LLMRequest{}
+		}
+		c.reqs[p.Call] = p
+	case *tapefmt.LLMResponse:
+		if p.Usage.Total() > 0 || p.Error != "" {
+			return ""
+		}
+		u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(c.reqs[p.Call], t.Blob) })
+		if u.Usage.Total() == 0 {
+			return ""
+		}
+		if u.Estimated && c.reqs[p.Call] == nil { // its request was not printed (--kind, --frame): the input is not counted
+			return fmt.Sprintf(" ?→~%d tok (no usage reported: counted)", u.Usage.Output)
+		}
+		s := fmt.Sprintf(" %s%d→%s%d tok", u.Mark(), u.Usage.Input, u.Mark(), u.Usage.Output)
+		if u.Priced {
+			s += " " + u.Mark() + timeline.USD(u.Cost)
+		}
+		if u.Estimated {
+			s += " (no usage reported: counted)"
+		}
+		return s
+	}
+	return ""
 }
 
 // blobs returns the blobs a payload names, as text (or a note for binary).
