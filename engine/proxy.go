@@ -70,6 +70,7 @@ type answer struct {
 	// live says the request body went upstream, where the HTTP client may
 	// hold it past the answer: it is not recycled then.
 	live bool
+	ws   *wsRecord // a WebSocket session the answer opened (net.conn)
 }
 
 // backend answers calls: the live upstream when recording, the tape when
@@ -94,6 +95,13 @@ type proxy struct {
 
 	conns atomic.Uint64 // connections accepted
 
+	// fwd is the forward proxy's state: the run's CA and the server of
+	// the CONNECT tunnels (forward.go); httpIDs numbers http.request
+	// frames and netIDs net.conn frames.
+	fwd     *forwarder
+	httpIDs atomic.Uint64
+	netIDs  atomic.Uint64
+
 	// liveFailed counts live calls that never reached their upstream (a
 	// refused connection, an unknown host, a timeout); liveErr is the
 	// first one's error.
@@ -114,6 +122,10 @@ func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, err
 		return nil, fmt.Errorf("engine: proxy listen: %w", err)
 	}
 	p := &proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent}
+	if p.fwd, err = newForwarder(p); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	p.control = newControl(p)
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
@@ -136,6 +148,7 @@ func (p *proxy) baseURL(pr provider) string { return p.url() + pr.route() }
 func (p *proxy) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	p.fwd.close(ctx)
 	if err := p.srv.Shutdown(ctx); err != nil {
 		return p.srv.Close()
 	}
@@ -144,6 +157,9 @@ func (p *proxy) Close() error {
 
 // ServeHTTP routes a call to its provider, records it and lets the backend answer.
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.forward(w, r) {
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/_jukebox/") {
 		p.control.ServeHTTP(w, r)
 		return
@@ -153,6 +169,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, err.Error())
 		return
 	}
+	p.serveCall(w, r, x)
+}
+
+// serveCall records a model call and lets the backend answer it.
+func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	buf, err := readBody(w, r)
 	if err != nil {
 		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
@@ -283,7 +304,7 @@ func (p *proxy) recordRequest(x *exchange) (err error) {
 	}
 	seq, err := p.tape.Append(0, tapefmt.LLMRequest{Call: x.call, Provider: x.provider.Name, Method: x.req.Method,
 		Path: x.path, Query: x.query, Header: x.req.Header, Body: h, Size: int64(len(x.body)), Model: ri.Model, Stream: ri.Stream,
-		Conn: x.conn, ConnSeq: x.connSeq})
+		Conn: x.conn, ConnSeq: x.connSeq, Scheme: x.scheme, Host: x.host})
 	x.reqSeq = seq
 	p.emit(Event{Kind: EventRequest, Seq: seq, Call: x.call, CallUsage: llmwire.CallUsage{Model: ri.Model}})
 	return err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -24,13 +25,24 @@ var hopHeaders = map[string]bool{
 type live struct {
 	client    *http.Client
 	upstreams map[string]string // provider name to base URL
+	routes    map[string]string // --route: host to URL, for forwarded requests
 }
 
-func newLive(upstreams map[string]string) *live {
+// newLive makes the live backend of a run with options o: its routes,
+// the roots it verifies upstreams with, and the user's own proxy (in o's
+// environment, before jukebox points it at itself).
+func newLive(upstreams map[string]string, o RunOptions) *live {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DisableCompression = true // relay and record the upstream's bytes as they are
-	return &live{client: &http.Client{Transport: tr}, upstreams: upstreams}
+	tr.Proxy = userProxy(o.baseEnv())
+	if o.UpstreamRoots != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: o.UpstreamRoots}
+	}
+	return &live{client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, upstreams: upstreams, routes: o.Routes}
 }
+
+// noRedirects hands a redirect to the agent, whose client follows it (or not).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func (l *live) respond(w http.ResponseWriter, x *exchange) answer {
 	up, err := l.upstreamRequest(x)
@@ -51,20 +63,38 @@ func (l *live) respond(w http.ResponseWriter, x *exchange) answer {
 }
 
 func (l *live) upstreamRequest(x *exchange) (*http.Request, error) {
-	base, ok := l.upstreams[x.provider.Name]
-	if !ok {
-		return nil, fmt.Errorf("no upstream for %s", x.provider.Name)
+	base, err := l.base(x)
+	if err != nil {
+		return nil, err
 	}
 	up, err := http.NewRequestWithContext(x.req.Context(), x.req.Method, upstreamURL(base, x.rest, x.query), bytes.NewReader(x.body))
 	if err != nil {
 		return nil, err
 	}
 	for k, vs := range x.req.Header {
-		if !hopHeaders[k] && k != "Accept-Encoding" {
+		// A model call's answer is asked for uncompressed, as before; any
+		// other request goes as the agent sent it.
+		if !hopHeaders[k] && (x.plain || k != "Accept-Encoding") {
 			up.Header[k] = vs
 		}
 	}
 	return up, nil
+}
+
+// base is the upstream base URL of x: its route (--route), else the
+// origin the agent asked for, else its provider's upstream.
+func (l *live) base(x *exchange) (string, error) {
+	if x.host != "" {
+		if u, ok := lookupRoute(l.routes, x.host); ok {
+			return u, nil
+		}
+		return x.scheme + "://" + x.host, nil
+	}
+	base, ok := l.upstreams[x.provider.Name]
+	if !ok {
+		return "", fmt.Errorf("no upstream for %s", x.provider.Name)
+	}
+	return base, nil
 }
 
 // upstreamURL is the URL a request for path rest (with query) goes to at
@@ -95,7 +125,7 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
-	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || (x.plain && resp.ContentLength < 0)
 	rc := http.NewResponseController(w)
 	var body bytes.Buffer
 	buf := make([]byte, 32<<10)
@@ -123,6 +153,10 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	}
 	a.body = body.Bytes()
 	a.resp.Size, a.resp.Elapsed = int64(body.Len()), int64(time.Since(x.start))
+	if x.plain {
+		a.resp.Encoding = resp.Header.Get("Content-Encoding")
+		return a
+	}
 	// The body is kept compressed, as sent; model and usage are read from
 	// its decoded form.
 	d := llmwire.DecodeBody(resp.Header, a.body)

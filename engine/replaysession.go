@@ -85,7 +85,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	var ups map[string]string
 	if o.Live {
 		ups = resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
-		tb.fallback = newLive(ups)
+		tb.fallback = newLive(ups, s.o)
 	}
 	rs := s.runStart(ups)
 	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: uint64(t.Len()), Path: o.From}

@@ -40,6 +40,7 @@ type ForkCmd struct {
 	QuietSDKs        bool                `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment, as replay does; --no-quiet-sdks leaves the environment as it is."`
 	matchFlags
 	redactFlags
+	captureFlags
 	breakerFlags
 	otlpFlags
 	storeFlags
@@ -48,6 +49,9 @@ type ForkCmd struct {
 // Validate checks flags before anything starts.
 func (c *ForkCmd) Validate() error {
 	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.captureFlags.validate(); err != nil {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
@@ -144,6 +148,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 		return nil, err
 	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
+	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return nil, err
 	}

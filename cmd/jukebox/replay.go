@@ -22,6 +22,7 @@ type ReplayCmd struct {
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
 	matchFlags
 	redactFlags
+	captureFlags
 	boothFlags
 	storeFlags
 	JSON bool `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
@@ -36,6 +37,9 @@ func (c *ReplayCmd) Validate() error {
 		return fmt.Errorf("--upstream only matters with --on-divergence live: replay never opens a network connection")
 	}
 	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.captureFlags.validate(); err != nil {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
@@ -73,6 +77,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
+	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return err
 	}

@@ -1,0 +1,214 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jukebox-os/jukebox/internal/runca"
+	"github.com/jukebox-os/jukebox/llmwire"
+)
+
+// PathFormPrefix starts the path form of a forwarded request: a client
+// that cannot be given a proxy (Node's fetch, through the preload) sends
+// METHOD /_jbx/{scheme}/{host}/{path...}?{query} to the proxy itself.
+const PathFormPrefix = "/_jbx/"
+
+// handshakeTimeout bounds a tunnel's TLS handshake.
+const handshakeTimeout = 10 * time.Second
+
+// forwarder is the forward proxy half of the proxy: the run's CA and the
+// server that reads the requests inside CONNECT tunnels.
+type forwarder struct {
+	p       *proxy
+	ca      *runca.CA
+	ln      *connListener
+	srv     *http.Server
+	tunnels sync.Map // net.Conn handed to srv -> *tunnel
+}
+
+// tunnel is where the requests on one CONNECT tunnel go.
+type tunnel struct{ scheme, host string }
+
+type tunnelKey struct{}
+
+func newForwarder(p *proxy) (*forwarder, error) {
+	ca, err := runca.New()
+	if err != nil {
+		return nil, err
+	}
+	f := &forwarder{p: p, ca: ca, ln: newConnListener(p.ln.Addr())}
+	f.srv = &http.Server{ReadHeaderTimeout: 30 * time.Second,
+		TLSConfig: &tls.Config{NextProtos: []string{"h2", "http/1.1"}}, // serve h2 on the tunnels that chose it
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t, ok := r.Context().Value(tunnelKey{}).(*tunnel)
+			if !ok {
+				apiError(w, http.StatusInternalServerError, "jukebox: a tunnel lost its host")
+				return
+			}
+			p.serveForward(w, r, t.scheme, t.host, r.URL.Path, r.URL.EscapedPath())
+		}),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			t, _ := f.tunnels.LoadAndDelete(c)
+			ctx = context.WithValue(ctx, tunnelKey{}, t)
+			return context.WithValue(ctx, connKey{}, &connPlace{id: p.conns.Add(1)})
+		}}
+	go f.srv.Serve(f.ln)
+	return f, nil
+}
+
+// close stops the tunnels' server.
+func (f *forwarder) close(ctx context.Context) {
+	if f.srv.Shutdown(ctx) != nil {
+		f.srv.Close()
+	}
+}
+
+// forward serves r when it is a forward proxy request: CONNECT, an
+// absolute-form request, or the path form. It says whether it did.
+func (p *proxy) forward(w http.ResponseWriter, r *http.Request) bool {
+	switch {
+	case r.Method == http.MethodConnect:
+		p.fwd.connect(w, r)
+	case r.URL.IsAbs() && r.URL.Host != p.addr():
+		p.serveForward(w, r, r.URL.Scheme, r.URL.Host, r.URL.Path, r.URL.EscapedPath())
+	case strings.HasPrefix(r.URL.Path, PathFormPrefix):
+		scheme, rest, _ := strings.Cut(r.URL.Path[len(PathFormPrefix):], "/")
+		host, path, _ := strings.Cut(rest, "/")
+		escaped := strings.TrimPrefix(r.URL.EscapedPath(), PathFormPrefix+scheme+"/"+host)
+		if (scheme != "http" && scheme != "https") || host == "" {
+			apiError(w, http.StatusBadRequest, "jukebox: want "+PathFormPrefix+"{http|https}/{host}/{path}, got "+r.URL.Path)
+			return true
+		}
+		p.serveForward(w, r, scheme, host, "/"+path, escaped)
+	default:
+		return false
+	}
+	return true
+}
+
+// serveForward serves a request for scheme://host: a model call when
+// llmwire recognises it, else plain HTTP.
+func (p *proxy) serveForward(w http.ResponseWriter, r *http.Request, scheme, host, path, escaped string) {
+	host = trimDefaultPort(scheme, strings.ToLower(host))
+	if escaped == "" || escaped[0] != '/' {
+		escaped = path
+	}
+	x := &exchange{scheme: scheme, host: host, path: path, rest: escaped, query: r.URL.RawQuery, req: r}
+	if rec, ok := llmwire.Recognize(host, path); ok {
+		if x.provider, ok = providerByName(rec.Provider); !ok {
+			x.provider = provider{Name: rec.Provider}
+		}
+		p.serveCall(w, r, x)
+		return
+	}
+	x.plain = true
+	p.servePlain(w, r, x)
+}
+
+// trimDefaultPort drops :443 from an https host and :80 from an http one,
+// so that a host is recorded one way however the agent reached it.
+func trimDefaultPort(scheme, host string) string {
+	switch {
+	case scheme == "https":
+		return strings.TrimSuffix(host, ":443")
+	case scheme == "http":
+		return strings.TrimSuffix(host, ":80")
+	}
+	return host
+}
+
+// connect opens a CONNECT tunnel: the agent's TLS is ended here with a
+// certificate the run's CA minted for the host, and the requests inside
+// (HTTP/1.1 or HTTP/2) are served by the tunnels' server. A tunnel whose
+// first byte is not a TLS handshake carries plain HTTP.
+func (f *forwarder) connect(w http.ResponseWriter, r *http.Request) {
+	host := r.Host
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		apiError(w, http.StatusMethodNotAllowed, "jukebox: CONNECT needs HTTP/1.1")
+		return
+	}
+	if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		conn.Close()
+		return
+	}
+	bc := &bufConn{Conn: conn, r: rw.Reader}
+	conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	first, err := bc.r.Peek(1)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	var c net.Conn = bc
+	scheme := "http"
+	if first[0] == 0x16 { // a TLS handshake record
+		scheme = "https"
+		tc := tls.Server(bc, f.ca.ServerConfig(host))
+		if err := tc.HandshakeContext(r.Context()); err != nil {
+			conn.Close() // a client that does not trust the run's CA (a pinned certificate) ends here
+			return
+		}
+		c = tc
+	}
+	conn.SetReadDeadline(time.Time{})
+	f.tunnels.Store(c, &tunnel{scheme: scheme, host: host})
+	if !f.ln.put(c) {
+		f.tunnels.Delete(c)
+		c.Close()
+	}
+}
+
+// bufConn is a connection whose first bytes were read into r already.
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// connListener hands connections made elsewhere to an http.Server.
+type connListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newConnListener(addr net.Addr) *connListener {
+	return &connListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// put hands c to the server; false once the listener is closed.
+func (l *connListener) put(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+// Accept waits for the next connection handed over.
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops Accept.
+func (l *connListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr is the proxy's address.
+func (l *connListener) Addr() net.Addr { return l.addr }
