@@ -156,7 +156,7 @@ type session struct {
 	refused atomic.Int64
 	trip    atomic.Pointer[tapefmt.BreakerTrip] // the breaker's trip, once it tripped
 	mcp     []*mcpEndpoint                      // the HTTP MCP servers served for the run
-	files   *captureFiles // the CA bundle and Node preload written for the agent
+	files   *captureFiles                       // the CA bundle and Node preload written for the agent
 	// approved: a person answered yes to the booth's commit (--commit
 	// ask), which lets the outbox's calls that need approval run.
 	approved bool
