@@ -37,10 +37,16 @@ type tunnel struct{ scheme, host string }
 
 type tunnelKey struct{}
 
+// onRunCA, when set (by tests), is told of each run's CA.
+var onRunCA func(*runca.CA)
+
 func newForwarder(p *proxy) (*forwarder, error) {
 	ca, err := runca.New()
 	if err != nil {
 		return nil, err
+	}
+	if onRunCA != nil {
+		onRunCA(ca)
 	}
 	f := &forwarder{p: p, ca: ca, ln: newConnListener(p.ln.Addr())}
 	f.srv = &http.Server{ReadHeaderTimeout: 30 * time.Second,

@@ -1,0 +1,357 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// searchKey is the planted secret of the tool calls: in a query string,
+// an Authorization header and an api-key header. No tape may hold it.
+const searchKey = "srch-PLANTED-5f3a9c1e77"
+
+// startTool serves a search API (/api/search), a server-sent event
+// stream (/stream) and a WebSocket echo (/echo) on loopback. Nothing it
+// answers holds what it was sent, so a secret on a tape is jukebox's leak.
+func startTool(t *testing.T) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/search", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"results":["jukebox"],"q":%q}`, r.URL.Query().Get("q"))
+	})
+	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+		}
+	})
+	mux.HandleFunc("/echo", wsEcho)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// captureRecord records argv with the hosts of routes sent to loopback
+// servers, and checks its tape: whole, and free of the planted secrets
+// and of the run's CA key.
+func captureRecord(t *testing.T, argv []string, env []string, routes map[string]string) (*engine.Result, string, string) {
+	t.Helper()
+	tape := filepath.Join(t.TempDir(), "capture.jbx")
+	var stdout, stderr bytes.Buffer
+	res, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: argv, Dir: t.TempDir(), Env: append(cleanEnv(), env...), Stdout: &stdout, Stderr: &stderr, Routes: routes},
+		Tape:       tape})
+	if err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	if res.End.ExitCode != 0 {
+		t.Fatalf("the agent exited %d\nstdout: %s\nstderr: %s", res.End.ExitCode, stdout.String(), stderr.String())
+	}
+	tapetest.Verify(t, tape)
+	noCAKey(t, tape)
+	tapetest.NoSecrets(t, tape, searchKey, secretKey)
+	return res, tape, stdout.String()
+}
+
+// noCAKey fails if the tape holds any run CA's private key: as DER, as
+// PEM, or as the base64 of its first PEM line.
+func noCAKey(t *testing.T, tape string) {
+	t.Helper()
+	keys := engine.RunCAKeys()
+	if len(keys) == 0 {
+		t.Fatal("no run CA was made")
+	}
+	var secrets []string
+	for _, der := range keys {
+		p := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+		secrets = append(secrets, string(der), p, base64.StdEncoding.EncodeToString(der)[:60])
+	}
+	tapetest.NoSecrets(t, tape, secrets...)
+}
+
+// httpCall is one http.request on a tape with its answer.
+type httpCall struct {
+	req  *tapefmt.HTTPRequest
+	resp *tapefmt.HTTPResponse
+	body []byte // the response body
+}
+
+// httpCalls reads the http.* frames of a tape, and its net.conn frames.
+func httpCalls(t *testing.T, tape string) ([]httpCall, []*tapefmt.NetConn) {
+	t.Helper()
+	tp, err := tapefmt.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var calls []httpCall
+	var conns []*tapefmt.NetConn
+	byID := map[uint64]int{}
+	for f, err := range tp.Frames() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.Decode()
+		switch p := p.(type) {
+		case *tapefmt.HTTPRequest:
+			byID[p.ID] = len(calls)
+			calls = append(calls, httpCall{req: p})
+		case *tapefmt.HTTPResponse:
+			c := &calls[byID[p.ID]]
+			c.resp = p
+			if !p.Body.IsZero() {
+				if c.body, err = tp.Blob(p.Body); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case *tapefmt.NetConn:
+			conns = append(conns, p)
+		}
+	}
+	return calls, conns
+}
+
+// wantSearch checks that calls hold n answered searches of
+// scheme://search.example.
+func wantSearch(t *testing.T, calls []httpCall, scheme string, n int) {
+	t.Helper()
+	got := 0
+	for _, c := range calls {
+		if c.req.Host == "search.example" && c.req.Scheme == scheme && c.req.Path == "/api/search" && c.resp != nil &&
+			c.resp.Status == 200 && strings.Contains(string(c.body), `"results":["jukebox"]`) {
+			got++
+		}
+	}
+	if got != n {
+		t.Errorf("%d answered %s searches on the tape, want %d; calls:", got, scheme, n)
+		for _, c := range calls {
+			t.Logf("  %+v -> %+v", *c.req, c.resp)
+		}
+	}
+}
+
+// TestCaptureCurl: curl's HTTPS (a CONNECT tunnel, HTTP/2 inside) and
+// plain HTTP requests, to a host the agent names, are recorded as http
+// frames, and a server-sent event stream with its chunks' timing.
+func TestCaptureCurl(t *testing.T) {
+	t.Parallel()
+	tool := startTool(t)
+	script := `set -e
+curl -sSf "https://search.example/api/search?q=curl&key=$SEARCH_KEY" -H "Authorization: Bearer $SEARCH_KEY"
+curl -sSf "http://search.example/api/search?q=curl" -H "api-key: $SEARCH_KEY"
+curl -sSfN https://search.example/stream`
+	_, tape, out := captureRecord(t, []string{"sh", "-c", script}, []string{"SEARCH_KEY=" + searchKey},
+		map[string]string{"search.example": tool.URL})
+	if strings.Count(out, `"results":["jukebox"]`) != 2 || !strings.Contains(out, "data: 2") {
+		t.Fatalf("curl printed %q", out)
+	}
+	calls, _ := httpCalls(t, tape)
+	wantSearch(t, calls, "https", 1)
+	wantSearch(t, calls, "http", 1)
+	streamed := false
+	for _, c := range calls {
+		if c.req.Path == "/stream" && c.resp != nil && c.resp.Size > 0 && len(c.resp.Chunks) > 0 {
+			streamed = true
+		}
+	}
+	if !streamed {
+		t.Error("the event stream is not on the tape with its chunks")
+	}
+}
+
+// TestCapturePython: Python's urllib and httpx (the proxy variables and
+// SSL_CERT_FILE) are recorded.
+func TestCapturePython(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePythonModule(t, "httpx")
+	tool := startTool(t)
+	script := `import os, urllib.request, httpx
+k = os.environ["SEARCH_KEY"]
+r = urllib.request.urlopen(urllib.request.Request("https://search.example/api/search?q=urllib&key=" + k, headers={"Authorization": "Bearer " + k}))
+print("urllib", r.status, r.read().decode())
+with httpx.Client() as c:
+    r = c.get("https://search.example/api/search", params={"q": "httpx", "api_key": k}, headers={"api-key": k})
+    print("httpx", r.status_code, r.text)
+`
+	_, tape, out := captureRecord(t, []string{py, "-c", script}, []string{"SEARCH_KEY=" + searchKey},
+		map[string]string{"search.example": tool.URL})
+	if !strings.Contains(out, "urllib 200") || !strings.Contains(out, "httpx 200") {
+		t.Fatalf("the agent printed %q", out)
+	}
+	calls, _ := httpCalls(t, tape)
+	wantSearch(t, calls, "https", 2)
+}
+
+// TestCaptureNodeFetch: Node's built-in fetch, which ignores the proxy
+// variables, is recorded through the preload.
+func TestCaptureNodeFetch(t *testing.T) {
+	t.Parallel()
+	testenv.RequireNode(t)
+	tool := startTool(t)
+	script := `const k = process.env.SEARCH_KEY;
+const r = await fetch("https://search.example/api/search?q=fetch&key=" + k, { headers: { authorization: "Bearer " + k } });
+console.log("fetch", r.status, await r.text());`
+	_, tape, out := captureRecord(t, []string{"node", "--input-type=module", "-e", script}, []string{"SEARCH_KEY=" + searchKey},
+		map[string]string{"search.example": tool.URL})
+	if !strings.Contains(out, "fetch 200") {
+		t.Fatalf("the agent printed %q", out)
+	}
+	calls, _ := httpCalls(t, tape)
+	wantSearch(t, calls, "https", 1)
+}
+
+// wsClient opens a WebSocket to wss://ws.example/echo through Node's
+// https module (the preload sends it through jukebox), sends "one", then
+// "two" once "one" is echoed, and closes after "two".
+const wsClient = `const https = require('https'), crypto = require('crypto');
+const req = https.request({ host: 'ws.example', path: '/echo', headers: { Connection: 'Upgrade', Upgrade: 'websocket',
+  'Sec-WebSocket-Key': crypto.randomBytes(16).toString('base64'), 'Sec-WebSocket-Version': '13' } });
+req.on('response', (r) => { console.log('no upgrade: ' + r.statusCode); process.exit(1); });
+req.on('upgrade', (res, socket, head) => {
+  const send = (op, text) => {
+    const p = Buffer.from(text), mask = crypto.randomBytes(4);
+    socket.write(Buffer.concat([Buffer.from([0x80 | op, 0x80 | p.length]), mask, Buffer.from(p.map((b, i) => b ^ mask[i % 4]))]));
+  };
+  let buf = head;
+  socket.on('data', (d) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 2 && buf.length >= 2 + (buf[1] & 0x7f)) {
+      const op = buf[0] & 0xf, text = buf.subarray(2, 2 + (buf[1] & 0x7f)).toString();
+      buf = buf.subarray(2 + (buf[1] & 0x7f));
+      if (op === 8) { socket.end(); return; }
+      console.log('echo: ' + text);
+      if (text === 'one') send(1, 'two'); else send(8, '');
+    }
+  });
+  send(1, 'one');
+});
+req.end();`
+
+// TestCaptureWebSocket: a WebSocket session is tunnelled both ways and
+// recorded: the upgrade as http frames (status 101) and the session as a
+// net.conn frame holding both directions' bytes with their timing.
+func TestCaptureWebSocket(t *testing.T) {
+	t.Parallel()
+	testenv.RequireNode(t)
+	tool := startTool(t)
+	_, tape, out := captureRecord(t, []string{"node", "-e", wsClient}, nil, map[string]string{"ws.example": tool.URL})
+	if out != "echo: one\necho: two\n" {
+		t.Fatalf("the agent printed %q", out)
+	}
+	calls, conns := httpCalls(t, tape)
+	if len(calls) != 1 || calls[0].resp == nil || calls[0].resp.Status != http.StatusSwitchingProtocols || calls[0].req.Host != "ws.example" {
+		t.Fatalf("the upgrade is not on the tape: %+v", calls)
+	}
+	if len(conns) != 1 || conns[0].Proto != "websocket" || conns[0].Request != calls[0].req.ID || conns[0].Host != "ws.example" {
+		t.Fatalf("net.conn frames: %+v", conns)
+	}
+	c := conns[0]
+	if c.UpSize < 2*(6+3) || c.DownSize < 2*(2+3) || len(c.UpChunks) < 2 || len(c.DownChunks) < 2 {
+		t.Errorf("the session's bytes are not all on the tape: %+v", c)
+	}
+	tp, err := tapefmt.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	if down, err := tp.Blob(c.Down); err != nil || !bytes.Contains(down, []byte("one")) || !bytes.Contains(down, []byte("two")) {
+		t.Errorf("the server's frames are not in net.conn's down blob (%v): %q", err, down)
+	}
+}
+
+// wsEcho is a WebSocket echo server (RFC 6455) for frames of up to 125
+// bytes: text frames come back unmasked; a close is answered and ends it.
+func wsEcho(w http.ResponseWriter, r *http.Request) {
+	sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+		base64.StdEncoding.EncodeToString(sum[:]))
+	rw.Flush()
+	for {
+		var h [6]byte
+		if _, err := io.ReadFull(rw, h[:]); err != nil {
+			return
+		}
+		n := int(h[1] & 0x7f)
+		p := make([]byte, n)
+		if _, err := io.ReadFull(rw, p); err != nil {
+			return
+		}
+		for i := range p {
+			p[i] ^= h[2+i%4]
+		}
+		rw.Write(append([]byte{h[0], byte(n)}, p...))
+		rw.Flush()
+		if h[0]&0xf == 8 {
+			return
+		}
+	}
+}
+
+// TestCaptureNodeSDKs: the official openai and anthropic Node SDKs, given
+// their public base URLs explicitly (which no base URL variable
+// overrides), are recorded as model calls with their origin, and a plain
+// tool call between two model calls as http frames.
+func TestCaptureNodeSDKs(t *testing.T) {
+	t.Parallel()
+	agents := testenv.RequireNode(t)
+	model := startModel(t, nil)
+	tool := startTool(t)
+	_, tape, out := captureRecord(t, []string{"node", filepath.Join(agents, "forward_agent.mjs")},
+		[]string{"SEARCH_KEY=" + searchKey, "OPENAI_API_KEY=" + secretKey, "ANTHROPIC_API_KEY=" + secretKey},
+		map[string]string{"api.openai.com": model.URL(), "api.anthropic.com": model.URL(), "search.example": tool.URL})
+	for _, want := range []string{"openai: ", "search: 200", "anthropic: ", "stream: "} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the agent printed %q, without %q", out, want)
+		}
+	}
+	tp, err := tapefmt.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var seq []string
+	for f, err := range tp.Frames(tapefmt.KindLLMRequest, tapefmt.KindHTTPRequest) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.Decode()
+		switch p := p.(type) {
+		case *tapefmt.LLMRequest:
+			seq = append(seq, p.Provider+" "+p.Scheme+"://"+p.Host+p.Path)
+		case *tapefmt.HTTPRequest:
+			seq = append(seq, "http "+p.Scheme+"://"+p.Host+p.Path)
+		}
+	}
+	want := []string{"openai https://api.openai.com/v1/chat/completions", "http https://search.example/api/search",
+		"anthropic https://api.anthropic.com/v1/messages", "openai https://api.openai.com/v1/chat/completions"}
+	if got, _ := json.Marshal(seq); string(got) != mustJSON(want) {
+		t.Errorf("the tape's requests are\n%s\nwant\n%s", got, mustJSON(want))
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
