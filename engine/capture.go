@@ -78,3 +78,17 @@ func userProxy(env []string) func(*http.Request) (*url.URL, error) {
 	f := cfg.ProxyFunc()
 	return func(r *http.Request) (*url.URL, error) { return f(r.URL) }
 }
+
+// isLocalHost says whether host[:port] names this machine: localhost, a
+// loopback or unspecified address.
+func isLocalHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -43,6 +44,9 @@ func startTool(t *testing.T) *httptest.Server {
 		}
 	})
 	mux.HandleFunc("/echo", wsEcho)
+	mux.HandleFunc("/go", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://other.example/api/search?q=redirected", http.StatusFound)
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -142,7 +146,7 @@ func wantSearch(t *testing.T, calls []httpCall, scheme string, n int) {
 	if got != n {
 		t.Errorf("%d answered %s searches on the tape, want %d; calls:", got, scheme, n)
 		for _, c := range calls {
-			t.Logf("  %+v -> %+v", *c.req, c.resp)
+			t.Logf("  %+v -> %+v %q", *c.req, c.resp, c.body)
 		}
 	}
 }
@@ -354,4 +358,51 @@ func TestCaptureNodeSDKs(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestCaptureFetchRedirect: a redirect to another host, which fetch
+// follows itself, goes through jukebox too.
+func TestCaptureFetchRedirect(t *testing.T) {
+	t.Parallel()
+	testenv.RequireNode(t)
+	tool := startTool(t)
+	script := `const r = await fetch("https://search.example/go"); console.log("fetch", r.status, r.url.includes("/_jbx/https/other.example/"));`
+	_, tape, out := captureRecord(t, []string{"node", "--input-type=module", "-e", script}, nil,
+		map[string]string{"search.example": tool.URL, "other.example": tool.URL})
+	if out != "fetch 200 true\n" {
+		t.Fatalf("the agent printed %q", out)
+	}
+	calls, _ := httpCalls(t, tape)
+	if len(calls) != 2 || calls[0].resp.Status != http.StatusFound || calls[1].req.Host != "other.example" || calls[1].resp.Status != 200 {
+		t.Fatalf("calls on the tape: %+v", calls)
+	}
+}
+
+// TestCaptureUserProxy: the user's own HTTP_PROXY carries jukebox's
+// upstream requests, and the user's NO_PROXY entries are jukebox's alone:
+// the agent's NO_PROXY names only jukebox's endpoints.
+func TestCaptureUserProxy(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	user := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.String())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"results":["jukebox"],"q":"via user proxy"}`)
+	}))
+	t.Cleanup(user.Close)
+	env := []string{"HTTP_PROXY=" + user.URL, "NO_PROXY=internal.example", "no_proxy=internal.example"}
+	_, tape, out := captureRecord(t, []string{"sh", "-c", `curl -sSf http://search.example/api/search?q=x; echo; echo "no_proxy=$NO_PROXY"`}, env, nil)
+	if !strings.Contains(out, "via user proxy") || strings.Contains(out, "internal.example") || !strings.Contains(out, "no_proxy=127.0.0.1:") {
+		t.Fatalf("the agent printed %q", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != "GET http://search.example/api/search?q=x" {
+		t.Fatalf("the user's proxy saw %q", seen)
+	}
+	calls, _ := httpCalls(t, tape)
+	wantSearch(t, calls, "http", 1)
 }

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -91,7 +93,7 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request) bool {
 			apiError(w, http.StatusBadRequest, "jukebox: want "+PathFormPrefix+"{http|https}/{host}/{path}, got "+r.URL.Path)
 			return true
 		}
-		p.serveForward(w, r, scheme, host, "/"+path, escaped)
+		p.serveForward(&pathFormWriter{ResponseWriter: w, scheme: scheme, host: host}, r, scheme, host, "/"+path, escaped)
 	default:
 		return false
 	}
@@ -102,6 +104,10 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request) bool {
 // llmwire recognises it, else plain HTTP.
 func (p *proxy) serveForward(w http.ResponseWriter, r *http.Request, scheme, host, path, escaped string) {
 	host = trimDefaultPort(scheme, strings.ToLower(host))
+	if host == p.addr() {
+		apiError(w, http.StatusBadRequest, "jukebox: its own endpoints are reached directly, not through its proxy (NO_PROXY)")
+		return
+	}
 	if escaped == "" || escaped[0] != '/' {
 		escaped = path
 	}
@@ -115,6 +121,39 @@ func (p *proxy) serveForward(w http.ResponseWriter, r *http.Request, scheme, hos
 	}
 	x.plain = true
 	p.servePlain(w, r, x)
+}
+
+// pathFormWriter points a redirect's Location for a path-form client back
+// at the path form, which the client would otherwise follow past jukebox.
+type pathFormWriter struct {
+	http.ResponseWriter
+	scheme, host string
+}
+
+// WriteHeader rewrites Location, then writes the header.
+func (w *pathFormWriter) WriteHeader(code int) {
+	if loc := w.Header().Get("Location"); loc != "" {
+		w.Header().Set("Location", pathFormLocation(loc, w.scheme, w.host))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController flush and hijack.
+func (w *pathFormWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// pathFormLocation is loc, a redirect from scheme://host, as a path-form
+// URL on the proxy; a relative path is left as it is.
+func pathFormLocation(loc, scheme, host string) string {
+	u, err := url.Parse(loc)
+	switch {
+	case err != nil:
+		return loc
+	case u.Host != "" && (u.Scheme == "http" || u.Scheme == "https" || u.Scheme == ""):
+		return PathFormPrefix + cmp.Or(u.Scheme, scheme) + "/" + u.Host + u.RequestURI()
+	case u.Scheme == "" && strings.HasPrefix(u.Path, "/"):
+		return PathFormPrefix + scheme + "/" + host + u.RequestURI()
+	}
+	return loc
 }
 
 // trimDefaultPort drops :443 from an https host and :80 from an http one,

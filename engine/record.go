@@ -26,6 +26,10 @@ type live struct {
 	client    *http.Client
 	upstreams map[string]string // provider name to base URL
 	routes    map[string]string // --route: host to URL, for forwarded requests
+	// hostLocal refuses forwarded requests to this machine's own
+	// addresses (loopback, localhost), unless routed: a booth's agent must
+	// not reach the host's local services through the proxy.
+	hostLocal bool
 }
 
 // newLive makes the live backend of a run with options o: its routes,
@@ -38,7 +42,8 @@ func newLive(upstreams map[string]string, o RunOptions) *live {
 	if o.UpstreamRoots != nil {
 		tr.TLSClientConfig = &tls.Config{RootCAs: o.UpstreamRoots}
 	}
-	return &live{client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, upstreams: upstreams, routes: o.Routes}
+	return &live{client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, upstreams: upstreams, routes: o.Routes,
+		hostLocal: o.Booth != nil}
 }
 
 // noRedirects hands a redirect to the agent, whose client follows it (or not).
@@ -87,6 +92,9 @@ func (l *live) base(x *exchange) (string, error) {
 	if x.host != "" {
 		if u, ok := lookupRoute(l.routes, x.host); ok {
 			return u, nil
+		}
+		if l.hostLocal && isLocalHost(x.host) {
+			return "", fmt.Errorf("the booth's agent may not reach this machine's own address %s through jukebox", x.host)
 		}
 		return x.scheme + "://" + x.host, nil
 	}
