@@ -5,8 +5,10 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
@@ -32,6 +34,7 @@ type forwarder struct {
 	ln      *connListener
 	srv     *http.Server
 	tunnels sync.Map // net.Conn handed to srv -> *tunnel
+	own     sync.Map // host:port of jukebox's own endpoints (POST /v1/endpoint) -> true
 }
 
 // tunnel is where the requests on one CONNECT tunnel go.
@@ -110,6 +113,10 @@ func (p *proxy) serveForward(w http.ResponseWriter, r *http.Request, scheme, hos
 	}
 	if escaped == "" || escaped[0] != '/' {
 		escaped = path
+	}
+	if _, own := p.fwd.own.Load(host); own {
+		p.fwd.passThrough(w, r, host, escaped)
+		return
 	}
 	x := &exchange{scheme: scheme, host: host, path: path, rest: escaped, query: r.URL.RawQuery, req: r}
 	if rec, ok := llmwire.Recognize(host, path); ok {
@@ -257,3 +264,32 @@ func (l *connListener) Close() error {
 
 // Addr is the proxy's address.
 func (l *connListener) Addr() net.Addr { return l.addr }
+
+// endpoint registers a loopback address of jukebox's own (a jukebox mcp
+// --url listener): forwarded requests to it are relayed unrecorded.
+func (c *control) endpoint(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Addr string `json:"addr"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	host, _, err := net.SplitHostPort(req.Addr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		controlError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("jukebox: endpoint %q is not a loopback host:port", req.Addr))
+		return
+	}
+	c.p.fwd.own.Store(req.Addr, true)
+	writeControl(w, http.StatusOK, map[string]any{"addr": req.Addr})
+}
+
+// passThrough relays a forwarded request to one of jukebox's own
+// endpoints as it is, streaming its answer, recording nothing.
+func (f *forwarder) passThrough(w http.ResponseWriter, r *http.Request, addr, path string) {
+	rp := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.Out.URL = &url.URL{Scheme: "http", Host: addr, Path: pr.In.URL.Path, RawPath: path, RawQuery: pr.In.URL.RawQuery}
+		pr.Out.URL.Path, _ = url.PathUnescape(path)
+		pr.Out.Host = addr
+	}}
+	rp.ServeHTTP(w, r)
+}
