@@ -3,7 +3,6 @@ package engine
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -23,16 +22,9 @@ type plainDiverger interface {
 // servePlain records a request that is not a model call as http.request
 // and its answer as http.response (and, for a WebSocket, net.conn).
 func (p *proxy) servePlain(w http.ResponseWriter, r *http.Request, x *exchange) {
-	buf, err := readBody(w, r)
-	if err != nil {
-		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
+	if _, ok := readExchange(w, r, x); !ok {
 		return
 	}
-	x.body = *buf
-	if c, ok := r.Context().Value(connKey{}).(*connPlace); ok {
-		x.conn, x.connSeq = c.id, c.requests.Add(1)
-	}
-	x.start = time.Now()
 	id := p.httpIDs.Add(1) - 1
 	if err := p.recordHTTPRequest(x, id); err != nil {
 		apiError(w, http.StatusInternalServerError, "jukebox: "+err.Error())

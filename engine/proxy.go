@@ -174,17 +174,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveCall records a model call and lets the backend answer it.
 func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
-	buf, err := readBody(w, r)
-	if err != nil {
-		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
+	buf, ok := readExchange(w, r, x)
+	if !ok {
 		return
 	}
-	x.body = *buf
 	x.call = p.calls.Add(1) - 1
-	if c, ok := r.Context().Value(connKey{}).(*connPlace); ok {
-		x.conn, x.connSeq = c.id, c.requests.Add(1)
-	}
-	x.start = time.Now()
 	if pr, ok := p.backend.(preparer); ok {
 		pr.prepare(x)
 	}
@@ -219,6 +213,22 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if a.abort {
 		panic(http.ErrAbortHandler) // resets the child's connection
 	}
+}
+
+// readExchange reads r's body into x and places x on its connection,
+// answering 413 when the body is too large (false then).
+func readExchange(w http.ResponseWriter, r *http.Request, x *exchange) (*[]byte, bool) {
+	buf, err := readBody(w, r)
+	if err != nil {
+		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
+		return nil, false
+	}
+	x.body = *buf
+	if c, ok := r.Context().Value(connKey{}).(*connPlace); ok {
+		x.conn, x.connSeq = c.id, c.requests.Add(1)
+	}
+	x.start = time.Now()
+	return buf, true
 }
 
 // bodies recycles request body buffers: replay reads every request in full
