@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -312,4 +313,42 @@ func TestCaptureUserProxy(t *testing.T) {
 	}
 	calls, _ := httpCalls(t, tape)
 	wantSearch(t, calls, "http", 1)
+}
+
+// TestCaptureUpstreamCA: upstream TLS is verified, against the roots
+// given (--upstream-ca) when there are some: a server the roots do not
+// vouch for is never sent the request.
+func TestCaptureUpstreamCA(t *testing.T) {
+	t.Parallel()
+	tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"results":["jukebox"]}`)
+	}))
+	t.Cleanup(tls.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(tls.Certificate())
+	routes := map[string]string{"search.example": tls.URL}
+	for _, c := range []struct {
+		name  string
+		roots *x509.CertPool
+		want  int
+	}{{"given roots", roots, 200}, {"system roots", nil, 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			tape := filepath.Join(t.TempDir(), "ca.jbx")
+			var out bytes.Buffer
+			_, err := engine.Record(context.Background(), engine.RecordOptions{
+				RunOptions: engine.RunOptions{Argv: []string{"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "https://search.example/api/search"},
+					Env: cleanEnv(), Stdout: &out, Stderr: io.Discard, Routes: routes, UpstreamRoots: c.roots},
+				Tape: tape})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, _ := httpCalls(t, tape)
+			if len(calls) != 1 || calls[0].resp == nil {
+				t.Fatalf("calls: %+v", calls)
+			}
+			if r := calls[0].resp; r.Status != c.want || (c.want == 0 && !strings.Contains(r.Error, "certificate")) {
+				t.Errorf("status %d, error %q; want %d (curl printed %s)", r.Status, r.Error, c.want, out.String())
+			}
+		})
+	}
 }
