@@ -37,7 +37,13 @@ type captureFiles struct {
 // writeCaptureFiles writes the bundle and the preload for the agent.
 func (s *session) writeCaptureFiles() error {
 	dir, err := os.MkdirTemp("", "jukebox-run-")
+	if err == nil {
+		// Certificates and the proxy's address only, nothing secret: an
+		// agent the booth runs as another user reads them too.
+		err = os.Chmod(dir, 0o755)
+	}
 	if err != nil {
+		os.RemoveAll(dir)
 		return err
 	}
 	f := &captureFiles{dir: dir, bundle: filepath.Join(dir, "ca-bundle.pem"), preload: filepath.Join(dir, "node-preload.cjs")}
