@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBoothAgentKeptOffHostLocal: in the booth, a forwarded request to
@@ -39,5 +43,17 @@ func TestPathFormLocation(t *testing.T) {
 		if got := pathFormLocation(loc, "https", "a.example"); got != want {
 			t.Errorf("%s: got %s, want %s", loc, got, want)
 		}
+	}
+}
+
+// TestRelayTrailers: an answer's trailers (gRPC's status) reach the agent.
+func TestRelayTrailers(t *testing.T) {
+	resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("hi")),
+		Trailer: http.Header{"Grpc-Status": {"0"}}, ContentLength: -1}
+	w := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/x", nil)
+	relay(w, &exchange{plain: true, req: req, start: time.Now()}, resp)
+	if got := w.Result().Trailer.Get("Grpc-Status"); got != "0" || w.Body.String() != "hi" {
+		t.Errorf("trailer %q, body %q", got, w.Body.String())
 	}
 }

@@ -81,3 +81,5 @@ for (const mod of [http, https]) {
   mod.request = request;
   mod.get = function get(...args) { const req = request(...args); req.end(); return req; };
 }
+// ES modules that import { request } from 'node:http' see the new functions.
+require('module').syncBuiltinESMExports();

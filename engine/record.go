@@ -83,6 +83,9 @@ func (l *live) upstreamRequest(x *exchange) (*http.Request, error) {
 			up.Header[k] = vs
 		}
 	}
+	if strings.EqualFold(x.req.Header.Get("Te"), "trailers") {
+		up.Header.Set("Te", "trailers") // gRPC servers ask for it
+	}
 	return up, nil
 }
 
@@ -160,6 +163,9 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 		}
 	}
 	a.body = body.Bytes()
+	for k, vs := range resp.Trailer { // gRPC's status, a checksum
+		w.Header()[http.TrailerPrefix+k] = vs
+	}
 	a.resp.Size, a.resp.Elapsed = int64(body.Len()), int64(time.Since(x.start))
 	if x.plain {
 		a.resp.Encoding = resp.Header.Get("Content-Encoding")

@@ -11,9 +11,11 @@ import (
 // BundleEnv are the variables that name a file of trusted certificates
 // for the common runtimes and tools: OpenSSL (and so curl, Python's ssl,
 // Ruby), Python requests, curl, Node.js (added to its own roots), git,
-// the AWS SDKs and CLI, pip, httplib2, Deno.
+// the AWS SDKs and CLI, pip, httplib2, Deno, Cargo, gRPC's C core
+// (Python's and Node's grpc), Python's websocket-client.
 var BundleEnv = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-	"GIT_SSL_CAINFO", "AWS_CA_BUNDLE", "PIP_CERT", "HTTPLIB2_CA_CERTS", "DENO_CERT", "CARGO_HTTP_CAINFO"}
+	"GIT_SSL_CAINFO", "AWS_CA_BUNDLE", "PIP_CERT", "HTTPLIB2_CA_CERTS", "DENO_CERT", "CARGO_HTTP_CAINFO",
+	"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "WEBSOCKET_CLIENT_CA_BUNDLE"}
 
 // Bundle is the PEM bundle a run's agent trusts: the system's roots, the
 // certificates of every bundle the user's own variables (env, BundleEnv
