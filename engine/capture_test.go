@@ -161,8 +161,11 @@ func TestCaptureCurl(t *testing.T) {
 curl -sSf "https://search.example/api/search?q=curl&key=$SEARCH_KEY" -H "Authorization: Bearer $SEARCH_KEY"
 curl -sSf "http://search.example/api/search?q=curl" -H "api-key: $SEARCH_KEY"
 curl -sSfN https://search.example/stream`
-	_, tape, out := captureRecord(t, []string{"sh", "-c", script}, []string{"SEARCH_KEY=" + searchKey},
+	res, tape, out := captureRecord(t, []string{"sh", "-c", script}, []string{"SEARCH_KEY=" + searchKey},
 		map[string]string{"search.example": tool.URL})
+	if res.HTTPRequests != 3 || res.Calls != 0 {
+		t.Errorf("result: %d http requests, %d model calls; want 3 and 0", res.HTTPRequests, res.Calls)
+	}
 	if strings.Count(out, `"results":["jukebox"]`) != 2 || !strings.Contains(out, "data: 2") {
 		t.Fatalf("curl printed %q", out)
 	}

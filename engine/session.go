@@ -127,6 +127,9 @@ type Result struct {
 	// (refused, unknown host, timeout); LiveError is the first one's
 	// error. The agent saw each fail as it would have without jukebox.
 	LiveFailed int    `json:"live_failed,omitempty"`
+	// HTTPRequests counts the agent's requests that were not model calls
+	// (http.request frames), through the forward proxy.
+	HTTPRequests int `json:"http_requests,omitempty"`
 	LiveError  string `json:"live_error,omitempty"`
 	// ExportLost and ExportError are what the live OpenTelemetry export
 	// (RunOptions.Telemetry) lost and its first error, as run.end keeps them.
@@ -345,6 +348,7 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	s.removeCaptureFiles()
 	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
+	res.HTTPRequests = int(s.proxy.httpIDs.Load())
 	s.proxy.mu.Lock()
 	res.Unpriced = slices.Sorted(maps.Keys(s.proxy.unpriced))
 	s.proxy.mu.Unlock()
