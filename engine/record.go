@@ -167,16 +167,20 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 		w.Header()[http.TrailerPrefix+k] = vs
 	}
 	a.resp.Size, a.resp.Elapsed = int64(body.Len()), int64(time.Since(x.start))
+	readAnswer(&a, x, resp.Header)
+	return a
+}
+
+// readAnswer notes the encoding the body is kept with (compressed, as
+// sent) and, for a model call, the model and usage of its decoded form.
+func readAnswer(a *answer, x *exchange, h http.Header) {
 	if x.plain {
-		a.resp.Encoding = resp.Header.Get("Content-Encoding")
-		return a
+		a.resp.Encoding = h.Get("Content-Encoding")
+		return
 	}
-	// The body is kept compressed, as sent; model and usage are read from
-	// its decoded form.
-	d := llmwire.DecodeBody(resp.Header, a.body)
+	d := llmwire.DecodeBody(h, a.body)
 	a.resp.Encoding, a.resp.Undecodable = d.Encoding, d.Undecodable
 	a.resp.Model, a.resp.Usage = llmwire.ExtractUsage(d.Text)
-	return a
 }
 
 // errAgentClosed starts the error of a call the agent itself abandoned.

@@ -70,32 +70,39 @@ func httpsBench(calls, ttfc, hosts int) error {
 		h := fmt.Sprintf("h%d.example.com", i)
 		p.Hosts, routes[h] = append(p.Hosts, h), "https://"+p.Addr
 	}
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	s, err := httpsRecord(p, routes, roots, filepath.Join(dir, "run.jbx"))
+	if err != nil {
+		return err
+	}
+	httpsReport(p, s)
+	return nil
+}
+
+// httpsRecord runs the child under engine.Record, its hosts routed to the
+// server (verified with roots), and reads its samples.
+func httpsRecord(p httpsParams, routes map[string]string, roots *x509.CertPool, tape string) (*httpsSamples, error) {
 	pj, _ := json.Marshal(p)
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	roots := x509.NewCertPool()
-	roots.AddCert(srv.Certificate())
 	o := engine.RunOptions{Argv: []string{exe}, Env: append(os.Environ(), envHTTPS+"="+string(pj)), Stdout: os.Stdout, Stderr: os.Stderr,
 		Name: "bench-proxy-https", Routes: routes, UpstreamRoots: roots}
-	res, err := engine.Record(context.Background(), engine.RecordOptions{RunOptions: o, Tape: filepath.Join(dir, "run.jbx"), Sync: tapefmt.SyncStep})
+	res, err := engine.Record(context.Background(), engine.RecordOptions{RunOptions: o, Tape: tape, Sync: tapefmt.SyncStep})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if res.End.ExitCode != 0 {
-		return fmt.Errorf("child exited with %d", res.End.ExitCode)
+		return nil, fmt.Errorf("child exited with %d", res.End.ExitCode)
 	}
 	b, err := os.ReadFile(p.Out)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var s httpsSamples
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	httpsReport(p, &s)
-	return nil
+	return &s, json.Unmarshal(b, &s)
 }
 
 // httpsHandler answers /small with a short body and /stream with a
