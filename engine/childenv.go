@@ -3,6 +3,7 @@ package engine
 import (
 	_ "embed"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,9 +68,17 @@ func (s *session) removeCaptureFiles() {
 	}
 }
 
-// endpoints are jukebox's own addresses the agent reaches directly.
+// endpoints are jukebox's own addresses the agent reaches directly, by
+// address and as localhost.
 func (s *session) endpoints() []string {
-	return append([]string{s.proxy.addr()}, s.mcpAddrs()...)
+	var out []string
+	for _, a := range append([]string{s.proxy.addr()}, s.mcpAddrs()...) {
+		out = append(out, a)
+		if _, port, err := net.SplitHostPort(a); err == nil {
+			out = append(out, "localhost:"+port)
+		}
+	}
+	return out
 }
 
 // captureEnv adds to set the variables that send every HTTP(S) request

@@ -107,7 +107,7 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request) bool {
 // llmwire recognises it, else plain HTTP.
 func (p *proxy) serveForward(w http.ResponseWriter, r *http.Request, scheme, host, path, escaped string) {
 	host = trimDefaultPort(scheme, strings.ToLower(host))
-	if host == p.addr() {
+	if _, port, _ := net.SplitHostPort(p.addr()); host == p.addr() || host == "localhost:"+port {
 		apiError(w, http.StatusBadRequest, "jukebox: its own endpoints are reached directly, not through its proxy (NO_PROXY)")
 		return
 	}
