@@ -126,11 +126,11 @@ type Result struct {
 	// LiveFailed counts the live calls that never reached their upstream
 	// (refused, unknown host, timeout); LiveError is the first one's
 	// error. The agent saw each fail as it would have without jukebox.
-	LiveFailed int    `json:"live_failed,omitempty"`
+	LiveFailed int `json:"live_failed,omitempty"`
 	// HTTPRequests counts the agent's requests that were not model calls
 	// (http.request frames), through the forward proxy.
-	HTTPRequests int `json:"http_requests,omitempty"`
-	LiveError  string `json:"live_error,omitempty"`
+	HTTPRequests int    `json:"http_requests,omitempty"`
+	LiveError    string `json:"live_error,omitempty"`
 	// ExportLost and ExportError are what the live OpenTelemetry export
 	// (RunOptions.Telemetry) lost and its first error, as run.end keeps them.
 	ExportLost  int64  `json:"export_lost,omitempty"`
