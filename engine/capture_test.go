@@ -11,12 +11,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/runca"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -353,5 +355,35 @@ func TestCaptureUpstreamCA(t *testing.T) {
 				t.Errorf("status %d, error %q; want %d (curl printed %s)", r.Status, r.Error, c.want, out.String())
 			}
 		})
+	}
+}
+
+// TestCaptureTLSRefused: a client that does not trust the run's CA (as
+// one that pins certificates) fails visibly: no request is made, and the
+// result counts the connection and names its host.
+func TestCaptureTLSRefused(t *testing.T) {
+	t.Parallel()
+	tool := startTool(t)
+	other, err := runca.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := filepath.Join(t.TempDir(), "pinned.pem")
+	if err := os.WriteFile(pinned, other.CertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tape := filepath.Join(t.TempDir(), "pinned.jbx")
+	res, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: []string{"curl", "-sS", "--cacert", pinned, "https://search.example/api/search"},
+			Env: cleanEnv(), Stdout: io.Discard, Stderr: io.Discard, Routes: map[string]string{"search.example": tool.URL}},
+		Tape: tape})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.End.ExitCode == 0 || res.TLSFailed != 1 || !strings.HasPrefix(res.TLSError, "search.example:443: ") {
+		t.Errorf("exit %d, tls_failed %d, tls_error %q", res.End.ExitCode, res.TLSFailed, res.TLSError)
+	}
+	if calls, _ := httpCalls(t, tape); len(calls) != 0 {
+		t.Errorf("a request was made: %+v", calls)
 	}
 }

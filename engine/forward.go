@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jukebox-os/jukebox/internal/runca"
@@ -35,6 +36,52 @@ type forwarder struct {
 	srv     *http.Server
 	tunnels sync.Map // net.Conn handed to srv -> *tunnel
 	own     sync.Map // host:port of jukebox's own endpoints (POST /v1/endpoint) -> true
+	// tlsFailed counts the tunnels whose TLS handshake with the agent
+	// failed; tlsErr is the first one's host and error.
+	tlsFailed atomic.Uint64
+	tlsErr    atomic.Pointer[string]
+	// opening counts the tunnels being opened (their first byte read, the
+	// handshake done), which close waits for so that the result counts
+	// a failed handshake of an agent that exited at once.
+	opening inFlight
+}
+
+// inFlight counts work in progress that can be waited for to end; unlike
+// a sync.WaitGroup, new work may start while someone waits.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (c *inFlight) add() {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *inFlight) done() {
+	c.mu.Lock()
+	if c.n--; c.n == 0 {
+		close(c.idle)
+	}
+	c.mu.Unlock()
+}
+
+// wait returns once nothing is in flight, or when ctx is done.
+func (c *inFlight) wait(ctx context.Context) {
+	c.mu.Lock()
+	idle, n := c.idle, c.n
+	c.mu.Unlock()
+	if n > 0 {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // tunnel is where the requests on one CONNECT tunnel go.
@@ -73,8 +120,9 @@ func newForwarder(p *proxy) (*forwarder, error) {
 	return f, nil
 }
 
-// close stops the tunnels' server.
+// close waits for the tunnels being opened, then stops their server.
 func (f *forwarder) close(ctx context.Context) {
+	f.opening.wait(ctx)
 	if f.srv.Shutdown(ctx) != nil {
 		f.srv.Close()
 	}
@@ -190,6 +238,8 @@ func (f *forwarder) connect(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 		return
 	}
+	f.opening.add()
+	defer f.opening.done()
 	bc := &bufConn{Conn: conn, r: rw.Reader}
 	conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	first, err := bc.r.Peek(1)
@@ -204,6 +254,10 @@ func (f *forwarder) connect(w http.ResponseWriter, r *http.Request) {
 		tc := tls.Server(bc, f.ca.ServerConfig(host))
 		if err := tc.HandshakeContext(r.Context()); err != nil {
 			conn.Close() // a client that does not trust the run's CA (a pinned certificate) ends here
+			if f.tlsFailed.Add(1) == 1 {
+				e := host + ": " + err.Error()
+				f.tlsErr.Store(&e)
+			}
 			return
 		}
 		c = tc

@@ -129,8 +129,14 @@ type Result struct {
 	LiveFailed int `json:"live_failed,omitempty"`
 	// HTTPRequests counts the agent's requests that were not model calls
 	// (http.request frames), through the forward proxy.
-	HTTPRequests int    `json:"http_requests,omitempty"`
-	LiveError    string `json:"live_error,omitempty"`
+	HTTPRequests int `json:"http_requests,omitempty"`
+	// TLSFailed counts the agent's TLS connections through the proxy that
+	// did not accept the run's certificate (a client that pins
+	// certificates or keeps its own trust store); TLSError is the first
+	// one's host and error. Their requests were never made.
+	TLSFailed int    `json:"tls_failed,omitempty"`
+	TLSError  string `json:"tls_error,omitempty"`
+	LiveError string `json:"live_error,omitempty"`
 	// ExportLost and ExportError are what the live OpenTelemetry export
 	// (RunOptions.Telemetry) lost and its first error, as run.end keeps them.
 	ExportLost  int64  `json:"export_lost,omitempty"`
@@ -349,6 +355,9 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
 	res.HTTPRequests = int(s.proxy.httpIDs.Load())
+	if res.TLSFailed = int(s.proxy.fwd.tlsFailed.Load()); res.TLSFailed > 0 {
+		res.TLSError = *s.proxy.fwd.tlsErr.Load()
+	}
 	s.proxy.mu.Lock()
 	res.Unpriced = slices.Sorted(maps.Keys(s.proxy.unpriced))
 	s.proxy.mu.Unlock()

@@ -26,6 +26,11 @@ func networkNotes(w io.Writer, res *engine.Result) {
 			"ignores both the base URL variables (OPENAI_BASE_URL / ANTHROPIC_BASE_URL) and the proxy variables "+
 			"(HTTPS_PROXY): those calls are not on the tape and would not replay offline; `--booth --net none` refuses and lists them.")
 	}
+	if res.TLSFailed > 0 {
+		fmt.Fprintf(w, "jukebox: note: %d TLS connections of the agent refused the run's certificate, the first: %s. "+
+			"A client that pins certificates or keeps its own trust store (a JVM) cannot go through jukebox; "+
+			"its requests were not made (README: Everything the agent sends).\n", res.TLSFailed, res.TLSError)
+	}
 	if len(res.Unpriced) > 0 {
 		fmt.Fprintf(w, "jukebox: note: no price for %s: those calls' cost is unknown (+? in ls and cost); "+
 			"give prices with --prices FILE (LiteLLM's format)\n", strings.Join(res.Unpriced, ", "))
