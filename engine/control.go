@@ -61,6 +61,7 @@ func newControl(p *proxy) *control {
 	c.mux.HandleFunc("POST /_jukebox/v1/tx", c.begin)
 	c.mux.HandleFunc("POST /_jukebox/v1/tx/{id}/{op}", c.txOp)
 	c.mux.HandleFunc("POST /_jukebox/v1/end", c.end)
+	c.mux.HandleFunc("POST /_jukebox/v1/endpoint", c.endpoint)
 	c.mux.HandleFunc("POST /_jukebox/v1/mcp/start", c.mcpStart)
 	c.mux.HandleFunc("POST /_jukebox/v1/mcp/message", c.mcpMessage)
 	c.mux.HandleFunc("GET /_jukebox/v1/mcp/live", c.mcpLive)

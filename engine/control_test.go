@@ -22,7 +22,7 @@ func controlSession(t *testing.T, limits breaker.Limits, mode tapefmt.RunMode, b
 		t.Fatal(err)
 	}
 	var err error
-	if s.proxy, err = newProxy(newLive(nil), s.tape, s.emit); err != nil {
+	if s.proxy, err = newProxy(newLive(nil, RunOptions{}), s.tape, s.emit); err != nil {
 		t.Fatal(err)
 	}
 	s.proxy.guard = s.guard()

@@ -75,7 +75,7 @@ func replay(t *testing.T, run *agentRun, from string, env []string) (*engine.Res
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	res, err := engine.Replay(context.Background(), engine.ReplayOptions{
-		RunOptions: engine.RunOptions{Argv: run.argv, Dir: run.dir, Env: env, Stdout: &stdout, Stderr: &stderr},
+		RunOptions: engine.RunOptions{Argv: run.argv, Dir: run.dir, Env: env, Stdout: &stdout, Stderr: &stderr, QuietSDKs: true},
 		From:       from,
 	})
 	if err != nil {

@@ -107,7 +107,7 @@ func requestsBefore(reqs []uint64, frame uint64) int {
 
 func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *Matcher, at uint64) (*Result, error) {
 	ups := resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
-	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: t}, at: at, over: o.Overrides, live: hostLive{newLive(ups)}}
+	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: t}, at: at, over: o.Overrides, live: newLive(ups, s.o)}
 	fb.world = &openWorld{hosts: o.LiveHosts, upstreams: ups, live: fb.live}
 	fb.forkCall, fb.tapeBackend.overrides = forkOf(t) // a fork of a fork replays its parent's fork too
 	fb.onDiv = func(d *Divergence) { s.diverged(d, false) }

@@ -71,6 +71,7 @@ type answer struct {
 	// live says the request body went upstream, where the HTTP client may
 	// hold it past the answer: it is not recycled then.
 	live bool
+	ws   *wsRecord // a WebSocket session the answer opened (net.conn)
 }
 
 // backend answers calls: the live upstream when recording, the tape when
@@ -94,6 +95,13 @@ type proxy struct {
 	agent atomic.Pointer[string]
 
 	conns atomic.Uint64 // connections accepted
+
+	// fwd is the forward proxy's state: the run's CA and the server of
+	// the CONNECT tunnels (forward.go); httpIDs numbers http.request
+	// frames and netIDs net.conn frames.
+	fwd     *forwarder
+	httpIDs atomic.Uint64
+	netIDs  atomic.Uint64
 
 	// liveFailed counts live calls that never reached their upstream (a
 	// refused connection, an unknown host, a timeout); liveErr is the
@@ -119,6 +127,10 @@ func newProxy(b backend, tape *tapefmt.Writer, onEvent func(Event)) (*proxy, err
 		return nil, fmt.Errorf("engine: proxy listen: %w", err)
 	}
 	p := &proxy{ln: ln, backend: b, tape: tape, onEvent: onEvent}
+	if p.fwd, err = newForwarder(p); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	p.control = newControl(p)
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
@@ -136,7 +148,12 @@ func (p *proxy) serve() {
 func (p *proxy) url() string { return "http://" + p.addr() }
 
 // addr is the proxy's 127.0.0.1:PORT.
-func (p *proxy) addr() string { return p.ln.Addr().String() }
+func (p *proxy) addr() string {
+	if p.ln == nil {
+		return "" // a handler of its own (NewReplayHandler)
+	}
+	return p.ln.Addr().String()
+}
 
 // baseURL is the base URL a provider's SDK should use.
 func (p *proxy) baseURL(pr provider) string { return p.url() + pr.route() }
@@ -146,6 +163,7 @@ func (p *proxy) Close() error {
 	p.serving.Do(func() { p.ln.Close() }) // never served: Shutdown does not know ln
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	p.fwd.close(ctx)
 	if err := p.srv.Shutdown(ctx); err != nil {
 		return p.srv.Close()
 	}
@@ -154,6 +172,9 @@ func (p *proxy) Close() error {
 
 // ServeHTTP routes a call to its provider, records it and lets the backend answer.
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.forward(w, r) {
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/_jukebox/") {
 		p.control.ServeHTTP(w, r)
 		return
@@ -163,17 +184,16 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, err.Error())
 		return
 	}
-	buf, err := readBody(w, r)
-	if err != nil {
-		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
+	p.serveCall(w, r, x)
+}
+
+// serveCall records a model call and lets the backend answer it.
+func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
+	buf, ok := readExchange(w, r, x)
+	if !ok {
 		return
 	}
-	x.body = *buf
 	x.call = p.calls.Add(1) - 1
-	if c, ok := r.Context().Value(connKey{}).(*connPlace); ok {
-		x.conn, x.connSeq = c.id, c.requests.Add(1)
-	}
-	x.start = time.Now()
 	if pr, ok := p.backend.(preparer); ok {
 		pr.prepare(x)
 	}
@@ -208,6 +228,22 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.abort {
 		panic(http.ErrAbortHandler) // resets the child's connection
 	}
+}
+
+// readExchange reads r's body into x and places x on its connection,
+// answering 413 when the body is too large (false then).
+func readExchange(w http.ResponseWriter, r *http.Request, x *exchange) (*[]byte, bool) {
+	buf, err := readBody(w, r)
+	if err != nil {
+		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
+		return nil, false
+	}
+	x.body = *buf
+	if c, ok := r.Context().Value(connKey{}).(*connPlace); ok {
+		x.conn, x.connSeq = c.id, c.requests.Add(1)
+	}
+	x.start = time.Now()
+	return buf, true
 }
 
 // bodies recycles request body buffers: replay reads every request in full
@@ -255,9 +291,6 @@ func readBody(w http.ResponseWriter, r *http.Request) (*[]byte, error) {
 }
 
 func (p *proxy) route(r *http.Request) (*exchange, error) {
-	if x, ok := forwarded(r); ok {
-		return x, nil
-	}
 	for _, pr := range providers {
 		if rest, ok := strings.CutPrefix(r.URL.Path, pr.route()); ok && (rest == "" || rest[0] == '/') {
 			return &exchange{provider: pr, path: pr.APIPrefix + rest, rest: rest, query: r.URL.RawQuery, req: r}, nil
@@ -296,7 +329,7 @@ func (p *proxy) recordRequest(x *exchange) (err error) {
 	}
 	seq, err := p.tape.Append(0, tapefmt.LLMRequest{Call: x.call, Provider: x.provider.Name, Method: x.req.Method,
 		Path: x.path, Query: x.query, Header: x.req.Header, Body: h, Size: int64(len(x.body)), Model: ri.Model, Stream: ri.Stream,
-		Conn: x.conn, ConnSeq: x.connSeq})
+		Conn: x.conn, ConnSeq: x.connSeq, Scheme: x.scheme, Host: x.host})
 	x.reqSeq = seq
 	p.emit(Event{Kind: EventRequest, Seq: seq, Call: x.call, CallUsage: llmwire.CallUsage{Model: ri.Model}})
 	return err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -24,15 +25,34 @@ var hopHeaders = map[string]bool{
 type live struct {
 	client    *http.Client
 	upstreams map[string]string // provider name to base URL
+	routes    map[string]string // --route: host to URL, for forwarded requests
+	// hostLocal refuses forwarded requests to this machine's own
+	// addresses (loopback, localhost), unless routed: a booth's agent must
+	// not reach the host's local services through the proxy.
+	hostLocal bool
 }
 
-func newLive(upstreams map[string]string) *live {
+// newLive makes the live backend of a run with options o: its routes,
+// the roots it verifies upstreams with, and the user's own proxy (in o's
+// environment, before jukebox points it at itself).
+func newLive(upstreams map[string]string, o RunOptions) *live {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DisableCompression = true // relay and record the upstream's bytes as they are
-	return &live{client: &http.Client{Transport: tr}, upstreams: upstreams}
+	tr.Proxy = userProxy(o.baseEnv())
+	if o.UpstreamRoots != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: o.UpstreamRoots}
+	}
+	return &live{client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, upstreams: upstreams, routes: o.Routes,
+		hostLocal: o.Booth != nil}
 }
 
+// noRedirects hands a redirect to the agent, whose client follows it (or not).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
 func (l *live) respond(w http.ResponseWriter, x *exchange) answer {
+	if x.plain && isUpgrade(x.req) {
+		return l.respondPlain(w, x) // a WebSocket to a replay's --live host, or after a fork's frame
+	}
 	up, err := l.upstreamRequest(x)
 	if err != nil {
 		apiError(w, http.StatusBadGateway, "jukebox: "+err.Error())
@@ -51,20 +71,44 @@ func (l *live) respond(w http.ResponseWriter, x *exchange) answer {
 }
 
 func (l *live) upstreamRequest(x *exchange) (*http.Request, error) {
-	base, ok := l.upstreams[x.provider.Name]
-	if !ok {
-		return nil, fmt.Errorf("no upstream for %s", x.provider.Name)
+	base, err := l.base(x)
+	if err != nil {
+		return nil, err
 	}
 	up, err := http.NewRequestWithContext(x.req.Context(), x.req.Method, upstreamURL(base, x.rest, x.query), bytes.NewReader(x.body))
 	if err != nil {
 		return nil, err
 	}
 	for k, vs := range x.req.Header {
-		if !hopHeaders[k] && k != "Accept-Encoding" {
+		// A model call's answer is asked for uncompressed, as before; any
+		// other request goes as the agent sent it.
+		if !hopHeaders[k] && (x.plain || k != "Accept-Encoding") {
 			up.Header[k] = vs
 		}
 	}
+	if strings.EqualFold(x.req.Header.Get("Te"), "trailers") {
+		up.Header.Set("Te", "trailers") // gRPC servers ask for it
+	}
 	return up, nil
+}
+
+// base is the upstream base URL of x: its route (--route), else the
+// origin the agent asked for, else its provider's upstream.
+func (l *live) base(x *exchange) (string, error) {
+	if x.host != "" {
+		if u, ok := lookupRoute(l.routes, x.host); ok {
+			return u, nil
+		}
+		if l.hostLocal && isLocalHost(x.host) {
+			return "", fmt.Errorf("the booth's agent may not reach this machine's own address %s through jukebox", x.host)
+		}
+		return x.scheme + "://" + x.host, nil
+	}
+	base, ok := l.upstreams[x.provider.Name]
+	if !ok {
+		return "", fmt.Errorf("no upstream for %s", x.provider.Name)
+	}
+	return base, nil
 }
 
 // upstreamURL is the URL a request for path rest (with query) goes to at
@@ -95,7 +139,7 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
-	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || (x.plain && resp.ContentLength < 0)
 	rc := http.NewResponseController(w)
 	var body bytes.Buffer
 	buf := make([]byte, 32<<10)
@@ -122,13 +166,24 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 		}
 	}
 	a.body = body.Bytes()
+	for k, vs := range resp.Trailer { // gRPC's status, a checksum
+		w.Header()[http.TrailerPrefix+k] = vs
+	}
 	a.resp.Size, a.resp.Elapsed = int64(body.Len()), int64(time.Since(x.start))
-	// The body is kept compressed, as sent; model and usage are read from
-	// its decoded form.
-	d := llmwire.DecodeBody(resp.Header, a.body)
-	a.resp.Encoding, a.resp.Undecodable = d.Encoding, d.Undecodable
-	a.resp.Model, a.resp.Usage = llmwire.ReadUsage(x.provider.Name, x.path, resp.Header, d.Text)
+	readAnswer(&a, x, resp.Header)
 	return a
+}
+
+// readAnswer notes the encoding the body is kept with (compressed, as
+// sent) and, for a model call, the model and usage of its decoded form.
+func readAnswer(a *answer, x *exchange, h http.Header) {
+	if x.plain {
+		a.resp.Encoding = h.Get("Content-Encoding")
+		return
+	}
+	d := llmwire.DecodeBody(h, a.body)
+	a.resp.Encoding, a.resp.Undecodable = d.Encoding, d.Undecodable
+	a.resp.Model, a.resp.Usage = llmwire.ReadUsage(x.provider.Name, x.path, h, d.Text)
 }
 
 // errAgentClosed starts the error of a call the agent itself abandoned.

@@ -89,7 +89,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	var ups map[string]string
 	if o.Live || len(o.LiveHosts) > 0 {
 		ups = resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
-		tb.world = &openWorld{hosts: o.LiveHosts, upstreams: ups, live: hostLive{newLive(ups)}}
+		tb.world = &openWorld{hosts: o.LiveHosts, upstreams: ups, live: newLive(ups, s.o)}
 	}
 	if o.Live {
 		tb.fallback = tb.world.live

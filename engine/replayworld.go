@@ -116,20 +116,6 @@ func answerLocally(w http.ResponseWriter) answer {
 		Header: http.Header{"Content-Type": {"application/json"}}}, body: body}
 }
 
-// hostLive sends an exchange live: to the origin the agent asked for when
-// it named one (the forward proxy), else to its provider's upstream.
-type hostLive struct{ *live }
-
-func (h hostLive) respond(w http.ResponseWriter, x *exchange) answer {
-	if x.host == "" {
-		return h.live.respond(w, x)
-	}
-	y := *x
-	y.rest = x.path
-	one := &live{client: h.client, upstreams: map[string]string{y.provider.Name: x.scheme + "://" + x.host}}
-	return one.respond(w, &y)
-}
-
 // openWorld is what a replay or a fork answers without the tape: SDK
 // telemetry locally, and requests to the hosts the user let through live.
 type openWorld struct {

@@ -69,7 +69,7 @@ func TestReplayClosedWorld(t *testing.T) {
 		var div *Divergence
 		tb := &tapeBackend{m: m, tape: tp, onDiv: func(d *Divergence) { div = d }, forkCall: -1}
 		r := httptest.NewRequest("GET", url, nil)
-		x, _ := forwarded(r)
+		x := absExchange(r)
 		w := httptest.NewRecorder()
 		a := tb.respond(w, x)
 		if w.Code != 400 || a.live || div == nil || !strings.Contains(div.Error(), "GET http://") ||
@@ -136,10 +136,10 @@ func TestForkIsClosedBeforeItsFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs, _ := requestFrames(tp)
-	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: tp, forkCall: -1, onDiv: func(*Divergence) {}}, at: reqs[0], live: hostLive{newLive(nil)}}
+	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: tp, forkCall: -1, onDiv: func(*Divergence) {}}, at: reqs[0], live: newLive(nil, RunOptions{})}
 	fb.world = &openWorld{live: fb.live}
 	ask := func(url string) (*exchange, *httptest.ResponseRecorder) {
-		x, _ := forwarded(httptest.NewRequest("GET", url, nil))
+		x := absExchange(httptest.NewRequest("GET", url, nil))
 		fb.prepare(x)
 		w := httptest.NewRecorder()
 		fb.respond(w, x)
@@ -170,10 +170,17 @@ func TestOnDivergenceLivePlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var div *Divergence
-	tb := &tapeBackend{m: m, tape: tp, forkCall: -1, onDiv: func(d *Divergence) { div = d }, fallback: hostLive{newLive(nil)}}
-	x, _ := forwarded(httptest.NewRequest("GET", up.URL+"/v1/search?q=new", nil))
+	tb := &tapeBackend{m: m, tape: tp, forkCall: -1, onDiv: func(d *Divergence) { div = d }, fallback: newLive(nil, RunOptions{})}
+	x := absExchange(httptest.NewRequest("GET", up.URL+"/v1/search?q=new", nil))
 	w := httptest.NewRecorder()
 	if a := tb.respond(w, x); !a.live || w.Body.String() != "live /v1/search?q=new" || hits.Load() != 1 || div == nil {
 		t.Fatalf("live %v, answer %q, hits %d, divergence %v", a.live, w.Body, hits.Load(), div)
 	}
+}
+
+// absExchange is a request to an absolute URL as the forward proxy
+// makes it: plain HTTP to the host the agent named.
+func absExchange(r *http.Request) *exchange {
+	return &exchange{path: r.URL.Path, rest: r.URL.Path, query: r.URL.RawQuery, scheme: r.URL.Scheme,
+		host: r.URL.Host, req: r, plain: true}
 }

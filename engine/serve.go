@@ -47,6 +47,10 @@ func Serve(ctx context.Context, o ServeOptions) (*Result, error) {
 	}
 	s.outs = &outputs{tape: s.tape, emit: s.emit}
 	s.serveControl()
+	if err := s.writeCaptureFiles(); err != nil {
+		s.abandon(err)
+		return nil, err
+	}
 	parent := ctx
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -81,6 +82,13 @@ type RunOptions struct {
 	// servers of MCP in the booth as jukebox mcp --policy does a stdio
 	// server's: run, held for the commit (the outbox) or refused.
 	MCPPolicy *mcp.Policy
+	// Routes send the requests the agent makes to a host elsewhere
+	// (--route HOST=URL, ParseRoutes): HOST or HOST:PORT to a base URL.
+	// They are recorded under the host the agent asked for.
+	Routes map[string]string
+	// UpstreamRoots, when set, are the roots upstream TLS is verified
+	// with instead of the system's (--upstream-ca, LoadUpstreamCA).
+	UpstreamRoots *x509.CertPool
 }
 
 // Telemetry is a live consumer of the tape a run writes.
@@ -123,8 +131,17 @@ type Result struct {
 	// LiveFailed counts the live calls that never reached their upstream
 	// (refused, unknown host, timeout); LiveError is the first one's
 	// error. The agent saw each fail as it would have without jukebox.
-	LiveFailed int    `json:"live_failed,omitempty"`
-	LiveError  string `json:"live_error,omitempty"`
+	LiveFailed int `json:"live_failed,omitempty"`
+	// HTTPRequests counts the agent's requests that were not model calls
+	// (http.request frames), through the forward proxy.
+	HTTPRequests int `json:"http_requests,omitempty"`
+	// TLSFailed counts the agent's TLS connections through the proxy that
+	// did not accept the run's certificate (a client that pins
+	// certificates or keeps its own trust store); TLSError is the first
+	// one's host and error. Their requests were never made.
+	TLSFailed int    `json:"tls_failed,omitempty"`
+	TLSError  string `json:"tls_error,omitempty"`
+	LiveError string `json:"live_error,omitempty"`
 	// ExportLost and ExportError are what the live OpenTelemetry export
 	// (RunOptions.Telemetry) lost and its first error, as run.end keeps them.
 	ExportLost  int64  `json:"export_lost,omitempty"`
@@ -153,6 +170,7 @@ type session struct {
 	refused atomic.Int64
 	trip    atomic.Pointer[tapefmt.BreakerTrip] // the breaker's trip, once it tripped
 	mcp     []*mcpEndpoint                      // the HTTP MCP servers served for the run
+	files   *captureFiles                       // the CA bundle and Node preload written for the agent
 	// approved: a person answered yes to the booth's commit (--commit
 	// ask), which lets the outbox's calls that need approval run.
 	approved bool
@@ -244,9 +262,13 @@ func (s *session) runStart(upstreams map[string]string) tapefmt.RunStart {
 		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams}
 }
 
-func (s *session) baseEnv() []string {
-	if s.o.Env != nil {
-		return s.o.Env
+func (s *session) baseEnv() []string { return s.o.baseEnv() }
+
+// baseEnv is the environment the agent starts from, before jukebox's
+// variables: Env, else jukebox's own.
+func (o RunOptions) baseEnv() []string {
+	if o.Env != nil {
+		return o.Env
 	}
 	return os.Environ()
 }
@@ -295,6 +317,7 @@ func (s *session) runEnv(placeholderKeys bool) map[string]string {
 	for _, e := range s.mcp {
 		set[MCPURLEnv(e.name)] = e.url
 	}
+	s.captureEnv(set, base)
 	return set
 }
 
@@ -303,6 +326,10 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 	s.outs = &outputs{tape: s.tape, emit: s.emit}
 	s.serveControl()
 	if err := s.startMCP(); err != nil {
+		s.abandon(err)
+		return nil, err
+	}
+	if err := s.writeCaptureFiles(); err != nil {
 		s.abandon(err)
 		return nil, err
 	}
@@ -329,8 +356,13 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, runErr error) (*Result, error) {
 	s.stopMCP()
 	s.proxy.Close()
+	s.removeCaptureFiles()
 	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
+	res.HTTPRequests = int(s.proxy.httpIDs.Load())
+	if res.TLSFailed = int(s.proxy.fwd.tlsFailed.Load()); res.TLSFailed > 0 {
+		res.TLSError = *s.proxy.fwd.tlsErr.Load()
+	}
 	s.proxy.mu.Lock()
 	res.Unpriced = slices.Sorted(maps.Keys(s.proxy.unpriced))
 	s.proxy.mu.Unlock()
@@ -394,6 +426,7 @@ func (s *session) abandon(cause error) {
 	if s.proxy != nil {
 		s.proxy.Close()
 	}
+	s.removeCaptureFiles()
 	if s.tape != nil {
 		end := tapefmt.RunEnd{ExitCode: -1, Error: cause.Error()}
 		if s.o.Telemetry != nil {
@@ -438,7 +471,7 @@ func recording(o RecordOptions) (*session, error) {
 		return nil, err
 	}
 	var err error
-	if s.proxy, err = newProxy(newLive(ups), s.tape, s.emit); err != nil {
+	if s.proxy, err = newProxy(newLive(ups, s.o), s.tape, s.emit); err != nil {
 		s.abandon(err)
 		return nil, err
 	}

@@ -85,6 +85,13 @@ type samples struct {
 }
 
 func main() {
+	if raw := os.Getenv(envHTTPS); raw != "" {
+		if err := httpsChild(raw); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/proxy https child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if out := os.Getenv(envOut); out != "" {
 		if err := child(out); err != nil {
 			fmt.Fprintln(os.Stderr, "bench/proxy child:", err)
@@ -101,7 +108,15 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the parent (proxy and upstream) to this file")
 	otlp := flag.String("otlp", "", "measure a live OpenTelemetry export's cost instead: 'jaeger' (start $JUKEBOX_JAEGER) or an OTLP/HTTP base URL")
 	rounds := flag.Int("rounds", 6, "with -otlp: recorded runs per side, interleaved")
+	https := flag.Int("https", 0, "measure HTTPS through the forward proxy instead: this many first requests to new hosts per side (-calls warm requests, -ttfc streams)")
 	flag.Parse()
+	if *https > 0 {
+		if err := httpsBench(p.Calls, p.TTFC, *https); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if min(p.Calls, p.TTFC, p.Chunks, p.Streams) < 1 {
 		fmt.Fprintln(os.Stderr, "bench/proxy: -calls, -ttfc, -chunks and -streams must be at least 1")
 		os.Exit(2)

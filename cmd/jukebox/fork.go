@@ -41,6 +41,7 @@ type ForkCmd struct {
 	matchFlags
 	liveFlags
 	redactFlags
+	captureFlags
 	breakerFlags
 	otlpFlags
 	storeFlags
@@ -52,6 +53,9 @@ func (c *ForkCmd) Validate() error {
 		return err
 	}
 	if _, err := c.liveHosts(); err != nil {
+		return err
+	}
+	if err := c.captureFlags.validate(); err != nil {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
@@ -148,6 +152,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 		return nil, err
 	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
+	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return nil, err
 	}

@@ -123,7 +123,7 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		default:
 			h = mcp.NewHTTPProxy(upstream, rec, o)
 		}
-		err := c.serveHTTP(ctx, env, h, upstream.Path)
+		err := c.serveHTTP(ctx, env, h, upstream.Path, ctl)
 		if finish != nil {
 			err = errors.Join(err, finish(0))
 		}
@@ -164,11 +164,15 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 // serveHTTP serves h on --listen and prints its URL (path as the
 // upstream's) on stdout until it is interrupted (SIGINT, SIGTERM) or ctx
 // is done. Its input is not watched: a background job's is /dev/null.
-func (c *McpRunCmd) serveHTTP(ctx context.Context, env *Env, h http.Handler, path string) error {
+func (c *McpRunCmd) serveHTTP(ctx context.Context, env *Env, h http.Handler, path string, ctl *controlClient) error {
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.Listen, err)
 	}
+	// The agent reaches this listener through the run's forward proxy;
+	// registered, it is relayed there unrecorded (it records itself). A
+	// recorder too old to know the call records it twice, no worse.
+	_ = ctl.post("endpoint", map[string]string{"addr": ln.Addr().String()}, nil)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	go srv.Serve(ln)
 	fmt.Fprintf(env.Stdout, "http://%s%s\n", ln.Addr(), path)

@@ -17,10 +17,19 @@ func networkNotes(w io.Writer, res *engine.Result) {
 	if res == nil {
 		return
 	}
-	if res.Calls == 0 {
+	switch {
+	case res.Calls == 0 && res.HTTPRequests > 0:
+		fmt.Fprintf(w, "jukebox: note: the agent made no model call jukebox recognises; its %d other HTTP requests are "+
+			"on the tape as http frames (`jukebox show --kind http.request`), a provider jukebox does not know among them if it called one.\n", res.HTTPRequests)
+	case res.Calls == 0:
 		fmt.Fprintln(w, "jukebox: note: the agent made no model call through jukebox. If it does call a model, its client "+
-			"ignores OPENAI_BASE_URL / ANTHROPIC_BASE_URL (a hard-coded base URL, or another provider): those calls "+
-			"are not on the tape and would not replay offline; `--booth --net none` refuses and lists them.")
+			"ignores both the base URL variables (OPENAI_BASE_URL / ANTHROPIC_BASE_URL) and the proxy variables "+
+			"(HTTPS_PROXY): those calls are not on the tape and would not replay offline; `--booth --net none` refuses and lists them.")
+	}
+	if res.TLSFailed > 0 {
+		fmt.Fprintf(w, "jukebox: note: %d TLS connections of the agent refused the run's certificate, the first: %s. "+
+			"A client that pins certificates or keeps its own trust store (a JVM) cannot go through jukebox; "+
+			"its requests were not made (README: Everything the agent sends).\n", res.TLSFailed, res.TLSError)
 	}
 	if len(res.Unpriced) > 0 {
 		fmt.Fprintf(w, "jukebox: note: no price for %s: those calls' cost is unknown (+? in ls and cost); "+

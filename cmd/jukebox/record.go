@@ -27,6 +27,7 @@ type RecordCmd struct {
 	MCPPolicy string    `name:"mcp-policy" type:"existingfile" placeholder:"FILE" env:"JUKEBOX_MCP_POLICY" help:"Booth policy for tools/call (JSON, see README, as jukebox mcp --policy): run now, hold in the booth's outbox until the commit, or refuse, by server and tool, for the --mcp-url servers; and the only one under which a call held in the booth runs on the host at the commit, for those and for the stdio servers the agent starts whose command it names."`
 	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
 	redactFlags
+	captureFlags
 	breakerFlags
 	otlpFlags
 	boothFlags
@@ -40,6 +41,9 @@ type RecordCmd struct {
 func (c *RecordCmd) Validate() error {
 	if len(commandArgs(c.Cmd)) == 0 {
 		return fmt.Errorf("no command to record: give it after --, e.g. jukebox record -- python agent.py")
+	}
+	if err := c.captureFlags.validate(); err != nil {
+		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
 		return err
@@ -98,6 +102,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
+	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type ReplayCmd struct {
 	matchFlags
 	liveFlags
 	redactFlags
+	captureFlags
 	boothFlags
 	storeFlags
 	JSON bool `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
@@ -41,6 +42,9 @@ func (c *ReplayCmd) Validate() error {
 		return fmt.Errorf("--upstream only matters with --on-divergence live or --live: replay sends nothing else")
 	}
 	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.captureFlags.validate(); err != nil {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
@@ -79,6 +83,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
+	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return err
 	}

@@ -158,6 +158,27 @@ var python = sync.OnceValues(func() (string, error) {
 	return path, nil
 })
 
+// RequirePythonModule returns a python3 interpreter that can import
+// module: RequirePython's, else the first other python3 on PATH that can
+// (a version manager's interpreter may lack a package the system's has).
+func RequirePythonModule(t testing.TB, module string) string {
+	t.Helper()
+	var cands []string
+	if p, err := python(); err == nil {
+		cands = append(cands, p)
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		cands = append(cands, filepath.Join(dir, "python3"))
+	}
+	for _, c := range cands {
+		if exec.Command(c, "-c", "import "+module).Run() == nil {
+			return c
+		}
+	}
+	Unavailable(t, "python3 with the module "+module, "install the Debian package python3-"+module+", or run bash .ci/test")
+	return ""
+}
+
 // RequireTmux returns the path of tmux, which the end-to-end tests use as
 // a real terminal.
 func RequireTmux(t testing.TB) string {

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	_ "embed"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/internal/runca"
+)
+
+// ProxyEnv are the variables that point the agent's HTTP clients at
+// jukebox's proxy, in both cases the runtimes read.
+var ProxyEnv = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+
+// NoProxyEnv name what the agent reaches directly: only jukebox's own
+// endpoints. The user's own NO_PROXY is jukebox's, for its upstreams.
+var NoProxyEnv = []string{"NO_PROXY", "no_proxy"}
+
+// nodePreload is the Node.js preload written for each run
+// (NODE_OPTIONS=--require); its configuration is put where the marker is.
+//
+//go:embed capture_preload.cjs
+var nodePreload string
+
+const preloadMarker = "/*JUKEBOX_CONFIG*/ { proxy: 'http://127.0.0.1:0', bypass: [] }"
+
+// captureFiles are the files a run writes for its agent: the CA bundle it
+// trusts and the Node.js preload, in a folder of their own, removed when
+// the run ends.
+type captureFiles struct {
+	dir, bundle, preload string
+}
+
+// writeCaptureFiles writes the bundle and the preload for the agent.
+func (s *session) writeCaptureFiles() error {
+	dir, err := os.MkdirTemp("", "jukebox-run-")
+	if err == nil {
+		// Certificates and the proxy's address only, nothing secret: an
+		// agent the booth runs as another user reads them too.
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	f := &captureFiles{dir: dir, bundle: filepath.Join(dir, "ca-bundle.pem"), preload: filepath.Join(dir, "node-preload.cjs")}
+	cfg, _ := json.Marshal(map[string]any{"proxy": s.proxy.url(), "bypass": s.endpoints()})
+	err = os.WriteFile(f.bundle, s.proxy.fwd.ca.Bundle(envMap(s.baseEnv())), 0o644)
+	if err == nil {
+		err = os.WriteFile(f.preload, []byte(strings.Replace(nodePreload, preloadMarker, string(cfg), 1)), 0o644)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	s.files = f
+	return nil
+}
+
+// removeCaptureFiles removes what writeCaptureFiles wrote.
+func (s *session) removeCaptureFiles() {
+	if s.files != nil {
+		os.RemoveAll(s.files.dir)
+	}
+}
+
+// endpoints are jukebox's own addresses the agent reaches directly, by
+// address and as localhost.
+func (s *session) endpoints() []string {
+	var out []string
+	for _, a := range append([]string{s.proxy.addr()}, s.mcpAddrs()...) {
+		out = append(out, a)
+		if _, port, err := net.SplitHostPort(a); err == nil {
+			out = append(out, "localhost:"+port)
+		}
+	}
+	return out
+}
+
+// captureEnv adds to set the variables that send every HTTP(S) request
+// of the agent through the proxy, trusting the run's CA.
+func (s *session) captureEnv(set, base map[string]string) {
+	for _, name := range ProxyEnv {
+		set[name] = s.proxy.url()
+	}
+	for _, name := range NoProxyEnv {
+		set[name] = strings.Join(s.endpoints(), ",")
+	}
+	if s.files == nil {
+		return
+	}
+	for _, name := range runca.BundleEnv {
+		set[name] = s.files.bundle
+	}
+	set["NODE_OPTIONS"] = strings.TrimSpace(base["NODE_OPTIONS"] + " --require " + strconv.Quote(s.files.preload))
+}
