@@ -323,6 +323,7 @@ func (p *proxy) recordRequest(x *exchange) (err error) {
 		}
 	}
 	ri := llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text)
+	ri.Model = cmp.Or(ri.Model, llmwire.PathModel(x.provider.Name, x.path)) // Gemini, Bedrock, an Azure deployment
 	h, err := p.tape.PutBlob(x.provider.Name+" "+x.path+" request", x.body)
 	if err != nil {
 		return err

@@ -46,8 +46,50 @@ func Describe(p tapefmt.Payload) string {
 		return fmt.Sprintf("%s %s (%d bytes)", p.Op, p.Where(), p.Size)
 	case *tapefmt.Output:
 		return fmt.Sprintf("fd%d %s", p.Fd, OneLine(string(p.Data), 60))
+	case *tapefmt.HTTPRequest, *tapefmt.HTTPResponse, *tapefmt.NetConn:
+		return describeHTTP(p)
 	}
 	return describeRest(p)
+}
+
+// describeHTTP is the line of a plain HTTP request, its answer, or a
+// connection (a WebSocket session, plain TCP).
+func describeHTTP(p tapefmt.Payload) string {
+	switch p := p.(type) {
+	case *tapefmt.HTTPRequest:
+		u := p.Scheme + "://" + p.Host + p.Path
+		if p.Query != "" {
+			u += "?" + p.Query
+		}
+		s := fmt.Sprintf("#%d %s %s", p.ID, p.Method, OneLine(u, 80))
+		if p.Size > 0 {
+			s += fmt.Sprintf(" (%d bytes)", p.Size)
+		}
+		return s
+	case *tapefmt.HTTPResponse:
+		if p.Error != "" {
+			return fmt.Sprintf("#%d error: %s", p.ID, OneLine(p.Error, 50))
+		}
+		s := fmt.Sprintf("#%d %d %d bytes", p.ID, p.Status, p.Size)
+		if len(p.Chunks) > 1 {
+			s += fmt.Sprintf(", %d chunks", len(p.Chunks))
+		}
+		return s
+	case *tapefmt.NetConn:
+		where := p.Addr
+		if p.Host != "" && !strings.HasPrefix(p.Addr, p.Host) {
+			where = p.Host + " (" + p.Addr + ")"
+		}
+		if p.Refused {
+			return fmt.Sprintf("%s to %s refused", p.Proto, where)
+		}
+		s := fmt.Sprintf("%s %s: %d bytes sent, %d received", p.Proto, where, p.UpSize, p.DownSize)
+		if p.Error != "" {
+			s += " (" + OneLine(p.Error, 40) + ")"
+		}
+		return s
+	}
+	return ""
 }
 
 func describeRest(p tapefmt.Payload) string {
@@ -95,7 +137,7 @@ func describeRest(p tapefmt.Payload) string {
 }
 
 func describeRequest(p *tapefmt.LLMRequest) string {
-	s := fmt.Sprintf("#%d %s %s %s", p.Call, p.Method, p.Path, p.Model)
+	s := fmt.Sprintf("#%d %s %s%s %s", p.Call, p.Method, p.Host, p.Path, p.Model)
 	if p.Stream {
 		s += " stream"
 	}

@@ -44,7 +44,8 @@ func classOf(k tapefmt.Kind) Class {
 	switch k {
 	case tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindAgentTurn:
 		return ClassLLM
-	case tapefmt.KindToolCall, tapefmt.KindToolResult, tapefmt.KindMCP:
+	case tapefmt.KindToolCall, tapefmt.KindToolResult, tapefmt.KindMCP,
+		tapefmt.KindHTTPRequest, tapefmt.KindHTTPResponse, tapefmt.KindNetConn:
 		return ClassTools
 	case tapefmt.KindFileChange:
 		return ClassFiles

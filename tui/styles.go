@@ -88,7 +88,8 @@ func (st Styles) Kind(k tapefmt.Kind) lipgloss.Style {
 	switch k {
 	case tapefmt.KindLLMRequest, tapefmt.KindLLMResponse:
 		return st.LLM
-	case tapefmt.KindToolCall, tapefmt.KindToolResult, tapefmt.KindMCP:
+	case tapefmt.KindToolCall, tapefmt.KindToolResult, tapefmt.KindMCP,
+		tapefmt.KindHTTPRequest, tapefmt.KindHTTPResponse, tapefmt.KindNetConn:
 		return st.Tool
 	case tapefmt.KindFileChange, tapefmt.KindTxBegin, tapefmt.KindTxCommit, tapefmt.KindTxRollback:
 		return st.File
@@ -112,7 +113,8 @@ var glyphs = map[tapefmt.Kind]string{
 	tapefmt.KindOutput: "›", tapefmt.KindClock: "·", tapefmt.KindSeed: "·",
 	tapefmt.KindTxBegin: "⊏", tapefmt.KindTxCommit: "⊐", tapefmt.KindTxRollback: "↶",
 	tapefmt.KindBreakerTrip: "‼", tapefmt.KindAgentTurn: "☰", tapefmt.KindMarker: "⚑",
-	tapefmt.KindNetRefused: "⊘",
+	tapefmt.KindNetRefused: "⊘", tapefmt.KindHTTPRequest: "↗", tapefmt.KindHTTPResponse: "↙",
+	tapefmt.KindNetConn: "⇋",
 }
 
 // Glyph returns the sign of kind k.

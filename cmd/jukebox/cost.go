@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -34,7 +36,7 @@ func (c *CostCmd) Run(env *Env) error {
 	for _, r := range append(bill.Rows, bill.Total) {
 		rate := "-"
 		if r.Rate != nil {
-			rate = fmt.Sprintf("$%g / $%g / $%g", r.Rate.Input, r.Rate.Cached, r.Rate.Output)
+			rate = fmt.Sprintf("$%s / $%s / $%s", perMTok(r.Rate.Input), perMTok(r.Rate.Cached), perMTok(r.Rate.Output))
 		} else if c.By == "model" && r.Key != "total" {
 			rate = "no price"
 		}
@@ -63,4 +65,11 @@ func (c *CostCmd) Run(env *Env) error {
 			"by the model's tokenizer for OpenAI's models, else at 4 bytes a token\n", estimated)
 	}
 	return nil
+}
+
+// perMTok writes a rate in dollars per million tokens as a person would
+// ($0.1, not the 0.09999999999999999 a per-token price times a million
+// gives).
+func perMTok(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
 }
