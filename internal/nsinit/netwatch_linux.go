@@ -49,9 +49,9 @@ type seccompNotifResp struct {
 }
 
 // superviseConnect answers connect(2) calls from listener until it fails
-// (every process of the booth gone), writing each refusal as a JSON line
-// to events.
-func superviseConnect(listener int, events io.Writer) {
+// (every process of the booth gone), as nb.verdict decides, writing each
+// refusal as a JSON line to events.
+func superviseConnect(listener int, nb *netBooth, events io.Writer) {
 	enc := json.NewEncoder(events)
 	for {
 		var n seccompNotif
@@ -66,14 +66,11 @@ func superviseConnect(listener int, events io.Writer) {
 		if ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&n.ID)) != nil {
 			continue // the caller is gone
 		}
-		if ip := addr.Addr().Unmap(); ok && !ip.IsLoopback() && !ip.IsUnspecified() { // 0.0.0.0 and :: connect to loopback
-			errno := unix.ENETUNREACH
-			resp.Flags, resp.Error = 0, -int32(errno)
-			family := "ipv4"
-			if addr.Addr().Is6() && !addr.Addr().Is4In6() {
-				family = "ipv6"
+		if ok {
+			if errno, r := nb.verdict(addr); errno != 0 {
+				resp.Flags, resp.Error = 0, -int32(errno)
+				enc.Encode(r)
 			}
-			enc.Encode(Refusal{Family: family, Addr: addr.String(), Errno: unix.ErrnoName(errno)})
 		}
 		ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 	}
