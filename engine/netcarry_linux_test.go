@@ -1,0 +1,186 @@
+//go:build linux
+
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// netEchoEnv, set in a child of TestNetNoneCarriesTCP, makes the test
+// binary record echoAgent as the child's user: its value is the
+// workspace, the tape, the echo server's address and the Python to run,
+// joined by newlines. The child prints what echoRun returns, as JSON.
+const netEchoEnv = "JUKEBOX_TEST_NETECHO"
+
+// echoAgent resolves echo.example.test in the booth, sends "ping" to it
+// on port 7, and prints the answer.
+const echoAgent = `import socket
+s = socket.socket(); s.settimeout(10)
+s.connect((socket.gethostbyname("echo.example.test"), 7))
+s.sendall(b"ping"); s.shutdown(socket.SHUT_WR)
+print("answer", s.recv(100).decode())
+`
+
+// echoResult is what a child run of echoAgent reports.
+type echoResult struct {
+	Out      string
+	Err      string
+	NetConns int
+}
+
+// echoRun records echoAgent under --booth --net none, its echo.example.test:7
+// dialled at echo.
+func echoRun(ws, tape, echo, py string) echoResult {
+	var out bytes.Buffer
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != "echo.example.test:7" {
+			return nil, fmt.Errorf("no route to %s in this test", addr)
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, echo)
+	}
+	res, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: []string{py, "-c", echoAgent}, Dir: ws, Stdout: &out, Stderr: &out,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Net: sandbox.NetNone, Notice: &out, Dial: dial}},
+		Tape: tape})
+	r := echoResult{Out: out.String()}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	if res != nil {
+		r.NetConns = res.NetConns
+	}
+	return r
+}
+
+// netEchoChild is the child side of TestNetNoneCarriesTCP; TestMain calls
+// it, and it returns at once in any other process.
+func netEchoChild() {
+	v := strings.Split(os.Getenv(netEchoEnv), "\n")
+	if len(v) != 4 {
+		return
+	}
+	os.Setenv("HOME", filepath.Dir(v[1]))
+	json.NewEncoder(os.Stdout).Encode(echoRun(v[0], v[1], v[2], v[3]))
+	os.Exit(0)
+}
+
+// echoServer answers each connection with what it read, upper-cased,
+// once the client has sent all.
+func echoServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, _ := io.ReadAll(c)
+			c.Write(bytes.ToUpper(b))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestNetNoneCarriesTCP: under --booth --net none, recording, the agent's
+// plain TCP to a name (echo.example.test:7) is carried to the host and
+// taped as a net.conn frame naming it, with the bytes each way and their
+// timing; as root and as the user nobody.
+func TestNetNoneCarriesTCP(t *testing.T) {
+	if caps := sandbox.Probe(context.Background(), t.TempDir()); !caps.Overlay {
+		testenv.Unavailable(t, "the kernel overlay booth", "run on Linux with unprivileged user namespaces allowed")
+	}
+	echo := echoServer(t)
+	t.Run("root", func(t *testing.T) {
+		py := testenv.RequirePython(t)
+		tape := filepath.Join(t.TempDir(), "echo.jbx")
+		checkEcho(t, echoRun(t.TempDir(), tape, echo, py), tape, echo)
+	})
+	t.Run("nobody", func(t *testing.T) {
+		if os.Getuid() != 0 {
+			testenv.Unavailable(t, "root, to run the booth as the user nobody", "run the tests as root")
+		}
+		if fi, err := os.Stat("/usr/bin/python3"); err != nil || fi.Mode()&0o001 == 0 {
+			testenv.Unavailable(t, "/usr/bin/python3, for the user nobody", "install python3")
+		}
+		base := t.TempDir()
+		ws, state := filepath.Join(base, "ws"), filepath.Join(base, "state")
+		bin := filepath.Join(base, "engine.test")
+		self, err := os.ReadFile("/proc/self/exe")
+		for _, err := range []error{err, os.Chmod(filepath.Dir(base), 0o755), os.Chmod(base, 0o755), os.WriteFile(bin, self, 0o755),
+			os.Mkdir(ws, 0o755), os.Mkdir(state, 0o700), os.Chown(ws, 65534, 65534), os.Chown(state, 65534, 65534)} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		tape := filepath.Join(state, "echo.jbx")
+		cmd := exec.Command(bin, "-test.run=^$")
+		cmd.Env = append(os.Environ(), netEchoEnv+"="+strings.Join([]string{ws, tape, echo, "/usr/bin/python3"}, "\n"), "XDG_STATE_HOME="+state)
+		cmd.Dir = ws
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.Output()
+		var r echoResult
+		if err != nil || json.Unmarshal(out, &r) != nil {
+			t.Fatalf("as nobody: %v\n%s", err, out)
+		}
+		checkEcho(t, r, tape, echo)
+	})
+}
+
+func checkEcho(t *testing.T, r echoResult, tape, echo string) {
+	t.Helper()
+	if r.Err != "" || !strings.Contains(r.Out, "answer PING") || r.NetConns != 1 {
+		t.Fatalf("record: %s, %d carried\n%s", r.Err, r.NetConns, r.Out)
+	}
+	tp, err := tapefmt.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var conns []tapefmt.NetConn
+	for f, err := range tp.Frames(tapefmt.KindNetConn, tapefmt.KindNetRefused) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, ok := p.(*tapefmt.NetConn)
+		if !ok {
+			t.Fatalf("a refusal on the tape: %+v", p)
+		}
+		conns = append(conns, *c)
+	}
+	if len(conns) != 1 {
+		t.Fatalf("net.conn frames: %+v", conns)
+	}
+	c := conns[0]
+	up, uerr := tp.Blob(c.Up)
+	down, derr := tp.Blob(c.Down)
+	if c.Proto != "tcp" || c.Host != "echo.example.test" || c.Addr != echo || c.Refused || c.Error != "" ||
+		string(up) != "ping" || string(down) != "PING" || uerr != nil || derr != nil ||
+		c.UpSize != 4 || c.DownSize != 4 || len(c.UpChunks) == 0 || len(c.DownChunks) == 0 {
+		t.Errorf("net.conn %+v; up %q (%v), down %q (%v)", c, up, uerr, down, derr)
+	}
+}
