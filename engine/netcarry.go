@@ -17,7 +17,8 @@ import (
 // the booth's resolver answered, on a port other than 80 and 443) reaches
 // jukebox (sandbox.ExecOptions.Carry). Recording, jukebox carries it to
 // the real host and port and writes a net.conn frame: the bytes each way
-// with their timing. With --hermetic, and always in replay and fork (a
+// with their timing; one that opens with HTTP is cut instead (netsniff.go)
+// and taped as a net.refused frame. With --hermetic, and always in replay and fork (a
 // net.conn is never carried live there: the world is closed), the booth
 // refuses it: the agent gets ECONNREFUSED, and a recording writes a
 // net.conn frame with refused set. Either way the frame names the host
@@ -73,12 +74,22 @@ func (s *session) carry(ctx context.Context, c sandbox.CarriedConn) {
 	stop := context.AfterFunc(ctx, func() { up.Close(); c.Conn.Close() })
 	defer stop()
 	f.Addr = up.RemoteAddr().String()
-	var toUp, toAgent timedCopy
+	toUp, toAgent := timedCopy{check: speaksHTTP}, timedCopy{}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); toUp.run(up, c.Conn, start) }()
+	go func() {
+		defer wg.Done()
+		if toUp.run(up, c.Conn, start); toUp.cut {
+			up.Close()
+			c.Conn.Close()
+		}
+	}()
 	go func() { defer wg.Done(); toAgent.run(c.Conn, up, start) }()
 	wg.Wait()
+	if toUp.cut {
+		s.netRefused(sandbox.NetRefusal{Family: "ipv4", Addr: addr, Errno: "ECONNRESET", Host: c.Host})
+		return
+	}
 	f.Elapsed = int64(time.Since(start))
 	f.Up, f.UpSize, f.UpChunks = s.keepStream("tcp "+addr+" up", &toUp)
 	f.Down, f.DownSize, f.DownChunks = s.keepStream("tcp "+addr+" down", &toAgent)
@@ -98,6 +109,10 @@ type timedCopy struct {
 	size   int64
 	chunks tapefmt.Chunks
 	err    error
+	// check, when set, sees the first bytes before they are passed on:
+	// true cuts the connection there (cut), passing nothing.
+	check func([]byte) bool
+	cut   bool
 }
 
 // run copies src to dst until src ends, keeping the bytes (up to the
@@ -106,6 +121,10 @@ func (t *timedCopy) run(dst, src net.Conn, start time.Time) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && t.size == 0 && t.check != nil && t.check(buf[:n]) {
+			t.cut = true
+			return
+		}
 		if n > 0 {
 			t.size += int64(n)
 			if t.size <= tapefmt.MaxBlobSize {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -81,8 +82,8 @@ func netEchoChild() {
 }
 
 // echoServer answers each connection with what it read, upper-cased,
-// once the client has sent all.
-func echoServer(t *testing.T) string {
+// once the client has sent all; got counts the bytes it read, when set.
+func echoServer(t *testing.T, got ...*atomic.Int64) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +96,9 @@ func echoServer(t *testing.T) string {
 				return
 			}
 			b, _ := io.ReadAll(c)
+			for _, g := range got {
+				g.Add(int64(len(b)))
+			}
 			c.Write(bytes.ToUpper(b))
 			c.Close()
 		}
@@ -182,5 +186,68 @@ func checkEcho(t *testing.T, r echoResult, tape, echo string) {
 		string(up) != "ping" || string(down) != "PING" || uerr != nil || derr != nil ||
 		c.UpSize != 4 || c.DownSize != 4 || len(c.UpChunks) == 0 || len(c.DownChunks) == 0 {
 		t.Errorf("net.conn %+v; up %q (%v), down %q (%v)", c, up, uerr, down, derr)
+	}
+}
+
+// directHTTPAgent speaks HTTP to echo.example.test:7 past the proxy:
+// a plain request, then a TLS handshake offering http/1.1.
+const directHTTPAgent = `import socket, ssl
+a = socket.gethostbyname("echo.example.test")
+s = socket.create_connection((a, 7), timeout=10)
+try:
+    s.sendall(b"GET / HTTP/1.1\r\nHost: echo.example.test\r\n\r\n"); s.shutdown(socket.SHUT_WR)
+    print("http", repr(s.recv(100)))
+except OSError as e:
+    print("http cut", e.errno)
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+ctx.set_alpn_protocols(["http/1.1"])
+try:
+    ctx.wrap_socket(socket.create_connection((a, 7), timeout=10), server_hostname="echo.example.test"); print("tls done")
+except (OSError, ssl.SSLError) as e:
+    print("tls cut", type(e).__name__)
+`
+
+// TestNetNoneCutsDirectHTTP: HTTP past the proxy to a port the booth
+// carries (a plain request, a TLS handshake offering http/1.1) is cut
+// before a byte reaches the host, and taped as net.refused frames naming
+// it.
+func TestNetNoneCutsDirectHTTP(t *testing.T) {
+	if caps := sandbox.Probe(context.Background(), t.TempDir()); !caps.Overlay {
+		testenv.Unavailable(t, "the kernel overlay booth", "run on Linux with unprivileged user namespaces allowed")
+	}
+	py := testenv.RequirePython(t)
+	var got atomic.Int64
+	echo := echoServer(t, &got)
+	tape := filepath.Join(t.TempDir(), "cut.jbx")
+	var out bytes.Buffer
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, network, echo) }
+	res, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: []string{py, "-c", directHTTPAgent}, Dir: t.TempDir(), Stdout: &out, Stderr: &out,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Net: sandbox.NetNone, Notice: &out, Dial: dial}},
+		Tape: tape})
+	if err != nil || !strings.Contains(out.String(), "http b''") && !strings.Contains(out.String(), "http cut") ||
+		!strings.Contains(out.String(), "tls cut") || got.Load() != 0 || res.NetConns != 0 || res.NetRefused != 2 {
+		t.Fatalf("record: %v, %d bytes reached the host, result %+v\n%s", err, got.Load(), res, out.String())
+	}
+	tp, err := tapefmt.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var refused []string
+	for f, err := range tp.Frames(tapefmt.KindNetConn, tapefmt.KindNetRefused) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.Decode()
+		r, ok := p.(*tapefmt.NetRefused)
+		if !ok {
+			t.Fatalf("%+v on the tape", p)
+		}
+		refused = append(refused, r.Host+" "+r.Addr+" "+r.Errno)
+	}
+	want := "echo.example.test echo.example.test:7 ECONNRESET"
+	if len(refused) != 2 || refused[0] != want || refused[1] != want {
+		t.Errorf("net.refused frames %q, want twice %q", refused, want)
 	}
 }
