@@ -220,7 +220,9 @@ func TestNetNoneCutsDirectHTTP(t *testing.T) {
 	echo := echoServer(t, &got)
 	tape := filepath.Join(t.TempDir(), "cut.jbx")
 	var out bytes.Buffer
-	dial := func(ctx context.Context, network, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, network, echo) }
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, echo)
+	}
 	res, err := engine.Record(context.Background(), engine.RecordOptions{
 		RunOptions: engine.RunOptions{Argv: []string{py, "-c", directHTTPAgent}, Dir: t.TempDir(), Stdout: &out, Stderr: &out,
 			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Net: sandbox.NetNone, Notice: &out, Dial: dial}},
