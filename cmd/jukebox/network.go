@@ -41,8 +41,8 @@ func networkNotes(w io.Writer, res *engine.Result) {
 			"(%s on the tape: `jukebox show TAPE --kind net.refused`)%s.\n", res.NetRefused, which, refusedTo(res.RefusedTo, false))
 	}
 	if res.HermeticRefused > 0 {
-		fmt.Fprintf(w, "jukebox: note: --hermetic refused %d plain TCP connections of the agent (net.conn frames, refused: "+
-			"`jukebox show TAPE --kind net.conn`)%s.\n", res.HermeticRefused, refusedTo(res.RefusedTo, true))
+		fmt.Fprintf(w, "jukebox: note: the booth refused %d plain TCP connections of the agent (--hermetic refused them; "+
+			"replay and fork carry none live) (net.conn frames with refused set)%s.\n", res.HermeticRefused, refusedTo(res.RefusedTo, true))
 	}
 }
 
