@@ -74,25 +74,14 @@ func (s *session) carry(ctx context.Context, c sandbox.CarriedConn) {
 	stop := context.AfterFunc(ctx, func() { up.Close(); c.Conn.Close() })
 	defer stop()
 	f.Addr = up.RemoteAddr().String()
-	toUp, toAgent := timedCopy{check: speaksHTTP}, timedCopy{}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if toUp.run(up, c.Conn, start); toUp.cut {
-			up.Close()
-			c.Conn.Close()
-		}
-	}()
-	go func() { defer wg.Done(); toAgent.run(c.Conn, up, start) }()
-	wg.Wait()
+	toUp, toAgent := pipeTimed(up, c.Conn, start)
 	if toUp.cut {
 		s.netRefused(sandbox.NetRefusal{Family: "ipv4", Addr: addr, Errno: "ECONNRESET", Host: c.Host})
 		return
 	}
 	f.Elapsed = int64(time.Since(start))
-	f.Up, f.UpSize, f.UpChunks = s.keepStream("tcp "+addr+" up", &toUp)
-	f.Down, f.DownSize, f.DownChunks = s.keepStream("tcp "+addr+" down", &toAgent)
+	f.Up, f.UpSize, f.UpChunks = s.keepStream("tcp "+addr+" up", toUp)
+	f.Down, f.DownSize, f.DownChunks = s.keepStream("tcp "+addr+" down", toAgent)
 	if err := errors.Join(toUp.err, toAgent.err); err != nil && ctx.Err() == nil {
 		f.Error = err.Error()
 	}
@@ -100,6 +89,25 @@ func (s *session) carry(ctx context.Context, c sandbox.CarriedConn) {
 	s.net.carried++
 	s.net.mu.Unlock()
 	s.appendFrame(f)
+}
+
+// pipeTimed copies between the agent and up both ways until both are
+// done, or the agent's first bytes speak HTTP (then both are closed, the
+// host having been sent nothing).
+func pipeTimed(up, agent net.Conn, start time.Time) (toUp, toAgent *timedCopy) {
+	toUp, toAgent = &timedCopy{check: speaksHTTP}, &timedCopy{}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if toUp.run(up, agent, start); toUp.cut {
+			up.Close()
+			agent.Close()
+		}
+	}()
+	go func() { defer wg.Done(); toAgent.run(agent, up, start) }()
+	wg.Wait()
+	return toUp, toAgent
 }
 
 // timedCopy is one direction of a carried connection: what passed, its

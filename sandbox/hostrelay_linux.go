@@ -31,8 +31,7 @@ func hostNet(dir string, o ExecOptions, spec *nsinit.Spec) (func(), error) {
 		return stop, err
 	}
 	spec.Resolv = filepath.Join(dir, "resolv.conf")
-	conf := "# jukebox: the booth's resolver (--net none)\nnameserver " + strings.TrimSuffix(nsinit.DNSAddr, ":53") + "\n"
-	if err := os.WriteFile(spec.Resolv, []byte(conf), 0o644); err != nil {
+	if err := writeResolv(spec.Resolv); err != nil {
 		return stop, err
 	}
 	// A socket's path is limited to 107 bytes; the directory descriptor
@@ -68,6 +67,13 @@ func hostNet(dir string, o ExecOptions, spec *nsinit.Spec) (func(), error) {
 		go serveUnix(ln, func(c net.Conn) { carry(c, o.Carry) })
 	}
 	return stop, nil
+}
+
+// writeResolv writes the booth's resolv.conf at p: the booth's resolver
+// alone.
+func writeResolv(p string) error {
+	conf := "# jukebox: the booth's resolver (--net none)\nnameserver " + strings.TrimSuffix(nsinit.DNSAddr, ":53") + "\n"
+	return os.WriteFile(p, []byte(conf), 0o644)
 }
 
 // serveUnix runs handle, in a goroutine, for each connection ln accepts.
