@@ -174,9 +174,11 @@ func (s *session) keepStream(name string, t *timedCopy) (tapefmt.Hash, int64, ta
 // kind bounded by MaxNetRefusedFrames), and lists where it went.
 func (s *session) netRefused(r sandbox.NetRefusal) {
 	dest, why := r.Addr, ""
-	if r.Host != "" {
-		dest = net.JoinHostPort(r.Host, portOf(r.Addr))
-		why = " (directly, not through jukebox's proxy)"
+	switch {
+	case r.Host != "" && r.UDP:
+		dest, why = net.JoinHostPort(r.Host, portOf(r.Addr)), " (UDP, which the booth does not carry)"
+	case r.Host != "":
+		dest, why = net.JoinHostPort(r.Host, portOf(r.Addr)), " (directly, not through jukebox's proxy)"
 	}
 	if r.Hermetic {
 		why = " (--hermetic)"

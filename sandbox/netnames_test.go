@@ -17,6 +17,11 @@ const namesAgent = `import socket
 print("localhost", socket.gethostbyname("svc.localhost"))
 a = socket.gethostbyname("api.example.test")
 print("same", a == socket.gethostbyname("API.example.test."), a != socket.gethostbyname("db.example.test"))
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.connect((a, 5353)); print("udp connected")
+except OSError as e:
+    print("udp refused", e.errno)
 for port in (443, 7):
     s = socket.socket()
     s.settimeout(5)
@@ -29,7 +34,8 @@ for port in (443, 7):
 
 // TestNetNoneNames: under NetNone the booth's resolver answers each name
 // with an address of its own, the same for the same name; a connection
-// to a name on 443 is refused with the name, and one on another port is
+// to a name on 443, or from a datagram socket, is refused with the name,
+// and one on another port is
 // carried (Carry hears the name and port), or, with no Carry, refused and
 // reported as Hermetic.
 func TestNetNoneNames(t *testing.T) {
@@ -48,7 +54,8 @@ func TestNetNoneNames(t *testing.T) {
 		}
 		o := ExecOptions{Args: []string{"python3", "-c", namesAgent}, Notice: io.Discard, Env: os.Environ(), Net: NetNone,
 			OnNetRefused: func(r NetRefusal) {
-				hear(r.Host + " " + r.Addr[strings.LastIndex(r.Addr, ":"):] + " " + r.Errno + map[bool]string{true: " hermetic"}[r.Hermetic])
+				hear(r.Host + " " + r.Addr[strings.LastIndex(r.Addr, ":"):] + " " + r.Errno + map[bool]string{true: " hermetic"}[r.Hermetic] +
+					map[bool]string{true: " udp"}[r.UDP])
 			}}
 		if carry {
 			o.Carry = func(c CarriedConn) {
@@ -62,8 +69,8 @@ func TestNetNoneNames(t *testing.T) {
 		o.Stdout, o.Stderr = &out, &out
 		res, err := Exec(ctx, tx, o)
 		must(t, err)
-		want := "localhost 127.0.0.1\nsame True True\n443 refused 111\n"
-		wantHeard := "api.example.test :443 ECONNREFUSED\n"
+		want := "localhost 127.0.0.1\nsame True True\nudp refused 111\n443 refused 111\n"
+		wantHeard := "api.example.test :5353 ECONNREFUSED udp\napi.example.test :443 ECONNREFUSED\n"
 		if carry {
 			want += "7 answered pong\n"
 			wantHeard += "carried api.example.test ping\n"

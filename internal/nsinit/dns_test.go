@@ -60,3 +60,17 @@ func TestDNSAnswer(t *testing.T) {
 		t.Errorf("malformed: % x", r)
 	}
 }
+
+// FuzzDNSAnswer: no query, however malformed, panics the resolver (it
+// runs in the booth's init), and every answer keeps the query's id.
+func FuzzDNSAnswer(f *testing.F) {
+	f.Add(query("api.example.test", typeA))
+	f.Add(query("api.example.test", 28))
+	f.Add([]byte{0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 63})
+	n := newNames()
+	f.Fuzz(func(t *testing.T, q []byte) {
+		if r := n.answer(q); r != nil && !bytes.Equal(r[:2], q[:2]) {
+			t.Fatalf("answer % x to % x", r, q)
+		}
+	})
+}

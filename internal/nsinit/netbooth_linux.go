@@ -119,16 +119,22 @@ func (nb *netBooth) serveDNS() {
 	}
 }
 
-// verdict decides a connect(2) to addr: errno 0 lets it proceed; r,
-// when set, is the refusal to report. Loopback (the booth's own, where
-// jukebox's endpoints are relayed) proceeds; a named address on a port
-// other than 80 and 443 is carried out to jukebox, unless the booth
-// carries nothing (--hermetic); a named address on those two is refused
+// maxCarried bounds the listeners the init makes for carried
+// connections (one per named address and port).
+const maxCarried = 4096
+
+// verdict decides a connect(2) to addr from a stream socket or not:
+// errno 0 lets it proceed; r, when set, is the refusal to report.
+// Loopback (the booth's own, where jukebox's endpoints are relayed)
+// proceeds; a stream to a named address on a port other than 80 and 443
+// is carried out to jukebox, unless the booth carries nothing
+// (--hermetic); a datagram to a named address cannot be carried and is
+// refused; a named address on those two ports is refused
 // (HTTP goes through jukebox's proxy: a client that ignores the proxy
 // variables, pins a certificate or keeps a trust store of its own fails
 // here, by name, rather than getting out); anything else is refused as
 // the empty namespace would (ENETUNREACH).
-func (nb *netBooth) verdict(addr netip.AddrPort) (unix.Errno, *Refusal) {
+func (nb *netBooth) verdict(addr netip.AddrPort, stream bool) (unix.Errno, *Refusal) {
 	ip := addr.Addr().Unmap()
 	if ip.IsLoopback() || ip.IsUnspecified() { // 0.0.0.0 and :: connect to loopback
 		return 0, nil
@@ -142,9 +148,9 @@ func (nb *netBooth) verdict(addr netip.AddrPort) (unix.Errno, *Refusal) {
 	if !named {
 		return unix.ENETUNREACH, r
 	}
-	r.Host, r.Errno = host, unix.ErrnoName(unix.ECONNREFUSED)
+	r.Host, r.Errno, r.UDP = host, unix.ErrnoName(unix.ECONNREFUSED), !stream
 	switch port := addr.Port(); {
-	case port == 80 || port == 443:
+	case port == 80 || port == 443 || !stream:
 	case nb.carry == "":
 		r.Hermetic = true
 	case nb.carryTo(netip.AddrPortFrom(ip, port), host) == nil:
@@ -158,6 +164,9 @@ func (nb *netBooth) verdict(addr netip.AddrPort) (unix.Errno, *Refusal) {
 func (nb *netBooth) carryTo(ap netip.AddrPort, host string) error {
 	if nb.carried[ap] {
 		return nil
+	}
+	if len(nb.carried) >= maxCarried {
+		return unix.EMFILE
 	}
 	ln, err := listenTCP(ap.String())
 	if err != nil {

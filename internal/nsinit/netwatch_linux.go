@@ -67,13 +67,33 @@ func superviseConnect(listener int, nb *netBooth, events io.Writer) {
 			continue // the caller is gone
 		}
 		if ok {
-			if errno, r := nb.verdict(addr); errno != 0 {
+			stream := streamSocket(int(n.Pid), int(n.Args[0]))
+			if errno, r := nb.verdict(addr, stream); errno != 0 {
 				resp.Flags, resp.Error = 0, -int32(errno)
 				enc.Encode(r)
 			}
 		}
 		ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 	}
+}
+
+// streamSocket reports whether descriptor fd of process pid is a stream
+// socket (TCP), which the booth can carry; a datagram socket (UDP, QUIC)
+// cannot be. A socket it cannot look at (a thread other than the
+// process's first asked, on a kernel before 6.9) counts as a stream.
+func streamSocket(pid, fd int) bool {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(pidfd)
+	own, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(own)
+	typ, err := unix.GetsockoptInt(own, unix.SOL_SOCKET, unix.SO_TYPE)
+	return err != nil || typ == unix.SOCK_STREAM
 }
 
 func ioctlPtr(fd int, req uint, arg unsafe.Pointer) error {

@@ -100,10 +100,12 @@ type Refusal struct {
 	// Host is the name the booth's resolver gave Addr, when it did.
 	Host string `json:"host,omitempty"`
 	// Hermetic: a plain TCP connection to Host, refused because the booth
-	// carries none (Spec.Carry is ""). Otherwise a connection to a named
-	// host was refused because it went to an HTTP port (80, 443) directly
-	// rather than through jukebox's proxy.
+	// carries none (Spec.Carry is ""). UDP: a datagram socket connected
+	// to Host, which the booth cannot carry. Otherwise a connection to a
+	// named host was refused because it went to an HTTP port (80, 443)
+	// directly rather than through jukebox's proxy.
 	Hermetic bool `json:"hermetic,omitempty"`
+	UDP      bool `json:"udp,omitempty"`
 }
 
 // MaybeRun runs the booth's namespace init when this process was
