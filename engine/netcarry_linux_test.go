@@ -253,3 +253,43 @@ func TestNetNoneCutsDirectHTTP(t *testing.T) {
 		t.Errorf("net.refused frames %q, want twice %q", refused, want)
 	}
 }
+
+// TestReplayNeverCarriesTCP: replay is closed-world; under --booth --net
+// none the plain TCP a recording carried is refused, never dialled, and
+// the replay's tape holds a net.conn with refused set naming the host.
+func TestReplayNeverCarriesTCP(t *testing.T) {
+	if caps := sandbox.Probe(context.Background(), t.TempDir()); !caps.Overlay {
+		testenv.Unavailable(t, "the kernel overlay booth", "run on Linux with unprivileged user namespaces allowed")
+	}
+	py := testenv.RequirePython(t)
+	var got atomic.Int64
+	echo := echoServer(t, &got)
+	ws, recorded, replayed := t.TempDir(), filepath.Join(t.TempDir(), "rec.jbx"), filepath.Join(t.TempDir(), "rep.jbx")
+	checkEcho(t, echoRun(ws, recorded, echo, py), recorded, echo)
+	var dialled atomic.Int64
+	dial := func(context.Context, string, string) (net.Conn, error) { dialled.Add(1); return nil, fmt.Errorf("dialled") }
+	var out bytes.Buffer
+	_, err := engine.Replay(context.Background(), engine.ReplayOptions{From: recorded, Tape: replayed,
+		RunOptions: engine.RunOptions{Dir: ws, Stdout: &out, Stderr: &out,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Net: sandbox.NetNone, Notice: &out, Dial: dial}}})
+	if dialled.Load() != 0 || got.Load() != 4 || strings.Contains(out.String(), "answer PING") {
+		t.Fatalf("replay: %v; dialled %d, the host read %d bytes (4 when recorded)\n%s", err, dialled.Load(), got.Load(), out.String())
+	}
+	tp, err := tapefmt.Open(replayed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var conns []string
+	for f, err := range tp.Frames(tapefmt.KindNetConn) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.Decode()
+		c := p.(*tapefmt.NetConn)
+		conns = append(conns, fmt.Sprintf("%s %s refused=%v", c.Proto, c.Host, c.Refused))
+	}
+	if len(conns) != 1 || conns[0] != "tcp echo.example.test refused=true" {
+		t.Errorf("replay's net.conn frames: %q", conns)
+	}
+}
