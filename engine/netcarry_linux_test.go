@@ -267,7 +267,10 @@ func TestReplayNeverCarriesTCP(t *testing.T) {
 	ws, recorded, replayed := t.TempDir(), filepath.Join(t.TempDir(), "rec.jbx"), filepath.Join(t.TempDir(), "rep.jbx")
 	checkEcho(t, echoRun(ws, recorded, echo, py), recorded, echo)
 	var dialled atomic.Int64
-	dial := func(context.Context, string, string) (net.Conn, error) { dialled.Add(1); return nil, fmt.Errorf("dialled") }
+	dial := func(context.Context, string, string) (net.Conn, error) {
+		dialled.Add(1)
+		return nil, fmt.Errorf("dialled")
+	}
 	var out bytes.Buffer
 	_, err := engine.Replay(context.Background(), engine.ReplayOptions{From: recorded, Tape: replayed,
 		RunOptions: engine.RunOptions{Dir: ws, Stdout: &out, Stderr: &out,
