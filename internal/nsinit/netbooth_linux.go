@@ -123,7 +123,8 @@ func (nb *netBooth) serveDNS() {
 // connections (one per named address and port).
 const maxCarried = 4096
 
-// verdict decides a connect(2) to addr from a stream socket or not:
+// verdict decides a connect(2) to addr (stream says, when asked, whether
+// from a stream socket):
 // errno 0 lets it proceed; r, when set, is the refusal to report.
 // Loopback (the booth's own, where jukebox's endpoints are relayed)
 // proceeds; a stream to a named address on a port other than 80 and 443
@@ -134,7 +135,7 @@ const maxCarried = 4096
 // variables, pins a certificate or keeps a trust store of its own fails
 // here, by name, rather than getting out); anything else is refused as
 // the empty namespace would (ENETUNREACH).
-func (nb *netBooth) verdict(addr netip.AddrPort, stream bool) (unix.Errno, *Refusal) {
+func (nb *netBooth) verdict(addr netip.AddrPort, stream func() bool) (unix.Errno, *Refusal) {
 	ip := addr.Addr().Unmap()
 	if ip.IsLoopback() || ip.IsUnspecified() { // 0.0.0.0 and :: connect to loopback
 		return 0, nil
@@ -148,9 +149,9 @@ func (nb *netBooth) verdict(addr netip.AddrPort, stream bool) (unix.Errno, *Refu
 	if !named {
 		return unix.ENETUNREACH, r
 	}
-	r.Host, r.Errno, r.UDP = host, unix.ErrnoName(unix.ECONNREFUSED), !stream
+	r.Host, r.Errno, r.UDP = host, unix.ErrnoName(unix.ECONNREFUSED), !stream()
 	switch port := addr.Port(); {
-	case port == 80 || port == 443 || !stream:
+	case port == 80 || port == 443 || r.UDP:
 	case nb.carry == "":
 		r.Hermetic = true
 	case nb.carryTo(netip.AddrPortFrom(ip, port), host) == nil:

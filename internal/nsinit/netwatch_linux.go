@@ -67,7 +67,7 @@ func superviseConnect(listener int, nb *netBooth, events io.Writer) {
 			continue // the caller is gone
 		}
 		if ok {
-			stream := streamSocket(int(n.Pid), int(n.Args[0]))
+			stream := func() bool { return streamSocket(int(n.Pid), int(n.Args[0])) }
 			if errno, r := nb.verdict(addr, stream); errno != 0 {
 				resp.Flags, resp.Error = 0, -int32(errno)
 				enc.Encode(r)
