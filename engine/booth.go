@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"strings"
 	"syscall"
@@ -53,6 +54,12 @@ type BoothOptions struct {
 	// paths outside the workspace it may write unstaged.
 	Net       sandbox.Net
 	WriteLive []string
+	// Hermetic, with Net none, refuses the agent's plain TCP instead of
+	// carrying it: nothing leaves but through jukebox's proxy and
+	// endpoints. Dial is how carried connections reach their host (nil
+	// is net.Dialer; tests and --route point names elsewhere).
+	Hermetic bool
+	Dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Stage are folders outside the workspace staged with it (absolute):
 	// copy-on-write in the booth, committed or rolled back with the
 	// workspace, as one (sandbox.Tx.StageRoot). They need the overlay.
@@ -183,15 +190,13 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	s.cancel.Store(&cancel)
 	stop := stopOnSignals(s.o.Signals, b.Grace, cancel)
 	out := s.outs
+	carryCtx, endCarry := context.WithCancel(ctx)
 	er, err := sandbox.Exec(ctx, tx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
 		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: b.Notice,
 		Net: b.Net, Endpoints: append(append([]string{s.proxy.addr()}, s.mcpAddrs()...), b.Endpoints...), WriteLive: b.WriteLive,
-		Protect: s.protected(), Signals: stop.fwd,
-		OnNetRefused: func(r sandbox.NetRefusal) {
-			if s.refused.Add(1) <= MaxNetRefusedFrames {
-				s.appendFrame(tapefmt.NetRefused{Family: r.Family, Addr: r.Addr, Errno: r.Errno})
-			}
-		}})
+		Protect: s.protected(), Signals: stop.fwd, OnNetRefused: s.netRefused, Carry: s.carrier(carryCtx)})
+	endCarry()
+	s.netResult(res)
 	end := tapefmt.RunEnd{ExitCode: er.ExitCode}
 	if errors.Is(err, sandbox.ErrCannotConfine) || errors.Is(err, sandbox.ErrNotStarted) {
 		// The agent never started: there is nothing to settle.

@@ -12,6 +12,7 @@ import (
 // shortchat_test.go records.
 func TestMain(m *testing.M) {
 	sandbox.MaybeRunInit()
+	netEchoChild()
 	if os.Getenv(chatPlanEnv) != "" {
 		os.Exit(chatClient())
 	}

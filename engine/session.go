@@ -128,6 +128,14 @@ type Result struct {
 	// not serve and the booth refused (--net none), the first
 	// MaxNetRefusedFrames of them on the tape as net.refused frames.
 	NetRefused int `json:"net_refused,omitempty"`
+	// HermeticRefused counts the plain TCP connections --hermetic refused
+	// (net.conn frames with refused set); NetConns those jukebox carried
+	// (--net none without --hermetic). RefusedTo lists where the first
+	// refused connections went, host:port, named where the booth's
+	// resolver named the host, each with why when it is not plain.
+	HermeticRefused int      `json:"hermetic_refused,omitempty"`
+	NetConns        int      `json:"net_conns,omitempty"`
+	RefusedTo       []string `json:"refused_to,omitempty"`
 	// LiveFailed counts the live calls that never reached their upstream
 	// (refused, unknown host, timeout); LiveError is the first one's
 	// error. The agent saw each fail as it would have without jukebox.
@@ -168,9 +176,12 @@ type session struct {
 	div    atomic.Pointer[Divergence] // the first divergence, replay and fork
 	// refused counts net.refused frames (booth --net none).
 	refused atomic.Int64
-	trip    atomic.Pointer[tapefmt.BreakerTrip] // the breaker's trip, once it tripped
-	mcp     []*mcpEndpoint                      // the HTTP MCP servers served for the run
-	files   *captureFiles                       // the CA bundle and Node preload written for the agent
+	// net is what the booth's network carried and refused (netcarry.go);
+	// its net.conn frames are numbered with the proxy's WebSocket ones.
+	net   netState
+	trip  atomic.Pointer[tapefmt.BreakerTrip] // the breaker's trip, once it tripped
+	mcp   []*mcpEndpoint                      // the HTTP MCP servers served for the run
+	files *captureFiles                       // the CA bundle and Node preload written for the agent
 	// approved: a person answered yes to the booth's commit (--commit
 	// ask), which lets the outbox's calls that need approval run.
 	approved bool

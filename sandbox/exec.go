@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,12 @@ type ExecOptions struct {
 	// OnNetRefused hears each connection a NetNone child was refused, as
 	// it happens (from another goroutine).
 	OnNetRefused func(NetRefusal)
+	// Carry takes, under NetNone, each plain TCP connection the child
+	// makes to a name the booth's resolver answered (any port but 80 and
+	// 443, which go through the proxy), in a goroutine of its own; it
+	// closes the connection when done. Nil refuses them (--hermetic): the
+	// child gets ECONNREFUSED and OnNetRefused hears it, Hermetic set.
+	Carry func(CarriedConn)
 	// Signals are passed on to the child while it runs: in the overlay to
 	// the booth's init, which passes them to the command (to its process
 	// group, for those a terminal sends); in a copy to the child's reaper,
@@ -89,6 +96,15 @@ func forwardSignals(p *os.Process, sigs <-chan os.Signal, skip func(os.Signal) b
 
 // NetRefusal is a connection a --net none booth refused.
 type NetRefusal = nsinit.Refusal
+
+// CarriedConn is a plain TCP connection of a NetNone child to Host:Port,
+// a name the booth's resolver answered (ExecOptions.Carry). Conn carries
+// the child's bytes; closing its write half passes the end on.
+type CarriedConn struct {
+	Host string
+	Port int
+	Conn net.Conn
+}
 
 // Net is a booth child's network.
 type Net string
@@ -298,12 +314,11 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 		return ExecResult{Mode: ModeOverlay, ExitCode: -1}, fmt.Errorf("sandbox: %w", err)
 	}
 	if spec.NetNone {
-		relays, stop, err := hostRelays(filepath.Join(tx.dir, "net"), o.Endpoints)
+		stop, err := hostNet(filepath.Join(tx.dir, "net"), o, &spec)
 		defer stop()
 		if err != nil {
 			return ExecResult{Mode: ModeOverlay, ExitCode: -1}, err
 		}
-		spec.Relays = relays
 	}
 	res, err := runInitChild(ctx, spec, o, started)
 	res.Mode, res.Confined = ModeOverlay, err == nil

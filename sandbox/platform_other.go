@@ -18,7 +18,7 @@ func runInitChild(context.Context, nsinit.Spec, ExecOptions, func()) (ExecResult
 	return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, Supported())
 }
 
-func hostRelays(string, []string) ([]nsinit.Relay, func(), error) { return nil, func() {}, Supported() }
+func hostNet(string, ExecOptions, *nsinit.Spec) (func(), error) { return func() {}, Supported() }
 
 func syncFS(int) error { return Supported() }
 

@@ -405,6 +405,10 @@ type NetRefused struct {
 	Family string `json:"family"` // ipv4 or ipv6
 	Addr   string `json:"addr"`   // host:port
 	Errno  string `json:"errno"`  // e.g. ENETUNREACH, ECONNREFUSED
+	// Host is the name the agent asked the booth's resolver for, whose
+	// answer Addr is; empty when it connected to an address it had not
+	// resolved there.
+	Host string `json:"host,omitempty"`
 }
 
 // HTTPRequest is one HTTP request the agent sent to anything that is not

@@ -129,6 +129,9 @@ func describeRest(p tapefmt.Payload) string {
 	case *tapefmt.Marker:
 		return "marker " + p.Label
 	case *tapefmt.NetRefused:
+		if p.Host != "" { // the name the agent asked the booth's resolver for
+			return fmt.Sprintf("refused connection to %s (%s, %s)", p.Host, p.Addr, p.Errno)
+		}
 		return fmt.Sprintf("refused connection to %s (%s)", p.Addr, p.Errno)
 	case tapefmt.Unknown:
 		return OneLine(string(p.JSON), 60)

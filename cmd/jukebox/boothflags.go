@@ -24,6 +24,8 @@ type boothFlags struct {
 	Keep      bool                `help:"With --booth: leave the transaction open instead of rolling it back, for jukebox booth diff|commit|rollback."`
 	BoothMode string              `enum:"auto,overlay,reflink,copy" default:"auto" help:"With --booth: staging mode; auto (or overlay) runs the agent confined in the namespace overlay, or refuses to start it (exit 2) where that cannot be made; copy (or reflink) runs it unconfined in a copy of the workspace, which stages its changes there but keeps it from nothing else."`
 	Net       string              `enum:"host,none" default:"host" help:"With --booth: the agent's network: host (what you reach) or none (its own network namespace, where only jukebox's endpoints for the run, the recorder and the control API, are reachable). none needs the overlay booth."`
+	// Hermetic refuses the agent's plain TCP under --net none.
+	Hermetic bool `help:"With --booth --net none: nothing leaves but through jukebox: every HTTP(S) call goes through its proxy, and plain TCP to other ports (a database, SMTP, a raw socket), which jukebox otherwise carries to the real host and records as net.conn frames, is refused (the agent gets ECONNREFUSED; the tape names each one). Replay and fork never carry plain TCP live, with or without it."`
 	// AllowWriteLive are folders outside the workspace the agent may
 	// write directly: unstaged, never rolled back.
 	AllowWriteLive []string `name:"allow-write-live" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write directly, unstaged and never rolled back (a cache such as ~/.cache, say). Repeatable. Everything else outside the workspace is read-only in the booth."`
@@ -38,14 +40,17 @@ func (b *boothFlags) validate() error {
 	if err := b.validatePG(); err != nil {
 		return err
 	}
-	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.BoothMode != "auto" || (b.Net != "host" && b.Net != "") || len(b.AllowWriteLive) > 0 || len(b.AllowWrite) > 0) {
-		return fmt.Errorf("--commit, --keep, --booth-mode, --net, --allow-write and --allow-write-live only apply with --booth")
+	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.BoothMode != "auto" || (b.Net != "host" && b.Net != "") || len(b.AllowWriteLive) > 0 || len(b.AllowWrite) > 0 || b.Hermetic) {
+		return fmt.Errorf("--commit, --keep, --booth-mode, --net, --hermetic, --allow-write and --allow-write-live only apply with --booth")
 	}
 	if !b.Booth {
 		return nil
 	}
 	if err := boothUnavailable("run without --booth"); err != nil {
 		return err
+	}
+	if b.Hermetic && b.Net != "none" {
+		return fmt.Errorf("--hermetic needs --net none: only in its own network namespace can jukebox refuse what does not go through it")
 	}
 	if b.Net == "none" && (b.BoothMode == "copy" || b.BoothMode == "reflink") {
 		return fmt.Errorf("--net none needs the overlay booth; --booth-mode %s cannot confine the agent", b.BoothMode)
@@ -163,7 +168,7 @@ func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 	}
 	tty := guardTerminal(env)
 	o := &engine.BoothOptions{Commit: b.Commit, Keep: b.Keep, Mode: sandbox.Mode(b.BoothMode), Notice: env.Stderr,
-		Net: sandbox.Net(b.Net), WriteLive: b.AllowWriteLive, Stage: b.AllowWrite, Grace: b.StopGrace}
+		Net: sandbox.Net(b.Net), Hermetic: b.Hermetic, WriteLive: b.AllowWriteLive, Stage: b.AllowWrite, Grace: b.StopGrace}
 	if b.Commit == engine.CommitAsk {
 		if haveTerminal() { // it is opened again to ask
 			o.Ask = func(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult, sql []tapefmt.SQLSession) (bool, error) {

@@ -125,6 +125,8 @@ func TestConfinementFlags(t *testing.T) {
 		{[]string{"--net", "none"}, "only apply with --booth"},
 		{[]string{"--allow-write-live", outside}, "only apply with --booth"},
 		{[]string{"--booth", "--net", "none", "--booth-mode", "copy"}, "--net none needs the overlay booth"},
+		{[]string{"--hermetic"}, "only apply with --booth"},
+		{[]string{"--booth", "--hermetic"}, "--hermetic needs --net none"},
 		{[]string{"--booth", "--allow-write-live", filepath.Join(outside, "missing")}, "--allow-write-live " + filepath.Join(outside, "missing")},
 		{[]string{"--booth", "--allow-write-live", "/"}, "--allow-write-live /: that would let the agent write anywhere"},
 		{[]string{"--booth", "--allow-write-live", "inner"}, "inside the workspace"},

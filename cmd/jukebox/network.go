@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // networkNotes warns about the agent's own network: a run in which it
@@ -46,6 +47,25 @@ func networkNotes(w io.Writer, res *engine.Result) {
 			which = fmt.Sprintf("the first %d as net.refused frames", engine.MaxNetRefusedFrames)
 		}
 		fmt.Fprintf(w, "jukebox: note: the agent tried %d connections jukebox does not serve; the booth refused them "+
-			"(%s on the tape: `jukebox show TAPE --kind net.refused`).\n", res.NetRefused, which)
+			"(%s on the tape: `jukebox show TAPE --kind net.refused`)%s.\n", res.NetRefused, which, refusedTo(res.RefusedTo, false))
 	}
+	if res.HermeticRefused > 0 {
+		fmt.Fprintf(w, "jukebox: note: the booth refused %d plain TCP connections of the agent (--hermetic refused them; "+
+			"replay and fork carry none live) (net.conn frames with refused set)%s.\n", res.HermeticRefused, refusedTo(res.RefusedTo, true))
+	}
+}
+
+// refusedTo lists the destinations of refused connections, those
+// --hermetic refused or the others, quoted (the agent chose the names).
+func refusedTo(to []string, hermetic bool) string {
+	var out []string
+	for _, d := range to {
+		if strings.HasSuffix(d, " (--hermetic)") == hermetic {
+			out = append(out, termtext.Sanitize(strings.TrimSuffix(d, " (--hermetic)")))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(out, ", ")
 }

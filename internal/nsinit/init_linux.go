@@ -40,13 +40,13 @@ func run(raw string) int {
 		fmt.Fprint(report, "setup: this init was built from other source than jukebox")
 		return Mismatch
 	}
-	relays, err := confine(s)
+	nb, err := confine(s)
 	if err != nil {
 		fmt.Fprintf(report, "setup: %v", err)
 		return SetupFailed
 	}
-	for _, r := range relays {
-		go r.serve()
+	if nb != nil {
+		nb.serve()
 	}
 	// Nothing in the booth may trace or read this process: it holds
 	// capabilities over the mounts the command must not undo.
@@ -72,7 +72,7 @@ func run(raw string) int {
 		return 0
 	}
 	if listener >= 0 {
-		go superviseConnect(listener, events)
+		go superviseConnect(listener, nb, events)
 	}
 	code, sig := reap(pid, sigs)
 	if sig != 0 {
@@ -225,9 +225,10 @@ const (
 //  5. the detached mounts moved into place, shallowest first, creating
 //     their mount points inside the private /tmp where needed.
 //
-// The relays for --net none are made before anything is hidden, since
-// their sockets live in the booth's state.
-func confine(s Spec) ([]*relayer, error) {
+// The network of --net none (startNet) is made before anything is
+// hidden, since the sockets of its relays live in the booth's state; the
+// booth's resolv.conf is mounted over the host's.
+func confine(s Spec) (*netBooth, error) {
 	if err := CheckKept(s); err != nil {
 		return nil, err
 	}
@@ -238,13 +239,16 @@ func confine(s Spec) ([]*relayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var relays []*relayer
+	var nb *netBooth
+	mounts := []detached{{fd: ovl, path: s.Lower, what: "the overlay over the workspace", rank: rankOverlay}}
 	if s.NetNone {
-		if relays, err = startRelays(s.Relays); err != nil {
+		if nb, err = startNet(s); err != nil {
+			return nil, err
+		}
+		if mounts, err = mountResolv(s, mounts); err != nil {
 			return nil, err
 		}
 	}
-	mounts := []detached{{fd: ovl, path: s.Lower, what: "the overlay over the workspace", rank: rankOverlay}}
 	for _, st := range s.Staged {
 		fd, err := overlayMount(st.Lower, st.Upper, st.Work)
 		if err != nil {
@@ -306,7 +310,22 @@ func confine(s Spec) ([]*relayer, error) {
 	if err := attach(mounts); err != nil {
 		return nil, err
 	}
-	return relays, finishDev()
+	return nb, finishDev()
+}
+
+// mountResolv adds s.Resolv, read-only, over the file /etc/resolv.conf
+// leads to, where there is one (a system without it asks 127.0.0.1, which
+// is the booth's own loopback and answers nothing).
+func mountResolv(s Spec, mounts []detached) ([]detached, error) {
+	real, err := filepath.EvalSymlinks("/etc/resolv.conf")
+	if s.Resolv == "" || err != nil {
+		return mounts, nil
+	}
+	fd, err := cloneTree(s.Resolv, true)
+	if err != nil {
+		return nil, fmt.Errorf("the booth's resolv.conf: %w", err)
+	}
+	return append(mounts, detached{fd: fd, path: real, what: "the booth's resolv.conf", file: true, rank: rankPrivate}), nil
 }
 
 // procReadOnly are the parts of /proc that reach the host's kernel rather

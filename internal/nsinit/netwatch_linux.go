@@ -49,9 +49,9 @@ type seccompNotifResp struct {
 }
 
 // superviseConnect answers connect(2) calls from listener until it fails
-// (every process of the booth gone), writing each refusal as a JSON line
-// to events.
-func superviseConnect(listener int, events io.Writer) {
+// (every process of the booth gone), as nb.verdict decides, writing each
+// refusal as a JSON line to events.
+func superviseConnect(listener int, nb *netBooth, events io.Writer) {
 	enc := json.NewEncoder(events)
 	for {
 		var n seccompNotif
@@ -66,17 +66,34 @@ func superviseConnect(listener int, events io.Writer) {
 		if ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&n.ID)) != nil {
 			continue // the caller is gone
 		}
-		if ip := addr.Addr().Unmap(); ok && !ip.IsLoopback() && !ip.IsUnspecified() { // 0.0.0.0 and :: connect to loopback
-			errno := unix.ENETUNREACH
-			resp.Flags, resp.Error = 0, -int32(errno)
-			family := "ipv4"
-			if addr.Addr().Is6() && !addr.Addr().Is4In6() {
-				family = "ipv6"
+		if ok {
+			stream := func() bool { return streamSocket(int(n.Pid), int(n.Args[0])) }
+			if errno, r := nb.verdict(addr, stream); errno != 0 {
+				resp.Flags, resp.Error = 0, -int32(errno)
+				enc.Encode(r)
 			}
-			enc.Encode(Refusal{Family: family, Addr: addr.String(), Errno: unix.ErrnoName(errno)})
 		}
 		ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 	}
+}
+
+// streamSocket reports whether descriptor fd of process pid is a stream
+// socket (TCP), which the booth can carry; a datagram socket (UDP, QUIC)
+// cannot be. A socket it cannot look at (a thread other than the
+// process's first asked, on a kernel before 6.9) counts as a stream.
+func streamSocket(pid, fd int) bool {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(pidfd)
+	own, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(own)
+	typ, err := unix.GetsockoptInt(own, unix.SOL_SOCKET, unix.SO_TYPE)
+	return err != nil || typ == unix.SOCK_STREAM
 }
 
 func ioctlPtr(fd int, req uint, arg unsafe.Pointer) error {

@@ -23,29 +23,35 @@ import (
 type relayer struct {
 	listener int
 	target   string // the socket, through the directory descriptor
+	header   []byte // written to the socket before the connection's bytes
 }
 
-// startRelays brings the loopback interface up and listens on each relay's
-// address.
+// startRelays listens on each relay's address, in the booth's network
+// namespace with its loopback up.
 func startRelays(rs []Relay) ([]*relayer, error) {
-	if err := loopbackUp(); err != nil {
-		return nil, fmt.Errorf("--net none: loopback: %w", err)
-	}
 	out := make([]*relayer, 0, len(rs))
 	for _, r := range rs {
-		dir, err := unix.Open(filepath.Dir(r.Socket), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		target, err := socketTarget(r.Socket)
 		if err != nil {
 			return nil, fmt.Errorf("--net none: relay for %s: %w", r.Addr, err)
 		}
 		ln, err := listenTCP(r.Addr)
 		if err != nil {
-			unix.Close(dir)
 			return nil, fmt.Errorf("--net none: relay for %s: %w", r.Addr, err)
 		}
-		target := "/proc/self/fd/" + strconv.Itoa(dir) + "/" + filepath.Base(r.Socket)
 		out = append(out, &relayer{listener: ln, target: target})
 	}
 	return out, nil
+}
+
+// socketTarget is the path of the unix socket sock through a descriptor
+// of its folder, opened now, while the booth's state is still visible.
+func socketTarget(sock string) (string, error) {
+	dir, err := unix.Open(filepath.Dir(sock), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	return "/proc/self/fd/" + strconv.Itoa(dir) + "/" + filepath.Base(sock), nil
 }
 
 // listenTCP listens on addr, an IP address and port.
@@ -99,6 +105,9 @@ func (r *relayer) relay(c int) {
 	if err := unix.Connect(up, &unix.SockaddrUnix{Name: r.target}); err != nil {
 		return
 	}
+	if len(r.header) > 0 && !writeAll(up, r.header) {
+		return
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -122,17 +131,25 @@ func pump(dst, src int) {
 		if n <= 0 {
 			return
 		}
-		for b := buf[:n]; len(b) > 0; {
-			m, err := unix.Write(dst, b)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil {
-				return
-			}
-			b = b[m:]
+		if !writeAll(dst, buf[:n]) {
+			return
 		}
 	}
+}
+
+// writeAll writes b whole to fd; false when it failed.
+func writeAll(fd int, b []byte) bool {
+	for len(b) > 0 {
+		m, err := unix.Write(fd, b)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		b = b[m:]
+	}
+	return true
 }
 
 // loopbackUp sets IFF_UP on lo; a new network namespace starts with it

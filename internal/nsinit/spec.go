@@ -63,6 +63,13 @@ type Spec struct {
 	// socket outside (the recorder, the control API, the --pg endpoint).
 	NetNone bool    `json:"net_none,omitempty"`
 	Relays  []Relay `json:"relays,omitempty"`
+	// Resolv is a resolv.conf naming DNSAddr, mounted over the host's
+	// under NetNone. Carry is the unix socket, served outside, that takes
+	// the agent's plain TCP connections to the names the booth's resolver
+	// answered, each preceded by a line "HOST PORT"; "" refuses them
+	// (--hermetic).
+	Resolv string `json:"resolv,omitempty"`
+	Carry  string `json:"carry,omitempty"`
 	// UID and GID are the caller's, which the command runs as.
 	UID int `json:"uid"`
 	GID int `json:"gid"`
@@ -90,6 +97,15 @@ type Refusal struct {
 	Family string `json:"family"` // ipv4 or ipv6
 	Addr   string `json:"addr"`   // host:port
 	Errno  string `json:"errno"`  // the error the agent got, e.g. ENETUNREACH
+	// Host is the name the booth's resolver gave Addr, when it did.
+	Host string `json:"host,omitempty"`
+	// Hermetic: a plain TCP connection to Host, refused because the booth
+	// carries none (Spec.Carry is ""). UDP: a datagram socket connected
+	// to Host, which the booth cannot carry. Otherwise a connection to a
+	// named host was refused because it went to an HTTP port (80, 443)
+	// directly rather than through jukebox's proxy.
+	Hermetic bool `json:"hermetic,omitempty"`
+	UDP      bool `json:"udp,omitempty"`
 }
 
 // MaybeRun runs the booth's namespace init when this process was
