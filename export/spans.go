@@ -362,7 +362,7 @@ func (c *converter) request(seq uint64, t time.Time, p *tapefmt.LLMRequest) {
 	if p.Model != "" {
 		s.attrs = append(s.attrs, attrRequestModel.String(p.Model))
 	}
-	if host, port, ok := c.server(p.Provider); ok {
+	if host, port, ok := c.server(p); ok {
 		s.attrs = append(s.attrs, attrServerAddress.String(host))
 		if port > 0 {
 			s.attrs = append(s.attrs, attrServerPort.Int(port))
@@ -374,10 +374,14 @@ func (c *converter) request(seq uint64, t time.Time, p *tapefmt.LLMRequest) {
 	c.calls[p.Call] = &pendingCall{span: s, req: p, seq: seq, agent: agent, body: body}
 }
 
-// server is the host and port a provider's calls went to, from the run's
-// upstreams.
-func (c *converter) server(provider string) (string, int, bool) {
-	u, err := url.Parse(c.up[provider])
+// server is the host and port a call went to: the host the agent asked
+// for, or its provider's upstream in the run's start.
+func (c *converter) server(p *tapefmt.LLMRequest) (string, int, bool) {
+	raw := c.up[p.Provider]
+	if p.Host != "" { // through the forward proxy: the host the agent asked for
+		raw = p.Scheme + "://" + p.Host
+	}
+	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return "", 0, false
 	}
@@ -451,6 +455,9 @@ func (c *converter) response(seq uint64, t time.Time, p *tapefmt.LLMResponse) {
 	var calls []llmwire.ToolUse
 	if body != nil {
 		a := llmwire.ReadAnswer(body)
+		if a.Text == "" && len(a.Calls) == 0 { // Gemini, Bedrock, Cohere, Ollama: their own shapes
+			a.Text = llmwire.AnswerText(pc.req.Provider, pc.req.Path, body)
+		}
 		if a.ID != "" {
 			s.attrs = append(s.attrs, attrResponseID.String(a.ID))
 		}
