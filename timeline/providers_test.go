@@ -1,6 +1,7 @@
 package timeline_test
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,6 +57,11 @@ func TestProvidersAndCountedUsage(t *testing.T) {
 	tl, err := timeline.Open(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The search finds the Gemini answer's words, which are not in
+	// OpenAI's or Anthropic's shape.
+	if i, err := tl.Search(context.Background(), "Teal", 0, 1); err != nil || tl.Row(i).Kind != tapefmt.KindLLMResponse {
+		t.Errorf("search for the Gemini answer: frame %d, %v", i, err)
 	}
 	defer tl.Close()
 	if r := tl.Row(1); r.Tokens != 2000 || !r.Priced || r.Estimated {

@@ -308,7 +308,11 @@ func blobText(p tapefmt.Payload, b []byte) string {
 	case *tapefmt.LLMRequest:
 		return llmwire.RequestText(b)
 	case *tapefmt.LLMResponse:
-		return llmwire.ResponseText(b)
+		if t := llmwire.ResponseText(b); t != "" {
+			return t
+		}
+		// Another provider's shape (Gemini, Bedrock, ...): searched as
+		// it is, so its words are found.
 	}
 	if !utf8.Valid(b) {
 		return ""
