@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"syscall"
 
 	"golang.org/x/net/http/httpproxy"
 )
@@ -91,4 +93,72 @@ func isLocalHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
+
+// hostLocalGuard refuses, as the dialer's Control, a connection to this
+// machine's own addresses (loopback, unspecified, any of its interfaces'
+// addresses) but those in allowed: whatever name a booth's agent asked
+// for, it reaches none of the host's local services through jukebox.
+func hostLocalGuard(allowed map[string]bool) func(network, address string, _ syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		host, port, err := net.SplitHostPort(address)
+		ip := net.ParseIP(host)
+		if err != nil || ip == nil || allowed[net.JoinHostPort(ip.String(), port)] {
+			return nil
+		}
+		if ip.IsLoopback() || ip.IsUnspecified() || ownAddrs()[ip.String()] {
+			return fmt.Errorf("the booth's agent may not reach this machine's own address %s through jukebox", address)
+		}
+		return nil
+	}
+}
+
+// ownAddrs are the addresses of this machine's interfaces.
+var ownAddrs = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			m[n.IP.String()] = true
+		}
+	}
+	return m
+})
+
+// allowedLocal are the local addresses a booth run may reach because the
+// user named them: its providers' upstreams, its routes and the user's
+// own proxy, as ip:port (localhost standing for its loopback addresses).
+func allowedLocal(upstreams, routes map[string]string, env []string) map[string]bool {
+	m := envMap(env)
+	var urls []string
+	for _, u := range upstreams {
+		urls = append(urls, u)
+	}
+	for _, u := range routes {
+		urls = append(urls, u)
+	}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		urls = append(urls, m[k])
+	}
+	allowed := map[string]bool{}
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Hostname() == "" {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+		}
+		hosts := []string{u.Hostname()}
+		if u.Hostname() == "localhost" {
+			hosts = []string{"127.0.0.1", "::1"}
+		}
+		for _, h := range hosts {
+			if ip := net.ParseIP(h); ip != nil {
+				allowed[net.JoinHostPort(ip.String(), port)] = true
+			}
+		}
+	}
+	return allowed
 }

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +57,51 @@ func TestRelayTrailers(t *testing.T) {
 	relay(w, &exchange{plain: true, req: req, start: time.Now()}, resp)
 	if got := w.Result().Trailer.Get("Grpc-Status"); got != "0" || w.Body.String() != "hi" {
 		t.Errorf("trailer %q, body %q", got, w.Body.String())
+	}
+}
+
+// TestBoothAgentKeptOffHostByAddress: a name that resolves to this
+// machine (its own host name) or one of its interfaces' addresses given
+// as is reaches none of the host's services through a booth's proxy,
+// though the name check lets them by; a run outside the booth reaches
+// them.
+func TestBoothAgentKeptOffHostByAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", ":0") // every interface, as a local service may
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "local service") })}
+	go srv.Serve(ln)
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	var hosts []string
+	if name, err := os.Hostname(); err == nil {
+		if ips, err := net.LookupHost(name); err == nil && len(ips) > 0 {
+			hosts = append(hosts, net.JoinHostPort(name, port))
+		}
+	}
+	for ip := range ownAddrs() {
+		if p := net.ParseIP(ip); p.To4() != nil && !p.IsLoopback() {
+			hosts = append(hosts, net.JoinHostPort(ip, port))
+		}
+	}
+	if len(hosts) == 0 {
+		t.Fatal("this machine has neither a host name that resolves nor an interface address besides loopback")
+	}
+	booth := newLive(nil, RunOptions{Booth: &BoothOptions{}})
+	plain := newLive(nil, RunOptions{})
+	for _, h := range hosts {
+		ask := func(l *live) (*httptest.ResponseRecorder, answer) {
+			w := httptest.NewRecorder()
+			x := &exchange{scheme: "http", host: h, path: "/", rest: "/", plain: true,
+				req: httptest.NewRequest("GET", "http://"+h+"/", nil), start: time.Now()}
+			return w, l.respond(w, x)
+		}
+		if w, a := ask(booth); w.Body.String() == "local service" || !strings.Contains(a.resp.Error, "may not reach this machine's own address") {
+			t.Errorf("booth, %s: answered %q, error %q", h, w.Body.String(), a.resp.Error)
+		}
+		if w, _ := ask(plain); w.Body.String() != "local service" {
+			t.Errorf("no booth, %s: answered %q", h, w.Body.String())
+		}
 	}
 }

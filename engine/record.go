@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -41,6 +42,14 @@ func newLive(upstreams map[string]string, o RunOptions) *live {
 	tr.Proxy = userProxy(o.baseEnv())
 	if o.UpstreamRoots != nil {
 		tr.TLSClientConfig = &tls.Config{RootCAs: o.UpstreamRoots}
+	}
+	if o.Booth != nil {
+		// The name check in base is not enough: a name can resolve to
+		// this machine (its host name, a wildcard DNS service), so the
+		// address dialled is checked too.
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
+			Control: hostLocalGuard(allowedLocal(upstreams, o.Routes, o.baseEnv()))}
+		tr.DialContext = d.DialContext
 	}
 	return &live{client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, upstreams: upstreams, routes: o.Routes,
 		hostLocal: o.Booth != nil}
