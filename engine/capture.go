@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"crypto/x509"
 	"fmt"
 	"net"
@@ -66,7 +67,8 @@ func LoadUpstreamCA(path string) (*x509.CertPool, error) {
 
 // userProxy is the user's own proxy for jukebox's upstream requests, from
 // the agent's environment as it was before jukebox pointed the proxy
-// variables at itself: HTTPS_PROXY, HTTP_PROXY and NO_PROXY (either case).
+// variables at itself: HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (for a scheme
+// the first two leave unset) and NO_PROXY (either case).
 // Loopback is never proxied.
 func userProxy(env []string) func(*http.Request) (*url.URL, error) {
 	m := envMap(env)
@@ -76,7 +78,8 @@ func userProxy(env []string) func(*http.Request) (*url.URL, error) {
 		}
 		return m[strings.ToLower(name)]
 	}
-	cfg := &httpproxy.Config{HTTPProxy: get("HTTP_PROXY"), HTTPSProxy: get("HTTPS_PROXY"), NoProxy: get("NO_PROXY")}
+	all := get("ALL_PROXY") // curl's convention, often socks5://, which Go's transport speaks
+	cfg := &httpproxy.Config{HTTPProxy: cmp.Or(get("HTTP_PROXY"), all), HTTPSProxy: cmp.Or(get("HTTPS_PROXY"), all), NoProxy: get("NO_PROXY")}
 	f := cfg.ProxyFunc()
 	return func(r *http.Request) (*url.URL, error) { return f(r.URL) }
 }

@@ -105,3 +105,20 @@ func TestBoothAgentKeptOffHostByAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestUserAllProxy: the user's ALL_PROXY carries jukebox's upstream
+// requests when HTTPS_PROXY or HTTP_PROXY does not name one, and their
+// NO_PROXY still applies.
+func TestUserAllProxy(t *testing.T) {
+	f := userProxy([]string{"ALL_PROXY=socks5://127.0.0.1:1080", "HTTP_PROXY=http://127.0.0.1:3128", "NO_PROXY=internal.example"})
+	for u, want := range map[string]string{
+		"https://api.example.com/x": "socks5://127.0.0.1:1080",
+		"http://api.example.com/x":  "http://127.0.0.1:3128",
+		"https://internal.example/": "",
+	} {
+		got, err := f(httptest.NewRequest("GET", u, nil))
+		if err != nil || (got == nil) != (want == "") || (got != nil && got.String() != want) {
+			t.Errorf("%s: proxy %v, %v; want %q", u, got, err, want)
+		}
+	}
+}
