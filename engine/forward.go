@@ -136,7 +136,7 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request) bool {
 		apiError(w, http.StatusMethodNotAllowed, "jukebox: this handler serves no CONNECT tunnels")
 	case r.Method == http.MethodConnect:
 		p.fwd.connect(w, r)
-	case r.URL.IsAbs() && r.URL.Host != p.addr():
+	case r.URL.IsAbs() && r.URL.Host != p.addr() && !toJukebox(r):
 		p.serveForward(w, r, r.URL.Scheme, r.URL.Host, r.URL.Path, r.URL.EscapedPath())
 	case strings.HasPrefix(r.URL.Path, PathFormPrefix):
 		scheme, rest, _ := strings.Cut(r.URL.Path[len(PathFormPrefix):], "/")
@@ -357,4 +357,21 @@ func (f *forwarder) ownAddr(host string) (any, bool) {
 		return nil, false
 	}
 	return f.own.Load(host)
+}
+
+// toJukebox reports whether an absolute-form request names jukebox's own
+// provider routes on a loopback address (a base URL pointed at jukebox,
+// reached through a proxy setting or an in-process client such as the
+// replay handler's): it is routed as such, not forwarded.
+func toJukebox(r *http.Request) bool {
+	host := r.URL.Hostname()
+	if ip := net.ParseIP(host); !(host == "localhost" || ip != nil && ip.IsLoopback()) {
+		return false
+	}
+	for _, pr := range providers {
+		if strings.HasPrefix(r.URL.Path, pr.route()+"/") {
+			return true
+		}
+	}
+	return false
 }
