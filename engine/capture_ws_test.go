@@ -2,13 +2,16 @@ package engine_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -42,7 +45,9 @@ req.end();`
 
 // TestCaptureWebSocket: a WebSocket session is tunnelled both ways and
 // recorded: the upgrade as http frames (status 101) and the session as a
-// net.conn frame holding both directions' bytes with their timing.
+// net.conn frame holding both directions' bytes with their timing; it
+// replays from the tape with the server gone (the replayed 101 once hung:
+// it was never flushed before the agent's first frame was awaited).
 func TestCaptureWebSocket(t *testing.T) {
 	t.Parallel()
 	testenv.RequireNode(t)
@@ -69,6 +74,17 @@ func TestCaptureWebSocket(t *testing.T) {
 	defer tp.Close()
 	if down, err := tp.Blob(c.Down); err != nil || !bytes.Contains(down, []byte("one")) || !bytes.Contains(down, []byte("two")) {
 		t.Errorf("the server's frames are not in net.conn's down blob (%v): %q", err, down)
+	}
+	// Replayed with the server gone: the session plays back from net.conn.
+	tool.Close()
+	var again bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := engine.Replay(ctx, engine.ReplayOptions{From: tape, RunOptions: engine.RunOptions{
+		Argv: []string{"node", "-e", wsClient}, Dir: t.TempDir(), Env: cleanEnv(), Stdout: &again, Stderr: io.Discard,
+		Routes: map[string]string{"ws.example": tool.URL}}})
+	if err != nil || res.Divergence != nil || res.End.ExitCode != 0 || again.String() != out {
+		t.Fatalf("replay: %v, divergence %v, exit %d, printed %q", err, res.Divergence, res.End.ExitCode, again.String())
 	}
 }
 

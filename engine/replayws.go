@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/sha1"
 	"encoding/base64"
 	"fmt"
@@ -58,12 +59,20 @@ func (t *tapeBackend) serveSession(w http.ResponseWriter, x *exchange, c *Call) 
 	}
 	defer conn.Close()
 	head := c.Response.Header.Clone()
+	// The recorder keeps no hop-by-hop headers; the agent's client needs
+	// these two to take the 101 for an upgrade.
+	head.Set("Connection", "Upgrade")
+	head.Set("Upgrade", cmp.Or(x.req.Header.Get("Upgrade"), "websocket"))
 	if key := x.req.Header.Get("Sec-WebSocket-Key"); key != "" {
 		head.Set("Sec-WebSocket-Accept", wsAccept(key))
 	}
 	fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\n")
 	head.Write(rw)
 	rw.WriteString("\r\n")
+	if err := rw.Flush(); err != nil { // the agent speaks first only once it has the 101
+		a.resp.Error = "WebSocket session: " + err.Error()
+		return a
+	}
 	conn.SetReadDeadline(time.Now().Add(maxReplayWait))
 	if err := playSession(rw, down, c.session); err != nil {
 		a.resp.Error = "WebSocket session: " + err.Error()
