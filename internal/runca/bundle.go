@@ -40,11 +40,15 @@ func (c *CA) Bundle(env map[string]string) []byte {
 	for _, data := range systemRoots(env) {
 		add(data)
 	}
+	read := map[string]bool{} // machines often name one file in every variable: read it once
 	for _, name := range BundleEnv {
-		if f := env[name]; f != "" {
-			if data, err := os.ReadFile(f); err == nil {
-				add(data)
-			}
+		f := env[name]
+		if f == "" || read[filepath.Clean(f)] {
+			continue
+		}
+		read[filepath.Clean(f)] = true
+		if data, err := os.ReadFile(f); err == nil {
+			add(data)
 		}
 	}
 	add(c.certPEM)
