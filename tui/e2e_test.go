@@ -64,16 +64,13 @@ func (s *tmuxSession) shows(d time.Duration, want ...string) (string, bool) {
 	}
 }
 
-// TestEndToEndTmux builds jukebox and drives `jukebox play` in a 120x40
+// TestEndToEndTmux drives `jukebox play` in a 120x40
 // tmux session: scrub, the help, a search, and quit.
 func TestEndToEndTmux(t *testing.T) {
 	t.Parallel()
 	testenv.RequireTmux(t)
-	testenv.Short(t, "builds the binary")
-	bin := filepath.Join(t.TempDir(), "jukebox")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/jukebox").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	testenv.Short(t, "runs the binary in tmux")
+	bin := filepath.Join(testenv.Binaries(t), "jukebox")
 	if out, err := exec.Command(bin, "play", "--help").CombinedOutput(); err != nil {
 		t.Fatalf("jukebox play --help: %v\n%s", err, out)
 	}

@@ -14,7 +14,8 @@ import (
 // TestEverySkipGoesThroughTestenv: a test that skips on its own (t.Skip,
 // t.Skipf, t.SkipNow) is invisible to JUKEBOX_REQUIRE_ALL, so CI can pass
 // by skipping it. Every skip in the module's tests is one of this
-// package's helpers (Unavailable, Short, Require*).
+// package's helpers (Unavailable, Short, Require*). And no test builds
+// the binaries itself (a minute each, cold): testenv.Binaries does, once.
 func TestEverySkipGoesThroughTestenv(t *testing.T) {
 	root := repoRoot(t)
 	self, _ := filepath.Abs(".")
@@ -44,10 +45,13 @@ func TestEverySkipGoesThroughTestenv(t *testing.T) {
 				return true
 			}
 			if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
-				switch sel.Sel.Name {
-				case "Skip", "Skipf", "SkipNow":
-					rel, _ := filepath.Rel(root, fset.Position(call.Pos()).Filename)
-					found = append(found, rel+":"+strconv.Itoa(fset.Position(call.Pos()).Line))
+				rel, _ := filepath.Rel(root, fset.Position(call.Pos()).Filename)
+				at := rel + ":" + strconv.Itoa(fset.Position(call.Pos()).Line)
+				switch {
+				case sel.Sel.Name == "Skip" || sel.Sel.Name == "Skipf" || sel.Sel.Name == "SkipNow":
+					found = append(found, at+" skips on its own: use testenv.Unavailable (something missing), testenv.Short (slow by nature) or a Require helper")
+				case goBuild(call):
+					found = append(found, at+" builds a binary of its own: use testenv.Binaries, built once by .ci/test")
 				}
 			}
 			return true
@@ -58,6 +62,26 @@ func TestEverySkipGoesThroughTestenv(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range found {
-		t.Errorf("%s skips on its own: use testenv.Unavailable (something missing), testenv.Short (slow by nature) or a Require helper", f)
+		t.Error(f)
 	}
+}
+
+// goBuild reports whether call runs `go build` (exec.Command("go",
+// "build", ...)).
+func goBuild(call *ast.CallExpr) bool {
+	if len(call.Args) < 2 {
+		return false
+	}
+	lit := func(e ast.Expr) string {
+		if b, ok := e.(*ast.BasicLit); ok && b.Kind == token.STRING {
+			v, _ := strconv.Unquote(b.Value)
+			return v
+		}
+		return ""
+	}
+	first := 0
+	if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "CommandContext" {
+		first = 1
+	}
+	return len(call.Args) > first+1 && lit(call.Args[first]) == "go" && lit(call.Args[first+1]) == "build"
 }

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,6 +238,39 @@ func requireTool(t testing.TB, env, what, script string) string {
 		t.Fatalf("%s=%s: %v (run bash .ci/%s again)", env, path, err, script)
 	}
 	return path
+}
+
+// EnvBinDir names a folder holding jukebox and jukebox-booth built from
+// this tree (.ci/test builds them once for every test that needs them).
+const EnvBinDir = "JUKEBOX_BIN_DIR"
+
+// Binaries returns a folder holding the jukebox and jukebox-booth
+// binaries of this tree: JUKEBOX_BIN_DIR's, else built for this test (a
+// minute, cold). Tests must not change what is in it.
+func Binaries(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv(EnvBinDir); dir != "" {
+		for _, name := range []string{"jukebox", "jukebox-booth"} {
+			if _, err := os.Stat(filepath.Join(dir, name+exeSuffix())); err != nil {
+				t.Fatalf("%s=%s: %v (build them with go build -o DIR/ ./cmd/...)", EnvBinDir, dir, err)
+			}
+		}
+		return dir
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/...")
+	cmd.Dir = repoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/...: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func exeSuffix() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
 }
 
 // RepoRoot returns the repository's root directory, for a test that
