@@ -60,12 +60,7 @@ func writeWorldTape(t *testing.T, models []modelExchange, plains []plainExchange
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp, err := tapefmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tp.Close() })
-	return tp
+	return openTape(t, path)
 }
 
 // azureTape holds an Azure-style chat call with ?api-version= and a file
@@ -143,4 +138,15 @@ func TestReplayServesPlainHTTP(t *testing.T) {
 			t.Fatalf("speed %v: answered %d %v %q; want 203, the recorded headers and %q", speed, w.Code, w.Header(), w.Body, out)
 		}
 	}
+}
+
+// openTape opens the tape at path until the test ends.
+func openTape(t *testing.T, path string) *tapefmt.Tape {
+	t.Helper()
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Close() })
+	return tp
 }

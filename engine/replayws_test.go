@@ -37,12 +37,7 @@ func wsTape(t *testing.T, first, second string) *tapefmt.Tape {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp, err := tapefmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tp.Close() })
-	return tp
+	return openTape(t, path)
 }
 
 // TestReplayWebSocketSession: an upgrade on the tape is answered 101 with

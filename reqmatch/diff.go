@@ -38,17 +38,7 @@ func firstDiff(a, b any, path []string) ([]string, bool) {
 		if !ok {
 			return path, true
 		}
-		keys := make([]string, 0, len(x)+len(y))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		for k := range y {
-			if _, ok := x[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range unionKeys(x, y) {
 			va, inA := x[k]
 			vb, inB := y[k]
 			if inA != inB {
@@ -84,4 +74,19 @@ func firstDiff(a, b any, path []string) ([]string, bool) {
 // escapeKey writes a key as a path segment.
 func escapeKey(k string) string {
 	return strings.NewReplacer(`\`, `\\`, `.`, `\.`).Replace(k)
+}
+
+// unionKeys is the keys of a and b, each once, sorted.
+func unionKeys[A, B any](a map[string]A, b map[string]B) []string {
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }

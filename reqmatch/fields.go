@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 )
 
@@ -118,17 +117,7 @@ func FirstQueryDiff(recorded, live string) string {
 	if errA != nil || errB != nil {
 		return QueryPrefix + "*"
 	}
-	names := make([]string, 0, len(a)+len(b))
-	for k := range a {
-		names = append(names, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range unionKeys(a, b) {
 		if strings.Join(a[k], "\x00") != strings.Join(b[k], "\x00") || len(a[k]) != len(b[k]) {
 			return QueryPrefix + k
 		}

@@ -35,22 +35,15 @@ func TestDoctorAsUserInUnwritableFolder(t *testing.T) {
 		testenv.Unavailable(t, "root, to run doctor as nobody", "run the tests as root")
 	}
 	requireConfinedBooth(t)
-	base := t.TempDir()
-	must(t, os.Chmod(filepath.Dir(base), 0o755))
-	must(t, os.Chmod(base, 0o755))
-	bin := filepath.Join(base, "jukebox.test") // the test binary's folder is private to root
-	self, err := os.ReadFile("/proc/self/exe")
-	must(t, err)
-	must(t, os.WriteFile(bin, self, 0o755))
+	base, bin := nobodyBinary(t, 0o755)
 	writable, locked := filepath.Join(base, "w"), filepath.Join(base, "locked")
 	must(t, os.Mkdir(writable, 0o777))
 	must(t, os.Chmod(writable, 0o777))
 	must(t, os.Mkdir(locked, 0o755))
 	doctor := func(dir string) sandbox.Capabilities {
 		cmd := exec.Command(bin, "doctor", "--json")
-		cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR=", "XDG_STATE_HOME="+writable)
+		asNobody(cmd, writable)
 		cmd.Dir = dir
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		out, err := cmd.Output()
 		var caps sandbox.Capabilities
 		if err != nil || json.Unmarshal(out, &caps) != nil {
@@ -65,4 +58,26 @@ func TestDoctorAsUserInUnwritableFolder(t *testing.T) {
 	if got.UserNamespaces != want.UserNamespaces || got.Overlay != want.Overlay || got.NetNone != want.NetNone || got.Confined != want.Confined {
 		t.Errorf("doctor as nobody in a folder it cannot write: %+v; in one it can: %+v", got, want)
 	}
+}
+
+// nobodyBinary copies this test binary into a new folder of the given
+// mode that nobody can reach (the test binary's own folder is private to
+// root), for a test that runs it as nobody; it returns both.
+func nobodyBinary(t *testing.T, mode os.FileMode) (base, bin string) {
+	t.Helper()
+	base = t.TempDir()
+	must(t, os.Chmod(filepath.Dir(base), 0o755))
+	must(t, os.Chmod(base, mode))
+	bin = filepath.Join(base, "jukebox.test")
+	self, err := os.ReadFile("/proc/self/exe")
+	must(t, err)
+	must(t, os.WriteFile(bin, self, 0o755))
+	return base, bin
+}
+
+// asNobody makes cmd, the test binary, run as jukebox's main, as nobody,
+// with its state (the booth's key) under state.
+func asNobody(cmd *exec.Cmd, state string) {
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR=", "XDG_STATE_HOME="+state, "HOME="+state)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 }

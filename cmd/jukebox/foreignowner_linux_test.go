@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/testenv"
@@ -21,13 +20,7 @@ func TestBoothNamesForeignOwnedFiles(t *testing.T) {
 		testenv.Unavailable(t, "root, to make a file of another group and run the booth as nobody", "run the tests as root")
 	}
 	requireConfinedBooth(t)
-	base := t.TempDir()
-	must(t, os.Chmod(filepath.Dir(base), 0o755))
-	must(t, os.Chmod(base, 0o777))
-	bin := filepath.Join(base, "jukebox.test") // the test binary's folder is private to root
-	self, err := os.ReadFile("/proc/self/exe")
-	must(t, err)
-	must(t, os.WriteFile(bin, self, 0o755))
+	base, bin := nobodyBinary(t, 0o777)
 	ws := filepath.Join(base, "ws")
 	must(t, os.MkdirAll(filepath.Join(ws, "src"), 0o755))
 	must(t, os.WriteFile(filepath.Join(ws, "src", "shared.txt"), []byte("a\n"), 0o664))
@@ -38,9 +31,8 @@ func TestBoothNamesForeignOwnedFiles(t *testing.T) {
 	must(t, os.Chown(filepath.Join(ws, "src", "shared.txt"), 65534, 0)) // nobody's, group root
 	cmd := exec.Command(bin, "record", "--booth", "--commit", "never", "-o", filepath.Join(base, "t.jbx"), "--",
 		"sh", "-c", "echo more >> src/shared.txt; echo more >> mine.txt")
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "TMPDIR=", "XDG_STATE_HOME="+base, "HOME="+base)
+	asNobody(cmd, base)
 	cmd.Dir = ws
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, _ := cmd.CombinedOutput()
 	text := string(out)
 	if !strings.Contains(text, "Value too large") {
