@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Cross-compiles the main module for the platforms README's "Platforms"
-# section names and vets it and bench/ there (go vet type-checks the tests
+# Cross-compiles the main module for the platforms docs/platforms.md
+# names and vets it and bench/ there (go vet type-checks the tests
 # too), so code that only builds on Linux is caught here. One line per
 # target; exits 1 after all targets if any failed, with the output.
 #

@@ -1,5 +1,5 @@
 // Command jukebox is a flight recorder, time-travel debugger and transactional
-// sandbox for AI agents. See README.md for the tour.
+// sandbox for AI agents. See README.md for the tour and docs/ for the manual.
 package main
 
 import (

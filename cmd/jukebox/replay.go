@@ -17,7 +17,7 @@ type ReplayCmd struct {
 	Upstream     upstreams `placeholder:"NAME=URL" help:"Upstreams for --on-divergence live, as in record."`
 	Output       string    `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
 	Seed         int64     `help:"Seed for the agent (default: the recorded one)."`
-	QuietSDKs    bool      `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists); on by default, --no-quiet-sdks leaves the environment as it is."`
+	QuietSDKs    bool      `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables docs/recording.md lists); on by default, --no-quiet-sdks leaves the environment as it is."`
 	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
 	matchFlags

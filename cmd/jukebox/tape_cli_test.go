@@ -480,26 +480,26 @@ func TestSeal(t *testing.T) {
 	}
 }
 
-// TestExitCodesDocumented checks the exit-code table in README.md against
-// the Exit constants of exit.go.
+// TestExitCodesDocumented checks the exit-code table in docs/exit-codes.md
+// against the Exit constants of exit.go.
 func TestExitCodesDocumented(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "exit-codes.md"))
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatalf("docs/exit-codes.md: %v", err)
 	}
 	documented := readmeExitCodes(string(readme))
 	if len(documented) == 0 {
-		t.Fatal("README.md has no exit-code table (section \"Exit codes\"): it was moved or its format changed")
+		t.Fatal("docs/exit-codes.md has no exit-code table: it was moved or its format changed")
 	}
 	consts := exitConstants(t)
 	for name, v := range consts {
 		if !documented[v] {
-			t.Errorf("%s = %d is not in README's exit-code table", name, v)
+			t.Errorf("%s = %d is not in docs/exit-codes.md's table", name, v)
 		}
 	}
 	for v := range documented {
 		if !slices.Contains(slices.Collect(maps.Values(consts)), v) {
-			t.Errorf("README documents exit code %d, which exit.go does not define", v)
+			t.Errorf("docs/exit-codes.md documents exit code %d, which exit.go does not define", v)
 		}
 	}
 }
