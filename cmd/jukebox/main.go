@@ -56,6 +56,7 @@ type CLI struct {
 	Push      PushCmd      `cmd:"" help:"Upload tapes to a store (S3 and compatibles, GCS, Azure, a folder): those not uploaded yet; safe to run from cron."`
 	Pull      PullCmd      `cmd:"" help:"Download a tape, or every tape, from a store, each verified whole."`
 	Cost      CostCmd      `cmd:"" help:"Print what a run cost, from its tape: by model with the rates used, by agent or by step."`
+	Rules     RulesCmd     `cmd:"" help:"Show the matching rules a replay of a tape uses (recorded in it, kept beside it, the defaults); --clear removes those beside it."`
 	Breaker   BreakerCmd   `cmd:"" help:"Run a recorded tape through circuit breaker limits: would it have tripped, where and why (exit 7 if so)."`
 	Export    ExportCmd    `cmd:"" help:"Send tapes to OpenTelemetry (otlp), or write them as an HTTP Archive (har) or JSON (json), for other tools."`
 	Show      ShowCmd      `cmd:"" help:"Print the frames of a tape."`
