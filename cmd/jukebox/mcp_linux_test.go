@@ -45,8 +45,7 @@ func mcpAgentRun(t *testing.T, dir, bin string, args ...string) string {
 func TestMCPRecordReplayAndBooth(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	ws := t.TempDir()
 	data := filepath.Join(ws, "data")
 	must(t, os.Mkdir(data, 0o755))
@@ -202,8 +201,7 @@ func outboxSetup(t *testing.T) (ws, data string, record func(commit string, args
 	agents := testenv.RequireNode(t)
 	requireConfinedBooth(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	ws = t.TempDir() // the booth's /tmp is private: what it runs goes into the workspace
 	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(ws, "agents", "node_modules"))
 	linkTree(t, filepath.Join(agents, "mcp_agent.mjs"), filepath.Join(ws, "agents", "mcp_agent.mjs"))
@@ -325,8 +323,7 @@ var askedCode = regexp.MustCompile(`type the code ([A-Z0-9]{4}-[A-Z0-9]{4})\b.*:
 func TestMCPFork(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	srv, _, err := llmsim.Start("127.0.0.1:0", llmsim.DefaultScript())
 	must(t, err)
 	defer srv.Close()
@@ -359,8 +356,7 @@ func TestMCPFork(t *testing.T) {
 func TestMCPHTTP(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	ws := t.TempDir()
 	agent := filepath.Join(agents, "mcp_http_agent.mjs")
 	run := func(args ...string) string {
@@ -575,8 +571,7 @@ func TestMCPHTTPFork(t *testing.T) {
 func TestMCPInSDKTransaction(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	ws := t.TempDir()
 	data := filepath.Join(ws, "data")
 	must(t, os.Mkdir(data, 0o755))

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -54,9 +55,20 @@ func jb(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// jukeboxCmd is this test binary running jukebox's main with args in dir.
+// jukeboxBin is the jukebox the tests start as a process: the binary
+// .ci/test built (JUKEBOX_BIN_DIR; a race-instrumented test binary starts
+// several times slower, and the tests start hundreds), else this test
+// binary, which runs jukebox's main when mainEnv is set.
+func jukeboxBin() string {
+	if dir := os.Getenv(testenv.EnvBinDir); dir != "" {
+		return filepath.Join(dir, "jukebox")
+	}
+	return os.Args[0]
+}
+
+// jukeboxCmd is jukebox (jukeboxBin) running with args in dir.
 func jukeboxCmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd := exec.CommandContext(ctx, jukeboxBin(), args...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	cmd.Dir = dir
 	return cmd
