@@ -90,6 +90,12 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if ctl == nil {
+		var pid int
+		if ctl, pid = controlFromAncestors(); ctl != nil {
+			fmt.Fprintf(env.Stderr, "jukebox mcp: %s: joined the run of process %d (found through the process tree: the MCP client did not pass JUKEBOX_CONTROL on)\n", name, pid)
+		}
+	}
 	var finish func(exit int) error
 	if ctl == nil {
 		if ctl, finish, err = c.serveOwnTape(ctx, env, name, argv); err != nil {
