@@ -40,3 +40,14 @@ func TestInitIsLight(t *testing.T) {
 		t.Fatalf("GODEBUG=inittrace=1 reported no package of this module:\n%s", stderr.String())
 	}
 }
+
+// TestVersionShortcut: `jukebox --version`, answered before the command
+// line model is built, prints what kong's --version flag prints anywhere
+// else on the command line.
+func TestVersionShortcut(t *testing.T) {
+	short, _ := wantCode(t, 0, "--version")
+	viaKong, _ := wantCode(t, 0, "ls", "--version")
+	if short != viaKong || short != version+"\n" {
+		t.Errorf("jukebox --version printed %q, jukebox ls --version %q; want both %q", short, viaKong, version+"\n")
+	}
+}
