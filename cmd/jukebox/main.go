@@ -107,8 +107,7 @@ func run(ctx context.Context, args []string, env *Env) int {
 		fmt.Fprintln(env.Stdout, version)
 		return ExitOK
 	}
-	var cli CLI
-	parser, err := kong.New(&cli,
+	parser, err := kong.New(commandLine(args),
 		kong.Name("jukebox"),
 		kong.Description("Record, replay, fork and sandbox AI agent runs."),
 		kong.UsageOnError(),
