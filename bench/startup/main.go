@@ -5,7 +5,8 @@
 // size of the default `go build ./cmd/jukebox` binary (target: at most 60
 // MiB). It also sums the package initialisation GODEBUG=inittrace=1
 // reports and names the slowest packages, where start-up goes, and the
-// start-up of `jukebox ls EMPTY-FOLDER`, a command kong parses.
+// start-up of `jukebox ls EMPTY-FOLDER`, a command the CLI parser builds a
+// model of (the bare --version is answered before it).
 //
 //	go -C bench run ./startup [-runs 41] [-tags jukebox_gcs,jukebox_azure] [-top 10]
 package main
@@ -69,8 +70,8 @@ func run(runs int, tags string, top int) error {
 	fmt.Printf("ratio of wall medians = %.2fx, of wall minima = %.2fx, of CPU medians = %.2fx  (target <= %.0fx)  %s\n",
 		ratio, float64(slices.Min(j.wall))/float64(slices.Min(h.wall)),
 		float64(benchutil.Median(j.cpu))/float64(benchutil.Median(h.cpu)), maxRatio, verdict(ratio <= maxRatio))
-	// A command kong parses (the --version shortcut skips its model of
-	// the command line): reported beside, no target.
+	// A command the CLI parser builds its model of (the bare --version
+	// is answered before): reported beside, no target.
 	empty := filepath.Join(dir, "empty")
 	if err := os.Mkdir(empty, 0o755); err != nil {
 		return err
