@@ -102,8 +102,13 @@ func main() {
 // a context.Context) and maps its error to an exit code. It is the one
 // place that knows exit codes.
 func run(ctx context.Context, args []string, env *Env) int {
-	var cli CLI
-	parser, err := kong.New(&cli,
+	if len(args) == 1 && args[0] == "--version" {
+		// The version alone needs no model of every command and flag,
+		// which kong builds by reflection in milliseconds.
+		fmt.Fprintln(env.Stdout, version)
+		return ExitOK
+	}
+	parser, err := kong.New(commandLine(args),
 		kong.Name("jukebox"),
 		kong.Description("Record, replay, fork and sandbox AI agent runs."),
 		kong.UsageOnError(),
