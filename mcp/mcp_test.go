@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -406,4 +407,82 @@ func TestPolicy(t *testing.T) {
 			t.Errorf("%s: no error", bad)
 		}
 	}
+}
+
+// TestReplayerProgress is issue 31's "MCP replay drops progress
+// notifications sent during a call (recorded [1,2,3,4], replayed [])":
+// what the server sent while a request ran (its progress notifications,
+// a log message) is replayed before the response, in order, even when
+// another request was sent meanwhile.
+func TestReplayerProgress(t *testing.T) {
+	progress := func(n int) Message {
+		return Message{Dir: tapefmt.MCPFromServer, Raw: fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":3,"progress":%d,"total":4}}`, n)}
+	}
+	rec := []Message{
+		{Dir: tapefmt.MCPToServer, Raw: []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":3}}}`)},
+		progress(1),
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}`)},
+		progress(2),
+		{Dir: tapefmt.MCPToServer, Raw: []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)},
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","id":4,"result":{"tools":[]}}`)},
+		progress(3),
+		progress(4),
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`)},
+	}
+	in := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":3}}}` + "\n"
+	var out bytes.Buffer
+	if err := NewReplayer(rec).Serve(strings.NewReader(in), &out, (&tape{}).rec); err != nil {
+		t.Fatal(err)
+	}
+	want := "1 notifications/message 2 3 4 response 3"
+	if got := replayedOrder(t, strings.Split(strings.TrimSpace(out.String()), "\n")); got != want {
+		t.Errorf("stdio: replayed %q, want %q", got, want)
+	}
+	// Over streamable HTTP the answer is an event stream: the same
+	// messages before the response, in order.
+	srv := httptest.NewServer(NewHTTPReplay(NewReplayer(rec), (&tape{}).rec))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var events []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			events = append(events, data)
+		}
+	}
+	if got := replayedOrder(t, events); resp.Header.Get("Content-Type") != "text/event-stream" || got != want {
+		t.Errorf("HTTP: %s replayed %q, want %q", resp.Header.Get("Content-Type"), got, want)
+	}
+}
+
+// replayedOrder names each replayed message: a progress notification by
+// its progress, another notification by its method, a response by id.
+func replayedOrder(t *testing.T, lines []string) string {
+	t.Helper()
+	var got []string
+	for _, line := range lines {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Progress int `json:"progress"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		switch {
+		case m.Method == "notifications/progress":
+			got = append(got, fmt.Sprint(m.Params.Progress))
+		case m.Method != "":
+			got = append(got, m.Method)
+		default:
+			got = append(got, "response "+string(m.ID))
+		}
+	}
+	return strings.Join(got, " ")
 }
