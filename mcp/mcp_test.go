@@ -486,3 +486,31 @@ func replayedOrder(t *testing.T, lines []string) string {
 	}
 	return strings.Join(got, " ")
 }
+
+// TestHeldRetryHeldOnce is issue 31's "each retry gets a new idempotency
+// key, and both run at the commit": a model that retries a held call with
+// the same arguments gets the call already held (the same key), and the
+// outbox holds it once; other arguments are another call.
+func TestHeldRetryHeldOnce(t *testing.T) {
+	path := t.TempDir() + "/policy.json"
+	os.WriteFile(path, []byte(`{"servers": {"s": {"tools": {"write_file": "outbox"}}}}`), 0o644)
+	p, err := LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holds int
+	hold := func(tool string, args json.RawMessage, approve bool) (string, error) {
+		holds++
+		return fmt.Sprintf("key-%d", holds), nil
+	}
+	intercept := p.Intercept("s", hold, func(string) {})
+	call := func(id int, args string) string {
+		return string(intercept(Message{Raw: fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_file","arguments":%s}}`, id, args)}))
+	}
+	first := call(1, `{"path":"a","content":"x"}`)
+	retry := call(2, `{"content":"x","path":"a"}`) // the same arguments, in another order
+	other := call(3, `{"path":"b","content":"x"}`)
+	if holds != 2 || !strings.Contains(first, "key-1") || !strings.Contains(retry, "key-1") || !strings.Contains(retry, `"id":2`) || !strings.Contains(other, "key-2") {
+		t.Errorf("%d holds; answers:\n%s\n%s\n%s", holds, first, retry, other)
+	}
+}
