@@ -60,6 +60,10 @@ type RelayOptions struct {
 	// ServerSaw, if set, sees each message of the server (what a policy
 	// learns from tools/list).
 	ServerSaw func(Message)
+	// Rewrite, if set, sees each whole message of the server before the
+	// client has it: a non-nil result goes to the client instead, and is
+	// what is recorded (Problem Rewritten). Policy.Listing is one.
+	Rewrite func(Message) []byte
 }
 
 // Relay copies messages from client to serverIn and from serverOut to
@@ -91,12 +95,21 @@ func Relay(client io.Reader, clientOut io.Writer, serverIn io.WriteCloser, serve
 	go func() {
 		err := copyLines(serverOut, out, max, false, func(m Message) bool {
 			m.Dir = tapefmt.MCPFromServer
+			var instead []byte
+			if o.Rewrite != nil && m.Problem == "" {
+				if instead = o.Rewrite(m); instead != nil {
+					m.Raw, m.Size, m.Problem = instead, len(instead), Rewritten
+				}
+			}
 			record(m)
 			pend.answered(m)
 			if o.ServerSaw != nil {
 				o.ServerSaw(m)
 			}
-			return true
+			if instead != nil {
+				out.Write(append(instead, '\n'))
+			}
+			return instead == nil
 		})
 		// The server is gone: what it never answered gets an error.
 		gone.close()

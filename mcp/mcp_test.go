@@ -514,3 +514,72 @@ func TestHeldRetryHeldOnce(t *testing.T) {
 		t.Errorf("%d holds; answers:\n%s\n%s\n%s", holds, first, retry, other)
 	}
 }
+
+// TestHeldCallOfASchemaTool is issue 31's "a held MCP call comes back
+// with isError: true whenever the tool declares an output schema": the
+// listing the client gets leaves out the output schema of a tool the
+// policy holds (the tape keeps that listing, marked), so the pending
+// answer is no error; a tool the policy runs keeps its schema.
+func TestHeldCallOfASchemaTool(t *testing.T) {
+	path := t.TempDir() + "/policy.json"
+	os.WriteFile(path, []byte(`{"servers": {"fs": {"tools": {"write_file": "outbox"}}}}`), 0o644)
+	p, err := LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := func(tool string, args json.RawMessage, approve bool) (string, error) { return "key-1", nil }
+	clientR, clientW := io.Pipe()
+	outR, outW := io.Pipe()
+	serverInR, serverInW := io.Pipe()
+	serverOutR, serverOutW := io.Pipe()
+	tp := &tape{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Relay(clientR, outW, serverInW, serverOutR, tp.rec, RelayOptions{
+			Rewrite: func(m Message) []byte { return p.Listing("fs", m) }, Intercept: p.Intercept("fs", hold, func(string) {})})
+		outW.Close()
+	}()
+	go io.Copy(io.Discard, serverInR)
+	client := bufio.NewReader(outR)
+	schema := `{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`
+	io.WriteString(clientW, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	io.WriteString(serverOutW, `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"write_file","outputSchema":`+schema+`},{"name":"read_file","outputSchema":`+schema+`}]}}`+"\n")
+	listing, err := client.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		Result struct {
+			Tools []struct {
+				Name         string          `json:"name"`
+				OutputSchema json.RawMessage `json:"outputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(listing), &l); err != nil || len(l.Result.Tools) != 2 ||
+		l.Result.Tools[0].OutputSchema != nil || l.Result.Tools[1].OutputSchema == nil {
+		t.Errorf("the client's listing: %s (%v)", listing, err)
+	}
+	io.WriteString(clientW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"a"}}}`+"\n")
+	answer, err := client.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(answer, `"isError":false`) || !strings.Contains(answer, "key-1") {
+		t.Errorf("the held call's answer: %s", answer)
+	}
+	clientW.Close()
+	serverOutW.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rewritten := 0
+	for _, m := range tp.msgs {
+		if m.Problem == Rewritten && !strings.Contains(string(m.Raw), `"name":"write_file","outputSchema"`) {
+			rewritten++
+		}
+	}
+	if rewritten != 1 {
+		t.Errorf("the tape does not keep the listing the client got, marked: %+v", tp.msgs)
+	}
+}

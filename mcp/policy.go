@@ -260,9 +260,11 @@ func (p *Policy) Intercept(server string, hold Hold, say func(string)) func(Mess
 const PolicyAnswer = "answered by jukebox: the policy"
 
 // Pending is the answer to a call held for the outbox: a tool result that
-// says so, with its idempotency key. A tool that declares an output
-// schema promises structured content jukebox cannot give before it runs:
-// its result is marked isError, which clients do not hold to the schema.
+// says so, with its idempotency key. A tool whose listing still declared
+// an output schema to the client (Listing could not leave it out: the
+// listing was not seen, or came as an event stream) promises structured
+// content jukebox cannot give before it runs: its result is then marked
+// isError, which clients do not hold to the schema.
 func Pending(id json.RawMessage, tool, key string, structured bool) []byte {
 	text, _ := json.Marshal(fmt.Sprintf("jukebox: %s is held in the booth's outbox; it runs when the booth commits (idempotency key %s), and never if it rolls back", tool, key))
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%s}],"isError":%t,"_meta":{"io.jukebox/outbox":true,"io.jukebox/idempotency-key":%q}}}`, id, text, structured, key)

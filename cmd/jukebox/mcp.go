@@ -221,6 +221,7 @@ func (c *McpRunCmd) policyOptions(ctl *controlClient, name string, session int, 
 	say := func(s string) { fmt.Fprintf(w, "jukebox mcp: %s\n", s) }
 	return mcp.RelayOptions{Max: c.MaxMessage,
 		ServerSaw: func(m mcp.Message) { p.Learn(name, m) },
+		Rewrite:   func(m mcp.Message) []byte { return p.Listing(name, m) },
 		Intercept: p.Intercept(name, hold, say)}
 }
 

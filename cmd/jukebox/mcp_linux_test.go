@@ -120,6 +120,11 @@ func TestMCPOutbox(t *testing.T) {
 		if !strings.Contains(string(out), "write: jukebox: write_file is held in the booth's outbox") {
 			t.Errorf("--commit %s: the agent was not told its call is held:\n%s", commit, out)
 		}
+		// write_file declares an output schema: the held answer is still
+		// no error (models read an error as a failure, and retry).
+		if !strings.Contains(string(out), "write is an error: false") {
+			t.Errorf("--commit %s: the held call's answer is an error:\n%s", commit, out)
+		}
 		if commit == "always" && !strings.Contains(string(out), "only with a person's yes to the commit") {
 			t.Errorf("--commit always: the held call was not dropped with its reason:\n%s", out)
 		}
