@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/redact"
 )
 
 // redactFlags name secrets to mask in what a run writes on its tape:
@@ -34,7 +34,7 @@ func (f redactFlags) patterns() ([]string, error) {
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			if _, err := tapefmt.NewMasker([]string{line}); err != nil {
+			if _, err := redact.NewMasker([]string{line}); err != nil {
 				return nil, fmt.Errorf("--redact-file %s, line %d: %w", f.RedactFile, n, err)
 			}
 			out = append(out, line)
@@ -44,7 +44,7 @@ func (f redactFlags) patterns() ([]string, error) {
 		}
 	}
 	for _, p := range f.Redact {
-		if _, err := tapefmt.NewMasker([]string{p}); err != nil {
+		if _, err := redact.NewMasker([]string{p}); err != nil {
 			return nil, fmt.Errorf("--%w", err) // "--redact pattern ..."
 		}
 	}

@@ -1,4 +1,4 @@
-package tapefmt
+package redact
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // TestMasker: a match keeps its length and structure (JSON escapes,
@@ -61,39 +63,39 @@ func TestWriterMasks(t *testing.T) {
 	t.Parallel()
 	m, _ := NewMasker([]string{`PLANT\d+`})
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, Options{Mask: m})
+	w, err := tapefmt.NewWriter(&buf, tapefmt.Options{Filter: NewFilter(m)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Append(0, RunStart{Argv: []string{"agent", "--x=PLANT1"}, Env: map[string]string{"AGENT_X": "PLANT2"}}); err != nil {
+	if _, err := w.Append(0, tapefmt.RunStart{Argv: []string{"agent", "--x=PLANT1"}, Env: map[string]string{"AGENT_X": "PLANT2"}}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := w.PutBlob("b", []byte(`{"q": "PLANT3"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Append(0, Output{Fd: 1, Data: Bytes("said PLANT4\n")}); err != nil {
+	if _, err := w.Append(0, tapefmt.Output{Fd: 1, Data: tapefmt.Bytes("said PLANT4\n")}); err != nil {
 		t.Fatal(err)
 	}
-	if h != HashOf([]byte(`{"q": "******"}`)) {
+	if h != tapefmt.HashOf([]byte(`{"q": "******"}`)) {
 		t.Error("the blob's hash is not of the masked bytes")
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tp, err := NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	tp, err := tapefmt.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f, _ := tp.Frame(0)
 	p, _ := f.Decode()
-	rs := p.(*RunStart)
+	rs := p.(*tapefmt.RunStart)
 	if !slices.Equal(rs.Argv, []string{"agent", "--x=" + Redacted}) || rs.Env["AGENT_X"] != Redacted || !slices.Equal(rs.Redact, []string{`PLANT\d+`}) {
 		t.Errorf("run.start: %+v", rs)
 	}
 	f, _ = tp.Frame(1)
 	p, _ = f.Decode()
-	if got := string(p.(*Output).Data); got != "said ******\n" {
+	if got := string(p.(*tapefmt.Output).Data); got != "said ******\n" {
 		t.Errorf("output %q", got)
 	}
 	if b, _ := tp.Blob(h); string(b) != `{"q": "******"}` {

@@ -1,4 +1,4 @@
-package tapefmt
+package redact
 
 import (
 	"net/http"
@@ -6,14 +6,6 @@ import (
 	"regexp"
 	"strings"
 )
-
-// Secrets never reach the tape. The writer passes every payload through
-// redacted() before encoding it: this is the one place where that happens.
-
-// redacter is a payload that can carry secrets.
-type redacter interface {
-	redacted() Payload
-}
 
 // secretHeader reports whether an HTTP header may carry a credential: the
 // names secretName flags, and cookies.
@@ -43,8 +35,8 @@ func secretName(name string) bool {
 	return false
 }
 
-// RedactHeader returns a copy of h without the headers that may carry secrets.
-func RedactHeader(h http.Header) http.Header {
+// Header returns a copy of h without the headers that may carry secrets.
+func Header(h http.Header) http.Header {
 	if h == nil {
 		return nil
 	}
@@ -57,9 +49,9 @@ func RedactHeader(h http.Header) http.Header {
 	return out
 }
 
-// RedactQuery drops the parameters of a raw query that may carry secrets.
+// Query drops the parameters of a raw query that may carry secrets.
 // A query that does not parse is dropped whole: it cannot be checked.
-func RedactQuery(raw string) string {
+func Query(raw string) string {
 	if raw == "" {
 		return ""
 	}
@@ -80,20 +72,20 @@ func RedactQuery(raw string) string {
 	return q.Encode()
 }
 
-// RedactURL drops the secrets from a URL's query and its user info. A URL
+// URL drops the secrets from a URL's query and its user info. A URL
 // that does not parse is dropped whole.
-func RedactURL(raw string) string {
+func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
 	}
 	u.User = nil
-	u.RawQuery = RedactQuery(u.RawQuery)
+	u.RawQuery = Query(u.RawQuery)
 	return u.String()
 }
 
-// RedactEnv returns a copy of env without variables whose names look secret.
-func RedactEnv(env map[string]string) map[string]string {
+// Env returns a copy of env without variables whose names look secret.
+func Env(env map[string]string) map[string]string {
 	if env == nil {
 		return nil
 	}
@@ -109,11 +101,11 @@ func RedactEnv(env map[string]string) map[string]string {
 // Redacted stands where a secret was, so that an argv keeps its shape.
 const Redacted = "[redacted]"
 
-// RedactArgv replaces the values of command-line flags whose names look
+// Argv replaces the values of command-line flags whose names look
 // secret ("--api-key X", "--api-key=X", "-token X", "--bearer=X", "-k X"),
-// then credentials inside any argument (RedactText), shell scripts
+// then credentials inside any argument (Text), shell scripts
 // included.
-func RedactArgv(argv []string) []string {
+func Argv(argv []string) []string {
 	if argv == nil {
 		return nil
 	}
@@ -142,7 +134,7 @@ func RedactArgv(argv []string) []string {
 		}
 	}
 	for i, arg := range out {
-		out[i] = RedactText(arg)
+		out[i] = Text(arg)
 	}
 	return out
 }
@@ -172,10 +164,10 @@ var (
 	paramCredential = regexp.MustCompile(`(?i)((?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|signature|credential|auth)[\w.-]*=)([^\s&'";)]+)`)
 )
 
-// RedactText replaces the credentials found inside s (RedactArgv's
+// Text replaces the credentials found inside s (Argv's
 // patterns: authorization headers, bearer tokens, passwords in URLs,
 // secret-looking name=value pairs) with Redacted.
-func RedactText(s string) string {
+func Text(s string) string {
 	for _, re := range []*regexp.Regexp{headerCredential, bearerCredential, paramCredential, userCredential} {
 		s = re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := re.FindStringSubmatch(m)
@@ -198,42 +190,4 @@ func RedactedArg(argv []string) int {
 		}
 	}
 	return -1
-}
-
-func (p RunStart) redacted() Payload {
-	p.Env = RedactEnv(p.Env)
-	for k, v := range p.Env { // a copy: RedactEnv made it
-		p.Env[k] = RedactText(v)
-	}
-	p.Argv = RedactArgv(p.Argv)
-	if p.Upstream != nil {
-		ups := make(map[string]string, len(p.Upstream))
-		for k, v := range p.Upstream {
-			ups[k] = RedactURL(v)
-		}
-		p.Upstream = ups
-	}
-	return p
-}
-
-func (p LLMRequest) redacted() Payload {
-	p.Header = RedactHeader(p.Header)
-	p.Query = RedactQuery(p.Query)
-	return p
-}
-
-func (p HTTPRequest) redacted() Payload {
-	p.Header = RedactHeader(p.Header)
-	p.Query = RedactQuery(p.Query)
-	return p
-}
-
-func (p HTTPResponse) redacted() Payload {
-	p.Header = RedactHeader(p.Header)
-	return p
-}
-
-func (p LLMResponse) redacted() Payload {
-	p.Header = RedactHeader(p.Header)
-	return p
 }

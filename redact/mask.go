@@ -1,11 +1,12 @@
-package tapefmt
+package redact
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // A Masker scrubs what the user names secret (jukebox --redact) from
@@ -136,51 +137,8 @@ func escapeEnd(b []byte, i int) int {
 	return min(i+2, len(b))
 }
 
-// payload masks the fields of p that hold what the agent or its tools
-// said; bodies are masked as blobs (PutBlob).
-func (m *Masker) payload(p Payload) Payload {
-	if m == nil {
-		return p
-	}
-	switch v := p.(type) {
-	case Output:
-		v.Data = Bytes(m.Mask(v.Data))
-		return v
-	case ToolCall:
-		v.Args = json.RawMessage(m.Mask(v.Args))
-		return v
-	case ToolResult:
-		v.Result = json.RawMessage(m.Mask(v.Result))
-		return v
-	case MCPMessage:
-		v.Message = json.RawMessage(m.Mask(v.Message))
-		return v
-	case TxCommit:
-		v.SQL = m.sql(v.SQL)
-		return v
-	case TxRollback:
-		v.SQL = m.sql(v.SQL)
-		return v
-	case RunStart:
-		// The command and its environment need not keep their length:
-		// a match becomes Redacted, so that replay can tell the recorded
-		// command cannot be run again as it was (RedactedArg).
-		v.Argv = slices.Clone(v.Argv)
-		for i, a := range v.Argv {
-			v.Argv[i] = m.replace(a)
-		}
-		env := make(map[string]string, len(v.Env))
-		for k, e := range v.Env {
-			env[k] = m.replace(e)
-		}
-		v.Env, v.Redact = env, m.Patterns()
-		return v
-	}
-	return p
-}
-
 // sql masks the statements of a booth transaction's database work.
-func (m *Masker) sql(in []SQLSession) []SQLSession {
+func (m *Masker) sql(in []tapefmt.SQLSession) []tapefmt.SQLSession {
 	out := slices.Clone(in)
 	for i := range out {
 		out[i].Statements = slices.Clone(out[i].Statements)
