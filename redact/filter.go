@@ -45,7 +45,7 @@ func (f *Filter) Blob(data []byte) []byte { return f.mask.Mask(data) }
 
 // Stream returns a streamed body masked, with its chunk table.
 func (f *Filter) Stream(data []byte, chunks tapefmt.Chunks) ([]byte, tapefmt.Chunks) {
-	return f.mask.Mask(data), chunks
+	return f.mask.Stream(data, chunks)
 }
 
 // runStart drops the credentials of a run's command, environment and
@@ -69,9 +69,6 @@ func runStart(p tapefmt.RunStart) tapefmt.RunStart {
 // payload masks the fields of p that hold what the agent or its tools
 // said; bodies are masked as blobs (PutBlob).
 func (m *Masker) payload(p tapefmt.Payload) tapefmt.Payload {
-	if m == nil {
-		return p
-	}
 	switch v := p.(type) {
 	case tapefmt.Output:
 		v.Data = tapefmt.Bytes(m.Mask(v.Data))

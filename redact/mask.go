@@ -1,7 +1,6 @@
 package redact
 
 import (
-	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -9,15 +8,15 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// A Masker scrubs what the user names secret (jukebox --redact) from
-// everything a writer puts on a tape: blobs (request and response bodies,
-// file contents), process output, tool arguments and results, MCP
-// messages. Each match is masked in place: its letters, digits and
-// non-ASCII bytes become '*', while punctuation, white space and JSON
-// escapes stay. The length and the structure are kept, so a masked body is
-// still valid JSON or server-sent events, its streamed chunks still end
-// where they did, and sizes still add up. Matches are found in the bytes
-// as written (a compressed body is not decoded first).
+// A Masker scrubs what the user names secret (jukebox --redact), and the
+// credentials the rules find in any text (anyText), from everything a
+// writer puts on a tape: blobs (request and response bodies, file
+// contents), process output, tool arguments and results, MCP messages.
+// Each match becomes Redacted, whatever its length, so that a mask tells
+// nothing of the secret and a rotated key of another length masks alike. A
+// match inside a JSON string keeps the string valid (an escape is masked
+// whole or not at all). In a streamed answer (Stream) matches are found in
+// the text its events assemble. A nil Masker applies the rules only.
 //
 // The patterns are written on the tape (run.start `redact`), never what
 // they matched, so that replay and fork can mask a live request the same
@@ -42,6 +41,9 @@ func NewMasker(patterns []string) (*Masker, error) {
 		if re.MatchString("") {
 			return nil, fmt.Errorf("redact pattern %q matches the empty string", p)
 		}
+		if re.MatchString(Redacted) {
+			return nil, fmt.Errorf("redact pattern %q matches the mask %s itself", p, Redacted)
+		}
 		m.src, m.res = append(m.src, p), append(m.res, re)
 	}
 	if len(m.src) == 0 {
@@ -61,61 +63,74 @@ func (m *Masker) Patterns() []string {
 // Mask returns b with every match masked; b itself when nothing matched,
 // else a copy.
 func (m *Masker) Mask(b []byte) []byte {
+	b = maskRules(b)
+	for _, re := range m.patterns() {
+		b = replaceAll(b, re, 0)
+	}
+	return b
+}
+
+// patterns are m's compiled patterns; none for a nil Masker.
+func (m *Masker) patterns() []*regexp.Regexp {
 	if m == nil {
-		return b
+		return nil
 	}
-	out, copied := b, false
-	for _, re := range m.res {
-		locs := re.FindAllIndex(out, -1)
-		if len(locs) == 0 {
-			continue
-		}
-		if !copied {
-			out, copied = bytes.Clone(b), true
-		}
-		for _, l := range locs {
-			maskRange(out, l[0], l[1])
-		}
-	}
-	return out
+	return m.res
 }
 
 // MaskString is Mask for a string.
 func (m *Masker) MaskString(s string) string {
-	if m == nil || s == "" {
+	if s == "" {
 		return s
 	}
 	return string(m.Mask([]byte(s)))
 }
 
-// replace returns s with every match replaced by Redacted.
+// replace returns s with every match of the patterns replaced by Redacted.
 func (m *Masker) replace(s string) string {
-	for _, re := range m.res {
+	for _, re := range m.patterns() {
 		s = re.ReplaceAllLiteralString(s, Redacted)
 	}
 	return s
 }
 
-// maskRange masks b[from:to]: letters, digits and bytes of multi-byte
-// characters become '*'; the rest stays, and so does a backslash escape
-// (\n, \", \u00e9), in full, so that JSON strings stay valid.
-func maskRange(b []byte, from, to int) {
-	i := from
-	// A match that starts inside an escape: skip to its end.
-	if n := backslashesBefore(b, from); n%2 == 1 {
-		i = escapeEnd(b, from-1)
+// replaceAll replaces group g of every match of re in b (g 0: the match)
+// with Redacted, widened to whole backslash escapes so that a JSON string
+// stays valid. It returns b itself when nothing matched.
+func replaceAll(b []byte, re *regexp.Regexp, g int) []byte {
+	locs := re.FindAllSubmatchIndex(b, -1)
+	if len(locs) == 0 {
+		return b
 	}
-	for i < to {
-		c := b[i]
-		switch {
-		case c == '\\':
-			i = escapeEnd(b, i)
+	var out []byte
+	prev := 0
+	for _, l := range locs {
+		from, to := l[2*g], l[2*g+1]
+		if from < prev || from < 0 || string(b[from:to]) == Redacted {
 			continue
-		case c >= 0x80, c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-			b[i] = '*'
 		}
-		i++
+		from, to = widen(b, from, to)
+		out = append(append(out, b[prev:from]...), Redacted...)
+		prev = to
 	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[prev:]...)
+}
+
+// widen grows b[from:to] to whole backslash escapes (\n, \", \u00e9).
+func widen(b []byte, from, to int) (int, int) {
+	if backslashesBefore(b, from)%2 == 1 {
+		from--
+	}
+	for i := from; i < to; i++ {
+		if b[i] == '\\' {
+			i = escapeEnd(b, i) - 1
+			to = max(to, i+1)
+		}
+	}
+	return from, to
 }
 
 // backslashesBefore counts the backslashes right before b[i].

@@ -27,7 +27,7 @@ func secretName(name string) bool {
 	if strings.HasSuffix(n, "tokens") {
 		return false // a count: max_tokens, --max-tokens
 	}
-	for _, part := range []string{"key", "token", "secret", "password", "passwd", "credential", "signature", "auth", "bearer"} {
+	for _, part := range []string{"key", "token", "secret", "password", "passwd", "passphrase", "cred", "signature", "auth", "bearer"} {
 		if strings.Contains(n, part) {
 			return true
 		}
@@ -112,6 +112,13 @@ func Argv(argv []string) []string {
 	out := append([]string(nil), argv...)
 	for i := 0; i < len(out); i++ {
 		arg := out[i]
+		if strings.EqualFold(arg, "aws_secret_access_key") || strings.EqualFold(arg, "aws_session_token") {
+			if i+1 < len(out) { // aws configure set NAME VALUE
+				out[i+1] = Redacted
+				i++
+			}
+			continue
+		}
 		if !strings.HasPrefix(arg, "-") || arg == "-" || arg == "--" {
 			continue
 		}
@@ -124,6 +131,8 @@ func Argv(argv []string) []string {
 				out[i+1] = Redacted
 				i++
 			}
+		case strings.HasPrefix(arg, "-p") && len(arg) > 2 && mysqlLike(out[0]): // mysql -pPASSWORD
+			out[i] = "-p" + Redacted
 		case arg == "-u" || name == "user": // curl's -u USER:PASSWORD
 			if hasValue {
 				out[i] = arg[:strings.Index(arg, "=")+1] + redactPassword(value)
@@ -161,12 +170,13 @@ var (
 	userCredential = regexp.MustCompile(`((?:^|\s)(?:-u|--user)[\s=]+['"]?[^\s:'"]+:)([^\s'"]+)`)
 	// name=value where the name looks secret (a query, a libpq DSN,
 	// --api-key=X inside a script).
-	paramCredential = regexp.MustCompile(`(?i)((?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|signature|credential|auth)[\w.-]*=)([^\s&'";)]+)`)
+	paramCredential = regexp.MustCompile(`(?i)((?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|passphrase|signature|credential|auth)[\w.-]*=)([^\s&'";)]+)`)
 )
 
 // Text replaces the credentials found inside s (Argv's
 // patterns: authorization headers, bearer tokens, passwords in URLs,
-// secret-looking name=value pairs) with Redacted.
+// secret-looking name=value pairs and --name VALUE flags, and the rules
+// that hold in any text) with Redacted.
 func Text(s string) string {
 	for _, re := range []*regexp.Regexp{headerCredential, bearerCredential, paramCredential, userCredential} {
 		s = re.ReplaceAllStringFunc(s, func(m string) string {
@@ -177,7 +187,8 @@ func Text(s string) string {
 			return sub[1] + Redacted
 		})
 	}
-	return userinfoCredential.ReplaceAllString(s, "${1}"+Redacted+"${3}")
+	s = userinfoCredential.ReplaceAllString(s, "${1}"+Redacted+"${3}")
+	return string(maskRules([]byte(flagText(s))))
 }
 
 // RedactedArg is the index of the first argument in argv that holds

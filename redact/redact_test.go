@@ -151,7 +151,7 @@ func TestRedactArgvCredentials(t *testing.T) {
 func TestRunStartEnvURL(t *testing.T) {
 	t.Parallel()
 	p := runStart(tapefmt.RunStart{Env: map[string]string{"OPENAI_BASE_URL": "http://bob:pw@gw.example/v1?key=K9&x=1", "LANG": "C"}})
-	if got := p.Env["OPENAI_BASE_URL"]; got != "http://bob:"+Redacted+"@gw.example/v1?key="+Redacted+"&x=1" {
+	if got := p.Env["OPENAI_BASE_URL"]; got != "http://"+Redacted+"@gw.example/v1?key="+Redacted+"&x=1" {
 		t.Errorf("env OPENAI_BASE_URL on the tape: %q", got)
 	}
 	if p.Env["LANG"] != "C" {
