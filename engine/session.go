@@ -335,7 +335,7 @@ func (s *session) runEnv(placeholderKeys bool) map[string]string {
 
 // run starts the agent, waits for it and closes the tape.
 func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error) {
-	s.outs = &outputs{tape: s.tape, emit: s.emit}
+	s.outs = &outputs{tape: s.tape, emit: s.emit, lines: len(s.o.Redact) > 0}
 	s.serveControl()
 	if err := s.startMCP(); err != nil {
 		s.abandon(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // TestRedactFlags: --redact and --redact-file mask the agent's output on
@@ -84,5 +85,29 @@ printf 'Cookie: sessionid=COOKIE5508\n'; echo "the password policy says rotate"`
 	}
 	if !strings.Contains(js, "the password policy says rotate") {
 		t.Errorf("ordinary output was masked: the JSON export lacks it")
+	}
+}
+
+// TestRedactOutputPieces: an agent that prints a secret in pieces, as a
+// streamed answer's tokens come (one write each; the pauses only make
+// separate reads likely), leaves no output frames that join into it: the
+// tape keeps whole lines when --redact is given.
+func TestRedactOutputPieces(t *testing.T) {
+	tape := filepath.Join(t.TempDir(), "p.jbx")
+	script := "printf 'code: SEC'; sleep 0.1; printf 'RET-PRO'; sleep 0.1; printf 'MPT-abc'; echo; echo done"
+	out, _ := wantCode(t, ExitOK, "record", "-o", tape, "--redact", `SECRET-PROMPT-\w+`, "--", "sh", "-c", script)
+	if !strings.Contains(out, "code: SECRET-PROMPT-abc") {
+		t.Fatalf("the agent's own output: %q", out)
+	}
+	tp := openTape(t, tape)
+	var joined strings.Builder
+	for f, err := range tp.Frames(tapefmt.KindOutput) {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		joined.WriteString(string(p.(*tapefmt.Output).Data))
+	}
+	if got := joined.String(); got != "code: [redacted]\ndone\n" {
+		t.Errorf("the output frames say %q", got)
 	}
 }
