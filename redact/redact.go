@@ -112,11 +112,9 @@ func Argv(argv []string) []string {
 	out := append([]string(nil), argv...)
 	for i := 0; i < len(out); i++ {
 		arg := out[i]
-		if strings.EqualFold(arg, "aws_secret_access_key") || strings.EqualFold(arg, "aws_session_token") {
-			if i+1 < len(out) { // aws configure set NAME VALUE
-				out[i+1] = Redacted
-				i++
-			}
+		if awsSecret(arg) && i+1 < len(out) { // aws configure set NAME VALUE
+			out[i+1] = Redacted
+			i++
 			continue
 		}
 		if !strings.HasPrefix(arg, "-") || arg == "-" || arg == "--" {
@@ -146,6 +144,11 @@ func Argv(argv []string) []string {
 		out[i] = Text(arg)
 	}
 	return out
+}
+
+// awsSecret reports whether arg names an AWS secret setting.
+func awsSecret(arg string) bool {
+	return strings.EqualFold(arg, "aws_secret_access_key") || strings.EqualFold(arg, "aws_session_token")
 }
 
 // redactPassword redacts the password of USER:PASSWORD.

@@ -214,57 +214,69 @@ func eventStrings(raw []byte) map[string]piece {
 // with its path and the literal's place; keys are not values.
 func walkStrings(doc []byte, f func(path string, from, to int, text string)) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
-	type frame struct {
-		obj   bool
-		key   string
-		index int
-		isKey bool
-	}
-	var stack []*frame
-	path := func() string {
-		var parts []string
-		for _, fr := range stack {
-			if fr.obj {
-				parts = append(parts, fr.key)
-			} else {
-				parts = append(parts, strconv.Itoa(fr.index))
-			}
-		}
-		return strings.Join(parts, ".")
-	}
+	var st jsonStack
 	for {
 		before := int(dec.InputOffset())
 		tok, err := dec.Token()
 		if err != nil {
 			return
 		}
-		after := int(dec.InputOffset())
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
 		switch t := tok.(type) {
 		case json.Delim:
 			if t == '{' || t == '[' {
-				stack = append(stack, &frame{obj: t == '{', isKey: t == '{'})
+				st = append(st, &jsonLevel{obj: t == '{', isKey: t == '{'})
 				continue
 			}
-			stack = stack[:len(stack)-1]
+			st = st[:len(st)-1]
 		case string:
-			if top != nil && top.obj && top.isKey {
+			if top := st.top(); top != nil && top.obj && top.isKey {
 				top.key, top.isKey = t, false
 				continue
 			}
-			from := before + bytes.IndexByte(doc[before:after], '"')
-			f(path(), from, after, t)
+			after := int(dec.InputOffset())
+			f(st.path(), before+bytes.IndexByte(doc[before:after], '"'), after, t)
 		}
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-			if top.obj {
-				top.isKey = true
-			} else {
-				top.index++
-			}
+		st.next()
+	}
+}
+
+// jsonLevel is an open object or array: its key or index now.
+type jsonLevel struct {
+	obj   bool
+	key   string
+	index int
+	isKey bool // an object's next string is a key
+}
+
+// jsonStack are the open levels, outermost first.
+type jsonStack []*jsonLevel
+
+func (st jsonStack) top() *jsonLevel {
+	if len(st) == 0 {
+		return nil
+	}
+	return st[len(st)-1]
+}
+
+// next moves past a value: an object expects a key, an array its next
+// index.
+func (st jsonStack) next() {
+	if top := st.top(); top != nil {
+		top.isKey = top.obj
+		if !top.obj {
+			top.index++
 		}
 	}
+}
+
+// path names the place now: keys and indexes joined with dots.
+func (st jsonStack) path() string {
+	parts := make([]string, len(st))
+	for i, l := range st {
+		parts[i] = l.key
+		if !l.obj {
+			parts[i] = strconv.Itoa(l.index)
+		}
+	}
+	return strings.Join(parts, ".")
 }

@@ -14,7 +14,7 @@ import (
 // tape (never what they matched), and replay and fork of that tape apply
 // them again to live requests, so that the masked recording still matches.
 type redactFlags struct {
-	Redact     []string `placeholder:"REGEX" help:"Mask what this regular expression (Go RE2 syntax) matches in everything the tape keeps: request and response bodies, the agent's output, tool calls, files. Letters and digits of a match become *, so lengths and JSON stay valid. The pattern is kept on the tape; replay and fork apply it again. Repeatable."`
+	Redact     []string `placeholder:"REGEX" help:"Mask what this regular expression (Go RE2 syntax) matches in everything the tape keeps: request and response bodies, the agent's output, tool calls, files. A match becomes [redacted] whatever its length (JSON stays valid); a streamed answer is matched in its assembled text. The pattern is kept on the tape; replay and fork apply it again. Repeatable."`
 	RedactFile string   `type:"existingfile" placeholder:"FILE" help:"Patterns for --redact, one per line; blank lines and lines starting with # are skipped."`
 }
 
