@@ -3,6 +3,7 @@ package redact
 import (
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -13,11 +14,15 @@ import (
 // environment values kept, and masks what the Masker's patterns match.
 type Filter struct {
 	mask *Masker
+	mu   sync.Mutex
+	// sizes are the lengths of the blobs it changed, by their hash as
+	// stored: a frame naming one gives that size, not the one sent.
+	sizes map[tapefmt.Hash]int64
 }
 
 // NewFilter is the filter that drops credentials and masks with m (nil:
 // credentials only).
-func NewFilter(m *Masker) *Filter { return &Filter{mask: m} }
+func NewFilter(m *Masker) *Filter { return &Filter{mask: m, sizes: map[tapefmt.Hash]int64{}} }
 
 // Payload returns p without its secrets.
 func (f *Filter) Payload(p tapefmt.Payload) tapefmt.Payload {
@@ -25,27 +30,49 @@ func (f *Filter) Payload(p tapefmt.Payload) tapefmt.Payload {
 	case tapefmt.RunStart:
 		p = runStart(v)
 	case tapefmt.LLMRequest:
-		v.Header, v.Query = Header(v.Header), Query(v.Query)
+		v.Header, v.Query, v.Size = Header(v.Header), Query(v.Query), f.size(v.Body, v.Size)
 		p = v
 	case tapefmt.HTTPRequest:
-		v.Header, v.Query = Header(v.Header), Query(v.Query)
+		v.Header, v.Query, v.Size = Header(v.Header), Query(v.Query), f.size(v.Body, v.Size)
 		p = v
 	case tapefmt.HTTPResponse:
-		v.Header = Header(v.Header)
+		v.Header, v.Size = Header(v.Header), f.size(v.Body, v.Size)
 		p = v
 	case tapefmt.LLMResponse:
-		v.Header = Header(v.Header)
+		v.Header, v.Size = Header(v.Header), f.size(v.Body, v.Size)
 		p = v
 	}
 	return f.mask.payload(p)
 }
 
 // Blob returns data masked.
-func (f *Filter) Blob(data []byte) []byte { return f.mask.Mask(data) }
+func (f *Filter) Blob(data []byte) []byte { return f.changed(data, f.mask.Mask(data)) }
 
 // Stream returns a streamed body masked, with its chunk table.
 func (f *Filter) Stream(data []byte, chunks tapefmt.Chunks) ([]byte, tapefmt.Chunks) {
-	return f.mask.Stream(data, chunks)
+	out, chunks := f.mask.Stream(data, chunks)
+	return f.changed(data, out), chunks
+}
+
+// changed notes the length of out when masking changed it.
+func (f *Filter) changed(in, out []byte) []byte {
+	if len(out) != len(in) {
+		f.mu.Lock()
+		f.sizes[tapefmt.HashOf(out)] = int64(len(out))
+		f.mu.Unlock()
+	}
+	return out
+}
+
+// size is the length of the blob h as stored, when masking changed it,
+// else the size given.
+func (f *Filter) size(h tapefmt.Hash, given int64) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n, ok := f.sizes[h]; ok {
+		return n
+	}
+	return given
 }
 
 // runStart drops the credentials of a run's command, environment and

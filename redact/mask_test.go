@@ -117,3 +117,42 @@ func TestMaskFixedLength(t *testing.T) {
 		t.Errorf("masked %s is not JSON", a)
 	}
 }
+
+// TestSizeOfMaskedBody: a frame naming a masked body gives the size kept,
+// not the size sent, which would tell the secret's length.
+func TestSizeOfMaskedBody(t *testing.T) {
+	t.Parallel()
+	m, _ := NewMasker([]string{`PLANT\w+`})
+	var buf bytes.Buffer
+	w, err := tapefmt.NewWriter(&buf, tapefmt.Options{Filter: NewFilter(m)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"q": "PLANTabcdefghijklmnopqrstuvwxyz"}`)
+	h, _ := w.PutBlob("b", body)
+	w.Append(0, tapefmt.LLMRequest{Body: h, Size: int64(len(body))})
+	resp, chunks, _ := w.PutStream("r", body, tapefmt.Chunks{{End: int64(len(body))}})
+	w.Append(0, tapefmt.LLMResponse{Body: resp, Size: int64(len(body)), Chunks: chunks})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := tapefmt.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(len(`{"q": "[redacted]"}`))
+	for i := range 2 {
+		f, _ := tp.Frame(i)
+		p, _ := f.Decode()
+		var size int64
+		switch v := p.(type) {
+		case *tapefmt.LLMRequest:
+			size = v.Size
+		case *tapefmt.LLMResponse:
+			size = v.Size
+		}
+		if size != want {
+			t.Errorf("frame %d: size %d, want %d (the masked body's)", i, size, want)
+		}
+	}
+}
