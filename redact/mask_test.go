@@ -58,12 +58,7 @@ func TestMasker(t *testing.T) {
 // into run.start with the matches in argv and env replaced.
 func TestWriterMasks(t *testing.T) {
 	t.Parallel()
-	m, _ := NewMasker([]string{`PLANT\d+`})
-	var buf bytes.Buffer
-	w, err := tapefmt.NewWriter(&buf, tapefmt.Options{Filter: NewFilter(m)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, buf := maskedWriter(t, `PLANT\d+`)
 	if _, err := w.Append(0, tapefmt.RunStart{Argv: []string{"agent", "--x=PLANT1"}, Env: map[string]string{"AGENT_X": "PLANT2"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +117,7 @@ func TestMaskFixedLength(t *testing.T) {
 // not the size sent, which would tell the secret's length.
 func TestSizeOfMaskedBody(t *testing.T) {
 	t.Parallel()
-	m, _ := NewMasker([]string{`PLANT\w+`})
-	var buf bytes.Buffer
-	w, err := tapefmt.NewWriter(&buf, tapefmt.Options{Filter: NewFilter(m)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, buf := maskedWriter(t, `PLANT\w+`)
 	body := []byte(`{"q": "PLANTabcdefghijklmnopqrstuvwxyz"}`)
 	h, _ := w.PutBlob("b", body)
 	w.Append(0, tapefmt.LLMRequest{Body: h, Size: int64(len(body))})
@@ -155,4 +145,19 @@ func TestSizeOfMaskedBody(t *testing.T) {
 			t.Errorf("frame %d: size %d, want %d (the masked body's)", i, size, want)
 		}
 	}
+}
+
+// maskedWriter is a writer whose filter masks pattern, on a buffer.
+func maskedWriter(t *testing.T, pattern string) (*tapefmt.Writer, *bytes.Buffer) {
+	t.Helper()
+	m, err := NewMasker([]string{pattern})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := tapefmt.NewWriter(&buf, tapefmt.Options{Filter: NewFilter(m)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, &buf
 }
