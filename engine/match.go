@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/jukebox-os/jukebox/llmwire"
+	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -81,7 +82,7 @@ type Matcher struct {
 	rules *reqmatch.Rules
 	calls map[string][]*Call
 	tape  *tapefmt.Tape
-	mask  *tapefmt.Masker // the tape's own (run.start redact): live bodies are masked alike
+	mask  *redact.Masker // the tape's own (run.start redact): live bodies are masked alike
 	// recorded are the ignore paths the tape was recorded with: rules of
 	// the recording, not typos of this run's, so checkIgnore passes them.
 	recorded []string
@@ -95,7 +96,7 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 	}
 	m := &Matcher{rules: rules, calls: map[string][]*Call{}, tape: t}
 	if start, err := FirstRunStart(t); err == nil {
-		if m.mask, err = tapefmt.NewMasker(start.Redact); err != nil {
+		if m.mask, err = redact.NewMasker(start.Redact); err != nil {
 			return nil, err
 		}
 	}
@@ -174,7 +175,7 @@ func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) { return blobOf(m.tape, h
 // ComparedHeaders must match too.
 func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
 	r.Body = m.mask.Mask(r.Body)
-	r.Query = tapefmt.RedactQuery(r.Query) // as the tape keeps it
+	r.Query = redact.Query(r.Query) // as the tape keeps it
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	calls := m.calls[endpointKey(r.Method, r.Scheme, r.Host, r.Path, r.Plain)]

@@ -99,7 +99,8 @@ func (p *proxy) recordHTTPResponse(x *exchange, id uint64, a answer) {
 	resp := tapefmt.HTTPResponse{ID: id, Status: r.Status, Header: r.Header, Size: r.Size, Chunks: r.Chunks,
 		Latency: r.Latency, Elapsed: r.Elapsed, Error: r.Error, Encoding: r.Encoding}
 	if len(a.body) > 0 {
-		h, err := p.tape.PutBlob(x.scheme+"://"+x.host+x.path+" response", a.body)
+		h, chunks, err := p.tape.PutStream(x.scheme+"://"+x.host+x.path+" response", a.body, resp.Chunks)
+		resp.Chunks = chunks
 		if err != nil {
 			resp.Error = strings.TrimSpace(resp.Error + "; " + err.Error())
 		}

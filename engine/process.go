@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -40,10 +41,23 @@ type outputs struct {
 	// Stdout and Stderr that are the same writer (a bytes.Buffer for both
 	// is a common way to call Record).
 	wmu sync.Mutex
+	// lines records whole lines: a --redact pattern then sees a line the
+	// agent wrote in pieces (streamed tokens, printed as they came),
+	// which the terminal still gets as they come.
+	lines bool
 }
+
+// maxHeld bounds the output held back for a line's end.
+const maxHeld = 64 << 10
 
 // write passes one piece of output on to w and records it.
 func (o *outputs) write(fd int, data []byte, w io.Writer) {
+	o.pass(fd, data, w)
+	o.record(fd, data)
+}
+
+// pass gives one piece of output to w and to replay's copy.
+func (o *outputs) pass(fd int, data []byte, w io.Writer) {
 	if w != nil {
 		o.wmu.Lock()
 		w.Write(data)
@@ -54,6 +68,26 @@ func (o *outputs) write(fd int, data []byte, w io.Writer) {
 		o.stdout = append(o.stdout, data...)
 		o.mu.Unlock()
 	}
+}
+
+// hold passes data on at once and records the whole lines held so far
+// (all of them past maxHeld); it returns what is still held.
+func (o *outputs) hold(fd int, held, data []byte, w io.Writer) []byte {
+	o.pass(fd, data, w)
+	held = append(held, data...)
+	cut := bytes.LastIndexByte(held, '\n') + 1
+	if len(held) > maxHeld {
+		cut = len(held)
+	}
+	if cut > 0 {
+		o.record(fd, held[:cut])
+		held = append([]byte(nil), held[cut:]...)
+	}
+	return held
+}
+
+// record writes one piece of output on the tape and tells the listeners.
+func (o *outputs) record(fd int, data []byte) {
 	var seq uint64
 	if o.tape != nil {
 		seq, _ = o.tape.Append(0, tapefmt.Output{Fd: fd, Data: data})
@@ -143,15 +177,22 @@ func (c *child) copy(fd int, r *os.File, w io.Writer) {
 	defer c.wg.Done()
 	defer r.Close()
 	buf := make([]byte, 32<<10)
+	var held []byte // output held for its line's end (outputs.lines)
 	for {
 		if c.exited.Load() {
 			r.SetReadDeadline(time.Now().Add(outputIdle))
 		}
 		n, err := r.Read(buf)
-		if n > 0 {
+		switch {
+		case n > 0 && c.lines:
+			held = c.hold(fd, held, buf[:n], w)
+		case n > 0:
 			c.write(fd, append([]byte(nil), buf[:n]...), w)
 		}
 		if err != nil {
+			if len(held) > 0 {
+				c.record(fd, held)
+			}
 			return
 		}
 	}

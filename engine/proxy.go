@@ -348,7 +348,8 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 	if p.tape != nil {
 		defer p.answered()
 		if len(a.body) > 0 {
-			h, err := p.tape.PutBlob(x.provider.Name+" "+x.path+" response", a.body)
+			h, chunks, err := p.tape.PutStream(x.provider.Name+" "+x.path+" response", a.body, a.resp.Chunks)
+			a.resp.Chunks = chunks
 			if err != nil {
 				a.resp.Error = strings.TrimSpace(a.resp.Error + "; " + err.Error())
 			}

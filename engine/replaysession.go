@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -63,7 +64,7 @@ func openSource(path string, o *RunOptions, rules *reqmatch.Rules) (*tapefmt.Tap
 	var m *Matcher
 	if err == nil {
 		if len(o.Argv) == 0 {
-			if i := tapefmt.RedactedArg(start.Argv); i >= 0 {
+			if i := redact.RedactedArg(start.Argv); i >= 0 {
 				err = &RedactedCommandError{Argv: start.Argv, Index: i}
 			}
 			o.Argv = start.Argv
@@ -177,7 +178,7 @@ func forkOf(t *tapefmt.Tape) (int64, Overrides) {
 // again as it was: secrets in its arguments were redacted on the tape.
 type RedactedCommandError struct {
 	Argv  []string
-	Index int // the first argument that holds tapefmt.Redacted
+	Index int // the first argument that holds redact.Redacted
 }
 
 func (e *RedactedCommandError) Error() string {

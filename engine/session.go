@@ -19,6 +19,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/mcp"
+	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -51,7 +52,7 @@ type RunOptions struct {
 	Limits breaker.Limits
 	// Redact are patterns (Go regexp) whose matches are masked in what the
 	// tape keeps of prompts, responses, output and files
-	// (tapefmt.Masker). Replay and fork add the patterns of the tape they
+	// (redact.Masker). Replay and fork add the patterns of the tape they
 	// read, and mask live requests with those before matching them.
 	Redact []string
 	// Match are the matching rules the tape keeps (run.start's match):
@@ -242,11 +243,11 @@ func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.R
 	if path == "" {
 		return nil
 	}
-	mask, err := tapefmt.NewMasker(s.o.Redact)
+	mask, err := redact.NewMasker(s.o.Redact)
 	if err != nil {
 		return err
 	}
-	opts := tapefmt.Options{Sync: sync, Mask: mask}
+	opts := tapefmt.Options{Sync: sync, Filter: redact.NewFilter(mask)}
 	if s.o.Telemetry != nil {
 		opts.Observer = s.o.Telemetry
 	}
@@ -338,7 +339,7 @@ func (s *session) runEnv(placeholderKeys bool) map[string]string {
 
 // run starts the agent, waits for it and closes the tape.
 func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error) {
-	s.outs = &outputs{tape: s.tape, emit: s.emit}
+	s.outs = &outputs{tape: s.tape, emit: s.emit, lines: len(s.o.Redact) > 0}
 	s.serveControl()
 	if err := s.startMCP(); err != nil {
 		s.abandon(err)

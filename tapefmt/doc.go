@@ -24,10 +24,9 @@
 // Create (or NewWriter) starts a tape; Writer.PutBlob stores bytes and
 // returns the Hash a payload names them by; Writer.Append writes a frame
 // from a typed payload (RunStart, LLMRequest, FileChange, ...); Writer.Commit
-// closes a whole step; Writer.Close writes the index. Secrets (credential
-// headers, secret query parameters and environment variables, passwords in
-// URLs) are dropped as each payload is encoded, the one place where that
-// happens (RedactHeader, RedactQuery, RedactURL, RedactEnv, RedactArgv).
+// closes a whole step; Writer.Close writes the index. The writer stores what
+// it is given, after its Options.Filter: jukebox's recorder passes package
+// redact's, which drops and masks secrets at this one place.
 // CreateWith and Rewrite leave a file only when the whole tape was written
 // and reads back.
 //

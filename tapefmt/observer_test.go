@@ -1,6 +1,7 @@
 package tapefmt_test
 
 import (
+	"bytes"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,12 +28,8 @@ func (r *recorder) ObserveFrame(f tapefmt.Frame) { r.seen = append(r.seen, "fram
 // what it was given.
 func TestObserver(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "o.jbx")
-	mask, err := tapefmt.NewMasker([]string{`sk-[a-z]+`})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var r recorder
-	w, err := tapefmt.Create(path, tapefmt.Options{Observer: &r, Mask: mask})
+	w, err := tapefmt.Create(path, tapefmt.Options{Observer: &r, Filter: hideSK{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,3 +67,12 @@ func TestObserver(t *testing.T) {
 		}
 	}
 }
+
+// hideSK is a filter that turns "sk-secret" into "**-******".
+type hideSK struct{}
+
+func (hideSK) Payload(p tapefmt.Payload) tapefmt.Payload { return p }
+func (hideSK) Blob(b []byte) []byte {
+	return bytes.ReplaceAll(b, []byte("sk-secret"), []byte("**-******"))
+}
+func (f hideSK) Stream(b []byte, c tapefmt.Chunks) ([]byte, tapefmt.Chunks) { return f.Blob(b), c }

@@ -612,13 +612,10 @@ func (f Frame) Decode() (Payload, error) {
 	return p, nil
 }
 
-// marshalPayload encodes p after dropping its secrets.
+// marshalPayload encodes p.
 func marshalPayload(p Payload) ([]byte, error) {
 	if u, ok := p.(Unknown); ok {
 		return u.JSON, nil
-	}
-	if r, ok := p.(redacter); ok {
-		p = r.redacted()
 	}
 	b, err := json.Marshal(p)
 	if err != nil {

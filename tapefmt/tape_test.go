@@ -142,20 +142,6 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSecretsNeverWritten(t *testing.T) {
-	b := writeSample(t, 3)
-	if bytes.Contains(b, []byte("sk-secret")) {
-		t.Fatal("a secret reached the tape")
-	}
-	tp := openBytes(t, b)
-	f, _ := tp.Frame(1)
-	p, _ := f.Decode()
-	req := p.(*LLMRequest)
-	if req.Header.Get("Content-Type") != "application/json" || req.Query != "x=1" {
-		t.Fatalf("redaction dropped too much: %+v %q", req.Header, req.Query)
-	}
-}
-
 func TestDeltaCompressesResentHistory(t *testing.T) {
 	b := writeSample(t, 40)
 	var raw int
@@ -275,24 +261,6 @@ func TestChunksRoundTrip(t *testing.T) {
 	want := Chunks{{End: 182, At: 200_000_000}, {End: 365, At: 215_000_000}, {End: 365, At: 215_500_000}}
 	if fmt.Sprint(out) != fmt.Sprint(want) {
 		t.Fatalf("round trip = %v, want %v (times kept to the microsecond)", out, want)
-	}
-}
-
-func TestRedactArgv(t *testing.T) {
-	got := RedactArgv([]string{"python", "agent.py", "--api-key", "sk-1", "--token=abc", "-v", "--model", "gpt-4o", "--password"})
-	want := []string{"python", "agent.py", "--api-key", "[redacted]", "--token=[redacted]", "-v", "--model", "gpt-4o", "--password"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("got %q\nwant %q", got, want)
-	}
-	for _, h := range []string{"Authorization", "X-Api-Key", "X-Auth-Key", "Cookie", "Openai-Organization-Token"} {
-		if !secretHeader(h) {
-			t.Errorf("header %s kept", h)
-		}
-	}
-	for _, h := range []string{"Content-Type", "User-Agent", "Anthropic-Version", "X-Request-Id"} {
-		if secretHeader(h) {
-			t.Errorf("header %s dropped", h)
-		}
 	}
 }
 

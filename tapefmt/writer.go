@@ -36,16 +36,29 @@ type Options struct {
 	// ID is the tape id written in the header; default random. Set it only
 	// to make a tape's bytes reproducible (test fixtures).
 	ID [16]byte
-	// Mask, when set, masks what the user named secret in every blob and
-	// in the payload fields that hold output, tool calls and MCP messages,
-	// and writes its patterns into run.start (Masker).
-	Mask *Masker
+	// Filter, when set, rewrites every payload before it is encoded and
+	// every blob before it is hashed: jukebox's recorder passes package
+	// redact's, so that secrets never reach the tape. Without one the
+	// writer stores what it is given.
+	Filter Filter
 	// Observer, when set, sees the tape as it is written (a live export).
 	Observer Observer
 
 	// noBlobReadBack turns off the check of each encoded blob, for the
 	// benchmark that measures what the check costs (export_test.go).
 	noBlobReadBack bool
+}
+
+// A Filter rewrites what a Writer is given before it is stored. Payload
+// sees each payload given to Append; Blob each blob given to PutBlob;
+// Stream a streamed body with its chunk table (PutStream), which it may
+// shorten or lengthen as long as the table it returns fits the bytes.
+// Frames and blobs copied from another tape (AppendFrame, CopyFrame) are
+// not filtered again.
+type Filter interface {
+	Payload(p Payload) Payload
+	Blob(data []byte) []byte
+	Stream(data []byte, chunks Chunks) ([]byte, Chunks)
 }
 
 // Observer sees what a Writer writes, as it is written: for a live
@@ -162,7 +175,10 @@ func (w *Writer) AppendAt(t time.Duration, stream uint32, p Payload) (uint64, er
 	if p.Kind() == KindStep {
 		return 0, errors.New("tapefmt: step frames are written by Commit, which links the hash chain")
 	}
-	body, err := marshalPayload(w.opts.Mask.payload(p))
+	if w.opts.Filter != nil {
+		p = w.opts.Filter.Payload(p)
+	}
+	body, err := marshalPayload(p)
 	if err != nil {
 		return 0, err
 	}
@@ -287,11 +303,29 @@ func (w *Writer) sync() error {
 }
 
 // PutBlob stores data once under its BLAKE3 hash and returns the hash (of
-// the data as stored: masked, when Options.Mask says so). Blobs
+// the data as stored: filtered, when Options.Filter says so). Blobs
 // in the same lane (for example every request body sent to one endpoint) are
 // stored as deltas of one another, so resent history costs little.
 func (w *Writer) PutBlob(laneName string, data []byte) (Hash, error) {
-	data = w.opts.Mask.Mask(data)
+	if w.opts.Filter != nil {
+		data = w.opts.Filter.Blob(data)
+	}
+	return w.storeBlob(laneName, data)
+}
+
+// PutStream is PutBlob for a body that arrived in chunks (a streamed
+// answer): the filter sees the whole body with its chunk table, and the
+// table returned fits the bytes stored.
+func (w *Writer) PutStream(laneName string, data []byte, chunks Chunks) (Hash, Chunks, error) {
+	if w.opts.Filter != nil {
+		data, chunks = w.opts.Filter.Stream(data, chunks)
+	}
+	h, err := w.storeBlob(laneName, data)
+	return h, chunks, err
+}
+
+// storeBlob stores data and tells the observer.
+func (w *Writer) storeBlob(laneName string, data []byte) (Hash, error) {
 	h, err := w.putBlob(laneName, data)
 	if err == nil && w.opts.Observer != nil {
 		w.opts.Observer.ObserveBlob(laneName, h, data)

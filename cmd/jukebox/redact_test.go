@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // TestRedactFlags: --redact and --redact-file mask the agent's output on
@@ -44,4 +45,69 @@ func TestRedactFlags(t *testing.T) {
 		t.Errorf("replay of a redacted command: %q", errs)
 	}
 	wantCode(t, ExitOK, "replay", masked, "--", "sh", "-c", "echo hi")
+}
+
+// TestRedactCredentialForms plants each credential form that reached the
+// tape before (issue 31) in a shell script, its output and the
+// environment, and scans the raw tape, its decoded blobs and frames, and
+// the JSON and HAR exports.
+func TestRedactCredentialForms(t *testing.T) {
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "c.jbx")
+	secrets := []string{"MYSQLPW5501", "PHRASE5502", "URLTOKEN5503abc", "URLPASS5504", "sk-proj-AbCdEf0123456789AbCdEf0123456789",
+		"ghp_0123456789abcdefABCDEF0123456789abcd", "AWSSECRET5507", "COOKIE5508", "JSONKEY5509", "AGENTCRED5510", "OPTSKEY5511",
+		"abcdef0123456789abcdef0123456789"}
+	script := `: mysql -uroot -pMYSQLPW5501 shop; : gpg --passphrase=PHRASE5502 -d f.gpg
+: git clone https://URLTOKEN5503abc@github.com/o/r; : git clone https://bob:URLPASS5504@github.com/o/r
+: agent sk-proj-AbCdEf0123456789AbCdEf0123456789 ghp_0123456789abcdefABCDEF0123456789abcd
+: aws configure set aws_secret_access_key AWSSECRET5507
+cd "$WORKDIR"; printf '%s\n' '{"api_key": "JSONKEY5509", "model": "gpt-4o"}' > cfg.json; cat cfg.json
+printf 'Cookie: sessionid=COOKIE5508\n'; echo "the password policy says rotate"`
+	t.Setenv("WORKDIR", dir)
+	t.Setenv("AGENT_CRED", "AGENTCRED5510")
+	t.Setenv("AGENT_OPTS", "--api-key OPTSKEY5511 --verbose")
+	t.Setenv("SENTRY_DSN", "https://abcdef0123456789abcdef0123456789@o1.ingest.sentry.io/1")
+	out, _ := wantCode(t, ExitOK, "record", "-o", tape, "--", "sh", "-c", script)
+	if !strings.Contains(out, "COOKIE5508") {
+		t.Fatalf("the agent's own output was masked: %q", out)
+	}
+	tapetest.NoSecrets(t, tape, secrets...)
+	raw, err := os.ReadFile(tape)
+	must(t, err)
+	js, _ := wantCode(t, ExitOK, "export", "json", tape)
+	har, _ := wantCode(t, ExitOK, "export", "har", tape)
+	for name, b := range map[string]string{"tape": string(raw), "json": js, "har": har} {
+		for _, s := range secrets {
+			if strings.Contains(b, s) {
+				t.Errorf("%s is in the %s export", s, name)
+			}
+		}
+	}
+	if !strings.Contains(js, "the password policy says rotate") {
+		t.Errorf("ordinary output was masked: the JSON export lacks it")
+	}
+}
+
+// TestRedactOutputPieces: an agent that prints a secret in pieces, as a
+// streamed answer's tokens come (one write each; the pauses only make
+// separate reads likely), leaves no output frames that join into it: the
+// tape keeps whole lines when --redact is given.
+func TestRedactOutputPieces(t *testing.T) {
+	tape := filepath.Join(t.TempDir(), "p.jbx")
+	script := "printf 'code: SEC'; sleep 0.1; printf 'RET-PRO'; sleep 0.1; printf 'MPT-abc'; echo; echo done"
+	out, _ := wantCode(t, ExitOK, "record", "-o", tape, "--redact", `SECRET-PROMPT-\w+`, "--", "sh", "-c", script)
+	if !strings.Contains(out, "code: SECRET-PROMPT-abc") {
+		t.Fatalf("the agent's own output: %q", out)
+	}
+	tp := openTape(t, tape)
+	var joined strings.Builder
+	for f, err := range tp.Frames(tapefmt.KindOutput) {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		joined.WriteString(string(p.(*tapefmt.Output).Data))
+	}
+	if got := joined.String(); got != "code: [redacted]\ndone\n" {
+		t.Errorf("the output frames say %q", got)
+	}
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/redact"
 )
 
 // redactFlags name secrets to mask in what a run writes on its tape:
@@ -14,7 +14,7 @@ import (
 // tape (never what they matched), and replay and fork of that tape apply
 // them again to live requests, so that the masked recording still matches.
 type redactFlags struct {
-	Redact     []string `placeholder:"REGEX" help:"Mask what this regular expression (Go RE2 syntax) matches in everything the tape keeps: request and response bodies, the agent's output, tool calls, files. Letters and digits of a match become *, so lengths and JSON stay valid. The pattern is kept on the tape; replay and fork apply it again. Repeatable."`
+	Redact     []string `placeholder:"REGEX" help:"Mask what this regular expression (Go RE2 syntax) matches in everything the tape keeps: request and response bodies, the agent's output, tool calls, files. A match becomes [redacted] whatever its length (JSON stays valid); a streamed answer is matched in its assembled text. The pattern is kept on the tape; replay and fork apply it again. Repeatable."`
 	RedactFile string   `type:"existingfile" placeholder:"FILE" help:"Patterns for --redact, one per line; blank lines and lines starting with # are skipped."`
 }
 
@@ -34,7 +34,7 @@ func (f redactFlags) patterns() ([]string, error) {
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			if _, err := tapefmt.NewMasker([]string{line}); err != nil {
+			if _, err := redact.NewMasker([]string{line}); err != nil {
 				return nil, fmt.Errorf("--redact-file %s, line %d: %w", f.RedactFile, n, err)
 			}
 			out = append(out, line)
@@ -44,7 +44,7 @@ func (f redactFlags) patterns() ([]string, error) {
 		}
 	}
 	for _, p := range f.Redact {
-		if _, err := tapefmt.NewMasker([]string{p}); err != nil {
+		if _, err := redact.NewMasker([]string{p}); err != nil {
 			return nil, fmt.Errorf("--%w", err) // "--redact pattern ..."
 		}
 	}

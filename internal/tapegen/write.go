@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -20,7 +21,8 @@ func (c *clock) now() time.Duration { c.t += 3 * time.Millisecond; return c.t }
 func Options() (tapefmt.Options, *clock) {
 	c := &clock{}
 	return tapefmt.Options{Sync: tapefmt.SyncNever, Now: c.now, Created: time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC),
-		ID: [16]byte{'j', 'u', 'k', 'e', 'b', 'o', 'x', '-', 's', 'a', 'm', 'p', 'l', 'e'}}, c
+		ID:     [16]byte{'j', 'u', 'k', 'e', 'b', 'o', 'x', '-', 's', 'a', 'm', 'p', 'l', 'e'},
+		Filter: redact.NewFilter(nil)}, c
 }
 
 // Write records the run described by s onto w, without closing it: a

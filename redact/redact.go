@@ -1,4 +1,4 @@
-package tapefmt
+package redact
 
 import (
 	"net/http"
@@ -6,14 +6,6 @@ import (
 	"regexp"
 	"strings"
 )
-
-// Secrets never reach the tape. The writer passes every payload through
-// redacted() before encoding it: this is the one place where that happens.
-
-// redacter is a payload that can carry secrets.
-type redacter interface {
-	redacted() Payload
-}
 
 // secretHeader reports whether an HTTP header may carry a credential: the
 // names secretName flags, and cookies.
@@ -35,7 +27,7 @@ func secretName(name string) bool {
 	if strings.HasSuffix(n, "tokens") {
 		return false // a count: max_tokens, --max-tokens
 	}
-	for _, part := range []string{"key", "token", "secret", "password", "passwd", "credential", "signature", "auth", "bearer"} {
+	for _, part := range []string{"key", "token", "secret", "password", "passwd", "passphrase", "cred", "signature", "auth", "bearer"} {
 		if strings.Contains(n, part) {
 			return true
 		}
@@ -43,8 +35,8 @@ func secretName(name string) bool {
 	return false
 }
 
-// RedactHeader returns a copy of h without the headers that may carry secrets.
-func RedactHeader(h http.Header) http.Header {
+// Header returns a copy of h without the headers that may carry secrets.
+func Header(h http.Header) http.Header {
 	if h == nil {
 		return nil
 	}
@@ -57,9 +49,9 @@ func RedactHeader(h http.Header) http.Header {
 	return out
 }
 
-// RedactQuery drops the parameters of a raw query that may carry secrets.
+// Query drops the parameters of a raw query that may carry secrets.
 // A query that does not parse is dropped whole: it cannot be checked.
-func RedactQuery(raw string) string {
+func Query(raw string) string {
 	if raw == "" {
 		return ""
 	}
@@ -80,20 +72,20 @@ func RedactQuery(raw string) string {
 	return q.Encode()
 }
 
-// RedactURL drops the secrets from a URL's query and its user info. A URL
+// URL drops the secrets from a URL's query and its user info. A URL
 // that does not parse is dropped whole.
-func RedactURL(raw string) string {
+func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
 	}
 	u.User = nil
-	u.RawQuery = RedactQuery(u.RawQuery)
+	u.RawQuery = Query(u.RawQuery)
 	return u.String()
 }
 
-// RedactEnv returns a copy of env without variables whose names look secret.
-func RedactEnv(env map[string]string) map[string]string {
+// Env returns a copy of env without variables whose names look secret.
+func Env(env map[string]string) map[string]string {
 	if env == nil {
 		return nil
 	}
@@ -109,17 +101,22 @@ func RedactEnv(env map[string]string) map[string]string {
 // Redacted stands where a secret was, so that an argv keeps its shape.
 const Redacted = "[redacted]"
 
-// RedactArgv replaces the values of command-line flags whose names look
+// Argv replaces the values of command-line flags whose names look
 // secret ("--api-key X", "--api-key=X", "-token X", "--bearer=X", "-k X"),
-// then credentials inside any argument (RedactText), shell scripts
+// then credentials inside any argument (Text), shell scripts
 // included.
-func RedactArgv(argv []string) []string {
+func Argv(argv []string) []string {
 	if argv == nil {
 		return nil
 	}
 	out := append([]string(nil), argv...)
 	for i := 0; i < len(out); i++ {
 		arg := out[i]
+		if awsSecret(arg) && i+1 < len(out) { // aws configure set NAME VALUE
+			out[i+1] = Redacted
+			i++
+			continue
+		}
 		if !strings.HasPrefix(arg, "-") || arg == "-" || arg == "--" {
 			continue
 		}
@@ -132,6 +129,8 @@ func RedactArgv(argv []string) []string {
 				out[i+1] = Redacted
 				i++
 			}
+		case strings.HasPrefix(arg, "-p") && len(arg) > 2 && mysqlLike(out[0]): // mysql -pPASSWORD
+			out[i] = "-p" + Redacted
 		case arg == "-u" || name == "user": // curl's -u USER:PASSWORD
 			if hasValue {
 				out[i] = arg[:strings.Index(arg, "=")+1] + redactPassword(value)
@@ -142,9 +141,14 @@ func RedactArgv(argv []string) []string {
 		}
 	}
 	for i, arg := range out {
-		out[i] = RedactText(arg)
+		out[i] = Text(arg)
 	}
 	return out
+}
+
+// awsSecret reports whether arg names an AWS secret setting.
+func awsSecret(arg string) bool {
+	return strings.EqualFold(arg, "aws_secret_access_key") || strings.EqualFold(arg, "aws_session_token")
 }
 
 // redactPassword redacts the password of USER:PASSWORD.
@@ -169,13 +173,14 @@ var (
 	userCredential = regexp.MustCompile(`((?:^|\s)(?:-u|--user)[\s=]+['"]?[^\s:'"]+:)([^\s'"]+)`)
 	// name=value where the name looks secret (a query, a libpq DSN,
 	// --api-key=X inside a script).
-	paramCredential = regexp.MustCompile(`(?i)((?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|signature|credential|auth)[\w.-]*=)([^\s&'";)]+)`)
+	paramCredential = regexp.MustCompile(`(?i)((?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|passphrase|signature|credential|auth)[\w.-]*=)([^\s&'";)]+)`)
 )
 
-// RedactText replaces the credentials found inside s (RedactArgv's
+// Text replaces the credentials found inside s (Argv's
 // patterns: authorization headers, bearer tokens, passwords in URLs,
-// secret-looking name=value pairs) with Redacted.
-func RedactText(s string) string {
+// secret-looking name=value pairs and --name VALUE flags, and the rules
+// that hold in any text) with Redacted.
+func Text(s string) string {
 	for _, re := range []*regexp.Regexp{headerCredential, bearerCredential, paramCredential, userCredential} {
 		s = re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := re.FindStringSubmatch(m)
@@ -185,7 +190,8 @@ func RedactText(s string) string {
 			return sub[1] + Redacted
 		})
 	}
-	return userinfoCredential.ReplaceAllString(s, "${1}"+Redacted+"${3}")
+	s = userinfoCredential.ReplaceAllString(s, "${1}"+Redacted+"${3}")
+	return string(maskRules([]byte(flagText(s))))
 }
 
 // RedactedArg is the index of the first argument in argv that holds
@@ -198,42 +204,4 @@ func RedactedArg(argv []string) int {
 		}
 	}
 	return -1
-}
-
-func (p RunStart) redacted() Payload {
-	p.Env = RedactEnv(p.Env)
-	for k, v := range p.Env { // a copy: RedactEnv made it
-		p.Env[k] = RedactText(v)
-	}
-	p.Argv = RedactArgv(p.Argv)
-	if p.Upstream != nil {
-		ups := make(map[string]string, len(p.Upstream))
-		for k, v := range p.Upstream {
-			ups[k] = RedactURL(v)
-		}
-		p.Upstream = ups
-	}
-	return p
-}
-
-func (p LLMRequest) redacted() Payload {
-	p.Header = RedactHeader(p.Header)
-	p.Query = RedactQuery(p.Query)
-	return p
-}
-
-func (p HTTPRequest) redacted() Payload {
-	p.Header = RedactHeader(p.Header)
-	p.Query = RedactQuery(p.Query)
-	return p
-}
-
-func (p HTTPResponse) redacted() Payload {
-	p.Header = RedactHeader(p.Header)
-	return p
-}
-
-func (p LLMResponse) redacted() Payload {
-	p.Header = RedactHeader(p.Header)
-	return p
 }

@@ -1,10 +1,14 @@
-package tapefmt
+package redact
 
 import (
+	"bytes"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -30,8 +34,8 @@ func TestRedactURL(t *testing.T) {
 		"http://h.example/%zz":   "",
 		"http://h.example:port/": "",
 	} {
-		if got := RedactURL(in); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -56,62 +60,62 @@ func TestRedactQuery(t *testing.T) {
 		"a=%zz":                "", // does not parse
 		"a=1;b=2":              "",
 	} {
-		if got := RedactQuery(in); got != want {
-			t.Errorf("RedactQuery(%q) = %q, want %q", in, got, want)
+		if got := Query(in); got != want {
+			t.Errorf("Query(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
 func TestRedactEnv(t *testing.T) {
 	t.Parallel()
-	if RedactEnv(nil) != nil {
-		t.Error("RedactEnv(nil) is not nil")
+	if Env(nil) != nil {
+		t.Error("Env(nil) is not nil")
 	}
 	in := map[string]string{"OPENAI_API_KEY": "sk", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s",
 		"DB_PASSWORD": "p", "GOOGLE_APPLICATION_CREDENTIALS": "/c.json", "SSH_AUTH_SOCK": "/s",
 		"LANG": "C.UTF-8", "PATH": "/bin", "HOME": "/h", "JUKEBOX_SEED": "7"}
 	orig := maps.Clone(in)
-	out := RedactEnv(in)
+	out := Env(in)
 	if got := slices.Sorted(maps.Keys(out)); !slices.Equal(got, []string{"HOME", "JUKEBOX_SEED", "LANG", "PATH"}) {
 		t.Errorf("kept %v", got)
 	}
 	out["LANG"] = "changed"
 	if !maps.Equal(in, orig) {
-		t.Error("RedactEnv changed its input, or returned it")
+		t.Error("Env changed its input, or returned it")
 	}
 }
 
 func TestRedactHeader(t *testing.T) {
 	t.Parallel()
-	if RedactHeader(nil) != nil {
-		t.Error("RedactHeader(nil) is not nil")
+	if Header(nil) != nil {
+		t.Error("Header(nil) is not nil")
 	}
 	in := http.Header{"Authorization": {"Bearer sk"}, "Proxy-Authorization": {"Basic x"}, "X-Api-Key": {"k"},
 		"X-Goog-Api-Key": {"k"}, "X-Amz-Security-Token": {"t"}, "Cookie": {"c"}, "Set-Cookie": {"c"},
 		"Content-Type": {"application/json"}, "Anthropic-Version": {"2023-06-01"}, "Accept": {"a", "b"}}
-	out := RedactHeader(in)
+	out := Header(in)
 	if got := slices.Sorted(maps.Keys(out)); !slices.Equal(got, []string{"Accept", "Anthropic-Version", "Content-Type"}) {
 		t.Errorf("kept %v", got)
 	}
 	out["Accept"][0] = "changed"
 	if in["Accept"][0] != "a" {
-		t.Error("RedactHeader shares its values with its input")
+		t.Error("Header shares its values with its input")
 	}
 }
 
 func TestRedactArgvForms(t *testing.T) {
 	t.Parallel()
-	if RedactArgv(nil) != nil {
-		t.Error("RedactArgv(nil) is not nil")
+	if Argv(nil) != nil {
+		t.Error("Argv(nil) is not nil")
 	}
 	in := []string{"agent", "-token", "t1", "--secret=", "key", "--api-key"}
-	out := RedactArgv(in)
+	out := Argv(in)
 	want := []string{"agent", "-token", "[redacted]", "--secret=[redacted]", "key", "--api-key"}
 	if !slices.Equal(out, want) {
-		t.Errorf("RedactArgv = %q, want %q", out, want)
+		t.Errorf("Argv = %q, want %q", out, want)
 	}
 	if in[2] != "t1" {
-		t.Error("RedactArgv changed its input")
+		t.Error("Argv changed its input")
 	}
 }
 
@@ -136,8 +140,8 @@ func TestRedactArgvCredentials(t *testing.T) {
 		{[]string{"python3", "agent.py", "--max-tokens", "100", "--port", "8080", "-p", "80", "--model", "gpt-4o"},
 			[]string{"python3", "agent.py", "--max-tokens", "100", "--port", "8080", "-p", "80", "--model", "gpt-4o"}},
 	} {
-		if got := RedactArgv(c.in); !slices.Equal(got, c.want) {
-			t.Errorf("RedactArgv(%q)\n = %q\nwant %q", c.in, got, c.want)
+		if got := Argv(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("Argv(%q)\n = %q\nwant %q", c.in, got, c.want)
 		}
 	}
 }
@@ -146,11 +150,59 @@ func TestRedactArgvCredentials(t *testing.T) {
 // redacted in run.start's env as it is in upstreams (it was kept whole).
 func TestRunStartEnvURL(t *testing.T) {
 	t.Parallel()
-	p := RunStart{Env: map[string]string{"OPENAI_BASE_URL": "http://bob:pw@gw.example/v1?key=K9&x=1", "LANG": "C"}}.redacted().(RunStart)
-	if got := p.Env["OPENAI_BASE_URL"]; got != "http://bob:"+Redacted+"@gw.example/v1?key="+Redacted+"&x=1" {
+	p := runStart(tapefmt.RunStart{Env: map[string]string{"OPENAI_BASE_URL": "http://bob:pw@gw.example/v1?key=K9&x=1", "LANG": "C"}})
+	if got := p.Env["OPENAI_BASE_URL"]; got != "http://"+Redacted+"@gw.example/v1?key="+Redacted+"&x=1" {
 		t.Errorf("env OPENAI_BASE_URL on the tape: %q", got)
 	}
 	if p.Env["LANG"] != "C" {
 		t.Errorf("LANG: %q", p.Env["LANG"])
+	}
+}
+
+func TestArgvAndHeaders(t *testing.T) {
+	got := Argv([]string{"python", "agent.py", "--api-key", "sk-1", "--token=abc", "-v", "--model", "gpt-4o", "--password"})
+	want := []string{"python", "agent.py", "--api-key", "[redacted]", "--token=[redacted]", "-v", "--model", "gpt-4o", "--password"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	for _, h := range []string{"Authorization", "X-Api-Key", "X-Auth-Key", "Cookie", "Openai-Organization-Token"} {
+		if !secretHeader(h) {
+			t.Errorf("header %s kept", h)
+		}
+	}
+	for _, h := range []string{"Content-Type", "User-Agent", "Anthropic-Version", "X-Request-Id"} {
+		if secretHeader(h) {
+			t.Errorf("header %s dropped", h)
+		}
+	}
+}
+
+// TestFilterKeepsCredentialsOff: a writer with the filter drops credential
+// headers, queries and environment variables, and keeps the rest.
+func TestFilterKeepsCredentialsOff(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w, err := tapefmt.NewWriter(&buf, tapefmt.Options{Filter: NewFilter(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Env: map[string]string{"LANG": "C", "OPENAI_API_KEY": "sk-secret"}})
+	w.Append(0, tapefmt.LLMRequest{Provider: "openai", Query: "api_key=sk-secret&x=1",
+		Header: http.Header{"Authorization": {"Bearer sk-secret"}, "Content-Type": {"application/json"}}})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte("sk-secret")) {
+		t.Fatal("a secret reached the tape")
+	}
+	tp, err := tapefmt.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := tp.Frame(1)
+	p, _ := f.Decode()
+	req := p.(*tapefmt.LLMRequest)
+	if req.Header.Get("Content-Type") != "application/json" || req.Query != "x=1" {
+		t.Fatalf("redaction dropped too much: %+v %q", req.Header, req.Query)
 	}
 }

@@ -1,0 +1,80 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// sse is a streamed chat answer that says text in the given pieces, one
+// event per chunk, and its chunk table.
+func sse(pieces ...string) ([]byte, tapefmt.Chunks) {
+	var b bytes.Buffer
+	var chunks tapefmt.Chunks
+	for i, p := range pieces {
+		ev, _ := json.Marshal(map[string]any{"id": "c1", "choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": p}}}})
+		b.WriteString("data: " + string(ev) + "\n\n")
+		chunks = append(chunks, tapefmt.Chunk{End: int64(b.Len()), At: int64(i + 1)})
+	}
+	b.WriteString("data: [DONE]\n\n")
+	chunks = append(chunks, tapefmt.Chunk{End: int64(b.Len()), At: int64(len(pieces) + 1)})
+	return b.Bytes(), chunks
+}
+
+// assembled is the text an SSE body says, its deltas joined.
+func assembled(t *testing.T, body []byte) string {
+	t.Helper()
+	var text strings.Builder
+	for line := range strings.SplitSeq(string(body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ev struct {
+			Choices []struct{ Delta struct{ Content string } }
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event %q is no longer JSON: %v", data, err)
+		}
+		text.WriteString(ev.Choices[0].Delta.Content)
+	}
+	return text.String()
+}
+
+// TestStreamSplitSecret: a secret the model streams split across tokens
+// (SEC|RET|-PROM|PT) is masked in the assembled answer; the events stay
+// JSON and the chunk table fits the bytes kept.
+func TestStreamSplitSecret(t *testing.T) {
+	t.Parallel()
+	m, err := NewMasker([]string{`SECRET-PROMPT`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, chunks := sse("The code is ", "SEC", "RET", "-PROM", "PT", ", keep it.")
+	got, gotChunks := NewFilter(m).Stream(body, chunks)
+	text := assembled(t, got)
+	if strings.Contains(text, "SECRET-PROMPT") || strings.Contains(string(got), "PROM") {
+		t.Fatalf("the split secret is on the tape: %q", text)
+	}
+	if want := "The code is " + Redacted + ", keep it."; text != want {
+		t.Errorf("assembled %q, want %q", text, want)
+	}
+	if len(gotChunks) != len(chunks) || gotChunks[len(gotChunks)-1].End != int64(len(got)) {
+		t.Fatalf("chunk table %v does not fit %d bytes", gotChunks, len(got))
+	}
+	for i := 1; i < len(gotChunks); i++ {
+		if gotChunks[i].End < gotChunks[i-1].End || gotChunks[i].At != chunks[i].At {
+			t.Fatalf("chunk table %v", gotChunks)
+		}
+	}
+	// Another secret of another length gives the same bytes.
+	body2, chunks2 := sse("The code is ", "SEC", "RET-PROMPT", ", keep it.")
+	m2, _ := NewMasker([]string{`SECRET-PROMPT`})
+	got2, _ := NewFilter(m2).Stream(body2, chunks2)
+	if assembled(t, got2) != text {
+		t.Errorf("assembled %q and %q differ", assembled(t, got2), text)
+	}
+}
