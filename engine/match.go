@@ -173,11 +173,32 @@ func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) { return blobOf(m.tape, h
 // byte as recorded matches without being parsed; only when none does are
 // canonical forms compared. The query, the origin and (for plain HTTP) the
 // ComparedHeaders must match too.
+//
+// The body is masked as the tape's writer masks bodies; when no recorded
+// call takes it so, it is tried again masked as before fixed-length masks
+// and the credential rules in bodies (a tape an earlier release wrote,
+// with --redact or without).
 func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
-	r.Body = m.mask.Mask(r.Body)
+	sent := r.Body
 	r.Query = redact.Query(r.Query) // as the tape keeps it
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	r.Body = m.mask.Mask(sent)
+	c, d := m.match(r)
+	if d == nil {
+		return c, nil
+	}
+	if before := m.mask.MaskAsBefore(sent); !bytes.Equal(before, r.Body) {
+		r.Body = before
+		if c, d2 := m.match(r); d2 == nil {
+			return c, nil
+		}
+	}
+	return nil, d
+}
+
+// match is Match for a body masked one way; m.mu is held.
+func (m *Matcher) match(r MatchRequest) (*Call, *Divergence) {
 	calls := m.calls[endpointKey(r.Method, r.Scheme, r.Host, r.Path, r.Plain)]
 	query := m.rules.Query(r.Query)
 	head := m.head(r.Header, r.Plain)
