@@ -17,7 +17,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/jukebox-os/jukebox/engine"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/themes"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -212,7 +211,7 @@ func New(paths []string, o Options) *Deck {
 // background rather than before the first screen: a long tape, or one
 // read from a store, whose every call would be a round trip.
 func (d *Deck) costsLater(tl *timeline.Timeline) bool {
-	return tl.Len() > d.o.IndexLimit || tapefmt.IsRemote(tl.Path())
+	return tl.Len() > d.o.IndexLimit || tl.Remote()
 }
 
 // SetSend connects the deck to its program: engine events reach the deck
@@ -595,7 +594,7 @@ func (d *Deck) forkPoint(tv *timelineView) (int, bool) {
 	if tv.tl.Len() == 0 {
 		return 0, false
 	}
-	if k, _ := tv.tl.KindAt(tv.cursor); k == tapefmt.KindLLMRequest {
+	if k, _ := tv.tl.KindAt(tv.cursor); k == timeline.KindLLMRequest {
 		return tv.cursor, true
 	}
 	return tv.tl.Next(tv.cursor, timeline.FindLLM, 1)
