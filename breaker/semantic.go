@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -129,12 +130,16 @@ func pairHash(a, b string) uint64 {
 
 type codeBlock struct{ lang, body string }
 
-var fence = regexp.MustCompile("(?s)```([A-Za-z0-9_+-]*)[^\\n]*\\n(.*?)```")
+// fence is compiled on first use, not at package initialisation (every
+// command would pay for it).
+var fence = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("(?s)```([A-Za-z0-9_+-]*)[^\\n]*\\n(.*?)```")
+})
 
 // codeBlocks are the fenced code blocks of a Markdown answer.
 func codeBlocks(text string) []codeBlock {
 	var out []codeBlock
-	for _, m := range fence.FindAllStringSubmatch(text, -1) {
+	for _, m := range fence().FindAllStringSubmatch(text, -1) {
 		out = append(out, codeBlock{lang: strings.ToLower(m[1]), body: m[2]})
 	}
 	return out
@@ -203,12 +208,15 @@ var keywords = func() map[string]bool {
 	return m
 }()
 
-var codeToken = regexp.MustCompile(`//[^\n]*|#[^\n]*|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|[0-9][0-9.]*|\S`)
+// codeToken is a token of code in any language, compiled on first use.
+var codeToken = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`//[^\n]*|#[^\n]*|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|[0-9][0-9.]*|\S`)
+})
 
 func normalizeTokens(src string) string {
 	names := map[string]string{}
 	var out []string
-	for _, t := range codeToken.FindAllString(src, -1) {
+	for _, t := range codeToken().FindAllString(src, -1) {
 		switch c := t[0]; {
 		case strings.HasPrefix(t, "//"), c == '#':
 			continue

@@ -192,7 +192,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	out := s.outs
 	carryCtx, endCarry := context.WithCancel(ctx)
 	er, err := sandbox.Exec(ctx, tx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
-		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: b.Notice,
+		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: out.serial(b.Notice),
 		Net: b.Net, Endpoints: append(append([]string{s.proxy.addr()}, s.mcpAddrs()...), b.Endpoints...), WriteLive: b.WriteLive,
 		Protect: s.protected(), Signals: stop.fwd, OnNetRefused: s.netRefused, Carry: s.carrier(carryCtx)})
 	endCarry()

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/sandbox"
 )
 
@@ -12,6 +13,7 @@ import (
 // shortchat_test.go records.
 func TestMain(m *testing.M) {
 	sandbox.MaybeRunInit()
+	sandbox.UseInit(testenv.BoothInit())
 	netEchoChild()
 	if os.Getenv(chatPlanEnv) != "" {
 		os.Exit(chatClient())

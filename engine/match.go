@@ -82,6 +82,9 @@ type Matcher struct {
 	calls map[string][]*Call
 	tape  *tapefmt.Tape
 	mask  *tapefmt.Masker // the tape's own (run.start redact): live bodies are masked alike
+	// recorded are the ignore paths the tape was recorded with: rules of
+	// the recording, not typos of this run's, so checkIgnore passes them.
+	recorded []string
 }
 
 // NewMatcher indexes every LLM call on the tape; rules must be compiled
@@ -280,14 +283,15 @@ func pretty(b []byte) string {
 	return out.String()
 }
 
-// checkIgnore refuses ignore paths, besides the defaults, that match no
-// field of any recorded request: such a rule is most likely a typo, and
-// would leave the divergence it was meant to fix.
+// checkIgnore refuses ignore paths, besides the defaults and those the
+// tape was recorded with, that match no field of any recorded request:
+// such a rule is most likely a typo, and would leave the divergence it was
+// meant to fix.
 func (m *Matcher) checkIgnore() error {
 	var paths []string
 	fields := m.rules.FieldRules()
 	for _, p := range m.rules.Ignore {
-		if !slices.Contains(reqmatch.DefaultIgnore, p) && !slices.Contains(fields, p) {
+		if !slices.Contains(reqmatch.DefaultIgnore, p) && !slices.Contains(fields, p) && !slices.Contains(m.recorded, p) {
 			paths = append(paths, p)
 		}
 	}
@@ -327,12 +331,16 @@ type IgnoreError struct {
 func (e *IgnoreError) Error() string { return e.msg }
 
 // RulesFor returns the matching rules for a replay or fork of the tape at
-// path: the defaults, then the rules remembered in its sidecar folder, then
-// more; compiled.
-func RulesFor(path string, more reqmatch.Rules) (*reqmatch.Rules, error) {
-	kept, err := reqmatch.Remembered(tapefmt.Sidecar(path))
-	if err != nil {
-		return nil, err
+// path: the defaults, then (with sidecar) the rules remembered in its
+// sidecar folder, then more; compiled. The rules the tape itself keeps
+// (run.start's match) are added when it is opened.
+func RulesFor(path string, more reqmatch.Rules, sidecar bool) (*reqmatch.Rules, error) {
+	var kept reqmatch.Rules
+	if sidecar {
+		var err error
+		if kept, err = reqmatch.Remembered(tapefmt.Sidecar(path)); err != nil {
+			return nil, err
+		}
 	}
 	r := reqmatch.Default().Merge(kept).Merge(more)
 	if err := r.Compile(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -38,6 +39,26 @@ s.sendall(b"ping"); s.shutdown(socket.SHUT_WR)
 print("answer", s.recv(100).decode())
 `
 
+// lockedBuffer is a bytes.Buffer for more than one writer: the booth's
+// notice (written by the run) and the agent's output (written by the
+// copying goroutines) share one in these tests.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // echoResult is what a child run of echoAgent reports.
 type echoResult struct {
 	Out      string
@@ -48,7 +69,7 @@ type echoResult struct {
 // echoRun records echoAgent under --booth --net none, its echo.example.test:7
 // dialled at echo.
 func echoRun(ws, tape, echo, py string) echoResult {
-	var out bytes.Buffer
+	var out lockedBuffer
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if addr != "echo.example.test:7" {
 			return nil, fmt.Errorf("no route to %s in this test", addr)
@@ -219,7 +240,7 @@ func TestNetNoneCutsDirectHTTP(t *testing.T) {
 	var got atomic.Int64
 	echo := echoServer(t, &got)
 	tape := filepath.Join(t.TempDir(), "cut.jbx")
-	var out bytes.Buffer
+	var out lockedBuffer
 	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, echo)
 	}
@@ -271,7 +292,7 @@ func TestReplayNeverCarriesTCP(t *testing.T) {
 		dialled.Add(1)
 		return nil, fmt.Errorf("dialled")
 	}
-	var out bytes.Buffer
+	var out lockedBuffer
 	_, err := engine.Replay(context.Background(), engine.ReplayOptions{From: recorded, Tape: replayed,
 		RunOptions: engine.RunOptions{Dir: ws, Stdout: &out, Stderr: &out,
 			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Net: sandbox.NetNone, Notice: &out, Dial: dial}}})

@@ -36,12 +36,18 @@ type outputs struct {
 	emit   func(Event)
 	mu     sync.Mutex
 	stdout []byte // everything the child wrote to stdout, for replay's comparison
+	// wmu makes the passing on one write at a time, as os/exec does for a
+	// Stdout and Stderr that are the same writer (a bytes.Buffer for both
+	// is a common way to call Record).
+	wmu sync.Mutex
 }
 
 // write passes one piece of output on to w and records it.
 func (o *outputs) write(fd int, data []byte, w io.Writer) {
 	if w != nil {
+		o.wmu.Lock()
 		w.Write(data)
+		o.wmu.Unlock()
 	}
 	if fd == 1 {
 		o.mu.Lock()
@@ -60,6 +66,20 @@ func (o *outputs) writer(fd int, w io.Writer) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
 		o.write(fd, append([]byte(nil), p...), w)
 		return len(p), nil
+	})
+}
+
+// serial is w written one write at a time with the streams' writes (nil
+// stays nil): what the booth notes while the agent runs goes to a writer
+// that may be its Stderr too.
+func (o *outputs) serial(w io.Writer) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return writerFunc(func(p []byte) (int, error) {
+		o.wmu.Lock()
+		defer o.wmu.Unlock()
+		return w.Write(p)
 	})
 }
 

@@ -73,7 +73,8 @@ func openSource(path string, o *RunOptions, rules *reqmatch.Rules) (*tapefmt.Tap
 			o.Seed = start.Seed
 		}
 		if err == nil {
-			m, err = indexCalls(t, path, rules)
+			o.Match = start.Match
+			m, err = indexCalls(t, path, rules, start.Match)
 		}
 		if err == nil {
 			return t, m, nil
@@ -220,18 +221,29 @@ func recordedStdout(t *tapefmt.Tape) ([]byte, error) {
 }
 
 // indexCalls makes the matcher for the tape at path (rules nil: RulesFor
-// the tape) and checks its ignore paths against the recorded requests.
-func indexCalls(t *tapefmt.Tape, path string, rules *reqmatch.Rules) (*Matcher, error) {
+// the tape, its sidecar's included) with the rules the tape keeps (kept)
+// added, and checks the ignore paths it was given against the recorded
+// requests.
+func indexCalls(t *tapefmt.Tape, path string, rules *reqmatch.Rules, kept *tapefmt.MatchRules) (*Matcher, error) {
 	if rules == nil {
-		r, err := RulesFor(path, reqmatch.Rules{})
+		r, err := RulesFor(path, reqmatch.Rules{}, true)
 		if err != nil {
 			return nil, err
 		}
 		rules = r
 	}
+	recorded := reqmatch.FromTape(kept)
+	if !recorded.Empty() {
+		r := rules.Merge(recorded)
+		if err := r.Compile(); err != nil {
+			return nil, fmt.Errorf("the matching rules the tape was recorded with (run.start match): %w", err)
+		}
+		rules = &r
+	}
 	m, err := NewMatcher(t, rules)
 	if err != nil {
 		return nil, err
 	}
+	m.recorded = recorded.Ignore
 	return m, m.checkIgnore()
 }

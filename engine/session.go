@@ -54,6 +54,10 @@ type RunOptions struct {
 	// (tapefmt.Masker). Replay and fork add the patterns of the tape they
 	// read, and mask live requests with those before matching them.
 	Redact []string
+	// Match are the matching rules the tape keeps (run.start's match):
+	// the rules given to record; a replay or a fork keeps its source
+	// tape's, and matches with them whatever else it is given.
+	Match *tapefmt.MatchRules
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
 	// MCP are MCP servers that speak streamable HTTP, by name: a recording
@@ -270,7 +274,7 @@ func (s *session) runStart(upstreams map[string]string) tapefmt.RunStart {
 	host, _ := os.Hostname()
 	return tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: s.workspace(), Env: runStartEnv(s.baseEnv()),
 		Seed: s.o.Seed, Host: host, Version: s.o.Version, Mode: s.mode,
-		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams}
+		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams, Match: s.o.Match}
 }
 
 func (s *session) baseEnv() []string { return s.o.baseEnv() }

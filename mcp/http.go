@@ -240,13 +240,24 @@ func replayPost(w http.ResponseWriter, r *Replayer, body []byte, rec Recorder) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	answer := r.answer(e)[0] // notifications after it have no stream to go on here
-	rec(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer)})
+	// Notifications after the response have no stream to go on here;
+	// those sent while the request ran (progress) go before it, on the
+	// event stream the server answered with.
+	before, answer, _ := r.answerParts(e)
 	if e.Method == "initialize" {
 		w.Header().Set("Mcp-Session-Id", replaySession)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(answer)
+	if len(before) == 0 {
+		rec(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer)})
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answer)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, m := range append(before, answer) {
+		rec(Message{Dir: tapefmt.MCPFromServer, Raw: m, Size: len(m)})
+		fmt.Fprintf(w, "event: message\ndata: %s\n\n", m)
+	}
 }
 
 // replaySession is the session id a replay gives its client.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -405,5 +406,111 @@ func TestPolicy(t *testing.T) {
 		if _, err := LoadPolicy(path); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// TestReplayerProgress is issue 31's "MCP replay drops progress
+// notifications sent during a call (recorded [1,2,3,4], replayed [])":
+// what the server sent while a request ran (its progress notifications,
+// a log message) is replayed before the response, in order, even when
+// another request was sent meanwhile.
+func TestReplayerProgress(t *testing.T) {
+	progress := func(n int) Message {
+		return Message{Dir: tapefmt.MCPFromServer, Raw: fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":3,"progress":%d,"total":4}}`, n)}
+	}
+	rec := []Message{
+		{Dir: tapefmt.MCPToServer, Raw: []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":3}}}`)},
+		progress(1),
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}`)},
+		progress(2),
+		{Dir: tapefmt.MCPToServer, Raw: []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)},
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","id":4,"result":{"tools":[]}}`)},
+		progress(3),
+		progress(4),
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`)},
+	}
+	in := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":3}}}` + "\n"
+	var out bytes.Buffer
+	if err := NewReplayer(rec).Serve(strings.NewReader(in), &out, (&tape{}).rec); err != nil {
+		t.Fatal(err)
+	}
+	want := "1 notifications/message 2 3 4 response 3"
+	if got := replayedOrder(t, strings.Split(strings.TrimSpace(out.String()), "\n")); got != want {
+		t.Errorf("stdio: replayed %q, want %q", got, want)
+	}
+	// Over streamable HTTP the answer is an event stream: the same
+	// messages before the response, in order.
+	srv := httptest.NewServer(NewHTTPReplay(NewReplayer(rec), (&tape{}).rec))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var events []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			events = append(events, data)
+		}
+	}
+	if got := replayedOrder(t, events); resp.Header.Get("Content-Type") != "text/event-stream" || got != want {
+		t.Errorf("HTTP: %s replayed %q, want %q", resp.Header.Get("Content-Type"), got, want)
+	}
+}
+
+// replayedOrder names each replayed message: a progress notification by
+// its progress, another notification by its method, a response by id.
+func replayedOrder(t *testing.T, lines []string) string {
+	t.Helper()
+	var got []string
+	for _, line := range lines {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Progress int `json:"progress"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		switch {
+		case m.Method == "notifications/progress":
+			got = append(got, fmt.Sprint(m.Params.Progress))
+		case m.Method != "":
+			got = append(got, m.Method)
+		default:
+			got = append(got, "response "+string(m.ID))
+		}
+	}
+	return strings.Join(got, " ")
+}
+
+// TestHeldRetryHeldOnce is issue 31's "each retry gets a new idempotency
+// key, and both run at the commit": a model that retries a held call with
+// the same arguments gets the call already held (the same key), and the
+// outbox holds it once; other arguments are another call.
+func TestHeldRetryHeldOnce(t *testing.T) {
+	path := t.TempDir() + "/policy.json"
+	os.WriteFile(path, []byte(`{"servers": {"s": {"tools": {"write_file": "outbox"}}}}`), 0o644)
+	p, err := LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holds int
+	hold := func(tool string, args json.RawMessage, approve bool) (string, error) {
+		holds++
+		return fmt.Sprintf("key-%d", holds), nil
+	}
+	intercept := p.Intercept("s", hold, func(string) {})
+	call := func(id int, args string) string {
+		return string(intercept(Message{Raw: fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_file","arguments":%s}}`, id, args)}))
+	}
+	first := call(1, `{"path":"a","content":"x"}`)
+	retry := call(2, `{"content":"x","path":"a"}`) // the same arguments, in another order
+	other := call(3, `{"path":"b","content":"x"}`)
+	if holds != 2 || !strings.Contains(first, "key-1") || !strings.Contains(retry, "key-1") || !strings.Contains(retry, `"id":2`) || !strings.Contains(other, "key-2") {
+		t.Errorf("%d holds; answers:\n%s\n%s\n%s", holds, first, retry, other)
 	}
 }

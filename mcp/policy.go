@@ -206,12 +206,27 @@ type Hold func(tool string, args json.RawMessage, approve bool) (key string, err
 // booth run), it runs now and note is told once; when the user's policy
 // refuses to hold it (ErrNotHeld), it is refused. say tells what was
 // decided, for the user.
+//
+// A call held again with the same tool and arguments (a model retrying a
+// call whose answer it read as a failure) is the call already held: it is
+// answered with the same idempotency key and not held twice, so it runs
+// once at the commit.
 func (p *Policy) Intercept(server string, hold Hold, say func(string)) func(Message) []byte {
 	var noted sync.Once
+	var mu sync.Mutex
+	held := map[string]string{} // tool and canonical arguments: idempotency key
 	return func(m Message) []byte {
 		id, tool, args, ok := ToolCall(m.Raw)
 		if !ok {
 			return nil
+		}
+		same := tool + "\x00" + Canonical(args)
+		mu.Lock()
+		key, again := held[same]
+		mu.Unlock()
+		if again {
+			say(fmt.Sprintf("%s: %s asked again with the same arguments: the call already held (%s), held once", server, tool, key))
+			return Pending(id, tool, key, p.Structured(server, tool))
 		}
 		d, why := p.Decide(server, tool)
 		switch d {
@@ -230,6 +245,9 @@ func (p *Policy) Intercept(server string, hold Hold, say func(string)) func(Mess
 				})
 				return nil
 			}
+			mu.Lock()
+			held[same] = key
+			mu.Unlock()
 			say(fmt.Sprintf("%s: %s held in the outbox until the commit (%s)", server, tool, why))
 			return Pending(id, tool, key, p.Structured(server, tool))
 		}

@@ -10,11 +10,13 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// exchange is a recorded request, its response and the server's messages
-// that followed the response (notifications) before the client's next
-// message.
+// exchange is a recorded request, the server's messages sent while it
+// ran (before: progress notifications for it, logging), its response,
+// and the server's messages that followed the response (notifications)
+// before the client's next message.
 type exchange struct {
 	method, params string // canonical
+	before         [][]byte
 	response       envelopeRaw
 	after          [][]byte
 	used           bool
@@ -39,12 +41,14 @@ type Replayer struct {
 func NewReplayer(msgs []Message) *Replayer {
 	r := &Replayer{}
 	byID := map[string]*exchange{}
-	var last *exchange
+	byToken := map[string]*exchange{} // progress tokens of requests not yet answered
+	var last, running *exchange       // answered last; asked last and not answered
 	for _, m := range msgs {
 		e, ok := parse(m.Raw)
 		if !ok {
 			continue
 		}
+		raw := append([]byte(nil), m.Raw...)
 		switch m.Dir {
 		case tapefmt.MCPToServer:
 			last = nil
@@ -52,21 +56,50 @@ func NewReplayer(msgs []Message) *Replayer {
 				x := &exchange{method: e.Method, params: Canonical(e.Params)}
 				r.exchanges = append(r.exchanges, x)
 				byID[string(e.ID)] = x
+				if tok := progressToken(e.Params, "_meta"); tok != "" {
+					byToken[tok] = x
+				}
+				running = x
 			}
 		case tapefmt.MCPFromServer:
+			progressOf := byToken[progressToken(e.Params, "")]
 			switch {
 			case e.isResponse():
 				if x := byID[string(e.ID)]; x != nil && !x.response.ok {
-					x.response = envelopeRaw{raw: append([]byte(nil), m.Raw...), ok: true}
+					x.response = envelopeRaw{raw: raw, ok: true}
 					delete(byID, string(e.ID))
 					last = x
+					if running == x {
+						running = nil
+					}
 				}
+			case progressOf != nil && !progressOf.response.ok:
+				progressOf.before = append(progressOf.before, raw)
 			case last != nil:
-				last.after = append(last.after, append([]byte(nil), m.Raw...))
+				last.after = append(last.after, raw)
+			case running != nil:
+				running.before = append(running.before, raw)
 			}
 		}
 	}
 	return r
+}
+
+// progressToken is the progressToken in params (under key in, "" for
+// params itself: a notifications/progress), as canonical JSON; "" when
+// there is none.
+func progressToken(params json.RawMessage, in string) string {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	if in != "" && json.Unmarshal(p[in], &p) != nil {
+		return ""
+	}
+	if tok, ok := p["progressToken"]; ok {
+		return Canonical(tok)
+	}
+	return ""
 }
 
 // Canonical is JSON with object keys sorted and no spacing, so that a
@@ -194,19 +227,28 @@ func (r *Replayer) holds(e envelope) bool {
 	return false
 }
 
-// answer is what request e gets: the recorded response with e's id, then
-// what the server sent after it; or, for a request the session does not
-// hold, a JSON-RPC error (reported to Diverged).
+// answer is what request e gets: what the server sent while the request
+// ran (progress notifications, in order), the recorded response with e's
+// id, then what the server sent after it; or, for a request the session
+// does not hold, a JSON-RPC error (reported to Diverged).
 func (r *Replayer) answer(e envelope) [][]byte {
+	before, resp, after := r.answerParts(e)
+	out := append(before, resp)
+	return append(out, after...)
+}
+
+// answerParts is answer in its three parts: before the response, the
+// response, after it.
+func (r *Replayer) answerParts(e envelope) (before [][]byte, resp []byte, after [][]byte) {
 	x := r.match(e.Method, Canonical(e.Params))
 	if x == nil {
 		if r.Diverged != nil {
 			r.Diverged(e.Method, e.Params)
 		}
 		msg, _ := json.Marshal(fmt.Sprintf("jukebox mcp replay: the recorded session holds no %s request with these params", e.Method))
-		return [][]byte{fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, e.ID, msg)}
+		return nil, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, e.ID, msg), nil
 	}
-	return append([][]byte{withID(x.response.raw, e.ID)}, x.after...)
+	return append([][]byte(nil), x.before...), withID(x.response.raw, e.ID), x.after
 }
 
 // match is the first unused recorded request of this method and params.

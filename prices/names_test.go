@@ -2,6 +2,7 @@ package prices
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 )
@@ -44,12 +45,20 @@ func TestPrefixedNames(t *testing.T) {
 	}
 }
 
-// TestREADMEModelsPriced: every model README names is in the price table
-// (README's own fork example uses claude-3-7-sonnet).
-func TestREADMEModelsPriced(t *testing.T) {
-	raw, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+// TestDocsModelsPriced: every model README.md and docs/ name is in the
+// price table (examples in docs/ use claude-3-7-sonnet).
+func TestDocsModelsPriced(t *testing.T) {
+	names, err := filepath.Glob("../docs/*.md")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	var raw []byte
+	for _, name := range append(names, "../README.md") {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, b...)
 	}
 	re := regexp.MustCompile(`\b(gpt-[0-9][a-z0-9.-]*[a-z0-9]|claude-[a-z0-9.-]*[a-z0-9]|gemini-[0-9][a-z0-9.-]*[a-z0-9]|o[134](-mini)?\b|demo-(large|small))`)
 	seen := map[string]bool{}
@@ -59,10 +68,10 @@ func TestREADMEModelsPriced(t *testing.T) {
 		}
 		seen[m] = true
 		if _, known := RateOf(m); !known {
-			t.Errorf("README names %s, which has no price", m)
+			t.Errorf("the docs name %s, which has no price", m)
 		}
 	}
 	if !seen["claude-3-7-sonnet"] {
-		t.Error("README no longer names claude-3-7-sonnet: the test's pattern missed it")
+		t.Error("the docs no longer name claude-3-7-sonnet: the test's pattern missed it")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -40,15 +41,27 @@ func (e Entry) cacheApart() bool {
 	return e.Provider == "anthropic" || e.Provider == "bedrock" || e.Provider == "vertex_ai-anthropic_models"
 }
 
-// table is the price table in use: the embedded one, or what Load made.
+// table is the price table Load made; nil until then, when the embedded
+// one is in use.
 var table atomic.Pointer[map[string]Entry]
 
-func init() {
+// embeddedTable is the embedded table, parsed on first use rather than at
+// package initialisation: a command that prices nothing (jukebox
+// --version) never pays for it.
+var embeddedTable = sync.OnceValue(func() map[string]Entry {
 	t, err := parse(embedded)
 	if err != nil {
 		panic("prices: the embedded table: " + err.Error())
 	}
-	table.Store(&t)
+	return t
+})
+
+// current is the price table in use: what Load made, else the embedded one.
+func current() map[string]Entry {
+	if t := table.Load(); t != nil {
+		return *t
+	}
+	return embeddedTable()
 }
 
 // parse reads a table in LiteLLM's format; its sample_spec entry and
@@ -95,7 +108,7 @@ func Load(path string, replace bool) error {
 	}
 	t := more
 	if !replace {
-		t = maps.Clone(*table.Load())
+		t = maps.Clone(current())
 		maps.Copy(t, more)
 	}
 	table.Store(&t)
@@ -109,7 +122,7 @@ func Load(path string, replace bool) error {
 // (gpt-4o-2024-11-20 is gpt-4o, claude-sonnet-4-5-20250929 is
 // claude-sonnet-4-5; o3-mini is not o3).
 func lookup(model string) (Entry, bool) {
-	t := *table.Load()
+	t := current()
 	for _, name := range names(model) {
 		if e, ok := lookupName(t, name); ok {
 			return e, true

@@ -223,3 +223,45 @@ func Remembered(sidecar string) (Rules, error) {
 // Remember writes the rules into a tape's sidecar folder, for later
 // replays and forks of that tape.
 func (r Rules) Remember(sidecar string) error { return r.Save(filepath.Join(sidecar, FileName)) }
+
+// FromTape returns the rules a tape keeps (run.start's match; nil: none),
+// not yet compiled.
+func FromTape(m *tapefmt.MatchRules) Rules {
+	var r Rules
+	if m == nil {
+		return r
+	}
+	r.Ignore = append(r.Ignore, m.Ignore...)
+	for _, s := range m.Scrub {
+		r.Scrub = append(r.Scrub, Scrub{Pattern: s.Pattern, With: s.With})
+	}
+	return r
+}
+
+// ForTape returns the rules as a tape keeps them, nil when they are empty.
+func (r Rules) ForTape() *tapefmt.MatchRules {
+	if r.Empty() {
+		return nil
+	}
+	m := &tapefmt.MatchRules{Ignore: append([]string(nil), r.Ignore...)}
+	for _, s := range r.Scrub {
+		m.Scrub = append(m.Scrub, tapefmt.MatchScrub{Pattern: s.Pattern, With: s.With})
+	}
+	return m
+}
+
+// String lists the rules in one line, as the CLI names them: each ignore
+// path, then each scrub as /PATTERN/ → WITH.
+func (r Rules) String() string {
+	var parts []string
+	for _, p := range r.Ignore {
+		parts = append(parts, "ignore "+p)
+	}
+	for _, s := range r.Scrub {
+		parts = append(parts, fmt.Sprintf("scrub /%s/ -> %q", s.Pattern, s.With))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -79,7 +79,10 @@ var escapeAttempts = []attempt{
 	{"the host file given as stdin, reopened by /proc/self/fd/0", `echo X >> /proc/self/fd/0 && echo Y > /dev/stdin`, "contained"},
 	{"stdin is the host file itself", `[ "$(readlink /proc/self/fd/0)" = "$STDINPATH" ]`, "refused"},
 	{"a descriptor jukebox inherited", `[ "$(readlink /proc/self/fd/$LEAKFD)" = "$LEAKPATH" ]`, "refused"},
-	{"a setsid child writes after the run", `setsid sh -c 'sleep 1; echo late > late.txt; echo late > "$OUT/late"' </dev/null >/dev/null 2>&1 &`, "contained"},
+	// The child waits for the run's end ($OUT/ended, made once Exec has
+	// returned; at most a minute), so it can write only if it outlived
+	// the run; lateMarker names it in the host's process list.
+	{"a setsid child writes after the run", `setsid sh -c 'm=` + lateMarker + `; n=0; while [ ! -e "$OUT/ended" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done; echo late > late.txt; echo late > "$OUT/late"' </dev/null >/dev/null 2>&1 &`, "contained"},
 }
 
 // catalogueScript runs every attempt and prints "NAME: ok|failed".
@@ -94,10 +97,29 @@ func catalogueScript() string {
 
 // catalogueRun is what one booth run of the catalogue saw.
 type catalogueRun struct {
-	Output string     `json:"output"`
-	Result ExecResult `json:"result"`
-	Diff   []string   `json:"diff"`
-	Err    string     `json:"err,omitempty"`
+	Output    string     `json:"output"`
+	Result    ExecResult `json:"result"`
+	Diff      []string   `json:"diff"`
+	Err       string     `json:"err,omitempty"`
+	Survivors []string   `json:"survivors,omitempty"` // host processes of the run alive after Exec returned
+}
+
+// lateMarker is in the command line of the catalogue's setsid child.
+const lateMarker = "jbx-late-child-3f9c"
+
+// survivors lists the host's processes whose command line holds
+// lateMarker: the booth's PID namespace is gone when Exec returns, so
+// there must be none.
+func survivors() []string {
+	var found []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(lateMarker)) {
+			found = append(found, p.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
 }
 
 // catalogueEnv is a workspace with a folder beside it, a symlink out and
@@ -205,6 +227,12 @@ func runCatalogue(ws string, env []string) catalogueRun {
 		Stdin: stdin, Stdout: &out, Stderr: io.Discard, Notice: io.Discard, Mode: ModeOverlay,
 		Protect: []string{filepath.Join(ws, "tapes", "run.jbx")}})
 	run.Output = out.String()
+	run.Survivors = survivors()
+	for _, kv := range env {
+		if dir, ok := strings.CutPrefix(kv, "OUT="); ok {
+			os.WriteFile(filepath.Join(dir, "ended"), nil, 0o644) // a survivor writes now
+		}
+	}
 	if err != nil {
 		run.Err = err.Error()
 		tx.Rollback(ctx)
@@ -311,8 +339,9 @@ func checkCatalogue(t *testing.T, e *catalogueEnv, run catalogueRun) {
 			t.Errorf("%s: not refused: `%s` succeeded", a.name, a.sh)
 		}
 	}
-	time.Sleep(1500 * time.Millisecond) // the setsid child would have written by now
-	if diff := readTree(t, e.out); len(diff) != 2 || diff["keep"] != "k" || diff["task.md"] != "the task\n" {
+	// No process of the run is left (run.Survivors) to write later: the
+	// folder holds what the test put there and the run's end mark alone.
+	if diff := readTree(t, e.out); len(diff) != 3 || diff["keep"] != "k" || diff["task.md"] != "the task\n" || diff["ended"] != "" {
 		t.Errorf("the folder outside the workspace changed: %v", diff)
 	}
 	if rc, _ := os.ReadFile(filepath.Join(e.home, ".bashrc")); string(rc) != "# rc\n" {
@@ -339,6 +368,9 @@ func checkCatalogue(t *testing.T, e *catalogueEnv, run catalogueRun) {
 		if p == "tapes" || strings.HasPrefix(p, "tapes/") || p == "late.txt" {
 			t.Errorf("change set holds %s", p)
 		}
+	}
+	if len(run.Survivors) > 0 {
+		t.Errorf("processes of the run outlived it: %q", run.Survivors)
 	}
 	if _, err := os.Lstat(filepath.Join(e.ws, "late.txt")); err == nil {
 		t.Errorf("a process outlived the run and wrote late.txt into the committed workspace")

@@ -5,10 +5,13 @@ package sandbox
 import (
 	"os"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
 	MaybeRunInit()
+	UseInit(testenv.BoothInit())
 	crashChild()
 	catalogueChild()
 	nestedChild()

@@ -15,3 +15,13 @@ func MaybeRunInit() {
 	maybeRunReaper()
 	nsinit.MaybeRun()
 }
+
+// UseInit makes booths start init, a jukebox-booth built from this
+// source, as their namespace init instead of looking beside this
+// executable; "" changes nothing. Test binaries call it from TestMain
+// with testenv.BoothInit.
+func UseInit(init string) {
+	if init != "" {
+		nsinit.Use(init)
+	}
+}

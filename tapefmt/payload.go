@@ -55,6 +55,24 @@ type RunStart struct {
 	// Redact are the patterns whose matches were masked on this tape
 	// (Masker), never what they matched.
 	Redact []string `json:"redact,omitempty"`
+	// Match are the matching rules the run was recorded with (record's
+	// --ignore, --scrub, --match-config): every replay and fork of the
+	// tape uses them.
+	Match *MatchRules `json:"match,omitempty"`
+}
+
+// MatchRules are matching rules as a tape keeps them (package reqmatch
+// gives them meaning): request fields left out by path, and patterns
+// scrubbed on both sides before comparing.
+type MatchRules struct {
+	Ignore []string     `json:"ignore,omitempty"`
+	Scrub  []MatchScrub `json:"scrub,omitempty"`
+}
+
+// MatchScrub is one scrub rule: a Go RE2 pattern and its replacement.
+type MatchScrub struct {
+	Pattern string `json:"pattern"`
+	With    string `json:"with"`
 }
 
 // RunEnd closes a run with the child's exit status.

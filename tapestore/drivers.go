@@ -1,11 +1,14 @@
 package tapestore
 
 // The stores a URL can name: gocloud.dev's blob drivers register their
-// schemes with blob.OpenBucket. The file driver is always built in; each
-// cloud's comes with its SDK, tens of MB of the binary, and a team that
-// does not use it can leave it out with a build tag (drivers_*.go):
+// schemes with blob.OpenBucket. The default binary holds folders (file://,
+// always) and S3 (s3://, which also reaches MinIO, R2, Ceph and GCS's
+// interoperability endpoint); the native GCS and Azure drivers bring tens
+// of MB of SDK and their package initialisation, so they are opt-in build
+// tags (drivers_*.go), and S3 can be left out:
 //
-//	go build -tags jukebox_nogcs,jukebox_noazure ./cmd/...
+//	go build -tags jukebox_gcs,jukebox_azure ./cmd/jukebox   # every driver
+//	go build -tags jukebox_nos3 ./cmd/jukebox                # folders only
 import (
 	_ "gocloud.dev/blob/fileblob"
 )
@@ -14,5 +17,11 @@ import (
 // drivers' build tags add theirs).
 var builtIn = map[string]bool{"file": true}
 
-// leftOut is the build tag that leaves a scheme's driver out.
-var leftOut = map[string]string{"s3": "jukebox_nos3", "gs": "jukebox_nogcs", "azblob": "jukebox_noazure"}
+// notBuilt says, for each scheme whose driver a build tag governs, how to
+// get a binary that has it and what reaches the same store without it.
+var notBuilt = map[string]string{
+	"s3": "build it without the tag jukebox_nos3",
+	"gs": "build it with -tags jukebox_gcs, or reach GCS through its S3 interoperability endpoint with HMAC keys " +
+		"in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY: s3://BUCKET/PREFIX/?endpoint=https://storage.googleapis.com&region=auto&request_checksum_calculation=when_required",
+	"azblob": "build it with -tags jukebox_azure, or reach the container through an S3-compatible gateway: s3://BUCKET/PREFIX/?endpoint=https://GATEWAY&use_path_style=true",
+}

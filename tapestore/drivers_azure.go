@@ -1,8 +1,9 @@
-//go:build !jukebox_noazure
+//go:build jukebox_azure
 
 package tapestore
 
-// The Azure driver (azblob://); the build tag jukebox_noazure leaves it out.
+// The native Azure Blob Storage driver (azblob://), built in with the tag
+// jukebox_azure only: its SDK is left out of the default binary.
 import _ "gocloud.dev/blob/azureblob"
 
 func init() { builtIn["azblob"] = true }

@@ -515,8 +515,10 @@ func TestCloseEndsGETs(t *testing.T) {
 		_, err := ra.ReadAt(make([]byte, 100), 5<<20) // in the middle: a GET that hangs
 		read <- err
 	}()
-	for gets.Load() < 3 {
-		time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); gets.Load() < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the read made %d GETs in 30 s, want 3 (the third hangs)", gets.Load())
+		}
 	}
 	t0 := time.Now()
 	closer.Close()

@@ -52,7 +52,7 @@ func Parse(raw string) (Location, error) {
 		return Location{}, fmt.Errorf("store URL %q: unknown scheme %q (known: %s)", raw, u.Scheme, strings.Join(Schemes, ", "))
 	}
 	if !builtIn[u.Scheme] {
-		return Location{}, fmt.Errorf("store URL %q: this jukebox was built without the %s:// driver (build tag %s); build it without that tag", raw, u.Scheme, leftOut[u.Scheme])
+		return Location{}, fmt.Errorf("store URL %q: this jukebox was built without the %s:// driver; %s", raw, u.Scheme, notBuilt[u.Scheme])
 	}
 	if u.User != nil {
 		return Location{}, fmt.Errorf("store URL %q: credentials do not go in the URL; set the store's environment variables (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for S3)", redact(u))

@@ -10,7 +10,7 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// Exit codes. They are documented in README.md; keep the two in step.
+// Exit codes. They are documented in docs/exit-codes.md; keep the two in step.
 const (
 	ExitOK       = 0 // success
 	ExitInternal = 1 // any other error (I/O, a child that could not start)

@@ -39,6 +39,7 @@ type ForkCmd struct {
 	JSON             bool                `help:"Print the results as JSON on stdout (the agent's own stdout then goes to stderr)."`
 	QuietSDKs        bool                `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment, as replay does; --no-quiet-sdks leaves the environment as it is."`
 	matchFlags
+	rememberFlag
 	liveFlags
 	redactFlags
 	captureFlags
@@ -117,7 +118,7 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	rules, err := c.rules(c.Tape)
+	rules, err := c.rules(c.Tape, false, env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 	for _, m := range models {
 		res, err := c.forkOne(ctx, env, start, over, m, rules)
 		if len(rows) == 0 {
-			c.remember(c.Tape, err, env.Stderr)
+			c.remember(c.RememberRules, c.Tape, err, env.Stderr)
 		}
 		if err := runFailed(err, res); err != nil {
 			return err

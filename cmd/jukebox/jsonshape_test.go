@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/jukebox-os/jukebox/reqmatch"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,6 +169,12 @@ func TestJSONShapes(t *testing.T) {
 
 	out, _ := wantCode(t, ExitOK, "ls", "--json", dir)
 	checkShape(t, doc, "ls", out, seen)
+	rulesTape := filepath.Join(dir, "agent-run.jbx")
+	side := tapefmt.Sidecar(rulesTape)
+	must(t, os.MkdirAll(side, 0o755))
+	must(t, os.WriteFile(filepath.Join(side, reqmatch.FileName), []byte(`{"ignore": ["messages"], "scrub": [{"pattern": "x"}]}`), 0o644))
+	out, _ = wantCode(t, ExitOK, "rules", "--json", "--clear", rulesTape)
+	checkShape(t, doc, "rules", out, seen)
 	for _, by := range []string{"model", "agent", "step"} {
 		out, _ = wantCode(t, ExitOK, "cost", "--json", "--by", by, filepath.Join(dir, "agent-run.jbx"))
 		checkShape(t, doc, "cost", out, seen)

@@ -1,5 +1,5 @@
 // Command jukebox is a flight recorder, time-travel debugger and transactional
-// sandbox for AI agents. See README.md for the tour.
+// sandbox for AI agents. See README.md for the tour and docs/ for the manual.
 package main
 
 import (
@@ -56,6 +56,7 @@ type CLI struct {
 	Push      PushCmd      `cmd:"" help:"Upload tapes to a store (S3 and compatibles, GCS, Azure, a folder): those not uploaded yet; safe to run from cron."`
 	Pull      PullCmd      `cmd:"" help:"Download a tape, or every tape, from a store, each verified whole."`
 	Cost      CostCmd      `cmd:"" help:"Print what a run cost, from its tape: by model with the rates used, by agent or by step."`
+	Rules     RulesCmd     `cmd:"" help:"Show the matching rules a replay of a tape uses (recorded in it, kept beside it, the defaults); --clear removes those beside it."`
 	Breaker   BreakerCmd   `cmd:"" help:"Run a recorded tape through circuit breaker limits: would it have tripped, where and why (exit 7 if so)."`
 	Export    ExportCmd    `cmd:"" help:"Send tapes to OpenTelemetry (otlp), or write them as an HTTP Archive (har) or JSON (json), for other tools."`
 	Show      ShowCmd      `cmd:"" help:"Print the frames of a tape."`
@@ -101,8 +102,13 @@ func main() {
 // a context.Context) and maps its error to an exit code. It is the one
 // place that knows exit codes.
 func run(ctx context.Context, args []string, env *Env) int {
-	var cli CLI
-	parser, err := kong.New(&cli,
+	if len(args) == 1 && args[0] == "--version" {
+		// The version alone needs no model of every command and flag,
+		// which kong builds by reflection in milliseconds.
+		fmt.Fprintln(env.Stdout, version)
+		return ExitOK
+	}
+	parser, err := kong.New(commandLine(args),
 		kong.Name("jukebox"),
 		kong.Description("Record, replay, fork and sandbox AI agent runs."),
 		kong.UsageOnError(),

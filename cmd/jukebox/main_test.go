@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/sandbox"
 )
 
@@ -15,6 +16,7 @@ const mainEnv = "JUKEBOX_TEST_RUN_MAIN"
 func TestMain(m *testing.M) {
 	// In-process booth runs re-execute this binary as the namespace init.
 	sandbox.MaybeRunInit()
+	sandbox.UseInit(testenv.BoothInit())
 	if os.Getenv(mainEnv) == "1" {
 		main()
 	}

@@ -12,7 +12,7 @@ import (
 
 // TestReplayMatchFlags: bad rules are refused before the agent starts
 // (exit 2) and are not remembered; good ones are remembered beside the
-// tape once the run has checked them.
+// tape, with --remember-rules, once the run has checked them.
 func TestReplayMatchFlags(t *testing.T) {
 	tape := filepath.Join(sampleTapes(t), "agent-run.jbx")
 	side := tapefmt.Sidecar(tape)
@@ -36,7 +36,7 @@ func TestReplayMatchFlags(t *testing.T) {
 	}
 
 	os.WriteFile(cfg, []byte(`{"scrub": [{"pattern": "\\d{4}-\\d\\d-\\d\\d"}]}`), 0o644)
-	_, errs = wantCode(t, ExitOK, "replay", "--ignore", "messages.*.content", "--match-config", cfg, tape, "--", "true")
+	_, errs = wantCode(t, ExitOK, "replay", "--ignore", "messages.*.content", "--match-config", cfg, "--remember-rules", tape, "--", "true")
 	if !strings.Contains(errs, "remembered in "+side) {
 		t.Errorf("no word of the remembered rules: %q", errs)
 	}

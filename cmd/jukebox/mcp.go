@@ -34,7 +34,7 @@ type McpCmd struct {
 type McpRunCmd struct {
 	Name       string   `help:"The server's name on the tape; a replay finds the session by it (default: the server command's base name)."`
 	Output     string   `short:"o" type:"path" placeholder:"FILE" help:"On its own (not under jukebox record): the tape to write (default ./tapes/mcp-<name>-<time>.jbx)."`
-	Policy     string   `type:"existingfile" placeholder:"FILE" env:"JUKEBOX_MCP_POLICY" help:"Booth policy for tools/call (JSON, see README): run now, hold in the booth's outbox until the commit, or refuse, by server and tool; annotations count only for servers it trusts."`
+	Policy     string   `type:"existingfile" placeholder:"FILE" env:"JUKEBOX_MCP_POLICY" help:"Booth policy for tools/call (JSON, see docs/mcp.md): run now, hold in the booth's outbox until the commit, or refuse, by server and tool; annotations count only for servers it trusts."`
 	MaxMessage int      `name:"max-message" default:"16777216" placeholder:"BYTES" help:"Longest message recorded whole; a longer one is passed on and recorded cut, with a note."`
 	URL        string   `name:"url" placeholder:"URL" help:"An MCP server that speaks streamable HTTP, at URL: jukebox mcp listens on --listen, prints its own URL (the same path) on stdout, and proxies, records and replays that server until it is interrupted."`
 	Listen     string   `placeholder:"ADDR" default:"127.0.0.1:0" help:"With --url: where to listen (default a free port on 127.0.0.1)."`
@@ -89,6 +89,12 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	ctl, err := controlFromEnv()
 	if err != nil {
 		return err
+	}
+	if ctl == nil {
+		var pid int
+		if ctl, pid = controlFromAncestors(); ctl != nil {
+			fmt.Fprintf(env.Stderr, "jukebox mcp: %s: joined the run of process %d (found through the process tree: the MCP client did not pass JUKEBOX_CONTROL on)\n", name, pid)
+		}
 	}
 	var finish func(exit int) error
 	if ctl == nil {

@@ -45,8 +45,7 @@ func mcpAgentRun(t *testing.T, dir, bin string, args ...string) string {
 func TestMCPRecordReplayAndBooth(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	ws := t.TempDir()
 	data := filepath.Join(ws, "data")
 	must(t, os.Mkdir(data, 0o755))
@@ -202,8 +201,7 @@ func outboxSetup(t *testing.T) (ws, data string, record func(commit string, args
 	agents := testenv.RequireNode(t)
 	requireConfinedBooth(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	ws = t.TempDir() // the booth's /tmp is private: what it runs goes into the workspace
 	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(ws, "agents", "node_modules"))
 	linkTree(t, filepath.Join(agents, "mcp_agent.mjs"), filepath.Join(ws, "agents", "mcp_agent.mjs"))
@@ -325,8 +323,7 @@ var askedCode = regexp.MustCompile(`type the code ([A-Z0-9]{4}-[A-Z0-9]{4})\b.*:
 func TestMCPFork(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	srv, _, err := llmsim.Start("127.0.0.1:0", llmsim.DefaultScript())
 	must(t, err)
 	defer srv.Close()
@@ -359,8 +356,7 @@ func TestMCPFork(t *testing.T) {
 func TestMCPHTTP(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	ws := t.TempDir()
 	agent := filepath.Join(agents, "mcp_http_agent.mjs")
 	run := func(args ...string) string {
@@ -575,8 +571,7 @@ func TestMCPHTTPFork(t *testing.T) {
 func TestMCPInSDKTransaction(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	t.Parallel()
-	self, err := os.Executable()
-	must(t, err)
+	self := jukeboxBin()
 	ws := t.TempDir()
 	data := filepath.Join(ws, "data")
 	must(t, os.Mkdir(data, 0o755))
@@ -606,5 +601,58 @@ func TestMCPInSDKTransaction(t *testing.T) {
 				t.Errorf("commit: the answer does not list the call run:\n%s", out)
 			}
 		}
+	}
+}
+
+// TestMCPDefaultEnvJoinsTheRun is issue 31's "MCP servers started by the
+// official TypeScript client never see the run's variables": the client
+// starts jukebox mcp with its default environment (no JUKEBOX_CONTROL),
+// and jukebox mcp still records onto the run's tape (found through the
+// process tree), not a tape of its own; the replay serves the server from
+// that tape, so no server starts and the filesystem server's write does
+// not happen again.
+func TestMCPDefaultEnvJoinsTheRun(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	t.Parallel()
+	bin := filepath.Join(testenv.Binaries(t), "jukebox") // the test binary needs its variable to be jukebox
+	ws := t.TempDir()
+	data := filepath.Join(ws, "data")
+	must(t, os.Mkdir(data, 0o755))
+	agent := filepath.Join(agents, "mcp_agent.mjs")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), bin, args...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "JUKEBOX_BIN="+bin, "MCP_AGENT_DEFAULT_ENV=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("jukebox %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := run("record", "-o", "rec.jbx", "--", "node", agent, data)
+	if !strings.Contains(out, "joined the run of process") || !strings.Contains(out, "read: written through MCP") {
+		t.Errorf("record:\n%s", out)
+	}
+	if own, _ := filepath.Glob(filepath.Join(ws, "tapes", "mcp-*.jbx")); len(own) > 0 {
+		t.Errorf("jukebox mcp recorded to tapes of its own: %v", own)
+	}
+	tp := openTape(t, filepath.Join(ws, "rec.jbx"))
+	n := 0
+	for _, err := range tp.Frames(tapefmt.KindMCP) {
+		must(t, err)
+		n++
+	}
+	tp.Close()
+	if n == 0 {
+		t.Fatal("the run's tape holds no MCP message")
+	}
+	must(t, os.Remove(filepath.Join(data, "note.txt")))
+	out = run("replay", "--strict", "rec.jbx")
+	if !strings.Contains(out, "stdout identical to the recording") {
+		t.Errorf("replay --strict:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
+		t.Error("the replay started the filesystem server: its write happened again")
 	}
 }

@@ -30,7 +30,7 @@ func networkNotes(w io.Writer, res *engine.Result) {
 	if res.TLSFailed > 0 {
 		fmt.Fprintf(w, "jukebox: note: %d TLS connections of the agent refused the run's certificate, the first: %s. "+
 			"A client that pins certificates or keeps its own trust store (a JVM) cannot go through jukebox; "+
-			"its requests were not made (README: Everything the agent sends).\n", res.TLSFailed, res.TLSError)
+			"its requests were not made (docs/recording.md: Everything the agent sends).\n", res.TLSFailed, res.TLSError)
 	}
 	if len(res.Unpriced) > 0 {
 		fmt.Fprintf(w, "jukebox: note: no price for %s: those calls' cost is unknown (+? in ls and cost); "+

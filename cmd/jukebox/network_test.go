@@ -45,15 +45,15 @@ func TestNoModelCallNote(t *testing.T) {
 	}
 }
 
-// TestQuietSDKsListed: README lists every variable replay sets.
+// TestQuietSDKsListed: docs/recording.md lists every variable replay sets.
 func TestQuietSDKsListed(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "recording.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range engine.QuietSDKEnv {
 		if !strings.Contains(string(readme), "`"+q.Name+"="+q.Value+"`") {
-			t.Errorf("README does not list %s=%s", q.Name, q.Value)
+			t.Errorf("docs/recording.md does not list %s=%s", q.Name, q.Value)
 		}
 	}
 }

@@ -18,12 +18,10 @@ import (
 func TestPythonSDK(t *testing.T) {
 	t.Parallel()
 	python := testenv.RequirePython(t)
-	self, err := os.Executable()
-	must(t, err)
 	root, err := filepath.Abs("../..")
 	must(t, err)
 	cmd := exec.CommandContext(t.Context(), python, "-m", "unittest", "discover", "-s", filepath.Join(root, "python", "tests"), "-v")
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+self, "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python -m unittest: %v\n%s", err, out)

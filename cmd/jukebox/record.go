@@ -24,9 +24,10 @@ type RecordCmd struct {
 	Sync      string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
 	JSON      bool      `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 	MCPURL    []string  `name:"mcp-url" placeholder:"NAME=URL" help:"An MCP server that speaks streamable HTTP: jukebox serves a recording proxy to it and gives the agent its URL in JUKEBOX_MCP_URL_NAME (replay and fork serve it from the tape). Repeatable."`
-	MCPPolicy string    `name:"mcp-policy" type:"existingfile" placeholder:"FILE" env:"JUKEBOX_MCP_POLICY" help:"Booth policy for tools/call (JSON, see README, as jukebox mcp --policy): run now, hold in the booth's outbox until the commit, or refuse, by server and tool, for the --mcp-url servers; and the only one under which a call held in the booth runs on the host at the commit, for those and for the stdio servers the agent starts whose command it names."`
-	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
+	MCPPolicy string    `name:"mcp-policy" type:"existingfile" placeholder:"FILE" env:"JUKEBOX_MCP_POLICY" help:"Booth policy for tools/call (JSON, see docs/mcp.md, as jukebox mcp --policy): run now, hold in the booth's outbox until the commit, or refuse, by server and tool, for the --mcp-url servers; and the only one under which a call held in the booth runs on the host at the commit, for those and for the stdio servers the agent starts whose command it names."`
+	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables docs/recording.md lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
 	redactFlags
+	matchFlags
 	captureFlags
 	breakerFlags
 	otlpFlags
@@ -43,6 +44,9 @@ func (c *RecordCmd) Validate() error {
 		return fmt.Errorf("no command to record: give it after --, e.g. jukebox record -- python agent.py")
 	}
 	if err := c.captureFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.matchFlags.validate(); err != nil {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
@@ -117,6 +121,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	o.Booth, tty = c.boothOptions(env)
 	defer tty.restore()
 	o.AutoName, o.QuietSDKs = c.Output == "", c.QuietSDKs
+	o.Match = c.forTape()
 	o.OnTape = func(p string) { fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", p) }
 	exported, err := c.otlpFlags.start(ctx, &o, env.Stderr)
 	if err != nil {

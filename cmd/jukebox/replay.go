@@ -17,10 +17,11 @@ type ReplayCmd struct {
 	Upstream     upstreams `placeholder:"NAME=URL" help:"Upstreams for --on-divergence live, as in record."`
 	Output       string    `short:"o" type:"path" placeholder:"FILE" help:"Also record the replayed run onto this tape."`
 	Seed         int64     `help:"Seed for the agent (default: the recorded one)."`
-	QuietSDKs    bool      `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists); on by default, --no-quiet-sdks leaves the environment as it is."`
+	QuietSDKs    bool      `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables docs/recording.md lists); on by default, --no-quiet-sdks leaves the environment as it is."`
 	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
 	matchFlags
+	rememberFlag
 	liveFlags
 	redactFlags
 	captureFlags
@@ -68,7 +69,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	speed, _ := engine.ParseSpeed(c.Speed)
 	hosts, _ := c.liveHosts()
-	rules, err := c.rules(c.Tape)
+	rules, err := c.rules(c.Tape, c.Strict, env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
-	c.remember(c.Tape, err, env.Stderr)
+	c.remember(c.RememberRules, c.Tape, err, env.Stderr)
 	if res != nil {
 		printBooth(env, res.Booth)
 		c.upload(ctx, env.Stderr, res.Tape)

@@ -89,7 +89,7 @@ func (env *Env) tape(ctx context.Context, arg string) (string, error) {
 
 // storeFlags upload a command's tape when it closes.
 type storeFlags struct {
-	Store string `placeholder:"URL" env:"JUKEBOX_STORE" help:"Upload the tape to this store when it closes (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/; see README). The tape stays local too; a store that is down keeps it for jukebox push."`
+	Store string `placeholder:"URL" env:"JUKEBOX_STORE" help:"Upload the tape to this store when it closes (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/; see docs/store.md). The tape stays local too; a store that is down keeps it for jukebox push."`
 
 	loc tapestore.Location
 }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jukebox-os/jukebox/internal/azuretest"
-	"github.com/jukebox-os/jukebox/internal/gcstest"
 	"github.com/jukebox-os/jukebox/internal/s3test"
 	"github.com/jukebox-os/jukebox/tapestore"
 )
@@ -171,20 +169,4 @@ func TestS3Store(t *testing.T) {
 	if !strings.Contains(out, "uploaded "+tape) {
 		t.Errorf("push with the right credentials:\n%s", out)
 	}
-}
-
-// TestAzureStore runs the store round against Azurite, Microsoft's Azure
-// Storage emulator (an npm package the test command installs).
-func TestAzureStore(t *testing.T) {
-	s := azuretest.Start(t)
-	s.Setenv(t)
-	testStore(t, storeCase{url: s.Container(t, "tapes", "team/")})
-}
-
-// TestGCSStore runs the store round against fake-gcs-server, a Google
-// Cloud Storage emulator (built from the tools module by the test command).
-func TestGCSStore(t *testing.T) {
-	s := gcstest.Start(t)
-	s.Setenv(t)
-	testStore(t, storeCase{url: s.Bucket(t, "tapes", "team/")})
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -54,9 +55,20 @@ func jb(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// jukeboxCmd is this test binary running jukebox's main with args in dir.
+// jukeboxBin is the jukebox the tests start as a process: the binary
+// .ci/test built (JUKEBOX_BIN_DIR; a race-instrumented test binary starts
+// several times slower, and the tests start hundreds), else this test
+// binary, which runs jukebox's main when mainEnv is set.
+func jukeboxBin() string {
+	if dir := os.Getenv(testenv.EnvBinDir); dir != "" {
+		return filepath.Join(dir, "jukebox")
+	}
+	return os.Args[0]
+}
+
+// jukeboxCmd is jukebox (jukeboxBin) running with args in dir.
 func jukeboxCmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd := exec.CommandContext(ctx, jukeboxBin(), args...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	cmd.Dir = dir
 	return cmd
@@ -480,26 +492,26 @@ func TestSeal(t *testing.T) {
 	}
 }
 
-// TestExitCodesDocumented checks the exit-code table in README.md against
-// the Exit constants of exit.go.
+// TestExitCodesDocumented checks the exit-code table in docs/exit-codes.md
+// against the Exit constants of exit.go.
 func TestExitCodesDocumented(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "exit-codes.md"))
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatalf("docs/exit-codes.md: %v", err)
 	}
 	documented := readmeExitCodes(string(readme))
 	if len(documented) == 0 {
-		t.Fatal("README.md has no exit-code table (section \"Exit codes\"): it was moved or its format changed")
+		t.Fatal("docs/exit-codes.md has no exit-code table: it was moved or its format changed")
 	}
 	consts := exitConstants(t)
 	for name, v := range consts {
 		if !documented[v] {
-			t.Errorf("%s = %d is not in README's exit-code table", name, v)
+			t.Errorf("%s = %d is not in docs/exit-codes.md's table", name, v)
 		}
 	}
 	for v := range documented {
 		if !slices.Contains(slices.Collect(maps.Values(consts)), v) {
-			t.Errorf("README documents exit code %d, which exit.go does not define", v)
+			t.Errorf("docs/exit-codes.md documents exit code %d, which exit.go does not define", v)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
@@ -117,11 +118,19 @@ func TestFailHang(t *testing.T) {
 	}
 
 	done := make(chan error, 1)
+	wrote := make(chan struct{})
 	go func() {
-		_, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(chatBody("m", "hang", false, false)))
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+			http.MethodPost, url+"/v1/chat/completions", strings.NewReader(chatBody("m", "hang", false, false)))
+		_, err := http.DefaultClient.Do(req)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	select { // the request is on its way before the server closes
+	case <-wrote:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hanging request was never sent")
+	}
 	srv.Close()
 	select {
 	case err := <-done:

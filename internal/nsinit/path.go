@@ -28,6 +28,9 @@ func Path() string {
 	if distrusted.Load() {
 		return Self
 	}
+	if p := chosen.Load(); p != nil {
+		return *p
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return Self
@@ -42,6 +45,17 @@ func Path() string {
 	}
 	return p
 }
+
+// chosen, once set (Use), is the helper Path answers instead of the one
+// beside this executable.
+var chosen atomic.Pointer[string]
+
+// Use makes Path answer helper, a jukebox-booth built from this source,
+// instead of looking beside this executable: for test binaries, which
+// would otherwise start themselves (a race-instrumented test binary takes
+// up to a second to start; jukebox-booth a few milliseconds). Distrust
+// still wins.
+func Use(helper string) { chosen.Store(&helper) }
 
 // Distrust stops Path from answering the helper (see Mismatch).
 func Distrust() { distrusted.Store(true) }

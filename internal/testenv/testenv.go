@@ -266,6 +266,23 @@ func Binaries(t testing.TB) string {
 	return dir
 }
 
+// BoothInit returns the jukebox-booth of JUKEBOX_BIN_DIR when it is set
+// and this process can read it, else "": the init in-process booths start
+// (sandbox.UseInit), so that they do not start the test binary again.
+func BoothInit() string {
+	dir := os.Getenv(EnvBinDir)
+	if dir == "" {
+		return ""
+	}
+	p := filepath.Join(dir, "jukebox-booth"+exeSuffix())
+	f, err := os.Open(p) // as another user (nobody), the folder may be closed
+	if err != nil {
+		return ""
+	}
+	f.Close()
+	return p
+}
+
 func exeSuffix() string {
 	if runtime.GOOS == "windows" {
 		return ".exe"

@@ -513,7 +513,7 @@ func TestRunningQueryAtCommit(t *testing.T) {
 	b.exec(c, "INSERT INTO "+b.table+" VALUES ('x')")
 	done := make(chan error, 1)
 	go func() { _, err := c.Exec(bg, "SELECT pg_sleep(30)"); done <- err }()
-	time.Sleep(300 * time.Millisecond)
+	b.waitRunning("pg_sleep(30)")
 	start := time.Now()
 	if _, err := b.tx.Commit(bg); err != nil {
 		t.Fatal(err)
@@ -647,5 +647,24 @@ func TestWorkHiddenDrop(t *testing.T) {
 	}
 	if s := pgbooth.Work(work).String(); !strings.Contains(s, "! SQL session") {
 		t.Errorf("listing:\n%s", s)
+	}
+}
+
+// waitRunning waits until a session runs a query that contains text (as
+// the server's pg_stat_activity sees it), for at most 30 s.
+func (b *booth) waitRunning(text string) {
+	b.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		err := b.direct.QueryRow(bg, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", text).Scan(&n)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("no session ran %q within 30 s", text)
+		}
 	}
 }

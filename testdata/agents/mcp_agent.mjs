@@ -27,7 +27,10 @@ async function connect(name, args) {
   const transport = new StdioClientTransport({
     command: jukebox,
     args: ["mcp", "--name", name, "--", process.execPath, ...args],
-    env: process.env,
+    // MCP_AGENT_DEFAULT_ENV: the client's default environment (HOME,
+    // LOGNAME, PATH, SHELL, TERM, USER), as an mcpServers entry without
+    // "env" gets.
+    env: process.env.MCP_AGENT_DEFAULT_ENV ? undefined : process.env,
     stderr: "inherit",
   });
   const client = new Client({ name: "jukebox-mcp-test-agent", version: "1.0.0" });

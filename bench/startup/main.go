@@ -1,0 +1,204 @@
+// Command startup measures what a user waits for before jukebox does
+// anything, against the floor Go itself sets: the start-up of `jukebox
+// --version` against a Go hello-world's (target: within 4x), both built
+// here by the same toolchain and run interleaved in the same run, and the
+// size of the default `go build ./cmd/jukebox` binary (target: at most 60
+// MiB). It also sums the package initialisation GODEBUG=inittrace=1
+// reports and names the slowest packages, where start-up goes, and the
+// start-up of `jukebox ls EMPTY-FOLDER`, a command the CLI parser builds a
+// model of (the bare --version is answered before it).
+//
+//	go -C bench run ./startup [-runs 41] [-tags jukebox_gcs,jukebox_azure] [-top 10]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
+)
+
+const (
+	maxRatio = 4.0
+	maxMiB   = 60.0
+)
+
+func main() {
+	runs := flag.Int("runs", 41, "runs of each program (median and minimum reported)")
+	tags := flag.String("tags", "", "build tags for the jukebox binary (the targets are for none)")
+	top := flag.Int("top", 10, "slowest package initialisations to name")
+	flag.Parse()
+	if err := run(*runs, *tags, *top); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/startup:", err)
+		os.Exit(1)
+	}
+}
+
+func run(runs int, tags string, top int) error {
+	dir, err := os.MkdirTemp("", "startup-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	hello, err := buildHello(dir)
+	if err != nil {
+		return err
+	}
+	jb, err := buildJukebox(dir, tags)
+	if err != nil {
+		return err
+	}
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("load average: %s", load)
+	}
+	h, j, err := interleave(runs, []string{hello}, []string{jb, "--version"})
+	if err != nil {
+		return err
+	}
+	report("hello-world", h, runs)
+	report("jukebox --version", j, runs)
+	ratio := float64(benchutil.Median(j.wall)) / float64(benchutil.Median(h.wall))
+	fmt.Printf("ratio of wall medians = %.2fx, of wall minima = %.2fx, of CPU medians = %.2fx  (target <= %.0fx)  %s\n",
+		ratio, float64(slices.Min(j.wall))/float64(slices.Min(h.wall)),
+		float64(benchutil.Median(j.cpu))/float64(benchutil.Median(h.cpu)), maxRatio, verdict(ratio <= maxRatio))
+	// A command the CLI parser builds its model of (the bare --version
+	// is answered before): reported beside, no target.
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		return err
+	}
+	_, ls, err := interleave(max(runs/2, 1), []string{hello}, []string{jb, "ls", empty})
+	if err != nil {
+		return err
+	}
+	report("jukebox ls EMPTY", ls, max(runs/2, 1))
+	st, err := os.Stat(jb)
+	if err != nil {
+		return err
+	}
+	mib := float64(st.Size()) / (1 << 20)
+	fmt.Printf("binary size: %d bytes = %.1f MiB  (target <= %.0f MiB, -tags %q)  %s\n", st.Size(), mib, maxMiB, tags, verdict(mib <= maxMiB))
+	return initTrace(jb, top)
+}
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// buildHello builds Go's hello-world (fmt.Println) into dir.
+func buildHello(dir string) (string, error) {
+	src := filepath.Join(dir, "hello.go")
+	if err := os.WriteFile(src, []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello, world\") }\n"), 0o644); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "hello")
+	cmd := exec.Command("go", "build", "-o", bin, src)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build hello.go: %v %s", err, out)
+	}
+	return bin, nil
+}
+
+// buildJukebox builds ./cmd/jukebox of this work tree with tags, as
+// `go build` does by default otherwise (no -trimpath, no -ldflags).
+func buildJukebox(dir, tags string) (string, error) {
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jukebox-os/jukebox").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list: %w", err)
+	}
+	bin := filepath.Join(dir, "jukebox")
+	cmd := exec.Command("go", "build", "-tags="+tags, "-o", bin, "./cmd/jukebox")
+	cmd.Dir = strings.TrimSpace(string(root))
+	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/jukebox: %v %s", err, out)
+	}
+	return bin, nil
+}
+
+// times are the wall-clock and CPU (user and system) times of runs.
+type times struct{ wall, cpu []time.Duration }
+
+func report(name string, t times, runs int) {
+	fmt.Printf("%-18s wall median %7.2f ms  min %7.2f ms   CPU median %7.2f ms  (%d runs)\n", name,
+		benchutil.MS(benchutil.Median(t.wall)), benchutil.MS(slices.Min(t.wall)), benchutil.MS(benchutil.Median(t.cpu)), runs)
+}
+
+// interleave runs a and b alternately, runs times each, after one
+// unmeasured run of each (the page cache), and returns their times.
+func interleave(runs int, a, b []string) (ta, tb times, err error) {
+	for i := -1; i < runs; i++ {
+		for _, c := range []struct {
+			argv []string
+			t    *times
+		}{{a, &ta}, {b, &tb}} {
+			wall, cpu, err := timeRun(c.argv)
+			if err != nil {
+				return ta, tb, err
+			}
+			if i >= 0 {
+				c.t.wall, c.t.cpu = append(c.t.wall, wall), append(c.t.cpu, cpu)
+			}
+		}
+	}
+	return ta, tb, nil
+}
+
+func timeRun(argv []string) (wall, cpu time.Duration, err error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, 0, fmt.Errorf("%s: %v %s", strings.Join(argv, " "), err, out)
+	}
+	wall = time.Since(start)
+	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// initTrace prints how many packages jukebox initialises, their summed
+// init time and bytes (GODEBUG=inittrace=1, one run), and the slowest.
+func initTrace(bin string, top int) error {
+	cmd := exec.Command(bin, "--version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("GODEBUG=inittrace=1 %s --version: %v %s", bin, err, stderr.Bytes())
+	}
+	type pkg struct {
+		name      string
+		ms, bytes float64
+	}
+	var pkgs []pkg
+	var ms, by float64
+	sc := bufio.NewScanner(&stderr)
+	for sc.Scan() {
+		// init PKG @T ms, C ms clock, B bytes, A allocs
+		f := strings.Fields(sc.Text())
+		if len(f) < 10 || f[0] != "init" {
+			continue
+		}
+		c, _ := strconv.ParseFloat(f[4], 64)
+		b, _ := strconv.ParseFloat(f[7], 64)
+		pkgs = append(pkgs, pkg{f[1], c, b})
+		ms, by = ms+c, by+b
+	}
+	fmt.Printf("package init: %d packages, %.1f ms, %.0f KiB (one run of --version)\n", len(pkgs), ms, by/1024)
+	slices.SortFunc(pkgs, func(a, b pkg) int { return int((b.ms - a.ms) * 1e6) })
+	for _, p := range pkgs[:min(top, len(pkgs))] {
+		fmt.Printf("  %6.2f ms %7.0f KiB  %s\n", p.ms, p.bytes/1024, p.name)
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/reqmatch"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// RulesCmd shows the matching rules a replay of a tape uses, where each
+// comes from, and clears those kept beside it.
+type RulesCmd struct {
+	Tape  string `arg:"" help:"The tape (.jbx)." type:"existingfile"`
+	Clear bool   `help:"Remove the rules kept beside the tape (NAME.jbx.d/match.json); the tape's own stay."`
+	JSON  bool   `help:"Print {tape, recorded, beside, beside_file, defaults, cleared}."`
+}
+
+// rulesResult is rules --json.
+type rulesResult struct {
+	Tape       string          `json:"tape"`
+	Recorded   *reqmatch.Rules `json:"recorded"`
+	Beside     *reqmatch.Rules `json:"beside"`
+	BesideFile string          `json:"beside_file"`
+	Defaults   []string        `json:"defaults"`
+	Cleared    bool            `json:"cleared"`
+}
+
+// Run prints the rules, clearing the sidecar's first when asked.
+func (c *RulesCmd) Run(env *Env) error {
+	start, err := parentStart(c.Tape, env.Stderr)
+	if err != nil {
+		return err
+	}
+	res := rulesResult{Tape: c.Tape, BesideFile: filepath.Join(tapefmt.Sidecar(c.Tape), reqmatch.FileName),
+		Defaults: reqmatch.DefaultIgnore}
+	recorded := reqmatch.FromTape(start.Match)
+	res.Recorded = &recorded
+	beside, err := reqmatch.Remembered(tapefmt.Sidecar(c.Tape))
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	res.Beside = &beside
+	if c.Clear && !beside.Empty() {
+		if err := os.Remove(res.BesideFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		res.Cleared = true
+	}
+	if c.JSON {
+		return writeJSON(env.Stdout, res)
+	}
+	printRules(env.Stdout, res)
+	return nil
+}
+
+func printRules(w io.Writer, r rulesResult) {
+	fmt.Fprintf(w, "%s\n", r.Tape)
+	fmt.Fprintf(w, "  recorded with (in the tape; every replay and fork): %s\n", r.Recorded)
+	switch {
+	case r.Cleared:
+		fmt.Fprintf(w, "  beside it (%s): removed (it held: %s)\n", r.BesideFile, r.Beside)
+	case r.Beside.Empty():
+		fmt.Fprintf(w, "  beside it (%s): none\n", r.BesideFile)
+	default:
+		fmt.Fprintf(w, "  beside it (%s; replay and fork, not replay --strict): %s\n", r.BesideFile, r.Beside)
+	}
+	fmt.Fprintf(w, "  defaults: ignore %s\n", strings.Join(r.Defaults, ", "))
+}

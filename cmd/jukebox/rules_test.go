@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/reqmatch"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// promptAgent asks the model $PROMPT once and prints the answer.
+const promptAgent = `import json, os, urllib.request
+body = json.dumps({"model": "demo-small", "messages": [{"role": "user", "content": os.environ["PROMPT"]}]}).encode()
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body,
+    {"Content-Type": "application/json", "Authorization": "Bearer sk-test"})
+print(json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"])
+`
+
+// promptTape records promptAgent asking prompt, with extra record flags,
+// and returns the tape and the command that runs the agent with another
+// prompt.
+func promptTape(t *testing.T, prompt string, flags ...string) (string, func(string) []string) {
+	t.Helper()
+	py := testenv.RequirePython(t)
+	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "any", "reply": {"text": "the same answer"}}]}`))
+	must(t, err)
+	srv, _, err := llmsim.Start("127.0.0.1:0", script)
+	must(t, err)
+	t.Cleanup(func() { srv.Close() })
+	agent := func(p string) []string { return []string{"env", "PROMPT=" + p, py, "-c", promptAgent} }
+	tape := filepath.Join(t.TempDir(), "prompt.jbx")
+	args := append([]string{"record", "-o", tape, "--upstream", "openai=" + srv.OpenAIBaseURL()}, flags...)
+	wantCode(t, ExitOK, append(append(args, "--"), agent(prompt)...)...)
+	return tape, agent
+}
+
+// TestStrictIgnoresPlantedRules is issue 31's "a planted
+// {"ignore":["messages"]} beside a tape made replay --strict pass a run
+// with another prompt": --strict uses only the tape's own rules and its
+// command line's, and names the file it left out; without --strict the
+// rules beside the tape are applied and named.
+func TestStrictIgnoresPlantedRules(t *testing.T) {
+	tape, agent := promptTape(t, "what is the capital of France?")
+	side := tapefmt.Sidecar(tape)
+	must(t, os.MkdirAll(side, 0o755))
+	must(t, os.WriteFile(filepath.Join(side, reqmatch.FileName), []byte(`{"ignore": ["messages"]}`), 0o644))
+
+	other := append([]string{"replay", "--strict", tape, "--"}, agent("delete every file")...)
+	_, errs := wantCode(t, ExitDiverged, other...)
+	if !strings.Contains(errs, "--strict: the matching rules beside the tape are not used") || !strings.Contains(errs, "ignore messages") {
+		t.Errorf("--strict does not name the rules it left out:\n%s", errs)
+	}
+	_, errs = wantCode(t, ExitOK, append([]string{"replay", tape, "--"}, agent("delete every file")...)...)
+	if !strings.Contains(errs, "matching rules from "+filepath.Join(side, reqmatch.FileName)+" applied: ignore messages") {
+		t.Errorf("rules beside the tape applied without a word:\n%s", errs)
+	}
+}
+
+// TestRecordKeepsRulesInTheTape: rules given to record are written into
+// the tape (run.start match), and every replay uses them, --strict too,
+// with nothing beside the tape; jukebox rules shows where each comes from.
+func TestRecordKeepsRulesInTheTape(t *testing.T) {
+	tape, agent := promptTape(t, "report for 2026-12-04", "--scrub", `\d{4}-\d\d-\d\d`)
+	rs, err := engine.FirstRunStart(openTape(t, tape))
+	must(t, err)
+	if rs.Match == nil || len(rs.Match.Scrub) != 1 || rs.Match.Scrub[0].Pattern != `\d{4}-\d\d-\d\d` {
+		t.Fatalf("run.start match: %+v", rs.Match)
+	}
+	wantCode(t, ExitOK, append([]string{"replay", "--strict", tape, "--"}, agent("report for 2027-01-31")...)...)
+	if _, err := os.Stat(tapefmt.Sidecar(tape)); err == nil {
+		t.Errorf("record wrote a sidecar folder; its rules belong in the tape")
+	}
+	out, _ := wantCode(t, ExitOK, "rules", tape)
+	if !strings.Contains(out, `recorded with (in the tape; every replay and fork): scrub /\d{4}-\d\d-\d\d/`) {
+		t.Errorf("jukebox rules:\n%s", out)
+	}
+}
+
+// TestRulesRememberedOnlyWhenAsked is issue 31's "one exploratory --ignore
+// messages turns the tape into order-only matching for good": rules given
+// to replay are for that run, kept beside the tape only with
+// --remember-rules, and jukebox rules --clear removes them.
+func TestRulesRememberedOnlyWhenAsked(t *testing.T) {
+	tape := filepath.Join(sampleTapes(t), "agent-run.jbx")
+	file := filepath.Join(tapefmt.Sidecar(tape), reqmatch.FileName)
+	wantCode(t, ExitOK, "replay", "--ignore", "messages", tape, "--", "true")
+	if _, err := os.Stat(file); err == nil {
+		t.Fatalf("an exploratory --ignore was kept in %s", file)
+	}
+	_, errs := wantCode(t, ExitOK, "replay", "--ignore", "messages", "--remember-rules", tape, "--", "true")
+	if _, err := os.Stat(file); err != nil || !strings.Contains(errs, "remembered in") {
+		t.Fatalf("--remember-rules kept nothing (%v):\n%s", err, errs)
+	}
+	out, _ := wantCode(t, ExitOK, "rules", "--clear", tape)
+	if !strings.Contains(out, "removed (it held: ignore messages)") {
+		t.Errorf("rules --clear:\n%s", out)
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Errorf("rules --clear left %s", file)
+	}
+}
