@@ -39,6 +39,10 @@ const (
 	KindNetConn      = tapefmt.KindNetConn
 )
 
+// RemoteOpener opens a store's tape by its URL (tapestore.Opener): what
+// a reader of tapes is handed to read those too.
+type RemoteOpener = tapefmt.RemoteOpener
+
 // IsRemote reports whether a tape's name is a URL, a tape in a store,
 // rather than a path: such a tape has no folder beside it here, and each
 // read of it may be a round trip.

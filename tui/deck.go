@@ -33,6 +33,9 @@ type Options struct {
 	// to the parent as NAME-fork-TIME.jbx.
 	PrepareFork func(*engine.ForkOptions) error
 	Upstreams   map[string]string // where a fork's live calls go
+	// Remote opens the tapes URLs name (a store's, tapestore.Opener), and
+	// is handed to each fork of one; nil reads files only.
+	Remote timeline.RemoteOpener
 	// Now is the clock for playback; default time.Now.
 	Now func() time.Time
 	// IndexLimit is the number of frames up to which cumulative cost is
@@ -174,7 +177,7 @@ func New(paths []string, o Options) *Deck {
 		labels = []string{"left", "right"}
 	}
 	for i, p := range paths {
-		tl, err := timeline.Open(p)
+		tl, err := timeline.OpenWith(p, o.Remote)
 		if err != nil {
 			d.openErr, d.openPath = err, p
 			return d

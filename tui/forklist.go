@@ -332,7 +332,7 @@ func (d *Deck) showFork(e forkEntry) error {
 			views = append(views, tv)
 			continue
 		}
-		tl, err := timeline.Open(p)
+		tl, err := timeline.OpenWith(p, d.o.Remote)
 		if err != nil {
 			for _, v := range views {
 				if d.trackOf(v.tl.Path()) == nil {
