@@ -16,6 +16,8 @@ import (
 type ForkOptions struct {
 	RunOptions        // an empty Argv runs the parent's command; Seed 0 hands the parent's seed
 	Parent     string // the parent tape
+	// Remote opens a parent a URL names (a store's tape); nil reads files only.
+	Remote tapefmt.RemoteOpener
 	// Frame is where to drop the needle: the fork happens at the first
 	// llm.request frame at or after it.
 	Frame     uint64
@@ -37,7 +39,7 @@ type ForkOptions struct {
 // names its parent (chain head and frame). When the agent diverges before
 // the fork frame, the run stops and Result.Divergence says where, as replay does.
 func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
-	t, m, err := openSource(o.Parent, &o.RunOptions, o.Rules)
+	t, m, err := openSource(o.Parent, o.Remote, &o.RunOptions, o.Rules)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func TestForkChangesTheAnswerFromTheForkFrameOn(t *testing.T) {
 	// The fork replays offline (its overrides applied again at its fork
 	// call), and so does its packed, self-contained form.
 	packed := filepath.Join(t.TempDir(), "packed.jbx")
-	if _, err := engine.Pack(child, "", packed); err != nil {
+	if _, err := engine.Pack(child, "", packed, nil); err != nil {
 		t.Fatal(err)
 	}
 	checkTape(t, packed)

@@ -11,8 +11,9 @@ import (
 // (marked packed), the parent's frames before the fork frame as they were
 // recorded, then the fork's frames from its fork call on. The parent is
 // found at the path the fork recorded, unless parentPath is given; its
-// chain head must match the one the fork names.
-func Pack(forkPath, parentPath, out string) (frames uint64, err error) {
+// chain head must match the one the fork names. remote opens a parent a
+// URL names (a store's tape); nil reads files only.
+func Pack(forkPath, parentPath, out string, remote tapefmt.RemoteOpener) (frames uint64, err error) {
 	fork, err := tapefmt.Open(forkPath)
 	if err != nil {
 		return 0, err
@@ -28,7 +29,7 @@ func Pack(forkPath, parentPath, out string) (frames uint64, err error) {
 	if parentPath == "" {
 		parentPath = start.Parent.Path
 	}
-	parent, err := tapefmt.Open(parentPath)
+	parent, err := tapefmt.OpenWith(parentPath, remote)
 	if err != nil {
 		return 0, fmt.Errorf("the parent named by %s: %w", forkPath, err)
 	}

@@ -18,8 +18,10 @@ import (
 type ReplayOptions struct {
 	RunOptions        // an empty Argv runs the recorded command; Seed 0 hands the recorded seed
 	From       string // the tape to replay
-	Tape       string // where to record the replayed run; "" records nothing
-	Speed      Speed
+	// Remote opens a tape a URL names (a store's tape); nil reads files only.
+	Remote tapefmt.RemoteOpener
+	Tape   string // where to record the replayed run; "" records nothing
+	Speed  Speed
 	// Rules decide when a live request is the recorded one (compiled; nil
 	// is the defaults and the rules remembered in the tape's sidecar
 	// folder). An ignore path other than the defaults that matches no field
@@ -43,7 +45,7 @@ const divergenceGrace = 3 * time.Second
 // answered from the tape, byte for byte, and no network connection is made.
 // The first request the tape cannot answer is reported as a Divergence.
 func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
-	t, m, err := openSource(o.From, &o.RunOptions, o.Rules)
+	t, m, err := openSource(o.From, o.Remote, &o.RunOptions, o.Rules)
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +57,8 @@ func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 // openSource opens a recorded tape to answer calls from, indexes its calls
 // under the rules (checking their ignore paths against them), and fills in
 // what the options leave to the recording: the command and the seed.
-func openSource(path string, o *RunOptions, rules *reqmatch.Rules) (*tapefmt.Tape, *Matcher, error) {
-	t, err := tapefmt.Open(path)
+func openSource(path string, remote tapefmt.RemoteOpener, o *RunOptions, rules *reqmatch.Rules) (*tapefmt.Tape, *Matcher, error) {
+	t, err := tapefmt.OpenWith(path, remote)
 	if err != nil {
 		return nil, nil, err
 	}

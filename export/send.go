@@ -66,7 +66,7 @@ func OTLP(ctx context.Context, paths []string, ep Endpoint, o Options, progress 
 // sendTape converts one tape and queues its spans on b; its metrics go
 // out before it returns.
 func sendTape(ctx context.Context, path string, ep Endpoint, o Options, b *batcher) (SentTape, error) {
-	t, err := tapefmt.Open(path)
+	t, err := tapefmt.OpenWith(path, o.Remote)
 	if err != nil {
 		return SentTape{}, err
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	// Service names the service of the spans (the resource's
 	// service.name); "" is the run's name, else the agent's command.
 	Service string
+	// Remote opens the tapes URLs name (a store's, tapestore.Opener) for
+	// OTLP; nil reads files only.
+	Remote tapefmt.RemoteOpener
 }
 
 // converter turns a tape's frames, in order, into spans and measures. One

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -47,40 +46,40 @@ type Tape struct {
 // ranges; it reports ok false for a name it does not take.
 type RemoteOpener func(name string) (ra io.ReaderAt, size int64, closer io.Closer, ok bool, err error)
 
-// remote is the opener Open hands URLs to (SetRemoteOpener).
-var remote atomic.Pointer[RemoteOpener]
-
 // IsRemote reports whether a tape's name is a URL (scheme://…), a tape in
 // a store, rather than a path: such a tape has no folder beside it here.
 func IsRemote(name string) bool { return strings.Contains(name, "://") }
 
-// SetRemoteOpener makes Open take the names fn takes (a store's tape URLs,
-// package tapestore), so that every reader of tapes reads those too. A
-// remote tape must be whole: one that ends in no footer is ErrNoFooter,
-// never scanned for what it holds.
-func SetRemoteOpener(fn RemoteOpener) { remote.Store(&fn) }
-
-// Open opens the tape at path, or the remote tape a URL names when a
-// RemoteOpener takes it.
-func Open(path string) (*Tape, error) {
-	if fn := remote.Load(); fn != nil && IsRemote(path) {
-		ra, size, closer, ok, err := (*fn)(path)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			t, err := NewWholeReader(ra, size)
-			if err != nil {
-				closer.Close()
-				if errors.Is(err, ErrNoFooter) {
-					return nil, fmt.Errorf("%s: %w: half uploaded, or torn before it was uploaded", path, err)
-				}
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			t.closer = closer
-			return t, nil
-		}
+// OpenWith opens the remote tape a URL names when remote takes it (a
+// store's tape URLs, package tapestore), else the tape at path. A remote
+// tape must be whole: one that ends in no footer is ErrNoFooter, never
+// scanned for what it holds. The caller passes the opener in: tapefmt
+// holds none of its own.
+func OpenWith(path string, remote RemoteOpener) (*Tape, error) {
+	if remote == nil || !IsRemote(path) {
+		return Open(path)
 	}
+	ra, size, closer, ok, err := remote(path)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return Open(path)
+	}
+	t, err := NewWholeReader(ra, size)
+	if err != nil {
+		closer.Close()
+		if errors.Is(err, ErrNoFooter) {
+			return nil, fmt.Errorf("%s: %w: half uploaded, or torn before it was uploaded", path, err)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	t.closer = closer
+	return t, nil
+}
+
+// Open opens the tape in the file at path (OpenWith opens a store's).
+func Open(path string) (*Tape, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("tapefmt: open tape: %w", err)

@@ -104,10 +104,8 @@ func TestRemoteOpen(t *testing.T) {
 		}
 	}
 
-	// Through tapefmt.Open, as every command reads tapes.
-	tapefmt.SetRemoteOpener(Opener(true))
-	defer tapefmt.SetRemoteOpener(func(string) (_ io.ReaderAt, _ int64, _ io.Closer, _ bool, _ error) { return })
-	tp, err := tapefmt.Open(up.URL)
+	// Through tapefmt.OpenWith, as every command reads tapes.
+	tp, err := tapefmt.OpenWith(up.URL, Opener(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +114,7 @@ func TestRemoteOpen(t *testing.T) {
 	if err != nil || rep.Head.String() != up.Head {
 		t.Errorf("verify of the store's tape: %v", err)
 	}
-	if _, err := tapefmt.Open(s.Loc.TapeURL("missing.jbx")); err == nil {
+	if _, err := tapefmt.OpenWith(s.Loc.TapeURL("missing.jbx"), Opener(true)); err == nil {
 		t.Error("a missing tape opened")
 	}
 	// An object that is no tape is said to be so; a tape cut short is
@@ -126,7 +124,7 @@ func TestRemoteOpen(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "notes.jbx"), bytes.Repeat([]byte("hello world "), 100), 0o644)
 	os.WriteFile(filepath.Join(dir, "half.jbx"), whole[:len(whole)/2], 0o644)
 	for name, want := range map[string]string{"notes.jbx": "not a jukebox tape", "half.jbx": "half uploaded"} {
-		if _, err := tapefmt.Open(s.Loc.TapeURL(name)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := tapefmt.OpenWith(s.Loc.TapeURL(name), Opener(true)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("opening %s in place: %v, want %q", name, err, want)
 		}
 	}
@@ -196,13 +194,11 @@ func TestRemotePrefetch(t *testing.T) {
 	// A listing read in order through a timeline asks once a block of
 	// rows (64 frames), never once a row.
 	var opened *object
-	tapefmt.SetRemoteOpener(func(name string) (io.ReaderAt, int64, io.Closer, bool, error) {
+	tl, err := timeline.OpenWith(up.URL, func(name string) (io.ReaderAt, int64, io.Closer, bool, error) {
 		ra, size, c, ok, err := Opener(true)(name)
 		opened, _ = c.(*object)
 		return ra, size, c, ok, err
 	})
-	defer tapefmt.SetRemoteOpener(func(string) (_ io.ReaderAt, _ int64, _ io.Closer, _ bool, _ error) { return })
-	tl, err := timeline.Open(up.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,14 +26,14 @@ const partSize = 16 << 20
 // Record is what the store keeps beside each tape (its summary object):
 // who the tape is, whether it verified before upload, and what ls shows.
 type Record struct {
-	ID          string            `json:"id"`   // the tape id, hex
-	Head        string            `json:"head"` // the chain head, hex
-	Size        int64             `json:"size"`
-	Verified    bool              `json:"verified"` // the full check (jukebox verify) passed before upload
-	VerifyError string            `json:"verify_error,omitempty"`
-	Host        string            `json:"host,omitempty"` // the machine that uploaded it
-	Uploaded    time.Time         `json:"uploaded"`
-	Summary     *timeline.Summary `json:"summary,omitempty"`
+	ID          string    `json:"id"`   // the tape id, hex
+	Head        string    `json:"head"` // the chain head, hex
+	Size        int64     `json:"size"`
+	Verified    bool      `json:"verified"` // the full check (jukebox verify) passed before upload
+	VerifyError string    `json:"verify_error,omitempty"`
+	Host        string    `json:"host,omitempty"` // the machine that uploaded it
+	Uploaded    time.Time `json:"uploaded"`
+	Summary     *Summary  `json:"summary,omitempty"`
 }
 
 // Uploaded says how an upload went.
@@ -86,8 +86,7 @@ func (s *Store) Upload(ctx context.Context, path string, progress func(done, tot
 			up.Verified = true
 		}
 		if sum, err := timeline.Summarize(path, t); err == nil {
-			sum.Path = ""
-			up.Summary = &sum
+			up.Summary = storeSummary(sum)
 		}
 	}()
 	err = s.send(ctx, path, up, progress)

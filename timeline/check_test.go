@@ -245,11 +245,10 @@ func TestUnreadIsNoDamage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tapefmt.SetRemoteOpener(func(name string) (io.ReaderAt, int64, io.Closer, bool, error) {
+	remote := func(name string) (io.ReaderAt, int64, io.Closer, bool, error) {
 		return failingAt{b: b, lo: f.Offset, hi: f.Offset + f.Size()}, int64(len(b)), io.NopCloser(nil), true, nil
-	})
-	defer tapefmt.SetRemoteOpener(func(string) (_ io.ReaderAt, _ int64, _ io.Closer, _ bool, _ error) { return })
-	tl, err := timeline.Open("fake://store/run.jbx")
+	}
+	tl, err := timeline.OpenWith("fake://store/run.jbx", remote)
 	if err != nil {
 		t.Fatal(err)
 	}

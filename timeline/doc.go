@@ -16,7 +16,10 @@
 // Every view finds a call's tokens, model and cost by llmwire.ResponseUsage,
 // the function the runner's live fork counter uses too, so they agree.
 //
-// Imports point one way: cmd → tui → timeline → {llmwire, diffview,
-// tapefmt}. timeline only reads tapes: it never imports engine (the
-// runner), Bubble Tea, lipgloss or kong.
+// Imports point one way (ARCHITECTURE.md, held by internal/deptest): cmd,
+// tui and tapestore import timeline, which imports llmwire, prices,
+// diffview and tapefmt. timeline only reads tapes: it never imports engine
+// (the runner), Bubble Tea, lipgloss or kong. It gives the turntable what
+// it needs of the format (the kind names, IsRemote, DamageOf, Command), so
+// that tui never imports tapefmt.
 package timeline

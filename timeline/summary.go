@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/llmwire"
+	"github.com/jukebox-os/jukebox/prices"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -33,6 +34,35 @@ type Summary struct {
 	Sealed    bool               `json:"sealed"`
 	// Breaker is the circuit breaker's trip, when it stopped the run.
 	Breaker *tapefmt.BreakerTrip `json:"breaker,omitempty"`
+	// Models are the calls' tokens by model ("" for calls that name
+	// none), and Reported the turns' reported costs: what Cost and
+	// Unpriced are worked out from (Price), with the prices of now.
+	Models   []ModelTokens `json:"-"`
+	Reported float64       `json:"-"`
+}
+
+// ModelTokens are the calls of one model and the tokens they used.
+type ModelTokens struct {
+	Model string        `json:"model,omitempty"`
+	Calls int           `json:"calls"`
+	Usage tapefmt.Usage `json:"tokens"`
+}
+
+// Price works out a run's cost from its tokens by model with the prices
+// of now (prices.Cost), plus the costs its agent reported: what ls shows
+// of a tape here and of one in a store alike. unpriced are the models
+// without a known rate ("?" for calls that name none), sorted.
+func Price(models []ModelTokens, reported float64) (cost float64, unpriced []string) {
+	cost = reported
+	for _, m := range models {
+		usd, ok := prices.Cost(m.Model, m.Usage)
+		if !ok && m.Usage.Total() > 0 {
+			unpriced = append(unpriced, cmp.Or(m.Model, "?"))
+		}
+		cost += usd
+	}
+	slices.Sort(unpriced)
+	return cost, slices.Compact(unpriced)
 }
 
 // Summarize reads the run's start and end frames and every LLM call, whose
@@ -40,7 +70,6 @@ type Summary struct {
 func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: t.Steps(),
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
-	unpriced := map[string]bool{}
 	reqs := map[uint64]*tapefmt.LLMRequest{} // by call
 	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindBreakerTrip, tapefmt.KindAgentTurn}
 	for f, err := range t.Frames(kinds...) {
@@ -60,11 +89,11 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 		case *tapefmt.LLMRequest:
 			reqs[p.Call] = p
 		case *tapefmt.LLMResponse:
-			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) }), unpriced)
+			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) }))
 		case *tapefmt.BreakerTrip:
 			s.Breaker = p
 		case *tapefmt.AgentTurn:
-			s.Cost += p.CostUSD // reported by the agent: spending jukebox did not see
+			s.Reported += p.CostUSD // reported by the agent: spending jukebox did not see
 		}
 	}
 	if n := t.Len(); n > 0 {
@@ -74,23 +103,23 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 		}
 		s.Duration = last
 	}
-	for m := range unpriced {
-		s.Unpriced = append(s.Unpriced, m)
-	}
-	slices.Sort(s.Unpriced)
+	s.Cost, s.Unpriced = Price(s.Models, s.Reported)
 	return s, nil
 }
 
-func (s *Summary) addCall(c llmwire.CallUsage, unpriced map[string]bool) {
+func (s *Summary) addCall(c llmwire.CallUsage) {
 	s.Calls++
 	s.Usage = s.Usage.Plus(c.Usage)
 	if c.Estimated {
 		s.Estimated++
 	}
-	if c.Unpriced() {
-		unpriced[cmp.Or(c.Model, "?")] = true
+	i := slices.IndexFunc(s.Models, func(m ModelTokens) bool { return m.Model == c.Model })
+	if i < 0 {
+		s.Models = append(s.Models, ModelTokens{Model: c.Model})
+		i = len(s.Models) - 1
 	}
-	s.Cost += c.Cost
+	s.Models[i].Calls++
+	s.Models[i].Usage = s.Models[i].Usage.Plus(c.Usage)
 }
 
 // ExitText is the run's exit status for display: "0", "signal: SIGINT",

@@ -93,8 +93,12 @@ func blockOf(i int) [2]int {
 const maxCachedRows = 4096
 
 // Open opens the tape at path as a timeline.
-func Open(path string) (*Timeline, error) {
-	t, err := tapefmt.Open(path)
+func Open(path string) (*Timeline, error) { return OpenWith(path, nil) }
+
+// OpenWith opens the tape at path, or the store's tape a URL names when
+// remote takes it, as a timeline.
+func OpenWith(path string, remote RemoteOpener) (*Timeline, error) {
+	t, err := tapefmt.OpenWith(path, remote)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/jukebox-os/jukebox/engine"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/themes"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -34,6 +33,9 @@ type Options struct {
 	// to the parent as NAME-fork-TIME.jbx.
 	PrepareFork func(*engine.ForkOptions) error
 	Upstreams   map[string]string // where a fork's live calls go
+	// Remote opens the tapes URLs name (a store's, tapestore.Opener), and
+	// is handed to each fork of one; nil reads files only.
+	Remote timeline.RemoteOpener
 	// Now is the clock for playback; default time.Now.
 	Now func() time.Time
 	// IndexLimit is the number of frames up to which cumulative cost is
@@ -175,7 +177,7 @@ func New(paths []string, o Options) *Deck {
 		labels = []string{"left", "right"}
 	}
 	for i, p := range paths {
-		tl, err := timeline.Open(p)
+		tl, err := timeline.OpenWith(p, o.Remote)
 		if err != nil {
 			d.openErr, d.openPath = err, p
 			return d
@@ -212,7 +214,7 @@ func New(paths []string, o Options) *Deck {
 // background rather than before the first screen: a long tape, or one
 // read from a store, whose every call would be a round trip.
 func (d *Deck) costsLater(tl *timeline.Timeline) bool {
-	return tl.Len() > d.o.IndexLimit || tapefmt.IsRemote(tl.Path())
+	return tl.Len() > d.o.IndexLimit || tl.Remote()
 }
 
 // SetSend connects the deck to its program: engine events reach the deck
@@ -595,7 +597,7 @@ func (d *Deck) forkPoint(tv *timelineView) (int, bool) {
 	if tv.tl.Len() == 0 {
 		return 0, false
 	}
-	if k, _ := tv.tl.KindAt(tv.cursor); k == tapefmt.KindLLMRequest {
+	if k, _ := tv.tl.KindAt(tv.cursor); k == timeline.KindLLMRequest {
 		return tv.cursor, true
 	}
 	return tv.tl.Next(tv.cursor, timeline.FindLLM, 1)

@@ -11,7 +11,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -37,7 +36,7 @@ func (d *Deck) startChecks() []tea.Cmd {
 	}
 	var cmds []tea.Cmd
 	for _, t := range d.tracks {
-		if t.growing() || d.checks[t.tl] != nil || tapefmt.IsRemote(t.tl.Path()) {
+		if t.growing() || d.checks[t.tl] != nil || t.tl.Remote() {
 			continue // a store's tape would be fetched whole: jukebox verify URL checks it
 		}
 		d.checks[t.tl] = &tapeCheck{running: true}
@@ -100,7 +99,7 @@ func checkWarning(name string, c *tapeCheck) string {
 		return fmt.Sprintf("⚠ %s: %s%s · e jumps to it", name, timeline.OneLine(r.Damage[0].Error(), 0), more)
 	case r.State == timeline.TapeDamaged:
 		return fmt.Sprintf("⚠ %s: %s", name, timeline.OneLine(r.Err.Error(), 0))
-	case r.State == timeline.TapeSealBad && errors.Is(r.Err, tapefmt.ErrNotSealed):
+	case r.State == timeline.TapeSealBad && timeline.NotSealed(r.Err):
 		return fmt.Sprintf("⚠ %s is not sealed", name)
 	case r.State == timeline.TapeSealBad:
 		return fmt.Sprintf("⚠ %s: the seal does not match the key: the tape was changed after it was sealed, or another key sealed it", name)
@@ -113,7 +112,7 @@ func checkWarning(name string, c *tapeCheck) string {
 func (d *Deck) checkText(tl *timeline.Timeline) (string, bool) {
 	c := d.checks[tl]
 	switch {
-	case c == nil && d.o.Verified != nil && tapefmt.IsRemote(tl.Path()):
+	case c == nil && d.o.Verified != nil && tl.Remote():
 		return d.o.Verified(tl.Path())
 	case c == nil:
 		return "", false
@@ -138,9 +137,8 @@ func (d *Deck) checkText(tl *timeline.Timeline) (string, bool) {
 	if i := r.FirstDamaged(); i >= 0 {
 		return fmt.Sprintf("⚠ damaged at frame %d", i), true
 	}
-	var fe *tapefmt.FormatError
-	if errors.As(r.Err, &fe) {
-		return fmt.Sprintf("⚠ damaged at offset %d", fe.Offset), true
+	if dm, ok := timeline.DamageOf(r.Err); ok {
+		return fmt.Sprintf("⚠ damaged at offset %d", dm.Offset), true
 	}
 	return "⚠ damaged", true
 }

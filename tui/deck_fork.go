@@ -84,7 +84,7 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 					d.send.Send(forkStreamMsg{})
 				}
 			}},
-		Parent: parent.tl.Path(), Frame: uint64(d.form.at), Overrides: over, Upstreams: d.o.Upstreams,
+		Parent: parent.tl.Path(), Remote: d.o.Remote, Frame: uint64(d.form.at), Overrides: over, Upstreams: d.o.Upstreams,
 	}
 	if d.o.PrepareFork != nil {
 		if err := d.o.PrepareFork(&fo); err != nil {

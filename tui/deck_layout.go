@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,7 +10,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -94,7 +92,7 @@ func (d *Deck) View() string {
 func (d *Deck) prefetch() {
 	var wg sync.WaitGroup
 	for _, t := range d.tracks {
-		if st := d.fetching[t.tl]; !tapefmt.IsRemote(t.tl.Path()) || st != nil && (st.busy || time.Now().Before(st.again)) {
+		if st := d.fetching[t.tl]; !t.tl.Remote() || st != nil && (st.busy || time.Now().Before(st.again)) {
 			continue
 		}
 		n := t.tl.Len()
@@ -193,12 +191,7 @@ func (d *Deck) body() string {
 func (d *Deck) header() string {
 	tl := d.tracks[0].tl
 	parts := []string{baseName(tl.Path())}
-	command := ""
-	if r := tl.Peek(0); r.Kind == tapefmt.KindRunStart && !r.Pending {
-		if rs, ok := r.Payload.(*tapefmt.RunStart); ok {
-			command = timeline.OneLine(strings.Join(rs.Argv, " "), 0)
-		}
-	}
+	command := timeline.OneLine(tl.Command(), 0)
 	parts = append(parts, counted(int64(tl.Len()), "frame", "frames")+" · "+counted(int64(tl.Steps()), "step", "steps"))
 	if tok, cost, ok := d.totals(d.tracks[0]); ok {
 		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), costText(d.tracks[0].tl, tl.Len()-1, cost)))
@@ -242,7 +235,7 @@ func (d *Deck) header() string {
 // exitWord is how the tape's run ended ("exit 0"), from its run.end
 // frame; "" while it has none.
 func exitWord(tl *timeline.Timeline) string {
-	if r := tl.Peek(tl.Len() - 1); r.Kind == tapefmt.KindRunEnd && !r.Pending {
+	if r := tl.Peek(tl.Len() - 1); r.Kind == timeline.KindRunEnd && !r.Pending {
 		return strings.TrimPrefix(r.Summary, "end ")
 	}
 	return ""
@@ -310,13 +303,12 @@ func (d *Deck) errorView() string {
 	for _, l := range strings.Split(termtext.Sanitize(d.openErr.Error()), "\n") {
 		lines = append(lines, "   "+l)
 	}
-	var fe *tapefmt.FormatError
-	if errors.As(d.openErr, &fe) {
-		where := fmt.Sprintf("at byte offset %d", fe.Offset)
-		if fe.Frame >= 0 {
-			where = fmt.Sprintf("in frame %d, %s", fe.Frame, where)
+	if dm, ok := timeline.DamageOf(d.openErr); ok {
+		where := fmt.Sprintf("at byte offset %d", dm.Offset)
+		if dm.Frame >= 0 {
+			where = fmt.Sprintf("in frame %d, %s", dm.Frame, where)
 		}
-		lines = append(lines, "", " "+d.st.Warn.Render("The damage is "+where+": "+fe.Msg+"."))
+		lines = append(lines, "", " "+d.st.Warn.Render("The damage is "+where+": "+dm.Msg+"."))
 	}
 	lines = append(lines, "", " "+d.st.Muted.Render("Try: jukebox verify "+d.openPath), "", " "+d.st.Accent.Render("q")+" quit")
 	return box(lines, d.w, d.h)

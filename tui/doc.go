@@ -44,8 +44,8 @@
 // it grows (a tape without a footer opens up to its last whole step) and
 // shown as a second timeline.
 //
-// Imports point one way: tui reads tapes only through timeline (the read
-// side) and runs agents only through engine (engine.Fork), and neither of
+// Imports point one way (ARCHITECTURE.md, held by internal/deptest): tui
+// reads tapes only through timeline (the read side; tui imports no tapefmt) and runs agents only through engine (engine.Fork), and neither of
 // those packages imports it. cmd/jukebox is its only importer. The one
 // process it starts is the user's pager or editor, and the one file it
 // writes one the user names (takeout.go: o, v, y, w).

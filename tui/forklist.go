@@ -18,7 +18,6 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/termtext"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -236,7 +235,7 @@ func (d *Deck) openForks() tea.Cmd {
 			heads = append(heads, e.head)
 		}
 		switch {
-		case !tapefmt.IsRemote(e.path):
+		case !timeline.IsRemote(e.path):
 			if dir := filepath.Dir(e.path); !slices.Contains(dirs, dir) {
 				dirs = append(dirs, dir)
 			}
@@ -333,7 +332,7 @@ func (d *Deck) showFork(e forkEntry) error {
 			views = append(views, tv)
 			continue
 		}
-		tl, err := timeline.Open(p)
+		tl, err := timeline.OpenWith(p, d.o.Remote)
 		if err != nil {
 			for _, v := range views {
 				if d.trackOf(v.tl.Path()) == nil {

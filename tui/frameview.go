@@ -14,7 +14,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -134,7 +133,7 @@ func (m *frameView) Show(tl *timeline.Timeline, seq int, stream *time.Duration) 
 		m.detail, m.err, m.pending = nil, nil, false
 		switch {
 		case tl == nil || seq < 0 || seq >= tl.Len():
-		case m.later != nil && tapefmt.IsRemote(tl.Path()):
+		case m.later != nil && tl.Remote():
 			// A store's frame and its blobs may take round trips: read in
 			// the background, so that the keys never wait on the network.
 			m.pending = true

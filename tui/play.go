@@ -5,7 +5,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -109,7 +108,7 @@ func (p *player) showing(tv *timelineView) (int, *time.Duration) {
 		return tv.cursor, nil
 	}
 	req := tv.cursor
-	if k, _ := tv.tl.KindAt(req); k != tapefmt.KindLLMRequest {
+	if k, _ := tv.tl.KindAt(req); k != timeline.KindLLMRequest {
 		var ok bool
 		if req, ok = tv.tl.Next(tv.cursor+1, timeline.FindLLM, -1); !ok {
 			return tv.cursor, nil

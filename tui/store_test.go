@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,13 +13,12 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
-// fileStore is a store in a fresh folder, with a fresh cache, whose tape
-// URLs tapefmt.Open reads for the rest of the test.
+// fileStore is a store in a fresh folder, with a fresh cache (its tape
+// URLs open with Options.Remote: storeOptions).
 func fileStore(t *testing.T) *tapestore.Store {
 	t.Helper()
 	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
@@ -29,12 +27,15 @@ func fileStore(t *testing.T) *tapestore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tapefmt.SetRemoteOpener(tapestore.Opener(false))
-	t.Cleanup(func() {
-		s.Close()
-		tapefmt.SetRemoteOpener(func(string) (io.ReaderAt, int64, io.Closer, bool, error) { return nil, 0, nil, false, nil })
-	})
+	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// storeOptions are testOptions that open a store's tapes by their URLs.
+func storeOptions() Options {
+	o := testOptions()
+	o.Remote = tapestore.Opener(false)
+	return o
 }
 
 // TestStoreTape: a store's tape opens in the turntable by its URL, named by
@@ -54,7 +55,7 @@ func TestStoreTape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := testOptions()
+	o := storeOptions()
 	o.KeepMarkers = true
 	o.Verified = func(path string) (string, bool) { return "verified at upload 2026-12-04", false }
 	d := New([]string{up.URL}, o)
@@ -123,7 +124,7 @@ func TestStoreTapeInBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := New([]string{up.URL}, testOptions())
+	d := New([]string{up.URL}, storeOptions())
 	t.Cleanup(d.Close)
 	msgs := make(chan tea.Msg, 16)
 	d.SetSend(func(m tea.Msg) { msgs <- m })

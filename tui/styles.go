@@ -6,8 +6,8 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/jukebox-os/jukebox/diffview"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/themes"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // Styles are every style the turntable draws with, made once from a
@@ -84,41 +84,41 @@ func render(s lipgloss.Style) func(string) string {
 }
 
 // Kind is the style of a frame kind's rows.
-func (st Styles) Kind(k tapefmt.Kind) lipgloss.Style {
+func (st Styles) Kind(k timeline.Kind) lipgloss.Style {
 	switch k {
-	case tapefmt.KindLLMRequest, tapefmt.KindLLMResponse:
+	case timeline.KindLLMRequest, timeline.KindLLMResponse:
 		return st.LLM
-	case tapefmt.KindToolCall, tapefmt.KindToolResult, tapefmt.KindMCP,
-		tapefmt.KindHTTPRequest, tapefmt.KindHTTPResponse, tapefmt.KindNetConn:
+	case timeline.KindToolCall, timeline.KindToolResult, timeline.KindMCP,
+		timeline.KindHTTPRequest, timeline.KindHTTPResponse, timeline.KindNetConn:
 		return st.Tool
-	case tapefmt.KindFileChange, tapefmt.KindTxBegin, tapefmt.KindTxCommit, tapefmt.KindTxRollback:
+	case timeline.KindFileChange, timeline.KindTxBegin, timeline.KindTxCommit, timeline.KindTxRollback:
 		return st.File
-	case tapefmt.KindOutput:
+	case timeline.KindOutput:
 		return st.Output
-	case tapefmt.KindBreakerTrip, tapefmt.KindNetRefused:
+	case timeline.KindBreakerTrip, timeline.KindNetRefused:
 		return st.Error
-	case tapefmt.KindMarker:
+	case timeline.KindMarker:
 		return st.Marker
-	case tapefmt.KindStep, tapefmt.KindClock, tapefmt.KindSeed:
+	case timeline.KindStep, timeline.KindClock, timeline.KindSeed:
 		return st.Muted
 	}
 	return st.Text
 }
 
 // glyphs are the one-cell signs of each frame kind in the timeline.
-var glyphs = map[tapefmt.Kind]string{
-	tapefmt.KindRunStart: "◉", tapefmt.KindRunEnd: "◎", tapefmt.KindStep: "─",
-	tapefmt.KindLLMRequest: "»", tapefmt.KindLLMResponse: "«", tapefmt.KindToolCall: "ƒ",
-	tapefmt.KindToolResult: "↲", tapefmt.KindMCP: "⇄", tapefmt.KindFileChange: "✎",
-	tapefmt.KindOutput: "›", tapefmt.KindClock: "·", tapefmt.KindSeed: "·",
-	tapefmt.KindTxBegin: "⊏", tapefmt.KindTxCommit: "⊐", tapefmt.KindTxRollback: "↶",
-	tapefmt.KindBreakerTrip: "‼", tapefmt.KindAgentTurn: "☰", tapefmt.KindMarker: "⚑",
-	tapefmt.KindNetRefused: "⊘", tapefmt.KindHTTPRequest: "↗", tapefmt.KindHTTPResponse: "↙",
-	tapefmt.KindNetConn: "⇋",
+var glyphs = map[timeline.Kind]string{
+	timeline.KindRunStart: "◉", timeline.KindRunEnd: "◎", timeline.KindStep: "─",
+	timeline.KindLLMRequest: "»", timeline.KindLLMResponse: "«", timeline.KindToolCall: "ƒ",
+	timeline.KindToolResult: "↲", timeline.KindMCP: "⇄", timeline.KindFileChange: "✎",
+	timeline.KindOutput: "›", timeline.KindClock: "·", timeline.KindSeed: "·",
+	timeline.KindTxBegin: "⊏", timeline.KindTxCommit: "⊐", timeline.KindTxRollback: "↶",
+	timeline.KindBreakerTrip: "‼", timeline.KindAgentTurn: "☰", timeline.KindMarker: "⚑",
+	timeline.KindNetRefused: "⊘", timeline.KindHTTPRequest: "↗", timeline.KindHTTPResponse: "↙",
+	timeline.KindNetConn: "⇋",
 }
 
 // Glyph returns the sign of kind k.
-func Glyph(k tapefmt.Kind) string {
+func Glyph(k timeline.Kind) string {
 	if g, ok := glyphs[k]; ok {
 		return g
 	}

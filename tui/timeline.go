@@ -11,7 +11,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -478,9 +477,9 @@ func (m *timelineView) foldRow(e timeline.Entry, sel bool) string {
 	if m.w >= 50 {
 		left += " " + p(m.st.Muted, timeline.Clock(first.Time)+" "+fmt.Sprintf("s%-2d", first.Stream))
 	}
-	kind := m.st.Kind(tapefmt.KindOutput)
+	kind := m.st.Kind(timeline.KindOutput)
 	text := fmt.Sprintf("▸ %d outputs (frames %d-%d, z opens): %s", e.Last-e.First+1, e.First, e.Last, timeline.OneLine(first.Summary, 0))
-	line := fit(left+" "+p(kind, Glyph(tapefmt.KindOutput))+" "+p(kind, termtext.Sanitize(text)), m.w)
+	line := fit(left+" "+p(kind, Glyph(timeline.KindOutput))+" "+p(kind, termtext.Sanitize(text)), m.w)
 	if sel {
 		return m.st.Selected.Render(line)
 	}
@@ -580,7 +579,7 @@ func (m *timelineView) row(i int, sel bool) string {
 	gutter := cur + m.mark(i, r, p) + " "
 	num := p(m.st.Muted, fmt.Sprintf("%*d", len(fmt.Sprint(max(m.tl.Len()-1, 0))), i))
 	var line string
-	if r.Kind == tapefmt.KindStep {
+	if r.Kind == timeline.KindStep {
 		rule := fmt.Sprintf("── end of step %d · %s ", r.Step+1, timeline.Clock(r.Time))
 		line = gutter + num + " " + p(m.st.Rule, rule+strings.Repeat("─", max(m.w, 0)))
 	} else {
@@ -625,7 +624,7 @@ func (m *timelineView) numbers(r timeline.Row) string {
 	if r.Tokens > 0 {
 		tok = approx + count(r.Tokens)
 	}
-	if r.Kind == tapefmt.KindLLMResponse {
+	if r.Kind == timeline.KindLLMResponse {
 		cost = approx + timeline.USD(r.Cost)
 		if !r.Priced && r.Tokens > 0 {
 			cost = "+?"
@@ -660,7 +659,7 @@ func (m *timelineView) mark(i int, r timeline.Row, p painter) string {
 // baseName is a tape's file name; for a store's tape URL, the name in
 // its path (its query, which holds URLs of its own, left out).
 func baseName(p string) string {
-	if tapefmt.IsRemote(p) {
+	if timeline.IsRemote(p) {
 		p, _, _ = strings.Cut(p, "?")
 	}
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {

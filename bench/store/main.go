@@ -41,7 +41,6 @@ import (
 	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
 	"github.com/jukebox-os/jukebox/internal/s3test"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/tui"
 )
@@ -207,7 +206,6 @@ func run(mb, nTapes, runs int, latency time.Duration) error {
 		}
 		lo = append(lo, time.Since(t0))
 		os.Setenv("JUKEBOX_CACHE_DIR", filepath.Join(root, fmt.Sprintf("cache%d", i)))
-		tapefmt.SetRemoteOpener(tapestore.Opener(false))
 		cnt.record()
 		t0 = time.Now()
 		if err := firstScreen(remoteURL); err != nil {
@@ -273,7 +271,7 @@ func run(mb, nTapes, runs int, latency time.Duration) error {
 
 // firstScreen opens the tape in the turntable and draws its first screen.
 func firstScreen(path string) error {
-	d := tui.New([]string{path}, tui.Options{})
+	d := tui.New([]string{path}, tui.Options{Remote: tapestore.Opener(false)})
 	defer d.Close()
 	d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	if v := d.View(); len(v) < 100 {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/engine"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -31,7 +30,7 @@ type breakerCheck struct {
 // Run says whether, where and why the run would have tripped: exit 7 when
 // it would, so that CI can hold recorded runs to limits.
 func (c *BreakerCmd) Run(env *Env) error {
-	t, err := tapefmt.Open(c.Tape)
+	t, err := env.openTape(c.Tape)
 	if err != nil {
 		return err
 	}

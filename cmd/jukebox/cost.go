@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -18,7 +17,7 @@ type CostCmd struct {
 
 // Run prints the bill: a row per group, then the total.
 func (c *CostCmd) Run(env *Env) error {
-	t, err := tapefmt.Open(c.Tape)
+	t, err := env.openTape(c.Tape)
 	if err != nil {
 		return err
 	}

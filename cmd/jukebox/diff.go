@@ -52,9 +52,9 @@ func (c *DiffCmd) Run(env *Env) error {
 	done := make(chan struct{})
 	go func() { // the tapes load side by side: decoding every request body is most of the work
 		defer close(done)
-		right, rightWarn, rightErr = loadTimeline(c.Right)
+		right, rightWarn, rightErr = loadTimeline(env.remote(), c.Right)
 	}()
-	left, leftWarn, err := loadTimeline(c.Left)
+	left, leftWarn, err := loadTimeline(env.remote(), c.Left)
 	<-done
 	for _, w := range []string{leftWarn, rightWarn} {
 		if w != "" {
@@ -82,8 +82,8 @@ func (c *DiffCmd) Run(env *Env) error {
 
 // loadTimeline reads a tape's timeline, with a warning when the tape had to
 // be recovered. A file that is not a tape fails with a tapefmt.FormatError.
-func loadTimeline(path string) (tl diffview.Timeline, warning string, err error) {
-	t, err := tapefmt.Open(path)
+func loadTimeline(remote tapefmt.RemoteOpener, path string) (tl diffview.Timeline, warning string, err error) {
+	t, err := tapefmt.OpenWith(path, remote)
 	if err != nil {
 		return tl, "", err
 	}

@@ -78,7 +78,7 @@ func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
 	if where == "" {
 		where = "the OTEL_EXPORTER_OTLP_* endpoint"
 	}
-	sent, err := export.OTLP(ctx, paths, ep, export.Options{IncludeContent: c.IncludeContent, Service: c.Service},
+	sent, err := export.OTLP(ctx, paths, ep, export.Options{IncludeContent: c.IncludeContent, Service: c.Service, Remote: env.remote()},
 		func(st export.SentTape) {
 			if !c.JSON {
 				fmt.Fprintf(env.Stderr, "jukebox: %s: trace %s, %d spans\n", st.Path, st.TraceID, st.Spans)
@@ -150,7 +150,7 @@ func (c *ExportJSONCmd) Run(env *Env) error {
 // exportTo opens a tape and writes it with write, to stdout or to a new
 // file, which a failure removes: nothing half written is left behind.
 func exportTo(env *Env, path, out string, write func(io.Writer, *tapefmt.Tape) error) error {
-	t, err := tapefmt.Open(path)
+	t, err := env.openTape(path)
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 	if len(models) == 0 {
 		models = []string{""}
 	}
-	start, err := parentStart(c.Tape, env.Stderr)
+	start, err := parentStart(env.remote(), c.Tape, env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	defer pg.close()
 	c.checkStore(ctx, env.Stderr)
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
-	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Frame: c.Frame,
+	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Remote: env.remote(), Frame: c.Frame,
 		Overrides: over, Tape: out, Upstreams: c.Upstream, Rules: rules, LiveHosts: hosts})
 	if res != nil {
 		printBooth(env, res.Booth)
@@ -322,8 +322,8 @@ func orDash(s string) string {
 
 // parentStart is the run.start of the tape at path; a torn tape is said so
 // on warn, when warn is not nil.
-func parentStart(path string, warn io.Writer) (*tapefmt.RunStart, error) {
-	t, err := tapefmt.Open(path)
+func parentStart(remote tapefmt.RemoteOpener, path string, warn io.Writer) (*tapefmt.RunStart, error) {
+	t, err := tapefmt.OpenWith(path, remote)
 	if err != nil {
 		return nil, err
 	}

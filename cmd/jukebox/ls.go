@@ -88,7 +88,7 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 	}
 	rows := make([]lsRow, 0, len(paths))
 	for _, p := range paths {
-		rows = append(rows, summarizeFile(p))
+		rows = append(rows, summarizeFile(env.remote(), p))
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Started.After(rows[j].Started) })
 	if c.JSON {
@@ -117,13 +117,13 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 	return nil
 }
 
-func summarizeFile(path string) lsRow {
+func summarizeFile(remote tapefmt.RemoteOpener, path string) lsRow {
 	name := filepath.Base(path)
 	if loc, err := tapestore.Parse(path); err == nil {
 		name = loc.Name // a store's tape: the name in its path, not its query
 	}
 	stem := strings.TrimSuffix(name, ".jbx")
-	t, err := tapefmt.Open(path)
+	t, err := tapefmt.OpenWith(path, remote)
 	if err != nil {
 		return lsRow{Tape: stem, Summary: timeline.Summary{Path: path}, Error: err.Error()}
 	}

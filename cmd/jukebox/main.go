@@ -86,6 +86,15 @@ type Env struct {
 	cleanups []func()
 }
 
+// remote opens a store's tape by its URL, in place: what every command
+// that reads tapes hands tapefmt.OpenWith (or the engine, the turntable).
+func (env *Env) remote() tapefmt.RemoteOpener { return tapestore.Opener(env.NoCache) }
+
+// openTape opens the tape at path, or the store's tape a URL names.
+func (env *Env) openTape(path string) (*tapefmt.Tape, error) {
+	return tapefmt.OpenWith(path, env.remote())
+}
+
 func main() {
 	// When jukebox re-executes itself as the booth's namespace init, this
 	// runs the child and exits; otherwise it returns at once.
@@ -154,8 +163,6 @@ func parseAndRun(parser *kong.Kong, args []string, env *Env) (code int) {
 	if g, ok := parser.Model.Target.Addr().Interface().(interface{ globals() *Globals }); ok {
 		env.NoCache = g.globals().NoCache
 	}
-	// Every reader of tapes reads a store's tape by its URL, in place.
-	tapefmt.SetRemoteOpener(tapestore.Opener(env.NoCache))
 	defer func() {
 		for _, c := range env.cleanups {
 			c()

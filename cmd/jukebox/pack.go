@@ -26,7 +26,7 @@ func (c *PackCmd) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 	}
-	n, err := engine.Pack(c.Fork, c.Parent, c.Output)
+	n, err := engine.Pack(c.Fork, c.Parent, c.Output, env.remote())
 	if err != nil {
 		return err
 	}

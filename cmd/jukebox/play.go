@@ -45,7 +45,7 @@ func (c *PlayCmd) Validate() error {
 		return fmt.Errorf("--booth-mode applies to the booth; --no-booth runs forks outside it")
 	}
 	if c.Frame != nil && !tapestore.IsURL(c.Tapes[0]) { // a store's tape is checked once fetched
-		if err := c.checkFrame(c.Tapes[0]); err != nil {
+		if err := c.checkFrame(nil, c.Tapes[0]); err != nil {
 			return err
 		}
 	}
@@ -58,9 +58,10 @@ func (c *PlayCmd) Validate() error {
 	return nil
 }
 
-// checkFrame checks --frame against the tape at path.
-func (c *PlayCmd) checkFrame(path string) error {
-	n, err := tapeLen(path)
+// checkFrame checks --frame against the tape at path (a store's, by
+// remote).
+func (c *PlayCmd) checkFrame(remote tapefmt.RemoteOpener, path string) error {
+	n, err := tapeLen(remote, path)
 	if err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 		return withCode(ExitUsage, errNotTerminal)
 	}
 	if c.Frame != nil && tapestore.IsURL(c.Tapes[0]) {
-		if err := c.checkFrame(c.Tapes[0]); err != nil {
+		if err := c.checkFrame(env.remote(), c.Tapes[0]); err != nil {
 			return withCode(ExitUsage, err)
 		}
 	}
@@ -98,7 +99,7 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame, KeepMarkers: true,
-		Verified: verified, StoreKin: tapestore.Kin}
+		Verified: verified, StoreKin: tapestore.Kin, Remote: env.remote()}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
 }
 
@@ -113,7 +114,7 @@ func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
 			return err
 		}
 	}
-	start, err := parentStart(fo.Parent, nil)
+	start, err := parentStart(fo.Remote, fo.Parent, nil)
 	if err != nil {
 		return err
 	}
@@ -134,9 +135,10 @@ func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
 	return nil
 }
 
-// tapeLen is the number of frames of the tape at path.
-func tapeLen(path string) (int, error) {
-	t, err := tapefmt.Open(path)
+// tapeLen is the number of frames of the tape at path (a store's, by
+// remote).
+func tapeLen(remote tapefmt.RemoteOpener, path string) (int, error) {
+	t, err := tapefmt.OpenWith(path, remote)
 	if err != nil {
 		return 0, err
 	}

@@ -15,7 +15,7 @@ type RecoverCmd struct {
 
 // Run copies the frames up to the last whole step into a new, closed tape.
 func (c *RecoverCmd) Run(env *Env) error {
-	t, err := tapefmt.Open(c.Tape)
+	t, err := env.openTape(c.Tape)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
 		return err
 	}
-	if _, err := parentStart(c.Tape, env.Stderr); err != nil {
+	if _, err := parentStart(env.remote(), c.Tape, env.Stderr); err != nil {
 		return err
 	}
 	speed, _ := engine.ParseSpeed(c.Speed)
@@ -98,7 +98,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	defer pg.close()
 	c.checkStore(ctx, env.Stderr)
-	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{
+	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{Remote: env.remote(),
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
 	c.remember(c.RememberRules, c.Tape, err, env.Stderr)

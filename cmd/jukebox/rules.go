@@ -32,7 +32,7 @@ type rulesResult struct {
 
 // Run prints the rules, clearing the sidecar's first when asked.
 func (c *RulesCmd) Run(env *Env) error {
-	start, err := parentStart(c.Tape, env.Stderr)
+	start, err := parentStart(env.remote(), c.Tape, env.Stderr)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func (c *ShowCmd) Validate() error {
 
 // Run prints the frames.
 func (c *ShowCmd) Run(env *Env) error {
-	t, err := tapefmt.Open(c.Tape)
+	t, err := env.openTape(c.Tape)
 	if err != nil {
 		return err
 	}

@@ -344,7 +344,7 @@ func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		return writeJSON(env.Stdout, entries)
+		return writeJSON(env.Stdout, storeEntries(entries))
 	}
 	if len(entries) == 0 {
 		fmt.Fprintf(env.Stdout, "no tapes in %s\n", raw)
@@ -362,7 +362,7 @@ func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", name, timeline.OneLine(why, 0))
 			continue
 		}
-		r := lsRow{Tape: name, Summary: *e.Record.Summary}
+		r := lsRow{Tape: name, Summary: e.Record.Summary.Timeline(e.URL)}
 		verified := "yes"
 		if !e.Record.Verified {
 			verified = "NO: " + timeline.OneLine(e.Record.VerifyError, 0)

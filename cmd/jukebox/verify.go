@@ -44,7 +44,7 @@ func (c *VerifyCmd) Run(env *Env) error {
 	results := make([]verifyResult, 0, len(c.Tapes))
 	code := ExitOK
 	for _, p := range c.Tapes {
-		r := verifyOne(p, tapefmt.VerifyOptions{Blobs: !c.Quick, Key: key})
+		r := verifyOne(env.remote(), p, tapefmt.VerifyOptions{Blobs: !c.Quick, Key: key})
 		if r.err != nil {
 			code = worse(code, codeFor(r.err))
 		}
@@ -75,9 +75,9 @@ func worse(a, b int) int {
 	return a
 }
 
-func verifyOne(path string, opts tapefmt.VerifyOptions) verifyResult {
+func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOptions) verifyResult {
 	r := verifyResult{Path: path}
-	t, err := tapefmt.Open(path)
+	t, err := tapefmt.OpenWith(path, remote)
 	if err != nil {
 		r.setErr(err)
 		return r
