@@ -73,6 +73,10 @@ type RunOptions struct {
 	// these signals do not cancel, since the agent decides when the run
 	// ends. Nil forwards nothing.
 	Signals <-chan os.Signal
+	// StopGrace is how long an agent outside the booth has to exit after
+	// the first stop signal before its whole tree is killed; a second
+	// signal kills it at once. 0 is DefaultGrace.
+	StopGrace time.Duration
 	// Telemetry, when set, sees the tape as it is written (a live
 	// OpenTelemetry export, package export): every frame and blob, never
 	// waited for. Before run.end is written it is told the run ended, and
