@@ -83,6 +83,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
+	o.StopGrace = c.StopGrace // outside the booth too
 	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return err
