@@ -254,10 +254,31 @@ type Divergence struct {
 	// Nearest is the recorded request most like this one, when nothing
 	// was expected at its endpoint: its method, URL and frame.
 	Nearest string `json:"nearest,omitempty"`
+	// Cut: the tape holds no end of its recorded run (the recording was
+	// killed or crashed and the tape cut back to its last whole step) and
+	// the request came after its last call; TapeEnds is its last frame.
+	Cut      bool  `json:"tape_cut,omitempty"`
+	TapeEnds int64 `json:"tape_ends_at_frame,omitempty"`
+}
+
+// Where says where the run diverged, for a one-line summary: "at frame
+// 5", or, when no recorded call was expected, why none was.
+func (d *Divergence) Where() string {
+	switch {
+	case d.Frame >= 0:
+		return fmt.Sprintf("at frame %d", d.Frame)
+	case d.Cut:
+		return fmt.Sprintf("past the end of the cut tape (it ends at frame %d)", d.TapeEnds)
+	}
+	return "at " + d.Endpoint + ", which the recording has no more calls to"
 }
 
 // Error describes the divergence in one paragraph.
 func (d *Divergence) Error() string {
+	if d.Frame < 0 && d.Cut {
+		return fmt.Sprintf("replay diverged: the tape is cut: it ends at frame %d, before its recorded run ended (the recording "+
+			"was killed or crashed), and the agent went on to call %s; replay answered it with an error and did not send it", d.TapeEnds, d.Endpoint)
+	}
 	if d.Frame < 0 {
 		near := ""
 		if d.Nearest != "" {

@@ -84,7 +84,13 @@ func openSource(path string, o *RunOptions, rules *reqmatch.Rules) (*tapefmt.Tap
 }
 
 func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, m *Matcher) (*Result, error) {
-	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) { s.diverged(d, o.Live) }}
+	_, ended := recordedEnd(t)
+	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) {
+		if d.Frame < 0 && !ended { // past the last call of a cut tape
+			d.Cut, d.TapeEnds = true, int64(t.Len())-1
+		}
+		s.diverged(d, o.Live)
+	}}
 	tb.forkCall, tb.overrides = forkOf(t)
 	var ups map[string]string
 	if o.Live || len(o.LiveHosts) > 0 {

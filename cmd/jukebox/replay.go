@@ -140,7 +140,7 @@ func finishStrict(env *Env, res *engine.Result, asJSON bool, line, why string) e
 func notReproduced(res *engine.Result) string {
 	var why []string
 	if res.Divergence != nil {
-		why = append(why, fmt.Sprintf("diverged at frame %d", res.Divergence.Frame))
+		why = append(why, "diverged "+res.Divergence.Where())
 	}
 	if live := liveCalls(res); live > 0 {
 		why = append(why, fmt.Sprintf("%d calls went live", live))
@@ -186,7 +186,7 @@ func replayLine(res *engine.Result) string {
 		s += fmt.Sprintf(", %d SDK telemetry requests answered locally", res.AnsweredLocally)
 	}
 	if res.Divergence != nil {
-		s += fmt.Sprintf(", diverged at frame %d", res.Divergence.Frame)
+		s += ", diverged " + res.Divergence.Where()
 	}
 	if res.Unused > 0 {
 		s += fmt.Sprintf(", %d recorded calls never asked for", res.Unused)
