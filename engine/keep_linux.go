@@ -71,7 +71,9 @@ func (k *kept) started() error {
 	}
 	if msg, ok := strings.CutPrefix(strings.TrimSpace(line), "failed "); ok {
 		close(k.done)
-		return errors.New(msg)
+		num, msg, _ := strings.Cut(msg, " ")
+		n, _ := strconv.Atoi(num)
+		return &startError{msg: msg, errno: syscall.Errno(n)}
 	}
 	go k.read()
 	return nil
@@ -123,3 +125,13 @@ func (k *kept) settle(end *tapefmt.RunEnd) {
 		}
 	}
 }
+
+// startError is the keeper's failure to start the agent: its message and
+// errno (errors.Is(err, fs.ErrNotExist) holds for a missing command).
+type startError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *startError) Error() string { return e.msg }
+func (e *startError) Unwrap() error { return e.errno }

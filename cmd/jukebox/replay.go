@@ -63,7 +63,8 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
 		return err
 	}
-	if _, err := parentStart(c.Tape, env.Stderr); err != nil {
+	rec, err := parentStart(c.Tape, env.Stderr)
+	if err != nil {
 		return err
 	}
 	speed, _ := engine.ParseSpeed(c.Speed)
@@ -102,6 +103,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
 	c.remember(c.Tape, err, env.Stderr)
+	err = dirHint(err, commandArgs(c.Cmd), c.Dir, rec)
 	if res != nil {
 		printBooth(env, res.Booth)
 		c.upload(ctx, env.Stderr, res.Tape)

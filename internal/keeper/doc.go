@@ -10,7 +10,7 @@
 //
 // The keeper talks to jukebox over two inherited descriptors: fd 3 is the
 // lifeline (jukebox's end closes: end the tree), fd 4 carries reports, one
-// a line: "started PID" or "failed MESSAGE", then "interrupt" for each
+// a line: "started PID" or "failed ERRNO MESSAGE", then "interrupt" for each
 // SIGINT that reached the group, then "end STATUS" (the agent's raw wait
 // status).
 package keeper

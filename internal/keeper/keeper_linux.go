@@ -1,6 +1,7 @@
 package keeper
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,7 +57,9 @@ func run(args []string, grace time.Duration) int {
 	cmd := &exec.Cmd{Path: args[0], Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(rep, "failed", strings.ReplaceAll(err.Error(), "\n", " "))
+		var errno syscall.Errno
+		errors.As(err, &errno)
+		fmt.Fprintln(rep, "failed", int(errno), strings.ReplaceAll(err.Error(), "\n", " "))
 		return 127
 	}
 	fmt.Fprintln(rep, "started", cmd.Process.Pid)
