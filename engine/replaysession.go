@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -32,6 +32,10 @@ type ReplayOptions struct {
 	// against the tape (replay --live); every other request that is not
 	// on the tape is a divergence: nothing else leaves the machine.
 	LiveHosts HostPatterns
+	// IgnoreOutput normalise each line of stdout before the recorded and
+	// the replayed output are compared: every match is replaced by "…"
+	// (timings, dates).
+	IgnoreOutput []*regexp.Regexp
 }
 
 // divergenceGrace is how long an agent may run on after replay answered a
@@ -126,7 +130,8 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece.
-		same := bytes.Equal(m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy()))
+		res.OutputDiff = compareOutput(m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy()), o.IgnoreOutput)
+		same := res.OutputDiff == nil
 		res.OutputSame = &same
 	}
 	if end, ok := recordedEnd(t); ok {

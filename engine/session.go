@@ -123,8 +123,10 @@ type Result struct {
 	// OutputSame says whether the agent printed exactly what it printed when
 	// recorded, and ExitSame whether it ended as it did then (replay only;
 	// ExitSame is absent when the recording has no end).
-	OutputSame *bool        `json:"output_same,omitempty"`
-	ExitSame   *bool        `json:"exit_same,omitempty"`
+	OutputSame *bool `json:"output_same,omitempty"`
+	ExitSame   *bool `json:"exit_same,omitempty"`
+	// OutputDiff is where stdout first differs, when OutputSame is false.
+	OutputDiff *OutputDiff  `json:"output_diff,omitempty"`
 	Booth      *BoothResult `json:"booth,omitempty"`
 	// Unreadable says why the tape did not close or read back (TapeError).
 	Unreadable string `json:"tape_unreadable,omitempty"`

@@ -20,6 +20,7 @@ type ReplayCmd struct {
 	QuietSDKs    bool      `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists); on by default, --no-quiet-sdks leaves the environment as it is."`
 	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
+	IgnoreOutput []string  `name:"ignore-output" placeholder:"REGEX" help:"Before the agent's stdout is compared with the recording's, replace every match of REGEX in each line by …: timings, dates (repeatable)."`
 	matchFlags
 	liveFlags
 	redactFlags
@@ -99,8 +100,12 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	defer pg.close()
 	c.checkStore(ctx, env.Stderr)
+	ignore, err := outputRegexps(c.IgnoreOutput)
+	if err != nil {
+		return err
+	}
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{
-		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
+		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, IgnoreOutput: ignore,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
 	c.remember(c.Tape, err, env.Stderr)
 	err = dirHint(err, commandArgs(c.Cmd), c.Dir, rec)
@@ -151,7 +156,7 @@ func notReproduced(res *engine.Result) string {
 		why = append(why, fmt.Sprintf("%d recorded calls never asked for", res.Unused))
 	}
 	if res.OutputSame != nil && !*res.OutputSame {
-		why = append(why, "stdout differs")
+		why = append(why, "stdout differs"+outputDiffText(res.OutputDiff))
 	}
 	if res.ExitSame != nil && !*res.ExitSame {
 		why = append(why, "the agent ended otherwise ("+exitText(res.End)+")")
@@ -197,7 +202,7 @@ func replayLine(res *engine.Result) string {
 		if *res.OutputSame {
 			s += ", stdout identical to the recording"
 		} else {
-			s += ", stdout differs from the recording"
+			s += ", stdout differs from the recording" + outputDiffText(res.OutputDiff)
 		}
 	}
 	if res.ExitSame != nil && !*res.ExitSame {

@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -31,4 +33,26 @@ func dirHint(err error, argv []string, dir string, rec *tapefmt.RunStart) error 
 	}
 	return fmt.Errorf("%w\njukebox: %s is looked for in the folder the agent runs in, the current one (%s); "+
 		"the recording ran in %s: replay with --dir %[4]s", err, argv[0], cwd, rec.Cwd)
+}
+
+// outputRegexps compiles --ignore-output's patterns.
+func outputRegexps(pats []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, p := range pats {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, withCode(ExitUsage, fmt.Errorf("--ignore-output %q: %v", p, err))
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// outputDiffText says where stdout first differs: " first at line N
+// (recorded "…", replayed "…")", "" when unknown.
+func outputDiffText(d *engine.OutputDiff) string {
+	if d == nil {
+		return ""
+	}
+	return fmt.Sprintf(" first at line %d (recorded %q, replayed %q)", d.Line, d.Recorded, d.Replayed)
 }
