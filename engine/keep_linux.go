@@ -108,12 +108,18 @@ func (k *kept) end() {
 // settle puts into end, once the keeper has exited, what it reported: the
 // agent's own exit status (the keeper's is its own) and an interrupt that
 // reached the agent's group from the terminal, which jukebox never saw.
-func (k *kept) settle(end *tapefmt.RunEnd) {
+// pgid is the keeper's, the agent's group.
+func (k *kept) settle(end *tapefmt.RunEnd, pgid int) {
 	if k == nil {
 		return
 	}
 	k.end()
 	<-k.done
+	if k.status.Load() < 0 {
+		// The keeper was killed (by the agent: it runs as the same user)
+		// before it reported: what is left of its group goes now.
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
 	if k.interrupted.Load() && end.Reason == "" {
 		end.Reason = tapefmt.ReasonInterrupted
 	}

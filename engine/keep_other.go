@@ -16,4 +16,4 @@ type kept struct{}
 func keepUnder(*exec.Cmd, time.Duration) *kept { return nil }
 func (*kept) started() error                   { return nil }
 func (*kept) end()                             {}
-func (*kept) settle(*tapefmt.RunEnd)           {}
+func (*kept) settle(*tapefmt.RunEnd, int)      {}

@@ -177,7 +177,7 @@ func (c *child) wait(ctx context.Context, sigs <-chan os.Signal) tapefmt.RunEnd 
 			}
 			c.wg.Wait()
 			end = exitStatus(c.cmd, err, end)
-			c.keep.settle(&end)
+			c.keep.settle(&end, c.cmd.Process.Pid)
 			return end
 		}
 	}

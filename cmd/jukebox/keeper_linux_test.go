@@ -141,3 +141,30 @@ func TestRepeatedInterruptEndsAnAgentThatIgnoresIt(t *testing.T) {
 		t.Fatalf("jukebox exit %d, want %d; stderr:\n%s", code, ExitInterrupted, stderr.String())
 	}
 }
+
+// TestKeeperKilledByTheAgent: an agent that kills its keeper ($PPID of
+// the wrapper) leaves its group behind; jukebox, seeing the keeper gone
+// without a report, kills that group: the grandchild does not outlive
+// the run.
+func TestKeeperKilledByTheAgent(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	script := filepath.Join(dir, "g.py")
+	must(t, os.WriteFile(script, []byte(grandchildPy), 0o644))
+	agent := `"$0" "$1" "$2" wrapped & while [ ! -e "$2" ]; do sleep 0.02; done; kill -9 $PPID; wait`
+	cmd := exec.Command(os.Args[0], "record", "-o", filepath.Join(dir, "k.jbx"), "--", "sh", "-c", agent, py, script, pidFile)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	pid := waitPidFile(t, pidFile, cmd)
+	cmd.Wait()
+	if !gone(pid, 20*time.Second) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("pid %d outlived the run whose agent killed its keeper; stderr:\n%s", pid, stderr.String())
+	}
+}
