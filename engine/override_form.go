@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime/multipart"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -120,19 +122,32 @@ func rewriteForm(body []byte, boundary string, set map[string]*string, required 
 			return nil, err
 		}
 	}
-	for name, v := range set {
-		switch {
-		case seen[name] || v == nil:
-		case required[name]:
-			return nil, fmt.Errorf("set %s: the multipart form has no field %q", name, name)
-		default:
-			h := textproto.MIMEHeader{"Content-Disposition": {fmt.Sprintf(`form-data; name=%q`, name)}}
-			pw, _ := w.CreatePart(h)
-			io.WriteString(pw, *v)
-		}
+	if err := addFields(w, set, seen, required); err != nil {
+		return nil, err
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// addFields adds the fields of set the form did not have (seen), but for
+// required ones, which are an error.
+func addFields(w *multipart.Writer, set map[string]*string, seen, required map[string]bool) error {
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		v := set[name]
+		switch {
+		case seen[name] || v == nil:
+		case required[name]:
+			return fmt.Errorf("set %s: the multipart form has no field %q", name, name)
+		default:
+			h := textproto.MIMEHeader{"Content-Disposition": {fmt.Sprintf(`form-data; name=%q`, name)}}
+			pw, err := w.CreatePart(h)
+			if err != nil {
+				return err
+			}
+			io.WriteString(pw, *v)
+		}
+	}
+	return nil
 }
