@@ -82,6 +82,10 @@ type Matcher struct {
 	calls map[string][]*Call
 	tape  *tapefmt.Tape
 	mask  *tapefmt.Masker // the tape's own (run.start redact): live bodies are masked alike
+	// repeat serves a recorded answer again to a request asked more often
+	// than recorded (replay --repeat); repeats counts how often it did.
+	repeat  bool
+	repeats int
 }
 
 // NewMatcher indexes every LLM call on the tape; rules must be compiled
@@ -197,7 +201,36 @@ func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
 	if c := pick(calls, r, func(c *Call) bool { return bytes.Equal(c.canon, canon) && same(c) }); c != nil {
 		return c, nil
 	}
+	if c := m.again(calls, r.Body, canon, same); c != nil {
+		return c, nil
+	}
 	return nil, m.divergence(r, next, shape{query: query, head: head, canon: canon})
+}
+
+// again is, under --repeat, the last used call equal to the request (its
+// bytes or its canonical form): its answer is served once more.
+func (m *Matcher) again(calls []*Call, body, canon []byte, same func(*Call) bool) *Call {
+	if !m.repeat {
+		return nil
+	}
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		if c.canon == nil {
+			c.canon = canonicalBody(m.rules, c.Request.Header, c.body)
+		}
+		if c.used && same(c) && (bytes.Equal(c.body, body) || bytes.Equal(c.canon, canon)) {
+			m.repeats++
+			return c
+		}
+	}
+	return nil
+}
+
+// Repeats is how often a recorded answer was served again (--repeat).
+func (m *Matcher) Repeats() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.repeats
 }
 
 // pick marks used and returns the unused call that equal accepts, the one

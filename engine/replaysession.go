@@ -36,6 +36,10 @@ type ReplayOptions struct {
 	// the replayed output are compared: every match is replaced by "…"
 	// (timings, dates).
 	IgnoreOutput []*regexp.Regexp
+	// Repeat serves a recorded answer again to a request asked more often
+	// than recorded (vcrpy's allow_playback_repeats), and counts it
+	// (Result.Repeated), instead of diverging.
+	Repeat bool
 }
 
 // divergenceGrace is how long an agent may run on after replay answered a
@@ -51,6 +55,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 		return nil, err
 	}
 	defer t.Close()
+	m.repeat = o.Repeat
 	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay}
 	return s.replay(ctx, o, t, m)
 }
@@ -124,7 +129,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	if res == nil {
 		return nil, err
 	}
-	res.Divergence = s.div.Load()
+	res.Divergence, res.Repeated = s.div.Load(), m.Repeats()
 	served := tb.served.Load()
 	res.Unused, res.Served = tb.unused(), &served
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()

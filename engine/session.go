@@ -125,6 +125,8 @@ type Result struct {
 	// ExitSame is absent when the recording has no end).
 	OutputSame *bool `json:"output_same,omitempty"`
 	ExitSame   *bool `json:"exit_same,omitempty"`
+	// Repeated is how often replay --repeat served a recorded answer again.
+	Repeated int `json:"repeated,omitempty"`
 	// OutputDiff is where stdout first differs, when OutputSame is false.
 	OutputDiff *OutputDiff  `json:"output_diff,omitempty"`
 	Booth      *BoothResult `json:"booth,omitempty"`

@@ -20,6 +20,7 @@ type ReplayCmd struct {
 	QuietSDKs    bool      `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables README lists); on by default, --no-quiet-sdks leaves the environment as it is."`
 	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
+	Repeat       bool      `help:"Serve a recorded answer again to a request asked more often than it was recorded (instead of diverging), and say how often."`
 	IgnoreOutput []string  `name:"ignore-output" placeholder:"REGEX" help:"Before the agent's stdout is compared with the recording's, replace every match of REGEX in each line by …: timings, dates (repeatable)."`
 	matchFlags
 	liveFlags
@@ -105,7 +106,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{
-		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, IgnoreOutput: ignore,
+		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, IgnoreOutput: ignore, Repeat: c.Repeat,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
 	c.remember(c.Tape, err, env.Stderr)
 	err = dirHint(err, commandArgs(c.Cmd), c.Dir, rec)
@@ -191,6 +192,9 @@ func replayLine(res *engine.Result) string {
 	}
 	if res.AnsweredLocally > 0 {
 		s += fmt.Sprintf(", %d SDK telemetry requests answered locally", res.AnsweredLocally)
+	}
+	if res.Repeated > 0 {
+		s += fmt.Sprintf(", %d answers served again (--repeat)", res.Repeated)
 	}
 	if res.Divergence != nil {
 		s += ", diverged " + res.Divergence.Where()
