@@ -17,10 +17,7 @@ import (
 // "frame -1".
 func TestReplayOfACutTapeSaysItIsCut(t *testing.T) {
 	t.Parallel()
-	srv := startModel(t, nil)
-	run := pythonAgent(t, "demo-large")
-	tape := filepath.Join(t.TempDir(), "run.jbx")
-	record(t, srv, run, tape)
+	run, tape, _ := recordedDemo(t)
 	cutAtRequest(t, tape, 3)
 	res, _ := replay(t, run, tape, append(cleanEnv(), "AGENT_MODEL=demo-large"))
 	d := res.Divergence
@@ -66,4 +63,16 @@ func cutAtRequest(t *testing.T, path string, n int) {
 	if err := os.Truncate(path, off); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// recordedDemo records the demo agent (demo-large) and closes the model:
+// a replay must answer everything from the tape.
+func recordedDemo(t *testing.T) (*agentRun, string, *engine.Result) {
+	t.Helper()
+	srv := startModel(t, nil)
+	run := pythonAgent(t, "demo-large")
+	tape := filepath.Join(t.TempDir(), "run.jbx")
+	res := record(t, srv, run, tape)
+	srv.Close()
+	return run, tape, res
 }

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -14,11 +13,7 @@ import (
 // diverges; with it the recorded answers are served again and counted.
 func TestReplayRepeatServesAnswersAgain(t *testing.T) {
 	t.Parallel()
-	srv := startModel(t, nil)
-	run := pythonAgent(t, "demo-large")
-	tape := filepath.Join(t.TempDir(), "run.jbx")
-	rec := record(t, srv, run, tape)
-	srv.Close()
+	run, tape, rec := recordedDemo(t)
 	twice := []string{"sh", "-c", `"$0" "$1" && "$0" "$1"`, run.argv[0], run.argv[1]}
 	env := append(cleanEnv(), "AGENT_MODEL=demo-large")
 	replayTwice := func(repeat bool) *engine.Result {
