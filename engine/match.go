@@ -86,6 +86,10 @@ type Matcher struct {
 	// recorded are the ignore paths the tape was recorded with: rules of
 	// the recording, not typos of this run's, so checkIgnore passes them.
 	recorded []string
+	// repeat serves a recorded answer again to a request asked more often
+	// than recorded (replay --repeat); repeats counts how often it did.
+	repeat  bool
+	repeats int
 }
 
 // NewMatcher indexes every LLM call on the tape; rules must be compiled
@@ -222,7 +226,36 @@ func (m *Matcher) match(r MatchRequest) (*Call, *Divergence) {
 	if c := pick(calls, r, func(c *Call) bool { return bytes.Equal(c.canon, canon) && same(c) }); c != nil {
 		return c, nil
 	}
+	if c := m.again(calls, r.Body, canon, same); c != nil {
+		return c, nil
+	}
 	return nil, m.divergence(r, next, shape{query: query, head: head, canon: canon})
+}
+
+// again is, under --repeat, the last used call equal to the request (its
+// bytes or its canonical form): its answer is served once more.
+func (m *Matcher) again(calls []*Call, body, canon []byte, same func(*Call) bool) *Call {
+	if !m.repeat {
+		return nil
+	}
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		if c.canon == nil {
+			c.canon = canonicalBody(m.rules, c.Request.Header, c.body)
+		}
+		if c.used && same(c) && (bytes.Equal(c.body, body) || bytes.Equal(c.canon, canon)) {
+			m.repeats++
+			return c
+		}
+	}
+	return nil
+}
+
+// Repeats is how often a recorded answer was served again (--repeat).
+func (m *Matcher) Repeats() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.repeats
 }
 
 // pick marks used and returns the unused call that equal accepts, the one
@@ -279,10 +312,31 @@ type Divergence struct {
 	// Nearest is the recorded request most like this one, when nothing
 	// was expected at its endpoint: its method, URL and frame.
 	Nearest string `json:"nearest,omitempty"`
+	// Cut: the tape holds no end of its recorded run (the recording was
+	// killed or crashed and the tape cut back to its last whole step) and
+	// the request came after its last call; TapeEnds is its last frame.
+	Cut      bool  `json:"tape_cut,omitempty"`
+	TapeEnds int64 `json:"tape_ends_at_frame,omitempty"`
+}
+
+// Where says where the run diverged, for a one-line summary: "at frame
+// 5", or, when no recorded call was expected, why none was.
+func (d *Divergence) Where() string {
+	switch {
+	case d.Frame >= 0:
+		return fmt.Sprintf("at frame %d", d.Frame)
+	case d.Cut:
+		return fmt.Sprintf("past the end of the cut tape (it ends at frame %d)", d.TapeEnds)
+	}
+	return "at " + d.Endpoint + ", which the recording has no more calls to"
 }
 
 // Error describes the divergence in one paragraph.
 func (d *Divergence) Error() string {
+	if d.Frame < 0 && d.Cut {
+		return fmt.Sprintf("replay diverged: the tape is cut: it ends at frame %d, before its recorded run ended (the recording "+
+			"was killed or crashed), and the agent went on to call %s; replay answered it with an error and did not send it", d.TapeEnds, d.Endpoint)
+	}
 	if d.Frame < 0 {
 		near := ""
 		if d.Nearest != "" {

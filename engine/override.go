@@ -71,10 +71,19 @@ func (e *OverrideError) Unwrap() error { return e.Err }
 // OpenAI chat request (inserted first when there is none), "instructions"
 // of a Responses request, "system" of an Anthropic request. At the fork
 // call (first), a body that is not a JSON object or a field to set that it
-// lacks is an error; at a later call, that call is left as it is.
+// lacks is an error; at a later call, that call is left as it is. A
+// multipart form (a file upload) has its form fields set instead
+// (applyForm).
 func (o Overrides) Apply(provider, path string, body []byte, first bool) ([]byte, error) {
 	if o.IsZero() {
 		return body, nil // sent as the agent wrote it, byte for byte
+	}
+	if b := formBoundary(body); b != "" {
+		out, err := o.applyForm(body, b)
+		if err != nil && !first {
+			return body, nil
+		}
+		return out, err
 	}
 	v, err := decodeJSON(body)
 	req, ok := v.(map[string]any)

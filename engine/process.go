@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -18,7 +19,9 @@ import (
 // child is the agent process with its output captured.
 type child struct {
 	cmd    *exec.Cmd
-	jobs   jobs // the agent's process group and the terminal (jobs_linux.go)
+	jobs   jobs  // the agent's process group and the terminal (jobs_linux.go)
+	keep   *kept // the keeper of the agent's tree (keep_linux.go), or nil
+	grace  time.Duration
 	wg     sync.WaitGroup
 	pipes  [2]*os.File // read ends of the child's stdout and stderr
 	exited atomic.Bool // the child has exited: reads give up after outputIdle without data
@@ -145,10 +148,18 @@ func startChild(o RunOptions, env []string, outs *outputs) (*child, error) {
 		c.pipes[i], writeEnds[i] = r, w
 	}
 	c.cmd.Stdout, c.cmd.Stderr = writeEnds[0], writeEnds[1]
-	dieWithUs(c.cmd)
+	c.grace = cmp.Or(o.StopGrace, DefaultGrace)
+	if c.keep = keepUnder(c.cmd, c.grace); c.keep == nil {
+		dieWithUs(c.cmd) // the agent alone: the keeper outlives jukebox to end the tree
+	}
 	c.jobs.prepare(c.cmd, o.Stdin)
 	err := c.cmd.Start()
 	c.closePipes(writeEnds[:]) // the child holds its own copies now
+	if err == nil {
+		if err = c.keep.started(); err != nil {
+			c.cmd.Wait()
+		}
+	}
 	if err != nil {
 		c.jobs.done()
 		c.closePipes(c.pipes[:])
@@ -205,6 +216,7 @@ func (c *child) wait(ctx context.Context, sigs <-chan os.Signal) tapefmt.RunEnd 
 	done := make(chan error, 1)
 	go func() { done <- c.cmd.Wait() }()
 	var end tapefmt.RunEnd
+	stops := 0
 	for {
 		select {
 		case s := <-sigs:
@@ -212,6 +224,8 @@ func (c *child) wait(ctx context.Context, sigs <-chan os.Signal) tapefmt.RunEnd 
 				end.Reason = tapefmt.ReasonInterrupted
 			}
 			c.jobs.forward(c.cmd.Process, s)
+			stops++
+			c.escalate(stops)
 		case <-ctx.Done():
 			end.Reason = tapefmt.ReasonCancelled
 			c.kill(3 * time.Second)
@@ -223,15 +237,41 @@ func (c *child) wait(ctx context.Context, sigs <-chan os.Signal) tapefmt.RunEnd 
 				p.SetReadDeadline(time.Now().Add(outputIdle)) // wakes a read with nothing to come
 			}
 			c.wg.Wait()
-			return exitStatus(c.cmd, err, end)
+			end = exitStatus(c.cmd, err, end)
+			c.keep.settle(&end, c.cmd.Process.Pid)
+			return end
 		}
 	}
 }
 
-// kill stops the child: SIGTERM, then SIGKILL after grace.
+// escalate applies the booth's rule to the stops stop signals forwarded so
+// far: the first gives the agent grace to exit, a second, or the end of
+// grace, ends it. Under the keeper, which is in the agent's group and so
+// gets each of them (and the terminal's Ctrl-C, which jukebox never sees),
+// the keeper applies it.
+func (c *child) escalate(stops int) {
+	switch {
+	case c.keep != nil:
+	case stops == 1:
+		time.AfterFunc(c.grace, c.end)
+	default:
+		c.end()
+	}
+}
+
+// kill stops the child: SIGTERM, then, after grace, the end (SIGKILL).
 func (c *child) kill(grace time.Duration) {
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	time.AfterFunc(grace, func() { c.cmd.Process.Kill() })
+	c.jobs.forward(c.cmd.Process, syscall.SIGTERM)
+	time.AfterFunc(grace, c.end)
+}
+
+// end kills the agent: under the keeper, its whole tree.
+func (c *child) end() {
+	if c.keep != nil {
+		c.keep.end()
+		return
+	}
+	c.cmd.Process.Kill()
 }
 
 func exitStatus(cmd *exec.Cmd, err error, end tapefmt.RunEnd) tapefmt.RunEnd {

@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -35,6 +35,14 @@ type ReplayOptions struct {
 	// against the tape (replay --live); every other request that is not
 	// on the tape is a divergence: nothing else leaves the machine.
 	LiveHosts HostPatterns
+	// IgnoreOutput normalise each line of stdout before the recorded and
+	// the replayed output are compared: every match is replaced by "…"
+	// (timings, dates).
+	IgnoreOutput []*regexp.Regexp
+	// Repeat serves a recorded answer again to a request asked more often
+	// than recorded (vcrpy's allow_playback_repeats), and counts it
+	// (Result.Repeated), instead of diverging.
+	Repeat bool
 }
 
 // divergenceGrace is how long an agent may run on after replay answered a
@@ -50,6 +58,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 		return nil, err
 	}
 	defer t.Close()
+	m.repeat = o.Repeat
 	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay}
 	return s.replay(ctx, o, t, m)
 }
@@ -88,7 +97,13 @@ func openSource(path string, remote tapefmt.RemoteOpener, o *RunOptions, rules *
 }
 
 func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, m *Matcher) (*Result, error) {
-	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) { s.diverged(d, o.Live) }}
+	_, ended := recordedEnd(t)
+	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) {
+		if d.Frame < 0 && !ended { // past the last call of a cut tape
+			d.Cut, d.TapeEnds = true, int64(t.Len())-1
+		}
+		s.diverged(d, o.Live)
+	}}
 	tb.forkCall, tb.overrides = forkOf(t)
 	var ups map[string]string
 	if o.Live || len(o.LiveHosts) > 0 {
@@ -118,13 +133,14 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	if res == nil {
 		return nil, err
 	}
-	res.Divergence = s.div.Load()
+	res.Divergence, res.Repeated = s.div.Load(), m.Repeats()
 	served := tb.served.Load()
 	res.Unused, res.Served = tb.unused(), &served
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece.
-		same := bytes.Equal(m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy()))
+		res.OutputDiff = compareOutput(m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy()), o.IgnoreOutput)
+		same := res.OutputDiff == nil
 		res.OutputSame = &same
 	}
 	if end, ok := recordedEnd(t); ok {

@@ -78,6 +78,10 @@ type RunOptions struct {
 	// these signals do not cancel, since the agent decides when the run
 	// ends. Nil forwards nothing.
 	Signals <-chan os.Signal
+	// StopGrace is how long an agent outside the booth has to exit after
+	// the first stop signal before its whole tree is killed; a second
+	// signal kills it at once. 0 is DefaultGrace.
+	StopGrace time.Duration
 	// Telemetry, when set, sees the tape as it is written (a live
 	// OpenTelemetry export, package export): every frame and blob, never
 	// waited for. Before run.end is written it is told the run ended, and
@@ -124,8 +128,12 @@ type Result struct {
 	// OutputSame says whether the agent printed exactly what it printed when
 	// recorded, and ExitSame whether it ended as it did then (replay only;
 	// ExitSame is absent when the recording has no end).
-	OutputSame *bool        `json:"output_same,omitempty"`
-	ExitSame   *bool        `json:"exit_same,omitempty"`
+	OutputSame *bool `json:"output_same,omitempty"`
+	ExitSame   *bool `json:"exit_same,omitempty"`
+	// Repeated is how often replay --repeat served a recorded answer again.
+	Repeated int `json:"repeated,omitempty"`
+	// OutputDiff is where stdout first differs, when OutputSame is false.
+	OutputDiff *OutputDiff  `json:"output_diff,omitempty"`
 	Booth      *BoothResult `json:"booth,omitempty"`
 	// Unreadable says why the tape did not close or read back (TapeError).
 	Unreadable string `json:"tape_unreadable,omitempty"`

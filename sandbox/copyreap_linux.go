@@ -2,17 +2,16 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/jukebox-os/jukebox/internal/keeper"
 	"golang.org/x/sys/unix"
 )
 
@@ -93,78 +92,20 @@ func runReaper(args []string) int {
 	go func() {
 		for s := range sigs {
 			if s == syscall.SIGTERM {
-				killChildren()
+				keeper.KillChildren()
 			} else {
 				cmd.Process.Signal(s)
 			}
 		}
 	}()
 	code, sig, _ := exitStatus(cmd.Wait())
-	if left := endTree(); len(left) > 0 {
+	if left := keeper.EndTree(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "jukebox: booth: %d process(es) the agent started could not be ended (pid %s): they may still write\n", len(left), strings.Join(left, ", "))
 	}
 	if sig != 0 {
 		raise(syscall.Signal(sig))
 	}
 	return code
-}
-
-// endTree kills and reaps every process left under the reaper, those
-// reparented to it while it does included, for up to 10 seconds; it
-// returns the pids still there then (ones it may not signal, say).
-func endTree() []string {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := killChildren()
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-		switch {
-		case errors.Is(err, unix.ECHILD):
-			return nil
-		case err != nil && !errors.Is(err, unix.EINTR):
-			return left
-		case pid > 0:
-			continue
-		case time.Now().After(deadline):
-			return left
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// killChildren sends SIGKILL to every child of this process and returns
-// their pids.
-func killChildren() []string {
-	var pids []string
-	ents, _ := os.ReadDir("/proc")
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || parentOf(pid) != self {
-			continue
-		}
-		unix.Kill(pid, unix.SIGKILL)
-		pids = append(pids, e.Name())
-	}
-	return pids
-}
-
-// parentOf reads pid's parent from /proc, 0 if it cannot.
-func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
 }
 
 // raise ends this process by sig, as the agent was ended, without a core

@@ -1,6 +1,9 @@
 package sandbox
 
-import "github.com/jukebox-os/jukebox/internal/nsinit"
+import (
+	"github.com/jukebox-os/jukebox/internal/keeper"
+	"github.com/jukebox-os/jukebox/internal/nsinit"
+)
 
 // MaybeRunInit runs the booth's namespace init when this process was
 // started as one (nsinit.MaybeRun), and then never returns; in any other
@@ -10,8 +13,10 @@ import "github.com/jukebox-os/jukebox/internal/nsinit"
 // is not installed beside it (nsinit.Path).
 //
 // It also runs a copy run's reaper (copyreap_linux.go) when this process
-// was started as one.
+// was started as one, and the keeper of an agent run outside the booth
+// (internal/keeper).
 func MaybeRunInit() {
+	keeper.MaybeRun()
 	maybeRunReaper()
 	nsinit.MaybeRun()
 }

@@ -32,7 +32,7 @@ type boothFlags struct {
 	// AllowWrite are folders outside the workspace staged with it.
 	AllowWrite []string `name:"allow-write" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write, staged as the workspace is: its changes are listed with the workspace's and committed or rolled back with them, as one. Repeatable. Needs the overlay booth."`
 	// StopGrace is how long the agent has to exit after the first Ctrl-C.
-	StopGrace time.Duration `name:"stop-grace" default:"10s" placeholder:"DURATION" help:"With --booth: after the first Ctrl-C (or SIGTERM, SIGHUP, SIGQUIT), passed on to the agent, how long it has to exit before it is killed; a second one kills it at once."`
+	StopGrace time.Duration `name:"stop-grace" default:"10s" placeholder:"DURATION" help:"After the first Ctrl-C (or SIGTERM, SIGHUP, SIGQUIT), passed on to the agent, how long it has to exit before it is killed (outside the booth: its whole process tree); a second one kills it at once."`
 	PG        string        `name:"pg" placeholder:"DSN" help:"With --booth: the agent's PostgreSQL work joins the booth. The agent gets a local endpoint (DATABASE_URL, PGHOST, PGPORT, PGUSER, PGDATABASE, and a password for the run in PGPASSWORD) whose sessions run inside transactions that are prepared, then committed or rolled back together with the files. The server at DSN must be reachable and allow prepared transactions (max_prepared_transactions above 0), else exit 2 before the agent starts. Its password may come from PGPASSWORD or ~/.pgpass rather than the DSN."`
 }
 

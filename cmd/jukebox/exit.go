@@ -22,7 +22,8 @@ const (
 	ExitTripped  = 7 // the circuit breaker stopped the run
 	ExitRefused  = 8 // the booth refused entries it cannot commit and kept the transaction open
 	// ExitInterrupted: a booth run was interrupted (Ctrl-C, SIGTERM), while
-	// the agent ran or at the question; nothing was committed.
+	// the agent ran or at the question, and nothing was committed; or a run
+	// outside the booth was interrupted (Ctrl-C, SIGINT).
 	ExitInterrupted = 130
 )
 
@@ -91,10 +92,15 @@ func refusedExit(res *engine.Result) error {
 }
 
 // interruptedExit is exit 130 when a stop signal interrupted a booth run,
-// while the agent ran or at the question: ahead of exit 8 and the agent's
+// while the agent ran or at the question, or a SIGINT a run outside it: ahead of exit 8 and the agent's
 // own code, behind an unreadable tape (exit 3). printBooth said what
 // became of the transaction.
 func interruptedExit(res *engine.Result) error {
+	if res != nil && res.Booth == nil && res.End.Reason == tapefmt.ReasonInterrupted {
+		// Outside the booth, as in it: Ctrl-C (SIGINT) ends in 130.
+		return withCode(ExitInterrupted, fmt.Errorf("interrupted (exit %d, ahead of the agent's %s)",
+			ExitInterrupted, exitText(res.End)))
+	}
 	if res == nil || res.Booth == nil || !res.Booth.Interrupted {
 		return nil
 	}

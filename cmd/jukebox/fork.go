@@ -284,7 +284,7 @@ func (c *ForkCmd) report(env *Env, rows []forkRow) error {
 		for _, r := range rows {
 			div := "-"
 			if r.Divergence != nil {
-				div = fmt.Sprintf("at frame %d", r.Divergence.Frame)
+				div = r.Divergence.Where()
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", orDash(r.Model), filepath.Base(r.Tape), r.Calls, r.Frames, exitText(r.End), div)
 		}

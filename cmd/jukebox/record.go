@@ -106,6 +106,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, name, c.Seed, c.JSON)
+	o.StopGrace = c.StopGrace // outside the booth too
 	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return err

@@ -20,6 +20,8 @@ type ReplayCmd struct {
 	QuietSDKs    bool      `name:"quiet-sdks" default:"true" negatable:"" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables docs/recording.md lists); on by default, --no-quiet-sdks leaves the environment as it is."`
 	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
+	Repeat       bool      `help:"Serve a recorded answer again to a request asked more often than it was recorded (instead of diverging), and say how often."`
+	IgnoreOutput []string  `name:"ignore-output" placeholder:"REGEX" help:"Before the agent's stdout is compared with the recording's, replace every match of REGEX in each line by …: timings, dates (repeatable)."`
 	matchFlags
 	rememberFlag
 	liveFlags
@@ -64,7 +66,8 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
 		return err
 	}
-	if _, err := parentStart(env.remote(), c.Tape, env.Stderr); err != nil {
+	rec, err := parentStart(env.remote(), c.Tape, env.Stderr)
+	if err != nil {
 		return err
 	}
 	speed, _ := engine.ParseSpeed(c.Speed)
@@ -84,6 +87,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
+	o.StopGrace = c.StopGrace // outside the booth too
 	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return err
@@ -98,10 +102,15 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	defer pg.close()
 	c.checkStore(ctx, env.Stderr)
+	ignore, err := outputRegexps(c.IgnoreOutput)
+	if err != nil {
+		return err
+	}
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{Remote: env.remote(),
-		RunOptions: o, From: c.Tape, Tape: out, Speed: speed,
+		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, IgnoreOutput: ignore, Repeat: c.Repeat,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
 	c.remember(c.RememberRules, c.Tape, err, env.Stderr)
+	err = dirHint(err, commandArgs(c.Cmd), c.Dir, rec)
 	if res != nil {
 		printBooth(env, res.Booth)
 		c.upload(ctx, env.Stderr, res.Tape)
@@ -140,7 +149,7 @@ func finishStrict(env *Env, res *engine.Result, asJSON bool, line, why string) e
 func notReproduced(res *engine.Result) string {
 	var why []string
 	if res.Divergence != nil {
-		why = append(why, fmt.Sprintf("diverged at frame %d", res.Divergence.Frame))
+		why = append(why, "diverged "+res.Divergence.Where())
 	}
 	if live := liveCalls(res); live > 0 {
 		why = append(why, fmt.Sprintf("%d calls went live", live))
@@ -149,7 +158,7 @@ func notReproduced(res *engine.Result) string {
 		why = append(why, fmt.Sprintf("%d recorded calls never asked for", res.Unused))
 	}
 	if res.OutputSame != nil && !*res.OutputSame {
-		why = append(why, "stdout differs")
+		why = append(why, "stdout differs"+outputDiffText(res.OutputDiff))
 	}
 	if res.ExitSame != nil && !*res.ExitSame {
 		why = append(why, "the agent ended otherwise ("+exitText(res.End)+")")
@@ -185,8 +194,11 @@ func replayLine(res *engine.Result) string {
 	if res.AnsweredLocally > 0 {
 		s += fmt.Sprintf(", %d SDK telemetry requests answered locally", res.AnsweredLocally)
 	}
+	if res.Repeated > 0 {
+		s += fmt.Sprintf(", %d answers served again (--repeat)", res.Repeated)
+	}
 	if res.Divergence != nil {
-		s += fmt.Sprintf(", diverged at frame %d", res.Divergence.Frame)
+		s += ", diverged " + res.Divergence.Where()
 	}
 	if res.Unused > 0 {
 		s += fmt.Sprintf(", %d recorded calls never asked for", res.Unused)
@@ -195,7 +207,7 @@ func replayLine(res *engine.Result) string {
 		if *res.OutputSame {
 			s += ", stdout identical to the recording"
 		} else {
-			s += ", stdout differs from the recording"
+			s += ", stdout differs from the recording" + outputDiffText(res.OutputDiff)
 		}
 	}
 	if res.ExitSame != nil && !*res.ExitSame {

@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // TestInterruptOnATerminal runs jukebox record as the foreground of a
 // terminal, as a shell runs it. A SIGINT sent to jukebox alone (a
 // supervisor, `timeout -s INT`) reaches the agent: it was dropped, taken
 // for the terminal's Ctrl-C, which had reached the agent already. The
-// terminal's own Ctrl-C reaches the agent once.
+// terminal's own Ctrl-C reaches the agent once, and jukebox, which never
+// saw it, hears of it from the keeper: the run is interrupted, exit 130.
 func TestInterruptOnATerminal(t *testing.T) {
 	t.Parallel()
 	for _, how := range []string{"kill", "ctrl-c"} {
@@ -58,10 +60,13 @@ func TestInterruptOnATerminal(t *testing.T) {
 				t.Fatalf("the agent got SIGINT %d times (%q), want once; jukebox exit %d, stderr:\n%s",
 					n, rest.String(), cmd.ProcessState.ExitCode(), stderr.String())
 			}
-			if cmd.ProcessState.ExitCode() != 9 {
-				t.Errorf("jukebox exit %d, want the agent's 9; stderr:\n%s", cmd.ProcessState.ExitCode(), stderr.String())
+			if cmd.ProcessState.ExitCode() != ExitInterrupted {
+				t.Errorf("jukebox exit %d, want %d (the agent's 9, interrupted); stderr:\n%s", cmd.ProcessState.ExitCode(), ExitInterrupted, stderr.String())
 			}
 			tapetest.Verify(t, tape)
+			if end := lastRunEnd(t, tape); end.Reason != tapefmt.ReasonInterrupted || end.ExitCode != 9 {
+				t.Errorf("run.end %+v, want the agent's exit 9, interrupted", end)
+			}
 		})
 	}
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestIgnoreOutputAndFirstDifferingLine: an agent that prints a timing
+// fails replay --strict, and the message and --json name the first line
+// that differs on each side; --ignore-output on that timing passes; a bad
+// pattern is a usage error naming the flag.
+func TestIgnoreOutputAndFirstDifferingLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "timing.jbx")
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+	agent := []string{"--", "sh", "-c", `echo start; echo "took $$ ms"; echo end`} // another pid each run
+	if _, errOut, code := run(append([]string{"record", "-o", tape}, agent...)...); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code := run(append([]string{"replay", "--strict", tape}, agent...)...)
+	if code != ExitDiffers || !strings.Contains(errOut, "first at line 2 (recorded \"took ") {
+		t.Fatalf("replay --strict: exit %d, want %d naming line 2:\n%s", code, ExitDiffers, errOut)
+	}
+	out, _, _ := run(append([]string{"replay", "--json", tape}, agent...)...)
+	var res struct {
+		OutputDiff *struct {
+			Line               int
+			Recorded, Replayed string
+		} `json:"output_diff"`
+	}
+	json.Unmarshal([]byte(out), &res)
+	if d := res.OutputDiff; d == nil || d.Line != 2 || !strings.HasPrefix(d.Recorded, "took ") || !strings.HasPrefix(d.Replayed, "took ") {
+		t.Fatalf("replay --json has no first differing line:\n%s", out)
+	}
+	if _, errOut, code := run(append([]string{"replay", "--strict", "--ignore-output", `took \d+ ms`, tape}, agent...)...); code != 0 {
+		t.Fatalf("replay --strict --ignore-output: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code := run("replay", "--ignore-output", "(", tape); code != ExitUsage || !strings.Contains(errOut, "--ignore-output") {
+		t.Fatalf("a bad pattern: exit %d\n%s", code, errOut)
+	}
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// grandchildPy writes the pid of a process the agent's wrapper started
+// to argv[1] and sleeps. With argv[2] == "setsid" that process is a
+// daemon: forked twice, in a session of its own, its parent gone.
+const grandchildPy = `import os, sys, time
+if sys.argv[2] == "setsid":
+    if os.fork():
+        os.wait()
+        time.sleep(600)
+        sys.exit(0)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(600)
+`
+
+// TestKillNineEndsTheAgentsTree: jukebox record outside the booth, killed
+// with SIGKILL, takes the agent's whole tree with it: a process that the
+// agent's wrapper (sh -c) started, and a double-forked daemon that left
+// its session.
+func TestKillNineEndsTheAgentsTree(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	for _, how := range []string{"wrapped", "setsid"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "pid")
+			script := filepath.Join(dir, "g.py")
+			must(t, os.WriteFile(script, []byte(grandchildPy), 0o644))
+			agent := `"$0" "$1" "$2" "$3" & wait`
+			cmd := exec.Command(os.Args[0], "record", "-o", filepath.Join(dir, "k.jbx"), "--",
+				"sh", "-c", agent, py, script, pidFile, how)
+			cmd.Env = append(os.Environ(), mainEnv+"=1")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			must(t, cmd.Start())
+			pid := waitPidFile(t, pidFile, cmd)
+			must(t, cmd.Process.Signal(syscall.SIGKILL))
+			cmd.Wait()
+			if !gone(pid, 20*time.Second) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("pid %d (%s) outlived jukebox's kill -9; stderr:\n%s", pid, how, stderr.String())
+			}
+		})
+	}
+}
+
+// waitPidFile polls for the pid the grandchild writes, with a deadline.
+func waitPidFile(t *testing.T, path string, cmd *exec.Cmd) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			pid, err := strconv.Atoi(string(b))
+			must(t, err)
+			return pid
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	t.Fatal("the grandchild never wrote its pid")
+	return 0
+}
+
+// gone polls, up to within, until pid has exited (a zombie counts).
+func gone(pid int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return true
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i+1:]), " Z") {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// TestRepeatedInterruptEndsAnAgentThatIgnoresIt: an agent that ignores
+// SIGINT (and whose wrapper does) is killed, whole tree, by a second
+// SIGINT to jukebox (before the grace of the first ends), and jukebox exits 130, as the booth does.
+func TestRepeatedInterruptEndsAnAgentThatIgnoresIt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	agent := `trap '' INT; sh -c 'trap "" INT; echo ready; while :; do sleep 0.05; done' & wait; echo wrapper-exits`
+	cmd := exec.Command(os.Args[0], "record", "-o", filepath.Join(dir, "i.jbx"), "--", "sh", "-c", agent)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		cmd.Process.Kill()
+		t.Fatalf("the agent did not start: %q; stderr:\n%s", lines.Text(), stderr.String())
+	}
+	// Ctrl-C again and again, as a user would, until jukebox is gone: two
+	// signals sent at once may arrive as one.
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	for lines.Scan() {
+	}
+	cmd.Wait()
+	close(stop)
+	if code := cmd.ProcessState.ExitCode(); code != ExitInterrupted {
+		t.Fatalf("jukebox exit %d, want %d; stderr:\n%s", code, ExitInterrupted, stderr.String())
+	}
+}
+
+// TestKeeperKilledByTheAgent: an agent that kills its keeper ($PPID of
+// the wrapper) leaves its group behind; jukebox, seeing the keeper gone
+// without a report, kills that group: the grandchild does not outlive
+// the run.
+func TestKeeperKilledByTheAgent(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	script := filepath.Join(dir, "g.py")
+	must(t, os.WriteFile(script, []byte(grandchildPy), 0o644))
+	agent := `"$0" "$1" "$2" wrapped & while [ ! -e "$2" ]; do sleep 0.02; done; kill -9 $PPID; wait`
+	cmd := exec.Command(os.Args[0], "record", "-o", filepath.Join(dir, "k.jbx"), "--", "sh", "-c", agent, py, script, pidFile)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	pid := waitPidFile(t, pidFile, cmd)
+	cmd.Wait()
+	if !gone(pid, 20*time.Second) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("pid %d outlived the run whose agent killed its keeper; stderr:\n%s", pid, stderr.String())
+	}
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// dirHint adds to err, when a replay's agent did not start because its
+// relative command (./agent.sh) is not in the folder the agent runs in,
+// that the recording ran elsewhere and --dir runs it there. argv is the
+// command given, or the recorded one when none was; dir is --dir.
+func dirHint(err error, argv []string, dir string, rec *tapefmt.RunStart) error {
+	if err == nil || dir != "" || rec == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if len(argv) == 0 {
+		argv = rec.Argv
+	}
+	if len(argv) == 0 || filepath.IsAbs(argv[0]) || !strings.ContainsRune(argv[0], '/') {
+		return err
+	}
+	cwd, _ := os.Getwd()
+	if rec.Cwd == "" || rec.Cwd == cwd {
+		return err
+	}
+	return fmt.Errorf("%w\njukebox: %s is looked for in the folder the agent runs in, the current one (%s); "+
+		"the recording ran in %s: replay with --dir %[4]s", err, argv[0], cwd, rec.Cwd)
+}
+
+// outputRegexps compiles --ignore-output's patterns.
+func outputRegexps(pats []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, p := range pats {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, withCode(ExitUsage, fmt.Errorf("--ignore-output %q: %v", p, err))
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// outputDiffText says where stdout first differs: " first at line N
+// (recorded "…", replayed "…")", "" when unknown.
+func outputDiffText(d *engine.OutputDiff) string {
+	if d == nil {
+		return ""
+	}
+	return fmt.Sprintf(" first at line %d (recorded %q, replayed %q)", d.Line, d.Recorded, d.Replayed)
+}

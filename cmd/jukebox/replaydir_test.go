@@ -1,0 +1,32 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReplayElsewhereNamesDir: a run recorded with a relative command
+// (./agent.sh) and replayed from another folder fails to start, and
+// jukebox says where the recording ran and that --dir runs it there.
+func TestReplayElsewhereNamesDir(t *testing.T) {
+	t.Parallel()
+	home, other := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(home, "agent.sh"), []byte("#!/bin/sh\necho ok\n"), 0o755))
+	tape := filepath.Join(t.TempDir(), "rel.jbx")
+	run := func(dir string, args ...string) (string, int) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1")
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	if out, code := run(home, "record", "-o", tape, "--", "./agent.sh"); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, out)
+	}
+	out, code := run(other, "replay", tape)
+	if code == 0 || !strings.Contains(out, "--dir "+home) {
+		t.Fatalf("replay from another folder: exit %d, want a failure naming --dir %s:\n%s", code, home, out)
+	}
+}

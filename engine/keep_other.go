@@ -1,0 +1,19 @@
+//go:build !linux
+
+package engine
+
+import (
+	"os/exec"
+	"time"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// kept is the keeper of an agent's tree, which only Linux has: elsewhere
+// keepUnder returns nil and every method of a nil *kept does nothing.
+type kept struct{}
+
+func keepUnder(*exec.Cmd, time.Duration) *kept { return nil }
+func (*kept) started() error                   { return nil }
+func (*kept) end()                             {}
+func (*kept) settle(*tapefmt.RunEnd, int)      {}
