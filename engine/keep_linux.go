@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/internal/keeper"
+	"github.com/jukebox-os/jukebox/internal/nsinit"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -35,6 +36,9 @@ func keepUnder(cmd *exec.Cmd, grace time.Duration) *kept {
 	self, err := os.Executable()
 	if !keeper.Available() || cmd.Err != nil || err != nil {
 		return nil
+	}
+	if small := nsinit.Chosen(); small != "" {
+		self = small // a test binary's jukebox-booth, which keeps too: it starts in milliseconds
 	}
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {

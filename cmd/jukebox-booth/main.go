@@ -6,6 +6,12 @@
 // tens. It does nothing run by hand.
 package main
 
-import "github.com/jukebox-os/jukebox/internal/nsinit"
+import (
+	"github.com/jukebox-os/jukebox/internal/keeper"
+	"github.com/jukebox-os/jukebox/internal/nsinit"
+)
 
-func main() { nsinit.Main() }
+func main() {
+	keeper.MaybeRun() // a test's agent keeper (nsinit.Chosen), then the init
+	nsinit.Main()
+}

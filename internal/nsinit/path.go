@@ -57,5 +57,15 @@ var chosen atomic.Pointer[string]
 // still wins.
 func Use(helper string) { chosen.Store(&helper) }
 
+// Chosen is the helper Use chose, "" when none was: a test binary's
+// stand-in for itself where a small executable of this source will do
+// (the engine starts it as the agent's keeper too).
+func Chosen() string {
+	if p := chosen.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
 // Distrust stops Path from answering the helper (see Mismatch).
 func Distrust() { distrusted.Store(true) }
