@@ -37,18 +37,49 @@ func EndTree() []string {
 // KillChildren sends SIGKILL to every child of this process and returns
 // their pids.
 func KillChildren() []string {
-	var pids []string
-	ents, _ := os.ReadDir("/proc")
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || parentOf(pid) != self {
-			continue
+	pids, ok := children()
+	if !ok {
+		pids = nil
+		ents, _ := os.ReadDir("/proc")
+		self := os.Getpid()
+		for _, e := range ents {
+			if pid, err := strconv.Atoi(e.Name()); err == nil && parentOf(pid) == self {
+				pids = append(pids, e.Name())
+			}
 		}
+	}
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
 		unix.Kill(pid, unix.SIGKILL)
-		pids = append(pids, e.Name())
 	}
 	return pids
+}
+
+// children lists this process's children from each of its threads'
+// /proc/self/task/TID/children (a child belongs to the thread that forked
+// it, or was reparented to): a few small reads, where walking /proc reads
+// every process's stat. ok is false where the kernel has no such file.
+func children() (pids []string, ok bool) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // the thread ended meanwhile
+			}
+			return nil, false
+		}
+		pids = append(pids, strings.Fields(string(b))...)
+	}
+	if len(tasks) > 0 {
+		if _, err := os.Stat("/proc/self/task/" + tasks[0].Name() + "/children"); errors.Is(err, os.ErrNotExist) {
+			return nil, false // no CONFIG_PROC_CHILDREN
+		}
+	}
+	return pids, true
 }
 
 // parentOf reads pid's parent from /proc, 0 if it cannot.
