@@ -43,4 +43,9 @@ func TestRecordResponseWriteErrorReachesTheRun(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "llm.response of call 7") {
 		t.Fatalf("writeError = %v, want the failed llm.response of call 7 named", err)
 	}
+	s := &session{tape: w, path: "run.jbx", proxy: p}
+	var te *TapeError
+	if err := s.finish(tapefmt.RunEnd{}, &Result{}); !errors.As(err, &te) || !strings.Contains(err.Error(), "llm.response of call 7: ") {
+		t.Fatalf("finish = %v, want a *TapeError naming the llm.response of call 7 and why", err)
+	}
 }
