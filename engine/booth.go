@@ -225,24 +225,55 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 // cannot be read or the decision made, it rolls back, unless Keep says to
 // keep the transaction whatever happened.
 func (s *session) settle(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd, br *BoothResult) error {
-	defer func() {
-		// What a transaction left open holds must outlive a crash: a later
-		// jukebox booth commit applies it.
-		if (br.Kept || br.Pending) && !tx.Closed() {
-			if err := tx.Flush(); err != nil && s.o.Booth.Notice != nil {
-				fmt.Fprintf(s.o.Booth.Notice, "jukebox: booth: %v\n", err)
-			}
+	err := s.decideTx(ctx, tx, end, br)
+	s.leave(tx, br, br.outcome(tx))
+	return err
+}
+
+// boothOutcome is how a settled transaction was left, read once from the
+// BoothResult (outcome) and acted on once (leave).
+type boothOutcome int
+
+const (
+	outcomeClosed      boothOutcome = iota // committed or rolled back: nothing held
+	outcomeKeptOpen                        // kept open for jukebox booth commit
+	outcomePendingOpen                     // a commit left pending, the transaction open
+	outcomeHeldClosed                      // kept or pending, the transaction closed
+)
+
+// outcome is how br left tx.
+func (br *BoothResult) outcome(tx *sandbox.Tx) boothOutcome {
+	switch {
+	case !br.Kept && !br.Pending:
+		return outcomeClosed
+	case tx.Closed():
+		return outcomeHeldClosed
+	case br.Kept:
+		return outcomeKeptOpen
+	}
+	return outcomePendingOpen
+}
+
+// leave does what o asks: what a transaction left open holds must outlive
+// a crash (a later jukebox booth commit applies it); a kept one keeps its
+// held MCP calls for that commit, otherwise a kept or pending one drops
+// them, listed.
+func (s *session) leave(tx *sandbox.Tx, br *BoothResult, o boothOutcome) {
+	if o == outcomeKeptOpen || o == outcomePendingOpen {
+		if err := tx.Flush(); err != nil && s.o.Booth.Notice != nil {
+			fmt.Fprintf(s.o.Booth.Notice, "jukebox: booth: %v\n", err)
 		}
-		// A kept transaction is committed later by jukebox booth commit,
-		// which offers the held MCP calls kept with it; a commit left
-		// pending drops them, listed.
-		switch {
-		case br.Kept && !tx.Closed():
-			br.Outbox = s.keepOutbox(tx)
-		case br.Kept || br.Pending:
-			br.Outbox = s.dropOutbox()
-		}
-	}()
+	}
+	switch o {
+	case outcomeKeptOpen:
+		br.Outbox = s.keepOutbox(tx)
+	case outcomePendingOpen, outcomeHeldClosed:
+		br.Outbox = s.dropOutbox()
+	}
+}
+
+// decideTx records the changes and commits, rolls back or keeps tx.
+func (s *session) decideTx(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunEnd, br *BoothResult) error {
 	if s.o.Booth.Work != nil {
 		br.SQL = s.o.Booth.Work(tx)
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
-	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/prices"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -42,8 +41,8 @@ func newGuard(l breaker.Limits, trip func(*breaker.Trip), stop func()) *guard {
 func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent string) (tapefmt.LLMResponse, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	text := llmwire.DecodeBody(x.req.Header, x.body).Text // decoded once for both
-	t := g.b.Before(agent, callOf(seq, llmwire.ParseRequestInfo(text).Model, text))
+	d := x.decode()
+	t := g.b.Before(agent, callOf(seq, d.info.Model, d.text))
 	if t == nil {
 		return tapefmt.LLMResponse{}, false
 	}

@@ -106,7 +106,8 @@ func (p *proxy) recordHTTPResponse(x *exchange, id uint64, a answer) {
 		}
 		resp.Body = h
 	}
-	p.tape.Append(0, resp)
+	_, err := p.tape.Append(0, resp)
+	p.wrote("http.response "+x.scheme+"://"+x.host+x.path, err)
 	if a.ws != nil {
 		p.recordConn(id, a.ws)
 	}

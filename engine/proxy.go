@@ -45,6 +45,7 @@ type exchange struct {
 	// onChunk, when set, hears each piece of a live answer as it is
 	// relayed (EventChunk).
 	onChunk func([]byte)
+	dec     decoded // the body decoded and parsed, once (decode)
 }
 
 // matchRequest is x as the matcher sees it.
@@ -108,6 +109,10 @@ type proxy struct {
 	// first one's error.
 	liveFailed atomic.Uint64
 	liveErr    atomic.Pointer[string]
+
+	// writeErr is the first frame the proxy failed to write to the tape,
+	// with the reason: the run fails with it (session.finish).
+	writeErr atomic.Pointer[error]
 
 	mu       sync.Mutex
 	steps    bool            // a call has been made: the next one closes a step
@@ -322,8 +327,7 @@ func (p *proxy) recordRequest(x *exchange) (err error) {
 			return err
 		}
 	}
-	ri := llmwire.ParseRequestInfo(llmwire.DecodeBody(x.req.Header, x.body).Text)
-	ri.Model = cmp.Or(ri.Model, llmwire.PathModel(x.provider.Name, x.path)) // Gemini, Bedrock, an Azure deployment
+	ri := x.decode().info
 	h, err := p.tape.PutBlob(x.provider.Name+" "+x.path+" request", x.body)
 	if err != nil {
 		return err
@@ -355,7 +359,8 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 			}
 			a.resp.Body = h
 		}
-		seq, _ := p.tape.Append(0, a.resp)
+		seq, err := p.tape.Append(0, a.resp)
+		p.wrote("llm.response of call "+fmt.Sprint(x.call), err)
 		x.respSeq = seq
 		if p.control != nil && p.control.mcp.active.Load() {
 			p.control.mcp.asked(seq, &a.resp, a.body)
@@ -372,6 +377,22 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 		}
 		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: c})
 	}
+}
+
+// wrote keeps the first failed write of a frame, naming the frame.
+func (p *proxy) wrote(frame string, err error) {
+	if err != nil {
+		e := fmt.Errorf("writing %s: %w", frame, err)
+		p.writeErr.CompareAndSwap(nil, &e)
+	}
+}
+
+// writeError is the first frame the proxy failed to write, or nil.
+func (p *proxy) writeError() error {
+	if e := p.writeErr.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 func (p *proxy) emit(e Event) {

@@ -419,6 +419,9 @@ func (s *session) finish(end tapefmt.RunEnd, res *Result) error {
 		res.ExportLost, res.ExportError = end.ExportLost, end.ExportError
 	}
 	_, err := s.tape.Append(0, end)
+	if s.proxy != nil {
+		err = errors.Join(s.proxy.writeError(), err)
+	}
 	res.Frames = s.tape.Len()
 	if err = errors.Join(err, s.tape.Close()); err != nil {
 		err = fmt.Errorf("%s: %w", s.path, err)

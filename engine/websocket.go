@@ -138,5 +138,6 @@ func (p *proxy) recordConn(request uint64, ws *wsRecord) {
 		*d.h = h
 	}
 	nc.Error = strings.Join(errs, "; ")
-	p.tape.Append(0, nc)
+	_, err := p.tape.Append(0, nc)
+	p.wrote("net.conn websocket "+ws.host, err)
 }

@@ -55,6 +55,9 @@ func ExtractUsage(body []byte) (model string, u tapefmt.Usage) {
 // openAIUsage is ExtractUsage of a body's objects.
 func openAIUsage(objs [][]byte) (model string, u tapefmt.Usage) {
 	for _, obj := range objs {
+		if model != "" && !mayHoldUsage(obj) {
+			continue // nothing left in it to read: most chunks of a stream
+		}
 		var ev wireEvent
 		if json.Unmarshal(obj, &ev) != nil {
 			continue
@@ -72,6 +75,12 @@ func openAIUsage(objs [][]byte) (model string, u tapefmt.Usage) {
 		}
 	}
 	return model, u
+}
+
+// mayHoldUsage says obj may have a "usage" key: it names one, or holds an
+// escape that could spell one.
+func mayHoldUsage(obj []byte) bool {
+	return bytes.Contains(obj, []byte(`"usage"`)) || bytes.Contains(obj, []byte(`\u`))
 }
 
 func merge(u *tapefmt.Usage, w *wireUsage) {

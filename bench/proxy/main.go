@@ -74,14 +74,17 @@ type params struct {
 	TTFC    int `json:"ttfc"`    // streamed calls per side for time to first chunk
 	Chunks  int `json:"chunks"`  // runes (one chunk each) in the long stream
 	Streams int `json:"streams"` // long streams per side
+	Steps   int `json:"steps"`   // with -steps: the realistic run's steps, and only that is measured
+	Rounds  int `json:"rounds"`  // with -steps: passes over the run
 }
 
 // samples are what the child measured, in nanoseconds and events per second.
 type samples struct {
-	CallDirect, CallProxy []int64
-	TTFCDirect, TTFCProxy []int64
-	RateDirect, RateProxy []float64
-	Events                int // SSE events in one long stream
+	CallDirect, CallProxy   []int64
+	TTFCDirect, TTFCProxy   []int64
+	RateDirect, RateProxy   []float64
+	Events                  int // SSE events in one long stream
+	StepsDirect, StepsProxy []int64
 }
 
 func main() {
@@ -107,7 +110,8 @@ func main() {
 	syncs := flag.String("sync", "step,never", "tape fsync policies to run, comma-separated (step is the CLI default)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the parent (proxy and upstream) to this file")
 	otlp := flag.String("otlp", "", "measure a live OpenTelemetry export's cost instead: 'jaeger' (start $JUKEBOX_JAEGER) or an OTLP/HTTP base URL")
-	rounds := flag.Int("rounds", 6, "with -otlp: recorded runs per side, interleaved")
+	rounds := flag.Int("rounds", 6, "with -otlp: recorded runs per side, interleaved; with -steps: passes over the run")
+	steps := flag.Bool("steps", false, "measure the realistic 50-step streamed run instead (-rounds passes, -sync policies)")
 	https := flag.Int("https", 0, "measure HTTPS through the forward proxy instead: this many first requests to new hosts per side (-calls warm requests, -ttfc streams)")
 	flag.Parse()
 	if *https > 0 {
@@ -128,6 +132,13 @@ func main() {
 			os.Exit(1)
 		}
 		defer stop()
+	}
+	if *steps {
+		if err := stepsBench(p, *rounds, strings.Split(*syncs, ",")); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/proxy:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *otlp != "" {
 		if err := exportCost(p, *otlp, *rounds); err != nil {
@@ -332,6 +343,12 @@ func child(out string) error {
 	}
 	c := &client{http: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	s := &samples{}
+	if p.Steps > 0 {
+		if err := c.stepsChild(p, direct, proxied, s); err != nil {
+			return err
+		}
+		return writeSamples(out, s)
+	}
 	var err error
 	if s.CallDirect, s.CallProxy, err = pairs(p.Calls, direct, proxied, c.call); err != nil {
 		return err
@@ -342,6 +359,11 @@ func child(out string) error {
 	if err := c.streams(p.Streams, direct, proxied, s); err != nil {
 		return err
 	}
+	return writeSamples(out, s)
+}
+
+// writeSamples writes s to the file the parent reads.
+func writeSamples(out string, s *samples) error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return err
