@@ -95,7 +95,9 @@ func TestBoothAgentKeptOffHostByAddress(t *testing.T) {
 			w := httptest.NewRecorder()
 			x := &exchange{scheme: "http", host: h, path: "/", rest: "/", plain: true,
 				req: httptest.NewRequest("GET", "http://"+h+"/", nil), start: time.Now()}
-			return w, l.respond(w, x)
+			a := l.respond(w, x)
+			a.finish(w)
+			return w, a
 		}
 		if w, a := ask(booth); w.Body.String() == "local service" || !strings.Contains(a.resp.Error, "may not reach this machine's own address") {
 			t.Errorf("booth, %s: answered %q, error %q", h, w.Body.String(), a.resp.Error)

@@ -46,6 +46,7 @@ func (p *proxy) servePlain(w http.ResponseWriter, r *http.Request, x *exchange) 
 	}
 	a := pb.respondPlain(w, x)
 	p.recordHTTPResponse(x, id, a)
+	a.finish(w)
 	if a.abort {
 		panic(http.ErrAbortHandler)
 	}

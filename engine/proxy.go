@@ -73,6 +73,16 @@ type answer struct {
 	// hold it past the answer: it is not recycled then.
 	live bool
 	ws   *wsRecord // a WebSocket session the answer opened (net.conn)
+	// tail is the answer's last piece, not yet written to the agent: it
+	// goes once the answer's frame is on the tape (relay).
+	tail []byte
+}
+
+// finish writes the answer's last piece to the agent, its frame written.
+func (a answer) finish(w http.ResponseWriter) {
+	if len(a.tail) > 0 {
+		w.Write(a.tail)
+	}
 }
 
 // backend answers calls: the live upstream when recording, the tape when
@@ -224,6 +234,7 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 		}
 	}
 	p.recordResponse(x, a)
+	a.finish(w)
 	if p.guard != nil && a.live {
 		p.guard.after(x, a, x.respSeq, p.agentOf(x))
 	}

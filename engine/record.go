@@ -152,15 +152,26 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	rc := http.NewResponseController(w)
 	var body bytes.Buffer
 	buf := make([]byte, 32<<10)
+	// An answer that is not streamed goes on a read behind: its last
+	// piece (a.tail) reaches the agent only once its frame is on the
+	// tape, so the agent's next request, which may come on a new
+	// connection as soon as it has the whole answer, is never written
+	// before it.
+	var held []byte
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
 			body.Write(buf[:n])
+			piece := buf[:n]
 			if stream {
 				a.resp.Chunks = append(a.resp.Chunks, tapefmt.Chunk{End: int64(body.Len()), At: int64(time.Since(x.start))})
+			} else {
+				piece, held = held, append(held[:0:0], piece...)
 			}
-			if _, werr := w.Write(buf[:n]); werr == nil {
-				_ = rc.Flush()
+			if len(piece) > 0 {
+				if _, werr := w.Write(piece); werr == nil {
+					_ = rc.Flush()
+				}
 			}
 			if x.onChunk != nil {
 				x.onChunk(buf[:n])
@@ -174,7 +185,7 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 			break
 		}
 	}
-	a.body = body.Bytes()
+	a.body, a.tail = body.Bytes(), held
 	for k, vs := range resp.Trailer { // gRPC's status, a checksum
 		w.Header()[http.TrailerPrefix+k] = vs
 	}

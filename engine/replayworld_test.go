@@ -142,7 +142,7 @@ func TestForkIsClosedBeforeItsFrame(t *testing.T) {
 		x := absExchange(httptest.NewRequest("GET", url, nil))
 		fb.prepare(x)
 		w := httptest.NewRecorder()
-		fb.respond(w, x)
+		fb.respond(w, x).finish(w)
 		return x, w
 	}
 	if x, w := ask(up.URL + "/before"); x.div == nil || w.Code != 400 || hits.Load() != 0 {
@@ -173,7 +173,9 @@ func TestOnDivergenceLivePlain(t *testing.T) {
 	tb := &tapeBackend{m: m, tape: tp, forkCall: -1, onDiv: func(d *Divergence) { div = d }, fallback: newLive(nil, RunOptions{})}
 	x := absExchange(httptest.NewRequest("GET", up.URL+"/v1/search?q=new", nil))
 	w := httptest.NewRecorder()
-	if a := tb.respond(w, x); !a.live || w.Body.String() != "live /v1/search?q=new" || hits.Load() != 1 || div == nil {
+	a := tb.respond(w, x)
+	a.finish(w)
+	if !a.live || w.Body.String() != "live /v1/search?q=new" || hits.Load() != 1 || div == nil {
 		t.Fatalf("live %v, answer %q, hits %d, divergence %v", a.live, w.Body, hits.Load(), div)
 	}
 }
