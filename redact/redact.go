@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // secretHeader reports whether an HTTP header may carry a credential: the
@@ -160,20 +161,29 @@ func redactPassword(v string) string {
 }
 
 // Credentials as they appear inside free text: an argument, a shell
-// script, an environment variable's value.
+// script, an environment variable's value. Compiled on first use: a
+// command that keeps no tape does not pay for them at start-up.
 var (
 	// Authorization: Bearer X; x-api-key: X; "api_key": "X" (a name that
 	// ends in key, token, secret or password, before a colon).
-	headerCredential = regexp.MustCompile(`(?i)((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?|[\w-]*(?:key|token|secret|password)["']?\s*:\s*["']?)([^\s'"\\,}]+)`)
+	headerCredential = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?|[\w-]*(?:key|token|secret|password)["']?\s*:\s*["']?)([^\s'"\\,}]+)`)
+	})
 	// Bearer X anywhere.
-	bearerCredential = regexp.MustCompile(`(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})`)
+	bearerCredential = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})`) })
 	// scheme://user:password@host: the password.
-	userinfoCredential = regexp.MustCompile(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"]*:)([^@\s/'"]+)(@)`)
+	userinfoCredential = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"]*:)([^@\s/'"]+)(@)`)
+	})
 	// -u USER:PASSWORD inside a script (curl).
-	userCredential = regexp.MustCompile(`((?:^|\s)(?:-u|--user)[\s=]+['"]?[^\s:'"]+:)([^\s'"]+)`)
+	userCredential = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`((?:^|\s)(?:-u|--user)[\s=]+['"]?[^\s:'"]+:)([^\s'"]+)`)
+	})
 	// name=value where the name looks secret (a query, a libpq DSN,
 	// --api-key=X inside a script).
-	paramCredential = regexp.MustCompile(`(?i)((?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|passphrase|signature|credential|auth)[\w.-]*=)([^\s&'";)]+)`)
+	paramCredential = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)((?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|passphrase|signature|credential|auth)[\w.-]*=)([^\s&'";)]+)`)
+	})
 )
 
 // Text replaces the credentials found inside s (Argv's
@@ -181,7 +191,7 @@ var (
 // secret-looking name=value pairs and --name VALUE flags, and the rules
 // that hold in any text) with Redacted.
 func Text(s string) string {
-	for _, re := range []*regexp.Regexp{headerCredential, bearerCredential, paramCredential, userCredential} {
+	for _, re := range []*regexp.Regexp{headerCredential(), bearerCredential(), paramCredential(), userCredential()} {
 		s = re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := re.FindStringSubmatch(m)
 			if sub[2] == Redacted {
@@ -190,7 +200,7 @@ func Text(s string) string {
 			return sub[1] + Redacted
 		})
 	}
-	s = userinfoCredential.ReplaceAllString(s, "${1}"+Redacted+"${3}")
+	s = userinfoCredential().ReplaceAllString(s, "${1}"+Redacted+"${3}")
 	return string(maskRules([]byte(flagText(s))))
 }
 
