@@ -141,6 +141,7 @@ func TestDeferredIsSigned(t *testing.T) {
 	mkTree(t, ws, map[string]string{"a.txt": "a"})
 	tx, err := Begin(ws, Options{})
 	must(t, err)
+	t.Cleanup(tx.begin.wait) // the names read in the background writes into ws until it ends
 	must(t, tx.Defer([]byte(`[{"server":"files","tool":"write_file"}]`)))
 	again, err := Open(ws, tx.ID(), Options{})
 	must(t, err)
