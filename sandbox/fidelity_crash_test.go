@@ -233,6 +233,7 @@ func TestRecoverJournalWithoutMeta(t *testing.T) {
 	metaFixture(t, ws)
 	tx, err := Begin(ws, Options{})
 	must(t, err)
+	t.Cleanup(tx.begin.wait) // Begin's names read writes into the workspace until it ends
 	must(t, tx.Files().Chmod("tagged.txt", 0o600))
 	must(t, tx.Files().WriteFile("n.txt", []byte("n"), 0o644))
 	w, err := newWorkspace(ws, Options{})

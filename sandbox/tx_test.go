@@ -127,6 +127,7 @@ func TestReadDirMergesLayers(t *testing.T) {
 	mkTree(t, ws, sampleTree())
 	tx, err := Begin(ws, Options{})
 	must(t, err)
+	t.Cleanup(tx.begin.wait) // Begin's names read writes into the workspace until it ends
 	stageMixed(t, tx)
 	list, err := tx.Files().ReadDir(".")
 	must(t, err)
@@ -160,6 +161,7 @@ func TestSavepoints(t *testing.T) {
 	mkTree(t, ws, sampleTree())
 	tx, err := Begin(ws, Options{})
 	must(t, err)
+	t.Cleanup(tx.begin.wait) // Begin's names read writes into the workspace until it ends
 	must(t, tx.Files().WriteFile("one.txt", []byte("1"), 0o644))
 	must(t, tx.Savepoint(ctx, "a"))
 	must(t, tx.Files().WriteFile("two.txt", []byte("2"), 0o644))
