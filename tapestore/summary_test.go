@@ -19,16 +19,7 @@ import (
 // the upload shows in both alike).
 func TestStoredSummaryKeepsNoCost(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	loc, err := Parse("file://" + root + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, root := folderStore(t)
 	tape := copyTape(t, t.TempDir(), "run.jbx")
 	up, err := s.Upload(ctx, tape, nil)
 	if err != nil {

@@ -77,16 +77,7 @@ func copyTape(t *testing.T, dir, name string) string {
 // and an object that is no tape are called.
 func TestFileStore(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	loc, err := Parse("file://" + root + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, root := folderStore(t)
 	if err := s.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +96,7 @@ func TestFileStore(t *testing.T) {
 	if up.Already || !up.Verified || up.Key != KeyFor("run.jbx", id) || !strings.HasPrefix(up.Key, "run-") || last != up.Size {
 		t.Fatalf("upload: %+v (progress %d)", up, last)
 	}
+	loc, _ := Parse("file://" + root + "/")
 	if key, ok := Noted(tape, loc.String()); !ok || key != up.Key {
 		t.Errorf("the upload is not noted beside the tape: %q %v", key, ok)
 	}
@@ -209,4 +201,21 @@ func TestUploadWhenTheNoteFails(t *testing.T) {
 	if err != nil || up.NoteError == "" || up.Already {
 		t.Fatalf("upload when the note fails: %+v, %v", up, err)
 	}
+}
+
+// folderStore opens a store over a new folder (file://), closed when the
+// test ends, and returns it with the folder.
+func folderStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	root := t.TempDir()
+	loc, err := Parse("file://" + root + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, root
 }
