@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -140,21 +141,9 @@ func (b *BoothResult) RefusedCount() int {
 	return n
 }
 
-// OutboxResult is how a held MCP tool call went.
-type OutboxResult struct {
-	Server string `json:"server"`
-	Tool   string `json:"tool"`
-	Key    string `json:"key"`
-	Ran    bool   `json:"ran"` // run after the commit (else dropped, or kept)
-	// Kept: kept with the transaction, for jukebox booth commit.
-	Kept  bool   `json:"kept,omitempty"`
-	Error string `json:"error,omitempty"` // the server's error, or why it could not run
-	// Approve: the policy lets it run only when a person approved the
-	// commit (--commit ask, answered yes).
-	Approve bool            `json:"approve,omitempty"`
-	Args    json.RawMessage `json:"arguments,omitempty"`
-	Argv    []string        `json:"argv,omitempty"` // the server's command line, which runs it outside the booth
-}
+// OutboxResult is how a held MCP tool call went: the booth's outbox
+// and an SDK transaction's commit answer it alike (controlapi).
+type OutboxResult = controlapi.OutboxResult
 
 // runBooth runs the agent as a booth child and settles its changes.
 func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tapefmt.RunEnd, error) {

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/internal/runca"
 	"github.com/jukebox-os/jukebox/llmwire"
 )
@@ -321,22 +321,15 @@ func (l *connListener) Close() error {
 // Addr is the proxy's address.
 func (l *connListener) Addr() net.Addr { return l.addr }
 
-// endpoint registers a loopback address of jukebox's own (a jukebox mcp
+// Endpoint registers a loopback address of jukebox's own (a jukebox mcp
 // --url listener): forwarded requests to it are relayed unrecorded.
-func (c *control) endpoint(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Addr string `json:"addr"`
-	}
-	if !decode(w, r, &req) {
-		return
-	}
+func (c *control) Endpoint(_ context.Context, req controlapi.Endpoint) (controlapi.Endpoint, error) {
 	host, _, err := net.SplitHostPort(req.Addr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-		controlError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("jukebox: endpoint %q is not a loopback host:port", req.Addr))
-		return
+		return controlapi.Endpoint{}, controlapi.BadRequest("endpoint %q is not a loopback host:port", req.Addr)
 	}
 	c.p.fwd.own.Store(req.Addr, true)
-	writeControl(w, http.StatusOK, map[string]any{"addr": req.Addr})
+	return req, nil
 }
 
 // passThrough relays a forwarded request to one of jukebox's own

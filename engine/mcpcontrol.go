@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -111,32 +113,23 @@ func (m *mcpSessions) link(message []byte) *tapefmt.ToolLink {
 	return nil
 }
 
-// mcpStart opens a session: {"server", "argv"} → {"session", "replay",
-// "live_later", "messages"} (openMCP).
-func (c *control) mcpStart(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Server string   `json:"server"`
-		Argv   []string `json:"argv"`
-	}
-	if !decode(w, r, &req) {
-		return
-	}
+// MCPStart opens a session (openMCP): its number, and in a replay or a
+// fork the recorded session to answer from.
+func (c *control) MCPStart(_ context.Context, req controlapi.MCPStart) (controlapi.MCPSession, error) {
 	if req.Server == "" {
-		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp start: no server name")
-		return
+		return controlapi.MCPSession{}, controlapi.BadRequest("mcp start: no server name")
 	}
 	o, err := c.openMCP(req.Server, map[string]any{"argv": req.Argv})
 	var ns *noSessionError
 	switch {
 	case errors.As(err, &ns):
-		controlError(w, http.StatusConflict, "no_session", "jukebox: "+err.Error())
+		return controlapi.MCPSession{}, controlapi.Fail(http.StatusConflict, controlapi.TypeNoSession, err)
 	case err != nil:
-		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
+		return controlapi.MCPSession{}, err
 	case o.replay:
-		writeControl(w, http.StatusOK, map[string]any{"session": o.session, "replay": true, "live_later": o.liveLater, "messages": o.messages})
-	default:
-		writeControl(w, http.StatusOK, map[string]any{"session": o.session, "replay": false})
+		return controlapi.MCPSession{Session: o.session, Replay: true, LiveLater: o.liveLater, Messages: o.messages}, nil
 	}
+	return controlapi.MCPSession{Session: o.session}, nil
 }
 
 // mcpOpened is a session openMCP opened.
@@ -203,11 +196,11 @@ func (c *control) readTape() (t *tapefmt.Tape, fork bool) {
 	return nil, false
 }
 
-// mcpLive says whether an MCP session of this run goes to its live server
-// now: {"live"}. A recording always does and a replay never; a fork does
+// MCPLive says whether an MCP session of this run goes to its live
+// server now. A recording always does and a replay never; a fork does
 // from its fork point on, or once it diverged.
-func (c *control) mcpLive(w http.ResponseWriter, r *http.Request) {
-	writeControl(w, http.StatusOK, map[string]any{"live": c.live()})
+func (c *control) MCPLive(context.Context) (controlapi.Live, error) {
+	return controlapi.Live{Live: c.live()}, nil
 }
 
 // live reports whether MCP sessions go to their live servers now.
@@ -223,52 +216,32 @@ func (c *control) live() bool {
 	return true
 }
 
-// mcpMessage records one message of a session (recordMCP).
-func (c *control) mcpMessage(w http.ResponseWriter, r *http.Request) {
-	var m mcp.Wire
-	if !decode(w, r, &m) {
-		return
-	}
+// MCPMessage records one message of a session (recordMCP).
+func (c *control) MCPMessage(_ context.Context, m controlapi.MCPMessage) (controlapi.Frame, error) {
 	if m.Dir != tapefmt.MCPToServer && m.Dir != tapefmt.MCPFromServer {
-		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp message: dir is to_server or from_server")
-		return
+		return controlapi.Frame{}, controlapi.BadRequest("mcp message: dir is to_server or from_server")
 	}
 	seq, err := c.recordMCP(m)
-	if err != nil {
-		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
-		return
-	}
-	writeControl(w, http.StatusOK, map[string]any{"frame": seq})
+	return controlapi.Frame{Frame: seq}, err
 }
 
-// mcpOutbox holds a tools/call until the booth commits: {"server",
-// "session", "tool", "arguments"} → {"key"}, the idempotency key it will
-// run with. Only a booth run has an outbox (409 unavailable otherwise);
-// a call the user's policy does not hold is refused (403 refused, why).
-func (c *control) mcpOutbox(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Server  string          `json:"server"`
-		Session int             `json:"session"`
-		Tool    string          `json:"tool"`
-		Args    json.RawMessage `json:"arguments"`
-		Approve bool            `json:"approve"`
-	}
-	if !decode(w, r, &req) {
-		return
-	}
-	key, err := c.hold(mcpKey{req.Server, req.Session}, req.Tool, req.Args, req.Approve)
+// MCPOutbox holds a tools/call until the booth commits (hold): the
+// idempotency key it will run with. Only a booth run, or an SDK
+// transaction that stages MCP calls, has an outbox (409 unavailable
+// otherwise); a call the user's policy does not hold is refused (403
+// refused, why).
+func (c *control) MCPOutbox(_ context.Context, req controlapi.MCPOutbox) (controlapi.OutboxKey, error) {
+	key, err := c.hold(mcpKey{req.Server, req.Session}, req.Tool, req.Arguments, req.Approve)
 	switch {
 	case errors.Is(err, mcp.ErrNotHeld):
-		controlError(w, http.StatusForbidden, "refused", "jukebox: mcp outbox: "+err.Error())
+		return controlapi.OutboxKey{}, &controlapi.Error{Status: http.StatusForbidden, Type: controlapi.TypeRefused,
+			Message: "jukebox: mcp outbox: " + err.Error(), Err: err}
 	case errors.Is(err, errNoOutbox):
-		controlError(w, http.StatusConflict, "unavailable", "jukebox: "+err.Error())
+		return controlapi.OutboxKey{}, controlapi.Fail(http.StatusConflict, controlapi.TypeUnavailable, err)
 	case errors.Is(err, errNotHoldable):
-		controlError(w, http.StatusBadRequest, "bad_request", "jukebox: mcp outbox: an open session and a tool, please")
-	case err != nil:
-		controlError(w, http.StatusInternalServerError, "tape", "jukebox: "+err.Error())
-	default:
-		writeControl(w, http.StatusOK, map[string]any{"key": key})
+		return controlapi.OutboxKey{}, controlapi.BadRequest("mcp outbox: an open session and a tool, please")
 	}
+	return controlapi.OutboxKey{Key: key}, err
 }
 
 // Why a call cannot be held for the outbox.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -31,6 +32,9 @@ type ServeInfo struct {
 	// agent: JUKEBOX_CONTROL and its token, the providers' base URLs,
 	// JUKEBOX_SEED and the rest.
 	Env map[string]string `json:"env"`
+	// Control is the run's control API, for a caller in this process to
+	// call directly (jukebox mcp on its own tape) rather than over HTTP.
+	Control controlapi.Run `json:"-"`
 }
 
 // Serve records a process that is already running, the way Record records
@@ -65,7 +69,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Result, error) {
 		stop()
 	}
 	if o.Ready != nil {
-		info := ServeInfo{Tape: s.path, Seed: s.o.Seed, Env: s.runEnv(false)}
+		info := ServeInfo{Tape: s.path, Seed: s.o.Seed, Env: s.runEnv(false), Control: s.proxy.control}
 		if s.tape != nil {
 			id := s.tape.ID()
 			info.TapeID = hex.EncodeToString(id[:])
@@ -84,20 +88,14 @@ func Serve(ctx context.Context, o ServeOptions) (*Result, error) {
 	return s.close(ctx, end, &Result{Tape: s.path}, nil)
 }
 
-// end ends a served run: {"exit_code", "error"}. Only Serve takes it; an
-// agent that jukebox started ends when it exits.
-func (c *control) end(w http.ResponseWriter, r *http.Request) {
+// End ends a served run. Only Serve takes it; an agent that jukebox
+// started ends when it exits.
+func (c *control) End(_ context.Context, req controlapi.End) (controlapi.Ended, error) {
 	if c.onEnd == nil {
-		controlError(w, http.StatusConflict, "unavailable", "jukebox: this run ends when its agent exits (end is for jukebox serve)")
-		return
+		return controlapi.Ended{}, controlapi.Failf(http.StatusConflict, controlapi.TypeUnavailable,
+			"this run ends when its agent exits (end is for jukebox serve)")
 	}
-	var req struct {
-		ExitCode int    `json:"exit_code"`
-		Error    string `json:"error"`
-	}
-	if r.ContentLength != 0 && !decode(w, r, &req) {
-		return
-	}
-	writeControl(w, http.StatusOK, map[string]any{"ended": true})
-	c.onEnd(tapefmt.RunEnd{ExitCode: req.ExitCode, Error: req.Error})
+	// The answer goes before the run ends, as it did over HTTP.
+	defer c.onEnd(tapefmt.RunEnd{ExitCode: req.ExitCode, Error: req.Error})
+	return controlapi.Ended{Ended: true}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -86,42 +87,26 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	default:
 		name = safeName(filepath.Base(argv[0]))
 	}
-	ctl, err := controlFromEnv()
+	ctl, finish, err := c.control(ctx, env, name, argv)
 	if err != nil {
 		return err
 	}
-	if ctl == nil {
-		var pid int
-		if ctl, pid = controlFromAncestors(); ctl != nil {
-			fmt.Fprintf(env.Stderr, "jukebox mcp: %s: joined the run of process %d (found through the process tree: the MCP client did not pass JUKEBOX_CONTROL on)\n", name, pid)
-		}
-	}
-	var finish func(exit int) error
-	if ctl == nil {
-		if ctl, finish, err = c.serveOwnTape(ctx, env, name, argv); err != nil {
-			return err
-		}
-	}
-	var start struct {
-		Session   int        `json:"session"`
-		Replay    bool       `json:"replay"`
-		LiveLater bool       `json:"live_later"`
-		Messages  []mcp.Wire `json:"messages"`
-	}
-	if err := ctl.post("mcp/start", map[string]any{"server": name, "argv": argv}, &start); err != nil {
+	start, err := ctl.MCPStart(ctx, controlapi.MCPStart{Server: name, Argv: argv})
+	if err != nil {
 		return fmt.Errorf("mcp %s: %w", name, err)
 	}
-	rec := ctl.recorder(name, start.Session, env.Stderr)
+	rec := recorder(ctx, ctl, name, start.Session, env.Stderr)
+	live := func() bool { l, err := ctl.MCPLive(context.WithoutCancel(ctx)); return err == nil && l.Live }
 	if c.URL != "" {
 		o := mcp.HTTPOptions{Max: c.MaxMessage}
 		if c.policy != nil {
-			ro := c.policyOptions(ctl, name, start.Session, env.Stderr)
+			ro := c.policyOptions(context.WithoutCancel(ctx), ctl, name, start.Session, env.Stderr)
 			o.Intercept, o.ServerSaw = ro.Intercept, ro.ServerSaw
 		}
 		var h http.Handler
 		switch {
 		case start.Replay && start.LiveLater: // a fork: from the tape up to the fork point, live from there
-			h = mcp.NewHTTPFork(mcp.ReplayerOf(start.Messages), upstream, rec, ctl.live, o, func() {
+			h = mcp.NewHTTPFork(mcp.ReplayerOf(start.Messages), upstream, rec, live, o, func() {
 				fmt.Fprintf(env.Stderr, "jukebox mcp: %s: live from here on\n", name)
 			})
 		case start.Replay:
@@ -146,7 +131,7 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 		// A fork: answered from the parent's session until the fork point
 		// (or a request the parent never made), live from there on.
 		client := bufio.NewReaderSize(env.Stdin, 64<<10)
-		line, err := r.ServeUntilLive(client, env.Stdout, rec, ctl.live)
+		line, err := r.ServeUntilLive(client, env.Stdout, rec, live)
 		if err != nil || line == nil {
 			return err
 		}
@@ -158,7 +143,7 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	}
 	var opts mcp.RelayOptions
 	if c.policy != nil {
-		opts = c.policyOptions(ctl, name, start.Session, env.Stderr)
+		opts = c.policyOptions(context.WithoutCancel(ctx), ctl, name, start.Session, env.Stderr)
 	}
 	exit, err := c.relayLive(ctx, env, argv, rec, nil, opts)
 	if finish != nil {
@@ -170,7 +155,7 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 // serveHTTP serves h on --listen and prints its URL (path as the
 // upstream's) on stdout until it is interrupted (SIGINT, SIGTERM) or ctx
 // is done. Its input is not watched: a background job's is /dev/null.
-func (c *McpRunCmd) serveHTTP(ctx context.Context, env *Env, h http.Handler, path string, ctl *controlClient) error {
+func (c *McpRunCmd) serveHTTP(ctx context.Context, env *Env, h http.Handler, path string, ctl controlapi.Run) error {
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.Listen, err)
@@ -178,7 +163,7 @@ func (c *McpRunCmd) serveHTTP(ctx context.Context, env *Env, h http.Handler, pat
 	// The agent reaches this listener through the run's forward proxy;
 	// registered, it is relayed there unrecorded (it records itself). A
 	// recorder too old to know the call records it twice, no worse.
-	_ = ctl.post("endpoint", map[string]string{"addr": ln.Addr().String()}, nil)
+	_, _ = ctl.Endpoint(ctx, controlapi.Endpoint{Addr: ln.Addr().String()})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	go srv.Serve(ln)
 	fmt.Fprintf(env.Stdout, "http://%s%s\n", ln.Addr(), path)
@@ -209,13 +194,10 @@ const serverGrace = 5 * time.Second
 // decided (mcp.Policy.Intercept), an outbox call held through the run's
 // control API (run now, with a note, outside a booth run), the server's
 // tools/list learnt.
-func (c *McpRunCmd) policyOptions(ctl *controlClient, name string, session int, w io.Writer) mcp.RelayOptions {
+func (c *McpRunCmd) policyOptions(ctx context.Context, ctl controlapi.Run, name string, session int, w io.Writer) mcp.RelayOptions {
 	p := c.policy
 	hold := func(tool string, args json.RawMessage, approve bool) (string, error) {
-		var out struct {
-			Key string `json:"key"`
-		}
-		err := ctl.post("mcp/outbox", map[string]any{"server": name, "session": session, "tool": tool, "arguments": args, "approve": approve}, &out)
+		out, err := ctl.MCPOutbox(ctx, controlapi.MCPOutbox{Server: name, Session: session, Tool: tool, Arguments: args, Approve: approve})
 		return out.Key, err
 	}
 	say := func(s string) { fmt.Fprintf(w, "jukebox mcp: %s\n", s) }
@@ -270,7 +252,7 @@ func (c *McpRunCmd) relayLive(ctx context.Context, env *Env, argv []string, rec 
 
 // serveOwnTape records a session that runs on its own (no jukebox record
 // around it): a served run, in process, on a tape of its own.
-func (c *McpRunCmd) serveOwnTape(ctx context.Context, env *Env, name string, argv []string) (*controlClient, func(int) error, error) {
+func (c *McpRunCmd) serveOwnTape(ctx context.Context, env *Env, name string, argv []string) (controlapi.Run, func(int) error, error) {
 	path, err := tapeIn(c.Output, "tapes", "mcp-"+name)
 	if err != nil {
 		return nil, nil, err
@@ -290,9 +272,9 @@ func (c *McpRunCmd) serveOwnTape(ctx context.Context, env *Env, name string, arg
 	}()
 	select {
 	case info := <-ready:
-		ctl := &controlClient{base: info.Env["JUKEBOX_CONTROL"], token: info.Env[engine.TokenEnv]}
+		ctl := info.Control // in this process: called directly, not over HTTP
 		finish := func(exit int) error {
-			ctl.post("end", map[string]any{"exit_code": exit}, nil)
+			ctl.End(context.WithoutCancel(ctx), controlapi.End{ExitCode: exit})
 			o := <-done
 			stop()
 			if err := runFailed(o.err, o.res); err != nil {
@@ -314,110 +296,38 @@ func (c *McpRunCmd) serveOwnTape(ctx context.Context, env *Env, name string, arg
 	}
 }
 
-// controlClient calls a run's control API (docs/control-api.md).
-type controlClient struct {
-	base, token string
-	warned      sync.Once
+// control is the control API of the run this session is part of: the
+// run's over HTTP under jukebox record, replay or fork; on its own, a
+// served run in this process, called directly (finish ends it).
+func (c *McpRunCmd) control(ctx context.Context, env *Env, name string, argv []string) (controlapi.Run, func(int) error, error) {
+	client, err := controlapi.FromEnv()
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case client != nil:
+		return client, nil, nil
+	}
+	if client, pid := controlFromAncestors(); client != nil {
+		fmt.Fprintf(env.Stderr, "jukebox mcp: %s: joined the run of process %d (found through the process tree: the MCP client did not pass JUKEBOX_CONTROL on)\n", name, pid)
+		return client, nil, nil
+	}
+	return c.serveOwnTape(ctx, env, name, argv)
 }
-
-// controlFromEnv is the control API of the run this process is part of,
-// or nil when it runs on its own.
-func controlFromEnv() (*controlClient, error) {
-	base := os.Getenv("JUKEBOX_CONTROL")
-	if base == "" {
-		return nil, nil
-	}
-	token := os.Getenv(engine.TokenEnv)
-	if token == "" {
-		return nil, fmt.Errorf("JUKEBOX_CONTROL is set but %s is not: the recorder's token did not reach this process", engine.TokenEnv)
-	}
-	return &controlClient{base: base, token: token}, nil
-}
-
-// loopback calls the control API directly, never through a proxy the
-// environment names.
-var loopback = &http.Client{Transport: &http.Transport{Proxy: nil}}
-
-// live says whether the run's MCP sessions go to their live servers now
-// (a fork past its fork point); an error reads as not yet.
-func (c *controlClient) live() bool {
-	req, err := http.NewRequest("GET", c.base+"/v1/mcp/live", nil)
-	if err != nil {
-		return false
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := loopback.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Live bool `json:"live"`
-	}
-	return json.NewDecoder(resp.Body).Decode(&out) == nil && out.Live
-}
-
-func (c *controlClient) post(path string, body, out any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequest("POST", c.base+"/v1/"+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := loopback.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		switch {
-		case json.Unmarshal(raw, &e) != nil || e.Error.Message == "":
-		case e.Error.Type == "refused": // the user's policy would not hold the call
-			return refusedError(e.Error.Message)
-		default:
-			return errors.New(e.Error.Message)
-		}
-		return fmt.Errorf("control API: HTTP %d", resp.StatusCode)
-	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
-	}
-	return nil
-}
-
-// refusedError is the control API's refusal to hold a call the user's
-// policy does not hold (mcp.ErrNotHeld).
-type refusedError string
-
-func (e refusedError) Error() string { return string(e) }
-func (e refusedError) Unwrap() error { return mcp.ErrNotHeld }
 
 // recorder sends each message of the session to the tape, saying on w
 // what was wrong with a line, and once that the recorder cannot be
 // reached (the session goes on unrecorded then).
-func (c *controlClient) recorder(server string, session int, w io.Writer) mcp.Recorder {
+func recorder(ctx context.Context, ctl controlapi.Run, server string, session int, w io.Writer) mcp.Recorder {
+	ctx = context.WithoutCancel(ctx) // the session's last lines are recorded after an interrupt too
+	var warned sync.Once
 	return func(m mcp.Message) {
 		if m.Problem != "" && !strings.HasPrefix(m.Problem, mcp.PolicyAnswer) {
 			fmt.Fprintf(w, "jukebox mcp: %s: %s %s: %s\n", server, "a message", dirText(m.Dir), m.Problem)
 		}
-		err := c.post("mcp/message", mcp.Wire{Server: server, Session: session, Dir: m.Dir,
-			Message: string(m.Raw), Problem: m.Problem, Size: m.Size}, nil)
+		_, err := ctl.MCPMessage(ctx, controlapi.MCPMessage{Server: server, Session: session, Dir: m.Dir,
+			Message: string(m.Raw), Problem: m.Problem, Size: m.Size})
 		if err != nil {
-			c.warned.Do(func() {
+			warned.Do(func() {
 				fmt.Fprintf(w, "jukebox mcp: %s: the recorder did not take a message (%v): the session goes on, not all of it on the tape\n", server, err)
 			})
 		}

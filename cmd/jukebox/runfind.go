@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/controlapi"
 )
 
 // maxAncestors bounds the walk up the process tree.
@@ -22,14 +22,14 @@ const maxAncestors = 64
 // environment (as it was exec'd, /proc/PID/environ) holds the control
 // API's address and token is the run's. Linux only (elsewhere there is no
 // /proc to read, and it finds nothing); it returns the ancestor's pid too.
-func controlFromAncestors() (*controlClient, int) {
+func controlFromAncestors() (*controlapi.Client, int) {
 	pid := os.Getppid()
 	for i := 0; i < maxAncestors && pid > 1; i++ {
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		if err == nil {
-			base, token := environValue(env, "JUKEBOX_CONTROL"), environValue(env, engine.TokenEnv)
+			base, token := environValue(env, controlapi.BaseEnv), environValue(env, controlapi.TokenEnv)
 			if base != "" && token != "" {
-				return &controlClient{base: base, token: token}, pid
+				return &controlapi.Client{Base: base, Token: token}, pid
 			}
 		}
 		if pid = parentOf(pid); pid == 0 {

@@ -1,0 +1,224 @@
+package controlapi
+
+import (
+	"encoding/json"
+
+	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/mcp"
+)
+
+// The run: info, marker, turn, breaker, end.
+
+// Info answers GET /v1/info.
+type Info struct {
+	API   int    `json:"api"`
+	Calls uint64 `json:"calls"`
+	// Mode is record, replay or fork.
+	Mode      string `json:"mode"`
+	Recording bool   `json:"recording"`
+	// TapeID is the tape's id in hex, when the run writes one.
+	TapeID string `json:"tape_id,omitempty"`
+	// Transactions says whether this run serves transactions.
+	Transactions bool `json:"transactions"`
+}
+
+// Marker is POST /v1/marker's body: a marker frame.
+type Marker struct {
+	Label string `json:"label"`
+	Note  string `json:"note,omitempty"`
+}
+
+// Frame answers a request that wrote a frame: its sequence number (0
+// when the run writes no tape).
+type Frame struct {
+	Frame uint64 `json:"frame"`
+}
+
+// Turn is POST /v1/turn's body: an agent.turn frame. CostUSD is spending
+// jukebox did not see, which the breaker and the bill count as reported.
+type Turn struct {
+	Agent   string  `json:"agent,omitempty"`
+	Turn    int     `json:"turn"`
+	Role    string  `json:"role,omitempty"`
+	Text    string  `json:"text,omitempty"`
+	Model   string  `json:"model,omitempty"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
+}
+
+// TurnAnswer answers POST /v1/turn: the frame, and the breaker's trip
+// when this turn tripped it.
+type TurnAnswer struct {
+	Breaker *breaker.Trip `json:"breaker,omitempty"`
+	Frame   uint64        `json:"frame"`
+}
+
+// BreakerState answers GET /v1/breaker.
+type BreakerState struct {
+	Breaker *breaker.Trip `json:"breaker,omitempty"`
+	Tripped bool          `json:"tripped"`
+}
+
+// End is POST /v1/end's body: ends a run jukebox serve records.
+type End struct {
+	ExitCode int    `json:"exit_code"`
+	Error    string `json:"error"`
+}
+
+// Ended answers POST /v1/end.
+type Ended struct {
+	Ended bool `json:"ended"`
+}
+
+// MCP sessions: endpoint, mcp/start, mcp/message, mcp/outbox, mcp/live.
+
+// Endpoint is POST /v1/endpoint's body and answer: a loopback host:port
+// of jukebox's own, relayed unrecorded by the forward proxy.
+type Endpoint struct {
+	Addr string `json:"addr"`
+}
+
+// MCPStart is POST /v1/mcp/start's body: opens a session of server.
+type MCPStart struct {
+	Server string   `json:"server"`
+	Argv   []string `json:"argv"`
+}
+
+// MCPSession answers POST /v1/mcp/start: the session's number and, in a
+// replay or a fork, the recorded session to answer from.
+type MCPSession struct {
+	// LiveLater: a fork, whose server goes live once MCPLive says so.
+	LiveLater bool `json:"live_later"`
+	// Messages are the recorded session's, in order, for a replay.
+	Messages []mcp.Wire `json:"messages"`
+	Replay   bool       `json:"replay"`
+	Session  int        `json:"session"`
+}
+
+// MCPMessage is POST /v1/mcp/message's body: one line of a session.
+type MCPMessage = mcp.Wire
+
+// MCPOutbox is POST /v1/mcp/outbox's body: a tools/call to hold until
+// the commit.
+type MCPOutbox struct {
+	Server    string          `json:"server"`
+	Session   int             `json:"session"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Approve   bool            `json:"approve"`
+}
+
+// OutboxKey answers POST /v1/mcp/outbox: the idempotency key the held
+// call will run with.
+type OutboxKey struct {
+	Key string `json:"key"`
+}
+
+// Live answers GET /v1/mcp/live: whether sessions go to their live
+// servers now.
+type Live struct {
+	Live bool `json:"live"`
+}
+
+// Transactions: tx, tx/ID/OP.
+
+// Begin is POST /v1/tx's body (optional).
+type Begin struct {
+	Name string `json:"name"`
+	// MCPMode is staged_acid (the default), read_only or passthrough.
+	MCPMode string `json:"mcp_mode"`
+}
+
+// Begun answers POST /v1/tx.
+type Begun struct {
+	Tx        string `json:"tx"`
+	Workspace string `json:"workspace"`
+}
+
+// Write is POST /v1/tx/ID/write's body: Content is text, or base64 when
+// Base64; Mode is 0644 when 0.
+type Write struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Base64  bool   `json:"base64"`
+	Mode    uint32 `json:"mode"`
+}
+
+// Written answers POST /v1/tx/ID/write.
+type Written struct {
+	Path string `json:"path"`
+	Size int    `json:"size"`
+}
+
+// PathOf is the body of POST /v1/tx/ID/delete and stage-path, and the
+// answer of delete.
+type PathOf struct {
+	Path string `json:"path"`
+}
+
+// Staged answers POST /v1/tx/ID/stage-path: the staged copy's path.
+type Staged struct {
+	Path   string `json:"path"`
+	Staged string `json:"staged"`
+}
+
+// SQL is POST /v1/tx/ID/sql's body.
+type SQL struct {
+	DSN    string            `json:"dsn"`
+	SQL    string            `json:"sql"`
+	Params []json.RawMessage `json:"params"`
+}
+
+// Rows answers POST /v1/tx/ID/sql; Columns and Rows are never null.
+type Rows struct {
+	Columns  []string `json:"columns"`
+	Rows     [][]any  `json:"rows"`
+	RowCount int64    `json:"rowcount"`
+}
+
+// Shell is POST /v1/tx/ID/shell's body.
+type Shell struct {
+	Command string `json:"command"`
+}
+
+// ShellResult answers POST /v1/tx/ID/shell.
+type ShellResult struct {
+	ExitCode int    `json:"exit_code"`
+	Stderr   string `json:"stderr"`
+	Stdout   string `json:"stdout"`
+}
+
+// Committed answers POST /v1/tx/ID/commit; MCPCalls are the held MCP
+// calls run after the commit, when it held any.
+type Committed struct {
+	Changes   int            `json:"changes"`
+	Committed bool           `json:"committed"`
+	MCPCalls  []OutboxResult `json:"mcp_calls,omitempty"`
+	Tx        string         `json:"tx"`
+}
+
+// OutboxResult is what came of a held MCP call at a commit.
+type OutboxResult struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	Key    string `json:"key"`
+	Ran    bool   `json:"ran"` // run after the commit (else dropped, or kept)
+	// Kept: kept with the transaction, for jukebox booth commit.
+	Kept  bool   `json:"kept,omitempty"`
+	Error string `json:"error,omitempty"` // the server's error, or why it could not run
+	// Approve: the policy lets it run only when a person approved the
+	// commit (--commit ask, answered yes).
+	Approve bool            `json:"approve,omitempty"`
+	Args    json.RawMessage `json:"arguments,omitempty"`
+	Argv    []string        `json:"argv,omitempty"` // the server's command line, which runs it outside the booth
+}
+
+// Rollback is POST /v1/tx/ID/rollback's body (optional).
+type Rollback struct {
+	Reason string `json:"reason"`
+}
+
+// RolledBack answers POST /v1/tx/ID/rollback.
+type RolledBack struct {
+	RolledBack bool   `json:"rolled_back"`
+	Tx         string `json:"tx"`
+}

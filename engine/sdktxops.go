@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"strings"
+
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/jukebox-os/jukebox/controlapi"
+	"github.com/jukebox-os/jukebox/sandbox"
+)
+
+// txOps is an open SDK transaction as the control API serves it
+// (controlapi.Tx): one operation at a time.
+type txOps struct {
+	t  *sdkTxs
+	st *sdkTx
+}
+
+var _ controlapi.Tx = txOps{}
+
+// Tx is the open transaction id.
+func (c *control) Tx(_ context.Context, id string) (controlapi.Tx, error) {
+	t := c.txs
+	var st *sdkTx
+	if t.available() {
+		t.mu.Lock()
+		st = t.open[id]
+		t.mu.Unlock()
+	}
+	if st == nil {
+		return nil, controlapi.Failf(http.StatusNotFound, controlapi.TypeNotFound, "no open transaction %q", id)
+	}
+	return txOps{t, st}, nil
+}
+
+// Write stages a file: text, or base64; mode 0644 by default.
+func (o txOps) Write(_ context.Context, req controlapi.Write) (controlapi.Written, error) {
+	data := []byte(req.Content)
+	if req.Base64 {
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(req.Content); err != nil {
+			return controlapi.Written{}, controlapi.BadRequest("content: %v", err)
+		}
+	}
+	perm := fs.FileMode(0o644)
+	if req.Mode != 0 {
+		perm = fs.FileMode(req.Mode & 0o777)
+	}
+	o.st.mu.Lock()
+	defer o.st.mu.Unlock()
+	if err := o.st.tx.Files().WriteFile(req.Path, data, perm); err != nil {
+		return controlapi.Written{}, txError(err)
+	}
+	return controlapi.Written{Path: req.Path, Size: len(data)}, nil
+}
+
+// Delete stages the deletion of a file.
+func (o txOps) Delete(_ context.Context, req controlapi.PathOf) (controlapi.PathOf, error) {
+	o.st.mu.Lock()
+	defer o.st.mu.Unlock()
+	if err := o.st.tx.Files().Remove(req.Path); err != nil {
+		return controlapi.PathOf{}, txError(err)
+	}
+	return req, nil
+}
+
+// StagePath is the staged copy of a file (copied up, created empty when
+// there is none), for a client that changes it in place: a SQLite
+// database, which the commit swaps in whole.
+func (o txOps) StagePath(_ context.Context, req controlapi.PathOf) (controlapi.Staged, error) {
+	o.st.mu.Lock()
+	defer o.st.mu.Unlock()
+	f, err := o.st.tx.Files().OpenFile(req.Path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return controlapi.Staged{}, txError(err)
+	}
+	f.Close()
+	return controlapi.Staged{Path: req.Path, Staged: f.Name()}, nil
+}
+
+// Commit commits the transaction (sdkTxs.commit).
+func (o txOps) Commit(ctx context.Context) (controlapi.Committed, error) {
+	o.st.mu.Lock()
+	defer o.st.mu.Unlock()
+	return o.t.commit(context.WithoutCancel(ctx), o.st)
+}
+
+// Rollback rolls the transaction back with the reason.
+func (o txOps) Rollback(ctx context.Context, req controlapi.Rollback) (controlapi.RolledBack, error) {
+	o.st.mu.Lock()
+	defer o.st.mu.Unlock()
+	if err := o.t.end(context.WithoutCancel(ctx), o.st, req.Reason); err != nil {
+		return controlapi.RolledBack{}, txError(err)
+	}
+	return controlapi.RolledBack{Tx: o.st.tx.ID(), RolledBack: true}, nil
+}
+
+// txError is the answer to a transaction's error: a path that leaves the
+// workspace is sandbox_violation (403), a missing one not_found, a
+// conflict at commit commit_conflict (409), the rest sandbox (500).
+func txError(err error) error {
+	var ce *sandbox.ConflictError
+	switch {
+	case errors.Is(err, sandbox.ErrEscape), errors.Is(err, sandbox.ErrStatePath), errors.Is(err, sandbox.ErrInvalidPath):
+		return controlapi.Fail(http.StatusForbidden, controlapi.TypeSandboxViolation, err)
+	case errors.As(err, &ce):
+		e := controlapi.Fail(http.StatusConflict, controlapi.TypeCommitConflict, err)
+		e.Conflicts = make([]controlapi.Conflict, len(ce.Conflicts))
+		for i, c := range ce.Conflicts {
+			e.Conflicts[i] = controlapi.Conflict{Path: c.Path, Reason: c.Reason}
+		}
+		return e
+	case errors.Is(err, fs.ErrNotExist):
+		return controlapi.Fail(http.StatusNotFound, controlapi.TypeNotFound, err)
+	}
+	return controlapi.Fail(http.StatusInternalServerError, controlapi.TypeSandbox, err)
+}
+
+// Shell runs a command in the booth's shell over the staged workspace.
+func (o txOps) Shell(ctx context.Context, req controlapi.Shell) (controlapi.ShellResult, error) {
+	file, err := syntax.NewParser().Parse(strings.NewReader(req.Command), "")
+	if err != nil {
+		return controlapi.ShellResult{}, controlapi.BadRequest("shell: %v", err)
+	}
+	o.st.mu.Lock()
+	defer o.st.mu.Unlock()
+	var stdout, stderr bytes.Buffer
+	run, err := sandbox.Shell(o.st.tx, sandbox.ShellOptions{Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		return controlapi.ShellResult{}, txError(err)
+	}
+	code := 0
+	if err := run.Run(ctx, file); err != nil {
+		var st interp.ExitStatus
+		if !errors.As(err, &st) {
+			return controlapi.ShellResult{}, txError(err)
+		}
+		code = int(st)
+	}
+	return controlapi.ShellResult{ExitCode: code, Stdout: stdout.String(), Stderr: stderr.String()}, nil
+}
