@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 )
 
@@ -13,6 +14,20 @@ type OutputDiff struct {
 	Line     int    `json:"line"`
 	Recorded string `json:"recorded"`
 	Replayed string `json:"replayed"`
+}
+
+// outputPatterns compiles the patterns of IgnoreOutput, the recording's
+// (run.start ignore_output) and the replay's own.
+func outputPatterns(pats []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, p := range pats {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("ignore-output pattern %q: %v", p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
 }
 
 // endOfOutput stands for the line a shorter output does not have.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"time"
 
@@ -35,10 +34,6 @@ type ReplayOptions struct {
 	// against the tape (replay --live); every other request that is not
 	// on the tape is a divergence: nothing else leaves the machine.
 	LiveHosts HostPatterns
-	// IgnoreOutput normalise each line of stdout before the recorded and
-	// the replayed output are compared: every match is replaced by "…"
-	// (timings, dates).
-	IgnoreOutput []*regexp.Regexp
 	// Repeat serves a recorded answer again to a request asked more often
 	// than recorded (vcrpy's allow_playback_repeats), and counts it
 	// (Result.Repeated), instead of diverging.
@@ -84,6 +79,7 @@ func openSource(path string, remote tapefmt.RemoteOpener, o *RunOptions, rules *
 		if o.Seed == 0 {
 			o.Seed = start.Seed
 		}
+		o.IgnoreOutput = slices.Concat(start.IgnoreOutput, o.IgnoreOutput)
 		if err == nil {
 			o.Match = start.Match
 			m, err = indexCalls(t, path, rules, start.Match)
@@ -97,6 +93,10 @@ func openSource(path string, remote tapefmt.RemoteOpener, o *RunOptions, rules *
 }
 
 func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, m *Matcher) (*Result, error) {
+	ignore, err := outputPatterns(s.o.IgnoreOutput)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.From, err)
+	}
 	_, ended := recordedEnd(t)
 	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) {
 		if d.Frame < 0 && !ended { // past the last call of a cut tape
@@ -124,7 +124,6 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		// What a --live host answers cannot be had again: synced per step.
 		tb.onLive = func() { s.tape.SetSync(tapefmt.SyncStep) }
 	}
-	var err error
 	if s.proxy, err = newProxy(tb, s.tape, s.emit); err != nil {
 		s.abandon(err)
 		return nil, err
@@ -139,7 +138,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece.
-		res.OutputDiff = compareOutput(m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy()), o.IgnoreOutput)
+		res.OutputDiff = compareOutput(m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy()), ignore)
 		same := res.OutputDiff == nil
 		res.OutputSame = &same
 	}

@@ -59,6 +59,11 @@ type RunOptions struct {
 	// the rules given to record; a replay or a fork keeps its source
 	// tape's, and matches with them whatever else it is given.
 	Match *tapefmt.MatchRules
+	// IgnoreOutput are patterns (Go regexp) whose matches are replaced by
+	// "…" in each line of stdout before a replay compares it with the
+	// recording's (timings, dates). Written into the tape (run.start's
+	// ignore_output); a replay adds its source tape's before its own.
+	IgnoreOutput []string
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
 	// MCP are MCP servers that speak streamable HTTP, by name: a recording
@@ -283,7 +288,7 @@ func (s *session) runStart(upstreams map[string]string) tapefmt.RunStart {
 	host, _ := os.Hostname()
 	return tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: s.workspace(), Env: runStartEnv(s.baseEnv()),
 		Seed: s.o.Seed, Host: host, Version: s.o.Version, Mode: s.mode,
-		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams, Match: s.o.Match}
+		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams, Match: s.o.Match, IgnoreOutput: s.o.IgnoreOutput}
 }
 
 func (s *session) baseEnv() []string { return s.o.baseEnv() }

@@ -59,6 +59,10 @@ type RunStart struct {
 	// --ignore, --scrub, --match-config): every replay and fork of the
 	// tape uses them.
 	Match *MatchRules `json:"match,omitempty"`
+	// IgnoreOutput are the patterns (Go RE2) record's --ignore-output
+	// gave: every replay of the tape replaces their matches in each line
+	// of stdout before it compares the outputs.
+	IgnoreOutput []string `json:"ignore_output,omitempty"`
 }
 
 // MatchRules are matching rules as a tape keeps them (package reqmatch

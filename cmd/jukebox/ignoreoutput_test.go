@@ -51,3 +51,42 @@ func TestIgnoreOutputAndFirstDifferingLine(t *testing.T) {
 		t.Fatalf("a bad pattern: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestIgnoreOutputGivenToRecord: record --ignore-output writes its
+// patterns into the tape, so replay --strict passes without the flag and
+// rules shows them; a replay's own patterns add to the tape's.
+func TestIgnoreOutputGivenToRecord(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "timing.jbx")
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+	agent := []string{"--", "sh", "-c", `echo start; echo "took $$ ms"; echo "pid $$"`}
+	if _, errOut, code := run(append([]string{"record", "--ignore-output", `took \d+ ms`, "-o", tape}, agent...)...); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, errOut)
+	}
+	// Line 2 is the tape's to ignore; line 3 still differs.
+	_, errOut, code := run(append([]string{"replay", "--strict", tape}, agent...)...)
+	if code != ExitDiffers || !strings.Contains(errOut, "first at line 3") {
+		t.Fatalf("replay --strict: exit %d, want %d at line 3 (line 2 ignored by the tape's pattern):\n%s", code, ExitDiffers, errOut)
+	}
+	if _, errOut, code := run(append([]string{"replay", "--strict", "--ignore-output", `pid \d+`, tape}, agent...)...); code != 0 {
+		t.Fatalf("replay --strict with its own pattern beside the tape's: exit %d\n%s", code, errOut)
+	}
+	out, errOut, code := run("rules", "--json", tape)
+	var rules struct {
+		IgnoreOutput []string `json:"ignore_output"`
+	}
+	if err := json.Unmarshal([]byte(out), &rules); err != nil || code != 0 || len(rules.IgnoreOutput) != 1 || rules.IgnoreOutput[0] != `took \d+ ms` {
+		t.Fatalf("rules --json: exit %d, %v, %+v\n%s%s", code, err, rules, out, errOut)
+	}
+	if _, errOut, code := run("record", "--ignore-output", "(", "--", "true"); code != ExitUsage || !strings.Contains(errOut, "--ignore-output") {
+		t.Fatalf("record with a bad pattern: exit %d\n%s", code, errOut)
+	}
+}

@@ -28,6 +28,7 @@ type RecordCmd struct {
 	QuietSDKs bool      `name:"quiet-sdks" help:"Switch off the SDKs' own traces and telemetry in the agent's environment (the variables docs/recording.md lists), so the agent makes no connection past jukebox for them. Replay and fork do this by default."`
 	redactFlags
 	matchFlags
+	outputFlags
 	captureFlags
 	breakerFlags
 	otlpFlags
@@ -47,6 +48,9 @@ func (c *RecordCmd) Validate() error {
 		return err
 	}
 	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.outputFlags.validate(); err != nil {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
@@ -122,7 +126,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	o.Booth, tty = c.boothOptions(env)
 	defer tty.restore()
 	o.AutoName, o.QuietSDKs = c.Output == "", c.QuietSDKs
-	o.Match = c.forTape()
+	o.Match, o.IgnoreOutput = c.forTape(), c.IgnoreOutput
 	o.OnTape = func(p string) { fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", p) }
 	exported, err := c.otlpFlags.start(ctx, &o, env.Stderr)
 	if err != nil {

@@ -21,7 +21,7 @@ type ReplayCmd struct {
 	Strict       bool      `help:"Exit 6 unless the run reproduced the recording: the agent's stdout and exit status the same, every recorded call asked for, none gone live. For CI."`
 	Dir          string    `type:"path" help:"Working directory (default: the current one)."`
 	Repeat       bool      `help:"Serve a recorded answer again to a request asked more often than it was recorded (instead of diverging), and say how often."`
-	IgnoreOutput []string  `name:"ignore-output" placeholder:"REGEX" help:"Before the agent's stdout is compared with the recording's, replace every match of REGEX in each line by …: timings, dates (repeatable)."`
+	outputFlags
 	matchFlags
 	rememberFlag
 	liveFlags
@@ -45,6 +45,9 @@ func (c *ReplayCmd) Validate() error {
 		return fmt.Errorf("--upstream only matters with --on-divergence live or --live: replay sends nothing else")
 	}
 	if err := c.matchFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.outputFlags.validate(); err != nil {
 		return err
 	}
 	if err := c.captureFlags.validate(); err != nil {
@@ -95,19 +98,15 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	var tty *ttyGuard
 	o.Booth, tty = c.boothOptions(env)
 	defer tty.restore()
-	o.Dir, o.AutoName, o.QuietSDKs = c.Dir, c.Output == "", c.QuietSDKs
+	o.Dir, o.AutoName, o.QuietSDKs, o.IgnoreOutput = c.Dir, c.Output == "", c.QuietSDKs, c.IgnoreOutput
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
 		return err
 	}
 	defer pg.close()
 	c.checkStore(ctx, env.Stderr)
-	ignore, err := outputRegexps(c.IgnoreOutput)
-	if err != nil {
-		return err
-	}
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{Remote: env.remote(),
-		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, IgnoreOutput: ignore, Repeat: c.Repeat,
+		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, Repeat: c.Repeat,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
 	c.remember(c.RememberRules, c.Tape, err, env.Stderr)
 	err = dirHint(err, commandArgs(c.Cmd), c.Dir, rec)

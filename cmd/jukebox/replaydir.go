@@ -35,17 +35,19 @@ func dirHint(err error, argv []string, dir string, rec *tapefmt.RunStart) error 
 		"the recording ran in %s: replay with --dir %[4]s", err, argv[0], cwd, rec.Cwd)
 }
 
-// outputRegexps compiles --ignore-output's patterns.
-func outputRegexps(pats []string) ([]*regexp.Regexp, error) {
-	var out []*regexp.Regexp
-	for _, p := range pats {
-		re, err := regexp.Compile(p)
-		if err != nil {
-			return nil, withCode(ExitUsage, fmt.Errorf("--ignore-output %q: %v", p, err))
+// outputFlags is --ignore-output, of record and replay.
+type outputFlags struct {
+	IgnoreOutput []string `name:"ignore-output" placeholder:"REGEX" help:"Before a replay compares the agent's stdout with the recording's, replace every match of REGEX (Go RE2) in each line by …: timings, dates. Repeatable. Given to record, written into the tape: every replay of it uses them."`
+}
+
+// validate checks that each pattern compiles.
+func (f outputFlags) validate() error {
+	for _, p := range f.IgnoreOutput {
+		if _, err := regexp.Compile(p); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--ignore-output %q: %v", p, err))
 		}
-		out = append(out, re)
 	}
-	return out, nil
+	return nil
 }
 
 // outputDiffText says where stdout first differs: " first at line N

@@ -17,17 +17,19 @@ import (
 type RulesCmd struct {
 	Tape  string `arg:"" help:"The tape (.jbx)." type:"existingfile"`
 	Clear bool   `help:"Remove the rules kept beside the tape (NAME.jbx.d/match.json); the tape's own stay."`
-	JSON  bool   `help:"Print {tape, recorded, beside, beside_file, defaults, cleared}."`
+	JSON  bool   `help:"Print {tape, recorded, ignore_output, beside, beside_file, defaults, cleared}."`
 }
 
 // rulesResult is rules --json.
 type rulesResult struct {
-	Tape       string          `json:"tape"`
-	Recorded   *reqmatch.Rules `json:"recorded"`
-	Beside     *reqmatch.Rules `json:"beside"`
-	BesideFile string          `json:"beside_file"`
-	Defaults   []string        `json:"defaults"`
-	Cleared    bool            `json:"cleared"`
+	Tape     string          `json:"tape"`
+	Recorded *reqmatch.Rules `json:"recorded"`
+	// IgnoreOutput are record's --ignore-output patterns, in the tape.
+	IgnoreOutput []string        `json:"ignore_output"`
+	Beside       *reqmatch.Rules `json:"beside"`
+	BesideFile   string          `json:"beside_file"`
+	Defaults     []string        `json:"defaults"`
+	Cleared      bool            `json:"cleared"`
 }
 
 // Run prints the rules, clearing the sidecar's first when asked.
@@ -39,7 +41,7 @@ func (c *RulesCmd) Run(env *Env) error {
 	res := rulesResult{Tape: c.Tape, BesideFile: filepath.Join(tapefmt.Sidecar(c.Tape), reqmatch.FileName),
 		Defaults: reqmatch.DefaultIgnore}
 	recorded := reqmatch.FromTape(start.Match)
-	res.Recorded = &recorded
+	res.Recorded, res.IgnoreOutput = &recorded, append([]string{}, start.IgnoreOutput...)
 	beside, err := reqmatch.Remembered(tapefmt.Sidecar(c.Tape))
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -61,6 +63,9 @@ func (c *RulesCmd) Run(env *Env) error {
 func printRules(w io.Writer, r rulesResult) {
 	fmt.Fprintf(w, "%s\n", r.Tape)
 	fmt.Fprintf(w, "  recorded with (in the tape; every replay and fork): %s\n", r.Recorded)
+	if len(r.IgnoreOutput) > 0 {
+		fmt.Fprintf(w, "  output compared ignoring (in the tape; every replay): %q\n", r.IgnoreOutput)
+	}
 	switch {
 	case r.Cleared:
 		fmt.Fprintf(w, "  beside it (%s): removed (it held: %s)\n", r.BesideFile, r.Beside)
