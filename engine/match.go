@@ -317,6 +317,9 @@ type Divergence struct {
 	// the request came after its last call; TapeEnds is its last frame.
 	Cut      bool  `json:"tape_cut,omitempty"`
 	TapeEnds int64 `json:"tape_ends_at_frame,omitempty"`
+	// Env names the environment variables the differing values came
+	// from (envSuspects): set otherwise in this run than in the recording.
+	Env []string `json:"environment,omitempty"`
 }
 
 // Where says where the run diverged, for a one-line summary: "at frame
@@ -348,7 +351,7 @@ func (d *Divergence) Error() string {
 	if d.Path != "" && d.Path != "(body)" {
 		at = " first at " + d.Path
 	}
-	return fmt.Sprintf("replay diverged at frame %d: the live %s request differs from the recorded one%s:\n%s", d.Frame, d.Endpoint, at, d.Diff)
+	return fmt.Sprintf("replay diverged at frame %d: the live %s request differs from the recorded one%s:\n%s%s", d.Frame, d.Endpoint, at, d.Diff, envText(d.Env))
 }
 
 func pretty(b []byte) string {

@@ -98,9 +98,14 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		return nil, fmt.Errorf("%s: %w", o.From, err)
 	}
 	_, ended := recordedEnd(t)
+	start, _ := FirstRunStart(t)
 	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) {
 		if d.Frame < 0 && !ended { // past the last call of a cut tape
 			d.Cut, d.TapeEnds = true, int64(t.Len())-1
+		}
+		if d.Frame >= 0 {
+			rec, live := diffSides(d.Diff)
+			d.Env = envSuspects(rec, live, start.Env, s.baseEnv())
 		}
 		s.diverged(d, o.Live)
 	}}

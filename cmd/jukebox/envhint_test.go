@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// TestDivergenceNamesTheEnvironment is issue 31's "replaying without the
+// agent's own environment variables diverges at frame 1 with a precise
+// report that never mentions the environment": the agent takes its prompt
+// from $TASK_PROMPT; replayed with another value the report names the
+// variable (never its value), in the message and in --json.
+func TestDivergenceNamesTheEnvironment(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "any", "reply": {"text": "fine"}}]}`))
+	must(t, err)
+	srv, _, err := llmsim.Start("127.0.0.1:0", script)
+	must(t, err)
+	t.Cleanup(func() { srv.Close() })
+	agent := strings.ReplaceAll(promptAgent, `os.environ["PROMPT"]`, `os.environ["TASK_PROMPT"]`)
+	tape := filepath.Join(t.TempDir(), "env.jbx")
+	run := func(prompt string, args ...string) (string, string, int) {
+		cmd := exec.Command(os.Args[0], append(args, "--", py, "-c", agent)...)
+		cmd.Env = append(os.Environ(), mainEnv+"=1", "TASK_PROMPT="+prompt)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+	if _, errs, code := run("summarise the quarterly report", "record", "-o", tape, "--upstream", "openai="+srv.OpenAIBaseURL()); code != ExitOK {
+		t.Fatalf("record: exit %d\n%s", code, errs)
+	}
+	if _, errs, code := run("summarise the quarterly report", "replay", tape); code != ExitOK || strings.Contains(errs, "environment") {
+		t.Fatalf("replay with the same environment: exit %d\n%s", code, errs)
+	}
+	_, errs, code := run("translate the quarterly report", "replay", tape)
+	if code != ExitDiverged || !strings.Contains(errs, "come from the environment ($TASK_PROMPT)") {
+		t.Fatalf("replay with another $TASK_PROMPT: exit %d, want %d naming the variable:\n%s", code, ExitDiverged, errs)
+	}
+	out, _, _ := run("translate the quarterly report", "replay", "--json", tape)
+	var res struct {
+		Divergence struct {
+			Env []string `json:"environment"`
+		} `json:"divergence"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Divergence.Env) != 1 || res.Divergence.Env[0] != "TASK_PROMPT" {
+		t.Fatalf("replay --json: %v %+v\n%s", err, res, out)
+	}
+}
