@@ -41,6 +41,20 @@ type mcpSessions struct {
 	// (--mcp-url), whose server the agent did not choose.
 	policy *mcp.Policy
 	own    map[mcpKey]bool
+	// served are the recorded sessions a replay or a fork answered from,
+	// and missing counts the requests it answered with an error because
+	// the recorded session did not hold them (mcp.NotRecorded).
+	served  map[mcpKey]bool
+	missing int
+	// messages counts the messages recorded (recordMCP).
+	messages int
+}
+
+// count is how many messages the run's sessions reported.
+func (m *mcpSessions) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.messages
 }
 
 // markOwn notes that jukebox itself serves session k (record --mcp-url).
@@ -173,13 +187,19 @@ func (c *control) openMCP(server string, start map[string]any) (mcpOpened, error
 	if parent == nil {
 		return o, nil
 	}
-	msgs, err := recordedSession(parent, server, n, order)
+	msgs, used, err := recordedSession(parent, server, n, order)
 	switch {
 	case err != nil && !fork:
 		return o, err
 	case err != nil: // a fork runs a server the parent did not have live
 		return o, nil
 	}
+	c.mcp.mu.Lock()
+	if c.mcp.served == nil {
+		c.mcp.served = map[mcpKey]bool{}
+	}
+	c.mcp.served[used] = true
+	c.mcp.mu.Unlock()
 	o.replay, o.liveLater, o.messages = true, fork, msgs
 	return o, nil
 }
@@ -306,6 +326,12 @@ func (c *control) tapeID() string {
 // recordMCP writes an mcp.message frame: the line as its JSON, or in a
 // blob when it is not JSON; a tools/call linked to the model's call.
 func (c *control) recordMCP(m mcp.Wire) (uint64, error) {
+	c.mcp.mu.Lock()
+	c.mcp.messages++
+	if m.Problem == mcp.NotRecorded {
+		c.mcp.missing++
+	}
+	c.mcp.mu.Unlock()
 	f := tapefmt.MCPMessage{Server: m.Server, Session: m.Session, Direction: m.Dir, Problem: m.Problem, Size: m.Size}
 	if json.Valid([]byte(m.Message)) {
 		f.Message = json.RawMessage(m.Message)
@@ -324,17 +350,14 @@ func (c *control) recordMCP(m mcp.Wire) (uint64, error) {
 // recordedSession is the n-th recorded session of server on the tape, or,
 // when the tape has no session of that name, the session started in the
 // order-th place: its messages, in order.
-func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcp.Wire, error) {
-	type key struct {
-		server  string
-		session int
-	}
+func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcp.Wire, mcpKey, error) {
+	type key = mcpKey
 	var starts []key
 	byKey := map[key][]mcp.Wire{}
 	named := false
 	for m, err := range mcpFrames(t) {
 		if err != nil {
-			return nil, err
+			return nil, key{}, err
 		}
 		k := key{m.Server, m.Session}
 		named = named || m.Server == server
@@ -346,7 +369,7 @@ func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcp.Wire, 
 		if !m.Body.IsZero() {
 			var err error
 			if raw, err = t.Blob(m.Body); err != nil {
-				return nil, err
+				return nil, key{}, err
 			}
 		}
 		byKey[k] = append(byKey[k], mcp.Wire{Server: m.Server, Session: m.Session, Dir: m.Direction, Message: string(raw), Problem: m.Problem})
@@ -354,15 +377,15 @@ func recordedSession(t *tapefmt.Tape, server string, n, order int) ([]mcp.Wire, 
 	want := key{server, n}
 	if !named {
 		if order > len(starts) {
-			return nil, noSession(server, n)
+			return nil, key{}, noSession(server, n)
 		}
 		want = starts[order-1]
 	}
 	msgs, ok := byKey[want]
 	if !ok && !slices.Contains(starts, want) {
-		return nil, noSession(server, n)
+		return nil, key{}, noSession(server, n)
 	}
-	return msgs, nil
+	return msgs, want, nil
 }
 
 // mcpFrames are the tape's mcp.message frames, decoded.

@@ -138,6 +138,9 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		return nil, err
 	}
 	res.Divergence, res.Repeated = s.div.Load(), m.Repeats()
+	var verr error
+	res.MCPMissing, res.MCPNotServed, verr = s.proxy.control.mcpVerdict(t)
+	err = errors.Join(err, verr)
 	served := tb.served.Load()
 	res.Unused, res.Served = tb.unused(), &served
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()

@@ -137,6 +137,12 @@ type Result struct {
 	ExitSame   *bool `json:"exit_same,omitempty"`
 	// Repeated is how often replay --repeat served a recorded answer again.
 	Repeated int `json:"repeated,omitempty"`
+	// MCPMissing counts the MCP requests a replay answered with an error,
+	// their recorded session not holding them; MCPNotServed names the
+	// recorded MCP sessions ("files#1") no jukebox mcp of the replay was
+	// answered from: their servers may have run live.
+	MCPMissing   int      `json:"mcp_missing,omitempty"`
+	MCPNotServed []string `json:"mcp_not_served,omitempty"`
 	// OutputDiff is where stdout first differs, when OutputSame is false.
 	OutputDiff *OutputDiff  `json:"output_diff,omitempty"`
 	Booth      *BoothResult `json:"booth,omitempty"`
@@ -161,6 +167,9 @@ type Result struct {
 	// HTTPRequests counts the agent's requests that were not model calls
 	// (http.request frames), through the forward proxy.
 	HTTPRequests int `json:"http_requests,omitempty"`
+	// MCPMessages counts the MCP messages jukebox mcp reported to the run
+	// (mcp.message frames, starts aside).
+	MCPMessages int `json:"mcp_messages,omitempty"`
 	// TLSFailed counts the agent's TLS connections through the proxy that
 	// did not accept the run's certificate (a client that pins
 	// certificates or keeps its own trust store); TLSError is the first
@@ -388,7 +397,7 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	s.removeCaptureFiles()
 	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
-	res.HTTPRequests = int(s.proxy.httpIDs.Load())
+	res.HTTPRequests, res.MCPMessages = int(s.proxy.httpIDs.Load()), s.proxy.control.mcp.count()
 	if res.TLSFailed = int(s.proxy.fwd.tlsFailed.Load()); res.TLSFailed > 0 {
 		res.TLSError = *s.proxy.fwd.tlsErr.Load()
 	}

@@ -243,12 +243,16 @@ func replayPost(w http.ResponseWriter, r *Replayer, body []byte, rec Recorder) {
 	// Notifications after the response have no stream to go on here;
 	// those sent while the request ran (progress) go before it, on the
 	// event stream the server answered with.
-	before, answer, _ := r.answerParts(e)
+	before, answer, _, held := r.answerParts(e)
+	problem := ""
+	if !held {
+		problem = NotRecorded
+	}
 	if e.Method == "initialize" {
 		w.Header().Set("Mcp-Session-Id", replaySession)
 	}
 	if len(before) == 0 {
-		rec(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer)})
+		rec(Message{Dir: tapefmt.MCPFromServer, Raw: answer, Size: len(answer), Problem: problem})
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(answer)
 		return

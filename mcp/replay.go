@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -168,8 +169,13 @@ func (r *Replayer) ServeUntilLive(client *bufio.Reader, clientOut io.Writer, rec
 			return line, nil // diverged: the live server takes it from here
 		}
 		rec(m)
-		for _, o := range r.answer(e) {
-			rec(Message{Dir: tapefmt.MCPFromServer, Raw: o, Size: len(o)}) // on the tape before the client has it
+		before, resp, after, held := r.answerParts(e)
+		for _, o := range slices.Concat(before, [][]byte{resp}, after) {
+			a := Message{Dir: tapefmt.MCPFromServer, Raw: o, Size: len(o)}
+			if !held {
+				a.Problem = NotRecorded
+			}
+			rec(a) // on the tape before the client has it
 			if _, err := clientOut.Write(append(o[:len(o):len(o)], '\n')); err != nil {
 				return nil, err
 			}
@@ -227,28 +233,26 @@ func (r *Replayer) holds(e envelope) bool {
 	return false
 }
 
-// answer is what request e gets: what the server sent while the request
-// ran (progress notifications, in order), the recorded response with e's
-// id, then what the server sent after it; or, for a request the session
-// does not hold, a JSON-RPC error (reported to Diverged).
-func (r *Replayer) answer(e envelope) [][]byte {
-	before, resp, after := r.answerParts(e)
-	out := append(before, resp)
-	return append(out, after...)
-}
+// NotRecorded is the Problem of the error jukebox answers a replayed
+// request with when the recorded session does not hold it: the run's
+// verdict counts these (a replay that needed one did not reproduce).
+const NotRecorded = "answered by jukebox: the recorded session holds no such request"
 
-// answerParts is answer in its three parts: before the response, the
-// response, after it.
-func (r *Replayer) answerParts(e envelope) (before [][]byte, resp []byte, after [][]byte) {
+// answerParts is what request e gets: what the server sent while the
+// request ran (progress notifications, in order), the recorded response
+// with e's id, then what the server sent after it; or, for a request the
+// session does not hold, a JSON-RPC error (reported to Diverged), and
+// held false.
+func (r *Replayer) answerParts(e envelope) (before [][]byte, resp []byte, after [][]byte, held bool) {
 	x := r.match(e.Method, Canonical(e.Params))
 	if x == nil {
 		if r.Diverged != nil {
 			r.Diverged(e.Method, e.Params)
 		}
 		msg, _ := json.Marshal(fmt.Sprintf("jukebox mcp replay: the recorded session holds no %s request with these params", e.Method))
-		return nil, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, e.ID, msg), nil
+		return nil, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, e.ID, msg), nil, false
 	}
-	return append([][]byte(nil), x.before...), withID(x.response.raw, e.ID), x.after
+	return append([][]byte(nil), x.before...), withID(x.response.raw, e.ID), x.after, true
 }
 
 // match is the first unused recorded request of this method and params.

@@ -321,7 +321,7 @@ func recorder(ctx context.Context, ctl controlapi.Run, server string, session in
 	ctx = context.WithoutCancel(ctx) // the session's last lines are recorded after an interrupt too
 	var warned sync.Once
 	return func(m mcp.Message) {
-		if m.Problem != "" && !strings.HasPrefix(m.Problem, mcp.PolicyAnswer) {
+		if m.Problem != "" && !strings.HasPrefix(m.Problem, mcp.PolicyAnswer) && m.Problem != mcp.NotRecorded {
 			fmt.Fprintf(w, "jukebox mcp: %s: %s %s: %s\n", server, "a message", dirText(m.Dir), m.Problem)
 		}
 		_, err := ctl.MCPMessage(ctx, controlapi.MCPMessage{Server: server, Session: session, Dir: m.Dir,

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/termtext"
-	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // networkNotes warns about the agent's own network: a run in which it
@@ -23,9 +22,9 @@ func networkNotes(w io.Writer, res *engine.Result) {
 	case res.Calls == 0 && res.HTTPRequests > 0:
 		fmt.Fprintf(w, "jukebox: note: the agent made no model call jukebox recognises; its %d other HTTP requests are "+
 			"on the tape as http frames (`jukebox show --kind http.request`), a provider jukebox does not know among them if it called one.\n", res.HTTPRequests)
-	case res.Calls == 0 && mcpMessages(res.Tape) > 0:
-		fmt.Fprintf(w, "jukebox: note: the run's %d MCP messages are on the tape (`jukebox show --kind mcp.message`); "+
-			"it made no model call through jukebox.\n", mcpMessages(res.Tape))
+	case res.Calls == 0 && res.MCPMessages > 0:
+		fmt.Fprintf(w, "jukebox: note: the run's %d MCP messages went through jukebox mcp (on the tape as mcp.message frames); "+
+			"it made no model call through jukebox.\n", res.MCPMessages)
 	case res.Calls == 0:
 		fmt.Fprintln(w, "jukebox: note: the agent made no model call through jukebox. If it does call a model, its client "+
 			"ignores both the base URL variables (OPENAI_BASE_URL / ANTHROPIC_BASE_URL) and the proxy variables "+
@@ -72,25 +71,4 @@ func refusedTo(to []string, hermetic bool) string {
 		return ""
 	}
 	return ": " + strings.Join(out, ", ")
-}
-
-// mcpMessages counts the mcp.message frames of the tape at path, 0 when
-// there is none or it does not read.
-func mcpMessages(path string) int {
-	if path == "" {
-		return 0
-	}
-	t, err := tapefmt.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer t.Close()
-	n := 0
-	for _, err := range t.Frames(tapefmt.KindMCP) {
-		if err != nil {
-			break
-		}
-		n++
-	}
-	return n
 }

@@ -123,6 +123,9 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 		return withCode(ExitDiverged, d)
 	}
+	if err := mcpDiverged(res, c.OnDivergence, c.JSON, env); err != nil {
+		return err
+	}
 	networkNotes(env.Stderr, res)
 	if c.Strict {
 		if why := notReproduced(res); why != "" {
@@ -130,6 +133,24 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	return finishRun(env, res, c.JSON, replayLine(res))
+}
+
+// mcpDiverged is a replay's divergence in its MCP sessions: requests the
+// tape does not hold, answered with an error (jukebox mcp named each on
+// stderr), exit 5 as a model call's would be; nil when there were none or
+// the replay goes live on divergence. Recorded sessions no jukebox mcp
+// asked for are a note here, and fail --strict.
+func mcpDiverged(res *engine.Result, onDivergence string, asJSON bool, env *Env) error {
+	if len(res.MCPNotServed) > 0 {
+		fmt.Fprintf(env.Stderr, "jukebox: the recorded MCP sessions %s were not answered from the tape: no jukebox mcp of this replay asked for them, so their servers may have run live (docs/mcp.md)\n", strings.Join(res.MCPNotServed, ", "))
+	}
+	if res.MCPMissing == 0 || onDivergence != "stop" || res.Unreadable != "" {
+		return nil
+	}
+	if asJSON {
+		writeJSON(env.Stdout, res)
+	}
+	return withCode(ExitDiverged, fmt.Errorf("replay diverged: %d MCP requests the tape does not hold were answered with an error (named above)", res.MCPMissing))
 }
 
 // finishStrict ends a --strict replay that did not reproduce its
@@ -155,6 +176,9 @@ func notReproduced(res *engine.Result) string {
 	}
 	if res.Unused > 0 {
 		why = append(why, fmt.Sprintf("%d recorded calls never asked for", res.Unused))
+	}
+	if len(res.MCPNotServed) > 0 {
+		why = append(why, fmt.Sprintf("recorded MCP sessions not answered from the tape (%s): their servers may have run live", strings.Join(res.MCPNotServed, ", ")))
 	}
 	if res.OutputSame != nil && !*res.OutputSame {
 		why = append(why, "stdout differs"+outputDiffText(res.OutputDiff))
