@@ -146,7 +146,11 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece.
-		res.OutputDiff = compareOutput(m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy()), ignore)
+		rec, rep := m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy())
+		res.OutputDiff = compareOutput(rec, rep, ignore)
+		if g := m.answerGroups(); res.OutputDiff != nil && len(g) > 0 {
+			res.OutputDiff, res.OutputSwapped = compareSwapped(rec, rep, ignore, g)
+		}
 		same := res.OutputDiff == nil
 		res.OutputSame = &same
 	}

@@ -227,7 +227,9 @@ func replayLine(res *engine.Result) string {
 		s += fmt.Sprintf(", %d recorded calls never asked for", res.Unused)
 	}
 	if res.OutputSame != nil {
-		if *res.OutputSame {
+		if *res.OutputSame && res.OutputSwapped {
+			s += ", stdout the recording's up to answers swapped among identical requests (threads)"
+		} else if *res.OutputSame {
 			s += ", stdout identical to the recording"
 		} else {
 			s += ", stdout differs from the recording" + outputDiffText(res.OutputDiff)
