@@ -134,12 +134,12 @@ type Result struct {
 	// recorded, and ExitSame whether it ended as it did then (replay only;
 	// ExitSame is absent when the recording has no end).
 	OutputSame *bool `json:"output_same,omitempty"`
+	ExitSame   *bool `json:"exit_same,omitempty"`
 	// OutputSwapped: stdout is the recording's only once the answers of
 	// identical requests are taken as interchangeable (threads sending
 	// identical requests at once get them in an order nothing controls);
 	// OutputSame is then true.
 	OutputSwapped bool `json:"output_swapped,omitempty"`
-	ExitSame   *bool `json:"exit_same,omitempty"`
 	// Repeated is how often replay --repeat served a recorded answer again.
 	Repeated int `json:"repeated,omitempty"`
 	// MCPMissing counts the MCP requests a replay answered with an error,
