@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// TestTestCommand is issue 34's jukebox test: a folder of tapes, one of
+// each verdict, replayed strictly in parallel, each in the folder and
+// with the command it recorded unless jukebox.json beside them says
+// otherwise; the exit code is the worst verdict's (3 over 5 over 6 over
+// 1), the JUnit XML parses with the counts, --json names each verdict.
+func TestTestCommand(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "any", "reply": {"text": "the same answer"}}]}`))
+	must(t, err)
+	srv, _, err := llmsim.Start("127.0.0.1:0", script)
+	must(t, err)
+	t.Cleanup(func() { srv.Close() })
+	dir := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(dir, "suite"), 0o755))
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(jukeboxBin(), args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+	record := func(name string, argv ...string) {
+		args := append([]string{"record", "-o", filepath.Join("suite", name), "--upstream", "openai=" + srv.OpenAIBaseURL(), "--"}, argv...)
+		if _, errs, code := run(args...); code != ExitOK {
+			t.Fatalf("record %s: exit %d\n%s", name, code, errs)
+		}
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "agent.py"), []byte(promptAgent), 0o644))
+	ask := func(prompt string) []string { return []string{"env", "PROMPT=" + prompt, py, "agent.py"} }
+	record("good.jbx", ask("hello")...)
+	record("diverge.jbx", ask("hello")...)
+	record("differs.jbx", "sh", "-c", "echo $$")
+	record("missing.jbx", "sh", "-c", "echo hi")
+	tampered, err := os.ReadFile(filepath.Join("..", "..", "testdata", "tapes", "tampered.jbx"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "suite", "tampered.jbx"), tampered, 0o644))
+	cfg, _ := json.Marshal(map[string]any{"tapes": map[string]any{
+		"diverge.jbx": map[string]any{"command": ask("goodbye")},
+		"missing.jbx": map[string]any{"command": []string{"./no-such-agent"}},
+	}})
+	must(t, os.WriteFile(filepath.Join(dir, "suite", "jukebox.json"), cfg, 0o644))
+
+	out, errs, code := run("test", "suite", "-j", "3", "--junit", "report.xml", "--json")
+	if code != ExitBadTape {
+		t.Fatalf("jukebox test: exit %d, want %d\n%s\n%s", code, ExitBadTape, out, errs)
+	}
+	checkShape(t, jsonDoc(t), "test", out, map[string]map[string]bool{})
+	var sum testSummary
+	must(t, json.Unmarshal([]byte(out), &sum))
+	want := map[string]string{"good.jbx": "pass", "diverge.jbx": "diverged", "differs.jbx": "differs", "missing.jbx": "error", "tampered.jbx": "unreadable"}
+	for _, r := range sum.Tapes {
+		if w := want[filepath.Base(r.Tape)]; r.Verdict != w {
+			t.Errorf("%s: verdict %q (%s), want %q", r.Tape, r.Verdict, r.Where, w)
+		}
+	}
+	if len(sum.Tapes) != 5 || sum.Passed != 1 || sum.Failed != 4 {
+		t.Errorf("summary %+v", sum)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.xml"))
+	must(t, err)
+	var junit junitSuites
+	if err := xml.Unmarshal(b, &junit); err != nil || len(junit.Suites) != 1 {
+		t.Fatalf("the JUnit report does not parse: %v\n%s", err, b)
+	}
+	if s := junit.Suites[0]; s.Tests != 5 || s.Failures != 2 || s.Errors != 2 || len(s.Cases) != 5 {
+		t.Errorf("JUnit counts: %d tests, %d failures, %d errors", s.Tests, s.Failures, s.Errors)
+	}
+	for _, gone := range []struct {
+		tape string
+		next int
+	}{{"tampered.jbx", ExitDiverged}, {"diverge.jbx", ExitDiffers}, {"differs.jbx", ExitInternal}, {"missing.jbx", ExitOK}} {
+		must(t, os.Remove(filepath.Join(dir, "suite", gone.tape)))
+		out, errs, code := run("test", "suite")
+		if code != gone.next {
+			t.Fatalf("without %s: exit %d, want %d\n%s\n%s", gone.tape, code, gone.next, out, errs)
+		}
+	}
+	record("slow.jbx", "sh", "-c", "echo hi")
+	must(t, os.WriteFile(filepath.Join(dir, "suite", "jukebox.json"), []byte(`{"tapes": {"slow.jbx": {"command": ["sleep", "60"]}}}`), 0o644))
+	out, errs, code = run("test", "suite", "--timeout", "2s", "--json")
+	if code != ExitInternal || !strings.Contains(out, `"verdict": "timeout"`) {
+		t.Errorf("an agent that outlives --timeout: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, errs, code := run("test", "no-such-folder"); code != ExitUsage || !strings.Contains(errs, "no-such-folder") {
+		t.Errorf("a folder that is not there: exit %d\n%s", code, errs)
+	}
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// testConfigFile is the file beside tapes that jukebox test reads.
+const testConfigFile = "jukebox.json"
+
+// testConfig is jukebox.json: what replays the tapes of its folder, in
+// place of what each tape recorded. Tapes maps a tape's file name (or a
+// glob, path.Match syntax) to settings of its own, over the folder's.
+type testConfig struct {
+	testSettings
+	Tapes map[string]testSettings `json:"tapes"`
+
+	dir string // the folder it is in
+}
+
+// testSettings are one tape's: the command (argv), the folder it runs in
+// (relative to the config's folder), and --ignore-output patterns.
+type testSettings struct {
+	Command      []string `json:"command"`
+	Dir          string   `json:"dir"`
+	IgnoreOutput []string `json:"ignore_output"`
+}
+
+// testConfigs reads each folder's jukebox.json once.
+type testConfigs struct {
+	mu   sync.Mutex
+	byID map[string]*testConfig
+	errs map[string]error
+}
+
+// forTape is the settings for tape: its folder's jukebox.json, the tape's
+// entry over the folder's defaults; zero when there is none.
+func (cs *testConfigs) forTape(tape string) (testSettings, error) {
+	dir := filepath.Dir(tape)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.byID == nil {
+		cs.byID, cs.errs = map[string]*testConfig{}, map[string]error{}
+	}
+	c, seen := cs.byID[dir]
+	if !seen {
+		c, cs.errs[dir] = readTestConfig(dir)
+		cs.byID[dir] = c
+	}
+	if err := cs.errs[dir]; err != nil || c == nil {
+		return testSettings{}, err
+	}
+	s := c.testSettings
+	for pat, t := range c.Tapes {
+		if ok, _ := filepath.Match(pat, filepath.Base(tape)); !ok {
+			continue
+		}
+		if t.Command != nil {
+			s.Command = t.Command
+		}
+		if t.Dir != "" {
+			s.Dir = t.Dir
+		}
+		s.IgnoreOutput = append(append([]string{}, s.IgnoreOutput...), t.IgnoreOutput...)
+	}
+	if s.Dir != "" && !filepath.IsAbs(s.Dir) {
+		s.Dir = filepath.Join(c.dir, s.Dir)
+	}
+	return s, nil
+}
+
+// readTestConfig reads dir's jukebox.json; nil when there is none.
+func readTestConfig(dir string) (*testConfig, error) {
+	path := filepath.Join(dir, testConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c testConfig
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w (keys: command, dir, ignore_output, tapes)", path, err)
+	}
+	c.dir = dir
+	return &c, nil
+}
+
+// tapesUnder lists the *.jbx files under dir.
+func tapesUnder(dir string) ([]string, error) {
+	var tapes []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && p != dir && (strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".jbx.d") || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(name, ".jbx") {
+			tapes = append(tapes, p)
+		}
+		return nil
+	})
+	return tapes, err
+}
+
+// runOne replays tape strictly in a jukebox replay of its own, in the
+// folder and with the command its settings or its recording name.
+func (c *TestCmd) runOne(ctx context.Context, self, tape string, configs *testConfigs) (r testResult) {
+	r.Tape = tape
+	start := time.Now()
+	defer func() { r.Seconds = time.Since(start).Seconds() }()
+	args, err := c.replayArgs(tape, configs)
+	if err != nil {
+		r.Verdict, r.Code = verdictOf(ExitInternal)
+		r.Where = err.Error()
+		var bad *badTapeError
+		if errors.As(err, &bad) {
+			r.Verdict, r.Code = verdictOf(ExitBadTape)
+		}
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &limitedBuffer{max: 1 << 20, b: &stderr}
+	runErr := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	r.Verdict, r.Code = verdictOf(code)
+	if r.Verdict == "pass" {
+		return r
+	}
+	r.Where = whereItFailed(stdout.Bytes(), stderr.String())
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		r.Verdict, r.Code, r.Where = "timeout", ExitInternal, fmt.Sprintf("%s after %s (--timeout)", errTimeout, c.Timeout)
+	} else if code < 0 && runErr != nil {
+		r.Where = runErr.Error()
+	}
+	r.Output = lastLines(stderr.String(), 40)
+	return r
+}
+
+// badTapeError: a tape that does not open.
+type badTapeError struct{ err error }
+
+func (e *badTapeError) Error() string { return e.err.Error() }
+func (e *badTapeError) Unwrap() error { return e.err }
+
+// replayArgs is the jukebox replay command line for tape: strict, with
+// the folder and command of its settings, else those it recorded.
+func (c *TestCmd) replayArgs(tape string, configs *testConfigs) ([]string, error) {
+	s, err := configs.forTape(tape)
+	if err != nil {
+		return nil, err
+	}
+	if v := verifyOne(nil, tape, tapefmt.VerifyOptions{Blobs: true}); !v.OK {
+		return nil, &badTapeError{v.err}
+	}
+	start, err := parentStart(nil, tape, nil)
+	if err != nil {
+		return nil, &badTapeError{err}
+	}
+	dir := s.Dir
+	if dir == "" {
+		dir = start.Cwd
+	}
+	if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("the folder the tape was recorded in (%q) is not here: give \"dir\" in a %s beside the tape", dir, testConfigFile)
+	}
+	args := []string{"replay", "--strict", "--json", "--dir", dir}
+	for _, p := range append(append([]string{}, c.IgnoreOutput...), s.IgnoreOutput...) {
+		args = append(args, "--ignore-output", p)
+	}
+	args = append(args, tape)
+	if len(s.Command) > 0 {
+		args = append(append(args, "--"), s.Command...)
+	}
+	return args, nil
+}
+
+// whereItFailed says in one line where a replay failed: its divergence
+// (from --json), else the error it ended with (its last "jukebox: " line).
+func whereItFailed(stdout []byte, stderr string) string {
+	var res engine.Result
+	if json.Unmarshal(stdout, &res) == nil && res.Divergence != nil {
+		d := res.Divergence
+		if d.Path != "" && d.Frame >= 0 {
+			return fmt.Sprintf("diverged %s, first at %s", d.Where(), d.Path)
+		}
+		return "diverged " + d.Where()
+	}
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l, ok := strings.CutPrefix(lines[i], "jukebox: "); ok && !strings.HasPrefix(l, "note:") {
+			return l
+		}
+	}
+	return lastLines(stderr, 1)
+}
+
+// lastLines is s's last n lines.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// limitedBuffer keeps the last max bytes or so written to it: an agent
+// that prints without end cannot fill the memory.
+type limitedBuffer struct {
+	max int
+	b   *bytes.Buffer
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	l.b.Write(p)
+	if over := l.b.Len() - l.max; over > 0 {
+		l.b.Next(over)
+	}
+	return len(p), nil
+}
