@@ -64,6 +64,9 @@ type RunOptions struct {
 	// recording's (timings, dates). Written into the tape (run.start's
 	// ignore_output); a replay adds its source tape's before its own.
 	IgnoreOutput []string
+	// RecordMode is record's --record-mode (once, new, all, none) when one
+	// was given: written on the tape (run.start's record_mode).
+	RecordMode string
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
 	// MCP are MCP servers that speak streamable HTTP, by name: a recording
@@ -302,7 +305,7 @@ func (s *session) runStart(upstreams map[string]string) tapefmt.RunStart {
 	host, _ := os.Hostname()
 	return tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: s.workspace(), Env: runStartEnv(s.baseEnv()),
 		Seed: s.o.Seed, Host: host, Version: s.o.Version, Mode: s.mode,
-		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams, Match: s.o.Match, IgnoreOutput: s.o.IgnoreOutput}
+		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams, Match: s.o.Match, IgnoreOutput: s.o.IgnoreOutput, RecordMode: s.o.RecordMode}
 }
 
 func (s *session) baseEnv() []string { return s.o.baseEnv() }

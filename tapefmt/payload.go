@@ -63,6 +63,9 @@ type RunStart struct {
 	// gave: every replay of the tape replaces their matches in each line
 	// of stdout before it compares the outputs.
 	IgnoreOutput []string `json:"ignore_output,omitempty"`
+	// RecordMode is record's --record-mode that wrote the tape (once, new,
+	// all), when one was given.
+	RecordMode string `json:"record_mode,omitempty"`
 }
 
 // MatchRules are matching rules as a tape keeps them (package reqmatch

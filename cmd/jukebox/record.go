@@ -29,6 +29,7 @@ type RecordCmd struct {
 	redactFlags
 	matchFlags
 	outputFlags
+	recordModeFlag
 	captureFlags
 	breakerFlags
 	otlpFlags
@@ -37,6 +38,9 @@ type RecordCmd struct {
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 
 	mcpPolicy *mcp.Policy // read from MCPPolicy by Validate
+	// recordMode is the mode written on the tape, when a mode records
+	// to a tape of its own (--record-mode all).
+	recordMode string
 }
 
 // Validate checks flags before anything starts.
@@ -51,6 +55,9 @@ func (c *RecordCmd) Validate() error {
 		return err
 	}
 	if err := c.outputFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.recordModeFlag.validate(c.Output); err != nil {
 		return err
 	}
 	if err := c.redactFlags.validate(); err != nil {
@@ -98,6 +105,9 @@ func mcpURLs(pairs []string) (map[string]string, error) {
 
 // Run records the agent and exits with the agent's exit code.
 func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
+	if done, err := c.byRecordMode(ctx, env); done {
+		return err
+	}
 	name := c.Name
 	if name == "" {
 		name = runName(commandArgs(c.Cmd))
@@ -126,7 +136,10 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	o.Booth, tty = c.boothOptions(env)
 	defer tty.restore()
 	o.AutoName, o.QuietSDKs = c.Output == "", c.QuietSDKs
-	o.Match, o.IgnoreOutput = c.forTape(), c.IgnoreOutput
+	o.Match, o.IgnoreOutput, o.RecordMode = c.forTape(), c.IgnoreOutput, c.recordMode
+	if o.RecordMode == "" {
+		o.RecordMode = c.RecordMode
+	}
 	o.OnTape = func(p string) { fmt.Fprintf(env.Stderr, "jukebox: recording to %s\n", p) }
 	exported, err := c.otlpFlags.start(ctx, &o, env.Stderr)
 	if err != nil {

@@ -30,6 +30,8 @@ type ReplayCmd struct {
 	boothFlags
 	storeFlags
 	JSON bool `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
+
+	recordMode string // record --record-mode's, written on the tape (-o)
 }
 
 // Validate checks flags before anything starts.
@@ -99,6 +101,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	o.Booth, tty = c.boothOptions(env)
 	defer tty.restore()
 	o.Dir, o.AutoName, o.QuietSDKs, o.IgnoreOutput = c.Dir, c.Output == "", c.QuietSDKs, c.IgnoreOutput
+	o.RecordMode = c.recordMode
 	pg, err := startPG(ctx, c.PG, o.Booth, env)
 	if err != nil {
 		return err

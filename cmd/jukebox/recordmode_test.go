@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+)
+
+// TestRecordModes is issue 34's recording modes, as vcrpy users know
+// them: once records a missing tape and replays it afterwards (with no
+// upstream there at all); none replays only and refuses a missing tape;
+// new replays what the tape holds and records what is new into a tape
+// that supersedes it, the old one kept beside it; all records again. The
+// tape says which mode wrote it.
+func TestRecordModes(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "agent.py"), []byte(promptAgent), 0o644))
+	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "any", "reply": {"text": "the same answer"}}]}`))
+	must(t, err)
+	srv, _, err := llmsim.Start("127.0.0.1:0", script)
+	must(t, err)
+	upstream := srv.OpenAIBaseURL()
+	run := func(mode, prompt string) (string, int) {
+		cmd := exec.Command(jukeboxBin(), "record", "--record-mode", mode, "-o", "t.jbx", "--upstream", "openai="+upstream, "--", py, "agent.py")
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1", "PROMPT="+prompt)
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	modeOf := func() string {
+		rs, err := engine.FirstRunStart(openTape(t, filepath.Join(dir, "t.jbx")))
+		must(t, err)
+		return rs.RecordMode
+	}
+	superseded := func() int {
+		m, _ := filepath.Glob(filepath.Join(dir, "t.superseded-*.jbx"))
+		return len(m)
+	}
+	if out, code := run("none", "hello"); code != ExitUsage || !strings.Contains(out, "t.jbx is not there") {
+		t.Fatalf("none with no tape: exit %d\n%s", code, out)
+	}
+	if out, code := run("once", "hello"); code != ExitOK || modeOf() != "once" {
+		t.Fatalf("once with no tape: exit %d, mode %q\n%s", code, modeOf(), out)
+	}
+	srv.Close() // from here on, once and none must not need it
+	for _, mode := range []string{"once", "none"} {
+		if out, code := run(mode, "hello"); code != ExitOK || !strings.Contains(out, "replaying it") {
+			t.Fatalf("%s with the tape there: exit %d\n%s", mode, code, out)
+		}
+	}
+	if out, code := run("once", "goodbye"); code != ExitDiverged {
+		t.Fatalf("once, asked something the tape does not hold: exit %d\n%s", code, out)
+	}
+	srv, _, err = llmsim.Start("127.0.0.1:0", script)
+	must(t, err)
+	t.Cleanup(func() { srv.Close() })
+	upstream = srv.OpenAIBaseURL()
+	if out, code := run("new", "goodbye"); code != ExitOK || modeOf() != "new" || superseded() != 1 || !strings.Contains(out, "superseded") {
+		t.Fatalf("new: exit %d, mode %q, %d superseded\n%s", code, modeOf(), superseded(), out)
+	}
+	if out, code := run("none", "goodbye"); code != ExitOK {
+		t.Fatalf("the superseding tape does not replay the new question: exit %d\n%s", code, out)
+	}
+	if out, code := run("all", "again"); code != ExitOK || modeOf() != "all" || superseded() != 2 {
+		t.Fatalf("all: exit %d, mode %q, %d superseded\n%s", code, modeOf(), superseded(), out)
+	}
+	if out, code := run("sometimes", "again"); code != ExitUsage || !strings.Contains(out, "--record-mode") {
+		t.Fatalf("a mode that is not one: exit %d\n%s", code, out)
+	}
+}
