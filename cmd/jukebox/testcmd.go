@@ -23,6 +23,7 @@ type TestCmd struct {
 	JSON    bool          `help:"Print the results as JSON on stdout (progress goes to stderr)."`
 	Timeout time.Duration `default:"10m" help:"Longest a tape's replay may take; one that takes longer is stopped and fails."`
 	outputFlags
+	RecordMode string `name:"record-mode" enum:"none,once,new,all" default:"none" help:"none and once replay every tape (the tapes are there); new replays each and records what is new from the upstream it recorded into a tape that supersedes it; all records each again (jukebox record --record-mode, docs/recording.md)."`
 }
 
 // testResult is one tape's outcome (--json's tapes[]).

@@ -102,3 +102,34 @@ func TestTestCommand(t *testing.T) {
 		t.Errorf("a folder that is not there: exit %d\n%s", code, errs)
 	}
 }
+
+// TestTestRecordModeAll: jukebox test --record-mode all records every tape
+// again, in its folder, with the command jukebox.json gives; the old tape
+// is kept beside the new one, and the suite passes against the new ones.
+func TestTestRecordModeAll(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(jukeboxBin(), args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1")
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	must(t, os.Mkdir(filepath.Join(dir, "suite"), 0o755))
+	if out, code := run("record", "-o", filepath.Join("suite", "a.jbx"), "--", "sh", "-c", "echo one"); code != ExitOK {
+		t.Fatalf("record: exit %d\n%s", code, out)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "suite", "jukebox.json"), []byte(`{"command": ["sh", "-c", "echo two"]}`), 0o644))
+	if out, code := run("test", "suite"); code != ExitDiffers {
+		t.Fatalf("test before recording again: exit %d, want %d\n%s", code, ExitDiffers, out)
+	}
+	if out, code := run("test", "suite", "--record-mode", "all"); code != ExitOK {
+		t.Fatalf("test --record-mode all: exit %d\n%s", code, out)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "suite", "a.superseded-*.jbx")); len(m) != 1 {
+		t.Fatalf("the old tape is not kept beside the new one: %v", m)
+	}
+	if out, code := run("test", "suite"); code != ExitOK || strings.Contains(out, "superseded") {
+		t.Fatalf("test after recording again: exit %d\n%s", code, out)
+	}
+}

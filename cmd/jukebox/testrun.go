@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -102,7 +103,13 @@ func readTestConfig(dir string) (*testConfig, error) {
 	return &c, nil
 }
 
-// tapesUnder lists the *.jbx files under dir.
+// supersededTape says whether a tape's file name is one --record-mode new
+// or all kept beside the tape that superseded it (or is writing).
+func supersededTape(name string) bool {
+	return strings.Contains(name, ".superseded-") || strings.Contains(name, ".new-")
+}
+
+// tapesUnder lists the *.jbx files under dir, but superseded ones.
 func tapesUnder(dir string) ([]string, error) {
 	var tapes []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -113,7 +120,7 @@ func tapesUnder(dir string) ([]string, error) {
 		if d.IsDir() && p != dir && (strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".jbx.d") || name == "node_modules") {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && strings.HasSuffix(name, ".jbx") {
+		if !d.IsDir() && strings.HasSuffix(name, ".jbx") && !supersededTape(name) {
 			tapes = append(tapes, p)
 		}
 		return nil
@@ -127,7 +134,7 @@ func (c *TestCmd) runOne(ctx context.Context, self, tape string, configs *testCo
 	r.Tape = tape
 	start := time.Now()
 	defer func() { r.Seconds = time.Since(start).Seconds() }()
-	args, err := c.replayArgs(tape, configs)
+	args, dir, err := c.replayArgs(tape, configs)
 	if err != nil {
 		r.Verdict, r.Code = verdictOf(ExitInternal)
 		r.Where = err.Error()
@@ -140,6 +147,7 @@ func (c *TestCmd) runOne(ctx context.Context, self, tape string, configs *testCo
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Dir = dir
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
@@ -168,34 +176,61 @@ func (e *badTapeError) Unwrap() error { return e.err }
 
 // replayArgs is the jukebox replay command line for tape: strict, with
 // the folder and command of its settings, else those it recorded.
-func (c *TestCmd) replayArgs(tape string, configs *testConfigs) ([]string, error) {
+func (c *TestCmd) replayArgs(tape string, configs *testConfigs) (args []string, dir string, err error) {
 	s, err := configs.forTape(tape)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if v := verifyOne(nil, tape, tapefmt.VerifyOptions{Blobs: true}); !v.OK {
-		return nil, &badTapeError{v.err}
+		return nil, "", &badTapeError{v.err}
 	}
 	start, err := parentStart(nil, tape, nil)
 	if err != nil {
-		return nil, &badTapeError{err}
+		return nil, "", &badTapeError{err}
 	}
-	dir := s.Dir
+	dir = s.Dir
 	if dir == "" {
 		dir = start.Cwd
 	}
 	if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("the folder the tape was recorded in (%q) is not here: give \"dir\" in a %s beside the tape", dir, testConfigFile)
+		return nil, "", fmt.Errorf("the folder the tape was recorded in (%q) is not here: give \"dir\" in a %s beside the tape", dir, testConfigFile)
 	}
-	args := []string{"replay", "--strict", "--json", "--dir", dir}
+	abs, err := filepath.Abs(tape)
+	if err != nil {
+		return nil, "", err
+	}
+	if c.RecordMode == "new" || c.RecordMode == "all" {
+		return recordArgs(c.RecordMode, abs, start, s.Command), dir, nil
+	}
+	args = []string{"replay", "--strict", "--json", "--dir", dir}
 	for _, p := range append(append([]string{}, c.IgnoreOutput...), s.IgnoreOutput...) {
 		args = append(args, "--ignore-output", p)
 	}
-	args = append(args, tape)
+	args = append(args, abs)
 	if len(s.Command) > 0 {
 		args = append(append(args, "--"), s.Command...)
 	}
-	return args, nil
+	return args, dir, nil
+}
+
+// recordArgs is the jukebox record command line that records tape again
+// under --record-mode new or all, to the upstreams it recorded, its
+// command the one given, else the recorded one (jukebox test runs it in
+// the tape's folder).
+func recordArgs(mode, tape string, start *tapefmt.RunStart, command []string) []string {
+	args := []string{"record", "--record-mode", mode, "-o", tape, "--json"}
+	names := make([]string, 0, len(start.Upstream))
+	for name := range start.Upstream {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		args = append(args, "--upstream", name+"="+start.Upstream[name])
+	}
+	if len(command) == 0 {
+		command = start.Argv
+	}
+	return append(append(args, "--"), command...)
 }
 
 // whereItFailed says in one line where a replay failed: its divergence
