@@ -85,13 +85,12 @@ type Breaker struct {
 	price PriceFunc
 	who   string // whose spending it follows, for reasons: "the run", agentWho
 
-
 	cost      float64
 	tokens    int64
-	estimated bool    // some of cost and tokens were counted, not reported
+	estimated bool               // some of cost and tokens were counted, not reported
 	longest   int64              // output tokens of the run's longest answer, for estimates
 	held      map[uint64]float64 // the most each call in flight may cost, by its request frame
-	spent     []spend // the last Window's spending
+	spent     []spend            // the last Window's spending
 	unknown   map[string]bool
 
 	pending map[string]pendingUse // tool call id → the call, until its result comes
@@ -198,4 +197,3 @@ func oneLine(s string) string {
 	}
 	return string(r)
 }
-

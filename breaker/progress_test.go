@@ -81,7 +81,7 @@ func TestRealLoopsTrip(t *testing.T) {
 			results: []string{"FAIL: 3 tests failed"}})
 	}
 	for name, c := range map[string]struct {
-		steps []step
+		steps  []step
 		within int
 	}{"undo and redo": {undo, 6}, "read and write back": {flip, 13}, "retry": {retry, 3}} {
 		// The flip is a loop of four actions: each is seen the third
