@@ -203,8 +203,8 @@ type session struct {
 // guard is the circuit breaker for this session's live calls, or nil.
 func (s *session) guard() *guard {
 	return newGuard(s.o.Limits, func(t *breaker.Trip) {
-		p := tapefmt.BreakerTrip{Rule: t.Rule, Reason: t.Reason, Cost: t.Cost, Tokens: t.Tokens, Evidence: t.Evidence}
-		s.trip.Store(&p)
+		p := tapefmt.BreakerTrip{Rule: t.Rule, Reason: t.Reason, Cost: t.Cost, Tokens: t.Tokens, Evidence: t.Evidence, Agent: t.Agent}
+		s.trip.CompareAndSwap(nil, &p) // the first trip is the run's outcome
 		s.appendFrame(p)
 	}, func() { s.stopAgent(3 * time.Second) })
 }

@@ -396,6 +396,9 @@ type BreakerTrip struct {
 	// results, the answers that said the same thing, the call that would
 	// have passed the cap.
 	Evidence []uint64 `json:"evidence,omitempty"`
+	// Agent is the agent whose own limits tripped: its calls alone were
+	// refused, the run went on (unless --trip-all). "" for the run's.
+	Agent string `json:"agent,omitempty"`
 }
 
 // AgentTurn is a turn an agent reports about itself through the control API.
