@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/prices"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -94,6 +95,21 @@ func (g *guard) fire(t *breaker.Trip) {
 	}
 }
 
+// rate is the price a live call of model is priced at, recorded on its
+// llm.response so that every view prices it as the breaker did: the price
+// table in force (a --prices file's included), else the unknown-model
+// rate; nil for a model without either.
+func (p *proxy) rate(model string) *tapefmt.Rate {
+	if r, ok := prices.TapeRate(model); ok {
+		return &r
+	}
+	if p.unknownRate > 0 {
+		r := breaker.UnknownRate(p.unknownRate)
+		return &r
+	}
+	return nil
+}
+
 // TripCode is the code of the error a call refused by the circuit breaker
 // gets: error.type and error.code of its JSON body, which the OpenAI and
 // Anthropic SDKs surface (error.code, error.type), beside error.rule (the
@@ -103,7 +119,7 @@ const TripCode = "jukebox_breaker_tripped"
 // tripError answers a refused call: HTTP 400, which the SDKs do not retry,
 // with a JSON error carrying TripCode and the rule. It returns the message.
 func tripError(w http.ResponseWriter, t *breaker.Trip) string {
-	msg := "jukebox: circuit breaker tripped (" + t.Rule + "): " + t.Reason
+	msg := llmwire.TripPrefix + " (" + t.Rule + "): " + t.Reason
 	e := map[string]string{"type": TripCode, "code": TripCode, "rule": t.Rule, "message": msg}
 	if t.Agent != "" {
 		e["agent"] = t.Agent

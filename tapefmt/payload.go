@@ -218,6 +218,11 @@ type LLMResponse struct {
 	// Undecodable says why a compressed body could not be decoded when it
 	// was recorded (corrupt, an unknown coding, over the decoding cap).
 	Undecodable string `json:"undecodable,omitempty"`
+	// Rate is the price the call was priced at when recorded live (the
+	// price table in force, a --prices file, --unknown-model-rate); views
+	// price the call by it. Tapes older than this field leave it out and
+	// are priced by the table of the reader.
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // ToolCall is a tool invocation, from an LLM response, an MCP client or the booth.
