@@ -14,9 +14,20 @@ import (
 // tape, through a breaker with limits l, as the recorder would have seen
 // them: the trip it would have made, or nil. Times are the tape's, so
 // velocities hold as they did. It is for choosing limits on real runs
-// before setting them (`jukebox breaker`).
+// before setting them (`jukebox breaker`). Calls are priced at the rates
+// the tape recorded (llm.response rate), as every view prices them, else
+// by the price table.
 func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
-	b := breaker.NewSet(l, prices.Cost)
+	rates, err := recordedRates(t)
+	if err != nil {
+		return nil, err
+	}
+	b := breaker.NewSet(l, func(model string, u tapefmt.Usage) (float64, bool) {
+		if r, ok := rates[model]; ok {
+			return r.Cost(u), true
+		}
+		return prices.Cost(model, u)
+	})
 	type request struct {
 		call  llmwire.Call
 		agent string
@@ -62,6 +73,25 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 		}
 	}
 	return nil, nil
+}
+
+// recordedRates are the rates a tape's calls were recorded at, by the
+// model their frames name.
+func recordedRates(t *tapefmt.Tape) (map[string]tapefmt.Rate, error) {
+	rates := map[string]tapefmt.Rate{}
+	for f, err := range t.Frames(tapefmt.KindLLMResponse) {
+		if err != nil {
+			return nil, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return nil, err
+		}
+		if r := p.(*tapefmt.LLMResponse); r.Rate != nil && r.Model != "" {
+			rates[r.Model] = *r.Rate
+		}
+	}
+	return rates, nil
 }
 
 // blobOf reads a blob, or nothing for a frame that names none.

@@ -93,6 +93,20 @@ func TestRatesOnTheTape(t *testing.T) {
 		t.Errorf("ls does not agree with the breaker's $%v:\n%s", rec.Breaker.Cost, out)
 	}
 
+	// jukebox breaker prices the tape as the breaker did, without the
+	// flag: the same cap trips on the same cost.
+	out, _ = wantCode(t, ExitTripped, "breaker", "--json", "--max-cost", "0.001", "unknown.jbx")
+	var check struct {
+		Breaker struct {
+			Rule string
+			Cost float64
+		} `json:"breaker"`
+	}
+	must(t, json.Unmarshal([]byte(out), &check))
+	if check.Breaker.Rule != "cost" || math.Abs(check.Breaker.Cost-rec.Breaker.Cost) > 1e-12 {
+		t.Errorf("jukebox breaker: %s, want the cost trip at $%v", out, rec.Breaker.Cost)
+	}
+
 	// A price file at record time prices the run for good: cost without
 	// it says the same, and so does cost with another file.
 	table := filepath.Join(dir, "prices.json")
