@@ -145,21 +145,22 @@ func (b *Breaker) priced(model string, seq uint64) *Trip {
 }
 
 // priceOf prices a call, with the unknown-model rate for models without a
-// price: every token (input, cached, written to the cache, output) at it,
-// as UnknownRate has it.
+// price (UnknownRate).
 func (b *Breaker) priceOf(model string, u tapefmt.Usage) (float64, bool) {
 	if usd, ok := b.price(model, u); ok {
 		return usd, true
 	}
 	if b.l.UnknownModelRate > 0 {
-		return UnknownCost(b.l.UnknownModelRate, u), true
+		return UnknownRate(b.l.UnknownModelRate).Cost(u), true
 	}
 	return 0, false
 }
 
-// UnknownCost is what usage u costs at an unknown-model rate of rate
-// dollars per million tokens: input (cached tokens among it, as OpenAI
-// counts them), tokens written to the cache and output alike.
-func UnknownCost(rate float64, u tapefmt.Usage) float64 {
-	return float64(max(u.Input, u.Cached)+u.CacheWrite+u.Output) * rate / 1e6
+// UnknownRate is the rate of a model without a price under an
+// unknown-model rate of perMillion dollars a million tokens: every token
+// (input, cached, written to the cache, output) at it, as a tape records
+// it.
+func UnknownRate(perMillion float64) tapefmt.Rate {
+	r := perMillion / 1e6
+	return tapefmt.Rate{Input: r, Output: r, CacheRead: r, CacheWrite: r, Source: tapefmt.RateUnknownModel}
 }

@@ -109,14 +109,14 @@ type config struct {
 // LoadConfig reads a breaker config file (JSON):
 //
 //	{"max_cost_usd": 0.50, "max_tokens_per_min": 20000, "max_usd_per_min": 0.10,
-//	 "max_repeat": 3, "max_semantic_repeat": 3, "unknown_model_rate": 5,
+//	 "max_repeat": 3, "max_semantic_repeat": 3, "unknown_model_rate": 5, "trip_all": true,
 //	 "agents": {"planner": {"max_cost_usd": 0.10}, "coder": {"max_repeat": 4}},
 //	 "tracks": {"invoice-agent": {"max_cost_usd": 2, "agents": {"planner": {"max_cost_usd": 0.5}}}}}
 //
 // An unknown key, a value that is not a positive number or a malformed
 // file is an error naming the file and the key. An agent's limits take
-// the same keys but agents, tracks and unknown_model_rate, which are the
-// run's; a track's take the same keys but tracks.
+// the same keys but agents, tracks, unknown_model_rate and trip_all, which
+// are the run's; a track's take the same keys but tracks.
 func LoadConfig(path string) (Limits, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 
 // breakerFlags set the circuit breaker's limits on record and fork.
 type breakerFlags struct {
-	MaxCost          *float64 `placeholder:"USD" help:"Stop the run before the model call that would take its cost past USD dollars (the cost so far plus an estimate of that call). Exit 7."`
+	MaxCost          *float64 `placeholder:"USD" help:"Stop the run before the model call that could take its cost past USD dollars (the cost so far, the calls in flight and the most that call can cost: its input and its max_tokens, else the run's longest answer). Exit 7."`
 	MaxVelocity      string   `placeholder:"RATE" help:"Stop the run when it spends faster than RATE over the last minute: tokens a minute (20000) or dollars a minute with a $ ('$0.50'). Exit 7."`
 	MaxRepeat        *int     `placeholder:"N" help:"Stop the run when the agent makes the same tool call with the same result the N-th time, or alternates between two tool calls N times. Exit 7."`
 	BreakerConfig    string   `type:"existingfile" placeholder:"FILE" help:"Breaker limits as JSON: max_cost_usd, max_tokens_per_min, max_usd_per_min, max_repeat, max_semantic_repeat (answers that say the same thing, or the same code), unknown_model_rate; agents and tracks (runs by --name) of their own (see docs/breaker.md). Flags given as well win."`
