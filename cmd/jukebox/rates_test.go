@@ -10,6 +10,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // sixCalls is an agent making six calls of the model AGENT_MODEL, each
@@ -91,6 +92,14 @@ func TestRatesOnTheTape(t *testing.T) {
 	must(t, json.Unmarshal([]byte(out), &ls))
 	if len(ls) != 1 || len(ls[0].Unpriced) != 0 || math.Abs(ls[0].Cost-rec.Breaker.Cost) > 1e-12 {
 		t.Errorf("ls does not agree with the breaker's $%v:\n%s", rec.Breaker.Cost, out)
+	}
+
+	// The turntable's running cost (timeline.Totals) says the same.
+	tl, err := timeline.Open("unknown.jbx")
+	must(t, err)
+	defer tl.Close()
+	if _, usd := tl.Totals(tl.Len() - 1); math.Abs(usd-rec.Breaker.Cost) > 1e-12 {
+		t.Errorf("the turntable's total $%v, the breaker's $%v", usd, rec.Breaker.Cost)
 	}
 
 	// jukebox breaker prices the tape as the breaker did, without the
