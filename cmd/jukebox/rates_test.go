@@ -14,16 +14,18 @@ import (
 )
 
 // sixCalls is an agent making six calls of the model AGENT_MODEL, each
-// asking for at most 50 tokens; it prints each call's status and goes on
-// after a refusal.
+// asking for at most 50 tokens, as the agent AGENT_NAME (X-Jukebox-Agent)
+// when set; it prints each call's status and goes on after a refusal.
 const sixCalls = `
 import json, os, urllib.request, urllib.error
 url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
 for i in range(6):
     body = json.dumps({"model": os.environ["AGENT_MODEL"], "max_tokens": 50,
                        "messages": [{"role": "user", "content": "step %d" % i}]}).encode()
-    req = urllib.request.Request(url, body, {"Content-Type": "application/json",
-        "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]}
+    if os.environ.get("AGENT_NAME"):
+        headers["X-Jukebox-Agent"] = os.environ["AGENT_NAME"]
+    req = urllib.request.Request(url, body, headers)
     try:
         with urllib.request.urlopen(req) as r:
             print(r.status, flush=True)
@@ -129,5 +131,27 @@ func TestRatesOnTheTape(t *testing.T) {
 	must(t, json.Unmarshal(without, &bill))
 	if string(withFile) != string(without) || bill.Total.Cost <= 0 || bill.Rows[0].Unpriced != 0 {
 		t.Errorf("the run's rates are not its tape's:\nwith the file: %s\nwithout: %s", withFile, without)
+	}
+}
+
+// TestAgentTripExitsAtTheEnd: an agent past its own limit has its calls
+// refused, runs on to its own end, and record exits 7 then, saying why.
+func TestAgentTripExitsAtTheEnd(t *testing.T) {
+	py := testenv.RequirePython(t)
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	agent, cfg := filepath.Join(dir, "agent.py"), filepath.Join(dir, "limits.json")
+	must(t, os.WriteFile(agent, []byte(sixCalls), 0o644))
+	must(t, os.WriteFile(cfg, []byte(`{"agents": {"coder": {"max_cost_usd": 0.0001}}}`), 0o644))
+	t.Chdir(dir)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("AGENT_MODEL", "demo-large")
+	t.Setenv("AGENT_NAME", "coder")
+	out, errs := wantCode(t, ExitTripped, "record", "--breaker-config", cfg, "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", "coder.jbx", "--", py, agent)
+	if strings.Count(out, "400") != 6 || !strings.Contains(errs, "circuit breaker tripped (cost): agent coder: its calls have cost $0.0000") ||
+		!strings.Contains(errs, "ahead of the agent's exit 0") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out, errs)
 	}
 }
