@@ -39,7 +39,7 @@ func run(l Limits, steps []step) (int, *Trip) {
 			return i, t
 		}
 		seq++
-		if t := b.After(Answer{Seq: seq, Model: "demo-large", Usage: s.usage, Text: s.text, ToolCalls: s.calls, At: t0.Add(time.Duration(i) * time.Second)}); t != nil {
+		if t := b.After(Answer{Seq: seq, Request: seq - 1, Model: "demo-large", Usage: s.usage, Text: s.text, ToolCalls: s.calls, At: t0.Add(time.Duration(i) * time.Second)}); t != nil {
 			return i, t
 		}
 		pendingIDs, pendingResults = nil, s.results
@@ -108,8 +108,9 @@ func TestProgressDoesNotTrip(t *testing.T) {
 	}
 }
 
-// TestOscillationTrips: two calls alternating (A,B,A,B,...) with changing
-// results trip after MaxRepeat cycles.
+// TestOscillationTrips: two calls alternating (A,B,A,B,...) trip after
+// MaxRepeat cycles when their results come back to what they were (an
+// agent undoing and redoing), even if no action is seen MaxRepeat times.
 func TestOscillationTrips(t *testing.T) {
 	var steps []step
 	for i := range 10 {
@@ -117,7 +118,7 @@ func TestOscillationTrips(t *testing.T) {
 		if i%2 == 1 {
 			c.Args = `{"path":"a.txt","content":"v2"}`
 		}
-		steps = append(steps, step{calls: []ToolUse{c}, results: []string{fmt.Sprint("wrote at ", i)}})
+		steps = append(steps, step{calls: []ToolUse{c}, results: []string{[]string{"created", "created", "replaced", "replaced"}[i%4]}})
 	}
 	at, trip := run(Limits{MaxRepeat: 3}, steps)
 	if trip == nil || trip.Rule != RuleOscillation || at != 6 || len(trip.Evidence) != 6 {
@@ -181,7 +182,7 @@ func TestCostCapHoldsBeforeTheCall(t *testing.T) {
 			}
 			return
 		}
-		b.After(Answer{Seq: seq + 1, Model: "demo-large", Usage: tapefmt.Usage{Input: 1000, Output: 100}, At: t0})
+		b.After(Answer{Seq: seq + 1, Request: seq, Model: "demo-large", Usage: tapefmt.Usage{Input: 1000, Output: 100}, At: t0})
 	}
 	t.Fatal("the cap never held")
 }
@@ -262,7 +263,7 @@ func TestAgentLimits(t *testing.T) {
 		if t := s.Before(agent, Call{Seq: seq, Model: "demo-large", InputTokens: 1000, MaxOutput: 100}); t != nil {
 			return t
 		}
-		return s.After(agent, Answer{Seq: seq + 1, Model: "demo-large", Usage: tapefmt.Usage{Input: 1000, Output: 100}, At: t0})
+		return s.After(agent, Answer{Seq: seq + 1, Request: seq, Model: "demo-large", Usage: tapefmt.Usage{Input: 1000, Output: 100}, At: t0})
 	}
 	if trip := call("planner", 1); trip != nil {
 		t.Fatalf("planner's first call: %+v", trip)
@@ -274,8 +275,8 @@ func TestAgentLimits(t *testing.T) {
 	if trip == nil || trip.Rule != RuleCost || !strings.HasPrefix(trip.Reason, "agent coder: ") {
 		t.Fatalf("coder's second call would take it past its own cap: %+v", trip)
 	}
-	if s.Tripped() != trip || call("planner", 7) != trip {
-		t.Error("after a trip the whole run stays stopped")
+	if s.Tripped() != trip || call("coder", 7) != trip || call("planner", 9) != nil {
+		t.Error("after coder's trip, coder's calls are refused and planner's go on (TestAgentTripRefusesThatAgentOnly)")
 	}
 	for _, bad := range []string{`{"agents": {"a": {"max_cost_usd": 0}}}`, `{"agents": {"a": {"agents": {}}}}`, `{"agents": {"a": {"unknown_model_rate": 1}}}`} {
 		os.WriteFile(path, []byte(bad), 0o644)

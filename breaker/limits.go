@@ -3,8 +3,8 @@ package breaker
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -28,7 +28,15 @@ type Limits struct {
 	// Tracks are limits for runs by their name (a track is a named agent
 	// run: record --name, or the script's name); Track applies them.
 	Tracks map[string]Limits
+	// TripAll makes a trip of an agent's own limits refuse every agent's
+	// calls and stop the run, as a trip of the run's limits does; without
+	// it only that agent's calls are refused.
+	TripAll bool
 }
+
+// Finite reports whether v is a limit: a finite number above 0 (NaN,
+// infinities, zero and negatives are not).
+func Finite(v float64) bool { return v > 0 && !math.IsInf(v, 1) }
 
 // Track is the limits for a run named name: the track's own keys replace
 // the run-wide ones, its agents join (and replace, by name) the run-wide
@@ -52,6 +60,7 @@ func (l Limits) Track(name string) Limits {
 	if t.MaxRepeat != 0 {
 		out.MaxRepeat = t.MaxRepeat
 	}
+	out.TripAll = out.TripAll || t.TripAll
 	if t.MaxSemanticRepeat != 0 {
 		out.MaxSemanticRepeat = t.MaxSemanticRepeat
 	}
@@ -92,6 +101,7 @@ type config struct {
 	MaxRepeat         *int              `json:"max_repeat"`
 	MaxSemanticRepeat *int              `json:"max_semantic_repeat"`
 	UnknownModelRate  *float64          `json:"unknown_model_rate"`
+	TripAll           bool              `json:"trip_all"`
 	Agents            map[string]config `json:"agents"`
 	Tracks            map[string]config `json:"tracks"`
 }
@@ -99,14 +109,14 @@ type config struct {
 // LoadConfig reads a breaker config file (JSON):
 //
 //	{"max_cost_usd": 0.50, "max_tokens_per_min": 20000, "max_usd_per_min": 0.10,
-//	 "max_repeat": 3, "max_semantic_repeat": 3, "unknown_model_rate": 5,
+//	 "max_repeat": 3, "max_semantic_repeat": 3, "unknown_model_rate": 5, "trip_all": true,
 //	 "agents": {"planner": {"max_cost_usd": 0.10}, "coder": {"max_repeat": 4}},
 //	 "tracks": {"invoice-agent": {"max_cost_usd": 2, "agents": {"planner": {"max_cost_usd": 0.5}}}}}
 //
 // An unknown key, a value that is not a positive number or a malformed
 // file is an error naming the file and the key. An agent's limits take
-// the same keys but agents, tracks and unknown_model_rate, which are the
-// run's; a track's take the same keys but tracks.
+// the same keys but agents, tracks, unknown_model_rate and trip_all, which
+// are the run's; a track's take the same keys but tracks.
 func LoadConfig(path string) (Limits, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -145,9 +155,10 @@ func (c config) run(where string) (Limits, error) {
 	if err != nil {
 		return l, err
 	}
+	l.TripAll = c.TripAll
 	for name, a := range c.Agents {
-		if a.Agents != nil || a.Tracks != nil || a.UnknownModelRate != nil {
-			return Limits{}, fmt.Errorf("%s: agent %q: agents, tracks and unknown_model_rate belong to the run", where, name)
+		if a.Agents != nil || a.Tracks != nil || a.UnknownModelRate != nil || a.TripAll {
+			return Limits{}, fmt.Errorf("%s: agent %q: agents, tracks, unknown_model_rate and trip_all belong to the run", where, name)
 		}
 		al, err := a.limits(fmt.Sprintf("%s: agent %q", where, name))
 		if err != nil {
@@ -178,8 +189,8 @@ func (c config) limits(path string) (Limits, error) {
 		if f.in == nil {
 			continue
 		}
-		if *f.in <= 0 {
-			return Limits{}, fmt.Errorf("%s: %s is %v: a limit must be above 0", path, f.name, *f.in)
+		if !Finite(*f.in) {
+			return Limits{}, fmt.Errorf("%s: %s is %v: a limit must be a finite number above 0", path, f.name, *f.in)
 		}
 		*f.out = *f.in
 	}
@@ -208,8 +219,8 @@ func ParseVelocity(s string) (tokens, dollars float64, err error) {
 	switch {
 	case err != nil:
 		return 0, 0, fmt.Errorf("%q: want tokens a minute (20000) or dollars a minute ($0.50)", s)
-	case n <= 0:
-		return 0, 0, errors.New("a limit must be above 0")
+	case !Finite(n):
+		return 0, 0, fmt.Errorf("%s: a limit must be a finite number above 0", s)
 	case usd:
 		return 0, n, nil
 	}

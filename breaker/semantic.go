@@ -24,6 +24,13 @@ import (
 // legitimately); only the last maxAnswers are kept. An answer holding code
 // is compared by its code instead: fenced blocks equal once names and
 // spacing are set aside (normalizeCode).
+//
+// Numbers tell progress from repetition: words holding a digit are
+// compared as one word ("#"), and two answers alike in their words say the
+// same thing only when their numbers are the same too, in the same order:
+// "Migrated table 2 of 40" and "Migrated table 4 of 40" are progress, a
+// counter that advances; the same sentence with the same numbers again is
+// a loop.
 const (
 	Similarity = 0.6
 	MinWords   = 8
@@ -34,6 +41,7 @@ const (
 type answerPrint struct {
 	code  string   // normalised code blocks, when the answer has any
 	pairs []uint64 // hashes of its word pairs, sorted and unique, otherwise
+	nums  string   // its words that hold a digit, in order
 	seq   uint64
 }
 
@@ -70,6 +78,9 @@ func (b *Breaker) semantic(a Answer) *Trip {
 func same(p, q answerPrint) bool {
 	if p.code != "" || q.code != "" {
 		return p.code == q.code
+	}
+	if p.nums != q.nums {
+		return false // a number moved on: progress
 	}
 	a, b := p.pairs, q.pairs
 	// Jaccard is at most the smaller set over the larger: most answers are
@@ -108,12 +119,18 @@ func fingerprint(text string) (answerPrint, bool) {
 	if len(words) < MinWords {
 		return answerPrint{}, false
 	}
+	var nums []string
+	for i, w := range words {
+		if strings.ContainsFunc(w, unicode.IsDigit) {
+			nums, words[i] = append(nums, w), "#"
+		}
+	}
 	pairs := make([]uint64, 0, len(words))
 	for i := 0; i+1 < len(words); i++ {
 		pairs = append(pairs, pairHash(words[i], words[i+1]))
 	}
 	slices.Sort(pairs)
-	return answerPrint{pairs: slices.Compact(pairs)}, true
+	return answerPrint{pairs: slices.Compact(pairs), nums: strings.Join(nums, " ")}, true
 }
 
 // pairHash is FNV-1a over "a b".

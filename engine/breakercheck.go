@@ -14,12 +14,24 @@ import (
 // tape, through a breaker with limits l, as the recorder would have seen
 // them: the trip it would have made, or nil. Times are the tape's, so
 // velocities hold as they did. It is for choosing limits on real runs
-// before setting them (`jukebox breaker`).
+// before setting them (`jukebox breaker`). Calls are priced at the rates
+// the tape recorded (llm.response rate), as every view prices them, else
+// by the price table.
 func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
-	b := breaker.NewSet(l, prices.Cost)
+	rates, err := recordedRates(t)
+	if err != nil {
+		return nil, err
+	}
+	b := breaker.NewSet(l, func(model string, u tapefmt.Usage) (float64, bool) {
+		if r, ok := rates[model]; ok {
+			return r.Cost(u), true
+		}
+		return prices.Cost(model, u)
+	})
 	type request struct {
 		call  llmwire.Call
 		agent string
+		seq   uint64
 	}
 	reqs := map[uint64]request{}
 	start := t.Created()
@@ -45,7 +57,7 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 			}
 			agent := llmwire.AgentOf(p.Header, lastTurn)
 			call := llmwire.RequestCall(p, func(tapefmt.Hash) ([]byte, error) { return body, nil })
-			reqs[p.Call] = request{call: call, agent: agent}
+			reqs[p.Call] = request{call: call, agent: agent, seq: f.Seq}
 			if trip := b.Before(agent, callOf(f.Seq, call.Model, call.Body)); trip != nil {
 				return trip, nil
 			}
@@ -55,12 +67,31 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 			if err != nil {
 				return nil, err
 			}
-			if trip := b.After(r.agent, answerOf(f.Seq, p, body, func() llmwire.Call { return r.call }, start.Add(f.Time))); trip != nil {
+			if trip := b.After(r.agent, answerOf(f.Seq, r.seq, p, body, func() llmwire.Call { return r.call }, start.Add(f.Time))); trip != nil {
 				return trip, nil
 			}
 		}
 	}
 	return nil, nil
+}
+
+// recordedRates are the rates a tape's calls were recorded at, by the
+// model their frames name.
+func recordedRates(t *tapefmt.Tape) (map[string]tapefmt.Rate, error) {
+	rates := map[string]tapefmt.Rate{}
+	for f, err := range t.Frames(tapefmt.KindLLMResponse) {
+		if err != nil {
+			return nil, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return nil, err
+		}
+		if r := p.(*tapefmt.LLMResponse); r.Rate != nil && r.Model != "" {
+			rates[r.Model] = *r.Rate
+		}
+	}
+	return rates, nil
 }
 
 // blobOf reads a blob, or nothing for a frame that names none.
@@ -86,15 +117,18 @@ func callOf(seq uint64, model string, text []byte) breaker.Call {
 // answerOf is an answer as the breaker sees it: its usage and model as
 // every view finds them (llmwire.ResponseUsage, counted where the answer
 // reports none: the breaker's caps hold on those counts too), what it said
-// and the tools it called.
-func answerOf(seq uint64, resp *tapefmt.LLMResponse, body []byte, request func() llmwire.Call, at time.Time) breaker.Answer {
-	c := llmwire.ResponseUsage(resp, func(tapefmt.Hash) ([]byte, error) { return body, nil }, request)
+// and the tools it called, and its call's request frame (reqSeq) and
+// output limit.
+func answerOf(seq, reqSeq uint64, resp *tapefmt.LLMResponse, body []byte, request func() llmwire.Call, at time.Time) breaker.Answer {
+	call := request()
+	c := llmwire.ResponseUsage(resp, func(tapefmt.Hash) ([]byte, error) { return body, nil }, func() llmwire.Call { return call })
 	text, uses := llmwire.ResponseAnswer(llmwire.DecodeBody(resp.Header, body).Text)
 	calls := make([]breaker.ToolUse, len(uses))
 	for i, u := range uses {
 		calls[i] = breaker.ToolUse(u)
 	}
-	return breaker.Answer{Seq: seq, Model: c.Model, Usage: c.Usage, Text: text, ToolCalls: calls, At: at, Estimated: c.Estimated}
+	return breaker.Answer{Seq: seq, Request: reqSeq, MaxOutput: llmwire.RequestMaxOutput(call.Body), Model: c.Model,
+		Usage: c.Usage, Text: text, ToolCalls: calls, At: at, Estimated: c.Estimated}
 }
 
 // turnOf is a turn an agent reported (the control API) as the breaker

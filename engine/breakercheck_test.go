@@ -86,7 +86,9 @@ func TestCheckBreakerOnKnownRuns(t *testing.T) {
 		if i%2 == 1 {
 			args = `{"path":"a.txt","content":"v2"}`
 		}
-		oscillation = append(oscillation, knownStep{tool: "write_file", args: args, result: fmt.Sprint("wrote, attempt ", i), input: 200, output: 20})
+		// The writes come back to what they were: a loop (a result new
+		// each time would be progress).
+		oscillation = append(oscillation, knownStep{tool: "write_file", args: args, result: []string{"created", "created", "replaced", "replaced"}[i%4], input: 200, output: 20})
 		ramp = append(ramp, knownStep{text: fmt.Sprint("step ", i), input: int64(1000 * (i + 1)), output: 100, maxOutputAsked: 100})
 		realistic = append(realistic, knownStep{text: fmt.Sprintf("Step %d: I read file %d of the list and note what it does.", i, i),
 			tool: "read_file", args: fmt.Sprintf(`{"path":"src/f%d.go"}`, i), result: fmt.Sprint("package f", i), input: 300, output: 40})

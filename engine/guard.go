@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"encoding/json"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/prices"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -17,15 +19,17 @@ const tripGrace = 5 * time.Second
 
 // guard puts the circuit breaker (package breaker) between the agent and
 // the live upstream: each live call is checked before it goes out and
-// each answer after it comes back. On a trip it writes the breaker.trip
-// frame, refuses every call from then on (the one that tripped it, or
-// the next) and stops the agent tripGrace later unless it has exited.
+// each answer after it comes back. On a trip it writes a breaker.trip
+// frame and refuses the calls the trip holds (breaker.Set: every call, or
+// those of the agent whose own limits tripped), with an error the agent's
+// SDK surfaces and does not retry (tripError); a trip that holds every
+// call stops the agent tripGrace later unless it has exited.
 type guard struct {
 	mu    sync.Mutex
 	b     *breaker.Set
-	trip  func(*breaker.Trip) // writes the frame; called once
+	trip  func(*breaker.Trip) // writes the frame; called once a trip
 	stop  func()              // stops the agent
-	fired bool
+	fired map[*breaker.Trip]bool
 	timer *time.Timer
 }
 
@@ -33,11 +37,11 @@ func newGuard(l breaker.Limits, trip func(*breaker.Trip), stop func()) *guard {
 	if l.Empty() {
 		return nil
 	}
-	return &guard{b: breaker.NewSet(l, prices.Cost), trip: trip, stop: stop}
+	return &guard{b: breaker.NewSet(l, prices.Cost), trip: trip, stop: stop, fired: map[*breaker.Trip]bool{}}
 }
 
 // before checks a live call; true means it was refused with an error the
-// agent's SDK surfaces and does not retry, and the agent is being stopped.
+// agent's SDK surfaces and does not retry.
 func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent string) (tapefmt.LLMResponse, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -47,11 +51,7 @@ func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent str
 		return tapefmt.LLMResponse{}, false
 	}
 	g.fire(t)
-	msg := "jukebox: circuit breaker tripped (" + t.Rule + "): " + t.Reason
-	apiError(w, http.StatusBadRequest, msg)
-	if g.timer == nil {
-		g.timer = time.AfterFunc(tripGrace, g.stop)
-	}
+	msg := tripError(w, t)
 	return tapefmt.LLMResponse{Status: http.StatusBadRequest, Error: msg}, true
 }
 
@@ -59,14 +59,8 @@ func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent str
 func (g *guard) after(x *exchange, a answer, seq uint64, agent string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.fired {
-		return
-	}
-	if t := g.b.After(agent, answerOf(seq, &a.resp, a.body, x.llmCall, time.Now())); t != nil {
+	if t := g.b.After(agent, answerOf(seq, x.reqSeq, &a.resp, a.body, x.llmCall, time.Now())); t != nil {
 		g.fire(t)
-		if g.timer == nil {
-			g.timer = time.AfterFunc(tripGrace, g.stop)
-		}
 	}
 }
 
@@ -78,23 +72,60 @@ func (g *guard) turn(a breaker.Answer, agent string) *breaker.Trip {
 	t := g.b.After(agent, a)
 	if t != nil {
 		g.fire(t)
-		if g.timer == nil {
-			g.timer = time.AfterFunc(tripGrace, g.stop)
-		}
 	}
 	return t
 }
 
-// tripped is the trip, once there is one.
+// tripped is the first trip, once there is one.
 func (g *guard) tripped() *breaker.Trip {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.b.Tripped()
 }
 
+// fire writes a trip's frame the first time it is seen, and stops the
+// agent tripGrace later when the trip holds every call.
 func (g *guard) fire(t *breaker.Trip) {
-	if !g.fired {
-		g.fired = true
+	if !g.fired[t] {
+		g.fired[t] = true
 		g.trip(t)
 	}
+	if g.b.Stops(t) && g.timer == nil {
+		g.timer = time.AfterFunc(tripGrace, g.stop)
+	}
+}
+
+// rate is the price a live call of model is priced at, recorded on its
+// llm.response so that every view prices it as the breaker did: the price
+// table in force (a --prices file's included), else the unknown-model
+// rate; nil for a model without either.
+func (p *proxy) rate(model string) *tapefmt.Rate {
+	if r, ok := prices.TapeRate(model); ok {
+		return &r
+	}
+	if p.unknownRate > 0 {
+		r := breaker.UnknownRate(p.unknownRate)
+		return &r
+	}
+	return nil
+}
+
+// TripCode is the code of the error a call refused by the circuit breaker
+// gets: error.type and error.code of its JSON body, which the OpenAI and
+// Anthropic SDKs surface (error.code, error.type), beside error.rule (the
+// rule that tripped) and error.agent (whose limits, when an agent's own).
+const TripCode = "jukebox_breaker_tripped"
+
+// tripError answers a refused call: HTTP 400, which the SDKs do not retry,
+// with a JSON error carrying TripCode and the rule. It returns the message.
+func tripError(w http.ResponseWriter, t *breaker.Trip) string {
+	msg := llmwire.TripPrefix + " (" + t.Rule + "): " + t.Reason
+	e := map[string]string{"type": TripCode, "code": TripCode, "rule": t.Rule, "message": msg}
+	if t.Agent != "" {
+		e["agent"] = t.Agent
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": e})
+	return msg
 }

@@ -101,6 +101,9 @@ type proxy struct {
 	calls   atomic.Uint64
 	control *control
 	guard   *guard // the circuit breaker, nil without limits
+	// unknownRate prices models without a price (--unknown-model-rate,
+	// dollars a million tokens; 0: none), as the guard does (rate).
+	unknownRate float64
 	// agent is the agent of the latest agent turn reported through the
 	// control API: the agent of calls that carry no X-Jukebox-Agent.
 	agent atomic.Pointer[string]
@@ -370,14 +373,18 @@ func (p *proxy) recordResponse(x *exchange, a answer) {
 			}
 			a.resp.Body = h
 		}
+		body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
+		c := llmwire.ResponseUsage(&a.resp, body, x.llmCall)
+		if a.live && c.Usage != (tapefmt.Usage{}) {
+			a.resp.Rate = p.rate(c.Model) // the price in force, on the tape
+			c.Price(a.resp.Rate)
+		}
 		seq, err := p.tape.Append(0, a.resp)
 		p.wrote("llm.response of call "+fmt.Sprint(x.call), err)
 		x.respSeq = seq
 		if p.control != nil && p.control.mcp.active.Load() {
 			p.control.mcp.asked(seq, &a.resp, a.body)
 		}
-		body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
-		c := llmwire.ResponseUsage(&a.resp, body, x.llmCall)
 		if c.Unpriced() {
 			p.mu.Lock()
 			if p.unpriced == nil {

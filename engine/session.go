@@ -222,11 +222,13 @@ type session struct {
 	approved bool
 }
 
-// guard is the circuit breaker for this session's live calls, or nil.
+// guard is the circuit breaker for this session's live calls, or nil; the
+// proxy records the rates it prices calls at (proxy.rate).
 func (s *session) guard() *guard {
+	s.proxy.unknownRate = s.o.Limits.UnknownModelRate
 	return newGuard(s.o.Limits, func(t *breaker.Trip) {
-		p := tapefmt.BreakerTrip{Rule: t.Rule, Reason: t.Reason, Cost: t.Cost, Tokens: t.Tokens, Evidence: t.Evidence}
-		s.trip.Store(&p)
+		p := tapefmt.BreakerTrip{Rule: t.Rule, Reason: t.Reason, Cost: t.Cost, Tokens: t.Tokens, Evidence: t.Evidence, Agent: t.Agent}
+		s.trip.CompareAndSwap(nil, &p) // the first trip is the run's outcome
 		s.appendFrame(p)
 	}, func() { s.stopAgent(3 * time.Second) })
 }

@@ -2,6 +2,7 @@ package llmwire
 
 import (
 	"cmp"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/prices"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -30,6 +31,16 @@ func (c CallUsage) Mark() string {
 		return "~"
 	}
 	return ""
+}
+
+// TripPrefix begins the error of a call the circuit breaker refused, on
+// the wire and in its llm.response frame.
+const TripPrefix = "jukebox: circuit breaker tripped"
+
+// Refused reports a call the circuit breaker refused: never sent, so
+// neither a call the run made nor one with a cost.
+func Refused(resp *tapefmt.LLMResponse) bool {
+	return resp.Status == 400 && strings.HasPrefix(resp.Error, TripPrefix)
 }
 
 // Call is what ResponseUsage needs of a call's request.
@@ -66,7 +77,8 @@ func RequestCall(req *tapefmt.LLMRequest, blob func(tapefmt.Hash) ([]byte, error
 //     format (DecodeBody, ReadUsage), else, for a successful answer,
 //     counted from the request's and the answer's text (Estimated);
 //   - model: the frame's, else the body's, else the request's;
-//   - cost: prices.Cost of the two.
+//   - cost: at the rate the frame recorded (tapefmt.Rate, the price in
+//     force when the call was made live), else prices.Cost of the two.
 //
 // blob reads the stored body (Tape.Blob); it is called only when the frame
 // lacks usage or model. request gives the call's request (RequestCall);
@@ -75,7 +87,7 @@ func RequestCall(req *tapefmt.LLMRequest, blob func(tapefmt.Hash) ([]byte, error
 func ResponseUsage(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, error), request func() Call) CallUsage {
 	c := CallUsage{Model: resp.Model, Usage: resp.Usage}
 	if c.Usage != (tapefmt.Usage{}) && c.Model != "" {
-		c.Cost, c.Priced = prices.Cost(c.Model, c.Usage)
+		c.Price(resp.Rate)
 		return c
 	}
 	var call Call
@@ -99,6 +111,16 @@ func ResponseUsage(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, e
 			c.Usage, c.Estimated = u, true
 		}
 	}
-	c.Cost, c.Priced = prices.Cost(c.Model, c.Usage)
+	c.Price(resp.Rate)
 	return c
+}
+
+// Price prices c at the rate its tape recorded, else (nil) by the price
+// table (prices.Cost).
+func (c *CallUsage) Price(recorded *tapefmt.Rate) {
+	if recorded != nil {
+		c.Cost, c.Priced = recorded.Cost(c.Usage), true
+		return
+	}
+	c.Cost, c.Priced = prices.Cost(c.Model, c.Usage)
 }

@@ -187,13 +187,21 @@ func RequestToolResults(body []byte) []ToolResult {
 }
 
 // RequestMaxOutput is the output limit a request asks for (max_tokens,
-// max_completion_tokens or max_output_tokens), 0 when it asks none.
+// max_completion_tokens or max_output_tokens; Gemini's
+// generationConfig.maxOutputTokens, Bedrock Converse's
+// inferenceConfig.maxTokens), 0 when it asks none.
 func RequestMaxOutput(body []byte) int64 {
 	var req struct {
 		MaxTokens           int64 `json:"max_tokens"`
 		MaxCompletionTokens int64 `json:"max_completion_tokens"`
 		MaxOutputTokens     int64 `json:"max_output_tokens"`
+		Gemini              struct {
+			MaxOutputTokens int64 `json:"maxOutputTokens"`
+		} `json:"generationConfig"`
+		Converse struct {
+			MaxTokens int64 `json:"maxTokens"`
+		} `json:"inferenceConfig"`
 	}
 	_ = json.Unmarshal(body, &req)
-	return max(req.MaxTokens, req.MaxCompletionTokens, req.MaxOutputTokens)
+	return max(req.MaxTokens, req.MaxCompletionTokens, req.MaxOutputTokens, req.Gemini.MaxOutputTokens, req.Converse.MaxTokens)
 }

@@ -45,4 +45,9 @@ func TestRequestToolResults(t *testing.T) {
 	if got := RequestMaxOutput([]byte(`{"max_completion_tokens": 300}`)); got != 300 {
 		t.Errorf("max output %d", got)
 	}
+	for body, want := range map[string]int64{`{"generationConfig": {"maxOutputTokens": 200}}`: 200, `{"inferenceConfig": {"maxTokens": 64}}`: 64} {
+		if got := RequestMaxOutput([]byte(body)); got != want {
+			t.Errorf("max output of %s: %d, want %d", body, got, want)
+		}
+	}
 }

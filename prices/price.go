@@ -42,8 +42,11 @@ func (e Entry) cacheApart() bool {
 }
 
 // table is the price table Load made; nil until then, when the embedded
-// one is in use.
-var table atomic.Pointer[map[string]Entry]
+// one is in use. fromFile are the names its file gave.
+var (
+	table    atomic.Pointer[map[string]Entry]
+	fromFile atomic.Pointer[map[string]bool]
+)
 
 // embeddedTable is the embedded table, parsed on first use rather than at
 // package initialisation: a command that prices nothing (jukebox
@@ -111,6 +114,11 @@ func Load(path string, replace bool) error {
 		t = maps.Clone(current())
 		maps.Copy(t, more)
 	}
+	names := make(map[string]bool, len(more))
+	for n := range more {
+		names[n] = true
+	}
+	fromFile.Store(&names)
 	table.Store(&t)
 	return nil
 }
@@ -121,19 +129,20 @@ func Load(path string, replace bool) error {
 // is a dated or tagged variant: the name, then "-" and a digit, "@" or ":"
 // (gpt-4o-2024-11-20 is gpt-4o, claude-sonnet-4-5-20250929 is
 // claude-sonnet-4-5; o3-mini is not o3).
-func lookup(model string) (Entry, bool) {
+func lookup(model string) (string, Entry, bool) {
 	t := current()
 	for _, name := range names(model) {
-		if e, ok := lookupName(t, name); ok {
-			return e, true
+		if key, ok := lookupName(t, name); ok {
+			return key, t[key], true
 		}
 	}
-	return Entry{}, false
+	return "", Entry{}, false
 }
 
-func lookupName(t map[string]Entry, model string) (Entry, bool) {
-	if e, ok := t[model]; ok {
-		return e, true
+// lookupName is the name model is priced under in t.
+func lookupName(t map[string]Entry, model string) (string, bool) {
+	if _, ok := t[model]; ok {
+		return model, true
 	}
 	best, found := "", false
 	for name := range t {
@@ -141,7 +150,7 @@ func lookupName(t map[string]Entry, model string) (Entry, bool) {
 			best, found = name, true
 		}
 	}
-	return t[best], found
+	return best, found
 }
 
 func variantOf(model, name string) bool {
@@ -159,25 +168,36 @@ func variantOf(model, name string) bool {
 }
 
 // Rate is what a model costs, in US dollars per million tokens, as Cost
-// prices it: input, output, and cached input tokens.
+// prices it: input, output, cached input tokens and tokens written to the
+// cache.
 type Rate struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
-	Cached float64 `json:"cached"`
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	Cached     float64 `json:"cached"`
+	CacheWrite float64 `json:"cache_write"`
+}
+
+// PerMillion is a tape's rate (dollars per token) in dollars per million
+// tokens, a cache price of 0 written as the input price it stands for.
+func PerMillion(r tapefmt.Rate) Rate {
+	cached, write := r.CacheRead, r.CacheWrite
+	if cached == 0 {
+		cached = r.Input
+	}
+	if write == 0 {
+		write = r.Input
+	}
+	return Rate{Input: r.Input * 1e6, Output: r.Output * 1e6, Cached: cached * 1e6, CacheWrite: write * 1e6}
 }
 
 // RateOf is the rate Cost uses for model; known is false for a model
 // without one.
 func RateOf(model string) (r Rate, known bool) {
-	e, ok := lookup(model)
+	t, ok := TapeRate(model)
 	if !ok {
 		return Rate{}, false
 	}
-	cached := e.CacheReadInputCost
-	if cached == 0 {
-		cached = e.InputCostPerToken
-	}
-	return Rate{Input: e.InputCostPerToken * 1e6, Output: e.OutputCostPerToken * 1e6, Cached: cached * 1e6}, true
+	return PerMillion(t), true
 }
 
 // Cost is the price of one LLM call in US dollars: uncached input tokens,
@@ -192,34 +212,38 @@ func RateOf(model string) (r Rate, known bool) {
 // it. The table's litellm_provider says which rule a model follows.
 // Tokens written to the cache (CacheWrite, Anthropic's
 // cache_creation_input_tokens, outside its input tokens too) cost
-// cache_creation_input_token_cost, else the input rate.
+// cache_creation_input_token_cost, else the input rate. The arithmetic is
+// tapefmt.Rate.Cost, which prices a call by the rate a tape recorded.
 //
 // known is false for a model without a rate, including ""; usd is 0 then
 // and the caller must show the call as unpriced, never as free.
 func Cost(model string, u tapefmt.Usage) (usd float64, known bool) {
-	e, ok := lookup(model)
+	r, ok := TapeRate(model)
 	if !ok {
 		return 0, false
 	}
-	cached := e.CacheReadInputCost
-	if cached == 0 {
-		cached = e.InputCostPerToken
+	return r.Cost(u), true
+}
+
+// TapeRate is model's rate as a tape records it (llm.response rate), with
+// where it came from: the built-in table, or a file Load read.
+func TapeRate(model string) (tapefmt.Rate, bool) {
+	name, e, ok := lookup(model)
+	if !ok {
+		return tapefmt.Rate{}, false
 	}
-	fresh := u.Input
-	if !e.cacheApart() {
-		fresh = max(u.Input-u.Cached, 0)
+	src := tapefmt.RateTable
+	if f := fromFile.Load(); f != nil && (*f)[name] {
+		src = tapefmt.RateFile
 	}
-	write := e.CacheCreationInputCost
-	if write == 0 {
-		write = e.InputCostPerToken
-	}
-	return float64(fresh)*e.InputCostPerToken + float64(u.Cached)*cached + float64(u.CacheWrite)*write + float64(u.Output)*e.OutputCostPerToken, true
+	return tapefmt.Rate{Input: e.InputCostPerToken, Output: e.OutputCostPerToken, CacheRead: e.CacheReadInputCost,
+		CacheWrite: e.CacheCreationInputCost, CacheApart: e.cacheApart(), Source: src}, true
 }
 
 // Window is model's context window: the most input tokens it takes (the
 // table's max_input_tokens); known is false where the table does not say.
 func Window(model string) (tokens int64, known bool) {
-	e, ok := lookup(model)
+	_, e, ok := lookup(model)
 	if !ok || e.MaxInputTokens <= 0 {
 		return 0, false
 	}
@@ -232,7 +256,7 @@ func Window(model string) (tokens int64, known bool) {
 // (the rule Cost follows, by the table's provider; a model the table does
 // not know counts its input tokens alone).
 func PromptTokens(model string, u tapefmt.Usage) int64 {
-	if e, ok := lookup(model); ok && e.cacheApart() {
+	if _, e, ok := lookup(model); ok && e.cacheApart() {
 		return u.Input + u.Cached + u.CacheWrite
 	}
 	return u.Input

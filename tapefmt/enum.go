@@ -100,3 +100,13 @@ const (
 	ReasonInterrupted EndReason = "interrupted" // stopped by a signal such as Ctrl-C
 	ReasonCancelled   EndReason = "cancelled"   // stopped by jukebox itself, and the child killed
 )
+
+// RateSource says where a recorded rate came from.
+type RateSource string
+
+// Rate sources.
+const (
+	RateTable        RateSource = "table"              // jukebox's built-in price table
+	RateFile         RateSource = "prices"             // a price file given with --prices (JUKEBOX_PRICES)
+	RateUnknownModel RateSource = "unknown-model-rate" // --unknown-model-rate, for a model no table prices
+)

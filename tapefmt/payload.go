@@ -225,6 +225,11 @@ type LLMResponse struct {
 	// Undecodable says why a compressed body could not be decoded when it
 	// was recorded (corrupt, an unknown coding, over the decoding cap).
 	Undecodable string `json:"undecodable,omitempty"`
+	// Rate is the price the call was priced at when recorded live (the
+	// price table in force, a --prices file, --unknown-model-rate); views
+	// price the call by it. Tapes older than this field leave it out and
+	// are priced by the table of the reader.
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // ToolCall is a tool invocation, from an LLM response, an MCP client or the booth.
@@ -403,6 +408,9 @@ type BreakerTrip struct {
 	// results, the answers that said the same thing, the call that would
 	// have passed the cap.
 	Evidence []uint64 `json:"evidence,omitempty"`
+	// Agent is the agent whose own limits tripped: its calls alone were
+	// refused, the run went on (unless --trip-all). "" for the run's.
+	Agent string `json:"agent,omitempty"`
 }
 
 // AgentTurn is a turn an agent reports about itself through the control API.

@@ -33,11 +33,21 @@ type BillRow struct {
 }
 
 // Bill is what a run cost, from its tape, priced call by call as every
-// view prices it (llmwire.ResponseUsage).
+// view prices it (llmwire.ResponseUsage). Calls the circuit breaker
+// refused were never sent and cost nothing: they are counted in Refused,
+// by the same key, not among the rows.
 type Bill struct {
-	By    string    `json:"by"`
-	Rows  []BillRow `json:"rows"`
-	Total BillRow   `json:"total"`
+	By      string       `json:"by"`
+	Rows    []BillRow    `json:"rows"`
+	Total   BillRow      `json:"total"`
+	Refused []RefusedRow `json:"refused,omitempty"`
+}
+
+// RefusedRow counts the calls of one model, agent or step that the
+// circuit breaker refused.
+type RefusedRow struct {
+	Key   string `json:"key"`
+	Calls int    `json:"calls"`
 }
 
 // MakeBill groups the tape's calls by ByModel, ByAgent or ByStep.
@@ -79,11 +89,25 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 		case *tapefmt.LLMResponse:
 			r := reqs[p.Call]
 			c := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(r.frame, t.Blob) })
-			rowOf(by, rows, c.Model, r.agent, r.step).add(c)
+			if llmwire.Refused(p) {
+				b.refused(keyOf(by, c.Model, r.agent, r.step))
+				continue
+			}
+			row := rowOf(by, rows, c.Model, r.agent, r.step)
+			if row.Rate == nil && by == ByModel && p.Rate != nil {
+				rate := prices.PerMillion(*p.Rate) // the rate recorded with the call
+				row.Rate = &rate
+			}
+			row.add(c)
 			b.Total.add(c)
 		}
 	}
 	for _, r := range rows {
+		if r.Rate == nil && by == ByModel && r.Key != "?" {
+			if rate, known := prices.RateOf(r.Key); known {
+				r.Rate = &rate
+			}
+		}
 		b.Rows = append(b.Rows, *r)
 	}
 	slices.SortFunc(b.Rows, func(x, y BillRow) int {
@@ -98,27 +122,36 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 	return b, nil
 }
 
+// keyOf is the key of a call of model, agent and step in a bill by by.
+func keyOf(by, model, agent string, step int) string {
+	switch by {
+	case ByAgent:
+		return cmp.Or(agent, "-")
+	case ByStep:
+		return fmt.Sprint(step)
+	}
+	return cmp.Or(model, "?")
+}
+
 // rowOf is the row of a call (or a reported turn) of model, agent and
 // step in a bill by by, made on first use.
 func rowOf(by string, rows map[string]*BillRow, model, agent string, step int) *BillRow {
-	key := cmp.Or(model, "?")
-	switch by {
-	case ByAgent:
-		key = cmp.Or(agent, "-")
-	case ByStep:
-		key = fmt.Sprint(step)
-	}
+	key := keyOf(by, model, agent, step)
 	row, ok := rows[key]
 	if !ok {
 		row = &BillRow{Key: key}
-		if by == ByModel {
-			if rate, known := prices.RateOf(model); known {
-				row.Rate = &rate
-			}
-		}
 		rows[key] = row
 	}
 	return row
+}
+
+// refused counts a refused call under key.
+func (b *Bill) refused(key string) {
+	i := slices.IndexFunc(b.Refused, func(r RefusedRow) bool { return r.Key == key })
+	if i < 0 {
+		b.Refused, i = append(b.Refused, RefusedRow{Key: key}), len(b.Refused)
+	}
+	b.Refused[i].Calls++
 }
 
 func (r *BillRow) add(c llmwire.CallUsage) {

@@ -46,16 +46,23 @@ type ModelTokens struct {
 	Model string        `json:"model,omitempty"`
 	Calls int           `json:"calls"`
 	Usage tapefmt.Usage `json:"tokens"`
+	// Rate is the rate the calls were recorded at (llm.response rate),
+	// which Price uses; nil for calls recorded without one.
+	Rate *tapefmt.Rate `json:"rate,omitempty"`
 }
 
-// Price works out a run's cost from its tokens by model with the prices
-// of now (prices.Cost), plus the costs its agent reported: what ls shows
-// of a tape here and of one in a store alike. unpriced are the models
-// without a known rate ("?" for calls that name none), sorted.
+// Price works out a run's cost from its tokens by model at the rates they
+// were recorded at, else with the prices of now (prices.Cost), plus the
+// costs its agent reported: what ls shows of a tape here and of one in a
+// store alike. unpriced are the models without a known rate ("?" for
+// calls that name none), sorted.
 func Price(models []ModelTokens, reported float64) (cost float64, unpriced []string) {
 	cost = reported
 	for _, m := range models {
 		usd, ok := prices.Cost(m.Model, m.Usage)
+		if m.Rate != nil {
+			usd, ok = m.Rate.Cost(m.Usage), true
+		}
 		if !ok && m.Usage.Total() > 0 {
 			unpriced = append(unpriced, cmp.Or(m.Model, "?"))
 		}
@@ -89,7 +96,10 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 		case *tapefmt.LLMRequest:
 			reqs[p.Call] = p
 		case *tapefmt.LLMResponse:
-			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) }))
+			if llmwire.Refused(p) {
+				continue // never sent: not a call the run made
+			}
+			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) }), p.Rate)
 		case *tapefmt.BreakerTrip:
 			s.Breaker = p
 		case *tapefmt.AgentTurn:
@@ -107,7 +117,7 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 	return s, nil
 }
 
-func (s *Summary) addCall(c llmwire.CallUsage) {
+func (s *Summary) addCall(c llmwire.CallUsage, rate *tapefmt.Rate) {
 	s.Calls++
 	s.Usage = s.Usage.Plus(c.Usage)
 	if c.Estimated {
@@ -117,6 +127,9 @@ func (s *Summary) addCall(c llmwire.CallUsage) {
 	if i < 0 {
 		s.Models = append(s.Models, ModelTokens{Model: c.Model})
 		i = len(s.Models) - 1
+	}
+	if rate != nil {
+		s.Models[i].Rate = rate
 	}
 	s.Models[i].Calls++
 	s.Models[i].Usage = s.Models[i].Usage.Plus(c.Usage)

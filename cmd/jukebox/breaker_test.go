@@ -58,8 +58,8 @@ func TestRecordMaxRepeat(t *testing.T) {
 	}
 }
 
-// TestBreakerFlags: limits that make no sense are exit 2 before the agent
-// starts, naming the flag.
+// TestBreakerFlags: limits that make no sense (zero, negative, NaN,
+// infinite) are exit 2 before the agent starts, naming the flag.
 func TestBreakerFlags(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
@@ -68,8 +68,14 @@ func TestBreakerFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--max-cost", "0"}, "--max-cost 0: a limit must be above 0"},
-		{[]string{"--max-cost=-1"}, "--max-cost -1: a limit must be above 0"},
+		{[]string{"--max-cost", "0"}, "--max-cost 0: a limit must be a finite number above 0"},
+		{[]string{"--max-cost=-1"}, "--max-cost -1: a limit must be a finite number above 0"},
+		{[]string{"--max-cost", "NaN"}, "--max-cost NaN: a limit must be a finite number above 0"},
+		{[]string{"--max-cost", "Inf"}, "--max-cost +Inf: a limit must be a finite number above 0"},
+		{[]string{"--max-cost=-Inf"}, "--max-cost -Inf: a limit must be a finite number above 0"},
+		{[]string{"--unknown-model-rate", "NaN"}, "--unknown-model-rate NaN"},
+		{[]string{"--max-velocity", "NaN"}, "--max-velocity NaN"},
+		{[]string{"--max-velocity", "$Inf"}, "--max-velocity $Inf"},
 		{[]string{"--max-repeat", "1"}, "--max-repeat 1: a repeat is seen at least twice"},
 		{[]string{"--max-velocity", "fast"}, "--max-velocity"},
 		{[]string{"--max-velocity", "$0"}, "--max-velocity"},

@@ -58,8 +58,8 @@ func (c *BreakerCmd) Run(env *Env) error {
 	} else if trip == nil {
 		fmt.Fprintf(env.Stdout, "%s would not trip under these limits\n", c.Tape)
 	} else {
-		fmt.Fprintf(env.Stdout, "%s would trip at frame %d (%s): %s\n  cost $%.4f, %d tokens so far; evidence: frames %s\n",
-			c.Tape, trip.Evidence[len(trip.Evidence)-1], trip.Rule, timeline.OneLine(trip.Reason, 0), trip.Cost, trip.Tokens, timeline.FrameList(trip.Evidence))
+		fmt.Fprintf(env.Stdout, "%s would trip at frame %d (%s): %s\n  cost %s, %d tokens so far; evidence: frames %s\n",
+			c.Tape, trip.Evidence[len(trip.Evidence)-1], trip.Rule, timeline.OneLine(trip.Reason, 0), breaker.USD(trip.Cost), trip.Tokens, timeline.FrameList(trip.Evidence))
 	}
 	if trip != nil {
 		return withCode(ExitTripped, errSilent)

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/breaker"
 
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -30,24 +33,24 @@ func (c *CostCmd) Run(env *Env) error {
 		return writeJSON(env.Stdout, bill)
 	}
 	tw := table(env.Stdout)
-	fmt.Fprintf(tw, "%s\tCALLS\tINPUT\tCACHED\tOUTPUT\tRATE IN/CACHED/OUT PER MTOK\tCOST\n", map[string]string{"model": "MODEL", "agent": "AGENT", "step": "STEP"}[c.By])
+	fmt.Fprintf(tw, "%s\tCALLS\tINPUT\tCACHED\tCACHE WRITE\tOUTPUT\tRATE IN/CACHED/WRITE/OUT PER MTOK\tCOST\n", map[string]string{"model": "MODEL", "agent": "AGENT", "step": "STEP"}[c.By])
 	unpriced, estimated := 0, 0
 	for _, r := range append(bill.Rows, bill.Total) {
 		rate := "-"
 		if r.Rate != nil {
-			rate = fmt.Sprintf("$%s / $%s / $%s", perMTok(r.Rate.Input), perMTok(r.Rate.Cached), perMTok(r.Rate.Output))
+			rate = fmt.Sprintf("$%s / $%s / $%s / $%s", perMTok(r.Rate.Input), perMTok(r.Rate.Cached), perMTok(r.Rate.CacheWrite), perMTok(r.Rate.Output))
 		} else if c.By == "model" && r.Key != "total" {
 			rate = "no price"
 		}
 		a := timeline.Approx(r.Estimated)
-		cost := fmt.Sprintf("%s$%.4f", a, r.Cost)
+		cost := a + breaker.USD(r.Cost)
 		if r.Unpriced > 0 {
 			cost += "+?"
 		}
 		if r.Reported > 0 {
-			cost += fmt.Sprintf(" ($%.4f reported)", r.Reported)
+			cost += fmt.Sprintf(" (%s reported)", breaker.USD(r.Reported))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s%d\t%d\t%s%d\t%s\t%s\n", timeline.OneLine(r.Key, 40), r.Calls, a, r.Usage.Input, r.Usage.Cached, a, r.Usage.Output, rate, cost)
+		fmt.Fprintf(tw, "%s\t%d\t%s%d\t%d\t%d\t%s%d\t%s\t%s\n", timeline.OneLine(r.Key, 40), r.Calls, a, r.Usage.Input, r.Usage.Cached, r.Usage.CacheWrite, a, r.Usage.Output, rate, cost)
 		if r.Key != "total" {
 			unpriced += r.Unpriced
 			estimated += r.Estimated
@@ -56,6 +59,7 @@ func (c *CostCmd) Run(env *Env) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	printRefused(env, bill)
 	if unpriced > 0 {
 		fmt.Fprintf(env.Stdout, "%d calls used tokens at no known price (+?): the cost leaves them out\n", unpriced)
 	}
@@ -71,4 +75,19 @@ func (c *CostCmd) Run(env *Env) error {
 // gives).
 func perMTok(v float64) string {
 	return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
+}
+
+// printRefused lists the calls the circuit breaker refused, apart from
+// the bill: never sent, they cost nothing.
+func printRefused(env *Env, bill timeline.Bill) {
+	if len(bill.Refused) == 0 {
+		return
+	}
+	var parts []string
+	n := 0
+	for _, r := range bill.Refused {
+		parts = append(parts, fmt.Sprintf("%s %d", r.Key, r.Calls))
+		n += r.Calls
+	}
+	fmt.Fprintf(env.Stdout, "%d calls refused by the circuit breaker, not sent and not billed: %s\n", n, strings.Join(parts, ", "))
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -155,7 +156,7 @@ func (r lsRow) line() string {
 		exit += " TRIPPED (" + r.Breaker.Rule + ")"
 	}
 	approx := timeline.Approx(r.Estimated)
-	cost := fmt.Sprintf("%s$%.4f", approx, r.Cost)
+	cost := approx + breaker.USD(r.Cost)
 	if len(r.Unpriced) > 0 {
 		cost += "+?"
 	}

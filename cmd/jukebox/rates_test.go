@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/timeline"
+)
+
+// sixCalls is an agent making six calls of the model AGENT_MODEL, each
+// asking for at most 50 tokens, as the agent AGENT_NAME (X-Jukebox-Agent)
+// when set; it prints each call's status and goes on after a refusal.
+const sixCalls = `
+import json, os, urllib.request, urllib.error
+url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+for i in range(6):
+    body = json.dumps({"model": os.environ["AGENT_MODEL"], "max_tokens": 50,
+                       "messages": [{"role": "user", "content": "step %d" % i}]}).encode()
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]}
+    if os.environ.get("AGENT_NAME"):
+        headers["X-Jukebox-Agent"] = os.environ["AGENT_NAME"]
+    req = urllib.request.Request(url, body, headers)
+    try:
+        with urllib.request.urlopen(req) as r:
+            print(r.status, flush=True)
+    except urllib.error.HTTPError as e:
+        print(e.code, flush=True)
+`
+
+// TestRatesOnTheTape: the rates a run was recorded with
+// (--unknown-model-rate, --prices) are on its tape, so cost and ls price
+// it as the breaker did, without the flags; the calls the breaker refused
+// are listed apart from the bill, not as calls without a price.
+func TestRatesOnTheTape(t *testing.T) {
+	py := testenv.RequirePython(t)
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "agent.py")
+	must(t, os.WriteFile(agent, []byte(sixCalls), 0o644))
+	t.Chdir(dir)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("AGENT_MODEL", "my-local-model")
+	out, _ := wantCode(t, ExitTripped, "record", "--json", "--max-cost", "0.001", "--unknown-model-rate", "5",
+		"--upstream", "openai="+srv.OpenAIBaseURL(), "-o", "unknown.jbx", "--", py, agent)
+	var rec struct {
+		Breaker struct{ Cost float64 } `json:"breaker"`
+	}
+	must(t, json.Unmarshal([]byte(out), &rec))
+	if rec.Breaker.Cost <= 0 {
+		t.Fatalf("record --json: %s", out)
+	}
+	out, _ = wantCode(t, ExitOK, "cost", "--json", "unknown.jbx")
+	var bill struct {
+		Rows []struct {
+			Key      string  `json:"key"`
+			Calls    int     `json:"calls"`
+			Unpriced int     `json:"unpriced_calls"`
+			Rate     *any    `json:"rate"`
+			Cost     float64 `json:"cost_usd"`
+		} `json:"rows"`
+		Total struct {
+			Cost float64 `json:"cost_usd"`
+		} `json:"total"`
+		Refused []struct {
+			Key   string `json:"key"`
+			Calls int    `json:"calls"`
+		} `json:"refused"`
+	}
+	must(t, json.Unmarshal([]byte(out), &bill))
+	if len(bill.Rows) != 1 || bill.Rows[0].Unpriced != 0 || bill.Rows[0].Rate == nil || math.Abs(bill.Total.Cost-rec.Breaker.Cost) > 1e-12 {
+		t.Errorf("cost does not agree with the breaker's $%v:\n%s", rec.Breaker.Cost, out)
+	}
+	if len(bill.Refused) != 1 || bill.Refused[0].Calls < 1 || bill.Rows[0].Calls+bill.Refused[0].Calls != 6 {
+		t.Errorf("refused calls are not apart from the bill:\n%s", out)
+	}
+	text, _ := wantCode(t, ExitOK, "cost", "unknown.jbx")
+	if !strings.Contains(text, "refused by the circuit breaker, not sent and not billed: my-local-model") || strings.Contains(text, "no price") ||
+		!strings.Contains(text, "CACHE WRITE") {
+		t.Errorf("cost:\n%s", text)
+	}
+	out, _ = wantCode(t, ExitOK, "ls", "--json", "unknown.jbx")
+	var ls []struct {
+		Cost     float64  `json:"cost_usd"`
+		Unpriced []string `json:"unpriced_models"`
+	}
+	must(t, json.Unmarshal([]byte(out), &ls))
+	if len(ls) != 1 || len(ls[0].Unpriced) != 0 || math.Abs(ls[0].Cost-rec.Breaker.Cost) > 1e-12 {
+		t.Errorf("ls does not agree with the breaker's $%v:\n%s", rec.Breaker.Cost, out)
+	}
+
+	// The turntable's running cost (timeline.Totals) says the same.
+	tl, err := timeline.Open("unknown.jbx")
+	must(t, err)
+	defer tl.Close()
+	if _, usd := tl.Totals(tl.Len() - 1); math.Abs(usd-rec.Breaker.Cost) > 1e-12 {
+		t.Errorf("the turntable's total $%v, the breaker's $%v", usd, rec.Breaker.Cost)
+	}
+
+	// jukebox breaker prices the tape as the breaker did, without the
+	// flag: the same cap trips on the same cost.
+	out, _ = wantCode(t, ExitTripped, "breaker", "--json", "--max-cost", "0.001", "unknown.jbx")
+	var check struct {
+		Breaker struct {
+			Rule string
+			Cost float64
+		} `json:"breaker"`
+	}
+	must(t, json.Unmarshal([]byte(out), &check))
+	if check.Breaker.Rule != "cost" || math.Abs(check.Breaker.Cost-rec.Breaker.Cost) > 1e-12 {
+		t.Errorf("jukebox breaker: %s, want the cost trip at $%v", out, rec.Breaker.Cost)
+	}
+
+	// A price file at record time prices the run for good: cost without
+	// it says the same, and so does cost with another file.
+	table := filepath.Join(dir, "prices.json")
+	must(t, os.WriteFile(table, []byte(`{"my-local-model": {"input_cost_per_token": 0.001, "output_cost_per_token": 0.002, "litellm_provider": "openai"}}`), 0o644))
+	cmd := jukeboxCmd(t.Context(), dir, "--prices", table, "record", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", "file.jbx", "--", py, agent)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("record --prices: %v\n%s", err, b)
+	}
+	withFile, _ := jukeboxCmd(t.Context(), dir, "--prices", table, "cost", "--json", "file.jbx").Output()
+	without, _ := jukeboxCmd(t.Context(), dir, "cost", "--json", "file.jbx").Output()
+	must(t, json.Unmarshal(without, &bill))
+	if string(withFile) != string(without) || bill.Total.Cost <= 0 || bill.Rows[0].Unpriced != 0 {
+		t.Errorf("the run's rates are not its tape's:\nwith the file: %s\nwithout: %s", withFile, without)
+	}
+}
+
+// TestAgentTripExitsAtTheEnd: an agent past its own limit has its calls
+// refused, runs on to its own end, and record exits 7 then, saying why.
+func TestAgentTripExitsAtTheEnd(t *testing.T) {
+	py := testenv.RequirePython(t)
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	agent, cfg := filepath.Join(dir, "agent.py"), filepath.Join(dir, "limits.json")
+	must(t, os.WriteFile(agent, []byte(sixCalls), 0o644))
+	must(t, os.WriteFile(cfg, []byte(`{"agents": {"coder": {"max_cost_usd": 0.0001}}}`), 0o644))
+	t.Chdir(dir)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("AGENT_MODEL", "demo-large")
+	t.Setenv("AGENT_NAME", "coder")
+	out, errs := wantCode(t, ExitTripped, "record", "--breaker-config", cfg, "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", "coder.jbx", "--", py, agent)
+	if strings.Count(out, "400") != 6 || !strings.Contains(errs, "circuit breaker tripped (cost): agent coder: its calls have cost $0.0000") ||
+		!strings.Contains(errs, "ahead of the agent's exit 0") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out, errs)
+	}
+}
