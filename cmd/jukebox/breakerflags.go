@@ -81,5 +81,5 @@ func tripExit(res *engine.Result) error {
 		return nil
 	}
 	return withCode(ExitTripped, fmt.Errorf("circuit breaker tripped (%s): %s (exit %d, ahead of the agent's %s); continue with jukebox fork TAPE --frame N and a raised limit or another model",
-		res.Breaker.Rule, res.Breaker.Reason, ExitTripped, exitText(res.End)))
+		res.Breaker.Rule, res.Breaker.Reason, ExitTripped, engine.EndText(res.End)))
 }

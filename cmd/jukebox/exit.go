@@ -88,7 +88,7 @@ func refusedExit(res *engine.Result) error {
 		return nil
 	}
 	return withCode(ExitRefused, fmt.Errorf("booth: refused entries: %d; transaction %s kept open for you to decide "+
-		"(exit %d, ahead of the agent's %s)", res.Booth.RefusedCount(), res.Booth.Tx, ExitRefused, exitText(res.End)))
+		"(exit %d, ahead of the agent's %s)", res.Booth.RefusedCount(), res.Booth.Tx, ExitRefused, engine.EndText(res.End)))
 }
 
 // interruptedExit is exit 130 when a stop signal interrupted a booth run,
@@ -99,11 +99,11 @@ func interruptedExit(res *engine.Result) error {
 	if res != nil && res.Booth == nil && res.End.Reason == tapefmt.ReasonInterrupted {
 		// Outside the booth, as in it: Ctrl-C (SIGINT) ends in 130.
 		return withCode(ExitInterrupted, fmt.Errorf("interrupted (exit %d, ahead of the agent's %s)",
-			ExitInterrupted, exitText(res.End)))
+			ExitInterrupted, engine.EndText(res.End)))
 	}
 	if res == nil || res.Booth == nil || !res.Booth.Interrupted {
 		return nil
 	}
 	return withCode(ExitInterrupted, fmt.Errorf("booth: interrupted; nothing was committed (exit %d, ahead of the agent's %s)",
-		ExitInterrupted, exitText(res.End)))
+		ExitInterrupted, engine.EndText(res.End)))
 }

@@ -286,7 +286,7 @@ func (c *ForkCmd) report(env *Env, rows []forkRow) error {
 			if r.Divergence != nil {
 				div = r.Divergence.Where()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", orDash(r.Model), filepath.Base(r.Tape), r.Calls, r.Frames, exitText(r.End), div)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", orDash(r.Model), filepath.Base(r.Tape), r.Calls, r.Frames, engine.EndText(r.End), div)
 		}
 		tw.Flush()
 	}

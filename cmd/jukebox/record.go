@@ -222,7 +222,7 @@ func finishRun(env *Env, res *engine.Result, asJSON bool, line string) error {
 			return err
 		}
 	} else if res.Unreadable == "" {
-		fmt.Fprintf(env.Stderr, "jukebox: %s (agent %s)\n", line, exitText(res.End))
+		fmt.Fprintf(env.Stderr, "jukebox: %s (agent %s)\n", line, engine.EndText(res.End))
 	}
 	if err := unreadable(res); err != nil {
 		return err
@@ -247,7 +247,7 @@ func unreadable(res *engine.Result) error {
 	if res.Unreadable == "" {
 		return nil
 	}
-	outcome := "agent " + exitText(res.End)
+	outcome := "agent " + engine.EndText(res.End)
 	if d := res.Divergence; d != nil {
 		outcome += fmt.Sprintf("; it diverged from the tape at frame %d", d.Frame)
 	}
@@ -258,16 +258,6 @@ func unreadable(res *engine.Result) error {
 	return withCode(ExitBadTape, fmt.Errorf("the tape does not read back: %s\n"+
 		"jukebox: the run itself ended (%s); exit 3 because its record cannot be trusted.\n"+
 		"jukebox: %s", res.Unreadable, outcome, next))
-}
-
-func exitText(end tapefmt.RunEnd) string {
-	switch {
-	case end.Signal != "":
-		return "killed by " + end.Signal
-	case end.Error != "":
-		return "failed: " + end.Error
-	}
-	return fmt.Sprintf("exit %d", end.ExitCode)
 }
 
 func syncPolicy(s string) tapefmt.SyncPolicy {

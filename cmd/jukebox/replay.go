@@ -131,7 +131,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	networkNotes(env.Stderr, res)
 	if c.Strict {
-		if why := notReproduced(res); why != "" {
+		if why := res.NotReproduced(); why != "" {
 			return finishStrict(env, res, c.JSON, replayLine(res), why)
 		}
 	}
@@ -167,51 +167,13 @@ func finishStrict(env *Env, res *engine.Result, asJSON bool, line, why string) e
 	return withCode(ExitDiffers, fmt.Errorf("replay --strict: the run did not reproduce the recording: %s", why))
 }
 
-// notReproduced says how a replay differs from its recording, "" when it
-// does not.
-func notReproduced(res *engine.Result) string {
-	var why []string
-	if res.Divergence != nil {
-		why = append(why, "diverged "+res.Divergence.Where())
-	}
-	if live := liveCalls(res); live > 0 {
-		why = append(why, fmt.Sprintf("%d calls went live", live))
-	}
-	if res.Unused > 0 {
-		why = append(why, fmt.Sprintf("%d recorded calls never asked for", res.Unused))
-	}
-	if len(res.MCPNotServed) > 0 {
-		why = append(why, fmt.Sprintf("recorded MCP sessions not answered from the tape (%s): their servers may have run live", strings.Join(res.MCPNotServed, ", ")))
-	}
-	if res.OutputSame != nil && !*res.OutputSame {
-		why = append(why, "stdout differs"+outputDiffText(res.OutputDiff))
-	}
-	if res.ExitSame != nil && !*res.ExitSame {
-		why = append(why, "the agent ended otherwise ("+exitText(res.End)+")")
-	}
-	return strings.Join(why, "; ")
-}
-
-// liveCalls is the number of a replay's calls that did not come from the
-// tape, but for those to --live hosts and telemetry jukebox answered.
-func liveCalls(res *engine.Result) uint64 {
-	if res.Served == nil {
-		return 0
-	}
-	off := *res.Served + res.AnsweredLocally + res.LiveAllowed
-	if off > res.Calls {
-		return 0
-	}
-	return res.Calls - off
-}
-
 func replayLine(res *engine.Result) string {
 	served := res.Calls
 	if res.Served != nil {
 		served = *res.Served
 	}
 	s := fmt.Sprintf("replayed %d calls from the tape", served)
-	if live := liveCalls(res); live > 0 {
+	if live := res.LiveCalls(); live > 0 {
 		s += fmt.Sprintf(", %d went live", live)
 	}
 	if res.LiveAllowed > 0 {
@@ -235,7 +197,7 @@ func replayLine(res *engine.Result) string {
 		} else if *res.OutputSame {
 			s += ", stdout identical to the recording"
 		} else {
-			s += ", stdout differs from the recording" + outputDiffText(res.OutputDiff)
+			s += ", stdout differs from the recording" + res.OutputDiff.Text()
 		}
 	}
 	if res.ExitSame != nil && !*res.ExitSame {

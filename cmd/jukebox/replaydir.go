@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -48,13 +47,4 @@ func (f outputFlags) validate() error {
 		}
 	}
 	return nil
-}
-
-// outputDiffText says where stdout first differs: " first at line N
-// (recorded "…", replayed "…")", "" when unknown.
-func outputDiffText(d *engine.OutputDiff) string {
-	if d == nil {
-		return ""
-	}
-	return fmt.Sprintf(" first at line %d (recorded %q, replayed %q)", d.Line, d.Recorded, d.Replayed)
 }

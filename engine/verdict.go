@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// NotReproduced says how a replay differs from its recording (what
+// replay --strict fails on), "" when it does not: a divergence, calls
+// that went live, recorded calls never asked for, MCP sessions not
+// answered from the tape, stdout or the way the agent ended.
+func (r *Result) NotReproduced() string {
+	var why []string
+	if r.Divergence != nil {
+		why = append(why, "diverged "+r.Divergence.Where())
+	}
+	if live := r.LiveCalls(); live > 0 {
+		why = append(why, fmt.Sprintf("%d calls went live", live))
+	}
+	if r.Unused > 0 {
+		why = append(why, fmt.Sprintf("%d recorded calls never asked for", r.Unused))
+	}
+	if len(r.MCPNotServed) > 0 {
+		why = append(why, fmt.Sprintf("recorded MCP sessions not answered from the tape (%s): their servers may have run live", strings.Join(r.MCPNotServed, ", ")))
+	}
+	if r.OutputSame != nil && !*r.OutputSame {
+		why = append(why, "stdout differs"+r.OutputDiff.Text())
+	}
+	if r.ExitSame != nil && !*r.ExitSame {
+		why = append(why, "the agent ended otherwise ("+EndText(r.End)+")")
+	}
+	return strings.Join(why, "; ")
+}
+
+// LiveCalls is the number of a replay's calls that did not come from the
+// tape, but for those to --live hosts and telemetry jukebox answered.
+func (r *Result) LiveCalls() uint64 {
+	if r.Served == nil {
+		return 0
+	}
+	off := *r.Served + r.AnsweredLocally + r.LiveAllowed
+	if off > r.Calls {
+		return 0
+	}
+	return r.Calls - off
+}
+
+// Text says where stdout first differs: " first at line N (recorded
+// "…", replayed "…")", "" when d is nil.
+func (d *OutputDiff) Text() string {
+	if d == nil {
+		return ""
+	}
+	return fmt.Sprintf(" first at line %d (recorded %q, replayed %q)", d.Line, d.Recorded, d.Replayed)
+}
+
+// EndText says how a run ended: "exit N", "killed by SIG", "failed: …".
+func EndText(end tapefmt.RunEnd) string {
+	switch {
+	case end.Signal != "":
+		return "killed by " + end.Signal
+	case end.Error != "":
+		return "failed: " + end.Error
+	}
+	return fmt.Sprintf("exit %d", end.ExitCode)
+}
