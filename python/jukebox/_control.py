@@ -8,11 +8,16 @@ import subprocess
 import threading
 import urllib.error
 import urllib.request
-from typing import Any, Dict, List, Optional
+from typing import IO, Any, Dict, List, Optional, Set
 
-from .errors import BreakerTripped, CommitConflict, JukeboxError, SandboxViolation
+from .errors import AuthError, BreakerTripped, CommitConflict, JukeboxError, SandboxViolation, SQLError
 
 API = "v1"
+
+#: The control URLs of the runs this process's SDK serves: their variables
+#: are in os.environ while a track runs, and a Jukebox made then must not
+#: take them for a `jukebox record` around the process.
+_SERVED: Set[str] = set()
 
 
 def jukebox_bin() -> str:
@@ -33,6 +38,10 @@ def _error(status: int, body: Dict[str, Any]) -> JukeboxError:
         err = {"message": str(err)}
     msg = err.get("message") or f"HTTP {status}"
     kind = err.get("type", "")
+    if status == 401 or kind == "unauthorized":
+        return AuthError(msg)
+    if kind == "sql":
+        return SQLError(msg, str(err.get("sqlstate") or ""))
     if kind == "sandbox_violation":
         return SandboxViolation(msg)
     if kind == "commit_conflict":
@@ -44,7 +53,7 @@ class Control:
     """A client of one run's control API ($JUKEBOX_CONTROL, with the token
     in $JUKEBOX_CONTROL_TOKEN)."""
 
-    def __init__(self, base: str, token: str):
+    def __init__(self, base: str, token: str) -> None:
         self.base = base.rstrip("/")
         self.token = token
         # Loopback only: never through an HTTP proxy the environment names.
@@ -53,7 +62,7 @@ class Control:
     @classmethod
     def from_env(cls) -> Optional["Control"]:
         base = os.environ.get("JUKEBOX_CONTROL")
-        if not base:
+        if not base or base in _SERVED:
             return None
         token = os.environ.get("JUKEBOX_CONTROL_TOKEN", "")
         if not token:
@@ -68,7 +77,8 @@ class Control:
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
         try:
             with self._open(req, timeout=600) as resp:
-                return json.load(resp)
+                out: Dict[str, Any] = json.load(resp)
+                return out
         except urllib.error.HTTPError as e:
             try:
                 payload = json.load(e)
@@ -93,7 +103,7 @@ class Served:
     """A run that `jukebox serve` records for this process: started here,
     ended by end()."""
 
-    def __init__(self, name: str, tape_dir: str, breaker_config: Optional[str], argv: List[str]):
+    def __init__(self, name: str, tape_dir: str, breaker_config: Optional[str], argv: List[str]) -> None:
         cmd = [jukebox_bin(), "serve", "--name", name, "--tape-dir", tape_dir]
         if breaker_config:
             cmd += ["--breaker-config", breaker_config]
@@ -103,7 +113,7 @@ class Served:
         self._stderr: List[bytes] = []
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)
         self._drain.start()
-        line = self.proc.stdout.readline()
+        line = _pipe(self.proc.stdout).readline()
         if not line:
             self.proc.wait()
             self._drain.join()
@@ -113,9 +123,10 @@ class Served:
         self.info: Dict[str, Any] = json.loads(line)
         env = self.info["env"]
         self.control = Control(env["JUKEBOX_CONTROL"], env["JUKEBOX_CONTROL_TOKEN"])
+        _SERVED.add(self.control.base)
 
     def _read_stderr(self) -> None:
-        for line in self.proc.stderr:
+        for line in _pipe(self.proc.stderr):
             if not line.startswith(b"jukebox: serving") and not line.startswith(b"jukebox: recorded"):
                 self._stderr.append(line)
 
@@ -124,9 +135,16 @@ class Served:
         try:
             self.control.call("POST", "end", {"exit_code": exit_code, "error": error})
         finally:
-            self.proc.stdin.close()
+            _SERVED.discard(self.control.base)
+            _pipe(self.proc.stdin).close()
             self.proc.wait(timeout=60)
             self._drain.join()
         if self.proc.returncode not in (0, 7):
             raise JukeboxError(f"jukebox serve exited {self.proc.returncode}: "
                                + b"".join(self._stderr).decode(errors="replace").strip())
+
+
+def _pipe(f: Optional[IO[bytes]]) -> IO[bytes]:
+    """A pipe Popen made (PIPE was asked for, so it is there)."""
+    assert f is not None
+    return f
