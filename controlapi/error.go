@@ -31,7 +31,7 @@ type Error struct {
 	Message string `json:"message"`
 	// SQLState is a sql error's SQLSTATE code, when the database gave one.
 	SQLState string `json:"sqlstate,omitempty"`
-	Type    string `json:"type"`
+	Type     string `json:"type"`
 	// Status is the HTTP status it is answered with.
 	Status int `json:"-"`
 	// Err is the cause, when known: the run's own error in process; over

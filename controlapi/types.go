@@ -143,8 +143,8 @@ type Begun struct {
 type Write struct {
 	Path    string  `json:"path"`
 	Content *string `json:"content"`
-	Base64  bool   `json:"base64"`
-	Mode    uint32 `json:"mode"`
+	Base64  bool    `json:"base64"`
+	Mode    uint32  `json:"mode"`
 }
 
 // Written answers POST /v1/tx/ID/write.
@@ -195,11 +195,11 @@ type ShellResult struct {
 // changed, Statements the SQL statements committed; MCPCalls are the
 // held MCP calls run after the commit, when it held any.
 type Committed struct {
-	Changes    int `json:"changes"`
-	Statements int `json:"statements"`
-	Committed bool           `json:"committed"`
-	MCPCalls  []OutboxResult `json:"mcp_calls,omitempty"`
-	Tx        string         `json:"tx"`
+	Changes    int            `json:"changes"`
+	Statements int            `json:"statements"`
+	Committed  bool           `json:"committed"`
+	MCPCalls   []OutboxResult `json:"mcp_calls,omitempty"`
+	Tx         string         `json:"tx"`
 }
 
 // OutboxResult is what came of a held MCP call at a commit.
