@@ -12,7 +12,7 @@ import threading
 import warnings
 from dataclasses import asdict, dataclass
 from types import TracebackType
-from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union, overload
+from typing import Any, Callable, Dict, Optional, Tuple, Type, TypeVar, Union, overload
 
 from ._control import Control, Served, tripped
 from ._track import Track
@@ -225,8 +225,10 @@ class Jukebox:
             raise ValueError("track: the name is empty")
         return Track(self, name)
 
-    def _begin_track(self, name: str) -> str:
-        """Begins a track (starting the run when none is): its path."""
+    def _begin_track(self, name: str) -> Tuple[str, bool]:
+        """Begins a track (starting the run when none is): its path, and
+        whether it is marked on the tape (it nests, or runs beside another:
+        track.start and track.end markers; a track alone is the run)."""
         parent = self._current.get()
         with self._lock:
             self._tracks += 1
@@ -237,17 +239,21 @@ class Jukebox:
                     self._by_track = True
                 if self._active == 0:
                     self._set_env(self._served)  # type: ignore[arg-type]
+            marked = parent is not None or self._active > 0
             self._active += 1
             control = self._control()
-        control.call("POST", "marker", {"label": "track.start", "note": path})
-        return path
+        if marked:
+            control.call("POST", "marker", {"label": "track.start", "note": path})
+        return path, marked
 
-    def _end_track(self, path: str, exc: Optional[BaseException]) -> None:
+    def _end_track(self, path: str, marked: bool, exc: Optional[BaseException]) -> None:
         """Ends a track; the last one running ends a run a track started,
         with exit 1 and the first outermost track's exception, else 0."""
         error = f"{type(exc).__name__}: {exc}" if exc is not None else ""
         try:
-            self._control().call("POST", "marker", {"label": "track.end", "note": f"{path}: {error}" if error else path})
+            if marked:
+                note = f"{path}: {error}" if error else path
+                self._control().call("POST", "marker", {"label": "track.end", "note": note})
         finally:
             with self._lock:
                 self._active = max(0, self._active - 1)

@@ -25,18 +25,19 @@ class _Call:
     def __init__(self, jb: "Jukebox", name: str) -> None:
         self._jb, self._name = jb, name
         self.path = ""
+        self._marked = False
         self._ended = True
         #: The context variable's token, for the context manager's exit.
         self.token: "Optional[contextvars.Token[Optional[str]]]" = None
 
     def begin(self) -> None:
-        self.path = self._jb._begin_track(self._name)
+        self.path, self._marked = self._jb._begin_track(self._name)
         self._ended = False
 
     def end(self, exc: Optional[BaseException]) -> None:
         if not self._ended:
             self._ended = True
-            self._jb._end_track(self.path, exc)
+            self._jb._end_track(self.path, self._marked, exc)
 
     @contextlib.contextmanager
     def current(self) -> Iterator[None]:

@@ -53,7 +53,9 @@ def kinds(tape):
     return [f["kind"] for f in frames(tape)]
 
 
-class SDKTest(unittest.TestCase):
+class SDKBase(unittest.TestCase):
+    """A scratch folder, the SDK on PYTHONPATH, scripts run in it."""
+
     def setUp(self):
         if not BIN:
             self.fail("JUKEBOX_BIN is not set: run through go test ./cmd/jukebox -run TestPythonSDK")
@@ -80,6 +82,8 @@ class SDKTest(unittest.TestCase):
         d = os.path.join(self.dir, "tapes")
         return sorted(os.path.join(d, n) for n in os.listdir(d)) if os.path.isdir(d) else []
 
+
+class SDKTest(SDKBase):
     def test_example_rollback_branch(self):
         self.script("example.py", EXAMPLE)
         out = json.loads(self.python("example.py", "900").stdout)
