@@ -33,10 +33,9 @@ def jukebox_bin() -> str:
 
 
 def _error(status: int, body: Dict[str, Any]) -> JukeboxError:
-    err = body.get("error") or {}
-    if not isinstance(err, dict):
-        err = {"message": str(err)}
-    msg = err.get("message") or f"HTTP {status}"
+    raw = body.get("error") or {}
+    err: Dict[str, Any] = raw if isinstance(raw, dict) else {"message": str(raw)}
+    msg = str(err.get("message") or f"HTTP {status}")
     kind = err.get("type", "")
     if status == 401 or kind == "unauthorized":
         return AuthError(msg)
@@ -45,7 +44,8 @@ def _error(status: int, body: Dict[str, Any]) -> JukeboxError:
     if kind == "sandbox_violation":
         return SandboxViolation(msg)
     if kind == "commit_conflict":
-        return CommitConflict(msg, err.get("conflicts"))
+        conflicts = err.get("conflicts")
+        return CommitConflict(msg, conflicts if isinstance(conflicts, list) else None)
     return JukeboxError(msg)
 
 
