@@ -12,9 +12,10 @@ import threading
 import warnings
 from dataclasses import asdict, dataclass
 from types import TracebackType
-from typing import Any, Callable, Dict, Optional, Tuple, Type, TypeVar, Union, overload
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, Union, overload
 
 from ._control import Control, Served, tripped
+from ._pool import PooledRun, pooled
 from ._track import Track
 from ._tx import AsyncTransaction, Transaction
 
@@ -81,6 +82,20 @@ class CircuitBreaker:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
+def _process(name: str, tape_dir: str, config: Dict[str, Any], argv: List[str]) -> Served:
+    """A run of a `jukebox serve` of its own."""
+    path = None
+    if config:
+        fd, path = tempfile.mkstemp(prefix="jukebox-breaker-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(config, f)
+    try:
+        return Served(name, tape_dir, path, argv)
+    finally:
+        if path:
+            os.unlink(path)
+
+
 def _script_name() -> str:
     base = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
     return os.path.splitext(base)[0] or "python"
@@ -115,7 +130,7 @@ class Jukebox:
             warnings.warn("jukebox: this agent runs under jukebox record, whose limits are the breaker's; "
                           "CircuitBreaker(...) applies when it runs on its own", stacklevel=2)
         self._lock = threading.RLock()
-        self._served: Optional[Served] = None
+        self._served: Optional[Union[Served, PooledRun]] = None
         self._by_track = False  # the served run ends with the last track
         self._active = 0  # tracks running
         self._failure = ""  # the first outermost track's exception, for run.end
@@ -144,22 +159,17 @@ class Jukebox:
             return self._served.control  # type: ignore[union-attr]
 
     def _start(self, name: str) -> None:
-        config = None
-        if self.breaker.config():
-            fd, config = tempfile.mkstemp(prefix="jukebox-breaker-", suffix=".json")
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.breaker.config(), f)
-        try:
-            self._served = Served(name, self.tape_dir, config, [sys.executable, *sys.argv])
-        finally:
-            if config:
-                os.unlink(config)
+        argv = [sys.executable, *sys.argv]
+        if pooled():
+            self._served = PooledRun(name, self.tape_dir, self.breaker.config(), argv)
+        else:
+            self._served = _process(name, self.tape_dir, self.breaker.config(), argv)
         self._turns = {}
         self._info = None
         self._failure = ""
         atexit.register(self.close)
 
-    def _set_env(self, served: Served) -> None:
+    def _set_env(self, served: Union[Served, PooledRun]) -> None:
         env: Dict[str, str] = served.info["env"]
         self._saved_env = {k: os.environ.get(k) for k in env}
         os.environ.update(env)

@@ -61,7 +61,8 @@ class SDKBase(unittest.TestCase):
             self.fail("JUKEBOX_BIN is not set: run through go test ./cmd/jukebox -run TestPythonSDK")
         self.dir = tempfile.mkdtemp(prefix="jukebox-sdk-")
         self.addCleanup(subprocess.run, ["rm", "-rf", self.dir])
-        self.env = dict(os.environ, PYTHONPATH=SDK, JUKEBOX_BIN=BIN)
+        # The reused server of each test's folder exits soon after its last run.
+        self.env = dict(os.environ, PYTHONPATH=SDK, JUKEBOX_BIN=BIN, JUKEBOX_SERVE_IDLE="3s")
         for k in ("JUKEBOX_CONTROL", "JUKEBOX_CONTROL_TOKEN", "JUKEBOX_TAPE"):
             self.env.pop(k, None)
 
