@@ -1,13 +1,13 @@
 """The control API client, and `jukebox serve` for agents that run on
 their own. docs/control-api.md is the API's reference."""
 
+import http.client
 import json
 import os
 import shutil
 import subprocess
 import threading
-import urllib.error
-import urllib.request
+import urllib.parse
 from typing import IO, Any, Dict, List, Optional, Set
 
 from .errors import AuthError, BreakerTripped, CommitConflict, JukeboxError, SandboxViolation, SQLError
@@ -56,8 +56,20 @@ class Control:
     def __init__(self, base: str, token: str) -> None:
         self.base = base.rstrip("/")
         self.token = token
-        # Loopback only: never through an HTTP proxy the environment names.
-        self._open = urllib.request.build_opener(urllib.request.ProxyHandler({})).open
+        url = urllib.parse.urlsplit(self.base)
+        if url.scheme != "http" or not url.hostname:
+            raise JukeboxError(f"the control API's address {base!r} is not an http:// URL")
+        self._host, self._port, self._prefix = url.hostname, url.port or 80, url.path
+        # One kept-alive connection per thread, straight to the loopback
+        # port: never through an HTTP proxy the environment names.
+        self._local = threading.local()
+
+    def _conn(self) -> http.client.HTTPConnection:
+        conn: Optional[http.client.HTTPConnection] = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=600)
+            self._local.conn = conn
+        return conn
 
     @classmethod
     def from_env(cls) -> Optional["Control"]:
@@ -71,22 +83,27 @@ class Control:
         return cls(base, token)
 
     def call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """One request to the control API: the answer, or the exception its
+        error names."""
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(
-            f"{self.base}/{API}/{path.lstrip('/')}", data=data, method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        conn = self._conn()
         try:
-            with self._open(req, timeout=600) as resp:
-                out: Dict[str, Any] = json.load(resp)
-                return out
-        except urllib.error.HTTPError as e:
-            try:
-                payload = json.load(e)
-            except ValueError:
-                payload = {"error": {"message": f"HTTP {e.code} from the control API"}}
-            raise _error(e.code, payload) from None
-        except urllib.error.URLError as e:
-            raise JukeboxError(f"the jukebox control API at {self.base} does not answer: {e.reason}") from None
+            conn.request(method, f"{self._prefix}/{API}/{path.lstrip('/')}", body=data, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            conn.close()
+            self._local.conn = None
+            raise JukeboxError(f"the jukebox control API at {self.base} does not answer: {e}") from None
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            payload = {"error": {"message": f"HTTP {resp.status} from the control API"}}
+        if resp.status != 200:
+            raise _error(resp.status, payload if isinstance(payload, dict) else {})
+        out: Dict[str, Any] = payload
+        return out
 
     def breaker(self) -> None:
         """Raises BreakerTripped when the run's breaker has tripped."""

@@ -228,6 +228,23 @@ class TrackTest(test_sdk.SDKBase):
         self.assertIn("changes 3", out)  # the database file and two statements
 
 
+class ReuseTest(test_sdk.SDKBase):
+    def test_tracks_and_processes_share_one_server(self):
+        self.script("agent.py", '''
+            from jukebox import Jukebox, _pool
+            jb = Jukebox()
+
+            @jb.track
+            def step():
+                pass
+            step()
+            step()
+            print("started", len(_pool._STARTED))
+        ''')
+        self.assertIn("started 1", self.python("agent.py").stdout)
+        self.assertIn("started 0", self.python("agent.py").stdout, "a second process started a server of its own")
+        self.assertEqual(len(self.tapes()), 4)
+
 class PostgresTest(test_sdk.SDKBase):
     def setUp(self):
         super().setUp()
