@@ -14,13 +14,13 @@ import (
 // ServeCmd records a process that is already running: the Python SDK
 // starts it for an agent that runs on its own, outside jukebox record.
 type ServeCmd struct {
-	Name     string    `help:"Run name (a track's name: the breaker config's tracks apply). Default: the command's name, else serve."`
-	TapeDir  string    `name:"tape-dir" type:"path" default:"tapes" placeholder:"DIR" help:"Folder for the tape, named <name>-<time>.jbx (made if missing)."`
-	Output   string    `short:"o" type:"path" placeholder:"FILE" help:"Tape to write, instead of one in --tape-dir. Never overwritten."`
-	Upstream upstreams `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere, as record does. Default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL of serve's environment, else the public API."`
-	Seed     int64     `help:"Seed for the served process (JUKEBOX_SEED in the printed environment; default: random, recorded)."`
-	Sync     string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
-	Socket   string    `type:"path" placeholder:"FILE" help:"Serve run after run on this Unix socket (the Python SDK's reused server): each connection asks for one with a JSON line {name, argv}. Exits after --idle without one."`
+	Name     string        `help:"Run name (a track's name: the breaker config's tracks apply). Default: the command's name, else serve."`
+	TapeDir  string        `name:"tape-dir" type:"path" default:"tapes" placeholder:"DIR" help:"Folder for the tape, named <name>-<time>.jbx (made if missing)."`
+	Output   string        `short:"o" type:"path" placeholder:"FILE" help:"Tape to write, instead of one in --tape-dir. Never overwritten."`
+	Upstream upstreams     `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere, as record does. Default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL of serve's environment, else the public API."`
+	Seed     int64         `help:"Seed for the served process (JUKEBOX_SEED in the printed environment; default: random, recorded)."`
+	Sync     string        `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
+	Socket   string        `type:"path" placeholder:"FILE" help:"Serve run after run on this Unix socket (the Python SDK's reused server): each connection asks for one with a JSON line {name, argv}. Exits after --idle without one."`
 	Idle     time.Duration `default:"10m" help:"With --socket: exit after this long without a run."`
 	redactFlags
 	breakerFlags

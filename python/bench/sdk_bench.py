@@ -30,6 +30,7 @@ def timed(fn: Callable[[], object], rounds: int = ROUNDS) -> float:
 
 def main() -> None:
     os.chdir(tempfile.mkdtemp(prefix="jukebox-bench-"))
+    os.environ.setdefault("JUKEBOX_SERVE_IDLE", "10s")  # this folder's server is of no use after
     jb = Jukebox(tape_dir="tapes")
 
     @jb.track
