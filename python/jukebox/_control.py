@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import threading
 import urllib.parse
-from typing import IO, Any, Dict, List, Optional, Set
+from typing import IO, Any, Dict, List, Optional, Set, Tuple
 
 from .errors import AuthError, BreakerTripped, CommitConflict, JukeboxError, SandboxViolation, SQLError
 
@@ -87,23 +87,37 @@ class Control:
         error names."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
-        conn = self._conn()
         try:
-            conn.request(method, f"{self._prefix}/{API}/{path.lstrip('/')}", body=data, headers=headers)
-            resp = conn.getresponse()
-            raw = resp.read()
+            status, raw = self._send(method, path, data, headers)
         except (OSError, http.client.HTTPException) as e:
-            conn.close()
-            self._local.conn = None
             raise JukeboxError(f"the jukebox control API at {self.base} does not answer: {e}") from None
         try:
             payload = json.loads(raw)
         except ValueError:
-            payload = {"error": {"message": f"HTTP {resp.status} from the control API"}}
-        if resp.status != 200:
-            raise _error(resp.status, payload if isinstance(payload, dict) else {})
+            payload = {"error": {"message": f"HTTP {status} from the control API"}}
+        if status != 200:
+            raise _error(status, payload if isinstance(payload, dict) else {})
         out: Dict[str, Any] = payload
         return out
+
+    def _send(self, method: str, path: str, data: Optional[bytes], headers: Dict[str, str]) -> Tuple[int, bytes]:
+        """The answer's status and body. A kept-alive connection that the
+        server closed while idle took no request: sent once more on a new
+        one."""
+        reused = getattr(self._local, "conn", None) is not None
+        while True:
+            conn = self._conn()
+            try:
+                conn.request(method, f"{self._prefix}/{API}/{path.lstrip('/')}", body=data, headers=headers)
+                resp = conn.getresponse()
+                return resp.status, resp.read()
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                self._local.conn = None
+                stale = isinstance(e, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError))
+                if not (reused and stale):
+                    raise
+                reused = False
 
     def breaker(self) -> None:
         """Raises BreakerTripped when the run's breaker has tripped."""

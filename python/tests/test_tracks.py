@@ -15,11 +15,13 @@ def turns(tape):
     return [f["payload"] for f in frames(tape) if f["kind"] == "agent.turn"]
 
 
-class TrackTest(test_sdk.SDKBase):
+class ScriptBase(test_sdk.SDKBase):
     def run_script(self, text):
         self.script("agent.py", text)
         return self.python("agent.py").stdout
 
+
+class TrackTest(ScriptBase):
     def test_bare_decorator_runs_and_records(self):
         out = self.run_script('''
             from jukebox import Jukebox
@@ -228,7 +230,7 @@ class TrackTest(test_sdk.SDKBase):
         self.assertIn("changes 3", out)  # the database file and two statements
 
 
-class ReuseTest(test_sdk.SDKBase):
+class ReuseTest(ScriptBase):
     def test_tracks_and_processes_share_one_server(self):
         self.script("agent.py", '''
             from jukebox import Jukebox, _pool
@@ -244,6 +246,32 @@ class ReuseTest(test_sdk.SDKBase):
         self.assertIn("started 1", self.python("agent.py").stdout)
         self.assertIn("started 0", self.python("agent.py").stdout, "a second process started a server of its own")
         self.assertEqual(len(self.tapes()), 4)
+
+    def test_a_connection_closed_while_idle_is_opened_again(self):
+        out = self.run_script('''
+            import http.server, json, threading
+            from jukebox import Control
+
+            class Once(http.server.BaseHTTPRequestHandler):
+                protocol_version = "HTTP/1.1"
+
+                def do_GET(self):
+                    body = json.dumps({"api": 1}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    self.close_connection = True  # closed, though the answer said keep-alive
+
+                def log_message(self, *args):
+                    pass
+
+            srv = http.server.HTTPServer(("127.0.0.1", 0), Once)
+            threading.Thread(target=srv.serve_forever, daemon=True).start()
+            c = Control(f"http://127.0.0.1:{srv.server_port}", "t")
+            print("answers", [c.call("GET", "info")["api"] for _ in range(3)])
+        ''')
+        self.assertIn("answers [1, 1, 1]", out)
 
 class PostgresTest(test_sdk.SDKBase):
     def setUp(self):
