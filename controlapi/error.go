@@ -29,7 +29,9 @@ type Error struct {
 	Conflicts []Conflict `json:"conflicts,omitempty"`
 	// Message is the message as it goes on the wire ("jukebox: ...").
 	Message string `json:"message"`
-	Type    string `json:"type"`
+	// SQLState is a sql error's SQLSTATE code, when the database gave one.
+	SQLState string `json:"sqlstate,omitempty"`
+	Type     string `json:"type"`
 	// Status is the HTTP status it is answered with.
 	Status int `json:"-"`
 	// Err is the cause, when known: the run's own error in process; over

@@ -102,6 +102,7 @@ func TestClientServerRoundTrip(t *testing.T) {
 	f := newFake()
 	c := served(t, f)
 	tx, _ := c.Tx(ctx, "t1")
+	c0 := "c"
 	trip := &breaker.Trip{Rule: "cost", Reason: "r", Cost: 1.5, Evidence: []uint64{3}}
 	cases := []struct {
 		name      string
@@ -126,7 +127,7 @@ func TestClientServerRoundTrip(t *testing.T) {
 			}},
 		{"mcp/live", nil, Live{Live: true}, func() (any, error) { return c.MCPLive(ctx) }},
 		{"tx", Begin{Name: "n", MCPMode: "read_only"}, Begun{Tx: "t1", Workspace: "/w"}, func() (any, error) { return c.Begin(ctx, Begin{Name: "n", MCPMode: "read_only"}) }},
-		{"write", Write{Path: "p", Content: "c", Mode: 0o600}, Written{Path: "p", Size: 1}, func() (any, error) { return tx.Write(ctx, Write{Path: "p", Content: "c", Mode: 0o600}) }},
+		{"write", Write{Path: "p", Content: &c0, Mode: 0o600}, Written{Path: "p", Size: 1}, func() (any, error) { return tx.Write(ctx, Write{Path: "p", Content: &c0, Mode: 0o600}) }},
 		{"delete", PathOf{Path: "p"}, PathOf{Path: "p"}, func() (any, error) { return tx.Delete(ctx, PathOf{Path: "p"}) }},
 		{"stage-path", PathOf{Path: "p"}, Staged{Path: "p", Staged: "/s/p"}, func() (any, error) { return tx.StagePath(ctx, PathOf{Path: "p"}) }},
 		{"sql", SQL{DSN: "postgres://x", SQL: "select", Params: []json.RawMessage{json.RawMessage(`1`)}}, Rows{Columns: []string{"a"}, Rows: [][]any{{"x"}}, RowCount: 1},

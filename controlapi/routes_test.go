@@ -15,11 +15,10 @@ import (
 // route added to one and not the others, or a key a body or an answer
 // gains or loses without the document, fails here.
 
-// notInPythonSDK are the routes the Python SDK does not call: jukebox mcp's
-// and the marker, which any client may send. A new route goes into the SDK
-// or here.
+// notInPythonSDK are the routes the Python SDK does not call: jukebox mcp's.
+// A new route goes into the SDK or here.
 var notInPythonSDK = []string{
-	"POST /v1/marker", "POST /v1/endpoint", "POST /v1/mcp/start", "POST /v1/mcp/message",
+	"POST /v1/endpoint", "POST /v1/mcp/start", "POST /v1/mcp/message",
 	"POST /v1/mcp/outbox", "GET /v1/mcp/live",
 }
 

@@ -43,6 +43,9 @@ type Turn struct {
 	Text    string  `json:"text,omitempty"`
 	Model   string  `json:"model,omitempty"`
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Track is the SDK's track the turn ran in, as a path of nested
+	// tracks ("outer#1/inner#2"): concurrent tracks' turns apart.
+	Track string `json:"track,omitempty"`
 }
 
 // TurnAnswer answers POST /v1/turn: the frame, and the breaker's trip
@@ -135,12 +138,13 @@ type Begun struct {
 }
 
 // Write is POST /v1/tx/ID/write's body: Content is text, or base64 when
-// Base64; Mode is 0644 when 0.
+// Base64, and required (null or missing is a bad request, never an empty
+// file); Mode is 0644 when 0.
 type Write struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
-	Base64  bool   `json:"base64"`
-	Mode    uint32 `json:"mode"`
+	Path    string  `json:"path"`
+	Content *string `json:"content"`
+	Base64  bool    `json:"base64"`
+	Mode    uint32  `json:"mode"`
 }
 
 // Written answers POST /v1/tx/ID/write.
@@ -187,13 +191,15 @@ type ShellResult struct {
 	Stdout   string `json:"stdout"`
 }
 
-// Committed answers POST /v1/tx/ID/commit; MCPCalls are the held MCP
-// calls run after the commit, when it held any.
+// Committed answers POST /v1/tx/ID/commit: Changes are the files
+// changed, Statements the SQL statements committed; MCPCalls are the
+// held MCP calls run after the commit, when it held any.
 type Committed struct {
-	Changes   int            `json:"changes"`
-	Committed bool           `json:"committed"`
-	MCPCalls  []OutboxResult `json:"mcp_calls,omitempty"`
-	Tx        string         `json:"tx"`
+	Changes    int            `json:"changes"`
+	Statements int            `json:"statements"`
+	Committed  bool           `json:"committed"`
+	MCPCalls   []OutboxResult `json:"mcp_calls,omitempty"`
+	Tx         string         `json:"tx"`
 }
 
 // OutboxResult is what came of a held MCP call at a commit.

@@ -59,6 +59,8 @@ type sdkTx struct {
 	// default) holds the MCP calls a policy holds until this commits.
 	mcpMode string
 	held    []HeldCall // MCP calls held for the commit (stagedMCP)
+	// statements counts the SQL statements run, for the commit's answer.
+	statements int
 }
 
 // newSDKTxs are the transactions of a session: a recording outside the
@@ -147,7 +149,7 @@ func (t *sdkTxs) commit(ctx context.Context, st *sdkTx) (controlapi.Committed, e
 	t.session.appendFrame(tapefmt.TxCommit{Tx: st.tx.ID(), Changes: len(cs.Changes)})
 	held := t.takeHeld(st)
 	t.forget(ctx, st)
-	out := controlapi.Committed{Tx: st.tx.ID(), Changes: len(cs.Changes), Committed: true}
+	out := controlapi.Committed{Tx: st.tx.ID(), Changes: len(cs.Changes), Statements: st.statements, Committed: true}
 	if len(held) > 0 {
 		// The agent's own transaction: its commit is its say-so, as its own
 		// tool calls are (nothing here confines it).

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"mvdan.cc/sh/v3/interp"
@@ -41,12 +43,17 @@ func (c *control) Tx(_ context.Context, id string) (controlapi.Tx, error) {
 	return txOps{t, st}, nil
 }
 
-// Write stages a file: text, or base64; mode 0644 by default.
+// Write stages a file: text, or base64; mode 0644 by default. Missing
+// parent folders are staged too (0755), as a plain write's caller would
+// make them; content is required (null never empties a file).
 func (o txOps) Write(_ context.Context, req controlapi.Write) (controlapi.Written, error) {
-	data := []byte(req.Content)
+	if req.Content == nil {
+		return controlapi.Written{}, controlapi.BadRequest("write %s: content is missing or null (stage a delete to remove a file, \"\" to empty it)", req.Path)
+	}
+	data := []byte(*req.Content)
 	if req.Base64 {
 		var err error
-		if data, err = base64.StdEncoding.DecodeString(req.Content); err != nil {
+		if data, err = base64.StdEncoding.DecodeString(*req.Content); err != nil {
 			return controlapi.Written{}, controlapi.BadRequest("content: %v", err)
 		}
 	}
@@ -56,7 +63,13 @@ func (o txOps) Write(_ context.Context, req controlapi.Write) (controlapi.Writte
 	}
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
-	if err := o.st.tx.Files().WriteFile(req.Path, data, perm); err != nil {
+	files := o.st.tx.Files()
+	if dir := path.Dir(filepath.ToSlash(req.Path)); dir != "." && dir != "/" {
+		if err := files.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
+			return controlapi.Written{}, txError(err)
+		}
+	}
+	if err := files.WriteFile(req.Path, data, perm); err != nil {
 		return controlapi.Written{}, txError(err)
 	}
 	return controlapi.Written{Path: req.Path, Size: len(data)}, nil

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/sandbox/pgtx"
@@ -30,7 +33,11 @@ func (o txOps) SQL(ctx context.Context, req controlapi.SQL) (controlapi.Rows, er
 	if err != nil {
 		return controlapi.Rows{}, controlapi.Fail(http.StatusBadGateway, controlapi.TypeSQL, err)
 	}
-	return query(ctx, part, req.SQL, args)
+	rows, err := query(ctx, part, req.SQL, args)
+	if err == nil {
+		o.st.statements++
+	}
+	return rows, err
 }
 
 // sqlParams are a statement's parameters: JSON values, numbers as int64
@@ -82,9 +89,15 @@ func query(ctx context.Context, part *pgtx.Participant, sql string, args []any) 
 	return out, nil
 }
 
-// sqlError is PostgreSQL refusing a statement: 400 sql.
+// sqlError is PostgreSQL refusing a statement: 400 sql, with the
+// server's SQLSTATE when it gave one.
 func sqlError(err error) error {
-	return controlapi.Fail(http.StatusBadRequest, controlapi.TypeSQL, err)
+	e := controlapi.Fail(http.StatusBadRequest, controlapi.TypeSQL, err)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		e.SQLState = pe.Code
+	}
+	return e
 }
 
 // participant is the PostgreSQL session for dsn, begun and joined to the
@@ -97,6 +110,11 @@ func (st *sdkTx) participant(ctx context.Context, dsn string) (*pgtx.Participant
 	if err != nil {
 		return nil, fmt.Errorf("sql: %w", err)
 	}
+	if err := canPrepare(ctx, p); err != nil {
+		p.Rollback(ctx)
+		p.Close(ctx)
+		return nil, err
+	}
 	if err := st.tx.Join(p); err != nil {
 		p.Rollback(ctx)
 		p.Close(ctx)
@@ -104,4 +122,20 @@ func (st *sdkTx) participant(ctx context.Context, dsn string) (*pgtx.Participant
 	}
 	st.pg[dsn] = p
 	return p, nil
+}
+
+// canPrepare refuses a server that cannot prepare transactions
+// (max_prepared_transactions = 0, PostgreSQL's default): its statements
+// would run and only the commit fail.
+func canPrepare(ctx context.Context, p *pgtx.Participant) error {
+	var max int
+	if err := p.QueryRow(ctx, "SELECT pg_catalog.current_setting('max_prepared_transactions')::int").Scan(&max); err != nil {
+		return fmt.Errorf("sql: cannot read max_prepared_transactions: %w", err)
+	}
+	if max == 0 {
+		return errors.New("sql: this PostgreSQL server has max_prepared_transactions = 0 (its default), so it " +
+			"cannot prepare the statements to commit with the files: set max_prepared_transactions " +
+			"above 0 in postgresql.conf (as many as transactions run at once) and restart it")
+	}
+	return nil
 }

@@ -160,7 +160,10 @@ func (tx *Tx) prepareParts(ctx context.Context, key []byte, j journal) error {
 			rerr := tx.rollbackParts(ctx, i)
 			tx.closed = true
 			discard(tx.ws, tx.dir)
-			return fmt.Errorf("sandbox: prepare %s: %w (rollback: %v)", p.Kind(), err, rerr)
+			if rerr != nil {
+				return fmt.Errorf("sandbox: prepare %s: %w (rollback: %v)", p.Kind(), err, rerr)
+			}
+			return fmt.Errorf("sandbox: prepare %s: %w (rolled back)", p.Kind(), err)
 		}
 		if err := fail(fmt.Sprintf("prepared-%d", i)); err != nil {
 			return err

@@ -424,6 +424,9 @@ type AgentTurn struct {
 	// circuit breaker and the bill count as reported.
 	Model   string  `json:"model,omitempty"`
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Track is the SDK track the turn ran in: nested tracks as a path
+	// ("outer#1/inner#2"), concurrent ones by their numbers.
+	Track string `json:"track,omitempty"`
 }
 
 // Marker is a label a user or agent put on the timeline.

@@ -14,7 +14,8 @@ import (
 // tracks, the breaker, staged files, shell, SQLite and PostgreSQL, a fork
 // and a diff from Python, the same frames under record and standalone, an
 // offline editable install. PostgreSQL comes from JUKEBOX_PG_DSN, as the
-// Go tests' does.
+// Go tests' does; with it, a scratch server with max_prepared_transactions
+// = 0 (JUKEBOX_PG_NOPREP_DSN), which stage_sql must refuse at once.
 func TestPythonSDK(t *testing.T) {
 	t.Parallel()
 	python := testenv.RequirePython(t)
@@ -22,6 +23,9 @@ func TestPythonSDK(t *testing.T) {
 	must(t, err)
 	cmd := exec.CommandContext(t.Context(), python, "-m", "unittest", "discover", "-s", filepath.Join(root, "python", "tests"), "-v")
 	cmd.Env = append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1")
+	if os.Getenv("JUKEBOX_PG_DSN") != "" {
+		cmd.Env = append(cmd.Env, "JUKEBOX_PG_NOPREP_DSN="+scratchCluster(t, "-c max_prepared_transactions=0"))
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python -m unittest: %v\n%s", err, out)

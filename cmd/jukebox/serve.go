@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
 )
@@ -13,12 +14,14 @@ import (
 // ServeCmd records a process that is already running: the Python SDK
 // starts it for an agent that runs on its own, outside jukebox record.
 type ServeCmd struct {
-	Name     string    `help:"Run name (a track's name: the breaker config's tracks apply). Default: the command's name, else serve."`
-	TapeDir  string    `name:"tape-dir" type:"path" default:"tapes" placeholder:"DIR" help:"Folder for the tape, named <name>-<time>.jbx (made if missing)."`
-	Output   string    `short:"o" type:"path" placeholder:"FILE" help:"Tape to write, instead of one in --tape-dir. Never overwritten."`
-	Upstream upstreams `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere, as record does. Default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL of serve's environment, else the public API."`
-	Seed     int64     `help:"Seed for the served process (JUKEBOX_SEED in the printed environment; default: random, recorded)."`
-	Sync     string    `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
+	Name     string        `help:"Run name (a track's name: the breaker config's tracks apply). Default: the command's name, else serve."`
+	TapeDir  string        `name:"tape-dir" type:"path" default:"tapes" placeholder:"DIR" help:"Folder for the tape, named <name>-<time>.jbx (made if missing)."`
+	Output   string        `short:"o" type:"path" placeholder:"FILE" help:"Tape to write, instead of one in --tape-dir. Never overwritten."`
+	Upstream upstreams     `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere, as record does. Default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL of serve's environment, else the public API."`
+	Seed     int64         `help:"Seed for the served process (JUKEBOX_SEED in the printed environment; default: random, recorded)."`
+	Sync     string        `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
+	Socket   string        `type:"path" placeholder:"FILE" help:"Serve run after run on this Unix socket (the Python SDK's reused server): each connection asks for one with a JSON line {name, argv}. Exits after --idle without one."`
+	Idle     time.Duration `default:"10m" help:"With --socket: exit after this long without a run."`
 	redactFlags
 	breakerFlags
 	Cmd []string `arg:"" optional:"" passthrough:"partial" name:"command" help:"The served process's command line, after --, for the tape (nothing is started)."`
@@ -38,8 +41,21 @@ func (c *ServeCmd) Validate() error {
 // JSON line when serving starts: the tape, its id, the seed and the
 // environment the served process must set.
 func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
-	argv := commandArgs(c.Cmd)
-	name := c.Name
+	if c.Socket != "" {
+		return c.pool(ctx, env)
+	}
+	ctx, stop := untilSignal(ctx, env)
+	defer stop(nil)
+	go func() {
+		io.Copy(io.Discard, env.Stdin)
+		stop(errors.New("the served process closed serve's standard input without ending the run"))
+	}()
+	return c.serveOne(ctx, c.Name, commandArgs(c.Cmd), env.Stdout, env.Stderr)
+}
+
+// serveOne records one served run until ctx is done or the run is ended
+// through the control API, printing the ready line to stdout.
+func (c *ServeCmd) serveOne(ctx context.Context, name string, argv []string, stdout, stderr io.Writer) error {
 	switch {
 	case name != "":
 	case len(argv) > 0:
@@ -58,17 +74,11 @@ func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
 	if o.Limits, err = c.limits(name); err != nil {
 		return err
 	}
-	ctx, stop := untilSignal(ctx, env)
-	defer stop(nil)
-	go func() {
-		io.Copy(io.Discard, env.Stdin)
-		stop(errors.New("the served process closed serve's standard input without ending the run"))
-	}()
 	res, err := engine.Serve(ctx, engine.ServeOptions{RunOptions: o, Tape: path, Upstreams: c.Upstream, Sync: syncPolicy(c.Sync),
 		Ready: func(info engine.ServeInfo) {
 			line, _ := json.Marshal(info)
-			fmt.Fprintf(env.Stdout, "%s\n", line)
-			fmt.Fprintf(env.Stderr, "jukebox: serving the control API at %s, recording to %s\n", info.Env["JUKEBOX_CONTROL"], info.Tape)
+			fmt.Fprintf(stdout, "%s\n", line)
+			fmt.Fprintf(stderr, "jukebox: serving the control API at %s, recording to %s\n", info.Env["JUKEBOX_CONTROL"], info.Tape)
 		}})
 	if err := runFailed(err, res); err != nil {
 		return err
@@ -76,7 +86,7 @@ func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
 	if err := unreadable(res); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "jukebox: recorded %d calls, %d frames to %s\n", res.Calls, res.Frames, res.Tape)
+	fmt.Fprintf(stderr, "jukebox: recorded %d calls, %d frames to %s\n", res.Calls, res.Frames, res.Tape)
 	return tripExit(res)
 }
 

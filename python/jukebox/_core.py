@@ -1,21 +1,23 @@
 """Jukebox: runs (tracks), turns and their transactions."""
 
+import asyncio
 import atexit
-import contextlib
-import functools
-import inspect
+import contextvars
 import json
+import math
 import os
 import sys
 import tempfile
 import threading
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, Union, overload
 
 from ._control import Control, Served, tripped
+from ._pool import PooledRun, pooled
+from ._track import Track
 from ._tx import AsyncTransaction, Transaction
-from .errors import JukeboxError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,6 +69,8 @@ class CircuitBreaker:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"CircuitBreaker({name}={value!r}): want a number")
+            if not math.isfinite(value):
+                raise ValueError(f"CircuitBreaker({name}={value!r}): a limit must be a finite number")
             if name in ("max_repeat", "max_semantic_repeat"):
                 if not isinstance(value, int) or value < 2:
                     raise ValueError(f"CircuitBreaker({name}={value!r}): a repeat is seen at least twice")
@@ -76,6 +80,20 @@ class CircuitBreaker:
     def config(self) -> Dict[str, Any]:
         """The breaker config file's JSON (--breaker-config)."""
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def _process(name: str, tape_dir: str, config: Dict[str, Any], argv: List[str]) -> Served:
+    """A run of a `jukebox serve` of its own."""
+    path = None
+    if config:
+        fd, path = tempfile.mkstemp(prefix="jukebox-breaker-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(config, f)
+    try:
+        return Served(name, tape_dir, path, argv)
+    finally:
+        if path:
+            os.unlink(path)
 
 
 def _script_name() -> str:
@@ -88,14 +106,18 @@ class Jukebox:
 
     Under ``jukebox record -- python agent.py`` it uses that run's control
     API ($JUKEBOX_CONTROL): turns and transactions go on the run's tape, and
-    record's own limits are the breaker's. On its own, each call of a
-    ``track`` function is a run that ``jukebox serve`` records into
-    tape_dir, with this object's breaker; the model SDK clients the function
-    creates point at it (OPENAI_BASE_URL and the rest are set while it
-    runs)."""
+    record's own limits are the breaker's. On its own, each Jukebox holds a
+    connection of its own: the first ``track`` that begins while none of
+    this object's runs is left starts one, which ``jukebox serve`` records
+    into tape_dir with this object's breaker, and the last one to end ends
+    it; the model SDK clients created inside a track point at it
+    (OPENAI_BASE_URL and the rest are set while a track runs, and restored
+    after)."""
 
-    def __init__(self, tape_dir: str = "./tapes", sandbox: Optional[SandboxPolicy] = None,
-                 breaker: Optional[CircuitBreaker] = None):
+    def __init__(self, tape_dir: Union[str, "os.PathLike[str]"] = "./tapes", sandbox: Optional[SandboxPolicy] = None,
+                 breaker: Optional[CircuitBreaker] = None) -> None:
+        if not isinstance(tape_dir, (str, os.PathLike)):
+            raise TypeError(f"Jukebox(tape_dir={tape_dir!r}): want a folder's path")
         self.tape_dir = os.path.abspath(tape_dir)
         self.sandbox = sandbox or SandboxPolicy()
         self.breaker = breaker or CircuitBreaker()
@@ -108,9 +130,17 @@ class Jukebox:
             warnings.warn("jukebox: this agent runs under jukebox record, whose limits are the breaker's; "
                           "CircuitBreaker(...) applies when it runs on its own", stacklevel=2)
         self._lock = threading.RLock()
-        self._served: Optional[Served] = None
-        self._turns = 0
+        self._served: Optional[Union[Served, PooledRun]] = None
+        self._by_track = False  # the served run ends with the last track
+        self._active = 0  # tracks running
+        self._failure = ""  # the first outermost track's exception, for run.end
+        self._saved_env: Dict[str, Optional[str]] = {}
+        self._tracks = 0
+        self._turns: Dict[str, int] = {}
         self._info: Optional[Dict[str, Any]] = None
+        #: The track running in this context (its path), for turns.
+        self._current: "contextvars.ContextVar[Optional[str]]" = contextvars.ContextVar(
+            f"jukebox_track_{id(self)}", default=None)
 
     # -- runs -------------------------------------------------------------
 
@@ -122,26 +152,35 @@ class Jukebox:
     def _control(self) -> Control:
         if self._recorded is not None:
             return self._recorded
-        if self._served is None:
-            self._start(_script_name())
-        return self._served.control  # type: ignore[union-attr]
+        with self._lock:
+            if self._served is None:
+                self._start(_script_name())
+                self._by_track = False
+            return self._served.control  # type: ignore[union-attr]
 
     def _start(self, name: str) -> None:
-        config = None
-        if self.breaker.config():
-            fd, config = tempfile.mkstemp(prefix="jukebox-breaker-", suffix=".json")
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.breaker.config(), f)
-        try:
-            self._served = Served(name, self.tape_dir, config, [sys.executable, *sys.argv])
-        finally:
-            if config:
-                os.unlink(config)
-        self._saved_env = {k: os.environ.get(k) for k in self._served.info["env"]}
-        os.environ.update(self._served.info["env"])
-        self._turns = 0
+        argv = [sys.executable, *sys.argv]
+        if pooled():
+            self._served = PooledRun(name, self.tape_dir, self.breaker.config(), argv)
+        else:
+            self._served = _process(name, self.tape_dir, self.breaker.config(), argv)
+        self._turns = {}
         self._info = None
+        self._failure = ""
         atexit.register(self.close)
+
+    def _set_env(self, served: Union[Served, PooledRun]) -> None:
+        env: Dict[str, str] = served.info["env"]
+        self._saved_env = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+
+    def _restore_env(self) -> None:
+        for k, v in self._saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        self._saved_env = {}
 
     def close(self, exit_code: int = 0, error: str = "") -> None:
         """Ends the run this object started (nothing under jukebox record):
@@ -150,11 +189,8 @@ class Jukebox:
             served, self._served = self._served, None
             if served is None:
                 return
-            for k, v in self._saved_env.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            self._restore_env()
+            self._active = 0
             atexit.unregister(self.close)
             served.end(exit_code, error)
 
@@ -163,7 +199,8 @@ class Jukebox:
         """The path of the tape being written, if any."""
         if self._recorded is not None:
             return os.environ.get("JUKEBOX_TAPE") or None
-        return self._served.info["tape"] if self._served else None
+        served = self._served
+        return str(served.info["tape"]) if served else None
 
     def info(self) -> Dict[str, Any]:
         """The run as the control API describes it (api, mode, tape_id, ...)."""
@@ -175,86 +212,110 @@ class Jukebox:
         """Raises BreakerTripped if the run's circuit breaker has tripped."""
         self._control().breaker()
 
-    def track(self, name: Optional[str] = None) -> Callable[[F], F]:
-        """Decorates an agent function (sync or async): each call is a run
-        named name (the breaker config's track of that name applies), on a
-        tape of its own, ended when the call returns or raises. Under
-        jukebox record the run is record's, and the function just runs."""
+    @overload
+    def track(self, name: F, /) -> F: ...
 
-        def wrap(fn: F) -> F:
-            run_name = name or fn.__name__
+    @overload
+    def track(self, name: Optional[str] = None) -> Track: ...
 
-            if inspect.iscoroutinefunction(fn):
-                @functools.wraps(fn)
-                async def async_run(*args: Any, **kwargs: Any) -> Any:
-                    with self._tracked(run_name):
-                        return await fn(*args, **kwargs)
-                return async_run  # type: ignore[return-value]
+    def track(self, name: Any = None) -> Any:
+        """A track: ``@jb.track``, ``@jb.track("name")``,
+        ``@jb.track(name="name")`` on a sync, async, generator or async
+        generator function, or ``with jb.track("name"):``. Each call (or
+        block) is a track: standalone, the first one starts a run named
+        after it (the breaker config's track of that name applies) and the
+        last one running ends it; one inside another is its child on the
+        tape; ones that run at once share the run, their turns told apart.
+        Under jukebox record the run is record's."""
+        if callable(name):
+            return Track(self, None)(name)
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"track: want a function or a name, got {type(name).__name__}")
+        if name is not None and not name.strip():
+            raise ValueError("track: the name is empty")
+        return Track(self, name)
 
-            @functools.wraps(fn)
-            def run(*args: Any, **kwargs: Any) -> Any:
-                with self._tracked(run_name):
-                    return fn(*args, **kwargs)
-            return run  # type: ignore[return-value]
-
-        return wrap
-
-    @contextlib.contextmanager
-    def _tracked(self, name: str) -> Iterator[None]:
-        """One call of a track function: a run of its own, ended with exit
-        1 and the exception when it raises, else 0."""
-        self._begin_track(name)
-        try:
-            yield
-        except BaseException as e:
-            self._end_track(1, f"{type(e).__name__}: {e}")
-            raise
-        self._end_track(0, "")
-
-    def _begin_track(self, name: str) -> None:
-        if self._recorded is not None:
-            return
+    def _begin_track(self, name: str) -> Tuple[str, bool]:
+        """Begins a track (starting the run when none is): its path, and
+        whether it is marked on the tape (it nests, or runs beside another:
+        track.start and track.end markers; a track alone is the run)."""
+        parent = self._current.get()
         with self._lock:
-            if self._served is not None:
-                raise JukeboxError(f"track {name!r} starts while another run of this Jukebox is recording; "
-                                   "tracks of one Jukebox run one at a time")
-            self._start(name)
+            self._tracks += 1
+            path = f"{parent}/{name}#{self._tracks}" if parent else f"{name}#{self._tracks}"
+            if self._recorded is None:
+                if self._served is None:
+                    self._start(name)
+                    self._by_track = True
+                if self._active == 0:
+                    self._set_env(self._served)  # type: ignore[arg-type]
+            marked = parent is not None or self._active > 0
+            self._active += 1
+            control = self._control()
+        if marked:
+            control.call("POST", "marker", {"label": "track.start", "note": path})
+        return path, marked
 
-    def _end_track(self, code: int, error: str) -> None:
-        if self._recorded is None:
-            self.close(code, error)
+    def _end_track(self, path: str, marked: bool, exc: Optional[BaseException]) -> None:
+        """Ends a track; the last one running ends a run a track started,
+        with exit 1 and the first outermost track's exception, else 0."""
+        error = f"{type(exc).__name__}: {exc}" if exc is not None else ""
+        try:
+            if marked:
+                note = f"{path}: {error}" if error else path
+                self._control().call("POST", "marker", {"label": "track.end", "note": note})
+        finally:
+            with self._lock:
+                self._active = max(0, self._active - 1)
+                if error and "/" not in path and not self._failure:
+                    self._failure = error
+                if self._active == 0 and self._recorded is None:
+                    self._restore_env()
+                    if self._by_track:
+                        self.close(1 if self._failure else 0, self._failure)
 
     # -- turns ------------------------------------------------------------
 
     def record_agent_turn(self, agent_name: str, message: str = "", model: Optional[str] = None,
                           cost_usd: Optional[float] = None, role: str = "assistant") -> "_Turn":
-        """Writes an agent.turn frame (agent, message, model, cost) and opens
-        a transaction for the turn's work: ``with`` (or ``async with``) it.
-        The breaker counts the turn's cost and text, and raises
-        BreakerTripped here when it trips. Leaving the block without an
-        exception commits; an exception rolls back and is raised again."""
-        if cost_usd is not None and cost_usd < 0:
-            raise ValueError("cost_usd is negative")
-        return _Turn(self, agent_name, message, model, cost_usd, role)
+        """Writes an agent.turn frame (agent, message, model, cost, and the
+        track it runs in) and opens a transaction for the turn's work:
+        ``with`` (or ``async with``) it. The breaker counts the turn's cost
+        and text, and raises BreakerTripped here when it trips. Leaving the
+        block without an exception commits; an exception rolls back and is
+        raised again."""
+        for arg, value in (("agent_name", agent_name), ("message", message), ("role", role)):
+            if not isinstance(value, str):
+                raise TypeError(f"record_agent_turn({arg}={value!r}): want a str")
+        if model is not None and not isinstance(model, str):
+            raise TypeError(f"record_agent_turn(model={model!r}): want a str or None")
+        if cost_usd is not None:
+            if isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float)):
+                raise TypeError(f"record_agent_turn(cost_usd={cost_usd!r}): want a number of dollars")
+            if not math.isfinite(cost_usd) or cost_usd < 0:
+                raise ValueError(f"record_agent_turn(cost_usd={cost_usd!r}): want a finite amount, 0 or more")
+        return _Turn(self, agent_name, message, model, cost_usd, role, self._current.get() or "")
 
-    def _turn(self, agent: str, message: str, model: Optional[str], cost: Optional[float], role: str) -> None:
+    def _turn(self, agent: str, message: str, model: Optional[str], cost: Optional[float], role: str,
+              track: str) -> None:
         control = self._control()
         control.breaker()
         with self._lock:
-            self._turns += 1
-            turn = self._turns
+            turn = self._turns[track] = self._turns.get(track, 0) + 1
         body: Dict[str, Any] = {"agent": agent, "turn": turn, "role": role, "text": message}
         if model:
             body["model"] = model
         if cost:
             body["cost_usd"] = cost
+        if track:
+            body["track"] = track
         out = control.call("POST", "turn", body)
         if out.get("breaker"):
             raise tripped(out["breaker"])
 
     def begin(self, async_: bool = False) -> Transaction:
         """Begins a transaction outside a turn; commit or roll it back
-        yourself."""
+        yourself (an AsyncTransaction when async_)."""
         control = self._control()
         out = control.call("POST", "tx", {"mcp_mode": self.sandbox.mcp_mode})
         cls = AsyncTransaction if async_ else Transaction
@@ -265,8 +326,9 @@ class Jukebox:
 class _Turn:
     """The context manager record_agent_turn returns (sync and async)."""
 
-    def __init__(self, jb: Jukebox, agent: str, message: str, model: Optional[str], cost: Optional[float], role: str):
-        self._jb, self._args = jb, (agent, message, model, cost, role)
+    def __init__(self, jb: Jukebox, agent: str, message: str, model: Optional[str], cost: Optional[float],
+                 role: str, track: str) -> None:
+        self._jb, self._args = jb, (agent, message, model, cost, role, track)
         self._tx: Optional[Transaction] = None
 
     def _enter(self, async_: bool) -> Transaction:
@@ -286,15 +348,15 @@ class _Turn:
     def __enter__(self) -> Transaction:
         return self._enter(False)
 
-    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         self._leave(exc)
-        return False
 
     async def __aenter__(self) -> AsyncTransaction:
-        import asyncio
-        return await asyncio.get_running_loop().run_in_executor(None, lambda: self._enter(True))  # type: ignore[return-value]
+        tx = await asyncio.get_running_loop().run_in_executor(None, lambda: self._enter(True))
+        assert isinstance(tx, AsyncTransaction)
+        return tx
 
-    async def __aexit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
-        import asyncio
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
         await asyncio.get_running_loop().run_in_executor(None, lambda: self._leave(exc))
-        return False

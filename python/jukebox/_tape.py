@@ -4,7 +4,7 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ._control import jukebox_bin, tripped
 from .errors import Divergence, JukeboxError
@@ -23,11 +23,11 @@ class Frame:
     payload: Dict[str, Any] = field(default_factory=dict)
 
 
-def _run(args: Sequence[str]) -> subprocess.CompletedProcess:
+def _run(args: Sequence[str]) -> "subprocess.CompletedProcess[str]":
     return subprocess.run([jukebox_bin(), *args], stdin=subprocess.DEVNULL, capture_output=True, text=True)
 
 
-def _failed(args: Sequence[str], proc: subprocess.CompletedProcess) -> JukeboxError:
+def _failed(args: Sequence[str], proc: "subprocess.CompletedProcess[str]") -> JukeboxError:
     msg = proc.stderr.strip() or f"exit {proc.returncode}"
     return JukeboxError(f"jukebox {args[0]}: {msg}")
 
@@ -144,7 +144,7 @@ class Tape:
             raise _failed(args, proc)
         return Tape.load(result["tape"])
 
-    def diff(self, other: "Tape") -> Dict[str, Any]:
+    def diff(self, other: Union["Tape", str]) -> Dict[str, Any]:
         """The alignment of this timeline and other's (`jukebox diff
         --json`): pairs, the first divergence, totals."""
         other_path = other.path if isinstance(other, Tape) else os.path.abspath(other)
@@ -152,7 +152,8 @@ class Tape:
         proc = _run(args)
         if proc.returncode != 0:
             raise _failed(args, proc)
-        return json.loads(proc.stdout)
+        out: Dict[str, Any] = json.loads(proc.stdout)
+        return out
 
     def __repr__(self) -> str:
         return f"Tape({self.path!r})"

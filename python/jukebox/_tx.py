@@ -6,10 +6,14 @@ import base64
 import os
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
+from . import _sql
 from ._control import Control
-from .errors import JukeboxError, SandboxViolation
+from ._sql import Params
+from .errors import JukeboxError, SandboxViolation, SQLError
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,7 @@ class Transaction:
     ``record_agent_turn`` block without an exception commits it, an
     exception rolls it back (and is raised again)."""
 
-    def __init__(self, control: Control, tx: str, workspace: str, tape_id: str, read_only: bool):
+    def __init__(self, control: Control, tx: str, workspace: str, tape_id: str, read_only: bool) -> None:
         self._c = control
         self.tx_id = tx
         self.workspace = workspace
@@ -39,13 +43,18 @@ class Transaction:
         self._read_only = read_only
         #: "open", "committed" or "rolled_back".
         self.state = "open"
+        #: After commit: the MCP tool calls the transaction held (mcp_mode
+        #: staged_acid), run after it, each {"server", "tool", "key",
+        #: "ran", "error"}.
+        self.mcp_calls: List[Dict[str, Any]] = []
+        self._sqlite_statements = 0
 
     @property
     def tape_id(self) -> str:
         """The id of the tape this transaction is recorded on."""
         return self._tape_id
 
-    def _op(self, op: str, body: Optional[dict] = None) -> dict:
+    def _op(self, op: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         if self.state != "open":
             raise JukeboxError(f"transaction {self.tx_id} is {self.state.replace('_', ' ')}")
         return self._c.call("POST", f"tx/{self.tx_id}/{op}", body or {})
@@ -54,7 +63,9 @@ class Transaction:
         if self._read_only:
             raise SandboxViolation(f"{what}: the sandbox policy is read_only")
 
-    def _path(self, path: Union[str, "os.PathLike[str]"]) -> str:
+    def _path(self, path: PathLike) -> str:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path {path!r}: want a str or a path")
         # Paths are the agent's (relative to its directory); the booth takes
         # them relative to the workspace. A path outside it goes as given,
         # for the booth to refuse.
@@ -65,12 +76,19 @@ class Transaction:
             return path
         return rel
 
-    def stage_file_write(self, path: Union[str, "os.PathLike[str]"], content: Union[str, bytes],
+    def stage_file_write(self, path: PathLike, content: Union[str, bytes],
                          mode: Optional[int] = None) -> None:
-        """Stages writing content (text is UTF-8) to path."""
+        """Stages writing content (text is UTF-8, or bytes) to path; missing
+        parent folders are staged too. Content that is neither (None) is a
+        TypeError: stage_file_delete removes a file, "" empties it."""
+        if not isinstance(content, (str, bytes, bytearray)):
+            raise TypeError(f"stage_file_write({os.fspath(path)!r}, content={content!r}): want str or bytes "
+                            "(stage_file_delete removes a file, \"\" empties it)")
+        if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int)):
+            raise TypeError(f"stage_file_write(mode={mode!r}): want an int such as 0o644")
         self._writes(f"write {path}")
-        body: dict = {"path": self._path(path)}
-        if isinstance(content, bytes):
+        body: Dict[str, Any] = {"path": self._path(path)}
+        if isinstance(content, (bytes, bytearray)):
             body.update(content=base64.b64encode(content).decode(), base64=True)
         else:
             body["content"] = content
@@ -78,29 +96,50 @@ class Transaction:
             body["mode"] = mode
         self._op("write", body)
 
-    def stage_file_delete(self, path: Union[str, "os.PathLike[str]"]) -> None:
+    def stage_file_delete(self, path: PathLike) -> None:
         """Stages deleting the file at path (FileNotFoundError-like
         JukeboxError when there is none)."""
         self._writes(f"delete {path}")
         self._op("delete", {"path": self._path(path)})
 
-    def stage_sql(self, dsn_or_path: str, sql: str, params: Sequence[Any] = ()) -> List[tuple]:
-        """Runs sql in the transaction and returns its rows. A PostgreSQL URL
-        (postgres://...) joins the booth's transaction through a prepared
-        transaction: one decision with the files, invisible to other
-        connections until commit. Any other value is a SQLite file in the
-        workspace, staged with the files (its staged copy is changed, the
-        commit swaps it in)."""
+    def stage_sql(self, dsn_or_path: str, sql: str, params: Params = ()) -> List[Tuple[Any, ...]]:
+        """Runs sql in the transaction and returns its rows.
+
+        A PostgreSQL URL (postgres://...) joins the booth's transaction
+        through a prepared transaction: one decision with the files,
+        invisible to other connections until commit. Placeholders are
+        PostgreSQL's ``$1, $2`` with a sequence, or psycopg's DB-API style:
+        ``%s`` with a sequence, ``%(name)s`` with a mapping (``%%`` is a
+        literal %). The server must allow prepared transactions
+        (max_prepared_transactions above 0): else the first statement raises
+        SQLError naming the setting.
+
+        Any other value is a SQLite file in the workspace, staged with the
+        files (its staged copy is changed, the commit swaps it in), with
+        sqlite3's placeholders: ``?`` with a sequence, ``:name`` with a
+        mapping. A refused statement raises SQLError (message, sqlstate)."""
+        if not isinstance(dsn_or_path, (str, os.PathLike)) or not isinstance(sql, str):
+            raise TypeError("stage_sql(dsn_or_path, sql, params): want a DSN or path, and the SQL as a str")
+        _sql.check_params(params)
         self._writes("sql")
-        if _is_postgres(dsn_or_path):
-            out = self._op("sql", {"dsn": dsn_or_path, "sql": sql, "params": list(params)})
+        dsn = os.fspath(dsn_or_path)
+        if _is_postgres(dsn):
+            text, args = _sql.postgres(sql, params)
+            out = self._op("sql", {"dsn": dsn, "sql": text, "params": args})
             return [tuple(r) for r in out.get("rows", [])]
-        staged = self._op("stage-path", {"path": self._path(dsn_or_path)})["staged"]
+        return self._sqlite(dsn, sql, params)
+
+    def _sqlite(self, path: str, sql: str, params: Params) -> List[Tuple[Any, ...]]:
+        staged = self._op("stage-path", {"path": self._path(path)})["staged"]
         conn = sqlite3.connect(staged)
         try:
-            cur = conn.execute(sql, tuple(params))
-            rows = cur.fetchall()
+            try:
+                cur = conn.execute(sql, params if isinstance(params, Mapping) else tuple(params))
+            except sqlite3.Error as e:
+                raise SQLError(f"sqlite {path}: {e}", getattr(e, "sqlite_errorname", "")) from None
+            rows: List[Tuple[Any, ...]] = cur.fetchall()
             conn.commit()
+            self._sqlite_statements += 1
             return rows
         finally:
             conn.close()
@@ -114,14 +153,13 @@ class Transaction:
 
     def commit(self) -> int:
         """Commits: every staged change reaches the workspace (and the
-        database) at once, or none does. Returns the number of changes.
-        CommitConflict leaves the transaction open."""
+        database) at once, or none does. Returns the number of files
+        changed plus SQL statements run. CommitConflict leaves the
+        transaction open."""
         out = self._op("commit")
         self.state = "committed"
-        # The MCP tool calls the transaction held (mcp_mode staged_acid),
-        # run after the commit: each {"server", "tool", "key", "ran", "error"}.
-        self.mcp_calls = out.get("mcp_calls", [])
-        return int(out.get("changes", 0))
+        self.mcp_calls = list(out.get("mcp_calls") or [])
+        return int(out.get("changes", 0)) + int(out.get("statements", 0)) + self._sqlite_statements
 
     def rollback(self, reason: str = "") -> None:
         """Rolls back: nothing staged is left behind. The reason goes on the
@@ -141,7 +179,7 @@ class AsyncTransaction(Transaction):
     async def rollback(self, reason: str = "") -> None:  # type: ignore[override]
         await asyncio.get_running_loop().run_in_executor(None, lambda: Transaction.rollback(self, reason))
 
-    async def stage_sql(self, dsn_or_path: str, sql: str, params: Sequence[Any] = ()) -> List[tuple]:  # type: ignore[override]
+    async def stage_sql(self, dsn_or_path: str, sql: str, params: Params = ()) -> List[Tuple[Any, ...]]:  # type: ignore[override]
         return await asyncio.get_running_loop().run_in_executor(
             None, lambda: Transaction.stage_sql(self, dsn_or_path, sql, params))
 

@@ -1,4 +1,5 @@
-"""Exceptions the SDK raises. Every one is a JukeboxError."""
+"""Exceptions the SDK raises. Every one is a JukeboxError; bad arguments
+are TypeError or ValueError, raised before anything is sent."""
 
 from typing import Any, Dict, List, Optional
 
@@ -7,9 +8,27 @@ class JukeboxError(Exception):
     """jukebox refused or failed a request; the message says why."""
 
 
+class AuthError(JukeboxError):
+    """The control API refused the token (401): JUKEBOX_CONTROL_TOKEN is
+    not the run's, or the run that issued it has ended."""
+
+
+class SQLError(JukeboxError):
+    """The database refused a statement, could not be reached, or cannot
+    take part in the transaction (PostgreSQL with max_prepared_transactions
+    = 0). The message is the server's; sqlstate its SQLSTATE code ("" when
+    it gave none)."""
+
+    def __init__(self, message: str, sqlstate: str = ""):
+        super().__init__(message)
+        #: The SQLSTATE code, e.g. "42P01" (undefined table); "" when none.
+        self.sqlstate: str = sqlstate
+
+
 class SandboxViolation(JukeboxError):
     """A staged path leaves the workspace (``..``, an absolute path outside
-    it, a symlink that leads out) or names the booth's own state."""
+    it, a symlink that leads out) or names the booth's own state, or the
+    SandboxPolicy is read_only."""
 
 
 class CommitConflict(JukeboxError):

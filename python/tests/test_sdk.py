@@ -53,13 +53,16 @@ def kinds(tape):
     return [f["kind"] for f in frames(tape)]
 
 
-class SDKTest(unittest.TestCase):
+class SDKBase(unittest.TestCase):
+    """A scratch folder, the SDK on PYTHONPATH, scripts run in it."""
+
     def setUp(self):
         if not BIN:
             self.fail("JUKEBOX_BIN is not set: run through go test ./cmd/jukebox -run TestPythonSDK")
         self.dir = tempfile.mkdtemp(prefix="jukebox-sdk-")
         self.addCleanup(subprocess.run, ["rm", "-rf", self.dir])
-        self.env = dict(os.environ, PYTHONPATH=SDK, JUKEBOX_BIN=BIN)
+        # The reused server of each test's folder exits soon after its last run.
+        self.env = dict(os.environ, PYTHONPATH=SDK, JUKEBOX_BIN=BIN, JUKEBOX_SERVE_IDLE="3s")
         for k in ("JUKEBOX_CONTROL", "JUKEBOX_CONTROL_TOKEN", "JUKEBOX_TAPE"):
             self.env.pop(k, None)
 
@@ -80,6 +83,8 @@ class SDKTest(unittest.TestCase):
         d = os.path.join(self.dir, "tapes")
         return sorted(os.path.join(d, n) for n in os.listdir(d)) if os.path.isdir(d) else []
 
+
+class SDKTest(SDKBase):
     def test_example_rollback_branch(self):
         self.script("example.py", EXAMPLE)
         out = json.loads(self.python("example.py", "900").stdout)

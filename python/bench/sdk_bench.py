@@ -1,0 +1,72 @@
+"""What the SDK costs: a track on the running (reused) `jukebox serve`,
+and a staged write against a plain one. Prints each in milliseconds and
+the ratios the SDK is held to (a track under 20 ms, a staged write within
+2x a plain write).
+
+    JUKEBOX_BIN=$(which jukebox) PYTHONPATH=python python3 python/bench/sdk_bench.py
+"""
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Callable, List
+
+from jukebox import Jukebox
+
+ROUNDS = 20
+
+
+def timed(fn: Callable[[], object], rounds: int = ROUNDS) -> float:
+    """The median of rounds runs of fn, in milliseconds."""
+    times: List[float] = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    os.chdir(tempfile.mkdtemp(prefix="jukebox-bench-"))
+    os.environ.setdefault("JUKEBOX_SERVE_IDLE", "10s")  # this folder's server is of no use after
+    jb = Jukebox(tape_dir="tapes")
+
+    @jb.track
+    def track() -> None:
+        pass
+
+    track()  # starts the server (or finds it running)
+    per_track = timed(track)
+    payload = "x" * 4096
+    n = [0]
+
+    def plain() -> None:
+        n[0] += 1
+        with open(f"plain-{n[0]}.txt", "w") as f:
+            f.write(payload)
+
+    with jb.track("writes"):
+        def staged_write() -> None:
+            tx = jb.begin()
+            n[0] += 1
+            tx.stage_file_write(f"staged-{n[0]}.txt", payload)
+            tx.commit()
+
+        def staged_only() -> None:
+            n[0] += 1
+            tx.stage_file_write(f"staged-{n[0]}.txt", payload)
+        tx = jb.begin()
+        stage = timed(staged_only)
+        tx.commit()
+        committed = timed(staged_write)
+    direct = timed(plain)
+    print(f"track on the running server: {per_track:.1f} ms ({per_track / 20:.2f}x the 20 ms budget)")
+    print(f"plain write: {direct:.3f} ms; staged write: {stage:.3f} ms ({stage / direct:.1f}x); "
+          f"begin + staged write + commit: {committed:.1f} ms ({committed / direct:.1f}x)")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

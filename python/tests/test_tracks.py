@@ -1,0 +1,341 @@
+"""Tracks and their connections (issue 32): the bare decorator, every
+kind of function, context managers, a Jukebox's own run, the base-URL
+variables, nesting and concurrency, and the exceptions of misuse.
+
+Run by `go test ./cmd/jukebox -run TestPythonSDK`, as test_sdk.py."""
+
+import os
+import unittest
+
+import test_sdk
+from test_sdk import frames
+
+
+def turns(tape):
+    return [f["payload"] for f in frames(tape) if f["kind"] == "agent.turn"]
+
+
+class ScriptBase(test_sdk.SDKBase):
+    def run_script(self, text):
+        self.script("agent.py", text)
+        return self.python("agent.py").stdout
+
+
+class TrackTest(ScriptBase):
+    def test_bare_decorator_runs_and_records(self):
+        out = self.run_script('''
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            @jb.track
+            def refund(amount):
+                with jb.record_agent_turn("planner", f"refund {amount}"):
+                    pass
+                return amount * 2
+
+            print("result", refund(21))
+        ''')
+        self.assertIn("result 42", out)
+        [tape] = self.tapes()
+        self.assertTrue(os.path.basename(tape).startswith("refund-"), tape)
+        self.assertEqual([t["text"] for t in turns(tape)], ["refund 21"])
+
+    def test_every_kind_of_function_and_block(self):
+        out = self.run_script('''
+            import asyncio
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            def turn(msg):
+                with jb.record_agent_turn("a", msg):
+                    pass
+
+            @jb.track
+            async def coro():
+                turn("coro")
+                return "c"
+
+            @jb.track(name="gen")
+            def gen():
+                turn("gen")
+                yield 1
+                yield 2
+
+            @jb.track
+            async def agen():
+                turn("agen")
+                yield 3
+
+            async def main():
+                print(await coro(), list(gen()), [x async for x in agen()])
+                async with jb.track("async-block"):
+                    turn("async-block")
+
+            asyncio.run(main())
+            with jb.track("block"):
+                turn("block")
+        ''')
+        self.assertIn("c [1, 2] [3]", out)
+        seen = {}
+        for tape in self.tapes():
+            name = os.path.basename(tape).rsplit("-", 2)[0]
+            seen[name] = [t["text"] for t in turns(tape)]
+        self.assertEqual(seen, {"coro": ["coro"], "gen": ["gen"], "agen": ["agen"],
+                                "async-block": ["async-block"], "block": ["block"]})
+
+    def test_a_second_jukebox_never_joins_the_first_ones_run(self):
+        self.run_script('''
+            from jukebox import Jukebox
+            first = Jukebox(tape_dir="tapes")
+
+            @first.track
+            def outer():
+                second = Jukebox(tape_dir="other")
+                assert not second.recording, "the second Jukebox took the first one's run for record's"
+                with second.record_agent_turn("second", "mine"):
+                    pass
+                second.close()
+                with first.record_agent_turn("first", "ours"):
+                    pass
+            outer()
+        ''')
+        [tape] = self.tapes()
+        self.assertEqual([t["agent"] for t in turns(tape)], ["first"])
+        other = os.path.join(self.dir, "other")
+        [second] = os.listdir(other)
+        self.assertEqual([t["agent"] for t in turns(os.path.join(other, second))], ["second"])
+
+    def test_base_urls_only_while_a_track_runs(self):
+        out = self.run_script('''
+            import os
+            from jukebox import Jukebox
+            os.environ["ANTHROPIC_BASE_URL"] = "http://mine.invalid"
+            jb = Jukebox()
+            print("before", os.environ.get("OPENAI_BASE_URL"))
+
+            @jb.track
+            def run():
+                print("inside", os.environ["OPENAI_BASE_URL"].startswith("http://127.0.0.1:"),
+                      os.environ["ANTHROPIC_BASE_URL"] != "http://mine.invalid")
+            run()
+            print("after", os.environ.get("OPENAI_BASE_URL"), os.environ.get("ANTHROPIC_BASE_URL"),
+                  os.environ.get("JUKEBOX_CONTROL"))
+            with jb.record_agent_turn("outside", "a run of the script's, no variables"):
+                print("outside", os.environ.get("OPENAI_BASE_URL"))
+        ''')
+        self.assertIn("before None", out)
+        self.assertIn("inside True True", out)
+        self.assertIn("after None http://mine.invalid None", out)
+        self.assertIn("outside None", out)
+
+    def test_nested_tracks_are_children_and_concurrent_ones_apart(self):
+        self.run_script('''
+            import asyncio
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            @jb.track
+            def inner():
+                with jb.record_agent_turn("in", "inner"):
+                    pass
+
+            @jb.track
+            def outer():
+                with jb.record_agent_turn("out", "outer"):
+                    pass
+                inner()
+            outer()
+
+            @jb.track
+            async def worker(i):
+                async with jb.record_agent_turn("w", f"worker {i}"):
+                    await asyncio.sleep(0)
+
+            async def both():
+                await asyncio.gather(worker(1), worker(2))
+            asyncio.run(both())
+        ''')
+        tapes = {os.path.basename(t).rsplit("-", 2)[0]: t for t in self.tapes()}
+        self.assertEqual(sorted(tapes), ["outer", "worker"], "a nested or concurrent track started a run of its own")
+        fs = frames(tapes["outer"])
+        marks = [(f["payload"]["label"], f["payload"].get("note")) for f in fs if f["kind"] == "marker"]
+        self.assertEqual(marks, [("track.start", "outer#1/inner#2"), ("track.end", "outer#1/inner#2")])
+        self.assertEqual([(t["text"], t["track"]) for t in turns(tapes["outer"])],
+                         [("outer", "outer#1"), ("inner", "outer#1/inner#2")])
+        ws = turns(tapes["worker"])
+        self.assertEqual(sorted(t["text"] for t in ws), ["worker 1", "worker 2"])
+        self.assertEqual(len({t["track"] for t in ws}), 2, f"concurrent turns not told apart: {ws}")
+        self.assertEqual([t["turn"] for t in ws], [1, 1])
+
+    def test_misuse_raises_specific_exceptions(self):
+        out = self.run_script('''
+            import math, os
+            from jukebox import Jukebox, CircuitBreaker, AuthError, Control
+
+            def raises(kind, fn):
+                try:
+                    fn()
+                except kind as e:
+                    return kind.__name__
+                except Exception as e:
+                    return f"{type(e).__name__}: {e}"
+                return "nothing"
+
+            for v in (float("nan"), float("inf")):
+                print("breaker", raises(ValueError, lambda: CircuitBreaker(max_cost_usd=v)))
+            jb = Jukebox()
+            print("track", raises(TypeError, lambda: jb.track(42)))
+            print("name", raises(ValueError, lambda: jb.track("  ")))
+            print("cost", raises(ValueError, lambda: jb.record_agent_turn("a", "m", cost_usd=float("nan"))))
+            print("agent", raises(TypeError, lambda: jb.record_agent_turn(None)))
+            with open("keep.txt", "w") as f:
+                f.write("precious")
+            with jb.track("t"):
+                bad = Control(os.environ["JUKEBOX_CONTROL"], "not-the-token")
+                print("auth", raises(AuthError, lambda: bad.call("GET", "info")))
+                with jb.record_agent_turn("a", "m") as tx:
+                    print("none", raises(TypeError, lambda: tx.stage_file_write("keep.txt", None)))
+                    print("params", raises(TypeError, lambda: tx.stage_sql("db.sqlite", "SELECT 1", "x")))
+                    try:
+                        tx._op("write", {"path": "keep.txt", "content": None})
+                    except Exception as e:
+                        print("null", type(e).__name__, e)
+        ''')
+        for line in ("breaker ValueError", "track TypeError", "name ValueError", "cost ValueError",
+                     "agent TypeError", "auth AuthError", "none TypeError", "params TypeError"):
+            self.assertIn(line, out)
+        self.assertIn("null JukeboxError jukebox: write keep.txt: content is missing or null", out)
+        with open(os.path.join(self.dir, "keep.txt")) as f:
+            self.assertEqual(f.read(), "precious", "a null content emptied the file")
+
+    def test_parent_folders_and_counts(self):
+        out = self.run_script('''
+            from jukebox import Jukebox, SQLError
+            jb = Jukebox()
+            with jb.track("t"):
+                with jb.record_agent_turn("a", "m") as tx:
+                    tx.stage_file_write("reports/2026/q4.txt", "ok")
+                tx = jb.begin()
+                tx.stage_sql("db.sqlite", "CREATE TABLE t (x)")
+                tx.stage_sql("db.sqlite", "INSERT INTO t VALUES (:x)", {"x": 1})
+                try:
+                    tx.stage_sql("db.sqlite", "SELECT * FROM missing")
+                except SQLError as e:
+                    print("sqlite error", "no such table" in str(e))
+                print("changes", tx.commit())
+        ''')
+        with open(os.path.join(self.dir, "reports", "2026", "q4.txt")) as f:
+            self.assertEqual(f.read(), "ok")
+        self.assertIn("sqlite error True", out)
+        self.assertIn("changes 3", out)  # the database file and two statements
+
+
+class ReuseTest(ScriptBase):
+    def test_tracks_and_processes_share_one_server(self):
+        self.script("agent.py", '''
+            from jukebox import Jukebox, _pool
+            jb = Jukebox()
+
+            @jb.track
+            def step():
+                pass
+            step()
+            step()
+            print("started", len(_pool._STARTED))
+        ''')
+        self.assertIn("started 1", self.python("agent.py").stdout)
+        self.assertIn("started 0", self.python("agent.py").stdout, "a second process started a server of its own")
+        self.assertEqual(len(self.tapes()), 4)
+
+    def test_a_connection_closed_while_idle_is_opened_again(self):
+        out = self.run_script('''
+            import http.server, json, threading
+            from jukebox import Control
+
+            class Once(http.server.BaseHTTPRequestHandler):
+                protocol_version = "HTTP/1.1"
+
+                def do_GET(self):
+                    body = json.dumps({"api": 1}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    self.close_connection = True  # closed, though the answer said keep-alive
+
+                def log_message(self, *args):
+                    pass
+
+            srv = http.server.HTTPServer(("127.0.0.1", 0), Once)
+            threading.Thread(target=srv.serve_forever, daemon=True).start()
+            c = Control(f"http://127.0.0.1:{srv.server_port}", "t")
+            print("answers", [c.call("GET", "info")["api"] for _ in range(3)])
+        ''')
+        self.assertIn("answers [1, 1, 1]", out)
+
+class PostgresTest(test_sdk.SDKBase):
+    def setUp(self):
+        super().setUp()
+        if not test_sdk.PG_DSN:
+            if test_sdk.REQUIRE_ALL:
+                self.fail("JUKEBOX_PG_DSN is not set: .ci starts PostgreSQL for this test")
+            self.skipTest('needs PostgreSQL: eval "$(bash .ci/postgres.sh)"')
+
+    def test_placeholders_errors_and_counts(self):
+        self.script("agent.py", f'''
+            from jukebox import Jukebox, SQLError
+            dsn = {test_sdk.PG_DSN!r}
+            jb = Jukebox()
+            setup = jb.begin()
+            setup.stage_sql(dsn, "DROP TABLE IF EXISTS sdk_styles")
+            setup.stage_sql(dsn, "CREATE TABLE sdk_styles (who text, usd numeric, note text)")
+            setup.commit()
+            tx = jb.begin()
+            tx.stage_file_write("ledger.json", "{{}}")
+            tx.stage_sql(dsn, "INSERT INTO sdk_styles VALUES ($1, $2, '100%')", ["native", 1])
+            tx.stage_sql(dsn, "INSERT INTO sdk_styles VALUES (%s, %s, '100%%')", ("format", 2))
+            tx.stage_sql(dsn, "INSERT INTO sdk_styles VALUES (%(who)s, %(usd)s, '100%%')", {{"who": "pyformat", "usd": 3}})
+            print("changes", tx.commit())
+            tx = jb.begin()
+            print("rows", tx.stage_sql(dsn, "SELECT who, note FROM sdk_styles ORDER BY usd"))
+            try:
+                tx.stage_sql(dsn, "SELECT * FROM sdk_no_such_table")
+            except SQLError as e:
+                print("sqlstate", e.sqlstate, "sdk_no_such_table" in str(e))
+            tx.rollback("done")
+            sqlonly = jb.begin()
+            sqlonly.stage_sql(dsn, "DELETE FROM sdk_styles WHERE who = %s", ["native"])
+            print("sql-only commit", sqlonly.commit())
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("changes 4", out)  # one file, three statements
+        self.assertIn("rows [('native', '100%'), ('format', '100%'), ('pyformat', '100%')]", out)
+        self.assertIn("sqlstate 42P01 True", out)
+        self.assertIn("sql-only commit 1", out)
+
+    def test_a_server_that_cannot_prepare_is_refused_at_once(self):
+        dsn = os.environ.get("JUKEBOX_PG_NOPREP_DSN", "")
+        if not dsn:
+            if test_sdk.REQUIRE_ALL:
+                self.fail("JUKEBOX_PG_NOPREP_DSN is not set: TestPythonSDK starts such a server")
+            self.skipTest("needs a PostgreSQL server with max_prepared_transactions = 0 (TestPythonSDK starts one)")
+        self.script("agent.py", f'''
+            from jukebox import Jukebox, SQLError
+            jb = Jukebox()
+            tx = jb.begin()
+            try:
+                tx.stage_sql({dsn!r}, "CREATE TABLE sdk_noprep (x int)")
+                print("statement ran")
+            except SQLError as e:
+                print("refused:", e)
+            tx.rollback("refused")
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("refused:", out)
+        self.assertIn("max_prepared_transactions = 0", out)
+        self.assertNotIn("<nil>", out)
+
+if __name__ == "__main__":
+    unittest.main()
