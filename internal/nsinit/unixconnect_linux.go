@@ -70,14 +70,12 @@ func superviseConnect(listener int, nb *netBooth, keep []int, events io.Writer) 
 }
 
 // answer connects for n and sends the result. Its thread gives up the
-// init's capabilities first and ends with the goroutine, never unlocked.
+// init's capabilities before it connects (after --net none's verdict,
+// which may listen on the command's behalf) and ends with the goroutine,
+// never unlocked.
 func (w *connectWatch) answer(n seccompNotif) {
 	runtime.LockOSThread()
-	errno := unix.EPERM
-	if dropCaps(w.keep) == nil {
-		errno = w.connect(n)
-	}
-	resp := seccompNotifResp{ID: n.ID, Error: -int32(errno)}
+	resp := seccompNotifResp{ID: n.ID, Error: -int32(w.connect(n))}
 	ioctlPtr(w.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 }
 
@@ -102,15 +100,14 @@ func (w *connectWatch) connect(n seccompNotif) unix.Errno {
 	if ioctlPtr(w.listener, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&n.ID)) != nil {
 		return unix.ESRCH // the caller is gone: its pid may be another's now
 	}
-	switch binary.NativeEndian.Uint16(raw[0:2]) {
-	case unix.AF_INET, unix.AF_INET6:
-		if errno := w.inetVerdict(raw, sock); errno != 0 {
-			return errno
-		}
-	case unix.AF_UNIX:
-		if path := sunPath(raw); path != "" {
-			return connectPath(sock, cwd, path)
-		}
+	if errno := w.inetVerdict(raw, sock); errno != 0 {
+		return errno
+	}
+	if dropCaps(w.keep) != nil {
+		return unix.EPERM
+	}
+	if path := sunPath(raw); path != "" {
+		return connectPath(sock, cwd, path)
 	}
 	return connectRaw(sock, raw)
 }
@@ -163,8 +160,11 @@ func peerFD(pid, fd int) (int, error) {
 }
 
 // sunPath is the path of a unix socket address, "" for an abstract or
-// unnamed one.
+// unnamed one, or another family's address.
 func sunPath(raw []byte) string {
+	if binary.NativeEndian.Uint16(raw[0:2]) != unix.AF_UNIX {
+		return ""
+	}
 	p := raw[2:]
 	if len(p) == 0 || p[0] == 0 {
 		return ""
