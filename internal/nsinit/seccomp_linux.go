@@ -144,10 +144,17 @@ func loadSeccomp() (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	// Once the supervisor has a connect, a signal no longer interrupts the
+	// caller's wait (Linux 5.19): it would restart the call and have the
+	// connection made twice. Older kernels refuse the flag.
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	fd, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 		flags, uintptr(unsafe.Pointer(&fprog)))
+	if errno == unix.EINVAL {
+		fd, _, errno = syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+			unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	}
 	if errno != 0 {
 		return -1, errno
 	}
