@@ -44,6 +44,9 @@ func (tx *Tx) Commit(ctx context.Context) (ChangeSet, error) {
 	if err := tx.checkLive(); err != nil {
 		return ChangeSet{}, err
 	}
+	if err := tx.checkHeld(); err != nil {
+		return ChangeSet{}, err
+	}
 	lock, err := lockState(tx.ws)
 	if err != nil {
 		return ChangeSet{}, err
@@ -103,6 +106,9 @@ func (tx *Tx) commitSet(ctx context.Context, cs ChangeSet, before []fingerprint)
 	}
 	j.State, j.Changes, j.Before, j.DirTimes = stateCommit, cs.Changes, before, cs.DirTimes
 	if err := writeJournal(tx.ws, tx.dir, key, j); err != nil {
+		if isCrash(err) {
+			return err // as a crash would: the "prepare" journal is Recover's
+		}
 		return tx.abortPrepared(ctx, err)
 	}
 	tx.closed = true // decided: from here on the journal says what happens
@@ -441,6 +447,9 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if err := tx.checkOpen(); err != nil {
+		return err
+	}
+	if err := tx.checkHeld(); err != nil {
 		return err
 	}
 	tx.closed = true

@@ -44,7 +44,12 @@ var escapeAttempts = []attempt{
 	{"/var/tmp", `echo x > "/var/tmp/$MARK"`, "refused"},
 	{"/tmp is private", `echo x > "/tmp/$MARK"`, "contained"},
 	{"a file in the host's /tmp, read-only beneath", `[ "$(cat "$HOSTTMP.file")" = host ] && echo x > "$HOSTTMP.file"`, "contained"},
-	{"see the host's sockets in /tmp (whatever connect() does through an overlay)", `[ -e "$HOSTTMP.sock" ] || [ -e "$HOSTTMP/S.agent" ] || [ -e "$HOSTTMP/deep/er/sock" ]`, "refused"},
+	// Sockets the host makes in its /tmp once the run has begun (the
+	// attempt names itself with lateSockMarker; the test then listens at
+	// $HOSTTMP.late and in $HOSTTMP/empty, a folder that held none before;
+	// at most a minute). Not seeing them counts as reaching them.
+	{"a unix socket the host makes in /tmp during the run", `sh -c 'm=` + lateSockMarker + `; n=0; while { [ ! -S "$HOSTTMP.late" ] || [ ! -S "$HOSTTMP/empty/late" ]; } && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done'; [ -S "$HOSTTMP.late" ] && [ -S "$HOSTTMP/empty/late" ] || exit 0; python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + ".late")' || python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/empty/late")'`, "refused"},
+	{"a datagram to a unix socket in the host's /tmp", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"x", os.environ["HOSTTMP"] + ".dgram")'`, "refused"},
 	{"a unix socket in the host's /tmp (a database server's)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + ".sock")'`, "refused"},
 	{"a unix socket in a folder of the host's /tmp (tmux, ssh-agent, X11)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/S.agent")'`, "refused"},
 	{"a unix socket deep in the host's /tmp", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/deep/er/sock")'`, "refused"},
@@ -107,15 +112,56 @@ type catalogueRun struct {
 // lateMarker is in the command line of the catalogue's setsid child.
 const lateMarker = "jbx-late-child-3f9c"
 
+// lateSockMarker is in the command line of the catalogue's attempt that
+// waits for the host's late sockets.
+const lateSockMarker = "jbx-late-sock-7d2e"
+
+// lateSockets waits (at most two minutes, or until the test ends) for
+// the catalogue's attempt to start, then listens at dir.late and at
+// dir/empty/late, world-writable, as a host server started during the
+// run would.
+func lateSockets(t *testing.T, dir string) {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+		select {
+		case <-done:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		if len(findProcs(lateSockMarker)) > 0 {
+			for _, p := range []string{dir + ".late", filepath.Join(dir, "empty", "late")} {
+				if ln, err := net.Listen("unix", p); err == nil {
+					os.Chmod(p, 0o777)
+					t.Cleanup(func() { ln.Close() })
+				}
+			}
+			return
+		}
+	}
+}
+
+// listenDgram binds a world-writable unix datagram socket at p until the
+// test ends.
+func listenDgram(t *testing.T, p string) {
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: p, Net: "unixgram"})
+	must(t, err)
+	must(t, os.Chmod(p, 0o777))
+	t.Cleanup(func() { c.Close(); os.Remove(p) })
+}
+
 // survivors lists the host's processes whose command line holds
 // lateMarker: the booth's PID namespace is gone when Exec returns, so
 // there must be none.
-func survivors() []string {
+func survivors() []string { return findProcs(lateMarker) }
+
+// findProcs lists the host's processes whose command line holds marker.
+func findProcs(marker string) []string {
 	var found []string
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(lateMarker)) {
+		if err == nil && bytes.Contains(b, []byte(marker)) {
 			found = append(found, p.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}
@@ -172,6 +218,9 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 		listenUnix(t, sock)
 	}
 	e.hostTmp = hostTmpSockets(t, e.mark)
+	must(t, os.Mkdir(filepath.Join(e.hostTmp, "empty"), 0o755))
+	listenDgram(t, e.hostTmp+".dgram")
+	go lateSockets(t, e.hostTmp)
 	e.victim = exec.Command("sleep", "600")
 	if os.Getuid() == 0 { // a non-root test run is the victim's user already
 		e.victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}

@@ -7,9 +7,11 @@ import (
 
 // abortPrepared handles a decision that could not be written: nothing
 // was applied. Without participants, or with staged roots alone, the
-// transaction stays open, its change set whole. Other participants
-// (PostgreSQL sessions, which end with the run) cannot wait for a later
-// decision: they are rolled back and the files with them, one decision.
+// transaction stays open, its change set whole. Other participants are
+// prepared already (PostgreSQL keeps a prepared transaction after its
+// session ends): they stay prepared, held for the later decision (hold),
+// so files and SQL remain one. Only when that cannot be recorded are they
+// rolled back and the files with them, one decision.
 func (tx *Tx) abortPrepared(ctx context.Context, cause error) error {
 	cause = fmt.Errorf("sandbox: commit %s: the decision could not be written: %w; nothing was applied", tx.meta.ID, cause)
 	if tx.rootsOnly() {
@@ -20,6 +22,9 @@ func (tx *Tx) abortPrepared(ctx context.Context, cause error) error {
 			return fmt.Errorf("%w; its record may still be read (%v): jukebox booth recover settles it", cause, err)
 		}
 		return fmt.Errorf("%w; the transaction stays open", cause)
+	}
+	if err := tx.hold(); err == nil {
+		return fmt.Errorf("%w; the transaction stays open, its %s work prepared, held for jukebox booth commit or rollback", cause, tx.heldKinds())
 	}
 	if rerr := tx.rollbackParts(ctx, len(tx.parts)); rerr != nil {
 		// The "prepare" journal stays: Recover rolls them back.

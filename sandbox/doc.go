@@ -58,8 +58,9 @@
 //     NetNone), the caller's own uid there, holding every capability of
 //     that namespace. It makes the overlay, a read-only tmpfs over the
 //     state root, a /tmp over the host's (an overlay, the host's /tmp
-//     read-only beneath a tmpfs of the run's, its sockets covered by
-//     whiteouts: nsinit's hosttmp_linux.go), a private tmpfs for /dev/shm
+//     read-only beneath a tmpfs of the run's, its sockets unreachable:
+//     the init makes the command's connect(2) calls, nsinit's
+//     unixconnect_linux.go), a private tmpfs for /dev/shm
 //     and clones of the
 //     protected (read-only) and WriteLive paths as detached mounts, sets
 //     the whole tree read-only (mount_setattr), mounts /proc for the PID

@@ -165,7 +165,7 @@ func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 	if o.Mode == "" || o.Mode == ModeAuto || o.Mode == ModeOverlay {
 		writes := writable(tx, o) // execOverlay holds tx.mu while it runs
 		res, err := execOverlay(ctx, tx, o, dir, func() {
-			fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged%s; /tmp and /dev/shm private, the host's /tmp read-only beneath, its sockets hidden; the rest read-only; own PID namespace; network %s)\n", writes, orHost(o.Net))
+			fmt.Fprintf(notice, "jukebox: booth: overlay, confined (workspace staged%s; /tmp and /dev/shm private, the host's /tmp read-only beneath, its sockets unreachable; the rest read-only; own PID namespace; network %s)\n", writes, orHost(o.Net))
 		})
 		if errors.Is(err, errSetup) {
 			// Fail closed: the agent is never run unconfined unless

@@ -127,7 +127,13 @@ func (k *keyRing) get() ([]byte, error) {
 // is none. untrusted, when set, says why the journal must not be
 // applied; err is for failures to read it at all.
 func readJournal(w *workspace, dir string, keys *keyRing) (j journal, found bool, untrusted string, err error) {
-	data, err := os.ReadFile(filepath.Join(dir, journalName))
+	return readJournalFile(w, dir, journalName, keys)
+}
+
+// readJournalFile reads the authenticated record name in dir, as
+// readJournal does the journal.
+func readJournalFile(w *workspace, dir, name string, keys *keyRing) (j journal, found bool, untrusted string, err error) {
+	data, err := os.ReadFile(filepath.Join(dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return j, false, "", nil
 	}

@@ -73,6 +73,9 @@ func (tx *Tx) partRecords() []partRecord {
 	recs := make([]partRecord, len(tx.parts))
 	for i, p := range tx.parts {
 		recs[i] = partRecord{Kind: p.Kind(), GID: tx.gid(i)}
+		if h, ok := p.(*heldPart); ok {
+			recs[i].GID = h.gid
+		}
 		if r, ok := p.(*rootPart); ok {
 			recs[i].Ref = filepath.ToSlash(r.ref)
 		}

@@ -28,6 +28,9 @@ type Options struct {
 	// Observer, when set, hears every begin, change, commit and rollback, so
 	// the engine can write tape frames without sandbox knowing about tapes.
 	Observer func(Event)
+	// Resolvers let Open take up participants a failed decision left
+	// prepared (held.go): their work commits or rolls back with the files.
+	Resolvers []Resolver
 }
 
 // EventKind names what an Event reports.
@@ -216,6 +219,9 @@ func Open(dir, id string, opts Options) (*Tx, error) {
 		return nil, err
 	}
 	if err := tx.openRoots(); err != nil {
+		return nil, err
+	}
+	if err := tx.openHeld(keys); err != nil {
 		return nil, err
 	}
 	return tx, nil

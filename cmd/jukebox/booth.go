@@ -48,11 +48,7 @@ type boothTarget struct {
 // Only the commands that change the workspace or its transactions call
 // it; status and diff only read.
 func (b *boothTarget) recover(ctx context.Context, env *Env) (sandbox.RecoverReport, error) {
-	var res []sandbox.Resolver
-	if b.PgDSN != "" {
-		res = append(res, pgtx.Resolver{DSN: b.PgDSN}, pgbooth.Resolver{DSN: b.PgDSN})
-	}
-	rep, err := sandbox.Recover(ctx, b.Workspace, sandbox.Options{}, res...)
+	rep, err := sandbox.Recover(ctx, b.Workspace, sandbox.Options{}, b.resolvers()...)
 	for _, id := range rep.Committed {
 		fmt.Fprintf(env.Stderr, "jukebox: booth: finished the interrupted commit of %s\n", id)
 	}
@@ -66,6 +62,15 @@ func (b *boothTarget) recover(ctx context.Context, env *Env) (sandbox.RecoverRep
 		fmt.Fprintf(env.Stderr, "jukebox: booth: %s\n", untrustedText(u.ID, u.Reason))
 	}
 	return rep, err
+}
+
+// resolvers finish participants' prepared work: with --pg-dsn, the
+// PostgreSQL ones.
+func (b *boothTarget) resolvers() []sandbox.Resolver {
+	if b.PgDSN == "" {
+		return nil
+	}
+	return []sandbox.Resolver{pgtx.Resolver{DSN: b.PgDSN}, pgbooth.Resolver{DSN: b.PgDSN}}
 }
 
 // untrustedText says why a transaction (its journal, or its tx.json) is
@@ -106,7 +111,7 @@ func (b *boothTarget) find() (*sandbox.Tx, error) {
 			return nil, fmt.Errorf("%d open booth transactions in %s: choose one with --tx%s", len(trusted), b.Workspace, untrusted)
 		}
 	}
-	tx, err := sandbox.Open(b.Workspace, id, sandbox.Options{})
+	tx, err := sandbox.Open(b.Workspace, id, sandbox.Options{Resolvers: b.resolvers()})
 	if errors.Is(err, sandbox.ErrUntrusted) {
 		return nil, fmt.Errorf("%w: never opened or committed; jukebox booth discard %s removes it", err, id)
 	}

@@ -67,7 +67,7 @@ func (c *DoctorCmd) Run(ctx context.Context, env *Env) error {
 // confinement says what an agent in the booth is kept from, for this user.
 func confinement(c sandbox.Capabilities) string {
 	if c.Confined {
-		return "yes (read-only system, private /tmp over the host's with its sockets hidden, own PID namespace, capabilities dropped, seccomp)"
+		return "yes (read-only system, private /tmp over the host's with its sockets unreachable, own PID namespace, capabilities dropped, seccomp)"
 	}
 	return "no: --booth (auto) refuses to start the agent here (exit 2); --booth-mode copy stages the workspace in a copy but does not confine the agent"
 }

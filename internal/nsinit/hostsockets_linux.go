@@ -23,7 +23,7 @@ import (
 //     each covered by a device that refuses connections.
 //
 // The sockets in the host's /tmp (X11's, tmux's, ssh's, a database
-// server's) are covered in the booth's /tmp (privateTmp). Abstract unix
+// server's) are unreachable from the booth's /tmp (unixconnect_linux.go). Abstract unix
 // sockets (a name, no file) belong to the network namespace: under
 // --net host they stay reachable, under --net none they are the booth's
 // own. hostSockets is the list; confine mounts it.
@@ -101,7 +101,7 @@ func (h hostSockets) hidden(p string) bool {
 }
 
 // isPrivate reports whether p lies in the booth's private /dev/shm, or in
-// its /tmp, whose sockets privateTmp hides.
+// its /tmp, whose host sockets the command cannot reach.
 func isPrivate(p string) bool { return Within(p, "/tmp") || Within(p, "/dev/shm") }
 
 // socketPaths reads the socket paths out of one environment variable's

@@ -72,7 +72,7 @@ func run(raw string) int {
 		return 0
 	}
 	if listener >= 0 {
-		go superviseConnect(listener, nb, events)
+		go superviseConnect(listener, nb, commandCaps(s), events)
 	}
 	code, sig := reap(pid, sigs)
 	if sig != 0 {
@@ -137,7 +137,7 @@ func reap(pid int, sigs <-chan os.Signal) (int, syscall.Signal) {
 // unlocked, so no other goroutine of the init runs without its
 // capabilities (and Go starts new threads from a clean one). With
 // s.Probe it stops before the fork. listener is the seccomp notification
-// descriptor under --net none (else -1); msg, when not empty, is the
+// descriptor (-1 when msg is set); msg, when not empty, is the
 // failure for jukebox, "setup: ..." or "exec: ...".
 //
 // The command runs in the init's namespaces as the caller's uid. It needs
@@ -154,10 +154,7 @@ func startCommand(s Spec) (pid, listener int, msg string) {
 			return 0, -1, execFailure(s.Args[0], "", err)
 		}
 	}
-	var keep []int
-	if s.UID == 0 {
-		keep = rootKeeps
-	}
+	keep := commandCaps(s)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -171,7 +168,7 @@ func startCommand(s Spec) (pid, listener int, msg string) {
 			msg = fmt.Sprintf("setup: %v", err)
 			return
 		}
-		fd, err := loadSeccomp(s.NetNone)
+		fd, err := loadSeccomp()
 		if err != nil {
 			msg = fmt.Sprintf("setup: seccomp: %v", err)
 			return
@@ -190,6 +187,15 @@ func startCommand(s Spec) (pid, listener int, msg string) {
 	}()
 	<-done
 	return pid, listener, msg
+}
+
+// commandCaps are the capabilities the command keeps: rootKeeps when
+// root runs the booth, else none.
+func commandCaps(s Spec) []int {
+	if s.UID == 0 {
+		return rootKeeps
+	}
+	return nil
 }
 
 // A detached mount, made before the tree is set read-only and attached
@@ -215,8 +221,8 @@ const (
 //
 //  1. every mount private, so nothing here propagates to the host;
 //  2. detached mounts: the overlay over the workspace, a read-only tmpfs
-//     hiding the booth's state, an overlay over the host's /tmp with its
-//     sockets hidden (privateTmp), a tmpfs for /dev/shm, empty folders
+//     hiding the booth's state, an overlay over the host's /tmp whose
+//     sockets the command cannot reach (privateTmp), a tmpfs for /dev/shm, empty folders
 //     over the host's socket folders (hostsockets.go), and clones of the
 //     paths that must stay visible (read-only, or writable for WriteLive);
 //  3. the whole tree read-only, without devices or setuid (mount_setattr,

@@ -27,6 +27,9 @@ import (
 //   - refuses io_uring with EPERM (its operations, connect and openat
 //     among them, would pass this filter and the connect watch unseen;
 //     libraries that try it fall back to plain syscalls);
+//   - hands connect(2) to a supervisor in the init (unixconnect_linux.go)
+//     and refuses unix datagram sockets (socket, socketpair) with EPERM:
+//     sendto(2) would reach a host socket by its path without a connect;
 //   - refuses the terminal ioctls that type into a terminal (TIOCSTI) or
 //     paste into a console (TIOCLINUX), so the agent cannot answer
 //     jukebox's approval prompt or run commands in the user's shell.
@@ -82,9 +85,9 @@ const (
 	ret       = unix.BPF_RET | unix.BPF_K
 )
 
-// seccompProgram assembles the filter for this architecture. With
-// notifyConnect, connect(2) is handed to a supervisor (see netwatch_linux.go).
-func seccompProgram(notifyConnect bool) ([]unix.SockFilter, error) {
+// seccompProgram assembles the filter for this architecture. connect(2)
+// is handed to a supervisor (see unixconnect_linux.go).
+func seccompProgram() ([]unix.SockFilter, error) {
 	if auditArch == 0 {
 		return nil, errors.New("no filter is written for this architecture")
 	}
@@ -101,9 +104,7 @@ func seccompProgram(notifyConnect bool) ([]unix.SockFilter, error) {
 		p = append(p, bpfJump(jeq, uint32(nr), 0, 1), bpfStmt(ret, retEPERM))
 	}
 	p = append(p, bpfJump(jeq, unix.SYS_CLONE3, 0, 1), bpfStmt(ret, retENOSYS))
-	if notifyConnect {
-		p = append(p, bpfJump(jeq, unix.SYS_CONNECT, 0, 1), bpfStmt(ret, unix.SECCOMP_RET_USER_NOTIF))
-	}
+	p = append(p, bpfJump(jeq, unix.SYS_CONNECT, 0, 1), bpfStmt(ret, unix.SECCOMP_RET_USER_NOTIF))
 	n := len(seccompIoctls)
 	p = append(p, bpfJump(jeq, unix.SYS_IOCTL, 0, uint8(2*n+2)), bpfStmt(ldW, seccompArg1))
 	for _, req := range seccompIoctls {
@@ -119,30 +120,43 @@ func seccompProgram(notifyConnect bool) ([]unix.SockFilter, error) {
 			bpfStmt(ret, retAllow),
 		)
 	}
+	for _, nr := range []uintptr{unix.SYS_SOCKET, unix.SYS_SOCKETPAIR} {
+		p = append(p,
+			bpfJump(jeq, uint32(nr), 0, 7),
+			bpfStmt(ldW, seccompArg0),
+			bpfJump(jeq, unix.AF_UNIX, 0, 4),
+			bpfStmt(ldW, seccompArg1),
+			bpfStmt(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0xf), // the type without its flags
+			bpfJump(jeq, unix.SOCK_DGRAM, 0, 1),
+			bpfStmt(ret, retEPERM),
+			bpfStmt(ret, retAllow),
+		)
+	}
 	return append(p, bpfStmt(ret, retAllow)), nil
 }
 
 // loadSeccomp loads the filter on the calling thread, which has set
-// no_new_privs; the processes it starts inherit both. With notifyConnect
-// it returns the listener descriptor (close-on-exec) the supervisor reads
-// connect(2) calls from, else -1.
-func loadSeccomp(notifyConnect bool) (int, error) {
-	prog, err := seccompProgram(notifyConnect)
+// no_new_privs; the processes it starts inherit both. It returns the
+// listener descriptor (close-on-exec) the supervisor reads connect(2)
+// calls from.
+func loadSeccomp() (int, error) {
+	prog, err := seccompProgram()
 	if err != nil {
 		return -1, err
 	}
-	var flags uintptr
-	if notifyConnect {
-		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
-	}
+	// Once the supervisor has a connect, a signal no longer interrupts the
+	// caller's wait (Linux 5.19): it would restart the call and have the
+	// connection made twice. Older kernels refuse the flag.
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	fd, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 		flags, uintptr(unsafe.Pointer(&fprog)))
+	if errno == unix.EINVAL {
+		fd, _, errno = syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+			unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	}
 	if errno != 0 {
 		return -1, errno
-	}
-	if !notifyConnect {
-		return -1, nil
 	}
 	return int(fd), nil
 }
