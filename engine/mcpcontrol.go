@@ -264,6 +264,17 @@ func (c *control) MCPOutbox(_ context.Context, req controlapi.MCPOutbox) (contro
 	return controlapi.OutboxKey{Key: key}, err
 }
 
+// errReadOnly refuses a call the policy holds as a write while the agent's
+// latest open transaction is read_only: the call is refused (it is
+// mcp.ErrNotHeld), neither held nor run.
+type errReadOnly struct{}
+
+func (errReadOnly) Error() string {
+	return "the agent's open transaction is read_only (mcp_mode): a tool call the policy holds as a write is refused"
+}
+
+func (errReadOnly) Is(target error) bool { return target == mcp.ErrNotHeld }
+
 // Why a call cannot be held for the outbox.
 var (
 	errNoOutbox    = errors.New("the outbox runs when a booth commits, or an SDK transaction that stages MCP calls: this run is not in the booth and has no such transaction open")
@@ -282,8 +293,10 @@ func (c *control) hold(k mcpKey, tool string, args json.RawMessage, approve bool
 	c.mcp.held++
 	n := c.mcp.held
 	c.mcp.mu.Unlock()
-	st := c.txs.stagedMCP() // outside the booth: the agent's own transaction, if one is open
+	st, mode := c.txs.stagedMCP() // outside the booth: the agent's own transaction, if one is open
 	switch {
+	case mode == "read_only":
+		return "", errReadOnly{}
 	case !on && st == nil:
 		return "", errNoOutbox
 	case !known || tool == "":

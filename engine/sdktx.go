@@ -32,22 +32,23 @@ type sdkTxs struct {
 }
 
 // stagedMCP is the transaction an MCP call the policy holds goes to, when
-// the agent has one open (its latest) staging MCP calls, else nil.
-func (t *sdkTxs) stagedMCP() *sdkTx {
+// the agent has one open (its latest) staging MCP calls, else nil; and
+// that latest transaction's mcp_mode ("" when none is open).
+func (t *sdkTxs) stagedMCP() (*sdkTx, string) {
 	if !t.available() {
-		return nil
+		return nil, ""
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := len(t.order) - 1; i >= 0; i-- {
 		if st := t.open[t.order[i]]; st != nil {
 			if st.mcpMode == "" || st.mcpMode == "staged_acid" {
-				return st
+				return st, "staged_acid"
 			}
-			return nil
+			return nil, st.mcpMode
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // sdkTx is one open transaction and its database sessions.

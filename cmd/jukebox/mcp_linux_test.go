@@ -573,6 +573,29 @@ func TestMCPHTTPFork(t *testing.T) {
 // begin, mcp_mode staged_acid) is held in that transaction: answered as
 // pending, run when the agent commits (its answer lists the call, and the
 // file is written), dropped when it rolls back.
+// TestMCPReadOnlyTransactionRefusesWrites is issue 31's "mcp_mode=
+// "read_only" runs writes at once": a call the policy holds as a write,
+// made while a read_only transaction is open, is refused, and nothing is
+// written, at the commit or before.
+func TestMCPReadOnlyTransactionRefusesWrites(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	t.Parallel()
+	ws := t.TempDir()
+	data := filepath.Join(ws, "data")
+	must(t, os.Mkdir(data, 0o755))
+	policy := filepath.Join(ws, "policy.json")
+	must(t, os.WriteFile(policy, []byte(`{"servers": {"files": {"tools": {"write_file": "outbox"}}}}`), 0o644))
+	cmd := jukeboxCmd(t.Context(), ws, "record", "-o", "ro.jbx", "--", "node", filepath.Join(agents, "mcp_tx_agent.mjs"), data, "commit")
+	cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+jukeboxBin(), "JUKEBOX_MCP_POLICY="+policy, "MCP_MODE=read_only")
+	out, _ := cmd.CombinedOutput() // the agent's client throws on the refusal
+	if !strings.Contains(string(out), "transaction is read_only (mcp_mode)") {
+		t.Errorf("the agent was not told its write was refused for read_only:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
+		t.Fatalf("a write ran under a read_only transaction:\n%s", out)
+	}
+}
+
 func TestMCPInSDKTransaction(t *testing.T) {
 	agents := testenv.RequireNode(t)
 	t.Parallel()

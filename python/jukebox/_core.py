@@ -27,7 +27,7 @@ FILESYSTEM_MODES = {
 }
 MCP_MODES = {
     "staged_acid": "MCP tool calls the policy holds (jukebox mcp --policy) wait for the transaction's commit and run then; a rollback drops them",
-    "read_only": "MCP tool calls are not held with the transaction: those the policy holds run at once, noted",
+    "read_only": "MCP tool calls the policy holds (writes) are refused while the transaction is open; others run",
     "passthrough": "MCP tool calls run as they come, recorded only",
 }
 

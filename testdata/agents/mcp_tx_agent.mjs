@@ -4,6 +4,8 @@
 // holds write_file, and ends the transaction as told:
 //
 //   JUKEBOX_BIN=... node mcp_tx_agent.mjs DIR commit|rollback
+//
+// MCP_MODE sets the transaction's mcp_mode (default staged_acid).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { createRequire } from "node:module";
@@ -22,7 +24,7 @@ const control = async (p, body) => {
   return out;
 };
 
-const { tx } = await control("tx", { mcp_mode: "staged_acid" });
+const { tx } = await control("tx", { mcp_mode: process.env.MCP_MODE || "staged_acid" });
 const server = path.join(path.dirname(require.resolve("@modelcontextprotocol/server-filesystem/package.json")), "dist/index.js");
 const fs = new Client({ name: "jukebox-mcp-tx-agent", version: "1.0.0" });
 await fs.connect(new StdioClientTransport({
