@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net/http"
 	"time"
 
 	"github.com/jukebox-os/jukebox/controlapi"
@@ -32,6 +31,8 @@ type control struct {
 	txs   *sdkTxs
 	mcp   mcpSessions
 	api   *controlapi.Server
+	// ctl are the recorded exchanges a replay answers (controltape.go).
+	ctl ctlTape
 	// onEnd ends a served run (Serve); nil for a run with an agent.
 	onEnd func(tapefmt.RunEnd)
 }
@@ -45,9 +46,6 @@ func newControl(p *proxy) *control {
 	c.api = controlapi.NewServer(c, c.token)
 	return c
 }
-
-// ServeHTTP serves the control API.
-func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.api.ServeHTTP(w, r) }
 
 // append writes a frame (when the run writes a tape) and returns its
 // sequence number.

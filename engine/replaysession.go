@@ -136,6 +136,8 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	res.Divergence, res.Repeated = s.div.Load(), m.Repeats()
 	served := tb.served.Load()
 	res.Unused, res.Served = tb.unused(), &served
+	ctlServed, ctlUnused := s.proxy.control.ctl.counts()
+	res.ControlServed, res.Unused = ctlServed, res.Unused+ctlUnused
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece.

@@ -61,14 +61,17 @@ type sdkTx struct {
 	held    []HeldCall // MCP calls held for the commit (stagedMCP)
 }
 
-// newSDKTxs are the transactions of a session: a recording outside the
-// booth serves them over its workspace; a booth run or a replay says why
-// not.
+// newSDKTxs are the transactions of a session: a recording, or a fork
+// from its fork point on, serves them over its workspace outside the
+// booth; a booth run or a replay says why not (a replay answers them from
+// the tape, controltape.go).
 func newSDKTxs(s *session) *sdkTxs {
 	t := &sdkTxs{session: s}
 	switch {
-	case s.mode != tapefmt.ModeRecord:
-		t.why = "transactions run when recording (record, serve): a " + string(s.mode) + " does not redo side effects"
+	case s.mode == tapefmt.ModeReplay:
+		// A replay answers transactions from the tape's control frames
+		// (controltape.go); one that reaches here has none.
+		t.why = "the tape holds no transaction to answer this from (it was recorded before jukebox kept control-API exchanges on the tape): record it again"
 	case s.o.Booth != nil:
 		t.why = "the run is in the booth, which stages every write of the agent already and settles them as --commit says; SDK transactions run in recordings outside the booth"
 	default:

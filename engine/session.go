@@ -120,6 +120,10 @@ type Result struct {
 	// Served counts the calls answered from the tape (replay only); the
 	// rest of Calls went live (--on-divergence live).
 	Served *uint64 `json:"served,omitempty"`
+	// ControlServed counts the control-API exchanges (turns, markers,
+	// transactions, held MCP calls) answered from the tape; those recorded
+	// and never asked for count in Unused.
+	ControlServed int `json:"control_served,omitempty"`
 	// AnsweredLocally counts the requests to known SDK telemetry endpoints
 	// that replay or a fork answered itself, and LiveAllowed those to the
 	// hosts replay --live let through; neither is on the tape's account.
