@@ -3,8 +3,11 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -64,7 +67,26 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := &captured{ResponseWriter: w, status: http.StatusOK}
 	c.api.ServeHTTP(rec, r)
-	c.tapeControl(r.Method, path, body, rec.status, rec.body.Bytes())
+	// The answer is still buffered: the agent has not seen the staged
+	// copy's path yet, so its content is as the answer left it.
+	c.tapeControl(r.Method, path, body, rec.status, rec.body.Bytes(), stagedContent(path, rec))
+}
+
+// stagedContent is the content of the staged copy a stage-path answer
+// names, nil for any other answer.
+func stagedContent(path string, rec *captured) []byte {
+	if !strings.HasSuffix(path, "/stage-path") || rec.status != http.StatusOK {
+		return nil
+	}
+	var a controlapi.Staged
+	if json.Unmarshal(rec.body.Bytes(), &a) != nil || a.Staged == "" {
+		return nil
+	}
+	b, err := os.ReadFile(a.Staged)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // captured passes an answer on and keeps a copy.
@@ -99,7 +121,7 @@ func (*discard) WriteHeader(int)             {}
 // tapeControl writes a control frame, when the run writes a tape. The
 // answer has gone to the agent already: a tape that cannot take the
 // frame fails the run at its next frame, as for any frame.
-func (c *control) tapeControl(method, path string, req []byte, status int, ans []byte) {
+func (c *control) tapeControl(method, path string, req []byte, status int, ans, file []byte) {
 	if c.p.tape == nil {
 		return
 	}
@@ -107,6 +129,9 @@ func (c *control) tapeControl(method, path string, req []byte, status int, ans [
 	var err error
 	if f.Request, f.RequestBody, err = c.controlBody(req); err == nil {
 		f.Answer, f.AnswerBody, err = c.controlBody(ans)
+	}
+	if err == nil && file != nil {
+		f.File, err = c.p.tape.PutBlob("control file", file)
 	}
 	if err == nil {
 		c.append(f)
@@ -145,6 +170,14 @@ func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, 
 		return false
 	}
 	tb := c.tapeBackend()
+	tb.mu.Lock()
+	earlier := tb.diverged
+	tb.mu.Unlock()
+	if earlier {
+		controlapi.Answer(w, nil, controlapi.Failf(http.StatusConflict, controlapi.TypeDiverged,
+			"the replay diverged before this request (see the divergence report): it is not answered from the tape"))
+		return true
+	}
 	got, d := c.ctl.take(r.Method, path, compactJSON(tb.m.mask.Mask(body)))
 	if d != nil {
 		tb.mu.Lock()
@@ -160,10 +193,15 @@ func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, 
 	if ownFrame(path) {
 		c.api.ServeHTTP(&discard{}, r) // the turn's or marker's frame, on this run's tape too
 	}
+	ans, err := c.ctl.scratch(got)
+	if err != nil {
+		controlapi.Answer(w, nil, controlapi.Fail(http.StatusInternalServerError, controlapi.TypeTape, err))
+		return true
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(got.status)
-	w.Write(got.ans)
-	c.tapeControl(got.method, got.path, got.req, got.status, got.ans)
+	w.Write(ans)
+	c.tapeControl(got.method, got.path, got.req, got.status, got.ans, got.file)
 	return true
 }
 
@@ -194,7 +232,46 @@ type ctlTape struct {
 	err  error
 
 	mu   sync.Mutex
-	next int // the next exchange to answer
+	next int    // the next exchange to answer
+	dir  string // scratch copies of staged files, made on first use
+}
+
+// scratch is the answer to give for a recorded exchange: as recorded, but
+// for a stage-path whose staged copy the tape holds, which names a scratch
+// copy of it (the recorded staging area is gone, and a replay stages
+// nothing in the workspace).
+func (ct *ctlTape) scratch(r *ctlRecorded) ([]byte, error) {
+	if r.file == nil {
+		return r.ans, nil
+	}
+	var a controlapi.Staged
+	if err := json.Unmarshal(r.ans, &a); err != nil {
+		return nil, fmt.Errorf("control frame %d: %w", r.seq, err)
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.dir == "" {
+		dir, err := os.MkdirTemp("", "jukebox-replay-staged-")
+		if err != nil {
+			return nil, err
+		}
+		ct.dir = dir
+	}
+	a.Staged = filepath.Join(ct.dir, fmt.Sprintf("%d-%s", r.seq, filepath.Base(a.Path)))
+	if err := os.WriteFile(a.Staged, r.file, 0o600); err != nil {
+		return nil, err
+	}
+	return json.Marshal(a)
+}
+
+// close removes the scratch copies.
+func (ct *ctlTape) close() {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.dir != "" {
+		os.RemoveAll(ct.dir)
+		ct.dir = ""
+	}
 }
 
 // ctlRecorded is one recorded exchange, its bodies read.
@@ -203,6 +280,7 @@ type ctlRecorded struct {
 	method, path string
 	req, ans     []byte
 	status       int
+	file         []byte // stage-path's staged copy (tapefmt.Control.File)
 }
 
 // load reads the tape's control frames, once.
@@ -232,6 +310,9 @@ func controlFrames(t *tapefmt.Tape) ([]ctlRecorded, error) {
 		}
 		if err == nil && !x.AnswerBody.IsZero() {
 			r.ans, err = t.Blob(x.AnswerBody)
+		}
+		if err == nil && !x.File.IsZero() {
+			r.file, err = t.Blob(x.File)
 		}
 		if err != nil {
 			return nil, err

@@ -386,6 +386,7 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	s.proxy.Close()
 	s.removeCaptureFiles()
 	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
+	s.proxy.control.ctl.close()
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
 	res.HTTPRequests = int(s.proxy.httpIDs.Load())
 	if res.TLSFailed = int(s.proxy.fwd.tlsFailed.Load()); res.TLSFailed > 0 {

@@ -502,6 +502,10 @@ type Control struct {
 	Status      int             `json:"status"`
 	Answer      json.RawMessage `json:"answer,omitempty"`
 	AnswerBody  Hash            `json:"answer_body,omitzero"`
+	// File is the content of the staged copy a stage-path answer names,
+	// as it was when answered (a SQLite database the agent then changes
+	// itself): a replay hands the agent a scratch copy of it.
+	File Hash `json:"file,omitzero"`
 }
 
 // MaxControlInline is the largest body a control frame holds in its
