@@ -231,3 +231,37 @@ else:
 		t.Errorf("Tape.fork of a failing agent: %v\n%s", err, out)
 	}
 }
+
+// TestSDKTransactionsInBooth: in a booth run (a fork's, by default) an
+// SDK transaction stages into the booth's own transaction, settled with
+// the run (here --commit never: nothing reaches the workspace); it was
+// refused before, so a fork before a transaction failed.
+func TestSDKTransactionsInBooth(t *testing.T) {
+	t.Parallel()
+	python := testenv.RequirePython(t)
+	dir := t.TempDir()
+	// The booth's /tmp is private: the package goes into the workspace.
+	sdk := filepath.Join(testenv.RepoRoot(t), "python", "jukebox")
+	must(t, os.CopyFS(filepath.Join(dir, "sdk", "jukebox"), os.DirFS(sdk)))
+	agent := `
+from jukebox import Jukebox
+jb = Jukebox()
+with jb.record_agent_turn(agent_name="a", message="stage") as tx:
+    tx.stage_file_write("ledger.json", "{}")
+    print("commit:", tx.commit())
+with jb.record_agent_turn(agent_name="b", message="drop") as tx:
+    tx.stage_file_write("draft.txt", "x")
+    tx.rollback("not needed")
+`
+	must(t, os.WriteFile(filepath.Join(dir, "agent.py"), []byte(agent), 0o644))
+	env := append(os.Environ(), mainEnv+"=1", "PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH="+filepath.Join(dir, "sdk"))
+	out, code := runIn(t, dir, env, "record", "--booth", "--commit", "never", "-o", "booth.jbx", "--", python, "agent.py")
+	if code != 0 || !strings.Contains(out, "commit: 1") || !strings.Contains(out, "write ledger.json") || strings.Contains(out, "draft.txt") {
+		t.Fatalf("record --booth: exit %d, want 0, a commit into the booth's change set and no rolled-back file\n%s", code, out)
+	}
+	for _, name := range []string{"ledger.json", "draft.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s reached the workspace of a booth run that committed nothing", name)
+		}
+	}
+}
