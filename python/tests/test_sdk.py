@@ -318,14 +318,14 @@ class SDKTest(unittest.TestCase):
             return out
         self.assertEqual(shape("alone.jbx"), shape("recorded.jbx"))
 
-    def test_booth_run_refuses_sdk_transactions(self):
-        # In the booth every write of the agent is staged already; an SDK
-        # transaction there would commit past it, so the engine refuses.
+    def test_booth_run_stages_sdk_transactions_into_the_booth(self):
+        # In the booth an SDK transaction commits into the booth's own
+        # transaction, settled with the run: --commit never keeps it out.
         self.script("agent.py", '''
-            from jukebox import Jukebox, JukeboxError
+            from jukebox import Jukebox
             jb = Jukebox()
-            with jb.record_agent_turn(agent_name="a", message="turns still work"):
-                pass
+            with jb.record_agent_turn(agent_name="a", message="turns still work") as tx:
+                tx.stage_file_write("notes.txt", "staged")
         ''')
         # The booth's /tmp is private: a checkout under /tmp is not seen from
         # inside it, so the package goes into the workspace.
@@ -333,8 +333,9 @@ class SDKTest(unittest.TestCase):
         env = dict(self.env, PYTHONPATH=os.path.join(self.dir, "sdk"))
         rec = subprocess.run([BIN, "record", "--booth", "--commit", "never", "-o", "booth.jbx", "--", sys.executable, "agent.py"],
                              cwd=self.dir, env=env, capture_output=True, text=True, timeout=120)
-        self.assertNotEqual(rec.returncode, 0)
-        self.assertIn("jukebox.errors.JukeboxError: jukebox: the run is in the booth", rec.stderr)
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        self.assertIn("write notes.txt", rec.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "notes.txt")))
         self.assertIn("agent.turn", kinds(os.path.join(self.dir, "booth.jbx")))
 
     def test_fork_and_diff(self):
