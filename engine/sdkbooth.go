@@ -67,6 +67,7 @@ func (t *sdkTxs) stageInto(bt *sandbox.Tx, st *sdkTx) error {
 	}
 	return nil
 }
+
 // stageChange stages one change of another transaction in files.
 func stageChange(files *sandbox.Files, c *sandbox.Change) error {
 	switch c.Op {
