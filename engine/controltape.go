@@ -65,6 +65,12 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c.fromTape(w, r, path, body) {
 		return
 	}
+	live, err := c.livePath(r, path)
+	if err != nil {
+		controlapi.Answer(w, nil, err)
+		return
+	}
+	r.URL.Path, r.URL.RawPath = controlapi.Prefix+live, ""
 	rec := &captured{ResponseWriter: w, status: http.StatusOK}
 	c.api.ServeHTTP(rec, r)
 	// The answer is still buffered: the agent has not seen the staged
@@ -234,6 +240,11 @@ type ctlTape struct {
 	mu   sync.Mutex
 	next int    // the next exchange to answer
 	dir  string // scratch copies of staged files, made on first use
+	// open are the exchanges answered for each transaction the tape
+	// began and did not end yet, and alias the real transaction of each
+	// that went live (controlfork.go).
+	open  map[string][]*ctlRecorded
+	alias map[string]string
 }
 
 // scratch is the answer to give for a recorded exchange: as recorded, but
@@ -337,6 +348,7 @@ func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Diverg
 	diff := reqmatch.FirstDiff(want.req, body)
 	if want.method == method && want.path == path && diff == "" {
 		ct.next++
+		ct.note(want)
 		return want, nil
 	}
 	d.Frame, d.Path = int64(want.seq), diff

@@ -54,6 +54,7 @@ func txFixture(t *testing.T) (dir string, env []string) {
 	for name, refund := range map[string]string{"agent.py": "12.5", "other.py": "13"} {
 		must(t, os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(txAgent, "REFUND", refund)), 0o644))
 	}
+	must(t, os.WriteFile(filepath.Join(dir, "inside.py"), []byte(txInside), 0o644))
 	env = append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1",
 		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"), "OPENAI_BASE_URL="+url+"/v1",
 		"OPENAI_API_KEY=sk-test", "JUKEBOX_PG_DSN="+dsn, "PYTHON="+python)
@@ -164,6 +165,44 @@ func TestSDKTransactionsFork(t *testing.T) {
 	}
 	if shown, _ := runIn(t, dir, env, "show", "before.jbx"); !strings.Contains(shown, "tx.commit") {
 		t.Errorf("the fork's tape holds no commit of its own:\n%s", shown)
+	}
+}
+
+// txInside asks the model inside its transaction.
+const txInside = `
+import json, os, urllib.request
+from jukebox import Jukebox
+jb = Jukebox()
+with jb.record_agent_turn(agent_name="a", message="both") as tx:
+    tx.stage_file_write("one.txt", "1")
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", method="POST",
+        data=json.dumps({"model": "demo-large", "messages": [{"role": "user", "content": "next?"}]}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer sk-test"})
+    urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req).read()
+    tx.stage_file_write("two.txt", "2")
+    print("commit:", tx.commit())
+`
+
+// TestSDKTransactionsForkInside: a fork point inside a transaction (begun
+// and staged into before it, answered from the parent) begins it for real
+// at its first live request and stages again what came before: both
+// writes are committed.
+func TestSDKTransactionsForkInside(t *testing.T) {
+	t.Parallel()
+	dir, env := txFixture(t)
+	if out, code := runIn(t, dir, env, "record", "-o", "inside.jbx", "--", pythonOf(env), "inside.py"); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, out)
+	}
+	for _, name := range []string{"one.txt", "two.txt"} {
+		must(t, os.Remove(filepath.Join(dir, name)))
+	}
+	call := frameOf(t, dir, env, "inside.jbx", "llm.request", "#0")
+	out, code := runIn(t, dir, env, "fork", "inside.jbx", "--frame", call, "--model", "demo-small", "--no-booth", "-o", "fork.jbx")
+	if code != 0 || !strings.Contains(out, "commit: 2") {
+		t.Fatalf("fork inside the transaction: exit %d\n%s", code, out)
+	}
+	if got := snapshot(t, dir, "one.txt", "two.txt"); got != "one.txt:1;two.txt:2;" {
+		t.Errorf("the fork committed %s", got)
 	}
 }
 

@@ -86,7 +86,7 @@ class SDKTest(unittest.TestCase):
         self.assertEqual(out["status"], "ROLLED_BACK")
         self.assertFalse(os.path.exists(os.path.join(self.dir, "ledger.json")), "a rolled-back write reached the workspace")
         [tape] = self.tapes()
-        fs = frames(tape)
+        fs = [f for f in frames(tape) if f["kind"] != "control"]  # control-API exchanges, for replay
         self.assertEqual([f["kind"] for f in fs], ["run.start", "agent.turn", "tx.begin", "tx.rollback", "run.end"])
         turn = fs[1]["payload"]
         self.assertEqual((turn["agent"], turn["model"], turn["cost_usd"], turn["text"]),
@@ -103,7 +103,7 @@ class SDKTest(unittest.TestCase):
         with open(os.path.join(self.dir, "ledger.json")) as f:
             self.assertEqual(f.read(), '{"refund_usd": 12.5}')
         [tape] = self.tapes()
-        fs = frames(tape)
+        fs = [f for f in frames(tape) if f["kind"] != "control"]  # control-API exchanges, for replay
         self.assertEqual([f["kind"] for f in fs], ["run.start", "agent.turn", "tx.begin", "file.change", "tx.commit", "run.end"])
         self.assertEqual(fs[3]["payload"]["path"], "ledger.json")
         cost = subprocess.run([BIN, "cost", "--json", tape], capture_output=True, text=True, check=True).stdout
@@ -129,7 +129,7 @@ class SDKTest(unittest.TestCase):
         self.assertIn("raised boom", self.python("agent.py").stdout)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "a.txt")))
         [tape] = self.tapes()
-        fs = frames(tape)
+        fs = [f for f in frames(tape) if f["kind"] != "control"]  # control-API exchanges, for replay
         rollback = [f for f in fs if f["kind"] == "tx.rollback"]
         self.assertEqual(rollback[0]["payload"]["reason"], "ValueError: boom")
         self.assertEqual(fs[-1]["payload"].get("exit_code"), 1)
@@ -311,6 +311,8 @@ class SDKTest(unittest.TestCase):
         def shape(path):
             out = []
             for f in frames(os.path.join(self.dir, path)):
+                if f["kind"] == "control":  # they name the transaction's id
+                    continue
                 p = dict(f["payload"])
                 for k in ("tx", "argv", "seed", "started", "env", "host", "cwd", "upstreams", "jukebox_version", "mtime_ns", "body"):
                     p.pop(k, None)
