@@ -21,9 +21,9 @@ import (
 // answer (turns, markers, transactions and their operations, held MCP
 // calls) is a control frame, request and answer, written after it ran.
 // A replay, and a fork before its fork point, answers them from those
-// frames in order: the next recorded exchange must have the same route
-// and body (after the tape's masks), or the run diverged there; nothing
-// is staged, committed or held for real. A fork from its fork point on
+// frames: a recorded exchange not answered yet with the same route and
+// body (after the tape's masks), identical ones in recorded order, or the
+// run diverged there; nothing is staged, committed or held for real. A fork from its fork point on
 // runs them live, as a recording does.
 
 // tapedPath says whether the exchange at path (under controlapi.Prefix)
@@ -237,9 +237,10 @@ type ctlTape struct {
 	list []ctlRecorded
 	err  error
 
-	mu   sync.Mutex
-	next int    // the next exchange to answer
-	dir  string // scratch copies of staged files, made on first use
+	mu     sync.Mutex
+	used   []bool // the exchanges answered
+	served int
+	dir    string // scratch copies of staged files, made on first use
 	// open are the exchanges answered for each transaction the tape
 	// began and did not end yet, and alias the real transaction of each
 	// that went live (controlfork.go).
@@ -333,29 +334,39 @@ func controlFrames(t *tapefmt.Tape) ([]ctlRecorded, error) {
 	return out, nil
 }
 
-// take is the next recorded exchange when it is the one asked for (the
-// same route, and the same body as JSON), else the divergence there.
+// take is the first recorded exchange not answered yet with the same
+// route and the same body as JSON (so identical ones go in recorded
+// order), else the divergence: against the first such one on the route,
+// or the first not answered.
 func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Divergence) {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
+	if ct.used == nil {
+		ct.used = make([]bool, len(ct.list))
+	}
+	var near *ctlRecorded
+	for i := range ct.list {
+		r := &ct.list[i]
+		switch {
+		case ct.used[i]:
+		case r.method == method && r.path == path && reqmatch.FirstDiff(r.req, body) == "":
+			ct.used[i] = true
+			ct.served++
+			ct.note(r)
+			return r, nil
+		case near == nil, r.method == method && r.path == path && (near.method != method || near.path != path):
+			near = r
+		}
+	}
 	route := method + " " + controlapi.Prefix + path
 	d := &Divergence{Endpoint: route, Frame: -1, Actual: route + "\n" + pretty(body)}
-	if ct.next >= len(ct.list) {
-		d.Diff = diffview.TextDiff("recorded", "live", "", d.Actual)
-		return nil, d
+	if near != nil {
+		d.Frame, d.Path = int64(near.seq), reqmatch.FirstDiff(near.req, body)
+		if near.method != method || near.path != path {
+			d.Path = "(route)"
+		}
+		d.Expected = near.method + " " + controlapi.Prefix + near.path + "\n" + pretty(near.req)
 	}
-	want := &ct.list[ct.next]
-	diff := reqmatch.FirstDiff(want.req, body)
-	if want.method == method && want.path == path && diff == "" {
-		ct.next++
-		ct.note(want)
-		return want, nil
-	}
-	d.Frame, d.Path = int64(want.seq), diff
-	if want.method != method || want.path != path {
-		d.Path = "(route)"
-	}
-	d.Expected = want.method + " " + controlapi.Prefix + want.path + "\n" + pretty(want.req)
 	d.Diff = diffview.TextDiff("recorded", "live", d.Expected, d.Actual)
 	return nil, d
 }
@@ -365,5 +376,5 @@ func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Diverg
 func (ct *ctlTape) counts() (served, unused int) {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
-	return ct.next, len(ct.list) - ct.next
+	return ct.served, len(ct.list) - ct.served
 }
