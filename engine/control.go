@@ -59,7 +59,7 @@ func (c *control) append(p tapefmt.Payload) (uint64, error) {
 // Info is the run: its mode, tape and calls.
 func (c *control) Info(context.Context) (controlapi.Info, error) {
 	info := controlapi.Info{API: ControlAPIVersion, Calls: c.p.calls.Load(), Recording: c.p.tape != nil,
-		Mode: string(c.mode), Transactions: c.txs.available()}
+		Mode: string(c.mode), Transactions: c.txs.available() || c.answersTx()}
 	if c.p.tape != nil {
 		id := c.p.tape.ID()
 		info.TapeID = hex.EncodeToString(id[:])

@@ -211,6 +211,22 @@ func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, 
 	return true
 }
 
+// answersTx says whether the run answers transactions from its tape: a
+// replay, or a fork before its fork point, of a tape that began one.
+func (c *control) answersTx() bool {
+	t, _ := c.readTape()
+	if t == nil || c.live() {
+		return false
+	}
+	recorded, _ := c.ctl.load(t)
+	for _, r := range recorded {
+		if r.path == "/v1/tx" {
+			return true
+		}
+	}
+	return false
+}
+
 // tapeBackend is the replay's or the fork's backend.
 func (c *control) tapeBackend() *tapeBackend {
 	switch b := c.p.backend.(type) {
