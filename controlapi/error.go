@@ -18,6 +18,7 @@ const (
 	TypeSQL              = "sql"
 	TypeSandbox          = "sandbox"
 	TypeTape             = "tape"
+	TypeDiverged         = "diverged"
 )
 
 // Error is an error answer: {"error": {"type", "message", "conflicts"}}

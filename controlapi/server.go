@@ -108,10 +108,15 @@ func (s *Server) handle(method, path string, h handler) {
 // Routes are the requests the server serves, in the order it took them.
 func (s *Server) Routes() []Route { return s.routes }
 
+// Authorized says whether r carries the run's token.
+func (s *Server) Authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
+}
+
 // ServeHTTP checks the token, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+	if !s.Authorized(r) {
 		answer(w, nil, &Error{Status: http.StatusUnauthorized, Type: TypeUnauthorized,
 			Message: "jukebox: the control API needs the run's token: Authorization: Bearer $" + TokenEnv})
 		return
@@ -145,6 +150,9 @@ func read(w http.ResponseWriter, r *http.Request, b body, v any) bool {
 	}
 	return true
 }
+
+// Answer writes v, or err as an error answer, as the server does.
+func Answer(w http.ResponseWriter, v any, err error) { answer(w, v, err) }
 
 // answer writes v, or err as an error answer.
 func answer(w http.ResponseWriter, v any, err error) {

@@ -204,6 +204,9 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	if ctx.Err() != nil || interrupted {
 		end.Reason = tapefmt.ReasonInterrupted
 	}
+	if err := s.proxy.control.txs.intoBooth(context.WithoutCancel(ctx), tx); err != nil && b.Notice != nil {
+		fmt.Fprintf(b.Notice, "jukebox: booth: the agent's committed SDK transactions could not all be staged: %v\n", err)
+	}
 	res.Booth = &BoothResult{Tx: tx.ID(), Mode: er.Mode, Confined: er.Confined, CopyPaths: er.CopyPaths, Foreign: er.Foreign, Interrupted: interrupted}
 	return end, s.settle(ctx, tx, end, res.Booth)
 }

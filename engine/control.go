@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net/http"
 	"time"
 
 	"github.com/jukebox-os/jukebox/controlapi"
@@ -32,6 +31,8 @@ type control struct {
 	txs   *sdkTxs
 	mcp   mcpSessions
 	api   *controlapi.Server
+	// ctl are the recorded exchanges a replay answers (controltape.go).
+	ctl ctlTape
 	// onEnd ends a served run (Serve); nil for a run with an agent.
 	onEnd func(tapefmt.RunEnd)
 }
@@ -46,9 +47,6 @@ func newControl(p *proxy) *control {
 	return c
 }
 
-// ServeHTTP serves the control API.
-func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.api.ServeHTTP(w, r) }
-
 // append writes a frame (when the run writes a tape) and returns its
 // sequence number.
 func (c *control) append(p tapefmt.Payload) (uint64, error) {
@@ -61,7 +59,7 @@ func (c *control) append(p tapefmt.Payload) (uint64, error) {
 // Info is the run: its mode, tape and calls.
 func (c *control) Info(context.Context) (controlapi.Info, error) {
 	info := controlapi.Info{API: ControlAPIVersion, Calls: c.p.calls.Load(), Recording: c.p.tape != nil,
-		Mode: string(c.mode), Transactions: c.txs.available()}
+		Mode: string(c.mode), Transactions: c.txs.available() || c.answersTx()}
 	if c.p.tape != nil {
 		id := c.p.tape.ID()
 		info.TapeID = hex.EncodeToString(id[:])

@@ -115,17 +115,17 @@ func TestControlTurnTripsBreaker(t *testing.T) {
 	}
 }
 
-// TestControlTransactionsUnavailable: a booth run (whose writes the booth
-// stages already) and a replay serve no SDK transactions, and say why.
+// TestControlTransactionsUnavailable: a replay whose tape holds no
+// control frames (recorded before them) serves no SDK transactions, and
+// says why; a booth run and a fork serve them (sdkreplay_linux_test.go in
+// cmd/jukebox).
 func TestControlTransactionsUnavailable(t *testing.T) {
 	for _, c := range []struct {
 		mode  tapefmt.RunMode
 		booth *BoothOptions
 		want  string
 	}{
-		{tapefmt.ModeRecord, &BoothOptions{}, "the run is in the booth"},
-		{tapefmt.ModeReplay, nil, "a replay does not redo side effects"},
-		{tapefmt.ModeFork, nil, "a fork does not redo side effects"},
+		{tapefmt.ModeReplay, nil, "the tape holds no transaction to answer this from"},
 	} {
 		s, base := controlSession(t, breaker.Limits{}, c.mode, c.booth)
 		code, out := controlCall(t, "POST", base+"/v1/tx", s.proxy.control.token, `{}`)

@@ -143,6 +143,8 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	err = errors.Join(err, verr)
 	served := tb.served.Load()
 	res.Unused, res.Served = tb.unused(), &served
+	ctlServed, ctlUnused := s.proxy.control.ctl.counts()
+	res.ControlServed, res.Unused = ctlServed, res.Unused+ctlUnused
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece.

@@ -23,10 +23,12 @@ import (
 type sdkTxs struct {
 	ws      string // the workspace; "" when this run serves no transactions
 	why     string // why it serves none
+	inBooth bool   // a booth run: commits go into the booth's transaction
 	session *session
 
 	mu        sync.Mutex
 	open      map[string]*sdkTx
+	pending   []*sdkTx // committed in a booth run, staged into the booth at its end (intoBooth)
 	order     []string // open transactions, the latest last
 	recovered bool
 }
@@ -62,20 +64,25 @@ type sdkTx struct {
 	held    []HeldCall // MCP calls held for the commit (stagedMCP)
 	// statements counts the SQL statements run, for the commit's answer.
 	statements int
+	inBooth bool       // commits into the booth's transaction (intoBooth)
 }
 
-// newSDKTxs are the transactions of a session: a recording outside the
-// booth serves them over its workspace; a booth run or a replay says why
-// not.
+// newSDKTxs are the transactions of a session: a recording, or a fork
+// from its fork point on, serves them over its workspace outside the
+// booth; a booth run or a replay says why not (a replay answers them from
+// the tape, controltape.go).
 func newSDKTxs(s *session) *sdkTxs {
 	t := &sdkTxs{session: s}
 	switch {
-	case s.mode != tapefmt.ModeRecord:
-		t.why = "transactions run when recording (record, serve): a " + string(s.mode) + " does not redo side effects"
-	case s.o.Booth != nil:
-		t.why = "the run is in the booth, which stages every write of the agent already and settles them as --commit says; SDK transactions run in recordings outside the booth"
+	case s.mode == tapefmt.ModeReplay:
+		// A replay answers transactions from the tape's control frames
+		// (controltape.go); one that reaches here has none.
+		t.why = "the tape holds no transaction to answer this from (it was recorded before jukebox kept control-API exchanges on the tape): record it again"
 	default:
-		t.ws = s.workspace()
+		// In the booth a transaction commits into the booth's own
+		// (sdkbooth.go), settled with the run as --commit says.
+		t.ws, t.inBooth = s.workspace(), s.o.Booth != nil
+		t.recovered = t.inBooth // the booth recovered the workspace before it began
 	}
 	return t
 }
@@ -131,7 +138,7 @@ func (t *sdkTxs) begin(ctx context.Context, mcpMode string) (*sandbox.Tx, error)
 	if t.open == nil {
 		t.open = map[string]*sdkTx{}
 	}
-	t.open[id] = &sdkTx{tx: tx, pg: map[string]*pgtx.Participant{}, mcpMode: mcpMode}
+	t.open[id] = &sdkTx{tx: tx, pg: map[string]*pgtx.Participant{}, mcpMode: mcpMode, inBooth: t.inBooth}
 	t.order = append(t.order, id)
 	return tx, nil
 }
@@ -139,7 +146,11 @@ func (t *sdkTxs) begin(ctx context.Context, mcpMode string) (*sandbox.Tx, error)
 // commit commits the transaction. A conflict, or a change the booth
 // cannot commit, leaves it open.
 func (t *sdkTxs) commit(ctx context.Context, st *sdkTx) (controlapi.Committed, error) {
-	cs, err := st.tx.Commit(ctx)
+	commit := st.tx.Commit
+	if t.inBooth {
+		commit = func(context.Context) (sandbox.ChangeSet, error) { return t.pendBooth(st) }
+	}
+	cs, err := commit(ctx)
 	if err != nil {
 		if st.tx.Closed() {
 			t.session.appendFrame(tapefmt.TxRollback{Tx: st.tx.ID(), Reason: "commit failed: " + err.Error()})

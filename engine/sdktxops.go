@@ -89,6 +89,10 @@ func (o txOps) Delete(_ context.Context, req controlapi.PathOf) (controlapi.Path
 // there is none), for a client that changes it in place: a SQLite
 // database, which the commit swaps in whole.
 func (o txOps) StagePath(_ context.Context, req controlapi.PathOf) (controlapi.Staged, error) {
+	if o.st.inBooth {
+		return controlapi.Staged{}, controlapi.Failf(http.StatusConflict, controlapi.TypeUnavailable,
+			"stage-path: in a booth run the staged copy would be outside the agent's view; open %s in the workspace (the booth stages it with the run) or run outside the booth", req.Path)
+	}
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
 	f, err := o.st.tx.Files().OpenFile(req.Path, os.O_RDWR|os.O_CREATE, 0o644)

@@ -115,6 +115,11 @@ func (st *sdkTx) participant(ctx context.Context, dsn string) (*pgtx.Participant
 		p.Close(ctx)
 		return nil, err
 	}
+	if st.inBooth {
+		// Joined to the booth's transaction at the SDK commit (intoBooth).
+		st.pg[dsn] = p
+		return p, nil
+	}
 	if err := st.tx.Join(p); err != nil {
 		p.Rollback(ctx)
 		p.Close(ctx)

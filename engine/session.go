@@ -128,6 +128,10 @@ type Result struct {
 	// Served counts the calls answered from the tape (replay only); the
 	// rest of Calls went live (--on-divergence live).
 	Served *uint64 `json:"served,omitempty"`
+	// ControlServed counts the control-API exchanges (turns, markers,
+	// transactions, held MCP calls) answered from the tape; those recorded
+	// and never asked for count in Unused.
+	ControlServed int `json:"control_served,omitempty"`
 	// AnsweredLocally counts the requests to known SDK telemetry endpoints
 	// that replay or a fork answered itself, and LiveAllowed those to the
 	// hosts replay --live let through; neither is on the tape's account.
@@ -406,6 +410,7 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	s.proxy.Close()
 	s.removeCaptureFiles()
 	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
+	s.proxy.control.ctl.close()
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
 	res.HTTPRequests, res.MCPMessages = int(s.proxy.httpIDs.Load()), s.proxy.control.mcp.count()
 	if res.TLSFailed = int(s.proxy.fwd.tlsFailed.Load()); res.TLSFailed > 0 {

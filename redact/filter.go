@@ -109,6 +109,9 @@ func (m *Masker) payload(p tapefmt.Payload) tapefmt.Payload {
 	case tapefmt.MCPMessage:
 		v.Message = json.RawMessage(m.Mask(v.Message))
 		return v
+	case tapefmt.Control:
+		v.Request, v.Answer = json.RawMessage(m.Mask(v.Request)), json.RawMessage(m.Mask(v.Answer))
+		return v
 	case tapefmt.TxCommit:
 		v.SQL = m.sql(v.SQL)
 		return v

@@ -33,6 +33,7 @@ const (
 	KindHTTPRequest  Kind = 20 // http.request
 	KindHTTPResponse Kind = 21 // http.response
 	KindNetConn      Kind = 22 // net.conn
+	KindControl      Kind = 23 // control
 )
 
 var kindNames = [...]string{
@@ -58,6 +59,7 @@ var kindNames = [...]string{
 	KindHTTPRequest:  "http.request",
 	KindHTTPResponse: "http.response",
 	KindNetConn:      "net.conn",
+	KindControl:      "control",
 }
 
 // String returns the dotted name of k, or "kind.N" for a kind this version

@@ -504,6 +504,32 @@ type NetConn struct {
 	Error      string `json:"error,omitempty"`
 }
 
+// Control is one exchange of the control API that a replay answers from
+// the tape (a turn, a marker, a transaction's begin and operations, its
+// commit or rollback, a held MCP call): the request as the agent sent it
+// and the answer it got, so a replay and a fork before its fork point
+// can match the agent's request (by order, route and body) and give it
+// the same answer without doing the work again.
+type Control struct {
+	Method string `json:"method"`
+	Path   string `json:"path"` // under the API's prefix, e.g. /v1/tx/ID/sql
+	// Request and Answer are the JSON bodies, compacted; one larger than
+	// MaxControlInline is in a blob instead (RequestBody, AnswerBody).
+	Request     json.RawMessage `json:"request,omitempty"`
+	RequestBody Hash            `json:"request_body,omitzero"`
+	Status      int             `json:"status"`
+	Answer      json.RawMessage `json:"answer,omitempty"`
+	AnswerBody  Hash            `json:"answer_body,omitzero"`
+	// File is the content of the staged copy a stage-path answer names,
+	// as it was when answered (a SQLite database the agent then changes
+	// itself): a replay hands the agent a scratch copy of it.
+	File Hash `json:"file,omitzero"`
+}
+
+// MaxControlInline is the largest body a control frame holds in its
+// payload; a larger one goes in a blob.
+const MaxControlInline = 64 << 10
+
 // parseInts reads a JSON array of plain decimal integers with no spaces,
 // as MarshalJSON writes it; ok is false for any other form.
 func parseInts(data []byte) (out []int64, ok bool) {
@@ -588,6 +614,7 @@ func (NetRefused) Kind() Kind   { return KindNetRefused }
 func (HTTPRequest) Kind() Kind  { return KindHTTPRequest }
 func (HTTPResponse) Kind() Kind { return KindHTTPResponse }
 func (NetConn) Kind() Kind      { return KindNetConn }
+func (Control) Kind() Kind      { return KindControl }
 func (u Unknown) Kind() Kind    { return u.K }
 
 // payloadTypes makes the zero payload of each known kind, as a pointer.
@@ -614,6 +641,7 @@ var payloadTypes = map[Kind]func() Payload{
 	KindHTTPRequest:  func() Payload { return &HTTPRequest{} },
 	KindHTTPResponse: func() Payload { return &HTTPResponse{} },
 	KindNetConn:      func() Payload { return &NetConn{} },
+	KindControl:      func() Payload { return &Control{} },
 }
 
 // Decode parses the frame's payload into its typed form (a pointer such as

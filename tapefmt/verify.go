@@ -43,6 +43,7 @@ func (p FileChange) blobRefs() []Hash   { return []Hash{p.Body, p.Before} }
 func (p HTTPRequest) blobRefs() []Hash  { return []Hash{p.Body} }
 func (p HTTPResponse) blobRefs() []Hash { return []Hash{p.Body} }
 func (p NetConn) blobRefs() []Hash      { return []Hash{p.Up, p.Down} }
+func (p Control) blobRefs() []Hash      { return []Hash{p.RequestBody, p.AnswerBody, p.File} }
 
 // Verify recomputes every CRC, the hash chain and the index and, as the
 // options ask, every blob hash and the seal. The error is the first problem

@@ -133,6 +133,8 @@ func describeRest(p tapefmt.Payload) string {
 			return fmt.Sprintf("refused connection to %s (%s, %s)", p.Host, p.Addr, p.Errno)
 		}
 		return fmt.Sprintf("refused connection to %s (%s)", p.Addr, p.Errno)
+	case *tapefmt.Control:
+		return fmt.Sprintf("%s %s %d %s", p.Method, p.Path, p.Status, OneLine(string(p.Request), 50))
 	case tapefmt.Unknown:
 		return OneLine(string(p.JSON), 60)
 	}

@@ -37,6 +37,7 @@ const (
 	KindHTTPRequest  = tapefmt.KindHTTPRequest
 	KindHTTPResponse = tapefmt.KindHTTPResponse
 	KindNetConn      = tapefmt.KindNetConn
+	KindControl      = tapefmt.KindControl
 )
 
 // RemoteOpener opens a store's tape by its URL (tapestore.Opener): what

@@ -51,7 +51,7 @@ func classOf(k tapefmt.Kind) Class {
 		return ClassFiles
 	case tapefmt.KindOutput:
 		return ClassOutput
-	case tapefmt.KindTxBegin, tapefmt.KindTxCommit, tapefmt.KindTxRollback:
+	case tapefmt.KindTxBegin, tapefmt.KindTxCommit, tapefmt.KindTxRollback, tapefmt.KindControl:
 		return ClassTx
 	case tapefmt.KindNetRefused:
 		return ClassErrors

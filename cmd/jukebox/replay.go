@@ -176,6 +176,9 @@ func replayLine(res *engine.Result) string {
 	if live := res.LiveCalls(); live > 0 {
 		s += fmt.Sprintf(", %d went live", live)
 	}
+	if res.ControlServed > 0 {
+		s += fmt.Sprintf(", %d control-API exchanges", res.ControlServed)
+	}
 	if res.LiveAllowed > 0 {
 		s += fmt.Sprintf(", %d sent live to --live hosts", res.LiveAllowed)
 	}

@@ -99,10 +99,11 @@ class Tape:
         unless booth is False, in the environment of this process; its live
         calls go to upstreams ({"openai": URL}), else where that environment
         points (OPENAI_BASE_URL, ...), else the public APIs. Returns
-        the fork's tape, whatever the agent's exit (Tape.exit_code says
-        it). Raises Divergence
+        the fork's tape when the agent ended with exit 0. Raises Divergence
         when the agent asked for something the tape does not hold before
-        the fork, BreakerTripped when the breaker stopped it."""
+        the fork, BreakerTripped when the breaker stopped it, JukeboxError
+        when the fork failed or the agent ended otherwise (the message
+        says how, with the end of its stderr, and names the fork's tape)."""
         args = ["fork", self.path, "--frame", str(frame), "--json"]
         if model:
             args += ["--model", model]
@@ -142,6 +143,12 @@ class Tape:
             raise tripped(result["breaker"])
         if not result.get("tape"):
             raise _failed(args, proc)
+        end = result.get("end") or {}
+        if proc.returncode != 0 or end.get("exit_code", 0) != 0 or end.get("signal"):
+            how = f"signal {end['signal']}" if end.get("signal") else f"exit {end.get('exit_code', proc.returncode)}"
+            tail = "\n".join(proc.stderr.strip().splitlines()[-12:])
+            raise JukeboxError(f"jukebox fork: the agent ended with {how} (the fork's tape: {result['tape']})"
+                               + (f":\n{tail}" if tail else ""))
         return Tape.load(result["tape"])
 
     def diff(self, other: Union["Tape", str]) -> Dict[str, Any]:

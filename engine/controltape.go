@@ -1,0 +1,396 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/jukebox-os/jukebox/controlapi"
+	"github.com/jukebox-os/jukebox/diffview"
+	"github.com/jukebox-os/jukebox/reqmatch"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// The control API's exchanges on the tape: every exchange a replay must
+// answer (turns, markers, transactions and their operations, held MCP
+// calls) is a control frame, request and answer, written after it ran.
+// A replay, and a fork before its fork point, answers them from those
+// frames: a recorded exchange not answered yet with the same route and
+// body (after the tape's masks), identical ones in recorded order, or the
+// run diverged there; nothing is staged, committed or held for real. A fork from its fork point on
+// runs them live, as a recording does.
+
+// tapedPath says whether the exchange at path (under controlapi.Prefix)
+// goes on the tape: what the agent does through the API, not what it
+// asks about the run (info, breaker) nor an MCP session's own traffic,
+// which its mcp.message frames replay.
+func tapedPath(path string) bool {
+	switch path {
+	case "/v1/turn", "/turn", "/v1/marker", "/marker", "/v1/tx", "/v1/mcp/outbox":
+		return true
+	}
+	return strings.HasPrefix(path, "/v1/tx/")
+}
+
+// ownFrame says whether the exchange at path writes a frame of its own
+// (agent.turn, marker), which a replayed run writes on its tape too.
+func ownFrame(path string) bool {
+	switch path {
+	case "/v1/turn", "/turn", "/v1/marker", "/marker":
+		return true
+	}
+	return false
+}
+
+// ServeHTTP serves the control API, putting what the agent does through
+// it on the tape, or answering it from the tape in a replay.
+func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimPrefix(r.URL.Path, controlapi.Prefix)
+	if r.Method != http.MethodPost || !tapedPath(path) || !c.api.Authorized(r) {
+		c.api.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, controlapi.MaxBody+1))
+	if err != nil {
+		controlapi.Answer(w, nil, controlapi.BadRequest("%v", err))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if c.fromTape(w, r, path, body) {
+		return
+	}
+	live, err := c.livePath(r, path)
+	if err != nil {
+		controlapi.Answer(w, nil, err)
+		return
+	}
+	r.URL.Path, r.URL.RawPath = controlapi.Prefix+live, ""
+	rec := &captured{ResponseWriter: w, status: http.StatusOK}
+	c.api.ServeHTTP(rec, r)
+	// The answer is still buffered: the agent has not seen the staged
+	// copy's path yet, so its content is as the answer left it.
+	c.tapeControl(r.Method, path, body, rec.status, rec.body.Bytes(), stagedContent(path, rec))
+}
+
+// stagedContent is the content of the staged copy a stage-path answer
+// names, nil for any other answer.
+func stagedContent(path string, rec *captured) []byte {
+	if !strings.HasSuffix(path, "/stage-path") || rec.status != http.StatusOK {
+		return nil
+	}
+	var a controlapi.Staged
+	if json.Unmarshal(rec.body.Bytes(), &a) != nil || a.Staged == "" {
+		return nil
+	}
+	b, err := os.ReadFile(a.Staged)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// captured passes an answer on and keeps a copy.
+type captured struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (c *captured) WriteHeader(status int) {
+	c.status = status
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *captured) Write(b []byte) (int, error) {
+	c.body.Write(b)
+	return c.ResponseWriter.Write(b)
+}
+
+// discard is an answer nobody reads.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header {
+	if d.h == nil {
+		d.h = http.Header{}
+	}
+	return d.h
+}
+func (*discard) Write(b []byte) (int, error) { return len(b), nil }
+func (*discard) WriteHeader(int)             {}
+
+// tapeControl writes a control frame, when the run writes a tape. The
+// answer has gone to the agent already: a tape that cannot take the
+// frame fails the run at its next frame, as for any frame.
+func (c *control) tapeControl(method, path string, req []byte, status int, ans, file []byte) {
+	if c.p.tape == nil {
+		return
+	}
+	f := tapefmt.Control{Method: method, Path: path, Status: status}
+	var err error
+	if f.Request, f.RequestBody, err = c.controlBody(req); err == nil {
+		f.Answer, f.AnswerBody, err = c.controlBody(ans)
+	}
+	if err == nil && file != nil {
+		f.File, err = c.p.tape.PutBlob("control file", file)
+	}
+	if err == nil {
+		c.append(f)
+	}
+}
+
+// controlBody is a body as a control frame keeps it: compact JSON in the
+// frame, or in a blob when it is large or not JSON.
+func (c *control) controlBody(b []byte) (json.RawMessage, tapefmt.Hash, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, tapefmt.Hash{}, nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) == nil && buf.Len() <= tapefmt.MaxControlInline {
+		return buf.Bytes(), tapefmt.Hash{}, nil
+	}
+	h, err := c.p.tape.PutBlob("control", b)
+	return nil, h, err
+}
+
+// fromTape answers a taped exchange from the tape in a replay, or in a
+// fork before its fork point; false when it runs live (a recording, a
+// fork past its fork point, a tape recorded before control frames).
+func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, body []byte) bool {
+	t, _ := c.readTape()
+	if t == nil || c.live() {
+		return false
+	}
+	recorded, err := c.ctl.load(t)
+	if err != nil {
+		controlapi.Answer(w, nil, controlapi.Fail(http.StatusInternalServerError, controlapi.TypeTape, err))
+		return true
+	}
+	if len(recorded) == 0 {
+		return false
+	}
+	tb := c.tapeBackend()
+	tb.mu.Lock()
+	earlier := tb.diverged
+	tb.mu.Unlock()
+	if earlier {
+		controlapi.Answer(w, nil, controlapi.Failf(http.StatusConflict, controlapi.TypeDiverged,
+			"the replay diverged before this request (see the divergence report): it is not answered from the tape"))
+		return true
+	}
+	got, d := c.ctl.take(r.Method, path, compactJSON(tb.m.mask.Mask(body)))
+	if d != nil {
+		tb.mu.Lock()
+		first := !tb.diverged
+		tb.diverged = true
+		tb.mu.Unlock()
+		if first {
+			tb.onDiv(d)
+		}
+		controlapi.Answer(w, nil, controlapi.Failf(http.StatusConflict, controlapi.TypeDiverged, "%s", d.Error()))
+		return true
+	}
+	if ownFrame(path) {
+		c.api.ServeHTTP(&discard{}, r) // the turn's or marker's frame, on this run's tape too
+	}
+	ans, err := c.ctl.scratch(got)
+	if err != nil {
+		controlapi.Answer(w, nil, controlapi.Fail(http.StatusInternalServerError, controlapi.TypeTape, err))
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(got.status)
+	w.Write(ans)
+	c.tapeControl(got.method, got.path, got.req, got.status, got.ans, got.file)
+	return true
+}
+
+// answersTx says whether the run answers transactions from its tape: a
+// replay, or a fork before its fork point, of a tape that began one.
+func (c *control) answersTx() bool {
+	t, _ := c.readTape()
+	if t == nil || c.live() {
+		return false
+	}
+	recorded, _ := c.ctl.load(t)
+	for _, r := range recorded {
+		if r.path == "/v1/tx" {
+			return true
+		}
+	}
+	return false
+}
+
+// tapeBackend is the replay's or the fork's backend.
+func (c *control) tapeBackend() *tapeBackend {
+	switch b := c.p.backend.(type) {
+	case *tapeBackend:
+		return b
+	case *forkBackend:
+		return &b.tapeBackend
+	}
+	return nil
+}
+
+// compactJSON is b compacted when it is JSON, else b.
+func compactJSON(b []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, bytes.TrimSpace(b)) != nil {
+		return b
+	}
+	return buf.Bytes()
+}
+
+// ctlTape are the recorded control exchanges a replay answers, in order.
+type ctlTape struct {
+	once sync.Once
+	list []ctlRecorded
+	err  error
+
+	mu     sync.Mutex
+	used   []bool // the exchanges answered
+	served int
+	dir    string // scratch copies of staged files, made on first use
+	// open are the exchanges answered for each transaction the tape
+	// began and did not end yet, and alias the real transaction of each
+	// that went live (controlfork.go).
+	open  map[string][]*ctlRecorded
+	alias map[string]string
+}
+
+// scratch is the answer to give for a recorded exchange: as recorded, but
+// for a stage-path whose staged copy the tape holds, which names a scratch
+// copy of it (the recorded staging area is gone, and a replay stages
+// nothing in the workspace).
+func (ct *ctlTape) scratch(r *ctlRecorded) ([]byte, error) {
+	if r.file == nil {
+		return r.ans, nil
+	}
+	var a controlapi.Staged
+	if err := json.Unmarshal(r.ans, &a); err != nil {
+		return nil, fmt.Errorf("control frame %d: %w", r.seq, err)
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.dir == "" {
+		dir, err := os.MkdirTemp("", "jukebox-replay-staged-")
+		if err != nil {
+			return nil, err
+		}
+		ct.dir = dir
+	}
+	a.Staged = filepath.Join(ct.dir, fmt.Sprintf("%d-%s", r.seq, filepath.Base(a.Path)))
+	if err := os.WriteFile(a.Staged, r.file, 0o600); err != nil {
+		return nil, err
+	}
+	return json.Marshal(a)
+}
+
+// close removes the scratch copies.
+func (ct *ctlTape) close() {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.dir != "" {
+		os.RemoveAll(ct.dir)
+		ct.dir = ""
+	}
+}
+
+// ctlRecorded is one recorded exchange, its bodies read.
+type ctlRecorded struct {
+	seq          uint64
+	method, path string
+	req, ans     []byte
+	status       int
+	file         []byte // stage-path's staged copy (tapefmt.Control.File)
+}
+
+// load reads the tape's control frames, once.
+func (ct *ctlTape) load(t *tapefmt.Tape) ([]ctlRecorded, error) {
+	ct.once.Do(func() { ct.list, ct.err = controlFrames(t) })
+	return ct.list, ct.err
+}
+
+// controlFrames are the control frames of t, their bodies read.
+func controlFrames(t *tapefmt.Tape) ([]ctlRecorded, error) {
+	var out []ctlRecorded
+	for f, err := range t.Frames(tapefmt.KindControl) {
+		var p tapefmt.Payload
+		if err == nil {
+			p, err = f.Decode()
+		}
+		if err != nil {
+			return nil, err
+		}
+		x, ok := p.(*tapefmt.Control)
+		if !ok {
+			continue // a newer schema
+		}
+		r := ctlRecorded{seq: f.Seq, method: x.Method, path: x.Path, req: x.Request, ans: x.Answer, status: x.Status}
+		if !x.RequestBody.IsZero() {
+			r.req, err = t.Blob(x.RequestBody)
+		}
+		if err == nil && !x.AnswerBody.IsZero() {
+			r.ans, err = t.Blob(x.AnswerBody)
+		}
+		if err == nil && !x.File.IsZero() {
+			r.file, err = t.Blob(x.File)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// take is the first recorded exchange not answered yet with the same
+// route and the same body as JSON (so identical ones go in recorded
+// order), else the divergence: against the first such one on the route,
+// or the first not answered.
+func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Divergence) {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.used == nil {
+		ct.used = make([]bool, len(ct.list))
+	}
+	var near *ctlRecorded
+	for i := range ct.list {
+		r := &ct.list[i]
+		switch {
+		case ct.used[i]:
+		case r.method == method && r.path == path && reqmatch.FirstDiff(r.req, body) == "":
+			ct.used[i] = true
+			ct.served++
+			ct.note(r)
+			return r, nil
+		case near == nil, r.method == method && r.path == path && (near.method != method || near.path != path):
+			near = r
+		}
+	}
+	route := method + " " + controlapi.Prefix + path
+	d := &Divergence{Endpoint: route, Frame: -1, Actual: route + "\n" + pretty(body)}
+	if near != nil {
+		d.Frame, d.Path = int64(near.seq), reqmatch.FirstDiff(near.req, body)
+		if near.method != method || near.path != path {
+			d.Path = "(route)"
+		}
+		d.Expected = near.method + " " + controlapi.Prefix + near.path + "\n" + pretty(near.req)
+	}
+	d.Diff = diffview.TextDiff("recorded", "live", d.Expected, d.Actual)
+	return nil, d
+}
+
+// counts are the exchanges answered from the tape and those recorded
+// that nobody asked for.
+func (ct *ctlTape) counts() (served, unused int) {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	return ct.served, len(ct.list) - ct.served
+}
