@@ -190,14 +190,18 @@ func (r *relay) serve() error {
 	return r.fatal
 }
 
+// flush sends what is buffered for the client, then for the server: a
+// client found gone here makes leave queue what the server must be sent
+// to end the exchange (CopyFail, Sync), which must go out now, as the
+// loop then waits on the server alone.
 func (r *relay) flush() {
-	if err := r.u.w.Flush(); err != nil {
-		r.broke(fmt.Errorf("write to the server: %w", err))
-	}
 	if r.cw != nil {
 		if err := r.cw.Flush(); err != nil {
 			r.leave()
 		}
+	}
+	if err := r.u.w.Flush(); err != nil {
+		r.broke(fmt.Errorf("write to the server: %w", err))
 	}
 }
 
@@ -413,6 +417,11 @@ func (r *relay) fromClient(f frame) {
 		writeFrame(w, f)
 		r.push(&item{kind: itSync})
 		r.await = true
+		// A Sync the client sent before its extended COPY began, read
+		// here only after the server's CopyInResponse: the server ignores
+		// it in COPY, so it waits for another once the COPY ends, as
+		// when the CopyInResponse comes after the Sync.
+		r.needSync = r.needSync || r.copyIn && r.run == nil
 	case 'F':
 		writeFrame(w, f)
 		r.push(&item{kind: itFcall})
