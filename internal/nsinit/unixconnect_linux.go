@@ -149,14 +149,39 @@ func readMem(pid int, ptr, n uint64) ([]byte, error) {
 	return b, nil
 }
 
-// peerFD is a descriptor, in this process, of pid's descriptor fd.
+// peerFD is a descriptor, in this process, of pid's descriptor fd. The
+// notification names the thread that called connect: a thread other than
+// its process's first (a Go program connects from any of its threads) is
+// no pidfd_open target (without PIDFD_THREAD, of Linux 6.9), so its
+// process (Tgid) is taken: the threads share their descriptors.
 func peerFD(pid, fd int) (int, error) {
 	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil { // EINVAL or ENOENT, as kernels have it, for a thread
+		if tgid := threadGroup(pid); tgid > 0 && tgid != pid {
+			pidfd, err = unix.PidfdOpen(tgid, 0)
+		}
+	}
 	if err != nil {
 		return -1, unix.ESRCH
 	}
 	defer unix.Close(pidfd)
 	return unix.PidfdGetfd(pidfd, fd, 0)
+}
+
+// threadGroup is the process (Tgid) thread tid belongs to, 0 when it
+// cannot be read.
+func threadGroup(tid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
 
 // sunPath is the path of a unix socket address, "" for an abstract or
