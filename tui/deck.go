@@ -260,6 +260,9 @@ func (d *Deck) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		d.w, d.h = msg.Width, msg.Height
 		d.layout()
 	case tea.KeyMsg:
+		if msg.Type == tea.KeyCtrlL { // repaint, as a shell does
+			return d, tea.ClearScreen
+		}
 		cmd = d.keys1(msg)
 	case tea.MouseMsg:
 		d.mouse(msg)
