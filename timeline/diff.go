@@ -51,10 +51,12 @@ func LoadForDiff(path string) (diffview.Timeline, error) {
 // per fd holding the whole run's output, placed before run.end: when bytes
 // reach a pipe is a race with the model calls around them, so interleaved
 // output frames would align differently on every run, while what was
-// printed does not.
+// printed does not. For the same reason, LLM frames that follow one
+// another are put in call order, each request before its answer (see
+// orderCalls).
 func ForDiff(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps(), TapeFrames: t.Len()},
-		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}, texts: map[tapefmt.Hash]string{}}
+		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}, texts: map[tapefmt.Hash]string{}, callKey: map[int]uint64{}}
 	for f, err := range t.All() {
 		if err != nil {
 			return b.tl, err
@@ -68,6 +70,7 @@ func ForDiff(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 			return b.tl, fmt.Errorf("frame %d: %w", f.Seq, err)
 		}
 	}
+	b.orderCalls()
 	b.flushOutput()
 	return b.tl, nil
 }
@@ -79,6 +82,7 @@ type timelineBuilder struct {
 	tools   map[string]string              // tool name by call id, to name results
 	outputs map[int]*diffview.Frame        // the run's output by fd
 	texts   map[tapefmt.Hash]string        // request and response texts by body, made once
+	callKey map[int]uint64                 // by frame number: an LLM frame's place in call order (orderCalls)
 }
 
 func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
@@ -92,8 +96,10 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 	case *tapefmt.RunStart:
 		fr.Signature, fr.Title = fr.Kind, "start "+strings.Join(p.Argv, " ")
 	case *tapefmt.LLMRequest:
+		b.callKey[fr.Seq] = 2 * p.Call
 		err = b.request(&fr, p)
 	case *tapefmt.LLMResponse:
+		b.callKey[fr.Seq] = 2*p.Call + 1
 		err = b.response(&fr, p)
 	case *tapefmt.ToolCall:
 		b.tools[p.ID] = p.Name
