@@ -190,7 +190,9 @@ func (m *frameView) refresh() {
 		out = append(out, b.out...)
 	}
 	if len(out) > maxFrameLines {
-		out = append(out[:maxFrameLines], m.st.Muted.Render(fmt.Sprintf("… %d more lines (jukebox show --frame %d --blobs)", len(out)-maxFrameLines, m.seq)))
+		b := lines{w: max(m.w-1, 10)}
+		b.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %d more lines: o pages the whole frame, w writes it to a file", len(out)-maxFrameLines))
+		out = append(out[:maxFrameLines], b.out...)
 	}
 	m.vp.SetContent(strings.Join(out, "\n"))
 	if m.mark != "" && m.marked != m.seq {
@@ -291,8 +293,13 @@ func (b *lines) render(s interface{ Render(...string) string }, line string) str
 }
 
 // add wraps text to the width and appends it, every line in style s. A
-// line's leading spaces indent its wrapped continuation lines too.
+// line's leading spaces indent its wrapped continuation lines too. On
+// screen, a text longer than maxScreenText is cut and a line says so.
 func (b *lines) add(s interface{ Render(...string) string }, text string) {
+	cut := ""
+	if !b.plain { // text for outside the turntable is never cut
+		text, cut = cutForScreen(text)
+	}
 	for _, l := range strings.Split(termtext.Sanitize(timeline.ExpandTabs(text)), "\n") {
 		body := strings.TrimLeft(l, " ")
 		pad := l[:len(l)-len(body)]
@@ -302,6 +309,9 @@ func (b *lines) add(s interface{ Render(...string) string }, text string) {
 		for _, w := range strings.Split(ansi.Wrap(body, b.w-len(pad), ""), "\n") {
 			b.out = append(b.out, b.render(s, pad+w))
 		}
+	}
+	if cut != "" {
+		b.out = append(b.out, b.render(s, cut))
 	}
 }
 
