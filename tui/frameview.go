@@ -315,14 +315,28 @@ func (b *lines) add(s interface{ Render(...string) string }, text string) {
 	}
 }
 
-// head appends a section rule with a title.
+// head appends a section rule with a title. A title wider than the rule
+// is never cut (it holds an error's reason, a context's fill): the rule
+// holds the facts (" · "-separated) that fit, the rest wrap below it.
 func (b *lines) head(s interface{ Render(...string) string }, title string) {
-	t := "── " + title + " "
 	if b.plain {
-		b.out = append(b.out, s.Render(t+"──"))
+		b.out = append(b.out, s.Render("── "+title+" ──"))
 		return
 	}
+	facts := strings.Split(title, " · ")
+	n := len(facts)
+	for n > 0 && ansi.StringWidth(strings.Join(facts[:n], " · "))+4 > b.w {
+		n--
+	}
+	if n == 0 { // not even the first fact fits: the title wraps, whole
+		b.add(s, "── "+title)
+		return
+	}
+	t := "── " + strings.Join(facts[:n], " · ") + " "
 	b.out = append(b.out, s.Render(t+strings.Repeat("─", max(b.w-ansi.StringWidth(t), 0))))
+	if n < len(facts) {
+		b.add(s, "   "+strings.Join(facts[n:], " · "))
+	}
 }
 
 func (m *frameView) callText(b *lines, c *timeline.CallDetail) {
