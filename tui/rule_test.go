@@ -62,3 +62,16 @@ func TestRowsKeepTheModel(t *testing.T) {
 		}
 	}
 }
+
+// TestNoDiffWhileForking: d during a running fork says why it waits rather
+// than diffing a tape still being written (issue 33).
+func TestNoDiffWhileForking(t *testing.T) {
+	d := newDeck(t, 120, 40, agentRun, tornTape)
+	d.run = &forkRun{st: d.st, cancelFn: func() {}, done: make(chan struct{})}
+	defer func() { d.run = nil }() // a run made by hand: nothing for Close to stop
+	d.sync()                       // as the fork's first event does
+	press(d, runes("d"))
+	if d.pane == paneDiff || !strings.Contains(d.status, "a fork is running") {
+		t.Errorf("d while a fork runs: pane %v, status %q", d.pane, d.status)
+	}
+}
