@@ -449,6 +449,9 @@ func (m *frameView) answer(b *lines, c *timeline.CallDetail) {
 	}
 	h := fmt.Sprintf("response · %d · %s%s→%s%s tok · %s · %s", c.Status, approx, count(c.Usage.Input), approx, count(c.Usage.Output),
 		cost, c.Elapsed.Round(time.Millisecond))
+	if c.Usage.Total() == 0 { // not "0→0 tok · $0": nothing was counted
+		h = fmt.Sprintf("response · %d · no usage reported · %s", c.Status, c.Elapsed.Round(time.Millisecond))
+	}
 	if !done {
 		h = "response · streaming…"
 	}

@@ -75,3 +75,30 @@ func TestNoDiffWhileForking(t *testing.T) {
 		t.Errorf("d while a fork runs: pane %v, status %q", d.pane, d.status)
 	}
 }
+
+// TestNoUsageNoZeroCost: a failed call that reported no usage shows no
+// "0→0 tok" and no "$0", in its row or its frame (issue 33).
+func TestNoUsageNoZeroCost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nousage.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.AppendAt(0, 0, tapefmt.RunStart{Argv: []string{"agent"}})
+		w.AppendAt(time.Millisecond, 0, tapefmt.LLMRequest{Call: 0, Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: "gpt-4o"})
+		w.AppendAt(2*time.Millisecond, 0, tapefmt.LLMResponse{Call: 0, Status: 502, Error: "upstream reset the connection"})
+		_, err := w.AppendAt(3*time.Millisecond, 0, tapefmt.RunEnd{ExitCode: 1})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDeck(t, 120, 30, path)
+	press(d, runes("g"), runes("2"), keyEnter)
+	v := d.View()
+	for _, l := range strings.Split(v, "\n") {
+		if row, _, _ := strings.Cut(l, "│"); strings.Contains(row, "« #0") && strings.Contains(row, "$0") {
+			t.Errorf("the row of a call without usage shows $0: %q", row)
+		}
+	}
+	if f := d.frame.vp.View(); strings.Contains(f, "0→0 tok") || strings.Contains(f, "$0") || !strings.Contains(f, "no usage reported") {
+		t.Errorf("the frame of a call without usage:\n%s", f)
+	}
+}

@@ -625,7 +625,7 @@ func (m *timelineView) numbers(r timeline.Row) string {
 	if r.Tokens > 0 {
 		tok = approx + count(r.Tokens)
 	}
-	if r.Kind == timeline.KindLLMResponse {
+	if r.Kind == timeline.KindLLMResponse && r.Tokens > 0 { // no usage, no cost to show: not $0
 		cost = approx + timeline.USD(r.Cost)
 		if !r.Priced && r.Tokens > 0 {
 			cost = "+?"
