@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // class says how a piece of text is styled.
@@ -131,10 +133,12 @@ func pieceLen(s string) int {
 func isBlank(s string) bool { return strings.Trim(s, " ") == "" }
 
 // sanitize makes text safe for a terminal cell grid: tabs become spaces,
-// carriage returns go, and other control characters show as their Unicode
+// carriage returns go, emoji sequences terminals draw at different widths
+// are made uniform (termtext.Uniform), and other control characters show as their Unicode
 // control pictures (so an escape sequence in an agent's output prints as
 // text instead of acting on the terminal).
 func sanitize(s string) string {
+	s = termtext.Uniform(s)
 	clean := true
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < 0x20 && c != '\n') || c == 0x7f {

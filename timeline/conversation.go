@@ -2,15 +2,20 @@ package timeline
 
 // What changed since the last call: an LLM request is matched to the
 // previous call of its conversation, the latest earlier request with the
-// same system prompt whose messages begin this one's. The messages after
-// those are new. Agents send the whole conversation with every call, so
-// this finds the turn's additions (the tool results, the user's reply)
-// among hundreds of repeated messages; a conversation that dropped or
-// rewrote earlier messages has no previous call by this rule, and the
-// frame view says so rather than guessing.
+// same system prompt whose messages this one's continue. Agents send the
+// whole conversation with every call, so the earlier call's messages
+// usually begin this one's; an agent that trims or summarises its context
+// drops or rewrites the first of them, so the rule is the longest common
+// run of messages that ends with the earlier call's last message (two
+// messages at least, or all of a shorter call's). The messages after that
+// run are new. This finds the turn's additions (the tool results, the
+// user's reply) among hundreds of repeated messages, on long runs too; a
+// call that continues no earlier one has no previous call, and the frame
+// view says so rather than guessing.
 
 import (
 	"hash/maphash"
+	"slices"
 
 	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/prices"
@@ -67,7 +72,7 @@ func (tl *Timeline) promptAt(i int) promptPrint {
 // since finds the previous call of c's conversation, c being the request
 // at frame ri: its frame, and the index of c's first new message. It
 // returns -1, 0 when no earlier call (within maxLookback) continues into
-// this one: the conversation starts here, or it was cut or rewritten.
+// this one: the conversation starts here, or it was rewritten.
 func (tl *Timeline) since(ri int, c *CallDetail) (frame, first int) {
 	cur := tl.printOf(c.System, c.Messages)
 	seen := 0
@@ -76,23 +81,33 @@ func (tl *Timeline) since(ri int, c *CallDetail) (frame, first int) {
 			continue
 		}
 		seen++
-		if p := tl.promptAt(j); p.ok && p.system == cur.system && len(p.msgs) > 0 && prefixOf(p.msgs, cur.msgs) {
-			return j, len(p.msgs)
+		if p := tl.promptAt(j); p.ok && p.system == cur.system && len(p.msgs) > 0 {
+			if n, ok := continues(p.msgs, cur.msgs); ok {
+				return j, n
+			}
 		}
 	}
 	return -1, 0
 }
 
-func prefixOf(a, b []uint64) bool {
-	if len(a) > len(b) {
-		return false
+// continues reports whether b continues a: a's last messages (two at
+// least, or all of a when it has fewer) stand in b as a run, and returns
+// the index in b after the last such run.
+func continues(a, b []uint64) (int, bool) {
+	if len(a) <= len(b) && slices.Equal(a, b[:len(a)]) {
+		return len(a), true // the whole earlier call begins this one: the usual case
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
+	need := min(2, len(a))
+	for k := len(b) - 1; k >= 0; k-- {
+		run := 0
+		for run < len(a) && run <= k && b[k-run] == a[len(a)-1-run] {
+			run++
+		}
+		if run >= need {
+			return k + 1, true
 		}
 	}
-	return true
+	return 0, false
 }
 
 // fill sets how full the model's context window was: the provider's count

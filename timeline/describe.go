@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -256,4 +257,34 @@ func sqlText(sql []tapefmt.SQLSession) string {
 		out += fmt.Sprintf(" (%d sensitive)", sensitive)
 	}
 	return out
+}
+
+// SummaryIn is the row's summary for a column of w cells: the least
+// important parts go first, so what tells frames apart stays. An LLM
+// request drops its method, then its host and all of its path but the
+// last part (…/completions), then the path: the model is the last to go.
+// Other rows are their Summary; the caller cuts what still does not fit.
+func (r Row) SummaryIn(w int) string {
+	p, ok := r.Payload.(*tapefmt.LLMRequest)
+	if !ok || utf8.RuneCountInString(r.Summary) <= w {
+		return r.Summary
+	}
+	tail := p.Model
+	if p.Stream {
+		tail = strings.TrimSpace(tail + " stream")
+	}
+	path := p.Path
+	if i := strings.LastIndexByte(strings.TrimSuffix(path, "/"), '/'); i > 0 {
+		path = "…" + path[i:]
+	}
+	for _, s := range []string{
+		fmt.Sprintf("#%d %s%s %s", p.Call, p.Host, p.Path, tail),
+		fmt.Sprintf("#%d %s %s", p.Call, p.Path, tail),
+		fmt.Sprintf("#%d %s %s", p.Call, path, tail),
+	} {
+		if utf8.RuneCountInString(s) <= w {
+			return s
+		}
+	}
+	return fmt.Sprintf("#%d %s", p.Call, tail)
 }

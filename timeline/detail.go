@@ -152,9 +152,10 @@ func (tl *Timeline) blob(h tapefmt.Hash) []byte {
 }
 
 // body reads a request or response body and decodes it by its headers:
-// the stored bytes, and the decoded text cut to maxShownBody.
+// the stored bytes, and the decoded text, whole (the turntable cuts what
+// it shows, after parsing, and says so).
 func (tl *Timeline) body(h http.Header, hash tapefmt.Hash) ([]byte, llmwire.DecodedBody) {
-	b, d, _ := shownBody(tl.t, h, hash)
+	b, d, _ := readBody(tl.t, h, hash)
 	return b, d
 }
 
@@ -176,7 +177,7 @@ func (tl *Timeline) call(req *tapefmt.LLMRequest, ri int, resp *tapefmt.LLMRespo
 		c.body, c.ResponseCoding = d.Text, d.Coding
 		c.ResponseErr = tl.blobErr(si, resp.Body)
 		if d.Encoding != "" {
-			c.stored, c.header = shown(stored), resp.Header
+			c.stored, c.header = stored, resp.Header
 		}
 		c.Answer = llmwire.AnswerText(c.Provider, c.Path, c.body)
 		if resp.Status/100 != 2 {
@@ -239,7 +240,7 @@ func (c *CallDetail) Streamed(elapsed time.Duration) (string, bool) {
 	}
 	part := stored[:end]
 	if c.stored != nil {
-		part = shown(llmwire.DecodeBody(c.header, part).Text)
+		part = llmwire.DecodeBody(c.header, part).Text
 	}
 	return llmwire.ResponseText(part), false
 }

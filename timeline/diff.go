@@ -51,10 +51,12 @@ func LoadForDiff(path string) (diffview.Timeline, error) {
 // per fd holding the whole run's output, placed before run.end: when bytes
 // reach a pipe is a race with the model calls around them, so interleaved
 // output frames would align differently on every run, while what was
-// printed does not.
+// printed does not. For the same reason, LLM frames that follow one
+// another are put in call order, each request before its answer (see
+// orderCalls).
 func ForDiff(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps(), TapeFrames: t.Len()},
-		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}, texts: map[tapefmt.Hash]string{}}
+		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}, texts: map[tapefmt.Hash]string{}, callKey: map[int]uint64{}}
 	for f, err := range t.All() {
 		if err != nil {
 			return b.tl, err
@@ -68,6 +70,7 @@ func ForDiff(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 			return b.tl, fmt.Errorf("frame %d: %w", f.Seq, err)
 		}
 	}
+	b.orderCalls()
 	b.flushOutput()
 	return b.tl, nil
 }
@@ -79,6 +82,7 @@ type timelineBuilder struct {
 	tools   map[string]string              // tool name by call id, to name results
 	outputs map[int]*diffview.Frame        // the run's output by fd
 	texts   map[tapefmt.Hash]string        // request and response texts by body, made once
+	callKey map[int]uint64                 // by frame number: an LLM frame's place in call order (orderCalls)
 }
 
 func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
@@ -92,8 +96,10 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 	case *tapefmt.RunStart:
 		fr.Signature, fr.Title = fr.Kind, "start "+strings.Join(p.Argv, " ")
 	case *tapefmt.LLMRequest:
+		b.callKey[fr.Seq] = 2 * p.Call
 		err = b.request(&fr, p)
 	case *tapefmt.LLMResponse:
+		b.callKey[fr.Seq] = 2*p.Call + 1
 		err = b.response(&fr, p)
 	case *tapefmt.ToolCall:
 		b.tools[p.ID] = p.Name
@@ -175,7 +181,7 @@ func (b *timelineBuilder) text(h tapefmt.Hash, body []byte, render func([]byte) 
 	if s, ok := b.texts[h]; ok {
 		return s
 	}
-	s := render(body)
+	s := shown(render(body))
 	b.texts[h] = s
 	return s
 }
@@ -202,7 +208,7 @@ func (b *timelineBuilder) response(fr *diffview.Frame, p *tapefmt.LLMResponse) e
 	case p.Error != "":
 		fr.Title, fr.Body = "error: "+OneLine(p.Error, 80), p.Error
 	case p.Status/100 != 2:
-		fr.Body = string(body)
+		fr.Body = shown(string(body))
 	default:
 		fr.Body = b.text(p.Body, body, func(t []byte) string { return llmwire.AnswerText(provider, path, t) })
 	}
@@ -278,31 +284,30 @@ func (b *timelineBuilder) blob(h tapefmt.Hash) ([]byte, error) {
 }
 
 // body reads a request or response body, decoded by its headers when it
-// was stored compressed, cut to maxShownBody.
+// was stored compressed, whole: it is parsed before anything is cut.
 func (b *timelineBuilder) body(h http.Header, hash tapefmt.Hash) ([]byte, error) {
-	_, d, err := shownBody(b.t, h, hash)
+	_, d, err := readBody(b.t, h, hash)
 	return d.Text, err
 }
 
-// shownBody reads blob hash of t and decodes it by the headers h for
-// display (at most maxShownBody bytes of text); it returns the stored bytes
-// too. The timeline's frame detail and diff's timelines both read bodies so.
-func shownBody(t *tapefmt.Tape, h http.Header, hash tapefmt.Hash) ([]byte, llmwire.DecodedBody, error) {
+// readBody reads blob hash of t and decodes it by the headers h, whole;
+// it returns the stored bytes too. The timeline's frame detail and diff's
+// timelines both read bodies so, and cut only what they made of it: a
+// body cut before it is parsed (its JSON broken) would show as empty.
+func readBody(t *tapefmt.Tape, h http.Header, hash tapefmt.Hash) ([]byte, llmwire.DecodedBody, error) {
 	if hash.IsZero() {
 		return nil, llmwire.DecodedBody{}, nil
 	}
 	b, err := t.Blob(hash)
-	d := llmwire.DecodeBody(h, b)
-	d.Text = shown(d.Text)
-	return b, d, err
+	return b, llmwire.DecodeBody(h, b), err
 }
 
-// maxShownBody bounds the bytes of one body that a timeline renders; the
-// rest is left out (the tape keeps it all).
+// maxShownBody bounds the bytes of one text that a diff timeline holds;
+// the rest is left out (the tape keeps it all).
 const maxShownBody = 1 << 20
 
 // shown is at most maxShownBody bytes of data.
-func shown(data []byte) []byte {
+func shown[T ~string | ~[]byte](data T) T {
 	if len(data) > maxShownBody {
 		return data[:maxShownBody]
 	}

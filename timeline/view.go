@@ -66,7 +66,7 @@ type ViewOptions struct {
 	Fold bool
 	Open map[int]bool
 	// Only keeps the frames of these classes (0: every frame), with the
-	// step rules and the run's start and end. Keeping errors reads the
+	// run's start and end and the step rules of the steps that keep a row. Keeping errors reads the
 	// frames that can be one.
 	Only Class
 	// Steps: one row per step, whatever Fold and Only say.
@@ -131,6 +131,9 @@ func (tl *Timeline) View(ctx context.Context, o ViewOptions) ([]Entry, error) {
 				continue
 			}
 		}
+		if k == tapefmt.KindStep && !o.Identity() && emptyStep(tl, out) {
+			continue
+		}
 		out = append(out, Entry{First: i, Last: i})
 	}
 	if !o.Fold || len(o.Open) == 0 {
@@ -150,6 +153,18 @@ func (tl *Timeline) View(ctx context.Context, o ViewOptions) ([]Entry, error) {
 		}
 	}
 	return opened, nil
+}
+
+// emptyStep reports whether a step rule after the rows out would close a
+// step with no row of its own: out is empty or ends with the run's start
+// or another step rule. A filtered or folded view leaves such rules out
+// (keeping errors on a long run once showed thousands of empty rules).
+func emptyStep(tl *Timeline, out []Entry) bool {
+	if len(out) == 0 {
+		return true
+	}
+	k, _ := tl.KindAt(out[len(out)-1].First)
+	return k == tapefmt.KindStep || k == tapefmt.KindRunStart
 }
 
 // EntryOf returns the row of entries that holds frame i, or the last row

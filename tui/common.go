@@ -6,6 +6,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // Component is what every pane of the deck is (soft-serve's
@@ -37,16 +39,33 @@ const (
 	dismissed                // the pane is closed without an answer
 )
 
-// fit truncates s to w cells and pads it with spaces to exactly w.
+// fit truncates s to w cells and pads it with spaces to exactly w. Its
+// text is made uniform first (termtext.Uniform), so the cells counted are
+// the cells every terminal draws.
 func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
+	s = termtext.Uniform(s)
 	n := ansi.StringWidth(s)
 	if n > w {
 		return ansi.Truncate(s, w, "…")
 	}
 	return s + strings.Repeat(" ", w-n)
+}
+
+// onScreen is the last pass over a screen before the terminal gets it:
+// every line is made uniform (termtext.Uniform) and cut to w cells, so no
+// line can wrap and scroll the screen, whatever text a pane let through.
+func onScreen(view string, w int) string {
+	lines := strings.Split(view, "\n")
+	for i, l := range lines {
+		if l = termtext.Uniform(l); ansi.StringWidth(l) > w {
+			l = ansi.Truncate(l, w, "…")
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n")
 }
 
 // box lays lines out as exactly h lines of exactly w cells.

@@ -260,6 +260,9 @@ func (d *Deck) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		d.w, d.h = msg.Width, msg.Height
 		d.layout()
 	case tea.KeyMsg:
+		if msg.Type == tea.KeyCtrlL { // repaint, as a shell does
+			return d, tea.ClearScreen
+		}
 		cmd = d.keys1(msg)
 	case tea.MouseMsg:
 		d.mouse(msg)
@@ -391,6 +394,9 @@ func (d *Deck) notNow(msg tea.KeyMsg) string {
 		why func() string
 	}{
 		{d.keys.Diff, func() string {
+			if d.run != nil && d.run.running() {
+				return "a fork is running: d diffs it once it ends (ctrl+c stops it)"
+			}
 			return "d compares two timelines: fork first (f), or open two tapes (jukebox play A.jbx B.jbx)"
 		}},
 		{d.keys.Fork, func() string { return d.forkWhy(tv) }},
@@ -569,7 +575,7 @@ func (d *Deck) syncKeys(tv *timelineView) {
 	// new fork replaces the fork shown (it stays in the list, b).
 	fromHere := len(d.tracks) == 1 || d.forkShown()
 	d.keys.Fork.SetEnabled(canFork && !forking && fromHere && d.pane != paneDiff && d.pane != paneForks)
-	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && d.pane != paneDiff && d.pane != paneForks)
+	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && !forking && d.pane != paneDiff && d.pane != paneForks)
 	d.keys.Raw.SetEnabled(d.pane != paneDiff && d.pane != paneForks)
 	d.keys.Focus.SetEnabled(d.pane != paneDiff && d.pane != paneForks)
 	d.keys.Forks.SetEnabled(len(d.family) > 0 && d.pane != paneDiff)

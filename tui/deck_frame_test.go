@@ -595,6 +595,15 @@ func TestTakeFrameOut(t *testing.T) {
 		t.Errorf("an unwritable path: status %q", d.status)
 	}
 
+	// ~ is the home folder, as in a shell.
+	t.Setenv("HOME", dir)
+	press(d, runes("w"))
+	typeText(d, "~/home.txt")
+	press(d, keyEnter)
+	if b, err := os.ReadFile(filepath.Join(dir, "home.txt")); err != nil || !strings.Contains(string(b), "write_file") {
+		t.Errorf("w ~/home.txt: %v (status %q)", err, d.status)
+	}
+
 	press(d, runes("y"))
 	want := "\x1b]52;c;" + base64.StdEncoding.EncodeToString(got) + "\x07"
 	if clip.String() != want || !strings.Contains(d.status, "OSC 52") {

@@ -72,7 +72,7 @@ func (d *Deck) View() string {
 		return ""
 	}
 	if d.openErr != nil {
-		return d.errorView()
+		return onScreen(d.errorView(), d.w)
 	}
 	d.prefetch()
 	body := d.body()
@@ -80,7 +80,7 @@ func (d *Deck) View() string {
 		h := max(d.h-chromeRows, 1)
 		body = box(d.helpView(h), d.w, h)
 	}
-	return strings.Join([]string{d.header(), d.scrub.View(), body, d.statusLine(), d.helpLine()}, "\n")
+	return onScreen(strings.Join([]string{d.header(), d.scrub.View(), body, d.statusLine(), d.helpLine()}, "\n"), d.w)
 }
 
 // prefetch asks each store tape for the frames this screen draws (its

@@ -190,7 +190,9 @@ func (m *frameView) refresh() {
 		out = append(out, b.out...)
 	}
 	if len(out) > maxFrameLines {
-		out = append(out[:maxFrameLines], m.st.Muted.Render(fmt.Sprintf("… %d more lines (jukebox show --frame %d --blobs)", len(out)-maxFrameLines, m.seq)))
+		b := lines{w: max(m.w-1, 10)}
+		b.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %d more lines: o pages the whole frame, w writes it to a file", len(out)-maxFrameLines))
+		out = append(out[:maxFrameLines], b.out...)
 	}
 	m.vp.SetContent(strings.Join(out, "\n"))
 	if m.mark != "" && m.marked != m.seq {
@@ -291,8 +293,13 @@ func (b *lines) render(s interface{ Render(...string) string }, line string) str
 }
 
 // add wraps text to the width and appends it, every line in style s. A
-// line's leading spaces indent its wrapped continuation lines too.
+// line's leading spaces indent its wrapped continuation lines too. On
+// screen, a text longer than maxScreenText is cut and a line says so.
 func (b *lines) add(s interface{ Render(...string) string }, text string) {
+	cut := ""
+	if !b.plain { // text for outside the turntable is never cut
+		text, cut = cutForScreen(text)
+	}
 	for _, l := range strings.Split(termtext.Sanitize(timeline.ExpandTabs(text)), "\n") {
 		body := strings.TrimLeft(l, " ")
 		pad := l[:len(l)-len(body)]
@@ -303,16 +310,33 @@ func (b *lines) add(s interface{ Render(...string) string }, text string) {
 			b.out = append(b.out, b.render(s, pad+w))
 		}
 	}
+	if cut != "" {
+		b.out = append(b.out, b.render(s, cut))
+	}
 }
 
-// head appends a section rule with a title.
+// head appends a section rule with a title. A title wider than the rule
+// is never cut (it holds an error's reason, a context's fill): the rule
+// holds the facts (" · "-separated) that fit, the rest wrap below it.
 func (b *lines) head(s interface{ Render(...string) string }, title string) {
-	t := "── " + title + " "
 	if b.plain {
-		b.out = append(b.out, s.Render(t+"──"))
+		b.out = append(b.out, s.Render("── "+title+" ──"))
 		return
 	}
+	facts := strings.Split(title, " · ")
+	n := len(facts)
+	for n > 0 && ansi.StringWidth(strings.Join(facts[:n], " · "))+4 > b.w {
+		n--
+	}
+	if n == 0 { // not even the first fact fits: the title wraps, whole
+		b.add(s, "── "+title)
+		return
+	}
+	t := "── " + strings.Join(facts[:n], " · ") + " "
 	b.out = append(b.out, s.Render(t+strings.Repeat("─", max(b.w-ansi.StringWidth(t), 0))))
+	if n < len(facts) {
+		b.add(s, "   "+strings.Join(facts[n:], " · "))
+	}
 }
 
 func (m *frameView) callText(b *lines, c *timeline.CallDetail) {
@@ -425,6 +449,9 @@ func (m *frameView) answer(b *lines, c *timeline.CallDetail) {
 	}
 	h := fmt.Sprintf("response · %d · %s%s→%s%s tok · %s · %s", c.Status, approx, count(c.Usage.Input), approx, count(c.Usage.Output),
 		cost, c.Elapsed.Round(time.Millisecond))
+	if c.Usage.Total() == 0 { // not "0→0 tok · $0": nothing was counted
+		h = fmt.Sprintf("response · %d · no usage reported · %s", c.Status, c.Elapsed.Round(time.Millisecond))
+	}
 	if !done {
 		h = "response · streaming…"
 	}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -131,6 +132,7 @@ func (d *Deck) writeFrame(path string, overwrite bool) {
 		return
 	}
 	d.lastWrite = path
+	path = expandHome(path)
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 	if overwrite {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
@@ -154,4 +156,15 @@ func (d *Deck) writeFrame(path string, overwrite bool) {
 		return
 	}
 	d.status = fmt.Sprintf("frame %d written to %s", d.frame.seq, termtext.Quote(path))
+}
+
+// expandHome reads a leading ~ or ~/ as the home folder, as a shell
+// would: the prompt is not a shell, and "~/frame.txt" was written to a
+// folder named ~.
+func expandHome(path string) string {
+	home, err := os.UserHomeDir()
+	if err != nil || path != "~" && !strings.HasPrefix(path, "~/") {
+		return path
+	}
+	return filepath.Join(home, path[1:])
 }

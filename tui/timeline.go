@@ -581,7 +581,8 @@ func (m *timelineView) row(i int, sel bool) string {
 	var line string
 	if r.Kind == timeline.KindStep {
 		rule := fmt.Sprintf("── end of step %d · %s ", r.Step+1, timeline.Clock(r.Time))
-		line = gutter + num + " " + p(m.st.Rule, rule+strings.Repeat("─", max(m.w, 0)))
+		line = gutter + num + " " + p(m.st.Rule, rule)
+		line += p(m.st.Rule, strings.Repeat("─", max(m.w-visibleWidth(line), 0))) // fill, not cut text: no "…"
 	} else {
 		line = m.frameRow(r, gutter+num, p)
 	}
@@ -608,7 +609,7 @@ func (m *timelineView) frameRow(r timeline.Row, left string, p painter) string {
 	left += " " + p(kind, Glyph(r.Kind)) + " "
 	right := p(m.st.Muted, m.numbers(r))
 	room := m.w - visibleWidth(left) - visibleWidth(right) - 1
-	return left + p(kind, fit(termtext.Sanitize(timeline.OneLine(r.Summary, 0)), max(room, 0))) + " " + right
+	return left + p(kind, fit(termtext.Sanitize(timeline.OneLine(r.SummaryIn(room), 0)), max(room, 0))) + " " + right
 }
 
 // numbers is a row's tokens and cost column, as wide as the pane allows.
@@ -624,7 +625,7 @@ func (m *timelineView) numbers(r timeline.Row) string {
 	if r.Tokens > 0 {
 		tok = approx + count(r.Tokens)
 	}
-	if r.Kind == timeline.KindLLMResponse {
+	if r.Kind == timeline.KindLLMResponse && r.Tokens > 0 { // no usage, no cost to show: not $0
 		cost = approx + timeline.USD(r.Cost)
 		if !r.Priced && r.Tokens > 0 {
 			cost = "+?"

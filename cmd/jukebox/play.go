@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/term"
-	"github.com/muesli/termenv"
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/sandbox"
@@ -22,13 +20,14 @@ import (
 
 // PlayCmd opens the turntable: the terminal UI over one tape, or two to compare.
 type PlayCmd struct {
-	Tapes     []string  `arg:"" name:"tape" type:"tape" help:"The tape to play (a file, or a tape in a store); a second tape is shown beside it and diffed with d."`
-	Theme     string    `default:"diner" enum:"diner,plain,high-contrast" help:"Colours: diner, plain or high-contrast (NO_COLOR selects plain)."`
-	Upstream  upstreams `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
-	NoBooth   bool      `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
-	BoothMode string    `name:"booth-mode" enum:"auto,overlay,reflink,copy" default:"auto" help:"Staging mode of a fork's booth, as record --booth-mode: auto runs the agent confined or refuses the fork; copy runs it unconfined, on purpose."`
-	KeyFile   string    `help:"Also check each tape's seal with the key in this file (the header then says seal ✓ or seal ✗)." type:"existingfile" placeholder:"FILE"`
-	Frame     *int      `placeholder:"N" help:"Open with the needle on frame N of the first tape (the link jukebox show, diff and exports give)."`
+	Tapes      []string  `arg:"" name:"tape" type:"tape" help:"The tape to play (a file, or a tape in a store); a second tape is shown beside it and diffed with d."`
+	Theme      string    `placeholder:"NAME" help:"Colours: diner (the default), plain or high-contrast. NO_COLOR selects plain unless a theme is named here."`
+	Background string    `env:"JUKEBOX_BACKGROUND" placeholder:"light|dark" help:"The terminal's background, when asking the terminal gives the wrong answer or none (inside tmux or screen)."`
+	Upstream   upstreams `placeholder:"NAME=URL" help:"Where a fork's live calls go, as in record."`
+	NoBooth    bool      `help:"Run forks outside the Shadow Booth (by default a fork's file changes are staged and rolled back)."`
+	BoothMode  string    `name:"booth-mode" enum:"auto,overlay,reflink,copy" default:"auto" help:"Staging mode of a fork's booth, as record --booth-mode: auto runs the agent confined or refuses the fork; copy runs it unconfined, on purpose."`
+	KeyFile    string    `help:"Also check each tape's seal with the key in this file (the header then says seal ✓ or seal ✗)." type:"existingfile" placeholder:"FILE"`
+	Frame      *int      `placeholder:"N" help:"Open with the needle on frame N of the first tape (the link jukebox show, diff and exports give)."`
 
 	key []byte // read from KeyFile by Validate
 }
@@ -40,6 +39,14 @@ var errNotTerminal = errors.New("jukebox play needs a terminal (stdout is not on
 func (c *PlayCmd) Validate() error {
 	if len(c.Tapes) > 2 {
 		return fmt.Errorf("play takes one tape, or two to compare (got %d)", len(c.Tapes))
+	}
+	if c.Theme != "" {
+		if _, err := themes.Get(c.Theme); err != nil {
+			return fmt.Errorf("--theme: %w", err)
+		}
+	}
+	if c.Background != "" && c.Background != "light" && c.Background != "dark" {
+		return fmt.Errorf("--background (or JUKEBOX_BACKGROUND) %q: light or dark", c.Background)
 	}
 	if c.NoBooth && c.BoothMode != "" && c.BoothMode != "auto" {
 		return fmt.Errorf("--booth-mode applies to the booth; --no-booth runs forks outside it")
@@ -82,16 +89,10 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 			return withCode(ExitUsage, err)
 		}
 	}
-	th, err := themes.Get(c.Theme)
+	th, r, err := playColours(out, c.Theme, c.Background, os.Getenv)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	noColor := os.Getenv("NO_COLOR") != ""
-	if noColor {
-		th = themes.Plain()
-	}
-	r := playRenderer(out, noColor)
-	r.HasDarkBackground() // ask the terminal now, before the program reads the keyboard
 	verified := uploadChecks(ctx)
 	for _, t := range c.Tapes {
 		if tapestore.IsURL(t) {
@@ -144,16 +145,4 @@ func tapeLen(remote tapefmt.RemoteOpener, path string) (int, error) {
 	}
 	defer t.Close()
 	return t.Len(), nil
-}
-
-// playRenderer renders for the terminal out. NO_COLOR forbids colour, not
-// bold or reverse video: termenv reads it as "no styling at all", which
-// left the needle's row unmarked, so with it the profile is plain ANSI and
-// the theme (themes.Plain) has no colour to give.
-func playRenderer(out io.Writer, noColor bool) *lipgloss.Renderer {
-	r := lipgloss.NewRenderer(out)
-	if noColor {
-		r.SetColorProfile(termenv.ANSI)
-	}
-	return r
 }

@@ -57,3 +57,45 @@ func TestPlayNoColor(t *testing.T) {
 		t.Errorf("a colour under NO_COLOR: %q", s)
 	}
 }
+
+// TestPlayColours: NO_COLOR takes the colour out of the default theme, not
+// out of a theme named with --theme; --background (or JUKEBOX_BACKGROUND)
+// overrides the terminal's answer (issue 33: NO_COLOR overrode an explicit
+// --theme and nothing overrode the background).
+func TestPlayColours(t *testing.T) {
+	env := func(vars ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(vars); i += 2 {
+				if vars[i] == k {
+					return vars[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		theme, noColor, want string
+	}{{"", "", "diner"}, {"", "1", "plain"}, {"diner", "1", "diner"}, {"high-contrast", "1", "high-contrast"}, {"plain", "", "plain"}} {
+		th, _, err := playColours(&bytes.Buffer{}, c.theme, "", env("NO_COLOR", c.noColor))
+		if err != nil || th.Name != c.want {
+			t.Errorf("--theme %q, NO_COLOR=%q: theme %q (%v), want %q", c.theme, c.noColor, th.Name, err, c.want)
+		}
+	}
+	for _, bg := range []string{"light", "dark"} {
+		_, r, err := playColours(&bytes.Buffer{}, "", bg, env())
+		if err != nil || r.HasDarkBackground() != (bg == "dark") {
+			t.Errorf("--background %s: dark %v (%v)", bg, r.HasDarkBackground(), err)
+		}
+	}
+	tape := "../../testdata/tapes/agent-run.jbx"
+	if code, _, errs := jb(t, "play", "--theme", "neon", tape); code != ExitUsage || !strings.Contains(errs, "--theme") {
+		t.Errorf("--theme neon: exit %d\n%s", code, errs)
+	}
+	t.Setenv("JUKEBOX_BACKGROUND", "grey")
+	if code, _, errs := jb(t, "play", tape); code != ExitUsage || !strings.Contains(errs, "JUKEBOX_BACKGROUND") {
+		t.Errorf("JUKEBOX_BACKGROUND=grey: exit %d\n%s", code, errs)
+	}
+	if !inMultiplexer(env("TERM", "tmux-256color")) || !inMultiplexer(env("TERM", "screen")) || inMultiplexer(env("TERM", "xterm")) {
+		t.Error("inMultiplexer does not tell tmux and screen from xterm")
+	}
+}

@@ -19,10 +19,10 @@ const module = "github.com/jukebox-os/jukebox"
 // layers are the module's packages from the bottom up: a package imports
 // only packages of layers below its own. ARCHITECTURE.md lists the same.
 var layers = [][]string{
-	{"tapefmt", "diffview", "themes", "internal/termtext", "internal/nsinit", "internal/runca",
+	{"tapefmt", "themes", "internal/termtext", "internal/nsinit", "internal/runca",
 		"sandbox/pgtx", "internal/testenv", "internal/llmsim", "internal/demo", "internal/inproc",
 		"internal/testsum", "internal/deptest", "internal/doccheck", "internal/keeper"},
-	{"prices", "reqmatch", "mcp", "breaker", "sandbox", "redact", "internal/tapetest",
+	{"prices", "diffview", "reqmatch", "mcp", "breaker", "sandbox", "redact", "internal/tapetest",
 		"internal/s3test", "internal/gcstest", "internal/azuretest", "internal/pgtest", "internal/jaegertest"},
 	{"llmwire", "controlapi", "sandbox/pgbooth", "internal/tapegen"},
 	{"engine", "timeline", "export", "internal/tapegen/gen"},
