@@ -2,13 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
@@ -20,20 +17,11 @@ import (
 func TestDivergenceNamesTheEnvironment(t *testing.T) {
 	t.Parallel()
 	py := testenv.RequirePython(t)
-	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "any", "reply": {"text": "fine"}}]}`))
-	must(t, err)
-	srv, _, err := llmsim.Start("127.0.0.1:0", script)
-	must(t, err)
-	t.Cleanup(func() { srv.Close() })
+	srv := scriptedModel(t, oneAnswer)
 	agent := strings.ReplaceAll(promptAgent, `os.environ["PROMPT"]`, `os.environ["TASK_PROMPT"]`)
 	tape := filepath.Join(t.TempDir(), "env.jbx")
 	run := func(prompt string, args ...string) (string, string, int) {
-		cmd := exec.Command(os.Args[0], append(args, "--", py, "-c", agent)...)
-		cmd.Env = append(os.Environ(), mainEnv+"=1", "TASK_PROMPT="+prompt)
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		cmd.Run()
-		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+		return jbIn("", []string{"TASK_PROMPT=" + prompt}, append(args, "--", py, "-c", agent)...)
 	}
 	if _, errs, code := run("summarise the quarterly report", "record", "-o", tape, "--upstream", "openai="+srv.OpenAIBaseURL()); code != ExitOK {
 		t.Fatalf("record: exit %d\n%s", code, errs)

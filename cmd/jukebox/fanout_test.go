@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
@@ -57,19 +55,10 @@ func TestFanOutReplay(t *testing.T) {
 	js, _ := json.Marshal(map[string]any{"version": 1, "defaults": map[string]any{"delay_ms": 5}, "rules": rules})
 	dir := t.TempDir()
 	run := func(extra string, args ...string) (string, string, int) {
-		cmd := exec.Command(jukeboxBin(), args...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1", "EXTRA="+extra)
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		cmd.Run()
-		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+		return jbIn(dir, []string{"EXTRA=" + extra}, args...)
 	}
 	for name, src := range map[string]string{"async": fanAsync, "threads": fanThreads} {
-		script, err := llmsim.ParseScript(js)
-		must(t, err)
-		srv, _, err := llmsim.Start("127.0.0.1:0", script)
-		must(t, err)
-		t.Cleanup(func() { srv.Close() })
+		srv := scriptedModel(t, string(js))
 		agent := filepath.Join(dir, name+".py")
 		must(t, os.WriteFile(agent, []byte(src), 0o644))
 		tape := filepath.Join(dir, name+".jbx")

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,14 +15,7 @@ func TestIgnoreOutputAndFirstDifferingLine(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tape := filepath.Join(dir, "timing.jbx")
-	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1")
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		cmd.Run()
-		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
-	}
+	run := func(args ...string) (string, string, int) { return jbIn(dir, nil, args...) }
 	agent := []string{"--", "sh", "-c", `echo start; echo "took $$ ms"; echo end`} // another pid each run
 	if _, errOut, code := run(append([]string{"record", "-o", tape}, agent...)...); code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, errOut)
@@ -59,14 +50,7 @@ func TestIgnoreOutputGivenToRecord(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tape := filepath.Join(dir, "timing.jbx")
-	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1")
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		cmd.Run()
-		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
-	}
+	run := func(args ...string) (string, string, int) { return jbIn(dir, nil, args...) }
 	agent := []string{"--", "sh", "-c", `echo start; echo "took $$ ms"; echo "pid $$"`}
 	if _, errOut, code := run(append([]string{"record", "--ignore-output", `took \d+ ms`, "-o", tape}, agent...)...); code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, errOut)

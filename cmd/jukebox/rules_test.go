@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
-	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -27,11 +26,7 @@ print(json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"]
 func promptTape(t *testing.T, prompt string, flags ...string) (string, func(string) []string) {
 	t.Helper()
 	py := testenv.RequirePython(t)
-	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "any", "reply": {"text": "the same answer"}}]}`))
-	must(t, err)
-	srv, _, err := llmsim.Start("127.0.0.1:0", script)
-	must(t, err)
-	t.Cleanup(func() { srv.Close() })
+	srv := scriptedModel(t, oneAnswer)
 	agent := func(p string) []string { return []string{"env", "PROMPT=" + p, py, "-c", promptAgent} }
 	tape := filepath.Join(t.TempDir(), "prompt.jbx")
 	args := append([]string{"record", "-o", tape, "--upstream", "openai=" + srv.OpenAIBaseURL()}, flags...)

@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
@@ -21,21 +19,10 @@ import (
 func TestTestCommand(t *testing.T) {
 	t.Parallel()
 	py := testenv.RequirePython(t)
-	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "any", "reply": {"text": "the same answer"}}]}`))
-	must(t, err)
-	srv, _, err := llmsim.Start("127.0.0.1:0", script)
-	must(t, err)
-	t.Cleanup(func() { srv.Close() })
+	srv := scriptedModel(t, oneAnswer)
 	dir := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(dir, "suite"), 0o755))
-	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(jukeboxBin(), args...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1")
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		cmd.Run()
-		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
-	}
+	run := func(args ...string) (string, string, int) { return jbIn(dir, nil, args...) }
 	record := func(name string, argv ...string) {
 		args := append([]string{"record", "-o", filepath.Join("suite", name), "--upstream", "openai=" + srv.OpenAIBaseURL(), "--"}, argv...)
 		if _, errs, code := run(args...); code != ExitOK {
@@ -110,10 +97,8 @@ func TestTestRecordModeAll(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	run := func(args ...string) (string, int) {
-		cmd := exec.Command(jukeboxBin(), args...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), mainEnv+"=1")
-		out, _ := cmd.CombinedOutput()
-		return string(out), cmd.ProcessState.ExitCode()
+		out, errs, code := jbIn(dir, nil, args...)
+		return out + errs, code
 	}
 	must(t, os.Mkdir(filepath.Join(dir, "suite"), 0o755))
 	if out, code := run("record", "-o", filepath.Join("suite", "a.jbx"), "--", "sh", "-c", "echo one"); code != ExitOK {
