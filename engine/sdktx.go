@@ -64,7 +64,7 @@ type sdkTx struct {
 	held    []HeldCall // MCP calls held for the commit (stagedMCP)
 	// statements counts the SQL statements run, for the commit's answer.
 	statements int
-	inBooth bool       // commits into the booth's transaction (intoBooth)
+	inBooth    bool // commits into the booth's transaction (intoBooth)
 }
 
 // newSDKTxs are the transactions of a session: a recording, or a fork
