@@ -59,7 +59,7 @@ func txFixture(t *testing.T) (dir string, env []string) {
 		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"), "OPENAI_BASE_URL="+url+"/v1",
 		"OPENAI_API_KEY=sk-test", "JUKEBOX_PG_DSN="+dsn, "PYTHON="+python)
 	out, code := runIn(t, dir, env, "record", "-o", "rec.jbx", "--", python, "agent.py")
-	if code != 0 || !strings.Contains(out, "pg: [(42,)]") || !strings.Contains(out, "commit: 2") {
+	if code != 0 || !strings.Contains(out, "pg: [(42,)]") || !strings.Contains(out, "commit: 6") {
 		t.Fatalf("record: exit %d\n%s", code, out)
 	}
 	return dir, env
@@ -157,7 +157,7 @@ func TestSDKTransactionsFork(t *testing.T) {
 		t.Error("a fork after the transaction applied it again")
 	}
 	out, code = runIn(t, dir, env, "fork", "rec.jbx", "--frame", first, "--model", "demo-small", "--no-booth", "-o", "before.jbx")
-	if code != 0 || !strings.Contains(out, "commit: 2") {
+	if code != 0 || !strings.Contains(out, "commit: 6") {
 		t.Fatalf("fork before the transaction: exit %d\n%s", code, out)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "ledger.json")); err != nil || string(b) != `{"refund_usd": 12.5}` {
