@@ -129,7 +129,7 @@ func lateSockets(t *testing.T, dir string) {
 			return
 		case <-time.After(20 * time.Millisecond):
 		}
-		if len(findProcs(lateSockMarker)) > 0 {
+		if lateAttempt(dir) {
 			for _, p := range []string{dir + ".late", filepath.Join(dir, "empty", "late")} {
 				if ln, err := net.Listen("unix", p); err == nil {
 					os.Chmod(p, 0o777)
@@ -139,6 +139,25 @@ func lateSockets(t *testing.T, dir string) {
 			return
 		}
 	}
+}
+
+// lateAttempt reports whether this test's late-socket attempt runs: a
+// process with lateSockMarker in its command line and HOSTTMP=dir in its
+// environment (the catalogue runs as root and as nobody at once, each
+// with a HOSTTMP of its own, and each must answer its own attempt).
+func lateAttempt(dir string) bool {
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(lateSockMarker)) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+		if err == nil && bytes.Contains(append([]byte{0}, env...), []byte("\x00HOSTTMP="+dir+"\x00")) {
+			return true
+		}
+	}
+	return false
 }
 
 // listenDgram binds a world-writable unix datagram socket at p until the
