@@ -5,10 +5,29 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// native is Linux's keeper: a child subreaper in the agent's group (the
+// group jukebox made for the keeper), to which every orphan of the
+// agent's tree comes, a double-forked daemon that left its session
+// included.
+func native() tree { return reaped{} }
+
+type reaped struct{}
+
+func (reaped) attr() *syscall.SysProcAttr {
+	// Orphans of the agent's tree come to the keeper, not to init.
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+func (reaped) started(int)       {}
+func (reaped) forward(os.Signal) {} // the agent shares the keeper's group: it had the signal too
+func (reaped) kill()             { KillChildren() }
+func (reaped) end() []string     { return EndTree() }
 
 // EndTree kills and reaps every process left under this process, those
 // reparented to it while it does included (it must be a child subreaper

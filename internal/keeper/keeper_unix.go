@@ -1,3 +1,5 @@
+//go:build unix
+
 package keeper
 
 import (
@@ -11,8 +13,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ready is set once MaybeRun ran in this process: only then does starting
@@ -30,19 +30,37 @@ func MaybeRun() {
 		return
 	}
 	os.Unsetenv(Env)
+	mode, v, grouped := strings.Cut(v, groupPrefix)
+	if !grouped {
+		v = mode
+	}
 	grace, err := time.ParseDuration(v)
 	if err != nil || grace <= 0 {
 		grace = 10 * time.Second
 	}
-	os.Exit(run(os.Args[1:], grace))
+	t := native()
+	if grouped {
+		t = &group{}
+	}
+	os.Exit(run(os.Args[1:], grace, t))
 }
 
 // Available reports whether this process can start a keeper (MaybeRun
 // ran in it).
 func Available() bool { return ready.Load() }
 
+// tree is how a keeper holds the agent's tree: as a child subreaper on
+// Linux (reaped), in a process group of the agent's own elsewhere (group).
+type tree interface {
+	attr() *syscall.SysProcAttr // how the agent is started
+	started(pid int)            // the agent runs as pid
+	forward(s os.Signal)        // a stop signal reached the keeper
+	kill()                      // end the tree now
+	end() []string              // end the tree once the agent exited; what is left
+}
+
 // run is the keeper: args are the agent's path and its argv.
-func run(args []string, grace time.Duration) int {
+func run(args []string, grace time.Duration, t tree) int {
 	syscall.CloseOnExec(3)
 	syscall.CloseOnExec(4)
 	life, rep := os.NewFile(3, "lifeline"), os.NewFile(4, "reports")
@@ -50,26 +68,25 @@ func run(args []string, grace time.Duration) int {
 		fmt.Fprintln(rep, "failed keeper: no command")
 		return 127
 	}
-	// Orphans of the agent's tree come to the keeper, not to init.
-	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	cmd := &exec.Cmd{Path: args[0], Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
+		SysProcAttr: t.attr()}
 	if err := cmd.Start(); err != nil {
 		var errno syscall.Errno
 		errors.As(err, &errno)
 		fmt.Fprintln(rep, "failed", int(errno), strings.ReplaceAll(err.Error(), "\n", " "))
 		return 127
 	}
+	t.started(cmd.Process.Pid)
 	fmt.Fprintln(rep, "started", cmd.Process.Pid)
 	go func() { // jukebox closed its end, or died
 		io.Copy(io.Discard, life)
-		KillChildren()
+		t.kill()
 	}()
-	go escalate(sigs, grace, rep)
+	go escalate(sigs, grace, rep, t)
 	cmd.Wait()
-	EndTree()
+	t.end()
 	status := -1
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 		status = int(ws)
@@ -78,20 +95,21 @@ func run(args []string, grace time.Duration) int {
 	return 0
 }
 
-// escalate follows the stop signals that reach the agent's group (the
-// terminal's Ctrl-C, or what jukebox forwarded): the first gives the agent
-// grace to exit, a second or the end of grace kills the tree. Each SIGINT
-// is reported.
-func escalate(sigs <-chan os.Signal, grace time.Duration, rep io.Writer) {
+// escalate follows the stop signals that reach the keeper (the terminal's
+// Ctrl-C, or what jukebox forwarded), passing each on where the agent's
+// group is not the keeper's: the first gives the agent grace to exit, a
+// second or the end of grace kills the tree. Each SIGINT is reported.
+func escalate(sigs <-chan os.Signal, grace time.Duration, rep io.Writer, t tree) {
 	var timer *time.Timer
 	for s := range sigs {
 		if s == syscall.SIGINT {
 			fmt.Fprintln(rep, "interrupt")
 		}
+		t.forward(s)
 		if timer != nil {
-			KillChildren()
+			t.kill()
 			continue
 		}
-		timer = time.AfterFunc(grace, func() { KillChildren() })
+		timer = time.AfterFunc(grace, t.kill)
 	}
 }

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !unix
 
 package engine
 
@@ -9,7 +9,8 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// kept is the keeper of an agent's tree, which only Linux has: elsewhere
+// kept is the keeper of an agent's tree, which Unix systems have
+// (Windows ends the tree with a job object, jobs_windows.go): elsewhere
 // keepUnder returns nil and every method of a nil *kept does nothing.
 type kept struct{}
 

@@ -1,8 +1,9 @@
-//go:build !linux
+//go:build !unix
 
 package keeper
 
-// MaybeRun does nothing here: the keeper is Linux's.
+// MaybeRun does nothing here: Windows ends the agent's tree with a job
+// object instead (engine/jobs_windows.go).
 func MaybeRun() {}
 
 // Available reports whether this process can start a keeper: never here.

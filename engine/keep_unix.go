@@ -1,3 +1,5 @@
+//go:build unix
+
 package engine
 
 import (
@@ -26,6 +28,7 @@ type kept struct {
 	rep         *bufio.Reader
 	once        sync.Once
 	interrupted atomic.Bool   // a SIGINT reached the agent's group
+	agent       int           // the agent's pid, as the keeper reported it
 	status      atomic.Int64  // the agent's raw wait status; -1 until reported
 	done        chan struct{} // closed when the reports end
 }
@@ -79,6 +82,9 @@ func (k *kept) started() error {
 		n, _ := strconv.Atoi(num)
 		return &startError{msg: msg, errno: syscall.Errno(n)}
 	}
+	if v, ok := strings.CutPrefix(strings.TrimSpace(line), "started "); ok {
+		k.agent, _ = strconv.Atoi(v)
+	}
 	go k.read()
 	return nil
 }
@@ -121,8 +127,12 @@ func (k *kept) settle(end *tapefmt.RunEnd, pgid int) {
 	<-k.done
 	if k.status.Load() < 0 {
 		// The keeper was killed (by the agent: it runs as the same user)
-		// before it reported: what is left of its group goes now.
+		// before it reported: what is left of its group goes now, and of
+		// the agent's, where the keeper made the agent one (macOS).
 		syscall.Kill(-pgid, syscall.SIGKILL)
+		if k.agent > 0 && k.agent != pgid {
+			syscall.Kill(-k.agent, syscall.SIGKILL)
+		}
 	}
 	if k.interrupted.Load() && end.Reason == "" {
 		end.Reason = tapefmt.ReasonInterrupted

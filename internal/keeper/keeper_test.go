@@ -1,0 +1,225 @@
+//go:build unix
+
+package keeper
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	MaybeRun()
+	os.Exit(m.Run())
+}
+
+// modes are the keepers a test runs: this system's own, and the process
+// group keeper macOS uses (run here through Env's group prefix).
+var modes = map[string]string{"native": "", "group": groupPrefix}
+
+// started is a keeper running this test binary as its agent's keeper.
+type started struct {
+	cmd  *exec.Cmd
+	life *os.File // jukebox's end of the lifeline
+	rep  *bufio.Reader
+	pid  int // the agent's
+}
+
+// startKeeper starts a keeper (mode is "" or groupPrefix) of sh -c script
+// with grace, and waits for its "started" report.
+func startKeeper(t *testing.T, mode, script string, grace time.Duration) *started {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, sh, "sh", "-c", script)
+	cmd.Env = append(os.Environ(), Env+"="+mode+grace.String())
+	cmd.ExtraFiles = []*os.File{lifeR, repW}
+	// Its own group, as jukebox starts it on Linux: the test's signals
+	// reach only what the test sends them to.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lifeR.Close()
+	repW.Close()
+	k := &started{cmd: cmd, life: lifeW, rep: bufio.NewReader(repR)}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if k.pid > 0 {
+			syscall.Kill(-k.pid, syscall.SIGKILL)
+			syscall.Kill(k.pid, syscall.SIGKILL)
+		}
+		cmd.Wait()
+		lifeW.Close()
+		repR.Close()
+	})
+	line, err := k.rep.ReadString('\n')
+	if v, ok := strings.CutPrefix(strings.TrimSpace(line), "started "); err == nil && ok {
+		k.pid, err = strconv.Atoi(v)
+	}
+	if err != nil || k.pid == 0 {
+		t.Fatalf("keeper's first report: %q, %v", line, err)
+	}
+	return k
+}
+
+// exited waits up to 20 seconds for the keeper to exit, which it does
+// once the agent has.
+func (k *started) exited(t *testing.T) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- k.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("keeper: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the keeper is still waiting for its agent")
+	}
+}
+
+// grandchild is a script whose agent (sh) starts a process in the
+// background that writes its pid to file and sleeps, and then waits (or
+// with exit, exits at once).
+func grandchild(file string, exit bool) string {
+	s := `sh -c 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 600' "` + file + `" &`
+	if exit {
+		return s + " sleep 0.2; exit 3"
+	}
+	return s + " trap '' INT TERM; while :; do sleep 0.05; done"
+}
+
+func waitPid(t *testing.T, file string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(file); err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the grandchild never wrote its pid")
+	return 0
+}
+
+// gone waits, up to within, for pid to be gone (a zombie counts).
+func gone(pid int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			if _, err := os.Stat("/proc/self/stat"); err != nil { // no /proc: ask the kernel
+				if syscall.Kill(pid, 0) != nil {
+					return true
+				}
+			} else {
+				return true
+			}
+		} else if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i+1:]), " Z") {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	return false
+}
+
+// TestLifelineEndsTheTree: when jukebox's end of the lifeline closes (as
+// when jukebox is killed with SIGKILL), the agent and what it started end.
+func TestLifelineEndsTheTree(t *testing.T) {
+	for name, mode := range modes {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "pid")
+			k := startKeeper(t, mode, grandchild(file, false), time.Minute)
+			pid := waitPid(t, file)
+			k.life.Close()
+			if !gone(pid, 20*time.Second) {
+				t.Fatalf("the agent's grandchild %d outlived the lifeline", pid)
+			}
+			k.exited(t)
+		})
+	}
+}
+
+// TestAgentExitEndsTheTree: once the agent exits, what it left running
+// ends, and the keeper reports the agent's own status.
+func TestAgentExitEndsTheTree(t *testing.T) {
+	for name, mode := range modes {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "pid")
+			k := startKeeper(t, mode, grandchild(file, true), time.Minute)
+			pid := waitPid(t, file)
+			var last string
+			for {
+				line, err := k.rep.ReadString('\n')
+				if err != nil {
+					break
+				}
+				last = strings.TrimSpace(line)
+			}
+			st, err := strconv.Atoi(strings.TrimPrefix(last, "end "))
+			if err != nil || syscall.WaitStatus(st).ExitStatus() != 3 {
+				t.Fatalf("last report %q: want the agent's exit status 3", last)
+			}
+			if !gone(pid, 20*time.Second) {
+				t.Fatalf("the agent's grandchild %d outlived the agent", pid)
+			}
+		})
+	}
+}
+
+// TestSecondStopEndsTheTree: an agent that ignores SIGTERM is killed,
+// whole tree, by a second stop signal to the keeper before its grace
+// ends; each SIGINT is reported.
+func TestSecondStopEndsTheTree(t *testing.T) {
+	for name, mode := range modes {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "pid")
+			k := startKeeper(t, mode, grandchild(file, false), time.Hour)
+			pid := waitPid(t, file)
+			// Signals reach the keeper's group, as the terminal's (Linux)
+			// or jukebox's forwarding (the keeper) would.
+			target := -k.cmd.Process.Pid
+			if mode != "" {
+				target = k.cmd.Process.Pid
+			}
+			syscall.Kill(target, syscall.SIGINT)
+			if line, _ := k.rep.ReadString('\n'); strings.TrimSpace(line) != "interrupt" {
+				t.Fatalf("report after SIGINT: %q", line)
+			}
+			syscall.Kill(target, syscall.SIGTERM)
+			if !gone(pid, 20*time.Second) {
+				t.Fatalf("the agent's grandchild %d outlived the second stop", pid)
+			}
+			k.exited(t)
+		})
+	}
+}
