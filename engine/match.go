@@ -178,8 +178,10 @@ func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) { return blobOf(m.tape, h
 // canonical forms compared. The query, the origin and (for plain HTTP) the
 // ComparedHeaders must match too.
 //
-// The body is masked as the tape's writer masks bodies; when no recorded
-// call takes it so, it is tried again masked as before fixed-length masks
+// A body sent byte for byte as a recorded one matches before anything
+// else (the usual replay: the same agent sends the same bytes), at no cost
+// of masking. Otherwise the body is masked as the tape's writer masks
+// bodies; when no recorded call takes it so, it is tried again masked as before fixed-length masks
 // and the credential rules in bodies (a tape an earlier release wrote,
 // with --redact or without).
 func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
@@ -187,6 +189,9 @@ func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
 	r.Query = redact.Query(r.Query) // as the tape keeps it
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if c := m.exact(r); c != nil {
+		return c, nil
+	}
 	r.Body = m.mask.Mask(sent)
 	c, d := m.match(r)
 	if d == nil {
@@ -201,15 +206,26 @@ func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
 	return nil, d
 }
 
+// exact is the call recorded with r's very bytes, or nil; m.mu is held.
+// What the tape's writer masked differs from the bytes sent unless it was
+// masked already (or a tape kept it unmasked): masking the body first could
+// only find the same call.
+func (m *Matcher) exact(r MatchRequest) *Call {
+	calls := m.calls[endpointKey(r.Method, r.Scheme, r.Host, r.Path, r.Plain)]
+	query := m.rules.Query(r.Query)
+	head := m.head(r.Header, r.Plain)
+	return pick(calls, r, func(c *Call) bool { return bytes.Equal(c.body, r.Body) && m.sameHead(c, r, query, head) })
+}
+
 // match is Match for a body masked one way; m.mu is held.
 func (m *Matcher) match(r MatchRequest) (*Call, *Divergence) {
+	if c := m.exact(r); c != nil {
+		return c, nil
+	}
 	calls := m.calls[endpointKey(r.Method, r.Scheme, r.Host, r.Path, r.Plain)]
 	query := m.rules.Query(r.Query)
 	head := m.head(r.Header, r.Plain)
 	same := func(c *Call) bool { return m.sameHead(c, r, query, head) }
-	if c := pick(calls, r, func(c *Call) bool { return bytes.Equal(c.body, r.Body) && same(c) }); c != nil {
-		return c, nil
-	}
 	canon := canonicalBody(m.rules, r.Header, r.Body)
 	var next *Call
 	for _, c := range calls {

@@ -98,7 +98,11 @@ func (m *Masker) replace(s string) string {
 // with Redacted, widened to whole backslash escapes so that a JSON string
 // stays valid. It returns b itself when nothing matched.
 func replaceAll(b []byte, re *regexp.Regexp, g int) []byte {
-	locs := re.FindAllSubmatchIndex(b, -1)
+	return replaceLocs(b, re.FindAllSubmatchIndex(b, -1), g)
+}
+
+// replaceLocs is replaceAll of the matches at locs (FindAllSubmatchIndex's).
+func replaceLocs(b []byte, locs [][]int, g int) []byte {
 	if len(locs) == 0 {
 		return b
 	}

@@ -1,16 +1,39 @@
 package redact
 
 import (
+	"bytes"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
 
 // A rule finds a credential: group 2 of re is the value masked, group 1
 // what stays before it (a rule whose re has one group masks the match).
+//
+// Every match holds one of keys (ASCII; compared ignoring case when fold),
+// and starts where from says, given where that key was found: the rules
+// are run only there, anchored (find), never over the whole text, since
+// Go's regexps read text without a literal prefix at a few MB/s and bodies
+// are large.
 type rule struct {
-	re *regexp.Regexp
+	re   *regexp.Regexp
+	keys []string
+	fold bool
+	// from is where a match holding the key found at p starts, or -1
+	// when none can; nil: at p, after a word boundary.
+	from     func(b []byte, p int) int
+	anchored *regexp.Regexp // ^(?:re)
+}
+
+// newRule compiles a rule; keys must be lower case when fold.
+func newRule(expr string, fold bool, from func([]byte, int) int, keys ...string) rule {
+	if from == nil {
+		from = boundaryAt
+	}
+	return rule{re: regexp.MustCompile(expr), keys: keys, fold: fold, from: from,
+		anchored: regexp.MustCompile(`^(?:` + expr + `)`)}
 }
 
 // quote is an optional quote, escaped or not, as in a JSON-encoded script.
@@ -26,29 +49,163 @@ var anyText = sync.OnceValue(func() []rule {
 	return []rule{
 		// Tokens of known formats: OpenAI, Anthropic, GitHub, AWS key ids,
 		// Slack, GitLab, Google API keys.
-		{regexp.MustCompile(`\b()(sk-(?:proj-|ant-|live-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35})`)},
+		newRule(`\b()(sk-(?:proj-|ant-|live-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35})`,
+			false, nil, "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "glpat-", "AIza"),
 		// "api_key": "X", client_secret=X, x-api-key: X; aws_secret_access_key X.
-		{regexp.MustCompile(`(?i)(\b[\w-]*(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|client[_-]?secret|private[_-]?key|password|passwd|passphrase|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token)` + quote + `\s*[:=]\s*` + quote + `)([^\s'"\\,;}&)]+)`)},
-		{regexp.MustCompile(`(?i)(\baws_(?:secret_access_key|session_token)` + quote + `\s+` + quote + `)([^\s'"\\,;}&)]+)`)},
+		newRule(`(?i)(\b[\w-]*(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|client[_-]?secret|private[_-]?key|password|passwd|passphrase|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token)`+quote+`\s*[:=]\s*`+quote+`)([^\s'"\\,;}&)]+)`,
+			true, wordRunStart, "key", "secret", "pass", "token"), // in each name, and the start is the run's
+		newRule(`(?i)(\baws_(?:secret_access_key|session_token)`+quote+`\s+`+quote+`)([^\s'"\\,;}&)]+)`, true, nil, "aws_"),
 		// Authorization: Bearer X, and a cookie header's whole value.
-		{regexp.MustCompile(`(?i)(\b(?:proxy-)?authorization` + quote + `\s*[:=]\s*` + quote + `(?:(?:bearer|basic|token|digest)\s+)?)([^\s'"\\,}]+)`)},
-		{regexp.MustCompile(`(?i)(\b(?:set-)?cookie` + quote + `\s*:\s*` + quote + `)([^'"\\\r\n]+)`)},
+		newRule(`(?i)(\b(?:proxy-)?authorization`+quote+`\s*[:=]\s*`+quote+`(?:(?:bearer|basic|token|digest)\s+)?)([^\s'"\\,}]+)`,
+			true, after("proxy-"), "authorization"),
+		newRule(`(?i)(\b(?:set-)?cookie`+quote+`\s*:\s*`+quote+`)([^'"\\\r\n]+)`, true, after("set-"), "cookie"),
 		// https://user:password@host and https://TOKEN@host (a Sentry DSN):
 		// everything before the @.
-		{regexp.MustCompile(`(\bhttps?://)([^/\s@'"\\]+)@`)},
-		{regexp.MustCompile(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"\\]*:)([^@\s/'"\\]+)@`)},
+		newRule(`(\bhttps?://)([^/\s@'"\\]+)@`, false, nil, "http://", "https://"),
+		newRule(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"\\]*:)([^@\s/'"\\]+)@`, false, schemeStart, "://"),
 		// mysql -pPASSWORD (and its kin) inside a script.
-		{regexp.MustCompile(`(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb)\b[^\n;|&]*?\s-p)([^\s'";|&\\]+)`)},
+		newRule(`(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb)\b[^\n;|&]*?\s-p)([^\s'";|&\\]+)`,
+			false, nil, "mysql", "mariadb"),
 	}
 })
 
 // maskRules masks in s every credential the rules in anyText find,
 // each value becoming Redacted.
 func maskRules(b []byte) []byte {
+	var lower []byte // b in lower case, made once for the rules that fold
 	for _, r := range anyText() {
-		b = replaceAll(b, r.re, 2)
+		if r.fold && lower == nil {
+			lower = lowerASCII(b)
+		}
+		if locs := r.find(b, lower); len(locs) > 0 {
+			b, lower = replaceLocs(b, locs, 2), nil
+		}
 	}
 	return b
+}
+
+// find is re.FindAllSubmatchIndex(b, -1), found by running the anchored
+// rule only where a key puts the start of a match; lower is b in lower
+// case (lowerASCII) for a rule that folds.
+func (r rule) find(b, lower []byte) [][]int {
+	text := b
+	if r.fold {
+		if bytes.Contains(b, kelvin) || bytes.Contains(b, longS) {
+			return r.re.FindAllSubmatchIndex(b, -1) // (?i) folds them to k and s
+		}
+		text = lower
+	}
+	var starts []int
+	for _, k := range r.keys {
+		for i := 0; ; {
+			j := bytes.Index(text[i:], []byte(k))
+			if j < 0 {
+				break
+			}
+			if s := r.from(b, i+j); s >= 0 {
+				starts = append(starts, s)
+			}
+			i += j + 1
+		}
+	}
+	if len(starts) == 0 {
+		return nil
+	}
+	slices.Sort(starts)
+	var locs [][]int
+	end := 0
+	for n, s := range starts {
+		if s < end || n > 0 && s == starts[n-1] {
+			continue
+		}
+		loc := r.anchored.FindSubmatchIndex(b[s:])
+		if loc == nil {
+			continue
+		}
+		for i := range loc {
+			if loc[i] >= 0 {
+				loc[i] += s
+			}
+		}
+		if loc[1] == loc[0] {
+			continue
+		}
+		locs = append(locs, loc)
+		end = loc[1]
+	}
+	return locs
+}
+
+// kelvin (U+212A) and longS (U+017F) are the two letters outside ASCII
+// that (?i) takes for ASCII ones.
+var kelvin, longS = []byte("\u212a"), []byte("\u017f")
+
+// isWord is \w.
+func isWord(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// boundaryAt is a match's start at p, the key's first byte (a word
+// character): only after a word boundary.
+func boundaryAt(b []byte, p int) int {
+	if p > 0 && isWord(b[p-1]) {
+		return -1
+	}
+	return p
+}
+
+// wordRunStart is the start of a match of \b[\w-]*KEY: the first word
+// character of the run of [\w-] the key ends (the regexp takes the
+// leftmost, and any later start in the run is a match from it too).
+func wordRunStart(b []byte, p int) int {
+	s := p
+	for s > 0 && (isWord(b[s-1]) || b[s-1] == '-') {
+		s--
+	}
+	for s < p && !isWord(b[s]) {
+		s++
+	}
+	return s
+}
+
+// after is a start at p, or at the optional prefix before it.
+func after(prefix string) func([]byte, int) int {
+	return func(b []byte, p int) int {
+		if n := len(prefix); p >= n && strings.EqualFold(string(b[p-n:p]), prefix) {
+			if s := boundaryAt(b, p-n); s >= 0 {
+				return s
+			}
+		}
+		return boundaryAt(b, p)
+	}
+}
+
+// schemeStart is the start of a match of \b[a-zA-Z][a-zA-Z0-9+.-]*:// whose
+// "://" is at p: the first letter after a word boundary in the run of
+// scheme characters before it.
+func schemeStart(b []byte, p int) int {
+	s := p
+	for s > 0 && (isWord(b[s-1]) && b[s-1] != '_' || b[s-1] == '+' || b[s-1] == '.' || b[s-1] == '-') {
+		s--
+	}
+	for ; s < p; s++ {
+		if c := b[s] | 0x20; c >= 'a' && c <= 'z' && (s == 0 || !isWord(b[s-1])) {
+			return s
+		}
+	}
+	return -1
+}
+
+// lowerASCII is b with ASCII letters in lower case, each byte where it was.
+func lowerASCII(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // secretFlag is --name VALUE with a secret-looking name, inside a script
