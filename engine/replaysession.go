@@ -150,8 +150,10 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		// The tape keeps output masked (RunStart.Redact), piece by piece.
 		rec, rep := m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy())
 		res.OutputDiff = compareOutput(rec, rep, ignore)
-		if g := m.answerGroups(); res.OutputDiff != nil && len(g) > 0 {
-			res.OutputDiff, res.OutputSwapped = compareSwapped(rec, rep, ignore, g)
+		if res.OutputDiff != nil { // only then: the groups read every recorded answer
+			if g := m.answerGroups(); len(g) > 0 {
+				res.OutputDiff, res.OutputSwapped = compareSwapped(rec, rep, ignore, g)
+			}
 		}
 		same := res.OutputDiff == nil
 		res.OutputSame = &same
