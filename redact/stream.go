@@ -211,33 +211,160 @@ func eventStrings(raw []byte) map[string]piece {
 }
 
 // walkStrings calls f for every string value in the JSON document doc,
-// with its path and the literal's place; keys are not values.
+// with its path and the literal's place; keys are not values. It reads
+// doc as encoding/json's Decoder.Token would, a token at a time, and
+// stops at the first byte that is not JSON (TestWalkStringsIsTheDecoders
+// holds the two together); it runs on every event of every stream.
 func walkStrings(doc []byte, f func(path string, from, to int, text string)) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
 	var st jsonStack
+	i := 0
+	expectValue := true // a value may come next (not a comma, colon or end)
 	for {
-		before := int(dec.InputOffset())
-		tok, err := dec.Token()
-		if err != nil {
+		for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
+			i++
+		}
+		if i >= len(doc) {
 			return
 		}
-		switch t := tok.(type) {
-		case json.Delim:
-			if t == '{' || t == '[' {
-				st = append(st, &jsonLevel{obj: t == '{', isKey: t == '{'})
-				continue
-			}
+		top := st.top()
+		switch c := doc[i]; {
+		case c == ',' && !expectValue && top != nil:
+			i++
+			expectValue = true
+			continue
+		case c == ':' && top != nil && top.obj && top.colon:
+			top.colon = false
+			i++
+			expectValue = true
+			continue
+		case (c == '}' || c == ']') && top != nil && top.obj == (c == '}') && !top.colon && (!expectValue || top.empty):
 			st = st[:len(st)-1]
-		case string:
-			if top := st.top(); top != nil && top.obj && top.isKey {
-				top.key, top.isKey = t, false
+			i++
+			expectValue = len(st) == 0 // the next document, if any
+			st.next()
+			continue
+		case !expectValue:
+			return
+		case top != nil && top.obj && top.isKey && c != '"':
+			return // an object's key is a string
+		case top != nil && top.obj && top.colon:
+			return
+		}
+		expectValue = false
+		if top != nil {
+			top.empty = false
+		}
+		switch c := doc[i]; {
+		case c == '{' || c == '[':
+			st = append(st, &jsonLevel{obj: c == '{', isKey: c == '{', empty: true})
+			i++
+			expectValue = true
+		case c == '"':
+			end, text, ok := jsonLiteral(doc, i)
+			if !ok {
+				return
+			}
+			if top != nil && top.obj && top.isKey {
+				top.key, top.isKey, top.colon = text, false, true
+				i = end
 				continue
 			}
-			after := int(dec.InputOffset())
-			f(st.path(), before+bytes.IndexByte(doc[before:after], '"'), after, t)
+			f(st.path(), i, end, text)
+			i = end
+			st.next()
+		default:
+			end := jsonScalar(doc, i)
+			if end < 0 {
+				return
+			}
+			i = end
+			st.next()
 		}
-		st.next()
+		if len(st) == 0 {
+			expectValue = true // the next document, as a Decoder reads on
+		}
 	}
+}
+
+// jsonScalar is the end of the number, true, false or null at doc[i], as
+// encoding/json's scanner reads it (the longest number the grammar allows:
+// at the top level "1false" is 1 and then false), or -1.
+func jsonScalar(doc []byte, i int) int {
+	for _, lit := range []string{"true", "false", "null"} {
+		if doc[i] == lit[0] {
+			if bytes.HasPrefix(doc[i:], []byte(lit)) {
+				return i + len(lit)
+			}
+			return -1
+		}
+	}
+	digits := func(j int) int {
+		for j < len(doc) && doc[j] >= '0' && doc[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	j := i
+	if doc[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(doc) && doc[j] == '0':
+		j++
+	case j < len(doc) && doc[j] >= '1' && doc[j] <= '9':
+		j = digits(j)
+	default:
+		return -1
+	}
+	if j < len(doc) && doc[j] == '.' {
+		k := digits(j + 1)
+		if k == j+1 {
+			return -1
+		}
+		j = k
+	}
+	if j < len(doc) && (doc[j] == 'e' || doc[j] == 'E') {
+		j++
+		if j < len(doc) && (doc[j] == '+' || doc[j] == '-') {
+			j++
+		}
+		k := digits(j)
+		if k == j {
+			return -1
+		}
+		j = k
+	}
+	if _, err := strconv.ParseFloat(string(doc[i:j]), 64); err != nil {
+		return -1 // out of float64's range: Token's error too
+	}
+	return j
+}
+
+// jsonLiteral reads the string literal at doc[i] (a quote): its end, just
+// past the closing quote, and its value as encoding/json decodes it.
+func jsonLiteral(doc []byte, i int) (end int, text string, ok bool) {
+	plain := true
+	for j := i + 1; j < len(doc); j++ {
+		switch c := doc[j]; {
+		case c == '"':
+			lit := doc[i : j+1]
+			if plain {
+				return j + 1, string(lit[1 : len(lit)-1]), true
+			}
+			if err := json.Unmarshal(lit, &text); err != nil {
+				return 0, "", false
+			}
+			return j + 1, text, true
+		case c == '\\':
+			plain = false
+			j++
+		case c < 0x20:
+			return 0, "", false
+		case c >= 0x80:
+			plain = false
+		}
+	}
+	return 0, "", false
 }
 
 // jsonLevel is an open object or array: its key or index now.
@@ -246,6 +373,8 @@ type jsonLevel struct {
 	key   string
 	index int
 	isKey bool // an object's next string is a key
+	colon bool // an object's key was read: a colon comes next
+	empty bool // nothing in it yet: it may close at once
 }
 
 // jsonStack are the open levels, outermost first.
