@@ -63,7 +63,11 @@ func (m *Masker) Patterns() []string {
 // Mask returns b with every match masked; b itself when nothing matched,
 // else a copy.
 func (m *Masker) Mask(b []byte) []byte {
-	b = maskRules(b)
+	return m.maskPatterns(maskRules(b))
+}
+
+// maskPatterns is Mask without the credential rules: m's patterns only.
+func (m *Masker) maskPatterns(b []byte) []byte {
 	for _, re := range m.patterns() {
 		b = replaceAll(b, re, 0)
 	}

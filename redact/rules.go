@@ -84,6 +84,20 @@ func maskRules(b []byte) []byte {
 	return b
 }
 
+// anyRule reports whether a credential rule finds something in b.
+func anyRule(b []byte) bool {
+	var lower []byte
+	for _, r := range anyText() {
+		if r.fold && lower == nil {
+			lower = lowerASCII(b)
+		}
+		if len(r.find(b, lower)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // find is re.FindAllSubmatchIndex(b, -1), found by running the anchored
 // rule only where a key puts the start of a match; lower is b in lower
 // case (lowerASCII) for a rule that folds.

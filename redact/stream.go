@@ -34,12 +34,18 @@ func (m *Masker) Stream(data []byte, chunks tapefmt.Chunks) ([]byte, tapefmt.Chu
 		return masked, moveChunks(chunks, []int{len(data)}, []int{len(masked)})
 	}
 	m.maskJoined(events)
+	// Where the rules find nothing in the whole body they find nothing in
+	// any of its events (each is a part of it after a line's end).
+	mask := m.Mask
+	if !anyRule(data) {
+		mask = m.maskPatterns
+	}
 	olds, news := make([]int, len(events)), make([]int, len(events))
 	var out []byte
 	oldEnd := 0
 	for i, ev := range events {
 		oldEnd += len(ev.raw)
-		out = append(out, m.Mask(ev.masked)...)
+		out = append(out, mask(ev.masked)...)
 		olds[i], news[i] = oldEnd, len(out)
 	}
 	return out, moveChunks(chunks, olds, news)
