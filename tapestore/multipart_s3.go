@@ -1,0 +1,41 @@
+//go:build !jukebox_nos3
+
+package tapestore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
+)
+
+func init() { abortMultipart = abortS3Uploads }
+
+// abortS3Uploads lists the multipart uploads of exactly key in bucket and
+// aborts each.
+func abortS3Uploads(ctx context.Context, b *blob.Bucket, bucket, key string) (int, error) {
+	var c *s3.Client
+	if !b.As(&c) {
+		return 0, nil
+	}
+	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(key)})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, u := range out.Uploads {
+		if aws.ToString(u.Key) != key {
+			continue
+		}
+		_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: u.Key, UploadId: u.UploadId})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
