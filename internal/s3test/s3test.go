@@ -162,6 +162,13 @@ func (s *Server) Bucket(t testing.TB, name, prefix string) string {
 	return s.URL(name, prefix)
 }
 
+// ObjectPath is the file that holds the object key of bucket (the posix
+// backend keeps each object as a file, its ETag beside it): a test that
+// changes it in place changes the object's bytes and not its ETag.
+func (s *Server) ObjectPath(bucket, key string) string {
+	return filepath.Join(s.root, bucket, filepath.FromSlash(key))
+}
+
 // URL is the store URL of prefix in bucket.
 func (s *Server) URL(bucket, prefix string) string {
 	return "s3://" + bucket + "/" + prefix + "?endpoint=" + s.Endpoint + "&region=" + s.Region + "&use_path_style=true"
