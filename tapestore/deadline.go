@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
 
+	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
 
@@ -80,6 +82,9 @@ func retryable(err error) bool {
 	if errors.Is(err, errStalled) {
 		return true
 	}
+	if errors.Is(err, io.EOF) {
+		return false
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound, gcerrors.PermissionDenied, gcerrors.FailedPrecondition,
 		gcerrors.InvalidArgument, gcerrors.AlreadyExists, gcerrors.Unimplemented, gcerrors.Canceled:
@@ -118,6 +123,18 @@ func try[T any](ctx context.Context, what string, d time.Duration, op func(conte
 		}
 		pause *= 2
 	}
+}
+
+// next is it.Next with a request's deadline (a page of a listing is one
+// request), tried again when it stalls.
+func next(ctx context.Context, what string, it *blob.ListIterator) (*blob.ListObject, error) {
+	return try(ctx, what, requestTimeout, func(ctx context.Context) (*blob.ListObject, error) { return it.Next(ctx) })
+}
+
+// readAll is b.ReadAll of a small object with a request's deadline, tried
+// again when it stalls.
+func readAll(ctx context.Context, what string, b *blob.Bucket, key string) ([]byte, error) {
+	return try(ctx, what, requestTimeout, func(ctx context.Context) ([]byte, error) { return b.ReadAll(ctx, key) })
 }
 
 // watchdog cancels a context when nothing has moved for d: tick is called

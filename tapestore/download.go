@@ -121,7 +121,7 @@ func (s *Store) fetch(ctx context.Context, key, dir string, size int64, progress
 func (s *Store) fetchSidecar(ctx context.Context, key, path string) error {
 	it := s.b.List(&blob.ListOptions{Prefix: sidecarPrefix(key)})
 	for {
-		o, err := it.Next(ctx)
+		o, err := next(ctx, "LIST "+s.Loc.TapeURL(sidecarPrefix(key)), it)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -136,7 +136,7 @@ func (s *Store) fetchSidecar(ctx context.Context, key, path string) error {
 		if _, err := os.Stat(local); err == nil {
 			continue
 		}
-		b, err := s.b.ReadAll(ctx, o.Key)
+		b, err := readAll(ctx, "GET "+s.Loc.TapeURL(o.Key), s.b, o.Key)
 		if err != nil {
 			return s.wrap(o.Key, err)
 		}

@@ -228,7 +228,7 @@ func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func()
 		return s.wrap(up.Key, context.Cause(wctx))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	got, n, err := s.hashObject(ctx, up.Key, progress)
+	got, n, err := s.hashObject(ctx, up.Key, nil)
 	if err != nil {
 		return fmt.Errorf("after upload, %s did not read back: %w", up.URL, err)
 	}
