@@ -234,6 +234,12 @@ func TestS3StalledUploadGivesUp(t *testing.T) {
 	if n := multipartUploads(t, s, up.Key); n != 0 {
 		t.Errorf("%d multipart uploads of %s are left in the store", n, up.Key)
 	}
+	// The store checked the parts' CRC32s, and they are the local tape's:
+	// nothing was read back; a small tape (one request) the same way.
+	small, err := s.Upload(ctx, copyTape(t, t.TempDir(), "small.jbx"), nil)
+	if err != nil || up.Proof != "CRC32 checked by the store" || small.Proof != up.Proof {
+		t.Errorf("how the uploads were proven: %q and %q (%v), want the store's CRC32", up.Proof, small.Proof, err)
+	}
 }
 
 // multipartUploads counts the unfinished multipart uploads of key.

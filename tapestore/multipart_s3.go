@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"gocloud.dev/blob"
 )
 
@@ -38,4 +39,23 @@ func abortS3Uploads(ctx context.Context, b *blob.Bucket, bucket, key string) (in
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+func init() { storedCRC32 = s3CRC32 }
+
+// s3CRC32 is the CRC32 checksum S3 keeps of the object under key (the
+// SDK sends one with each part, which the store checks against the bytes
+// it received): base64, "-N" after it for an object of N parts. ok is
+// false when the store keeps none.
+func s3CRC32(ctx context.Context, b *blob.Bucket, bucket, key string) (string, bool, error) {
+	var c *s3.Client
+	if !b.As(&c) {
+		return "", false, nil
+	}
+	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		return "", false, err
+	}
+	sum := aws.ToString(h.ChecksumCRC32)
+	return sum, sum != "", nil
 }

@@ -27,11 +27,15 @@ const partSize = 16 << 20
 // Record is what the store keeps beside each tape (its summary object):
 // who the tape is, whether it verified before upload, and what ls shows.
 type Record struct {
-	ID          string `json:"id"`   // the tape id, hex
-	Head        string `json:"head"` // the chain head, hex
-	Size        int64  `json:"size"`
-	SHA256      string `json:"sha256,omitempty"` // of the tape's bytes, as read back from the store
-	Verified    bool   `json:"verified"`         // the full check (jukebox verify) passed before upload
+	ID     string `json:"id"`   // the tape id, hex
+	Head   string `json:"head"` // the chain head, hex
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"` // of the tape's bytes, which the store is proven to hold
+	// Proof is how: "SHA-256 read back" (the object read whole), or
+	// "CRC32 checked by the store" (S3's additional checksums, checked by
+	// the store at upload, equal to the local tape's).
+	Proof       string `json:"proof,omitempty"`
+	Verified    bool   `json:"verified"` // the full check (jukebox verify) passed before upload
 	VerifyError string `json:"verify_error,omitempty"`
 	// Damaged: the tape did not verify and was sent all the same
 	// (push --allow-damaged).
@@ -201,7 +205,8 @@ func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func()
 		return s.wrap(up.Key, err)
 	}
 	h := sha256.New()
-	r := &counting{r: io.TeeReader(f, h), total: up.Size, fn: func(done, total int64) {
+	crcs := newPartSums(partSize)
+	r := &counting{r: io.TeeReader(f, io.MultiWriter(h, crcs)), total: up.Size, fn: func(done, total int64) {
 		dog.tick()
 		if progress != nil {
 			progress(done, total)
@@ -228,6 +233,14 @@ func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func()
 		return s.wrap(up.Key, context.Cause(wctx))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
+	up.SHA256 = sum
+	if ok, err := s.checkedByStore(ctx, up.Key, crcs); err != nil {
+		return fmt.Errorf("after upload: %w", err)
+	} else if ok {
+		up.Proof = "CRC32 checked by the store"
+		return nil
+	}
+	up.Proof = "SHA-256 read back"
 	got, n, err := s.hashObject(ctx, up.Key, nil)
 	if err != nil {
 		return fmt.Errorf("after upload, %s did not read back: %w", up.URL, err)
@@ -235,7 +248,6 @@ func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func()
 	if got != sum || n != up.Size {
 		return fmt.Errorf("after upload, %s reads back as %d bytes with SHA-256 %s; the local tape is %d bytes with %s", up.URL, n, got, up.Size, sum)
 	}
-	up.SHA256 = sum
 	return nil
 }
 
@@ -276,7 +288,7 @@ func (s *Store) same(ctx context.Context, up *Uploaded, sum string) error {
 		return fmt.Errorf("%s: %w: it holds %s: %d bytes with SHA-256 %s; the local tape is %d bytes with %s",
 			up.URL, ErrTaken, what, n, got, up.Size, sum)
 	}
-	up.SHA256 = sum
+	up.SHA256, up.Proof = sum, "SHA-256 read back"
 	up.Already = true
 	return nil
 }

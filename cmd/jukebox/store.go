@@ -198,7 +198,7 @@ func uploadedLine(up *tapestore.Uploaded) string {
 	if !up.Verified {
 		checked = "DAMAGED, sent with --allow-damaged and marked so: " + up.VerifyError
 	}
-	return fmt.Sprintf("uploaded %s to %s (%d bytes; SHA-256 read back; %s%s)", up.Path, up.URL, up.Size, checked, note)
+	return fmt.Sprintf("uploaded %s to %s (%d bytes; %s; %s%s)", up.Path, up.URL, up.Size, up.Proof, checked, note)
 }
 
 // shellQuote quotes s for a command line the user may paste.
