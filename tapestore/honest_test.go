@@ -189,7 +189,7 @@ func TestUploadToStoreThatNeverAnswers(t *testing.T) {
 // upload it left and completes; none is left behind.
 func TestS3StalledUploadGivesUp(t *testing.T) {
 	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
-	requestTimeout = time.Second
+	requestTimeout = 2 * time.Second // a stalled part is given up after 10 s
 	srv := s3test.Start(t)
 	srv.Setenv(t)
 	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())

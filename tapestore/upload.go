@@ -24,6 +24,10 @@ import (
 // 5 MiB); a tape smaller than it goes in one request.
 const partSize = 16 << 20
 
+// partsInFlight is how many parts of a multipart upload go at once (the
+// S3 driver's default concurrency).
+const partsInFlight = 5
+
 // Record is what the store keeps beside each tape (its summary object):
 // who the tape is, whether it verified before upload, and what ls shows.
 type Record struct {
@@ -192,7 +196,9 @@ func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func()
 	defer f.Close()
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil) // an upload cut short is aborted, never completed
-	dog := watch(cancel, "upload of "+up.URL, readTimeout(partSize))
+	// The parts go several at once (the driver's concurrency, 5 for S3):
+	// the tape's bytes are read on only when one of them is done.
+	dog := watch(cancel, "upload of "+up.URL, readTimeout(partSize*partsInFlight))
 	defer dog.stop()
 	md := map[string]string{"jukebox-head": up.Head, "jukebox-id": up.ID}
 	w, err := s.b.NewWriter(wctx, up.Key, &blob.WriterOptions{
