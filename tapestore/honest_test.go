@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/jukebox-os/jukebox/internal/s3test"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -190,21 +189,11 @@ func TestUploadToStoreThatNeverAnswers(t *testing.T) {
 func TestS3StalledUploadGivesUp(t *testing.T) {
 	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
 	requestTimeout = 2 * time.Second // a stalled part is given up after 10 s
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
+	srv, s := s3Store(t)
 	ctx := context.Background()
-	loc, err := Parse(srv.Bucket(t, "tapes", "ci/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	local := filepath.Join(t.TempDir(), "big.jbx")
 	hugeTape(t, local)
+	var err error
 	paused := false
 	errc := make(chan error, 1)
 	go func() {
