@@ -5,6 +5,7 @@ package tapestore
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -15,8 +16,8 @@ import (
 func init() { abortMultipart = abortS3Uploads }
 
 // abortS3Uploads lists the multipart uploads of exactly key in bucket and
-// aborts each.
-func abortS3Uploads(ctx context.Context, b *blob.Bucket, bucket, key string) (int, error) {
+// aborts each begun at a time which accepts.
+func abortS3Uploads(ctx context.Context, b *blob.Bucket, bucket, key string, which func(initiated time.Time) bool) (int, error) {
 	var c *s3.Client
 	if !b.As(&c) {
 		return 0, nil
@@ -28,7 +29,7 @@ func abortS3Uploads(ctx context.Context, b *blob.Bucket, bucket, key string) (in
 	n := 0
 	var errs []error
 	for _, u := range out.Uploads {
-		if aws.ToString(u.Key) != key {
+		if aws.ToString(u.Key) != key || (u.Initiated != nil && !which(*u.Initiated)) {
 			continue
 		}
 		_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: u.Key, UploadId: u.UploadId})

@@ -137,16 +137,35 @@ func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions)
 		up.Damaged = !up.Verified
 		return nil
 	}
-	if n, err := s.abortUploads(ctx, up.Key); err == nil {
-		up.Aborted = n
+	// Multipart uploads of this key that an earlier upload left (older
+	// than a stall: one in progress elsewhere, a push of the same tape
+	// at the same time, is left alone), and those of this one cut short.
+	multipart := up.Size > partSize
+	began := time.Now()
+	if multipart {
+		stale := began.Add(-readTimeout(partSize * partsInFlight))
+		var cut time.Time // the last upload of this tape cut short, from here
+		for _, c := range readNotes(path).Cut {
+			if c.Store == s.Loc.String() && c.Key == up.Key && c.At.After(cut) {
+				cut = c.At
+			}
+		}
+		if n, err := s.abortUploads(ctx, up.Key, func(t time.Time) bool {
+			return t.Before(stale) || !t.After(cut.Add(time.Minute))
+		}); err == nil {
+			up.Aborted = n
+		}
 	}
+	ours := func(t time.Time) bool { return !t.Before(began.Add(-time.Minute)) } // clocks differ a little
 	pause := backoff
 	for i := 1; ; i++ {
 		err = s.send(ctx, path, up, gate, opts.Progress)
 		if err == nil || errors.Is(err, ErrTaken) || errors.Is(err, ErrDamaged) || !errors.Is(err, errStalled) || i >= attempts || ctx.Err() != nil {
 			break
 		}
-		s.abortUploads(context.WithoutCancel(ctx), up.Key)
+		if multipart {
+			s.abortUploads(context.WithoutCancel(ctx), up.Key, ours)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(pause):
@@ -158,7 +177,11 @@ func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions)
 		// A multipart upload cut short leaves parts the store bills for:
 		// abort them now where the store answers (a later upload of the
 		// key tries again; docs/store.md has the lifecycle rule for the rest).
-		s.abortUploads(context.WithoutCancel(ctx), up.Key)
+		if multipart {
+			if _, aerr := s.abortUploads(context.WithoutCancel(ctx), up.Key, ours); aerr != nil {
+				noteCut(path, s.Loc.String(), up.Key, time.Now().UTC())
+			}
+		}
 		return nil, err
 	}
 	if err := s.putRecord(ctx, up); err != nil {
@@ -240,9 +263,7 @@ func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func()
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	up.SHA256 = sum
-	if ok, err := s.checkedByStore(ctx, up.Key, crcs); err != nil {
-		return fmt.Errorf("after upload: %w", err)
-	} else if ok {
+	if ok, _ := s.checkedByStore(ctx, up.Key, crcs); ok {
 		up.Proof = "CRC32 checked by the store"
 		return nil
 	}
@@ -272,9 +293,20 @@ func stalled(ctx context.Context, err error) error {
 // their size or chain head.
 func (s *Store) same(ctx context.Context, up *Uploaded, sum string) error {
 	if sum == "" {
-		var err error
-		if sum, err = fileSHA256(up.Path); err != nil {
+		f, err := os.Open(up.Path)
+		if err != nil {
 			return err
+		}
+		h, crcs := sha256.New(), newPartSums(partSize)
+		_, err = io.Copy(io.MultiWriter(h, crcs), f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		sum = hex.EncodeToString(h.Sum(nil))
+		if ok, _ := s.checkedByStore(ctx, up.Key, crcs); ok {
+			up.SHA256, up.Proof, up.Already = sum, "CRC32 checked by the store", true
+			return nil
 		}
 	}
 	got, n, err := s.hashObject(ctx, up.Key, nil)
@@ -339,20 +371,6 @@ func (s *Store) copyObject(ctx context.Context, key string, w io.Writer, progres
 	return n, nil
 }
 
-// fileSHA256 is the SHA-256 of the file at path, hex.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // putRecord writes the tape's summary object, unless one is there.
 func (s *Store) putRecord(ctx context.Context, up *Uploaded) error {
 	b, err := json.MarshalIndent(up.Record, "", "  ")
@@ -405,6 +423,10 @@ func (s *Store) sendSidecar(ctx context.Context, path, key string) error {
 // upload notes are kept in the tape's sidecar folder, by store.
 type notes struct {
 	Uploads []note `json:"uploads"`
+	// Cut are the multipart uploads of this tape that were cut short and
+	// perhaps not aborted (the store was down): the next upload to that
+	// store aborts them.
+	Cut []note `json:"cut,omitempty"`
 }
 
 type note struct {
@@ -423,11 +445,26 @@ func readNotes(path string) notes {
 	return n
 }
 
-// noteUpload records beside the tape that the store holds it.
+// noteUpload records beside the tape that the store holds it (and no
+// upload of it to that store is left cut short).
 func noteUpload(path, store string, up *Uploaded) error {
 	n := readNotes(path)
 	n.Uploads = slices.DeleteFunc(n.Uploads, func(u note) bool { return u.Store == store })
 	n.Uploads = append(n.Uploads, note{Store: store, Key: up.Key, Head: up.Head, At: time.Now().UTC()})
+	n.Cut = slices.DeleteFunc(n.Cut, func(u note) bool { return u.Store == store })
+	return writeNotes(path, n)
+}
+
+// noteCut records beside the tape that an upload of it to store was cut
+// short at the time at, and its parts perhaps left there. A tape whose
+// sidecar cannot be written leaves them to the lifecycle rule.
+func noteCut(path, store, key string, at time.Time) {
+	n := readNotes(path)
+	n.Cut = append(n.Cut, note{Store: store, Key: key, At: at})
+	writeNotes(path, n)
+}
+
+func writeNotes(path string, n notes) error {
 	b, err := json.MarshalIndent(n, "", "  ")
 	if err != nil {
 		return err
