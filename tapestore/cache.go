@@ -180,7 +180,7 @@ func removeEmptyDirs(root, dir string) {
 func trimCache() {
 	max, err := CacheMax()
 	if err != nil {
-		return
+		max = DefaultCacheMax // jukebox cache info says what is wrong with it
 	}
 	Prune(max)
 }

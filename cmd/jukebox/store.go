@@ -449,6 +449,9 @@ type cacheInfoCmd struct {
 }
 
 func (c *cacheInfoCmd) Run(env *Env) error {
+	if _, err := tapestore.CacheMax(); err != nil {
+		return withCode(ExitUsage, err)
+	}
 	ci, err := tapestore.Info()
 	if err != nil {
 		return err

@@ -231,4 +231,8 @@ func TestCacheBounded(t *testing.T) {
 		t.Errorf("cache prune: %v\n%s", err, out)
 	}
 	wantCode(t, 2, "cache", "prune", "--max", "lots")
+	t.Setenv("JUKEBOX_CACHE_MAX", "lots")
+	if _, errs := wantCode(t, 2, "cache", "info"); !strings.Contains(errs, "JUKEBOX_CACHE_MAX") {
+		t.Errorf("cache info with JUKEBOX_CACHE_MAX=lots:\n%s", errs)
+	}
 }
