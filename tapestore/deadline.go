@@ -93,14 +93,18 @@ func retryable(err error) bool {
 	return !errors.Is(err, context.Canceled)
 }
 
-// try runs op, each attempt with the deadline d, and tries a stalled or
-// failed attempt again with backoff while ctx lasts. what names the
-// request in a stall's error.
+// try runs op, each attempt with the deadline d (none when d is 0: op
+// watches for stalls itself), and tries a stalled or failed attempt again
+// with backoff while ctx lasts. what names the request in a stall's
+// error.
 func try[T any](ctx context.Context, what string, d time.Duration, op func(context.Context) (T, error)) (T, error) {
 	var zero T
 	pause := backoff
 	for i := 1; ; i++ {
-		actx, cancel := context.WithTimeoutCause(ctx, d, &StallError{What: what, After: d})
+		actx, cancel := context.WithCancel(ctx)
+		if d > 0 {
+			actx, cancel = context.WithTimeoutCause(ctx, d, &StallError{What: what, After: d})
+		}
 		v, err := op(actx)
 		stalled := actx.Err() != nil && ctx.Err() == nil
 		cancel()

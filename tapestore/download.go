@@ -94,7 +94,7 @@ func (s *Store) fetch(ctx context.Context, key, dir string, size int64, progress
 	type res struct {
 		tmp, sum string
 	}
-	r, err := try(ctx, "GET "+s.Loc.TapeURL(key), requestTimeout, func(ctx context.Context) (res, error) {
+	r, err := try(ctx, "GET "+s.Loc.TapeURL(key), 0, func(ctx context.Context) (res, error) { // copyObject watches for stalls
 		tmp, err := os.CreateTemp(dir, "."+filepath.Base(key)+"-*")
 		if err != nil {
 			return res{}, err

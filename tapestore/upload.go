@@ -338,7 +338,7 @@ func (s *Store) hashObject(ctx context.Context, key string, progress func(done, 
 		sum string
 		n   int64
 	}
-	r, err := try(ctx, "GET "+s.Loc.TapeURL(key), requestTimeout, func(ctx context.Context) (res, error) {
+	r, err := try(ctx, "GET "+s.Loc.TapeURL(key), 0, func(ctx context.Context) (res, error) { // copyObject watches for stalls
 		h := sha256.New()
 		n, err := s.copyObject(ctx, key, h, progress)
 		return res{hex.EncodeToString(h.Sum(nil)), n}, err
