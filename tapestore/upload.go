@@ -177,7 +177,7 @@ func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions)
 		// A multipart upload cut short leaves parts the store bills for:
 		// abort them now where the store answers (a later upload of the
 		// key tries again; docs/store.md has the lifecycle rule for the rest).
-		if multipart {
+		if multipart && !errors.Is(err, ErrTaken) { // a key taken has no upload of ours in flight
 			if _, aerr := s.abortUploads(context.WithoutCancel(ctx), up.Key, ours); aerr != nil {
 				noteCut(path, s.Loc.String(), up.Key, time.Now().UTC())
 			}
