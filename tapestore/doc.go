@@ -12,8 +12,10 @@
 // A tape is written locally and uploaded whole when it is closed: under a
 // key that holds its tape id, so that keys from many machines never clash,
 // never over an existing object (a conditional put where the store has it,
-// a check before where it does not), and verified after upload by its size
-// and the chain head read back from the uploaded footer. Beside it go a
+// a check before where it does not), and proven after upload: the object
+// reads back as the tape's bytes (their SHA-256). A tape that does not
+// verify is not uploaded unless asked (then marked damaged). Every request
+// has a deadline (deadline.go). Beside it go a
 // small summary object (NAME.jbx.summary.json, what ls shows without
 // downloading tapes) and the tape's sidecar folder (NAME.jbx.d/). Each
 // upload is noted in the local tape's sidecar (store.json), so that push

@@ -39,7 +39,7 @@ func (s *Store) List(ctx context.Context) ([]Entry, error) {
 	summaries := map[string]bool{}
 	it := s.b.List(&blob.ListOptions{Delimiter: "/"})
 	for {
-		o, err := it.Next(ctx)
+		o, err := next(ctx, "LIST "+s.Loc.String(), it)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -60,7 +60,7 @@ func (s *Store) List(ctx context.Context) ([]Entry, error) {
 		wg.Go(func() {
 			for i := range jobs {
 				e := &out[i]
-				b, err := s.b.ReadAll(ctx, summaryKey(e.Key))
+				b, err := readAll(ctx, "GET "+s.Loc.TapeURL(summaryKey(e.Key)), s.b, summaryKey(e.Key))
 				if err != nil {
 					e.RecordError = s.wrap(summaryKey(e.Key), err).Error()
 					continue

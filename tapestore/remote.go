@@ -70,12 +70,7 @@ const coalesce = 64 << 10
 
 // A store that answers nothing must not hang a reader (the turntable
 // waits on its reads): the HEAD that opens a tape, a small read and a
-// sidecar file get requestTimeout; a ranged GET that much and a second a
-// MiB more (variables for tests).
-var requestTimeout = 20 * time.Second
-
-// readTimeout bounds a ranged GET of n bytes.
-func readTimeout(n int64) time.Duration { return requestTimeout + time.Duration(n>>20)*time.Second }
+// sidecar file get requestTimeout; a ranged GET readTimeout (deadline.go).
 
 // Opener is the tapefmt.RemoteOpener for store URLs: tapefmt.Open then
 // reads a tape in a store as it reads a file. noCache keeps fetched bytes
@@ -177,6 +172,9 @@ func openObject(ctx context.Context, loc Location, noCache bool) (*object, error
 // Close ends the GETs in flight and releases the store.
 func (o *object) Close() error {
 	o.cancel()
+	if o.dir != "" {
+		trimCache()
+	}
 	return o.s.Close()
 }
 

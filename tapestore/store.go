@@ -48,7 +48,10 @@ func (s *Store) Close() error { return s.b.Close() }
 // bucket or a store that is down are said here, before a run.
 func (s *Store) Check(ctx context.Context) error {
 	it := s.b.List(&blob.ListOptions{})
+	ctx, cancel := context.WithTimeoutCause(ctx, requestTimeout, &StallError{What: "LIST " + s.Loc.String(), After: requestTimeout})
+	defer cancel()
 	if _, err := it.Next(ctx); err != nil && !errors.Is(err, io.EOF) {
+		err = stalled(ctx, err)
 		return s.wrap("", err)
 	}
 	return nil
@@ -96,7 +99,9 @@ type remote struct {
 }
 
 func (r remote) ReadAt(p []byte, off int64) (int, error) {
-	rd, err := r.b.NewRangeReader(r.ctx, r.key, off, int64(len(p)), nil)
+	ctx, cancel := context.WithTimeout(r.ctx, readTimeout(int64(len(p))))
+	defer cancel()
+	rd, err := r.b.NewRangeReader(ctx, r.key, off, int64(len(p)), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -112,7 +117,7 @@ func (r remote) ReadAt(p []byte, off int64) (int, error) {
 // footer and index. A tape without a footer (half uploaded, or torn before
 // the upload) or an object that is not a tape is an error that says so.
 func (s *Store) openRemote(ctx context.Context, key string) (*tapefmt.Tape, int64, error) {
-	a, err := s.b.Attributes(ctx, key)
+	a, err := try(ctx, "HEAD "+s.Loc.TapeURL(key), requestTimeout, func(ctx context.Context) (*blob.Attributes, error) { return s.b.Attributes(ctx, key) })
 	if err != nil {
 		return nil, 0, s.wrap(key, err)
 	}

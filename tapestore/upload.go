@@ -2,6 +2,7 @@ package tapestore
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -23,17 +24,29 @@ import (
 // 5 MiB); a tape smaller than it goes in one request.
 const partSize = 16 << 20
 
+// partsInFlight is how many parts of a multipart upload go at once (the
+// S3 driver's default concurrency).
+const partsInFlight = 5
+
 // Record is what the store keeps beside each tape (its summary object):
 // who the tape is, whether it verified before upload, and what ls shows.
 type Record struct {
-	ID          string    `json:"id"`   // the tape id, hex
-	Head        string    `json:"head"` // the chain head, hex
-	Size        int64     `json:"size"`
-	Verified    bool      `json:"verified"` // the full check (jukebox verify) passed before upload
-	VerifyError string    `json:"verify_error,omitempty"`
-	Host        string    `json:"host,omitempty"` // the machine that uploaded it
-	Uploaded    time.Time `json:"uploaded"`
-	Summary     *Summary  `json:"summary,omitempty"`
+	ID     string `json:"id"`   // the tape id, hex
+	Head   string `json:"head"` // the chain head, hex
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"` // of the tape's bytes, which the store is proven to hold
+	// Proof is how: "SHA-256 read back" (the object read whole), or
+	// "CRC32 checked by the store" (S3's additional checksums, checked by
+	// the store at upload, equal to the local tape's).
+	Proof       string `json:"proof,omitempty"`
+	Verified    bool   `json:"verified"` // the full check (jukebox verify) passed before upload
+	VerifyError string `json:"verify_error,omitempty"`
+	// Damaged: the tape did not verify and was sent all the same
+	// (push --allow-damaged).
+	Damaged  bool      `json:"damaged,omitempty"`
+	Host     string    `json:"host,omitempty"` // the machine that uploaded it
+	Uploaded time.Time `json:"uploaded"`
+	Summary  *Summary  `json:"summary,omitempty"`
 }
 
 // Uploaded says how an upload went.
@@ -41,23 +54,49 @@ type Uploaded struct {
 	Path    string `json:"path"` // the local tape
 	Key     string `json:"key"`
 	URL     string `json:"url"`
-	Already bool   `json:"already"` // the store held this tape before: nothing was sent
+	Already bool   `json:"already"` // the store held this tape's bytes before: nothing was sent
 	// NoteError says why the upload could not be noted beside the tape (a
 	// read-only folder): push then asks the store about it next time.
 	NoteError string `json:"note_error,omitempty"`
+	// Aborted is how many interrupted multipart uploads of the key an
+	// earlier run left, aborted before this one.
+	Aborted int `json:"aborted_uploads,omitempty"`
 	Record
 }
 
-// ErrTaken: the key a tape would be uploaded under holds another object,
-// which is never overwritten.
-var ErrTaken = errors.New("the store holds another object under that key (never overwritten)")
+// ErrTaken: the key a tape would be uploaded under holds other bytes,
+// which are never overwritten.
+var ErrTaken = errors.New("the store holds other bytes under that key (never overwritten)")
 
-// Upload uploads the tape at path, its summary and its sidecar folder. A
-// tape the store already holds (same key, same chain head) is not sent
-// again; an object of another content under its key is ErrTaken. The
-// upload is verified by reading the uploaded footer back: size and chain
-// head must match the local tape's.
+// ErrDamaged: the tape does not verify, and is not uploaded (unless
+// UploadOptions.AllowDamaged).
+var ErrDamaged = errors.New("the tape does not verify: not uploaded (jukebox verify says where; push --allow-damaged sends it marked as damaged)")
+
+// UploadOptions are Upload's options.
+type UploadOptions struct {
+	// Progress is called as the tape's bytes go (done of total), and then
+	// as they are read back.
+	Progress func(done, total int64)
+	// AllowDamaged sends a tape that does not verify, marked as such in
+	// its summary object (and the object's metadata).
+	AllowDamaged bool
+}
+
+// Upload uploads the tape at path with the default options (Progress
+// only); see UploadWith.
 func (s *Store) Upload(ctx context.Context, path string, progress func(done, total int64)) (*Uploaded, error) {
+	return s.UploadWith(ctx, path, UploadOptions{Progress: progress})
+}
+
+// UploadWith uploads the tape at path, its summary and its sidecar
+// folder. A tape that does not verify is ErrDamaged, and nothing of it is
+// left in the store. An upload is done only when the object under the key
+// reads back as this tape's bytes (their SHA-256): one the store held
+// before with the same bytes is Already, one with other bytes ErrTaken,
+// never overwritten. A send that stalls is given up and tried again
+// (deadline.go) while ctx lasts; an interrupted multipart upload is
+// aborted where the store allows.
+func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions) (*Uploaded, error) {
 	t, err := tapefmt.Open(path)
 	if err != nil {
 		return nil, err
@@ -76,7 +115,8 @@ func (s *Store) Upload(ctx context.Context, path string, progress func(done, tot
 	up.URL = s.Loc.TapeURL(up.Key)
 	up.Host, _ = os.Hostname()
 	// The full check and the summary read the tape while it goes up: the
-	// upload then takes about as long as the bytes do.
+	// upload then takes about as long as the bytes do. The object is
+	// completed only once the check has passed.
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
@@ -89,12 +129,59 @@ func (s *Store) Upload(ctx context.Context, path string, progress func(done, tot
 			up.Summary = storeSummary(sum)
 		}
 	}()
-	err = s.send(ctx, path, up, progress)
+	gate := func() error {
+		<-checked
+		if !up.Verified && !opts.AllowDamaged {
+			return fmt.Errorf("%s: %w: %s", path, ErrDamaged, up.VerifyError)
+		}
+		up.Damaged = !up.Verified
+		return nil
+	}
+	// Multipart uploads of this key that an earlier upload left (older
+	// than a stall: one in progress elsewhere, a push of the same tape
+	// at the same time, is left alone), and those of this one cut short.
+	multipart := up.Size > partSize
+	began := time.Now()
+	if multipart {
+		stale := began.Add(-readTimeout(partSize * partsInFlight))
+		var cut time.Time // the last upload of this tape cut short, from here
+		for _, c := range readNotes(path).Cut {
+			if c.Store == s.Loc.String() && c.Key == up.Key && c.At.After(cut) {
+				cut = c.At
+			}
+		}
+		if n, err := s.abortUploads(ctx, up.Key, func(t time.Time) bool {
+			return t.Before(stale) || !t.After(cut.Add(time.Minute))
+		}); err == nil {
+			up.Aborted = n
+		}
+	}
+	ours := func(t time.Time) bool { return !t.Before(began.Add(-time.Minute)) } // clocks differ a little
+	pause := backoff
+	for i := 1; ; i++ {
+		err = s.send(ctx, path, up, gate, opts.Progress)
+		if err == nil || errors.Is(err, ErrTaken) || errors.Is(err, ErrDamaged) || !errors.Is(err, errStalled) || i >= attempts || ctx.Err() != nil {
+			break
+		}
+		if multipart {
+			s.abortUploads(context.WithoutCancel(ctx), up.Key, ours)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		pause *= 2
+	}
 	<-checked
 	if err != nil {
-		return nil, err
-	}
-	if err := s.check(ctx, up); err != nil {
+		// A multipart upload cut short leaves parts the store bills for:
+		// abort them now where the store answers (a later upload of the
+		// key tries again; docs/store.md has the lifecycle rule for the rest).
+		if multipart && !errors.Is(err, ErrTaken) { // a key taken has no upload of ours in flight
+			if _, aerr := s.abortUploads(context.WithoutCancel(ctx), up.Key, ours); aerr != nil {
+				noteCut(path, s.Loc.String(), up.Key, time.Now().UTC())
+			}
+		}
 		return nil, err
 	}
 	if err := s.putRecord(ctx, up); err != nil {
@@ -110,75 +197,178 @@ func (s *Store) Upload(ctx context.Context, path string, progress func(done, tot
 	return up, nil
 }
 
-// send puts the tape under its key, never over an existing object: a
-// conditional put, and where the key is taken, a look at what holds it.
-func (s *Store) send(ctx context.Context, path string, up *Uploaded, progress func(done, total int64)) error {
-	if ok, err := s.b.Exists(ctx, up.Key); err != nil {
+// send puts the tape under its key, never over an existing object (a
+// conditional put, and a look first), and proves what the key holds:
+// this tape's bytes, read back. gate is asked before the object is
+// completed; an error from it abandons the upload.
+func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func() error, progress func(done, total int64)) error {
+	ok, err := try(ctx, "HEAD "+up.URL, requestTimeout, func(ctx context.Context) (bool, error) { return s.b.Exists(ctx, up.Key) })
+	if err != nil {
 		return s.wrap(up.Key, err)
-	} else if ok {
-		return s.same(ctx, up)
+	}
+	if ok {
+		if err := gate(); err != nil {
+			return err
+		}
+		return s.same(ctx, up, "")
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel() // an upload cut short is aborted, never completed
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil) // an upload cut short is aborted, never completed
+	// The parts go several at once (the driver's concurrency, 5 for S3):
+	// the tape's bytes are read on only when one of them is done.
+	dog := watch(cancel, "upload of "+up.URL, readTimeout(partSize*partsInFlight))
+	defer dog.stop()
+	md := map[string]string{"jukebox-head": up.Head, "jukebox-id": up.ID}
 	w, err := s.b.NewWriter(wctx, up.Key, &blob.WriterOptions{
 		IfNotExist:  true,
 		BufferSize:  partSize,
 		ContentType: "application/octet-stream",
-		Metadata:    map[string]string{"jukebox-head": up.Head, "jukebox-id": up.ID},
+		Metadata:    md,
 	})
 	if err != nil {
 		return s.wrap(up.Key, err)
 	}
-	var r io.Reader = f
-	if progress != nil {
-		r = &counting{r: f, total: up.Size, fn: progress}
-	}
+	h := sha256.New()
+	crcs := newPartSums(partSize)
+	r := &counting{r: io.TeeReader(f, io.MultiWriter(h, crcs)), total: up.Size, fn: func(done, total int64) {
+		dog.tick()
+		if progress != nil {
+			progress(done, total)
+		}
+	}}
 	if _, err := io.Copy(w, r); err != nil {
-		cancel()
+		cancel(err)
 		w.Close()
-		return s.wrap(up.Key, err)
+		return s.wrap(up.Key, stalled(wctx, err))
 	}
+	if err := gate(); err != nil {
+		cancel(err)
+		w.Close()
+		return err
+	}
+	dog.tick()
 	if err := w.Close(); err != nil {
 		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
-			return s.same(ctx, up) // another uploader got there first
+			return s.same(ctx, up, hex.EncodeToString(h.Sum(nil))) // another uploader got there first
 		}
-		return s.wrap(up.Key, err)
+		return s.wrap(up.Key, stalled(wctx, err))
+	}
+	if dog.stop() {
+		return s.wrap(up.Key, context.Cause(wctx))
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	up.SHA256 = sum
+	if ok, _ := s.checkedByStore(ctx, up.Key, crcs); ok {
+		up.Proof = "CRC32 checked by the store"
+		return nil
+	}
+	up.Proof = "SHA-256 read back"
+	got, n, err := s.hashObject(ctx, up.Key, nil)
+	if err != nil {
+		return fmt.Errorf("after upload, %s did not read back: %w", up.URL, err)
+	}
+	if got != sum || n != up.Size {
+		return fmt.Errorf("after upload, %s reads back as %d bytes with SHA-256 %s; the local tape is %d bytes with %s", up.URL, n, got, up.Size, sum)
 	}
 	return nil
 }
 
-// same checks that the object under up's key is up's tape; it is then
-// there already.
-func (s *Store) same(ctx context.Context, up *Uploaded) error {
-	t, size, err := s.openRemote(ctx, up.Key)
+// stalled is err, or the stall that caused it when ctx was ended by one.
+func stalled(ctx context.Context, err error) error {
+	var se *StallError
+	if cause := context.Cause(ctx); errors.As(cause, &se) {
+		return se
+	}
+	return err
+}
+
+// same checks that the object under up's key holds this tape's bytes
+// (their SHA-256 read back; sum is the local one, "" to work it out):
+// the tape is then there already. Other bytes are ErrTaken, whatever
+// their size or chain head.
+func (s *Store) same(ctx context.Context, up *Uploaded, sum string) error {
+	if sum == "" {
+		f, err := os.Open(up.Path)
+		if err != nil {
+			return err
+		}
+		h, crcs := sha256.New(), newPartSums(partSize)
+		_, err = io.Copy(io.MultiWriter(h, crcs), f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		sum = hex.EncodeToString(h.Sum(nil))
+		if ok, _ := s.checkedByStore(ctx, up.Key, crcs); ok {
+			up.SHA256, up.Proof, up.Already = sum, "CRC32 checked by the store", true
+			return nil
+		}
+	}
+	got, n, err := s.hashObject(ctx, up.Key, nil)
 	if err != nil {
-		return fmt.Errorf("%s: %w: %v", up.URL, ErrTaken, err)
+		return fmt.Errorf("%s: the key is taken, and it did not read back: %w", up.URL, err)
 	}
-	defer t.Close()
-	if size != up.Size || t.Head().String() != up.Head {
-		return fmt.Errorf("%s: %w: it holds another tape (chain head %s, %d bytes)", up.URL, ErrTaken, t.Head(), size)
+	if got != sum || n != up.Size {
+		what := "other bytes"
+		if t, _, err := s.openRemote(ctx, up.Key); err == nil {
+			if t.Head().String() == up.Head {
+				what = "a copy of this tape that differs from it (damaged, or tampered with)"
+			} else {
+				what = "another tape (chain head " + t.Head().String() + ")"
+			}
+			t.Close()
+		}
+		return fmt.Errorf("%s: %w: it holds %s: %d bytes with SHA-256 %s; the local tape is %d bytes with %s",
+			up.URL, ErrTaken, what, n, got, up.Size, sum)
 	}
+	up.SHA256, up.Proof = sum, "SHA-256 read back"
 	up.Already = true
 	return nil
 }
 
-// check reads the uploaded tape's footer back: its size and chain head
-// must be the local tape's.
-func (s *Store) check(ctx context.Context, up *Uploaded) error {
-	t, size, err := s.openRemote(ctx, up.Key)
+// hashObject reads the object under key whole and returns its SHA-256
+// and size; a read that stalls is given up (and tried again).
+func (s *Store) hashObject(ctx context.Context, key string, progress func(done, total int64)) (string, int64, error) {
+	type res struct {
+		sum string
+		n   int64
+	}
+	r, err := try(ctx, "GET "+s.Loc.TapeURL(key), 0, func(ctx context.Context) (res, error) { // copyObject watches for stalls
+		h := sha256.New()
+		n, err := s.copyObject(ctx, key, h, progress)
+		return res{hex.EncodeToString(h.Sum(nil)), n}, err
+	})
+	return r.sum, r.n, err
+}
+
+// copyObject streams the object under key into w, given up when no byte
+// has come for a request's deadline.
+func (s *Store) copyObject(ctx context.Context, key string, w io.Writer, progress func(done, total int64)) (int64, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	dog := watch(cancel, "download of "+s.Loc.TapeURL(key), requestTimeout)
+	defer dog.stop()
+	rd, err := s.b.NewReader(rctx, key, nil)
 	if err != nil {
-		return fmt.Errorf("after upload: %w", err)
+		return 0, stalled(rctx, err)
 	}
-	defer t.Close()
-	if size != up.Size || t.Head().String() != up.Head {
-		return fmt.Errorf("after upload, %s reads back as %d bytes with chain head %s; the local tape is %d bytes with %s", up.URL, size, t.Head(), up.Size, up.Head)
+	defer rd.Close()
+	c := &counting{r: rd, total: rd.Size(), fn: func(done, total int64) {
+		dog.tick()
+		if progress != nil {
+			progress(done, total)
+		}
+	}}
+	n, err := io.Copy(w, c)
+	if err != nil {
+		return n, stalled(rctx, err)
 	}
-	return nil
+	return n, nil
 }
 
 // putRecord writes the tape's summary object, unless one is there.
@@ -187,7 +377,9 @@ func (s *Store) putRecord(ctx context.Context, up *Uploaded) error {
 	if err != nil {
 		return err
 	}
-	err = s.b.WriteAll(ctx, summaryKey(up.Key), b, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
+	_, err = try(ctx, "PUT "+s.Loc.TapeURL(summaryKey(up.Key)), requestTimeout, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.b.WriteAll(ctx, summaryKey(up.Key), b, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
+	})
 	if err != nil && gcerrors.Code(err) != gcerrors.FailedPrecondition {
 		return s.wrap(summaryKey(up.Key), err)
 	}
@@ -219,7 +411,9 @@ func (s *Store) sendSidecar(ctx context.Context, path, key string) error {
 			return err
 		}
 		k := sidecarPrefix(key) + e.Name()
-		if err := s.b.WriteAll(ctx, k, b, nil); err != nil {
+		if _, err := try(ctx, "PUT "+s.Loc.TapeURL(k), readTimeout(int64(len(b))), func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, s.b.WriteAll(ctx, k, b, nil)
+		}); err != nil {
 			return s.wrap(k, err)
 		}
 	}
@@ -229,6 +423,10 @@ func (s *Store) sendSidecar(ctx context.Context, path, key string) error {
 // upload notes are kept in the tape's sidecar folder, by store.
 type notes struct {
 	Uploads []note `json:"uploads"`
+	// Cut are the multipart uploads of this tape that were cut short and
+	// perhaps not aborted (the store was down): the next upload to that
+	// store aborts them.
+	Cut []note `json:"cut,omitempty"`
 }
 
 type note struct {
@@ -247,11 +445,26 @@ func readNotes(path string) notes {
 	return n
 }
 
-// noteUpload records beside the tape that the store holds it.
+// noteUpload records beside the tape that the store holds it (and no
+// upload of it to that store is left cut short).
 func noteUpload(path, store string, up *Uploaded) error {
 	n := readNotes(path)
 	n.Uploads = slices.DeleteFunc(n.Uploads, func(u note) bool { return u.Store == store })
 	n.Uploads = append(n.Uploads, note{Store: store, Key: up.Key, Head: up.Head, At: time.Now().UTC()})
+	n.Cut = slices.DeleteFunc(n.Cut, func(u note) bool { return u.Store == store })
+	return writeNotes(path, n)
+}
+
+// noteCut records beside the tape that an upload of it to store was cut
+// short at the time at, and its parts perhaps left there. A tape whose
+// sidecar cannot be written leaves them to the lifecycle rule.
+func noteCut(path, store, key string, at time.Time) {
+	n := readNotes(path)
+	n.Cut = append(n.Cut, note{Store: store, Key: key, At: at})
+	writeNotes(path, n)
+}
+
+func writeNotes(path string, n notes) error {
 	b, err := json.MarshalIndent(n, "", "  ")
 	if err != nil {
 		return err

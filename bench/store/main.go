@@ -11,6 +11,10 @@
 //     open plus those round trips); the door holds each request -rtt (10 ms)
 //     as a network would, so that requests sent together overlap there
 //     however loaded this machine is;
+//   - verify: verify of the tape's store URL (its bytes of now, fetched
+//     whole and checked) against verify of the local file (target: at most
+//     2x), and the bytes the cache then holds against the tape's (target:
+//     at most 1.1x);
 //   - ls: listing a store of 1,000 tapes with their summaries (target:
 //     under 3 s).
 //
@@ -31,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +46,7 @@ import (
 	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
 	"github.com/jukebox-os/jukebox/internal/s3test"
 	"github.com/jukebox-os/jukebox/internal/tapetest"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/tui"
 )
@@ -185,7 +191,7 @@ func run(mb, nTapes, runs int, latency time.Duration) error {
 	}
 	mbps := func(d time.Duration) float64 { return float64(st.Size()) / (1 << 20) / d.Seconds() }
 	u, p := benchutil.Median(up), benchutil.Median(put)
-	fmt.Printf("upload      median %8.0f ms  %6.1f MB/s  (verify before, read back after)\n", benchutil.MS(u), mbps(u))
+	fmt.Printf("upload      median %8.0f ms  %6.1f MB/s  (verified while it goes, then proven: the store's CRC32s, or a read-back)\n", benchutil.MS(u), mbps(u))
 	fmt.Printf("plain PUT   median %8.0f ms  %6.1f MB/s  (same client, same part size)\n", benchutil.MS(p), mbps(p))
 	fmt.Printf("upload throughput / plain PUT: %.0f%%  (target >= 80%%)\n", 100*mbps(u)/mbps(p))
 
@@ -235,6 +241,37 @@ func run(mb, nTapes, runs int, latency time.Duration) error {
 	fmt.Printf("first screen, remote  median %8.2f ms  %d round trips (target <= 4; %d requests, those of a round made together), one round trip %.2f ms (%s at the door)\n", benchutil.MS(r), maxTrips, requests, benchutil.MS(rtt), latency)
 	fmt.Printf("remote / (3x local + round trips): %.2f  (target < 1)\n", float64(r)/float64(allowed))
 
+	// verify of the store's tape (its bytes of now, fetched whole in one
+	// GET, checked, kept in the cache once) against verify of the local
+	// file; and what the cache then holds against the tape's size.
+	// Straight to the gateway (the door would add its proxying to the
+	// bytes).
+	direct := strings.Replace(remoteURL, door.URL, srv.Endpoint, 1)
+	var lv, rv []time.Duration
+	vcache := filepath.Join(root, "vcache")
+	os.Setenv("JUKEBOX_CACHE_DIR", vcache)
+	for range runs {
+		t0 := time.Now()
+		if err := verifyLocal(local); err != nil {
+			return err
+		}
+		lv = append(lv, time.Since(t0))
+		t0 = time.Now()
+		if err := verifyRemote(ctx, direct); err != nil {
+			return err
+		}
+		rv = append(rv, time.Since(t0))
+	}
+	ci, err := tapestore.Info()
+	if err != nil {
+		return err
+	}
+	lvm, rvm := benchutil.Median(lv), benchutil.Median(rv)
+	fmt.Printf("verify, local     median %8.0f ms\n", benchutil.MS(lvm))
+	fmt.Printf("verify, store URL median %8.0f ms  (the object read whole each time; its bytes checked the first time, proven the same after)\n", benchutil.MS(rvm))
+	fmt.Printf("remote verify / local: %.2f  (target <= 2)\n", float64(rvm)/float64(lvm))
+	fmt.Printf("cache after %d verifies: %d bytes for a tape of %d: %.2fx  (target <= 1.1)\n", runs, ci.Bytes, st.Size(), float64(ci.Bytes)/float64(st.Size()))
+
 	// ls of a store of many tapes.
 	many, _ := tapestore.Parse(storeURL("many"))
 	s, err := tapestore.Open(ctx, many)
@@ -267,6 +304,39 @@ func run(mb, nTapes, runs int, latency time.Duration) error {
 	}
 	fmt.Printf("ls of %d tapes  median %8.0f ms  (target < 3000 ms)\n", nTapes, benchutil.MS(benchutil.Median(ls)))
 	return nil
+}
+
+// verifyLocal is jukebox verify's full check of a local tape.
+func verifyLocal(path string) error {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	_, err = t.Verify(tapefmt.VerifyOptions{Blobs: true})
+	return err
+}
+
+// verifyRemote is what jukebox verify does with a store URL: fetch the
+// object whole; bytes the same as bytes that passed before are not
+// checked again, others are, and kept in the cache when they pass.
+func verifyRemote(ctx context.Context, url string) error {
+	f, err := tapestore.Fetch(ctx, url, false)
+	if err != nil {
+		return err
+	}
+	if f.Note() != nil {
+		_, err = f.Keep()
+		return err
+	}
+	if err := verifyLocal(f.Path); err != nil {
+		f.Drop()
+		return err
+	}
+	if _, err = f.Keep(); err != nil {
+		return err
+	}
+	return f.KeepNote([]byte(`{"ok":true}`))
 }
 
 // firstScreen opens the tape in the turntable and draws its first screen.

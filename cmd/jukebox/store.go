@@ -89,7 +89,8 @@ func (env *Env) tape(ctx context.Context, arg string) (string, error) {
 
 // storeFlags upload a command's tape when it closes.
 type storeFlags struct {
-	Store string `placeholder:"URL" env:"JUKEBOX_STORE" help:"Upload the tape to this store when it closes (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/; see docs/store.md). The tape stays local too; a store that is down keeps it for jukebox push."`
+	Store        string        `placeholder:"URL" env:"JUKEBOX_STORE" help:"Upload the tape to this store when it closes (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/; see docs/store.md). The tape stays local too; a store that is down keeps it for jukebox push."`
+	StoreTimeout time.Duration `name:"store-timeout" default:"60s" env:"JUKEBOX_STORE_TIMEOUT" placeholder:"DURATION" help:"How long the upload to --store may take once the agent has ended (default 60s); then the tape stays local, the exit code is the agent's, and jukebox push uploads it later. Each request to the store gives up after JUKEBOX_STORE_REQUEST_TIMEOUT (20s) without an answer."`
 
 	loc tapestore.Location
 }
@@ -118,7 +119,8 @@ func (f *storeFlags) checkStore(ctx context.Context, w io.Writer) {
 	}
 	s, err := tapestore.Open(ctx, f.loc)
 	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		// One try, briefly: the run waits on it.
+		cctx, cancel := context.WithTimeout(ctx, min(5*time.Second, tapestore.RequestTimeout(), f.timeout()))
 		err = s.Check(cctx)
 		cancel()
 		s.Close()
@@ -135,7 +137,12 @@ func (f *storeFlags) upload(ctx context.Context, w io.Writer, path string) {
 	if f.Store == "" || path == "" {
 		return
 	}
-	up, err := uploadTape(ctx, f.loc, path, w)
+	// The run's exit code waits on this: it ends by --store-timeout, and
+	// a signal (Ctrl-C) ends it at once.
+	uctx, cancel := context.WithTimeoutCause(ctx, f.timeout(),
+		fmt.Errorf("gave up after --store-timeout %s", f.timeout()))
+	defer cancel()
+	up, err := uploadTape(uctx, f.loc, path, w, tapestore.UploadOptions{})
 	if err != nil {
 		fmt.Fprintf(w, "jukebox: warning: the tape was not uploaded: %v\njukebox: it is kept at %s; jukebox push %s --store %s uploads it\n",
 			err, path, shellQuote(path), shellQuote(f.Store))
@@ -144,14 +151,27 @@ func (f *storeFlags) upload(ctx context.Context, w io.Writer, path string) {
 	fmt.Fprintf(w, "jukebox: %s\n", uploadedLine(up))
 }
 
-// uploadTape uploads one tape, with progress on w for a long one.
-func uploadTape(ctx context.Context, loc tapestore.Location, path string, w io.Writer) (*tapestore.Uploaded, error) {
+// timeout is --store-timeout (60 s when unset, as in tests that build the
+// flags by hand).
+func (f *storeFlags) timeout() time.Duration {
+	if f.StoreTimeout <= 0 {
+		return 60 * time.Second
+	}
+	return f.StoreTimeout
+}
+
+// uploadTape uploads one tape, with progress on w for a long one (none
+// when w is nil).
+func uploadTape(ctx context.Context, loc tapestore.Location, path string, w io.Writer, opts tapestore.UploadOptions) (*tapestore.Uploaded, error) {
 	s, err := tapestore.Open(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	return s.Upload(ctx, path, progressTo(w, "uploading "+filepath.Base(path)))
+	if w != nil {
+		opts.Progress = progressTo(w, "uploading "+filepath.Base(path))
+	}
+	return s.UploadWith(ctx, path, opts)
 }
 
 // progressTo reports a long transfer on w, at most once a second.
@@ -176,9 +196,9 @@ func uploadedLine(up *tapestore.Uploaded) string {
 	}
 	checked := "verified before upload"
 	if !up.Verified {
-		checked = "did NOT verify before upload: " + up.VerifyError
+		checked = "DAMAGED, sent with --allow-damaged and marked so: " + up.VerifyError
 	}
-	return fmt.Sprintf("uploaded %s to %s (%d bytes; size and chain head read back; %s%s)", up.Path, up.URL, up.Size, checked, note)
+	return fmt.Sprintf("uploaded %s to %s (%d bytes; %s; %s%s)", up.Path, up.URL, up.Size, up.Proof, checked, note)
 }
 
 // shellQuote quotes s for a command line the user may paste.
@@ -194,7 +214,9 @@ type PushCmd struct {
 	Paths []string `arg:"" optional:"" name:"path" default:"tapes" type:"path" help:"Tapes, or folders of tapes (default ./tapes)."`
 	Store string   `placeholder:"URL" env:"JUKEBOX_STORE" required:"" help:"The store (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/)."`
 	Check bool     `help:"Ask the store about every tape, also those noted as uploaded beside them."`
-	JSON  bool     `help:"Print one JSON array, a result per tape."`
+	JSON  bool     `help:"Print one JSON array, a result per tape (and no progress on stderr)."`
+	// AllowDamaged sends tapes that do not verify, marked as damaged.
+	AllowDamaged bool `help:"Upload a tape that does not verify all the same, marked as damaged in its summary (ls URL shows it); without it such a tape is not uploaded and push exits 3."`
 }
 
 // pushResult is one tape's outcome.
@@ -220,13 +242,20 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	var results []pushResult
-	failed := 0
+	failed, damaged := 0, 0
+	var progress io.Writer = env.Stderr
+	if c.JSON {
+		progress = nil
+	}
 	for _, p := range paths {
 		r := pushResult{Path: p}
 		if key, ok := tapestore.Noted(p, loc.String()); ok && !c.Check {
 			r.Skipped = key
-		} else if r.Uploaded, err = uploadTape(ctx, loc, p, env.Stderr); err != nil {
+		} else if r.Uploaded, err = uploadTape(ctx, loc, p, progress, tapestore.UploadOptions{AllowDamaged: c.AllowDamaged}); err != nil {
 			r.Error, failed = err.Error(), failed+1
+			if errors.Is(err, tapestore.ErrDamaged) {
+				damaged++
+			}
 		}
 		results = append(results, r)
 		if c.JSON {
@@ -249,7 +278,11 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 		fmt.Fprintf(env.Stdout, "no tapes in %s\n", strings.Join(c.Paths, ", "))
 	}
 	if failed > 0 {
-		return withCode(ExitInternal, fmt.Errorf("%d of %d tapes not uploaded (they stay local; push again)", failed, len(paths)))
+		code := ExitInternal
+		if damaged == failed {
+			code = ExitBadTape
+		}
+		return withCode(code, fmt.Errorf("%d of %d tapes not uploaded (they stay local; push again)", failed, len(paths)))
 	}
 	return nil
 }
@@ -404,3 +437,55 @@ func uploadCheck(ctx context.Context, url string) (string, bool) {
 	}
 	return "verified at upload " + r.Uploaded.Format("2006-01-02"), false
 }
+
+// CacheCmd shows and prunes the cache of tapes read from stores.
+type CacheCmd struct {
+	Info  cacheInfoCmd  `cmd:"" default:"1" help:"Where the cache is, what it holds and its bound (JUKEBOX_CACHE_MAX)."`
+	Prune cachePruneCmd `cmd:"" help:"Remove what was used least recently until the cache holds at most --max (default: empty it)."`
+}
+
+type cacheInfoCmd struct {
+	JSON bool `help:"Print it as JSON."`
+}
+
+func (c *cacheInfoCmd) Run(env *Env) error {
+	if _, err := tapestore.CacheMax(); err != nil {
+		return withCode(ExitUsage, err)
+	}
+	ci, err := tapestore.Info()
+	if err != nil {
+		return err
+	}
+	return printCache(env, ci, c.JSON, "")
+}
+
+type cachePruneCmd struct {
+	Max  string `placeholder:"SIZE" default:"0" help:"What the cache may keep (4G, 500M, a number of bytes); 0 empties it."`
+	JSON bool   `help:"Print what is left and what went as JSON."`
+}
+
+func (c *cachePruneCmd) Run(env *Env) error {
+	max, err := tapestore.ParseSize(c.Max)
+	if err != nil {
+		return withCode(ExitUsage, fmt.Errorf("--max %q: %w", c.Max, err))
+	}
+	ci, err := tapestore.Prune(max)
+	if err != nil {
+		return err
+	}
+	return printCache(env, ci, c.JSON, fmt.Sprintf("removed %d files (%s)", ci.Removed, mib(ci.Freed)))
+}
+
+func printCache(env *Env, ci *tapestore.CacheInfo, asJSON bool, done string) error {
+	if asJSON {
+		return writeJSON(env.Stdout, ci)
+	}
+	if done != "" {
+		fmt.Fprintln(env.Stdout, done)
+	}
+	fmt.Fprintf(env.Stdout, "cache %s: %s in %d files (%d tapes fetched whole), bound %s (JUKEBOX_CACHE_MAX)\n",
+		ci.Dir, mib(ci.Bytes), ci.Files, ci.Tapes, mib(ci.Max))
+	return nil
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -127,6 +127,12 @@ func testStore(t *testing.T, sc storeCase) {
 		t.Errorf("two recorders at once: exits %v\n%s\n%s", codes, logs[0], logs[1])
 	}
 
+	// A copy with one flipped byte takes a key first (pushed with
+	// --allow-damaged: the same tape id and name, so the same key): the
+	// intact tape is not "already" there, and the copy is refused by
+	// verify and pull, which keep nothing of it.
+	flippedKey(t, sc.url)
+
 	// A malformed store is refused before the agent starts.
 	marker := filepath.Join(dir, "ran")
 	for _, bad := range []string{"ftp://h/p/", "s3:///p/", "s3://b/p/x.jbx"} {
@@ -168,5 +174,38 @@ func TestS3Store(t *testing.T) {
 	out, _ := wantCode(t, 0, "push", tape, "--store", url)
 	if !strings.Contains(out, "uploaded "+tape) {
 		t.Errorf("push with the right credentials:\n%s", out)
+	}
+}
+
+func flippedKey(t *testing.T, url string) {
+	t.Helper()
+	bad := flippedTape(t, t.TempDir(), "twin.jbx")
+	wantCode(t, 3, "push", bad, "--store", url)
+	out, _ := wantCode(t, 0, "push", "--json", "--allow-damaged", bad, "--store", url)
+	var res []pushResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 1 || res[0].Uploaded == nil || !res[0].Uploaded.Damaged {
+		t.Fatalf("push --allow-damaged: %v\n%s", err, out)
+	}
+	remote := res[0].Uploaded.URL
+	good := filepath.Join(t.TempDir(), "twin.jbx")
+	b, _ := os.ReadFile(agentRunTape)
+	must(t, os.WriteFile(good, b, 0o644))
+	out, _ = wantCode(t, 1, "push", good, "--store", url)
+	if strings.Contains(out, "already") || !strings.Contains(out, "other bytes") {
+		t.Errorf("push of the intact tape over its flipped copy:\n%s", out)
+	}
+	out, _ = wantCode(t, 3, "verify", remote)
+	if !strings.HasPrefix(out, "FAIL") {
+		t.Errorf("verify of the flipped copy:\n%s", out)
+	}
+	into := t.TempDir()
+	for range 2 {
+		out, _ = wantCode(t, 1, "pull", remote, "-o", into)
+		if strings.Contains(out, "already here") {
+			t.Errorf("pull of the flipped copy:\n%s", out)
+		}
+	}
+	if ents, _ := os.ReadDir(into); len(ents) != 0 {
+		t.Errorf("pull kept something of the flipped copy: %v", ents)
 	}
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/tapestore"
 )
 
 // VerifyCmd checks tapes.
@@ -33,7 +37,7 @@ type verifyResult struct {
 }
 
 // Run verifies every tape and exits non-zero if any fails.
-func (c *VerifyCmd) Run(env *Env) error {
+func (c *VerifyCmd) Run(ctx context.Context, env *Env) error {
 	var key []byte
 	if c.KeyFile != "" {
 		var err error
@@ -44,7 +48,13 @@ func (c *VerifyCmd) Run(env *Env) error {
 	results := make([]verifyResult, 0, len(c.Tapes))
 	code := ExitOK
 	for _, p := range c.Tapes {
-		r := verifyOne(env.remote(), p, tapefmt.VerifyOptions{Blobs: !c.Quick, Key: key})
+		opts := tapefmt.VerifyOptions{Blobs: !c.Quick, Key: key}
+		var r verifyResult
+		if tapestore.IsURL(p) {
+			r = verifyURL(ctx, env, p, opts)
+		} else {
+			r = verifyOne(env.remote(), p, opts)
+		}
 		if r.err != nil {
 			code = worse(code, codeFor(r.err))
 		}
@@ -73,6 +83,45 @@ func worse(a, b int) int {
 		return b
 	}
 	return a
+}
+
+// verifyURL verifies the tape a store URL names as the store holds it
+// now: its bytes are fetched whole (one GET, whatever the cache holds),
+// checked, and kept in the cache under their SHA-256 only when they pass.
+func verifyURL(ctx context.Context, env *Env, url string, opts tapefmt.VerifyOptions) verifyResult {
+	f, err := tapestore.Fetch(ctx, url, env.NoCache)
+	if err != nil {
+		r := verifyResult{Path: url}
+		r.setErr(err)
+		return r
+	}
+	// Bytes proven the same (their SHA-256) as bytes that passed the full
+	// check before are not checked again: the report kept with them is
+	// theirs. A seal is checked each time (the key may differ).
+	full := opts.Blobs && opts.Key == nil
+	var r verifyResult
+	if b := f.Note(); full && b != nil && json.Unmarshal(b, &r) == nil && r.OK {
+		r.Path = url
+		if _, err := f.Keep(); err != nil {
+			fmt.Fprintf(env.Stderr, "jukebox: warning: %s: %v\n", url, err)
+		}
+		return r
+	}
+	r = verifyOne(nil, f.Path, opts)
+	r.Path = url
+	if r.err != nil {
+		r.Error = strings.ReplaceAll(r.Error, f.Path, url)
+		f.Drop()
+		return r
+	}
+	if _, err := f.Keep(); err != nil {
+		fmt.Fprintf(env.Stderr, "jukebox: warning: %s verified, and was not kept in the cache: %v\n", url, err)
+	} else if full {
+		if b, err := json.Marshal(r); err == nil {
+			f.KeepNote(b)
+		}
+	}
+	return r
 }
 
 func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOptions) verifyResult {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,8 +106,34 @@ func (s *Server) Stop() {
 	if cmd == nil {
 		return
 	}
+	cmd.Process.Signal(syscall.SIGCONT) // a paused gateway is killed all the same
 	cmd.Process.Kill()
 	<-done
+}
+
+// Pause stops the gateway with SIGSTOP: it keeps its port and takes
+// connections (the kernel does), and answers nothing until Resume.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	s.signal(t, syscall.SIGSTOP)
+}
+
+// Resume lets a paused gateway go on (SIGCONT).
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	s.signal(t, syscall.SIGCONT)
+}
+
+func (s *Server) signal(t testing.TB, sig syscall.Signal) {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		t.Fatal("s3test: the gateway is not running")
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Restart brings the gateway back on the same port over the same folder.
@@ -133,6 +160,13 @@ func (s *Server) Bucket(t testing.TB, name, prefix string) string {
 		t.Fatal(err)
 	}
 	return s.URL(name, prefix)
+}
+
+// ObjectPath is the file that holds the object key of bucket (the posix
+// backend keeps each object as a file, its ETag beside it): a test that
+// changes it in place changes the object's bytes and not its ETag.
+func (s *Server) ObjectPath(bucket, key string) string {
+	return filepath.Join(s.root, bucket, filepath.FromSlash(key))
 }
 
 // URL is the store URL of prefix in bucket.

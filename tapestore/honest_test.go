@@ -1,0 +1,271 @@
+package tapestore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// flipped is the bundled tape with one byte of a frame flipped: the same
+// size and chain head (the footer is untouched), and it fails verify.
+func flipped(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(agentRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/3] ^= 0x01
+	return b
+}
+
+// TestDamagedTapeNotUploaded: a tape that fails verification is not
+// uploaded (ErrDamaged, nothing under its key); with AllowDamaged it goes,
+// marked as damaged in its summary object.
+func TestDamagedTapeNotUploaded(t *testing.T) {
+	ctx := context.Background()
+	s, root := folderStore(t)
+	tape := filepath.Join(t.TempDir(), "bad.jbx")
+	if err := os.WriteFile(tape, flipped(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Upload(ctx, tape, nil); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("upload of a damaged tape: %v, want ErrDamaged", err)
+	}
+	key := KeyFor("bad.jbx", mustID(t, tape))
+	if _, err := os.Stat(filepath.Join(root, key)); !os.IsNotExist(err) {
+		t.Fatalf("the damaged tape is in the store: %v", err)
+	}
+	up, err := s.UploadWith(ctx, tape, UploadOptions{AllowDamaged: true})
+	if err != nil || !up.Damaged || up.Verified || up.VerifyError == "" {
+		t.Fatalf("upload with AllowDamaged: %+v, %v", up, err)
+	}
+	r, err := RecordOf(ctx, s.Loc.TapeURL(key))
+	if err != nil || r == nil || !r.Damaged || r.Verified {
+		t.Errorf("the summary object of a damaged tape: %+v, %v", r, err)
+	}
+}
+
+// TestFlippedCopyTakesTheKey: a copy with one flipped byte (same size,
+// same chain head) holds the key; the intact tape is not "already" there:
+// ErrTaken, saying the key holds a copy that differs.
+func TestFlippedCopyTakesTheKey(t *testing.T) {
+	ctx := context.Background()
+	s, root := folderStore(t)
+	tape := copyTape(t, t.TempDir(), "run.jbx")
+	key := KeyFor("run.jbx", mustID(t, tape))
+	if err := os.WriteFile(filepath.Join(root, key), flipped(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.Upload(ctx, tape, nil)
+	if !errors.Is(err, ErrTaken) || up != nil {
+		t.Fatalf("upload over a flipped copy: %+v, %v; want ErrTaken", up, err)
+	}
+	if !strings.Contains(err.Error(), "differs") {
+		t.Errorf("the error does not say the key holds a differing copy: %v", err)
+	}
+	if _, ok := Noted(tape, s.Loc.String()); ok {
+		t.Error("the tape is noted as uploaded")
+	}
+}
+
+// TestBadDownloadNotKept: a download that fails verification is not kept,
+// so the next pull fetches (and refuses) it again rather than saying it
+// is already here; Local (replay, fork, pack) keeps nothing either.
+func TestBadDownloadNotKept(t *testing.T) {
+	ctx := context.Background()
+	s, root := folderStore(t)
+	if err := os.WriteFile(filepath.Join(root, "bad.jbx"), flipped(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	into := t.TempDir()
+	for i := range 2 {
+		p, err := s.Download(ctx, "bad.jbx", into, nil)
+		if err == nil || (p != nil && p.Already) {
+			t.Fatalf("download %d of a bad tape: %+v, %v", i, p, err)
+		}
+		if _, err := os.Stat(filepath.Join(into, "bad.jbx")); !os.IsNotExist(err) {
+			t.Fatalf("download %d kept the bad tape: %v", i, err)
+		}
+	}
+	cache := t.TempDir()
+	t.Setenv("JUKEBOX_CACHE_DIR", cache)
+	if _, _, err := Local(ctx, s.Loc.TapeURL("bad.jbx"), false); err == nil {
+		t.Fatal("Local of a bad tape: no error")
+	}
+	files, _ := cacheFiles(cache)
+	for _, f := range files {
+		if strings.HasSuffix(f.path, ".jbx") || strings.Contains(f.path, "bad.jbx") {
+			t.Errorf("the cache kept the bad tape: %s", f.path)
+		}
+	}
+}
+
+// blackHole is a loopback TCP listener that takes connections and never
+// answers (a store under SIGSTOP, a black-holed endpoint).
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestUploadToStoreThatNeverAnswers: an upload to a store that accepts
+// connections and never answers gives up (a StallError) instead of
+// waiting for ever, and Fetch (verify, replay) does too.
+func TestUploadToStoreThatNeverAnswers(t *testing.T) {
+	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
+	requestTimeout = 300 * time.Millisecond
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAHUNG")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "hung-secret")
+	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
+	url := "s3://bucket/ci/?endpoint=" + blackHole(t) + "&region=us-east-1&use_path_style=true"
+	loc, err := Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tape := copyTape(t, t.TempDir(), "run.jbx")
+	errc := make(chan error, 2)
+	go func() {
+		_, err := s.Upload(context.Background(), tape, nil)
+		errc <- err
+	}()
+	go func() {
+		_, err := Fetch(context.Background(), loc.TapeURL("run.jbx"), false)
+		errc <- err
+	}()
+	for range 2 {
+		select {
+		case err := <-errc:
+			var se *StallError
+			if !errors.As(err, &se) {
+				t.Errorf("against a store that never answers: %v, want a StallError", err)
+			}
+		case <-time.After(2 * time.Minute): // a hang guard, far above the deadlines
+			t.Fatal("an upload or a fetch waits for ever on a store that never answers")
+		}
+	}
+}
+
+// TestS3StalledUploadGivesUp: versitygw stops (SIGSTOP) while a tape of
+// several parts goes up: the upload gives the stalled part up, and after
+// the gateway goes on, the next upload aborts the interrupted multipart
+// upload it left and completes; none is left behind.
+func TestS3StalledUploadGivesUp(t *testing.T) {
+	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
+	requestTimeout = 2 * time.Second // a stalled part is given up after 10 s
+	srv, s := s3Store(t)
+	ctx := context.Background()
+	local := filepath.Join(t.TempDir(), "big.jbx")
+	hugeTape(t, local)
+	var err error
+	paused := false
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Upload(ctx, local, func(done, total int64) {
+			if !paused && done > partSize+partSize/2 {
+				paused = true
+				srv.Pause(t)
+			}
+		})
+		errc <- err
+	}()
+	select {
+	case err = <-errc:
+	case <-time.After(3 * time.Minute): // a hang guard
+		srv.Resume(t)
+		t.Fatal("the upload waits for ever on a stalled part")
+	}
+	srv.Resume(t)
+	var se *StallError
+	if !paused || !errors.As(err, &se) {
+		t.Fatalf("upload to a paused gateway: paused %v, %v; want a StallError", paused, err)
+	}
+	up, err := s.Upload(ctx, local, nil)
+	if err != nil || up.Already {
+		t.Fatalf("upload after the gateway went on: %+v, %v", up, err)
+	}
+	if n := multipartUploads(t, s, up.Key); n != 0 {
+		t.Errorf("%d multipart uploads of %s are left in the store", n, up.Key)
+	}
+	// The store checked the parts' CRC32s, and they are the local tape's:
+	// nothing was read back; a small tape (one request) the same way.
+	small, err := s.Upload(ctx, copyTape(t, t.TempDir(), "small.jbx"), nil)
+	if err != nil || up.Proof != "CRC32 checked by the store" || small.Proof != up.Proof {
+		t.Errorf("how the uploads were proven: %q and %q (%v), want the store's CRC32", up.Proof, small.Proof, err)
+	}
+}
+
+// multipartUploads counts the unfinished multipart uploads of key.
+func multipartUploads(t *testing.T, s *Store, key string) int {
+	t.Helper()
+	var c *s3.Client
+	if !s.b.As(&c) {
+		t.Fatal("not an S3 store")
+	}
+	out, err := c.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String("tapes"), Prefix: aws.String(s.Loc.Prefix + key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.Uploads)
+}
+
+// hugeTape writes a tape of several upload parts (about 3 of partSize).
+func hugeTape(t testing.TB, path string) {
+	t.Helper()
+	blob := make([]byte, 1<<20)
+	err := tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		for i := range 3 * partSize >> 20 {
+			for j := range blob {
+				blob[j] = byte(i*7 + j*13 + j>>8)
+			}
+			if _, err := w.Append(0, tapefmt.Output{Fd: 1, Data: append([]byte(nil), blob...)}); err != nil {
+				return err
+			}
+		}
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() < 2*partSize {
+		t.Fatalf("hugeTape: %v, %v bytes; want several parts", err, st)
+	}
+}
