@@ -84,8 +84,19 @@ func run(args []string, grace time.Duration, t tree) int {
 		io.Copy(io.Discard, life)
 		t.kill()
 	}()
-	go escalate(sigs, grace, rep, t)
+	followed := make(chan struct{})
+	go func() {
+		escalate(sigs, grace, rep, t)
+		close(followed)
+	}()
 	cmd.Wait()
+	// The terminal's Ctrl-C reached the agent and the keeper at once: the
+	// agent may have exited of it before the keeper's own copy was read.
+	// Stop delivers what is in flight; every interrupt is reported before
+	// the end.
+	signal.Stop(sigs)
+	close(sigs)
+	<-followed
 	t.end()
 	status := -1
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
