@@ -122,6 +122,7 @@ type Deck struct {
 	helpTop      int        // the help overlay's first line shown (it scrolls)
 	dragging     bool       // the needle follows the pointer on the scrubber
 	searching    context.CancelFunc
+	sweeping     *sweep // the search reading the whole tape, while it runs
 	ctx          context.Context
 	stop         context.CancelFunc
 	checks       map[*timeline.Timeline]*tapeCheck       // the check of each tape opened from a file (check.go)
@@ -280,8 +281,14 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		return d.tick(msg)
 	case searchDoneMsg:
 		return d.searchDone(msg)
-	case matchesMsg:
-		d.matchesCounted(msg)
+	case sweepMsg:
+		return d.swept(msg)
+	case projectedMsg:
+		cmd, said := msg.tv.projected(msg.p)
+		if said != "" {
+			d.status = said
+		}
+		return cmd
 	case notFoundMsg:
 		d.status = msg.what
 	case takeoutMsg:

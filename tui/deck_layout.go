@@ -268,9 +268,9 @@ func (d *Deck) statusLine() string {
 	if d.pane == panePrompt {
 		return d.prompt.View()
 	}
-	right := ""
+	right := d.busyText()
 	if d.run != nil {
-		right = d.run.View()
+		right = strings.TrimPrefix(right+d.st.Muted.Render(" │ ")+d.run.View(), d.st.Muted.Render(" │ "))
 	}
 	msg := d.st.Status.Render(d.status)
 	if d.status == "" && d.warn != "" {
@@ -287,6 +287,19 @@ func (d *Deck) statusLine() string {
 		return fit("", room) + right
 	}
 	return fit(" "+msg, room) + right
+}
+
+// busyText is the work going on in the background that the status line
+// shows until it ends, whatever keys are pressed: a search's sweep, a
+// filter reading frames.
+func (d *Deck) busyText() string {
+	var parts []string
+	for _, t := range []string{d.sweepText(), d.tracks[d.focus].projectingText()} {
+		if t != "" {
+			parts = append(parts, d.st.Accent.Render(t))
+		}
+	}
+	return strings.Join(parts, d.st.Muted.Render(" │ "))
 }
 
 func (d *Deck) helpLine() string {
