@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -187,6 +188,13 @@ func New(paths []string, o Options) *Deck {
 			tl.IndexCosts(d.ctx)
 		}
 		tv := newTimelineView(tl, &st, labels[i])
+		if tl.Recording() {
+			tv.live, tv.recording = true, true
+			if fi, err := os.Stat(p); err == nil {
+				tv.size = fi.Size()
+			}
+			tv.SetCursor(tl.Len() - 1) // the newest frame, followed
+		}
 		if o.KeepMarkers {
 			tv.loadMarkers()
 		}
@@ -245,6 +253,9 @@ type costsIndexedMsg struct{}
 func (d *Deck) Init() tea.Cmd {
 	cmds := d.startChecks()
 	for _, t := range d.tracks {
+		if t.recording {
+			cmds = append(cmds, followLater(t))
+		}
 		if d.costsLater(t.tl) {
 			tl, ctx := t.tl, d.ctx
 			cmds = append(cmds, func() tea.Msg { tl.IndexCosts(ctx); return costsIndexedMsg{} })
@@ -315,6 +326,10 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 	case checkDoneMsg:
 		d.checkDone(msg)
 	case costsIndexedMsg:
+	case followTickMsg:
+		return d.followLook(msg.tv)
+	case followMsg:
+		return d.followed(msg)
 	default:
 		if d.run != nil {
 			return d.run.update(msg)

@@ -36,7 +36,11 @@ type timelineView struct {
 	forkAt      int  // the frame a fork was taken at, -1 when none
 	diverge     int  // this side's first divergent frame, -1 when unknown
 	follow      bool // keep the needle on the last frame while the tape grows
-	live        bool // the tape is being written (a running fork)
+	live        bool // the tape is being written (a running fork, a recording)
+	// recording: the tape is being recorded by another run, and followed
+	// as it grows (follow.go); size is its file's size when last opened.
+	recording bool
+	size      int64
 	// view says which rows there are (folded output, a filter, one row
 	// per step); entries are those rows, nil when every frame is one.
 	view    timeline.ViewOptions
