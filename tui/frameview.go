@@ -526,7 +526,7 @@ func (m *frameView) rawText(b *lines, d *timeline.Detail) {
 	b.add(st.Muted, fmt.Sprintf("offset %d · record %d bytes · payload %d bytes · kind %s · stream %d",
 		d.Offset, d.Size, len(d.Payload), d.Kind, d.Stream))
 	b.head(st.Title, "payload (laid out to read; jukebox show --frame N --json for the bytes)")
-	b.add(st.Text, readableJSON(string(d.Payload)))
+	b.add(st.Text, escapeLines(readableJSON(string(d.Payload))))
 	for _, r := range d.Blobs {
 		if r.Err != nil {
 			b.head(st.Error, fmt.Sprintf("blob %s · unreadable", r.Role))
@@ -541,7 +541,7 @@ func (m *frameView) rawText(b *lines, d *timeline.Detail) {
 				text = readableJSON(text) // a JSON body laid out to read
 			}
 			head := text[:min(len(text), rawBlobBytes)]
-			b.add(st.Text, strings.ToValidUTF8(head, "�"))
+			b.add(st.Text, escapeLines(head))
 			if len(text) > len(head) {
 				b.add(st.Muted, fmt.Sprintf("… %d more bytes", len(text)-len(head)))
 			}
@@ -550,6 +550,17 @@ func (m *frameView) rawText(b *lines, d *timeline.Detail) {
 	if len(d.Blobs) == 0 {
 		b.add(st.Muted, "no blobs")
 	}
+}
+
+// escapeLines is text for the raw view: each line with Go escapes for
+// what must not reach the terminal (\x1b, \u200b, \xff), so that the
+// bytes can be read, where the readable view shows � or ␛.
+func escapeLines(text string) string {
+	ls := strings.Split(text, "\n")
+	for i, l := range ls {
+		ls[i] = termtext.Escape(l)
+	}
+	return strings.Join(ls, "\n")
 }
 
 func indentText(s string) string {
