@@ -145,6 +145,15 @@ func (m *timelineView) slowView() bool {
 	return m.view.Only&timeline.ClassErrors != 0 && !m.view.Steps && m.tl.Len() > slowViewFrames
 }
 
+// noStep says why a step key does nothing: no whole step yet, or where
+// the needle is.
+func (m *timelineView) noStep(where string) string {
+	if m.tl.Steps() == 0 {
+		return "this tape has no whole step yet"
+	}
+	return where
+}
+
 // growing reports whether the tape is still being written.
 func (m *timelineView) growing() bool { return m.live }
 
