@@ -195,7 +195,7 @@ func (d *Deck) body() string {
 func (d *Deck) header() string {
 	tl := d.tracks[0].tl
 	var tok, cost, exit, vs string
-	counts := counted(int64(tl.Len()), "frame", "frames") + " · " + counted(int64(tl.Steps()), "step", "steps")
+	counts := counted(int64(tl.Len()), "frame", "frames") + " · " + counted(int64(tl.StepCount()), "step", "steps")
 	if t, c, ok := d.totals(d.tracks[0]); ok {
 		tok, cost = count(t)+" tok", costText(d.tracks[0].tl, tl.Len()-1, c)
 	}

@@ -210,7 +210,7 @@ func (m *frameView) refresh() {
 func (m *frameView) View() string {
 	title := "frame"
 	if d := m.detail; d != nil {
-		title = fmt.Sprintf("frame %d · %s · %s · %s · s%d", d.Seq, d.Kind, timeline.Clock(d.Time), stepText(d.Step, m.tl.Steps()), d.Stream)
+		title = fmt.Sprintf("frame %d · %s · %s · %s · s%d", d.Seq, d.Kind, timeline.Clock(d.Time), stepText(m.tl.StepNumber(d.Seq), m.tl.StepCount()), d.Stream)
 	}
 	if m.raw {
 		title += " · raw"
