@@ -57,6 +57,10 @@ type frameView struct {
 	// it shows; marked is the frame last scrolled to its first match.
 	mark   string
 	marked int
+	// answered is the response frame last scrolled to its answer (a
+	// response frame opens there, its context above); answerAt is the
+	// line of the answer's rule in the content shown, plus 1.
+	answered, answerAt int
 	// unwrapped lays the content out for outside the turntable: lines
 	// as long as they are (takeout.go).
 	unwrapped bool
@@ -80,7 +84,7 @@ func (m *frameView) SetLive(text, id string) {
 }
 
 func newFrameView(st *Styles) *frameView {
-	return &frameView{st: st, keys: newFrameKeys(), vp: viewport.New(0, 0), seq: -1, marked: -1}
+	return &frameView{st: st, keys: newFrameKeys(), vp: viewport.New(0, 0), seq: -1, marked: -1, answered: -1}
 }
 
 // SetSize sets the pane's size, title included.
@@ -145,6 +149,7 @@ func (m *frameView) Show(tl *timeline.Timeline, seq int, stream *time.Duration) 
 			m.detail, m.err = tl.Detail(seq)
 		}
 		m.vp.GotoTop()
+		m.answered = -1
 	}
 	m.stream = stream
 	m.refresh()
@@ -194,15 +199,27 @@ func (m *frameView) refresh() {
 		b.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %d more lines: o pages the whole frame, w writes it to a file", len(out)-maxFrameLines))
 		out = append(out[:maxFrameLines], b.out...)
 	}
+	toAnswer := m.detail != nil && m.detail.Kind == timeline.KindLLMResponse && m.answerAt > 0 && !m.raw
+	if toAnswer {
+		// The answer's rule can scroll to the top however short it is.
+		for len(out) < m.answerAt-1+m.vp.Height {
+			out = append(out, "")
+		}
+	}
 	m.vp.SetContent(strings.Join(out, "\n"))
 	if m.mark != "" && m.marked != m.seq {
 		m.marked = m.seq
 		for i, l := range out {
 			if strings.Contains(strings.ToLower(ansi.Strip(l)), m.mark) {
 				m.vp.SetYOffset(max(i-2, 0))
+				m.answered = m.seq // the match, not the answer, is what was looked for
 				break
 			}
 		}
+	}
+	if toAnswer && m.answered != m.seq {
+		m.answered = m.seq
+		m.vp.SetYOffset(m.answerAt - 1)
 	}
 }
 
@@ -254,6 +271,7 @@ func (m *frameView) content() []string {
 		b.add(m.st.Kind(d.Kind), d.Summary)
 		b.add(m.st.Text, readableJSON(string(d.Payload)))
 	}
+	m.answerAt = b.answerAt
 	return b.out
 }
 
@@ -265,6 +283,7 @@ type lines struct {
 	mark      string
 	markStyle lipgloss.Style
 	plain     bool // section rules are not drawn to the width (text for outside)
+	answerAt  int  // 1 + the line of the answer's rule, 0 when there is none
 }
 
 // render draws one line in style s, its matches of the mark in the mark's
@@ -462,6 +481,7 @@ func (m *frameView) answer(b *lines, c *timeline.CallDetail) {
 	if c.Error != "" || c.Status >= 400 {
 		style, h = st.Error, h+" · "+c.Error
 	}
+	b.answerAt = len(b.out) + 1
 	b.head(style, h)
 	if !done {
 		text += "▌"
