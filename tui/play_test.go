@@ -57,3 +57,41 @@ func TestPlaybackSkipsIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaybackClockRuns: while playing, the scrubber line's clock and its
+// needle go on with the time played, through a stretch where the needle
+// stays on one frame (a long streamed call, a wait played as recorded).
+func TestPlaybackClockRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wait.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.AppendAt(0, 0, tapefmt.RunStart{Argv: []string{"agent"}})
+		w.AppendAt(10*time.Millisecond, 0, tapefmt.Output{Data: []byte("working\n")})
+		w.AppendAt(30*time.Second, 0, tapefmt.Output{Data: []byte("done waiting\n")})
+		_, err := w.AppendAt(30*time.Second+10*time.Millisecond, 0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	o := testOptions()
+	o.Now = func() time.Time { return clock }
+	d := New([]string{path}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	press(d, runes("i"), runes(" "))
+	clock = clock.Add(100 * time.Millisecond)
+	d.Update(tickMsg{gen: d.play.gen})
+	before := d.scrub.needle()
+	clock = clock.Add(15 * time.Second)
+	d.Update(tickMsg{gen: d.play.gen})
+	if d.tracks[0].cursor != 1 {
+		t.Fatalf("the needle is on frame %d at 15.1 s, want 1", d.tracks[0].cursor)
+	}
+	if info := d.scrub.info(); !strings.Contains(info, "0:15.100 / 0:30.010") {
+		t.Errorf("the clock stopped at the frame's time: %s", info)
+	}
+	if d.scrub.needle() <= before {
+		t.Errorf("the scrubber's needle stayed at cell %d", before)
+	}
+}

@@ -157,6 +157,11 @@ func (m *scrubber) bar() string {
 func (m *scrubber) info() string {
 	tl, i := m.tv.tl, m.tv.cursor
 	_, t := tl.KindAt(i)
+	if m.playing {
+		// The clock runs while playing, through a long streamed call or
+		// a wait as recorded, not only when the needle reaches a frame.
+		t = max(t, min(m.reached, tl.Duration()))
+	}
 	tok, cost := tl.Totals(i)
 	parts := []string{
 		stepText(tl.StepNumber(i), tl.StepCount()),
