@@ -47,20 +47,27 @@ func plain(r rune) bool {
 // selectors and spaces such as U+00A0 are kept, and so is a zero-width
 // joiner between two emoji (👨‍👩‍👧, a family): it is part of the emoji,
 // not hidden text, and Uniform measures such a sequence conservatively
-// (as its members side by side).
+// (as its members side by side). So are the tag characters of a
+// subdivision flag after its 🏴 (Uniform shows the 🏴 alone).
 func Sanitize(s string) string {
-	if strings.Contains(s, "\u200d") {
+	if strings.Contains(s, "\u200d") || strings.Contains(s, "\xf3\xa0\x80") || strings.Contains(s, "\xf3\xa0\x81") {
 		return sanitizeJoined(s)
 	}
 	return sanitize(s)
 }
 
-// sanitizeJoined is Sanitize of a text that holds a zero-width joiner:
-// kept between two emoji, else shown as any hidden character is.
+// sanitizeJoined is Sanitize of a text that holds a zero-width joiner or
+// tag characters: kept inside an emoji, else shown as any hidden
+// character is.
 func sanitizeJoined(s string) string {
 	var b strings.Builder
 	prev := rune(0)
 	for i, r := range s {
+		if r >= 0xE0020 && r <= 0xE007F && (prev == 0x1F3F4 || prev >= 0xE0020 && prev <= 0xE007F) {
+			b.WriteRune(r)
+			prev = r
+			continue
+		}
 		if r == 0x200D {
 			next, _ := utf8.DecodeRuneInString(s[i+len("\u200d"):])
 			if emoji(prev) && emoji(next) {

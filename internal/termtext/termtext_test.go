@@ -70,6 +70,8 @@ func TestSanitizeKeepsEmojiJoins(t *testing.T) {
 		"👍\u200d":               "👍�",
 		"\u200d👍":               "�👍",
 		"x\u200d👍\x1b[1m\u200b": "x�👍␛[1m�",
+		"🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f": "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+		"a\U000e0067": "a�",
 	} {
 		if got := Sanitize(in); got != want {
 			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
@@ -77,5 +79,8 @@ func TestSanitizeKeepsEmojiJoins(t *testing.T) {
 	}
 	if got := Uniform(Sanitize("👨\u200d👩\u200d👧")); got != "👨👩👧" {
 		t.Errorf("a family, sanitized then made uniform: %q", got)
+	}
+	if got := Uniform(Sanitize("🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f!")); got != "🏴!" {
+		t.Errorf("Scotland's flag, sanitized then made uniform: %q", got)
 	}
 }
