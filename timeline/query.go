@@ -279,8 +279,8 @@ func (tl *Timeline) matchFrame(i int, q Query, read func() (tapefmt.Frame, error
 	if q.Text == "" {
 		return true, nil
 	}
-	text, bad := tl.text(i, read)
-	return bytes.Contains(bytes.ToLower(text), []byte(q.Text)), bad
+	text, bad := tl.lowerText(i, read)
+	return bytes.Contains(text, []byte(q.Text)), bad
 }
 
 // text is everything Search looks at in frame i (its record from read),

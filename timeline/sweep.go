@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"bytes"
 	"context"
 	"runtime"
 	"slices"
@@ -139,4 +140,40 @@ func (tl *Timeline) SweepSearch(ctx context.Context, query string, from, limit i
 func (s Sweep) copy() Sweep {
 	s.After, s.Before = slices.Clip(s.After), slices.Clip(s.Before)
 	return s
+}
+
+// What a search keeps of the frames' text: a frame's text up to
+// maxCachedText bytes, and maxTextCache bytes in all (on the
+// 100,000-frame benchmark tape, about 30 MB: every frame).
+const (
+	maxCachedText = 4 << 10
+	maxTextCache  = 64 << 20
+)
+
+// lowerText is frame i's searched text, lower-cased: kept from an
+// earlier search, or read (its record from read) and kept when it is
+// small and reads in full.
+func (tl *Timeline) lowerText(i int, read func() (tapefmt.Frame, error)) ([]byte, *FrameError) {
+	tl.mu.Lock()
+	if i < len(tl.texts) && tl.texts[i] != nil {
+		t := tl.texts[i]
+		tl.mu.Unlock()
+		return t, nil
+	}
+	tl.mu.Unlock()
+	text, bad := tl.text(i, read)
+	lower := bytes.ToLower(text)
+	if bad != nil || len(lower) > maxCachedText {
+		return lower, bad
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if tl.texts == nil {
+		tl.texts = make([][]byte, tl.Len())
+	}
+	if i < len(tl.texts) && tl.textBytes+len(lower) <= maxTextCache {
+		tl.texts[i] = slices.Clip(lower)
+		tl.textBytes += len(lower)
+	}
+	return lower, nil
 }

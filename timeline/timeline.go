@@ -37,6 +37,11 @@ type Timeline struct {
 	// matching a call to the previous one of its conversation.
 	prompts map[int]promptPrint
 	seed    maphash.Seed
+	// texts are frames' searched text, lower-cased, kept by the first
+	// search that read them so later ones do not read them again
+	// (sweep.go); textBytes is their size, at most maxTextCache.
+	texts     [][]byte
+	textBytes int
 }
 
 // Row is one frame as the timeline lists it.
