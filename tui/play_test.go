@@ -15,17 +15,7 @@ import (
 // the wait in idleCap on screen, says how much it skipped, and i plays
 // the wait as recorded.
 func TestPlaybackSkipsIdle(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "idle.jbx")
-	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		w.AppendAt(0, 0, tapefmt.RunStart{Argv: []string{"agent"}})
-		w.AppendAt(10*time.Millisecond, 0, tapefmt.Output{Data: []byte("working\n")})
-		w.AppendAt(30*time.Second, 0, tapefmt.Output{Data: []byte("done waiting\n")})
-		_, err := w.AppendAt(30*time.Second+10*time.Millisecond, 0, tapefmt.RunEnd{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := waitingTape(t)
 	for _, keep := range []bool{false, true} {
 		clock := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 		o := testOptions()
@@ -62,17 +52,7 @@ func TestPlaybackSkipsIdle(t *testing.T) {
 // needle go on with the time played, through a stretch where the needle
 // stays on one frame (a long streamed call, a wait played as recorded).
 func TestPlaybackClockRuns(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "wait.jbx")
-	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		w.AppendAt(0, 0, tapefmt.RunStart{Argv: []string{"agent"}})
-		w.AppendAt(10*time.Millisecond, 0, tapefmt.Output{Data: []byte("working\n")})
-		w.AppendAt(30*time.Second, 0, tapefmt.Output{Data: []byte("done waiting\n")})
-		_, err := w.AppendAt(30*time.Second+10*time.Millisecond, 0, tapefmt.RunEnd{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := waitingTape(t)
 	clock := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 	o := testOptions()
 	o.Now = func() time.Time { return clock }
@@ -94,4 +74,21 @@ func TestPlaybackClockRuns(t *testing.T) {
 	if d.scrub.needle() <= before {
 		t.Errorf("the scrubber's needle stayed at cell %d", before)
 	}
+}
+
+// waitingTape is a run that waits 30 s between two frames of output.
+func waitingTape(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "wait.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.AppendAt(0, 0, tapefmt.RunStart{Argv: []string{"agent"}})
+		w.AppendAt(10*time.Millisecond, 0, tapefmt.Output{Data: []byte("working\n")})
+		w.AppendAt(30*time.Second, 0, tapefmt.Output{Data: []byte("done waiting\n")})
+		_, err := w.AppendAt(30*time.Second+10*time.Millisecond, 0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
