@@ -196,7 +196,7 @@ func (d *Deck) header() string {
 	tl := d.tracks[0].tl
 	var tok, cost, exit, vs string
 	counts := counted(int64(tl.Len()), "frame", "frames") + " · " + counted(int64(tl.StepCount()), "step", "steps")
-	if t, c, ok := d.totals(d.tracks[0]); ok {
+	if t, c, ok := d.totals(d.tracks[0]); ok && (t > 0 || c > 0) { // no "0 tok · $0" for a run without usage
 		tok, cost = count(t)+" tok", costText(d.tracks[0].tl, tl.Len()-1, c)
 	}
 	exit = exitWord(tl)

@@ -14,7 +14,8 @@ import (
 // step.commit frames, then a call and the run's end) has five steps in
 // the header, the scrubber line, the frame view's title and the step
 // view alike; not "4 steps" in one place, "after step 4/4" in another
-// and "step 5" in a third.
+// and "step 5" in a third. Its header shows no "0 tok · $0": no call
+// reported usage.
 func TestOneStepCount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "steps.jbx")
 	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
@@ -40,6 +41,9 @@ func TestOneStepCount(t *testing.T) {
 	if v := d.View(); !strings.Contains(d.header(), "5 steps") || !strings.Contains(v, "step 5/5 · frame") ||
 		!strings.Contains(d.frame.View(), "· step 5/5 ·") || strings.Contains(v, "after step") {
 		t.Fatalf("at the run's end:\n%s", v)
+	}
+	if strings.Contains(d.header(), "$0") || strings.Contains(d.header(), "0 tok") {
+		t.Errorf("a run with no model call: %s", d.header())
 	}
 	press(d, runes("S"))
 	if tv := d.tracks[0]; tv.n() != 5 || !strings.Contains(d.View(), "step 5 ·") {
