@@ -32,6 +32,9 @@ func followLater(tv *timelineView) tea.Cmd {
 // followLook re-opens the tape when its file grew or its writer ended, in
 // a command: a recording tape opens by a recovery scan.
 func (d *Deck) followLook(tv *timelineView) tea.Cmd {
+	if (d.sweeping != nil && d.sweeping.track == tv) || tv.projecting != nil {
+		return followLater(tv) // a search or a filter reads this timeline: it grows after them
+	}
 	path, size, ctx := tv.tl.Path(), tv.size, d.ctx
 	return func() tea.Msg {
 		recording := tv.tl.Recording()
