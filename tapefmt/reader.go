@@ -196,6 +196,12 @@ func (t *Tape) entry(i int) (frameEntry, error) {
 // (header, then payload). Its CRC is checked, and its kind and time against
 // the index entry.
 func (t *Tape) Frame(i int) (Frame, error) {
+	return t.frameIn(i, nil, 0)
+}
+
+// frameIn is Frame, reading the record from win (the file's bytes from
+// offset at) when it lies there.
+func (t *Tape) frameIn(i int, win []byte, at int64) (Frame, error) {
 	e, err := t.entry(i)
 	if err != nil {
 		return Frame{}, err
@@ -203,8 +209,16 @@ func (t *Tape) Frame(i int) (Frame, error) {
 	if e.off < fileHeaderSize || e.off+frameHeaderSize > t.ft.recordsEnd {
 		return Frame{}, frameErr(t.ft.recordsEnd+int64(i)*frameEntrySize, uint64(i), "index entry points outside the records")
 	}
+	inWin := func(off, n int64) []byte {
+		if off >= at && off+n <= at+int64(len(win)) {
+			return win[off-at : off-at+n]
+		}
+		return nil
+	}
 	var head [frameHeaderSize]byte
-	if err := t.readAt(head[:], e.off); err != nil {
+	if b := inWin(e.off, frameHeaderSize); b != nil {
+		copy(head[:], b)
+	} else if err := t.readAt(head[:], e.off); err != nil {
 		return Frame{}, err
 	}
 	var f Frame
@@ -217,11 +231,49 @@ func (t *Tape) Frame(i int) (Frame, error) {
 	}
 	rec := make([]byte, frameHeaderSize+int(n))
 	copy(rec, head[:])
-	if err := t.readAt(rec[frameHeaderSize:], e.off+frameHeaderSize); err != nil {
+	if b := inWin(e.off+frameHeaderSize, int64(n)); b != nil {
+		copy(rec[frameHeaderSize:], b)
+	} else if err := t.readAt(rec[frameHeaderSize:], e.off+frameHeaderSize); err != nil {
 		return Frame{}, err
 	}
 	f.Payload = rec[frameHeaderSize:]
 	return f, checkFrameCRC(rec, &f)
+}
+
+// maxSpanRead bounds the bytes FramesIn reads at once.
+const maxSpanRead = 4 << 20
+
+// FramesIn calls fn with frames i to j-1 (clamped to the tape) in order,
+// each as Frame returns it, until fn returns false: the records between them are read in one
+// read when they lie within a few MB of each other (the blobs between
+// frames included), else one frame at a time. A search that reads every
+// frame makes one system call per stretch of frames, not two per frame.
+func (t *Tape) FramesIn(i, j int, fn func(k int, f Frame, err error) bool) {
+	i, j = max(i, 0), min(j, t.Len())
+	if i >= j {
+		return
+	}
+	var win []byte
+	var at int64
+	first, err1 := t.entry(i)
+	last, err2 := t.entry(j - 1)
+	if err1 == nil && err2 == nil && first.off >= fileHeaderSize && last.off >= first.off {
+		// The last frame's payload is read with the rest when it is
+		// small; a big one is read on its own.
+		end := min(last.off+frameHeaderSize+64<<10, t.ft.recordsEnd)
+		if end-first.off <= maxSpanRead {
+			win = make([]byte, end-first.off)
+			if t.readAt(win, first.off) != nil {
+				win = nil
+			}
+			at = first.off
+		}
+	}
+	for k := i; k < j; k++ {
+		if f, err := t.frameIn(k, win, at); !fn(k, f, err) {
+			return
+		}
+	}
 }
 
 // loadFrameTable reads the whole frame table into memory once.

@@ -125,6 +125,7 @@ func Create(path string, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tapefmt: create tape: %w", err)
 	}
+	lockWriting(f)
 	w, err := NewWriter(f, opts)
 	if err != nil {
 		f.Close()
@@ -132,6 +133,14 @@ func Create(path string, opts Options) (*Writer, error) {
 	}
 	return w, nil
 }
+
+// Recording reports whether a writer made by Create, in this process or
+// another, still holds the tape at path open: a torn tape (no footer yet)
+// then is one still being recorded, that grows, rather than one whose
+// writer died. It knows by the writer's lock (FORMAT.md, section 8.4),
+// which the system drops when the writer's file is closed or its process
+// ends. Where there are no such locks (Windows) it reports false.
+func Recording(path string) bool { return recording(path) }
 
 // NewWriter starts a tape on dst, which should be empty. If dst has a
 // Sync() error method it is used for the sync policy; if it is an io.Closer,

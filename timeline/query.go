@@ -257,6 +257,12 @@ func (tl *Timeline) Matches(ctx context.Context, query string, limit int) (frame
 // match reports whether frame i is what q asks for: its kind from the
 // index first, then its fields, then its text.
 func (tl *Timeline) match(i int, q Query) (bool, *FrameError) {
+	return tl.matchFrame(i, q, func() (tapefmt.Frame, error) { return tl.t.Frame(i) })
+}
+
+// matchFrame is match with the frame's record from read, called only
+// when its text is looked at.
+func (tl *Timeline) matchFrame(i int, q Query, read func() (tapefmt.Frame, error)) (bool, *FrameError) {
 	k, _ := tl.KindAt(i)
 	if len(q.Kinds) > 0 && !slices.Contains(q.Kinds, k) {
 		return false, nil
@@ -273,14 +279,14 @@ func (tl *Timeline) match(i int, q Query) (bool, *FrameError) {
 	if q.Text == "" {
 		return true, nil
 	}
-	text, bad := tl.text(i)
-	return bytes.Contains(bytes.ToLower(text), []byte(q.Text)), bad
+	text, bad := tl.lowerText(i, read)
+	return bytes.Contains(text, []byte(q.Text)), bad
 }
 
-// text is everything Search looks at in frame i, and why some of it does
-// not read.
-func (tl *Timeline) text(i int) ([]byte, *FrameError) {
-	f, err := tl.t.Frame(i)
+// text is everything Search looks at in frame i (its record from read),
+// and why some of it does not read.
+func (tl *Timeline) text(i int, read func() (tapefmt.Frame, error)) ([]byte, *FrameError) {
+	f, err := read()
 	if err != nil {
 		return nil, newFrameError(i, "", tapefmt.Hash{}, err)
 	}

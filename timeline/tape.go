@@ -85,3 +85,10 @@ func (tl *Timeline) Command() string {
 	}
 	return ""
 }
+
+// Recording reports whether the tape is still being recorded: a file
+// whose writer still holds it (tapefmt.Recording), so that it grows and
+// its torn tail is the step in progress, not damage.
+func (tl *Timeline) Recording() bool {
+	return !tl.Remote() && tl.Recovered() != nil && tapefmt.Recording(tl.path)
+}

@@ -37,6 +37,11 @@ type Timeline struct {
 	// matching a call to the previous one of its conversation.
 	prompts map[int]promptPrint
 	seed    maphash.Seed
+	// texts are frames' searched text, lower-cased, kept by the first
+	// search that read them so later ones do not read them again
+	// (sweep.go); textBytes is their size, at most maxTextCache.
+	texts     [][]byte
+	textBytes int
 }
 
 // Row is one frame as the timeline lists it.
@@ -196,6 +201,33 @@ func (tl *Timeline) Duration() time.Duration {
 // frames before it.
 func (tl *Timeline) StepOf(i int) int {
 	return sort.Search(len(tl.steps), func(s int) bool { return int(tl.steps[s]) >= i })
+}
+
+// StepCount is the number of steps as a person counts them, everywhere
+// the turntable counts: the whole steps (step.commit frames), and one
+// more when frames other than the run's end follow the last of them (a
+// step the run ended in, never committed).
+func (tl *Timeline) StepCount() int {
+	n := len(tl.steps)
+	if n == 0 {
+		return 0
+	}
+	last, end := int(tl.steps[n-1]), tl.Len()-1
+	switch {
+	case end == last:
+		return n
+	case end == last+1:
+		if k, _ := tl.KindAt(end); k == tapefmt.KindRunEnd {
+			return n
+		}
+	}
+	return n + 1
+}
+
+// StepNumber is the step frame i belongs to, from 0, as StepCount counts:
+// the run's end after the last whole step belongs to that step.
+func (tl *Timeline) StepNumber(i int) int {
+	return max(0, min(tl.StepOf(i), tl.StepCount()-1))
 }
 
 // StepStart returns the first frame of step s (0 for s ≤ 0; Len for a step

@@ -89,6 +89,13 @@ func (e Entry) Folded() bool { return e.Last > e.First }
 // so a view over 100,000 frames takes milliseconds; only the error filter
 // reads frames (those that can be errors), and honours ctx.
 func (tl *Timeline) View(ctx context.Context, o ViewOptions) ([]Entry, error) {
+	return tl.ViewProgress(ctx, o, nil)
+}
+
+// ViewProgress is View that calls progress (when not nil) every 1024
+// frames with how many it has read and how many rows it has kept: what a
+// view that reads frames (the error filter) shows while it works.
+func (tl *Timeline) ViewProgress(ctx context.Context, o ViewOptions, progress func(read, rows int)) ([]Entry, error) {
 	n := tl.Len()
 	if o.Steps {
 		out := make([]Entry, 0, len(tl.steps)+1)
@@ -109,6 +116,9 @@ func (tl *Timeline) View(ctx context.Context, o ViewOptions) ([]Entry, error) {
 	}
 	out := make([]Entry, 0, n)
 	for i := 0; i < n; i++ {
+		if progress != nil && i%1024 == 0 {
+			progress(i, len(out))
+		}
 		k, _ := tl.KindAt(i)
 		if o.Only != 0 && k != tapefmt.KindStep && k != tapefmt.KindRunStart && k != tapefmt.KindRunEnd {
 			keep := classOf(k)&o.Only != 0

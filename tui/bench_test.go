@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,4 +237,104 @@ func BenchmarkOpenLongFirstScreen(b *testing.B) {
 		checkShown(b, d)
 		d.Close()
 	}
+}
+
+// BenchmarkSearch is a search on a 100,000-frame tape, from the needle at
+// frame 0, through the deck as a user runs it (/, the query, enter): the
+// time to the first hit (a query first matched in the middle of the
+// tape), to the count of its matches (match x/y), and to "no match". The
+// peer, measured in the same run, is a search read one frame after the
+// other (SearchReport, then Matches for the count, as the deck did before
+// it swept); ratios are the peer's time over the deck's. A search after
+// the first finds the frames' text kept (warm-no-match-ms: a third query
+// no frame holds).
+func BenchmarkSearch(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "long.jbx")
+	writeTape(b, path, 100_000, 0)
+	const hit, none = "step_02600.py", "zebra"
+	var first, counted, nomatch, warm, peerFirst, peerCount, peerNone time.Duration
+	run := func(d *Deck, q string) (toHit, toEnd time.Duration) {
+		d.tracks[0].SetCursor(0)
+		d.found, d.lastQuery = nil, ""
+		press(d, runes("/"))
+		for _, r := range q {
+			d.Update(runes(string(r)))
+		}
+		start := time.Now()
+		_, cmd := d.Update(keyEnter)
+		for cmd != nil {
+			msg := cmd()
+			if msg == nil {
+				break
+			}
+			_, cmd = d.Update(msg)
+			if toHit == 0 && strings.Contains(d.status, "found in frame") {
+				toHit = time.Since(start)
+			}
+		}
+		return toHit, time.Since(start)
+	}
+	b.ResetTimer()
+	for range b.N {
+		// Each cold figure on a deck of its own: nothing read before.
+		open := func() *Deck {
+			d := New([]string{path}, testOptions())
+			d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+			return d
+		}
+		d := open()
+		h, c := run(d, hit)
+		if h == 0 || d.found == nil || d.found.total != 2 {
+			b.Fatalf("search for %q: status %q", hit, d.status)
+		}
+		d.Close()
+		d = open()
+		_, n := run(d, none)
+		if !strings.Contains(d.status, "no frame holds") {
+			b.Fatalf("search for %q: status %q", none, d.status)
+		}
+		_, wn := run(d, "quagga")
+		if !strings.Contains(d.status, "no frame holds") {
+			b.Fatalf("search for quagga: status %q", d.status)
+		}
+		first, counted, nomatch, warm = first+h, counted+c, nomatch+n, warm+wn
+		d.Close()
+
+		// The peer reads each time from a timeline of its own, as cold.
+		b.StopTimer()
+		cold := func() *timeline.Timeline {
+			tl, err := timeline.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return tl
+		}
+		tl := cold()
+		start := time.Now()
+		r, _ := tl.SearchReport(context.Background(), hit, 0, 1)
+		peerFirst += time.Since(start)
+		tl.Close()
+		tl = cold()
+		if _, total, _ := tl.Matches(context.Background(), hit, maxMatches); r.Frame < 0 || total != 2 {
+			b.Fatal("the peer finds no match")
+		}
+		peerCount += time.Since(start)
+		tl.Close()
+		tl = cold()
+		start = time.Now()
+		if r, _ := tl.SearchReport(context.Background(), none, 0, 1); r.Frame >= 0 {
+			b.Fatal("the peer finds zebra")
+		}
+		peerNone += time.Since(start)
+		tl.Close()
+		b.StartTimer()
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
+	b.ReportMetric(ms(first), "first-hit-ms")
+	b.ReportMetric(ms(counted), "counted-ms")
+	b.ReportMetric(ms(nomatch), "no-match-ms")
+	b.ReportMetric(ms(warm), "warm-no-match-ms")
+	b.ReportMetric(float64(peerFirst)/float64(first), "first-hit-x")
+	b.ReportMetric(float64(peerCount)/float64(counted), "counted-x")
+	b.ReportMetric(float64(peerNone)/float64(nomatch), "no-match-x")
 }

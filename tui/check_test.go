@@ -204,7 +204,7 @@ func TestGoldenCheck(t *testing.T) {
 		{"seal-ok", sealedTape, bytes.TrimSpace(key), nil},
 		{"seal-bad", sealedTape, []byte("a key that did not seal it"), nil},
 	}
-	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+	for _, size := range [][2]int{{40, 12}, {80, 24}, {160, 48}, {200, 60}} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s_%dx%d", c.name, size[0], size[1]), func(t *testing.T) {
 				o := testOptions()

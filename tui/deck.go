@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -122,6 +123,7 @@ type Deck struct {
 	helpTop      int        // the help overlay's first line shown (it scrolls)
 	dragging     bool       // the needle follows the pointer on the scrubber
 	searching    context.CancelFunc
+	sweeping     *sweep // the search reading the whole tape, while it runs
 	ctx          context.Context
 	stop         context.CancelFunc
 	checks       map[*timeline.Timeline]*tapeCheck       // the check of each tape opened from a file (check.go)
@@ -186,6 +188,13 @@ func New(paths []string, o Options) *Deck {
 			tl.IndexCosts(d.ctx)
 		}
 		tv := newTimelineView(tl, &st, labels[i])
+		if tl.Recording() {
+			tv.live, tv.recording = true, true
+			if fi, err := os.Stat(p); err == nil {
+				tv.size = fi.Size()
+			}
+			tv.SetCursor(tl.Len() - 1) // the newest frame, followed
+		}
 		if o.KeepMarkers {
 			tv.loadMarkers()
 		}
@@ -244,6 +253,9 @@ type costsIndexedMsg struct{}
 func (d *Deck) Init() tea.Cmd {
 	cmds := d.startChecks()
 	for _, t := range d.tracks {
+		if t.recording {
+			cmds = append(cmds, followLater(t))
+		}
 		if d.costsLater(t.tl) {
 			tl, ctx := t.tl, d.ctx
 			cmds = append(cmds, func() tea.Msg { tl.IndexCosts(ctx); return costsIndexedMsg{} })
@@ -280,8 +292,14 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		return d.tick(msg)
 	case searchDoneMsg:
 		return d.searchDone(msg)
-	case matchesMsg:
-		d.matchesCounted(msg)
+	case sweepMsg:
+		return d.swept(msg)
+	case projectedMsg:
+		cmd, said := msg.tv.projected(msg.p)
+		if said != "" {
+			d.status = said
+		}
+		return cmd
 	case notFoundMsg:
 		d.status = msg.what
 	case takeoutMsg:
@@ -308,6 +326,10 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 	case checkDoneMsg:
 		d.checkDone(msg)
 	case costsIndexedMsg:
+	case followTickMsg:
+		return d.followLook(msg.tv)
+	case followMsg:
+		return d.followed(msg)
 	default:
 		if d.run != nil {
 			return d.run.update(msg)
@@ -390,25 +412,37 @@ func (d *Deck) notNow(msg tea.KeyMsg) string {
 	}
 	tv := d.tracks[d.focus]
 	for _, c := range []struct {
-		b   key.Binding
-		why func() string
+		b     key.Binding
+		why   func() string
+		track bool // a timeline's key
 	}{
 		{d.keys.Diff, func() string {
 			if d.run != nil && d.run.running() {
 				return "a fork is running: d diffs it once it ends (ctrl+c stops it)"
 			}
 			return "d compares two timelines: fork first (f), or open two tapes (jukebox play A.jbx B.jbx)"
-		}},
-		{d.keys.Fork, func() string { return d.forkWhy(tv) }},
-		{d.keys.Check, func() string { return "this tape is checked already, or is still being written (the header says)" }},
-		{d.keys.Focus, func() string { return "the diff has the screen: esc or d closes it" }},
-		{tv.keys.Speed, func() string { return "x sets the playback speed while playing: space plays" }},
-		{tv.keys.SearchNext, func() string { return "no search yet: / searches" }},
-		{tv.keys.SearchPrev, func() string { return "no search yet: / searches" }},
-		{tv.keys.NextMark, func() string { return "no markers yet: m sets one on the frame under the needle" }},
-		{tv.keys.PrevStep, func() string { return "this tape has no whole step yet" }},
-		{tv.keys.NextStep, func() string { return "this tape has no whole step yet" }},
+		}, false},
+		{d.keys.Fork, func() string { return d.forkWhy(tv) }, false},
+		{d.keys.Check, func() string { return "this tape is checked already, or is still being written (the header says)" }, false},
+		{d.keys.Focus, func() string { return "the diff has the screen: esc or d closes it" }, false},
+		{tv.keys.Speed, func() string { return "x sets the playback speed while playing: space plays" }, true},
+		{tv.keys.SearchNext, func() string { return "no search yet: / searches" }, true},
+		{tv.keys.SearchPrev, func() string { return "no search yet: / searches" }, true},
+		{tv.keys.NextMark, func() string { return "no markers yet: m sets one on the frame under the needle" }, true},
+		{tv.keys.PrevStep, func() string { return tv.noStep("the needle is at the first frame") }, true},
+		{tv.keys.NextStep, func() string { return tv.noStep("the needle is in the last step") }, true},
+		{tv.keys.Prev, func() string { return "the needle is at the first frame" }, true},
+		{tv.keys.Up, func() string { return "the needle is at the first frame" }, true},
+		{tv.keys.Home, func() string { return "the needle is at the first frame" }, true},
+		{tv.keys.PageUp, func() string { return "the needle is at the first frame" }, true},
+		{tv.keys.Next, func() string { return "the needle is at the last frame" }, true},
+		{tv.keys.Down, func() string { return "the needle is at the last frame" }, true},
+		{tv.keys.End, func() string { return "the needle is at the last frame" }, true},
+		{tv.keys.PageDown, func() string { return "the needle is at the last frame" }, true},
 	} {
+		if d.pane == paneDiff && c.track {
+			continue // the diff's own keys say for themselves
+		}
 		if !c.b.Enabled() && slices.Contains(c.b.Keys(), msg.String()) {
 			return c.why()
 		}
@@ -581,13 +615,23 @@ func (d *Deck) syncKeys(tv *timelineView) {
 	d.keys.Forks.SetEnabled(len(d.family) > 0 && d.pane != paneDiff)
 	d.keys.Check.SetEnabled(d.checks[tv.tl] == nil && !tv.growing() && d.pane != paneDiff)
 	d.fkeys.Cancel.SetEnabled(forking)
+	d.diff.syncKeys()
 	for _, t := range d.tracks {
 		k := &t.keys
 		k.SearchNext.SetEnabled(d.lastQuery != "")
 		k.SearchPrev.SetEnabled(d.lastQuery != "")
 		k.NextMark.SetEnabled(len(t.markers) > 0)
-		k.PrevStep.SetEnabled(t.tl.Steps() > 0)
-		k.NextStep.SetEnabled(t.tl.Steps() > 0)
+		// Keys that would not move the needle from where it is are off,
+		// so the help line never lists them (h at frame 0, l at the end).
+		row, last := t.rowOf(t.cursor), t.n()-1
+		for _, b := range []*key.Binding{&k.Prev, &k.Up, &k.Home, &k.PageUp} {
+			b.SetEnabled(row > 0 || t.entry(row).First < t.cursor)
+		}
+		for _, b := range []*key.Binding{&k.Next, &k.Down, &k.End, &k.PageDown} {
+			b.SetEnabled(row < last)
+		}
+		k.PrevStep.SetEnabled(t.tl.Steps() > 0 && t.cursor > 0)
+		k.NextStep.SetEnabled(t.tl.Steps() > 0 && t.tl.StepStart(t.tl.StepOf(t.cursor)+1) < t.tl.Len())
 		k.Speed.SetEnabled(d.play.playing)
 		if d.play.playing {
 			k.Play.SetHelp("space", "pause")

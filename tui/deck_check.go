@@ -111,6 +111,11 @@ func checkWarning(name string, c *tapeCheck) string {
 // news; "" before the check starts.
 func (d *Deck) checkText(tl *timeline.Timeline) (string, bool) {
 	c := d.checks[tl]
+	for _, t := range d.tracks {
+		if t.tl == tl && t.recording {
+			return "● recording", false
+		}
+	}
 	switch {
 	case c == nil && d.o.Verified != nil && tl.Remote():
 		return d.o.Verified(tl.Path())

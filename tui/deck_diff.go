@@ -1,6 +1,9 @@
 package tui
 
 import (
+	"slices"
+
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -51,6 +54,17 @@ func (d *Deck) diffReady(msg diffReadyMsg) {
 
 // diffKey handles a key in the diff pane.
 func (d *Deck) diffKey(msg tea.KeyMsg) tea.Cmd {
+	k := d.diff.keys
+	for _, c := range []struct {
+		b     key.Binding
+		where string
+	}{{k.Up, "top"}, {k.PageUp, "top"}, {k.Top, "top"}, {k.Down, "bottom"}, {k.PageDown, "bottom"}, {k.Bottom, "bottom"},
+		{k.PrevChange, "first change"}, {k.NextChange, "last change"}} {
+		if !c.b.Enabled() && slices.Contains(c.b.Keys(), msg.String()) {
+			d.status = "the diff is at its " + c.where
+			return nil
+		}
+	}
 	if d.diff.update(msg) == dismissed {
 		d.pane = paneTracks
 	}

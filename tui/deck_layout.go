@@ -187,49 +187,68 @@ func (d *Deck) body() string {
 	return box(strings.Split(left+"\n"+d.frame.View(), "\n"), d.w, bodyH)
 }
 
-// header is the top bar: what this run was and what it cost.
+// header is the top bar: what this run was and what it cost. Where the
+// width is short it drops its least important parts first (the command,
+// the frame and step counts the scrubber shows too, the tokens, the
+// name of the program), so that the cost, the exit and the check's
+// verdict stay.
 func (d *Deck) header() string {
 	tl := d.tracks[0].tl
-	parts := []string{baseName(tl.Path())}
-	command := timeline.OneLine(tl.Command(), 0)
-	parts = append(parts, counted(int64(tl.Len()), "frame", "frames")+" · "+counted(int64(tl.Steps()), "step", "steps"))
-	if tok, cost, ok := d.totals(d.tracks[0]); ok {
-		parts = append(parts, fmt.Sprintf("%s tok · %s", count(tok), costText(d.tracks[0].tl, tl.Len()-1, cost)))
+	var tok, cost, exit, vs string
+	counts := counted(int64(tl.Len()), "frame", "frames") + " · " + counted(int64(tl.StepCount()), "step", "steps")
+	if t, c, ok := d.totals(d.tracks[0]); ok && (t > 0 || c > 0) { // no "0 tok · $0" for a run without usage
+		tok, cost = count(t)+" tok", costText(d.tracks[0].tl, tl.Len()-1, c)
 	}
-	if exit := exitWord(tl); exit != "" {
-		parts = append(parts, exit)
-	}
+	exit = exitWord(tl)
 	if len(d.tracks) == 2 {
-		vs := "vs " + baseName(d.tracks[1].tl.Path())
+		vs = "vs " + baseName(d.tracks[1].tl.Path())
 		if state, _ := d.checkText(d.tracks[1].tl); state != "" {
 			vs += " (" + state + ")"
 		}
-		parts = append(parts, vs)
 	}
 	// The check's verdict sits at the right end, where cutting the title
 	// to the width never hides it.
 	state, bad := d.checkText(tl)
 	state = " " + state + " "
+	room := d.w
+	if strings.TrimSpace(state) != "" && visibleWidth(state)+12 <= d.w {
+		room -= visibleWidth(state)
+	} else {
+		state = ""
+	}
+	title := func(brand string, parts ...string) string {
+		var kept []string
+		for _, p := range parts {
+			if p != "" {
+				kept = append(kept, p)
+			}
+		}
+		return brand + strings.Join(kept, " · ")
+	}
+	name := baseName(tl.Path())
+	const brand = " JUKEBOX ▸ "
+	text := title(brand, name, counts, tok, cost, exit, vs)
 	// The command gets what room the figures leave: a long absolute path
 	// must not push out the tokens, the cost or the exit.
-	if command != "" {
-		room := d.w - visibleWidth(" JUKEBOX ▸ "+strings.Join(parts, " · ")+" · ") - 3
-		if strings.TrimSpace(state) != "" {
-			room -= visibleWidth(state)
-		}
-		if room >= 8 {
-			parts = append(parts[:1], append([]string{timeline.OneLine(command, room)}, parts[1:]...)...)
+	if command := timeline.OneLine(tl.Command(), 0); command != "" {
+		if left := room - visibleWidth(text+" · ") - 1; left >= 8 {
+			text = title(brand, name, timeline.OneLine(command, left), counts, tok, cost, exit, vs)
 		}
 	}
-	title := " JUKEBOX ▸ " + strings.Join(parts, " · ")
-	if strings.TrimSpace(state) == "" || visibleWidth(state)+12 > d.w {
-		return d.st.Header.Render(fit(termtext.Sanitize(title), d.w))
+	for _, shorter := range []string{title(brand, name, tok, cost, exit, vs), title(brand, name, cost, exit, vs), title(" ", name, cost, exit, vs)} {
+		if visibleWidth(text) < room {
+			break
+		}
+		text = shorter
+	}
+	if state == "" {
+		return d.st.Header.Render(fit(termtext.Sanitize(text), d.w))
 	}
 	badge := d.st.HeaderDim.Render(state)
 	if bad {
 		badge = d.st.Header.Render(state)
 	}
-	return d.st.Header.Render(fit(termtext.Sanitize(title), d.w-visibleWidth(state))) + badge
+	return d.st.Header.Render(fit(termtext.Sanitize(text), room)) + badge
 }
 
 // exitWord is how the tape's run ended ("exit 0"), from its run.end
@@ -268,9 +287,9 @@ func (d *Deck) statusLine() string {
 	if d.pane == panePrompt {
 		return d.prompt.View()
 	}
-	right := ""
+	right := d.busyText()
 	if d.run != nil {
-		right = d.run.View()
+		right = strings.TrimPrefix(right+d.st.Muted.Render(" │ ")+d.run.View(), d.st.Muted.Render(" │ "))
 	}
 	msg := d.st.Status.Render(d.status)
 	if d.status == "" && d.warn != "" {
@@ -287,6 +306,19 @@ func (d *Deck) statusLine() string {
 		return fit("", room) + right
 	}
 	return fit(" "+msg, room) + right
+}
+
+// busyText is the work going on in the background that the status line
+// shows until it ends, whatever keys are pressed: a search's sweep, a
+// filter reading frames.
+func (d *Deck) busyText() string {
+	var parts []string
+	for _, t := range []string{d.sweepText(), d.tracks[d.focus].projectingText()} {
+		if t != "" {
+			parts = append(parts, d.st.Accent.Render(t))
+		}
+	}
+	return strings.Join(parts, d.st.Muted.Render(" │ "))
 }
 
 func (d *Deck) helpLine() string {

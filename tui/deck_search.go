@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -50,11 +51,11 @@ func (d *Deck) promptKey(msg tea.KeyMsg) tea.Cmd {
 			d.status = fmt.Sprintf("%s: kind: takes llm, tools, files, output, errors, tx or a frame kind (llm.request, ...); status: a number", strings.Join(q.Bad, ", "))
 			return nil
 		}
-		if answer != d.lastQuery {
-			d.found = nil
+		if l := d.found; answer == d.lastQuery && l != nil && l.track == d.tracks[d.focus] && len(l.frames) == l.total {
+			return d.nextMatch(1) // counted already
 		}
 		d.lastQuery = answer
-		return d.search(answer, 1)
+		return d.startSweep(answer)
 	case promptNote:
 		return d.tracks[d.focus].setNote(answer)
 	case promptWrite:
@@ -96,6 +97,7 @@ type searchDoneMsg struct {
 
 // search looks for query from the needle on, in a command: a search over
 // a long tape reads every frame and blob. A new search cancels the last.
+// It is how ; and , search on while the sweep has not counted every match.
 func (d *Deck) search(query string, dir int) tea.Cmd {
 	if query == "" {
 		return nil
@@ -115,23 +117,147 @@ func (d *Deck) search(query string, dir int) tea.Cmd {
 }
 
 // searchDone puts the needle on what a search found, or says it found
-// nothing; the first search for a query then counts every match, in the
-// background.
+// nothing.
 func (d *Deck) searchDone(msg searchDoneMsg) tea.Cmd {
 	switch {
 	case msg.err != nil:
 		return nil // cancelled by a newer search
 	case msg.found < 0:
-		d.status = fmt.Sprintf("no frame holds %q", msg.query) + unreadableNote(msg.res)
+		d.status = fmt.Sprintf("no frame holds %q", msg.query) + unreadableNote(msg.res.Unreadable, msg.res.First)
 		return nil
 	}
 	msg.track.SetCursor(msg.found)
 	d.frame.Mark(timeline.ParseQuery(msg.query).Text)
-	d.status = d.foundText(msg.query, msg.found) + unreadableNote(msg.res)
-	if d.found != nil && d.found.query == msg.query && d.found.track == msg.track {
+	d.status = d.foundText(msg.query, msg.found) + unreadableNote(msg.res.Unreadable, msg.res.First)
+	return nil
+}
+
+// sweep is a search reading the whole tape in the background
+// (timeline.SweepSearch): the needle goes to its first match as soon as
+// it is found, and the status line counts the matches as they come.
+type sweep struct {
+	track  *timelineView
+	query  string
+	cancel context.CancelFunc
+	moved  bool // the needle went to the first match
+	notify chan struct{}
+	mu     sync.Mutex
+	latest timeline.Sweep
+	err    error
+	ended  bool
+}
+
+// sweepMsg says a sweep found more, or ended.
+type sweepMsg struct{ s *sweep }
+
+// startSweep searches for query from the needle, reading every frame
+// once: the first match, "no match" and the count all come from it. A new
+// search cancels the last.
+func (d *Deck) startSweep(query string) tea.Cmd {
+	d.stopSweep()
+	tv := d.tracks[d.focus]
+	ctx, cancel := context.WithCancel(d.ctx)
+	s := &sweep{track: tv, query: query, cancel: cancel, notify: make(chan struct{}, 1)}
+	d.sweeping, d.found = s, nil
+	d.status = ""
+	from := tv.cursor
+	go func() {
+		err := tv.tl.SweepSearch(ctx, query, from, maxMatches, func(r timeline.Sweep) {
+			s.mu.Lock()
+			s.latest = r
+			s.mu.Unlock()
+			s.poke()
+		})
+		s.mu.Lock()
+		s.err, s.ended = err, true
+		s.mu.Unlock()
+		s.poke()
+	}()
+	return s.wait(ctx)
+}
+
+// poke wakes the command waiting on the sweep, without ever blocking.
+func (s *sweep) poke() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// wait is a command that answers when the sweep found more, or ended.
+func (s *sweep) wait(ctx context.Context) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case <-s.notify:
+			return sweepMsg{s}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// state is what the sweep found so far, and whether it has ended.
+func (s *sweep) state() (timeline.Sweep, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latest, s.ended, s.err
+}
+
+// stopSweep cancels a running sweep.
+func (d *Deck) stopSweep() {
+	if d.sweeping != nil {
+		d.sweeping.cancel()
+		d.sweeping = nil
+	}
+}
+
+// swept takes what a sweep found so far: the needle goes to its first
+// match, once; at its end, every match is counted for ; and ,.
+func (d *Deck) swept(msg sweepMsg) tea.Cmd {
+	s := msg.s
+	if s != d.sweeping {
+		return nil // cancelled by a newer search
+	}
+	r, ended, err := s.state()
+	if err != nil {
+		d.sweeping = nil
 		return nil
 	}
-	return d.countMatches(msg.track, msg.query)
+	if hit := r.FirstHit(); hit >= 0 && !s.moved {
+		s.moved = true
+		s.track.SetCursor(hit)
+		d.frame.Mark(timeline.ParseQuery(s.query).Text)
+		d.status = d.foundText(s.query, hit) + unreadableNote(r.Unreadable, r.First)
+	}
+	if !ended || !r.Done() {
+		return s.wait(d.ctx)
+	}
+	d.sweeping = nil
+	if !s.moved {
+		d.status = fmt.Sprintf("no frame holds %q", s.query) + unreadableNote(r.Unreadable, r.First)
+		return nil
+	}
+	d.found = &matchList{track: s.track, query: s.query, frames: append(r.Before, r.After...), total: r.Total}
+	if tv := d.tracks[d.focus]; tv == s.track && d.found.at(tv.cursor) >= 0 {
+		d.status = d.foundText(s.query, tv.cursor) + unreadableNote(r.Unreadable, r.First)
+	}
+	return nil
+}
+
+// sweepText is the search's progress for the status line: the matches
+// counted so far and how much of the tape is read. It stays while keys
+// are pressed, until the sweep ends.
+func (d *Deck) sweepText() string {
+	s := d.sweeping
+	if s == nil {
+		return ""
+	}
+	r, _, _ := s.state()
+	pct := 0
+	if r.Len > 0 {
+		pct = r.Scanned * 100 / r.Len
+	}
+	return fmt.Sprintf("/%q: %s so far · %d%%", s.query, counted(int64(r.Total), "match", "matches"), pct)
 }
 
 // maxMatches bounds the list of matches kept for ; and , (the count goes
@@ -152,33 +278,6 @@ func (l *matchList) at(i int) int {
 		return j
 	}
 	return -1
-}
-
-// matchesMsg carries the count of a query's matches back.
-type matchesMsg struct{ list *matchList }
-
-// countMatches lists every frame query matches, in a command that a newer
-// search cancels.
-func (d *Deck) countMatches(tv *timelineView, query string) tea.Cmd {
-	ctx, cancel := context.WithCancel(d.ctx)
-	d.searching = cancel
-	return func() tea.Msg {
-		frames, total, err := tv.tl.Matches(ctx, query, maxMatches)
-		if err != nil {
-			return nil
-		}
-		return matchesMsg{&matchList{track: tv, query: query, frames: frames, total: total}}
-	}
-}
-
-func (d *Deck) matchesCounted(msg matchesMsg) {
-	if msg.list.query != d.lastQuery {
-		return // a newer search
-	}
-	d.found = msg.list
-	if tv := d.tracks[d.focus]; tv == msg.list.track && msg.list.at(tv.cursor) >= 0 {
-		d.status = d.foundText(msg.list.query, tv.cursor)
-	}
 }
 
 // foundText says where a match is, and its place among all of them once
@@ -217,12 +316,12 @@ func (d *Deck) nextMatch(dir int) tea.Cmd {
 
 // unreadableNote says which frames a search could not read in full, so
 // that "not found" never hides damage.
-func unreadableNote(r timeline.SearchResult) string {
+func unreadableNote(unreadable int, first *timeline.FrameError) string {
 	switch {
-	case r.First == nil:
+	case first == nil:
 		return ""
-	case r.Unreadable > 1:
-		return fmt.Sprintf(" · %s unreadable, first %s", counted(int64(r.Unreadable), "frame", "frames"), timeline.OneLine(r.First.Error(), 0))
+	case unreadable > 1:
+		return fmt.Sprintf(" · %s unreadable, first %s", counted(int64(unreadable), "frame", "frames"), timeline.OneLine(first.Error(), 0))
 	}
-	return " · " + timeline.OneLine(r.First.Error(), 0)
+	return " · " + timeline.OneLine(first.Error(), 0)
 }

@@ -48,13 +48,29 @@ func (m *diffPane) SetSize(w, h int) {
 
 // ShortHelp is the diff pane's part of the help line.
 func (m *diffPane) ShortHelp() []key.Binding {
-	return []key.Binding{m.keys.Down, m.keys.NextChange, m.keys.PrevChange, m.keys.Close}
+	return []key.Binding{m.keys.Up, m.keys.Down, m.keys.NextChange, m.keys.PrevChange, m.keys.Close}
+}
+
+// syncKeys turns off the keys that would not move the view from where it
+// is: up and home at the top, down and end at the bottom, the previous
+// change before the first and the next after the last.
+func (m *diffPane) syncKeys() {
+	k := &m.keys
+	top, bottom := m.vp.AtTop(), m.vp.AtBottom()
+	for _, b := range []*key.Binding{&k.Up, &k.PageUp, &k.Top} {
+		b.SetEnabled(!top)
+	}
+	for _, b := range []*key.Binding{&k.Down, &k.PageDown, &k.Bottom} {
+		b.SetEnabled(!bottom)
+	}
+	k.NextChange.SetEnabled(m.cur < len(m.changes)-1)
+	k.PrevChange.SetEnabled(m.cur > 0)
 }
 
 // FullHelp is every diff pane key.
 func (m *diffPane) FullHelp() [][]key.Binding {
 	k := m.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}, {k.NextChange, k.PrevChange, k.Close}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.NextChange, k.PrevChange, k.Close}}
 }
 
 // update scrolls; esc or d closes the pane.
@@ -71,6 +87,12 @@ func (m *diffPane) update(km tea.KeyMsg) verdict {
 		m.follow()
 	case key.Matches(km, k.PageDown):
 		m.vp.PageDown()
+		m.follow()
+	case key.Matches(km, k.Top):
+		m.vp.GotoTop()
+		m.follow()
+	case key.Matches(km, k.Bottom):
+		m.vp.GotoBottom()
 		m.follow()
 	case key.Matches(km, k.NextChange):
 		m.jump(1)
@@ -180,7 +202,7 @@ func (m *diffPane) View() string {
 
 // diffKeys scroll the diff pane; both columns move together.
 type diffKeys struct {
-	Up, Down, PageUp, PageDown, NextChange, PrevChange, Close key.Binding
+	Up, Down, PageUp, PageDown, Top, Bottom, NextChange, PrevChange, Close key.Binding
 }
 
 func newDiffKeys() diffKeys {
@@ -189,6 +211,8 @@ func newDiffKeys() diffKeys {
 		Down:       key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		PageUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
 		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
+		Top:        key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "top")),
+		Bottom:     key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
 		NextChange: key.NewBinding(key.WithKeys("n", "right", "l"), key.WithHelp("n/→", "next change")),
 		PrevChange: key.NewBinding(key.WithKeys("N", "left", "h"), key.WithHelp("N/←", "prev change")),
 		Close:      key.NewBinding(key.WithKeys("esc", "d"), key.WithHelp("esc/d", "close diff")),

@@ -57,6 +57,10 @@ type frameView struct {
 	// it shows; marked is the frame last scrolled to its first match.
 	mark   string
 	marked int
+	// answered is the response frame last scrolled to its answer (a
+	// response frame opens there, its context above); answerAt is the
+	// line of the answer's rule in the content shown, plus 1.
+	answered, answerAt int
 	// unwrapped lays the content out for outside the turntable: lines
 	// as long as they are (takeout.go).
 	unwrapped bool
@@ -80,7 +84,7 @@ func (m *frameView) SetLive(text, id string) {
 }
 
 func newFrameView(st *Styles) *frameView {
-	return &frameView{st: st, keys: newFrameKeys(), vp: viewport.New(0, 0), seq: -1, marked: -1}
+	return &frameView{st: st, keys: newFrameKeys(), vp: viewport.New(0, 0), seq: -1, marked: -1, answered: -1}
 }
 
 // SetSize sets the pane's size, title included.
@@ -145,6 +149,7 @@ func (m *frameView) Show(tl *timeline.Timeline, seq int, stream *time.Duration) 
 			m.detail, m.err = tl.Detail(seq)
 		}
 		m.vp.GotoTop()
+		m.answered = -1
 	}
 	m.stream = stream
 	m.refresh()
@@ -194,15 +199,27 @@ func (m *frameView) refresh() {
 		b.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %d more lines: o pages the whole frame, w writes it to a file", len(out)-maxFrameLines))
 		out = append(out[:maxFrameLines], b.out...)
 	}
+	toAnswer := m.detail != nil && m.detail.Kind == timeline.KindLLMResponse && m.answerAt > 0 && !m.raw
+	if toAnswer {
+		// The answer's rule can scroll to the top however short it is.
+		for len(out) < m.answerAt-1+m.vp.Height {
+			out = append(out, "")
+		}
+	}
 	m.vp.SetContent(strings.Join(out, "\n"))
 	if m.mark != "" && m.marked != m.seq {
 		m.marked = m.seq
 		for i, l := range out {
 			if strings.Contains(strings.ToLower(ansi.Strip(l)), m.mark) {
 				m.vp.SetYOffset(max(i-2, 0))
+				m.answered = m.seq // the match, not the answer, is what was looked for
 				break
 			}
 		}
+	}
+	if toAnswer && m.answered != m.seq {
+		m.answered = m.seq
+		m.vp.SetYOffset(m.answerAt - 1)
 	}
 }
 
@@ -210,7 +227,7 @@ func (m *frameView) refresh() {
 func (m *frameView) View() string {
 	title := "frame"
 	if d := m.detail; d != nil {
-		title = fmt.Sprintf("frame %d · %s · %s · %s · s%d", d.Seq, d.Kind, timeline.Clock(d.Time), stepText(d.Step, m.tl.Steps()), d.Stream)
+		title = fmt.Sprintf("frame %d · %s · %s · %s · s%d", d.Seq, d.Kind, timeline.Clock(d.Time), stepText(m.tl.StepNumber(d.Seq), m.tl.StepCount()), d.Stream)
 	}
 	if m.raw {
 		title += " · raw"
@@ -254,6 +271,7 @@ func (m *frameView) content() []string {
 		b.add(m.st.Kind(d.Kind), d.Summary)
 		b.add(m.st.Text, readableJSON(string(d.Payload)))
 	}
+	m.answerAt = b.answerAt
 	return b.out
 }
 
@@ -265,6 +283,7 @@ type lines struct {
 	mark      string
 	markStyle lipgloss.Style
 	plain     bool // section rules are not drawn to the width (text for outside)
+	answerAt  int  // 1 + the line of the answer's rule, 0 when there is none
 }
 
 // render draws one line in style s, its matches of the mark in the mark's
@@ -462,6 +481,7 @@ func (m *frameView) answer(b *lines, c *timeline.CallDetail) {
 	if c.Error != "" || c.Status >= 400 {
 		style, h = st.Error, h+" · "+c.Error
 	}
+	b.answerAt = len(b.out) + 1
 	b.head(style, h)
 	if !done {
 		text += "▌"
@@ -526,7 +546,7 @@ func (m *frameView) rawText(b *lines, d *timeline.Detail) {
 	b.add(st.Muted, fmt.Sprintf("offset %d · record %d bytes · payload %d bytes · kind %s · stream %d",
 		d.Offset, d.Size, len(d.Payload), d.Kind, d.Stream))
 	b.head(st.Title, "payload (laid out to read; jukebox show --frame N --json for the bytes)")
-	b.add(st.Text, readableJSON(string(d.Payload)))
+	b.add(st.Text, escapeLines(readableJSON(string(d.Payload))))
 	for _, r := range d.Blobs {
 		if r.Err != nil {
 			b.head(st.Error, fmt.Sprintf("blob %s · unreadable", r.Role))
@@ -541,7 +561,7 @@ func (m *frameView) rawText(b *lines, d *timeline.Detail) {
 				text = readableJSON(text) // a JSON body laid out to read
 			}
 			head := text[:min(len(text), rawBlobBytes)]
-			b.add(st.Text, strings.ToValidUTF8(head, "�"))
+			b.add(st.Text, escapeLines(head))
 			if len(text) > len(head) {
 				b.add(st.Muted, fmt.Sprintf("… %d more bytes", len(text)-len(head)))
 			}
@@ -550,6 +570,17 @@ func (m *frameView) rawText(b *lines, d *timeline.Detail) {
 	if len(d.Blobs) == 0 {
 		b.add(st.Muted, "no blobs")
 	}
+}
+
+// escapeLines is text for the raw view: each line with Go escapes for
+// what must not reach the terminal (\x1b, \u200b, \xff), so that the
+// bytes can be read, where the readable view shows � or ␛.
+func escapeLines(text string) string {
+	ls := strings.Split(text, "\n")
+	for i, l := range ls {
+		ls[i] = termtext.Escape(l)
+	}
+	return strings.Join(ls, "\n")
 }
 
 func indentText(s string) string {

@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 )
 
-// TestGolden renders every pane at 80x24 and 160x48 with the ASCII colour
+// TestGolden renders every pane at 40x12, 80x24, 160x48 and 200x60 with the ASCII colour
 // profile and compares it with testdata/TestGolden/*.golden; run with
 // -update to rewrite them after a deliberate change.
 func TestGolden(t *testing.T) {
@@ -31,7 +31,7 @@ func TestGolden(t *testing.T) {
 		{"torn", []string{tornTape}, nil},
 		{"not-a-tape", []string{notATape}, nil},
 	}
-	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+	for _, size := range [][2]int{{40, 12}, {80, 24}, {160, 48}, {200, 60}} {
 		for _, p := range panes {
 			t.Run(fmt.Sprintf("%s_%dx%d", p.name, size[0], size[1]), func(t *testing.T) {
 				d := newDeck(t, size[0], size[1], p.paths...)

@@ -15,17 +15,7 @@ import (
 // the wait in idleCap on screen, says how much it skipped, and i plays
 // the wait as recorded.
 func TestPlaybackSkipsIdle(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "idle.jbx")
-	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		w.AppendAt(0, 0, tapefmt.RunStart{Argv: []string{"agent"}})
-		w.AppendAt(10*time.Millisecond, 0, tapefmt.Output{Data: []byte("working\n")})
-		w.AppendAt(30*time.Second, 0, tapefmt.Output{Data: []byte("done waiting\n")})
-		_, err := w.AppendAt(30*time.Second+10*time.Millisecond, 0, tapefmt.RunEnd{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := waitingTape(t)
 	for _, keep := range []bool{false, true} {
 		clock := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 		o := testOptions()
@@ -56,4 +46,49 @@ func TestPlaybackSkipsIdle(t *testing.T) {
 			t.Errorf("idle time played as recorded: the needle is on frame %d after 0.6 s, want 1", got)
 		}
 	}
+}
+
+// TestPlaybackClockRuns: while playing, the scrubber line's clock and its
+// needle go on with the time played, through a stretch where the needle
+// stays on one frame (a long streamed call, a wait played as recorded).
+func TestPlaybackClockRuns(t *testing.T) {
+	path := waitingTape(t)
+	clock := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	o := testOptions()
+	o.Now = func() time.Time { return clock }
+	d := New([]string{path}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	press(d, runes("i"), runes(" "))
+	clock = clock.Add(100 * time.Millisecond)
+	d.Update(tickMsg{gen: d.play.gen})
+	before := d.scrub.needle()
+	clock = clock.Add(15 * time.Second)
+	d.Update(tickMsg{gen: d.play.gen})
+	if d.tracks[0].cursor != 1 {
+		t.Fatalf("the needle is on frame %d at 15.1 s, want 1", d.tracks[0].cursor)
+	}
+	if info := d.scrub.info(); !strings.Contains(info, "0:15.100 / 0:30.010") {
+		t.Errorf("the clock stopped at the frame's time: %s", info)
+	}
+	if d.scrub.needle() <= before {
+		t.Errorf("the scrubber's needle stayed at cell %d", before)
+	}
+}
+
+// waitingTape is a run that waits 30 s between two frames of output.
+func waitingTape(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "wait.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.AppendAt(0, 0, tapefmt.RunStart{Argv: []string{"agent"}})
+		w.AppendAt(10*time.Millisecond, 0, tapefmt.Output{Data: []byte("working\n")})
+		w.AppendAt(30*time.Second, 0, tapefmt.Output{Data: []byte("done waiting\n")})
+		_, err := w.AppendAt(30*time.Second+10*time.Millisecond, 0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

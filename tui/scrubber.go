@@ -157,9 +157,14 @@ func (m *scrubber) bar() string {
 func (m *scrubber) info() string {
 	tl, i := m.tv.tl, m.tv.cursor
 	_, t := tl.KindAt(i)
+	if m.playing {
+		// The clock runs while playing, through a long streamed call or
+		// a wait as recorded, not only when the needle reaches a frame.
+		t = max(t, min(m.reached, tl.Duration()))
+	}
 	tok, cost := tl.Totals(i)
 	parts := []string{
-		stepText(tl.StepOf(i), tl.Steps()),
+		stepText(tl.StepNumber(i), tl.StepCount()),
 		fmt.Sprintf("frame %d/%d", i, tl.Len()),
 		timeline.Clock(t) + " / " + timeline.Clock(tl.Duration()),
 		fmt.Sprintf("%s so far · %s tok", costText(tl, i, cost), count(tok)),
@@ -184,15 +189,12 @@ func (m *scrubber) info() string {
 	return " " + strings.Join(parts, m.st.Muted.Render(" · "))
 }
 
-// stepText says where frame of step s (0-based, as StepOf counts) is among
-// n whole steps, counting from 1 as the header's "n steps" does: the
-// frames after the last whole step (the run's end) are after it.
+// stepText says where a frame of step s (0-based, as StepNumber counts)
+// is among n steps (StepCount), counting from 1 as the header's "n steps"
+// and the step view's rows do.
 func stepText(s, n int) string {
-	switch {
-	case n == 0:
+	if n == 0 {
 		return "no whole step yet"
-	case s >= n:
-		return fmt.Sprintf("after step %d/%d", n, n)
 	}
 	return fmt.Sprintf("step %d/%d", s+1, n)
 }

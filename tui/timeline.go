@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -35,13 +36,122 @@ type timelineView struct {
 	forkAt      int  // the frame a fork was taken at, -1 when none
 	diverge     int  // this side's first divergent frame, -1 when unknown
 	follow      bool // keep the needle on the last frame while the tape grows
-	live        bool // the tape is being written (a running fork)
+	live        bool // the tape is being written (a running fork, a recording)
+	// recording: the tape is being recorded by another run, and followed
+	// as it grows (follow.go); size is its file's size when last opened.
+	recording bool
+	size      int64
 	// view says which rows there are (folded output, a filter, one row
 	// per step); entries are those rows, nil when every frame is one.
 	view    timeline.ViewOptions
 	entries []timeline.Entry
 	viewErr error
 	sums    map[int]timeline.StepSummary // step rows drawn, by first frame (a step is read once)
+	// projecting is a view being listed in the background (a filter that
+	// reads frames, on a long tape); the rows shown stay until it ends.
+	projecting *projection
+}
+
+// slowViewFrames is the length from which a view that reads frames (the
+// error filter) is listed in the background.
+const slowViewFrames = 20_000
+
+// projection is a view being listed in the background.
+type projection struct {
+	view       timeline.ViewOptions
+	what       string // said when it is done
+	cancel     context.CancelFunc
+	read, rows atomic.Int64
+	n          int
+	notify     chan struct{}
+	done       chan struct{}
+	entries    []timeline.Entry
+	err        error
+}
+
+// projectedMsg says a background view read more frames, or ended.
+type projectedMsg struct {
+	tv *timelineView
+	p  *projection
+}
+
+// projectLater lists the view in the background, saying what when done.
+func (m *timelineView) projectLater(what string) tea.Cmd {
+	m.stopProjecting()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &projection{view: m.view, what: what, cancel: cancel, n: m.tl.Len(), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	m.projecting = p
+	go func() {
+		defer close(p.done)
+		p.entries, p.err = m.tl.ViewProgress(ctx, p.view, func(read, rows int) {
+			p.read.Store(int64(read))
+			p.rows.Store(int64(rows))
+			select {
+			case p.notify <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	return m.waitProjection(p)
+}
+
+func (m *timelineView) waitProjection(p *projection) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case <-p.notify:
+		case <-p.done:
+		}
+		return projectedMsg{m, p}
+	}
+}
+
+// projected takes a background view's progress, and its rows once done.
+func (m *timelineView) projected(p *projection) (tea.Cmd, string) {
+	if m.projecting != p {
+		return nil, ""
+	}
+	select {
+	case <-p.done:
+	default:
+		return m.waitProjection(p), ""
+	}
+	m.projecting = nil
+	if p.err != nil {
+		return nil, ""
+	}
+	m.setEntries(p.entries)
+	return nil, p.what
+}
+
+// stopProjecting cancels a view being listed in the background.
+func (m *timelineView) stopProjecting() {
+	if m.projecting != nil {
+		m.projecting.cancel()
+		m.projecting = nil
+	}
+}
+
+// projectingText is a background view's progress for the status line.
+func (m *timelineView) projectingText() string {
+	p := m.projecting
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("listing %s: %s so far · %d%%", p.view.Only, counted(p.rows.Load(), "row", "rows"), p.read.Load()*100/int64(max(p.n, 1)))
+}
+
+// slowView reports whether listing the view reads frames on a long tape.
+func (m *timelineView) slowView() bool {
+	return m.view.Only&timeline.ClassErrors != 0 && !m.view.Steps && m.tl.Len() > slowViewFrames
+}
+
+// noStep says why a step key does nothing: no whole step yet, or where
+// the needle is.
+func (m *timelineView) noStep(where string) string {
+	if m.tl.Steps() == 0 {
+		return "this tape has no whole step yet"
+	}
+	return where
 }
 
 // growing reports whether the tape is still being written.
@@ -62,6 +172,7 @@ func (m *timelineView) setTimeline(tl *timeline.Timeline) {
 
 // project lists the rows of the view.
 func (m *timelineView) project() {
+	m.stopProjecting()
 	m.entries, m.viewErr, m.sums = nil, nil, nil
 	if m.view.Identity() {
 		return
@@ -69,6 +180,15 @@ func (m *timelineView) project() {
 	entries, err := m.tl.View(context.Background(), m.view)
 	if err != nil {
 		m.viewErr = err
+		return
+	}
+	m.setEntries(entries)
+}
+
+// setEntries shows the rows of a view.
+func (m *timelineView) setEntries(entries []timeline.Entry) {
+	m.entries, m.viewErr, m.sums = nil, nil, nil
+	if m.view.Identity() {
 		return
 	}
 	m.entries = entries
@@ -200,11 +320,15 @@ func (m *timelineView) update(km tea.KeyMsg) tea.Cmd {
 		return m.said(map[bool]string{true: "output folded: z opens a run", false: "output unfolded"}[m.view.Fold])
 	case key.Matches(km, k.Filter):
 		m.view.Only = nextFilter(m.view.Only)
-		m.project()
-		if m.view.Only == 0 {
-			return m.said("every kind of frame")
+		what := "every kind of frame"
+		if m.view.Only != 0 {
+			what = "only " + m.view.Only.String() + " (and step rules, run start and end): F for the next kind"
 		}
-		return m.said("only " + m.view.Only.String() + " (and step rules, run start and end): F for the next kind")
+		if m.slowView() {
+			return m.projectLater(what)
+		}
+		m.project()
+		return m.said(what)
 	case key.Matches(km, k.Steps):
 		m.view.Steps = !m.view.Steps
 		m.project()

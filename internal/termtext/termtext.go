@@ -44,8 +44,52 @@ func plain(r rune) bool {
 // U+200E, U+200F, U+061C), invisible characters (zero-width spaces and
 // joiners, U+2060, U+FEFF, fillers such as U+3164) and bytes that are not
 // UTF-8 become �. Letters of any script, emoji with their variation
-// selectors and spaces such as U+00A0 are kept.
+// selectors and spaces such as U+00A0 are kept, and so is a zero-width
+// joiner between two emoji (👨‍👩‍👧, a family): it is part of the emoji,
+// not hidden text, and Uniform measures such a sequence conservatively
+// (as its members side by side). So are the tag characters of a
+// subdivision flag after its 🏴 (Uniform shows the 🏴 alone).
 func Sanitize(s string) string {
+	if strings.Contains(s, "\u200d") || strings.Contains(s, "\xf3\xa0\x80") || strings.Contains(s, "\xf3\xa0\x81") {
+		return sanitizeJoined(s)
+	}
+	return sanitize(s)
+}
+
+// sanitizeJoined is Sanitize of a text that holds a zero-width joiner or
+// tag characters: kept inside an emoji, else shown as any hidden
+// character is.
+func sanitizeJoined(s string) string {
+	var b strings.Builder
+	prev := rune(0)
+	for i, r := range s {
+		if r >= 0xE0020 && r <= 0xE007F && (prev == 0x1F3F4 || prev >= 0xE0020 && prev <= 0xE007F) {
+			b.WriteRune(r)
+			prev = r
+			continue
+		}
+		if r == 0x200D {
+			next, _ := utf8.DecodeRuneInString(s[i+len("\u200d"):])
+			if emoji(prev) && emoji(next) {
+				b.WriteRune(r)
+				prev = r
+				continue
+			}
+		}
+		b.WriteString(sanitize(string(r)))
+		prev = r
+	}
+	return b.String()
+}
+
+// emoji reports whether r is a pictograph an emoji sequence joins, or
+// the modifier or variation selector that may end one of its members.
+func emoji(r rune) bool {
+	return r >= 0x1F000 && r <= 0x1FAFF || r >= 0x2600 && r <= 0x27BF || r >= 0x2300 && r <= 0x23FF ||
+		r >= 0x2190 && r <= 0x21FF || r >= 0x2B00 && r <= 0x2BFF || r == 0xFE0F || r == 0x2640 || r == 0x2642
+}
+
+func sanitize(s string) string {
 	return strings.Map(func(r rune) rune { // s itself when nothing changes
 		switch {
 		case r >= ' ' && r < 0x7f, r == '\n':

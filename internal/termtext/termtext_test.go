@@ -56,3 +56,31 @@ func BenchmarkSanitizeClean(b *testing.B) {
 		Sanitize(s)
 	}
 }
+
+// TestSanitizeKeepsEmojiJoins: a zero-width joiner between two emoji is
+// part of the emoji (a family, a profession, a rainbow flag) and is kept,
+// so Uniform can show the members side by side; anywhere else it is
+// hidden text and shows as �.
+func TestSanitizeKeepsEmojiJoins(t *testing.T) {
+	for in, want := range map[string]string{
+		"👨\u200d👩\u200d👧":       "👨\u200d👩\u200d👧",
+		"👩🏽\u200d💻 done":        "👩🏽\u200d💻 done",
+		"🏳\ufe0f\u200d🌈":        "🏳\ufe0f\u200d🌈",
+		"a\u200db":              "a�b",
+		"👍\u200d":               "👍�",
+		"\u200d👍":               "�👍",
+		"x\u200d👍\x1b[1m\u200b": "x�👍␛[1m�",
+		"🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f": "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+		"a\U000e0067": "a�",
+	} {
+		if got := Sanitize(in); got != want {
+			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := Uniform(Sanitize("👨\u200d👩\u200d👧")); got != "👨👩👧" {
+		t.Errorf("a family, sanitized then made uniform: %q", got)
+	}
+	if got := Uniform(Sanitize("🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f!")); got != "🏴!" {
+		t.Errorf("Scotland's flag, sanitized then made uniform: %q", got)
+	}
+}
