@@ -23,7 +23,11 @@ type rule struct {
 	fold bool
 	// from is where a match holding the key found at p starts, or -1
 	// when none can; nil: at p, after a word boundary.
-	from     func(b []byte, p int) int
+	from func(b []byte, p int) int
+	// follows, when set, is a quick test that what comes after a key
+	// ending at end can be the rest of a match: a key of a word that is
+	// no credential's name costs no regexp run.
+	follows  func(b []byte, end int) bool
 	anchored *regexp.Regexp // ^(?:re)
 }
 
@@ -49,11 +53,11 @@ var anyText = sync.OnceValue(func() []rule {
 	return []rule{
 		// Tokens of known formats: OpenAI, Anthropic, GitHub, AWS key ids,
 		// Slack, GitLab, Google API keys.
-		newRule(`\b()(sk-(?:proj-|ant-|live-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35})`,
-			false, nil, "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "glpat-", "AIza"),
+		withFollows(tokenFollows, newRule(`\b()(sk-(?:proj-|ant-|live-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35})`,
+			false, nil, "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "glpat-", "AIza")),
 		// "api_key": "X", client_secret=X, x-api-key: X; aws_secret_access_key X.
-		newRule(`(?i)(\b[\w-]*(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|client[_-]?secret|private[_-]?key|password|passwd|passphrase|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token)`+quote+`\s*[:=]\s*`+quote+`)([^\s'"\\,;}&)]+)`,
-			true, wordRunStart, "key", "secret", "pass", "token"), // in each name, and the start is the run's
+		withFollows(nameFollows, newRule(`(?i)(\b[\w-]*(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|client[_-]?secret|private[_-]?key|password|passwd|passphrase|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token)`+quote+`\s*[:=]\s*`+quote+`)([^\s'"\\,;}&)]+)`,
+			true, wordRunStart, "key", "secret", "pass", "token")), // in each name, and the start is the run's
 		newRule(`(?i)(\baws_(?:secret_access_key|session_token)`+quote+`\s+`+quote+`)([^\s'"\\,;}&)]+)`, true, nil, "aws_"),
 		// Authorization: Bearer X, and a cookie header's whole value.
 		newRule(`(?i)(\b(?:proxy-)?authorization`+quote+`\s*[:=]\s*`+quote+`(?:(?:bearer|basic|token|digest)\s+)?)([^\s'"\\,}]+)`,
@@ -61,8 +65,8 @@ var anyText = sync.OnceValue(func() []rule {
 		newRule(`(?i)(\b(?:set-)?cookie`+quote+`\s*:\s*`+quote+`)([^'"\\\r\n]+)`, true, after("set-"), "cookie"),
 		// https://user:password@host and https://TOKEN@host (a Sentry DSN):
 		// everything before the @.
-		newRule(`(\bhttps?://)([^/\s@'"\\]+)@`, false, nil, "http://", "https://"),
-		newRule(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"\\]*:)([^@\s/'"\\]+)@`, false, schemeStart, "://"),
+		withFollows(userInfoFollows, newRule(`(\bhttps?://)([^/\s@'"\\]+)@`, false, nil, "http://", "https://")),
+		withFollows(passwordFollows, newRule(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"\\]*:)([^@\s/'"\\]+)@`, false, schemeStart, "://")),
 		// mysql -pPASSWORD (and its kin) inside a script.
 		newRule(`(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb)\b[^\n;|&]*?\s-p)([^\s'";|&\\]+)`,
 			false, nil, "mysql", "mariadb"),
@@ -115,6 +119,10 @@ func (r rule) find(b, lower []byte) [][]int {
 			j := bytes.Index(text[i:], []byte(k))
 			if j < 0 {
 				break
+			}
+			if r.follows != nil && !r.follows(b, i+j+len(k)) {
+				i += j + 1
+				continue
 			}
 			if s := r.from(b, i+j); s >= 0 {
 				starts = append(starts, s)
@@ -209,6 +217,64 @@ func schemeStart(b []byte, p int) int {
 	}
 	return -1
 }
+
+func withFollows(f func([]byte, int) bool, r rule) rule {
+	r.follows = f
+	return r
+}
+
+// tokenFollows: every token format holds at least 10 more characters of
+// [A-Za-z0-9_-] after its prefix.
+func tokenFollows(b []byte, end int) bool {
+	n := 0
+	for end+n < len(b) && n < 10 && (isWord(b[end+n]) || b[end+n] == '-') {
+		n++
+	}
+	return n == 10
+}
+
+// nameFollows: a credential's name ends its run of [\w-] and is followed
+// by an optional (escaped) quote, spaces and a colon or equals sign.
+func nameFollows(b []byte, end int) bool {
+	for end < len(b) && (isWord(b[end]) || b[end] == '-') {
+		end++
+	}
+	if end < len(b) && b[end] == '\\' {
+		end++
+	}
+	if end < len(b) && (b[end] == '"' || b[end] == '\'') {
+		end++
+	}
+	for end < len(b) && isSpace(b[end]) {
+		end++
+	}
+	return end < len(b) && (b[end] == ':' || b[end] == '=')
+}
+
+// userInfoFollows: https://USERINFO@, userinfo holding none of /, @,
+// quotes, backslashes and spaces.
+func userInfoFollows(b []byte, end int) bool {
+	i := end
+	for i < len(b) && !isSpace(b[i]) && !strings.ContainsRune("/@'\"\\", rune(b[i])) {
+		i++
+	}
+	return i > end && i < len(b) && b[i] == '@'
+}
+
+// passwordFollows: SCHEME://USER:PASSWORD@.
+func passwordFollows(b []byte, end int) bool {
+	i := end
+	for i < len(b) && !isSpace(b[i]) && !strings.ContainsRune("/:@'\"\\", rune(b[i])) {
+		i++
+	}
+	if i >= len(b) || b[i] != ':' {
+		return false
+	}
+	return userInfoFollows(b, i+1)
+}
+
+// isSpace is \s.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
 
 // lowerASCII is b with ASCII letters in lower case, each byte where it was.
 func lowerASCII(b []byte) []byte {
