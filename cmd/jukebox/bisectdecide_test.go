@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +56,30 @@ func TestBisectTapeDecisions(t *testing.T) {
 	}
 	if d := firstDifference(ds, ds); d != nil {
 		t.Errorf("a run differs from itself: %+v", d)
+	}
+}
+
+// TestBisectTwoTapesCLI: bisect --good A --bad B through the CLI: a run
+// against itself decides alike (exit 0), a cut-short run differs where it
+// ends, --good without --bad is exit 2 naming the flag, a tape that does
+// not read is exit 3.
+func TestBisectTwoTapesCLI(t *testing.T) {
+	dir := sampleTapes(t)
+	run, torn := filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "torn.jbx")
+	out, _ := wantCode(t, ExitOK, "bisect", "--good", run, "--bad", run)
+	if !strings.Contains(out, "decided alike") {
+		t.Errorf("a run against itself: %q", out)
+	}
+	out, _ = wantCode(t, ExitOK, "bisect", "--good", run, "--bad", torn, "--json")
+	var two bisectTwo
+	must(t, json.Unmarshal([]byte(out), &two))
+	if d := two.Difference; d == nil || d.Step != two.BadSteps || d.Bad != nil || d.Good == nil {
+		t.Errorf("a run cut short: %+v", two)
+	}
+	if _, errs := wantCode(t, ExitUsage, "bisect", "--good", run); !strings.Contains(errs, "--good needs --bad") {
+		t.Errorf("--good alone: %q", errs)
+	}
+	if _, errs := wantCode(t, ExitBadTape, "bisect", "--good", run, "--bad", filepath.Join(dir, "seal.key")); !strings.Contains(errs, "seal.key") {
+		t.Errorf("a file that is no tape: %q", errs)
 	}
 }
