@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBisectFirstDifference: two runs are compared by their decisions:
+// spacing and key order of arguments are no difference; a tool chosen,
+// its arguments, the final answer and one run ending early are, at the
+// first step where they happen.
+func TestBisectFirstDifference(t *testing.T) {
+	read := func(args string) bisectDecision {
+		return bisectDecision{Tools: []bisectTool{{Name: "write_file", Args: canonicalArgs(args)}}}
+	}
+	good := []bisectDecision{read(`{"path": "a.txt", "content": "x"}`), {Text: "done"}}
+	same := []bisectDecision{read(`{"content":"x","path":"a.txt"}`), {Text: "done"}}
+	if d := firstDifference(good, same); d != nil {
+		t.Errorf("bytes alone differ, reported %+v", d)
+	}
+	cases := []struct {
+		bad  []bisectDecision
+		step int
+		what string
+	}{
+		{[]bisectDecision{{Tools: []bisectTool{{Name: "delete_file", Args: "{}"}}}, {Text: "done"}}, 0, "tool chosen"},
+		{[]bisectDecision{read(`{"path": "b.txt", "content": "x"}`), {Text: "done"}}, 0, "arguments"},
+		{[]bisectDecision{read(`{"path": "a.txt", "content": "x"}`), {Text: "failed"}}, 1, "final answer"},
+		{[]bisectDecision{read(`{"path": "a.txt", "content": "x"}`)}, 1, "the bad run ended; the good run went on"},
+	}
+	for _, c := range cases {
+		d := firstDifference(good, c.bad)
+		if d == nil || d.Step != c.step || d.What != c.what {
+			t.Errorf("want step %d %q, got %+v", c.step, c.what, d)
+		}
+	}
+}
+
+// TestBisectTapeDecisions: a recorded run's decisions read from its tape
+// (every answered call), and a run compared with itself differs nowhere.
+func TestBisectTapeDecisions(t *testing.T) {
+	tp := openTape(t, filepath.Join(sampleTapes(t), "agent-run.jbx"))
+	ds, err := tapeDecisions(tp)
+	must(t, err)
+	if len(ds) == 0 {
+		t.Fatal("no decisions read from agent-run.jbx")
+	}
+	tools := 0
+	for _, d := range ds {
+		tools += len(d.Tools)
+	}
+	if tools == 0 && ds[len(ds)-1].Text == "" {
+		t.Errorf("decisions hold neither tools nor a final answer: %+v", ds)
+	}
+	if d := firstDifference(ds, ds); d != nil {
+		t.Errorf("a run differs from itself: %+v", d)
+	}
+}
+
+// TestBisectTwoTapesCLI: bisect --good A --bad B through the CLI: a run
+// against itself decides alike (exit 0), a cut-short run differs where it
+// ends, --good without --bad is exit 2 naming the flag, a tape that does
+// not read is exit 3.
+func TestBisectTwoTapesCLI(t *testing.T) {
+	dir := sampleTapes(t)
+	run, torn := filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "torn.jbx")
+	out, _ := wantCode(t, ExitOK, "bisect", "--good", run, "--bad", run)
+	if !strings.Contains(out, "decided alike") {
+		t.Errorf("a run against itself: %q", out)
+	}
+	out, _ = wantCode(t, ExitOK, "bisect", "--good", run, "--bad", torn, "--json")
+	var two bisectTwo
+	must(t, json.Unmarshal([]byte(out), &two))
+	if d := two.Difference; d == nil || d.Step != two.BadSteps || d.Bad != nil || d.Good == nil {
+		t.Errorf("a run cut short: %+v", two)
+	}
+	if _, errs := wantCode(t, ExitUsage, "bisect", "--good", run); !strings.Contains(errs, "--good needs --bad") {
+		t.Errorf("--good alone: %q", errs)
+	}
+	if _, errs := wantCode(t, ExitBadTape, "bisect", "--good", run, "--bad", filepath.Join(dir, "seal.key")); !strings.Contains(errs, "seal.key") {
+		t.Errorf("a file that is no tape: %q", errs)
+	}
+}
