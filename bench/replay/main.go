@@ -13,11 +13,14 @@
 // every body fully, and checks it against the recorded bytes after the
 // clock stops. Load and serve are timed separately; medians are printed.
 //
-//	go -C bench run ./replay [-runs 31]
+//	go -C bench run ./replay [-runs 31] [-tool-runs 11] [-agent-runs 11]
 //
 // With -tool-runs (default 11), tool.go also measures issue 29's figure:
 // the whole agent process replayed, tool HTTP calls included, against a
-// no-tape local server.
+// no-tape local server; with -agent-runs (default 11), client.go measures
+// issue 31's: Python and Go clients replayed against a no-tape local
+// server, and a short Go agent replayed by the jukebox binary against the
+// same agent replaying its go-vcr cassette.
 //
 // Targets (issue 3): serving all 50 under 0.4 ms, and at least 50x faster
 // than go-vcr serving the same 50. Issue 12: the same replay with the
@@ -77,11 +80,12 @@ const (
 )
 
 func main() {
-	if os.Getenv(toolAgentEnv) != "" {
-		os.Exit(toolAgent())
+	if os.Getenv(agentEnv) != "" {
+		os.Exit(goAgent())
 	}
-	runs := flag.Int("runs", 31, "repetitions per side (medians are reported)")
+	runs := flag.Int("runs", 31, "repetitions per side of the in-process replay (medians are reported); 0 skips it")
 	toolRuns := flag.Int("tool-runs", 11, "repetitions of the whole-process replay with tool calls (issue 29); 0 skips it")
+	agentRuns := flag.Int("agent-runs", 11, "repetitions of the whole-process replays of issue 31 (Python and Go clients, go-vcr); 0 skips them")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *profile != "" {
@@ -92,7 +96,7 @@ func main() {
 		}
 		defer stop()
 	}
-	if err := run(*runs, *toolRuns); err != nil {
+	if err := run(*runs, *toolRuns, *agentRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/replay:", err)
 		os.Exit(1)
 	}
@@ -101,12 +105,30 @@ func main() {
 // sample is one repetition: loading, and serving all 50 requests.
 type sample struct{ load, serve, native time.Duration }
 
-func run(runs, toolRuns int) error {
+func run(runs, toolRuns, agentRuns int) error {
 	dir, err := os.MkdirTemp("", "replay-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if runs > 0 {
+		if err := inProcessRun(dir, runs); err != nil {
+			return err
+		}
+	}
+	if toolRuns > 0 {
+		if err := runTool(dir, toolRuns); err != nil {
+			return err
+		}
+	}
+	if agentRuns > 0 {
+		return runClients(dir, agentRuns)
+	}
+	return nil
+}
+
+// inProcessRun measures issue 3's and issue 12's figures.
+func inProcessRun(dir string, runs int) error {
 	ins := tapegen.Interactions(spec)
 	tape, err := writeTape(filepath.Join(dir, "run.jbx"))
 	if err != nil {
@@ -143,9 +165,6 @@ func run(runs, toolRuns int) error {
 	}
 	report(runs, cold, warm, vcr, benchutil.Median(floor))
 	reportRules(cold, ruled)
-	if toolRuns > 0 {
-		return runTool(dir, toolRuns)
-	}
 	return nil
 }
 

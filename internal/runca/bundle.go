@@ -1,6 +1,7 @@
 package runca
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/pem"
 	"os"
@@ -22,7 +23,13 @@ var BundleEnv = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"
 // and SSL_CERT_DIR) named, then the CA's. Only CERTIFICATE blocks are
 // kept, each once; a file that cannot be read is skipped.
 func (c *CA) Bundle(env map[string]string) []byte {
-	var out []byte
+	roots := systemRoots(env)
+	size := len(c.certPEM)
+	for _, data := range roots {
+		size += len(data)
+	}
+	var out bytes.Buffer
+	out.Grow(size + size/8) // re-encoded blocks are about as long as read
 	seen := map[[32]byte]bool{}
 	add := func(data []byte) {
 		for {
@@ -33,11 +40,11 @@ func (c *CA) Bundle(env map[string]string) []byte {
 			}
 			if sum := sha256.Sum256(b.Bytes); b.Type == "CERTIFICATE" && !seen[sum] {
 				seen[sum] = true
-				out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes})...)
+				pem.Encode(&out, &pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes}) // a bytes.Buffer cannot fail
 			}
 		}
 	}
-	for _, data := range systemRoots(env) {
+	for _, data := range roots {
 		add(data)
 	}
 	read := map[string]bool{} // machines often name one file in every variable: read it once
@@ -52,7 +59,7 @@ func (c *CA) Bundle(env map[string]string) []byte {
 		}
 	}
 	add(c.certPEM)
-	return out
+	return out.Bytes()
 }
 
 // readDirs reads every file in dirs (a certificate directory).

@@ -85,3 +85,15 @@ func TestBundle(t *testing.T) {
 		t.Error("the bundle holds a private key")
 	}
 }
+
+// BenchmarkBundle builds the agent's bundle from the system's roots, as
+// every run and replay does.
+func BenchmarkBundle(b *testing.B) {
+	ca, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		ca.Bundle(nil)
+	}
+}
