@@ -235,19 +235,21 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // pipe the caller reads as it comes.
 type pipeWriter struct {
 	req    *http.Request
-	header http.Header
+	header http.Header // the handler's
+	sent   http.Header // a copy as it was when the header was written
 	code   int
 	pr     *io.PipeReader
 	pw     *io.PipeWriter
 	ready  chan struct{} // closed once the header is written, or the handler ended without one
 	once   sync.Once
-	err    error // why no header came (set before ready closes)
+	err    error       // why no header came (set before ready closes)
+	stop   func() bool // stops closing the body when the request's context ends
 }
 
 func newPipeWriter(req *http.Request) *pipeWriter {
 	pr, pw := io.Pipe()
 	w := &pipeWriter{req: req, header: http.Header{}, pr: pr, pw: pw, ready: make(chan struct{})}
-	context.AfterFunc(req.Context(), func() { pr.CloseWithError(req.Context().Err()) })
+	w.stop = context.AfterFunc(req.Context(), func() { pr.CloseWithError(req.Context().Err()) })
 	return w
 }
 
@@ -256,7 +258,7 @@ func (w *pipeWriter) Header() http.Header { return w.header }
 func (w *pipeWriter) WriteHeader(code int) {
 	w.once.Do(func() {
 		w.code = code
-		w.header = w.header.Clone() // the handler may go on changing its map (trailers)
+		w.sent = w.header.Clone() // the handler may go on changing its map (trailers)
 		close(w.ready)
 	})
 }
@@ -273,6 +275,7 @@ func (w *pipeWriter) Flush() {}
 func (w *pipeWriter) end() {
 	w.WriteHeader(http.StatusOK)
 	w.pw.Close()
+	w.stop()
 }
 
 // fail ends the body (or, before the header, the request) with err.
@@ -282,6 +285,7 @@ func (w *pipeWriter) fail(err error) {
 		close(w.ready)
 	})
 	w.pw.CloseWithError(err)
+	w.stop()
 }
 
 // response waits for the header and returns the response, its body the
@@ -297,6 +301,6 @@ func (w *pipeWriter) response() (*http.Response, error) {
 		return nil, w.err
 	}
 	return &http.Response{Status: fmt.Sprintf("%d %s", w.code, http.StatusText(w.code)), StatusCode: w.code,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: w.header, Body: w.pr, ContentLength: -1,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: w.sent, Body: w.pr, ContentLength: -1,
 		Request: w.req}, nil
 }
