@@ -143,8 +143,10 @@ func run(n, jobs int, bin string) error {
 	fmt.Printf("one after another (jukebox replay --strict): %.1f s wall, %.1f s CPU; / %d CPUs: %.1f s\n", seq.Seconds(), seqCPU.Seconds(), jobs, ideal.Seconds())
 	fmt.Printf("jukebox test -j %d: %.1f s wall, %.1f s CPU, %d passed\n", jobs, par.Seconds(), parCPU.Seconds(), res.Passed)
 	fmt.Printf("ratio jukebox test / (one after another / CPUs): %.2fx (target < 2x)\n", float64(par)/float64(ideal))
+	share := float64(seqCPU) / float64(seq)
 	fmt.Printf("CPUs busy: %.2fx of %d (target >= 0.8x); the peer, one at a time, had %.2fx of one CPU (the share other work left)\n",
-		busy, jobs, float64(seqCPU)/float64(seq))
+		busy, jobs, share)
+	fmt.Printf("CPUs busy over what the peer's share allows (%d x %.2f): %.2fx\n", jobs, share, busy/share)
 	fmt.Printf("load after: %s\n", load())
 	return nil
 }
