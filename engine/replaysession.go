@@ -137,15 +137,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	if res == nil {
 		return nil, err
 	}
-	res.Divergence, res.Repeated = s.div.Load(), m.Repeats()
-	var verr error
-	res.MCPMissing, res.MCPNotServed, verr = s.proxy.control.mcpVerdict(t)
-	err = errors.Join(err, verr)
-	served := tb.served.Load()
-	res.Unused, res.Served = tb.unused(), &served
-	ctlServed, ctlUnused := s.proxy.control.ctl.counts()
-	res.ControlServed, res.Unused = ctlServed, res.Unused+ctlUnused
-	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
+	err = errors.Join(err, s.replayed(res, tb))
 	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece.
 		rec, rep := m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy())
@@ -163,6 +155,21 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		res.ExitSame = &same
 	}
 	return res, err
+}
+
+// replayed fills in what a replay found of the tape tb served: the first
+// divergence, the calls served, repeated and never asked for, the MCP
+// sessions (an error when the tape's MCP frames do not read).
+func (s *session) replayed(res *Result, tb *tapeBackend) error {
+	res.Divergence, res.Repeated = s.div.Load(), tb.m.Repeats()
+	var err error
+	res.MCPMissing, res.MCPNotServed, err = s.proxy.control.mcpVerdict(tb.tape)
+	served := tb.served.Load()
+	res.Unused, res.Served = tb.unused(), &served
+	ctlServed, ctlUnused := s.proxy.control.ctl.counts()
+	res.ControlServed, res.Unused = ctlServed, res.Unused+ctlUnused
+	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
+	return err
 }
 
 // recordedEnd returns how the recorded run ended, if the tape says.

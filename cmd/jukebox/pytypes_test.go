@@ -54,7 +54,7 @@ func TestPythonTypes(t *testing.T) {
 	examples := pythonExamples(t, root, t.TempDir())
 	t.Run("mypy", func(t *testing.T) {
 		t.Parallel()
-		python := testenv.RequirePythonModule(t, "mypy")
+		python := testenv.RequirePythonModule(t, "mypy", "pytest") // the SDK's pytest plugin imports pytest
 		args := append([]string{"-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.DevNull,
 			filepath.Join(sdk, "jukebox")}, examples...)
 		typeCheck(t, sdk, python, args...)
@@ -65,7 +65,9 @@ func TestPythonTypes(t *testing.T) {
 		if _, err := os.Stat(pyright); err != nil {
 			testenv.Unavailable(t, "pyright in testdata/agents/node_modules", "run bash .ci/setup-node.sh")
 		}
-		python := testenv.RequirePython(t)
+		// The interpreter whose packages pyright resolves imports against:
+		// one with pytest, which the SDK's pytest plugin imports.
+		python := testenv.RequirePythonModule(t, "pytest")
 		args := append([]string{"--pythonpath", python, "--pythonversion", "3.9", filepath.Join(sdk, "jukebox")}, examples...)
 		typeCheck(t, sdk, pyright, args...)
 	})

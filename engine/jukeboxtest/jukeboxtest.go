@@ -7,6 +7,10 @@
 //	func TestAgent(t *testing.T) {
 //		jukeboxtest.Replay(t, "triage.jbx", jukeboxtest.Command("python", "agent.py"))
 //	}
+//
+// A Go agent, whose calls are made by the test's own process, records and
+// replays them through a Recorder (NewRecorder), an http.RoundTripper
+// onto the same .jbx tapes.
 package jukeboxtest
 
 import (

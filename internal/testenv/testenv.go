@@ -160,9 +160,10 @@ var python = sync.OnceValues(func() (string, error) {
 })
 
 // RequirePythonModule returns a python3 interpreter that can import
-// module: RequirePython's, else the first other python3 on PATH that can
-// (a version manager's interpreter may lack a package the system's has).
-func RequirePythonModule(t testing.TB, module string) string {
+// module (and the more modules): RequirePython's, else the first other
+// python3 on PATH that can (a version manager's interpreter may lack a
+// package the system's has).
+func RequirePythonModule(t testing.TB, module string, more ...string) string {
 	t.Helper()
 	var cands []string
 	if p, err := python(); err == nil {
@@ -171,10 +172,15 @@ func RequirePythonModule(t testing.TB, module string) string {
 	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
 		cands = append(cands, filepath.Join(dir, "python3"))
 	}
+	mods := append([]string{module}, more...)
 	for _, c := range cands {
-		if exec.Command(c, "-c", "import "+module).Run() == nil {
+		if exec.Command(c, "-c", "import "+strings.Join(mods, ", ")).Run() == nil {
 			return c
 		}
+	}
+	if len(more) > 0 {
+		Unavailable(t, "python3 with the modules "+strings.Join(mods, ", "),
+			"install the Debian packages python3-"+strings.Join(mods, " python3-")+", or run bash .ci/test")
 	}
 	Unavailable(t, "python3 with the module "+module, "install the Debian package python3-"+module+", or run bash .ci/test")
 	return ""

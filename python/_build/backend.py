@@ -27,6 +27,11 @@ Requires-Python: >=3.9
 License: Apache-2.0
 """
 
+# Entry points: the pytest plugin, so that installing the SDK is enough.
+ENTRY_POINTS = """[pytest11]
+jukebox = jukebox.pytest_plugin
+"""
+
 WHEEL = """Wheel-Version: 1.0
 Generator: jukebox-sdk backend
 Root-Is-Purelib: true
@@ -66,6 +71,7 @@ def _write_wheel(wheel_directory, entries):
     entries = list(entries) + [
         (f"{DIST_INFO}/METADATA", METADATA.encode()),
         (f"{DIST_INFO}/WHEEL", WHEEL.encode()),
+        (f"{DIST_INFO}/entry_points.txt", ENTRY_POINTS.encode()),
     ]
     record = [_record_line(name, data) for name, data in entries]
     record.append(f"{DIST_INFO}/RECORD,,")
@@ -96,6 +102,8 @@ def _prepare_metadata(metadata_directory):
         f.write(METADATA)
     with open(os.path.join(path, "WHEEL"), "w") as f:
         f.write(WHEEL)
+    with open(os.path.join(path, "entry_points.txt"), "w") as f:
+        f.write(ENTRY_POINTS)
     return DIST_INFO
 
 
