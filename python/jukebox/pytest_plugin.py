@@ -152,6 +152,7 @@ def tape_path(item: pytest.Item, tape: Optional[str] = None) -> str:
     """The tape of a test: tapes/<module>/<test id>.jbx beside its file
     (or under --jukebox-tape-dir), or the marker's tape= (a name there, or a path)."""
     root = item.config.getoption("--jukebox-tape-dir")
+    root = str(root) if isinstance(root, (str, os.PathLike)) else None
     path = str(item.path) if hasattr(item, "path") else str(item.fspath)
     module = os.path.splitext(os.path.basename(path))[0]
     folder = os.path.join(root, module) if root else os.path.join(os.path.dirname(path), "tapes", module)
@@ -179,6 +180,8 @@ def _mode(item: pytest.Item) -> str:
 def jukebox(request: pytest.FixtureRequest) -> Generator[Recording, None, None]:
     """The test's model calls recorded on its tape, or replayed from it."""
     item = request.node
+    if not isinstance(item, pytest.Item):
+        raise TypeError(f"the jukebox fixture is for tests, not {type(item).__name__} scope")
     marker = item.get_closest_marker("jukebox")
     rec = Recording(tape_path(item, marker.kwargs.get("tape") if marker else None), _mode(item))
     item.stash[_KEY] = rec
