@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,48 +52,16 @@ func TestKillNineEndsTheAgentsTree(t *testing.T) {
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			must(t, cmd.Start())
-			pid := waitPidFile(t, pidFile, cmd)
+			t.Cleanup(func() { cmd.Process.Kill() })
+			pid := testenv.PidFile(t, pidFile)
 			must(t, cmd.Process.Signal(syscall.SIGKILL))
 			cmd.Wait()
-			if !gone(pid, 20*time.Second) {
+			if !testenv.Gone(pid, 20*time.Second) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("pid %d (%s) outlived jukebox's kill -9; stderr:\n%s", pid, how, stderr.String())
 			}
 		})
 	}
-}
-
-// waitPidFile polls for the pid the grandchild writes, with a deadline.
-func waitPidFile(t *testing.T, path string, cmd *exec.Cmd) int {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil {
-			pid, err := strconv.Atoi(string(b))
-			must(t, err)
-			return pid
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cmd.Process.Kill()
-	t.Fatal("the grandchild never wrote its pid")
-	return 0
-}
-
-// gone polls, up to within, until pid has exited (a zombie counts).
-func gone(pid int, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return true
-		}
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i+1:]), " Z") {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
 }
 
 // TestRepeatedInterruptEndsAnAgentThatIgnoresIt: an agent that ignores
@@ -161,9 +128,10 @@ func TestKeeperKilledByTheAgent(t *testing.T) {
 	must(t, cmd.Start())
 	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
 	defer timer.Stop()
-	pid := waitPidFile(t, pidFile, cmd)
+	t.Cleanup(func() { cmd.Process.Kill() })
+	pid := testenv.PidFile(t, pidFile)
 	cmd.Wait()
-	if !gone(pid, 20*time.Second) {
+	if !testenv.Gone(pid, 20*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("pid %d outlived the run whose agent killed its keeper; stderr:\n%s", pid, stderr.String())
 	}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -110,45 +112,6 @@ func grandchild(file string, exit bool) string {
 	return s + " trap '' INT TERM; while :; do sleep 0.05; done"
 }
 
-func waitPid(t *testing.T, file string) int {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(file); err == nil {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the grandchild never wrote its pid")
-	return 0
-}
-
-// gone waits, up to within, for pid to be gone (a zombie counts).
-func gone(pid int, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			if _, err := os.Stat("/proc/self/stat"); err != nil { // no /proc: ask the kernel
-				if syscall.Kill(pid, 0) != nil {
-					return true
-				}
-			} else {
-				return true
-			}
-		} else if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i+1:]), " Z") {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	return false
-}
-
 // TestLifelineEndsTheTree: when jukebox's end of the lifeline closes (as
 // when jukebox is killed with SIGKILL), the agent and what it started end.
 func TestLifelineEndsTheTree(t *testing.T) {
@@ -157,9 +120,9 @@ func TestLifelineEndsTheTree(t *testing.T) {
 			t.Parallel()
 			file := filepath.Join(t.TempDir(), "pid")
 			k := startKeeper(t, mode, grandchild(file, false), time.Minute)
-			pid := waitPid(t, file)
+			pid := testenv.PidFile(t, file)
 			k.life.Close()
-			if !gone(pid, 20*time.Second) {
+			if !testenv.Gone(pid, 20*time.Second) {
 				t.Fatalf("the agent's grandchild %d outlived the lifeline", pid)
 			}
 			k.exited(t)
@@ -175,7 +138,7 @@ func TestAgentExitEndsTheTree(t *testing.T) {
 			t.Parallel()
 			file := filepath.Join(t.TempDir(), "pid")
 			k := startKeeper(t, mode, grandchild(file, true), time.Minute)
-			pid := waitPid(t, file)
+			pid := testenv.PidFile(t, file)
 			var last string
 			for {
 				line, err := k.rep.ReadString('\n')
@@ -188,7 +151,7 @@ func TestAgentExitEndsTheTree(t *testing.T) {
 			if err != nil || syscall.WaitStatus(st).ExitStatus() != 3 {
 				t.Fatalf("last report %q: want the agent's exit status 3", last)
 			}
-			if !gone(pid, 20*time.Second) {
+			if !testenv.Gone(pid, 20*time.Second) {
 				t.Fatalf("the agent's grandchild %d outlived the agent", pid)
 			}
 		})
@@ -204,7 +167,7 @@ func TestSecondStopEndsTheTree(t *testing.T) {
 			t.Parallel()
 			file := filepath.Join(t.TempDir(), "pid")
 			k := startKeeper(t, mode, grandchild(file, false), time.Hour)
-			pid := waitPid(t, file)
+			pid := testenv.PidFile(t, file)
 			// Signals reach the keeper's group, as the terminal's (Linux)
 			// or jukebox's forwarding (the keeper) would.
 			target := -k.cmd.Process.Pid
@@ -216,7 +179,7 @@ func TestSecondStopEndsTheTree(t *testing.T) {
 				t.Fatalf("report after SIGINT: %q", line)
 			}
 			syscall.Kill(target, syscall.SIGTERM)
-			if !gone(pid, 20*time.Second) {
+			if !testenv.Gone(pid, 20*time.Second) {
 				t.Fatalf("the agent's grandchild %d outlived the second stop", pid)
 			}
 			k.exited(t)
