@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
@@ -153,12 +152,7 @@ func run(n, jobs int, bin string) error {
 
 // cpu is the user and system time of a process and the children it
 // waited for.
-func cpu(ps *os.ProcessState) time.Duration {
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	return ps.UserTime() + ps.SystemTime()
-}
+func cpu(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
 
 func load() string {
 	b, err := os.ReadFile("/proc/loadavg")

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -106,7 +105,9 @@ func (s *Server) Stop() {
 	if cmd == nil {
 		return
 	}
-	cmd.Process.Signal(syscall.SIGCONT) // a paused gateway is killed all the same
+	if contSig != nil {
+		cmd.Process.Signal(contSig) // a paused gateway is killed all the same
+	}
 	cmd.Process.Kill()
 	<-done
 }
@@ -115,16 +116,19 @@ func (s *Server) Stop() {
 // connections (the kernel does), and answers nothing until Resume.
 func (s *Server) Pause(t testing.TB) {
 	t.Helper()
-	s.signal(t, syscall.SIGSTOP)
+	s.signal(t, stopSig)
 }
 
 // Resume lets a paused gateway go on (SIGCONT).
 func (s *Server) Resume(t testing.TB) {
 	t.Helper()
-	s.signal(t, syscall.SIGCONT)
+	s.signal(t, contSig)
 }
 
-func (s *Server) signal(t testing.TB, sig syscall.Signal) {
+func (s *Server) signal(t testing.TB, sig os.Signal) {
+	if sig == nil {
+		t.Fatal("s3test: pausing the gateway needs SIGSTOP, a Unix system's")
+	}
 	s.mu.Lock()
 	cmd := s.cmd
 	s.mu.Unlock()
