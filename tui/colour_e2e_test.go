@@ -12,7 +12,9 @@ import (
 // TestBackgroundInTmux: inside tmux, whose pane answers the background
 // query with white, the turntable draws the light palette, as
 // --background light does, not the dark one (issue 33: a light terminal
-// inside tmux got the dark palette, cream text on white).
+// inside tmux got the dark palette, cream text on white). CI is set, as
+// on a CI runner: termenv took it for "not a terminal" and drew without
+// colour.
 func TestBackgroundInTmux(t *testing.T) {
 	t.Parallel()
 	testenv.RequireTmux(t)
@@ -23,9 +25,9 @@ func TestBackgroundInTmux(t *testing.T) {
 	for _, bg := range []string{"", "light", "dark"} {
 		s := &tmuxSession{t: t, socket: fmt.Sprintf("jukebox-bg%s-%d", bg, os.Getpid()), name: "play"}
 		t.Cleanup(func() { s.tmux("kill-server") })
-		cmd := fmt.Sprintf("env -u NO_COLOR TERM=tmux-256color COLORTERM=truecolor %s play %s", bin, tape)
+		cmd := fmt.Sprintf("env -u NO_COLOR CI=true TERM=tmux-256color COLORTERM=truecolor %s play %s", bin, tape)
 		if bg != "" {
-			cmd = fmt.Sprintf("env -u NO_COLOR TERM=tmux-256color COLORTERM=truecolor JUKEBOX_BACKGROUND=%s %s play %s", bg, bin, tape)
+			cmd = fmt.Sprintf("env -u NO_COLOR CI=true TERM=tmux-256color COLORTERM=truecolor JUKEBOX_BACKGROUND=%s %s play %s", bg, bin, tape)
 		}
 		// The first window sets the style the second, the turntable's, is
 		// drawn with: a white pane.

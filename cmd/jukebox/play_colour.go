@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/term"
 	"github.com/muesli/termenv"
 
 	"github.com/jukebox-os/jukebox/themes"
@@ -34,7 +35,7 @@ func playColours(out io.Writer, theme, background string, getenv func(string) st
 		r.SetHasDarkBackground(background == "dark")
 	default: // ask the terminal now, before the program reads the keyboard
 		if f, ok := out.(*os.File); ok && inMultiplexer(getenv) {
-			r.SetHasDarkBackground(termenv.NewOutput(f, termenv.WithEnvironment(asXterm{getenv})).HasDarkBackground())
+			r.SetHasDarkBackground(termenv.NewOutput(f, termenv.WithEnvironment(asXterm{getenv}), termenv.WithTTY(isTerminal(out))).HasDarkBackground())
 		} else {
 			r.HasDarkBackground()
 		}
@@ -45,13 +46,21 @@ func playColours(out io.Writer, theme, background string, getenv func(string) st
 // playRenderer renders for the terminal out. NO_COLOR forbids colour, not
 // bold or reverse video: termenv reads it as "no styling at all", which
 // left the needle's row unmarked, so with it the profile is plain ANSI and
-// the theme (themes.Plain) has no colour to give.
+// the theme (themes.Plain) has no colour to give. Whether out is a
+// terminal is asked of out itself: termenv takes any CI variable in the
+// environment for "not a terminal" and draws without colour or marks.
 func playRenderer(out io.Writer, noColor bool) *lipgloss.Renderer {
-	r := lipgloss.NewRenderer(out)
+	r := lipgloss.NewRenderer(out, termenv.WithTTY(isTerminal(out)))
 	if noColor {
 		r.SetColorProfile(termenv.ANSI)
 	}
 	return r
+}
+
+// isTerminal reports whether out is a terminal.
+func isTerminal(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
 }
 
 // inMultiplexer reports whether TERM names tmux or screen. termenv does
