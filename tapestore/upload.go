@@ -142,6 +142,7 @@ func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions)
 	// at the same time, is left alone), and those of this one cut short.
 	multipart := up.Size > partSize
 	began := time.Now()
+	var left func(initiated time.Time) bool
 	if multipart {
 		stale := began.Add(-readTimeout(partSize * partsInFlight))
 		var cut time.Time // the last upload of this tape cut short, from here
@@ -150,9 +151,8 @@ func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions)
 				cut = c.At
 			}
 		}
-		if n, err := s.abortUploads(ctx, up.Key, func(t time.Time) bool {
-			return t.Before(stale) || !t.After(cut.Add(time.Minute))
-		}); err == nil {
+		left = func(t time.Time) bool { return t.Before(stale) || !t.After(cut.Add(time.Minute)) }
+		if n, err := s.abortUploads(ctx, up.Key, left); err == nil {
 			up.Aborted = n
 		}
 	}
@@ -183,6 +183,14 @@ func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions)
 			}
 		}
 		return nil, err
+	}
+	if multipart {
+		// A store that stalled answers the requests queued in the stall
+		// when it goes on: the CreateMultipartUpload an earlier attempt
+		// gave up on begins an upload after the sweep above. Sweep again.
+		if n, err := s.abortUploads(ctx, up.Key, left); err == nil {
+			up.Aborted += n
+		}
 	}
 	if err := s.putRecord(ctx, up); err != nil {
 		return nil, err
