@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -80,6 +81,7 @@ func openSource(path string, remote tapefmt.RemoteOpener, o *RunOptions, rules *
 			o.Seed = start.Seed
 		}
 		o.IgnoreOutput = slices.Concat(start.IgnoreOutput, o.IgnoreOutput)
+		o.Tags = withTags(start.Tags, o.Tags)
 		if err == nil {
 			o.Match = start.Match
 			m, err = indexCalls(t, path, rules, start.Match)
@@ -287,4 +289,18 @@ func indexCalls(t *tapefmt.Tape, path string, rules *reqmatch.Rules, kept *tapef
 	}
 	m.recorded = recorded.Ignore
 	return m, m.checkIgnore()
+}
+
+// withTags is the tags of a source tape with those given over them, nil
+// when there are none.
+func withTags(source, given map[string]string) map[string]string {
+	if len(source)+len(given) == 0 {
+		return nil
+	}
+	m := maps.Clone(source)
+	if m == nil {
+		m = map[string]string{}
+	}
+	maps.Copy(m, given)
+	return m
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/internal/gitref"
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -67,6 +69,9 @@ type RunOptions struct {
 	// RecordMode is record's --record-mode (once, new, all, none) when one
 	// was given: written on the tape (run.start's record_mode).
 	RecordMode string
+	// Tags are the run's KEY=VALUE labels (run.start's tags); a replay or
+	// a fork adds them to its source tape's.
+	Tags map[string]string
 	// Booth, when set, runs the agent inside the Shadow Booth.
 	Booth *BoothOptions
 	// MCP are MCP servers that speak streamable HTTP, by name: a recording
@@ -309,9 +314,28 @@ func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.R
 
 func (s *session) runStart(upstreams map[string]string) tapefmt.RunStart {
 	host, _ := os.Hostname()
-	return tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: s.workspace(), Env: runStartEnv(s.baseEnv()),
+	cwd := s.workspace()
+	rs := tapefmt.RunStart{Name: s.o.Name, Argv: s.o.Argv, Cwd: cwd, Env: runStartEnv(s.baseEnv()),
 		Seed: s.o.Seed, Host: host, Version: s.o.Version, Mode: s.mode,
-		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams, Match: s.o.Match, IgnoreOutput: s.o.IgnoreOutput, RecordMode: s.o.RecordMode}
+		Started: time.Now().Format(time.RFC3339Nano), Upstream: upstreams, Match: s.o.Match, IgnoreOutput: s.o.IgnoreOutput,
+		RecordMode: s.o.RecordMode, Tags: s.o.Tags, User: userName(s.baseEnv())}
+	if g, ok := gitref.Read(cwd); ok {
+		rs.Git = &tapefmt.GitRef{Commit: g.Commit, Branch: g.Branch}
+	}
+	return rs
+}
+
+// userName is the name of the account jukebox runs as, else USER or
+// LOGNAME of env.
+func userName(env []string) string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	m := envMap(env)
+	if m["USER"] != "" {
+		return m["USER"]
+	}
+	return m["LOGNAME"]
 }
 
 func (s *session) baseEnv() []string { return s.o.baseEnv() }

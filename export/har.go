@@ -61,7 +61,8 @@ func HAR(w io.Writer, t *tapefmt.Tape, path, version string) error {
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Jukebox.Frame < entries[j].Jukebox.Frame })
 	doc := harDoc{Log: harLog{Version: "1.2", Creator: harCreator{Name: "jukebox", Version: version},
 		Pages: []harPage{{Started: t.Created().Format(time.RFC3339Nano), ID: page,
-			Title: agentName(start) + " (" + path + ")", PageTimings: struct{}{}}},
+			Title: agentName(start) + " (" + path + ")", PageTimings: struct{}{},
+			Jukebox: harRun{Tags: start.Tags, User: start.User, Host: start.Host, Git: start.Git}}},
 		Entries: entries}}
 	if doc.Log.Entries == nil {
 		doc.Log.Entries = []harEntry{}
@@ -179,6 +180,15 @@ type (
 		ID          string   `json:"id"`
 		Title       string   `json:"title"`
 		PageTimings struct{} `json:"pageTimings"`
+		Jukebox     harRun   `json:"_jukebox"`
+	}
+	// harRun is the run's metadata (run.start): its labels, who ran it,
+	// where, and the commit and branch of its folder.
+	harRun struct {
+		Tags map[string]string `json:"tags,omitempty"`
+		User string            `json:"user,omitempty"`
+		Host string            `json:"host,omitempty"`
+		Git  *tapefmt.GitRef   `json:"git,omitempty"`
 	}
 	harEntry struct {
 		PageRef  string      `json:"pageref"`

@@ -66,6 +66,19 @@ type RunStart struct {
 	// RecordMode is record's --record-mode that wrote the tape (once, new,
 	// all), when one was given.
 	RecordMode string `json:"record_mode,omitempty"`
+	// Tags are the run's KEY=VALUE labels (record --tag, JUKEBOX_TAGS; a
+	// fork keeps its parent's and adds its own).
+	Tags map[string]string `json:"tags,omitempty"`
+	// User is who ran it (the account's name), and Git where the working
+	// folder's repository stood, when it is in one.
+	User string  `json:"user,omitempty"`
+	Git  *GitRef `json:"git,omitempty"`
+}
+
+// GitRef is the commit and branch a run's working folder was on.
+type GitRef struct {
+	Commit string `json:"commit,omitempty"` // hex; "" on a branch with no commit yet
+	Branch string `json:"branch,omitempty"` // "" when HEAD was detached
 }
 
 // MatchRules are matching rules as a tape keeps them (package reqmatch

@@ -14,6 +14,10 @@ import (
 type Summary struct {
 	Name      string                 `json:"name,omitempty"`
 	Argv      []string               `json:"argv,omitempty"`
+	Tags      map[string]string      `json:"tags,omitempty"`
+	User      string                 `json:"user,omitempty"`
+	Host      string                 `json:"host,omitempty"` // the run's, which may not be the uploader's (Record.Host)
+	Git       *tapefmt.GitRef        `json:"git,omitempty"`
 	Started   time.Time              `json:"started"`
 	Duration  time.Duration          `json:"duration_ns"`
 	Frames    int                    `json:"frames"`
@@ -37,7 +41,7 @@ type Summary struct {
 
 // storeSummary is what the store keeps of s.
 func storeSummary(s timeline.Summary) *Summary {
-	return &Summary{Name: s.Name, Argv: s.Argv, Started: s.Started, Duration: s.Duration,
+	return &Summary{Name: s.Name, Argv: s.Argv, Tags: s.Tags, User: s.User, Host: s.Host, Git: s.Git, Started: s.Started, Duration: s.Duration,
 		Frames: s.Frames, Steps: s.Steps, Calls: s.Calls, Usage: s.Usage, Models: s.Models,
 		Reported: s.Reported, Estimated: s.Estimated, Exit: s.Exit, Parent: s.Parent,
 		Recovered: s.Recovered, Sealed: s.Sealed, Breaker: s.Breaker}
@@ -47,7 +51,7 @@ func storeSummary(s timeline.Summary) *Summary {
 // worked out now (timeline.Price); a summary stored before tokens were
 // kept by model shows the cost it was stored with.
 func (s *Summary) Timeline(path string) timeline.Summary {
-	t := timeline.Summary{Path: path, Name: s.Name, Argv: s.Argv, Started: s.Started,
+	t := timeline.Summary{Path: path, Name: s.Name, Argv: s.Argv, Tags: s.Tags, User: s.User, Host: s.Host, Git: s.Git, Started: s.Started,
 		Duration: s.Duration, Frames: s.Frames, Steps: s.Steps, Calls: s.Calls, Usage: s.Usage,
 		Models: s.Models, Reported: s.Reported, Estimated: s.Estimated, Exit: s.Exit,
 		Parent: s.Parent, Recovered: s.Recovered, Sealed: s.Sealed, Breaker: s.Breaker}

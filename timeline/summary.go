@@ -13,17 +13,23 @@ import (
 
 // Summary is what `jukebox ls` and the turntable's header show of a run.
 type Summary struct {
-	Path     string        `json:"path"`
-	Name     string        `json:"name,omitempty"`
-	Argv     []string      `json:"argv,omitempty"`
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"duration_ns"`
-	Frames   int           `json:"frames"`
-	Steps    int           `json:"steps"`
-	Calls    int           `json:"llm_calls"`
-	Usage    tapefmt.Usage `json:"tokens"`
-	Cost     float64       `json:"cost_usd"`                  // of the priced calls (llmwire.ResponseUsage) and the turns' reported costs
-	Unpriced []string      `json:"unpriced_models,omitempty"` // models without a known rate; "?" for calls that name none
+	Path string   `json:"path"`
+	Name string   `json:"name,omitempty"`
+	Argv []string `json:"argv,omitempty"`
+	// Tags, User and Git are run.start's: the run's labels, who ran it
+	// and where its folder's repository stood.
+	Tags     map[string]string `json:"tags,omitempty"`
+	User     string            `json:"user,omitempty"`
+	Host     string            `json:"host,omitempty"`
+	Git      *tapefmt.GitRef   `json:"git,omitempty"`
+	Started  time.Time         `json:"started"`
+	Duration time.Duration     `json:"duration_ns"`
+	Frames   int               `json:"frames"`
+	Steps    int               `json:"steps"`
+	Calls    int               `json:"llm_calls"`
+	Usage    tapefmt.Usage     `json:"tokens"`
+	Cost     float64           `json:"cost_usd"`                  // of the priced calls (llmwire.ResponseUsage) and the turns' reported costs
+	Unpriced []string          `json:"unpriced_models,omitempty"` // models without a known rate; "?" for calls that name none
 	// Estimated counts the calls whose answer reported no usage: their
 	// tokens were counted from their text (llmwire.CallUsage.Estimated),
 	// and the run's tokens and cost are shown with a "~".
@@ -91,6 +97,7 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 		switch p := p.(type) {
 		case *tapefmt.RunStart:
 			s.Name, s.Argv, s.Parent = p.Name, p.Argv, p.Parent
+			s.Tags, s.User, s.Host, s.Git = p.Tags, p.User, p.Host, p.Git
 		case *tapefmt.RunEnd:
 			s.Exit = p
 		case *tapefmt.LLMRequest:

@@ -46,10 +46,14 @@ type ForkCmd struct {
 	breakerFlags
 	otlpFlags
 	storeFlags
+	tagFlags
 }
 
 // Validate checks flags before anything starts.
 func (c *ForkCmd) Validate() error {
+	if _, err := c.tags(); err != nil {
+		return err
+	}
 	if err := c.matchFlags.validate(); err != nil {
 		return err
 	}
@@ -155,6 +159,9 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
 	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
+		return nil, err
+	}
+	if o.Tags, err = c.tags(); err != nil {
 		return nil, err
 	}
 	if o.Limits, err = c.limits(name); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 type LsCmd struct {
 	Paths []string `arg:"" optional:"" name:"path" default:"tapes" help:"Folders to list, tapes, or stores (s3://BUCKET/PREFIX/ and the like; default ./tapes)."`
 	JSON  bool     `help:"Print one JSON array of summaries."`
+	Tag   []string `placeholder:"KEY[=VALUE]" help:"Only runs with this tag (record --tag): KEY=VALUE wants that value, KEY any value. Repeatable: a run must have all of them."`
 }
 
 // expandTapes is the tapes named and every *.jbx file in the folders named,
@@ -75,7 +77,7 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 		case err != nil:
 			return withCode(ExitUsage, err)
 		default:
-			if err := lsStore(ctx, env, p, c.JSON); err != nil {
+			if err := lsStore(ctx, env, p, c.JSON, tagFilter(c.Tag)); err != nil {
 				return err
 			}
 		}
@@ -89,20 +91,23 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 	}
 	rows := make([]lsRow, 0, len(paths))
 	for _, p := range paths {
-		rows = append(rows, summarizeFile(env.remote(), p))
+		if r := summarizeFile(env.remote(), p); tagFilter(c.Tag).match(r.Tags) {
+			rows = append(rows, r)
+		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Started.After(rows[j].Started) })
 	if c.JSON {
 		return writeJSON(env.Stdout, rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(env.Stdout, "no tapes in %s\n", strings.Join(local, ", "))
+		fmt.Fprintf(env.Stdout, "no tapes%s in %s\n", tagFilter(c.Tag).words(), strings.Join(local, ", "))
 		return nil
 	}
 	tw := table(env.Stdout)
-	fmt.Fprintln(tw, "TAPE\tSTARTED\tDURATION\tFRAMES\tSTEPS\tTOKENS\tCOST\tEXIT\tPARENT")
+	tagged := slices.ContainsFunc(rows, func(r lsRow) bool { return len(r.Tags) > 0 })
+	fmt.Fprintln(tw, "TAPE\tSTARTED\tDURATION\tFRAMES\tSTEPS\tTOKENS\tCOST\tEXIT\tPARENT"+tagsColumn(tagged, nil, true))
 	for _, r := range rows {
-		fmt.Fprintln(tw, r.line())
+		fmt.Fprintln(tw, r.line()+tagsColumn(tagged, r.Tags, false))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

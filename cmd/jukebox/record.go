@@ -35,6 +35,7 @@ type RecordCmd struct {
 	otlpFlags
 	boothFlags
 	storeFlags
+	tagFlags
 	Cmd []string `arg:"" passthrough:"partial" name:"command" help:"The agent to run, after --, e.g. -- python agent.py."`
 
 	mcpPolicy *mcp.Policy // read from MCPPolicy by Validate
@@ -45,6 +46,9 @@ type RecordCmd struct {
 
 // Validate checks flags before anything starts.
 func (c *RecordCmd) Validate() error {
+	if _, err := c.tags(); err != nil {
+		return err
+	}
 	if len(commandArgs(c.Cmd)) == 0 {
 		return fmt.Errorf("no command to record: give it after --, e.g. jukebox record -- python agent.py")
 	}
@@ -123,6 +127,9 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	o.StopGrace = c.StopGrace // outside the booth too
 	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
+		return err
+	}
+	if o.Tags, err = c.tags(); err != nil {
 		return err
 	}
 	if o.Limits, err = c.limits(name); err != nil {

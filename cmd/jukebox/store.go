@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -366,7 +367,7 @@ func openStore(ctx context.Context, raw string) (*tapestore.Store, tapestore.Loc
 
 // lsStore lists a store: from each tape's summary object, without
 // downloading tapes.
-func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
+func lsStore(ctx context.Context, env *Env, raw string, asJSON bool, tags tagFilter) error {
 	s, _, err := openStore(ctx, raw)
 	if err != nil {
 		return err
@@ -376,15 +377,23 @@ func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	if len(tags) > 0 {
+		entries = slices.DeleteFunc(entries, func(e tapestore.Entry) bool {
+			return e.Record == nil || e.Record.Summary == nil || !tags.match(e.Record.Summary.Tags)
+		})
+	}
 	if asJSON {
 		return writeJSON(env.Stdout, storeEntries(entries))
 	}
 	if len(entries) == 0 {
-		fmt.Fprintf(env.Stdout, "no tapes in %s\n", raw)
+		fmt.Fprintf(env.Stdout, "no tapes%s in %s\n", tags.words(), raw)
 		return nil
 	}
+	tagged := slices.ContainsFunc(entries, func(e tapestore.Entry) bool {
+		return e.Record != nil && e.Record.Summary != nil && len(e.Record.Summary.Tags) > 0
+	})
 	tw := table(env.Stdout)
-	fmt.Fprintln(tw, "TAPE\tSTARTED\tDURATION\tCALLS\tTOKENS\tCOST\tEXIT\tPARENT\tVERIFIED")
+	fmt.Fprintln(tw, "TAPE\tSTARTED\tDURATION\tCALLS\tTOKENS\tCOST\tEXIT\tPARENT\tVERIFIED"+tagsColumn(tagged, nil, true))
 	for _, e := range entries {
 		name := strings.TrimSuffix(e.Key, tapestore.TapeExt)
 		if e.Record == nil || e.Record.Summary == nil {
@@ -392,7 +401,7 @@ func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
 			if e.RecordError != "" {
 				why = e.RecordError
 			}
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", name, timeline.OneLine(why, 0))
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s%s\n", name, timeline.OneLine(why, 0), tagsColumn(tagged, nil, false))
 			continue
 		}
 		r := lsRow{Tape: name, Summary: e.Record.Summary.Timeline(e.URL)}
@@ -402,7 +411,7 @@ func lsStore(ctx context.Context, env *Env, raw string, asJSON bool) error {
 		}
 		fields := strings.Split(r.line(), "\t")
 		// name, started, duration, frames, steps, tokens, cost, exit, parent
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", fields[0], fields[1], fields[2], r.Calls, fields[5], fields[6], fields[7], fields[8], verified)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s%s\n", fields[0], fields[1], fields[2], r.Calls, fields[5], fields[6], fields[7], fields[8], verified, tagsColumn(tagged, r.Tags, false))
 	}
 	return tw.Flush()
 }

@@ -42,7 +42,7 @@ func testStore(t *testing.T, sc storeCase) {
 	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
 	tape := filepath.Join(dir, "run.jbx")
-	_, errs := wantCode(t, 0, "record", "-o", tape, "--store", sc.url, "--", "sh", "-c", "echo hello from the agent")
+	_, errs := wantCode(t, 0, "record", "-o", tape, "--store", sc.url, "--tag", "team=search", "--", "sh", "-c", "echo hello from the agent")
 	m := uploadedRe.FindStringSubmatch(errs)
 	if m == nil || m[1] != tape || !strings.Contains(errs, "verified before upload") {
 		t.Fatalf("record --store did not say it uploaded:\n%s", errs)
@@ -60,6 +60,15 @@ func testStore(t *testing.T, sc storeCase) {
 	var entries []tapestore.Entry
 	if err := json.Unmarshal([]byte(out), &entries); err != nil || len(entries) != 1 || entries[0].Record == nil || entries[0].Record.Summary == nil {
 		t.Errorf("ls --json of the store: %v\n%s", err, out)
+	} else if tags := entries[0].Record.Summary.Tags; tags["team"] != "search" {
+		t.Errorf("ls --json of the store: tags %v, want team=search", tags)
+	}
+	// The run's tags: shown, and ls --tag lists by them.
+	if out, _ = wantCode(t, 0, "ls", "--tag", "team=search", sc.url); !strings.Contains(out, "TAGS") || !strings.Contains(out, "team=search") {
+		t.Errorf("ls --tag team=search of the store:\n%s", out)
+	}
+	if out, _ = wantCode(t, 0, "ls", "--tag", "team=infra", sc.url); !strings.Contains(out, "no tapes tagged team=infra in") {
+		t.Errorf("ls --tag team=infra of the store:\n%s", out)
 	}
 
 	// Reading commands take the tape's URL.
