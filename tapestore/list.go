@@ -130,7 +130,10 @@ func Kin(ctx context.Context, tapeURL string) ([]timeline.Kin, error) {
 		return nil, err
 	}
 	defer s.Close()
-	entries, err := s.List(ctx)
+	entries, _, err := s.Index(ctx)
+	if errors.Is(err, ErrNoIndex) {
+		entries, err = s.List(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}

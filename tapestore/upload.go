@@ -58,6 +58,9 @@ type Uploaded struct {
 	// NoteError says why the upload could not be noted beside the tape (a
 	// read-only folder): push then asks the store about it next time.
 	NoteError string `json:"note_error,omitempty"`
+	// IndexError says why the store's index did not take the upload (ls
+	// lists the store's index): jukebox reindex writes it again.
+	IndexError string `json:"index_error,omitempty"`
 	// Aborted is how many interrupted multipart uploads of the key an
 	// earlier run left, aborted before this one.
 	Aborted int `json:"aborted_uploads,omitempty"`
@@ -197,6 +200,9 @@ func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions)
 	}
 	if err := s.sendSidecar(ctx, path, up.Key); err != nil {
 		return nil, err
+	}
+	if err := s.indexUpload(ctx, up); err != nil {
+		up.IndexError = err.Error()
 	}
 	if err := noteUpload(path, s.Loc.String(), up); err != nil {
 		// The tape is up; only push's shortcut is lost (it asks the store).

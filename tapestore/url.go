@@ -114,6 +114,21 @@ func (l Location) Store() Location {
 	return s
 }
 
+// Sub is the store in the folder dir (a name ending in "/") of the store
+// at l: a prefix below its prefix (a folder below its folder).
+func (l Location) Sub(dir string) Location {
+	s := l.Store()
+	if s.Scheme == "file" {
+		u, _ := url.Parse(s.bucket)
+		u.Path = path.Join(u.Path, dir)
+		s.bucket = u.String()
+	} else {
+		s.Prefix += dir
+	}
+	s.shown = s.TapeURL("")
+	return s
+}
+
 // TapeURL is the URL of the tape name in the store at l (name "" gives the
 // store's own URL).
 func (l Location) TapeURL(name string) string {

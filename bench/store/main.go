@@ -53,11 +53,13 @@ import (
 
 func main() {
 	mb := flag.Int("mb", 1024, "size of the big tape, in MB")
-	tapes := flag.Int("tapes", 1000, "tapes in the store that ls lists")
+	tapes := flag.Int("tapes", 1000, "tapes uploaded to the store that ls lists")
+	index := flag.Int("index", 100000, "tapes in the big index ls reads (the uploaded ones and entries written as reindex does)")
+	only := flag.String("only", "", "ls: measure ls alone")
 	runs := flag.Int("runs", 5, "runs per measurement (median reported)")
 	rtt := flag.Duration("rtt", 10*time.Millisecond, "latency the door adds to each request of the remote open, as a network between client and store would")
 	flag.Parse()
-	if err := run(*mb, *tapes, *runs, *rtt); err != nil {
+	if err := run(*mb, *tapes, *index, *runs, *rtt, *only == "ls"); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/store:", err)
 		os.Exit(1)
 	}
@@ -115,7 +117,7 @@ func (c *counter) trips() (requests, trips int) {
 	return len(c.at), trips
 }
 
-func run(mb, nTapes, runs int, latency time.Duration) error {
+func run(mb, nTapes, nIndex, runs int, latency time.Duration, lsOnly bool) error {
 	bin := os.Getenv("JUKEBOX_VERSITYGW")
 	if bin == "" {
 		return fmt.Errorf(`JUKEBOX_VERSITYGW is not set: run eval "$(bash .ci/versitygw.sh)" first`)
@@ -148,6 +150,9 @@ func run(mb, nTapes, runs int, latency time.Duration) error {
 		return "s3://" + bucket + "?endpoint=" + door.URL + "&region=" + srv.Region + "&use_path_style=true"
 	}
 	ctx := context.Background()
+	if lsOnly {
+		return lsBench(ctx, root, storeURL("many"), cnt, nTapes, nIndex, runs)
+	}
 
 	big := filepath.Join(root, "big.jbx")
 	start := time.Now()
@@ -272,38 +277,7 @@ func run(mb, nTapes, runs int, latency time.Duration) error {
 	fmt.Printf("remote verify / local: %.2f  (target <= 2)\n", float64(rvm)/float64(lvm))
 	fmt.Printf("cache after %d verifies: %d bytes for a tape of %d: %.2fx  (target <= 1.1)\n", runs, ci.Bytes, st.Size(), float64(ci.Bytes)/float64(st.Size()))
 
-	// ls of a store of many tapes.
-	many, _ := tapestore.Parse(storeURL("many"))
-	s, err := tapestore.Open(ctx, many)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	t0 := time.Now()
-	for i := range nTapes {
-		p := filepath.Join(root, fmt.Sprintf("t%04d.jbx", i))
-		if err := writeTape(p, 0); err != nil {
-			return err
-		}
-		if _, err := s.Upload(ctx, p, nil); err != nil {
-			return err
-		}
-	}
-	fmt.Printf("uploaded %d small tapes in %s\n", nTapes, time.Since(t0).Round(time.Millisecond))
-	var ls []time.Duration
-	for range runs {
-		t0 := time.Now()
-		entries, err := s.List(ctx)
-		if err != nil {
-			return err
-		}
-		if len(entries) != nTapes || entries[0].Record == nil {
-			return fmt.Errorf("ls: %d entries", len(entries))
-		}
-		ls = append(ls, time.Since(t0))
-	}
-	fmt.Printf("ls of %d tapes  median %8.0f ms  (target < 3000 ms)\n", nTapes, benchutil.MS(benchutil.Median(ls)))
-	return nil
+	return lsBench(ctx, root, storeURL("many"), cnt, nTapes, nIndex, runs)
 }
 
 // verifyLocal is jukebox verify's full check of a local tape.
@@ -394,4 +368,87 @@ func cut(kv string) (string, string, bool) {
 		}
 	}
 	return kv, "", false
+}
+
+// lsBench measures ls of a store: nTapes uploaded (each upload writes
+// the store's index), listed by reading every summary object (List, what
+// ls did before the index: the peer) and from the index (Index); then an
+// index of nIndex tapes (the uploaded ones and entries written as
+// reindex writes them), read as ls reads it. Requests are counted at the
+// door.
+func lsBench(ctx context.Context, root, url string, cnt *counter, nTapes, nIndex, runs int) error {
+	loc, err := tapestore.Parse(url)
+	if err != nil {
+		return err
+	}
+	s, err := tapestore.Open(ctx, loc)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	t0 := time.Now()
+	for i := range nTapes {
+		p := filepath.Join(root, fmt.Sprintf("t%04d.jbx", i))
+		if err := writeTape(p, 0); err != nil {
+			return err
+		}
+		if _, err := s.Upload(ctx, p, nil); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("uploaded %d small tapes in %s\n", nTapes, time.Since(t0).Round(time.Millisecond))
+	measure := func(what string, want int, list func() ([]tapestore.Entry, error)) (time.Duration, int, error) {
+		var ds []time.Duration
+		reqs := 0
+		for range runs {
+			before := cnt.n.Load()
+			t0 := time.Now()
+			entries, err := list()
+			if err != nil {
+				return 0, 0, err
+			}
+			ds = append(ds, time.Since(t0))
+			reqs = int(cnt.n.Load() - before)
+			if len(entries) != want || entries[0].Record == nil {
+				return 0, 0, fmt.Errorf("%s: %d entries, want %d", what, len(entries), want)
+			}
+		}
+		m := benchutil.Median(ds)
+		fmt.Printf("%-34s median %8.0f ms  %6d requests\n", what, benchutil.MS(m), reqs)
+		return m, reqs, nil
+	}
+	index := func() ([]tapestore.Entry, error) {
+		e, _, err := s.Index(ctx)
+		return e, err
+	}
+	scan, scanReqs, err := measure(fmt.Sprintf("ls of %d tapes, every summary", nTapes), nTapes, func() ([]tapestore.Entry, error) { return s.List(ctx) })
+	if err != nil {
+		return err
+	}
+	idx, idxReqs, err := measure(fmt.Sprintf("ls of %d tapes, the index", nTapes), nTapes, index)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("index / every summary: %.2fx the time, %.3fx the requests\n", float64(idx)/float64(scan), float64(idxReqs)/float64(scanReqs))
+	if nIndex > nTapes {
+		up, _, err := s.Index(ctx)
+		if err != nil {
+			return err
+		}
+		more := make([]tapestore.Entry, 0, nIndex-nTapes)
+		for i := range nIndex - nTapes {
+			e := up[i%len(up)]
+			e.Key = fmt.Sprintf("fleet-%07d.jbx", i)
+			more = append(more, e)
+		}
+		if err := s.WriteIndex(ctx, more); err != nil {
+			return err
+		}
+		big, _, err := measure(fmt.Sprintf("ls of %d tapes, the index", nIndex), nIndex, index)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("ls of %d tapes through the index: %.0f ms  (target < 3000 ms)\n", nIndex, benchutil.MS(big))
+	}
+	return nil
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -19,9 +21,40 @@ import (
 
 // LsCmd lists the recordings in folders, or tapes named one by one.
 type LsCmd struct {
-	Paths []string `arg:"" optional:"" name:"path" default:"tapes" help:"Folders to list, tapes, or stores (s3://BUCKET/PREFIX/ and the like; default ./tapes)."`
-	JSON  bool     `help:"Print one JSON array of summaries."`
-	Tag   []string `placeholder:"KEY[=VALUE]" help:"Only runs with this tag (record --tag): KEY=VALUE wants that value, KEY any value. Repeatable: a run must have all of them."`
+	Paths     []string `arg:"" optional:"" name:"path" default:"tapes" help:"Folders to list, tapes, or stores (s3://BUCKET/PREFIX/ and the like; default ./tapes)."`
+	JSON      bool     `help:"Print one JSON array of summaries."`
+	Tag       []string `placeholder:"KEY[=VALUE]" sep:"none" help:"Only runs with this tag (record --tag): KEY=VALUE wants that value, KEY any value. Repeatable: a run must have all of them."`
+	Since     string   `placeholder:"WHEN" help:"Only runs started since WHEN: a duration back from now (90m, 36h, 7d, 2w), a day (2026-12-01) or an RFC 3339 time. With --recursive, folders named after an earlier day (2026-11-30, 2026/11/30, date=2026-11-30) are not read."`
+	Name      string   `placeholder:"GLOB" help:"Only runs whose name (record --name, else the agent's script) matches GLOB, e.g. 'triage*'."`
+	Limit     int      `placeholder:"N" help:"List the N newest runs only."`
+	Recursive bool     `short:"r" help:"List the folders below too (a store's date-partitioned prefixes, a folder's subfolders)."`
+	Full      bool     `help:"For a store: read every tape's summary object, not the store's index (what ls reads by default, a few objects whatever the number of tapes)."`
+}
+
+// Validate checks the flags before anything is listed.
+func (c *LsCmd) Validate() error {
+	if c.Limit < 0 {
+		return fmt.Errorf("--limit %d: want a number of runs, at least 1", c.Limit)
+	}
+	if _, err := path.Match(c.Name, ""); err != nil {
+		return fmt.Errorf("--name %q: %w", c.Name, err)
+	}
+	for _, kv := range c.Tag {
+		if !strings.Contains(kv, "=") {
+			kv += "="
+		}
+		if _, _, err := parseTag(kv); err != nil {
+			return fmt.Errorf("--tag %q: %w", kv, err)
+		}
+	}
+	_, err := parseSince(c.Since, time.Now())
+	return err
+}
+
+// filter is what the flags keep of the tapes found.
+func (c *LsCmd) filter() lsFilter {
+	since, _ := parseSince(c.Since, time.Now())
+	return lsFilter{Tags: tagFilter(c.Tag), Since: since, Name: c.Name, Limit: c.Limit}
 }
 
 // expandTapes is the tapes named and every *.jbx file in the folders named,
@@ -52,6 +85,37 @@ func expandTapes(args []string) ([]string, error) {
 	return paths, nil
 }
 
+// expandTree is expandTapes with the folders' subfolders too (not the
+// tapes' sidecar folders, NAME.jbx.d), tapes named by their path.
+func expandTree(args []string) ([]string, error) {
+	var paths []string
+	for _, p := range args {
+		if st, err := os.Stat(p); tapestore.IsURL(p) || err != nil || !st.IsDir() {
+			more, err := expandTapes([]string{p})
+			if err != nil {
+				return nil, err
+			}
+			paths = append(paths, more...)
+			continue
+		}
+		err := filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case d.IsDir() && q != p && (strings.HasSuffix(d.Name(), ".jbx.d") || strings.HasPrefix(d.Name(), ".")):
+				return filepath.SkipDir
+			case !d.IsDir() && strings.HasSuffix(d.Name(), ".jbx"):
+				paths = append(paths, q)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
 // lsRow is one tape: its summary, or why it could not be read.
 type lsRow struct {
 	// Tape names the tape as the text listing does: its file name without
@@ -68,6 +132,7 @@ type lsRow struct {
 // Run lists every *.jbx file in the folders, and the tapes named, newest
 // first.
 func (c *LsCmd) Run(ctx context.Context, env *Env) error {
+	f := c.filter()
 	var local []string
 	for _, p := range c.Paths {
 		loc, err := tapestore.Parse(p)
@@ -77,7 +142,7 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 		case err != nil:
 			return withCode(ExitUsage, err)
 		default:
-			if err := lsStore(ctx, env, p, c.JSON, tagFilter(c.Tag)); err != nil {
+			if err := lsStore(ctx, env, p, c, f); err != nil {
 				return err
 			}
 		}
@@ -85,22 +150,29 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 	if len(local) == 0 {
 		return nil
 	}
-	paths, err := expandTapes(local)
+	expand := expandTapes
+	if c.Recursive {
+		expand = expandTree
+	}
+	paths, err := expand(local)
 	if err != nil {
 		return err
 	}
 	rows := make([]lsRow, 0, len(paths))
 	for _, p := range paths {
-		if r := summarizeFile(env.remote(), p); tagFilter(c.Tag).match(r.Tags) {
+		if r := summarizeFile(env.remote(), p); f.keep(r.Name, r.Started, r.Tags) {
 			rows = append(rows, r)
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Started.After(rows[j].Started) })
+	if f.Limit > 0 && len(rows) > f.Limit {
+		rows = rows[:f.Limit]
+	}
 	if c.JSON {
 		return writeJSON(env.Stdout, rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(env.Stdout, "no tapes%s in %s\n", tagFilter(c.Tag).words(), strings.Join(local, ", "))
+		fmt.Fprintf(env.Stdout, "no tapes%s in %s\n", f.words(), strings.Join(local, ", "))
 		return nil
 	}
 	tw := table(env.Stdout)

@@ -57,6 +57,7 @@ type CLI struct {
 	Ls        LsCmd        `cmd:"" help:"List the recordings in a folder, or in a store (s3://BUCKET/PREFIX/ and the like)."`
 	Push      PushCmd      `cmd:"" help:"Upload tapes to a store (S3 and compatibles, GCS, Azure, a folder): those not uploaded yet; safe to run from cron."`
 	Pull      PullCmd      `cmd:"" help:"Download a tape, or every tape, from a store, each verified whole."`
+	Reindex   ReindexCmd   `cmd:"" help:"Write a store's index (what ls and the fork list read) from every tape's summary object: for a store whose tapes an earlier jukebox or another tool uploaded."`
 	Cache     CacheCmd     `cmd:"" help:"What the cache of store tapes holds (info), and emptying it down to a size (prune); JUKEBOX_CACHE_MAX bounds it."`
 	Cost      CostCmd      `cmd:"" help:"Print what a run cost, from its tape: by model with the rates used, by agent or by step."`
 	Rules     RulesCmd     `cmd:"" help:"Show the matching rules a replay of a tape uses (recorded in it, kept beside it, the defaults); --clear removes those beside it."`

@@ -12,14 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/jukebox-os/jukebox/tapestore"
-	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // tapeMapper takes a tape argument: an existing file, or a store URL that
@@ -192,6 +190,9 @@ func uploadedLine(up *tapestore.Uploaded) string {
 	if up.NoteError != "" {
 		note = "; not noted beside the tape (" + up.NoteError + "): push asks the store about it next time"
 	}
+	if up.IndexError != "" {
+		note += "; not in the store's index (" + up.IndexError + "): ls of the store misses it until jukebox reindex"
+	}
 	if up.Already {
 		return fmt.Sprintf("%s: already in the store as %s%s", up.Path, up.URL, note)
 	}
@@ -363,57 +364,6 @@ func openStore(ctx context.Context, raw string) (*tapestore.Store, tapestore.Loc
 	}
 	s, err := tapestore.Open(ctx, loc)
 	return s, loc, err
-}
-
-// lsStore lists a store: from each tape's summary object, without
-// downloading tapes.
-func lsStore(ctx context.Context, env *Env, raw string, asJSON bool, tags tagFilter) error {
-	s, _, err := openStore(ctx, raw)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	entries, err := s.List(ctx)
-	if err != nil {
-		return err
-	}
-	if len(tags) > 0 {
-		entries = slices.DeleteFunc(entries, func(e tapestore.Entry) bool {
-			return e.Record == nil || e.Record.Summary == nil || !tags.match(e.Record.Summary.Tags)
-		})
-	}
-	if asJSON {
-		return writeJSON(env.Stdout, storeEntries(entries))
-	}
-	if len(entries) == 0 {
-		fmt.Fprintf(env.Stdout, "no tapes%s in %s\n", tags.words(), raw)
-		return nil
-	}
-	tagged := slices.ContainsFunc(entries, func(e tapestore.Entry) bool {
-		return e.Record != nil && e.Record.Summary != nil && len(e.Record.Summary.Tags) > 0
-	})
-	tw := table(env.Stdout)
-	fmt.Fprintln(tw, "TAPE\tSTARTED\tDURATION\tCALLS\tTOKENS\tCOST\tEXIT\tPARENT\tVERIFIED"+tagsColumn(tagged, nil, true))
-	for _, e := range entries {
-		name := strings.TrimSuffix(e.Key, tapestore.TapeExt)
-		if e.Record == nil || e.Record.Summary == nil {
-			why := "no summary (not uploaded by jukebox)"
-			if e.RecordError != "" {
-				why = e.RecordError
-			}
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s%s\n", name, timeline.OneLine(why, 0), tagsColumn(tagged, nil, false))
-			continue
-		}
-		r := lsRow{Tape: name, Summary: e.Record.Summary.Timeline(e.URL)}
-		verified := "yes"
-		if !e.Record.Verified {
-			verified = "NO: " + timeline.OneLine(e.Record.VerifyError, 0)
-		}
-		fields := strings.Split(r.line(), "\t")
-		// name, started, duration, frames, steps, tokens, cost, exit, parent
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s%s\n", fields[0], fields[1], fields[2], r.Calls, fields[5], fields[6], fields[7], fields[8], verified, tagsColumn(tagged, r.Tags, false))
-	}
-	return tw.Flush()
 }
 
 // uploadChecks is the turntable's header word on a store's tape: what its

@@ -70,6 +70,17 @@ func testStore(t *testing.T, sc storeCase) {
 	if out, _ = wantCode(t, 0, "ls", "--tag", "team=infra", sc.url); !strings.Contains(out, "no tapes tagged team=infra in") {
 		t.Errorf("ls --tag team=infra of the store:\n%s", out)
 	}
+	// ls read the index the upload wrote; --full reads the summaries, and
+	// reindex writes the index again from them.
+	if out, _ = wantCode(t, 0, "ls", "--full", sc.url); !regexp.MustCompile(`run-[0-9a-f]{12}\s.*\byes\b`).MatchString(out) {
+		t.Errorf("ls --full of the store:\n%s", out)
+	}
+	if out, _ = wantCode(t, 0, "reindex", sc.url); !strings.Contains(out, "indexed 1 tapes") {
+		t.Errorf("reindex of the store:\n%s", out)
+	}
+	if out, errs := wantCode(t, 0, "ls", sc.url); !regexp.MustCompile(`run-[0-9a-f]{12}\s.*\byes\b`).MatchString(out) || strings.Contains(errs, "no index") {
+		t.Errorf("ls of the store after reindex:\n%s%s", out, errs)
+	}
 
 	// Reading commands take the tape's URL.
 	out, _ = wantCode(t, 0, "show", remote)

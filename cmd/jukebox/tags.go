@@ -17,7 +17,7 @@ const tagsEnv = "JUKEBOX_TAGS"
 
 // tagFlags are a run's labels, written on its tape.
 type tagFlags struct {
-	Tag []string `placeholder:"KEY=VALUE" help:"Label the run, e.g. --tag team=search --tag ticket=AB-12 (repeatable; JUKEBOX_TAGS=KEY=VALUE,KEY=VALUE adds to them, a flag wins over it for the same key). Shown by ls, the turntable and the exports; list runs by tag with ls --tag. A fork or replay keeps its source tape's tags."`
+	Tag []string `placeholder:"KEY=VALUE" sep:"none" help:"Label the run, e.g. --tag team=search --tag ticket=AB-12 (repeatable; JUKEBOX_TAGS=KEY=VALUE,KEY=VALUE adds to them, a flag wins over it for the same key). Shown by ls, the turntable and the exports; list runs by tag with ls --tag. A fork or replay keeps its source tape's tags."`
 }
 
 // tags are the labels JUKEBOX_TAGS and --tag give, nil when none.

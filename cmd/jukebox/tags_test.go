@@ -38,7 +38,7 @@ func TestRunTags(t *testing.T) {
 	env := []string{"JUKEBOX_TAGS=team=search, env=ci"}
 	up := "openai=" + srv.OpenAIBaseURL()
 	tape := filepath.Join(dir, "tagged.jbx")
-	if _, errs, code := jbIn(dir, env, append([]string{"record", "--upstream", up, "--tag", "ticket=AB-12", "--tag", "env=local", "-o", tape}, tagAgent...)...); code != 0 {
+	if _, errs, code := jbIn(dir, env, append([]string{"record", "--upstream", up, "--tag", "ticket=AB-12", "--tag", "env=local", "--tag", "note=a, b", "-o", tape}, tagAgent...)...); code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, errs)
 	}
 	if _, errs, code := jbIn(dir, nil, append([]string{"record", "--upstream", up, "-o", filepath.Join(dir, "plain.jbx")}, tagAgent...)...); code != 0 {
@@ -46,7 +46,7 @@ func TestRunTags(t *testing.T) {
 	}
 	start, err := engine.FirstRunStart(openTape(t, tape))
 	must(t, err)
-	if got := tagText(start.Tags); got != "env=local,team=search,ticket=AB-12" {
+	if got := tagText(start.Tags); got != "env=local,note=a, b,team=search,ticket=AB-12" {
 		t.Errorf("run.start tags %q", got)
 	}
 	if start.User == "" || start.Git == nil || start.Git.Commit != strings.TrimSpace(string(head)) || start.Git.Branch != "feature/x" {
@@ -54,7 +54,7 @@ func TestRunTags(t *testing.T) {
 	}
 
 	out, errs, code := jbIn(dir, nil, "ls", ".")
-	if code != 0 || !strings.Contains(out, "TAGS") || !strings.Contains(out, "env=local,team=search,ticket=AB-12") {
+	if code != 0 || !strings.Contains(out, "TAGS") || !strings.Contains(out, "env=local,note=a, b,team=search,ticket=AB-12") {
 		t.Errorf("ls: exit %d, no TAGS column\n%s%s", code, out, errs)
 	}
 	for _, c := range []struct {
@@ -107,7 +107,7 @@ func TestRunTags(t *testing.T) {
 	}
 	fs, err := engine.FirstRunStart(openTape(t, fork))
 	must(t, err)
-	if got := tagText(fs.Tags); got != "env=local,probe=1,team=search,ticket=AB-12" {
+	if got := tagText(fs.Tags); got != "env=local,note=a, b,probe=1,team=search,ticket=AB-12" {
 		t.Errorf("the fork's tags %q, want its parent's and its own", got)
 	}
 
