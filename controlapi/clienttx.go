@@ -48,3 +48,8 @@ func (t clientTx) Commit(ctx context.Context) (Committed, error) {
 func (t clientTx) Rollback(ctx context.Context, r Rollback) (RolledBack, error) {
 	return call[RolledBack](ctx, t.c, "POST", t.path("rollback"), r)
 }
+
+// Batch calls POST /v1/tx/ID/batch for the transaction id.
+func (c *Client) Batch(ctx context.Context, id string, b Batch) (Batched, error) {
+	return call[Batched](ctx, c, "POST", clientTx{c, id}.path("batch"), b)
+}

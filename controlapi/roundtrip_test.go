@@ -152,8 +152,44 @@ func TestClientServerRoundTrip(t *testing.T) {
 			t.Errorf("%s: the run got %+v (%v), want %+v", tc.name, req, ok, tc.req)
 		}
 	}
-	if len(cases) != len(serverRoutes()) {
-		t.Errorf("%d cases for %d routes", len(cases), len(serverRoutes()))
+	if len(cases)+1 != len(serverRoutes()) { // and batch: TestBatch
+		t.Errorf("%d cases for %d routes", len(cases)+1, len(serverRoutes()))
+	}
+}
+
+// TestBatch: a batch's operations reach the Run one by one, as their own
+// requests would, their answers come back in order, and the first that
+// fails ends the batch; an operation that cannot be batched is refused
+// whole.
+func TestBatch(t *testing.T) {
+	ctx := t.Context()
+	f := newFake()
+	c := served(t, f)
+	f.answers["write"], f.answers["commit"] = Written{Path: "p", Size: 1}, Committed{Tx: "t1", Changes: 1, Committed: true}
+	got, err := c.Batch(ctx, "t1", Batch{Ops: []BatchOp{{Op: "write", Body: json.RawMessage(`{"path":"p","content":"c"}`)}, {Op: "commit"}}})
+	if err != nil || len(got.Answers) != 2 || got.Answers[0].Status != 200 || got.Answers[1].Status != 200 ||
+		string(got.Answers[0].Body) != `{"path":"p","size":1}` || !strings.Contains(string(got.Answers[1].Body), `"committed":true`) {
+		t.Fatalf("batch: %+v, %v", got, err)
+	}
+	c0 := "c"
+	if w, ok := f.got["write"].(Write); !ok || w.Path != "p" || *w.Content != c0 {
+		t.Errorf("the run got the write as %+v", f.got["write"])
+	}
+	f.got = map[string]any{}
+	f.err = Failf(http.StatusConflict, TypeCommitConflict, "taken")
+	got, err = c.Batch(ctx, "t1", Batch{Ops: []BatchOp{{Op: "delete", Body: json.RawMessage(`{"path":"q"}`)}, {Op: "commit"}}})
+	if err != nil || len(got.Answers) != 1 || got.Answers[0].Status != http.StatusConflict || !strings.Contains(string(got.Answers[0].Body), "taken") {
+		t.Errorf("a batch whose first operation fails: %+v, %v", got, err)
+	}
+	if _, ok := f.got["commit"]; ok {
+		t.Error("the operation after the one that failed was served")
+	}
+	f.got = map[string]any{}
+	if _, err := c.Batch(ctx, "t1", Batch{Ops: []BatchOp{{Op: "write", Body: json.RawMessage(`{"path":"p","content":"c"}`)}, {Op: "sql"}}}); err == nil || !strings.Contains(err.Error(), `"sql" cannot be batched`) {
+		t.Errorf("a batch holding sql: %v", err)
+	}
+	if len(f.got) != 0 {
+		t.Errorf("a refused batch served %v", f.got)
 	}
 }
 

@@ -57,7 +57,8 @@ func docRoutes(t *testing.T) (map[string]docRow, string) {
 
 var (
 	pyCall = regexp.MustCompile(`\.call\(\s*"(GET|POST)",\s*f?"([^"]+)"`)
-	pyOp   = regexp.MustCompile(`\._op\(\s*"([a-z-]+)"`)
+	// _op sends an operation; _stage queues one for a batch (write, delete).
+	pyOp = regexp.MustCompile(`\._(?:op|stage)\(\s*"([a-z-]+)"`)
 )
 
 // pythonRoutes are the requests the Python SDK makes, by "METHOD PATH".
@@ -80,7 +81,7 @@ func pythonRoutes(t *testing.T) map[string]bool {
 				}
 				continue
 			}
-			out[m[1]+" /v1/"+m[2]] = true
+			out[m[1]+" /v1/"+strings.ReplaceAll(m[2], "{self.tx_id}", "{id}")] = true
 		}
 	}
 	return out

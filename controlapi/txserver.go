@@ -1,13 +1,21 @@
 package controlapi
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"slices"
+	"strings"
 )
 
 // txOps are the operations of an open transaction, for the error that
 // names an unknown one.
-const txOps = "write, delete, stage-path, sql, shell, commit, rollback"
+const txOps = "write, delete, stage-path, sql, shell, commit, rollback, batch"
+
+// BatchOps are the operations a batch (POST /v1/tx/ID/batch) may hold.
+var BatchOps = []string{"write", "delete", "commit", "rollback"}
 
 // txRoutes serves POST /v1/tx/{id}/OP.
 func (s *Server) txRoutes() {
@@ -21,6 +29,7 @@ func (s *Server) txRoutes() {
 		return t.Commit(ctx)
 	}))
 	s.handle("POST", "/v1/tx/{id}/rollback", txRoute(run, optional, Tx.Rollback))
+	s.handle("POST", "/v1/tx/{id}/batch", typed[Batch, Batched](func(w http.ResponseWriter, r *http.Request) { ServeBatch(w, r, s) }))
 	// Any other operation: the transaction is looked up first, as for
 	// the others, so an unknown id is not_found whatever the operation.
 	s.mux.HandleFunc("POST "+Prefix+"/v1/tx/{id}/{op}", func(w http.ResponseWriter, r *http.Request) {
@@ -48,4 +57,70 @@ func txRoute[Req, Ans any](run Run, b body, call func(Tx, context.Context, Req) 
 		ans, err := call(t, r.Context(), req)
 		answer(w, ans, err)
 	})
+}
+
+// IsBatch says whether path (under Prefix) is a transaction's batch.
+func IsBatch(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/v1/tx/")
+	id, op, _ := strings.Cut(rest, "/")
+	return ok && id != "" && op == "batch"
+}
+
+// ServeBatch serves POST /v1/tx/ID/batch: each operation as a request of
+// its own to serve (the server itself, or a handler in front of it that
+// tapes each one), in order, stopping after the first that fails.
+func ServeBatch(w http.ResponseWriter, r *http.Request, serve http.Handler) {
+	var b Batch
+	if !read(w, r, required, &b) {
+		return
+	}
+	rest := strings.TrimPrefix(r.URL.Path, Prefix+"/v1/tx/")
+	id, _, _ := strings.Cut(rest, "/")
+	for i, op := range b.Ops {
+		if !slices.Contains(BatchOps, op.Op) {
+			answer(w, nil, Failf(http.StatusBadRequest, TypeBadRequest, "batch op %d: %q cannot be batched (%s can)", i, op.Op, strings.Join(BatchOps, ", ")))
+			return
+		}
+	}
+	out := Batched{Answers: make([]BatchAnswer, 0, len(b.Ops))}
+	for _, op := range b.Ops {
+		sub := r.Clone(withBase(r.Context(), op.Base))
+		sub.URL.Path, sub.URL.RawPath = fmt.Sprintf("%s/v1/tx/%s/%s", Prefix, id, op.Op), ""
+		sub.Body, sub.ContentLength = io.NopCloser(bytes.NewReader(op.Body)), int64(len(op.Body))
+		rec := &subAnswer{h: http.Header{}, status: http.StatusOK}
+		serve.ServeHTTP(rec, sub)
+		out.Answers = append(out.Answers, BatchAnswer{Status: rec.status, Body: bytes.TrimSpace(rec.body.Bytes())})
+		if rec.status != http.StatusOK {
+			break
+		}
+	}
+	answer(w, out, nil)
+}
+
+// subAnswer keeps the answer to an operation of a batch.
+type subAnswer struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *subAnswer) Header() http.Header         { return a.h }
+func (a *subAnswer) WriteHeader(status int)      { a.status = status }
+func (a *subAnswer) Write(b []byte) (int, error) { return a.body.Write(b) }
+
+// baseKey keys a batched operation's FileBase in its request's context.
+type baseKey struct{}
+
+func withBase(ctx context.Context, b *FileBase) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, baseKey{}, b)
+}
+
+// BaseOf is the FileBase a batch gave the operation served with ctx, nil
+// for an operation that came alone or without one.
+func BaseOf(ctx context.Context) *FileBase {
+	b, _ := ctx.Value(baseKey{}).(*FileBase)
+	return b
 }

@@ -228,3 +228,45 @@ type RolledBack struct {
 	RolledBack bool   `json:"rolled_back"`
 	Tx         string `json:"tx"`
 }
+
+// Batch is POST /v1/tx/ID/batch's body: operations of the transaction
+// sent together (the Python SDK sends its staged writes and deletes so,
+// with the commit or rollback that ends them, or before any other
+// operation). Each is served as its own request would be, and taped so:
+// a tape holds the same frames whether its operations came one by one or
+// in batches.
+type Batch struct {
+	Ops []BatchOp `json:"ops"`
+}
+
+// BatchOp is one operation of a Batch: its name (BatchOps) and the body
+// its own request takes.
+type BatchOp struct {
+	Op   string          `json:"op"`
+	Body json.RawMessage `json:"body,omitempty"`
+	// Base is, for a write or a delete, the real file as the client saw it
+	// when it staged the operation: one that differs when the batch comes
+	// changed on the real side since, a conflict (BaseOf).
+	Base *FileBase `json:"base,omitempty"`
+}
+
+// FileBase is a real file as a client saw it: whether it existed, and its
+// size and modification time (nanoseconds since the epoch).
+type FileBase struct {
+	Exists  bool  `json:"exists"`
+	Size    int64 `json:"size"`
+	MtimeNs int64 `json:"mtime_ns"`
+}
+
+// Batched answers a Batch: the answer of each operation served, in order,
+// with its status; the first that fails is the last one served.
+type Batched struct {
+	Answers []BatchAnswer `json:"answers"`
+}
+
+// BatchAnswer is one operation's answer as its own request would have
+// had it.
+type BatchAnswer struct {
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}

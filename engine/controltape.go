@@ -35,7 +35,7 @@ func tapedPath(path string) bool {
 	case "/v1/turn", "/turn", "/v1/marker", "/marker", "/v1/tx", "/v1/mcp/outbox":
 		return true
 	}
-	return strings.HasPrefix(path, "/v1/tx/")
+	return strings.HasPrefix(path, "/v1/tx/") && !controlapi.IsBatch(path) // a batch's operations are taped one by one
 }
 
 // ownFrame says whether the exchange at path writes a frame of its own
@@ -52,6 +52,12 @@ func ownFrame(path string) bool {
 // it on the tape, or answering it from the tape in a replay.
 func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, controlapi.Prefix)
+	if r.Method == http.MethodPost && controlapi.IsBatch(path) && c.api.Authorized(r) {
+		// Each operation comes back here, taped (or answered from the
+		// tape) as if it had come alone.
+		controlapi.ServeBatch(w, r, c)
+		return
+	}
 	if r.Method != http.MethodPost || !tapedPath(path) || !c.api.Authorized(r) {
 		c.api.ServeHTTP(w, r)
 		return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -46,7 +47,7 @@ func (c *control) Tx(_ context.Context, id string) (controlapi.Tx, error) {
 // Write stages a file: text, or base64; mode 0644 by default. Missing
 // parent folders are staged too (0755), as a plain write's caller would
 // make them; content is required (null never empties a file).
-func (o txOps) Write(_ context.Context, req controlapi.Write) (controlapi.Written, error) {
+func (o txOps) Write(ctx context.Context, req controlapi.Write) (controlapi.Written, error) {
 	if req.Content == nil {
 		return controlapi.Written{}, controlapi.BadRequest("write %s: content is missing or null (stage a delete to remove a file, \"\" to empty it)", req.Path)
 	}
@@ -63,6 +64,9 @@ func (o txOps) Write(_ context.Context, req controlapi.Write) (controlapi.Writte
 	}
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
+	if err := o.checkBase(req.Path, controlapi.BaseOf(ctx)); err != nil {
+		return controlapi.Written{}, err
+	}
 	files := o.st.tx.Files()
 	if dir := path.Dir(filepath.ToSlash(req.Path)); dir != "." && dir != "/" {
 		if err := files.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
@@ -76,13 +80,54 @@ func (o txOps) Write(_ context.Context, req controlapi.Write) (controlapi.Writte
 }
 
 // Delete stages the deletion of a file.
-func (o txOps) Delete(_ context.Context, req controlapi.PathOf) (controlapi.PathOf, error) {
+func (o txOps) Delete(ctx context.Context, req controlapi.PathOf) (controlapi.PathOf, error) {
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
+	if err := o.checkBase(req.Path, controlapi.BaseOf(ctx)); err != nil {
+		return controlapi.PathOf{}, err
+	}
 	if err := o.st.tx.Files().Remove(req.Path); err != nil {
 		return controlapi.PathOf{}, txError(err)
 	}
 	return req, nil
+}
+
+// checkBase: the real file at rel is as the client saw it when it staged
+// the operation (base), which it sent later in a batch
+// (controlapi.BaseOf); a file changed
+// since is a commit conflict, as a change after the staging would be at
+// the commit. In a booth run the agent sees the booth's view, not the
+// real file: no base is checked there. A path that is not a plain one
+// below the workspace is left to the staging, which refuses it.
+func (o txOps) checkBase(rel string, base *controlapi.FileBase) error {
+	if base == nil || o.st.inBooth || !filepath.IsLocal(rel) {
+		return nil
+	}
+	root, err := os.OpenRoot(o.st.tx.Workspace())
+	if err != nil {
+		return txError(err)
+	}
+	defer root.Close()
+	st, err := root.Lstat(rel)
+	now := controlapi.FileBase{Exists: err == nil}
+	if err == nil {
+		now.Size, now.MtimeNs = st.Size(), st.ModTime().UnixNano()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil // unreadable: the staging says why, or the commit's check
+	}
+	if now == *base {
+		return nil
+	}
+	why := "changed on the real side after it was staged"
+	switch {
+	case base.Exists && !now.Exists:
+		why = "deleted on the real side after it was staged"
+	case !base.Exists && now.Exists:
+		why = "created on the real side after it was staged"
+	}
+	e := controlapi.Fail(http.StatusConflict, controlapi.TypeCommitConflict, fmt.Errorf("conflicting change on the real side: %s (%s)", rel, why))
+	e.Conflicts = []controlapi.Conflict{{Path: filepath.ToSlash(rel), Reason: why}}
+	return e
 }
 
 // StagePath is the staged copy of a file (copied up, created empty when

@@ -304,3 +304,65 @@ with jb.record_agent_turn(agent_name="b", message="drop") as tx:
 		}
 	}
 }
+
+// batchAgent stages writes and a delete and commits, either as the SDK
+// does (in one batch with the commit) or as an SDK before batches did
+// (a request per operation, WIRE=single).
+const batchAgent = `
+import os
+from jukebox import Jukebox
+jb = Jukebox()
+with jb.record_agent_turn(agent_name="a", message="m") as tx:
+    ops = [("write", {"path": "a.txt", "content": "one"}), ("write", {"path": "sub/b.txt", "content": "two"}),
+           ("delete", {"path": "old.txt"})]
+    for op, body in ops:
+        if os.environ.get("WIRE") == "single":
+            tx._c.call("POST", f"tx/{tx.tx_id}/{op}", body)
+        elif op == "write":
+            tx.stage_file_write(body["path"], body["content"])
+        else:
+            tx.stage_file_delete(body["path"])
+    print("commit:", tx.commit())
+`
+
+// TestSDKBatchesTapeAsSingleOps: the SDK sends staged writes and deletes
+// in a batch with the commit, and each is on the tape as a request of its
+// own would be: a tape an SDK wrote a request per operation replays
+// strictly with batches, and a tape of batches replays with single
+// requests (issue 32: a staged write within 2x a plain write).
+func TestSDKBatchesTapeAsSingleOps(t *testing.T) {
+	t.Parallel()
+	python := testenv.RequirePython(t)
+	base := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"))
+	single := append(append([]string(nil), base...), "WIRE=single")
+	for _, c := range []struct {
+		name            string
+		recEnv, replEnv []string
+	}{{"single then batched", single, base}, {"batched then single", base, single}} {
+		dir := t.TempDir()
+		must(t, os.WriteFile(filepath.Join(dir, "agent.py"), []byte(batchAgent), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, "old.txt"), []byte("old"), 0o644))
+		tape := strings.ReplaceAll(c.name, " ", "-") + ".jbx"
+		out, code := runIn(t, dir, c.recEnv, "record", "-o", tape, "--", python, "agent.py")
+		if code != 0 || !strings.Contains(out, "commit: 4") {
+			t.Fatalf("%s: record: exit %d\n%s", c.name, code, out)
+		}
+		if n := strings.Count(mustShow(t, dir, c.recEnv, tape), "/write"); n != 2 {
+			t.Errorf("%s: %d write exchanges on the tape, want 2 (one per operation)", c.name, n)
+		}
+		if out, code := runIn(t, dir, c.replEnv, "replay", "--strict", tape); code != 0 {
+			t.Errorf("%s: replay --strict: exit %d\n%s", c.name, code, out)
+		}
+	}
+}
+
+// mustShow is jukebox show of a tape.
+func mustShow(t *testing.T, dir string, env []string, tape string) string {
+	t.Helper()
+	out, errs, code := runSplit(t, dir, env, "show", tape)
+	if code != 0 {
+		t.Fatalf("show %s: exit %d\n%s", tape, code, errs)
+	}
+	return out
+}

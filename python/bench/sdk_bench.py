@@ -61,9 +61,22 @@ def main() -> None:
         stage = timed(staged_only)
         tx.commit()
         committed = timed(staged_write)
+        # Staged writes go to the booth in one batch with the next
+        # operation: what a write costs with its share of that batch.
+        batch_ms: List[float] = []
+        for _ in range(5):
+            tx = jb.begin()
+            t0 = time.perf_counter()
+            for _ in range(ROUNDS * 10):
+                staged_only()
+            tx.flush()
+            batch_ms.append((time.perf_counter() - t0) * 1000 / (ROUNDS * 10))
+            tx.rollback()
+        sent = statistics.median(batch_ms)
     direct = timed(plain)
     print(f"track on the running server: {per_track:.1f} ms ({per_track / 20:.2f}x the 20 ms budget)")
-    print(f"plain write: {direct:.3f} ms; staged write: {stage:.3f} ms ({stage / direct:.1f}x); "
+    print(f"plain write: {direct:.3f} ms; staged write: {stage:.3f} ms ({stage / direct:.1f}x, target <= 2x); "
+          f"with its share of the batch that sends it: {sent:.3f} ms ({sent / direct:.1f}x); "
           f"begin + staged write + commit: {committed:.1f} ms ({committed / direct:.1f}x)")
     sys.exit(0)
 

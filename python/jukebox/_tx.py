@@ -4,16 +4,26 @@ Shadow Booth until commit."""
 import asyncio
 import base64
 import os
+import posixpath
 import sqlite3
+import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _sql
-from ._control import Control
+from ._control import Control, _error
 from ._sql import Params
 from .errors import JukeboxError, SandboxViolation, SQLError
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+# A batch of staged writes goes once it holds this much content, or this
+# many operations (the control API takes bodies up to 16 MiB).
+_BATCH_BYTES = 4 << 20
+_BATCH_OPS = 1000
+
+# The booth's own folder in the workspace (sandbox.DefaultStateDir).
+_STATE_DIR = ".jukebox/booth"
 
 
 @dataclass(frozen=True)
@@ -48,16 +58,73 @@ class Transaction:
         #: "ran", "error"}.
         self.mcp_calls: List[Dict[str, Any]] = []
         self._sqlite_statements = 0
+        # Staged writes and deletes not sent yet: they go in one batch with
+        # the next operation that needs the server (_op), so that staging a
+        # file costs about what writing it does.
+        self._pending: List[Dict[str, Any]] = []
+        self._pending_bytes = 0
+        self._lock = threading.Lock()
 
     @property
     def tape_id(self) -> str:
         """The id of the tape this transaction is recorded on."""
         return self._tape_id
 
-    def _op(self, op: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    def _open(self) -> None:
         if self.state != "open":
             raise JukeboxError(f"transaction {self.tx_id} is {self.state.replace('_', ' ')}")
+
+    def _op(self, op: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """Runs op, after the staged writes and deletes not sent yet: in one
+        batch with them when op can be batched (commit, rollback)."""
+        self._open()
+        with self._lock:
+            pending, self._pending, self._pending_bytes = self._pending, [], 0
+        if not pending:
+            return self._c.call("POST", f"tx/{self.tx_id}/{op}", body or {})
+        batchable = op in ("commit", "rollback")
+        if batchable:
+            pending.append({"op": op, "body": body or {}})
+        last = self._batch(pending)
+        if batchable:
+            return last
         return self._c.call("POST", f"tx/{self.tx_id}/{op}", body or {})
+
+    def _batch(self, ops: List[Dict[str, Any]]) -> Dict[str, Any]:
+        """Sends ops as one batch (each served and taped as if it came
+        alone); the first that fails raises, naming the staged operation."""
+        out = self._c.call("POST", f"tx/{self.tx_id}/batch", {"ops": ops})
+        answers = out.get("answers") or []
+        for op, a in zip(ops, answers):
+            status, answer = int(a.get("status", 0)), a.get("body") or {}
+            if status != 200:
+                err = _error(status, answer if isinstance(answer, dict) else {})
+                what = op["op"] + (" " + str(op["body"].get("path")) if op["op"] in ("write", "delete") else "")
+                err.args = (f"staged {what}: {err.args[0] if err.args else ''}",) + tuple(err.args[1:])
+                raise err
+        if len(answers) != len(ops):
+            raise JukeboxError(f"transaction {self.tx_id}: {len(answers)} answers to a batch of {len(ops)}")
+        last = answers[-1].get("body") if answers else None
+        return last if isinstance(last, dict) else {}
+
+    def _stage(self, op: str, body: Dict[str, Any], size: int, base: Dict[str, Any]) -> None:
+        self._open()
+        with self._lock:
+            self._pending.append({"op": op, "body": body, "base": base})
+            self._pending_bytes += size
+            full = self._pending_bytes >= _BATCH_BYTES or len(self._pending) >= _BATCH_OPS
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Sends the staged writes and deletes not sent yet (each operation
+        that needs the server does this first). An error of one of them is
+        raised here, naming it; nothing after it is staged."""
+        self._open()
+        with self._lock:
+            pending, self._pending, self._pending_bytes = self._pending, [], 0
+        if pending:
+            self._batch(pending)
 
     def _writes(self, what: str) -> None:
         if self._read_only:
@@ -76,31 +143,59 @@ class Transaction:
             return path
         return rel
 
+    def _staged_path(self, op: str, path: PathLike) -> str:
+        """path relative to the workspace, refused at once when the booth
+        would refuse it (outside the workspace, in the booth's state folder,
+        empty or holding NUL); what only the booth can tell (a symlink that
+        leads out) is refused when the operation is sent."""
+        rel = self._path(path)
+        if rel == "" or "\0" in rel or rel in (".", os.curdir):
+            raise SandboxViolation(f"{op} {os.fspath(path)!r}: jukebox: sandbox: invalid path")
+        clean = posixpath.normpath(rel.replace(os.sep, "/"))
+        if posixpath.isabs(clean) or clean == ".." or clean.startswith("../"):
+            raise SandboxViolation(f"{op} {os.fspath(path)!r}: jukebox: sandbox: path escapes the workspace")
+        if clean == _STATE_DIR or clean.startswith(_STATE_DIR + "/"):
+            raise SandboxViolation(f"{op} {os.fspath(path)!r}: jukebox: sandbox: path is inside the booth state directory")
+        return rel
+
+    def _base(self, rel: str) -> Dict[str, Any]:
+        """The real file at rel as it is now (controlapi.FileBase): the
+        booth checks it is still so when the operation is sent."""
+        try:
+            st = os.lstat(os.path.join(self.workspace, rel))
+        except OSError:
+            return {"exists": False, "size": 0, "mtime_ns": 0}
+        return {"exists": True, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
     def stage_file_write(self, path: PathLike, content: Union[str, bytes],
                          mode: Optional[int] = None) -> None:
         """Stages writing content (text is UTF-8, or bytes) to path; missing
         parent folders are staged too. Content that is neither (None) is a
-        TypeError: stage_file_delete removes a file, "" empties it."""
+        TypeError: stage_file_delete removes a file, "" empties it. The
+        write is sent with the next operation that needs the server
+        (commit, rollback, stage_sql, run_shell, flush): an error of the
+        write (its path is a folder) is raised there, naming it."""
         if not isinstance(content, (str, bytes, bytearray)):
             raise TypeError(f"stage_file_write({os.fspath(path)!r}, content={content!r}): want str or bytes "
                             "(stage_file_delete removes a file, \"\" empties it)")
         if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int)):
             raise TypeError(f"stage_file_write(mode={mode!r}): want an int such as 0o644")
         self._writes(f"write {path}")
-        body: Dict[str, Any] = {"path": self._path(path)}
+        body: Dict[str, Any] = {"path": self._staged_path("write", path)}
         if isinstance(content, (bytes, bytearray)):
             body.update(content=base64.b64encode(content).decode(), base64=True)
         else:
             body["content"] = content
         if mode is not None:
             body["mode"] = mode
-        self._op("write", body)
+        self._stage("write", body, len(content), self._base(body["path"]))
 
     def stage_file_delete(self, path: PathLike) -> None:
-        """Stages deleting the file at path (FileNotFoundError-like
-        JukeboxError when there is none)."""
+        """Stages deleting the file at path (a JukeboxError when there is
+        none, raised by the next operation that sends it: see flush)."""
         self._writes(f"delete {path}")
-        self._op("delete", {"path": self._path(path)})
+        rel = self._staged_path("delete", path)
+        self._stage("delete", {"path": rel}, 0, self._base(rel))
 
     def stage_sql(self, dsn_or_path: str, sql: str, params: Params = ()) -> List[Tuple[Any, ...]]:
         """Runs sql in the transaction and returns its rows.

@@ -192,6 +192,32 @@ class SDKTest(SDKBase):
         self.assertEqual(os.listdir(outside), [])
         self.assertFalse(os.path.exists(os.path.join(os.path.dirname(self.dir), "escape.txt")))
 
+    def test_batched_error_names_the_operation(self):
+        # Staged writes go in a batch with the commit: an error only the
+        # booth can tell (the path is a folder) is raised there, naming the
+        # write, and the transaction stays open for a rollback.
+        os.mkdir(os.path.join(self.dir, "adir"))
+        self.script("agent.py", '''
+            from jukebox import Jukebox, JukeboxError
+            jb = Jukebox()
+            tx = jb.begin()
+            tx.stage_file_write("ok.txt", "fine")
+            tx.stage_file_write("adir", "x")
+            print("staged", tx.state)
+            try:
+                tx.commit()
+            except JukeboxError as e:
+                print("raised:", e, tx.state)
+            tx.rollback("bad path")
+            print("after", tx.state)
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("staged open", out)
+        self.assertIn("raised: staged write adir:", out)
+        self.assertIn("after rolled_back", out)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "ok.txt")))
+
     def test_commit_conflict_keeps_the_transaction_open(self):
         with open(os.path.join(self.dir, "ledger.json"), "w") as f:
             f.write("v1")
