@@ -1,25 +1,58 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
-// BisectCmd finds the step where a run went wrong. For now it compares
-// two runs (--good A --bad B) by their decisions; the search over forks
-// of one tape (TAPE --check CMD, issue 34) is not wired yet.
+// BisectCmd finds the step where a run went wrong: the point of no
+// return of one run (TAPE --check CMD with a change, forking it at its
+// model calls), or the first step where two runs decided differently
+// (--good A --bad B).
 type BisectCmd struct {
-	Good string `type:"tape" placeholder:"TAPE" help:"A run that went right."`
-	Bad  string `type:"tape" placeholder:"TAPE" help:"A run that went wrong: bisect names the first step where its decisions (tool chosen, arguments, final answer) differ from --good's."`
-	JSON bool   `help:"Print the first difference as JSON."`
+	Tape  string `arg:"" optional:"" type:"tape" help:"The run that went wrong, to fork with the change at its model calls (with --check)."`
+	Check string `placeholder:"CMD" help:"With TAPE: a shell command run in each fork's folder after the fork: exit 0 when the fork went right. Its environment names the fork: JUKEBOX_BISECT_TAPE, _FRAME, _CALL, _RUN, _WORKSPACE, _OUTPUT (a file with the agent's stdout), _EXIT (the agent's exit code), _PARENT."`
+	// The change each probe forks with, as jukebox fork takes it.
+	Model            string    `help:"With --check: the model from the fork's call on."`
+	SystemPromptFile string    `type:"existingfile" placeholder:"FILE" help:"With --check: replace the system prompt with this file's text."`
+	Set              []string  `placeholder:"PATH=VALUE" help:"With --check: rewrite a field of the request at the fork call, as fork --set. Repeatable."`
+	SetFile          string    `type:"existingfile" placeholder:"FILE" help:"With --check: fields to rewrite, as fork --set-file."`
+	Temperature      *float64  `help:"With --check: set the temperature."`
+	Patch            string    `placeholder:"JSON" help:"With --check: a JSON merge patch applied to the request, as fork --patch."`
+	Once             bool      `help:"With --check: apply the change to the fork call only, as fork --once."`
+	Upstream         upstreams `placeholder:"NAME=URL" help:"With --check: where the forks' live calls go, as in fork."`
+	Runs             int       `default:"1" placeholder:"N" help:"With --check: fork each probe N times and take the majority (model answers vary); a tie is bad."`
+	MaxCost          float64   `name:"max-cost" placeholder:"USD" help:"With --check: stop once the forks' live calls have cost this much, over the whole bisect (exit 7, naming what is known so far); each fork gets what is left as its own --max-cost."`
+	NoBooth          bool      `help:"With --check: fork outside the Shadow Booth (each fork runs in its own copy of the run's folder either way)."`
+	KeepWorkspaces   bool      `help:"With --check: keep each fork's folder (named on stderr) instead of removing it after the check."`
+	Good             string    `type:"tape" placeholder:"TAPE" help:"A run that went right (with --bad)."`
+	Bad              string    `type:"tape" placeholder:"TAPE" help:"A run that went wrong: bisect names the first step where its decisions (tool chosen, arguments, final answer) differ from --good's."`
+	JSON             bool      `help:"Print the answer as JSON."`
 }
 
-// Validate checks that both runs are named.
+// Validate checks that one run with a check, or two runs, are named.
 func (c *BisectCmd) Validate() error {
+	if c.Tape != "" || c.Check != "" {
+		switch {
+		case c.Good != "" || c.Bad != "":
+			return fmt.Errorf("bisect takes TAPE --check CMD, or --good TAPE --bad TAPE, not both")
+		case c.Tape == "":
+			return fmt.Errorf("--check needs TAPE: the run to fork")
+		case c.Check == "":
+			return fmt.Errorf("bisect TAPE needs --check CMD: a command that says whether a fork went right (exit 0)")
+		case c.Runs < 1:
+			return fmt.Errorf("--runs %d: %w", c.Runs, errBisectRuns)
+		case c.MaxCost < 0 || c.MaxCost != c.MaxCost || c.MaxCost > 1e12:
+			return fmt.Errorf("--max-cost %v: want a finite amount of dollars, above 0", c.MaxCost)
+		}
+		_, err := c.changeArgs()
+		return err
+	}
 	switch {
 	case c.Good == "" && c.Bad == "":
-		return fmt.Errorf("bisect needs --good TAPE and --bad TAPE (two runs to compare)")
+		return fmt.Errorf("bisect needs TAPE --check CMD with a change (the point of no return of one run), or --good TAPE --bad TAPE (two runs to compare)")
 	case c.Bad == "":
 		return fmt.Errorf("--good needs --bad TAPE: the run that went wrong")
 	case c.Good == "":
@@ -37,8 +70,16 @@ type bisectTwo struct {
 	Difference *bisectDifference `json:"difference"` // null: they decided alike
 }
 
-// Run reads both runs' decisions and reports the first that differs.
-func (c *BisectCmd) Run(env *Env) error {
+// Run bisects one run with a check, or reads both runs' decisions and
+// reports the first that differs.
+func (c *BisectCmd) Run(ctx context.Context, env *Env) error {
+	if c.Tape != "" {
+		var err error
+		if c.Tape, err = env.tape(ctx, c.Tape); err != nil {
+			return err
+		}
+		return c.runCheck(ctx, env)
+	}
 	read := func(path string) ([]bisectDecision, error) {
 		t, err := env.openTape(path)
 		if err != nil {

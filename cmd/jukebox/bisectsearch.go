@@ -1,9 +1,9 @@
 package main
 
-// The search of jukebox bisect (issue 34, item 4): the last model call at
-// which a change still rescues a run, the point of no return. The command
-// that forks, runs the check and reports is not wired yet; this is the
-// search it will drive, kept pure so it is tested without agents.
+// The search of jukebox bisect TAPE --check (issue 34, item 4): the last
+// model call at which a change still rescues a run, the point of no
+// return. bisectcheck.go forks, checks and reports; the search is kept
+// pure so it is tested without agents.
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 // with its verdicts (true: the check passed, the change rescued the run).
 type bisectProbe struct {
 	Call     int    `json:"call"`
+	Frame    int64  `json:"frame"` // its llm.request frame (bisect --check)
 	Verdicts []bool `json:"verdicts"`
 	Good     bool   `json:"good"`
 	Reused   int    `json:"reused,omitempty"` // verdicts taken from forks already made

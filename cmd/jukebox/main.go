@@ -50,7 +50,7 @@ type CLI struct {
 	Record    RecordCmd    `cmd:"" help:"Run an agent and record every model call, its output and exit onto a tape."`
 	Replay    ReplayCmd    `cmd:"" help:"Run an agent again offline, answering every model call from a tape."`
 	Test      TestCmd      `cmd:"" help:"Replay folders of tapes as regression tests: each strictly, in parallel; a summary table, --junit, --json."`
-	Bisect    BisectCmd    `cmd:"" help:"Find the step where a run went wrong: --good A --bad B names the first step where two runs decided differently (tool, arguments, final answer)."`
+	Bisect    BisectCmd    `cmd:"" help:"Find the step where a run went wrong: TAPE --check CMD --model M (or another change) forks the run at its model calls and binary-searches for the last one the change still rescues, the point of no return; --good A --bad B names the first step where two runs decided differently (tool, arguments, final answer)."`
 	Fork      ForkCmd      `cmd:"" help:"Drop the needle on a frame: change the model or prompt there and resume live; earlier calls come from the tape."`
 	Diff      DiffCmd      `cmd:"" help:"Align two timelines (a run and its fork, or any two tapes) and show how they differ, from the first divergence on."`
 	Pack      PackCmd      `cmd:"" help:"Copy a fork's parent prefix into one self-contained tape, for a bug report."`
