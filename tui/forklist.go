@@ -389,5 +389,25 @@ func (d *Deck) forkFamily() {
 		return // two tapes to compare: not a family
 	}
 	tl := d.tracks[0].tl
-	d.family = []forkEntry{{path: tl.Path(), head: tl.Tape().Head().String(), state: exitWord(tl)}}
+	d.family = []forkEntry{{path: tl.Path(), head: tl.Tape().Head().String(), state: exitWord(tl), what: bisectNote(tl)}}
+}
+
+// bisectNote is what jukebox bisect --check found of the tape opened (its
+// sidecar's bisect.json), for its row of the fork list; "" when it has
+// not been bisected (or lies in a store: not read on the way to the
+// first screen).
+func bisectNote(tl *timeline.Timeline) string {
+	if timeline.IsRemote(tl.Path()) {
+		return ""
+	}
+	s, err := timeline.ReadBisect(tl.Tape())
+	switch {
+	case err != nil:
+		return "bisect.json does not read: " + err.Error()
+	case s == nil || s.Found == nil:
+		return ""
+	case s.Found.Call < 0:
+		return "bisect: no point of no return (" + s.Found.Change + ")"
+	}
+	return fmt.Sprintf("bisect: point of no return after frame %d, model call %d (%s)", s.Found.Frame, s.Found.Call, s.Found.Change)
 }

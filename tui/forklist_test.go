@@ -149,3 +149,25 @@ func TestBaseNameOfAStoreURL(t *testing.T) {
 		}
 	}
 }
+
+// TestForkListMarksBisect: the fork list names the point of no return
+// jukebox bisect --check found of the tape opened (its sidecar's
+// bisect.json), among its probes (issue 34 item 4).
+func TestForkListMarksBisect(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "run.jbx")
+	raw, err := os.ReadFile(agentRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(root, raw, 0o644)
+	os.MkdirAll(root+".d", 0o755)
+	os.WriteFile(filepath.Join(root+".d", "bisect.json"), []byte(`{"probes": {}, "found": {"change": "--model good", "check": "true", "call": 2, "frame": 21, "step": 3}}`), 0o644)
+	d := New([]string{root}, testOptions())
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
+	press(d, runes("b"))
+	if v := d.View(); !strings.Contains(v, "bisect: point of no return after frame 21, model call 2 (--model good)") {
+		t.Errorf("the fork list does not mark the bisect:\n%s", v)
+	}
+}

@@ -26,32 +26,6 @@ import (
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
-// bisectState is NAME.jbx.d/bisect.json: the verdicts of the probes made
-// (reused by a later bisect with the same change and check) and the last
-// point of no return found.
-type bisectState struct {
-	Probes map[string]bisectVerdict `json:"probes"`
-	Found  *bisectFound             `json:"found,omitempty"`
-}
-
-// bisectVerdict is one probe's outcome: the fork, whether the check
-// passed, and what its live calls cost.
-type bisectVerdict struct {
-	Tape string  `json:"tape"`
-	Good bool    `json:"good"`
-	Cost float64 `json:"cost_usd"`
-	Exit int     `json:"agent_exit"`
-}
-
-// bisectFound is a bisect's answer.
-type bisectFound struct {
-	Change string `json:"change"` // the fork flags, as given
-	Check  string `json:"check"`
-	Call   int    `json:"call"`  // the last model call at which the change rescues the run, -1 for none
-	Frame  int64  `json:"frame"` // its llm.request frame, -1 for none
-	Step   int    `json:"step"`  // its step as bisect --good/--bad counts them (1 for model call 0)
-}
-
 // bisectCheckReport is bisect --check's answer (--json).
 type bisectCheckReport struct {
 	Tape      string        `json:"tape"`
@@ -59,7 +33,7 @@ type bisectCheckReport struct {
 	Change    []string      `json:"change"`
 	Check     string        `json:"check"`
 	Runs      int           `json:"runs"`
-	Found     *bisectFound  `json:"found"` // null when the cost cap stopped it first
+	Found     *timeline.BisectFound  `json:"found"` // null when the cost cap stopped it first
 	Probes    []bisectProbe `json:"probes"`
 	CostUSD   float64       `json:"cost_usd"` // of the forks made now (reused ones cost nothing)
 	Stopped   string        `json:"stopped,omitempty"`
@@ -100,15 +74,15 @@ func (c *BisectCmd) runCheck(ctx context.Context, env *Env) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	statePath := filepath.Join(tapefmt.Sidecar(c.Tape), "bisect.json")
-	var state bisectState
+	statePath := filepath.Join(tapefmt.Sidecar(c.Tape), timeline.BisectFile)
+	var state timeline.BisectState
 	if b, err := os.ReadFile(statePath); err == nil {
 		if err := json.Unmarshal(b, &state); err != nil {
 			return fmt.Errorf("%s: %w (remove it to start afresh)", statePath, err)
 		}
 	}
 	if state.Probes == nil {
-		state.Probes = map[string]bisectVerdict{}
+		state.Probes = map[string]timeline.BisectVerdict{}
 	}
 	rep := bisectCheckReport{Tape: c.Tape, Calls: len(frames), Change: change, Check: c.Check, Runs: c.Runs}
 	made := 0
@@ -150,7 +124,7 @@ func (c *BisectCmd) runCheck(ctx context.Context, env *Env) error {
 	case err != nil:
 		return err
 	default:
-		f := &bisectFound{Change: strings.Join(change, " "), Check: c.Check, Call: found, Frame: -1, Step: found + 1}
+		f := &timeline.BisectFound{Change: strings.Join(change, " "), Check: c.Check, Call: found, Frame: -1, Step: found + 1}
 		if found >= 0 {
 			f.Frame = int64(frames[found])
 		}
@@ -290,7 +264,7 @@ func (c *BisectCmd) changeKey(change []string) (string, error) {
 
 // probe forks the run at frame with the change, in a copy of its folder,
 // and runs the check there.
-func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart, change []string, frame uint64, call, run int, budget float64) (bisectVerdict, error) {
+func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart, change []string, frame uint64, call, run int, budget float64) (timeline.BisectVerdict, error) {
 	stem := strings.TrimSuffix(c.Tape, ".jbx")
 	name := fmt.Sprintf("%s-bisect-c%d-r%d", filepath.Base(stem), call, run)
 	tape := filepath.Join(filepath.Dir(c.Tape), name+".jbx")
@@ -299,7 +273,7 @@ func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart
 	}
 	work, err := os.MkdirTemp("", "jukebox-bisect-")
 	if err != nil {
-		return bisectVerdict{}, err
+		return timeline.BisectVerdict{}, err
 	}
 	if c.KeepWorkspaces {
 		fmt.Fprintf(env.Stderr, "jukebox: bisect: the fork's folder is kept at %s\n", work)
@@ -308,11 +282,11 @@ func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart
 	}
 	ws := filepath.Join(work, "workspace")
 	if err := copyTree(start.Cwd, ws); err != nil {
-		return bisectVerdict{}, fmt.Errorf("copying the run's folder %s for the probe: %w", start.Cwd, err)
+		return timeline.BisectVerdict{}, fmt.Errorf("copying the run's folder %s for the probe: %w", start.Cwd, err)
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return bisectVerdict{}, err
+		return timeline.BisectVerdict{}, err
 	}
 	args := append([]string{"fork", c.Tape, "--frame", strconv.FormatUint(frame, 10), "--dir", ws, "-o", tape, "--json"}, change...)
 	if c.NoBooth {
@@ -336,9 +310,9 @@ func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart
 		End  tapefmt.RunEnd `json:"end"`
 	}
 	if json.Unmarshal(out.Bytes(), &rows) != nil || len(rows) != 1 || rows[0].Tape == "" {
-		return bisectVerdict{}, fmt.Errorf("jukebox fork at frame %d: %v\n%s", frame, ferr, lastLines(logs.String(), 12))
+		return timeline.BisectVerdict{}, fmt.Errorf("jukebox fork at frame %d: %v\n%s", frame, ferr, lastLines(logs.String(), 12))
 	}
-	v := bisectVerdict{Tape: rows[0].Tape, Exit: rows[0].End.ExitCode}
+	v := timeline.BisectVerdict{Tape: rows[0].Tape, Exit: rows[0].End.ExitCode}
 	var fe *exec.ExitError
 	tripped := errors.As(ferr, &fe) && fe.ExitCode() == ExitTripped
 	pt, err := tapefmt.Open(v.Tape)
@@ -392,7 +366,7 @@ func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart
 func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 // writeBisectState writes the state whole (tapefmt.WriteSidecarFile).
-func writeBisectState(path string, s bisectState) error {
+func writeBisectState(path string, s timeline.BisectState) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
