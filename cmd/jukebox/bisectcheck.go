@@ -28,17 +28,17 @@ import (
 
 // bisectCheckReport is bisect --check's answer (--json).
 type bisectCheckReport struct {
-	Tape      string        `json:"tape"`
-	Calls     int           `json:"calls"`
-	Change    []string      `json:"change"`
-	Check     string        `json:"check"`
-	Runs      int           `json:"runs"`
-	Found     *timeline.BisectFound  `json:"found"` // null when the cost cap stopped it first
-	Probes    []bisectProbe `json:"probes"`
-	CostUSD   float64       `json:"cost_usd"` // of the forks made now (reused ones cost nothing)
-	Stopped   string        `json:"stopped,omitempty"`
-	Bracket   [2]int        `json:"bracket"` // the calls known rescued (first) and not (second) when it stopped
-	ProbeTape []string      `json:"probe_tapes"`
+	Tape      string                `json:"tape"`
+	Calls     int                   `json:"calls"`
+	Change    []string              `json:"change"`
+	Check     string                `json:"check"`
+	Runs      int                   `json:"runs"`
+	Found     *timeline.BisectFound `json:"found"` // null when the cost cap stopped it first
+	Probes    []bisectProbe         `json:"probes"`
+	CostUSD   float64               `json:"cost_usd"` // of the forks made now (reused ones cost nothing)
+	Stopped   string                `json:"stopped,omitempty"`
+	Bracket   [2]int                `json:"bracket"` // the calls known rescued (first) and not (second) when it stopped
+	ProbeTape []string              `json:"probe_tapes"`
 }
 
 // errBisectCap stops a bisect at its --max-cost.
