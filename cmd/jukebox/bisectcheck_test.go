@@ -30,12 +30,18 @@ echo done
 // restores the folder to the run's start, as a booth run would have left
 // it: the folder, the tape, the model's URL.
 func bisectFixture(t *testing.T, steps, bad int) (dir, tape, url string) {
+	return bisectFixtureScript(t, steps, bad, "", 0)
+}
+
+// bisectFixtureScript is bisectFixture with more rules after the ruin
+// and a seed for their chances.
+func bisectFixtureScript(t *testing.T, steps, bad int, more string, seed int) (dir, tape, url string) {
 	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed (Debian package curl)")
 	}
-	script, err := llmsim.ParseScript([]byte(fmt.Sprintf(`{"version": 1, "rules": [
-		{"name": "ruin", "match": {"model": "bad", "user": "^step %d$"}, "reply": {"text": "DAMAGE done"}}]}`, bad)))
+	script, err := llmsim.ParseScript([]byte(fmt.Sprintf(`{"version": 1, "seed": %d, "rules": [
+		{"name": "ruin", "match": {"model": "bad", "user": "^step %d$"}, "reply": {"text": "DAMAGE done"}}%s]}`, seed, bad, more)))
 	must(t, err)
 	srv, _, err := llmsim.Start("127.0.0.1:0", script)
 	must(t, err)
@@ -149,5 +155,34 @@ func TestBisectCheckInTheBooth(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ruined.txt")); err == nil {
 		t.Error("a probe in the booth ruined the run's own folder")
+	}
+}
+
+// TestBisectCheckRandomModel (issue 34 item 5): the model forked to does
+// the damage itself now and then (a seeded chance of 1 in 3), so a probe
+// before the point of no return sometimes fails; --runs 3 takes the
+// majority and still finds the point.
+func TestBisectCheckRandomModel(t *testing.T) {
+	t.Parallel()
+	const seed = 13 // its draws slip once before the point, which the majority outvotes (other seeds slip twice in a probe, as a real model can)
+	dir, tape, url := bisectFixtureScript(t, 8, 4, `, {"name": "slip", "match": {"model": "good", "user": "^step 4$"}, "chance": 0.34, "reply": {"text": "DAMAGE too"}}`, seed)
+	out, errs, code := jbIn(dir, nil, "bisect", tape, "--check", "test ! -e ruined.txt", "--model", "good", "--no-booth",
+		"--upstream", "openai="+url, "--runs", "3", "--json")
+	var rep bisectCheckReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || rep.Found == nil || rep.Found.Call != 4 {
+		t.Fatalf("bisect --runs 3 of a random model: exit %d, %v, %+v\n%s", code, err, rep.Found, errs)
+	}
+	mixed := false
+	for _, p := range rep.Probes {
+		good := 0
+		for _, v := range p.Verdicts {
+			if v {
+				good++
+			}
+		}
+		mixed = mixed || good > 0 && good < len(p.Verdicts)
+	}
+	if !mixed {
+		t.Errorf("no probe drew both verdicts: the model did not answer at random (%+v)\n%s", rep.Probes, errs)
 	}
 }

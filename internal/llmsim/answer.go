@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"unicode/utf8"
 )
@@ -55,6 +56,9 @@ func (s *Server) pick(c *conversation) *rule {
 	for i := range s.script.rules {
 		r := &s.script.rules[i]
 		if !r.match.matches(c) {
+			continue
+		}
+		if r.chance > 0 && !s.draw(i, r.chance) {
 			continue
 		}
 		if r.times > 0 {
@@ -194,4 +198,19 @@ func marshal(v any) []byte {
 		panic("llmsim: marshal: " + err.Error()) // only our own types reach here
 	}
 	return []byte(strings.TrimSuffix(b.String(), "\n"))
+}
+
+// draw says whether rule i, which matched, answers this time: true with
+// its chance, from its own generator (seeded by the script's seed and i).
+// The caller holds s.mu.
+func (s *Server) draw(i int, chance float64) bool {
+	if s.draws == nil {
+		s.draws = map[int]*rand.Rand{}
+	}
+	g := s.draws[i]
+	if g == nil {
+		g = rand.New(rand.NewPCG(s.script.seed, uint64(i)))
+		s.draws[i] = g
+	}
+	return g.Float64() < chance
 }

@@ -251,3 +251,41 @@ func TestDemoLoopOverResponses(t *testing.T) {
 	}
 	t.Fatalf("no final answer after tools %v", tools)
 }
+
+// TestChanceRule: a rule with a chance answers about that often, the
+// same draws for the same seed, other draws for another, and a chance out
+// of range is an error.
+func TestChanceRule(t *testing.T) {
+	draws := func(seed int) string {
+		s, err := ParseScript([]byte(fmt.Sprintf(`{"version": 1, "seed": %d, "rules": [
+			{"name": "coin", "match": {"user": "flip"}, "chance": 0.5, "reply": {"text": "heads"}}]}`, seed)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := New(s)
+		var b strings.Builder
+		for range 200 {
+			if r := srv.pick(&conversation{user: "flip"}); r != nil {
+				b.WriteByte('H')
+			} else {
+				b.WriteByte('T')
+			}
+		}
+		return b.String()
+	}
+	a, again, other := draws(7), draws(7), draws(8)
+	if a != again {
+		t.Error("the same seed drew differently")
+	}
+	if a == other {
+		t.Error("another seed drew the same")
+	}
+	if h := strings.Count(a, "H"); h < 70 || h > 130 {
+		t.Errorf("a chance of 0.5 answered %d of 200 times", h)
+	}
+	for _, bad := range []string{"1.5", "-0.1"} {
+		if _, err := ParseScript([]byte(`{"version": 1, "rules": [{"match": {}, "chance": ` + bad + `, "reply": {"text": "x"}}]}`)); err == nil {
+			t.Errorf("chance %s parsed", bad)
+		}
+	}
+}

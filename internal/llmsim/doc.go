@@ -109,7 +109,11 @@
 // chunk_size 6 and no delays.
 //
 // times limits a rule to its first N uses since the server started; after
-// that the rule is skipped. With fail it scripts "fail once, then succeed",
+// that the rule is skipped. chance (above 0, at most 1) makes a rule that
+// matches answer only that often: each match draws from the rule's own
+// generator, seeded by the script's "seed" (0 by default) and the rule's
+// place, so a model that answers at random is the same at random from run
+// to run of the same requests (a bisect's --runs majorities are tested so). With fail it scripts "fail once, then succeed",
 // to test retries.
 //
 // fail injects exactly one failure instead of (or in the middle of) the

@@ -51,6 +51,7 @@ type Script struct {
 	rules    []rule
 	defaults pacing
 	hash     [32]byte
+	seed     uint64 // of the rules' chance draws
 }
 
 // Len returns the number of rules in the script.
@@ -76,6 +77,7 @@ func LoadScript(path string) (*Script, error) {
 // scriptJSON is the on-disk form of a Script.
 type scriptJSON struct {
 	Version  int        `json:"version"`
+	Seed     uint64     `json:"seed"`
 	Defaults pacingJSON `json:"defaults"`
 	Rules    []ruleJSON `json:"rules"`
 }
@@ -92,6 +94,11 @@ type ruleJSON struct {
 	Reply replyJSON `json:"reply"`
 	Fail  *failJSON `json:"fail"`
 	Times int       `json:"times"`
+	// Chance makes a rule that matches answer only that often (0 < chance
+	// <= 1), drawn from a generator seeded by the script's seed and the
+	// rule's place: the same requests in the same order get the same
+	// answers.
+	Chance float64 `json:"chance"`
 	pacingJSON
 }
 
@@ -137,7 +144,7 @@ func ParseScript(data []byte) (*Script, error) {
 	if sj.Version != scriptVersion {
 		return nil, fmt.Errorf("%w: version %d, want %d", ErrScript, sj.Version, scriptVersion)
 	}
-	s := &Script{hash: sha256.Sum256(data)}
+	s := &Script{hash: sha256.Sum256(data), seed: sj.Seed}
 	var err error
 	if s.defaults, err = sj.Defaults.compile(pacing{chunk: defaultChunk}); err != nil {
 		return nil, fmt.Errorf("%w: defaults: %v", ErrScript, err)
@@ -190,7 +197,8 @@ type rule struct {
 	text   string
 	calls  []toolCallJSON // arguments compacted, always a JSON object
 	fail   *failure
-	times  int // 0: unlimited
+	times  int     // 0: unlimited
+	chance float64 // 0: always
 	pacing pacing
 }
 
@@ -203,6 +211,10 @@ func (rj ruleJSON) compile(defaults pacing) (rule, error) {
 	if rj.Times < 0 {
 		return r, fmt.Errorf("times %d is negative", rj.Times)
 	}
+	if rj.Chance < 0 || rj.Chance > 1 || rj.Chance != rj.Chance {
+		return r, fmt.Errorf("chance %v: want a number above 0 and at most 1", rj.Chance)
+	}
+	r.chance = rj.Chance
 	if r.match, err = rj.Match.compile(); err != nil {
 		return r, err
 	}

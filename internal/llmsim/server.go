@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -38,7 +39,8 @@ type Server struct {
 	log    io.Writer
 	logMu  sync.Mutex
 	mu     sync.Mutex
-	used   map[int]int // rule index -> times used, for rules with "times"
+	used   map[int]int        // rule index -> times used, for rules with "times"
+	draws  map[int]*rand.Rand // rule index -> its chance draws, for rules with "chance"
 	// sampling: the nth arrival of the same request gets ids of its own,
 	// as a sampling model's answers differ (arrivals counts them).
 	sampling bool
