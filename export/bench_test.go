@@ -33,7 +33,7 @@ func BenchmarkExport50Steps(b *testing.B) {
 			b.Fatal(err)
 		}
 		bt := newBatcher(discard{}, 4096, false)
-		s, err := newSink(trace.TraceID(t.ID()), "bench", "", bt, nil, time.Hour)
+		s, err := newSink(trace.TraceID(t.ID()), "bench", &tapefmt.RunStart{}, bt, nil, time.Hour)
 		if err != nil {
 			b.Fatal(err)
 		}

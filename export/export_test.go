@@ -244,13 +244,16 @@ func TestSpansFirstCall(t *testing.T) {
 		"gen_ai.response.model": "claude-sonnet-4-5", "gen_ai.response.id": "msg_01", "gen_ai.response.finish_reasons": `["tool_use"]`,
 		"gen_ai.usage.input_tokens": "130", "gen_ai.usage.output_tokens": "15", "gen_ai.usage.cache_read.input_tokens": "100",
 		"gen_ai.usage.cache_creation.input_tokens": "20", "jukebox.frame": "1", "jukebox.response.frame": "2",
-		"server.address": "api.anthropic.com", "server.port": "443", "gen_ai.system_instructions": `"You are terse."`,
+		"server.address": "api.anthropic.com", "server.port": "443", "gen_ai.system_instructions": `[{"type":"text","content":"You are terse."}]`,
+		"gen_ai.request.max_tokens": "100",
+		"gen_ai.input.messages":     `[{"role":"user","parts":[{"type":"text","content":"weather in Oslo?"}]}]`,
 	} {
 		if a[k] != v {
 			t.Errorf("%s = %q, want %q", k, a[k], v)
 		}
 	}
-	if !strings.Contains(a["gen_ai.input.messages"], "weather in Oslo?") || !strings.Contains(a["gen_ai.output.messages"], `"name":"get_weather"`) {
+	if !strings.Contains(a["gen_ai.output.messages"], `"name":"get_weather"`) || !strings.Contains(a["gen_ai.output.messages"], `"finish_reason":"tool_use"`) ||
+		strings.Contains(a["gen_ai.output.messages"], `"type":"text"`) {
 		t.Errorf("content: %q / %q", a["gen_ai.input.messages"], a["gen_ai.output.messages"])
 	}
 	if !first.start.Equal(at(1)) || !first.end.Equal(at(2)) {

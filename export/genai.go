@@ -47,22 +47,36 @@ const (
 	attrSystem         = attribute.Key("gen_ai.system_instructions") // content
 	attrTokenType      = attribute.Key("gen_ai.token.type")
 	attrErrorType      = attribute.Key("error.type")
-	attrServerAddress  = attribute.Key("server.address")
-	attrServerPort     = attribute.Key("server.port")
-	attrHTTPStatus     = attribute.Key("http.response.status_code")
-	attrHTTPMethod     = attribute.Key("http.request.method")
-	attrURLPath        = attribute.Key("url.path")
-	attrExitCode       = attribute.Key("process.exit.code")
-	attrServiceName    = attribute.Key("service.name")
-	attrHostName       = attribute.Key("host.name")
+	// The request's parameters (not content: always exported).
+	attrReqMaxTokens        = attribute.Key("gen_ai.request.max_tokens")
+	attrReqTemperature      = attribute.Key("gen_ai.request.temperature")
+	attrReqTopP             = attribute.Key("gen_ai.request.top_p")
+	attrReqTopK             = attribute.Key("gen_ai.request.top_k")
+	attrReqFrequencyPenalty = attribute.Key("gen_ai.request.frequency_penalty")
+	attrReqPresencePenalty  = attribute.Key("gen_ai.request.presence_penalty")
+	attrReqSeed             = attribute.Key("gen_ai.request.seed")
+	attrReqStopSequences    = attribute.Key("gen_ai.request.stop_sequences")
+	attrReqChoiceCount      = attribute.Key("gen_ai.request.choice.count")
+	attrConversationID      = attribute.Key("gen_ai.conversation.id")
+	attrToolDefinitions     = attribute.Key("gen_ai.tool.definitions") // content
+	attrServerAddress       = attribute.Key("server.address")
+	attrServerPort          = attribute.Key("server.port")
+	attrHTTPStatus          = attribute.Key("http.response.status_code")
+	attrHTTPMethod          = attribute.Key("http.request.method")
+	attrURLPath             = attribute.Key("url.path")
+	attrExitCode            = attribute.Key("process.exit.code")
+	attrServiceName         = attribute.Key("service.name")
+	attrHostName            = attribute.Key("host.name")
+	attrServiceInstance     = attribute.Key("service.instance.id") // the tape id: each run its own series
+	attrUserName            = attribute.Key("user.name")
+	attrVCSRevision         = attribute.Key("vcs.ref.head.revision")
+	attrVCSRef              = attribute.Key("vcs.ref.head.name")
 )
 
 // jukebox's attributes: every span carries the tape and its frame, so a
 // trace leads back to `jukebox play TAPE --frame N`.
 const (
 	attrTapeID        = attribute.Key("jukebox.tape.id")         // the tape header's id, hex: also the trace id
-	attrTapeHash      = attribute.Key("jukebox.tape.hash")       // the chain head, hex (export of a closed tape)
-	attrTapePath      = attribute.Key("jukebox.tape.path")       // where the tape was written or read
 	attrFrame         = attribute.Key("jukebox.frame")           // the frame the span starts at
 	attrResponseFrame = attribute.Key("jukebox.response.frame")  // the llm.response frame of a chat span
 	attrRunMode       = attribute.Key("jukebox.run.mode")        // record, replay, fork
@@ -88,10 +102,13 @@ var (
 // Event names on the run's span.
 const (
 	eventBreakerTrip = "jukebox.breaker.trip"
-	eventFork        = "jukebox.fork"
-	eventTxBegin     = "jukebox.tx.begin"
-	eventTxCommit    = "jukebox.tx.commit"
-	eventTxRollback  = "jukebox.tx.rollback"
+	// errBreakerRefused is error.type of a call the circuit breaker
+	// refused: never sent.
+	errBreakerRefused = "jukebox.breaker_refused"
+	eventFork         = "jukebox.fork"
+	eventTxBegin      = "jukebox.tx.begin"
+	eventTxCommit     = "jukebox.tx.commit"
+	eventTxRollback   = "jukebox.tx.rollback"
 )
 
 // otelProviders are the OpenTelemetry GenAI conventions' names

@@ -252,7 +252,7 @@ func (l *Live) frame(f tapefmt.Frame) {
 			l.fail(err)
 			return
 		}
-		if l.sink, err = newSink(trace.TraceID(l.id), serviceOf(l.o, rs), rs.Host, l.b, me, 10*time.Second); err != nil {
+		if l.sink, err = newSink(trace.TraceID(l.id), serviceOf(l.o, rs), rs, l.b, me, 10*time.Second); err != nil {
 			l.fail(err)
 			return
 		}

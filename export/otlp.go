@@ -3,7 +3,9 @@ package export
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +22,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // Protocols of OTLP, as OTEL_EXPORTER_OTLP_PROTOCOL names them.
@@ -323,12 +327,12 @@ type sink struct {
 }
 
 // newSink makes the tracer of one tape, its spans going to b, and its
-// meter, whose measures go to me (none when me is nil).
-func newSink(traceID trace.TraceID, service, host string, b *batcher, me sdkmetric.Exporter, every time.Duration) (*sink, error) {
-	attrs := []attribute.KeyValue{attrServiceName.String(service)}
-	if host != "" {
-		attrs = append(attrs, attrHostName.String(host))
-	}
+// meter, whose measures go to me (none when me is nil). The resource is
+// the run's: its service, the tape id as service.instance.id (each run a
+// series of its own, so the cumulative metrics of any number of runs and
+// hosts add up in a backend), its host, user, commit and tags.
+func newSink(traceID trace.TraceID, service string, rs *tapefmt.RunStart, b *batcher, me sdkmetric.Exporter, every time.Duration) (*sink, error) {
+	attrs := append([]attribute.KeyValue{attrServiceName.String(service), attrServiceInstance.String(traceID.String())}, runAttrs(rs)...)
 	res := resource.NewWithAttributes(schemaURL, attrs...)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(b),
 		sdktrace.WithIDGenerator(ids{}), sdktrace.WithSampler(sdktrace.AlwaysSample()),
@@ -403,4 +407,29 @@ func (s *sink) measure(m measure) {
 	if m.streamed {
 		s.chunk.Record(ctx, m.firstChunk, metric.WithAttributes(attrs...))
 	}
+}
+
+// runAttrs are the run's metadata as resource attributes: its host, the
+// user who ran it, the commit and branch of its folder (the conventions'
+// vcs.*), and its tags (jukebox.tag.KEY).
+func runAttrs(rs *tapefmt.RunStart) []attribute.KeyValue {
+	var out []attribute.KeyValue
+	if rs.Host != "" {
+		out = append(out, attrHostName.String(rs.Host))
+	}
+	if rs.User != "" {
+		out = append(out, attrUserName.String(rs.User))
+	}
+	if rs.Git != nil {
+		if rs.Git.Commit != "" {
+			out = append(out, attrVCSRevision.String(rs.Git.Commit))
+		}
+		if rs.Git.Branch != "" {
+			out = append(out, attrVCSRef.String(rs.Git.Branch))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(rs.Tags)) {
+		out = append(out, attribute.String("jukebox.tag."+k, rs.Tags[k]))
+	}
+	return out
 }

@@ -81,15 +81,12 @@ func sendTape(ctx context.Context, path string, ep Endpoint, o Options, b *batch
 	}
 	o.Path = path
 	id := t.ID()
-	s, err := newSink(trace.TraceID(id), serviceOf(o, start), start.Host, b, me, time.Hour)
+	s, err := newSink(trace.TraceID(id), serviceOf(o, start), start, b, me, time.Hour)
 	if err != nil {
 		return SentTape{}, err
 	}
 	st := SentTape{Path: path, TraceID: trace.TraceID(id).String()}
 	conv := newConverter(o, id, t.Created(), tapeBlobs(t), func(sp *span) { st.Spans++; s.span(sp) }, s.measure)
-	if t.Recovered() == nil {
-		conv.setHash(t.Head())
-	}
 	for f, err := range t.All() {
 		if err != nil {
 			return st, fmt.Errorf("%s: %w", path, err)

@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,10 +109,11 @@ func newConverter(o Options, id [16]byte, created time.Time, blob func(tapefmt.H
 	c := &converter{o: o, traceID: trace.TraceID(id), created: created, blob: blob, emit: emit, count: count,
 		calls: map[uint64]*pendingCall{}, tools: map[string]*span{}, mcp: map[mcpKey]*span{},
 		agents: map[string]*span{}, sent: map[trace.SpanID]bool{}}
+	// The tape's id alone: what names the run whatever exports it. Its
+	// path and chain head differ between a live export and an offline one
+	// (and from machine to machine), and a span sent again with other
+	// attributes is another span to a receiver.
 	c.tape = []attribute.KeyValue{attrTapeID.String(hex.EncodeToString(id[:]))}
-	if o.Path != "" {
-		c.tape = append(c.tape, attrTapePath.String(o.Path))
-	}
 	return c
 }
 
@@ -161,11 +163,6 @@ func (c *converter) withTape(seq uint64, attrs ...attribute.KeyValue) []attribut
 	return append(out, attrFrame.Int64(int64(seq)))
 }
 
-// setHash adds the tape's chain head to every span still to be sent.
-func (c *converter) setHash(h tapefmt.Hash) {
-	c.tape = append(c.tape, attrTapeHash.String(h.String()))
-}
-
 // frame takes the next frame of the tape.
 func (c *converter) frame(f tapefmt.Frame) error {
 	p, err := f.Decode()
@@ -190,9 +187,12 @@ func (c *converter) frame(f tapefmt.Frame) error {
 	case *tapefmt.AgentTurn:
 		c.lastAgent = cmp.Or(p.Agent, c.lastAgent)
 	case *tapefmt.BreakerTrip:
-		c.rootEvent(eventBreakerTrip, t, f.Seq, attribute.String("jukebox.breaker.rule", p.Rule),
-			attribute.String("jukebox.breaker.reason", p.Reason), attribute.Float64("jukebox.breaker.cost_usd", p.Cost),
-			attribute.Int64("jukebox.breaker.tokens", p.Tokens))
+		attrs := []attribute.KeyValue{attribute.String("jukebox.breaker.rule", p.Rule),
+			attribute.Float64("jukebox.breaker.cost_usd", p.Cost), attribute.Int64("jukebox.breaker.tokens", p.Tokens)}
+		if c.o.IncludeContent { // the reason quotes what repeated: messages, tool arguments
+			attrs = append(attrs, attribute.String("jukebox.breaker.reason", p.Reason))
+		}
+		c.rootEvent(eventBreakerTrip, t, f.Seq, attrs...)
 	case *tapefmt.TxBegin:
 		c.rootEvent(eventTxBegin, t, f.Seq, attribute.String("jukebox.tx.id", p.Tx), attribute.String("jukebox.tx.mode", string(p.Mode)))
 	case *tapefmt.TxCommit:
@@ -371,6 +371,9 @@ func (c *converter) request(seq uint64, t time.Time, p *tapefmt.LLMRequest) {
 			s.attrs = append(s.attrs, attrServerPort.Int(port))
 		}
 	}
+	if body != nil {
+		s.attrs = append(s.attrs, requestParams(body)...)
+	}
 	if c.o.IncludeContent && body != nil {
 		s.attrs = append(s.attrs, contentOf(body)...)
 	}
@@ -396,24 +399,112 @@ func (c *converter) server(p *tapefmt.LLMRequest) (string, int, bool) {
 }
 
 // contentOf is a request's content as the conventions carry it: the system
-// instructions and the messages, in the provider's own JSON.
+// instructions as text parts, the messages as role and parts (each
+// message's text: tool calls as "→ name arguments", tool results as
+// "← result", as the frame view shows them), and the tools offered in
+// the provider's own JSON.
 func contentOf(body []byte) []attribute.KeyValue {
-	var req struct {
-		Messages     json.RawMessage `json:"messages"`
-		Input        json.RawMessage `json:"input"`
-		System       json.RawMessage `json:"system"`
-		Instructions json.RawMessage `json:"instructions"`
+	p, ok := llmwire.ParsePrompt(body)
+	if !ok {
+		return nil
 	}
-	if json.Unmarshal(body, &req) != nil {
+	type part struct {
+		Type    string `json:"type"`
+		Content string `json:"content"`
+	}
+	type message struct {
+		Role  string `json:"role"`
+		Parts []part `json:"parts"`
+	}
+	var out []attribute.KeyValue
+	msgs := make([]message, 0, len(p.Messages))
+	for _, m := range p.Messages {
+		if m.Role == "system" || m.Role == "developer" {
+			continue // in the system instructions
+		}
+		msgs = append(msgs, message{Role: m.Role, Parts: []part{{Type: "text", Content: m.Text}}})
+	}
+	if b, err := json.Marshal(msgs); err == nil && len(msgs) > 0 {
+		out = append(out, attrInputMessages.String(string(b)))
+	}
+	if p.System != "" {
+		if b, err := json.Marshal([]part{{Type: "text", Content: p.System}}); err == nil {
+			out = append(out, attrSystem.String(string(b)))
+		}
+	}
+	var req struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(body, &req) == nil && len(req.Tools) > 0 && string(req.Tools) != "null" {
+		out = append(out, attrToolDefinitions.String(string(req.Tools)))
+	}
+	return out
+}
+
+// requestParams are a request's sampling parameters as the conventions
+// name them (gen_ai.request.*): not content, exported always.
+func requestParams(body []byte) []attribute.KeyValue {
+	var r struct {
+		MaxTokens           *int64          `json:"max_tokens"`
+		MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+		MaxOutputTokens     *int64          `json:"max_output_tokens"`
+		Temperature         *float64        `json:"temperature"`
+		TopP                *float64        `json:"top_p"`
+		TopK                *float64        `json:"top_k"`
+		FrequencyPenalty    *float64        `json:"frequency_penalty"`
+		PresencePenalty     *float64        `json:"presence_penalty"`
+		Seed                *int64          `json:"seed"`
+		Stop                json.RawMessage `json:"stop"`
+		StopSequences       []string        `json:"stop_sequences"`
+		N                   *int64          `json:"n"`
+		Conversation        json.RawMessage `json:"conversation"`
+		PreviousResponseID  string          `json:"previous_response_id"`
+	}
+	if json.Unmarshal(body, &r) != nil {
 		return nil
 	}
 	var out []attribute.KeyValue
-	if in := cmp.Or(string(req.Messages), string(req.Input)); in != "" {
-		out = append(out, attrInputMessages.String(in))
+	if m := cmp.Or(r.MaxTokens, r.MaxCompletionTokens, r.MaxOutputTokens); m != nil {
+		out = append(out, attrReqMaxTokens.Int64(*m))
 	}
-	if sys := cmp.Or(string(req.System), string(req.Instructions)); sys != "" {
-		out = append(out, attrSystem.String(sys))
+	for k, v := range map[attribute.Key]*float64{attrReqTemperature: r.Temperature, attrReqTopP: r.TopP, attrReqTopK: r.TopK,
+		attrReqFrequencyPenalty: r.FrequencyPenalty, attrReqPresencePenalty: r.PresencePenalty} {
+		if v != nil {
+			out = append(out, k.Float64(*v))
+		}
 	}
+	if r.Seed != nil {
+		out = append(out, attrReqSeed.Int64(*r.Seed))
+	}
+	if r.N != nil && *r.N != 1 {
+		out = append(out, attrReqChoiceCount.Int64(*r.N))
+	}
+	stop := r.StopSequences
+	var one string
+	if json.Unmarshal(r.Stop, &one) == nil && one != "" {
+		stop = append(stop, one)
+	} else {
+		var many []string
+		if json.Unmarshal(r.Stop, &many) == nil {
+			stop = append(stop, many...)
+		}
+	}
+	if len(stop) > 0 {
+		out = append(out, attrReqStopSequences.StringSlice(stop))
+	}
+	// The conversation an OpenAI Responses call continues: its id, or the
+	// answer it follows.
+	var conv struct {
+		ID string `json:"id"`
+	}
+	var convID string
+	if json.Unmarshal(r.Conversation, &convID) != nil && json.Unmarshal(r.Conversation, &conv) == nil {
+		convID = conv.ID
+	}
+	if id := cmp.Or(convID, r.PreviousResponseID); id != "" {
+		out = append(out, attrConversationID.String(id))
+	}
+	slices.SortFunc(out, func(a, b attribute.KeyValue) int { return strings.Compare(string(a.Key), string(b.Key)) })
 	return out
 }
 
@@ -469,11 +560,17 @@ func (c *converter) response(seq uint64, t time.Time, p *tapefmt.LLMResponse) {
 		}
 		calls = a.Calls
 		if c.o.IncludeContent {
-			s.attrs = append(s.attrs, attrOutputMessages.String(outputMessages(a.Text, calls)))
+			s.attrs = append(s.attrs, attrOutputMessages.String(outputMessages(a.Text, calls, a.Finish)))
 		}
 	}
 	errType := ""
 	switch {
+	case llmwire.Refused(p):
+		// Never sent: the breaker's reason may quote the call's content.
+		errType, s.err = errBreakerRefused, "refused by the circuit breaker"
+		if c.o.IncludeContent {
+			s.err = p.Error
+		}
 	case p.Error != "":
 		errType, s.err = "connection", p.Error
 	case p.Status >= 400:
@@ -521,8 +618,8 @@ func (c *converter) toolSpan(id, parent trace.SpanID, t time.Time, seq uint64, n
 }
 
 // outputMessages is an answer as the conventions carry it: one assistant
-// message with its text and tool calls as parts.
-func outputMessages(text string, calls []llmwire.ToolUse) string {
+// message with its text and tool calls as parts, and why it finished.
+func outputMessages(text string, calls []llmwire.ToolUse, finish []string) string {
 	type part struct {
 		Type      string `json:"type"`
 		Content   string `json:"content,omitempty"`
@@ -530,6 +627,12 @@ func outputMessages(text string, calls []llmwire.ToolUse) string {
 		Name      string `json:"name,omitempty"`
 		Arguments string `json:"arguments,omitempty"`
 	}
+	// The answer's text as the readers assemble it shows each tool call as
+	// a line "→ name arguments": those are the tool_call parts, not text.
+	for _, tc := range calls {
+		text = strings.Replace(text, "→ "+tc.Name+" "+tc.Args, "", 1)
+	}
+	text = strings.TrimSpace(text)
 	var parts []part
 	if text != "" {
 		parts = append(parts, part{Type: "text", Content: text})
@@ -537,7 +640,14 @@ func outputMessages(text string, calls []llmwire.ToolUse) string {
 	for _, tc := range calls {
 		parts = append(parts, part{Type: "tool_call", ID: tc.ID, Name: tc.Name, Arguments: tc.Args})
 	}
-	b, _ := json.Marshal([]map[string]any{{"role": "assistant", "parts": parts}})
+	msg := map[string]any{"role": "assistant", "parts": parts}
+	if parts == nil {
+		msg["parts"] = []part{}
+	}
+	if len(finish) > 0 {
+		msg["finish_reason"] = finish[0]
+	}
+	b, _ := json.Marshal([]map[string]any{msg})
 	return string(b)
 }
 

@@ -29,10 +29,11 @@ func CopyFrame(w *Writer, src *Tape, f Frame) error {
 }
 
 // Rewrite writes every frame src holds (for a torn tape, those up to its
-// last whole step) to a new, closed tape at path, blobs included. On
-// failure nothing is left at path.
+// last whole step) to a new, closed tape at path, blobs included, with
+// src's created time and id (the same run). On failure nothing is left at
+// path.
 func Rewrite(src *Tape, path string) (frames int, err error) {
-	err = CreateWith(path, Options{Created: src.Created()}, func(w *Writer) error {
+	err = CreateWith(path, Options{Created: src.Created(), ID: src.ID()}, func(w *Writer) error {
 		for i := range src.Len() {
 			f, err := src.Frame(i)
 			if err == nil {

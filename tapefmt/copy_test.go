@@ -137,6 +137,11 @@ func TestRewriteTorn(t *testing.T) {
 	if dst.Head() != src.Head() || !dst.Created().Equal(src.Created()) {
 		t.Errorf("rewrite: head %s created %v; source %s, %v", dst.Head().Short(), dst.Created(), src.Head().Short(), src.Created())
 	}
+	// The same run: its id (and so its export's trace id) is kept (issue
+	// 35: a recovered tape's export was another trace).
+	if dst.ID() != src.ID() {
+		t.Errorf("rewrite: id %x, source %x", dst.ID(), src.ID())
+	}
 }
 
 func TestRewriteFailures(t *testing.T) {
