@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -108,7 +109,9 @@ func requestsBefore(reqs []uint64, frame uint64) int {
 }
 
 func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *Matcher, at uint64) (*Result, error) {
-	ups := resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
+	start, _ := FirstRunStart(t)
+	explicit, fromTape := ForkUpstreams(o.Upstreams, s.baseEnv(), start.Upstream)
+	ups := resolveUpstreams(explicit, envMap(s.baseEnv()))
 	fb := &forkBackend{tapeBackend: tapeBackend{m: m, tape: t}, at: at, over: o.Overrides, live: newLive(ups, s.o)}
 	fb.world = &openWorld{hosts: o.LiveHosts, upstreams: ups, live: fb.live}
 	fb.forkCall, fb.tapeBackend.overrides = forkOf(t) // a fork of a fork replays its parent's fork too
@@ -138,6 +141,12 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 	res, err := s.run(ctx, true)
 	if res != nil {
 		res.Divergence = s.div.Load()
+		for _, p := range fromTape {
+			if res.UpstreamFromTape == nil {
+				res.UpstreamFromTape = map[string]string{}
+			}
+			res.UpstreamFromTape[p] = ups[p]
+		}
 	}
 	return res, err
 }
@@ -223,3 +232,19 @@ func (f *forkBackend) respond(w http.ResponseWriter, x *exchange) answer {
 type preparer interface{ prepare(x *exchange) }
 
 var _ preparer = (*forkBackend)(nil)
+
+// ForkName checks a fork's name (fork --name, the turntable's form): a
+// file name's stem of ASCII letters, digits and . _ - (at most 64), not
+// starting with a dot, or "" for none. It names the fork's run and tape.
+func ForkName(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	if len(v) > 64 || strings.HasPrefix(v, ".") || strings.IndexFunc(v, func(r rune) bool {
+		return !(r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) >= 0 {
+		return "", fmt.Errorf("name %q: ASCII letters, digits, . _ and - only (it names the fork's tape)", v)
+	}
+	return v, nil
+}

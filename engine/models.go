@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"time"
 )
 
 // LiveUpstream is where live calls to provider go in a fork (or a
@@ -16,6 +20,56 @@ import (
 func LiveUpstream(provider string, explicit map[string]string, env []string) string {
 	return resolveUpstreams(explicit, envMap(env))[provider]
 }
+
+// ForkUpstreams are the upstreams a fork's live calls go to: explicit
+// ones, else the agent's environment's, else, for a provider whose
+// recorded upstream (the parent's run.start upstreams) is not the public
+// API and answers a connection now, that one (a tape recorded against a
+// gateway or a local model forks against it, not against the public
+// API); the rest the public API. The second value names the providers
+// that take their recorded upstream.
+func ForkUpstreams(explicit map[string]string, env []string, recorded map[string]string) (map[string]string, []string) {
+	public := resolveUpstreams(nil, nil)
+	now := resolveUpstreams(explicit, envMap(env))
+	out := maps.Clone(explicit)
+	if out == nil {
+		out = map[string]string{}
+	}
+	var took []string
+	for _, p := range slices.Sorted(maps.Keys(recorded)) {
+		rec := recorded[p]
+		if _, given := explicit[p]; given || now[p] != public[p] || rec == "" || rec == public[p] || checkBaseURL(rec) != nil {
+			continue
+		}
+		if reachable(rec) {
+			out[p] = rec
+			took = append(took, p)
+		}
+	}
+	return out, took
+}
+
+// reachable says whether the host of base accepts a connection within a
+// short while.
+func reachable(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), map[bool]string{true: "443", false: "80"}[u.Scheme == "https"])
+	}
+	c, err := net.DialTimeout("tcp", host, reachableWait)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// reachableWait bounds the connection reachable tries.
+const reachableWait = 500 * time.Millisecond
 
 // maxModelList bounds the body of a model list read.
 const maxModelList = 4 << 20

@@ -124,12 +124,16 @@ type Telemetry interface {
 
 // Result is how a session ended.
 type Result struct {
-	Tape       string         `json:"tape,omitempty"`
-	End        tapefmt.RunEnd `json:"end"`
-	Calls      uint64         `json:"calls"`
-	Frames     uint64         `json:"frames,omitempty"` // absent when no tape was written (replay without -o)
-	Divergence *Divergence    `json:"divergence,omitempty"`
-	Unused     int            `json:"unused_calls,omitempty"` // recorded calls replay never needed
+	Tape string         `json:"tape,omitempty"`
+	End  tapefmt.RunEnd `json:"end"`
+	// UpstreamFromTape are, in a fork, the providers whose live calls went
+	// to the upstream the parent was recorded against (ForkUpstreams):
+	// none was given, and it answered.
+	UpstreamFromTape map[string]string `json:"upstream_from_tape,omitempty"`
+	Calls            uint64            `json:"calls"`
+	Frames           uint64            `json:"frames,omitempty"` // absent when no tape was written (replay without -o)
+	Divergence       *Divergence       `json:"divergence,omitempty"`
+	Unused           int               `json:"unused_calls,omitempty"` // recorded calls replay never needed
 	// Served counts the calls answered from the tape (replay only); the
 	// rest of Calls went live (--on-divergence live).
 	Served *uint64 `json:"served,omitempty"`

@@ -21,7 +21,8 @@ type Kin struct {
 	Head   string             // chain head, hex
 	Parent *tapefmt.ParentRef // nil for a tape that is no fork
 	Frames int
-	Exit   *int // the run's exit code, nil when the tape has no run.end
+	Exit   *int   // the run's exit code, nil when the tape has no run.end
+	Name   string // the run's name (a named fork's, fork --name)
 }
 
 // maxKin bounds the tapes read in one search.
@@ -107,7 +108,7 @@ func readKin(p string) (Kin, bool) {
 	if f, err := t.Frame(0); err == nil {
 		if p, err := f.Decode(); err == nil {
 			if rs, ok := p.(*tapefmt.RunStart); ok {
-				k.Parent = rs.Parent
+				k.Parent, k.Name = rs.Parent, rs.Name
 			}
 		}
 	}

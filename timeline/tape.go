@@ -86,6 +86,17 @@ func (tl *Timeline) Command() string {
 	return ""
 }
 
+// Start is the run's first frame, its run.start; nil when the tape does
+// not start with a run or the frame is not read yet.
+func (tl *Timeline) Start() *tapefmt.RunStart {
+	r := tl.Peek(0)
+	if r.Kind != tapefmt.KindRunStart || r.Pending {
+		return nil
+	}
+	rs, _ := r.Payload.(*tapefmt.RunStart)
+	return rs
+}
+
 // Recording reports whether the tape is still being recorded: a file
 // whose writer still holds it (tapefmt.Recording), so that it grows and
 // its torn tail is the step in progress, not damage.

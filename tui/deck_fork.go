@@ -1,12 +1,15 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +34,7 @@ func (d *Deck) openForm() tea.Cmd {
 	}
 	d.form = newForkForm(d.st, at, call)
 	d.form.unreadable(err)
+	_, d.form.folderNote = forkDir(tv.tl)
 	d.form.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.pane = paneForm
 	d.play.playing = false
@@ -42,15 +46,24 @@ func (d *Deck) openForm() tea.Cmd {
 	if form.live == "" {
 		return nil
 	}
-	ctx, list := d.ctx, d.o.ListModels
+	var recorded map[string]string
+	if rs := tv.tl.Start(); rs != nil {
+		recorded = rs.Upstream
+	}
+	ctx, list, given := d.ctx, d.o.ListModels, d.o.Upstreams
 	if list == nil {
 		list = engine.ListModels
 	}
 	return func() tea.Msg {
+		// Where the fork's live calls will go, as engine.Fork decides it:
+		// the upstream the tape was recorded against, when none is given
+		// and it answers.
+		ups, took := engine.ForkUpstreams(given, env, recorded)
+		live := engine.LiveUpstream(provider, ups, env)
 		ctx, cancel := context.WithTimeout(ctx, modelListTimeout)
 		defer cancel()
-		ids, err := list(ctx, provider, form.live, env)
-		return formModelsMsg{form, ids, err}
+		ids, err := list(ctx, provider, live, env)
+		return formModelsMsg{form: form, ids: ids, err: err, live: live, fromTape: slices.Contains(took, provider)}
 	}
 }
 
@@ -86,11 +99,16 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 			}},
 		Parent: parent.tl.Path(), Remote: d.o.Remote, Frame: uint64(d.form.at), Overrides: over, Upstreams: d.o.Upstreams,
 	}
+	fo.Dir, _ = forkDir(parent.tl)
+	fo.Name = d.form.name // "": the parent's
 	if d.o.PrepareFork != nil {
 		if err := d.o.PrepareFork(&fo); err != nil {
 			d.form.err = err.Error()
 			return nil
 		}
+	}
+	if name := d.form.name; name != "" && fo.Tape == "" && !timeline.IsRemote(fo.Parent) {
+		fo.Tape = filepath.Join(filepath.Dir(fo.Parent), name+".jbx")
 	}
 	if fo.Tape == "" {
 		fo.Tape = defaultForkTape(fo.Parent, d.o.Now())
@@ -112,7 +130,7 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 	}
 	d.tracks = []*timelineView{parent}
 	raw, _ := json.Marshal(over)
-	d.family = append(d.family, forkEntry{path: fo.Tape, parent: fo.Parent, at: r.at, what: overridesText(raw), state: "running"})
+	d.family = append(d.family, forkEntry{path: fo.Tape, parent: fo.Parent, at: r.at, what: overridesText(raw), state: "running", name: d.form.name})
 	d.status = "forking to " + baseName(fo.Tape)
 	if earlier != "" && earlier != fo.Parent { // the earlier fork's timeline goes; its tape stays
 		d.status += fmt.Sprintf(" · the earlier fork stays in %s (b lists the forks)", baseName(earlier))
@@ -200,4 +218,52 @@ func (d *Deck) forkReloaded(msg forkReloadMsg) {
 	}
 	tv.live = d.run.running()
 	tv.scroll()
+}
+
+// forkDir is the folder a fork of tl runs its agent in: the recorded one
+// while it exists, else the tape's own (the turntable's folder would be
+// a stranger's); note says why when it is not the recorded one, or that
+// the recorded command is not found there.
+func forkDir(tl *timeline.Timeline) (dir, note string) {
+	rs := tl.Start()
+	if rs == nil {
+		return "", ""
+	}
+	dir = rs.Cwd
+	if st, err := os.Stat(rs.Cwd); rs.Cwd == "" || err != nil || !st.IsDir() {
+		if timeline.IsRemote(tl.Path()) {
+			dir = ""
+		} else {
+			dir, _ = filepath.Abs(filepath.Dir(tl.Path()))
+		}
+		note = fmt.Sprintf("the recorded folder %s is not here: the agent runs in %s", rs.Cwd, cmp.Or(dir, "this folder"))
+	}
+	if len(rs.Argv) > 0 && !commandFound(rs.Argv, dir) {
+		note = strings.TrimPrefix(note+"; ", "; ") + fmt.Sprintf("the recorded command %s is not found there", rs.Argv[0])
+	}
+	return dir, note
+}
+
+// commandFound says whether argv can start in dir: its program on PATH
+// or at its path, and a script it names (python agent.py) beside it.
+func commandFound(argv []string, dir string) bool {
+	at := func(p string) bool {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		_, err := os.Stat(p)
+		return err == nil
+	}
+	prog := argv[0]
+	if strings.ContainsRune(prog, filepath.Separator) {
+		if !at(prog) {
+			return false
+		}
+	} else if _, err := exec.LookPath(prog); err != nil {
+		return false
+	}
+	if len(argv) > 1 && !strings.HasPrefix(argv[1], "-") && strings.Contains(filepath.Base(argv[1]), ".") {
+		return at(argv[1]) // a script: python agent.py, node index.js
+	}
+	return true
 }

@@ -22,6 +22,7 @@ const (
 	fieldTemperature
 	fieldPatch
 	fieldScope
+	fieldName
 )
 
 // forkForm asks what to change when dropping the needle: the model, the
@@ -38,15 +39,20 @@ type forkForm struct {
 	what   string // that call, in one line
 	orig   struct{ model, system string }
 	err    string
-	damage string           // the recorded call does not read: why
-	over   engine.Overrides // what the form asked for, once it is done
+	name   string // the fork's name, once the form is done ("" for none)
+	damage string // the recorded call does not read: why
+	// folderNote warns that the recorded folder or command is missing,
+	// and where the fork runs instead (forkDir).
+	folderNote string
+	over       engine.Overrides // what the form asked for, once it is done
 	// live is where the fork's live calls go (engine.LiveUpstream); models
 	// are what it lists at /v1/models, for ctrl+n and ctrl+p to pick from
 	// (pick is the one picked, -1 none); modelsNote says how asking went.
-	live       string
-	models     []string
-	pick       int
-	modelsNote string
+	live         string
+	liveFromTape bool // live is the upstream the tape was recorded against
+	models       []string
+	pick         int
+	modelsNote   string
 }
 
 // formModelsMsg brings the upstream's model list to the form that asked.
@@ -54,6 +60,10 @@ type formModelsMsg struct {
 	form *forkForm
 	ids  []string
 	err  error
+	// live is where the fork's live calls go (engine.ForkUpstreams), and
+	// fromTape says it is the upstream the tape was recorded against.
+	live     string
+	fromTape bool
 }
 
 func newForkForm(st *Styles, at int, c *timeline.CallDetail) *forkForm {
@@ -63,6 +73,7 @@ func newForkForm(st *Styles, at int, c *timeline.CallDetail) *forkForm {
 		newField("temperature", "as recorded", false),
 		newField("other overrides (JSON merge patch)", `e.g. {"max_tokens": 200}`, true),
 		newField("apply to: all (this and later calls) or once (this call only)", "all", false),
+		newField("name (optional): the fork's run and tape, NAME.jbx beside the parent; b lists it so", "a name such as try-gpt4o", false),
 	}}
 	f.fields[fieldScope].SetValue(string(engine.ScopeAll))
 	if c != nil {
@@ -98,6 +109,9 @@ func (m *forkForm) update(km tea.KeyMsg) verdict {
 		return dismissed
 	case key.Matches(km, m.keys.Submit):
 		over, err := m.Overrides()
+		if err == nil {
+			m.name, err = engine.ForkName(m.fields[fieldName].Value())
+		}
 		if err != nil {
 			m.err = err.Error()
 			return stay
@@ -142,6 +156,9 @@ func (m *forkForm) pickModel(km tea.KeyMsg) {
 
 // modelsListed takes the upstream's answer to the model list request.
 func (m *forkForm) modelsListed(msg formModelsMsg) {
+	if msg.live != "" {
+		m.live, m.liveFromTape = msg.live, msg.fromTape
+	}
 	switch {
 	case msg.err != nil:
 		m.modelsNote = "no model list from " + m.live + ": " + timeline.OneLine(msg.err.Error(), 0)
@@ -235,14 +252,20 @@ func (m *forkForm) View() string {
 	if m.live == "" {
 		lines = append(lines, st.Muted.Render(" Earlier calls are answered from the tape; this call and later ones go live."))
 	} else {
-		lines = append(lines, st.Muted.Render(" Earlier calls are answered from the tape; this call and later ones go live to"),
-			"   "+termtext.Sanitize(m.live))
+		where := "   " + termtext.Sanitize(m.live)
+		if m.liveFromTape {
+			where += st.Muted.Render(" (the upstream the tape was recorded against)")
+		}
+		lines = append(lines, st.Muted.Render(" Earlier calls are answered from the tape; this call and later ones go live to"), where)
 	}
 	lines = append(lines, st.Muted.Render(m.scopeLine()), "")
 	if m.damage != "" {
 		lines = append(lines, " "+st.Error.Render("✖ "+m.damage), "")
 	}
-	heights := []int{1, max(m.h-22, 2), 1, max(min(m.h-22, 4), 1), 1}
+	if m.folderNote != "" {
+		lines = append(lines, " "+st.Error.Render("⚠ "+termtext.Sanitize(m.folderNote)), "")
+	}
+	heights := []int{1, max(m.h-25, 2), 1, max(min(m.h-25, 4), 1), 1, 1}
 	if m.damage != "" {
 		heights[fieldSystem] = max(heights[fieldSystem]-2, 2)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/llmwire"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/themes"
 )
 
@@ -177,3 +180,95 @@ func TestForkModelPicker(t *testing.T) {
 }
 
 func keyCtrl(k tea.KeyType) tea.KeyMsg { return tea.KeyMsg{Type: k} }
+
+// TestForkFormWarnsOfAMissingFolder (issue 33 item 11): a tape whose
+// recorded folder is gone forks in the tape's own folder, not the
+// turntable's, and the form says so, and that the recorded script is not
+// found there.
+func TestForkFormWarnsOfAMissingFolder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "moved.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"sh", "agent.sh"}, Cwd: filepath.Join(dir, "gone")})
+		w.Append(0, tapefmt.LLMRequest{Call: 0, Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: "demo-small"})
+		w.Append(0, tapefmt.LLMResponse{Call: 0, Status: 200, Model: "demo-small"})
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDeck(t, 160, 40, path)
+	got, note := forkDir(d.tracks[0].tl)
+	if got != dir || !strings.Contains(note, "is not here: the agent runs in "+dir) || !strings.Contains(note, "the recorded command sh is not found there") {
+		t.Errorf("forkDir = %q, %q", got, note)
+	}
+	press(d, runes("f"))
+	if v := d.View(); d.pane != paneForm || !strings.Contains(v, "⚠ the recorded folder") {
+		t.Errorf("the form does not warn of the missing folder:\n%s", v)
+	}
+	os.WriteFile(filepath.Join(dir, "agent.sh"), []byte("true"), 0o644)
+	if _, note := forkDir(d.tracks[0].tl); strings.Contains(note, "not found") {
+		t.Errorf("the script beside the tape: %q", note)
+	}
+}
+
+// TestNamedFork (issue 33 item 11): the form's name field names the fork's
+// run and its tape beside the parent, and b lists it by that name; a name
+// that would not make a file name is refused, naming the field.
+func TestNamedFork(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "run.jbx")
+	raw, err := os.ReadFile(agentRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(root, raw, 0o644)
+	o := testOptions()
+	var got engine.ForkOptions
+	o.PrepareFork = func(fo *engine.ForkOptions) error {
+		got = *fo
+		return nil
+	}
+	o.Fork = func(context.Context, engine.ForkOptions) (*engine.Result, error) {
+		return nil, errors.New("not run in this test")
+	}
+	d := New([]string{root}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	press(d, runes("n"), runes("f"))
+	if d.pane != paneForm {
+		t.Fatalf("f: pane %v", d.pane)
+	}
+	for range fieldName {
+		press(d, keyTab)
+	}
+	typeText(d, "../evil")
+	press(d, keyEnter)
+	if v := d.View(); d.pane != paneForm || !strings.Contains(v, `name "../evil"`) {
+		t.Fatalf("a bad name is not refused:\n%s", v)
+	}
+	for range len("../evil") {
+		press(d, tea.KeyMsg{Type: tea.KeyBackspace})
+	}
+	typeText(d, "try-small")
+	_, cmd := d.Update(keyEnter)
+	if b, ok := cmd().(tea.BatchMsg); ok { // the fork, run (it fails at once), and the spinner
+		for _, c := range b {
+			if c != nil {
+				d.Update(c())
+			}
+		}
+	}
+	if got.Name != "try-small" || got.Tape != "" {
+		t.Errorf("the fork asked for: name %q, tape %q", got.Name, got.Tape)
+	}
+	if i := d.familyIndex(filepath.Join(dir, "try-small.jbx")); i < 0 {
+		t.Errorf("the fork's tape is not try-small.jbx beside the parent: %+v", d.family)
+	}
+	d.pane = paneTracks
+	press(d, runes("b"))
+	if v := d.View(); !strings.Contains(v, "“try-small”") {
+		t.Errorf("b does not list the fork by its name:\n%s", v)
+	}
+}

@@ -30,6 +30,7 @@ type forkEntry struct {
 	what   string // its overrides, in short
 	state  string // running, exit 0, failed: …
 	found  bool   // found beside the others, not forked this session
+	name   string // the name it was given (its run's), "" when none
 }
 
 // forkList is the list pane: the family as a tree, a cursor on one.
@@ -152,6 +153,9 @@ func (m *forkList) View() string {
 			facts = append(facts, "the tape opened")
 		} else {
 			facts = append(facts, fmt.Sprintf("at frame %d", e.at))
+		}
+		if e.name != "" && e.parent != "" && e.name != family[0].name { // a name of its own
+			facts = append(facts, "“"+termtext.Sanitize(e.name)+"”")
 		}
 		facts = append(facts, e.what, e.state)
 		if e.found {
@@ -282,7 +286,7 @@ func (d *Deck) forksFound(msg forkScanMsg) {
 			continue
 		}
 		d.family = append(d.family, forkEntry{path: k.Path, parent: byHead[k.Parent.Tape], head: k.Head, at: int(k.Parent.Frame),
-			what: overridesText(k.Parent.Overrides), state: state, found: true})
+			what: overridesText(k.Parent.Overrides), state: state, found: true, name: k.Name})
 	}
 	d.forks.arrange(d.family)
 }
@@ -389,7 +393,11 @@ func (d *Deck) forkFamily() {
 		return // two tapes to compare: not a family
 	}
 	tl := d.tracks[0].tl
-	d.family = []forkEntry{{path: tl.Path(), head: tl.Tape().Head().String(), state: exitWord(tl), what: bisectNote(tl)}}
+	name := ""
+	if rs := tl.Start(); rs != nil {
+		name = rs.Name
+	}
+	d.family = []forkEntry{{path: tl.Path(), head: tl.Tape().Head().String(), state: exitWord(tl), what: bisectNote(tl), name: name}}
 }
 
 // bisectNote is what jukebox bisect --check found of the tape opened (its

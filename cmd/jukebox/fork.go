@@ -29,6 +29,7 @@ type ForkCmd struct {
 	Temperature      *float64            `help:"Set the temperature."`
 	Patch            string              `placeholder:"JSON" help:"A JSON merge patch (RFC 7396) applied to the request body last, e.g. '{\"max_tokens\": 50}'."`
 	Output           string              `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
+	Name             string              `placeholder:"NAME" help:"Name the fork: its run's name (the turntable's b lists it so) and its tape's, ./tapes/NAME-<time>.jbx unless -o."`
 	Upstream         upstreams           `placeholder:"NAME=URL" help:"Where live calls go, as in record."`
 	Dir              string              `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one)."`
 	NoBooth          bool                `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
@@ -53,6 +54,9 @@ type ForkCmd struct {
 func (c *ForkCmd) Validate() error {
 	if _, err := c.tags(); err != nil {
 		return err
+	}
+	if _, err := engine.ForkName(c.Name); err != nil {
+		return fmt.Errorf("--name: %w", err)
 	}
 	if err := c.matchFlags.validate(); err != nil {
 		return err
@@ -136,6 +140,9 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 		networkNotes(env.Stderr, res)
+		for _, p := range slices.Sorted(maps.Keys(res.UpstreamFromTape)) {
+			fmt.Fprintf(env.Stderr, "jukebox: the live %s calls went to %s, the upstream the tape was recorded against (--upstream %s=URL sends them elsewhere)\n", p, res.UpstreamFromTape[p], p)
+		}
 		rows = append(rows, forkRow{Model: m, Result: res})
 	}
 	return c.report(env, rows)
@@ -147,9 +154,13 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	}
 	var err error
 	name := tapeName(start)
+	stem := name + "-fork"
+	if c.Name != "" {
+		name, stem = c.Name, c.Name
+	}
 	out := strings.ReplaceAll(c.Output, "{model}", model)
 	if out == "" {
-		if out, err = tapePath("", name+"-fork"+suffix(model)); err != nil {
+		if out, err = tapePath("", stem+suffix(model)); err != nil {
 			return nil, err
 		}
 	}

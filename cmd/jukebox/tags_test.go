@@ -147,3 +147,35 @@ func TestParseTag(t *testing.T) {
 		t.Error("tagFilter")
 	}
 }
+
+// TestForkTakesTheRecordedUpstream (issue 33 item 11): a tape recorded
+// against a local model forks against it when no upstream is given and it
+// answers (it went to the public API before), and fork says so.
+func TestForkTakesTheRecordedUpstream(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is needed (Debian package curl)")
+	}
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	tape, fork := filepath.Join(dir, "run.jbx"), filepath.Join(dir, "fork.jbx")
+	if _, errs, code := jbIn(dir, nil, append([]string{"record", "--upstream", "openai=" + srv.OpenAIBaseURL(), "-o", tape}, tagAgent...)...); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, errs)
+	}
+	out, errs, code := jbIn(dir, []string{"OPENAI_BASE_URL="}, "fork", "--no-booth", "--frame", "1", "--model", "demo-small", "--json", "-o", fork, tape)
+	var rows []struct {
+		UpstreamFromTape map[string]string `json:"upstream_from_tape"`
+		End              struct {
+			ExitCode int `json:"exit_code"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 || len(rows) != 1 || rows[0].End.ExitCode != 0 ||
+		rows[0].UpstreamFromTape["openai"] != srv.OpenAIBaseURL() {
+		t.Fatalf("fork without --upstream: exit %d, %v, %+v\n%s", code, err, rows, errs)
+	}
+	if !strings.Contains(errs, "the upstream the tape was recorded against") {
+		t.Errorf("fork does not say where its live calls went:\n%s", errs)
+	}
+}
