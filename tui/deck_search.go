@@ -82,7 +82,7 @@ func (d *Deck) gotoFrame(answer string) {
 		d.status = fmt.Sprintf("no frame %q: frames are 0 to %d", answer, tv.tl.Len()-1)
 		return
 	}
-	tv.SetCursor(n)
+	tv.jump(n)
 	d.status = ""
 }
 
@@ -126,7 +126,7 @@ func (d *Deck) searchDone(msg searchDoneMsg) tea.Cmd {
 		d.status = fmt.Sprintf("no frame holds %q", msg.query) + unreadableNote(msg.res.Unreadable, msg.res.First)
 		return nil
 	}
-	msg.track.SetCursor(msg.found)
+	msg.track.jump(msg.found)
 	d.frame.Mark(timeline.ParseQuery(msg.query).Text)
 	d.status = d.foundText(msg.query, msg.found) + unreadableNote(msg.res.Unreadable, msg.res.First)
 	return nil
@@ -225,7 +225,7 @@ func (d *Deck) swept(msg sweepMsg) tea.Cmd {
 	}
 	if hit := r.FirstHit(); hit >= 0 && !s.moved {
 		s.moved = true
-		s.track.SetCursor(hit)
+		s.track.jump(hit)
 		d.frame.Mark(timeline.ParseQuery(s.query).Text)
 		d.status = d.foundText(s.query, hit) + unreadableNote(r.Unreadable, r.First)
 	}
@@ -308,7 +308,7 @@ func (d *Deck) nextMatch(dir int) tea.Cmd {
 		j--
 	}
 	j = (j%len(l.frames) + len(l.frames)) % len(l.frames)
-	tv.SetCursor(l.frames[j])
+	tv.jump(l.frames[j])
 	d.frame.Mark(timeline.ParseQuery(l.query).Text)
 	d.status = d.foundText(l.query, l.frames[j])
 	return nil

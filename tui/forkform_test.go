@@ -272,3 +272,41 @@ func TestNamedFork(t *testing.T) {
 		t.Errorf("b does not list the fork by its name:\n%s", v)
 	}
 }
+
+// TestJumpList (issue 33 item 9): n, e, ', g, /, home and end are jumps;
+// [ (or ctrl+o) goes back along them and ] forward again, as vim's jump
+// list does; plain moves are no jumps.
+func TestJumpList(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	tv := d.tracks[0]
+	tv.SetCursor(0)
+	press(d, runes("n"))
+	first := tv.cursor
+	press(d, runes("n"))
+	second := tv.cursor
+	press(d, runes("l")) // a plain move: no jump
+	moved := tv.cursor
+	if first == 0 || second == first || moved != second+1 {
+		t.Fatalf("n, n, l: frames %d, %d, %d", first, second, moved)
+	}
+	press(d, runes("["))
+	if tv.cursor != first {
+		t.Errorf("[ went to %d, want %d (where the second n jumped from)", tv.cursor, first)
+	}
+	press(d, tea.KeyMsg{Type: tea.KeyCtrlO})
+	if tv.cursor != 0 {
+		t.Errorf("ctrl+o went to %d, want 0", tv.cursor)
+	}
+	press(d, runes("]"), runes("]"))
+	if tv.cursor != moved {
+		t.Errorf("] ] came forward to %d, want %d", tv.cursor, moved)
+	}
+	press(d, runes("]"))
+	if !strings.Contains(d.View(), "no jump ahead") {
+		t.Errorf("] at the present says nothing:\n%s", d.View())
+	}
+	press(d, keyEnd, runes("["))
+	if tv.cursor != moved {
+		t.Errorf("end then [ went to %d, want %d", tv.cursor, moved)
+	}
+}

@@ -19,11 +19,16 @@ import (
 // of them. It is virtualised: View reads only the rows on screen, so a tape
 // of any length scrolls at the same speed.
 type timelineView struct {
-	tl      *timeline.Timeline
-	st      *Styles
-	keys    timelineKeys
-	label   string // "parent", "fork", "left", "right" or ""
-	cursor  int
+	tl     *timeline.Timeline
+	st     *Styles
+	keys   timelineKeys
+	label  string // "parent", "fork", "left", "right" or ""
+	cursor int
+	// jumps are the frames the needle jumped from (n, t, e, ', g, /, home,
+	// end), oldest first; back is where [ and ctrl+o have gone back to
+	// (len(jumps): not gone back). See jump.
+	jumps   []int
+	back    int
 	offset  int
 	w, h    int
 	focused bool
@@ -257,7 +262,7 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 	k := m.keys
 	return [][]key.Binding{
 		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto},
-		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext},
+		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext, k.JumpBack},
 		{k.Mark, k.Note, k.NextMark, k.Play, k.Speed, k.Idle, k.PageUp, k.PageDown, k.Read, k.Scale},
 		{k.Fold, k.FoldAll, k.Filter, k.Steps, k.Pager, k.Editor, k.Copy, k.Write},
 	}
@@ -265,6 +270,55 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 
 // rows is how many frame rows fit under the title.
 func (m *timelineView) rows() int { return max(m.h-1, 1) }
+
+// maxJumps bounds the jump list.
+const maxJumps = 100
+
+// jump moves the needle to frame i as a jump: where it was goes on the jump
+// list (what was ahead of a step back is dropped), for [ to go back to.
+func (m *timelineView) jump(i int) {
+	if i == m.cursor {
+		return
+	}
+	m.jumps = append(m.jumps[:min(m.back, len(m.jumps))], m.cursor)
+	if len(m.jumps) > maxJumps {
+		m.jumps = m.jumps[len(m.jumps)-maxJumps:]
+	}
+	m.back = len(m.jumps)
+	m.SetCursor(i)
+}
+
+// jumped notes a move from frame from that Home or End made as a jump.
+func (m *timelineView) jumped(from int) {
+	if to := m.cursor; to != from {
+		m.cursor = from
+		m.jump(to)
+	}
+}
+
+// jumpBack goes back along the jump list (dir -1, [ or ctrl+o) or forward
+// again (dir 1, ]); false when there is nowhere to go.
+func (m *timelineView) jumpBack(dir int) bool {
+	if dir < 0 {
+		if m.back == 0 {
+			return false
+		}
+		if m.back == len(m.jumps) { // leaving the present: keep it to come forward to
+			m.jumps = append(m.jumps, m.cursor)
+		}
+		m.back--
+	} else {
+		if m.back >= len(m.jumps)-1 {
+			return false
+		}
+		m.back++
+	}
+	m.SetCursor(m.jumps[m.back])
+	if m.back == len(m.jumps)-1 { // back at the present
+		m.jumps = m.jumps[:m.back] // m.back == len(m.jumps): the present
+	}
+	return true
+}
 
 // SetCursor moves the needle to frame i (clamped) and scrolls to it.
 func (m *timelineView) SetCursor(i int) {
@@ -305,12 +359,24 @@ func (m *timelineView) update(km tea.KeyMsg) tea.Cmd {
 	case key.Matches(km, k.PageDown):
 		m.step(m.rows())
 	case key.Matches(km, k.Home):
+		from := m.cursor
 		m.toRow(0)
+		m.jumped(from)
 	case key.Matches(km, k.End):
+		from := m.cursor
 		if m.entries == nil {
 			m.SetCursor(m.tl.Len() - 1)
 		} else {
 			m.toRow(m.n() - 1)
+		}
+		m.jumped(from)
+	case key.Matches(km, k.JumpBack):
+		if !m.jumpBack(-1) {
+			return m.said("no jump to go back to ([ and ctrl+o go back after n, t, e, ', g, /, home or end)")
+		}
+	case key.Matches(km, k.JumpFwd):
+		if !m.jumpBack(1) {
+			return m.said("no jump ahead (] goes forward again after [)")
 		}
 	case key.Matches(km, k.Fold):
 		return m.toggleRun()
@@ -366,7 +432,7 @@ func (m *timelineView) find(km tea.KeyMsg) tea.Cmd {
 	for _, j := range jumps {
 		if key.Matches(km, j.b) {
 			if i, ok := m.tl.Next(m.cursor, j.f, j.dir); ok {
-				m.SetCursor(i)
+				m.jump(i)
 				return nil
 			}
 			return func() tea.Msg { return notFoundMsg{j.what} }
@@ -380,7 +446,7 @@ func (m *timelineView) find(km tea.KeyMsg) tea.Cmd {
 		}
 		return m.saveMarkers()
 	case key.Matches(km, k.NextMark):
-		m.SetCursor(m.nextMarker())
+		m.jump(m.nextMarker())
 	}
 	return nil
 }
@@ -801,6 +867,7 @@ type timelineKeys struct {
 	Read, Scale, Note, Idle                                                     key.Binding
 	Fold, FoldAll, Filter, Steps                                                key.Binding
 	Pager, Editor, Copy, Write                                                  key.Binding
+	JumpBack, JumpFwd                                                           key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
@@ -844,5 +911,7 @@ func newTimelineKeys() timelineKeys {
 		Editor:     b([]string{"v"}, "v", "frame in $EDITOR (a copy)"),
 		Copy:       b([]string{"y"}, "y", "copy the frame (OSC 52)"),
 		Write:      b([]string{"w"}, "w", "write the frame to a file"),
+		JumpBack:   b([]string{"[", "ctrl+o"}, "[/]", "back/forward along the jumps"),
+		JumpFwd:    b([]string{"]"}, "]", "forward along the jumps"),
 	}
 }
