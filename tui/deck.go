@@ -527,6 +527,8 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		return d.editFrame()
 	case key.Matches(msg, k.Copy):
 		d.copyFrame()
+	case key.Matches(msg, k.Curl):
+		d.copyCurl()
 	case key.Matches(msg, k.Write):
 		d.openPrompt(promptWrite)
 	case key.Matches(msg, k.SearchNext):

@@ -97,12 +97,28 @@ func (d *Deck) editFrame() tea.Cmd {
 	})
 }
 
+// copyCurl puts the model call under the needle on the clipboard as a
+// curl command (timeline.Curl).
+func (d *Deck) copyCurl() {
+	tv := d.tracks[d.focus]
+	text, err := tv.tl.Curl(tv.cursor)
+	if err != nil {
+		d.status = "curl: " + err.Error()
+		return
+	}
+	d.clip(text, fmt.Sprintf("the call at frame %d as a curl command", tv.cursor))
+}
+
 // copyFrame puts the frame on the clipboard through the terminal (OSC 52).
 // Whether the terminal took it cannot be known; the status line says so.
 func (d *Deck) copyFrame() {
-	text := d.frameText()
+	d.clip(d.frameText(), fmt.Sprintf("frame %d", d.frame.seq))
+}
+
+// clip sends text, what it is, to the clipboard (OSC 52).
+func (d *Deck) clip(text, what string) {
 	if len(text) > maxCopy {
-		d.status = fmt.Sprintf("frame %d is %s: more than a terminal's clipboard takes; w writes it to a file", d.frame.seq, counted(int64(len(text)), "byte", "bytes"))
+		d.status = fmt.Sprintf("%s is %s: more than a terminal's clipboard takes; w writes the frame to a file", what, counted(int64(len(text)), "byte", "bytes"))
 		return
 	}
 	out := d.o.Clipboard
@@ -113,8 +129,8 @@ func (d *Deck) copyFrame() {
 		d.status = fmt.Sprintf("copy: %v", err)
 		return
 	}
-	d.status = fmt.Sprintf("frame %d (%s) sent to the clipboard (OSC 52; a terminal that ignores it copies nothing: w writes it to a file)",
-		d.frame.seq, counted(int64(len(text)), "byte", "bytes"))
+	d.status = fmt.Sprintf("%s (%s) sent to the clipboard (OSC 52; a terminal that ignores it copies nothing: w writes the frame to a file)",
+		what, counted(int64(len(text)), "byte", "bytes"))
 }
 
 // writeName is the file w offers: the last one written, else frame-N.txt.

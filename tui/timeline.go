@@ -264,7 +264,7 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto},
 		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext, k.JumpBack},
 		{k.Mark, k.Note, k.NextMark, k.Play, k.Speed, k.Idle, k.PageUp, k.PageDown, k.Read, k.Scale},
-		{k.Fold, k.FoldAll, k.Filter, k.Steps, k.Pager, k.Editor, k.Copy, k.Write},
+		{k.Fold, k.FoldAll, k.Filter, k.Steps, k.Pager, k.Editor, k.Copy, k.Curl, k.Write},
 	}
 }
 
@@ -867,7 +867,7 @@ type timelineKeys struct {
 	Read, Scale, Note, Idle                                                     key.Binding
 	Fold, FoldAll, Filter, Steps                                                key.Binding
 	Pager, Editor, Copy, Write                                                  key.Binding
-	JumpBack, JumpFwd                                                           key.Binding
+	JumpBack, JumpFwd, Curl                                                     key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
@@ -913,5 +913,6 @@ func newTimelineKeys() timelineKeys {
 		Write:      b([]string{"w"}, "w", "write the frame to a file"),
 		JumpBack:   b([]string{"[", "ctrl+o"}, "[/]", "back/forward along the jumps"),
 		JumpFwd:    b([]string{"]"}, "]", "forward along the jumps"),
+		Curl:       b([]string{"c"}, "c", "copy the call as a curl command"),
 	}
 }

@@ -1,0 +1,113 @@
+package timeline
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/jukebox-os/jukebox/llmwire"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// credentialHeaders carry a key: a curl command names the provider's
+// environment variable instead of what the tape kept (masked, if at all).
+var credentialHeaders = map[string]string{"Authorization": "Bearer", "X-Api-Key": "", "Api-Key": "", "X-Goog-Api-Key": ""}
+
+// keyEnv is the environment variable a provider's key is in.
+var keyEnv = map[string]string{"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
+	"mistral": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY", "xai": "XAI_API_KEY", "deepseek": "DEEPSEEK_API_KEY"}
+
+// dropHeaders are not worth sending again: curl sets them itself, or they
+// belonged to the connection.
+var dropHeaders = []string{"Content-Length", "Accept-Encoding", "Connection", "Proxy-Connection", "Host", "User-Agent", "Keep-Alive", "Te", "Transfer-Encoding"}
+
+// Curl is the model call at frame i (its request, or its answer's
+// request) as a curl command a shell runs: the method, the URL it went to
+// (the host the agent asked for, else its provider's recorded upstream),
+// its headers but the connection's, its key from the provider's
+// environment variable ($OPENAI_API_KEY and the like) rather than the
+// tape, and its body, decoded, on standard input.
+func (tl *Timeline) Curl(i int) (string, error) {
+	d, err := tl.Detail(i)
+	if err != nil {
+		return "", err
+	}
+	if d.Call == nil || d.Call.Request < 0 {
+		return "", fmt.Errorf("frame %d is no model call", i)
+	}
+	f, err := tl.t.Frame(d.Call.Request)
+	if err != nil {
+		return "", err
+	}
+	p, err := f.Decode()
+	if err != nil {
+		return "", err
+	}
+	req, ok := p.(*tapefmt.LLMRequest)
+	if !ok {
+		return "", fmt.Errorf("frame %d is no request", d.Call.Request)
+	}
+	base := ""
+	if req.Host != "" {
+		base = req.Scheme + "://" + req.Host
+	} else if rs := tl.Start(); rs != nil {
+		base = strings.TrimRight(rs.Upstream[req.Provider], "/")
+		// An OpenAI-style base holds the API's prefix the path repeats.
+		if strings.HasSuffix(base, "/v1") && strings.HasPrefix(req.Path, "/v1/") {
+			base = strings.TrimSuffix(base, "/v1")
+		}
+	}
+	if base == "" {
+		return "", fmt.Errorf("frame %d: where the call went is not on the tape", d.Call.Request)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "curl -sS -X %s %s", req.Method, shellQuote(base+req.Path))
+	h := http.Header(req.Header)
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range h {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		ck := http.CanonicalHeaderKey(k)
+		if slices.Contains(dropHeaders, ck) {
+			continue
+		}
+		if scheme, cred := credentialHeaders[ck]; cred {
+			env := keyEnv[req.Provider]
+			if env == "" {
+				env = strings.ToUpper(req.Provider) + "_API_KEY"
+			}
+			v := "$" + env
+			if scheme != "" {
+				v = scheme + " " + v
+			}
+			fmt.Fprintf(&b, " \\\n  -H \"%s: %s\"", ck, v)
+			continue
+		}
+		for _, v := range h[k] {
+			fmt.Fprintf(&b, " \\\n  -H %s", shellQuote(ck+": "+v))
+		}
+	}
+	if req.Body.IsZero() {
+		return b.String() + "\n", nil
+	}
+	raw, err := tl.t.Blob(req.Body)
+	if err != nil {
+		return "", err
+	}
+	body := string(llmwire.DecodeBody(req.Header, raw).Text)
+	delim := "JUKEBOX_BODY"
+	for strings.Contains(body, delim) {
+		delim += "_"
+	}
+	fmt.Fprintf(&b, " \\\n  --data-binary @- <<'%s'\n%s\n%s\n", delim, strings.TrimRight(body, "\n"), delim)
+	return b.String(), nil
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
