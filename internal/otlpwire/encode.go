@@ -288,7 +288,7 @@ func ResourceMetrics(rm *metricdata.ResourceMetrics) *metricspb.ResourceMetrics 
 	for _, sm := range rm.ScopeMetrics {
 		ps := &metricspb.ScopeMetrics{Scope: scope(sm.Scope), SchemaUrl: sm.Scope.SchemaURL}
 		for _, m := range sm.Metrics {
-			if pm := metric(m); pm != nil {
+			if pm := metricOf(m); pm != nil {
 				ps.Metrics = append(ps.Metrics, pm)
 			}
 		}
@@ -307,8 +307,8 @@ func temporality(t metricdata.Temporality) metricspb.AggregationTemporality {
 	return metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_UNSPECIFIED
 }
 
-// metric is a metric's OTLP form; nil for an aggregation OTLP lacks.
-func metric(m metricdata.Metrics) *metricspb.Metric {
+// metricOf is a metric's OTLP form; nil for an aggregation OTLP lacks.
+func metricOf(m metricdata.Metrics) *metricspb.Metric {
 	p := &metricspb.Metric{Name: m.Name, Description: m.Description, Unit: m.Unit}
 	switch a := m.Data.(type) {
 	case metricdata.Gauge[int64]:
