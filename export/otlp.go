@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,25 +92,7 @@ func CheckURL(raw string) error {
 
 // ParseHeaders reads "k=v,k=v" as OTEL_EXPORTER_OTLP_HEADERS writes
 // headers (values URL-encoded).
-func ParseHeaders(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		if strings.TrimSpace(kv) == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, fmt.Errorf("header %q: want name=value", kv)
-		}
-		uv, err := url.PathUnescape(strings.TrimSpace(v))
-		if err != nil {
-			return nil, fmt.Errorf("header %q: %v", k, err)
-		}
-		out[k] = uv
-	}
-	return out, nil
-}
+func ParseHeaders(s string) (map[string]string, error) { return otlpwire.ParseHeaders(s) }
 
 // wire is the configuration of an endpoint's exporters: what e leaves
 // out, the standard OTEL_EXPORTER_OTLP_* variables give. A receiver's

@@ -375,14 +375,7 @@ func histogram[N int64 | float64](dps []metricdata.HistogramDataPoint[N]) []*met
 			ExplicitBounds:    d.Bounds,
 			Exemplars:         exemplars(d.Exemplars),
 		}
-		if v, ok := d.Min.Value(); ok {
-			f := float64(v)
-			p.Min = &f
-		}
-		if v, ok := d.Max.Value(); ok {
-			f := float64(v)
-			p.Max = &f
-		}
+		p.Min, p.Max = extremum(d.Min), extremum(d.Max)
 		out = append(out, p)
 	}
 	return out
@@ -405,17 +398,20 @@ func expHistogram[N int64 | float64](dps []metricdata.ExponentialHistogramDataPo
 			Negative:          &metricspb.ExponentialHistogramDataPoint_Buckets{Offset: d.NegativeBucket.Offset, BucketCounts: d.NegativeBucket.Counts},
 			Exemplars:         exemplars(d.Exemplars),
 		}
-		if v, ok := d.Min.Value(); ok {
-			f := float64(v)
-			p.Min = &f
-		}
-		if v, ok := d.Max.Value(); ok {
-			f := float64(v)
-			p.Max = &f
-		}
+		p.Min, p.Max = extremum(d.Min), extremum(d.Max)
 		out = append(out, p)
 	}
 	return out
+}
+
+// extremum is a histogram's minimum or maximum, nil when unset.
+func extremum[N int64 | float64](e metricdata.Extrema[N]) *float64 {
+	v, ok := e.Value()
+	if !ok {
+		return nil
+	}
+	f := float64(v)
+	return &f
 }
 
 func summary(dps []metricdata.SummaryDataPoint) []*metricspb.SummaryDataPoint {

@@ -14,11 +14,41 @@ import (
 
 var errShutdown = errors.New("otlpwire: the exporter is shut down")
 
-// TraceExporter sends spans: an sdktrace.SpanExporter.
-type TraceExporter struct {
-	s    *sender
+// gate lets exports through until shutdown.
+type gate struct {
 	mu   sync.RWMutex
 	shut bool
+}
+
+// send sends body through s unless the gate is shut.
+func (g *gate) send(ctx context.Context, s *sender, encode func() ([]byte, error)) error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.shut {
+		return errShutdown
+	}
+	b, err := encode()
+	if err != nil {
+		return err
+	}
+	return s.send(ctx, b)
+}
+
+// shutdown shuts the gate and lets s's connections go.
+func (g *gate) shutdown(s *sender) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.shut {
+		g.shut = true
+		s.close()
+	}
+	return nil
+}
+
+// TraceExporter sends spans: an sdktrace.SpanExporter.
+type TraceExporter struct {
+	s *sender
+	g gate
 }
 
 // NewTraceExporter makes the span exporter of cfg.
@@ -32,38 +62,22 @@ func NewTraceExporter(cfg Config) (*TraceExporter, error) {
 
 // ExportSpans sends spans in one request.
 func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.shut {
-		return errShutdown
-	}
 	if len(spans) == 0 {
 		return nil
 	}
-	b, err := TraceRequest(spans)
-	if err != nil {
-		return err
-	}
-	return e.s.send(ctx, b)
+	return e.g.send(ctx, e.s, func() ([]byte, error) { return TraceRequest(spans) })
 }
 
 // Shutdown ends the exporter.
 func (e *TraceExporter) Shutdown(context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.shut {
-		e.shut = true
-		e.s.close()
-	}
-	return nil
+	return e.g.shutdown(e.s)
 }
 
 // MetricExporter sends metrics: an sdkmetric.Exporter.
 type MetricExporter struct {
 	s           *sender
 	temporality sdkmetric.TemporalitySelector
-	mu          sync.RWMutex
-	shut        bool
+	g           gate
 }
 
 // NewMetricExporter makes the metric exporter of cfg; its temporality
@@ -114,16 +128,7 @@ func (e *MetricExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggre
 
 // Export sends one collection.
 func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.shut {
-		return errShutdown
-	}
-	b, err := MetricsRequest(rm)
-	if err != nil {
-		return err
-	}
-	return e.s.send(ctx, b)
+	return e.g.send(ctx, e.s, func() ([]byte, error) { return MetricsRequest(rm) })
 }
 
 // ForceFlush has nothing to flush: Export sends at once.
@@ -131,13 +136,7 @@ func (e *MetricExporter) ForceFlush(context.Context) error { return nil }
 
 // Shutdown ends the exporter.
 func (e *MetricExporter) Shutdown(context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.shut {
-		e.shut = true
-		e.s.close()
-	}
-	return nil
+	return e.g.shutdown(e.s)
 }
 
 var (

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -135,15 +136,14 @@ func newSender(cfg Config, sig signal) (*sender, error) {
 		return nil, fmt.Errorf("endpoint %q: want an http:// or https:// URL", s.url)
 	}
 	// Headers: the variables', then the configuration's.
-	if v := getenv("OTEL_EXPORTER_OTLP_HEADERS"); v != "" {
-		addHeaders(s.headers, v)
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_" + sig.env + "_HEADERS"} {
+		h, err := ParseHeaders(getenv(name))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		maps.Copy(s.headers, h)
 	}
-	if v := getenv("OTEL_EXPORTER_OTLP_" + sig.env + "_HEADERS"); v != "" {
-		addHeaders(s.headers, v)
-	}
-	for k, v := range cfg.Headers {
-		s.headers[k] = v
-	}
+	maps.Copy(s.headers, cfg.Headers)
 	// Timeout and compression.
 	s.timeout = cfg.Timeout
 	if s.timeout <= 0 {
@@ -180,19 +180,26 @@ func newSender(cfg Config, sig signal) (*sender, error) {
 	return s, nil
 }
 
-// addHeaders adds "k=v,k=v" (values URL-encoded) to h; a malformed pair
-// is skipped, as the OpenTelemetry exporters skip it.
-func addHeaders(h map[string]string, s string) {
+// ParseHeaders reads "k=v,k=v" as OTEL_EXPORTER_OTLP_HEADERS writes
+// headers (values URL-encoded).
+func ParseHeaders(s string) (map[string]string, error) {
+	out := map[string]string{}
 	for _, kv := range strings.Split(s, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			continue
+			return nil, fmt.Errorf("header %q: want name=value", kv)
 		}
-		if uv, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
-			h[k] = uv
+		uv, err := url.PathUnescape(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("header %q: %v", k, err)
 		}
+		out[k] = uv
 	}
+	return out, nil
 }
 
 // tlsConfig reads the certificate variables: a CA bundle the receiver's

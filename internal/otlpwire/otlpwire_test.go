@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -484,23 +485,11 @@ func checkHist[N int64 | float64](t *testing.T, name string, want []metricdata.H
 		mn, _ := w.Min.Value()
 		mx, _ := w.Max.Value()
 		if g.Count != w.Count || g.GetSum() != float64(w.Sum) || g.GetMin() != float64(mn) || g.GetMax() != float64(mx) ||
-			!equal(g.BucketCounts, w.BucketCounts) || !equal(g.ExplicitBounds, w.Bounds) || g.TimeUnixNano != uint64(w.Time.UnixNano()) {
+			!slices.Equal(g.BucketCounts, w.BucketCounts) || !slices.Equal(g.ExplicitBounds, w.Bounds) || g.TimeUnixNano != uint64(w.Time.UnixNano()) {
 			t.Errorf("%s: point %v, want %+v", name, g, w)
 		}
 		wantAttrs(t, name, w.Attributes.ToSlice(), g.Attributes)
 	}
-}
-
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestGRPCRetriesUnavailable: UNAVAILABLE is retried and the next OK
@@ -628,3 +617,13 @@ func TestEndpointFromEnv(t *testing.T) {
 
 func tidBytes(id trace.TraceID) []byte { return id[:] }
 func sidBytes(id trace.SpanID) []byte  { return id[:] }
+
+// TestBadHeadersVariable: a malformed OTEL_EXPORTER_OTLP_HEADERS is an
+// error naming the variable, not headers silently dropped.
+func TestBadHeadersVariable(t *testing.T) {
+	env := map[string]string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "api-key"}
+	_, err := NewTraceExporter(Config{URL: "http://127.0.0.1:1", Getenv: func(k string) string { return env[k] }})
+	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_TRACES_HEADERS") || !strings.Contains(err.Error(), "name=value") {
+		t.Errorf("err %v", err)
+	}
+}
