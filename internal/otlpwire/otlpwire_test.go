@@ -5,10 +5,13 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/binary"
+	"encoding/pem"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -625,5 +628,35 @@ func TestBadHeadersVariable(t *testing.T) {
 	_, err := NewTraceExporter(Config{URL: "http://127.0.0.1:1", Getenv: func(k string) string { return env[k] }})
 	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_TRACES_HEADERS") || !strings.Contains(err.Error(), "name=value") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// TestGRPCOverTLS: an https:// endpoint is gRPC over TLS (HTTP/2 by
+// ALPN), its certificate trusted through OTEL_EXPORTER_OTLP_CERTIFICATE.
+func TestGRPCOverTLS(t *testing.T) {
+	r := &receiver{t: t, grpc: true}
+	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	r.srv.EnableHTTP2 = true
+	r.srv.StartTLS()
+	t.Cleanup(r.srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": ca}
+	e, err := NewTraceExporter(Config{URL: r.srv.URL, Protocol: GRPC, NoRetry: true, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ExportSpans(context.Background(), spans(t)); err != nil || len(r.bodies) != 1 {
+		t.Fatalf("err %v after %d requests", err, len(r.bodies))
+	}
+	// Without the certificate, the receiver is not trusted.
+	e, err = NewTraceExporter(Config{URL: r.srv.URL, Protocol: GRPC, NoRetry: true, Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ExportSpans(context.Background(), spans(t)); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("an untrusted receiver: err %v", err)
 	}
 }
