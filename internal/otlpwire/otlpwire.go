@@ -367,9 +367,17 @@ func retryAfter(v string) time.Duration {
 	return 0
 }
 
-// gRPC status codes that may pass, as the OTLP specification lists them
-// (RESOURCE_EXHAUSTED only with retry information, which is not read).
-var grpcRetryable = map[int]bool{1: true, 4: true, 10: true, 11: true, 14: true, 15: true}
+// grpcRetryable reports whether a gRPC status code may pass, as the
+// OTLP specification lists them: CANCELLED, DEADLINE_EXCEEDED, ABORTED,
+// OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS (RESOURCE_EXHAUSTED only with
+// retry information, which is not read).
+func grpcRetryable(code int) bool {
+	switch code {
+	case 1, 4, 10, 11, 14, 15:
+		return true
+	}
+	return false
+}
 
 var grpcCodes = []string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
 	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
@@ -420,7 +428,7 @@ func (s *sender) grpcAnswer(resp *http.Response, body []byte) error {
 			msg = m
 		}
 		e := &GRPCError{URL: s.url, Code: code, Message: msg}
-		if grpcRetryable[code] {
+		if grpcRetryable(code) {
 			return &retryable{err: e}
 		}
 		return e
