@@ -6,23 +6,20 @@ import (
 	"maps"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/jukebox-os/jukebox/internal/otlpwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -38,9 +35,9 @@ type Endpoint struct {
 	// URL is the receiver's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT
 	// gives it: over HTTP, /v1/traces and /v1/metrics are appended; over
 	// gRPC it names the host and port (http:// for no TLS). "" leaves it
-	// to the standard OTEL_EXPORTER_OTLP_* variables, read by the
-	// OpenTelemetry exporters themselves (endpoints per signal, headers,
-	// timeout, certificates, compression).
+	// to the standard OTEL_EXPORTER_OTLP_* variables, which
+	// internal/otlpwire reads as the OpenTelemetry exporters do (endpoints
+	// per signal, headers, timeout, certificates, compression, insecure).
 	URL string
 	// Protocol is ProtocolHTTP or ProtocolGRPC; "" is
 	// OTEL_EXPORTER_OTLP_PROTOCOL (or _TRACES_PROTOCOL), else HTTP.
@@ -73,7 +70,7 @@ func ProtocolFrom(p string, getenv func(string) string) (string, error) {
 		case ProtocolGRPC:
 			return ProtocolGRPC, nil
 		case "http/json":
-			return "", fmt.Errorf("protocol %q: the OpenTelemetry Go exporters speak %s and %s", v, ProtocolHTTP, ProtocolGRPC)
+			return "", fmt.Errorf("protocol %q: jukebox speaks %s and %s", v, ProtocolHTTP, ProtocolGRPC)
 		default:
 			return "", fmt.Errorf("protocol %q: want %s (or http) or %s", v, ProtocolHTTP, ProtocolGRPC)
 		}
@@ -98,65 +95,25 @@ func CheckURL(raw string) error {
 
 // ParseHeaders reads "k=v,k=v" as OTEL_EXPORTER_OTLP_HEADERS writes
 // headers (values URL-encoded).
-func ParseHeaders(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		if strings.TrimSpace(kv) == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, fmt.Errorf("header %q: want name=value", kv)
-		}
-		uv, err := url.PathUnescape(strings.TrimSpace(v))
-		if err != nil {
-			return nil, fmt.Errorf("header %q: %v", k, err)
-		}
-		out[k] = uv
-	}
-	return out, nil
+func ParseHeaders(s string) (map[string]string, error) { return otlpwire.ParseHeaders(s) }
+
+// wire is the configuration of an endpoint's exporters: what e leaves
+// out, the standard OTEL_EXPORTER_OTLP_* variables give. A receiver's
+// partial success goes to the OpenTelemetry error handler (logged), as
+// the OpenTelemetry exporters report it.
+func (e Endpoint) wire() otlpwire.Config {
+	return otlpwire.Config{URL: e.URL, Protocol: e.Protocol, Headers: e.Headers, Timeout: e.Timeout,
+		NoRetry: e.NoRetry, OnPartial: otel.Handle}
 }
 
 // traceExporter makes the span exporter of an endpoint.
-func (e Endpoint) traceExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
-	if e.Protocol == ProtocolGRPC {
-		return otlptracegrpc.New(ctx, options(e, "", otlptracegrpc.WithEndpointURL, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout,
-			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))...)
-	}
-	return otlptracehttp.New(ctx, options(e, "/v1/traces", otlptracehttp.WithEndpointURL, otlptracehttp.WithHeaders, otlptracehttp.WithTimeout,
-		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))...)
+func (e Endpoint) traceExporter(context.Context) (sdktrace.SpanExporter, error) {
+	return otlpwire.NewTraceExporter(e.wire())
 }
 
 // metricExporter makes the metric exporter of an endpoint.
-func (e Endpoint) metricExporter(ctx context.Context) (sdkmetric.Exporter, error) {
-	if e.Protocol == ProtocolGRPC {
-		return otlpmetricgrpc.New(ctx, options(e, "", otlpmetricgrpc.WithEndpointURL, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout,
-			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}))...)
-	}
-	return otlpmetrichttp.New(ctx, options(e, "/v1/metrics", otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithHeaders, otlpmetrichttp.WithTimeout,
-		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))...)
-}
-
-// options are an exporter's options for e, in whichever of the four
-// exporter packages' option type O: the URL (base URL plus path, which
-// gRPC does not take), headers, timeout, and noRetry when e says so.
-// Left out, the standard OTEL_EXPORTER_OTLP_* variables apply.
-func options[O any](e Endpoint, path string, url func(string) O, headers func(map[string]string) O, timeout func(time.Duration) O, noRetry O) []O {
-	var o []O
-	if base := strings.TrimSuffix(e.URL, "/"); base != "" {
-		o = append(o, url(base+path))
-	}
-	if len(e.Headers) > 0 {
-		o = append(o, headers(e.Headers))
-	}
-	if e.Timeout > 0 {
-		o = append(o, timeout(e.Timeout))
-	}
-	if e.NoRetry {
-		o = append(o, noRetry)
-	}
-	return o
+func (e Endpoint) metricExporter(context.Context) (sdkmetric.Exporter, error) {
+	return otlpwire.NewMetricExporter(e.wire())
 }
 
 // batcher is the span processor of every export: it queues finished spans

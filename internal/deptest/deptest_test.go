@@ -21,7 +21,7 @@ const module = "github.com/jukebox-os/jukebox"
 var layers = [][]string{
 	{"tapefmt", "themes", "internal/termtext", "internal/nsinit", "internal/runca",
 		"sandbox/pgtx", "internal/testenv", "internal/llmsim", "internal/demo", "internal/inproc",
-		"internal/testsum", "internal/deptest", "internal/doccheck", "internal/keeper", "internal/gitref"},
+		"internal/testsum", "internal/deptest", "internal/doccheck", "internal/keeper", "internal/gitref", "internal/otlpwire"},
 	{"prices", "diffview", "reqmatch", "mcp", "breaker", "sandbox", "redact", "internal/tapetest",
 		"internal/s3test", "internal/gcstest", "internal/azuretest", "internal/pgtest", "internal/jaegertest"},
 	{"llmwire", "controlapi", "sandbox/pgbooth", "internal/tapegen"},
@@ -54,6 +54,9 @@ var never = [][2]string{
 	{"engine", "github.com/alecthomas/kong"},
 	{"timeline", "github.com/alecthomas/kong"},
 	{"tui", "github.com/alecthomas/kong"},
+	{"export", "google.golang.org/grpc/"},
+	{"internal/otlpwire", "google.golang.org/grpc/"},
+	{"export", "go.opentelemetry.io/otel/exporters/"},
 }
 
 // neverByDefault are modules the default build of jukebox leaves out:
@@ -115,6 +118,31 @@ func TestDefaultBuildLeavesDriversOut(t *testing.T) {
 	for _, m := range neverByDefault {
 		if d := reached(ps[0].Deps, m); d != "" {
 			t.Errorf("the default build of jukebox links %s", d)
+		}
+	}
+}
+
+// grpcImporters are the only packages through which gRPC's Go library
+// may reach the default build: gocloud.dev/blob's error and retry
+// helpers. OTLP goes over net/http (internal/otlpwire).
+var grpcImporters = []string{"gocloud.dev/internal/gcerr", "github.com/googleapis/gax-go/v2", "github.com/googleapis/gax-go/v2/apierror"}
+
+// TestDefaultBuildSendsOTLPWithoutGRPC: no package of the default build
+// but gocloud.dev's helpers imports google.golang.org/grpc, and none of
+// the OpenTelemetry OTLP exporters (each linking gRPC) is linked.
+func TestDefaultBuildSendsOTLPWithoutGRPC(t *testing.T) {
+	for _, p := range list(t, nil, "-deps", "./cmd/jukebox") {
+		if strings.HasPrefix(p.ImportPath, "go.opentelemetry.io/otel/exporters/") || strings.HasPrefix(p.ImportPath, "go.opentelemetry.io/proto/otlp/collector/") {
+			t.Errorf("the default build of jukebox links %s (and gRPC with it): send OTLP with internal/otlpwire", p.ImportPath)
+		}
+		if p.ImportPath == "google.golang.org/grpc" || strings.HasPrefix(p.ImportPath, "google.golang.org/grpc/") || slices.Contains(grpcImporters, p.ImportPath) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == "google.golang.org/grpc" || strings.HasPrefix(imp, "google.golang.org/grpc/") {
+				t.Errorf("%s imports %s: the default build reaches gRPC only through %s", p.ImportPath, imp, strings.Join(grpcImporters, ", "))
+				break
+			}
 		}
 	}
 }
