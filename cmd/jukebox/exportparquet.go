@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/export/tables"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 )
 
@@ -39,7 +41,7 @@ func (c *ExportParquetCmd) Run(ctx context.Context, env *Env) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := addTape(env, b, p); err != nil {
+		if err := addTape(b, p, env.remote()); err != nil {
 			fmt.Fprintf(env.Stderr, "jukebox: export parquet: skipped %s: %v\n", p, err)
 			failed = append(failed, p)
 		}
@@ -71,9 +73,9 @@ func (c *ExportParquetCmd) Run(ctx context.Context, env *Env) error {
 	return nil
 }
 
-// addTape reads one tape into the batch.
-func addTape(env *Env, b *tables.Batch, path string) error {
-	t, err := env.openTape(path)
+// addTape reads one tape into the batch, a store's by remote.
+func addTape(b *tables.Batch, path string, remote tapefmt.RemoteOpener) error {
+	t, err := tapefmt.OpenWith(path, remote)
 	if err != nil {
 		return err
 	}
@@ -136,7 +138,7 @@ func writeTables(ctx context.Context, out string, files []tables.File) error {
 		}
 		defer st.Close()
 		for _, f := range files {
-			if err := st.Put(ctx, f.Key, f.Data, "application/vnd.apache.parquet"); err != nil {
+			if err := st.Put(ctx, f.Key, f.Data, parquetType); err != nil {
 				return err
 			}
 		}
@@ -160,6 +162,30 @@ func writeTables(ctx context.Context, out string, files []tables.File) error {
 	}
 	return nil
 }
+
+// putTables writes an uploaded tape's rows beside it in the store: one
+// file per table and date, named after the tape's key
+// (calls/date=D/KEY.parquet without .jbx), so that the store's calls/ and
+// runs/ prefixes are tables of every tape uploaded.
+func putTables(ctx context.Context, st *tapestore.Store, path, key string) error {
+	b := tables.NewBatch()
+	if err := addTape(b, path, nil); err != nil {
+		return err
+	}
+	files, err := b.Files(strings.TrimSuffix(pathpkg.Base(key), tapestore.TapeExt))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := st.Put(ctx, f.Key, f.Data, parquetType); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parquetType is the media type of a Parquet file.
+const parquetType = "application/vnd.apache.parquet"
 
 // parquetReport is export parquet's --json.
 func parquetReport(out string, files []tables.File, n tables.Counts, failed []string) any {
