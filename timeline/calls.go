@@ -37,53 +37,56 @@ type CallRecord struct {
 // and are left out. A request without an answer (a torn tape) is left out
 // too: it has no usage to count.
 func CallRecords(t *tapefmt.Tape) ([]CallRecord, error) {
-	type pending struct {
-		req *tapefmt.LLMRequest
-		rec CallRecord
+	_, calls, err := SummarizeCalls("", t)
+	return calls, err
+}
+
+// callReader gathers the call records of a tape as summarize reads it.
+type callReader struct {
+	out      []CallRecord
+	pending  map[uint64]CallRecord // requests awaiting their answer
+	step     int
+	lastTurn string
+}
+
+// frame notes a frame's step, agent turn or request; summarize calls it
+// after response, for every frame it reads.
+func (c *callReader) frame(t *tapefmt.Tape, f tapefmt.Frame, p tapefmt.Payload) {
+	switch p := p.(type) {
+	case *tapefmt.Step:
+		c.step++
+	case *tapefmt.AgentTurn:
+		c.lastTurn = cmp.Or(p.Agent, c.lastTurn)
+	case *tapefmt.LLMRequest:
+		if c.pending == nil {
+			c.pending = map[uint64]CallRecord{}
+		}
+		c.pending[p.Call] = CallRecord{Call: p.Call, Frame: int(f.Seq), Time: t.Created().Add(f.Time),
+			Provider: p.Provider, Model: p.Model, Step: c.step, Agent: llmwire.AgentOf(p.Header, c.lastTurn)}
+	case *tapefmt.LLMResponse:
+		delete(c.pending, p.Call)
 	}
-	var out []CallRecord
-	reqs := map[uint64]pending{}
-	step, lastTurn := 0, ""
-	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindStep, tapefmt.KindAgentTurn) {
-		if err != nil {
-			return out, err
-		}
-		p, err := f.Decode()
-		if err != nil {
-			return out, err
-		}
-		switch p := p.(type) {
-		case *tapefmt.Step:
-			step++
-		case *tapefmt.AgentTurn:
-			lastTurn = cmp.Or(p.Agent, lastTurn)
-		case *tapefmt.LLMRequest:
-			reqs[p.Call] = pending{req: p, rec: CallRecord{Call: p.Call, Frame: int(f.Seq), Time: t.Created().Add(f.Time),
-				Provider: p.Provider, Model: p.Model, Step: step, Agent: llmwire.AgentOf(p.Header, lastTurn)}}
-		case *tapefmt.LLMResponse:
-			pc, ok := reqs[p.Call]
-			delete(reqs, p.Call)
-			if !ok || llmwire.Refused(p) {
-				continue
+}
+
+// response completes the record of an answered call with its usage u.
+func (c *callReader) response(t *tapefmt.Tape, p *tapefmt.LLMResponse, u llmwire.CallUsage) {
+	r, ok := c.pending[p.Call]
+	if !ok {
+		return // an answer without its request: a torn tape
+	}
+	r.Model = cmp.Or(u.Model, r.Model)
+	r.Usage, r.Cost, r.Priced, r.Estimated = u.Usage, u.Cost, u.Priced, u.Estimated
+	r.Latency, r.Elapsed = time.Duration(p.Latency), time.Duration(p.Elapsed)
+	if len(p.Chunks) > 0 {
+		r.FirstChunk = time.Duration(p.Chunks[0].At)
+	}
+	r.Status, r.Error = p.Status, p.Error
+	if !p.Body.IsZero() {
+		if raw, err := t.Blob(p.Body); err == nil {
+			for _, tc := range llmwire.ResponseToolCalls(llmwire.PayloadBody(p, raw).Text) {
+				r.Tools = append(r.Tools, tc.Name)
 			}
-			r := pc.rec
-			u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(pc.req, t.Blob) })
-			r.Model = cmp.Or(u.Model, r.Model)
-			r.Usage, r.Cost, r.Priced, r.Estimated = u.Usage, u.Cost, u.Priced, u.Estimated
-			r.Latency, r.Elapsed = time.Duration(p.Latency), time.Duration(p.Elapsed)
-			if len(p.Chunks) > 0 {
-				r.FirstChunk = time.Duration(p.Chunks[0].At)
-			}
-			r.Status, r.Error = p.Status, p.Error
-			if !p.Body.IsZero() {
-				if raw, err := t.Blob(p.Body); err == nil {
-					for _, tc := range llmwire.ResponseToolCalls(llmwire.PayloadBody(p, raw).Text) {
-						r.Tools = append(r.Tools, tc.Name)
-					}
-				}
-			}
-			out = append(out, r)
 		}
 	}
-	return out, nil
+	c.out = append(c.out, r)
 }

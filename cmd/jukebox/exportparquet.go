@@ -7,7 +7,10 @@ import (
 	"os"
 	pathpkg "path"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/jukebox-os/jukebox/export/tables"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -36,18 +39,9 @@ func (c *ExportParquetCmd) Run(ctx context.Context, env *Env) error {
 		return fmt.Errorf("no tapes in %s", strings.Join(c.Tapes, ", "))
 	}
 	b := tables.NewBatch()
-	var failed []string
-	for i, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := addTape(b, p, env.remote()); err != nil {
-			fmt.Fprintf(env.Stderr, "jukebox: export parquet: skipped %s: %v\n", p, err)
-			failed = append(failed, p)
-		}
-		if len(paths) > exportProgressEvery && (i+1)%exportProgressEvery == 0 {
-			fmt.Fprintf(env.Stderr, "jukebox: export parquet: read %d of %d tapes\n", i+1, len(paths))
-		}
+	failed, err := readTapes(ctx, env, b, paths)
+	if err != nil {
+		return err
 	}
 	var files []tables.File
 	if b.Counts().Tapes > 0 {
@@ -71,6 +65,44 @@ func (c *ExportParquetCmd) Run(ctx context.Context, env *Env) error {
 			len(failed), len(paths), strings.Join(failed, ", ")))
 	}
 	return nil
+}
+
+// readTapes reads the tapes into the batch, as many at once as Go has
+// processors: a tape that does not read is named on stderr and returned
+// among failed, in the order given. Progress goes to stderr every
+// exportProgressEvery tapes of a long export.
+func readTapes(ctx context.Context, env *Env, b *tables.Batch, paths []string) (failed []string, err error) {
+	errs := make([]error, len(paths))
+	var next, done atomic.Int64
+	var mu sync.Mutex // env.Stderr
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(paths)) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= len(paths) {
+					return
+				}
+				errs[i] = addTape(b, paths[i], env.remote())
+				if n := done.Add(1); len(paths) > exportProgressEvery && n%exportProgressEvery == 0 {
+					mu.Lock()
+					fmt.Fprintf(env.Stderr, "jukebox: export parquet: read %d of %d tapes\n", n, len(paths))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, err := range errs {
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "jukebox: export parquet: skipped %s: %v\n", paths[i], err)
+			failed = append(failed, paths[i])
+		}
+	}
+	return failed, nil
 }
 
 // addTape reads one tape into the batch, a store's by remote.

@@ -4,19 +4,22 @@
 // runs/date=YYYY-MM-DD/NAME.parquet) that DuckDB, Athena, Spark, Trino and
 // ClickHouse read as two tables partitioned by date.
 //
-// The numbers are the read side's: a call's tokens, cost and times are
-// timeline.CallRecords', a run's timeline.Summarize's, the same that
-// `jukebox cost`, `show --json` and `ls` print. Where the files go (a
+// The numbers are the read side's, from timeline.SummarizeCalls (a run as
+// Summarize reads it, its calls as CallRecords does, in one pass): the
+// same that `jukebox cost`, `show --json` and `ls` print. Where the files go (a
 // folder, a store) is the caller's: Files hands back keys and bytes.
 package tables
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -80,8 +83,10 @@ type Run struct {
 	Source       string            `parquet:"source"`      // the tape's path or URL as given
 }
 
-// Batch gathers the rows of tapes until Files writes them.
+// Batch gathers the rows of tapes until Files writes them. Add may be
+// called from several goroutines at once.
 type Batch struct {
+	mu    sync.Mutex
 	calls map[string][]Call // by date
 	runs  map[string][]Run
 	ids   []string
@@ -95,6 +100,8 @@ type Counts struct{ Tapes, Calls, Runs int }
 
 // Counts says how many rows the batch holds.
 func (b *Batch) Counts() Counts {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	c := Counts{Tapes: len(b.ids)}
 	for _, r := range b.calls {
 		c.Calls += len(r)
@@ -111,11 +118,7 @@ func date(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // Add reads a tape's run and calls into the batch; source is the path or
 // URL it was read from. On an error nothing of the tape is added.
 func (b *Batch) Add(source string, t *tapefmt.Tape) error {
-	s, err := timeline.Summarize(source, t)
-	if err != nil {
-		return err
-	}
-	calls, err := timeline.CallRecords(t)
+	s, calls, err := timeline.SummarizeCalls(source, t)
 	if err != nil {
 		return err
 	}
@@ -139,8 +142,7 @@ func (b *Batch) Add(source string, t *tapefmt.Tape) error {
 	if s.Parent != nil {
 		run.Parent = s.Parent.Tape
 	}
-	d := date(s.Started)
-	b.runs[d] = append(b.runs[d], run)
+	rows := make([]Call, 0, len(calls))
 	for _, c := range calls {
 		row := Call{TapeID: tapeID, Run: s.Name, Tags: tags, Time: c.Time.UTC(), Call: int64(c.Call), Frame: int64(c.Frame),
 			Provider: c.Provider, Model: c.Model, TokensIn: c.Usage.Input, TokensOut: c.Usage.Output,
@@ -151,8 +153,15 @@ func (b *Batch) Add(source string, t *tapefmt.Tape) error {
 			v := ms(c.FirstChunk)
 			row.FirstChunkMS = &v
 		}
-		d := date(c.Time)
-		b.calls[d] = append(b.calls[d], row)
+		rows = append(rows, row)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d := date(s.Started)
+	b.runs[d] = append(b.runs[d], run)
+	for _, r := range rows {
+		d := date(r.Time)
+		b.calls[d] = append(b.calls[d], r)
 	}
 	b.ids = append(b.ids, tapeID)
 	return nil
@@ -172,9 +181,17 @@ type File struct {
 // named name.parquet under calls/date=D/ and runs/date=D/. A name made
 // of the tapes (Name) makes a second export of the same tapes write the
 // same files again rather than add rows twice.
+//
+// Rows are in the order of their tape's id, then its calls': the same
+// tapes make the same bytes in whatever order they were added.
 func (b *Batch) Files(name string) ([]File, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	var out []File
 	for _, d := range slices.Sorted(maps.Keys(b.calls)) {
+		slices.SortStableFunc(b.calls[d], func(x, y Call) int {
+			return cmp.Or(strings.Compare(x.TapeID, y.TapeID), cmp.Compare(x.Call, y.Call))
+		})
 		f, err := file(fmt.Sprintf("calls/date=%s/%s.parquet", d, name), b.calls[d])
 		if err != nil {
 			return nil, err
@@ -182,6 +199,7 @@ func (b *Batch) Files(name string) ([]File, error) {
 		out = append(out, f)
 	}
 	for _, d := range slices.Sorted(maps.Keys(b.runs)) {
+		slices.SortStableFunc(b.runs[d], func(x, y Run) int { return strings.Compare(x.TapeID, y.TapeID) })
 		f, err := file(fmt.Sprintf("runs/date=%s/%s.parquet", d, name), b.runs[d])
 		if err != nil {
 			return nil, err
@@ -202,6 +220,8 @@ func file[T any](key string, rows []T) (File, error) {
 // Name is a file name for the batch made of its tapes' ids: "tape-" and
 // the id for one tape, else "tapes-" and a digest of the sorted ids.
 func (b *Batch) Name() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if len(b.ids) == 1 {
 		return "tape-" + b.ids[0]
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -139,3 +140,28 @@ func keys(files []File) []string {
 }
 
 func hexID(id [16]byte) string { return hex.EncodeToString(id[:]) }
+
+// BenchmarkAdd reads one generated 20-step run into a batch, as export
+// parquet does each tape: b.SetBytes is the tape's size, so the MB/s
+// printed is tape read (bench/parquet measures the whole command).
+func BenchmarkAdd(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "run.jbx")
+	if err := tapegen.WriteFile(path, tapegen.Spec{Steps: 20, Chunks: 24, Model: "gpt-4o-mini"}); err != nil {
+		b.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	for b.Loop() {
+		tp, err := tapefmt.OpenWith(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := NewBatch().Add(path, tp); err != nil {
+			b.Fatal(err)
+		}
+		tp.Close()
+	}
+}
