@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jukebox-os/jukebox/bench/internal/benchutil"
@@ -116,14 +117,8 @@ func run(n, steps, runs, procs int) error {
 // loadavg is the 1-minute load average, "?" where it cannot be read.
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil || len(b) < 4 {
-		return "?"
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
 	}
-	f := string(b)
-	for i, c := range f {
-		if c == ' ' {
-			return f[:i]
-		}
-	}
-	return f
+	return "?"
 }
