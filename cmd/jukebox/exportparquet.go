@@ -24,6 +24,24 @@ type ExportParquetCmd struct {
 	JSON   bool     `help:"Print a summary as JSON: files written, rows, tapes that did not read."`
 }
 
+// Validate checks -o before any tape is read.
+func (c *ExportParquetCmd) Validate() error {
+	if tapestore.IsURL(c.Output) {
+		loc, err := tapestore.Parse(c.Output)
+		if err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+		if loc.Name != "" {
+			return fmt.Errorf("-o %s: names a tape; give the store's URL (a prefix)", c.Output)
+		}
+		return nil
+	}
+	if st, err := os.Stat(c.Output); err == nil && !st.IsDir() {
+		return fmt.Errorf("-o %s: not a folder", c.Output)
+	}
+	return nil
+}
+
 // exportProgressEvery is how many tapes pass between progress lines.
 const exportProgressEvery = 100
 
@@ -157,12 +175,9 @@ func (c *ExportParquetCmd) inputs(ctx context.Context) ([]string, error) {
 // never sees half a file.
 func writeTables(ctx context.Context, out string, files []tables.File) error {
 	if tapestore.IsURL(out) {
-		loc, err := tapestore.Parse(out)
+		loc, err := tapestore.Parse(out) // checked by Validate
 		if err != nil {
-			return withCode(ExitUsage, fmt.Errorf("-o: %w", err))
-		}
-		if loc.Name != "" {
-			return withCode(ExitUsage, fmt.Errorf("-o %s: names a tape; give the store's URL (a prefix)", out))
+			return err
 		}
 		st, err := tapestore.Open(ctx, loc)
 		if err != nil {
@@ -175,9 +190,6 @@ func writeTables(ctx context.Context, out string, files []tables.File) error {
 			}
 		}
 		return nil
-	}
-	if st, err := os.Stat(out); err == nil && !st.IsDir() {
-		return withCode(ExitUsage, fmt.Errorf("-o %s: not a folder", out))
 	}
 	for _, f := range files {
 		name := filepath.Join(out, filepath.FromSlash(f.Key))

@@ -62,6 +62,12 @@ func TestExportParquetDuckDB(t *testing.T) {
 	testenv.RequireDuckDB(t)
 	in, bad := parquetTapes(t)
 	out := t.TempDir()
+	notDir := filepath.Join(out, "file")
+	must(t, os.WriteFile(notDir, nil, 0o644))
+	if _, errs := wantCode(t, ExitUsage, "export", "parquet", in, "-o", notDir); !strings.Contains(errs, "-o "+notDir+": not a folder") {
+		t.Errorf("-o a file: %q", errs)
+	}
+	must(t, os.Remove(notDir))
 	stdout, stderr := wantCode(t, ExitBadTape, "export", "parquet", in, "-o", out, "--json")
 	if !strings.Contains(stderr, bad) {
 		t.Errorf("the tape that does not read is not named: %q", stderr)
