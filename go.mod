@@ -17,6 +17,7 @@ require (
 	github.com/klauspost/compress v1.20.4
 	github.com/mattn/go-runewidth v0.0.20
 	github.com/muesli/termenv v0.16.0
+	github.com/parquet-go/parquet-go v0.32.1
 	github.com/sergi/go-diff v1.4.0
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/zeebo/blake3 v0.2.4
@@ -30,6 +31,12 @@ require (
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
 	mvdan.cc/sh/v3 v3.14.1
+)
+
+require (
+	github.com/parquet-go/bitpack v1.0.3 // indirect
+	github.com/parquet-go/jsonlite v1.5.5 // indirect
+	github.com/twpayne/go-geom v1.6.1 // indirect
 )
 
 require (

@@ -1,6 +1,7 @@
 package llmwire
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"net/http"
@@ -30,12 +31,32 @@ type ToolResult struct{ ID, Content string }
 func ResponseToolCalls(body []byte) []ToolUse {
 	var c toolCollector
 	for _, obj := range jsonObjects(body) {
+		if !mayCallTools(obj) {
+			continue // a text delta, most of a stream: nothing to decode
+		}
 		var ev wireOutput
 		if json.Unmarshal(obj, &ev) == nil {
 			c.add(ev)
 		}
 	}
 	return c.calls()
+}
+
+// toolMarks are the names one of which every event or answer that calls
+// a tool, or carries a call's arguments, holds: chat's tool_calls, the
+// Responses API's function_call items and argument deltas, Anthropic's
+// tool_use blocks and their partial_json deltas.
+var toolMarks = [][]byte{[]byte(`"tool_calls"`), []byte(`function_call`), []byte(`"tool_use"`), []byte(`"partial_json"`)}
+
+// mayCallTools reports whether a JSON object may hold a tool call: one
+// with none of toolMarks holds none, and need not be decoded.
+func mayCallTools(obj []byte) bool {
+	for _, m := range toolMarks {
+		if bytes.Contains(obj, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // ResponseAnswer is ResponseText and ResponseToolCalls in one reading of

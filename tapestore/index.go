@@ -223,15 +223,16 @@ func (s *Store) indexUpload(ctx context.Context, up *Uploaded) error {
 		return err
 	}
 	key := fmt.Sprintf("%s%020d-%s.json", indexRecords, time.Now().UnixNano(), up.Key)
-	if err := s.put(ctx, key, b, "application/json"); err != nil {
+	if err := s.Put(ctx, key, b, "application/json"); err != nil {
 		return err
 	}
 	s.compact(ctx)
 	return nil
 }
 
-// put writes a small object.
-func (s *Store) put(ctx context.Context, key string, b []byte, contentType string) error {
+// Put writes a small object under key (a table file, an index record),
+// with the same deadline and retries as every request.
+func (s *Store) Put(ctx context.Context, key string, b []byte, contentType string) error {
 	_, err := try(ctx, "PUT "+s.Loc.TapeURL(key), requestTimeout, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.b.WriteAll(ctx, key, b, &blob.WriterOptions{ContentType: contentType})
 	})
@@ -311,7 +312,7 @@ func (s *Store) writeSegment(ctx context.Context, entries []Entry, level int) er
 	var r [4]byte
 	rand.Read(r[:])
 	key := fmt.Sprintf("%s%d-%020d-%s.jsonl.zst", indexSegments, level, time.Now().UnixNano(), hex.EncodeToString(r[:]))
-	return s.put(ctx, key, b, "application/zstd")
+	return s.Put(ctx, key, b, "application/zstd")
 }
 
 // Reindex writes the index of the store from a listing of every tape and

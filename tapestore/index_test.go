@@ -169,7 +169,7 @@ func TestIndexHostile(t *testing.T) {
 	if len(keys) != 1 || keys["ok.jbx"] != 1 {
 		t.Errorf("the index lists %v, want ok.jbx alone", keys)
 	}
-	if err := s.put(ctx, indexSegments+"0-1-bad.jsonl.zst", []byte("not zstd"), ""); err != nil {
+	if err := s.Put(ctx, indexSegments+"0-1-bad.jsonl.zst", []byte("not zstd"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Index(ctx); err == nil || !strings.Contains(err.Error(), "0-1-bad.jsonl.zst") {

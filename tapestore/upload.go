@@ -61,6 +61,10 @@ type Uploaded struct {
 	// IndexError says why the store's index did not take the upload (ls
 	// lists the store's index): jukebox reindex writes it again.
 	IndexError string `json:"index_error,omitempty"`
+	// TablesError says why the upload's rows (jukebox export parquet's
+	// files, under the store's calls/ and runs/) were not written; the
+	// caller that writes them sets it.
+	TablesError string `json:"tables_error,omitempty"`
 	// Aborted is how many interrupted multipart uploads of the key an
 	// earlier run left, aborted before this one.
 	Aborted int `json:"aborted_uploads,omitempty"`

@@ -81,10 +81,25 @@ func Price(models []ModelTokens, reported float64) (cost float64, unpriced []str
 // Summarize reads the run's start and end frames and every LLM call, whose
 // tokens and cost it finds by llmwire.ResponseUsage.
 func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
+	return summarize(path, t, nil)
+}
+
+// SummarizeCalls is Summarize and CallRecords in one reading of the tape.
+func SummarizeCalls(path string, t *tapefmt.Tape) (Summary, []CallRecord, error) {
+	var calls callReader
+	s, err := summarize(path, t, &calls)
+	return s, calls.out, err
+}
+
+// summarize is Summarize; with calls, it also reads each call's record.
+func summarize(path string, t *tapefmt.Tape, calls *callReader) (Summary, error) {
 	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: t.Steps(),
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
 	reqs := map[uint64]*tapefmt.LLMRequest{} // by call
 	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindBreakerTrip, tapefmt.KindAgentTurn}
+	if calls != nil {
+		kinds = append(kinds, tapefmt.KindStep)
+	}
 	for f, err := range t.Frames(kinds...) {
 		if err != nil {
 			return s, err
@@ -106,11 +121,18 @@ func Summarize(path string, t *tapefmt.Tape) (Summary, error) {
 			if llmwire.Refused(p) {
 				continue // never sent: not a call the run made
 			}
-			s.addCall(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) }), p.Rate)
+			u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) })
+			s.addCall(u, p.Rate)
+			if calls != nil {
+				calls.response(t, p, u)
+			}
 		case *tapefmt.BreakerTrip:
 			s.Breaker = p
 		case *tapefmt.AgentTurn:
 			s.Reported += p.CostUSD // reported by the agent: spending jukebox did not see
+		}
+		if calls != nil {
+			calls.frame(t, f, p)
 		}
 	}
 	if n := t.Len(); n > 0 {

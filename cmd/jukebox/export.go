@@ -14,9 +14,10 @@ import (
 
 // ExportCmd writes tapes in other tools' formats.
 type ExportCmd struct {
-	Otlp ExportOTLPCmd `cmd:"" name:"otlp" help:"Send tapes to an OpenTelemetry receiver (Collector, Jaeger, Tempo, Langfuse, Phoenix): a trace per tape with GenAI spans and metrics, at the recorded times."`
-	Har  ExportHARCmd  `cmd:"" name:"har" help:"Write a tape's model calls as an HTTP Archive (HAR 1.2) for browser dev tools and HAR viewers."`
-	JSON ExportJSONCmd `cmd:"" name:"json" help:"Write a whole tape (frames, payloads, blobs) as one JSON document."`
+	Otlp    ExportOTLPCmd    `cmd:"" name:"otlp" help:"Send tapes to an OpenTelemetry receiver (Collector, Jaeger, Tempo, Langfuse, Phoenix): a trace per tape with GenAI spans and metrics, at the recorded times."`
+	Har     ExportHARCmd     `cmd:"" name:"har" help:"Write a tape's model calls as an HTTP Archive (HAR 1.2) for browser dev tools and HAR viewers."`
+	JSON    ExportJSONCmd    `cmd:"" name:"json" help:"Write a whole tape (frames, payloads, blobs) as one JSON document."`
+	Parquet ExportParquetCmd `cmd:"" name:"parquet" help:"Write tapes as Parquet tables, a row per model call and per run, in a Hive-partitioned layout (calls/date=YYYY-MM-DD/, runs/date=.../) that DuckDB, Athena, Spark, Trino and ClickHouse query where they lie (docs/export.md)."`
 }
 
 // ExportOTLPCmd sends tapes over OTLP.

@@ -170,7 +170,13 @@ func uploadTape(ctx context.Context, loc tapestore.Location, path string, w io.W
 	if w != nil {
 		opts.Progress = progressTo(w, "uploading "+filepath.Base(path))
 	}
-	return s.UploadWith(ctx, path, opts)
+	up, err := s.UploadWith(ctx, path, opts)
+	if err == nil && !up.Already {
+		if err := putTables(ctx, s, path, up.Key); err != nil {
+			up.TablesError = err.Error()
+		}
+	}
+	return up, err
 }
 
 // progressTo reports a long transfer on w, at most once a second.
@@ -192,6 +198,9 @@ func uploadedLine(up *tapestore.Uploaded) string {
 	}
 	if up.IndexError != "" {
 		note += "; not in the store's index (" + up.IndexError + "): ls of the store misses it until jukebox reindex"
+	}
+	if up.TablesError != "" {
+		note += "; its rows for query engines were not written (" + up.TablesError + "): jukebox export parquet writes them"
 	}
 	if up.Already {
 		return fmt.Sprintf("%s: already in the store as %s%s", up.Path, up.URL, note)

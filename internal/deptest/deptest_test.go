@@ -26,7 +26,7 @@ var layers = [][]string{
 		"internal/s3test", "internal/gcstest", "internal/azuretest", "internal/pgtest", "internal/jaegertest"},
 	{"llmwire", "controlapi", "sandbox/pgbooth", "internal/tapegen"},
 	{"engine", "timeline", "export", "internal/tapegen/gen"},
-	{"tui", "tapestore", "engine/jukeboxtest"},
+	{"tui", "tapestore", "engine/jukeboxtest", "export/tables"},
 	{"cmd/jukebox", "cmd/jukebox-booth"},
 }
 

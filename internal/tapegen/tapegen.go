@@ -18,6 +18,10 @@ type Spec struct {
 	Steps  int // agent steps: one LLM call, one tool call and one file write each
 	Chunks int // streamed chunks per response; the agent echoes each to stdout
 	Model  string
+	// Tags label the run (run.start's tags); ID, when set, is the tape's
+	// id instead of the samples' one. The sample tapes set neither.
+	Tags map[string]string
+	ID   [16]byte
 }
 
 // Interaction is one HTTP exchange with the model provider.

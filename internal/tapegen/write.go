@@ -33,7 +33,7 @@ func Write(w *tapefmt.Writer, s Spec) error {
 	e := &errWriter{w: w}
 	e.append(0, tapefmt.RunStart{Name: "sample-agent", Argv: []string{"python", "agent.py"}, Cwd: "/work/demo",
 		Env: map[string]string{"LANG": "C.UTF-8", "OPENAI_API_KEY": "sk-test-not-a-real-key"}, Seed: 42,
-		Host: "sample", Version: "0.1.0", Mode: tapefmt.ModeRecord, Started: "2026-12-01T09:30:00Z"})
+		Host: "sample", Version: "0.1.0", Mode: tapefmt.ModeRecord, Started: "2026-12-01T09:30:00Z", Tags: s.Tags})
 	e.append(0, tapefmt.Seed{Seed: 42, Source: "JUKEBOX_SEED"})
 	for i, in := range Interactions(s) {
 		writeStep(e, s, i, in)
@@ -115,6 +115,9 @@ func WriteFile(path string, s Spec) error {
 func Bytes(s Spec) ([]byte, error) {
 	var buf bytes.Buffer
 	opts, _ := Options()
+	if s.ID != ([16]byte{}) {
+		opts.ID = s.ID
+	}
 	w, err := tapefmt.NewWriter(&buf, opts)
 	if err != nil {
 		return nil, err

@@ -51,6 +51,9 @@ const (
 	// .ci/fakegcs.sh builds: the Google Cloud Storage emulator of the
 	// store tests.
 	EnvFakeGCS = "JUKEBOX_FAKEGCS"
+	// EnvDuckQ holds the path of duckq that .ci/duckdb.sh builds: DuckDB,
+	// which the Parquet export tests query the files with.
+	EnvDuckQ = "JUKEBOX_DUCKQ"
 )
 
 // minNodeMajor is the oldest Node.js release the SDK agents run on
@@ -229,6 +232,14 @@ func RequireVersityGW(t testing.TB) string {
 func RequireFakeGCS(t testing.TB) string {
 	t.Helper()
 	return requireTool(t, EnvFakeGCS, "fake-gcs-server (a Google Cloud Storage emulator)", "fakegcs.sh")
+}
+
+// RequireDuckDB returns the path of duckq in JUKEBOX_DUCKQ: SQL run by
+// DuckDB's Go bindings (.ci/tools/duckq), printed as JSON, one line per
+// statement.
+func RequireDuckDB(t testing.TB) string {
+	t.Helper()
+	return requireTool(t, EnvDuckQ, "duckq (DuckDB, to query Parquet files)", "duckdb.sh")
 }
 
 // requireTool returns the path in the environment variable env of a
