@@ -234,7 +234,7 @@ func forkDir(tl *timeline.Timeline) (dir, note string) {
 		if timeline.IsRemote(tl.Path()) {
 			dir = ""
 		} else {
-			dir, _ = filepath.Abs(filepath.Dir(tl.Path()))
+			dir = filepath.Dir(tl.Path()) // as the tape was named: relative to here
 		}
 		note = fmt.Sprintf("the recorded folder %s is not here: the agent runs in %s", rs.Cwd, cmp.Or(dir, "this folder"))
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/term"
@@ -35,7 +36,7 @@ func playColours(out io.Writer, theme, background string, getenv func(string) st
 		r.SetHasDarkBackground(background == "dark")
 	default: // ask the terminal now, before the program reads the keyboard
 		if f, ok := out.(*os.File); ok && inMultiplexer(getenv) {
-			r.SetHasDarkBackground(termenv.NewOutput(f, termenv.WithEnvironment(asXterm{getenv}), termenv.WithTTY(isTerminal(out))).HasDarkBackground())
+			r.SetHasDarkBackground(multiplexerDark(f, getenv))
 		} else {
 			r.HasDarkBackground()
 		}
@@ -61,6 +62,23 @@ func playRenderer(out io.Writer, noColor bool) *lipgloss.Renderer {
 func isTerminal(out io.Writer) bool {
 	f, ok := out.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
+}
+
+// multiplexerDark asks the multiplexer on f for its background (OSC 11)
+// and says whether it is dark. A query that fails at once (termenv then
+// gives ANSI black, what it gives when nothing answers; seen on a loaded
+// machine) is asked again, twice at most; one that waited for its answer
+// is not, so a multiplexer that never answers costs one wait.
+func multiplexerDark(f *os.File, getenv func(string) string) bool {
+	for try := 0; ; try++ {
+		o := termenv.NewOutput(f, termenv.WithEnvironment(asXterm{getenv}), termenv.WithTTY(isTerminal(f)))
+		start := time.Now()
+		bg := o.BackgroundColor()
+		if bg != termenv.ANSIColor(0) || try == 2 || time.Since(start) > 500*time.Millisecond {
+			return o.HasDarkBackground()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // inMultiplexer reports whether TERM names tmux or screen. termenv does
