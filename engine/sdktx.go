@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -64,7 +65,8 @@ type sdkTx struct {
 	held    []HeldCall // MCP calls held for the commit (stagedMCP)
 	// statements counts the SQL statements run, for the commit's answer.
 	statements int
-	inBooth    bool // commits into the booth's transaction (intoBooth)
+	inBooth    bool     // commits into the booth's transaction (intoBooth)
+	real       *os.Root // the workspace, opened once for checkBase; closed by forget
 }
 
 // newSDKTxs are the transactions of a session: a recording, or a fork
@@ -196,6 +198,10 @@ func (t *sdkTxs) forget(ctx context.Context, st *sdkTx) {
 		p.Close(ctx)
 	}
 	st.pg = nil
+	if st.real != nil {
+		st.real.Close()
+		st.real = nil
+	}
 	t.mu.Lock()
 	delete(t.open, st.tx.ID())
 	t.order = slices.DeleteFunc(t.order, func(id string) bool { return id == st.tx.ID() })

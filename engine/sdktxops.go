@@ -103,12 +103,14 @@ func (o txOps) checkBase(rel string, base *controlapi.FileBase) error {
 	if base == nil || o.st.inBooth || !filepath.IsLocal(rel) {
 		return nil
 	}
-	root, err := os.OpenRoot(o.st.tx.Workspace())
-	if err != nil {
-		return txError(err)
+	if o.st.real == nil {
+		root, err := os.OpenRoot(o.st.tx.Workspace())
+		if err != nil {
+			return txError(err)
+		}
+		o.st.real = root
 	}
-	defer root.Close()
-	st, err := root.Lstat(rel)
+	st, err := o.st.real.Lstat(rel)
 	now := controlapi.FileBase{Exists: err == nil}
 	if err == nil {
 		now.Size, now.MtimeNs = st.Size(), st.ModTime().UnixNano()

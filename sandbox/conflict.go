@@ -48,12 +48,7 @@ func (tx *Tx) noteBase(rel string) error {
 // copy fallback's snapshot). The caller holds tx.mu.
 func (tx *Tx) recordBase(fp fingerprint) error {
 	line, _ := json.Marshal(fp)
-	f, err := os.OpenFile(filepath.Join(tx.dir, baseName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("sandbox: record base: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.Write(append(line, '\n')); err != nil {
+	if err := writeNoPoll(filepath.Join(tx.dir, baseName), os.O_WRONLY|os.O_CREATE|os.O_APPEND|oNoFollow, 0o600, append(line, '\n')); err != nil {
 		return fmt.Errorf("sandbox: record base: %w", err)
 	}
 	tx.base[fp.Path] = fp

@@ -28,6 +28,7 @@ func (a *applier) apply(int, Change) error     { return Supported() }
 
 func takeFingerprint(string, string) (fingerprint, error) { return fingerprint{}, Supported() }
 func touchMarker(string) (int64, error)                   { return 0, Supported() }
+func writeNoPoll(string, int, fs.FileMode, []byte) error  { return Supported() }
 func inode(fs.FileInfo) uint64                            { return 0 }
 func linkCount(fs.FileInfo) uint64                        { return 0 }
 func ownerChange(_, _ fs.FileInfo) string                 { return "" }

@@ -15,6 +15,45 @@ import (
 // oNoFollow makes an open fail on a final symlink instead of following it.
 const oNoFollow = unix.O_NOFOLLOW
 
+// writeNoPoll opens path with flag and perm and writes data to it through
+// the descriptor alone. An *os.File registers every file it opens with
+// the runtime's poller (on Linux four fcntl and an epoll_ctl that a
+// regular file refuses): most of a small write's system calls.
+func writeNoPoll(path string, flag int, perm fs.FileMode, data []byte) error {
+	mode := uint32(perm.Perm())
+	if perm&fs.ModeSetuid != 0 {
+		mode |= unix.S_ISUID
+	}
+	if perm&fs.ModeSetgid != 0 {
+		mode |= unix.S_ISGID
+	}
+	if perm&fs.ModeSticky != 0 {
+		mode |= unix.S_ISVTX
+	}
+	fd, err := unix.Open(path, flag|unix.O_CLOEXEC, mode)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, flag|unix.O_CLOEXEC, mode)
+	}
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	for len(data) > 0 {
+		n, werr := unix.Write(fd, data)
+		if werr == unix.EINTR {
+			continue
+		}
+		if werr != nil {
+			unix.Close(fd)
+			return &fs.PathError{Op: "write", Path: path, Err: werr}
+		}
+		data = data[n:]
+	}
+	if err := unix.Close(fd); err != nil {
+		return &fs.PathError{Op: "close", Path: path, Err: err}
+	}
+	return nil
+}
+
 // takeFingerprint stats the real path abs (rel in the workspace) without
 // following a final symlink; a missing path is a fingerprint too.
 func takeFingerprint(abs, rel string) (fingerprint, error) {
