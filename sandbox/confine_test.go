@@ -45,14 +45,17 @@ var escapeAttempts = []attempt{
 	{"/tmp is private", `echo x > "/tmp/$MARK"`, "contained"},
 	{"a file in the host's /tmp, read-only beneath", `[ "$(cat "$HOSTTMP.file")" = host ] && echo x > "$HOSTTMP.file"`, "contained"},
 	// Sockets the host makes in its /tmp once the run has begun: the
-	// attempt names itself with lateSockMarker and waits on the fifo
-	// $HOSTTMP.go (made before the run); the test then listens at
-	// $HOSTTMP.late and in $HOSTTMP/empty, a folder that held none before,
-	// and writes to the fifo. The attempt looks for the sockets only then:
+	// attempt names itself with lateSockMarker and waits until the file
+	// $HOSTTMP.go (made empty before the run) says go; the test then
+	// listens at $HOSTTMP.late and in $HOSTTMP/empty, a folder that held
+	// none before, and writes go into the file (its content reaches the
+	// booth through the overlay, where a fifo's writer would reach no
+	// reader: the overlay's fifo is a pipe of its own, and the attempt
+	// waited out its timeout). The attempt looks for the sockets only then:
 	// a path looked up before it was made stays missing in the overlay's
 	// cache, which would hide the socket whatever the booth does. Not
 	// seeing them counts as reaching them.
-	{"a unix socket the host makes in /tmp during the run", `timeout 60 sh -c 'm=` + lateSockMarker + `; read x < "$HOSTTMP.go"'; [ -S "$HOSTTMP.late" ] && [ -S "$HOSTTMP/empty/late" ] || exit 0; python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + ".late")' || python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/empty/late")'`, "refused"},
+	{"a unix socket the host makes in /tmp during the run", `timeout 60 sh -c 'm=` + lateSockMarker + `; until grep -q go "$HOSTTMP.go"; do sleep 0.05; done'; [ -S "$HOSTTMP.late" ] && [ -S "$HOSTTMP/empty/late" ] || exit 0; python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + ".late")' || python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/empty/late")'`, "refused"},
 	{"a datagram to a unix socket in the host's /tmp", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"x", os.environ["HOSTTMP"] + ".dgram")'`, "refused"},
 	{"a unix socket in the host's /tmp (a database server's)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + ".sock")'`, "refused"},
 	{"a unix socket in a folder of the host's /tmp (tmux, ssh-agent, X11)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/S.agent")'`, "refused"},
@@ -140,14 +143,12 @@ func lateSockets(t *testing.T, dir string) {
 					t.Cleanup(func() { ln.Close() })
 				}
 			}
-			// The attempt is reading the fifo (or about to): tell it.
-			for i := 0; i < 250; i++ {
-				if f, err := os.OpenFile(dir+".go", os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-					f.WriteString("go\n")
-					f.Close()
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
+			// The attempt reads the file until it says go: tell it, in
+			// place (the booth sees this inode beneath its /tmp).
+			f, err := os.OpenFile(dir+".go", os.O_WRONLY, 0)
+			if err == nil {
+				f.WriteString("go\n")
+				f.Close()
 			}
 			return
 		}
@@ -252,8 +253,7 @@ func newCatalogueEnv(t *testing.T, uid, gid int) *catalogueEnv {
 	e.hostTmp = hostTmpSockets(t, e.mark)
 	must(t, os.Mkdir(filepath.Join(e.hostTmp, "empty"), 0o755))
 	listenDgram(t, e.hostTmp+".dgram")
-	must(t, syscall.Mkfifo(e.hostTmp+".go", 0o666))
-	must(t, os.Chmod(e.hostTmp+".go", 0o666))
+	must(t, os.WriteFile(e.hostTmp+".go", nil, 0o644))
 	t.Cleanup(func() { os.Remove(e.hostTmp + ".go") })
 	go lateSockets(t, e.hostTmp)
 	e.victim = exec.Command("sleep", "600")
