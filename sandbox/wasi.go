@@ -7,6 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 	xsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -15,9 +18,45 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// wasmCache keeps compiled modules for the life of the process, so a tool
-// run many times in one booth is compiled once.
-var wasmCache = wazero.NewCompilationCache()
+// wasmCache keeps compiled modules in a folder, so a tool is compiled
+// once, not once a process: a tool built by Go (2 MB) takes seconds to
+// compile, and each `jukebox booth exec` is a process of its own. The
+// folder is JUKEBOX_WASM_CACHE_DIR, else jukebox/wasm in the user's cache
+// folder, where wazero keeps a folder per version of itself. A binary
+// that does not know wazero's version (a test binary) keeps them in
+// memory, as does JUKEBOX_NO_CACHE: a compiled module another version
+// wrote must never load. A booth's agent sees the user's folders
+// read-only: it cannot plant code there for a later run.
+var wasmCache = sync.OnceValue(func() wazero.CompilationCache {
+	if v := os.Getenv("JUKEBOX_NO_CACHE"); v != "" && v != "0" && v != "false" {
+		return wazero.NewCompilationCache()
+	}
+	dir := os.Getenv("JUKEBOX_WASM_CACHE_DIR")
+	if base, err := os.UserCacheDir(); dir == "" && err == nil && wazeroVersion() != "" {
+		dir = filepath.Join(base, "jukebox", "wasm")
+	}
+	if dir != "" {
+		if c, err := wazero.NewCompilationCacheWithDir(dir); err == nil {
+			return c
+		}
+	}
+	return wazero.NewCompilationCache()
+})
+
+// wazeroVersion is the version of wazero built in, "" when the binary
+// does not say (test binaries, builds without module information).
+func wazeroVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/tetratelabs/wazero" && d.Version != "" && d.Version != "(devel)" && d.Replace == nil {
+			return d.Version
+		}
+	}
+	return ""
+}
 
 // WasmOptions describe a WASI preview 1 tool run inside the booth.
 type WasmOptions struct {
@@ -35,7 +74,7 @@ type WasmOptions struct {
 // transaction, so RunWasm takes Files, not the Tx. It returns the tool's
 // exit code.
 func RunWasm(ctx context.Context, files *Files, wasm []byte, o WasmOptions) (int, error) {
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(wasmCache))
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(wasmCache()))
 	defer r.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(WasiFS(files), "/")

@@ -24,7 +24,7 @@ type Globals struct {
 	Version       kong.VersionFlag `help:"Print the version and exit."`
 	Prices        string           `type:"existingfile" env:"JUKEBOX_PRICES" placeholder:"FILE" help:"Model prices in LiteLLM's format (model_prices_and_context_window.json, dollars per token): its models override or extend the built-in table for every cost jukebox shows or limits."`
 	PricesReplace bool             `help:"With --prices: use the file's models alone, not the built-in table as well."`
-	NoCache       bool             `env:"JUKEBOX_NO_CACHE" help:"Keep nothing of a tape named by a store URL in the cache (JUKEBOX_CACHE_DIR, else the user's cache folder): what is read stays in memory, and a tape fetched whole (replay, fork, pack) goes to a temporary folder removed when the command ends."`
+	NoCache       bool             `env:"JUKEBOX_NO_CACHE" help:"Keep nothing of a tape named by a store URL in the cache (JUKEBOX_CACHE_DIR, else the user's cache folder): what is read stays in memory, and a tape fetched whole (replay, fork, pack) goes to a temporary folder removed when the command ends. Compiled WASI tools (booth exec) stay in memory too."`
 }
 
 // AfterApply loads --prices before any command prices a call.
