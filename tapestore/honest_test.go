@@ -188,7 +188,8 @@ func TestUploadToStoreThatNeverAnswers(t *testing.T) {
 // upload it left and completes; none is left behind.
 func TestS3StalledUploadGivesUp(t *testing.T) {
 	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
-	requestTimeout = 2 * time.Second // a stalled part is given up after 10 s
+	requestTimeout = 2 * time.Second // a stalled part is given up after 4 s
+	smallParts(t)
 	srv, s := s3Store(t)
 	ctx := context.Background()
 	local := filepath.Join(t.TempDir(), "big.jbx")
@@ -274,13 +275,21 @@ func multipartUploads(t *testing.T, s *Store, key string) int {
 	return len(out.Uploads)
 }
 
+// smallParts makes uploads go in parts of S3's smallest size for the
+// test (a tape of a few parts is 15 MB, not 48).
+func smallParts(t *testing.T) {
+	was := partSize
+	t.Cleanup(func() { partSize = was })
+	partSize = 5 << 20
+}
+
 // hugeTape writes a tape of several upload parts (about 3 of partSize).
 func hugeTape(t testing.TB, path string) {
 	t.Helper()
 	blob := make([]byte, 1<<20)
 	err := tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
 		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
-		for i := range 3 * partSize >> 20 {
+		for i := range int(3 * partSize >> 20) {
 			for j := range blob {
 				blob[j] = byte(i*7 + j*13 + j>>8)
 			}

@@ -15,6 +15,7 @@ import (
 // was, and the next upload, once the server is back, aborts the
 // interrupted multipart upload and completes the tape: no parts are left.
 func TestS3DownMidUpload(t *testing.T) {
+	smallParts(t)
 	srv, s := s3Store(t)
 	ctx := context.Background()
 	local := filepath.Join(t.TempDir(), "big.jbx")
