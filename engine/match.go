@@ -12,6 +12,7 @@ import (
 	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/reqmatch"
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -426,14 +427,14 @@ type IgnoreError struct {
 func (e *IgnoreError) Error() string { return e.msg }
 
 // RulesFor returns the matching rules for a replay or fork of the tape at
-// path: the defaults, then (with sidecar) the rules remembered in its
+// path: the defaults, then (with remembered) the rules remembered in its
 // sidecar folder, then more; compiled. The rules the tape itself keeps
 // (run.start's match) are added when it is opened.
-func RulesFor(path string, more reqmatch.Rules, sidecar bool) (*reqmatch.Rules, error) {
+func RulesFor(path string, more reqmatch.Rules, remembered bool) (*reqmatch.Rules, error) {
 	var kept reqmatch.Rules
-	if sidecar {
+	if remembered {
 		var err error
-		if kept, err = reqmatch.Remembered(tapefmt.Sidecar(path)); err != nil {
+		if kept, err = reqmatch.Remembered(sidecar.Dir(path)); err != nil {
 			return nil, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/reqmatch"
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -91,7 +92,7 @@ func TestReplayRemembersRules(t *testing.T) {
 	t.Parallel()
 	run, tape := recordMatchAgent(t, "timestamp")
 	kept := reqmatch.Rules{Ignore: []string{"messages.0.content"}}
-	if err := kept.Remember(tapefmt.Sidecar(tape)); err != nil {
+	if err := kept.Remember(sidecar.Dir(tape)); err != nil {
 		t.Fatal(err)
 	}
 	if res, _, err := replayWith(t, run, tape, nil); err != nil || res.Divergence != nil {

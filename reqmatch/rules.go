@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -158,7 +159,7 @@ func (r Rules) Save(path string) error {
 	if err := enc.Encode(Rules{Ignore: r.Ignore, Scrub: r.Scrub}); err != nil {
 		return err
 	}
-	return tapefmt.WriteSidecarFile(path, []byte(buf.String()))
+	return sidecar.WriteFile(path, []byte(buf.String()))
 }
 
 // ParsePath splits a field path (keys separated by dots, array positions as
@@ -207,7 +208,7 @@ func Default() *Rules {
 	return r
 }
 
-// FileName is the rules file in a tape's sidecar folder (tapefmt.Sidecar).
+// FileName is the rules file in a tape's sidecar folder (sidecar.Dir).
 const FileName = "match.json"
 
 // Remembered reads the rules kept in a tape's sidecar folder; without a

@@ -41,11 +41,15 @@ type RemoteReader interface {
 	// a delta blob's record, whose content only makes sense with its bases
 	// on this tape.
 	KeepRange(r Range)
-	// SidecarFile reads the file name of the tape's sidecar folder where
-	// the tape lies (a store keeps it beside the tape's object); one that
-	// is not there is an error wrapping fs.ErrNotExist.
-	SidecarFile(name string) ([]byte, error)
 }
+
+// Remote is the reader of a tape opened from a store, nil for one opened
+// from a file or a reader.
+func (t *Tape) Remote() RemoteReader { return t.remote }
+
+// Path is the file the tape was opened from, "" for one opened from a
+// store or a reader.
+func (t *Tape) Path() string { return t.path }
 
 // maxPrefetch bounds the bytes one Prefetch of frames asks for: a screen
 // of frames is a few kilobytes, but a hostile tape's index may claim

@@ -13,6 +13,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -132,7 +133,7 @@ func (s *Store) fetchSidecar(ctx context.Context, key, path string) error {
 		if o.IsDir || name == "" || strings.ContainsAny(name, "/\\") || name[0] == '.' || name == stateFile {
 			continue // only the folder's own files, by a plain name
 		}
-		local := filepath.Join(tapefmt.Sidecar(path), name)
+		local := filepath.Join(sidecar.Dir(path), name)
 		if _, err := os.Stat(local); err == nil {
 			continue
 		}
@@ -140,7 +141,7 @@ func (s *Store) fetchSidecar(ctx context.Context, key, path string) error {
 		if err != nil {
 			return s.wrap(o.Key, err)
 		}
-		if err := tapefmt.WriteSidecarFile(local, b); err != nil {
+		if err := sidecar.WriteFile(local, b); err != nil {
 			return err
 		}
 	}
@@ -340,7 +341,7 @@ func (f *Fetched) KeepNote(b []byte) error {
 	if f.noCache {
 		return nil
 	}
-	return tapefmt.WriteSidecarFile(notePath(f.base, f.SHA256), b)
+	return sidecar.WriteFile(notePath(f.base, f.SHA256), b)
 }
 
 func notePath(base, sum string) string { return filepath.Join(base, "objects", sum, ".verified.json") }

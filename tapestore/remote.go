@@ -19,6 +19,7 @@ import (
 
 	"gocloud.dev/gcerrors"
 
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -420,7 +421,7 @@ func (o *object) fetch(f *flight, keep bool) error {
 		// Its file is written whole (a temporary file renamed), and named
 		// with its CRC, checked when it is read back.
 		name := spanName(f.lo, f.hi, buf)
-		if tapefmt.WriteSidecarFile(filepath.Join(o.dir, name), buf) == nil {
+		if sidecar.WriteFile(filepath.Join(o.dir, name), buf) == nil {
 			s.file = name
 		}
 	}
@@ -561,7 +562,7 @@ func (o *object) KeepBlob(h tapefmt.Hash, b []byte) {
 	if st, err := os.Stat(p); err == nil && st.Size() == int64(len(b)) {
 		return
 	}
-	_ = tapefmt.WriteSidecarFile(p, b) // one not kept is fetched again
+	_ = sidecar.WriteFile(p, b) // one not kept is fetched again
 }
 
 // KeepRange writes the bytes of r, which spans in memory hold, to the
@@ -584,7 +585,7 @@ func (o *object) KeepRange(r tapefmt.Range) {
 		return
 	}
 	name := spanName(lo, hi, buf)
-	if tapefmt.WriteSidecarFile(filepath.Join(o.dir, name), buf) == nil {
+	if sidecar.WriteFile(filepath.Join(o.dir, name), buf) == nil {
 		o.add(&span{lo: lo, hi: hi, file: name})
 	}
 }
@@ -602,7 +603,7 @@ func (o *object) blobPath(h tapefmt.Hash) string {
 
 // SidecarFile reads a file of the tape's sidecar folder from the store,
 // where an upload put it beside the tape (KEY.d/NAME); one the store does
-// not hold wraps fs.ErrNotExist (tapefmt.RemoteReader).
+// not hold wraps fs.ErrNotExist (sidecar.Read).
 func (o *object) SidecarFile(name string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(o.ctx, requestTimeout)
 	defer cancel()
@@ -615,3 +616,5 @@ func (o *object) SidecarFile(name string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+var _ sidecar.Remote = (*object)(nil)

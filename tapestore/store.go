@@ -12,6 +12,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -89,7 +90,7 @@ func KeyFor(localName string, id [16]byte) string {
 func summaryKey(key string) string { return key + ".summary.json" }
 
 // sidecarPrefix is where a tape's sidecar files go.
-func sidecarPrefix(key string) string { return tapefmt.Sidecar(key) + "/" }
+func sidecarPrefix(key string) string { return sidecar.Dir(key) + "/" }
 
 // remote is an object read by ranged GETs, as an io.ReaderAt.
 type remote struct {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -83,8 +84,8 @@ func TestFileStore(t *testing.T) {
 	}
 	local := t.TempDir()
 	tape := copyTape(t, local, "run.jbx")
-	os.MkdirAll(tapefmt.Sidecar(tape), 0o755)
-	os.WriteFile(filepath.Join(tapefmt.Sidecar(tape), "markers.json"), []byte(`[{"frame":3}]`), 0o644)
+	os.MkdirAll(sidecar.Dir(tape), 0o755)
+	os.WriteFile(filepath.Join(sidecar.Dir(tape), "markers.json"), []byte(`[{"frame":3}]`), 0o644)
 	var last int64
 	up, err := s.Upload(ctx, tape, func(done, total int64) { last = done })
 	if err != nil {
@@ -145,10 +146,10 @@ func TestFileStore(t *testing.T) {
 	if err != nil || p.Already || p.Head != up.Head {
 		t.Fatalf("download: %+v, %v", p, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(tapefmt.Sidecar(p.Path), "markers.json")); err != nil || string(b) != `[{"frame":3}]` {
+	if b, err := os.ReadFile(filepath.Join(sidecar.Dir(p.Path), "markers.json")); err != nil || string(b) != `[{"frame":3}]` {
 		t.Errorf("the sidecar did not come with the tape: %q %v", b, err)
 	}
-	if _, err := os.Stat(filepath.Join(tapefmt.Sidecar(p.Path), stateFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(sidecar.Dir(p.Path), stateFile)); err == nil {
 		t.Error("the upload notes travelled with the tape")
 	}
 	if p, err := s.Download(ctx, up.Key, into, nil); err != nil || !p.Already {
@@ -194,7 +195,7 @@ func TestUploadWhenTheNoteFails(t *testing.T) {
 	}
 	defer s.Close()
 	tape := copyTape(t, t.TempDir(), "run.jbx")
-	if err := os.WriteFile(tapefmt.Sidecar(tape), []byte("not a folder"), 0o644); err != nil {
+	if err := os.WriteFile(sidecar.Dir(tape), []byte("not a folder"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	up, err := s.Upload(ctx, tape, nil)

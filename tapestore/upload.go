@@ -16,6 +16,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -413,7 +414,7 @@ const stateFile = "store.json"
 // match rules), each over its earlier copy: they are notes that change,
 // not the tape.
 func (s *Store) sendSidecar(ctx context.Context, path, key string) error {
-	dir := tapefmt.Sidecar(path)
+	dir := sidecar.Dir(path)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil // none (what stands there, if anything, is not the tape's)
 	}
@@ -457,7 +458,7 @@ type note struct {
 
 func readNotes(path string) notes {
 	var n notes
-	b, err := os.ReadFile(filepath.Join(tapefmt.Sidecar(path), stateFile))
+	b, err := os.ReadFile(filepath.Join(sidecar.Dir(path), stateFile))
 	if err == nil {
 		json.Unmarshal(b, &n)
 	}
@@ -488,7 +489,7 @@ func writeNotes(path string, n notes) error {
 	if err != nil {
 		return err
 	}
-	return tapefmt.WriteSidecarFile(filepath.Join(tapefmt.Sidecar(path), stateFile), b)
+	return sidecar.WriteFile(filepath.Join(sidecar.Dir(path), stateFile), b)
 }
 
 // Noted reports whether the tape at path is noted as uploaded to store

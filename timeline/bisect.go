@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -43,8 +44,8 @@ type BisectFound struct {
 
 // ReadBisect reads t's BisectFile: nil and no error when there is none.
 func ReadBisect(t *tapefmt.Tape) (*BisectState, error) {
-	b, err := t.SidecarFile(BisectFile)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, tapefmt.ErrNoSidecar) {
+	b, err := sidecar.Read(t, BisectFile)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, sidecar.ErrRemote) {
 		return nil, nil
 	}
 	if err != nil {

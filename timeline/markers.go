@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // MarkersFile is the turntable's markers in a tape's sidecar folder
-// (tapefmt.Sidecar): never in the tape, whose hash chain and seal they
+// (sidecar.Dir): never in the tape, whose hash chain and seal they
 // would break.
 const MarkersFile = "markers.json"
 
@@ -31,7 +32,7 @@ func LoadMarkers(path string) ([]Marker, error) {
 	if tapefmt.IsRemote(path) {
 		return nil, nil // a store's tape: no folder beside it here
 	}
-	file := filepath.Join(tapefmt.Sidecar(path), MarkersFile)
+	file := filepath.Join(sidecar.Dir(path), MarkersFile)
 	raw, err := os.ReadFile(file)
 	return parseMarkers(file, raw, err)
 }
@@ -40,8 +41,8 @@ func LoadMarkers(path string) ([]Marker, error) {
 // lies: in its sidecar folder, or beside its object in a store (uploaded
 // with it).
 func (tl *Timeline) Markers() ([]Marker, error) {
-	raw, err := tl.t.SidecarFile(MarkersFile)
-	return parseMarkers(tapefmt.Sidecar(tl.path)+"/"+MarkersFile, raw, err)
+	raw, err := sidecar.Read(tl.t, MarkersFile)
+	return parseMarkers(sidecar.Dir(tl.path)+"/"+MarkersFile, raw, err)
 }
 
 // parseMarkers reads a markers file's bytes (or its read error: none when
@@ -66,9 +67,9 @@ func parseMarkers(file string, raw []byte, err error) ([]Marker, error) {
 // made if missing), replacing the file whole; no markers removes it.
 func SaveMarkers(path string, markers []Marker) error {
 	if tapefmt.IsRemote(path) {
-		return fmt.Errorf("%s: %w", path, tapefmt.ErrNoSidecar)
+		return fmt.Errorf("%s: %w", path, sidecar.ErrRemote)
 	}
-	dir := tapefmt.Sidecar(path)
+	dir := sidecar.Dir(path)
 	file := filepath.Join(dir, MarkersFile)
 	if len(markers) == 0 {
 		if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -82,5 +83,5 @@ func SaveMarkers(path string, markers []Marker) error {
 	if err != nil {
 		return err
 	}
-	return tapefmt.WriteSidecarFile(file, append(raw, '\n'))
+	return sidecar.WriteFile(file, append(raw, '\n'))
 }

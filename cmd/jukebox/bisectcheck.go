@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -74,7 +75,7 @@ func (c *BisectCmd) runCheck(ctx context.Context, env *Env) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	statePath := filepath.Join(tapefmt.Sidecar(c.Tape), timeline.BisectFile)
+	statePath := filepath.Join(sidecar.Dir(c.Tape), timeline.BisectFile)
 	var state timeline.BisectState
 	if b, err := os.ReadFile(statePath); err == nil {
 		if err := json.Unmarshal(b, &state); err != nil {
@@ -371,7 +372,7 @@ func writeBisectState(path string, s timeline.BisectState) error {
 	if err != nil {
 		return err
 	}
-	return tapefmt.WriteSidecarFile(path, append(b, '\n'))
+	return sidecar.WriteFile(path, append(b, '\n'))
 }
 
 // copyTree copies the folder src to dst (made), files, folders and

@@ -4,14 +4,15 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/jukebox-os/jukebox/reqmatch"
-	"github.com/jukebox-os/jukebox/tapefmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/reqmatch"
+	"github.com/jukebox-os/jukebox/sidecar"
 
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
@@ -170,7 +171,7 @@ func TestJSONShapes(t *testing.T) {
 	out, _ := wantCode(t, ExitOK, "ls", "--json", dir)
 	checkShape(t, doc, "ls", out, seen)
 	rulesTape := filepath.Join(dir, "agent-run.jbx")
-	side := tapefmt.Sidecar(rulesTape)
+	side := sidecar.Dir(rulesTape)
 	must(t, os.MkdirAll(side, 0o755))
 	must(t, os.WriteFile(filepath.Join(side, reqmatch.FileName), []byte(`{"ignore": ["messages"], "scrub": [{"pattern": "x"}]}`), 0o644))
 	out, _ = wantCode(t, ExitOK, "rules", "--json", "--clear", rulesTape)

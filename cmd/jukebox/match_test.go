@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/reqmatch"
-	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/sidecar"
 )
 
 // TestReplayMatchFlags: bad rules are refused before the agent starts
@@ -15,7 +15,7 @@ import (
 // tape, with --remember-rules, once the run has checked them.
 func TestReplayMatchFlags(t *testing.T) {
 	tape := filepath.Join(sampleTapes(t), "agent-run.jbx")
-	side := tapefmt.Sidecar(tape)
+	side := sidecar.Dir(tape)
 
 	_, errs := wantCode(t, ExitUsage, "replay", "--ignore", "messages.*.contnt", tape, "--", "true")
 	if !strings.Contains(errs, "messages.*.contnt") || !strings.Contains(errs, "content, role") {

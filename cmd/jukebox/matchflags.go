@@ -8,6 +8,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/reqmatch"
+	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -69,8 +70,8 @@ func (f matchFlags) rules(tape string, strict bool, w io.Writer) (*reqmatch.Rule
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
-	file := filepath.Join(tapefmt.Sidecar(tape), reqmatch.FileName)
-	kept, err := reqmatch.Remembered(tapefmt.Sidecar(tape))
+	file := filepath.Join(sidecar.Dir(tape), reqmatch.FileName)
+	kept, err := reqmatch.Remembered(sidecar.Dir(tape))
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
@@ -83,7 +84,7 @@ func (f matchFlags) rules(tape string, strict bool, w io.Writer) (*reqmatch.Rule
 	}
 	r, err := engine.RulesFor(tape, more, !strict)
 	if err != nil {
-		return nil, withCode(ExitUsage, fmt.Errorf("%s: %w", tapefmt.Sidecar(tape), err))
+		return nil, withCode(ExitUsage, fmt.Errorf("%s: %w", sidecar.Dir(tape), err))
 	}
 	return r, nil
 }
@@ -98,7 +99,7 @@ func (f matchFlags) remember(asked bool, tape string, runErr error, w io.Writer)
 	if !asked || !any || err != nil || errors.As(runErr, &ie) {
 		return
 	}
-	side := tapefmt.Sidecar(tape)
+	side := sidecar.Dir(tape)
 	kept, _ := reqmatch.Remembered(side)
 	if err := kept.Merge(more).Remember(side); err != nil {
 		fmt.Fprintf(w, "jukebox: warning: the matching rules could not be remembered beside the tape: %v\n", err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/reqmatch"
-	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/sidecar"
 )
 
 // RulesCmd shows the matching rules a replay of a tape uses, where each
@@ -38,11 +38,11 @@ func (c *RulesCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	res := rulesResult{Tape: c.Tape, BesideFile: filepath.Join(tapefmt.Sidecar(c.Tape), reqmatch.FileName),
+	res := rulesResult{Tape: c.Tape, BesideFile: filepath.Join(sidecar.Dir(c.Tape), reqmatch.FileName),
 		Defaults: reqmatch.DefaultIgnore}
 	recorded := reqmatch.FromTape(start.Match)
 	res.Recorded, res.IgnoreOutput = &recorded, append([]string{}, start.IgnoreOutput...)
-	beside, err := reqmatch.Remembered(tapefmt.Sidecar(c.Tape))
+	beside, err := reqmatch.Remembered(sidecar.Dir(c.Tape))
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/reqmatch"
-	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/sidecar"
 )
 
 // promptAgent asks the model $PROMPT once and prints the answer.
@@ -41,7 +41,7 @@ func promptTape(t *testing.T, prompt string, flags ...string) (string, func(stri
 // rules beside the tape are applied and named.
 func TestStrictIgnoresPlantedRules(t *testing.T) {
 	tape, agent := promptTape(t, "what is the capital of France?")
-	side := tapefmt.Sidecar(tape)
+	side := sidecar.Dir(tape)
 	must(t, os.MkdirAll(side, 0o755))
 	must(t, os.WriteFile(filepath.Join(side, reqmatch.FileName), []byte(`{"ignore": ["messages"]}`), 0o644))
 
@@ -67,7 +67,7 @@ func TestRecordKeepsRulesInTheTape(t *testing.T) {
 		t.Fatalf("run.start match: %+v", rs.Match)
 	}
 	wantCode(t, ExitOK, append([]string{"replay", "--strict", tape, "--"}, agent("report for 2027-01-31")...)...)
-	if _, err := os.Stat(tapefmt.Sidecar(tape)); err == nil {
+	if _, err := os.Stat(sidecar.Dir(tape)); err == nil {
 		t.Errorf("record wrote a sidecar folder; its rules belong in the tape")
 	}
 	out, _ := wantCode(t, ExitOK, "rules", tape)
@@ -82,7 +82,7 @@ func TestRecordKeepsRulesInTheTape(t *testing.T) {
 // --remember-rules, and jukebox rules --clear removes them.
 func TestRulesRememberedOnlyWhenAsked(t *testing.T) {
 	tape := filepath.Join(sampleTapes(t), "agent-run.jbx")
-	file := filepath.Join(tapefmt.Sidecar(tape), reqmatch.FileName)
+	file := filepath.Join(sidecar.Dir(tape), reqmatch.FileName)
 	wantCode(t, ExitOK, "replay", "--ignore", "messages", tape, "--", "true")
 	if _, err := os.Stat(file); err == nil {
 		t.Fatalf("an exploratory --ignore was kept in %s", file)

@@ -1,4 +1,4 @@
-package tapefmt
+package sidecar
 
 import (
 	"errors"
@@ -6,14 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // TestNoSidecarForAURL: a file beside a tape named by a URL is refused,
 // and no folder named after the URL appears.
 func TestNoSidecarForAURL(t *testing.T) {
 	t.Chdir(t.TempDir())
-	err := WriteSidecarFile("s3://b/p/run.jbx.d/markers.json", []byte("{}"))
-	if !errors.Is(err, ErrNoSidecar) {
+	err := WriteFile("s3://b/p/run.jbx.d/markers.json", []byte("{}"))
+	if !errors.Is(err, ErrRemote) {
 		t.Errorf("WriteSidecarFile of a URL: %v", err)
 	}
 	if _, err := os.Stat("s3:"); err == nil {
@@ -27,30 +29,30 @@ func TestNoSidecarForAURL(t *testing.T) {
 func TestSidecarFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.jbx")
-	if err := CreateWith(path, Options{}, func(w *Writer) error {
-		_, err := w.Append(0, RunStart{Argv: []string{"agent"}})
+	if err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		_, err := w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteSidecarFile(filepath.Join(Sidecar(path), "notes.json"), []byte(`{"a":1}`)); err != nil {
+	if err := WriteFile(filepath.Join(Dir(path), "notes.json"), []byte(`{"a":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "secret"), []byte("not the tape's"), 0o644)
-	tp, err := Open(path)
+	tp, err := tapefmt.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tp.Close()
-	if b, err := tp.SidecarFile("notes.json"); err != nil || string(b) != `{"a":1}` {
+	if b, err := Read(tp, "notes.json"); err != nil || string(b) != `{"a":1}` {
 		t.Errorf("notes.json: %q, %v", b, err)
 	}
-	if _, err := tp.SidecarFile("missing.json"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Read(tp, "missing.json"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a file that is not there: %v", err)
 	}
 	for _, name := range []string{"../secret", "..", "", "a/b", `..\secret`} {
-		if b, err := tp.SidecarFile(name); err == nil || errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("SidecarFile(%q): %q, %v (want refused)", name, b, err)
+		if b, err := Read(tp, name); err == nil || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Read(%q): %q, %v (want refused)", name, b, err)
 		}
 	}
 }
