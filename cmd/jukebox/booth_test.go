@@ -38,6 +38,7 @@ func runBoothCLI(t *testing.T, args ...string) (string, string, error) {
 }
 
 func TestBoothCommands(t *testing.T) {
+	t.Parallel()
 	requireBooth(t)
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644)

@@ -97,6 +97,7 @@ func asRootAndNobody(t *testing.T, f func(t *testing.T, nobody bool)) {
 // (before, the DNS query itself was refused and the tape held only the
 // resolver's address).
 func TestNetNoneNamesTheHost(t *testing.T) {
+	t.Parallel()
 	asRootAndNobody(t, func(t *testing.T, nobody bool) {
 		out, frames := netRecord(t, nobody, nil, "443")
 		if !strings.Contains(out, "resolved 198.18.") || !strings.Contains(out, "443 refused 111") {
@@ -116,6 +117,7 @@ func TestNetNoneNamesTheHost(t *testing.T) {
 // a name is refused (the agent gets ECONNREFUSED), taped as a net.conn
 // with refused set and the name, and the run says so.
 func TestHermeticRefusesPlainTCP(t *testing.T) {
+	t.Parallel()
 	asRootAndNobody(t, func(t *testing.T, nobody bool) {
 		out, frames := netRecord(t, nobody, []string{"--hermetic"}, "5432")
 		if !strings.Contains(out, "5432 refused 111") {

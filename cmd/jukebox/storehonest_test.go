@@ -33,6 +33,7 @@ func flippedTape(t *testing.T, dir, name string) string {
 // connections and never answers exits with the agent's code once
 // --store-timeout has passed, keeps the tape and names the push command.
 func TestRecordStoreNeverAnswers(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // does: the breaker stops the run (exit 7) long before the agent's 50
 // rounds, and ls, cost and show mark the counted figures with "~".
 func TestUsagelessStreamCapped(t *testing.T) {
+	t.Parallel()
 	agents := testenv.RequireNode(t)
 	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "loop",
   "reply": {"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo still waiting"}}]}}]}`))
