@@ -314,6 +314,39 @@ type FileChange struct {
 	MtimeNs int64            `json:"mtime_ns,omitempty"`
 	Xattrs  map[string]Bytes `json:"xattrs,omitzero"`
 	Link    string           `json:"link,omitempty"`
+	// Step, when set, makes this frame a step record rather than a
+	// member of the committed change set: the workspace's state of Path
+	// (against the run's start) at step boundary Step, from 1, read
+	// before the model call that follows it, or when the agent ended.
+	// A step record is written only when the path changed since the
+	// boundary before; op restore says it is back as it was at the start.
+	Step int `json:"step,omitempty"`
+}
+
+// IsStep reports whether f is a step record (FileChange.Step), not part
+// of the committed change set.
+func (f *FileChange) IsStep() bool { return f.Step > 0 }
+
+// Snapshot is the workspace as it was when a booth run began (record
+// --booth --snapshot): every path in it, in path order, each file's
+// content a blob. A large workspace takes several frames, Part from 1 of
+// Parts, written one after the other.
+type Snapshot struct {
+	Tx        string          `json:"tx,omitempty"`
+	Workspace string          `json:"workspace"`
+	Part      int             `json:"part"`
+	Parts     int             `json:"parts"`
+	Files     []SnapshotEntry `json:"files"`
+}
+
+// SnapshotEntry is one path of a Snapshot's listing.
+type SnapshotEntry struct {
+	Path   string `json:"path"`
+	Type   string `json:"type"` // "file", "dir" or "symlink"
+	Mode   uint32 `json:"mode,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+	Body   Hash   `json:"body,omitzero"`
+	Target string `json:"target,omitempty"`
 }
 
 // Where is the changed path as a reader should see it: relative to the
@@ -628,6 +661,7 @@ func (HTTPRequest) Kind() Kind  { return KindHTTPRequest }
 func (HTTPResponse) Kind() Kind { return KindHTTPResponse }
 func (NetConn) Kind() Kind      { return KindNetConn }
 func (Control) Kind() Kind      { return KindControl }
+func (Snapshot) Kind() Kind     { return KindSnapshot }
 func (u Unknown) Kind() Kind    { return u.K }
 
 // payloadTypes makes the zero payload of each known kind, as a pointer.
@@ -655,6 +689,7 @@ var payloadTypes = map[Kind]func() Payload{
 	KindHTTPResponse: func() Payload { return &HTTPResponse{} },
 	KindNetConn:      func() Payload { return &NetConn{} },
 	KindControl:      func() Payload { return &Control{} },
+	KindSnapshot:     func() Payload { return &Snapshot{} },
 }
 
 // Decode parses the frame's payload into its typed form (a pointer such as
