@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -119,6 +120,9 @@ func (tx *Tx) WalkStart(fn func(rel, abs string, fi fs.FileInfo) error) error {
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		if st := filepath.ToSlash(tx.ws.stateRel); st != "" && strings.HasPrefix(st, rel+"/") {
+			return nil // a folder only there to hold the booth's state: what else it holds is listed
 		}
 		fi, err := d.Info()
 		if err != nil {
