@@ -53,7 +53,10 @@ type Workspace struct {
 	Files    []WorkspaceFile `json:"files"`    // in path order
 	// Gone are the paths the agent had deleted by the frame.
 	Gone []string `json:"gone,omitempty"`
-	tape *tapefmt.Tape
+	// FolderGone: without a snapshot, the recorded folder is not there,
+	// so only what the agent wrote is known.
+	FolderGone bool `json:"folder_gone,omitempty"`
+	tape       *tapefmt.Tape
 }
 
 // Missing lists the files whose content cannot be rebuilt.
@@ -104,6 +107,9 @@ func WorkspaceOf(t *tapefmt.Tape, name string, i int) (*Workspace, error) {
 	start := sc.snapshot
 	if start == nil {
 		start = folderStart(sc.folder, sc.tapePaths)
+		if _, err := os.Stat(sc.folder); err != nil {
+			w.FolderGone = true
+		}
 	}
 	files := map[string]*WorkspaceFile{}
 	for p, f := range start {
@@ -323,7 +329,9 @@ func apply(files, start map[string]*WorkspaceFile, c change, w *Workspace) error
 	case tapefmt.OpChmod, tapefmt.OpChmodDir:
 		s, ok := files[p]
 		if !ok {
-			return fmt.Errorf("frame %d: %s of %q, which the run's start does not hold", c.frame, fc.Op, p)
+			set(&WorkspaceFile{Type: map[bool]string{true: "dir", false: "file"}[fc.Op == tapefmt.OpChmodDir], Mode: fc.Mode, Source: SourceMissing,
+				Why: fmt.Sprintf("frame %d changed only its mode, and its content as the run found it is not known (no snapshot on the tape, and the recorded folder does not hold it)", c.frame)})
+			return nil
 		}
 		f := *s
 		f.Mode = fc.Mode

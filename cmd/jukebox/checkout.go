@@ -28,6 +28,7 @@ type checkoutJSON struct {
 	Folder   string                   `json:"folder"`
 	Snapshot bool                     `json:"snapshot"`
 	Steps    bool                     `json:"steps"`
+	Gone     bool                     `json:"folder_gone,omitempty"`
 	Written  int                      `json:"written"`
 	Changed  []timeline.WorkspaceFile `json:"changed"`
 	Missing  []timeline.WorkspaceFile `json:"missing"`
@@ -53,7 +54,7 @@ func (c *CheckoutCmd) Run(env *Env) error {
 	}
 	missing := ws.Missing()
 	if c.JSON {
-		out := checkoutJSON{Frame: c.Frame, Dir: c.Dir, Folder: ws.Folder, Snapshot: ws.Snapshot, Steps: ws.Steps,
+		out := checkoutJSON{Frame: c.Frame, Dir: c.Dir, Folder: ws.Folder, Snapshot: ws.Snapshot, Steps: ws.Steps, Gone: ws.FolderGone,
 			Written: n, Changed: ws.Changed(), Missing: missing}
 		if out.Missing == nil {
 			out.Missing = []timeline.WorkspaceFile{}
@@ -78,6 +79,9 @@ func (c *CheckoutCmd) report(env *Env, ws *timeline.Workspace, n int, missing []
 	}
 	fmt.Fprintf(env.Stdout, "frame %d: wrote %d paths into %s, from %s, %d changed by the agent\n",
 		c.Frame, n, termtext.Quote(c.Dir), from, len(ws.Changed()))
+	if ws.FolderGone {
+		fmt.Fprintf(env.Stdout, "the recorded folder %s is gone and the tape has no snapshot: only the files the agent wrote are here\n", termtext.Quote(ws.Folder))
+	}
 	if !ws.Steps {
 		fmt.Fprintln(env.Stdout, "the tape has no step records: the agent's changes show only from the change set on, at the run's end")
 	}
