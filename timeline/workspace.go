@@ -51,8 +51,9 @@ type Workspace struct {
 	Snapshot bool            `json:"snapshot"` // the start is on the tape
 	Steps    bool            `json:"steps"`    // the tape has step records
 	Files    []WorkspaceFile `json:"files"`    // in path order
-	// Gone are the paths the agent had deleted by the frame.
-	Gone []string `json:"gone,omitempty"`
+	// Gone are the paths the agent had deleted by the frame (Op
+	// delete, Frame the record's).
+	Gone []WorkspaceFile `json:"gone,omitempty"`
 	// FolderGone: without a snapshot, the recorded folder is not there,
 	// so only what the agent wrote is known.
 	FolderGone bool `json:"folder_gone,omitempty"`
@@ -79,9 +80,7 @@ func (w *Workspace) Changed() []WorkspaceFile {
 			out = append(out, f)
 		}
 	}
-	for _, g := range w.Gone {
-		out = append(out, WorkspaceFile{Path: g, Op: tapefmt.OpDelete, Changed: true, Source: SourceTape, Frame: -1})
-	}
+	out = append(out, w.Gone...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
@@ -140,7 +139,6 @@ func WorkspaceOf(t *tapefmt.Tape, name string, i int) (*Workspace, error) {
 	if err := underLink(w.Files); err != nil {
 		return nil, err
 	}
-	sort.Strings(w.Gone)
 	return w, nil
 }
 
@@ -323,7 +321,7 @@ func apply(files, start map[string]*WorkspaceFile, c change, w *Workspace) error
 		set(&WorkspaceFile{Type: "dir", Mode: fc.Mode, Source: SourceTape})
 	case tapefmt.OpDelete:
 		if _, ok := files[p]; ok || start[p] != nil {
-			w.Gone = append(w.Gone, p)
+			w.Gone = append(w.Gone, WorkspaceFile{Path: p, Op: tapefmt.OpDelete, Changed: true, Source: SourceTape, Frame: c.frame})
 		}
 		removeTree(files, p)
 	case tapefmt.OpChmod, tapefmt.OpChmodDir:
