@@ -2,11 +2,14 @@ package tui
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -97,4 +100,28 @@ func TestFilesPaneAtTheNeedle(t *testing.T) {
 	if v := d2.View(); !strings.Contains(v, "no booth run") {
 		t.Fatalf("a tape outside the booth:\n%s", v)
 	}
+}
+
+// TestFilesPaneTmux: in a real terminal, W on the second call of a booth
+// tape shows the workspace there (notes.md's second edit, old.txt gone),
+// and esc goes back to the timeline.
+func TestFilesPaneTmux(t *testing.T) {
+	t.Parallel()
+	testenv.RequireTmux(t)
+	testenv.Short(t, "runs the binary in tmux")
+	bin := filepath.Join(testenv.Binaries(t), "jukebox")
+	tape := writeBoothTape(t)
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("jukebox-files-%d", os.Getpid()), name: "play"}
+	t.Cleanup(func() { s.tmux("kill-server") })
+	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "100", "-y", "30",
+		fmt.Sprintf("env NO_COLOR= %s play %s", bin, tape)); err != nil {
+		t.Fatalf("tmux new-session: %v %s", err, out)
+	}
+	s.waitScreen("JUKEBOX", "q quit")
+	s.keys("n", "n", "n")
+	s.waitScreen("frame 10 of 18")
+	s.keys("W")
+	s.waitScreen("files at frame 10", "delete   old.txt", "+third line")
+	s.keys("Escape")
+	s.waitScreen("timeline · workspace.jbx · frame 10 of 18")
 }
