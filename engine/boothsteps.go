@@ -86,22 +86,16 @@ func (s *session) snapshot(tx *sandbox.Tx) error {
 				return nil
 			}
 		}
-		e := tapefmt.SnapshotEntry{Path: rel, Mode: unixMode(fi.Mode())}
+		e, ok := tapefmt.EntryOf(rel, fi)
 		switch {
-		case fi.IsDir():
-			e.Type = "dir"
-		case fi.Mode()&fs.ModeSymlink != 0:
-			e.Type = "symlink"
-			e.Target, _ = os.Readlink(abs)
-		case fi.Mode().IsRegular():
-			e.Type, e.Size = "file", fi.Size()
-			if fi.Size() <= tapefmt.MaxBlobSize {
-				if data, err := os.ReadFile(abs); err == nil {
-					e.Body, _ = s.tape.PutBlob("file "+rel, data)
-				}
-			}
-		default:
+		case !ok:
 			return nil // fifos, sockets, devices: never part of a change set either
+		case e.Type == "symlink":
+			e.Target, _ = os.Readlink(abs)
+		case e.Type == "file" && fi.Size() <= tapefmt.MaxBlobSize:
+			if data, err := os.ReadFile(abs); err == nil {
+				e.Body, _ = s.tape.PutBlob("file "+rel, data)
+			}
 		}
 		files = append(files, e)
 		return nil
@@ -119,13 +113,6 @@ func (s *session) snapshot(tx *sandbox.Tx) error {
 
 // snapshotPart is the most paths one ws.snapshot frame lists.
 const snapshotPart = 20000
-
-// unixMode is a file mode as chmod takes it: permissions with setuid,
-// setgid and sticky.
-func unixMode(m fs.FileMode) uint32 {
-	c := sandbox.Change{Mode: m.Perm() | m&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)}
-	return c.UnixMode()
-}
 
 // changeFrame is the file.change frame of c (step 0: of the change set),
 // its content as a blob.

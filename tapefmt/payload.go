@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"path"
 	"strconv"
@@ -716,4 +717,30 @@ func marshalPayload(p Payload) ([]byte, error) {
 		return nil, fmt.Errorf("tapefmt: encode %s payload: %w", p.Kind(), err)
 	}
 	return b, nil
+}
+
+// EntryOf is a path as a snapshot lists it, from its file info: its type,
+// and its mode as chmod takes it (permissions with setuid 04000, setgid
+// 02000 and sticky 01000). ok is false for what a snapshot leaves out
+// (fifos, sockets, devices). A symlink's Target and a file's Body are
+// the caller's to fill.
+func EntryOf(rel string, fi fs.FileInfo) (e SnapshotEntry, ok bool) {
+	m := fi.Mode()
+	e = SnapshotEntry{Path: rel, Mode: uint32(m.Perm())}
+	for bit, u := range map[fs.FileMode]uint32{fs.ModeSetuid: 0o4000, fs.ModeSetgid: 0o2000, fs.ModeSticky: 0o1000} {
+		if m&bit != 0 {
+			e.Mode |= u
+		}
+	}
+	switch {
+	case m.IsDir():
+		e.Type = "dir"
+	case m&fs.ModeSymlink != 0:
+		e.Type, e.Mode = "symlink", 0
+	case m.IsRegular():
+		e.Type, e.Size = "file", fi.Size()
+	default:
+		return e, false
+	}
+	return e, true
 }

@@ -276,17 +276,13 @@ func folderStart(root string, skip []string) startFiles {
 		if err != nil {
 			return nil
 		}
-		f := &WorkspaceFile{Path: rel, Mode: uint32(fi.Mode().Perm()), Source: SourceFolder, abs: abs, Frame: -1}
-		switch {
-		case fi.IsDir():
-			f.Type = "dir"
-		case fi.Mode()&fs.ModeSymlink != 0:
-			f.Type = "symlink"
-			f.Target, _ = os.Readlink(abs)
-		case fi.Mode().IsRegular():
-			f.Type = "file"
-		default:
+		e, ok := tapefmt.EntryOf(rel, fi)
+		if !ok {
 			return nil
+		}
+		f := &WorkspaceFile{Path: rel, Type: e.Type, Mode: e.Mode, Source: SourceFolder, abs: abs, Frame: -1}
+		if e.Type == "symlink" {
+			f.Target, _ = os.Readlink(abs)
 		}
 		out[rel] = f
 		return nil
