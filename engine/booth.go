@@ -82,6 +82,9 @@ type BoothOptions struct {
 	// (RunOptions.Signals) was passed on to it; a second signal, or the
 	// end of grace, kills it. 0 is DefaultGrace.
 	Grace time.Duration
+	// Snapshot writes the workspace as the run found it on the tape
+	// (ws.snapshot), so the tape alone rebuilds it at any frame.
+	Snapshot bool
 }
 
 // RootChanges are the staged changes of a folder outside the workspace
@@ -174,6 +177,14 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	// (sandbox.ErrCannotConfine), so this holds before it starts.
 	confined := b.Mode != sandbox.ModeCopy && b.Mode != sandbox.ModeReflink
 	s.appendFrame(tapefmt.TxBegin{Tx: tx.ID(), Workspace: ws, Mode: b.Mode, Confined: &confined})
+	if b.Snapshot {
+		if err := s.snapshot(tx); err != nil {
+			rerr := tx.Rollback(context.WithoutCancel(ctx))
+			s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: err.Error()})
+			return tapefmt.RunEnd{ExitCode: -1, Error: err.Error()}, errors.Join(err, rerr)
+		}
+	}
+	endSteps := s.startSteps(tx, b.Mode)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.cancel.Store(&cancel)
@@ -185,6 +196,7 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 		Net: b.Net, Endpoints: append(append([]string{s.proxy.addr()}, s.mcpAddrs()...), b.Endpoints...), WriteLive: b.WriteLive,
 		Protect: s.protected(), Signals: stop.fwd, OnNetRefused: s.netRefused, Carry: s.carrier(carryCtx)})
 	endCarry()
+	endSteps()
 	s.netResult(res)
 	end := tapefmt.RunEnd{ExitCode: er.ExitCode}
 	if errors.Is(err, sandbox.ErrCannotConfine) || errors.Is(err, sandbox.ErrNotStarted) {
@@ -568,29 +580,11 @@ func rollbackReason(policy CommitPolicy, end tapefmt.RunEnd) string {
 	return "commit policy " + string(policy)
 }
 
-// recordChange writes one file.change frame, with the content as a blob;
-// root names a staged folder outside the workspace ("" is the workspace).
+// recordChange writes one file.change frame of the change set, with the
+// content as a blob; root names a staged folder outside the workspace
+// ("" is the workspace).
 func (s *session) recordChange(txID, root string, c *sandbox.Change) {
-	fc := tapefmt.FileChange{Tx: txID, Root: root, Op: c.Op, Path: c.Path, Mode: c.UnixMode(), Size: c.Size, Target: c.Target, Link: c.Link}
-	if !c.Mtime.IsZero() {
-		fc.MtimeNs = c.Mtime.UnixNano()
-	}
-	if c.Xattrs != nil {
-		fc.Xattrs = make(map[string]tapefmt.Bytes, len(c.Xattrs))
-		for name, v := range c.Xattrs {
-			fc.Xattrs[name] = v
-		}
-	}
-	if s.tape != nil && c.Op == sandbox.OpWrite && c.Size <= tapefmt.MaxBlobSize {
-		if r, err := c.Open(); err == nil {
-			data, rerr := io.ReadAll(r)
-			r.Close()
-			if rerr == nil {
-				fc.Body, _ = s.tape.PutBlob("file "+c.Path, data)
-			}
-		}
-	}
-	s.appendFrame(fc)
+	s.appendFrame(s.changeFrame(txID, root, c, 0))
 }
 
 func (s *session) appendFrame(p tapefmt.Payload) {

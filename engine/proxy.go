@@ -127,6 +127,10 @@ type proxy struct {
 	// with the reason: the run fails with it (session.finish).
 	writeErr atomic.Pointer[error]
 
+	// beforeCall, when set, runs as each model call is received, before
+	// its request frame: the booth's step boundary (startSteps).
+	beforeCall atomic.Pointer[func()]
+
 	mu       sync.Mutex
 	steps    bool            // a call has been made: the next one closes a step
 	inflight int             // calls recorded but not yet answered
@@ -340,6 +344,9 @@ func (p *proxy) recordRequest(x *exchange) (err error) {
 		if _, err := p.tape.Commit(); err != nil {
 			return err
 		}
+	}
+	if f := p.beforeCall.Load(); f != nil {
+		(*f)()
 	}
 	ri := x.decode().info
 	h, err := p.tape.PutBlob(x.provider.Name+" "+x.path+" request", x.body)

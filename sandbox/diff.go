@@ -35,6 +35,11 @@ func (tx *Tx) Diff() (ChangeSet, error) {
 type diffRun struct {
 	*ChangeSet
 	links map[uint64][]linkName
+	// steps, when set, is a read while the child runs (Steps.Next): no
+	// staged file's mode is touched, a file unchanged since the boundary
+	// before is not read again, and seen collects what was read.
+	steps *Steps
+	seen  map[string]stepCached
 }
 
 // linkName is one name of a staged file with several.
@@ -45,21 +50,30 @@ type linkName struct {
 
 func (tx *Tx) diff() (ChangeSet, error) {
 	cs := ChangeSet{TxID: tx.meta.ID}
-	if _, err := os.Lstat(tx.upper); err != nil {
-		return ChangeSet{}, pathErr("diff", ".", err)
-	}
 	run := &diffRun{ChangeSet: &cs, links: map[uint64][]linkName{}}
-	tx.diffRoot(run)
-	tx.diffDir(".", true, run)
-	tx.diffLinks(run)
+	if err := tx.diffLive(run); err != nil {
+		return ChangeSet{}, err
+	}
 	kept, err := tx.keptRefusals()
 	if err != nil {
 		return ChangeSet{}, err
 	}
 	cs.Refused = sortRefusals(append(cs.Refused, kept...))
-	sort.Slice(cs.Changes, func(i, j int) bool { return cs.Changes[i].Path < cs.Changes[j].Path })
-	sort.Slice(cs.DirTimes, func(i, j int) bool { return cs.DirTimes[i].Path < cs.DirTimes[j].Path })
 	return cs, nil
+}
+
+// diffLive is one walk of the staging area into run, its changes sorted:
+// what Diff and Steps.Next share. It takes no lock.
+func (tx *Tx) diffLive(run *diffRun) error {
+	if _, err := os.Lstat(tx.upper); err != nil {
+		return pathErr("diff", ".", err)
+	}
+	tx.diffRoot(run)
+	tx.diffDir(".", true, run)
+	tx.diffLinks(run)
+	sort.Slice(run.Changes, func(i, j int) bool { return run.Changes[i].Path < run.Changes[j].Path })
+	sort.Slice(run.DirTimes, func(i, j int) bool { return run.DirTimes[i].Path < run.DirTimes[j].Path })
+	return nil
 }
 
 // diffRoot records a chmod of the workspace folder itself: the staging
@@ -189,7 +203,7 @@ func (tx *Tx) diffFile(p string, fi, lower fs.FileInfo, cs *diffRun) {
 		cs.links[inode(fi)] = append(cs.links[inode(fi)], linkName{p, fi, lower})
 		return
 	}
-	c, err := tx.fileChange(p, fi, lower)
+	c, err := tx.stepFileChange(p, fi, lower, cs)
 	if err != nil {
 		cs.Refused = append(cs.Refused, unreadableRefusal(p, err))
 		return
@@ -203,6 +217,24 @@ func (tx *Tx) diffFile(p string, fi, lower fs.FileInfo, cs *diffRun) {
 	}
 	cs.Changes = append(cs.Changes, c)
 	tx.implied(p, lower, cs)
+}
+
+// stepFileChange is fileChange, or, for a read while the child runs,
+// the change read at the boundary before when the file was not touched
+// since, else stagedFileChange without making the file readable.
+func (tx *Tx) stepFileChange(p string, fi, lower fs.FileInfo, cs *diffRun) (Change, error) {
+	if cs.steps == nil {
+		return tx.fileChange(p, fi, lower)
+	}
+	c, ok := cs.steps.cached(p, fi)
+	if !ok {
+		var err error
+		if c, err = tx.stagedFileChange(p, fi, lower); err != nil {
+			return c, err
+		}
+	}
+	cs.seen[p] = stepCached{statKey(fi), c}
+	return c, nil
 }
 
 // fileChange is the change a staged regular file with one name makes: a
@@ -259,10 +291,16 @@ func (tx *Tx) diffLinks(cs *diffRun) {
 		sort.Slice(names, func(i, j int) bool { return names[i].path < names[j].path })
 		n := linkCount(names[0].fi)
 		var attrs map[string][]byte
-		err := readableStaged(tx.up(names[0].path), names[0].fi, func() (err error) {
+		read := func() (err error) {
 			attrs, err = userXattrs(tx.up(names[0].path))
 			return err
-		})
+		}
+		var err error
+		if cs.steps != nil {
+			err = read() // never chmod a file the child may be using
+		} else {
+			err = readableStaged(tx.up(names[0].path), names[0].fi, read)
+		}
 		for i, name := range names {
 			switch {
 			case uint64(len(names)) != n:

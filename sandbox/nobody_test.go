@@ -19,6 +19,7 @@ import (
 type nobodyRun struct {
 	Refused []Refusal
 	Err     string
+	Steps   string // SANDBOX_NOBODY_MODE=steps: what Steps.Next saw
 }
 
 // nobodyChild is the child side of TestChmod000AsUser, run as an
@@ -38,6 +39,9 @@ func nobodyChild() {
 			return err
 		}
 		defer tx.Rollback(ctx)
+		if os.Getenv("SANDBOX_NOBODY_MODE") == "steps" {
+			return nobodySteps(tx, &run)
+		}
 		if mode := Mode(os.Getenv("SANDBOX_NOBODY_MODE")); mode == "files" {
 			if err := tx.Files().Chmod("f", 0); err != nil {
 				return err
@@ -88,6 +92,22 @@ func TestChmod000AsUser(t *testing.T) {
 }
 
 func chmod000AsNobody(t *testing.T, mode string) {
+	run, ws := runAsNobody(t, mode)
+	if run.Err != "" || len(run.Refused) > 0 {
+		t.Fatalf("as nobody: err %q, refused %+v", run.Err, run.Refused)
+	}
+	for name, want := range map[string]string{"f": "f\n", "new": "n\n", "locked": "l\n"} {
+		b, err := os.ReadFile(filepath.Join(ws, name))
+		fi, serr := os.Stat(filepath.Join(ws, name))
+		if err != nil || serr != nil || string(b) != want || fi.Mode().Perm() != 0 {
+			t.Errorf("%s after commit: %q (%v), mode %v (%v); want %q, mode 000", name, b, err, fi.Mode(), serr, want)
+		}
+	}
+}
+
+// runAsNobody starts this test binary as nobody over a workspace of its
+// own (f, and locked of mode 000) and reads what its child reports.
+func runAsNobody(t *testing.T, mode string) (nobodyRun, string) {
 	base := t.TempDir()
 	must(t, os.Chmod(filepath.Dir(base), 0o755))
 	must(t, os.Chmod(base, 0o755))
@@ -118,17 +138,36 @@ func chmod000AsNobody(t *testing.T, mode string) {
 	}
 	var run nobodyRun
 	must(t, json.Unmarshal(out, &run))
-	if mode == string(ModeOverlay) && strings.Contains(run.Err, "namespace overlay refused") {
+	if (mode == string(ModeOverlay) || mode == "steps") && strings.Contains(run.Err, "namespace overlay refused") {
 		testenv.Unavailable(t, "the overlay booth for the user nobody ("+run.Err+")", "run on Linux with unprivileged user namespaces allowed")
 	}
-	if run.Err != "" || len(run.Refused) > 0 {
-		t.Fatalf("as nobody: err %q, refused %+v", run.Err, run.Refused)
+	return run, ws
+}
+
+// nobodySteps runs an agent in the overlay as nobody and reads the
+// staging area at a step boundary while the transaction is open.
+func nobodySteps(tx *Tx, run *nobodyRun) error {
+	st := tx.Steps()
+	var out bytes.Buffer
+	if _, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `set -e; echo a > a; echo g > f; rm locked`},
+		Mode: ModeOverlay, Stdout: &out, Stderr: &out, Notice: &bytes.Buffer{}}); err != nil {
+		return err
 	}
-	for name, want := range map[string]string{"f": "f\n", "new": "n\n", "locked": "l\n"} {
-		b, err := os.ReadFile(filepath.Join(ws, name))
-		fi, serr := os.Stat(filepath.Join(ws, name))
-		if err != nil || serr != nil || string(b) != want || fi.Mode().Perm() != 0 {
-			t.Errorf("%s after commit: %q (%v), mode %v (%v); want %q, mode 000", name, b, err, fi.Mode(), serr, want)
-		}
+	cs, err := st.Next()
+	for _, c := range cs {
+		run.Steps += string(c.Op) + " " + c.Path + "\n"
+	}
+	return err
+}
+
+// TestStepsAsUser: as an ordinary user, the booth reads its staging
+// area at a step boundary as root's does.
+func TestStepsAsUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Unavailable(t, "root, to run the booth as the user nobody", "run the tests as root")
+	}
+	run, _ := runAsNobody(t, "steps")
+	if run.Err != "" || run.Steps != "write a\nwrite f\ndelete locked\n" {
+		t.Fatalf("as nobody: err %q, step changes %q", run.Err, run.Steps)
 	}
 }

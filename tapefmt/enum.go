@@ -22,6 +22,9 @@ const (
 	// OpRefused is an entry the agent left that the booth cannot commit
 	// (FileChange.Refused says what it was, Reason why). It is not applied.
 	OpRefused FileOp = "refused"
+	// OpRestore, in a step record only (FileChange.Step), says the path
+	// is back as it was when the run began.
+	OpRestore FileOp = "restore"
 )
 
 // RefusalKind is what a refused entry of a change set was

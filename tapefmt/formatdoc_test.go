@@ -283,10 +283,23 @@ func blobKeys(k Kind) []string {
 	v := reflect.New(payloadType(k)).Elem()
 	byHash := map[Hash]string{}
 	for i := range v.NumField() {
-		if f := v.Type().Field(i); f.Type == reflect.TypeFor[Hash]() {
+		f := v.Type().Field(i)
+		switch {
+		case f.Type == reflect.TypeFor[Hash]():
 			h := HashOf([]byte(f.Name))
 			v.Field(i).Set(reflect.ValueOf(h))
 			byHash[h] = jsonKey(f)
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+			// a list of entries naming blobs: "files[].body"
+			e := reflect.New(f.Type.Elem()).Elem()
+			for j := range e.NumField() {
+				if ef := e.Type().Field(j); ef.Type == reflect.TypeFor[Hash]() {
+					h := HashOf([]byte(f.Name + ef.Name))
+					e.Field(j).Set(reflect.ValueOf(h))
+					byHash[h] = jsonKey(f) + "[]." + jsonKey(ef)
+				}
+			}
+			v.Field(i).Set(reflect.Append(v.Field(i), e))
 		}
 	}
 	var keys []string

@@ -34,6 +34,7 @@ const (
 	KindHTTPResponse Kind = 21 // http.response
 	KindNetConn      Kind = 22 // net.conn
 	KindControl      Kind = 23 // control
+	KindSnapshot     Kind = 24 // ws.snapshot: the workspace at the run's start
 )
 
 var kindNames = [...]string{
@@ -60,6 +61,7 @@ var kindNames = [...]string{
 	KindHTTPResponse: "http.response",
 	KindNetConn:      "net.conn",
 	KindControl:      "control",
+	KindSnapshot:     "ws.snapshot",
 }
 
 // String returns the dotted name of k, or "kind.N" for a kind this version

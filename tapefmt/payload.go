@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"path"
 	"strconv"
@@ -314,6 +315,39 @@ type FileChange struct {
 	MtimeNs int64            `json:"mtime_ns,omitempty"`
 	Xattrs  map[string]Bytes `json:"xattrs,omitzero"`
 	Link    string           `json:"link,omitempty"`
+	// Step, when set, makes this frame a step record rather than a
+	// member of the committed change set: the workspace's state of Path
+	// (against the run's start) at step boundary Step, from 1, read
+	// before the model call that follows it, or when the agent ended.
+	// A step record is written only when the path changed since the
+	// boundary before; op restore says it is back as it was at the start.
+	Step int `json:"step,omitempty"`
+}
+
+// IsStep reports whether f is a step record (FileChange.Step), not part
+// of the committed change set.
+func (f *FileChange) IsStep() bool { return f.Step > 0 }
+
+// Snapshot is the workspace as it was when a booth run began (record
+// --booth --snapshot): every path in it, in path order, each file's
+// content a blob. A large workspace takes several frames, Part from 1 of
+// Parts, written one after the other.
+type Snapshot struct {
+	Tx        string          `json:"tx,omitempty"`
+	Workspace string          `json:"workspace"`
+	Part      int             `json:"part"`
+	Parts     int             `json:"parts"`
+	Files     []SnapshotEntry `json:"files"`
+}
+
+// SnapshotEntry is one path of a Snapshot's listing.
+type SnapshotEntry struct {
+	Path   string `json:"path"`
+	Type   string `json:"type"` // "file", "dir" or "symlink"
+	Mode   uint32 `json:"mode,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+	Body   Hash   `json:"body,omitzero"`
+	Target string `json:"target,omitempty"`
 }
 
 // Where is the changed path as a reader should see it: relative to the
@@ -628,6 +662,7 @@ func (HTTPRequest) Kind() Kind  { return KindHTTPRequest }
 func (HTTPResponse) Kind() Kind { return KindHTTPResponse }
 func (NetConn) Kind() Kind      { return KindNetConn }
 func (Control) Kind() Kind      { return KindControl }
+func (Snapshot) Kind() Kind     { return KindSnapshot }
 func (u Unknown) Kind() Kind    { return u.K }
 
 // payloadTypes makes the zero payload of each known kind, as a pointer.
@@ -655,6 +690,7 @@ var payloadTypes = map[Kind]func() Payload{
 	KindHTTPResponse: func() Payload { return &HTTPResponse{} },
 	KindNetConn:      func() Payload { return &NetConn{} },
 	KindControl:      func() Payload { return &Control{} },
+	KindSnapshot:     func() Payload { return &Snapshot{} },
 }
 
 // Decode parses the frame's payload into its typed form (a pointer such as
@@ -681,4 +717,30 @@ func marshalPayload(p Payload) ([]byte, error) {
 		return nil, fmt.Errorf("tapefmt: encode %s payload: %w", p.Kind(), err)
 	}
 	return b, nil
+}
+
+// EntryOf is a path as a snapshot lists it, from its file info: its type,
+// and its mode as chmod takes it (permissions with setuid 04000, setgid
+// 02000 and sticky 01000). ok is false for what a snapshot leaves out
+// (fifos, sockets, devices). A symlink's Target and a file's Body are
+// the caller's to fill.
+func EntryOf(rel string, fi fs.FileInfo) (e SnapshotEntry, ok bool) {
+	m := fi.Mode()
+	e = SnapshotEntry{Path: rel, Mode: uint32(m.Perm())}
+	for bit, u := range map[fs.FileMode]uint32{fs.ModeSetuid: 0o4000, fs.ModeSetgid: 0o2000, fs.ModeSticky: 0o1000} {
+		if m&bit != 0 {
+			e.Mode |= u
+		}
+	}
+	switch {
+	case m.IsDir():
+		e.Type = "dir"
+	case m&fs.ModeSymlink != 0:
+		e.Type, e.Mode = "symlink", 0
+	case m.IsRegular():
+		e.Type, e.Size = "file", fi.Size()
+	default:
+		return e, false
+	}
+	return e, true
 }

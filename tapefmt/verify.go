@@ -44,6 +44,13 @@ func (p HTTPRequest) blobRefs() []Hash  { return []Hash{p.Body} }
 func (p HTTPResponse) blobRefs() []Hash { return []Hash{p.Body} }
 func (p NetConn) blobRefs() []Hash      { return []Hash{p.Up, p.Down} }
 func (p Control) blobRefs() []Hash      { return []Hash{p.RequestBody, p.AnswerBody, p.File} }
+func (p Snapshot) blobRefs() []Hash {
+	hs := make([]Hash, len(p.Files))
+	for i, f := range p.Files {
+		hs[i] = f.Body
+	}
+	return hs
+}
 
 // Verify recomputes every CRC, the hash chain and the index and, as the
 // options ask, every blob hash and the seal. The error is the first problem

@@ -44,7 +44,9 @@ func Describe(p tapefmt.Payload) string {
 		if p.Op == tapefmt.OpRefused {
 			return fmt.Sprintf("refused %s %s: %s", p.Refused, p.Where(), p.Reason)
 		}
-		return fmt.Sprintf("%s %s (%d bytes)", p.Op, p.Where(), p.Size)
+		return describeFile(p)
+	case *tapefmt.Snapshot:
+		return fmt.Sprintf("workspace at the start: %d paths (part %d of %d)", len(p.Files), p.Part, p.Parts)
 	case *tapefmt.Output:
 		return fmt.Sprintf("fd%d %s", p.Fd, OneLine(string(p.Data), 60))
 	case *tapefmt.HTTPRequest, *tapefmt.HTTPResponse, *tapefmt.NetConn:
@@ -287,4 +289,20 @@ func (r Row) SummaryIn(w int) string {
 		}
 	}
 	return fmt.Sprintf("#%d %s", p.Call, tail)
+}
+
+// describeFile is a file change's line; a step record says its boundary
+// and is not part of the change set.
+func describeFile(p *tapefmt.FileChange) string {
+	s := fmt.Sprintf("%s %s", p.Op, p.Where())
+	switch {
+	case p.Op == tapefmt.OpWrite:
+		s += fmt.Sprintf(" (%d bytes)", p.Size)
+	case p.Op == tapefmt.OpSymlink:
+		s += " → " + p.Target
+	}
+	if p.IsStep() {
+		return fmt.Sprintf("step %d: %s", p.Step, s)
+	}
+	return s
 }

@@ -85,6 +85,7 @@ const (
 	paneForm               // the fork form
 	paneDiff               // the diff pane
 	paneForks              // the fork list
+	paneFiles              // the workspace at the needle
 )
 
 // Deck is the root model of the turntable. It owns the layout and routes
@@ -109,6 +110,7 @@ type Deck struct {
 	form   *forkForm
 	run    *forkRun
 	diff   *diffPane
+	files  *filesPane
 	forks  *forkList
 	play   player
 	// family are the tape opened, the forks run from it and the tapes
@@ -171,7 +173,7 @@ func New(paths []string, o Options) *Deck {
 	st := NewStyles(o.Theme, o.Renderer)
 	d := &Deck{o: o, st: &st, keys: newDeckKeys(), fkeys: newForkKeys(), help: help.New(), send: &sender{},
 		scrub: &scrubber{st: &st, speed: 1}, frame: newFrameView(&st), prompt: newPrompt(&st),
-		diff: newDiffPane(&st), forks: newForkList(&st), play: player{speed: 1}}
+		diff: newDiffPane(&st), files: newFilesPane(&st), forks: newForkList(&st), play: player{speed: 1}}
 	d.help.Styles = st.Help
 	d.ctx, d.stop = context.WithCancel(cmp.Or(o.Context, context.Background()))
 	labels := []string{"", ""}
@@ -317,6 +319,8 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		return d.forkMsg(msg)
 	case diffReadyMsg:
 		d.diffReady(msg)
+	case filesReadyMsg:
+		d.files.ready(msg)
 	case forkScanMsg:
 		d.forksFound(msg)
 	case formModelsMsg:
@@ -387,6 +391,11 @@ func (d *Deck) key(msg tea.KeyMsg) tea.Cmd {
 		return d.diffKey(msg)
 	case paneForks:
 		return d.forksKey(msg)
+	case paneFiles:
+		if d.files.update(msg) == dismissed {
+			d.pane = paneTracks
+		}
+		return nil
 	case paneFrame:
 		if key.Matches(msg, d.frame.keys.Back) {
 			d.pane = paneTracks
@@ -496,6 +505,8 @@ func (d *Deck) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return d.toggleDiff(), true
 	case key.Matches(msg, k.Forks):
 		return d.openForks(), true
+	case key.Matches(msg, k.Files):
+		return d.openFiles(), true
 	case key.Matches(msg, k.Check):
 		return d.checkNow(), true
 	default:
@@ -610,12 +621,14 @@ func (d *Deck) syncKeys(tv *timelineView) {
 	// Forks start from the parent, or from a fork on screen beside it; a
 	// new fork replaces the fork shown (it stays in the list, b).
 	fromHere := len(d.tracks) == 1 || d.forkShown()
-	d.keys.Fork.SetEnabled(canFork && !forking && fromHere && d.pane != paneDiff && d.pane != paneForks)
-	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && !forking && d.pane != paneDiff && d.pane != paneForks)
-	d.keys.Raw.SetEnabled(d.pane != paneDiff && d.pane != paneForks)
-	d.keys.Focus.SetEnabled(d.pane != paneDiff && d.pane != paneForks)
-	d.keys.Forks.SetEnabled(len(d.family) > 0 && d.pane != paneDiff)
-	d.keys.Check.SetEnabled(d.checks[tv.tl] == nil && !tv.growing() && d.pane != paneDiff)
+	other := d.pane != paneDiff && d.pane != paneForks && d.pane != paneFiles // a pane that has the screen
+	d.keys.Fork.SetEnabled(canFork && !forking && fromHere && other)
+	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && !forking && other)
+	d.keys.Raw.SetEnabled(other)
+	d.keys.Focus.SetEnabled(other)
+	d.keys.Forks.SetEnabled(len(d.family) > 0 && d.pane != paneDiff && d.pane != paneFiles)
+	d.keys.Files.SetEnabled(other)
+	d.keys.Check.SetEnabled(d.checks[tv.tl] == nil && !tv.growing() && d.pane != paneDiff && d.pane != paneFiles)
 	d.fkeys.Cancel.SetEnabled(forking)
 	d.diff.syncKeys()
 	for _, t := range d.tracks {
@@ -668,7 +681,7 @@ func recoveryWarning(tracks []*timelineView) string {
 
 // deckKeys work everywhere on the deck (not in the form or a prompt).
 type deckKeys struct {
-	Quit, Help, Fork, Diff, Focus, Raw, Forks, Check key.Binding
+	Quit, Help, Fork, Diff, Focus, Raw, Forks, Check, Files key.Binding
 }
 
 func newDeckKeys() deckKeys {
@@ -681,6 +694,7 @@ func newDeckKeys() deckKeys {
 		Raw:   key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "raw bytes")),
 		Forks: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "forks")),
 		Check: key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "check a store's tape whole")),
+		Files: key.NewBinding(key.WithKeys("W"), key.WithHelp("W", "workspace files here")),
 	}
 }
 
@@ -693,3 +707,13 @@ func newForkKeys() forkKeys {
 
 // Err is why a tape did not open, or nil.
 func (d *Deck) Err() error { return d.openErr }
+
+// openFiles shows the booth's workspace at the needle of the focused
+// timeline: read in a tea.Cmd, it comes back as a filesReadyMsg.
+func (d *Deck) openFiles() tea.Cmd {
+	tv := d.tracks[d.focus]
+	tl, at := tv.tl, tv.cursor
+	d.pane, d.files.loading, d.files.err = paneFiles, true, nil
+	d.play.playing = false
+	return func() tea.Msg { return workspaceText(tl, at) }
+}

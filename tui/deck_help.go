@@ -18,6 +18,8 @@ func (d *Deck) active() Component {
 		return d.diff
 	case paneForks:
 		return d.forks
+	case paneFiles:
+		return d.files
 	case paneFrame:
 		return d.frame
 	}
@@ -46,7 +48,7 @@ func (d *Deck) FullHelp() [][]key.Binding {
 		return groups
 	}
 	k := d.keys
-	return append(groups, []key.Binding{k.Fork, d.fkeys.Cancel, k.Diff, k.Forks, k.Check, k.Raw, k.Focus, k.Help, k.Quit})
+	return append(groups, []key.Binding{k.Fork, d.fkeys.Cancel, k.Diff, k.Forks, k.Files, k.Check, k.Raw, k.Focus, k.Help, k.Quit})
 }
 
 // helpView is the help overlay's text: every key of FullHelp, those that

@@ -60,6 +60,7 @@ func (d *Deck) layout() {
 	d.frame.SetSize(fr.w, fr.h)
 	d.diff.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.forks.SetSize(d.w, max(d.h-chromeRows, 3))
+	d.files.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.prompt.SetSize(d.w, 1)
 	if d.form != nil {
 		d.form.SetSize(d.w, max(d.h-chromeRows, 3))
@@ -173,6 +174,8 @@ func (d *Deck) body() string {
 		return d.diff.View()
 	case d.pane == paneForks:
 		return d.forks.View()
+	case d.pane == paneFiles:
+		return d.files.View()
 	}
 	var col []string
 	for _, t := range d.tracks {

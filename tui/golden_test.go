@@ -12,6 +12,7 @@ import (
 // profile and compares it with testdata/TestGolden/*.golden; run with
 // -update to rewrite them after a deliberate change.
 func TestGolden(t *testing.T) {
+	booth := writeBoothTape(t)
 	panes := []struct {
 		name  string
 		paths []string
@@ -30,6 +31,7 @@ func TestGolden(t *testing.T) {
 		{"two-tapes", []string{agentRun, tornTape}, []tea.KeyMsg{keyTab, runes("n")}},
 		{"torn", []string{tornTape}, nil},
 		{"not-a-tape", []string{notATape}, nil},
+		{"files", []string{booth}, []tea.KeyMsg{runes("n"), runes("n"), runes("n"), runes("W")}},
 	}
 	for _, size := range [][2]int{{40, 12}, {80, 24}, {160, 48}, {200, 60}} {
 		for _, p := range panes {

@@ -22,6 +22,7 @@ type boothFlags struct {
 	Booth     bool                `help:"Run the agent inside the Shadow Booth: its writes to the working directory are staged and committed or rolled back at the end."`
 	Commit    engine.CommitPolicy `enum:"ask,on-success,always,never" default:"ask" help:"With --booth: ask (show the changes and ask), on-success (commit when the agent exits 0), always, or never."`
 	Keep      bool                `help:"With --booth: leave the transaction open instead of rolling it back, for jukebox booth diff|commit|rollback."`
+	Snapshot  bool                `help:"With --booth: keep the workspace as the run found it on the tape (its files as blobs, stored once), so the tape alone rebuilds it at any frame (jukebox checkout, the turntable's files)."`
 	BoothMode string              `enum:"auto,overlay,reflink,copy" default:"auto" help:"With --booth: staging mode; auto (or overlay) runs the agent confined in the namespace overlay, or refuses to start it (exit 2) where that cannot be made; copy (or reflink) runs it unconfined in a copy of the workspace, which stages its changes there but keeps it from nothing else."`
 	Net       string              `enum:"host,none" default:"host" help:"With --booth: the agent's network: host (what you reach) or none (its own network namespace, where only jukebox's endpoints for the run, the recorder and the control API, are reachable). none needs the overlay booth."`
 	// Hermetic refuses the agent's plain TCP under --net none.
@@ -40,8 +41,8 @@ func (b *boothFlags) validate() error {
 	if err := b.validatePG(); err != nil {
 		return err
 	}
-	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.BoothMode != "auto" || (b.Net != "host" && b.Net != "") || len(b.AllowWriteLive) > 0 || len(b.AllowWrite) > 0 || b.Hermetic) {
-		return fmt.Errorf("--commit, --keep, --booth-mode, --net, --hermetic, --allow-write and --allow-write-live only apply with --booth")
+	if !b.Booth && (b.Commit != engine.CommitAsk || b.Keep || b.Snapshot || b.BoothMode != "auto" || (b.Net != "host" && b.Net != "") || len(b.AllowWriteLive) > 0 || len(b.AllowWrite) > 0 || b.Hermetic) {
+		return fmt.Errorf("--commit, --keep, --snapshot, --booth-mode, --net, --hermetic, --allow-write and --allow-write-live only apply with --booth")
 	}
 	if !b.Booth {
 		return nil
@@ -168,7 +169,7 @@ func (b *boothFlags) boothOptions(env *Env) (*engine.BoothOptions, *ttyGuard) {
 	}
 	tty := guardTerminal(env)
 	o := &engine.BoothOptions{Commit: b.Commit, Keep: b.Keep, Mode: sandbox.Mode(b.BoothMode), Notice: env.Stderr,
-		Net: sandbox.Net(b.Net), Hermetic: b.Hermetic, WriteLive: b.AllowWriteLive, Stage: b.AllowWrite, Grace: b.StopGrace}
+		Net: sandbox.Net(b.Net), Hermetic: b.Hermetic, WriteLive: b.AllowWriteLive, Stage: b.AllowWrite, Grace: b.StopGrace, Snapshot: b.Snapshot}
 	if b.Commit == engine.CommitAsk {
 		if haveTerminal() { // it is opened again to ask
 			o.Ask = func(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult, sql []tapefmt.SQLSession) (bool, error) {

@@ -204,6 +204,8 @@ func TestJSONShapes(t *testing.T) {
 		out, _ = wantCode(t, ExitRefused, "record", "--json", "--booth", "--commit", "never", "-o", filepath.Join(work, "booth.jbx"),
 			"--", "sh", "-c", "echo x > f; mkfifo p; ln -s f l")
 		checkShape(t, doc, "record", out, seen)
+		out, _ = wantCode(t, ExitOK, "checkout", "--json", filepath.Join(work, "booth.jbx"), "--frame", "4", filepath.Join(work, "out"))
+		checkShape(t, doc, "checkout", out, seen)
 	}
 
 	// A store in a folder: push (one tape up, one noted before) and pull.

@@ -63,6 +63,7 @@ type CLI struct {
 	Rules     RulesCmd     `cmd:"" help:"Show the matching rules a replay of a tape uses (recorded in it, kept beside it, the defaults); --clear removes those beside it."`
 	Breaker   BreakerCmd   `cmd:"" help:"Run a recorded tape through circuit breaker limits: would it have tripped, where and why (exit 7 if so)."`
 	Export    ExportCmd    `cmd:"" help:"Send tapes to OpenTelemetry (otlp), or write them as an HTTP Archive (har) or JSON (json), for other tools."`
+	Checkout  CheckoutCmd  `cmd:"" help:"Write a booth run's workspace as it stood at a frame into a folder (from the tape's snapshot and step records)."`
 	Show      ShowCmd      `cmd:"" help:"Print the frames of a tape."`
 	Verify    VerifyCmd    `cmd:"" help:"Check CRCs, the hash chain, every blob and (with --key-file) the seal."`
 	Recover   RecoverCmd   `cmd:"" help:"Rewrite a torn tape (a crash left it without its footer) as a whole one, up to its last whole step."`

@@ -1,0 +1,127 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// writeBoothTape writes a booth run of two model calls: the snapshot
+// holds notes.md and old.txt; before call 1 the agent writes notes.md
+// (its first edit) and new.py, before call 2 it edits notes.md again and
+// deletes old.txt; the change set at the end holds the final state.
+func writeBoothTape(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "workspace.jbx")
+	clock := time.Duration(0)
+	w, err := tapefmt.Create(path, tapefmt.Options{Sync: tapefmt.SyncNever, Now: func() time.Duration { clock += 5 * time.Millisecond; return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := func(s string) tapefmt.Hash {
+		h, err := w.PutBlob("file", []byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	app := func(p tapefmt.Payload) {
+		if _, err := w.Append(0, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app(tapefmt.RunStart{Argv: []string{"python", "agent.py"}, Mode: "record", Cwd: "/work/ws"})
+	app(tapefmt.TxBegin{Tx: "tx1", Workspace: "/nonexistent/ws"})
+	app(tapefmt.Snapshot{Tx: "tx1", Workspace: "/nonexistent/ws", Part: 1, Parts: 1, Files: []tapefmt.SnapshotEntry{
+		{Path: "notes.md", Type: "file", Mode: 0o644, Body: blob("# notes\nfirst line\n")},
+		{Path: "old.txt", Type: "file", Mode: 0o644, Body: blob("old\n")}}})
+	req := blob(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"go on"}]}`)
+	call := func(n uint64) {
+		app(tapefmt.LLMRequest{Call: n, Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: req, Model: "gpt-4o-mini"})
+		resp, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": "done"}}}})
+		app(tapefmt.LLMResponse{Call: n, Status: 200, Body: blob(string(resp)), Model: "gpt-4o-mini", Usage: tapefmt.Usage{Input: 10, Output: 2}})
+		if _, err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpWrite, Path: "new.py", Mode: 0o644, Body: blob("print('hi')\n"), Size: 12, Step: 1})
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpWrite, Path: "notes.md", Mode: 0o644, Body: blob("# notes\nfirst line\nsecond line\n"), Size: 31, Step: 1})
+	call(0)
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpWrite, Path: "notes.md", Mode: 0o644, Body: blob("# notes\nthird line\n"), Size: 19, Step: 2})
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpDelete, Path: "old.txt", Step: 2})
+	call(1)
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpWrite, Path: "new.py", Mode: 0o644, Body: blob("print('hi')\n"), Size: 12})
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpWrite, Path: "notes.md", Mode: 0o644, Body: blob("# notes\nthird line\n"), Size: 19})
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpDelete, Path: "old.txt"})
+	app(tapefmt.TxRollback{Tx: "tx1", Reason: "commit policy never"})
+	app(tapefmt.RunEnd{})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestFilesPaneAtTheNeedle: W shows the files the agent had changed by
+// the needle, each with its content there as a diff from the start: at
+// the first call notes.md has its first edit, at the second its second
+// and old.txt is gone; esc closes the pane.
+func TestFilesPaneAtTheNeedle(t *testing.T) {
+	d := newDeck(t, 100, 40, writeBoothTape(t))
+	press(d, runes("n"), runes("W")) // the first call
+	v := d.View()
+	for _, want := range []string{"files at frame 5", "2 paths changed", "new.py", "+second line", "+print('hi')"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("at call 1 the files pane lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "third line") || strings.Contains(v, "old.txt") {
+		t.Fatalf("at call 1 the files pane shows a later change:\n%s", v)
+	}
+	press(d, keyEsc, runes("n"), runes("n"), runes("W")) // the second call
+	v = d.View()
+	for _, want := range []string{"3 paths changed", "delete   old.txt", "+third line", "-first line"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("at call 2 the files pane lacks %q:\n%s", want, v)
+		}
+	}
+	press(d, keyEsc)
+	if d.pane != paneTracks {
+		t.Fatalf("esc left pane %v", d.pane)
+	}
+	d2 := newDeck(t, 100, 40, agentRun)
+	press(d2, runes("W"))
+	if v := d2.View(); !strings.Contains(v, "no booth run") {
+		t.Fatalf("a tape outside the booth:\n%s", v)
+	}
+}
+
+// TestFilesPaneTmux: in a real terminal, W on the second call of a booth
+// tape shows the workspace there (notes.md's second edit, old.txt gone),
+// and esc goes back to the timeline.
+func TestFilesPaneTmux(t *testing.T) {
+	t.Parallel()
+	testenv.RequireTmux(t)
+	testenv.Short(t, "runs the binary in tmux")
+	bin := filepath.Join(testenv.Binaries(t), "jukebox")
+	tape := writeBoothTape(t)
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("jukebox-files-%d", os.Getpid()), name: "play"}
+	t.Cleanup(func() { s.tmux("kill-server") })
+	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "100", "-y", "30",
+		fmt.Sprintf("env NO_COLOR= %s play %s", bin, tape)); err != nil {
+		t.Fatalf("tmux new-session: %v %s", err, out)
+	}
+	s.waitScreen("JUKEBOX", "q quit")
+	s.keys("n", "n", "n")
+	s.waitScreen("frame 10 of 18")
+	s.keys("W")
+	s.waitScreen("files at frame 10", "delete   old.txt", "+third line")
+	s.keys("Escape")
+	s.waitScreen("timeline · workspace.jbx · frame 10 of 18")
+}
