@@ -302,7 +302,7 @@ func describeFile(p *tapefmt.FileChange) string {
 		s += " → " + p.Target
 	}
 	if p.IsStep() {
-		return fmt.Sprintf("step %d: %s", p.Step, s)
+		return fmt.Sprintf("workspace, boundary %d: %s", p.Step, s)
 	}
 	return s
 }
