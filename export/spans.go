@@ -64,6 +64,10 @@ type Options struct {
 	// Remote opens the tapes URLs name (a store's, tapestore.Opener) for
 	// OTLP; nil reads files only.
 	Remote tapefmt.RemoteOpener
+	// Compat, when set (CompatOpenInference, CompatOpenLLMetry), adds to
+	// every span the attributes of that vocabulary beside the GenAI
+	// conventions' (compat.go).
+	Compat string
 }
 
 // converter turns a tape's frames, in order, into spans and measures. One
@@ -287,6 +291,9 @@ func (c *converter) send(s *span) {
 		return
 	}
 	c.sent[s.id] = true
+	if c.o.Compat != "" {
+		s.attrs = append(s.attrs, compatAttrs(c.o.Compat, s)...)
+	}
 	c.emit(s)
 }
 

@@ -28,6 +28,7 @@ type ExportOTLPCmd struct {
 	Headers        string        `placeholder:"K=V,..." help:"Headers for every request (an API key), as OTEL_EXPORTER_OTLP_HEADERS writes them (values URL-encoded); added to that variable's."`
 	IncludeContent bool          `help:"Also export what was said: prompts, answers, tool arguments and results (off: they may hold personal data)."`
 	Service        string        `placeholder:"NAME" help:"The service.name of the spans (default: each run's name)."`
+	Compat         string        `name:"compat" placeholder:"VOCAB" help:"Also name what the spans say as openinference (Arize Phoenix: openinference.span.kind, llm.token_count.*, llm.input_messages.*) or openllmetry (Traceloop: llm.request.type, gen_ai.prompt.*, traceloop.span.kind) names it, beside the GenAI conventions' names (docs/opentelemetry.md)."`
 	Timeout        time.Duration `default:"10s" help:"Bound on each request to the receiver; refused requests are retried for up to a minute."`
 	JSON           bool          `help:"Print what was sent as JSON."`
 }
@@ -36,6 +37,9 @@ type ExportOTLPCmd struct {
 func (c *ExportOTLPCmd) Validate() error {
 	if !export.Configured(c.Endpoint, os.Getenv) {
 		return fmt.Errorf("no receiver: give --endpoint URL (e.g. http://127.0.0.1:4318) or set OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	if _, err := export.ParseCompat(c.Compat); err != nil {
+		return fmt.Errorf("--compat: %w", err)
 	}
 	_, err := otlpEndpoint(c.Endpoint, c.Protocol, c.Headers, "--")
 	return err
@@ -79,7 +83,7 @@ func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
 	if where == "" {
 		where = "the OTEL_EXPORTER_OTLP_* endpoint"
 	}
-	sent, err := export.OTLP(ctx, paths, ep, export.Options{IncludeContent: c.IncludeContent, Service: c.Service, Remote: env.remote()},
+	sent, err := export.OTLP(ctx, paths, ep, export.Options{IncludeContent: c.IncludeContent, Service: c.Service, Remote: env.remote(), Compat: c.Compat},
 		func(st export.SentTape) {
 			if !c.JSON {
 				fmt.Fprintf(env.Stderr, "jukebox: %s: trace %s, %d spans\n", st.Path, st.TraceID, st.Spans)

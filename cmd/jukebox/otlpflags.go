@@ -18,6 +18,7 @@ type otlpFlags struct {
 	OTLPProtocol       string `name:"otlp-protocol" placeholder:"PROTO" help:"http/protobuf (default) or grpc; default OTEL_EXPORTER_OTLP_PROTOCOL."`
 	OTLPHeaders        string `name:"otlp-headers" placeholder:"K=V,..." help:"Headers for every export request (an API key), as OTEL_EXPORTER_OTLP_HEADERS writes them; added to that variable's."`
 	OTLPIncludeContent bool   `name:"otlp-include-content" help:"Export prompts, answers, tool arguments and results too (off: they may hold personal data)."`
+	OTLPCompat         string `name:"otlp-compat" placeholder:"VOCAB" help:"Also name what the spans say as openinference (Arize Phoenix) or openllmetry (Traceloop) names it, beside the GenAI conventions' names (docs/opentelemetry.md)."`
 }
 
 // on reports whether the run is exported live.
@@ -28,10 +29,13 @@ func (f otlpFlags) on() bool {
 // validate checks the flags before the agent starts.
 func (f otlpFlags) validate() error {
 	if !f.on() {
-		if f.OTLPEndpoint != "none" && (f.OTLPProtocol != "" || f.OTLPHeaders != "" || f.OTLPIncludeContent) {
-			return fmt.Errorf("--otlp-protocol, --otlp-headers and --otlp-include-content need --otlp-endpoint URL (or OTEL_EXPORTER_OTLP_ENDPOINT)")
+		if f.OTLPEndpoint != "none" && (f.OTLPProtocol != "" || f.OTLPHeaders != "" || f.OTLPIncludeContent || f.OTLPCompat != "") {
+			return fmt.Errorf("--otlp-protocol, --otlp-headers, --otlp-include-content and --otlp-compat need --otlp-endpoint URL (or OTEL_EXPORTER_OTLP_ENDPOINT)")
 		}
 		return nil
+	}
+	if _, err := export.ParseCompat(f.OTLPCompat); err != nil {
+		return fmt.Errorf("--otlp-compat: %w", err)
 	}
 	_, err := otlpEndpoint(f.endpointURL(), f.OTLPProtocol, f.OTLPHeaders, "--otlp-")
 	return err
@@ -54,7 +58,7 @@ func (f otlpFlags) start(ctx context.Context, o *engine.RunOptions, stderr io.Wr
 	if err != nil {
 		return nil, err
 	}
-	l, err := export.NewLive(ctx, ep, export.Options{IncludeContent: f.OTLPIncludeContent})
+	l, err := export.NewLive(ctx, ep, export.Options{IncludeContent: f.OTLPIncludeContent, Compat: f.OTLPCompat})
 	if err != nil {
 		return nil, fmt.Errorf("--otlp-endpoint: %w", err)
 	}
