@@ -116,10 +116,11 @@ type RunOptions struct {
 // Telemetry is a live consumer of the tape a run writes.
 type Telemetry interface {
 	tapefmt.Observer
-	// Finish ends the export with the run's end, waiting a bounded time
-	// for what is queued, and says how many spans were lost and the first
-	// export error ("" when none).
-	Finish(end tapefmt.RunEnd) (lost int64, exportErr string)
+	// Finish ends the export with the run's end, whose frame is written
+	// at the time offset at, waiting a bounded time for what is queued,
+	// and says how many spans were lost and the first export error (""
+	// when none).
+	Finish(end tapefmt.RunEnd, at time.Duration) (lost int64, exportErr string)
 }
 
 // Result is how a session ended.
@@ -471,11 +472,14 @@ func (s *session) finish(end tapefmt.RunEnd, res *Result) error {
 	if s.tape == nil {
 		return nil
 	}
+	// The live export ends the run's span when run.end is timed, as an
+	// export of the tape does: both send the same span.
+	at := s.tape.Now()
 	if s.o.Telemetry != nil {
-		end.ExportLost, end.ExportError = s.o.Telemetry.Finish(end)
+		end.ExportLost, end.ExportError = s.o.Telemetry.Finish(end, at)
 		res.ExportLost, res.ExportError = end.ExportLost, end.ExportError
 	}
-	_, err := s.tape.Append(0, end)
+	_, err := s.tape.AppendAt(at, 0, end)
 	if s.proxy != nil {
 		err = errors.Join(s.proxy.writeError(), err)
 	}
@@ -513,10 +517,11 @@ func (s *session) abandon(cause error) {
 	s.removeCaptureFiles()
 	if s.tape != nil {
 		end := tapefmt.RunEnd{ExitCode: -1, Error: cause.Error()}
+		at := s.tape.Now()
 		if s.o.Telemetry != nil {
-			end.ExportLost, end.ExportError = s.o.Telemetry.Finish(end)
+			end.ExportLost, end.ExportError = s.o.Telemetry.Finish(end, at)
 		}
-		s.tape.Append(0, end)
+		s.tape.AppendAt(at, 0, end)
 		s.tape.Close()
 	}
 }

@@ -158,8 +158,26 @@ func TestLiveMatchesExport(t *testing.T) {
 	got := traceOf(t, j, path, len(want))
 	for _, w := range want {
 		g := got[w.id.String()]
-		if g.Name != w.name || g.Start != w.start.UnixMicro() {
-			t.Errorf("live span %s: %q at %d, the export has %q at %d", w.id, g.Name, g.Start, w.name, w.start.UnixMicro())
+		if g.Name != w.name || g.Start != w.start.UnixMicro() || g.Duration != w.end.Sub(w.start).Microseconds() {
+			t.Errorf("live span %s: %q at %d for %d µs, the export has %q at %d for %d µs", w.id, g.Name, g.Start, g.Duration,
+				w.name, w.start.UnixMicro(), w.end.Sub(w.start).Microseconds())
+		}
+		// The same attributes: a receiver that drops identical copies
+		// keeps one of a live span sent again by an export.
+		for k, v := range attrs(w) {
+			if gv := g.Tag(k); gv != v && !(strings.HasPrefix(v, "[") && gv == v) {
+				t.Errorf("live span %s: %s = %q, the export has %q", w.name, k, gv, v)
+			}
+		}
+		want := attrs(w)
+		for _, kv := range g.Tags {
+			switch kv.Key {
+			case "otel.scope.name", "otel.scope.version", "span.kind", "otel.status_code", "otel.status_description", "error":
+				continue // Jaeger's own
+			}
+			if _, ok := want[kv.Key]; !ok {
+				t.Errorf("live span %s: %s, which the export has not", w.name, kv.Key)
+			}
 		}
 	}
 }
@@ -171,7 +189,7 @@ type liveUntilEnd struct{ *Live }
 func (l liveUntilEnd) ObserveFrame(f tapefmt.Frame) {
 	if f.Kind == tapefmt.KindRunEnd {
 		p, _ := f.Decode()
-		if lost, err := l.Finish(*p.(*tapefmt.RunEnd)); lost != 0 || err != "" {
+		if lost, err := l.Finish(*p.(*tapefmt.RunEnd), f.Time); lost != 0 || err != "" {
 			panic("live export lost " + err)
 		}
 		return
@@ -221,7 +239,7 @@ func TestLiveReceiverDown(t *testing.T) {
 				t.Errorf("lost %d spans (%q), want some, and why", lost, why)
 			}
 			done := make(chan struct{})
-			go func() { l.Finish(tapefmt.RunEnd{}); close(done) }() // a second Finish says the same at once
+			go func() { l.Finish(tapefmt.RunEnd{}, -1); close(done) }() // a second Finish says the same at once
 			select {
 			case <-done:
 			case <-time.After(30 * time.Second):
@@ -240,7 +258,7 @@ type finishOnEnd struct {
 
 func (l finishOnEnd) ObserveFrame(f tapefmt.Frame) {
 	if f.Kind == tapefmt.KindRunEnd {
-		*l.lost, *l.why = l.Finish(tapefmt.RunEnd{ExitCode: 3})
+		*l.lost, *l.why = l.Finish(tapefmt.RunEnd{ExitCode: 3}, -1)
 		return
 	}
 	l.Live.ObserveFrame(f)

@@ -143,16 +143,21 @@ func (l *Live) send(e liveEvent) bool {
 	}
 }
 
-// Finish ends the run's spans with end, sends what is queued (waiting
+// Finish ends the run's spans with end, timed at (the offset its frame
+// gets on the tape; negative: now), sends what is queued (waiting
 // LiveGrace at most) and stops. It returns the spans lost, for run.end,
 // and the first export error ("" when none). Later calls return the same.
-func (l *Live) Finish(end tapefmt.RunEnd) (lost int64, exportErr string) {
+func (l *Live) Finish(end tapefmt.RunEnd, at time.Duration) (lost int64, exportErr string) {
 	l.finishM.Lock()
 	defer l.finishM.Unlock()
 	if !l.closed.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), LiveGrace)
 		defer cancel()
-		fin := &liveFinish{end: end, at: time.Now(), reply: make(chan struct{})}
+		when := time.Now()
+		if at >= 0 && !l.at.IsZero() {
+			when = l.at.Add(at) // as the tape's run.end frame is read
+		}
+		fin := &liveFinish{end: end, at: when, reply: make(chan struct{})}
 		select { // the queue may be full: wait for room, within the grace
 		case l.events <- liveEvent{finish: fin}:
 			select {

@@ -100,6 +100,7 @@ type pendingCall struct {
 	seq   uint64
 	agent string
 	body  []byte // the request body, decoded (content, tool results)
+	raw   []byte // the request's blob as stored: a live export's blob is handed over once
 }
 
 // mcpKey finds the answer to a JSON-RPC request of one MCP session.
@@ -357,7 +358,8 @@ func operation(p string) string {
 func (c *converter) request(seq uint64, t time.Time, p *tapefmt.LLMRequest) {
 	op := operation(p.Path)
 	var body []byte
-	if raw := c.blob(p.Body); raw != nil {
+	raw := c.blob(p.Body)
+	if raw != nil {
 		body = llmwire.DecodeBody(p.Header, raw).Text
 	}
 	c.closeToolsAnsweredBy(body, t)
@@ -384,7 +386,7 @@ func (c *converter) request(seq uint64, t time.Time, p *tapefmt.LLMRequest) {
 	if c.o.IncludeContent && body != nil {
 		s.attrs = append(s.attrs, contentOf(body)...)
 	}
-	c.calls[p.Call] = &pendingCall{span: s, req: p, seq: seq, agent: agent, body: body}
+	c.calls[p.Call] = &pendingCall{span: s, req: p, seq: seq, agent: agent, body: body, raw: raw}
 }
 
 // server is the host and port a call went to: the host the agent asked
@@ -529,7 +531,19 @@ func (c *converter) response(seq uint64, t time.Time, p *tapefmt.LLMResponse) {
 	if raw != nil {
 		body = llmwire.PayloadBody(p, raw).Text
 	}
-	use := llmwire.ResponseUsage(p, c.blobErr, func() llmwire.Call { return llmwire.RequestCall(pc.req, c.blobErr) })
+	// The request's blob as its frame had it, and the answer's as read
+	// above: a live export is handed each blob once, and the answer's
+	// usage, counted when it reported none, reads both again.
+	blobs := func(h tapefmt.Hash) ([]byte, error) {
+		switch {
+		case h == pc.req.Body && pc.raw != nil:
+			return pc.raw, nil
+		case h == p.Body && raw != nil:
+			return raw, nil
+		}
+		return c.blobErr(h)
+	}
+	use := llmwire.ResponseUsage(p, blobs, func() llmwire.Call { return llmwire.RequestCall(pc.req, blobs) })
 	input := use.Usage.Input
 	if llmwire.CacheApart(pc.req.Provider, pc.req.Path) { // Anthropic (and Bedrock) count cached input apart; the conventions include it
 		input += use.Usage.Cached + use.Usage.CacheWrite

@@ -174,6 +174,9 @@ func NewWriter(dst io.Writer, opts Options) (*Writer, error) {
 // ID returns the random id written in the tape header.
 func (w *Writer) ID() [16]byte { return w.id }
 
+// Now is the time offset a frame appended now is given.
+func (w *Writer) Now() time.Duration { return w.opts.Now() }
+
 // Append writes p as the next frame on stream, timed now.
 func (w *Writer) Append(stream uint32, p Payload) (seq uint64, err error) {
 	return w.AppendAt(-1, stream, p)

@@ -30,6 +30,7 @@ type ExportOTLPCmd struct {
 	Service        string        `placeholder:"NAME" help:"The service.name of the spans (default: each run's name)."`
 	Compat         string        `name:"compat" placeholder:"VOCAB" help:"Also name what the spans say as openinference (Arize Phoenix: openinference.span.kind, llm.token_count.*, llm.input_messages.*) or openllmetry (Traceloop: llm.request.type, gen_ai.prompt.*, traceloop.span.kind) names it, beside the GenAI conventions' names (docs/opentelemetry.md)."`
 	Timeout        time.Duration `default:"10s" help:"Bound on each request to the receiver; refused requests are retried for up to a minute."`
+	All            bool          `help:"Send tapes the receiver has whole already (sent before, or live with nothing lost: the tape's sidecar otlp.json says so); without it they are skipped, as a receiver keeps every copy of a span."`
 	JSON           bool          `help:"Print what was sent as JSON."`
 }
 
@@ -83,14 +84,44 @@ func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
 	if where == "" {
 		where = "the OTEL_EXPORTER_OTLP_* endpoint"
 	}
-	sent, err := export.OTLP(ctx, paths, ep, export.Options{IncludeContent: c.IncludeContent, Service: c.Service, Remote: env.remote(), Compat: c.Compat},
-		func(st export.SentTape) {
-			if !c.JSON {
-				fmt.Fprintf(env.Stderr, "jukebox: %s: trace %s, %d spans\n", st.Path, st.TraceID, st.Spans)
+	target := otlpTarget(ep)
+	var skipped []string
+	if !c.All {
+		send := paths[:0:0]
+		for _, p := range paths {
+			if was := sentBefore(p, target); was != nil {
+				skipped = append(skipped, p)
+				if !c.JSON {
+					how := "sent " + was.At.Local().Format(time.DateTime)
+					if was.Live {
+						how = "exported live with nothing lost"
+					}
+					fmt.Fprintf(env.Stderr, "jukebox: %s: skipped: %s has its trace %s whole (%s); --all sends it again\n", p, where, was.TraceID, how)
+				}
+				continue
 			}
-		})
+			send = append(send, p)
+		}
+		paths = send
+	}
+	var sent export.Sent
+	if len(paths) > 0 {
+		sent, err = export.OTLP(ctx, paths, ep, export.Options{IncludeContent: c.IncludeContent, Service: c.Service, Remote: env.remote(), Compat: c.Compat},
+			func(st export.SentTape) {
+				if !c.JSON {
+					fmt.Fprintf(env.Stderr, "jukebox: %s: trace %s, %d spans\n", st.Path, st.TraceID, st.Spans)
+				}
+			})
+	}
+	if err == nil && sent.Failed == 0 {
+		for _, st := range sent.Tapes {
+			if nerr := noteSent(st.Path, otlpSentTo{Endpoint: target, TraceID: st.TraceID, Spans: st.Spans, At: time.Now().UTC()}); nerr != nil {
+				fmt.Fprintf(env.Stderr, "jukebox: %s: the record of what was sent was not written (%v): a later export sends it again\n", st.Path, nerr)
+			}
+		}
+	}
 	if c.JSON {
-		if jerr := writeJSON(env.Stdout, exportReport(sent, where, err)); jerr != nil {
+		if jerr := writeJSON(env.Stdout, exportReport(sent, skipped, where, err)); jerr != nil {
 			return jerr
 		}
 	} else if err == nil {
@@ -98,25 +129,30 @@ func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
 		if len(sent.Tapes) == 1 {
 			noun = "tape"
 		}
-		fmt.Fprintf(env.Stdout, "exported %d %s, %d spans, to %s\n", len(sent.Tapes), noun, sent.Spans, where)
+		fmt.Fprintf(env.Stdout, "exported %d %s, %d spans, to %s", len(sent.Tapes), noun, sent.Spans, where)
+		if len(skipped) > 0 {
+			fmt.Fprintf(env.Stdout, " (%d skipped: the receiver has them whole; --all sends them again)", len(skipped))
+		}
+		fmt.Fprintln(env.Stdout)
 	}
 	return err
 }
 
 // exportReport is export otlp's --json.
-func exportReport(sent export.Sent, where string, err error) any {
+func exportReport(sent export.Sent, skipped []string, where string, err error) any {
 	type tape struct {
 		Path    string `json:"path"`
 		TraceID string `json:"trace_id"`
 		Spans   int    `json:"spans"`
 	}
 	out := struct {
-		Endpoint string `json:"endpoint"`
-		Tapes    []tape `json:"tapes"`
-		Spans    int64  `json:"spans_sent"`
-		Failed   int64  `json:"spans_failed"`
-		Error    string `json:"error,omitempty"`
-	}{Endpoint: where, Tapes: []tape{}, Spans: sent.Spans, Failed: sent.Failed}
+		Endpoint string   `json:"endpoint"`
+		Tapes    []tape   `json:"tapes"`
+		Skipped  []string `json:"skipped"`
+		Spans    int64    `json:"spans_sent"`
+		Failed   int64    `json:"spans_failed"`
+		Error    string   `json:"error,omitempty"`
+	}{Endpoint: where, Tapes: []tape{}, Skipped: append([]string{}, skipped...), Spans: sent.Spans, Failed: sent.Failed}
 	for _, t := range sent.Tapes {
 		out.Tapes = append(out.Tapes, tape{t.Path, t.TraceID, t.Spans})
 	}

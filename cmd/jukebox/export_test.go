@@ -164,7 +164,12 @@ func TestExportFlags(t *testing.T) {
 func TestExportOTLPToJaeger(t *testing.T) {
 	j := jaegertest.Start(t)
 	doc := jsonDoc(t)
-	out, _ := wantCode(t, ExitOK, "export", "otlp", "--json", "--endpoint", j.OTLPGRPC, "--protocol", "grpc", agentRunTape)
+	// A copy: export otlp notes beside a tape what it sent (otlp.json).
+	tape := filepath.Join(t.TempDir(), "agent-run.jbx")
+	b, err := os.ReadFile(agentRunTape)
+	must(t, err)
+	must(t, os.WriteFile(tape, b, 0o644))
+	out, _ := wantCode(t, ExitOK, "export", "otlp", "--json", "--endpoint", j.OTLPGRPC, "--protocol", "grpc", tape)
 	checkShape(t, doc, "export", out, map[string]map[string]bool{})
 	var rep struct {
 		Tapes []struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/export"
@@ -75,6 +76,10 @@ func (f otlpFlags) start(ctx context.Context, o *engine.RunOptions, stderr io.Wr
 				where, res.ExportLost, res.ExportError, res.Tape)
 		default:
 			fmt.Fprintf(stderr, "jukebox: exported live to %s: trace %s\n", where, l.TraceID())
+			// export otlp skips it there: the receiver has it whole.
+			if err := noteSent(res.Tape, otlpSentTo{Endpoint: otlpTarget(ep), TraceID: l.TraceID(), Live: true, At: time.Now().UTC()}); err != nil {
+				fmt.Fprintf(stderr, "jukebox: note: the record of the live export was not written beside the tape (%v): export otlp would send it again\n", err)
+			}
 		}
 	}, nil
 }
