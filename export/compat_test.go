@@ -128,3 +128,40 @@ func TestCompatInJaeger(t *testing.T) {
 		t.Errorf("%d OpenInference attributes compared, want the spans' whole set", compared)
 	}
 }
+
+// TestContentToolParts: tool calls and their results in a request's
+// history are the conventions' tool_call and tool_call_response parts
+// (ids, names, arguments as JSON), for the chat, Responses and Anthropic
+// APIs; before, they were text ("→ name args", "← result").
+func TestContentToolParts(t *testing.T) {
+	for name, body := range map[string]string{
+		"chat": `{"model":"m","messages":[{"role":"user","content":"weather?"},
+			{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},
+			{"role":"tool","tool_call_id":"call_1","content":"rain"}]}`,
+		"responses": `{"model":"m","input":[{"role":"user","content":"weather?"},
+			{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Oslo\"}"},
+			{"type":"function_call_output","call_id":"call_1","output":"rain"}]}`,
+		"anthropic": `{"model":"m","messages":[{"role":"user","content":"weather?"},
+			{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"get_weather","input":{"city":"Oslo"}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"rain"}]}]}`,
+	} {
+		var msgs string
+		for _, kv := range contentOf([]byte(body)) {
+			if kv.Key == attrInputMessages {
+				msgs = kv.Value.AsString()
+			}
+		}
+		for _, want := range []string{
+			`{"type":"text","content":"weather?"}`,
+			`{"type":"tool_call","id":"call_1","name":"get_weather","arguments":{"city":"Oslo"}}`,
+			`{"type":"tool_call_response","id":"call_1","response":"rain"}`,
+		} {
+			if !strings.Contains(msgs, want) {
+				t.Errorf("%s: input messages %s\nlack %s", name, msgs, want)
+			}
+		}
+		if strings.Contains(msgs, "→") || strings.Contains(msgs, "←") {
+			t.Errorf("%s: tool calls as text: %s", name, msgs)
+		}
+	}
+}

@@ -408,22 +408,18 @@ func (c *converter) server(p *tapefmt.LLMRequest) (string, int, bool) {
 }
 
 // contentOf is a request's content as the conventions carry it: the system
-// instructions as text parts, the messages as role and parts (each
-// message's text: tool calls as "→ name arguments", tool results as
-// "← result", as the frame view shows them), and the tools offered in
-// the provider's own JSON.
+// instructions as text parts, the messages as role and parts (text,
+// tool_call with its id, name and arguments, tool_call_response with the
+// id of the call it answers), and the tools offered in the provider's own
+// JSON.
 func contentOf(body []byte) []attribute.KeyValue {
 	p, ok := llmwire.ParsePrompt(body)
 	if !ok {
 		return nil
 	}
-	type part struct {
-		Type    string `json:"type"`
-		Content string `json:"content"`
-	}
 	type message struct {
-		Role  string `json:"role"`
-		Parts []part `json:"parts"`
+		Role  string    `json:"role"`
+		Parts []msgPart `json:"parts"`
 	}
 	var out []attribute.KeyValue
 	msgs := make([]message, 0, len(p.Messages))
@@ -431,13 +427,27 @@ func contentOf(body []byte) []attribute.KeyValue {
 		if m.Role == "system" || m.Role == "developer" {
 			continue // in the system instructions
 		}
-		msgs = append(msgs, message{Role: m.Role, Parts: []part{{Type: "text", Content: m.Text}}})
+		parts := make([]msgPart, 0, len(m.Parts))
+		for _, x := range m.Parts {
+			switch x.Type {
+			case "tool_call":
+				parts = append(parts, msgPart{Type: x.Type, ID: x.ID, Name: x.Name, Arguments: jsonOrText(x.Arguments)})
+			case "tool_call_response":
+				parts = append(parts, msgPart{Type: x.Type, ID: x.ID, Response: x.Content})
+			default:
+				parts = append(parts, msgPart{Type: "text", Content: x.Content})
+			}
+		}
+		if len(parts) == 0 {
+			parts = append(parts, msgPart{Type: "text", Content: m.Text})
+		}
+		msgs = append(msgs, message{Role: m.Role, Parts: parts})
 	}
 	if b, err := json.Marshal(msgs); err == nil && len(msgs) > 0 {
 		out = append(out, attrInputMessages.String(string(b)))
 	}
 	if p.System != "" {
-		if b, err := json.Marshal([]part{{Type: "text", Content: p.System}}); err == nil {
+		if b, err := json.Marshal([]msgPart{{Type: "text", Content: p.System}}); err == nil {
 			out = append(out, attrSystem.String(string(b)))
 		}
 	}
@@ -641,29 +651,22 @@ func (c *converter) toolSpan(id, parent trace.SpanID, t time.Time, seq uint64, n
 // outputMessages is an answer as the conventions carry it: one assistant
 // message with its text and tool calls as parts, and why it finished.
 func outputMessages(text string, calls []llmwire.ToolUse, finish []string) string {
-	type part struct {
-		Type      string `json:"type"`
-		Content   string `json:"content,omitempty"`
-		ID        string `json:"id,omitempty"`
-		Name      string `json:"name,omitempty"`
-		Arguments string `json:"arguments,omitempty"`
-	}
 	// The answer's text as the readers assemble it shows each tool call as
 	// a line "→ name arguments": those are the tool_call parts, not text.
 	for _, tc := range calls {
 		text = strings.Replace(text, "→ "+tc.Name+" "+tc.Args, "", 1)
 	}
 	text = strings.TrimSpace(text)
-	var parts []part
+	var parts []msgPart
 	if text != "" {
-		parts = append(parts, part{Type: "text", Content: text})
+		parts = append(parts, msgPart{Type: "text", Content: text})
 	}
 	for _, tc := range calls {
-		parts = append(parts, part{Type: "tool_call", ID: tc.ID, Name: tc.Name, Arguments: tc.Args})
+		parts = append(parts, msgPart{Type: "tool_call", ID: tc.ID, Name: tc.Name, Arguments: jsonOrText(tc.Args)})
 	}
 	msg := map[string]any{"role": "assistant", "parts": parts}
 	if parts == nil {
-		msg["parts"] = []part{}
+		msg["parts"] = []msgPart{}
 	}
 	if len(finish) > 0 {
 		msg["finish_reason"] = finish[0]
@@ -755,4 +758,24 @@ func (c *converter) mcpMessage(seq uint64, t time.Time, p *tapefmt.MCPMessage) {
 		}
 		c.send(s)
 	}
+}
+
+// msgPart is a part of a message as the conventions write it: text, a
+// tool call (its id, name and arguments) or a tool call's response.
+type msgPart struct {
+	Type      string `json:"type"`
+	Content   string `json:"content,omitempty"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments any    `json:"arguments,omitempty"`
+	Response  string `json:"response,omitempty"`
+}
+
+// jsonOrText is a tool call's arguments as the conventions hold them: the
+// JSON value they are, or the text as sent when it is not JSON.
+func jsonOrText(s string) any {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	return s
 }

@@ -7,6 +7,7 @@ package llmwire
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -163,6 +164,16 @@ type Prompt struct {
 // items without one, a role its type implies) and its text.
 type Message struct {
 	Role, Text string
+	// Parts are the message's text, tool calls and tool results apart, as
+	// the OpenTelemetry GenAI conventions' message parts hold them.
+	Parts []Part
+}
+
+// Part is one part of a message: "text" (Content), "tool_call" (ID, Name,
+// Arguments: the call's arguments as sent) or "tool_call_response" (ID,
+// Content: the result's text).
+type Part struct {
+	Type, Content, ID, Name, Arguments string
 }
 
 // ParsePrompt reads the context window of a request body of the OpenAI
@@ -201,7 +212,7 @@ func ParsePrompt(body []byte) (p Prompt, ok bool) {
 		if (role == "system" || role == "developer") && p.System == "" {
 			p.System = text
 		}
-		p.Messages = append(p.Messages, Message{Role: role, Text: text})
+		p.Messages = append(p.Messages, Message{Role: role, Text: text, Parts: itemParts(m, true)})
 	}
 	return p, true
 }
@@ -233,6 +244,51 @@ func itemText(it wireItem) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// itemParts is a message, item or content part as parts: what itemText
+// shows, with tool calls and results apart. top is a whole message (a
+// chat tool message is the result of the call it names).
+func itemParts(it wireItem, top bool) []Part {
+	switch it.Type {
+	case "function_call":
+		return []Part{{Type: "tool_call", ID: cmp.Or(it.CallID, it.ID), Name: it.Name, Arguments: it.Arguments}}
+	case "tool_use":
+		return []Part{{Type: "tool_call", ID: it.ID, Name: it.Name, Arguments: compactJSON(it.Input)}}
+	case "function_call_output":
+		return []Part{{Type: "tool_call_response", ID: it.CallID, Content: contentText(it.Output)}}
+	case "tool_result":
+		return []Part{{Type: "tool_call_response", ID: it.ToolUseID, Content: contentText(it.Content)}}
+	case "text", "input_text", "output_text":
+		return []Part{{Type: "text", Content: it.Text}}
+	case "image_url", "input_image", "image":
+		return []Part{{Type: "text", Content: "[image]"}}
+	}
+	if top && it.ToolCallID != "" { // a chat tool message: the result of one call
+		return []Part{{Type: "tool_call_response", ID: it.ToolCallID, Content: contentText(it.Content)}}
+	}
+	var parts []Part
+	var s string
+	var list []wireItem
+	switch {
+	case len(it.Content) == 0 || string(it.Content) == "null":
+	case json.Unmarshal(it.Content, &s) == nil:
+		if s != "" {
+			parts = append(parts, Part{Type: "text", Content: s})
+		}
+	case json.Unmarshal(it.Content, &list) == nil:
+		for _, p := range list {
+			parts = append(parts, itemParts(p, false)...)
+		}
+	default:
+		parts = append(parts, Part{Type: "text", Content: compactJSON(it.Content)})
+	}
+	for _, tc := range it.ToolCalls {
+		if tc.Function != nil {
+			parts = append(parts, Part{Type: "tool_call", ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+	}
+	return parts
 }
 
 // contentText is the text of a content field: a string, a list of parts,
