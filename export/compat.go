@@ -104,20 +104,10 @@ func compatAttrs(v string, s *span) []attribute.KeyValue {
 		if kind == "AGENT" {
 			add("agent.name", str(attrAgentName))
 		}
-		for i, m := range inputs {
-			add(fmt.Sprintf("llm.input_messages.%d.message.role", i), m.role)
-			add(fmt.Sprintf("llm.input_messages.%d.message.content", i), m.text)
-		}
-		for i, m := range outputs {
-			add(fmt.Sprintf("llm.output_messages.%d.message.role", i), m.role)
-			add(fmt.Sprintf("llm.output_messages.%d.message.content", i), m.text)
-			for j, c := range m.calls {
-				p := fmt.Sprintf("llm.output_messages.%d.message.tool_calls.%d.tool_call.", i, j)
-				add(p+"id", c.ID)
-				add(p+"function.name", c.Name)
-				add(p+"function.arguments", c.Arguments)
-			}
-		}
+		oi := msgKeys{role: "message.role", content: "message.content", calls: "message.tool_calls",
+			id: "tool_call.id", name: "tool_call.function.name", args: "tool_call.function.arguments"}
+		addMessages(add, "llm.input_messages", inputs, oi)
+		addMessages(add, "llm.output_messages", outputs, oi)
 		if x := str(attrInputMessages); x != "" && kind == "LLM" {
 			add("input.value", x)
 			add("input.mime_type", "application/json")
@@ -151,23 +141,33 @@ func compatAttrs(v string, s *span) []attribute.KeyValue {
 			addInt("gen_ai.usage.cache_read_input_tokens", attrCacheRead)
 			addInt("gen_ai.usage.cache_creation_input_tokens", attrCacheCreation)
 		}
-		for i, m := range inputs {
-			add(fmt.Sprintf("gen_ai.prompt.%d.role", i), m.role)
-			add(fmt.Sprintf("gen_ai.prompt.%d.content", i), m.text)
-		}
-		for i, m := range outputs {
-			add(fmt.Sprintf("gen_ai.completion.%d.role", i), m.role)
-			add(fmt.Sprintf("gen_ai.completion.%d.content", i), m.text)
-			add(fmt.Sprintf("gen_ai.completion.%d.finish_reason", i), m.finish)
-			for j, c := range m.calls {
-				p := fmt.Sprintf("gen_ai.completion.%d.tool_calls.%d.", i, j)
-				add(p+"id", c.ID)
-				add(p+"name", c.Name)
-				add(p+"arguments", c.Arguments)
-			}
-		}
+		ol := msgKeys{role: "role", content: "content", finish: "finish_reason", calls: "tool_calls", id: "id", name: "name", args: "arguments"}
+		addMessages(add, "gen_ai.prompt", inputs, ol)
+		addMessages(add, "gen_ai.completion", outputs, ol)
 	}
 	return out
+}
+
+// msgKeys are the keys a vocabulary flattens a message to, under
+// PREFIX.N. (and its tool calls under PREFIX.N.calls.M.).
+type msgKeys struct{ role, content, finish, calls, id, name, args string }
+
+// addMessages adds ms flattened under prefix as k names them.
+func addMessages(add func(k, v string), prefix string, ms []compatMessage, k msgKeys) {
+	for i, m := range ms {
+		p := fmt.Sprintf("%s.%d.", prefix, i)
+		add(p+k.role, m.role)
+		add(p+k.content, m.text)
+		if k.finish != "" {
+			add(p+k.finish, m.finish)
+		}
+		for j, c := range m.calls {
+			q := fmt.Sprintf("%s%s.%d.", p, k.calls, j)
+			add(q+k.id, c.ID)
+			add(q+k.name, c.Name)
+			add(q+k.args, c.Arguments)
+		}
+	}
 }
 
 // compatMessage is one message of the conventions' format, flattened as

@@ -20,16 +20,7 @@ const oNoFollow = unix.O_NOFOLLOW
 // the runtime's poller (on Linux four fcntl and an epoll_ctl that a
 // regular file refuses): most of a small write's system calls.
 func writeNoPoll(path string, flag int, perm fs.FileMode, data []byte) error {
-	mode := uint32(perm.Perm())
-	if perm&fs.ModeSetuid != 0 {
-		mode |= unix.S_ISUID
-	}
-	if perm&fs.ModeSetgid != 0 {
-		mode |= unix.S_ISGID
-	}
-	if perm&fs.ModeSticky != 0 {
-		mode |= unix.S_ISVTX
-	}
+	mode := unixMode(perm)
 	fd, err := unix.Open(path, flag|unix.O_CLOEXEC, mode)
 	for err == unix.EINTR {
 		fd, err = unix.Open(path, flag|unix.O_CLOEXEC, mode)

@@ -60,18 +60,11 @@ func (m *filesPane) FullHelp() [][]key.Binding {
 
 // update scrolls; esc or W closes the pane.
 func (m *filesPane) update(km tea.KeyMsg) verdict {
-	switch k := m.keys; {
-	case key.Matches(km, k.Close):
+	k := m.keys
+	if key.Matches(km, k.Close) {
 		return dismissed
-	case key.Matches(km, k.Up):
-		m.vp.ScrollUp(1)
-	case key.Matches(km, k.Down):
-		m.vp.ScrollDown(1)
-	case key.Matches(km, k.PageUp):
-		m.vp.PageUp()
-	case key.Matches(km, k.PageDown):
-		m.vp.PageDown()
 	}
+	scroll(&m.vp, km, k.Up, k.Down, k.PageUp, k.PageDown)
 	return stay
 }
 

@@ -111,18 +111,29 @@ func (m *frameView) FullHelp() [][]key.Binding {
 // from here too).
 func (m *frameView) update(km tea.KeyMsg) bool {
 	switch k := m.keys; {
-	case key.Matches(km, k.Up):
-		m.vp.ScrollUp(1)
-	case key.Matches(km, k.Down):
-		m.vp.ScrollDown(1)
-	case key.Matches(km, k.PageUp):
-		m.vp.PageUp()
-	case key.Matches(km, k.PageDown):
-		m.vp.PageDown()
+	case scroll(&m.vp, km, k.Up, k.Down, k.PageUp, k.PageDown):
 	case key.Matches(km, k.Top):
 		m.vp.GotoTop()
 	case key.Matches(km, k.Bottom):
 		m.vp.GotoBottom()
+	default:
+		return false
+	}
+	return true
+}
+
+// scroll moves vp by a line (up, down) or a page (pgUp, pgDown) when km
+// is one of those keys, and reports whether it was.
+func scroll(vp *viewport.Model, km tea.KeyMsg, up, down, pgUp, pgDown key.Binding) bool {
+	switch {
+	case key.Matches(km, up):
+		vp.ScrollUp(1)
+	case key.Matches(km, down):
+		vp.ScrollDown(1)
+	case key.Matches(km, pgUp):
+		vp.PageUp()
+	case key.Matches(km, pgDown):
+		vp.PageDown()
 	default:
 		return false
 	}
