@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jukebox-os/jukebox/internal/jaegertest"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/sidecar"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // TestExportResendNotDuplicated: a run exported live with nothing lost is
@@ -77,7 +77,17 @@ func TestExportResendNotDuplicated(t *testing.T) {
 		// Jaeger keeps one of identical copies of a span: the export's
 		// copies are the live export's (or the first export's) exactly,
 		// timing and attributes, or it now holds both.
-		time.Sleep(2 * time.Second) // what --all sent is in by then (Jaeger's memory store answers at once)
+		// A tape of another trace, sent after: once Jaeger has it, it has
+		// what --all sent before it.
+		sentinel := filepath.Join(t.TempDir(), "sentinel.jbx")
+		must(t, tapefmt.CreateWith(sentinel, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+			w.Append(0, tapefmt.RunStart{Argv: []string{"sentinel"}})
+			_, err := w.Append(0, tapefmt.RunEnd{})
+			return err
+		}))
+		sid, _, _ := tapeFacts(t, sentinel)
+		r := export(sentinel, "--all")
+		j.WaitTrace(t, sid, int(r.Spans))
 		tr := j.WaitTrace(t, id, n)
 		if len(tr.Spans) != n {
 			seen := map[string]jaegertest.Span{}
