@@ -8,9 +8,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 )
 
 // Nothing waits forever on a store. Each request has a deadline,
@@ -85,9 +82,8 @@ func retryable(err error) bool {
 	if errors.Is(err, io.EOF) {
 		return false
 	}
-	switch gcerrors.Code(err) {
-	case gcerrors.NotFound, gcerrors.PermissionDenied, gcerrors.FailedPrecondition,
-		gcerrors.InvalidArgument, gcerrors.AlreadyExists, gcerrors.Unimplemented, gcerrors.Canceled:
+	switch codeOf(err) {
+	case codeNotFound, codeDenied, codeExists, codeInvalid:
 		return false
 	}
 	return !errors.Is(err, context.Canceled)
@@ -131,13 +127,13 @@ func try[T any](ctx context.Context, what string, d time.Duration, op func(conte
 
 // next is it.Next with a request's deadline (a page of a listing is one
 // request), tried again when it stalls.
-func next(ctx context.Context, what string, it *blob.ListIterator) (*blob.ListObject, error) {
-	return try(ctx, what, requestTimeout, func(ctx context.Context) (*blob.ListObject, error) { return it.Next(ctx) })
+func next(ctx context.Context, what string, it *listIterator) (*listObject, error) {
+	return try(ctx, what, requestTimeout, func(ctx context.Context) (*listObject, error) { return it.Next(ctx) })
 }
 
 // readAll is b.ReadAll of a small object with a request's deadline, tried
 // again when it stalls.
-func readAll(ctx context.Context, what string, b *blob.Bucket, key string) ([]byte, error) {
+func readAll(ctx context.Context, what string, b *bucket, key string) ([]byte, error) {
 	return try(ctx, what, requestTimeout, func(ctx context.Context) ([]byte, error) { return b.ReadAll(ctx, key) })
 }
 

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gocloud.dev/blob"
-
 	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -120,7 +118,7 @@ func (s *Store) fetch(ctx context.Context, key, dir string, size int64, progress
 // fetchSidecar downloads the tape's sidecar files that the local folder
 // lacks (local notes are newer than the store's copy, and stay).
 func (s *Store) fetchSidecar(ctx context.Context, key, path string) error {
-	it := s.b.List(&blob.ListOptions{Prefix: sidecarPrefix(key)})
+	it := s.b.List(sidecarPrefix(key), "")
 	for {
 		o, err := next(ctx, "LIST "+s.Loc.TapeURL(sidecarPrefix(key)), it)
 		if errors.Is(err, io.EOF) {
@@ -232,7 +230,7 @@ func fetchWhole(ctx context.Context, raw string, noCache, reuse bool) (*Fetched,
 		return nil, err
 	}
 	f := &Fetched{URL: s.Loc.TapeURL(loc.Name), loc: loc, s: s, ctx: ctx, noCache: noCache, cleanup: func() {}}
-	a, err := try(ctx, "HEAD "+f.URL, requestTimeout, func(ctx context.Context) (*blob.Attributes, error) { return s.b.Attributes(ctx, loc.Name) })
+	a, err := try(ctx, "HEAD "+f.URL, requestTimeout, func(ctx context.Context) (attributes, error) { return s.b.Attributes(ctx, loc.Name) })
 	if err != nil {
 		s.Close()
 		return nil, s.wrap(loc.Name, err)

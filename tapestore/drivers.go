@@ -1,21 +1,18 @@
 package tapestore
 
-// The stores a URL can name: gocloud.dev's blob drivers register their
-// schemes with blob.OpenBucket. The default binary holds folders (file://,
-// always) and S3 (s3://, which also reaches MinIO, R2, Ceph and GCS's
-// interoperability endpoint); the native GCS and Azure drivers bring tens
-// of MB of SDK and their package initialisation, so they are opt-in build
-// tags (drivers_*.go), and S3 can be left out:
+// The stores a URL can name, each through its driver (bucket.go). The
+// default binary holds folders (file://, always) and S3 (s3://, which also
+// reaches MinIO, R2, Ceph and GCS's interoperability endpoint); the native
+// GCS and Azure drivers bring tens of MB of SDK and their package
+// initialisation, so they are opt-in build tags (drivers_*.go), and S3 can
+// be left out:
 //
 //	go build -tags jukebox_gcs,jukebox_azure ./cmd/jukebox   # every driver
 //	go build -tags jukebox_nos3 ./cmd/jukebox                # folders only
-import (
-	_ "gocloud.dev/blob/fileblob"
-)
 
-// builtIn is the schemes whose drivers this binary holds (the files of the
-// drivers' build tags add theirs).
-var builtIn = map[string]bool{"file": true}
+// builtIn is the schemes whose drivers this binary holds (each driver's
+// file adds its own).
+var builtIn = map[string]bool{}
 
 // notBuilt says, for each scheme whose driver a build tag governs, how to
 // get a binary that has it and what reaches the same store without it.

@@ -6,4 +6,7 @@ package tapestore
 // jukebox_azure only: its SDK is left out of the default binary.
 import _ "gocloud.dev/blob/azureblob"
 
-func init() { builtIn["azblob"] = true }
+func init() {
+	builtIn["azblob"] = true
+	openers["azblob"] = openGocloud
+}

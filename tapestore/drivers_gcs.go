@@ -7,4 +7,7 @@ package tapestore
 // and most of the package initialisation a command would wait for.
 import _ "gocloud.dev/blob/gcsblob"
 
-func init() { builtIn["gs"] = true }
+func init() {
+	builtIn["gs"] = true
+	openers["gs"] = openGocloud
+}

@@ -3,6 +3,7 @@ package tapestore
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,7 +57,7 @@ func TestDriverNotBuilt(t *testing.T) {
 }
 
 // TestDefaultBuildDrivers: `go build ./cmd/jukebox` without tags links S3
-// and folders and neither the GCS nor the Azure SDK; each build tag adds
+// and folders and neither the GCS nor the Azure SDK, nor gocloud.dev/blob; each build tag adds
 // or removes its own driver (go list -deps, so nothing is compiled).
 func TestDefaultBuildDrivers(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -64,15 +65,18 @@ func TestDefaultBuildDrivers(t *testing.T) {
 	}
 	gcs := []string{"gocloud.dev/blob/gcsblob", "cloud.google.com/go/storage"}
 	azure := []string{"gocloud.dev/blob/azureblob", "github.com/Azure/azure-sdk-for-go/"}
-	s3 := []string{"gocloud.dev/blob/s3blob", "github.com/aws/aws-sdk-go-v2/service/s3"}
+	s3 := []string{"github.com/aws/aws-sdk-go-v2/service/s3"}
+	// gocloud.dev/blob links gRPC and the OpenTelemetry SDK: only the
+	// tags that bring its GCS or Azure driver bring it.
+	gocloud := []string{"gocloud.dev/blob", "google.golang.org/grpc"}
 	for _, c := range []struct {
 		tags       string
 		has, lacks []string
 	}{
-		{tags: "", has: append(s3, "gocloud.dev/blob/fileblob"), lacks: append(gcs, azure...)},
+		{tags: "", has: s3, lacks: slices.Concat(gcs, azure, gocloud)},
 		{tags: "jukebox_gcs", has: gcs, lacks: azure},
 		{tags: "jukebox_azure", has: azure, lacks: gcs},
-		{tags: "jukebox_nos3", has: []string{"gocloud.dev/blob/fileblob"}, lacks: append(append(s3, gcs...), azure...)},
+		{tags: "jukebox_nos3", lacks: slices.Concat(s3, gcs, azure, gocloud)},
 	} {
 		deps := listDeps(t, c.tags)
 		for _, p := range c.has {

@@ -246,10 +246,11 @@ func TestS3StalledUploadGivesUp(t *testing.T) {
 // request queued in a stall would, and leaves it unfinished.
 func beginUpload(t *testing.T, s *Store, name string) {
 	t.Helper()
-	var c *s3.Client
-	if !s.b.As(&c) {
+	sb, ok := s.b.d.(*s3Bucket)
+	if !ok {
 		t.Fatal("not an S3 store")
 	}
+	c := sb.client
 	tp, err := tapefmt.Open(name)
 	if err != nil {
 		t.Fatal(err)
@@ -264,10 +265,11 @@ func beginUpload(t *testing.T, s *Store, name string) {
 // multipartUploads counts the unfinished multipart uploads of key.
 func multipartUploads(t *testing.T, s *Store, key string) int {
 	t.Helper()
-	var c *s3.Client
-	if !s.b.As(&c) {
+	sb, ok := s.b.d.(*s3Bucket)
+	if !ok {
 		t.Fatal("not an S3 store")
 	}
+	c := sb.client
 	out, err := c.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String("tapes"), Prefix: aws.String(s.Loc.Prefix + key)})
 	if err != nil {
 		t.Fatal(err)

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 )
 
 // The index of a store (docs/store.md): each upload writes a small record
@@ -97,7 +95,7 @@ func (s *Store) Index(ctx context.Context) ([]Entry, IndexStats, error) {
 func (s *Store) indexKeys(ctx context.Context, prefix string, st *IndexStats) ([]string, error) {
 	for i := 1; ; i++ {
 		keys, err := s.listKeys(ctx, prefix, st)
-		if gcerrors.Code(err) != gcerrors.NotFound || i == relists {
+		if codeOf(err) != codeNotFound || i == relists {
 			return keys, err
 		}
 		select {
@@ -113,7 +111,7 @@ const relists = 20
 
 func (s *Store) listKeys(ctx context.Context, prefix string, st *IndexStats) ([]string, error) {
 	var keys []string
-	it := s.b.List(&blob.ListOptions{Prefix: prefix})
+	it := s.b.List(prefix, "")
 	st.Lists++
 	for n := 0; ; n++ {
 		o, err := next(ctx, "LIST "+s.Loc.TapeURL(prefix), it)
@@ -158,7 +156,7 @@ func (s *Store) readIndex(ctx context.Context, recs, segs []string, st *IndexSta
 	gone := false
 	for i, err := range errs {
 		switch {
-		case gcerrors.Code(err) == gcerrors.NotFound:
+		case codeOf(err) == codeNotFound:
 			gone = true
 		case err != nil:
 			return nil, false, fmt.Errorf("store %s: the index object %s does not read: %w", s.Loc, keys[i], err)
@@ -234,7 +232,7 @@ func (s *Store) indexUpload(ctx context.Context, up *Uploaded) error {
 // with the same deadline and retries as every request.
 func (s *Store) Put(ctx context.Context, key string, b []byte, contentType string) error {
 	_, err := try(ctx, "PUT "+s.Loc.TapeURL(key), requestTimeout, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, s.b.WriteAll(ctx, key, b, &blob.WriterOptions{ContentType: contentType})
+		return struct{}{}, s.b.WriteAll(ctx, key, b, writerOptions{ContentType: contentType})
 	})
 	if err != nil {
 		return s.wrap(key, err)
@@ -274,7 +272,7 @@ func (s *Store) merge(ctx context.Context, keys []string, level int) error {
 	for _, k := range keys {
 		es, err := s.readIndexObject(ctx, k)
 		switch {
-		case gcerrors.Code(err) == gcerrors.NotFound:
+		case codeOf(err) == codeNotFound:
 			continue
 		case err != nil:
 			return s.wrap(k, err)
@@ -296,7 +294,7 @@ func (s *Store) deleteIndex(ctx context.Context, keys []string) error {
 		_, err := try(ctx, "DELETE "+s.Loc.TapeURL(k), requestTimeout, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, s.b.Delete(ctx, k)
 		})
-		if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		if err != nil && codeOf(err) != codeNotFound {
 			return s.wrap(k, err)
 		}
 	}
@@ -400,7 +398,7 @@ func tapeKey(key string) bool {
 // index, the tapes' sidecar folders).
 func (s *Store) Folders(ctx context.Context) ([]string, error) {
 	var dirs []string
-	it := s.b.List(&blob.ListOptions{Delimiter: "/"})
+	it := s.b.List("", "/")
 	for {
 		o, err := next(ctx, "LIST "+s.Loc.String(), it)
 		if errors.Is(err, io.EOF) {

@@ -10,9 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
-
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -37,7 +34,7 @@ const listWorkers = 16
 func (s *Store) List(ctx context.Context) ([]Entry, error) {
 	var out []Entry
 	summaries := map[string]bool{}
-	it := s.b.List(&blob.ListOptions{Delimiter: "/"})
+	it := s.b.List("", "/")
 	for {
 		o, err := next(ctx, "LIST "+s.Loc.String(), it)
 		if errors.Is(err, io.EOF) {
@@ -100,7 +97,7 @@ func RecordOf(ctx context.Context, raw string) (*Record, error) {
 	}
 	defer s.Close()
 	b, err := s.b.ReadAll(ctx, summaryKey(loc.Name))
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if codeOf(err) == codeNotFound {
 		return nil, nil
 	}
 	if err != nil {

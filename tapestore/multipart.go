@@ -6,18 +6,10 @@ import (
 	"encoding/binary"
 	"hash"
 	"hash/crc32"
-	"net/url"
 	"slices"
 	"strconv"
 	"time"
-
-	"gocloud.dev/blob"
 )
-
-// abortMultipart, where the binary holds a driver whose store keeps the
-// parts of unfinished multipart uploads (S3), aborts those of key (its
-// full key in the bucket) and returns how many it aborted.
-var abortMultipart func(ctx context.Context, b *blob.Bucket, bucket, key string, which func(initiated time.Time) bool) (int, error)
 
 // abortUploads aborts the unfinished multipart uploads of key begun at
 // a time which accepts, each
@@ -26,21 +18,14 @@ var abortMultipart func(ctx context.Context, b *blob.Bucket, bucket, key string,
 // does not answer, aborts none (docs/store.md gives the lifecycle rule
 // that removes what is left).
 func (s *Store) abortUploads(ctx context.Context, key string, which func(initiated time.Time) bool) (int, error) {
-	if abortMultipart == nil || s.Loc.Scheme != "s3" {
+	m := s.b.multipart()
+	if m == nil {
 		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	u, err := url.Parse(s.Loc.bucket)
-	if err != nil {
-		return 0, err
-	}
-	return abortMultipart(ctx, s.b, u.Host, s.Loc.Prefix+key, which)
+	return m.abortUploads(ctx, s.Loc.Prefix+key, which)
 }
-
-// storedCRC32, where the binary holds a driver whose store keeps a
-// checksum it checked at upload (S3's additional checksums), returns it.
-var storedCRC32 func(ctx context.Context, b *blob.Bucket, bucket, key string) (string, bool, error)
 
 // checkedByStore reports whether the store holds, under key, the CRC32
 // checksums it checked of the bytes it received, and they are sums's
@@ -48,15 +33,12 @@ var storedCRC32 func(ctx context.Context, b *blob.Bucket, bucket, key string) (s
 // sums was fed, and need not be read back. false says nothing of the
 // object: read it back.
 func (s *Store) checkedByStore(ctx context.Context, key string, sums *partSums) (bool, error) {
-	if storedCRC32 == nil || s.Loc.Scheme != "s3" {
+	m := s.b.multipart()
+	if m == nil {
 		return false, nil
 	}
-	u, err := url.Parse(s.Loc.bucket)
-	if err != nil {
-		return false, err
-	}
 	got, err := try(ctx, "HEAD "+s.Loc.TapeURL(key), requestTimeout, func(ctx context.Context) (checksum, error) {
-		sum, ok, err := storedCRC32(ctx, s.b, u.Host, s.Loc.Prefix+key)
+		sum, ok, err := m.storedCRC32(ctx, s.Loc.Prefix+key)
 		return checksum{sum, ok}, err
 	})
 	if err != nil || !got.ok {

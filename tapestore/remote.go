@@ -17,8 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"gocloud.dev/gcerrors"
-
 	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -438,7 +436,7 @@ const downFor = 5 * time.Second
 func (o *object) get(lo, hi int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(o.ctx, readTimeout(hi-lo))
 	defer cancel()
-	r, err := o.s.b.NewRangeReader(ctx, o.key, lo, hi-lo, nil)
+	r, err := o.s.b.NewRangeReader(ctx, o.key, lo, hi-lo)
 	if err != nil {
 		return nil, o.s.wrap(o.key, err)
 	}
@@ -608,7 +606,7 @@ func (o *object) SidecarFile(name string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(o.ctx, requestTimeout)
 	defer cancel()
 	b, err := o.s.b.ReadAll(ctx, sidecarPrefix(o.key)+name)
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if codeOf(err) == codeNotFound {
 		return nil, fmt.Errorf("%s: %w", o.s.Loc.TapeURL(sidecarPrefix(o.key)+name), fs.ErrNotExist)
 	}
 	if err != nil {

@@ -6,11 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 
 	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -19,25 +15,15 @@ import (
 // Store is an open store.
 type Store struct {
 	Loc Location
-	b   *blob.Bucket
+	b   *bucket
 }
 
 // Open opens the store at loc (a tape's location opens its store). It
 // reaches nothing yet: Check does.
 func Open(ctx context.Context, loc Location) (*Store, error) {
-	if loc.Scheme == "s3" && os.Getenv("AWS_RESPONSE_CHECKSUM_VALIDATION") == "" {
-		// The AWS SDK logs a line on stderr for each ranged read, whose
-		// response carries no checksum to validate; a tape checks its own
-		// bytes (CRCs, the hash chain), so it asks for them only where
-		// the operation requires one.
-		os.Setenv("AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required")
-	}
-	b, err := blob.OpenBucket(ctx, loc.bucket)
+	b, err := openBucket(ctx, loc.bucket, loc.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", loc, err)
-	}
-	if loc.Prefix != "" {
-		b = blob.PrefixedBucket(b, loc.Prefix)
 	}
 	return &Store{Loc: loc.Store(), b: b}, nil
 }
@@ -48,7 +34,7 @@ func (s *Store) Close() error { return s.b.Close() }
 // Check reaches the store and lists one key: wrong credentials, a missing
 // bucket or a store that is down are said here, before a run.
 func (s *Store) Check(ctx context.Context) error {
-	it := s.b.List(&blob.ListOptions{})
+	it := s.b.List("", "")
 	ctx, cancel := context.WithTimeoutCause(ctx, requestTimeout, &StallError{What: "LIST " + s.Loc.String(), After: requestTimeout})
 	defer cancel()
 	if _, err := it.Next(ctx); err != nil && !errors.Is(err, io.EOF) {
@@ -65,10 +51,10 @@ func (s *Store) wrap(key string, err error) error {
 	if key != "" {
 		where = s.Loc.TapeURL(key)
 	}
-	switch code := gcerrors.Code(err); {
-	case code == gcerrors.PermissionDenied, strings.Contains(err.Error(), "StatusCode: 403"):
+	switch code := codeOf(err); {
+	case code == codeDenied, strings.Contains(err.Error(), "StatusCode: 403"):
 		return fmt.Errorf("store %s: access refused (check the credentials in the environment): %w", where, err)
-	case code == gcerrors.NotFound:
+	case code == codeNotFound:
 		return fmt.Errorf("store %s: not found: %w", where, err)
 	}
 	return fmt.Errorf("store %s: %w", where, err)
@@ -95,14 +81,14 @@ func sidecarPrefix(key string) string { return sidecar.Dir(key) + "/" }
 // remote is an object read by ranged GETs, as an io.ReaderAt.
 type remote struct {
 	ctx context.Context
-	b   *blob.Bucket
+	b   *bucket
 	key string
 }
 
 func (r remote) ReadAt(p []byte, off int64) (int, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, readTimeout(int64(len(p))))
 	defer cancel()
-	rd, err := r.b.NewRangeReader(ctx, r.key, off, int64(len(p)), nil)
+	rd, err := r.b.NewRangeReader(ctx, r.key, off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
@@ -118,7 +104,7 @@ func (r remote) ReadAt(p []byte, off int64) (int, error) {
 // footer and index. A tape without a footer (half uploaded, or torn before
 // the upload) or an object that is not a tape is an error that says so.
 func (s *Store) openRemote(ctx context.Context, key string) (*tapefmt.Tape, int64, error) {
-	a, err := try(ctx, "HEAD "+s.Loc.TapeURL(key), requestTimeout, func(ctx context.Context) (*blob.Attributes, error) { return s.b.Attributes(ctx, key) })
+	a, err := try(ctx, "HEAD "+s.Loc.TapeURL(key), requestTimeout, func(ctx context.Context) (attributes, error) { return s.b.Attributes(ctx, key) })
 	if err != nil {
 		return nil, 0, s.wrap(key, err)
 	}

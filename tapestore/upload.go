@@ -13,9 +13,6 @@ import (
 	"slices"
 	"time"
 
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
-
 	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -244,9 +241,9 @@ func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func()
 	dog := watch(cancel, "upload of "+up.URL, readTimeout(partSize*partsInFlight))
 	defer dog.stop()
 	md := map[string]string{"jukebox-head": up.Head, "jukebox-id": up.ID}
-	w, err := s.b.NewWriter(wctx, up.Key, &blob.WriterOptions{
+	w, err := s.b.NewWriter(wctx, up.Key, writerOptions{
 		IfNotExist:  true,
-		BufferSize:  int(partSize),
+		PartSize:    partSize,
 		ContentType: "application/octet-stream",
 		Metadata:    md,
 	})
@@ -273,7 +270,7 @@ func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func()
 	}
 	dog.tick()
 	if err := w.Close(); err != nil {
-		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		if codeOf(err) == codeExists {
 			return s.same(ctx, up, hex.EncodeToString(h.Sum(nil))) // another uploader got there first
 		}
 		return s.wrap(up.Key, stalled(wctx, err))
@@ -373,7 +370,7 @@ func (s *Store) copyObject(ctx context.Context, key string, w io.Writer, progres
 	defer cancel(nil)
 	dog := watch(cancel, "download of "+s.Loc.TapeURL(key), requestTimeout)
 	defer dog.stop()
-	rd, err := s.b.NewReader(rctx, key, nil)
+	rd, err := s.b.NewReader(rctx, key)
 	if err != nil {
 		return 0, stalled(rctx, err)
 	}
@@ -398,9 +395,9 @@ func (s *Store) putRecord(ctx context.Context, up *Uploaded) error {
 		return err
 	}
 	_, err = try(ctx, "PUT "+s.Loc.TapeURL(summaryKey(up.Key)), requestTimeout, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, s.b.WriteAll(ctx, summaryKey(up.Key), b, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
+		return struct{}{}, s.b.WriteAll(ctx, summaryKey(up.Key), b, writerOptions{IfNotExist: true, ContentType: "application/json"})
 	})
-	if err != nil && gcerrors.Code(err) != gcerrors.FailedPrecondition {
+	if err != nil && codeOf(err) != codeExists {
 		return s.wrap(summaryKey(up.Key), err)
 	}
 	return nil
@@ -432,7 +429,7 @@ func (s *Store) sendSidecar(ctx context.Context, path, key string) error {
 		}
 		k := sidecarPrefix(key) + e.Name()
 		if _, err := try(ctx, "PUT "+s.Loc.TapeURL(k), readTimeout(int64(len(b))), func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, s.b.WriteAll(ctx, k, b, nil)
+			return struct{}{}, s.b.WriteAll(ctx, k, b, writerOptions{})
 		}); err != nil {
 			return s.wrap(k, err)
 		}

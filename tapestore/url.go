@@ -72,7 +72,7 @@ func Parse(raw string) (Location, error) {
 		dir = u.Path
 	}
 	if u.Scheme == "file" {
-		// A folder is the bucket: fileblob takes its path, and the store
+		// A folder is the bucket: the folder driver takes its path, and the store
 		// has no prefix of its own.
 		if u.Host != "" && u.Host != "localhost" {
 			return Location{}, fmt.Errorf("store URL %q: a file URL names a local folder: file:///path/to/folder/", raw)
