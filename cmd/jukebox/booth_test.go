@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alecthomas/kong"
+	"github.com/jukebox-os/jukebox/internal/kong"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/sandbox"
 )

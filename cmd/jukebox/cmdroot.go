@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/alecthomas/kong"
+	"github.com/jukebox-os/jukebox/internal/kong"
 )
 
 // oneCommand is the command line with the shared flags and a single

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/alecthomas/kong"
+	"github.com/jukebox-os/jukebox/internal/kong"
 )
 
 // TestOneCommandLine: every command of the CLI, named first, is parsed

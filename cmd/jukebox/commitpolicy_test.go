@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alecthomas/kong"
+	"github.com/jukebox-os/jukebox/internal/kong"
 
 	"github.com/jukebox-os/jukebox/engine"
 )

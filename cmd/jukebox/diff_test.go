@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alecthomas/kong"
+	"github.com/jukebox-os/jukebox/internal/kong"
 
 	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/internal/tapegen"

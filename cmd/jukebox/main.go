@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/alecthomas/kong"
+	"github.com/jukebox-os/jukebox/internal/kong"
 
 	"github.com/jukebox-os/jukebox/prices"
 	"github.com/jukebox-os/jukebox/sandbox"

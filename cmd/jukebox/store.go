@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alecthomas/kong"
+	"github.com/jukebox-os/jukebox/internal/kong"
 
 	"github.com/jukebox-os/jukebox/tapestore"
 )

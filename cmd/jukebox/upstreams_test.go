@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alecthomas/kong"
+	"github.com/jukebox-os/jukebox/internal/kong"
 )
 
 const sampleTape = "../../testdata/tapes/agent-run.jbx"

@@ -21,7 +21,7 @@ const module = "github.com/jukebox-os/jukebox"
 var layers = [][]string{
 	{"tapefmt", "themes", "internal/termtext", "internal/nsinit", "internal/runca",
 		"sandbox/pgtx", "internal/testenv", "internal/llmsim", "internal/demo", "internal/inproc",
-		"internal/testsum", "internal/deptest", "internal/doccheck", "internal/keeper", "internal/gitref", "internal/otlpwire"},
+		"internal/testsum", "internal/deptest", "internal/doccheck", "internal/keeper", "internal/gitref", "internal/otlpwire", "internal/kong"},
 	{"prices", "diffview", "sidecar", "mcp", "breaker", "sandbox", "redact", "internal/tapetest",
 		"internal/s3test", "internal/gcstest", "internal/azuretest", "internal/pgtest", "internal/jaegertest"},
 	{"llmwire", "reqmatch", "controlapi", "sandbox/pgbooth", "internal/tapegen"},
@@ -51,17 +51,18 @@ var never = [][2]string{
 	{"controlapi", module + "/engine"},
 	{"engine", "github.com/charmbracelet/"},
 	{"timeline", "github.com/charmbracelet/"},
-	{"engine", "github.com/alecthomas/kong"},
-	{"timeline", "github.com/alecthomas/kong"},
-	{"tui", "github.com/alecthomas/kong"},
+	{"engine", module + "/internal/kong"},
+	{"timeline", module + "/internal/kong"},
+	{"tui", module + "/internal/kong"},
 	{"export", "google.golang.org/grpc/"},
 	{"internal/otlpwire", "google.golang.org/grpc/"},
 	{"export", "go.opentelemetry.io/otel/exporters/"},
 }
 
 // neverByDefault are modules the default build of jukebox leaves out:
-// their drivers are opt-in build tags (tapestore).
-var neverByDefault = []string{"cloud.google.com/go/storage", "github.com/Azure/azure-sdk-for-go/"}
+// their drivers are opt-in build tags (tapestore), which alone bring
+// gocloud.dev/blob and, with it, gRPC.
+var neverByDefault = []string{"cloud.google.com/go/storage", "github.com/Azure/azure-sdk-for-go/", "gocloud.dev/blob", "google.golang.org/grpc/"}
 
 // TestLayers: every package of the module has a layer, and imports only
 // packages of the layers below its own.
@@ -246,4 +247,30 @@ func shown(path string) string {
 		return "jukebox/"
 	}
 	return strings.TrimPrefix(path, module+"/")
+}
+
+// TestNoReflectMethod: nothing in the default build looks a method up by
+// a name the linker cannot see (reflect's MethodByName with a variable,
+// Method(i)). One such call anywhere makes the linker keep every exported
+// method of every type that reaches an interface: 12 MB of the binary
+// once, from kong's hooks (internal/kong is a copy that names them). The
+// linker's dependency dump marks such functions <ReflectMethod>.
+func TestNoReflectMethod(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("go", "build", "-ldflags=-dumpdep", "-o", os.DevNull, "./cmd/jukebox")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build -ldflags=-dumpdep ./cmd/jukebox: %v\n%s", err, out[max(0, len(out)-4000):])
+	}
+	var seen []string
+	for line := range strings.Lines(string(out)) {
+		if strings.Contains(line, "<ReflectMethod>") && len(seen) < 20 {
+			seen = append(seen, strings.TrimSpace(line))
+		}
+	}
+	if len(seen) > 0 {
+		t.Errorf("the default build looks methods up by a name the linker cannot see, so it keeps every method of every type; the linker's edges:\n%s", strings.Join(seen, "\n"))
+	}
 }
