@@ -150,11 +150,3 @@ type RequestInfo struct {
 	Model  string `json:"model"`
 	Stream bool   `json:"stream"`
 }
-
-// ParseRequestInfo reads a request body, decoded; a body that is not JSON
-// gives the zero RequestInfo.
-func ParseRequestInfo(body []byte) RequestInfo {
-	var ri RequestInfo
-	_ = json.Unmarshal(body, &ri) // a body that is not JSON has no model
-	return ri
-}

@@ -76,13 +76,12 @@ var anyText = sync.OnceValue(func() []rule {
 // maskRules masks in s every credential the rules in anyText find,
 // each value becoming Redacted.
 func maskRules(b []byte) []byte {
-	var lower []byte // b in lower case, made once for the rules that fold
-	for _, r := range anyText() {
-		if r.fold && lower == nil {
-			lower = lowerASCII(b)
-		}
-		if locs := r.find(b, lower); len(locs) > 0 {
-			b, lower = replaceLocs(b, locs, 2), nil
+	rules := anyText()
+	hits := scanKeys(b)
+	for i, r := range rules {
+		if locs := r.find(b, hits[i]); len(locs) > 0 {
+			b = replaceLocs(b, locs, 2)
+			hits = scanKeys(b) // the rules after it read the masked text
 		}
 	}
 	return b
@@ -90,44 +89,116 @@ func maskRules(b []byte) []byte {
 
 // anyRule reports whether a credential rule finds something in b.
 func anyRule(b []byte) bool {
-	var lower []byte
-	for _, r := range anyText() {
-		if r.fold && lower == nil {
-			lower = lowerASCII(b)
-		}
-		if len(r.find(b, lower)) > 0 {
+	hits := scanKeys(b)
+	for i, r := range anyText() {
+		if len(r.find(b, hits[i])) > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// find is re.FindAllSubmatchIndex(b, -1), found by running the anchored
-// rule only where a key puts the start of a match; lower is b in lower
-// case (lowerASCII) for a rule that folds.
-func (r rule) find(b, lower []byte) [][]int {
-	text := b
-	if r.fold {
-		if bytes.Contains(b, kelvin) || bytes.Contains(b, longS) {
-			return r.re.FindAllSubmatchIndex(b, -1) // (?i) folds them to k and s
+// keyScan is the rules' keys laid out for scanKeys: which pairs of bytes
+// (ASCII letters in lower case) start one, and the keys that start with
+// each pair.
+type keyScan struct {
+	pair  [1 << 16]uint8 // 0: no key starts so; n: keys[n]
+	keys  [][]ruleKey
+	rules int
+}
+
+// ruleKey is a key of rule n; fold compares it ignoring ASCII case.
+type ruleKey struct {
+	key  string
+	rule int
+	fold bool
+}
+
+// lowerByte is ASCII's lower case of each byte (others as they are).
+var lowerByte = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if i >= 'A' && i <= 'Z' {
+			t[i] += 'a' - 'A'
 		}
-		text = lower
 	}
-	var starts []int
-	for _, k := range r.keys {
-		for i := 0; ; {
-			j := bytes.Index(text[i:], []byte(k))
-			if j < 0 {
-				break
+	return t
+}()
+
+func pairOf(a, b byte) uint16 { return uint16(lowerByte[a])<<8 | uint16(lowerByte[b]) }
+
+var scanTable = sync.OnceValue(func() *keyScan {
+	t := &keyScan{keys: [][]ruleKey{nil}}
+	rules := anyText()
+	t.rules = len(rules)
+	for n, r := range rules {
+		for _, k := range r.keys {
+			p := pairOf(k[0], k[1]) // every key has three bytes or more
+			if t.pair[p] == 0 {
+				t.pair[p] = uint8(len(t.keys))
+				t.keys = append(t.keys, nil)
 			}
-			if r.follows != nil && !r.follows(b, i+j+len(k)) {
-				i += j + 1
+			t.keys[t.pair[p]] = append(t.keys[t.pair[p]], ruleKey{key: k, rule: n, fold: r.fold})
+		}
+	}
+	if len(t.keys) > 255 {
+		panic("redact: too many key prefixes for the scan table")
+	}
+	return t
+})
+
+// keyHit is a key found at b[at:at+n].
+type keyHit struct{ at, n int }
+
+// scanKeys is, for each rule of anyText, where its keys are in b (in
+// order), in one pass over b: a key is looked at only where the two
+// bytes that start it are (a table of 64K), so the text is read once
+// whatever the number of keys, not once a key.
+func scanKeys(b []byte) [][]keyHit {
+	t := scanTable()
+	hits := make([][]keyHit, t.rules)
+	for i := 0; i+1 < len(b); i++ {
+		n := t.pair[pairOf(b[i], b[i+1])]
+		if n == 0 {
+			continue
+		}
+		for _, k := range t.keys[n] {
+			if i+len(k.key) > len(b) {
 				continue
 			}
-			if s := r.from(b, i+j); s >= 0 {
-				starts = append(starts, s)
+			w := b[i : i+len(k.key)]
+			if k.fold && equalLower(w, k.key) || !k.fold && string(w) == k.key {
+				hits[k.rule] = append(hits[k.rule], keyHit{i, len(k.key)})
 			}
-			i += j + 1
+		}
+	}
+	return hits
+}
+
+// equalLower reports whether w in ASCII lower case is key (lower case).
+func equalLower(w []byte, key string) bool {
+	for i := range len(key) {
+		if lowerByte[w[i]] != key[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// find is re.FindAllSubmatchIndex(b, -1), found by running the anchored
+// rule only where a key puts the start of a match; at are the keys' places
+// in b (scanKeys).
+func (r rule) find(b []byte, at []keyHit) [][]int {
+	if r.fold && (bytes.Contains(b, kelvin) || bytes.Contains(b, longS)) {
+		return r.re.FindAllSubmatchIndex(b, -1) // (?i) folds them to k and s
+	}
+	var starts []int
+	for _, h := range at {
+		if r.follows != nil && !r.follows(b, h.at+h.n) {
+			continue
+		}
+		if s := r.from(b, h.at); s >= 0 {
+			starts = append(starts, s)
 		}
 	}
 	if len(starts) == 0 {
@@ -275,18 +346,6 @@ func passwordFollows(b []byte, end int) bool {
 
 // isSpace is \s.
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
-
-// lowerASCII is b with ASCII letters in lower case, each byte where it was.
-func lowerASCII(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out[i] = c
-	}
-	return out
-}
 
 // secretFlag is --name VALUE with a secret-looking name, inside a script
 // or an environment value (AGENT_OPTS="--api-key X").

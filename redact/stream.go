@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -357,10 +360,8 @@ func jsonLiteral(doc []byte, i int) (end int, text string, ok bool) {
 			if plain {
 				return j + 1, string(lit[1 : len(lit)-1]), true
 			}
-			if err := json.Unmarshal(lit, &text); err != nil {
-				return 0, "", false
-			}
-			return j + 1, text, true
+			text, ok := unquote(lit[1 : len(lit)-1])
+			return j + 1, text, ok
 		case c == '\\':
 			plain = false
 			j++
@@ -414,4 +415,86 @@ func (st jsonStack) path() string {
 		}
 	}
 	return strings.Join(parts, ".")
+}
+
+// unquote is the text of a JSON string literal's inside, as json.Unmarshal
+// decodes it (a byte that is not UTF-8, or a lone surrogate, becomes
+// U+FFFD); ok is false where the literal is not valid JSON.
+func unquote(s []byte) (string, bool) {
+	out := make([]byte, 0, len(s))
+	for r := 0; r < len(s); {
+		switch c := s[r]; {
+		case c == '\\':
+			if r+1 >= len(s) {
+				return "", false
+			}
+			switch s[r+1] {
+			case '"', '\\', '/':
+				out = append(out, s[r+1])
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				rr := getu4(s[r:])
+				if rr < 0 {
+					return "", false
+				}
+				r += 6
+				if utf16.IsSurrogate(rr) {
+					if rr1 := getu4(s[r:]); rr1 >= 0 {
+						if dec := utf16.DecodeRune(rr, rr1); dec != unicode.ReplacementChar {
+							out = utf8.AppendRune(out, dec)
+							r += 6
+							continue
+						}
+					}
+					rr = unicode.ReplacementChar
+				}
+				out = utf8.AppendRune(out, rr)
+				continue
+			default:
+				return "", false
+			}
+			r += 2
+		case c == '"' || c < ' ':
+			return "", false
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			out = utf8.AppendRune(out, rr)
+			r += size
+		}
+	}
+	return string(out), true
+}
+
+// getu4 is the rune of the \uXXXX at the start of s, or -1.
+func getu4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c = c - '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
 }

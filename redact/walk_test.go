@@ -100,3 +100,17 @@ func FuzzWalkStrings(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnquote: a string literal's text is json.Unmarshal's.
+func FuzzUnquote(f *testing.F) {
+	f.Add([]byte(`a\n\u00e9\ud83d\ude00\ud800x\"`))
+	f.Add([]byte("caf\xc3\xa9 \xff"))
+	f.Fuzz(func(t *testing.T, s []byte) {
+		var want string
+		err := json.Unmarshal(append(append([]byte{'"'}, s...), '"'), &want)
+		got, ok := unquote(s)
+		if ok != (err == nil) || ok && got != want {
+			t.Fatalf("unquote(%q) = %q, %v; json.Unmarshal: %q, %v", s, got, ok, want, err)
+		}
+	})
+}
