@@ -40,3 +40,22 @@ func BenchmarkMaskRules(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkStream: a streamed answer of 72 chunks (OpenAI's events), the
+// shape of every answer of bench/proxy's 50-step run, with nothing to
+// mask.
+func BenchmarkStream(b *testing.B) {
+	var s strings.Builder
+	words := strings.Fields("The function parses the configuration, checks the token count and returns an error when the input is empty.\n")
+	for i := range 72 {
+		fmt.Fprintf(&s, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", words[i%len(words)]+" \n")
+	}
+	s.WriteString("data: [DONE]\n\n")
+	data := []byte(s.String())
+	var m *Masker
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for range b.N {
+		m.Stream(data, nil)
+	}
+}

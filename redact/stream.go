@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -44,7 +43,7 @@ func (m *Masker) Stream(data []byte, chunks tapefmt.Chunks) ([]byte, tapefmt.Chu
 		mask = m.maskPatterns
 	}
 	olds, news := make([]int, len(events)), make([]int, len(events))
-	var out []byte
+	out := make([]byte, 0, len(data)+len(data)/8)
 	oldEnd := 0
 	for i, ev := range events {
 		oldEnd += len(ev.raw)
@@ -88,21 +87,33 @@ func splitEvents(data []byte) []event {
 // maskJoined masks the joined text of each place across the events and
 // sets each event's masked bytes.
 func (m *Masker) maskJoined(evs []event) {
-	places := map[string][]piece{}
-	var order []string
+	places := map[string]*place{}
+	var order []*place
+	var w jsonWalker
 	for i := range evs {
 		evs[i].masked = evs[i].raw
-		for path, p := range eventStrings(evs[i].raw) {
-			p.event = i
-			if _, ok := places[path]; !ok {
-				order = append(order, path)
+		line, start := dataLine(evs[i].raw)
+		w.walk(line, func(path []byte, from, to int, text []byte) {
+			pl := places[string(path)] // looked up without a copy of path
+			if pl == nil {
+				pl = &place{pieces: make([]piece, 0, len(evs)), ends: make([]int, 0, len(evs))}
+				places[string(path)] = pl
+				order = append(order, pl)
 			}
-			places[path] = append(places[path], p)
-		}
+			pl.add(piece{event: i, from: start + from, to: start + to}, text)
+		})
 	}
 	edits := map[int][]piece{} // per event, the pieces to write back
-	for _, path := range order {
-		for _, p := range m.maskPieces(places[path]) {
+	for _, pl := range order {
+		whole := string(pl.text)
+		masked := m.MaskString(whole)
+		if masked == whole {
+			continue
+		}
+		for j := range pl.pieces {
+			pl.pieces[j].text = whole[pl.start(j):pl.ends[j]]
+		}
+		for _, p := range share(pl.pieces, whole, masked) {
 			edits[p.event] = append(edits[p.event], p)
 		}
 	}
@@ -111,19 +122,31 @@ func (m *Masker) maskJoined(evs []event) {
 	}
 }
 
-// maskPieces masks the joined text of ps and returns the pieces whose
-// text changed, each with its new text.
-func (m *Masker) maskPieces(ps []piece) []piece {
-	var joined strings.Builder
-	for _, p := range ps {
-		joined.WriteString(p.text)
+// place is the pieces of one place (a path) across the events, in order,
+// with their texts joined.
+type place struct {
+	pieces []piece
+	text   []byte
+	ends   []int // where each piece's text ends in text
+}
+
+func (pl *place) start(j int) int {
+	if j == 0 {
+		return 0
 	}
-	whole := joined.String()
-	masked := m.MaskString(whole)
-	if masked == whole {
-		return nil
+	return pl.ends[j-1]
+}
+
+// add adds p, whose text is text; an event with the place twice (a key
+// given twice) counts its last, as a decoder reads it.
+func (pl *place) add(p piece, text []byte) {
+	if n := len(pl.pieces); n > 0 && pl.pieces[n-1].event == p.event {
+		pl.text = pl.text[:pl.start(n-1)]
+		pl.pieces, pl.ends = pl.pieces[:n-1], pl.ends[:n-1]
 	}
-	return share(ps, whole, masked)
+	pl.pieces = append(pl.pieces, p)
+	pl.text = append(pl.text, text...)
+	pl.ends = append(pl.ends, len(pl.text))
 }
 
 // share gives each piece its part of masked. whole and masked differ in
@@ -200,23 +223,19 @@ func moveChunks(chunks tapefmt.Chunks, olds, news []int) tapefmt.Chunks {
 	return out
 }
 
-// eventStrings are the JSON string values of an event's data line, by
-// their path (keys and array indexes), with where each literal is.
-func eventStrings(raw []byte) map[string]piece {
+// dataLine is an event's data line (after "data:") and where it starts
+// in the event; nil when it has none.
+func dataLine(raw []byte) ([]byte, int) {
 	i := bytes.Index(raw, []byte("data:"))
 	if i < 0 {
-		return nil
+		return nil, 0
 	}
 	start := i + len("data:")
 	end := bytes.IndexByte(raw[start:], '\n')
 	if end < 0 {
 		end = len(raw) - start
 	}
-	out := map[string]piece{}
-	walkStrings(raw[start:start+end], func(path string, from, to int, text string) {
-		out[path] = piece{from: start + from, to: start + to, text: text}
-	})
-	return out
+	return raw[start : start+end], start
 }
 
 // walkStrings calls f for every string value in the JSON document doc,
@@ -225,7 +244,22 @@ func eventStrings(raw []byte) map[string]piece {
 // stops at the first byte that is not JSON (TestWalkStringsIsTheDecoders
 // holds the two together); it runs on every event of every stream.
 func walkStrings(doc []byte, f func(path string, from, to int, text string)) {
-	var st jsonStack
+	var w jsonWalker
+	w.walk(doc, func(path []byte, from, to int, text []byte) { f(string(path), from, to, string(text)) })
+}
+
+// jsonWalker walks documents one after another with the same memory.
+type jsonWalker struct {
+	st  jsonStack
+	buf []byte
+}
+
+// walk is walkStrings without a string made for each path and value:
+// path and text are good only until f returns (the path is written into
+// one buffer, a plain literal's text is the document's).
+func (w *jsonWalker) walk(doc []byte, f func(path []byte, from, to int, text []byte)) {
+	st, buf := w.st[:0], w.buf
+	defer func() { w.st, w.buf = st, buf }()
 	i := 0
 	expectValue := true // a value may come next (not a comma, colon or end)
 	for {
@@ -265,7 +299,7 @@ func walkStrings(doc []byte, f func(path string, from, to int, text string)) {
 		}
 		switch c := doc[i]; {
 		case c == '{' || c == '[':
-			st = append(st, &jsonLevel{obj: c == '{', isKey: c == '{', empty: true})
+			st = append(st, jsonLevel{obj: c == '{', isKey: c == '{', empty: true})
 			i++
 			expectValue = true
 		case c == '"':
@@ -278,7 +312,8 @@ func walkStrings(doc []byte, f func(path string, from, to int, text string)) {
 				i = end
 				continue
 			}
-			f(st.path(), i, end, text)
+			buf = st.appendPath(buf[:0])
+			f(buf, i, end, text)
 			i = end
 			st.next()
 		default:
@@ -351,14 +386,14 @@ func jsonScalar(doc []byte, i int) int {
 
 // jsonLiteral reads the string literal at doc[i] (a quote): its end, just
 // past the closing quote, and its value as encoding/json decodes it.
-func jsonLiteral(doc []byte, i int) (end int, text string, ok bool) {
+func jsonLiteral(doc []byte, i int) (end int, text []byte, ok bool) {
 	plain := true
 	for j := i + 1; j < len(doc); j++ {
 		switch c := doc[j]; {
 		case c == '"':
 			lit := doc[i : j+1]
 			if plain {
-				return j + 1, string(lit[1 : len(lit)-1]), true
+				return j + 1, lit[1 : len(lit)-1], true
 			}
 			text, ok := unquote(lit[1 : len(lit)-1])
 			return j + 1, text, ok
@@ -366,18 +401,18 @@ func jsonLiteral(doc []byte, i int) (end int, text string, ok bool) {
 			plain = false
 			j++
 		case c < 0x20:
-			return 0, "", false
+			return 0, nil, false
 		case c >= 0x80:
 			plain = false
 		}
 	}
-	return 0, "", false
+	return 0, nil, false
 }
 
 // jsonLevel is an open object or array: its key or index now.
 type jsonLevel struct {
 	obj   bool
-	key   string
+	key   []byte // a part of the document, or its decoded copy
 	index int
 	isKey bool // an object's next string is a key
 	colon bool // an object's key was read: a colon comes next
@@ -385,13 +420,13 @@ type jsonLevel struct {
 }
 
 // jsonStack are the open levels, outermost first.
-type jsonStack []*jsonLevel
+type jsonStack []jsonLevel
 
 func (st jsonStack) top() *jsonLevel {
 	if len(st) == 0 {
 		return nil
 	}
-	return st[len(st)-1]
+	return &st[len(st)-1]
 }
 
 // next moves past a value: an object expects a key, an array its next
@@ -406,27 +441,33 @@ func (st jsonStack) next() {
 }
 
 // path names the place now: keys and indexes joined with dots.
-func (st jsonStack) path() string {
-	parts := make([]string, len(st))
+func (st jsonStack) path() string { return string(st.appendPath(nil)) }
+
+// appendPath appends the path to buf.
+func (st jsonStack) appendPath(buf []byte) []byte {
 	for i, l := range st {
-		parts[i] = l.key
-		if !l.obj {
-			parts[i] = strconv.Itoa(l.index)
+		if i > 0 {
+			buf = append(buf, '.')
+		}
+		if l.obj {
+			buf = append(buf, l.key...)
+		} else {
+			buf = strconv.AppendInt(buf, int64(l.index), 10)
 		}
 	}
-	return strings.Join(parts, ".")
+	return buf
 }
 
 // unquote is the text of a JSON string literal's inside, as json.Unmarshal
 // decodes it (a byte that is not UTF-8, or a lone surrogate, becomes
 // U+FFFD); ok is false where the literal is not valid JSON.
-func unquote(s []byte) (string, bool) {
+func unquote(s []byte) ([]byte, bool) {
 	out := make([]byte, 0, len(s))
 	for r := 0; r < len(s); {
 		switch c := s[r]; {
 		case c == '\\':
 			if r+1 >= len(s) {
-				return "", false
+				return nil, false
 			}
 			switch s[r+1] {
 			case '"', '\\', '/':
@@ -444,7 +485,7 @@ func unquote(s []byte) (string, bool) {
 			case 'u':
 				rr := getu4(s[r:])
 				if rr < 0 {
-					return "", false
+					return nil, false
 				}
 				r += 6
 				if utf16.IsSurrogate(rr) {
@@ -460,11 +501,11 @@ func unquote(s []byte) (string, bool) {
 				out = utf8.AppendRune(out, rr)
 				continue
 			default:
-				return "", false
+				return nil, false
 			}
 			r += 2
 		case c == '"' || c < ' ':
-			return "", false
+			return nil, false
 		case c < utf8.RuneSelf:
 			out = append(out, c)
 			r++
@@ -474,7 +515,7 @@ func unquote(s []byte) (string, bool) {
 			r += size
 		}
 	}
-	return string(out), true
+	return out, true
 }
 
 // getu4 is the rune of the \uXXXX at the start of s, or -1.
