@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"errors"
 	"os/exec"
 	"time"
 
@@ -14,7 +15,11 @@ import (
 // keepUnder returns nil and every method of a nil *kept does nothing.
 type kept struct{}
 
-func keepUnder(*exec.Cmd, time.Duration) *kept { return nil }
-func (*kept) started() error                   { return nil }
-func (*kept) end()                             {}
-func (*kept) settle(*tapefmt.RunEnd, int)      {}
+func keepUnder(*exec.Cmd, time.Duration, bool) *kept { return nil }
+func (*kept) started() error                         { return nil }
+
+// errKeeperMismatch is never returned here.
+var errKeeperMismatch = errors.New("no keeper")
+
+func (*kept) end()                        {}
+func (*kept) settle(*tapefmt.RunEnd, int) {}

@@ -31,17 +31,23 @@ type kept struct {
 	agent       int           // the agent's pid, as the keeper reported it
 	status      atomic.Int64  // the agent's raw wait status; -1 until reported
 	done        chan struct{} // closed when the reports end
+	helper      bool          // the keeper is jukebox-booth, not jukebox
 }
 
 // keepUnder rewrites cmd to start the keeper, which starts what cmd would
-// have; nil (cmd unchanged) when no keeper can be started here.
-func keepUnder(cmd *exec.Cmd, grace time.Duration) *kept {
-	self, err := os.Executable()
+// have; nil (cmd unchanged) when no keeper can be started here. The keeper
+// is jukebox-booth where it is installed beside jukebox (nsinit.Path: it
+// starts in a few milliseconds, jukebox itself in tens), unless self;
+// one built from other source reports keeper.Mismatch before it starts
+// anything (errKeeperMismatch), and the caller starts again with self.
+func keepUnder(cmd *exec.Cmd, grace time.Duration, self bool) *kept {
+	exe, err := os.Executable()
 	if !keeper.Available() || cmd.Err != nil || err != nil {
 		return nil
 	}
-	if small := nsinit.Chosen(); small != "" {
-		self = small // a test binary's jukebox-booth, which keeps too: it starts in milliseconds
+	helper := false
+	if p := nsinit.Path(); !self && p != nsinit.Self {
+		exe, helper = p, true // a test binary's chosen jukebox-booth, or the one installed
 	}
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {
@@ -53,11 +59,14 @@ func keepUnder(cmd *exec.Cmd, grace time.Duration) *kept {
 		lifeW.Close()
 		return nil
 	}
-	cmd.Args = append([]string{self, cmd.Path}, cmd.Args...)
-	cmd.Path = self
+	cmd.Args = append([]string{exe, cmd.Path}, cmd.Args...)
+	cmd.Path = exe
 	cmd.Env = append(cmd.Env, keeper.Var(grace))
+	if helper {
+		cmd.Env = append(cmd.Env, keeper.BuildVar())
+	}
 	cmd.ExtraFiles = []*os.File{lifeR, repW}
-	k := &kept{life: lifeW, theirs: [2]*os.File{lifeR, repW}, rep: bufio.NewReader(repR), done: make(chan struct{})}
+	k := &kept{life: lifeW, theirs: [2]*os.File{lifeR, repW}, rep: bufio.NewReader(repR), done: make(chan struct{}), helper: helper}
 	k.status.Store(-1)
 	return k
 }
@@ -72,9 +81,17 @@ func (k *kept) started() error {
 		f.Close()
 	}
 	line, err := k.rep.ReadString('\n')
+	if err != nil && k.helper {
+		close(k.done)
+		return errKeeperMismatch // a jukebox-booth from before the keeper
+	}
 	if err != nil {
 		close(k.done)
 		return errors.New("the keeper ended before the agent started")
+	}
+	if strings.TrimSpace(line) == keeper.Mismatch {
+		close(k.done)
+		return errKeeperMismatch
 	}
 	if msg, ok := strings.CutPrefix(strings.TrimSpace(line), "failed "); ok {
 		close(k.done)
@@ -88,6 +105,10 @@ func (k *kept) started() error {
 	go k.read()
 	return nil
 }
+
+// errKeeperMismatch is a keeper built from other source than this jukebox:
+// it started nothing.
+var errKeeperMismatch = errors.New("the keeper beside jukebox was built from other source")
 
 // read follows the keeper's reports until it exits.
 func (k *kept) read() {

@@ -134,6 +134,18 @@ func (o *outputs) stdoutCopy() []byte {
 // startChild starts argv with env in dir; its stdout and stderr go to the
 // given writers and onto the tape as they come.
 func startChild(o RunOptions, env []string, outs *outputs) (*child, error) {
+	c, err := startKept(o, env, outs, false)
+	if errors.Is(err, errKeeperMismatch) {
+		// jukebox-booth beside jukebox is from another install: it
+		// started nothing, and jukebox keeps the agent itself.
+		c, err = startKept(o, env, outs, true)
+	}
+	return c, err
+}
+
+// startKept is startChild with the keeper jukebox itself (self) or, where
+// one is installed, jukebox-booth.
+func startKept(o RunOptions, env []string, outs *outputs, self bool) (*child, error) {
 	c := &child{cmd: exec.Command(o.Argv[0], o.Argv[1:]...), outputs: outs}
 	c.cmd.Dir, c.cmd.Env, c.cmd.Stdin = o.Dir, env, o.Stdin
 	// Pipes of our own, not exec's: exec's would be closed by Wait, losing
@@ -149,7 +161,7 @@ func startChild(o RunOptions, env []string, outs *outputs) (*child, error) {
 	}
 	c.cmd.Stdout, c.cmd.Stderr = writeEnds[0], writeEnds[1]
 	c.grace = cmp.Or(o.StopGrace, DefaultGrace)
-	if c.keep = keepUnder(c.cmd, c.grace); c.keep == nil {
+	if c.keep = keepUnder(c.cmd, c.grace, self); c.keep == nil {
 		dieWithUs(c.cmd) // the agent alone: the keeper outlives jukebox to end the tree
 	}
 	c.jobs.prepare(c.cmd, o.Stdin)

@@ -4,6 +4,7 @@ package keeper
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,5 +185,44 @@ func TestSecondStopEndsTheTree(t *testing.T) {
 			}
 			k.exited(t)
 		})
+	}
+}
+
+// TestMismatchStartsNothing: a keeper told another build's Fingerprint
+// reports Mismatch and exits MismatchStatus before it starts the agent;
+// told its own, it keeps as always.
+func TestMismatchStartsNothing(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	for _, c := range []struct {
+		build, report string
+		status        int
+	}{{"0123", Mismatch, MismatchStatus}, {Fingerprint(), "started", 0}} {
+		os.Remove(marker)
+		repR, repW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lifeR, lifeW, _ := os.Pipe()
+		cmd := exec.Command(self, "/bin/sh", "sh", "-c", "touch "+marker)
+		cmd.Env = append(os.Environ(), Env+"=1s", BuildEnv+"="+c.build)
+		cmd.ExtraFiles = []*os.File{lifeR, repW}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lifeR.Close()
+		repW.Close()
+		all, _ := io.ReadAll(repR) // the keeper's reports, to its exit
+		line := string(all)
+		lifeW.Close()
+		cmd.Wait()
+		repR.Close()
+		_, ran := os.Stat(marker)
+		if !strings.HasPrefix(line, c.report) || cmd.ProcessState.ExitCode() != c.status || (ran == nil) != (c.status == 0) {
+			t.Errorf("build %q: reported %q, exit %d, agent ran: %v; want %q, exit %d", c.build, line, cmd.ProcessState.ExitCode(), ran == nil, c.report, c.status)
+		}
 	}
 }

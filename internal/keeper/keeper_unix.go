@@ -30,6 +30,14 @@ func MaybeRun() {
 		return
 	}
 	os.Unsetenv(Env)
+	if build, ok := os.LookupEnv(BuildEnv); ok {
+		os.Unsetenv(BuildEnv)
+		if build != Fingerprint() {
+			// Before anything starts: jukebox starts itself instead.
+			fmt.Fprintln(os.NewFile(4, "reports"), Mismatch)
+			os.Exit(MismatchStatus)
+		}
+	}
 	mode, v, grouped := strings.Cut(v, groupPrefix)
 	if !grouped {
 		v = mode

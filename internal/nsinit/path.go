@@ -54,8 +54,14 @@ var chosen atomic.Pointer[string]
 // instead of looking beside this executable: for test binaries, which
 // would otherwise start themselves (a race-instrumented test binary takes
 // up to a second to start; jukebox-booth a few milliseconds). Distrust
-// still wins.
-func Use(helper string) { chosen.Store(&helper) }
+// still wins. "" goes back to looking beside this executable.
+func Use(helper string) {
+	if helper == "" {
+		chosen.Store(nil)
+		return
+	}
+	chosen.Store(&helper)
+}
 
 // Chosen is the helper Use chose, "" when none was: a test binary's
 // stand-in for itself where a small executable of this source will do
