@@ -39,6 +39,15 @@ var classNames = map[string]Class{"llm": ClassLLM, "tools": ClassTools, "tool": 
 	"file": ClassFiles, "output": ClassOutput, "errors": ClassErrors, "error": ClassErrors, "tx": ClassTx,
 	"transactions": ClassTx}
 
+// ClassNames are the names of the classes, as kind: takes them.
+var ClassNames = []string{"llm", "tools", "files", "output", "errors", "tx"}
+
+// ClassNamed is the class a name (kind:NAME) names.
+func ClassNamed(name string) (Class, bool) {
+	c, ok := classNames[strings.ToLower(name)]
+	return c, ok
+}
+
 // ParseQuery reads a query as typed.
 func ParseQuery(s string) Query {
 	var q Query

@@ -542,6 +542,8 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		d.copyCurl()
 	case key.Matches(msg, k.Write):
 		d.openPrompt(promptWrite)
+	case key.Matches(msg, k.Command):
+		d.openPrompt(promptCommand)
 	case key.Matches(msg, k.SearchNext):
 		return d.nextMatch(1)
 	case key.Matches(msg, k.SearchPrev):

@@ -23,7 +23,7 @@ func (d *Deck) openPrompt(k promptKind) {
 		last = d.lastQuery
 	case promptWrite:
 		last = d.writeName()
-	case promptOverwrite:
+	case promptOverwrite, promptCommand:
 		last = ""
 	case promptNote: // the note there is, to edit
 		tv := d.tracks[d.focus]
@@ -58,6 +58,8 @@ func (d *Deck) promptKey(msg tea.KeyMsg) tea.Cmd {
 		return d.startSweep(answer)
 	case promptNote:
 		return d.tracks[d.focus].setNote(answer)
+	case promptCommand:
+		return d.runCommand(answer)
 	case promptWrite:
 		d.writeFrame(answer, false)
 		return nil

@@ -137,7 +137,9 @@ func TestHelpShowsOnlyWorkingKeys(t *testing.T) {
 	}
 	press(d, runes("?"))
 	full := d.View()
-	for _, want := range []string{"go to frame", "next/prev tool call", "next/prev error", "marker", "play", "raw bytes"} {
+	press(d, tea.KeyMsg{Type: tea.KeyPgDown}) // the help scrolls where it is taller than the screen
+	full += d.View()
+	for _, want := range []string{"go to frame", "command line", "next/prev tool call", "next/prev error", "marker", "play", "raw bytes"} {
 		if !strings.Contains(full, want) {
 			t.Errorf("full help lacks %q", want)
 		}

@@ -261,7 +261,7 @@ func (m *timelineView) ShortHelp() []key.Binding {
 func (m *timelineView) FullHelp() [][]key.Binding {
 	k := m.keys
 	return [][]key.Binding{
-		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto},
+		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto, k.Command},
 		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext, k.JumpBack},
 		{k.Mark, k.Note, k.NextMark, k.Play, k.Speed, k.Idle, k.PageUp, k.PageDown, k.Read, k.Scale},
 		{k.Fold, k.FoldAll, k.Filter, k.Steps, k.Pager, k.Editor, k.Copy, k.Curl, k.Write},
@@ -385,16 +385,7 @@ func (m *timelineView) update(km tea.KeyMsg) tea.Cmd {
 		m.project()
 		return m.said(map[bool]string{true: "output folded: z opens a run", false: "output unfolded"}[m.view.Fold])
 	case key.Matches(km, k.Filter):
-		m.view.Only = nextFilter(m.view.Only)
-		what := "every kind of frame"
-		if m.view.Only != 0 {
-			what = "only " + m.view.Only.String() + " (and step rules, run start and end): F for the next kind"
-		}
-		if m.slowView() {
-			return m.projectLater(what)
-		}
-		m.project()
-		return m.said(what)
+		return m.setFilter(nextFilter(m.view.Only))
 	case key.Matches(km, k.Steps):
 		m.view.Steps = !m.view.Steps
 		m.project()
@@ -527,6 +518,20 @@ func (m *timelineView) nextMarker() int {
 // said is a word for the status line.
 func (m *timelineView) said(s string) tea.Cmd {
 	return func() tea.Msg { return notFoundMsg{s} }
+}
+
+// setFilter shows only the frames of class c (0: every kind).
+func (m *timelineView) setFilter(c timeline.Class) tea.Cmd {
+	m.view.Only = c
+	what := "every kind of frame"
+	if m.view.Only != 0 {
+		what = "only " + m.view.Only.String() + " (and step rules, run start and end): F for the next kind"
+	}
+	if m.slowView() {
+		return m.projectLater(what)
+	}
+	m.project()
+	return m.said(what)
 }
 
 // nextFilter is the filter after f: every kind, then each class alone.
@@ -867,7 +872,7 @@ type timelineKeys struct {
 	Read, Scale, Note, Idle                                                     key.Binding
 	Fold, FoldAll, Filter, Steps                                                key.Binding
 	Pager, Editor, Copy, Write                                                  key.Binding
-	JumpBack, JumpFwd, Curl                                                     key.Binding
+	JumpBack, JumpFwd, Curl, Command                                            key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
@@ -914,5 +919,6 @@ func newTimelineKeys() timelineKeys {
 		JumpBack:   b([]string{"[", "ctrl+o"}, "[/]", "back/forward along the jumps"),
 		JumpFwd:    b([]string{"]"}, "]", "forward along the jumps"),
 		Curl:       b([]string{"c"}, "c", "copy the call as a curl command"),
+		Command:    b([]string{":"}, ":", "command line"),
 	}
 }

@@ -1,0 +1,102 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/jukebox-os/jukebox/timeline"
+)
+
+// runLine types a command line and runs it.
+func runLine(d *Deck, line string) {
+	press(d, runes(":"))
+	typeText(d, line)
+	press(d, keyEnter)
+}
+
+// TestCommandLine: each command does what its key does, a unique prefix
+// names it, a bare number is a frame, and what cannot be done is said
+// with the commands or the range there are.
+func TestCommandLine(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	tl := d.tracks[0].tl
+	if tl.StepCount() < 2 {
+		t.Fatalf("the tape has %d steps; the test wants two", tl.StepCount())
+	}
+	runLine(d, "step 2")
+	if got, want := cursor(d), tl.StepStart(1); got != want {
+		t.Errorf(":step 2 put the needle on %d, want %d (the first frame of step 2)", got, want)
+	}
+	runLine(d, "7")
+	if cursor(d) != 7 {
+		t.Errorf(":7 put the needle on %d", cursor(d))
+	}
+	runLine(d, "fr 3")
+	if cursor(d) != 3 {
+		t.Errorf(":fr 3 put the needle on %d", cursor(d))
+	}
+	for line, want := range map[string]string{
+		"step 99":  "no step \"99\": steps are 1 to",
+		"frame -1": "no frame \"-1\"",
+		"bogus":    "no command \"bogus\": commands are frame, step, search",
+		"s 2":      ":s is step or search",
+		"filter x": "no kind \"x\": :filter takes llm",
+		"write":    ":write takes the file",
+	} {
+		runLine(d, line)
+		if !strings.Contains(d.status, want) {
+			t.Errorf(":%s: status %q, want %q in it", line, d.status, want)
+		}
+	}
+	runLine(d, "filter llm")
+	if d.tracks[0].view.Only != timeline.ClassLLM {
+		t.Errorf(":filter llm: showing %v", d.tracks[0].view.Only)
+	}
+	runLine(d, "filter all")
+	if d.tracks[0].view.Only != 0 {
+		t.Errorf(":filter all: showing %v", d.tracks[0].view.Only)
+	}
+	runLine(d, "note checked by hand")
+	if tv := d.tracks[0]; !tv.markers[tv.cursor] || tv.notes[tv.cursor] != "checked by hand" {
+		t.Errorf(":note: marker %v, note %q", tv.markers[tv.cursor], tv.notes[tv.cursor])
+	}
+}
+
+// TestCommandCompletionAndHistory: tab completes a command's name, and up
+// and down walk back through what was typed at each prompt this session.
+func TestCommandCompletionAndHistory(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	press(d, runes(":"))
+	typeText(d, "fi")
+	press(d, keyTab)
+	if v := d.prompt.input.Value(); v != "filter " {
+		t.Errorf(":fi and tab: %q, want %q", v, "filter ")
+	}
+	press(d, keyEsc)
+	runLine(d, "frame 4")
+	runLine(d, "frame 9")
+	press(d, runes(":"))
+	up := tea.KeyMsg{Type: tea.KeyUp}
+	press(d, up)
+	if v := d.prompt.input.Value(); v != "frame 9" {
+		t.Errorf("up once: %q, want the last command", v)
+	}
+	press(d, up, up)
+	if v := d.prompt.input.Value(); v != "frame 4" {
+		t.Errorf("up at the oldest: %q, want it kept", v)
+	}
+	press(d, tea.KeyMsg{Type: tea.KeyDown}, tea.KeyMsg{Type: tea.KeyDown})
+	if v := d.prompt.input.Value(); v != "" {
+		t.Errorf("down past the newest: %q, want what was typed (nothing)", v)
+	}
+	press(d, keyEsc)
+	// Each prompt keeps its own: the search prompt recalls searches.
+	press(d, runes("/"))
+	typeText(d, "weather")
+	press(d, keyEnter, runes("/"), tea.KeyMsg{Type: tea.KeyBackspace}, up)
+	if v := d.prompt.input.Value(); v != "weather" {
+		t.Errorf("the search prompt's history: %q, want the last search", v)
+	}
+}
