@@ -1,11 +1,15 @@
 package tui
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -99,4 +103,40 @@ func TestCommandCompletionAndHistory(t *testing.T) {
 	if v := d.prompt.input.Value(); v != "weather" {
 		t.Errorf("the search prompt's history: %q, want the last search", v)
 	}
+}
+
+// TestCommandLineTmux: in a real terminal, with a keys file: :step puts
+// the needle on a step, a rebound key moves it, a wrong command is said.
+func TestCommandLineTmux(t *testing.T) {
+	t.Parallel()
+	testenv.RequireTmux(t)
+	testenv.Short(t, "runs the binary in tmux")
+	bin := filepath.Join(testenv.Binaries(t), "jukebox")
+	tl, err := timeline.Open(agentRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := tl.Len()
+	if tl.StepCount() < 3 {
+		t.Fatalf("the tape has %d steps; the test wants three", tl.StepCount())
+	}
+	keys := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(keys, []byte(`{"next_step": ["J"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("jukebox-cmd-%d", os.Getpid()), name: "play"}
+	t.Cleanup(func() { s.tmux("kill-server") })
+	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "30",
+		fmt.Sprintf("env NO_COLOR= JUKEBOX_KEYS=%s %s play %s", keys, bin, agentRun)); err != nil {
+		t.Fatalf("tmux new-session: %v %s", err, out)
+	}
+	s.waitScreen("JUKEBOX", "q quit")
+	s.keys(":", "step 2", "Enter")
+	s.waitScreen(fmt.Sprintf("frame %d of %d", tl.StepStart(1), n))
+	s.keys("J")
+	s.waitScreen(fmt.Sprintf("frame %d of %d", tl.StepStart(2), n))
+	s.keys(":", "bogus", "Enter")
+	s.waitScreen(`no command "bogus"`)
+	s.keys(":", "fi", "Tab", "llm", "Enter")
+	s.waitScreen("only LLM")
 }

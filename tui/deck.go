@@ -56,6 +56,8 @@ type Options struct {
 	// and brings them back on the next open; without it they last the
 	// session.
 	KeepMarkers bool
+	// Keys are the user's key bindings (LoadKeymap), over the defaults.
+	Keys Keymap
 	// ListModels asks an upstream for its models, for the fork form's
 	// picker; nil is engine.ListModels.
 	ListModels func(ctx context.Context, provider, base string, env []string) ([]string, error)
@@ -175,6 +177,7 @@ func New(paths []string, o Options) *Deck {
 		scrub: &scrubber{st: &st, speed: 1}, frame: newFrameView(&st), prompt: newPrompt(&st),
 		diff: newDiffPane(&st), files: newFilesPane(&st), forks: newForkList(&st), play: player{speed: 1}}
 	d.help.Styles = st.Help
+	o.Keys.apply(&d.keys)
 	d.ctx, d.stop = context.WithCancel(cmp.Or(o.Context, context.Background()))
 	labels := []string{"", ""}
 	if len(paths) == 2 {
@@ -190,6 +193,7 @@ func New(paths []string, o Options) *Deck {
 			tl.IndexCosts(d.ctx)
 		}
 		tv := newTimelineView(tl, &st, labels[i])
+		o.Keys.apply(&tv.keys)
 		if tl.Recording() {
 			tv.live, tv.recording = true, true
 			if fi, err := os.Stat(p); err == nil {

@@ -212,6 +212,7 @@ func (d *Deck) forkReloaded(msg forkReloadMsg) {
 		}
 	} else {
 		tv = newTimelineView(msg.tl, d.st, "fork")
+		d.o.Keys.apply(&tv.keys)
 		d.tracks = append(d.tracks, tv)
 		d.layout()
 		tv.SetCursor(msg.tl.Len() - 1)

@@ -349,6 +349,7 @@ func (d *Deck) showFork(e forkEntry) error {
 			tl.IndexCosts(d.ctx)
 		}
 		tv := newTimelineView(tl, d.st, "")
+		d.o.Keys.apply(&tv.keys)
 		if d.o.KeepMarkers {
 			tv.loadMarkers()
 		}

@@ -28,8 +28,10 @@ type PlayCmd struct {
 	BoothMode  string    `name:"booth-mode" enum:"auto,overlay,reflink,copy" default:"auto" help:"Staging mode of a fork's booth, as record --booth-mode: auto runs the agent confined or refuses the fork; copy runs it unconfined, on purpose."`
 	KeyFile    string    `help:"Also check each tape's seal with the key in this file (the header then says seal ✓ or seal ✗)." type:"existingfile" placeholder:"FILE"`
 	Frame      *int      `placeholder:"N" help:"Open with the needle on frame N of the first tape (the link jukebox show, diff and exports give)."`
+	Keys       string    `env:"JUKEBOX_KEYS" placeholder:"FILE" help:"Key bindings: a JSON object of action names to lists of keys, {\"next_step\": [\"J\"]}, over the defaults (default: keys.json in the user's config folder, jukebox/, when there is one; docs/turntable.md lists the actions)."`
 
-	key []byte // read from KeyFile by Validate
+	key    []byte     // read from KeyFile by Validate
+	keymap tui.Keymap // read from Keys by Validate
 }
 
 // errNotTerminal is play's answer when stdout is a pipe or a file.
@@ -55,6 +57,9 @@ func (c *PlayCmd) Validate() error {
 		if err := c.checkFrame(nil, c.Tapes[0]); err != nil {
 			return err
 		}
+	}
+	if err := c.loadKeys(); err != nil {
+		return err
 	}
 	if c.KeyFile != "" {
 		var err error
@@ -99,9 +104,31 @@ func (c *PlayCmd) Run(ctx context.Context, env *Env) error {
 			verified(t) // read now, not while the first screen is drawn
 		}
 	}
-	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame, KeepMarkers: true,
+	o := tui.Options{Theme: th, Renderer: r, Upstreams: c.Upstream, PrepareFork: c.prepareFork, Key: c.key, Context: ctx, Frame: c.Frame, KeepMarkers: true, Keys: c.keymap,
 		Verified: verified, StoreKin: tapestore.Kin, Remote: env.remote()}
 	return tui.Run(c.Tapes, o, env.Stdin, out)
+}
+
+// loadKeys reads the key bindings of --keys (JUKEBOX_KEYS), else of the
+// user's keys.json when there is one.
+func (c *PlayCmd) loadKeys() error {
+	path := c.Keys
+	if path == "" {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return nil
+		}
+		path = filepath.Join(dir, "jukebox", "keys.json")
+		if _, err := os.Stat(path); err != nil {
+			return nil // none: the defaults
+		}
+	}
+	km, err := tui.LoadKeymap(path)
+	if err != nil {
+		return fmt.Errorf("key bindings (--keys or JUKEBOX_KEYS, else the user's jukebox/keys.json): %w", err)
+	}
+	c.keymap = km
+	return nil
 }
 
 // prepareFork completes a fork started from the turntable as `jukebox fork`
