@@ -106,7 +106,8 @@ func TestCommandCompletionAndHistory(t *testing.T) {
 }
 
 // TestCommandLineTmux: in a real terminal, with a keys file: :step puts
-// the needle on a step, a rebound key moves it, a wrong command is said.
+// the needle on a step, a rebound key moves it, a wrong command is said,
+// and + zooms the frame view.
 func TestCommandLineTmux(t *testing.T) {
 	t.Parallel()
 	testenv.RequireTmux(t)
@@ -139,4 +140,9 @@ func TestCommandLineTmux(t *testing.T) {
 	s.waitScreen(`no command "bogus"`)
 	s.keys(":", "fi", "Tab", "llm", "Enter")
 	s.waitScreen("only LLM")
+	s.keys("+")
+	s.waitScreen("the frame view has the screen")
+	if scr := s.screen(); strings.Contains(scr, "timeline ·") {
+		t.Errorf("zoomed, the timeline is still on screen:\n%s", scr)
+	}
 }

@@ -123,6 +123,7 @@ type Deck struct {
 	lastQuery    string
 	found        *matchList // every frame the last search matches, once counted
 	lastGoto     string     // the last frame number asked for (g)
+	zoom         bool       // the frame view has the whole body (+)
 	lastWrite    string     // the last file a frame was written to (w)
 	helpTop      int        // the help overlay's first line shown (it scrolls)
 	dragging     bool       // the needle follows the pointer on the scrubber
@@ -503,6 +504,10 @@ func (d *Deck) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		d.cycleFocus()
 	case key.Matches(msg, k.Raw):
 		d.frame.ToggleRaw()
+	case key.Matches(msg, k.Zoom):
+		d.zoom = !d.zoom
+		d.layout()
+		d.status = map[bool]string{true: "the frame view has the screen: the needle keys still move it, + gives the timelines back", false: ""}[d.zoom]
 	case key.Matches(msg, k.Fork):
 		return d.openForm(), true
 	case key.Matches(msg, k.Diff):
@@ -687,7 +692,7 @@ func recoveryWarning(tracks []*timelineView) string {
 
 // deckKeys work everywhere on the deck (not in the form or a prompt).
 type deckKeys struct {
-	Quit, Help, Fork, Diff, Focus, Raw, Forks, Check, Files key.Binding
+	Quit, Help, Fork, Diff, Focus, Raw, Forks, Check, Files, Zoom key.Binding
 }
 
 func newDeckKeys() deckKeys {
@@ -701,6 +706,7 @@ func newDeckKeys() deckKeys {
 		Forks: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "forks")),
 		Check: key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "check a store's tape whole")),
 		Files: key.NewBinding(key.WithKeys("W"), key.WithHelp("W", "workspace files here")),
+		Zoom:  key.NewBinding(key.WithKeys("+"), key.WithHelp("+", "frame view on the whole screen")),
 	}
 }
 

@@ -48,7 +48,7 @@ func (d *Deck) FullHelp() [][]key.Binding {
 		return groups
 	}
 	k := d.keys
-	return append(groups, []key.Binding{k.Fork, d.fkeys.Cancel, k.Diff, k.Forks, k.Files, k.Check, k.Raw, k.Focus, k.Help, k.Quit})
+	return append(groups, []key.Binding{k.Fork, d.fkeys.Cancel, k.Diff, k.Forks, k.Files, k.Check, k.Raw, k.Zoom, k.Focus, k.Help, k.Quit})
 }
 
 // helpView is the help overlay's text: every key of FullHelp, those that

@@ -32,6 +32,9 @@ func (d *Deck) places() (tracks []rect, frame rect) {
 	bodyY := headerRows + scrubRows
 	bodyH := max(d.h-chromeRows, 2*len(d.tracks)+2)
 	n := max(len(d.tracks), 1)
+	if d.zoom { // the frame view alone: the timelines are not on screen
+		return make([]rect, n), rect{0, bodyY, d.w, max(d.h-chromeRows, 1)}
+	}
 	if d.w >= wideCols {
 		lw := d.w * 11 / 20
 		for i := range n {
@@ -176,6 +179,9 @@ func (d *Deck) body() string {
 		return d.forks.View()
 	case d.pane == paneFiles:
 		return d.files.View()
+	}
+	if d.zoom {
+		return box(strings.Split(d.frame.View(), "\n"), d.w, bodyH)
 	}
 	var col []string
 	for _, t := range d.tracks {

@@ -32,6 +32,8 @@ func TestGolden(t *testing.T) {
 		{"torn", []string{tornTape}, nil},
 		{"not-a-tape", []string{notATape}, nil},
 		{"files", []string{booth}, []tea.KeyMsg{runes("n"), runes("n"), runes("n"), runes("W")}},
+		{"zoom", []string{agentRun}, []tea.KeyMsg{runes("n"), runes("+")}},
+		{"command", []string{agentRun}, []tea.KeyMsg{runes(":"), runes("st")}},
 	}
 	for _, size := range [][2]int{{40, 12}, {80, 24}, {160, 48}, {200, 60}} {
 		for _, p := range panes {
