@@ -66,6 +66,10 @@ var commands = []command{
 		d.writeFrame(arg, false)
 		return nil
 	}},
+	{"marks", "", "the marker list, as \" does", func(d *Deck, _ string) tea.Cmd {
+		d.openMarkers()
+		return nil
+	}},
 	{"quit", "", "quit, as q does", func(*Deck, string) tea.Cmd { return tea.Quit }},
 }
 

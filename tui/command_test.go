@@ -107,7 +107,7 @@ func TestCommandCompletionAndHistory(t *testing.T) {
 
 // TestCommandLineTmux: in a real terminal, with a keys file: :step puts
 // the needle on a step, a rebound key moves it, a wrong command is said,
-// and + zooms the frame view.
+// + zooms the frame view, and " lists the markers.
 func TestCommandLineTmux(t *testing.T) {
 	t.Parallel()
 	testenv.RequireTmux(t)
@@ -145,4 +145,6 @@ func TestCommandLineTmux(t *testing.T) {
 	if scr := s.screen(); strings.Contains(scr, "timeline ·") {
 		t.Errorf("zoomed, the timeline is still on screen:\n%s", scr)
 	}
+	s.keys("+", ":", "note checked", "Enter", "\"")
+	s.waitScreen("markers · 1 marker", "checked")
 }

@@ -81,13 +81,14 @@ type Options struct {
 type pane int
 
 const (
-	paneTracks pane = iota // a timeline
-	paneFrame              // the frame view
-	panePrompt             // the go-to or search prompt
-	paneForm               // the fork form
-	paneDiff               // the diff pane
-	paneForks              // the fork list
-	paneFiles              // the workspace at the needle
+	paneTracks  pane = iota // a timeline
+	paneFrame               // the frame view
+	panePrompt              // the go-to or search prompt
+	paneForm                // the fork form
+	paneDiff                // the diff pane
+	paneForks               // the fork list
+	paneFiles               // the workspace at the needle
+	paneMarkers             // the marker list
 )
 
 // Deck is the root model of the turntable. It owns the layout and routes
@@ -113,6 +114,7 @@ type Deck struct {
 	run    *forkRun
 	diff   *diffPane
 	files  *filesPane
+	marks  *markersPane
 	forks  *forkList
 	play   player
 	// family are the tape opened, the forks run from it and the tapes
@@ -176,7 +178,7 @@ func New(paths []string, o Options) *Deck {
 	st := NewStyles(o.Theme, o.Renderer)
 	d := &Deck{o: o, st: &st, keys: newDeckKeys(), fkeys: newForkKeys(), help: help.New(), send: &sender{},
 		scrub: &scrubber{st: &st, speed: 1}, frame: newFrameView(&st), prompt: newPrompt(&st),
-		diff: newDiffPane(&st), files: newFilesPane(&st), forks: newForkList(&st), play: player{speed: 1}}
+		diff: newDiffPane(&st), files: newFilesPane(&st), marks: newMarkersPane(&st), forks: newForkList(&st), play: player{speed: 1}}
 	d.help.Styles = st.Help
 	o.Keys.apply(&d.keys)
 	d.ctx, d.stop = context.WithCancel(cmp.Or(o.Context, context.Background()))
@@ -401,6 +403,12 @@ func (d *Deck) key(msg tea.KeyMsg) tea.Cmd {
 			d.pane = paneTracks
 		}
 		return nil
+	case paneMarkers:
+		v, cmd := d.marks.update(msg)
+		if v != stay {
+			d.pane = paneTracks
+		}
+		return cmd
 	case paneFrame:
 		if key.Matches(msg, d.frame.keys.Back) {
 			d.pane = paneTracks
@@ -553,6 +561,8 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		d.openPrompt(promptWrite)
 	case key.Matches(msg, k.Command):
 		d.openPrompt(promptCommand)
+	case key.Matches(msg, k.Markers):
+		d.openMarkers()
 	case key.Matches(msg, k.SearchNext):
 		return d.nextMatch(1)
 	case key.Matches(msg, k.SearchPrev):
@@ -632,7 +642,7 @@ func (d *Deck) syncKeys(tv *timelineView) {
 	// Forks start from the parent, or from a fork on screen beside it; a
 	// new fork replaces the fork shown (it stays in the list, b).
 	fromHere := len(d.tracks) == 1 || d.forkShown()
-	other := d.pane != paneDiff && d.pane != paneForks && d.pane != paneFiles // a pane that has the screen
+	other := d.pane != paneDiff && d.pane != paneForks && d.pane != paneFiles && d.pane != paneMarkers // a pane that has the screen
 	d.keys.Fork.SetEnabled(canFork && !forking && fromHere && other)
 	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && !forking && other)
 	d.keys.Raw.SetEnabled(other)
@@ -719,6 +729,13 @@ func newForkKeys() forkKeys {
 
 // Err is why a tape did not open, or nil.
 func (d *Deck) Err() error { return d.openErr }
+
+// openMarkers lists the focused timeline's markers.
+func (d *Deck) openMarkers() {
+	d.marks.open(d.tracks[d.focus])
+	d.pane = paneMarkers
+	d.play.playing = false
+}
 
 // openFiles shows the booth's workspace at the needle of the focused
 // timeline: read in a tea.Cmd, it comes back as a filesReadyMsg.

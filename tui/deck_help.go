@@ -20,6 +20,8 @@ func (d *Deck) active() Component {
 		return d.forks
 	case paneFiles:
 		return d.files
+	case paneMarkers:
+		return d.marks
 	case paneFrame:
 		return d.frame
 	}

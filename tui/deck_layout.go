@@ -64,6 +64,7 @@ func (d *Deck) layout() {
 	d.diff.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.forks.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.files.SetSize(d.w, max(d.h-chromeRows, 3))
+	d.marks.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.prompt.SetSize(d.w, 1)
 	if d.form != nil {
 		d.form.SetSize(d.w, max(d.h-chromeRows, 3))
@@ -179,6 +180,8 @@ func (d *Deck) body() string {
 		return d.forks.View()
 	case d.pane == paneFiles:
 		return d.files.View()
+	case d.pane == paneMarkers:
+		return d.marks.View()
 	}
 	if d.zoom {
 		return box(strings.Split(d.frame.View(), "\n"), d.w, bodyH)
