@@ -26,7 +26,10 @@ type BillRow struct {
 	Cost      float64       `json:"cost_usd"`                  // of the priced calls
 	Unpriced  int           `json:"unpriced_calls,omitempty"`  // calls that used tokens at no known price
 	Estimated int           `json:"estimated_calls,omitempty"` // calls whose usage was counted, not reported (shown with "~")
-	Rate      *prices.Rate  `json:"rate,omitempty"`            // by model: the rate used, per million tokens
+	// Seconds is the time the calls took, each from its request to the
+	// last byte of its answer, summed.
+	Seconds float64      `json:"seconds"`
+	Rate    *prices.Rate `json:"rate,omitempty"` // by model: the rate used, per million tokens
 	// Reported is the part of Cost the agent reported itself (agent.turn
 	// cost_usd: spending jukebox did not see).
 	Reported float64 `json:"reported_usd,omitempty"`
@@ -98,8 +101,8 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 				rate := prices.PerMillion(*p.Rate) // the rate recorded with the call
 				row.Rate = &rate
 			}
-			row.add(c)
-			b.Total.add(c)
+			row.add(c, p.Elapsed)
+			b.Total.add(c, p.Elapsed)
 		}
 	}
 	for _, r := range rows {
@@ -121,6 +124,9 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 	})
 	return b, nil
 }
+
+// Bill is MakeBill of the timeline's tape.
+func (tl *Timeline) Bill(by string) (Bill, error) { return MakeBill(tl.t, by) }
 
 // keyOf is the key of a call of model, agent and step in a bill by by.
 func keyOf(by, model, agent string, step int) string {
@@ -154,8 +160,9 @@ func (b *Bill) refused(key string) {
 	b.Refused[i].Calls++
 }
 
-func (r *BillRow) add(c llmwire.CallUsage) {
+func (r *BillRow) add(c llmwire.CallUsage, elapsed int64) {
 	r.Calls++
+	r.Seconds += float64(elapsed) / 1e9
 	r.Usage = r.Usage.Plus(c.Usage)
 	r.Cost += c.Cost
 	if c.Unpriced() {
@@ -194,7 +201,7 @@ func LiveCost(t *tapefmt.Tape) (float64, error) {
 				continue
 			}
 			r := reqs[p.Call]
-			total.add(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(r, t.Blob) }))
+			total.add(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(r, t.Blob) }), p.Elapsed)
 		}
 	}
 	return total.Cost, nil

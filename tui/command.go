@@ -66,6 +66,7 @@ var commands = []command{
 		d.writeFrame(arg, false)
 		return nil
 	}},
+	{"table", "", "the step table, as $ does", func(d *Deck, _ string) tea.Cmd { return d.openTable() }},
 	{"marks", "", "the marker list, as \" does", func(d *Deck, _ string) tea.Cmd {
 		d.openMarkers()
 		return nil

@@ -121,14 +121,23 @@ func TestCommandLineTmux(t *testing.T) {
 	if tl.StepCount() < 3 {
 		t.Fatalf("the tape has %d steps; the test wants three", tl.StepCount())
 	}
-	keys := filepath.Join(t.TempDir(), "keys.json")
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "agent-run.jbx") // a copy: markers are kept beside it
+	b, err := os.ReadFile(agentRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tape, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keys := filepath.Join(dir, "keys.json")
 	if err := os.WriteFile(keys, []byte(`{"next_step": ["J"]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("jukebox-cmd-%d", os.Getpid()), name: "play"}
 	t.Cleanup(func() { s.tmux("kill-server") })
 	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "30",
-		fmt.Sprintf("env NO_COLOR= JUKEBOX_KEYS=%s %s play %s", keys, bin, agentRun)); err != nil {
+		fmt.Sprintf("env NO_COLOR= JUKEBOX_KEYS=%s %s play %s", keys, bin, tape)); err != nil {
 		t.Fatalf("tmux new-session: %v %s", err, out)
 	}
 	s.waitScreen("JUKEBOX", "q quit")

@@ -89,6 +89,7 @@ const (
 	paneForks               // the fork list
 	paneFiles               // the workspace at the needle
 	paneMarkers             // the marker list
+	paneTable               // the step table
 )
 
 // Deck is the root model of the turntable. It owns the layout and routes
@@ -115,6 +116,7 @@ type Deck struct {
 	diff   *diffPane
 	files  *filesPane
 	marks  *markersPane
+	table  *stepTable
 	forks  *forkList
 	play   player
 	// family are the tape opened, the forks run from it and the tapes
@@ -178,7 +180,7 @@ func New(paths []string, o Options) *Deck {
 	st := NewStyles(o.Theme, o.Renderer)
 	d := &Deck{o: o, st: &st, keys: newDeckKeys(), fkeys: newForkKeys(), help: help.New(), send: &sender{},
 		scrub: &scrubber{st: &st, speed: 1}, frame: newFrameView(&st), prompt: newPrompt(&st),
-		diff: newDiffPane(&st), files: newFilesPane(&st), marks: newMarkersPane(&st), forks: newForkList(&st), play: player{speed: 1}}
+		diff: newDiffPane(&st), files: newFilesPane(&st), marks: newMarkersPane(&st), table: newStepTable(&st), forks: newForkList(&st), play: player{speed: 1}}
 	d.help.Styles = st.Help
 	o.Keys.apply(&d.keys)
 	d.ctx, d.stop = context.WithCancel(cmp.Or(o.Context, context.Background()))
@@ -328,6 +330,8 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		d.diffReady(msg)
 	case filesReadyMsg:
 		d.files.ready(msg)
+	case stepTableMsg:
+		d.table.loaded(msg)
 	case forkScanMsg:
 		d.forksFound(msg)
 	case formModelsMsg:
@@ -400,6 +404,11 @@ func (d *Deck) key(msg tea.KeyMsg) tea.Cmd {
 		return d.forksKey(msg)
 	case paneFiles:
 		if d.files.update(msg) == dismissed {
+			d.pane = paneTracks
+		}
+		return nil
+	case paneTable:
+		if d.table.update(msg) != stay {
 			d.pane = paneTracks
 		}
 		return nil
@@ -563,6 +572,8 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		d.openPrompt(promptCommand)
 	case key.Matches(msg, k.Markers):
 		d.openMarkers()
+	case key.Matches(msg, k.Table):
+		return d.openTable()
 	case key.Matches(msg, k.SearchNext):
 		return d.nextMatch(1)
 	case key.Matches(msg, k.SearchPrev):
@@ -642,7 +653,7 @@ func (d *Deck) syncKeys(tv *timelineView) {
 	// Forks start from the parent, or from a fork on screen beside it; a
 	// new fork replaces the fork shown (it stays in the list, b).
 	fromHere := len(d.tracks) == 1 || d.forkShown()
-	other := d.pane != paneDiff && d.pane != paneForks && d.pane != paneFiles && d.pane != paneMarkers // a pane that has the screen
+	other := d.pane != paneDiff && d.pane != paneForks && d.pane != paneFiles && d.pane != paneMarkers && d.pane != paneTable // a pane that has the screen
 	d.keys.Fork.SetEnabled(canFork && !forking && fromHere && other)
 	d.keys.Diff.SetEnabled(len(d.tracks) == 2 && !forking && other)
 	d.keys.Raw.SetEnabled(other)
@@ -729,6 +740,13 @@ func newForkKeys() forkKeys {
 
 // Err is why a tape did not open, or nil.
 func (d *Deck) Err() error { return d.openErr }
+
+// openTable shows the focused timeline's step table.
+func (d *Deck) openTable() tea.Cmd {
+	d.pane = paneTable
+	d.play.playing = false
+	return d.table.load(d.tracks[d.focus])
+}
 
 // openMarkers lists the focused timeline's markers.
 func (d *Deck) openMarkers() {

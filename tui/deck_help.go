@@ -22,6 +22,8 @@ func (d *Deck) active() Component {
 		return d.files
 	case paneMarkers:
 		return d.marks
+	case paneTable:
+		return d.table
 	case paneFrame:
 		return d.frame
 	}

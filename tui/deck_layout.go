@@ -65,6 +65,7 @@ func (d *Deck) layout() {
 	d.forks.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.files.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.marks.SetSize(d.w, max(d.h-chromeRows, 3))
+	d.table.SetSize(d.w, max(d.h-chromeRows, 3))
 	d.prompt.SetSize(d.w, 1)
 	if d.form != nil {
 		d.form.SetSize(d.w, max(d.h-chromeRows, 3))
@@ -182,6 +183,8 @@ func (d *Deck) body() string {
 		return d.files.View()
 	case d.pane == paneMarkers:
 		return d.marks.View()
+	case d.pane == paneTable:
+		return d.table.View()
 	}
 	if d.zoom {
 		return box(strings.Split(d.frame.View(), "\n"), d.w, bodyH)

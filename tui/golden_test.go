@@ -34,6 +34,8 @@ func TestGolden(t *testing.T) {
 		{"files", []string{booth}, []tea.KeyMsg{runes("n"), runes("n"), runes("n"), runes("W")}},
 		{"zoom", []string{agentRun}, []tea.KeyMsg{runes("n"), runes("+")}},
 		{"command", []string{agentRun}, []tea.KeyMsg{runes(":"), runes("st")}},
+		{"step-table", []string{agentRun}, []tea.KeyMsg{runes("$"), runes("s")}},
+		{"markers", []string{agentRun}, []tea.KeyMsg{runes("m"), runes("n"), runes("M"), runes("x"), keyEnter, runes("\"")}},
 	}
 	for _, size := range [][2]int{{40, 12}, {80, 24}, {160, 48}, {200, 60}} {
 		for _, p := range panes {

@@ -264,7 +264,7 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto, k.Command},
 		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext, k.JumpBack},
 		{k.Mark, k.Note, k.NextMark, k.Markers, k.Play, k.Speed, k.Idle, k.PageUp, k.PageDown, k.Read, k.Scale},
-		{k.Fold, k.FoldAll, k.Filter, k.Steps, k.Pager, k.Editor, k.Copy, k.Curl, k.Write},
+		{k.Fold, k.FoldAll, k.Filter, k.Steps, k.Table, k.Pager, k.Editor, k.Copy, k.Curl, k.Write},
 	}
 }
 
@@ -872,7 +872,7 @@ type timelineKeys struct {
 	Read, Scale, Note, Idle                                                     key.Binding
 	Fold, FoldAll, Filter, Steps                                                key.Binding
 	Pager, Editor, Copy, Write                                                  key.Binding
-	JumpBack, JumpFwd, Curl, Command, Markers                                   key.Binding
+	JumpBack, JumpFwd, Curl, Command, Markers, Table                            key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
@@ -921,5 +921,6 @@ func newTimelineKeys() timelineKeys {
 		Curl:       b([]string{"c"}, "c", "copy the call as a curl command"),
 		Command:    b([]string{":"}, ":", "command line"),
 		Markers:    b([]string{"\""}, "\"", "marker list"),
+		Table:      b([]string{"$"}, "$", "step table: tokens, cost, time"),
 	}
 }

@@ -73,3 +73,38 @@ func TestMarkerList(t *testing.T) {
 		t.Errorf("esc left the pane %v", d.pane)
 	}
 }
+
+// TestStepTable: $ lays the steps and models out with their figures, s
+// sorts by the next column (the largest first), r reverses, enter puts
+// the needle on the step selected.
+func TestStepTable(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	tl := d.tracks[0].tl
+	press(d, runes("$"))
+	v := d.View()
+	for _, want := range []string{"steps · sorted by step ↑", "gpt-4o-mini", "tok in"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the table lacks %q:\n%s", want, v)
+		}
+	}
+	if len(d.table.steps) != tl.StepCount() {
+		t.Fatalf("%d step rows for %d steps", len(d.table.steps), tl.StepCount())
+	}
+	press(d, runes("s"), runes("s"), runes("s"), runes("s")) // calls, tokens in, tokens out, cost
+	if !strings.Contains(d.View(), "sorted by cost ↓") {
+		t.Errorf("four s: %s", strings.SplitN(d.View(), "\n", 5)[3])
+	}
+	for i := 1; i < len(d.table.steps); i++ {
+		if d.table.steps[i].cost > d.table.steps[i-1].cost {
+			t.Fatalf("sorted by cost, row %d costs more than row %d", i, i-1)
+		}
+	}
+	press(d, runes("r"))
+	if s := d.table.steps; s[0].cost > s[len(s)-1].cost {
+		t.Error("r did not reverse the order")
+	}
+	press(d, tea.KeyMsg{Type: tea.KeyDown}, keyEnter)
+	if want := tl.StepStart(d.table.steps[1].step); cursor(d) != want || d.pane != paneTracks {
+		t.Errorf("enter on the second row: needle %d (want %d), pane %v", cursor(d), want, d.pane)
+	}
+}
