@@ -45,7 +45,7 @@ func (c *CheckoutCmd) Run(env *Env) error {
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("%s: --frame %d: %w", c.Tape, c.Frame, err))
 	}
-	if err := c.ready(); err != nil {
+	if err := emptyFolder(c.Dir, c.Force, "--force"); err != nil {
 		return withCode(ExitUsage, err)
 	}
 	n, err := writeWorkspace(ws, c.Dir)
@@ -90,16 +90,19 @@ func (c *CheckoutCmd) report(env *Env, ws *timeline.Workspace, n int, missing []
 	}
 }
 
-// ready makes the folder, or checks it is empty (unless --force).
-func (c *CheckoutCmd) ready() error {
-	ents, err := os.ReadDir(c.Dir)
+// emptyFolder makes dir, or checks it is empty (unless force; forceFlag
+// names the flag that forces, "" where none does).
+func emptyFolder(dir string, force bool, forceFlag string) error {
+	ents, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return os.MkdirAll(c.Dir, 0o755)
+		return os.MkdirAll(dir, 0o755)
 	case err != nil:
-		return fmt.Errorf("%s: %w", c.Dir, err)
-	case len(ents) > 0 && !c.Force:
-		return fmt.Errorf("%s is not empty: check out into an empty folder, or pass --force to write over it", c.Dir)
+		return fmt.Errorf("%s: %w", dir, err)
+	case len(ents) > 0 && !force && forceFlag != "":
+		return fmt.Errorf("%s is not empty: write into an empty folder, or pass %s to write over it", dir, forceFlag)
+	case len(ents) > 0 && !force:
+		return fmt.Errorf("%s is not empty: name an empty folder", dir)
 	}
 	return nil
 }

@@ -134,3 +134,70 @@ func mapsEqual(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestForkFromTheStartWorkspace: a booth run whose changes were committed
+// leaves its folder as it ended; a fork at call 2 run there meets other
+// files than the run met (the files agent's os.remove of keep.txt fails).
+// With --workspace start the fork runs in the start rebuilt from the
+// snapshot: its calls before the fork point see what the parent's saw.
+// Without a snapshot and with the folder gone, it is refused, naming why.
+func TestForkFromTheStartWorkspace(t *testing.T) {
+	requireBooth(t)
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	srv := scriptedModel(t, oneAnswer)
+	ws := t.TempDir()
+	script, err := demo.WriteFilesAgent(ws)
+	must(t, err)
+	tape := filepath.Join(t.TempDir(), "files.jbx")
+	stdout, errs, code := jbIn(ws, nil, "record", "-o", tape, "--upstream", "openai="+srv.OpenAIBaseURL(),
+		"--booth", "--snapshot", "--commit", "always", "--", py, script)
+	if code != ExitOK {
+		t.Fatalf("record exit %d:\n%s%s", code, stdout, errs)
+	}
+	parent := agentManifests(t, stdout)
+	frames := callFrames(t, tape)
+	at := strconv.Itoa(frames[1]) // call 2
+	fork := func(extra ...string) (string, string, int) {
+		args := append([]string{"fork", tape, "--frame", at, "--upstream", "openai=" + srv.OpenAIBaseURL(),
+			"-o", filepath.Join(t.TempDir(), "fork.jbx")}, extra...)
+		return jbIn(ws, nil, args...)
+	}
+	// In the folder as the run left it: the agent meets other files.
+	out, _, code := fork()
+	if m := agentManifests(t, out); code == ExitOK && mapsEqual(m[1], parent[1]) {
+		t.Errorf("the fork in the changed folder met the parent's files at call 1: the test shows nothing")
+	}
+	dir := filepath.Join(t.TempDir(), "start")
+	out, errs, code = fork("--workspace", "start", "--dir", dir)
+	if code != ExitOK {
+		t.Fatalf("fork --workspace start: exit %d\n%s%s", code, out, errs)
+	}
+	m := agentManifests(t, out)
+	for n := 1; n <= 2; n++ {
+		if !mapsEqual(m[n], parent[n]) {
+			t.Errorf("fork --workspace start, call %d:\n got %v\nwant %v", n, m[n], parent[n])
+		}
+	}
+	if !strings.Contains(errs, "the workspace as the run started") || !strings.Contains(errs, "from the snapshot on the tape") {
+		t.Errorf("fork --workspace start does not say where it runs:\n%s", errs)
+	}
+	// A --dir that holds something is refused before the agent runs.
+	_, errs, code = fork("--workspace", "start", "--dir", ws)
+	if code != ExitUsage || !strings.Contains(errs, "is not empty") {
+		t.Errorf("--dir not empty: exit %d\n%s", code, errs)
+	}
+	// No snapshot, and the folder gone: refused, saying so.
+	gone := t.TempDir()
+	script2, err := demo.WriteFilesAgent(gone)
+	must(t, err)
+	tape2 := filepath.Join(t.TempDir(), "nosnap.jbx")
+	if _, errs, code := jbIn(gone, nil, "record", "-o", tape2, "--upstream", "openai="+srv.OpenAIBaseURL(), "--booth", "--commit", "never", "--", py, script2); code != ExitOK {
+		t.Fatalf("record without snapshot: exit %d\n%s", code, errs)
+	}
+	must(t, os.RemoveAll(gone))
+	_, errs, code = jbIn("", nil, "fork", tape2, "--frame", at, "--workspace", "start", "--upstream", "openai="+srv.OpenAIBaseURL())
+	if code != ExitUsage || !strings.Contains(errs, "no snapshot") || !strings.Contains(errs, "--snapshot") {
+		t.Errorf("no snapshot, folder gone: exit %d\n%s", code, errs)
+	}
+}

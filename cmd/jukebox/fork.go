@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,8 +13,10 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // ForkCmd drops the needle on a frame and resumes live from there.
@@ -31,7 +34,8 @@ type ForkCmd struct {
 	Output           string              `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
 	Name             string              `placeholder:"NAME" help:"Name the fork: its run's name (the turntable's b lists it so) and its tape's, ./tapes/NAME-<time>.jbx unless -o."`
 	Upstream         upstreams           `placeholder:"NAME=URL" help:"Where live calls go, as in record."`
-	Dir              string              `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one)."`
+	Dir              string              `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one). With --workspace start, the folder the start is written into (empty or missing)."`
+	Workspace        string              `enum:"recorded,start" default:"recorded" help:"What the fork's agent starts in: recorded (the recorded folder as it is now, or --dir), or start (the workspace as the run started, rebuilt from the tape's snapshot into --dir or a new folder, so the calls before the fork frame meet the files they met; record with --booth --snapshot)."`
 	NoBooth          bool                `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
 	Commit           engine.CommitPolicy `enum:"ask,on-success,always,never" default:"never" help:"What to do with the fork's staged changes: never (default: roll back), ask, on-success or always."`
 	BoothMode        string              `name:"booth-mode" enum:"auto,overlay,reflink,copy" default:"auto" help:"Staging mode of the fork's booth, as record --booth-mode: auto runs the agent confined or refuses to start it (exit 2); copy runs it unconfined, on purpose."`
@@ -130,8 +134,18 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if c.Workspace == "start" && c.Dir != "" && len(models) > 1 {
+		return withCode(ExitUsage, errors.New("--workspace start with several models rebuilds a folder for each: leave --dir out"))
+	}
 	var rows []forkRow
 	for _, m := range models {
+		if c.Workspace == "start" {
+			dir, err := c.startWorkspace(env)
+			if err != nil {
+				return err
+			}
+			c.Dir = dir
+		}
 		res, err := c.forkOne(ctx, env, start, over, m, rules)
 		if len(rows) == 0 {
 			c.remember(c.RememberRules, c.Tape, err, env.Stderr)
@@ -220,6 +234,48 @@ func suffix(model string) string {
 		return ""
 	}
 	return "-" + model
+}
+
+// startWorkspace writes the workspace as the parent run started into
+// --dir (made when missing, refused when not empty) or a new folder, and
+// returns it. A start the tape cannot rebuild (no snapshot, and the
+// recorded folder gone or changed where the tape cannot tell) is refused,
+// naming what is missing.
+func (c *ForkCmd) startWorkspace(env *Env) (string, error) {
+	t, err := env.openTape(c.Tape)
+	if err != nil {
+		return "", err
+	}
+	defer t.Close()
+	ws, err := timeline.WorkspaceOf(t, c.Tape, 0)
+	if err != nil {
+		return "", withCode(ExitUsage, fmt.Errorf("--workspace start: %s: %w", c.Tape, err))
+	}
+	if missing := ws.Missing(); len(missing) > 0 || ws.FolderGone {
+		why := fmt.Sprintf("the recorded folder %s is gone", termtext.Quote(ws.Folder))
+		if len(missing) > 0 {
+			why = fmt.Sprintf("%d paths cannot be rebuilt (%s: %s)", len(missing), termtext.Quote(missing[0].Path), missing[0].Why)
+		}
+		return "", withCode(ExitUsage, fmt.Errorf("--workspace start: %s: %s, and the tape has no snapshot of the start (record with --booth --snapshot)", c.Tape, why))
+	}
+	dir := c.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "jukebox-fork-start-"); err != nil {
+			return "", err
+		}
+	} else if err := emptyFolder(dir, false, ""); err != nil {
+		return "", withCode(ExitUsage, fmt.Errorf("--workspace start: %w", err))
+	}
+	n, err := writeWorkspace(ws, dir)
+	if err != nil {
+		return "", fmt.Errorf("--workspace start: writing the start into %s: %w", dir, err)
+	}
+	from := "the snapshot on the tape"
+	if !ws.Snapshot {
+		from = "the recorded folder " + termtext.Quote(ws.Folder) + " as it is now (the tape has no snapshot: files the run changed and the booth committed are not as they started)"
+	}
+	fmt.Fprintf(env.Stderr, "jukebox: the fork runs in %s: the workspace as the run started, %d paths from %s\n", termtext.Quote(dir), n, from)
+	return dir, nil
 }
 
 func (c *ForkCmd) workdir(parentCwd string) string {
