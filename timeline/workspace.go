@@ -412,3 +412,76 @@ func underLink(files []WorkspaceFile) error {
 	}
 	return nil
 }
+
+// WriteTo writes the workspace into dir through an os.Root, so that
+// nothing lands outside it whatever the tape names: directories first,
+// then files, then symlinks (data, never followed), then the directories'
+// modes, deepest first. It returns how many paths it wrote; files whose
+// content is missing are left out (Missing lists them).
+func (ws *Workspace) WriteTo(dir string) (int, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	var dirs, links []WorkspaceFile
+	n := 0
+	for _, f := range ws.Files {
+		switch f.Type {
+		case "dir":
+			if err := root.MkdirAll(f.Path, 0o700); err != nil {
+				return n, err
+			}
+			dirs = append(dirs, f)
+		case "symlink":
+			links = append(links, f)
+		case "file":
+			if f.Source == SourceMissing {
+				continue
+			}
+			if err := writeOne(root, ws, f); err != nil {
+				return n, err
+			}
+		default:
+			continue
+		}
+		n++
+	}
+	for _, f := range links {
+		root.RemoveAll(f.Path) // --force over something there
+		if err := root.MkdirAll(path.Dir(f.Path), 0o700); err != nil {
+			return n, err
+		}
+		if err := root.Symlink(f.Target, f.Path); err != nil {
+			return n, err
+		}
+		n++
+	}
+	sort.Slice(dirs, func(i, j int) bool { return dirs[i].Path > dirs[j].Path })
+	for _, f := range dirs {
+		if err := root.Chmod(f.Path, fs.FileMode(f.Mode&0o7777)|0o700); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// writeOne writes one file with its content and mode.
+func writeOne(root *os.Root, ws *Workspace, f WorkspaceFile) error {
+	data, err := ws.Content(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	if err := root.MkdirAll(path.Dir(f.Path), 0o700); err != nil {
+		return err
+	}
+	if fi, err := root.Lstat(f.Path); err == nil && !fi.Mode().IsRegular() {
+		if err := root.RemoveAll(f.Path); err != nil {
+			return err
+		}
+	}
+	if err := root.WriteFile(f.Path, data, 0o600); err != nil {
+		return err
+	}
+	return root.Chmod(f.Path, fs.FileMode(f.Mode&0o777))
+}

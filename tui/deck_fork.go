@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -106,6 +107,14 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 			d.form.err = err.Error()
 			return nil
 		}
+	}
+	if d.form.start {
+		dir, err := startWorkspace(parent.tl)
+		if err != nil {
+			d.form.err = err.Error()
+			return nil
+		}
+		fo.Dir = dir
 	}
 	if name := d.form.name; name != "" && fo.Tape == "" && !timeline.IsRemote(fo.Parent) {
 		fo.Tape = filepath.Join(filepath.Dir(fo.Parent), name+".jbx")
@@ -267,4 +276,27 @@ func commandFound(argv []string, dir string) bool {
 		return at(argv[1]) // a script: python agent.py, node index.js
 	}
 	return true
+}
+
+// startWorkspace writes the workspace as tl's run started into a new
+// folder, for a fork to run in (jukebox fork --workspace start): from
+// the tape's snapshot, or the recorded folder as it is now. What cannot
+// be rebuilt refuses the fork.
+func startWorkspace(tl *timeline.Timeline) (string, error) {
+	ws, err := tl.WorkspaceAt(0)
+	if err != nil {
+		return "", fmt.Errorf("workspace start: %w", err)
+	}
+	if missing := ws.Missing(); len(missing) > 0 || ws.FolderGone {
+		return "", fmt.Errorf("workspace start: the tape has no snapshot of the start and the recorded folder %s is gone or changed (record with --booth --snapshot); fork in the recorded folder instead", termtext.Quote(ws.Folder))
+	}
+	dir, err := os.MkdirTemp("", "jukebox-fork-start-")
+	if err != nil {
+		return "", err
+	}
+	if _, err := ws.WriteTo(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("workspace start: %w", err)
+	}
+	return dir, nil
 }

@@ -23,6 +23,7 @@ const (
 	fieldPatch
 	fieldScope
 	fieldName
+	fieldWorkspace
 )
 
 // forkForm asks what to change when dropping the needle: the model, the
@@ -40,6 +41,7 @@ type forkForm struct {
 	orig   struct{ model, system string }
 	err    string
 	name   string // the fork's name, once the form is done ("" for none)
+	start  bool   // the fork runs in the run's start, rebuilt (fieldWorkspace)
 	damage string // the recorded call does not read: why
 	// folderNote warns that the recorded folder or command is missing,
 	// and where the fork runs instead (forkDir).
@@ -74,6 +76,7 @@ func newForkForm(st *Styles, at int, c *timeline.CallDetail) *forkForm {
 		newField("other overrides (JSON merge patch)", `e.g. {"max_tokens": 200}`, true),
 		newField("apply to: all (this and later calls) or once (this call only)", "all", false),
 		newField("name (optional): the fork's run and tape, NAME.jbx beside the parent; b lists it so", "a name such as try-gpt4o", false),
+		newField("workspace: recorded (the folder as it is now) or start (the run's start, rebuilt from the tape's snapshot)", "recorded", false),
 	}}
 	f.fields[fieldScope].SetValue(string(engine.ScopeAll))
 	if c != nil {
@@ -111,6 +114,9 @@ func (m *forkForm) update(km tea.KeyMsg) verdict {
 		over, err := m.Overrides()
 		if err == nil {
 			m.name, err = engine.ForkName(m.fields[fieldName].Value())
+		}
+		if err == nil {
+			m.start, err = workspaceChoice(m.fields[fieldWorkspace].Value())
 		}
 		if err != nil {
 			m.err = err.Error()
@@ -265,7 +271,7 @@ func (m *forkForm) View() string {
 	if m.folderNote != "" {
 		lines = append(lines, " "+st.Error.Render("⚠ "+termtext.Sanitize(m.folderNote)), "")
 	}
-	heights := []int{1, max(m.h-25, 2), 1, max(min(m.h-25, 4), 1), 1, 1}
+	heights := []int{1, max(m.h-28, 2), 1, max(min(m.h-28, 4), 1), 1, 1, 1}
 	if m.damage != "" {
 		heights[fieldSystem] = max(heights[fieldSystem]-2, 2)
 	}
@@ -320,4 +326,15 @@ func newFormKeys() formKeys {
 		PickNext: key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n/p", "pick a model")),
 		PickPrev: key.NewBinding(key.WithKeys("ctrl+p"), key.WithHelp("ctrl+p", "prev model")),
 	}
+}
+
+// workspaceChoice reads the workspace field: true for start.
+func workspaceChoice(v string) (bool, error) {
+	switch strings.TrimSpace(v) {
+	case "", "recorded":
+		return false, nil
+	case "start":
+		return true, nil
+	}
+	return false, fmt.Errorf("workspace: recorded or start, not %q", strings.TrimSpace(v))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/themes"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // TestForkFormScope: the form's fork reaches every later call unless told
@@ -308,5 +309,59 @@ func TestJumpList(t *testing.T) {
 	press(d, keyEnd, runes("["))
 	if tv.cursor != moved {
 		t.Errorf("end then [ went to %d, want %d", tv.cursor, moved)
+	}
+}
+
+// TestForkFromTheStart: the form's workspace field takes recorded or start
+// (anything else is said in the form); start rebuilds the run's start from
+// the tape's snapshot into a new folder the fork runs in.
+func TestForkFromTheStart(t *testing.T) {
+	tape := writeBoothTape(t)
+	o := testOptions()
+	o.Fork = func(context.Context, engine.ForkOptions) (*engine.Result, error) {
+		return nil, errors.New("not run in this test")
+	}
+	d := New([]string{tape}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	press(d, runes("n"), runes("f"))
+	if d.pane != paneForm {
+		t.Fatal("no form")
+	}
+	d.form.fields[fieldWorkspace].SetValue("elsewhere")
+	press(d, keyEnter)
+	if d.run != nil || !strings.Contains(d.form.err, "workspace: recorded or start") {
+		t.Fatalf("workspace elsewhere: run %v, form error %q", d.run != nil, d.form.err)
+	}
+	d.form.fields[fieldWorkspace].SetValue("start")
+	press(d, keyEnter)
+	if d.run == nil {
+		t.Fatalf("workspace start: no fork started (%q)", d.form.err)
+	}
+	close(d.run.done)
+
+	tl, err := timeline.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	dir, err := startWorkspace(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ws, err := tl.WorkspaceAt(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ws.Files {
+		if f.Type != "file" {
+			continue
+		}
+		want, _ := ws.Content(f)
+		got, err := os.ReadFile(filepath.Join(dir, f.Path))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s in the start folder: %q, %v; want %q", f.Path, got, err, want)
+		}
 	}
 }

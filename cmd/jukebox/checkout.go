@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
-	"sort"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -48,7 +46,7 @@ func (c *CheckoutCmd) Run(env *Env) error {
 	if err := emptyFolder(c.Dir, c.Force, "--force"); err != nil {
 		return withCode(ExitUsage, err)
 	}
-	n, err := writeWorkspace(ws, c.Dir)
+	n, err := ws.WriteTo(c.Dir)
 	if err != nil {
 		return fmt.Errorf("checkout of frame %d into %s: %w", c.Frame, c.Dir, err)
 	}
@@ -105,76 +103,4 @@ func emptyFolder(dir string, force bool, forceFlag string) error {
 		return fmt.Errorf("%s is not empty: name an empty folder", dir)
 	}
 	return nil
-}
-
-// writeWorkspace writes ws into dir through an os.Root, so that nothing
-// lands outside it whatever the tape names: directories first, then
-// files, then symlinks (data, never followed), then the directories'
-// modes, deepest first.
-func writeWorkspace(ws *timeline.Workspace, dir string) (int, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return 0, err
-	}
-	defer root.Close()
-	var dirs, links []timeline.WorkspaceFile
-	n := 0
-	for _, f := range ws.Files {
-		switch f.Type {
-		case "dir":
-			if err := root.MkdirAll(f.Path, 0o700); err != nil {
-				return n, err
-			}
-			dirs = append(dirs, f)
-		case "symlink":
-			links = append(links, f)
-		case "file":
-			if f.Source == timeline.SourceMissing {
-				continue
-			}
-			if err := writeOne(root, ws, f); err != nil {
-				return n, err
-			}
-		default:
-			continue
-		}
-		n++
-	}
-	for _, f := range links {
-		root.RemoveAll(f.Path) // --force over something there
-		if err := root.MkdirAll(path.Dir(f.Path), 0o700); err != nil {
-			return n, err
-		}
-		if err := root.Symlink(f.Target, f.Path); err != nil {
-			return n, err
-		}
-		n++
-	}
-	sort.Slice(dirs, func(i, j int) bool { return dirs[i].Path > dirs[j].Path })
-	for _, f := range dirs {
-		if err := root.Chmod(f.Path, fs.FileMode(f.Mode&0o7777)|0o700); err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// writeOne writes one file with its content and mode.
-func writeOne(root *os.Root, ws *timeline.Workspace, f timeline.WorkspaceFile) error {
-	data, err := ws.Content(f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", f.Path, err)
-	}
-	if err := root.MkdirAll(path.Dir(f.Path), 0o700); err != nil {
-		return err
-	}
-	if fi, err := root.Lstat(f.Path); err == nil && !fi.Mode().IsRegular() {
-		if err := root.RemoveAll(f.Path); err != nil {
-			return err
-		}
-	}
-	if err := root.WriteFile(f.Path, data, 0o600); err != nil {
-		return err
-	}
-	return root.Chmod(f.Path, fs.FileMode(f.Mode&0o777))
 }

@@ -266,7 +266,7 @@ func (c *ForkCmd) startWorkspace(env *Env) (string, error) {
 	} else if err := emptyFolder(dir, false, ""); err != nil {
 		return "", withCode(ExitUsage, fmt.Errorf("--workspace start: %w", err))
 	}
-	n, err := writeWorkspace(ws, dir)
+	n, err := ws.WriteTo(dir)
 	if err != nil {
 		return "", fmt.Errorf("--workspace start: writing the start into %s: %w", dir, err)
 	}
