@@ -71,10 +71,13 @@ type ViewOptions struct {
 	Only Class
 	// Steps: one row per step, whatever Fold and Only say.
 	Steps bool
+	// Keep, when not nil, keeps only these frames (a search's matches),
+	// with the run's start and end; the step rules go.
+	Keep map[int]bool
 }
 
 // Identity reports whether o shows every frame as a row of its own.
-func (o ViewOptions) Identity() bool { return !o.Fold && o.Only == 0 && !o.Steps }
+func (o ViewOptions) Identity() bool { return !o.Fold && o.Only == 0 && !o.Steps && o.Keep == nil }
 
 // Entry is one row of a view: the frames First to Last. Last > First for a
 // folded run of output or a step.
@@ -120,6 +123,9 @@ func (tl *Timeline) ViewProgress(ctx context.Context, o ViewOptions, progress fu
 			progress(i, len(out))
 		}
 		k, _ := tl.KindAt(i)
+		if o.Keep != nil && !o.Keep[i] && k != tapefmt.KindRunStart && k != tapefmt.KindRunEnd {
+			continue
+		}
 		if o.Only != 0 && k != tapefmt.KindStep && k != tapefmt.KindRunStart && k != tapefmt.KindRunEnd {
 			keep := classOf(k)&o.Only != 0
 			if !keep && o.Only&ClassErrors != 0 {

@@ -107,7 +107,7 @@ func TestCommandCompletionAndHistory(t *testing.T) {
 
 // TestCommandLineTmux: in a real terminal, with a keys file: :step puts
 // the needle on a step, a rebound key moves it, a wrong command is said,
-// + zooms the frame view, and " lists the markers.
+// + zooms the frame view, " lists the markers, and | filters the rows.
 func TestCommandLineTmux(t *testing.T) {
 	t.Parallel()
 	testenv.RequireTmux(t)
@@ -156,4 +156,8 @@ func TestCommandLineTmux(t *testing.T) {
 	}
 	s.keys("+", ":", "note checked", "Enter", "\"")
 	s.waitScreen("markers · 1 marker", "checked")
+	s.keys("Escape", ":", "filter all", "Enter", "|", "read_file")
+	s.waitScreen("only rows holding: read_file")
+	s.keys("Enter")
+	s.waitScreen(`only rows holding "read_file"`)
 }

@@ -128,6 +128,8 @@ type Deck struct {
 	found        *matchList // every frame the last search matches, once counted
 	lastGoto     string     // the last frame number asked for (g)
 	zoom         bool       // the frame view has the whole body (+)
+	filterText   string     // the rows shown hold it (|); "" for every row
+	filterGen    int        // counts the filter prompt's edits
 	lastWrite    string     // the last file a frame was written to (w)
 	helpTop      int        // the help overlay's first line shown (it scrolls)
 	dragging     bool       // the needle follows the pointer on the scrubber
@@ -303,6 +305,8 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 		return d.tick(msg)
 	case searchDoneMsg:
 		return d.searchDone(msg)
+	case filterTickMsg:
+		return d.filterTick(msg)
 	case sweepMsg:
 		return d.swept(msg)
 	case projectedMsg:
@@ -574,6 +578,8 @@ func (d *Deck) trackKey(msg tea.KeyMsg) tea.Cmd {
 		d.openMarkers()
 	case key.Matches(msg, k.Table):
 		return d.openTable()
+	case key.Matches(msg, k.Grep):
+		d.openPrompt(promptFilter)
 	case key.Matches(msg, k.SearchNext):
 		return d.nextMatch(1)
 	case key.Matches(msg, k.SearchPrev):

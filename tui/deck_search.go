@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -25,6 +26,8 @@ func (d *Deck) openPrompt(k promptKind) {
 		last = d.writeName()
 	case promptOverwrite, promptCommand:
 		last = ""
+	case promptFilter:
+		last = d.filterText
 	case promptNote: // the note there is, to edit
 		tv := d.tracks[d.focus]
 		last = tv.notes[tv.cursor]
@@ -37,6 +40,9 @@ func (d *Deck) openPrompt(k promptKind) {
 // search, or a frame to go to.
 func (d *Deck) promptKey(msg tea.KeyMsg) tea.Cmd {
 	v := d.prompt.update(msg)
+	if d.prompt.kind == promptFilter {
+		return d.filterKey(v)
+	}
 	if v == stay {
 		return nil
 	}
@@ -147,6 +153,7 @@ type sweep struct {
 	latest timeline.Sweep
 	err    error
 	ended  bool
+	filter bool // the rows shown are its matches (|)
 }
 
 // sweepMsg says a sweep found more, or ended.
@@ -155,14 +162,21 @@ type sweepMsg struct{ s *sweep }
 // startSweep searches for query from the needle, reading every frame
 // once: the first match, "no match" and the count all come from it. A new
 // search cancels the last.
-func (d *Deck) startSweep(query string) tea.Cmd {
+func (d *Deck) startSweep(query string) tea.Cmd { return d.sweepFor(query, false) }
+
+// sweepFor is startSweep; a filter's sweep keeps the matching rows on
+// screen as they are found instead of moving the needle.
+func (d *Deck) sweepFor(query string, filter bool) tea.Cmd {
 	d.stopSweep()
 	tv := d.tracks[d.focus]
 	ctx, cancel := context.WithCancel(d.ctx)
-	s := &sweep{track: tv, query: query, cancel: cancel, notify: make(chan struct{}, 1)}
+	s := &sweep{track: tv, query: query, cancel: cancel, notify: make(chan struct{}, 1), filter: filter}
 	d.sweeping, d.found = s, nil
 	d.status = ""
 	from := tv.cursor
+	if filter {
+		from = -1 // every frame, in order
+	}
 	go func() {
 		err := tv.tl.SweepSearch(ctx, query, from, maxMatches, func(r timeline.Sweep) {
 			s.mu.Lock()
@@ -224,6 +238,9 @@ func (d *Deck) swept(msg sweepMsg) tea.Cmd {
 	if err != nil {
 		d.sweeping = nil
 		return nil
+	}
+	if s.filter {
+		return d.filtered(s, r, ended)
 	}
 	if hit := r.FirstHit(); hit >= 0 && !s.moved {
 		s.moved = true
@@ -326,4 +343,90 @@ func unreadableNote(unreadable int, first *timeline.FrameError) string {
 		return fmt.Sprintf(" · %s unreadable, first %s", counted(int64(unreadable), "frame", "frames"), timeline.OneLine(first.Error(), 0))
 	}
 	return " · " + timeline.OneLine(first.Error(), 0)
+}
+
+// filterTickMsg starts the filter's search once typing paused.
+type filterTickMsg struct{ gen int }
+
+// filterPause is how long typing must pause before the rows are filtered.
+const filterPause = 150 * time.Millisecond
+
+// filterKey follows the filter prompt: each edit filters the rows again
+// once typing pauses, enter keeps the filter, esc drops it.
+func (d *Deck) filterKey(v verdict) tea.Cmd {
+	switch v {
+	case dismissed:
+		d.pane = paneTracks
+		d.setFilterText("")
+		return nil
+	case done:
+		d.pane = paneTracks
+		if d.filterText != d.prompt.answer() {
+			return d.setFilterText(d.prompt.answer())
+		}
+		return nil
+	}
+	d.filterGen++
+	gen := d.filterGen
+	return tea.Tick(filterPause, func(time.Time) tea.Msg { return filterTickMsg{gen} })
+}
+
+// filterTick filters by what the prompt holds, when nothing was typed
+// since the tick was asked for.
+func (d *Deck) filterTick(msg filterTickMsg) tea.Cmd {
+	if msg.gen != d.filterGen || d.pane != panePrompt || d.prompt.kind != promptFilter {
+		return nil
+	}
+	return d.setFilterText(d.prompt.answer())
+}
+
+// setFilterText shows only the rows that hold text ("" shows every row
+// again).
+func (d *Deck) setFilterText(text string) tea.Cmd {
+	if text == d.filterText && (text == "" || d.sweeping != nil && d.sweeping.filter) {
+		return nil
+	}
+	d.filterText = text
+	tv := d.tracks[d.focus]
+	if text == "" {
+		if d.sweeping != nil && d.sweeping.filter {
+			d.stopSweep()
+		}
+		tv.view.Keep = nil
+		tv.project()
+		d.status = "every row again"
+		return nil
+	}
+	if q := timeline.ParseQuery(text); len(q.Bad) > 0 {
+		d.status = fmt.Sprintf("%s: kind: takes llm, tools, files, output, errors, tx or a frame kind; status: a number", strings.Join(q.Bad, ", "))
+		return nil
+	}
+	tv.view.Keep = map[int]bool{}
+	tv.project()
+	return d.sweepFor(text, true)
+}
+
+// filtered shows a filter's matches so far.
+func (d *Deck) filtered(s *sweep, r timeline.Sweep, ended bool) tea.Cmd {
+	keep := make(map[int]bool, len(r.Before)+len(r.After))
+	for _, i := range r.Before {
+		keep[i] = true
+	}
+	for _, i := range r.After {
+		keep[i] = true
+	}
+	s.track.view.Keep = keep
+	s.track.project()
+	pct := 100
+	if r.Len > 0 && !r.Done() {
+		pct = r.Scanned * 100 / r.Len
+	}
+	d.status = fmt.Sprintf("only rows holding %q: %s", s.query, counted(int64(r.Total), "frame", "frames"))
+	if !ended || !r.Done() {
+		d.status += fmt.Sprintf(" so far · %d%%", pct)
+		return s.wait(d.ctx)
+	}
+	d.sweeping = nil
+	d.status += " · | changes it, | then esc shows every row"
+	return nil
 }

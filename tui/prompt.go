@@ -20,6 +20,7 @@ const (
 	promptWrite                       // a file to write the frame to
 	promptOverwrite                   // yes to replace that file
 	promptCommand                     // a command line (:)
+	promptFilter                      // text the rows shown must hold (|)
 )
 
 // prompt is the one-line question on the status line: go to which frame,
@@ -152,6 +153,8 @@ func (m *prompt) View() string {
 		q = termtext.Quote(m.about) + " exists: overwrite it? (y, or esc): "
 	case promptCommand:
 		q = ":"
+	case promptFilter:
+		q = "only rows holding: "
 	}
 	w := max(m.w-len(q)-2, 1)
 	if m.selected {

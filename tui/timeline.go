@@ -262,7 +262,7 @@ func (m *timelineView) FullHelp() [][]key.Binding {
 	k := m.keys
 	return [][]key.Binding{
 		{k.Prev, k.Next, k.PrevStep, k.NextStep, k.Home, k.End, k.Goto, k.Command},
-		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.SearchNext, k.JumpBack},
+		{k.NextLLM, k.NextTool, k.NextError, k.Search, k.Grep, k.SearchNext, k.JumpBack},
 		{k.Mark, k.Note, k.NextMark, k.Markers, k.Play, k.Speed, k.Idle, k.PageUp, k.PageDown, k.Read, k.Scale},
 		{k.Fold, k.FoldAll, k.Filter, k.Steps, k.Table, k.Pager, k.Editor, k.Copy, k.Curl, k.Write},
 	}
@@ -872,7 +872,7 @@ type timelineKeys struct {
 	Read, Scale, Note, Idle                                                     key.Binding
 	Fold, FoldAll, Filter, Steps                                                key.Binding
 	Pager, Editor, Copy, Write                                                  key.Binding
-	JumpBack, JumpFwd, Curl, Command, Markers, Table                            key.Binding
+	JumpBack, JumpFwd, Curl, Command, Markers, Table, Grep                      key.Binding
 }
 
 func newTimelineKeys() timelineKeys {
@@ -922,5 +922,6 @@ func newTimelineKeys() timelineKeys {
 		Command:    b([]string{":"}, ":", "command line"),
 		Markers:    b([]string{"\""}, "\"", "marker list"),
 		Table:      b([]string{"$"}, "$", "step table: tokens, cost, time"),
+		Grep:       b([]string{"|"}, "|", "only rows holding text, as you type"),
 	}
 }

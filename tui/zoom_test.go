@@ -1,11 +1,13 @@
 package tui
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // TestZoom: + gives the frame view the whole width and the body's height,
@@ -106,5 +108,51 @@ func TestStepTable(t *testing.T) {
 	press(d, tea.KeyMsg{Type: tea.KeyDown}, keyEnter)
 	if want := tl.StepStart(d.table.steps[1].step); cursor(d) != want || d.pane != paneTracks {
 		t.Errorf("enter on the second row: needle %d (want %d), pane %v", cursor(d), want, d.pane)
+	}
+}
+
+// TestFilterAsYouType: | keeps only the rows whose frame holds what is
+// typed, changing as it is typed; enter keeps the filter, esc drops it.
+func TestFilterAsYouType(t *testing.T) {
+	d := newDeck(t, 120, 30, agentRun)
+	tv := d.tracks[0]
+	all := tv.n()
+	press(d, runes("|"))
+	typeText(d, "read_fi")
+	part := tv.n()
+	typeText(d, "le")
+	if tv.n() >= all || tv.n() < 3 {
+		t.Fatalf("rows while typing: %d of %d", tv.n(), all)
+	}
+	if part < tv.n() {
+		t.Errorf("more rows for read_file (%d) than for read_fi (%d)", tv.n(), part)
+	}
+	var want timeline.Sweep
+	if err := tv.tl.SweepSearch(context.Background(), "read_file", -1, 1000, func(s timeline.Sweep) { want = s }); err != nil {
+		t.Fatal(err)
+	}
+	hold := map[int]bool{}
+	for _, i := range append(want.Before, want.After...) {
+		hold[i] = true
+	}
+	for r := range tv.n() {
+		i := tv.entry(r).First
+		if k := tv.tl.Row(i).Kind; !hold[i] && k != timeline.KindRunStart && k != timeline.KindRunEnd {
+			t.Errorf("row %d (frame %d, %s) does not hold read_file", r, i, k)
+		}
+	}
+	if tv.n() != len(hold)+2 {
+		t.Errorf("%d rows for %d frames that hold read_file (and the run's start and end)", tv.n(), len(hold))
+	}
+	press(d, keyEnter)
+	if !strings.Contains(d.View(), `only rows holding "read_file"`) {
+		t.Errorf("the status line does not say the filter:\n%s", d.View())
+	}
+	if d.pane != paneTracks || tv.n() >= all {
+		t.Errorf("enter: pane %v, %d rows of %d", d.pane, tv.n(), all)
+	}
+	press(d, runes("|"), keyEsc)
+	if tv.n() != all {
+		t.Errorf("esc: %d rows, want every one (%d)", tv.n(), all)
 	}
 }
