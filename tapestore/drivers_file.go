@@ -54,6 +54,9 @@ func openFolder(_ context.Context, u *url.URL) (driver, error) {
 		}
 	}
 	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, coded(codeNotFound, fmt.Errorf("folder store %s does not exist (make it, or add ?create_dir=true to the URL)", dir))
+	}
 	if err != nil {
 		return nil, coded(codeNotFound, fmt.Errorf("folder store: %w", err))
 	}

@@ -117,3 +117,30 @@ func TestFolderWrites(t *testing.T) {
 		t.Errorf("writes left %v behind", left)
 	}
 }
+
+// TestFolderMissing: a folder store that is not there is said so, with
+// how to have it made; create_dir=true makes it.
+func TestFolderMissing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tapes")
+	for _, c := range []struct{ query, want string }{{"", "does not exist (make it, or add ?create_dir=true"}, {"?create_dir=true", ""}, {"?bogus=1", `unknown query parameter "bogus"`}} {
+		loc, err := Parse("file://" + dir + "/" + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(context.Background(), loc)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.query, err)
+				continue
+			}
+			s.Close()
+			if _, err := os.Stat(dir); err != nil {
+				t.Errorf("create_dir=true made no folder: %v", err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.query, err, c.want)
+		}
+	}
+}
