@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // fakeUpload is the index record an upload of the tape key would write.
@@ -208,41 +205,5 @@ func TestReindex(t *testing.T) {
 	keys, st := indexKeysOf(t, s)
 	if len(keys) != 2 || st.Segments != 1 || st.Records != 0 {
 		t.Errorf("after reindex: %v, %+v", keys, st)
-	}
-}
-
-// TestS3Index: the index against a real S3-compatible server: uploads
-// write it, the folders of a store are listed (the index and sidecar
-// folders left out), and the index of a sub-store is its own.
-func TestS3Index(t *testing.T) {
-	testenv.RequireVersityGW(t)
-	_, s := s3Store(t)
-	ctx := context.Background()
-	dir := t.TempDir()
-	up, err := s.Upload(ctx, copyTape(t, dir, "run.jbx"), nil)
-	if err != nil || up.IndexError != "" {
-		t.Fatalf("upload: %+v, %v", up, err)
-	}
-	keys, st := indexKeysOf(t, s)
-	if len(keys) != 1 || keys[up.Key] != 1 || st.Records != 1 {
-		t.Fatalf("the index after one upload: %v %+v", keys, st)
-	}
-	sub, err := Open(ctx, s.Loc.Sub("2026-12-05/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	if _, err := sub.Upload(ctx, copyTape(t, filepath.Join(dir), "other.jbx"), nil); err != nil {
-		t.Fatal(err)
-	}
-	dirs, err := s.Folders(ctx)
-	if err != nil || strings.Join(dirs, " ") != "2026-12-05/" {
-		t.Errorf("the store's folders: %v, %v; want 2026-12-05/ alone", dirs, err)
-	}
-	if keys, _ := indexKeysOf(t, s); len(keys) != 1 {
-		t.Errorf("the store's index holds its folder's tape: %v", keys)
-	}
-	if keys, _ := indexKeysOf(t, sub); len(keys) != 1 {
-		t.Errorf("the folder's index: %v", keys)
 	}
 }

@@ -1,11 +1,15 @@
+//go:build !jukebox_nos3
+
 package tapestore
 
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/s3test"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -77,12 +81,38 @@ func s3Store(t *testing.T) (*s3test.Server, *Store) {
 	return srv, s
 }
 
-func mustID(t *testing.T, path string) [16]byte {
-	t.Helper()
-	tp, err := tapefmt.Open(path)
+// TestS3Index: the index against a real S3-compatible server: uploads
+// write it, the folders of a store are listed (the index and sidecar
+// folders left out), and the index of a sub-store is its own.
+func TestS3Index(t *testing.T) {
+	testenv.RequireVersityGW(t)
+	_, s := s3Store(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	up, err := s.Upload(ctx, copyTape(t, dir, "run.jbx"), nil)
+	if err != nil || up.IndexError != "" {
+		t.Fatalf("upload: %+v, %v", up, err)
+	}
+	keys, st := indexKeysOf(t, s)
+	if len(keys) != 1 || keys[up.Key] != 1 || st.Records != 1 {
+		t.Fatalf("the index after one upload: %v %+v", keys, st)
+	}
+	sub, err := Open(ctx, s.Loc.Sub("2026-12-05/"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tp.Close()
-	return tp.ID()
+	defer sub.Close()
+	if _, err := sub.Upload(ctx, copyTape(t, filepath.Join(dir), "other.jbx"), nil); err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := s.Folders(ctx)
+	if err != nil || strings.Join(dirs, " ") != "2026-12-05/" {
+		t.Errorf("the store's folders: %v, %v; want 2026-12-05/ alone", dirs, err)
+	}
+	if keys, _ := indexKeysOf(t, s); len(keys) != 1 {
+		t.Errorf("the store's index holds its folder's tape: %v", keys)
+	}
+	if keys, _ := indexKeysOf(t, sub); len(keys) != 1 {
+		t.Errorf("the folder's index: %v", keys)
+	}
 }
