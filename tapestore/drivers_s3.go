@@ -225,7 +225,7 @@ func (b *s3Bucket) writer(ctx context.Context, key string, o writerOptions) (io.
 		req.SSEKMSKeyID = aws.String(b.kmsKey)
 	}
 	pr, pw := io.Pipe()
-	w := &s3Writer{pw: pw, done: make(chan struct{})}
+	w := &s3Writer{ctx: ctx, pw: pw, done: make(chan struct{})}
 	req.Body = pr
 	go func() {
 		defer close(w.done)
@@ -244,6 +244,7 @@ func (b *s3Bucket) writer(ctx context.Context, key string, o writerOptions) (io.
 // the pipe ends, after Close; an upload whose context ends first is
 // aborted.
 type s3Writer struct {
+	ctx  context.Context
 	pw   *io.PipeWriter
 	done chan struct{}
 	err  error
@@ -252,7 +253,11 @@ type s3Writer struct {
 func (w *s3Writer) Write(p []byte) (int, error) { return w.pw.Write(p) }
 
 func (w *s3Writer) Close() error {
-	w.pw.Close()
+	if err := w.ctx.Err(); err != nil {
+		w.pw.CloseWithError(err) // never the end of the body: nothing is completed
+	} else {
+		w.pw.Close()
+	}
 	<-w.done
 	return w.err
 }
