@@ -49,7 +49,11 @@ func (s *session) writeCaptureFiles() error {
 	}
 	f := &captureFiles{dir: dir, bundle: filepath.Join(dir, "ca-bundle.pem"), preload: filepath.Join(dir, "node-preload.cjs")}
 	cfg, _ := json.Marshal(map[string]any{"proxy": s.proxy.url(), "bypass": s.endpoints()})
-	err = os.WriteFile(f.bundle, s.proxy.fwd.ca.Bundle(envMap(s.baseEnv())), 0o644)
+	roots := s.roots
+	if roots == nil {
+		roots = runca.ReadRoots(envMap(s.baseEnv()))
+	}
+	err = os.WriteFile(f.bundle, s.proxy.fwd.ca.BundleOf(roots), 0o644)
 	if err == nil {
 		err = os.WriteFile(f.preload, []byte(strings.Replace(nodePreload, preloadMarker, string(cfg), 1)), 0o644)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/internal/runca"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -40,6 +41,7 @@ type ForkOptions struct {
 // names its parent (chain head and frame). When the agent diverges before
 // the fork frame, the run stops and Result.Divergence says where, as replay does.
 func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
+	roots := runca.StartRoots(envMap(o.baseEnv())) // read while the parent is indexed
 	t, m, err := openSource(o.Parent, o.Remote, &o.RunOptions, o.Rules)
 	if err != nil {
 		return nil, err
@@ -55,7 +57,7 @@ func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
 	if err := checkOverrides(m, at, o.Overrides); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Parent, err)
 	}
-	s := &session{o: o.RunOptions, mode: tapefmt.ModeFork}
+	s := &session{o: o.RunOptions, mode: tapefmt.ModeFork, roots: roots}
 	return s.fork(ctx, o, t, m, at)
 }
 

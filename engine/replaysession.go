@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jukebox-os/jukebox/internal/runca"
 	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -49,13 +50,14 @@ const divergenceGrace = 3 * time.Second
 // answered from the tape, byte for byte, and no network connection is made.
 // The first request the tape cannot answer is reported as a Divergence.
 func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
+	roots := runca.StartRoots(envMap(o.baseEnv())) // read while the tape is indexed
 	t, m, err := openSource(o.From, o.Remote, &o.RunOptions, o.Rules)
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close()
 	m.repeat = o.Repeat
-	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay}
+	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay, roots: roots}
 	return s.replay(ctx, o, t, m)
 }
 

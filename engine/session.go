@@ -20,6 +20,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/internal/gitref"
+	"github.com/jukebox-os/jukebox/internal/runca"
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -214,6 +215,7 @@ type Result struct {
 // session is what Record and Replay share: a tape to write, a proxy, a child.
 type session struct {
 	o     RunOptions
+	roots *runca.Roots // the CA bundle's roots, read ahead (nil: read when needed)
 	mode  tapefmt.RunMode
 	tape  *tapefmt.Writer
 	path  string
@@ -555,6 +557,7 @@ func recording(o RecordOptions) (*session, error) {
 		o.Seed = rand.Int64N(1<<31) + 1
 	}
 	s := &session{o: o.RunOptions, mode: tapefmt.ModeRecord}
+	s.roots = runca.StartRoots(envMap(s.baseEnv())) // read while the tape and the proxy open
 	ups := resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
 	if err := s.openTape(o.Tape, o.Sync, s.runStart(ups)); err != nil {
 		return nil, err

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/pem"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -22,30 +24,71 @@ var BundleEnv = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"
 // certificates of every bundle the user's own variables (env, BundleEnv
 // and SSL_CERT_DIR) named, then the CA's. Only CERTIFICATE blocks are
 // kept, each once; a file that cannot be read is skipped.
-func (c *CA) Bundle(env map[string]string) []byte {
+func (c *CA) Bundle(env map[string]string) []byte { return c.BundleOf(ReadRoots(env)) }
+
+// Roots are the trusted certificates a bundle starts with (Bundle), read
+// once: StartRoots reads them while the run gets ready, so that the
+// bundle does not wait for them.
+type Roots struct {
+	done chan struct{}
+	pem  []byte
+	seen map[[32]byte]bool
+}
+
+// StartRoots reads the roots of env in the background.
+func StartRoots(env map[string]string) *Roots {
+	r := &Roots{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.pem, r.seen = readRoots(env)
+	}()
+	return r
+}
+
+// ReadRoots reads the roots of env now.
+func ReadRoots(env map[string]string) *Roots {
+	r := &Roots{done: make(chan struct{})}
+	r.pem, r.seen = readRoots(env)
+	close(r.done)
+	return r
+}
+
+// BundleOf is the bundle of the roots r and the CA's certificate.
+func (c *CA) BundleOf(r *Roots) []byte {
+	<-r.done
+	out := bytes.NewBuffer(slices.Clip(r.pem))
+	addPEM(out, maps.Clone(r.seen), c.certPEM)
+	return out.Bytes()
+}
+
+// addPEM adds the CERTIFICATE blocks of data not seen yet to out.
+func addPEM(out *bytes.Buffer, seen map[[32]byte]bool, data []byte) {
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return
+		}
+		if sum := sha256.Sum256(b.Bytes); b.Type == "CERTIFICATE" && !seen[sum] {
+			seen[sum] = true
+			pem.Encode(out, &pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes}) // a bytes.Buffer cannot fail
+		}
+	}
+}
+
+// readRoots reads the system's roots and the bundles env names, each
+// certificate once.
+func readRoots(env map[string]string) ([]byte, map[[32]byte]bool) {
 	roots := systemRoots(env)
-	size := len(c.certPEM)
+	size := 0
 	for _, data := range roots {
 		size += len(data)
 	}
 	var out bytes.Buffer
 	out.Grow(size + size/8) // re-encoded blocks are about as long as read
 	seen := map[[32]byte]bool{}
-	add := func(data []byte) {
-		for {
-			var b *pem.Block
-			b, data = pem.Decode(data)
-			if b == nil {
-				return
-			}
-			if sum := sha256.Sum256(b.Bytes); b.Type == "CERTIFICATE" && !seen[sum] {
-				seen[sum] = true
-				pem.Encode(&out, &pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes}) // a bytes.Buffer cannot fail
-			}
-		}
-	}
 	for _, data := range roots {
-		add(data)
+		addPEM(&out, seen, data)
 	}
 	read := map[string]bool{} // machines often name one file in every variable: read it once
 	for _, name := range BundleEnv {
@@ -55,11 +98,10 @@ func (c *CA) Bundle(env map[string]string) []byte {
 		}
 		read[filepath.Clean(f)] = true
 		if data, err := os.ReadFile(f); err == nil {
-			add(data)
+			addPEM(&out, seen, data)
 		}
 	}
-	add(c.certPEM)
-	return out.Bytes()
+	return out.Bytes(), seen
 }
 
 // readDirs reads every file in dirs (a certificate directory).

@@ -97,3 +97,24 @@ func BenchmarkBundle(b *testing.B) {
 		ca.Bundle(nil)
 	}
 }
+
+// TestBundleOfRootsReadAhead: the bundle made from roots read ahead
+// (StartRoots) is the one Bundle makes, every time it is asked for, and
+// ends with the CA's certificate.
+func TestBundleOfRootsReadAhead(t *testing.T) {
+	ca, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	want := ca.Bundle(env)
+	r := StartRoots(env)
+	for range 2 {
+		if got := ca.BundleOf(r); !bytes.Equal(got, want) {
+			t.Fatalf("BundleOf(StartRoots) differs from Bundle: %d bytes against %d", len(got), len(want))
+		}
+	}
+	if !bytes.HasSuffix(want, ca.certPEM) {
+		t.Error("the bundle does not end with the CA's certificate")
+	}
+}
