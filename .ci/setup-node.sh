@@ -27,5 +27,35 @@ if [ -f "$stamp" ] && [ ! "$agents/package-lock.json" -nt "$stamp" ] && [ ! "$ag
   exit 0
 fi
 
+# A clean clone has no node_modules. An install is kept in the user's cache
+# under the hash of the lock file and Node's major version, and a later
+# clone links its files from there (cp -al, seconds) where `npm ci` takes a
+# minute or more; a cache on another file system is copied instead.
+cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/jukebox-tests"
+key="$(cat "$agents/package-lock.json" "$agents/package.json" | sha256sum | cut -c1-16)-node$major"
+cached="$cache_root/node_modules-$key"
+rm -rf "$agents/node_modules"
+if [ -f "$cached/.complete" ]; then
+  echo "setup-node: testdata/agents/node_modules from the cache (lock file $key)"
+  if cp -al "$cached/node_modules" "$agents/node_modules" 2>/dev/null || { rm -rf "$agents/node_modules"; cp -a "$cached/node_modules" "$agents/node_modules"; }; then
+    touch "$stamp"
+    exit 0
+  fi
+  echo "setup-node: the cache could not be copied; installing" >&2
+  rm -rf "$agents/node_modules"
+fi
+
 echo "setup-node: installing testdata/agents/node_modules (npm ci)"
 (cd "$agents" && npm ci --no-audit --no-fund)
+# Kept for the next clone; a failure to keep it fails nothing.
+if mkdir -p "$cache_root" 2>/dev/null; then
+  tmp="$(mktemp -d "$cache_root/.node_modules-XXXXXX")"
+  if { cp -al "$agents/node_modules" "$tmp/node_modules" 2>/dev/null || { rm -rf "$tmp/node_modules"; cp -a "$agents/node_modules" "$tmp/node_modules"; }; } &&
+     touch "$tmp/.complete" && rm -rf "$cached" && mv "$tmp" "$cached"; then
+    echo "setup-node: kept in the cache (lock file $key)"
+  else
+    rm -rf "$tmp"
+  fi
+  # Older installs (another lock file) are removed.
+  find "$cache_root" -maxdepth 1 -name 'node_modules-*' ! -name "node_modules-$key" -exec rm -rf {} + 2>/dev/null || true
+fi

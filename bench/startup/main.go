@@ -8,7 +8,13 @@
 // start-up of `jukebox ls EMPTY-FOLDER`, a command the CLI parser builds a
 // model of (the bare --version is answered before it).
 //
-//	go -C bench run ./startup [-runs 41] [-tags jukebox_gcs,jukebox_azure] [-top 10]
+// The release build (README: CGO_ENABLED=0, -trimpath, -ldflags "-s -w")
+// is measured beside the default one, against the same hello-world: the
+// default build links libc through the dynamic loader (net and os/user
+// use cgo when a C compiler is present), which the release build, static
+// like the hello-world, does not.
+//
+//	go -C bench run ./startup [-runs 41] [-tags jukebox_gcs,jukebox_azure] [-top 10] [-release=false]
 package main
 
 import (
@@ -36,14 +42,15 @@ func main() {
 	runs := flag.Int("runs", 41, "runs of each program (median and minimum reported)")
 	tags := flag.String("tags", "", "build tags for the jukebox binary (the targets are for none)")
 	top := flag.Int("top", 10, "slowest package initialisations to name")
+	release := flag.Bool("release", true, "also measure the release build (static, -trimpath, -s -w)")
 	flag.Parse()
-	if err := run(*runs, *tags, *top); err != nil {
+	if err := run(*runs, *tags, *top, *release); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/startup:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs int, tags string, top int) error {
+func run(runs int, tags string, top int, release bool) error {
 	dir, err := os.MkdirTemp("", "startup-bench-")
 	if err != nil {
 		return err
@@ -53,9 +60,15 @@ func run(runs int, tags string, top int) error {
 	if err != nil {
 		return err
 	}
-	jb, err := buildJukebox(dir, tags)
+	jb, err := buildJukebox(dir, tags, false)
 	if err != nil {
 		return err
+	}
+	var rel string
+	if release {
+		if rel, err = buildJukebox(dir, tags, true); err != nil {
+			return err
+		}
 	}
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("load average: %s", load)
@@ -66,10 +79,16 @@ func run(runs int, tags string, top int) error {
 	}
 	report("hello-world", h, runs)
 	report("jukebox --version", j, runs)
-	ratio := float64(benchutil.Median(j.wall)) / float64(benchutil.Median(h.wall))
-	fmt.Printf("ratio of wall medians = %.2fx, of wall minima = %.2fx, of CPU medians = %.2fx  (target <= %.0fx)  %s\n",
-		ratio, float64(slices.Min(j.wall))/float64(slices.Min(h.wall)),
-		float64(benchutil.Median(j.cpu))/float64(benchutil.Median(h.cpu)), maxRatio, verdict(ratio <= maxRatio))
+	ratios(h, j)
+	if release {
+		h, r, err := interleave(runs, []string{hello}, []string{rel, "--version"})
+		if err != nil {
+			return err
+		}
+		report("hello-world", h, runs)
+		report("release --version", r, runs)
+		ratios(h, r)
+	}
 	// A command the CLI parser builds its model of (the bare --version
 	// is answered before): reported beside, no target.
 	empty := filepath.Join(dir, "empty")
@@ -88,6 +107,14 @@ func run(runs int, tags string, top int) error {
 	mib := float64(st.Size()) / (1 << 20)
 	fmt.Printf("binary size: %d bytes = %.1f MiB  (target <= %.0f MiB, -tags %q)  %s\n", st.Size(), mib, maxMiB, tags, verdict(mib <= maxMiB))
 	return initTrace(jb, top)
+}
+
+// ratios prints j's start-up against the hello-world's h.
+func ratios(h, j times) {
+	ratio := float64(benchutil.Median(j.wall)) / float64(benchutil.Median(h.wall))
+	fmt.Printf("ratio of wall medians = %.2fx, of wall minima = %.2fx, of CPU medians = %.2fx  (target <= %.0fx)  %s\n",
+		ratio, float64(slices.Min(j.wall))/float64(slices.Min(h.wall)),
+		float64(benchutil.Median(j.cpu))/float64(benchutil.Median(h.cpu)), maxRatio, verdict(ratio <= maxRatio))
 }
 
 func verdict(met bool) string {
@@ -113,16 +140,24 @@ func buildHello(dir string) (string, error) {
 }
 
 // buildJukebox builds ./cmd/jukebox of this work tree with tags, as
-// `go build` does by default otherwise (no -trimpath, no -ldflags).
-func buildJukebox(dir, tags string) (string, error) {
+// `go build` does by default otherwise (no -trimpath, no -ldflags), or as
+// README's release build does.
+func buildJukebox(dir, tags string, release bool) (string, error) {
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jukebox-os/jukebox").Output()
 	if err != nil {
 		return "", fmt.Errorf("go list: %w", err)
 	}
 	bin := filepath.Join(dir, "jukebox")
-	cmd := exec.Command("go", "build", "-tags="+tags, "-o", bin, "./cmd/jukebox")
+	args := []string{"build", "-tags=" + tags, "-o", bin}
+	env := append(os.Environ(), "GOFLAGS=")
+	if release {
+		bin = filepath.Join(dir, "jukebox-release")
+		args = []string{"build", "-tags=" + tags, "-trimpath", "-ldflags=-s -w", "-o", bin}
+		env = append(env, "CGO_ENABLED=0")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/jukebox")...)
 	cmd.Dir = strings.TrimSpace(string(root))
-	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/jukebox: %v %s", err, out)
 	}
