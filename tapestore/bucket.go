@@ -85,6 +85,7 @@ const (
 	codeDenied           // the credentials are refused
 	codeExists           // a conditional write met an object
 	codeInvalid          // the request cannot succeed as it is
+	codeRetried          // the driver's client tried it again and again already
 )
 
 // codedError is a driver's error with its code.

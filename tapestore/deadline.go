@@ -83,7 +83,7 @@ func retryable(err error) bool {
 		return false
 	}
 	switch codeOf(err) {
-	case codeNotFound, codeDenied, codeExists, codeInvalid:
+	case codeNotFound, codeDenied, codeExists, codeInvalid, codeRetried:
 		return false
 	}
 	return !errors.Is(err, context.Canceled)

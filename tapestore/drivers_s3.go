@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
@@ -131,6 +132,14 @@ func (b *s3Bucket) code(err error) error {
 		case http.StatusPreconditionFailed:
 			c = codeExists
 		}
+	}
+	// The SDK's retryer has tried the request its attempts with backoff:
+	// trying it again (try) would wait as long again three times over
+	// (12 s for a store that is down, where the SDK's own attempts take
+	// about 4).
+	var gaveUp *retry.MaxAttemptsError
+	if c == codeUnknown && errors.As(err, &gaveUp) {
+		c = codeRetried
 	}
 	return coded(c, err)
 }
