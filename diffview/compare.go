@@ -1,6 +1,9 @@
 package diffview
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Result is a whole comparison: both timelines, their alignment with word
 // diffs of the changed pairs, the first divergence and the totals.
@@ -12,12 +15,28 @@ type Result struct {
 	First                   int
 	LeftTotals, RightTotals Totals
 	Delta                   Totals // right minus left
+	// FilesLeftOut names the side whose file changes were left out of
+	// the alignment ("left" or "right"), because the other side's run
+	// did not record any: "" when both or neither did.
+	FilesLeftOut string
 }
 
 // Compare aligns a and b, diffs the titles and bodies of every changed
 // pair word by word, and sums both sides.
+//
+// A run recorded outside the Shadow Booth has no file changes on its tape,
+// while its fork, which runs in the booth by default, has them: when only
+// one side has them they are left out of that side (Result.FilesLeftOut),
+// or every such fork would diverge at its first write.
 func Compare(a, b Timeline) *Result {
-	r := &Result{Left: a, Right: b, Pairs: align(a, b)}
+	var filesOut string
+	switch {
+	case a.Files && !b.Files:
+		a, filesOut = withoutFiles(a), "left"
+	case b.Files && !a.Files:
+		b, filesOut = withoutFiles(b), "right"
+	}
+	r := &Result{Left: a, Right: b, Pairs: align(a, b), FilesLeftOut: filesOut}
 	for i := range r.Pairs {
 		p := &r.Pairs[i]
 		if p.Op != Changed {
@@ -35,6 +54,27 @@ func Compare(a, b Timeline) *Result {
 	r.LeftTotals, r.RightTotals = totalsOf(a), totalsOf(b)
 	r.Delta = r.RightTotals.sub(r.LeftTotals)
 	return r
+}
+
+// withoutFiles is tl without its file changes.
+func withoutFiles(tl Timeline) Timeline {
+	if tl.TapeFrames == 0 {
+		tl.TapeFrames = len(tl.Frames)
+	}
+	tl.Frames = slices.DeleteFunc(slices.Clone(tl.Frames), func(f Frame) bool { return f.Kind == FileKind })
+	return tl
+}
+
+// filesNote says which side's file changes were left out, "" when none.
+func (r *Result) filesNote() string {
+	if r.FilesLeftOut == "" {
+		return ""
+	}
+	other := "right"
+	if r.FilesLeftOut == "right" {
+		other = "left"
+	}
+	return fmt.Sprintf("file changes left out: only the %s run recorded them (the Shadow Booth records them; the %s run ran outside it)", r.FilesLeftOut, other)
 }
 
 // equal reports whether the timelines agree frame for frame.

@@ -3,12 +3,15 @@ package diffview
 // Report is the JSON form of a Result: both sides with their totals, the
 // first divergence, the delta and every aligned pair.
 type Report struct {
-	Left       Side         `json:"left"`
-	Right      Side         `json:"right"`
-	Equal      bool         `json:"equal"`
-	Divergence *Divergence  `json:"first_divergence"` // null when Equal
-	Delta      Totals       `json:"delta"`            // right minus left
-	Pairs      []PairReport `json:"pairs"`
+	Left       Side        `json:"left"`
+	Right      Side        `json:"right"`
+	Equal      bool        `json:"equal"`
+	Divergence *Divergence `json:"first_divergence"` // null when Equal
+	// FilesLeftOut names the side whose file changes were not compared
+	// ("left" or "right"): only that run recorded them.
+	FilesLeftOut string       `json:"files_left_out,omitempty"`
+	Delta        Totals       `json:"delta"` // right minus left
+	Pairs        []PairReport `json:"pairs"`
 }
 
 // Side is one timeline in a Report.
@@ -38,7 +41,7 @@ type FrameRef struct {
 // Report returns r in its JSON form.
 func (r *Result) Report() Report {
 	rep := Report{Left: Side{r.Left.Name, r.LeftTotals}, Right: Side{r.Right.Name, r.RightTotals},
-		Equal: r.equal(), Delta: r.Delta, Pairs: make([]PairReport, len(r.Pairs))}
+		Equal: r.equal(), FilesLeftOut: r.FilesLeftOut, Delta: r.Delta, Pairs: make([]PairReport, len(r.Pairs))}
 	if d, ok := r.Divergence(); ok {
 		rep.Divergence = &d
 	}

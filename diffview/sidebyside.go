@@ -63,6 +63,9 @@ func walk(r *Result, o Options, l layout, b *strings.Builder) string {
 	if r.equal() {
 		l.banner(seg{"= the timelines agree frame for frame", clsDivergence})
 	}
+	if note := r.filesNote(); note != "" {
+		l.banner(seg{note, clsFaint})
+	}
 	b.WriteString("\n")
 	for _, line := range totalsText(r, o.Styles) {
 		b.WriteString(line + "\n")

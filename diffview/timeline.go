@@ -14,6 +14,10 @@ type Timeline struct {
 	// TapeFrames is the number of frames on the tape, Frames and those left
 	// out of the alignment together; 0 means len(Frames).
 	TapeFrames int `json:"tape_frames,omitempty"`
+	// Files says the run's file changes are on its tape (FileKind frames:
+	// it ran in the Shadow Booth). Compare leaves them out when only one
+	// side has them.
+	Files bool `json:"files,omitempty"`
 }
 
 // Frame is one event of a timeline. Alignment compares Signature only; a
@@ -54,6 +58,9 @@ type Totals struct {
 // Totals.Calls: tapefmt's name for an llm.response, which diffview, a leaf,
 // does not import (timeline's TestDiffviewKindNames keeps the two equal).
 const CallKind = "llm.response"
+
+// FileKind is the Kind of a file change, tapefmt's file.change.
+const FileKind = "file.change"
 
 // totalsOf sums a timeline.
 func totalsOf(tl Timeline) Totals {

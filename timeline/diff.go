@@ -47,7 +47,9 @@ func LoadForDiff(path string) (diffview.Timeline, error) {
 // in diffview.Timeline.Steps. tx.begin, tx.commit and tx.rollback are left
 // out too: a fork runs in the Shadow Booth by default, so they would set
 // every fork apart from its parent, and the file.change frames carry what a
-// transaction did. What the agent printed (proc.output) becomes one frame
+// transaction did (a tx.begin or a file.change sets Timeline.Files: a
+// parent recorded outside the booth has none, and diffview.Compare then
+// leaves the fork's out). What the agent printed (proc.output) becomes one frame
 // per fd holding the whole run's output, placed before run.end: when bytes
 // reach a pipe is a race with the model calls around them, so interleaved
 // output frames would align differently on every run, while what was
@@ -86,8 +88,12 @@ type timelineBuilder struct {
 }
 
 func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
-	if o, ok := p.(*tapefmt.Output); ok {
-		b.output(f, o)
+	switch p := p.(type) {
+	case *tapefmt.Output:
+		b.output(f, p)
+		return nil
+	case *tapefmt.TxBegin:
+		b.tl.Files = true // a run in the booth: its file changes are on the tape
 		return nil
 	}
 	fr := diffview.Frame{Seq: int(f.Seq), Kind: f.Kind.String(), Time: f.Time, Title: Describe(p)}
@@ -109,6 +115,7 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 	case *tapefmt.MCPMessage:
 		err = b.mcp(&fr, p)
 	case *tapefmt.FileChange:
+		b.tl.Files = true
 		err = b.file(&fr, p)
 	case *tapefmt.AgentTurn:
 		fr.Signature, fr.Title, fr.Body = fr.Kind+" "+p.Agent+" "+p.Role, OneLine(p.Role+": "+p.Text, 80), p.Text

@@ -182,4 +182,7 @@ func TestDiffviewKindNames(t *testing.T) {
 	if diffview.CallKind != tapefmt.KindLLMResponse.String() {
 		t.Fatalf("diffview.CallKind = %q, tapefmt says %q", diffview.CallKind, tapefmt.KindLLMResponse)
 	}
+	if diffview.FileKind != tapefmt.KindFileChange.String() {
+		t.Fatalf("diffview.FileKind = %q, tapefmt says %q", diffview.FileKind, tapefmt.KindFileChange)
+	}
 }

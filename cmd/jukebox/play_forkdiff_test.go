@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/diffview"
@@ -75,4 +76,55 @@ func divergedLeft(r *diffview.Result) int {
 		}
 	}
 	return 1 << 30
+}
+
+// TestDiffBoothForkOfAPlainRun: a fork runs in the Shadow Booth by
+// default, so its tape holds the file changes its agent made, while a
+// parent recorded outside the booth holds none. Diffing the two found
+// the first divergence at the fork's first file change, long before the
+// fork point (seen with a 30-turn agent that writes a file each turn):
+// the fork's file changes are now left out, and the report says so.
+func TestDiffBoothForkOfAPlainRun(t *testing.T) {
+	testenv.RequirePython(t)
+	testenv.Short(t, "records the demo agent and forks it in the booth")
+	requireBooth(t)
+	work := t.TempDir()
+	out, _ := wantCode(t, ExitOK, "demo", "--no-play", "--json", "--dir", filepath.Join(work, "one"))
+	var demo struct{ Tape string }
+	must(t, json.Unmarshal([]byte(out), &demo))
+	a, err := timeline.LoadForDiff(demo.Tape)
+	must(t, err)
+	last := -1
+	for _, f := range a.Frames {
+		if f.Kind == "llm.request" {
+			last = f.Seq
+		}
+	}
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	t.Setenv("AGENT_MODEL", "demo-large")
+	tape := filepath.Join(work, "fork.jbx")
+	wantCode(t, ExitOK, "fork", "--frame", fmt.Sprint(last), "--model", "demo-small",
+		"--upstream", "openai="+srv.OpenAIBaseURL(), "-o", tape, demo.Tape)
+	b, err := timeline.LoadForDiff(tape)
+	must(t, err)
+	if a.Files || !b.Files {
+		t.Fatalf("the parent ran outside the booth and the fork in it: files %v and %v", a.Files, b.Files)
+	}
+	r := diffview.Compare(a, b)
+	if dv, ok := r.Divergence(); !ok || divergedLeft(r) < last {
+		t.Errorf("fork at frame %d: first divergence before it: %s", last, dv.Text)
+	}
+	if r.FilesLeftOut != "right" {
+		t.Errorf("FilesLeftOut = %q, want right", r.FilesLeftOut)
+	}
+	out, _ = wantCode(t, ExitOK, "diff", demo.Tape, tape)
+	if !strings.Contains(out, "file changes left out: only the right run recorded them") {
+		t.Errorf("diff does not say the fork's file changes were left out:\n%s", out)
+	}
+	out, _ = wantCode(t, ExitOK, "diff", "--json", demo.Tape, tape)
+	if !strings.Contains(out, `"files_left_out": "right"`) {
+		t.Errorf("diff --json has no files_left_out:\n%.400s", out)
+	}
 }

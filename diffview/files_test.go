@@ -1,0 +1,47 @@
+package diffview
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFilesOfOneSideLeftOut: when only one run recorded its file changes
+// (a fork in the Shadow Booth of a run recorded outside it), they are
+// left out of that side, and the first divergence is where the runs
+// differ; when both recorded them they are compared.
+func TestFilesOfOneSideLeftOut(t *testing.T) {
+	req := func(seq int, model string) Frame {
+		return Frame{Seq: seq, Kind: "llm.request", Signature: "llm.request POST /v1/chat", Title: "POST " + model}
+	}
+	file := func(seq int) Frame {
+		return Frame{Seq: seq, Kind: FileKind, Signature: FileKind + " out.txt", Title: "write out.txt"}
+	}
+	plain := Timeline{Name: "parent", Frames: []Frame{req(1, "a"), req(3, "a"), req(5, "a")}}
+	fork := Timeline{Name: "fork", Files: true, Frames: []Frame{req(1, "a"), file(2), req(3, "a"), file(4), req(5, "b")}}
+	r := Compare(plain, fork)
+	d, ok := r.Divergence()
+	if !ok || d.Left != 5 || d.Right != 5 || r.FilesLeftOut != "right" {
+		t.Fatalf("divergence %+v (%v), files left out %q; want frame 5 on both sides, right", d, ok, r.FilesLeftOut)
+	}
+	if len(r.Right.Frames) != 3 || r.RightTotals.Frames != 5 {
+		t.Errorf("right side: %d frames aligned, %d on the tape; want 3 and 5", len(r.Right.Frames), r.RightTotals.Frames)
+	}
+	for _, out := range []string{SideBySide(r, Options{Width: 120, Styles: PlainStyles()}), Unified(r, Options{Width: 120, Styles: PlainStyles()})} {
+		if !strings.Contains(out, "file changes left out: only the right run recorded them") {
+			t.Errorf("no note of the files left out:\n%s", out)
+		}
+	}
+	if rep := r.Report(); rep.FilesLeftOut != "right" {
+		t.Errorf("report: files_left_out %q", rep.FilesLeftOut)
+	}
+	// Swapped, the left side's are left out.
+	if r := Compare(fork, plain); r.FilesLeftOut != "left" || r.First < 0 || r.Pairs[r.First].Left < 0 || r.Left.Frames[r.Pairs[r.First].Left].Seq != 5 {
+		t.Errorf("swapped: files left out %q, first %d", r.FilesLeftOut, r.First)
+	}
+	// Both in the booth: a file only one wrote is a divergence.
+	both := plain
+	both.Files = true
+	if r := Compare(both, fork); r.FilesLeftOut != "" || r.Pairs[r.First].Right < 0 || r.Right.Frames[r.Pairs[r.First].Right].Kind != FileKind {
+		t.Errorf("both recorded files: files left out %q, first divergence %+v", r.FilesLeftOut, r.Pairs[r.First])
+	}
+}
