@@ -33,6 +33,9 @@ type Call struct {
 	Plain bool
 	// session is the WebSocket session the call upgraded to, if it did.
 	session *tapefmt.NetConn
+	// cutByInterrupt says the call was in flight when the recording was
+	// interrupted (markInterrupted).
+	cutByInterrupt bool
 }
 
 // MatchRequest is a live request as matching sees it.
@@ -132,7 +135,32 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 		}
 	}
 	linkSessions(sessions, plainByID, byID)
+	markInterrupted(t, m)
 	return m, nil
+}
+
+// markInterrupted marks the calls a recording's interruption cut: when the
+// run ended interrupted (Ctrl-C), the calls whose answer says the agent
+// closed them and is on the tape after its last request were in flight
+// when it was stopped, not given up on by the agent.
+func markInterrupted(t *tapefmt.Tape, m *Matcher) {
+	end, ok := recordedEnd(t)
+	if !ok || end.Reason != tapefmt.ReasonInterrupted {
+		return
+	}
+	last := uint64(0)
+	for _, calls := range m.calls {
+		for _, c := range calls {
+			last = max(last, c.Seq)
+		}
+	}
+	for _, calls := range m.calls {
+		for _, c := range calls {
+			if c.Response != nil && c.RespSeq > last && strings.HasPrefix(c.Response.Error, errAgentClosed) {
+				c.cutByInterrupt = true
+			}
+		}
+	}
 }
 
 // addCall indexes a recorded request, reading its body.

@@ -223,21 +223,31 @@ func (c *child) copy(fd int, r *os.File, w io.Writer) {
 
 // wait waits for the child and its output, forwarding what arrives on sigs
 // meanwhile (RunOptions.Signals; nil forwards nothing), and returns its exit
-// status. Cancelling ctx stops the child.
-func (c *child) wait(ctx context.Context, sigs <-chan os.Signal) tapefmt.RunEnd {
+// status. Cancelling ctx stops the child; a value on replayed interrupts it
+// as the recording was (SIGINT, then the end after the grace), the run's
+// end not counted as interrupted by the user.
+func (c *child) wait(ctx context.Context, sigs <-chan os.Signal, replayed <-chan struct{}) tapefmt.RunEnd {
 	done := make(chan error, 1)
 	go func() { done <- c.cmd.Wait() }()
 	var end tapefmt.RunEnd
 	stops := 0
+	byUser, byReplay := false, false
 	for {
 		select {
 		case s := <-sigs:
+			byUser = true
 			if s == os.Interrupt {
 				end.Reason = tapefmt.ReasonInterrupted
 			}
 			c.jobs.forward(c.cmd.Process, s)
 			stops++
 			c.escalate(stops)
+		case <-replayed:
+			byReplay = true
+			c.jobs.forward(c.cmd.Process, os.Interrupt)
+			stops++
+			c.escalate(stops)
+			replayed = nil // once
 		case <-ctx.Done():
 			end.Reason = tapefmt.ReasonCancelled
 			c.kill(3 * time.Second)
@@ -251,6 +261,9 @@ func (c *child) wait(ctx context.Context, sigs <-chan os.Signal) tapefmt.RunEnd 
 			c.wg.Wait()
 			end = exitStatus(c.cmd, err, end)
 			c.keep.settle(&end, c.cmd.Process.Pid)
+			if byReplay && !byUser && end.Reason == tapefmt.ReasonInterrupted {
+				end.Reason = "" // the keeper saw the replay's SIGINT, not the user's
+			}
 			return end
 		}
 	}

@@ -48,6 +48,10 @@ type tapeBackend struct {
 	world                 *openWorld
 	served, local, passed atomic.Uint64
 	onLive                func() // called once, at the first request sent live to a --live host
+	// interrupted, when the recording was interrupted (Ctrl-C) while
+	// calls were in flight, is called as the replay reaches one of them:
+	// the agent is interrupted there too (cutByInterrupt).
+	interrupted func(c *Call)
 
 	mu       sync.Mutex
 	diverged bool // after the first divergence, every call goes to the fallback
@@ -162,6 +166,7 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 	body := c.respBody
 	a := answer{resp: *r, body: body, abort: r.Error != ""}
 	if r.Status == 0 {
+		t.reachedInterrupt(c)
 		waitIfAgentGaveUp(x, r)
 		return a // the upstream never answered: reset the connection
 	}
@@ -177,8 +182,19 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 		// the reset, or the wait until it gives up.
 		_ = http.NewResponseController(w).Flush()
 	}
+	t.reachedInterrupt(c)
 	waitIfAgentGaveUp(x, r)
 	return a
+}
+
+// reachedInterrupt tells the session when c is a call the recording's
+// interruption cut: the agent closed it only because the run was stopped,
+// so it would wait for an answer for ever (up to maxReplayWait, or its
+// client's own timeout and retries, which the tape cannot answer).
+func (t *tapeBackend) reachedInterrupt(c *Call) {
+	if t.interrupted != nil && c.cutByInterrupt {
+		t.interrupted(c)
+	}
 }
 
 // maxReplayWait bounds how long replay plays a recorded wait.

@@ -114,6 +114,14 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		s.diverged(d, o.Live)
 	}}
 	tb.forkCall, tb.overrides = forkOf(t)
+	if s.o.Booth == nil { // a booth's child is the booth's: its stop is its own
+		s.replayedStop = make(chan struct{}, 1)
+		tb.interrupted = func(c *Call) {
+			if s.interruptedAt.CompareAndSwap(nil, c) { // noted before the agent can end
+				s.replayedStop <- struct{}{}
+			}
+		}
+	}
 	var ups map[string]string
 	if o.Live || len(o.LiveHosts) > 0 {
 		ups = resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))

@@ -158,6 +158,10 @@ type Result struct {
 	// identical requests at once get them in an order nothing controls);
 	// OutputSame is then true.
 	OutputSwapped bool `json:"output_swapped,omitempty"`
+	// Interrupted names the recorded call (its number) where a replay
+	// interrupted the agent (SIGINT), because the recording was
+	// interrupted while that call was in flight; nil otherwise.
+	Interrupted *uint64 `json:"interrupted_at_call,omitempty"`
 	// Repeated is how often replay --repeat served a recorded answer again.
 	Repeated int `json:"repeated,omitempty"`
 	// MCPMissing counts the MCP requests a replay answered with an error,
@@ -222,9 +226,15 @@ type session struct {
 	proxy *proxy
 	outs  *outputs
 	child atomic.Pointer[child] // set once the agent runs; read by proxy handlers
+	// replayedStop interrupts the agent where the recording was
+	// interrupted (a replay of such a tape; nil otherwise).
+	replayedStop chan struct{}
 	// cancel stops a booth run, whose child the booth owns.
 	cancel atomic.Pointer[context.CancelFunc]
 	div    atomic.Pointer[Divergence] // the first divergence, replay and fork
+	// interruptedAt is the call where a replay interrupted the agent, as
+	// its recording was (replayedStop).
+	interruptedAt atomic.Pointer[Call]
 	// refused counts net.refused frames (booth --net none).
 	refused atomic.Int64
 	// net is what the booth's network carried and refused (netcarry.go);
@@ -429,7 +439,7 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 			return nil, fmt.Errorf("start %s: %w", s.o.Argv[0], err)
 		}
 		s.child.Store(c)
-		end = c.wait(ctx, s.o.Signals)
+		end = c.wait(ctx, s.o.Signals, s.replayedStop)
 	}
 	return s.close(ctx, end, res, runErr)
 }
@@ -443,6 +453,10 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
 	s.proxy.control.ctl.close()
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
+	if c := s.interruptedAt.Load(); c != nil && c.Request != nil {
+		n := c.Request.Call
+		res.Interrupted = &n
+	}
 	res.HTTPRequests, res.MCPMessages = int(s.proxy.httpIDs.Load()), s.proxy.control.mcp.count()
 	if res.TLSFailed = int(s.proxy.fwd.tlsFailed.Load()); res.TLSFailed > 0 {
 		res.TLSError = *s.proxy.fwd.tlsErr.Load()

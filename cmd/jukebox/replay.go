@@ -188,6 +188,9 @@ func replayLine(res *engine.Result) string {
 	if res.Repeated > 0 {
 		s += fmt.Sprintf(", %d answers served again (--repeat)", res.Repeated)
 	}
+	if res.Interrupted != nil {
+		s += fmt.Sprintf(", the agent interrupted (SIGINT) at call #%d, where the recording was", *res.Interrupted)
+	}
 	if res.Divergence != nil {
 		s += ", diverged " + res.Divergence.Where()
 	}
