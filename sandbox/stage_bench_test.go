@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func BenchmarkWriteFile(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer tx.Rollback(ctx)
+		defer tx.Rollback(context.Background())
 		f := tx.Files()
 		b.SetBytes(int64(len(data)))
 		for i := range b.N {
