@@ -683,7 +683,22 @@ func (c *Context) trace(node *Node) (err error) { //nolint: gocyclo
 				return c.trace(node.DefaultCmd)
 			}
 
-			return findPotentialCandidates(token.String(), candidates, "unexpected argument %s", token)
+			// Jukebox: with no close name, the commands there are (the
+			// parent's, under the default command it went to).
+			at := node
+			if len(candidates) == 0 && node.Parent != nil && node.Parent.DefaultCmd == node {
+				at = node.Parent
+				for _, branch := range at.Children {
+					if branch.Type == CommandNode && !branch.Hidden {
+						candidates = append(candidates, branch.Name)
+					}
+				}
+			}
+			err := findPotentialCandidates(token.String(), candidates, "unexpected argument %s", token)
+			if len(candidates) > 0 && !strings.Contains(err.Error(), "did you mean") {
+				err = fmt.Errorf("%w (%s takes one of: %s)", err, at.FullPath(), strings.Join(candidates, ", "))
+			}
+			return err
 		default:
 			return fmt.Errorf("unexpected token %s", token)
 		}

@@ -33,7 +33,8 @@
 // # Jukebox's copy
 //
 // This is github.com/alecthomas/kong v1.17.0 (MIT, COPYING), its tests
-// left out, with two changes, both for the size of the binary:
+// left out, with two changes for the size of the binary and one for its
+// users:
 //
 //   - The hooks (BeforeReset, BeforeResolve, BeforeApply, AfterApply,
 //     AfterRun) and Run are looked up by constant names (methodByName in
@@ -44,6 +45,9 @@
 //     AWS SDK among them).
 //   - Run no longer binds Provide* methods (found by prefix, which needs
 //     reflect's Method(i) and so the same). Jukebox binds with kong.Bind.
+//   - An argument that names no command, and is close to none, is
+//     answered with the commands there are ("jukebox booth takes one of:
+//     status, diff, ..."), not with "unexpected argument X" alone.
 //
 // internal/deptest's TestNoReflectMethod fails when anything in the
 // default build makes the linker keep every method again.
