@@ -32,12 +32,17 @@ fi
 # clone links its files from there (cp -al, seconds) where `npm ci` takes a
 # minute or more; a cache on another file system is copied instead.
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/jukebox-tests"
+# copy_tree SRC DST: hard links where both are on one file system, a copy
+# otherwise.
+copy_tree() {
+  cp -al "$1" "$2" 2>/dev/null || { rm -rf "$2"; cp -a "$1" "$2"; }
+}
 key="$(cat "$agents/package-lock.json" "$agents/package.json" | sha256sum | cut -c1-16)-node$major"
 cached="$cache_root/node_modules-$key"
 rm -rf "$agents/node_modules"
 if [ -f "$cached/.complete" ]; then
   echo "setup-node: testdata/agents/node_modules from the cache (lock file $key)"
-  if cp -al "$cached/node_modules" "$agents/node_modules" 2>/dev/null || { rm -rf "$agents/node_modules"; cp -a "$cached/node_modules" "$agents/node_modules"; }; then
+  if copy_tree "$cached/node_modules" "$agents/node_modules"; then
     touch "$stamp"
     exit 0
   fi
@@ -50,8 +55,7 @@ echo "setup-node: installing testdata/agents/node_modules (npm ci)"
 # Kept for the next clone; a failure to keep it fails nothing.
 if mkdir -p "$cache_root" 2>/dev/null; then
   tmp="$(mktemp -d "$cache_root/.node_modules-XXXXXX")"
-  if { cp -al "$agents/node_modules" "$tmp/node_modules" 2>/dev/null || { rm -rf "$tmp/node_modules"; cp -a "$agents/node_modules" "$tmp/node_modules"; }; } &&
-     touch "$tmp/.complete" && rm -rf "$cached" && mv "$tmp" "$cached"; then
+  if copy_tree "$agents/node_modules" "$tmp/node_modules" && touch "$tmp/.complete" && rm -rf "$cached" && mv "$tmp" "$cached"; then
     echo "setup-node: kept in the cache (lock file $key)"
   else
     rm -rf "$tmp"

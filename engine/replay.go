@@ -166,8 +166,7 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 	body := c.respBody
 	a := answer{resp: *r, body: body, abort: r.Error != ""}
 	if r.Status == 0 {
-		t.reachedInterrupt(c)
-		waitIfAgentGaveUp(x, r)
+		t.waitIfAgentGaveUp(x, c)
 		return a // the upstream never answered: reset the connection
 	}
 	for k, vs := range r.Header {
@@ -182,19 +181,8 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 		// the reset, or the wait until it gives up.
 		_ = http.NewResponseController(w).Flush()
 	}
-	t.reachedInterrupt(c)
-	waitIfAgentGaveUp(x, r)
+	t.waitIfAgentGaveUp(x, c)
 	return a
-}
-
-// reachedInterrupt tells the session when c is a call the recording's
-// interruption cut: the agent closed it only because the run was stopped,
-// so it would wait for an answer for ever (up to maxReplayWait, or its
-// client's own timeout and retries, which the tape cannot answer).
-func (t *tapeBackend) reachedInterrupt(c *Call) {
-	if t.interrupted != nil && c.cutByInterrupt {
-		t.interrupted(c)
-	}
 }
 
 // maxReplayWait bounds how long replay plays a recorded wait.
@@ -202,10 +190,17 @@ const maxReplayWait = 10 * time.Minute
 
 // waitIfAgentGaveUp holds the call open until the agent closes it, when the
 // recording says the agent closed it (a client timeout, or it stopped
-// reading a stream it no longer needed).
-func waitIfAgentGaveUp(x *exchange, r *tapefmt.LLMResponse) {
-	if !strings.HasPrefix(r.Error, errAgentClosed) {
+// reading a stream it no longer needed). A call the recording's
+// interruption cut was closed only because the run was stopped, and the
+// agent would wait for ever (up to maxReplayWait, or its client's own
+// timeout and retries, which the tape cannot answer): the session is told
+// to interrupt the agent there, as the recording was.
+func (t *tapeBackend) waitIfAgentGaveUp(x *exchange, c *Call) {
+	if !strings.HasPrefix(c.Response.Error, errAgentClosed) {
 		return
+	}
+	if t.interrupted != nil && c.cutByInterrupt {
+		t.interrupted(c)
 	}
 	select {
 	case <-x.req.Context().Done():

@@ -107,11 +107,11 @@ func (m *Masker) maskJoined(evs []event) {
 	for _, pl := range order {
 		// Mask returns its argument itself when nothing matched: most
 		// places are compared without a copy of their text.
-		if out := m.Mask(pl.text); len(out) == len(pl.text) && (len(out) == 0 || &out[0] == &pl.text[0]) {
+		out := m.Mask(pl.text)
+		if len(out) == len(pl.text) && (len(out) == 0 || &out[0] == &pl.text[0]) {
 			continue
 		}
-		whole := string(pl.text)
-		masked := m.MaskString(whole)
+		whole, masked := string(pl.text), string(out)
 		if masked == whole {
 			continue
 		}

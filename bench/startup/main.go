@@ -73,21 +73,13 @@ func run(runs int, tags string, top int, release bool) error {
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("load average: %s", load)
 	}
-	h, j, err := interleave(runs, []string{hello}, []string{jb, "--version"})
-	if err != nil {
+	if err := versus(runs, hello, "jukebox --version", jb); err != nil {
 		return err
 	}
-	report("hello-world", h, runs)
-	report("jukebox --version", j, runs)
-	ratios(h, j)
 	if release {
-		h, r, err := interleave(runs, []string{hello}, []string{rel, "--version"})
-		if err != nil {
+		if err := versus(runs, hello, "release --version", rel); err != nil {
 			return err
 		}
-		report("hello-world", h, runs)
-		report("release --version", r, runs)
-		ratios(h, r)
 	}
 	// A command the CLI parser builds its model of (the bare --version
 	// is answered before): reported beside, no target.
@@ -109,12 +101,20 @@ func run(runs int, tags string, top int, release bool) error {
 	return initTrace(jb, top)
 }
 
-// ratios prints j's start-up against the hello-world's h.
-func ratios(h, j times) {
+// versus runs bin --version and the hello-world interleaved, and reports
+// both and their ratios under name.
+func versus(runs int, hello, name, bin string) error {
+	h, j, err := interleave(runs, []string{hello}, []string{bin, "--version"})
+	if err != nil {
+		return err
+	}
+	report("hello-world", h, runs)
+	report(name, j, runs)
 	ratio := float64(benchutil.Median(j.wall)) / float64(benchutil.Median(h.wall))
 	fmt.Printf("ratio of wall medians = %.2fx, of wall minima = %.2fx, of CPU medians = %.2fx  (target <= %.0fx)  %s\n",
 		ratio, float64(slices.Min(j.wall))/float64(slices.Min(h.wall)),
 		float64(benchutil.Median(j.cpu))/float64(benchutil.Median(h.cpu)), maxRatio, verdict(ratio <= maxRatio))
+	return nil
 }
 
 func verdict(met bool) string {
@@ -147,15 +147,11 @@ func buildJukebox(dir, tags string, release bool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("go list: %w", err)
 	}
-	bin := filepath.Join(dir, "jukebox")
-	args := []string{"build", "-tags=" + tags, "-o", bin}
-	env := append(os.Environ(), "GOFLAGS=")
+	bin, args, env := filepath.Join(dir, "jukebox"), []string{"build", "-tags=" + tags}, append(os.Environ(), "GOFLAGS=")
 	if release {
-		bin = filepath.Join(dir, "jukebox-release")
-		args = []string{"build", "-tags=" + tags, "-trimpath", "-ldflags=-s -w", "-o", bin}
-		env = append(env, "CGO_ENABLED=0")
+		bin, args, env = filepath.Join(dir, "jukebox-release"), append(args, "-trimpath", "-ldflags=-s -w"), append(env, "CGO_ENABLED=0")
 	}
-	cmd := exec.Command("go", append(args, "./cmd/jukebox")...)
+	cmd := exec.Command("go", append(args, "-o", bin, "./cmd/jukebox")...)
 	cmd.Dir = strings.TrimSpace(string(root))
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -57,7 +57,13 @@ func TestReplayOfAnInterruptedRun(t *testing.T) {
 	lines := bufio.NewScanner(out)
 	for lines.Scan() && lines.Text() != "asking 2" {
 	}
-	time.Sleep(300 * time.Millisecond) // the third request on its way to the model, which holds it
+	// The third request at the model, which holds it.
+	for deadline := time.Now().Add(time.Minute); sim.Hits() < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			rec.Process.Kill()
+			t.Fatalf("the third request never reached the model (%d did)", sim.Hits())
+		}
+	}
 	must(t, rec.Process.Signal(syscall.SIGINT))
 	for lines.Scan() {
 	}
