@@ -3,6 +3,7 @@ package runca
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/pem"
 	"maps"
 	"os"
@@ -61,20 +62,58 @@ func (c *CA) BundleOf(r *Roots) []byte {
 	return out.Bytes()
 }
 
-// addPEM adds the CERTIFICATE blocks of data not seen yet to out.
+// addPEM adds the CERTIFICATE blocks of data not seen yet to out. A block
+// of base64 lines only (every system bundle's) is copied as it is, once
+// its base64 decodes; any other (headers, odd layout) is read and written
+// again by encoding/pem. Each certificate is known by its DER's hash.
 func addPEM(out *bytes.Buffer, seen map[[32]byte]bool, data []byte) {
+	var der []byte // scratch, reused for every block
 	for {
-		var b *pem.Block
-		b, data = pem.Decode(data)
-		if b == nil {
+		i := bytes.Index(data, pemBegin)
+		if i < 0 {
 			return
 		}
-		if sum := sha256.Sum256(b.Bytes); b.Type == "CERTIFICATE" && !seen[sum] {
-			seen[sum] = true
-			pem.Encode(out, &pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes}) // a bytes.Buffer cannot fail
+		body := data[i+len(pemBegin):]
+		j := bytes.Index(body, pemEnd)
+		if j < 0 {
+			return // no block ends: pem.Decode finds none either
 		}
+		body = body[:j]
+		// base64 skips the line ends; any other byte but base64's fails.
+		ok := len(body) > 1 && (body[0] == '\n' || body[0] == '\r') && body[len(body)-1] == '\n'
+		if ok {
+			der = slices.Grow(der[:0], base64.StdEncoding.DecodedLen(len(body)))
+			n, err := base64.StdEncoding.Decode(der[:cap(der)], body)
+			ok, der = err == nil && n > 0, der[:max(n, 0)]
+		}
+		if !ok {
+			b, rest := pem.Decode(data[i:])
+			if b == nil {
+				return
+			}
+			if sum := sha256.Sum256(b.Bytes); b.Type == "CERTIFICATE" && !seen[sum] {
+				seen[sum] = true
+				pem.Encode(out, &pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes}) // a bytes.Buffer cannot fail
+			}
+			data = rest
+			continue
+		}
+		if sum := sha256.Sum256(der); !seen[sum] {
+			seen[sum] = true
+			out.Write(pemBegin)
+			out.Write(body)
+			out.Write(pemEnd)
+			out.WriteByte('\n')
+		}
+		data = data[i+len(pemBegin)+j+len(pemEnd):]
 	}
 }
+
+// The lines around a certificate's base64.
+var (
+	pemBegin = []byte("-----BEGIN CERTIFICATE-----")
+	pemEnd   = []byte("-----END CERTIFICATE-----")
+)
 
 // readRoots reads the system's roots and the bundles env names, each
 // certificate once.

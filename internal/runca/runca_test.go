@@ -3,6 +3,7 @@ package runca
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -83,6 +84,58 @@ func TestBundle(t *testing.T) {
 	}
 	if bytes.Contains(b, []byte("PRIVATE KEY")) {
 		t.Error("the bundle holds a private key")
+	}
+}
+
+// TestBundleBlockForms: each certificate reaches the bundle once whatever
+// the form of its block (base64 lines copied as they are, CRLF lines, a
+// block with headers or long lines read by encoding/pem), and what is not
+// a certificate does not: a malformed block, a TRUSTED CERTIFICATE, junk.
+func TestBundleBlockForms(t *testing.T) {
+	ca, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var certs [][]byte
+	for range 4 {
+		c, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(c.CertPEM())
+		certs = append(certs, block.Bytes)
+	}
+	plain := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certs[0]})
+	crlf := bytes.ReplaceAll(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certs[1]}), []byte("\n"), []byte("\r\n"))
+	headers := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Headers: map[string]string{"Note": "x"}, Bytes: certs[2]})
+	oneLine := []byte("-----BEGIN CERTIFICATE-----\n" + base64.StdEncoding.EncodeToString(certs[3]) + "\n-----END CERTIFICATE-----\n")
+	rewrapped := []byte("-----BEGIN CERTIFICATE-----\n" + base64.StdEncoding.EncodeToString(certs[0]) + "\n-----END CERTIFICATE-----\n")
+	bad := []byte("-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n")
+	trusted := pem.EncodeToMemory(&pem.Block{Type: "TRUSTED CERTIFICATE", Bytes: []byte("trusted")})
+	file := filepath.Join(t.TempDir(), "user.pem")
+	all := bytes.Join([][]byte{[]byte("# a comment\n"), plain, bad, crlf, trusted, headers, rewrapped, oneLine, []byte("junk")}, nil)
+	if err := os.WriteFile(file, all, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := ca.Bundle(map[string]string{"SSL_CERT_FILE": file, "SSL_CERT_DIR": t.TempDir()})
+	got := map[string]int{}
+	for rest := b; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			t.Errorf("the bundle holds a %s block", block.Type)
+		}
+		got[string(block.Bytes)]++
+	}
+	for i, c := range certs {
+		if got[string(c)] != 1 {
+			t.Errorf("certificate %d is in the bundle %d times, want once", i, got[string(c)])
+		}
+	}
+	if bytes.Contains(b, []byte("not base64")) || bytes.Contains(b, []byte("junk")) {
+		t.Error("the bundle holds the malformed block or the junk")
 	}
 }
 
