@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/http"
 	"sync"
 
 	"github.com/jukebox-os/jukebox/internal/runca"
@@ -26,3 +27,10 @@ func RunCAKeys() [][]byte {
 	defer caKeys.Unlock()
 	return append([][]byte(nil), caKeys.der...)
 }
+
+// WaitBodies waits until m read every recorded request body in the
+// background (readBodies), for benchmarks of what comes after.
+func (m *Matcher) WaitBodies() { <-m.bodiesRead }
+
+// WaitHandlerBodies is WaitBodies for the matcher of a NewReplayHandler.
+func WaitHandlerBodies(h http.Handler) { h.(*proxy).backend.(*tapeBackend).m.WaitBodies() }

@@ -69,7 +69,13 @@ func checkOverrides(m *Matcher, at uint64, o Overrides) error {
 	if c == nil {
 		return nil
 	}
-	if _, err := o.Apply(c.Request.Provider, c.Request.Path, c.body, true); err != nil {
+	m.mu.Lock()
+	body, err := m.recordedBody(c)
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if _, err := o.Apply(c.Request.Provider, c.Request.Path, body, true); err != nil {
 		return &OverrideError{Frame: at, Err: err}
 	}
 	return nil

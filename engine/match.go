@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -22,7 +23,9 @@ type Call struct {
 	Response *tapefmt.LLMResponse // nil when the run ended before it came
 	Seq      uint64               // frame of the request
 	RespSeq  uint64
-	body     []byte  // as recorded
+	body     []byte // as recorded, read on first need (Matcher.recordedBody)
+	bodyRead bool   // body was read, or bodyErr says why it could not be
+	bodyErr  error
 	respBody []byte  // the response body, decoded when the matcher was made
 	canon    []byte  // canonical form, made on first need
 	query    *string // canonical query, made on first need
@@ -94,6 +97,8 @@ type Matcher struct {
 	// than recorded (replay --repeat); repeats counts how often it did.
 	repeat  bool
 	repeats int
+	// bodiesRead is closed once readBodies read every request body.
+	bodiesRead chan struct{}
 }
 
 // NewMatcher indexes every LLM call on the tape; rules must be compiled
@@ -102,7 +107,8 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 	if rules == nil {
 		rules = reqmatch.Default()
 	}
-	m := &Matcher{rules: rules, calls: map[string][]*Call{}, tape: t}
+	t.Preload(64 << 20)
+	m := &Matcher{rules: rules, calls: map[string][]*Call{}, tape: t, bodiesRead: make(chan struct{})}
 	if start, err := FirstRunStart(t); err == nil {
 		if m.mask, err = redact.NewMasker(start.Redact); err != nil {
 			return nil, err
@@ -136,6 +142,7 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 	}
 	linkSessions(sessions, plainByID, byID)
 	markInterrupted(t, m)
+	go m.readBodies()
 	return m, nil
 }
 
@@ -163,15 +170,107 @@ func markInterrupted(t *tapefmt.Tape, m *Matcher) {
 	}
 }
 
-// addCall indexes a recorded request, reading its body.
+// addCall indexes a recorded request. Its body is not read here: it is
+// read in the background (readBodies), or when a comparison needs it
+// first (recordedBody); a live body sent as recorded matches by address.
 func (m *Matcher) addCall(byID map[uint64]*Call, id uint64, c *Call) error {
-	body, err := m.body(c.Request.Body)
-	if err != nil {
-		return fmt.Errorf("request body of frame %d: %w", c.Seq, err)
-	}
-	c.body, byID[id] = body, c
+	byID[id] = c
 	m.calls[c.endpoint()] = append(m.calls[c.endpoint()], c)
 	return nil
+}
+
+// recordedBody is c's request body as recorded, read from the tape on
+// first need; m.mu is held (readBodies may be reading it).
+func (m *Matcher) recordedBody(c *Call) ([]byte, error) {
+	if !c.bodyRead {
+		c.setBody(m.body(c.Request.Body))
+	}
+	return c.body, c.bodyErr
+}
+
+// canonOf is c's canonical body, made on first need; m.mu is held. A
+// recorded body that cannot be read has the error as its form: no live
+// request equals it, and a divergence shows it as the recorded side.
+func (m *Matcher) canonOf(c *Call) []byte {
+	if c.canon == nil {
+		body, err := m.recordedBody(c)
+		if err != nil {
+			c.canon = []byte("(unreadable: " + err.Error() + ")")
+		} else {
+			c.canon = canonicalBody(m.rules, c.Request.Header, body)
+		}
+	}
+	return c.canon
+}
+
+// sameBytes says whether a call was recorded with body's very bytes: they
+// are compared with its recorded body once that was read (readBodies),
+// else with its address, the hash of its content (hashed once, when a
+// call needs it); m.mu is held.
+func sameBytes(body []byte) func(*Call) bool {
+	var h tapefmt.Hash
+	hashed := false
+	return func(c *Call) bool {
+		switch {
+		case c.bodyRead && c.bodyErr == nil:
+			return bytes.Equal(c.body, body)
+		case c.Request.Body.IsZero():
+			return len(body) == 0
+		case !hashed:
+			h, hashed = tapefmt.HashOf(body), true
+		}
+		return c.Request.Body == h
+	}
+}
+
+// readBodies reads the recorded request bodies in recorded order, in the
+// background while the agent starts, so that a replay does not wait for
+// them before it starts the agent; a request that comes before its
+// recorded body was read matches by address (sameBytes).
+func (m *Matcher) readBodies() {
+	defer close(m.bodiesRead)
+	m.mu.Lock()
+	var calls []*Call
+	for _, cs := range m.calls {
+		calls = append(calls, cs...)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(calls, func(a, b *Call) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, c := range calls {
+		body, err := m.body(c.Request.Body) // outside m.mu: Match goes on meanwhile
+		m.mu.Lock()
+		if !c.bodyRead {
+			c.setBody(body, err)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// recordedBodies are the recorded request bodies, decoded, for checking
+// rules against them.
+func (m *Matcher) recordedBodies() ([]reqmatch.Body, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var bodies []reqmatch.Body
+	for _, cs := range m.calls {
+		for _, c := range cs {
+			body, err := m.recordedBody(c)
+			if err != nil {
+				return nil, err
+			}
+			bodies = append(bodies, reqmatch.Body{ContentType: c.Request.Header.Get("Content-Type"),
+				Data: llmwire.DecodeBody(c.Request.Header, body).Text})
+		}
+	}
+	return bodies, nil
+}
+
+// setBody keeps c's recorded request body as read.
+func (c *Call) setBody(body []byte, err error) {
+	c.body, c.bodyErr, c.bodyRead = body, err, true
+	if err != nil {
+		c.bodyErr = fmt.Errorf("request body of frame %d: %w", c.Seq, err)
+	}
 }
 
 // answer gives a recorded call (nil: none) its response, frame seq.
@@ -241,9 +340,13 @@ func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
 // only find the same call.
 func (m *Matcher) exact(r MatchRequest) *Call {
 	calls := m.calls[endpointKey(r.Method, r.Scheme, r.Host, r.Path, r.Plain)]
+	if len(calls) == 0 {
+		return nil
+	}
 	query := m.rules.Query(r.Query)
 	head := m.head(r.Header, r.Plain)
-	return pick(calls, r, func(c *Call) bool { return bytes.Equal(c.body, r.Body) && m.sameHead(c, r, query, head) })
+	same := sameBytes(r.Body)
+	return pick(calls, r, func(c *Call) bool { return same(c) && m.sameHead(c, r, query, head) })
 }
 
 // match is Match for a body masked one way; m.mu is held.
@@ -264,9 +367,7 @@ func (m *Matcher) match(r MatchRequest) (*Call, *Divergence) {
 		if next == nil {
 			next = c
 		}
-		if c.canon == nil {
-			c.canon = canonicalBody(m.rules, c.Request.Header, c.body)
-		}
+		m.canonOf(c)
 	}
 	if c := pick(calls, r, func(c *Call) bool { return bytes.Equal(c.canon, canon) && same(c) }); c != nil {
 		return c, nil
@@ -283,12 +384,10 @@ func (m *Matcher) again(calls []*Call, body, canon []byte, same func(*Call) bool
 	if !m.repeat {
 		return nil
 	}
+	sameBody := sameBytes(body)
 	for i := len(calls) - 1; i >= 0; i-- {
 		c := calls[i]
-		if c.canon == nil {
-			c.canon = canonicalBody(m.rules, c.Request.Header, c.body)
-		}
-		if c.used && same(c) && (bytes.Equal(c.body, body) || bytes.Equal(c.canon, canon)) {
+		if c.used && same(c) && (sameBody(c) || bytes.Equal(m.canonOf(c), canon)) {
 			m.repeats++
 			return c
 		}
@@ -422,12 +521,9 @@ func (m *Matcher) checkIgnore() error {
 	if len(paths) == 0 && len(fields) == 0 {
 		return nil
 	}
-	var bodies []reqmatch.Body
-	for _, cs := range m.calls {
-		for _, c := range cs {
-			bodies = append(bodies, reqmatch.Body{ContentType: c.Request.Header.Get("Content-Type"),
-				Data: llmwire.DecodeBody(c.Request.Header, c.body).Text})
-		}
+	bodies, err := m.recordedBodies()
+	if err != nil {
+		return err
 	}
 	unmatched, err := reqmatch.Paths(paths, bodies)
 	if err != nil {

@@ -30,10 +30,7 @@ func (m *Matcher) answerGroups() [][]string {
 			if c.Plain {
 				continue
 			}
-			if c.canon == nil {
-				c.canon = canonicalBody(m.rules, c.Request.Header, c.body)
-			}
-			k := string(c.canon)
+			k := string(m.canonOf(c))
 			if _, ok := byCanon[k]; !ok {
 				order = append(order, k)
 			}

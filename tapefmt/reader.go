@@ -1,6 +1,7 @@
 package tapefmt
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,6 +42,9 @@ type Tape struct {
 	remote   RemoteReader
 	blobOffs []int64
 	blobAt   map[int64]Hash
+
+	// mem is the whole file once Preload read it: reads are served from it.
+	mem atomic.Pointer[[]byte]
 }
 
 // RemoteOpener opens a tape that a URL names (scheme://…) for reading by
@@ -130,6 +135,29 @@ func NewReader(ra io.ReaderAt, size int64) (*Tape, error) {
 	return t, nil
 }
 
+// Preload reads a tape file of at most max bytes whole, in one read, for
+// a caller about to read most of it (a replay indexing every call): later
+// reads come from memory, not a system call each. A larger tape, or one
+// read by round trips (a store's), is left as it is.
+func (t *Tape) Preload(max int64) {
+	if t.remote != nil || t.size > max || t.mem.Load() != nil {
+		return
+	}
+	b := make([]byte, t.size)
+	if n, err := t.ra.ReadAt(b, 0); n < len(b) || err != nil && !errors.Is(err, io.EOF) {
+		return // each read says why, as before
+	}
+	t.mem.Store(&b)
+}
+
+// readerAt is what reads the tape: the file, or its copy in memory.
+func (t *Tape) readerAt() io.ReaderAt {
+	if m := t.mem.Load(); m != nil {
+		return bytes.NewReader(*m)
+	}
+	return t.ra
+}
+
 // Close releases the file.
 func (t *Tape) Close() error {
 	if t.closer != nil {
@@ -141,6 +169,10 @@ func (t *Tape) Close() error {
 func (t *Tape) readAt(b []byte, off int64) error {
 	if off < 0 || off+int64(len(b)) > t.size {
 		return formatErr(off, "read of %d bytes past the end of the %d-byte file", len(b), t.size)
+	}
+	if m := t.mem.Load(); m != nil {
+		copy(b, (*m)[off:])
+		return nil
 	}
 	if _, err := t.ra.ReadAt(b, off); err != nil && !(errors.Is(err, io.EOF) && len(b) > 0) {
 		return &ReadError{Offset: off, Err: err}
@@ -298,7 +330,7 @@ func (t *Tape) loadFrameTable() ([]byte, error) {
 // Frame's Payload is valid only until the next iteration.
 func (t *Tape) All() iter.Seq2[Frame, error] {
 	return func(yield func(Frame, error) bool) {
-		sc := newScanner(t.ra, fileHeaderSize, t.ft.recordsEnd)
+		sc := newScanner(t.readerAt(), fileHeaderSize, t.ft.recordsEnd)
 		defer sc.release()
 		var r record
 		for {

@@ -280,3 +280,38 @@ func TestChunksParseForms(t *testing.T) {
 		}
 	}
 }
+
+// TestPreload: a preloaded tape reads every frame and blob from memory, as
+// the file held them when it was read (here the file is emptied after);
+// one larger than the bound asked is left to read from the file.
+func TestPreload(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := writeSample(t, 5)
+	for _, c := range []struct {
+		name  string
+		max   int64
+		inMem bool
+	}{{"whole", 1 << 20, true}, {"larger than max", int64(len(b)) - 1, false}} {
+		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".jbx")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tp, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp.Preload(c.max)
+		if err := os.WriteFile(path, make([]byte, len(b)), 0o644); err != nil { // zeros, same size
+			t.Fatal(err)
+		}
+		_, err = tp.Verify(VerifyOptions{Blobs: true})
+		if c.inMem && err != nil {
+			t.Errorf("%s: the preloaded tape does not verify once the file changed: %v", c.name, err)
+		}
+		if !c.inMem && err == nil {
+			t.Errorf("%s: the tape was read into memory (it verifies from a file of zeros)", c.name)
+		}
+		tp.Close()
+	}
+}

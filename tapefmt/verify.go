@@ -124,7 +124,7 @@ func (t *Tape) walkRecords(rep *VerifyReport, refs, noCRC bool) error {
 		return err
 	}
 	c := newChain()
-	sc := newScanner(t.ra, fileHeaderSize, t.ft.recordsEnd)
+	sc := newScanner(t.readerAt(), fileHeaderSize, t.ft.recordsEnd)
 	sc.noCRC = noCRC
 	defer sc.release()
 	var r record
