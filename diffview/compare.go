@@ -17,8 +17,10 @@ type Result struct {
 	Delta                   Totals // right minus left
 	// FilesLeftOut names the side whose file changes were left out of
 	// the alignment ("left" or "right"), because the other side's run
-	// did not record any: "" when both or neither did.
+	// did not record any: "" when both or neither did, or when that side
+	// changed no file.
 	FilesLeftOut string
+	filesLeftOut int // how many file changes were left out
 }
 
 // Compare aligns a and b, diffs the titles and bodies of every changed
@@ -30,13 +32,19 @@ type Result struct {
 // or every such fork would diverge at its first write.
 func Compare(a, b Timeline) *Result {
 	var filesOut string
+	var leftOut int
 	switch {
 	case a.Files && !b.Files:
-		a, filesOut = withoutFiles(a), "left"
+		a, leftOut = withoutFiles(a)
+		filesOut = "left"
 	case b.Files && !a.Files:
-		b, filesOut = withoutFiles(b), "right"
+		b, leftOut = withoutFiles(b)
+		filesOut = "right"
 	}
-	r := &Result{Left: a, Right: b, Pairs: align(a, b), FilesLeftOut: filesOut}
+	if leftOut == 0 {
+		filesOut = "" // the booth run changed no file: nothing was left out
+	}
+	r := &Result{Left: a, Right: b, Pairs: align(a, b), FilesLeftOut: filesOut, filesLeftOut: leftOut}
 	for i := range r.Pairs {
 		p := &r.Pairs[i]
 		if p.Op != Changed {
@@ -56,13 +64,14 @@ func Compare(a, b Timeline) *Result {
 	return r
 }
 
-// withoutFiles is tl without its file changes.
-func withoutFiles(tl Timeline) Timeline {
+// withoutFiles is tl without its file changes, and how many there were.
+func withoutFiles(tl Timeline) (Timeline, int) {
 	if tl.TapeFrames == 0 {
 		tl.TapeFrames = len(tl.Frames)
 	}
+	n := len(tl.Frames)
 	tl.Frames = slices.DeleteFunc(slices.Clone(tl.Frames), func(f Frame) bool { return f.Kind == FileKind })
-	return tl
+	return tl, n - len(tl.Frames)
 }
 
 // filesNote says which side's file changes were left out, "" when none.
@@ -74,7 +83,12 @@ func (r *Result) filesNote() string {
 	if r.FilesLeftOut == "right" {
 		other = "left"
 	}
-	return fmt.Sprintf("file changes left out: only the %s run recorded them (the Shadow Booth records them; the %s run ran outside it)", r.FilesLeftOut, other)
+	what := "file changes"
+	if r.filesLeftOut == 1 {
+		what = "file change"
+	}
+	return fmt.Sprintf("%d %s left out: only the %s run recorded them (the Shadow Booth records them; the %s run ran outside it)",
+		r.filesLeftOut, what, r.FilesLeftOut, other)
 }
 
 // equal reports whether the timelines agree frame for frame.

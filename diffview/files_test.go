@@ -27,7 +27,7 @@ func TestFilesOfOneSideLeftOut(t *testing.T) {
 		t.Errorf("right side: %d frames aligned, %d on the tape; want 3 and 5", len(r.Right.Frames), r.RightTotals.Frames)
 	}
 	for _, out := range []string{SideBySide(r, Options{Width: 120, Styles: PlainStyles()}), Unified(r, Options{Width: 120, Styles: PlainStyles()})} {
-		if !strings.Contains(out, "file changes left out: only the right run recorded them") {
+		if !strings.Contains(out, "2 file changes left out: only the right run recorded them") {
 			t.Errorf("no note of the files left out:\n%s", out)
 		}
 	}
@@ -37,6 +37,11 @@ func TestFilesOfOneSideLeftOut(t *testing.T) {
 	// Swapped, the left side's are left out.
 	if r := Compare(fork, plain); r.FilesLeftOut != "left" || r.First < 0 || r.Pairs[r.First].Left < 0 || r.Left.Frames[r.Pairs[r.First].Left].Seq != 5 {
 		t.Errorf("swapped: files left out %q, first %d", r.FilesLeftOut, r.First)
+	}
+	// A booth run that changed no file: nothing left out, nothing said.
+	idle := Timeline{Name: "fork", Files: true, Frames: []Frame{req(1, "a"), req(3, "a"), req(5, "a")}}
+	if r := Compare(plain, idle); r.FilesLeftOut != "" || r.First >= 0 || strings.Contains(Unified(r, Options{Width: 120, Styles: PlainStyles()}), "left out") {
+		t.Errorf("a booth run with no file change: files left out %q, first %d", r.FilesLeftOut, r.First)
 	}
 	// Both in the booth: a file only one wrote is a divergence.
 	both := plain

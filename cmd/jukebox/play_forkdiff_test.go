@@ -120,7 +120,7 @@ func TestDiffBoothForkOfAPlainRun(t *testing.T) {
 		t.Errorf("FilesLeftOut = %q, want right", r.FilesLeftOut)
 	}
 	out, _ = wantCode(t, ExitOK, "diff", demo.Tape, tape)
-	if !strings.Contains(out, "file changes left out: only the right run recorded them") {
+	if !strings.Contains(out, " left out: only the right run recorded them") {
 		t.Errorf("diff does not say the fork's file changes were left out:\n%s", out)
 	}
 	out, _ = wantCode(t, ExitOK, "diff", "--json", demo.Tape, tape)
