@@ -36,6 +36,13 @@ func (reaped) end() []string     { return EndTree() }
 func EndTree() []string {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		// No child at all, live or not (the usual end: the agent left
+		// nothing running): nothing to kill, and no /proc to read. An
+		// orphan of the agent's tree is this process's child before the
+		// agent's end is reported, so none can come later.
+		if _, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); errors.Is(err, unix.ECHILD) {
+			return nil
+		}
 		left := KillChildren()
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
