@@ -47,6 +47,15 @@ var errBisectCap = errors.New("the cost cap is spent")
 
 // runCheck bisects c.Tape with c.Check.
 func (c *BisectCmd) runCheck(ctx context.Context, env *Env) error {
+	if !tapefmt.IsRemote(c.Tape) {
+		// Each probe's fork runs in a copy of the run's folder, which
+		// holds no tape: a relative path would name none there.
+		abs, err := filepath.Abs(c.Tape)
+		if err != nil {
+			return err
+		}
+		c.Tape = abs
+	}
 	start, err := parentStart(env.remote(), c.Tape, env.Stderr)
 	if err != nil {
 		return err

@@ -103,6 +103,32 @@ func TestBisectCheckFindsThePointOfNoReturn(t *testing.T) {
 	}
 }
 
+// TestBisectCheckRelativeTape: the tape named by a path relative to the
+// working folder, as a user types it, is bisected as an absolute one is;
+// each probe's fork runs in a copy of the folder, where it was not found
+// ("stat .../workspace/run.jbx: no such file or directory", exit 1).
+func TestBisectCheckRelativeTape(t *testing.T) {
+	t.Parallel()
+	dir, _, url := bisectFixture(t, 4, 1)
+	out, errs, code := jbIn(dir, nil, "bisect", "run.jbx", "--check", `test ! -e ruined.txt`,
+		"--model", "good", "--no-booth", "--upstream", "openai="+url, "--json")
+	var rep bisectCheckReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("bisect run.jbx: exit %d, %v\n%s%s", code, err, out, errs)
+	}
+	if rep.Found == nil || rep.Found.Call != 1 {
+		t.Fatalf("bisect found %+v, want model call 1\n%s", rep.Found, errs)
+	}
+	for _, p := range rep.ProbeTape {
+		if filepath.Dir(p) != dir {
+			t.Errorf("probe tape %s is not beside the run in %s", p, dir)
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("probe tape: %v", err)
+		}
+	}
+}
+
 // TestBisectCheckRunsAndCap: --runs 3 takes each probe's majority;
 // --max-cost stops the bisect once spent, with exit 7 and what is known;
 // flags that make no sense are exit 2 naming them.
