@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -272,11 +273,22 @@ func (c *BisectCmd) changeKey(change []string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)[:12]), nil
 }
 
+// probeName is the stem of a probe's tape, NAME-bisect-cCALL-rRUN (a
+// -N follows when the name is taken): jukebox test leaves such tapes out
+// of a folder (probeTape), since each ran in a copy of the run's folder
+// that is gone once its check ran.
+func probeName(stem string, call, run int) string {
+	return fmt.Sprintf("%s-bisect-c%d-r%d", stem, call, run)
+}
+
+// probeTape matches the file name of a probe's tape (probeName).
+var probeTape = regexp.MustCompile(`-bisect-c\d+-r\d+(-\d+)?\.jbx$`)
+
 // probe forks the run at frame with the change, in a copy of its folder,
 // and runs the check there.
 func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart, change []string, frame uint64, call, run int, budget float64) (timeline.BisectVerdict, error) {
 	stem := strings.TrimSuffix(c.Tape, ".jbx")
-	name := fmt.Sprintf("%s-bisect-c%d-r%d", filepath.Base(stem), call, run)
+	name := probeName(filepath.Base(stem), call, run)
 	tape := filepath.Join(filepath.Dir(c.Tape), name+".jbx")
 	for n := 2; fileExists(tape); n++ {
 		tape = filepath.Join(filepath.Dir(c.Tape), fmt.Sprintf("%s-%d.jbx", name, n))

@@ -107,6 +107,8 @@ func TestBisectCheckFindsThePointOfNoReturn(t *testing.T) {
 // working folder, as a user types it, is bisected as an absolute one is;
 // each probe's fork runs in a copy of the folder, where it was not found
 // ("stat .../workspace/run.jbx: no such file or directory", exit 1).
+// jukebox test on the folder then runs the run's tape, not the probes',
+// whose folders (the copies) are gone: they failed it, one error each.
 func TestBisectCheckRelativeTape(t *testing.T) {
 	t.Parallel()
 	dir, _, url := bisectFixture(t, 4, 1)
@@ -126,6 +128,10 @@ func TestBisectCheckRelativeTape(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("probe tape: %v", err)
 		}
+	}
+	out, errs, code = jbIn(dir, nil, "test", ".")
+	if code != 0 || !strings.Contains(out, "run.jbx") || strings.Contains(out, "-bisect-") {
+		t.Errorf("jukebox test . after the bisect: exit %d\n%s%s", code, out, errs)
 	}
 }
 

@@ -109,7 +109,8 @@ func supersededTape(name string) bool {
 	return strings.Contains(name, ".superseded-") || strings.Contains(name, ".new-")
 }
 
-// tapesUnder lists the *.jbx files under dir, but superseded ones.
+// tapesUnder lists the *.jbx files under dir, but superseded ones and
+// bisect's probes (probeTape).
 func tapesUnder(dir string) ([]string, error) {
 	var tapes []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -120,7 +121,7 @@ func tapesUnder(dir string) ([]string, error) {
 		if d.IsDir() && p != dir && (strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".jbx.d") || name == "node_modules") {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && strings.HasSuffix(name, ".jbx") && !supersededTape(name) {
+		if !d.IsDir() && strings.HasSuffix(name, ".jbx") && !supersededTape(name) && !probeTape.MatchString(name) {
 			tapes = append(tapes, p)
 		}
 		return nil
