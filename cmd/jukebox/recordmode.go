@@ -42,6 +42,11 @@ func (c *RecordCmd) byRecordMode(ctx context.Context, env *Env) (done bool, err 
 	_, statErr := os.Stat(c.Output)
 	there := statErr == nil
 	switch {
+	case c.RecordMode == "" && there:
+		// Before anything starts: the agent does not run for a tape
+		// that cannot be written.
+		return true, withCode(ExitUsage, fmt.Errorf("%s is there, and record does not overwrite a tape: remove it, name another with -o, "+
+			"or give --record-mode (once replays it, all records it again, new records what is new; the old tape is kept)", c.Output))
 	case c.RecordMode == "" || !there && (c.RecordMode == "once" || c.RecordMode == "new" || c.RecordMode == "all"):
 		return false, nil
 	case !there: // none

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,5 +74,27 @@ func TestRecordModes(t *testing.T) {
 	}
 	if out, code := run("sometimes", "again"); code != ExitUsage || !strings.Contains(out, "--record-mode") {
 		t.Fatalf("a mode that is not one: exit %d\n%s", code, out)
+	}
+}
+
+// TestRecordRefusesAnExistingTape: record -o FILE where FILE is there, with
+// no --record-mode, is a usage error (exit 2) that names --record-mode,
+// before the agent starts, and leaves FILE as it was. It was "tapefmt:
+// create tape: open FILE: file exists" with exit 1.
+func TestRecordRefusesAnExistingTape(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "t.jbx")
+	old := []byte("not overwritten")
+	must(t, os.WriteFile(tape, old, 0o644))
+	_, errs, code := jbIn(dir, nil, "record", "-o", "t.jbx", "--", "sh", "-c", "touch ran")
+	if code != ExitUsage || !strings.Contains(errs, "t.jbx is there") || !strings.Contains(errs, "--record-mode") {
+		t.Errorf("record -o over an existing tape: exit %d\n%s", code, errs)
+	}
+	if b, err := os.ReadFile(tape); err != nil || !bytes.Equal(b, old) {
+		t.Errorf("the existing tape changed: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the agent ran")
 	}
 }
