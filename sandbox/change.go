@@ -109,7 +109,7 @@ func (c Change) String() string {
 		}
 		return s + c.xattrText()
 	case OpChmodDir, OpMkdir, OpReplaceDir:
-		return fmt.Sprintf("%s %s %s%s", c.Op, p, lsMode(c.Mode), c.xattrText())
+		return fmt.Sprintf("%s %s d%s%s", c.Op, p, lsMode(c.Mode)[1:], c.xattrText()) // a directory, as ls shows it
 	}
 	if c.Implied {
 		p += " (implied)"

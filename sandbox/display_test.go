@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -64,5 +65,23 @@ func TestSummary(t *testing.T) {
 	}
 	if got := (ChangeSet{Refused: cs.Refused}).Summary(); got != "no changes; 1 refused" {
 		t.Errorf("refused only: %q", got)
+	}
+}
+
+// TestChangeStringDirectories: a directory's mode reads as ls shows it,
+// with its d (it read -rwxr-xr-x, a file's).
+func TestChangeStringDirectories(t *testing.T) {
+	for _, c := range []struct {
+		ch   Change
+		want string
+	}{
+		{Change{Op: OpMkdir, Path: "out", Mode: 0o755}, "mkdir out drwxr-xr-x"},
+		{Change{Op: OpChmodDir, Path: "out", Mode: 0o777 | fs.ModeSticky}, "chmod-dir out drwxrwxrwt"},
+		{Change{Op: OpReplaceDir, Path: "cache", Mode: 0o700}, "replace-dir cache drwx------"},
+		{Change{Op: OpWrite, Path: "a.txt", Size: 1, Mode: 0o644}, "write a.txt (1 bytes, -rw-r--r--)"},
+	} {
+		if got := c.ch.String(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.ch.Op, got, c.want)
+		}
 	}
 }
