@@ -165,6 +165,9 @@ func (cs ChangeSet) Summary() string {
 	return out
 }
 
+// Count is how many changes cs holds: "1 change", "3 changes".
+func (cs ChangeSet) Count() string { return plural(len(cs.Changes), "change") }
+
 func plural(n int, word string) string {
 	if n == 1 {
 		return fmt.Sprintf("1 %s", word)

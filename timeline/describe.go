@@ -114,7 +114,7 @@ func describeRest(p tapefmt.Payload) string {
 		}
 		return fmt.Sprintf("begin %s (%s, NOT confined)", p.Tx, p.Mode)
 	case *tapefmt.TxCommit:
-		return fmt.Sprintf("commit %s, %d changes%s", p.Tx, p.Changes, sqlText(p.SQL))
+		return fmt.Sprintf("commit %s, %s%s", p.Tx, countOf(p.Changes, "change"), sqlText(p.SQL))
 	case *tapefmt.TxRollback:
 		return fmt.Sprintf("rollback %s%s%s", p.Tx, sqlText(p.SQL), reason(p.Reason))
 	case *tapefmt.BreakerTrip:
@@ -249,12 +249,20 @@ func arrow(d tapefmt.MCPDirection) string {
 
 // sqlText counts a booth transaction's SQL (record --pg) for its line:
 // ", 3 SQL statements (1 sensitive)", or "" without SQL.
+// countOf is "1 word" or "N words".
+func countOf(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
 func sqlText(sql []tapefmt.SQLSession) string {
 	if len(sql) == 0 {
 		return ""
 	}
 	n, sensitive := tapefmt.SQLCount(sql)
-	out := fmt.Sprintf(", %d SQL statements", n)
+	out := ", " + countOf(n, "SQL statement")
 	if sensitive > 0 {
 		out += fmt.Sprintf(" (%d sensitive)", sensitive)
 	}

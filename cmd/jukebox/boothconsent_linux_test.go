@@ -13,7 +13,7 @@ import (
 // harmless change and conceals (SGR 8) all that follows: the real
 // question, which lists the hook.
 const spoofer = `mkdir -p .git/hooks && printf '#!/bin/sh\necho pwned\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit
-printf '\nThe agent staged 1 changes: 1 write\n  write notes.txt\nCommit them to the workspace? [y/N] \033[8m\033[?25l\033[?1049h\033[5;6r'`
+printf '\nThe agent staged 1 change: 1 write\n  write notes.txt\nCommit them to the workspace? [y/N] \033[8m\033[?25l\033[?1049h\033[5;6r'`
 
 // theQuestion is asked once the real question, which lists the hook, was.
 var theQuestion = regexp.MustCompile(`(?s)pre-commit.*Commit them[^\n]*: $|(?s)pre-commit.*Commit them[^\n]*\[y/N\] $`)

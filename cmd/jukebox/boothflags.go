@@ -218,9 +218,9 @@ func writeHeld(b *strings.Builder, held []engine.OutboxResult) {
 // was drawn, cannot answer for the user.
 func askText(cs sandbox.ChangeSet, roots []engine.RootChanges, held []engine.OutboxResult, sql pgbooth.Work, code string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nThe agent staged %d changes: %s\n%s", len(cs.Changes), cs.Summary(), cs.String())
+	fmt.Fprintf(&b, "\nThe agent staged %s: %s\n%s", cs.Count(), cs.Summary(), cs.String())
 	for _, r := range roots {
-		fmt.Fprintf(&b, "and in %s (--allow-write), %d changes: %s\n%s", termtext.Quote(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
+		fmt.Fprintf(&b, "and in %s (--allow-write), %s: %s\n%s", termtext.Quote(r.Root), r.Changes.Count(), r.Changes.Summary(), r.Changes.String())
 	}
 	if len(held) > 0 {
 		fmt.Fprintf(&b, "and %d MCP tool calls held until the commit, which run OUTSIDE the booth when you say yes:\n", len(held))
@@ -306,9 +306,9 @@ func printBooth(env *Env, b *engine.BoothResult) {
 		return
 	}
 	resetTerminal(env.Stderr)
-	fmt.Fprintf(env.Stderr, "jukebox: booth %s (%s): %d changes: %s\n%s", b.Tx, b.Mode, len(b.Changes.Changes), b.Changes.Summary(), b.Changes.String())
+	fmt.Fprintf(env.Stderr, "jukebox: booth %s (%s): %s: %s\n%s", b.Tx, b.Mode, b.Changes.Count(), b.Changes.Summary(), b.Changes.String())
 	for _, r := range b.Roots {
-		fmt.Fprintf(env.Stderr, "jukebox: and staged in %s (--allow-write): %d changes: %s\n%s", termtext.Quote(r.Root), len(r.Changes.Changes), r.Changes.Summary(), r.Changes.String())
+		fmt.Fprintf(env.Stderr, "jukebox: and staged in %s (--allow-write): %s: %s\n%s", termtext.Quote(r.Root), r.Changes.Count(), r.Changes.Summary(), r.Changes.String())
 	}
 	writeSQL(env.Stderr, b.SQL)
 	printOutbox(env.Stderr, b.Outbox, b.Tx)

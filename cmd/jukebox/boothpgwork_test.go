@@ -78,7 +78,7 @@ func TestRecordBoothPGShowsSQL(t *testing.T) {
 	if strings.Contains(commit, "SECRET42") {
 		t.Errorf("tx.commit holds the secret --redact masks: %s", commit)
 	}
-	if show, _ := wantCode(t, ExitOK, "show", r.tape); !strings.Contains(show, "1 changes, 2 SQL statements (1 sensitive)") {
+	if show, _ := wantCode(t, ExitOK, "show", r.tape); !strings.Contains(show, "1 change, 2 SQL statements (1 sensitive)") {
 		t.Errorf("show:\n%s", show)
 	}
 }
