@@ -256,6 +256,9 @@ func (d *Deck) Close() {
 	for _, t := range d.tracks {
 		t.tl.Close()
 	}
+	for _, tl := range d.diff.retired {
+		tl.Close()
+	}
 }
 
 // costsIndexedMsg says a timeline's cumulative costs are all summed.
