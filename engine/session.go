@@ -309,6 +309,10 @@ func (s *session) openTape(path string, sync tapefmt.SyncPolicy, start tapefmt.R
 	if s.o.Telemetry != nil {
 		opts.Observer = s.o.Telemetry
 	}
+	// -o names/new/folder/run.jbx: the folder is made, as ./tapes is.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("the tape's folder: %w", err)
+	}
 	w, err := tapefmt.Create(path, opts)
 	stem := strings.TrimSuffix(path, ".jbx")
 	for n := 2; s.o.AutoName && errors.Is(err, fs.ErrExist) && n < 1000; n++ {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
@@ -97,4 +98,17 @@ func TestRecordRefusesAnExistingTape(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
 		t.Error("the agent ran")
 	}
+}
+
+// TestRecordMakesTheTapesFolder: -o in a folder that is not there yet
+// makes it, as record makes ./tapes (the engine does it for every run's
+// tape: fork's -o template too). It failed with "create tape: open ...:
+// no such file or directory".
+func TestRecordMakesTheTapesFolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, errs, code := jbIn(dir, nil, "record", "-o", "runs/today/t.jbx", "--", "sh", "-c", "echo hi"); code != ExitOK {
+		t.Fatalf("record -o runs/today/t.jbx: exit %d\n%s", code, errs)
+	}
+	tapetest.Verify(t, filepath.Join(dir, "runs", "today", "t.jbx"))
 }
