@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -198,6 +199,9 @@ func exportTo(env *Env, path, out string, write func(io.Writer, *tapefmt.Tape) e
 	defer t.Close()
 	if out == "" {
 		return write(env.Stdout, t)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
 	}
 	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {

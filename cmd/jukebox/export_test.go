@@ -212,7 +212,7 @@ func TestExportHARAndJSONFiles(t *testing.T) {
 	if len(har.Log.Entries) != len(requests) {
 		t.Errorf("%d HAR entries, %d requests on the tape", len(har.Log.Entries), len(requests))
 	}
-	file := filepath.Join(dir, "run.json")
+	file := filepath.Join(dir, "out", "run.json") // its folder is made
 	wantCode(t, ExitOK, "export", "json", agentRunTape, "-o", file)
 	data, err := os.ReadFile(file)
 	must(t, err)

@@ -77,6 +77,9 @@ func xmlSafe(s string) string {
 
 // writeFileAtomic writes data to path through a temporary file beside it.
 func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { // reports/junit.xml, say
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
