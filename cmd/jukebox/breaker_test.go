@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,6 +59,30 @@ func TestRecordMaxRepeat(t *testing.T) {
 	}
 }
 
+// TestRecordMaxSemanticRepeat: --max-semantic-repeat, which only the
+// breaker config and the SDK had, stops a run whose model says the same
+// thing the N-th time, with exit 7 and the rule named.
+func TestRecordMaxSemanticRepeat(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is needed (Debian package curl)")
+	}
+	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "same",
+  "reply": {"text": "The migration is still running, please check again in a few minutes."}}]}`))
+	must(t, err)
+	srv, _, err := llmsim.Start("127.0.0.1:0", script)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	agent := `for i in 1 2 3 4 5; do curl -sS -X POST "$OPENAI_BASE_URL/chat/completions" -H 'content-type: application/json' \
+  -d '{"model":"m","messages":[{"role":"user","content":"Is the migration done?"}]}'; echo; done`
+	_, errs, code := jbIn(dir, nil, "record", "--max-semantic-repeat", "3", "--upstream", "openai="+srv.OpenAIBaseURL(),
+		"-o", "t.jbx", "--", "sh", "-c", agent)
+	if code != ExitTripped || !strings.Contains(errs, "circuit breaker tripped (semantic-repeat)") {
+		t.Errorf("record --max-semantic-repeat 3: exit %d\n%s", code, errs)
+	}
+}
+
 // TestBreakerFlags: limits that make no sense (zero, negative, NaN,
 // infinite) are exit 2 before the agent starts, naming the flag.
 func TestBreakerFlags(t *testing.T) {
@@ -77,6 +102,7 @@ func TestBreakerFlags(t *testing.T) {
 		{[]string{"--max-velocity", "NaN"}, "--max-velocity NaN"},
 		{[]string{"--max-velocity", "$Inf"}, "--max-velocity $Inf"},
 		{[]string{"--max-repeat", "1"}, "--max-repeat 1: a repeat is seen at least twice"},
+		{[]string{"--max-semantic-repeat", "1"}, "--max-semantic-repeat 1: a repeat is seen at least twice"},
 		{[]string{"--max-velocity", "fast"}, "--max-velocity"},
 		{[]string{"--max-velocity", "$0"}, "--max-velocity"},
 		{[]string{"--breaker-config", bad}, "max_cost_usd is 0"},

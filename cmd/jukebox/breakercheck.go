@@ -45,7 +45,7 @@ func (c *BreakerCmd) Run(env *Env) error {
 		return err
 	}
 	if l.Empty() {
-		return withCode(ExitUsage, fmt.Errorf("no limit to check for run %q: give --max-cost, --max-velocity, --max-repeat or --breaker-config (with limits for the run or its track)", name))
+		return withCode(ExitUsage, fmt.Errorf("no limit to check for run %q: give --max-cost, --max-velocity, --max-repeat, --max-semantic-repeat or --breaker-config (with limits for the run or its track)", name))
 	}
 	trip, err := engine.CheckBreaker(t, l)
 	if err != nil {

@@ -9,12 +9,13 @@ import (
 
 // breakerFlags set the circuit breaker's limits on record and fork.
 type breakerFlags struct {
-	MaxCost          *float64 `placeholder:"USD" help:"Stop the run before the model call that could take its cost past USD dollars (the cost so far, the calls in flight and the most that call can cost: its input and its max_tokens, else the run's longest answer). Exit 7."`
-	MaxVelocity      string   `placeholder:"RATE" help:"Stop the run when it spends faster than RATE over the last minute: tokens a minute (20000) or dollars a minute with a $ ('$0.50'). Exit 7."`
-	MaxRepeat        *int     `placeholder:"N" help:"Stop the run when the agent makes the same tool call with the same result the N-th time, or alternates between two tool calls N times. Exit 7."`
-	BreakerConfig    string   `type:"existingfile" placeholder:"FILE" help:"Breaker limits as JSON: max_cost_usd, max_tokens_per_min, max_usd_per_min, max_repeat, max_semantic_repeat (answers that say the same thing, or the same code), unknown_model_rate; agents and tracks (runs by --name) of their own (see docs/breaker.md). Flags given as well win."`
-	UnknownModelRate *float64 `placeholder:"USD" help:"Price of a model that has no price, in dollars per million tokens (input and output alike); without it such a model stops a run that has a limit in dollars."`
-	TripAll          bool     `help:"When an agent passes its own limits (--breaker-config agents), refuse every agent's calls and stop the run, not that agent's calls alone."`
+	MaxCost           *float64 `placeholder:"USD" help:"Stop the run before the model call that could take its cost past USD dollars (the cost so far, the calls in flight and the most that call can cost: its input and its max_tokens, else the run's longest answer). Exit 7."`
+	MaxVelocity       string   `placeholder:"RATE" help:"Stop the run when it spends faster than RATE over the last minute: tokens a minute (20000) or dollars a minute with a $ ('$0.50'). Exit 7."`
+	MaxRepeat         *int     `placeholder:"N" help:"Stop the run when the agent makes the same tool call with the same result the N-th time, or alternates between two tool calls N times. Exit 7."`
+	MaxSemanticRepeat *int     `placeholder:"N" help:"Stop the run when the model's answers say the same thing (or write the same code) the N-th time; answers whose numbers advance are progress (docs/breaker.md). Exit 7."`
+	BreakerConfig     string   `type:"existingfile" placeholder:"FILE" help:"Breaker limits as JSON: max_cost_usd, max_tokens_per_min, max_usd_per_min, max_repeat, max_semantic_repeat (answers that say the same thing, or the same code), unknown_model_rate; agents and tracks (runs by --name) of their own (see docs/breaker.md). Flags given as well win."`
+	UnknownModelRate  *float64 `placeholder:"USD" help:"Price of a model that has no price, in dollars per million tokens (input and output alike); without it such a model stops a run that has a limit in dollars."`
+	TripAll           bool     `help:"When an agent passes its own limits (--breaker-config agents), refuse every agent's calls and stop the run, not that agent's calls alone."`
 }
 
 // limits are the limits the flags and the config file give a run named
@@ -64,6 +65,12 @@ func (f breakerFlags) limits(track string) (breaker.Limits, error) {
 			return l, fmt.Errorf("--max-repeat %d: a repeat is seen at least twice", *f.MaxRepeat)
 		}
 		l.MaxRepeat = *f.MaxRepeat
+	}
+	if f.MaxSemanticRepeat != nil {
+		if *f.MaxSemanticRepeat < 2 {
+			return l, fmt.Errorf("--max-semantic-repeat %d: a repeat is seen at least twice", *f.MaxSemanticRepeat)
+		}
+		l.MaxSemanticRepeat = *f.MaxSemanticRepeat
 	}
 	return l, nil
 }
