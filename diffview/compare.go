@@ -3,6 +3,8 @@ package diffview
 import (
 	"fmt"
 	"slices"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // Result is a whole comparison: both timelines, their alignment with word
@@ -83,12 +85,8 @@ func (r *Result) filesNote() string {
 	if r.FilesLeftOut == "right" {
 		other = "left"
 	}
-	what := "file changes"
-	if r.filesLeftOut == 1 {
-		what = "file change"
-	}
-	return fmt.Sprintf("%d %s left out: only the %s run recorded them (the Shadow Booth records them; the %s run ran outside it)",
-		r.filesLeftOut, what, r.FilesLeftOut, other)
+	return fmt.Sprintf("%s left out: only the %s run recorded them (the Shadow Booth records them; the %s run ran outside it)",
+		termtext.Count(r.filesLeftOut, "file change", "file changes"), r.FilesLeftOut, other)
 }
 
 // equal reports whether the timelines agree frame for frame.

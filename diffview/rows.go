@@ -1,8 +1,9 @@
 package diffview
 
 import (
-	"strconv"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // Options shape a rendering. The zero value is usable: width 160, two
@@ -118,9 +119,9 @@ type shown struct {
 // foldNote is the text that stands for a run of hidden lines.
 func (s shown) foldNote() string {
 	if s.more {
-		return "⋯ " + plural(s.skip, "more line", "more lines")
+		return "⋯ " + termtext.Count(s.skip, "more line", "more lines")
 	}
-	return "⋯ " + plural(s.skip, "same line", "same lines")
+	return "⋯ " + termtext.Count(s.skip, "same line", "same lines")
 }
 
 // pick keeps the items for which keep is true and ctx items either side of
@@ -179,11 +180,4 @@ func preview(rs []row, all bool) ([]row, int) {
 		return rs, 0
 	}
 	return rs[:previewLines], len(rs) - previewLines
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }

@@ -3,6 +3,8 @@ package diffview
 import (
 	"fmt"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // Gutters between the two columns of SideBySide, one per pair op.
@@ -115,7 +117,7 @@ func (sb *sideBySide) heading() {
 // fold writes the line that stands for n same pairs from pair i on.
 func (sb *sideBySide) fold(i, n int) {
 	first, last := sb.r.Pairs[i], sb.r.Pairs[i+n-1]
-	sb.emit([]line{{{fmt.Sprintf("     ⋯ %s (%d–%d)", plural(n, "same frame", "same frames"),
+	sb.emit([]line{{{fmt.Sprintf("     ⋯ %s (%d–%d)", termtext.Count(n, "same frame", "same frames"),
 		sb.r.Left.Frames[first.Left].Seq, sb.r.Left.Frames[last.Left].Seq), clsFaint}}},
 		[]line{{{fmt.Sprintf("     ⋯ (%d–%d)", sb.r.Right.Frames[first.Right].Seq,
 			sb.r.Right.Frames[last.Right].Seq), clsFaint}}}, gutterSame)

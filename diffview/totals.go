@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // totalsRows is the totals table: a heading and one row per measure, with
@@ -38,8 +40,8 @@ func totalsText(r *Result, st Styles) []string {
 // summary is one side's totals in one line, for the heading.
 func summary(t Totals) string {
 	return fmt.Sprintf("%s · %s · %s · %s tok · %s · %s",
-		plural(t.Frames, "frame", "frames"), plural(t.Steps, "step", "steps"),
-		plural(t.Calls, "call", "calls"), approx(t)+count(t.Tokens), cost(t), secs(t.Duration))
+		termtext.Count(t.Frames, "frame", "frames"), termtext.Count(t.Steps, "step", "steps"),
+		termtext.Count(t.Calls, "call", "calls"), approx(t)+count(t.Tokens), cost(t), secs(t.Duration))
 }
 
 // approx is "~" for a side with calls whose usage was counted, not

@@ -3,6 +3,8 @@ package diffview
 import (
 	"fmt"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // unifiedIndent is where body lines start in Unified: under the kind.
@@ -26,7 +28,7 @@ func Unified(r *Result, o Options) string {
 // fold writes one line for n same pairs from pair i.
 func (u *unified) fold(i, n int) {
 	r, first, last := u.r, u.r.Pairs[i], u.r.Pairs[i+n-1]
-	u.line(seg{fmt.Sprintf("  ⋯ %s (left %d–%d, right %d–%d)", plural(n, "same frame", "same frames"),
+	u.line(seg{fmt.Sprintf("  ⋯ %s (left %d–%d, right %d–%d)", termtext.Count(n, "same frame", "same frames"),
 		r.Left.Frames[first.Left].Seq, r.Left.Frames[last.Left].Seq,
 		r.Right.Frames[first.Right].Seq, r.Right.Frames[last.Right].Seq), clsFaint})
 }

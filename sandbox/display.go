@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -140,7 +141,7 @@ func (cs ChangeSet) Summary() string {
 	var parts []string
 	for _, op := range opOrder {
 		if n := counts[op]; n > 0 {
-			s := plural(n, string(op))
+			s := termtext.Count(n, string(op), string(op)+"s")
 			if op == OpDelete && implied > 0 {
 				s += fmt.Sprintf(" (%d implied)", implied)
 			}
@@ -149,7 +150,7 @@ func (cs ChangeSet) Summary() string {
 	}
 	for op, n := range counts { // an operation this list does not know yet
 		if op != tapefmt.OpRefused && !containsOp(opOrder, op) {
-			parts = append(parts, plural(n, string(op)))
+			parts = append(parts, termtext.Count(n, string(op), string(op)+"s"))
 		}
 	}
 	out := strings.Join(parts, ", ")
@@ -166,14 +167,7 @@ func (cs ChangeSet) Summary() string {
 }
 
 // Count is how many changes cs holds: "1 change", "3 changes".
-func (cs ChangeSet) Count() string { return plural(len(cs.Changes), "change") }
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
+func (cs ChangeSet) Count() string { return termtext.Count(len(cs.Changes), "change", "changes") }
 
 func containsOp(ops []Op, op Op) bool {
 	for _, o := range ops {

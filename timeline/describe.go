@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -114,7 +115,7 @@ func describeRest(p tapefmt.Payload) string {
 		}
 		return fmt.Sprintf("begin %s (%s, NOT confined)", p.Tx, p.Mode)
 	case *tapefmt.TxCommit:
-		return fmt.Sprintf("commit %s, %s%s", p.Tx, countOf(p.Changes, "change"), sqlText(p.SQL))
+		return fmt.Sprintf("commit %s, %s%s", p.Tx, termtext.Count(p.Changes, "change", "changes"), sqlText(p.SQL))
 	case *tapefmt.TxRollback:
 		return fmt.Sprintf("rollback %s%s%s", p.Tx, sqlText(p.SQL), reason(p.Reason))
 	case *tapefmt.BreakerTrip:
@@ -249,20 +250,12 @@ func arrow(d tapefmt.MCPDirection) string {
 
 // sqlText counts a booth transaction's SQL (record --pg) for its line:
 // ", 3 SQL statements (1 sensitive)", or "" without SQL.
-// countOf is "1 word" or "N words".
-func countOf(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
 func sqlText(sql []tapefmt.SQLSession) string {
 	if len(sql) == 0 {
 		return ""
 	}
 	n, sensitive := tapefmt.SQLCount(sql)
-	out := ", " + countOf(n, "SQL statement")
+	out := ", " + termtext.Count(n, "SQL statement", "SQL statements")
 	if sensitive > 0 {
 		out += fmt.Sprintf(" (%d sensitive)", sensitive)
 	}

@@ -15,6 +15,7 @@ package termtext
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -169,4 +170,13 @@ func escapeTo(b *strings.Builder, p string, quoted bool) {
 		}
 		i += n
 	}
+}
+
+// Count is n and the word for it: "1 change", "3 changes"; one and many
+// are the singular and the plural ("1 more line", "2 more lines").
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

@@ -84,3 +84,14 @@ func TestSanitizeKeepsEmojiJoins(t *testing.T) {
 		t.Errorf("Scotland's flag, sanitized then made uniform: %q", got)
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 changes"}, {1, "1 change"}, {2, "2 changes"}} {
+		if got := Count(c.n, "change", "changes"); got != c.want {
+			t.Errorf("Count(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -41,18 +41,11 @@ func (w Work) Summary() string {
 	for _, s := range w {
 		tables += len(s.Tables)
 	}
-	out := fmt.Sprintf("%s, %s, %s written", count(len(w), "session"), count(w.Statements(), "statement"), count(tables, "table"))
+	out := fmt.Sprintf("%s, %s, %s written", termtext.Count(len(w), "session", "sessions"), termtext.Count(w.Statements(), "statement", "statements"), termtext.Count(tables, "table", "tables"))
 	if n := w.Sensitive(); n > 0 {
 		out += fmt.Sprintf("; %d sensitive (marked !)", n)
 	}
 	return out
-}
-
-func count(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // String lists each session, the tables it wrote, then its statements one
