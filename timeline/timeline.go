@@ -24,10 +24,12 @@ type Timeline struct {
 	path  string
 	steps []int32 // frame numbers of the step.commit frames, ascending
 
-	mu     sync.Mutex
-	rows   map[int]Row
-	costs  costIndex
-	damage damageSet // frames found unreadable (check.go)
+	mu      sync.Mutex
+	holds   int  // reads in the background not released yet (Hold)
+	closing bool // Close was called: the last release closes the tape
+	rows    map[int]Row
+	costs   costIndex
+	damage  damageSet // frames found unreadable (check.go)
 	// evidence are the frames the tape's breaker.trip frames name.
 	evidence map[int]bool
 	// asks says, by llm.response frame, whether the answer called tools
@@ -165,7 +167,42 @@ func (tl *Timeline) addEvidence(i int) {
 }
 
 // Close closes the tape.
-func (tl *Timeline) Close() error { return tl.t.Close() }
+//
+// While reads begun with Hold are not released, the tape stays open: it
+// is closed when the last of them is.
+func (tl *Timeline) Close() error {
+	tl.mu.Lock()
+	tl.closing = true
+	held := tl.holds > 0
+	tl.mu.Unlock()
+	if held {
+		return nil
+	}
+	return tl.t.Close()
+}
+
+// Hold keeps the tape open for a read in the background (a comparison, a
+// search) until the returned release is called, should the timeline be
+// closed meanwhile (a track that lets it go for a newer one): Close then
+// takes effect at the last release. Release is safe to call more than
+// once.
+func (tl *Timeline) Hold() (release func()) {
+	tl.mu.Lock()
+	tl.holds++
+	tl.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			tl.mu.Lock()
+			tl.holds--
+			last := tl.holds == 0 && tl.closing
+			tl.mu.Unlock()
+			if last {
+				tl.t.Close()
+			}
+		})
+	}
+}
 
 // Path returns the tape's path as given.
 func (tl *Timeline) Path() string { return tl.path }

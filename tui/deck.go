@@ -256,9 +256,6 @@ func (d *Deck) Close() {
 	for _, t := range d.tracks {
 		t.tl.Close()
 	}
-	for _, tl := range d.diff.retired {
-		tl.Close()
-	}
 }
 
 // costsIndexedMsg says a timeline's cumulative costs are all summed.
@@ -771,5 +768,9 @@ func (d *Deck) openFiles() tea.Cmd {
 	tl, at := tv.tl, tv.cursor
 	d.pane, d.files.loading, d.files.err = paneFiles, true, nil
 	d.play.playing = false
-	return func() tea.Msg { return workspaceText(tl, at) }
+	release := tl.Hold() // read in the background: see Timeline.Hold
+	return func() tea.Msg {
+		defer release()
+		return workspaceText(tl, at)
+	}
 }

@@ -63,7 +63,9 @@ func (d *Deck) checkNow() tea.Cmd {
 	d.checks[tv.tl] = &tapeCheck{running: true}
 	d.status = "checking " + baseName(tv.tl.Path()) + " whole: all of it is fetched"
 	tl, ctx, key := tv.tl, d.ctx, d.o.Key
+	release := tl.Hold() // read in the background: see Timeline.Hold
 	return func() tea.Msg {
+		defer release()
 		c, err := tl.Check(ctx, key)
 		return checkDoneMsg{tl: tl, result: c, err: err}
 	}

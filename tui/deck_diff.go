@@ -21,8 +21,13 @@ func (d *Deck) toggleDiff() tea.Cmd {
 	d.pane, d.diff.loading, d.diff.err = paneDiff, true, nil
 	d.play.playing = false
 	left, right := d.tracks[0].tl, d.tracks[1].tl
-	d.diff.reading = []*timeline.Timeline{left, right}
+	// Read in the background: a fork's track may let its timeline go
+	// meanwhile (reloaded as the fork runs or ends), which must not close
+	// it under the comparison.
+	releaseLeft, releaseRight := left.Hold(), right.Hold()
 	return func() tea.Msg {
+		defer releaseLeft()
+		defer releaseRight()
 		a, err := timeline.ForDiff(left.Tape(), baseName(left.Path()))
 		if err != nil {
 			return diffReadyMsg{err: err}
@@ -39,10 +44,6 @@ func (d *Deck) toggleDiff() tea.Cmd {
 // side of the first divergence.
 func (d *Deck) diffReady(msg diffReadyMsg) {
 	d.diff.loading, d.diff.res, d.diff.err = false, msg.res, msg.err
-	for _, tl := range d.diff.retired {
-		tl.Close()
-	}
-	d.diff.reading, d.diff.retired = nil, nil
 	d.diff.render()
 	if msg.res == nil || len(d.tracks) != 2 {
 		return
@@ -74,16 +75,4 @@ func (d *Deck) diffKey(msg tea.KeyMsg) tea.Cmd {
 		d.pane = paneTracks
 	}
 	return nil
-}
-
-// retire closes a timeline a track lets go of (a fork's, reloaded or
-// replaced), or, while a comparison still reads it in the background,
-// once that comparison is ready: closed under it, its reads fail ("file
-// already closed").
-func (d *Deck) retire(tl *timeline.Timeline) {
-	if slices.Contains(d.diff.reading, tl) {
-		d.diff.retired = append(d.diff.retired, tl)
-		return
-	}
-	tl.Close()
 }

@@ -134,7 +134,7 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 			if t.label == "fork" {
 				earlier = t.tl.Path()
 			}
-			d.retire(t.tl)
+			t.tl.Close()
 		}
 	}
 	d.tracks = []*timelineView{parent}
@@ -215,7 +215,7 @@ func (d *Deck) forkReloaded(msg forkReloadMsg) {
 		tv = d.tracks[1]
 		old := tv.tl
 		tv.setTimeline(msg.tl)
-		d.retire(old)
+		old.Close()
 		if tv.follow {
 			tv.SetCursor(msg.tl.Len() - 1)
 		}

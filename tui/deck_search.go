@@ -118,8 +118,11 @@ func (d *Deck) search(query string, dir int) tea.Cmd {
 	tv := d.tracks[d.focus]
 	from := tv.cursor
 	d.status = fmt.Sprintf("searching for %q…", query)
+	tl := tv.tl
+	release := tl.Hold() // read in the background: see Timeline.Hold
 	return func() tea.Msg {
-		r, err := tv.tl.SearchReport(ctx, query, from, dir)
+		defer release()
+		r, err := tl.SearchReport(ctx, query, from, dir)
 		return searchDoneMsg{track: tv, query: query, found: r.Frame, err: err, res: r}
 	}
 }

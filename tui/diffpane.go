@@ -11,7 +11,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/jukebox-os/jukebox/diffview"
-	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // diffPane shows two timelines side by side, aligned by diffview: one
@@ -25,13 +24,9 @@ type diffPane struct {
 	res     *diffview.Result
 	err     error
 	loading bool
-	// reading are the timelines a loading comparison reads in the
-	// background; one a track lets go of meanwhile waits in retired to be
-	// closed once the comparison is ready (Deck.retire).
-	reading, retired []*timeline.Timeline
-	changes          []int // lines where a changed, added or removed frame starts
-	cur              int   // the change the counter names (changes' index), -1 before the first
-	first            int   // line of the first-divergence banner, -1 when none
+	changes []int // lines where a changed, added or removed frame starts
+	cur     int   // the change the counter names (changes' index), -1 before the first
+	first   int   // line of the first-divergence banner, -1 when none
 }
 
 // diffReadyMsg brings a finished comparison.

@@ -62,7 +62,9 @@ func (m *stepTable) SetSize(w, h int) { m.w, m.h = w, h }
 func (m *stepTable) load(tv *timelineView) tea.Cmd {
 	m.tv, m.loading, m.err, m.steps, m.models, m.sel, m.top = tv, true, nil, nil, nil, 0, 0
 	tl := tv.tl
+	release := tl.Hold() // read in the background: see Timeline.Hold
 	return func() tea.Msg {
+		defer release()
 		msg := stepTableMsg{tv: tv}
 		byStep, err := tl.Bill(timeline.ByStep)
 		if err != nil {
