@@ -126,9 +126,9 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 		}
 		switch p := p.(type) {
 		case *tapefmt.LLMRequest:
-			err = m.addCall(byID, p.Call, &Call{Request: p, Seq: f.Seq})
+			m.addCall(byID, p.Call, &Call{Request: p, Seq: f.Seq})
 		case *tapefmt.HTTPRequest:
-			err = m.addCall(plainByID, p.ID, plainCall(p, f.Seq))
+			m.addCall(plainByID, p.ID, plainCall(p, f.Seq))
 		case *tapefmt.LLMResponse:
 			err = m.answer(byID[p.Call], p, f.Seq)
 		case *tapefmt.HTTPResponse:
@@ -173,10 +173,9 @@ func markInterrupted(t *tapefmt.Tape, m *Matcher) {
 // addCall indexes a recorded request. Its body is not read here: it is
 // read in the background (readBodies), or when a comparison needs it
 // first (recordedBody); a live body sent as recorded matches by address.
-func (m *Matcher) addCall(byID map[uint64]*Call, id uint64, c *Call) error {
+func (m *Matcher) addCall(byID map[uint64]*Call, id uint64, c *Call) {
 	byID[id] = c
 	m.calls[c.endpoint()] = append(m.calls[c.endpoint()], c)
-	return nil
 }
 
 // recordedBody is c's request body as recorded, read from the tape on
