@@ -3,6 +3,7 @@ package tapefmt
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,56 @@ func TestSetSync(t *testing.T) {
 	}
 	if got := dst.syncs.Load(); got != 4 {
 		t.Errorf("after SyncStep and Close: %d syncs, want 4", got)
+	}
+}
+
+// syncSignal is a tape destination that says on a channel each time it is
+// synced.
+type syncSignal struct {
+	syncCounter
+	synced chan struct{}
+}
+
+func (s *syncSignal) Sync() error {
+	s.syncCounter.Sync()
+	s.synced <- struct{}{}
+	return nil
+}
+
+// TestSyncStepFoldsQuickSteps: under SyncStep the background syncer
+// fsyncs at most once per gap, the steps taken meanwhile folded into the
+// next fsync, and Close does not wait out the gap: it syncs at once.
+func TestSyncStepFoldsQuickSteps(t *testing.T) {
+	t.Parallel()
+	dst := &syncSignal{synced: make(chan struct{}, 100)}
+	w, err := NewWriter(dst, Options{Sync: SyncStep, syncGap: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		w.Append(0, Marker{Label: fmt.Sprint("step ", i)})
+		if _, err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			<-dst.synced // the first step's fsync comes at once
+		}
+	}
+	if got := dst.syncs.Load(); got != 1 {
+		t.Errorf("50 steps within the gap: %d fsyncs, want 1 (the rest wait for the gap)", got)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- w.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close waited for the background syncer's gap (an hour)")
+	}
+	if got := dst.syncs.Load(); got != 2 {
+		t.Errorf("after Close: %d fsyncs, want 2 (the first step's, Close's)", got)
 	}
 }
 

@@ -19,7 +19,7 @@ type ServeCmd struct {
 	Output   string        `short:"o" type:"path" placeholder:"FILE" help:"Tape to write, instead of one in --tape-dir. Never overwritten."`
 	Upstream upstreams     `placeholder:"NAME=URL" help:"Send a provider's calls elsewhere, as record does. Default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL of serve's environment, else the public API."`
 	Seed     int64         `help:"Seed for the served process (JUKEBOX_SEED in the printed environment; default: random, recorded)."`
-	Sync     string        `enum:"step,never,frame" default:"step" help:"When to fsync the tape: at each step (default), never, or after every frame."`
+	Sync     string        `enum:"step,never,frame" default:"step" help:"When to fsync the tape: step (the default) hands each step to the OS as it ends and fsyncs in the background at most every 100 ms; frame fsyncs every frame; never leaves it to the OS."`
 	Socket   string        `type:"path" placeholder:"FILE" help:"Serve run after run on this Unix socket (the Python SDK's reused server): each connection asks for one with a JSON line {name, argv}. Exits after --idle without one."`
 	Idle     time.Duration `default:"10m" help:"With --socket: exit after this long without a run."`
 	redactFlags
