@@ -134,13 +134,49 @@ func decompress(c []byte, n int, off int64) ([]byte, error) {
 // is left, the longest common suffix of a and b.
 func commonAffixes(a, b []byte) (prefix, suffix int) {
 	n := min(len(a), len(b))
-	for prefix < n && a[prefix] == b[prefix] {
-		prefix++
-	}
-	for suffix < n-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
-		suffix++
-	}
+	prefix = commonPrefix(a[:n], b[:n])
+	// The suffix is sought in what the prefix leaves of the shorter one.
+	suffix = commonSuffix(a[len(a)-(n-prefix):], b[len(b)-(n-prefix):])
 	return prefix, suffix
+}
+
+// affixBlock is how many bytes commonPrefix and commonSuffix compare at
+// once (bytes.Equal's vector loop) before they look closer: a resent
+// conversation shares tens of kilobytes with the body before it, 12 us
+// a call a byte at a time, under 1 us so (BenchmarkCommonAffixes).
+const affixBlock = 256
+
+// commonPrefix is the length of the longest common prefix of a and b,
+// which are as long as each other.
+func commonPrefix(a, b []byte) int {
+	i := 0
+	for i+affixBlock <= len(a) && bytes.Equal(a[i:i+affixBlock], b[i:i+affixBlock]) {
+		i += affixBlock
+	}
+	for i+8 <= len(a) && binary.LittleEndian.Uint64(a[i:]) == binary.LittleEndian.Uint64(b[i:]) {
+		i += 8
+	}
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// commonSuffix is the length of the longest common suffix of a and b,
+// which are as long as each other.
+func commonSuffix(a, b []byte) int {
+	n := len(a)
+	i := 0 // bytes matched from the end
+	for i+affixBlock <= n && bytes.Equal(a[n-i-affixBlock:n-i], b[n-i-affixBlock:n-i]) {
+		i += affixBlock
+	}
+	for i+8 <= n && binary.LittleEndian.Uint64(a[n-i-8:]) == binary.LittleEndian.Uint64(b[n-i-8:]) {
+		i += 8
+	}
+	for i < n && a[n-1-i] == b[n-1-i] {
+		i++
+	}
+	return i
 }
 
 // encodeBlob chooses how to store data: as a delta against base when the

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -384,5 +385,94 @@ func TestReadsBack(t *testing.T) {
 	bad[len(bad)-1] ^= 0xff
 	if readsBack(encZstd, bad, data, nil) || readsBack(encZstd, compress(mutated(data)), data, nil) || readsBack(encRaw, data[1:], data, nil) {
 		t.Fatal("stored bytes that do not give the blob back pass the check")
+	}
+}
+
+// TestCommonAffixes holds commonAffixes, which compares blocks at a time,
+// to the byte-at-a-time definition: a shared run of every length around
+// the block sizes, a difference at every place near it, bodies of
+// different lengths, and affixes that would overlap in the shorter one.
+func TestCommonAffixes(t *testing.T) {
+	t.Parallel()
+	naive := bytewiseAffixes
+	r := rand.New(rand.NewPCG(1, 2))
+	check := func(a, b []byte) {
+		t.Helper()
+		p, s := commonAffixes(a, b)
+		wp, ws := naive(a, b)
+		if p != wp || s != ws {
+			t.Fatalf("commonAffixes of %d and %d bytes = %d, %d; want %d, %d", len(a), len(b), p, s, wp, ws)
+		}
+	}
+	base := make([]byte, 3*affixBlock+37)
+	for i := range base {
+		base[i] = byte('a' + r.IntN(3)) // few letters: runs that match by chance
+	}
+	for cut := 0; cut <= len(base); cut++ {
+		// b differs from base at cut alone, and is also longer or shorter.
+		b := bytes.Clone(base)
+		if cut < len(b) {
+			b[cut] ^= 0x80
+		}
+		check(base, b)
+		check(b, base)
+		check(base, append(bytes.Clone(b), "tail"...))
+		check(base[:cut], base)
+		check(base[cut:], base)
+		// Inserted in the middle, as a resent conversation grows.
+		grown := slices.Concat(base[:cut], []byte(`,{"role":"user"}`), base[cut:])
+		check(base, grown)
+		check(grown, base)
+	}
+	check(nil, nil)
+	check(nil, base)
+	check(base, base)
+	for range 2000 {
+		a := make([]byte, r.IntN(3*affixBlock))
+		for i := range a {
+			a[i] = byte(r.IntN(2))
+		}
+		b := bytes.Clone(a)
+		for range r.IntN(3) {
+			if len(b) > 0 {
+				b[r.IntN(len(b))] ^= 1
+			}
+		}
+		check(a, b[:r.IntN(len(b)+1)])
+		check(a, b)
+	}
+}
+
+// bytewiseAffixes is commonAffixes's definition, a byte at a time.
+func bytewiseAffixes(a, b []byte) (prefix, suffix int) {
+	n := min(len(a), len(b))
+	for prefix < n && a[prefix] == b[prefix] {
+		prefix++
+	}
+	for suffix < n-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
+		suffix++
+	}
+	return prefix, suffix
+}
+
+// BenchmarkCommonAffixes: a 40 KB conversation against the one it grew
+// from (two messages more in the middle), as the recorder finds them for
+// every call of a resent conversation, block-wise and a byte at a time.
+func BenchmarkCommonAffixes(b *testing.B) {
+	var conv []byte
+	for i := 0; len(conv) < 40<<10; i++ {
+		conv = fmt.Appendf(conv, `{"role":"user","content":"step %d: read src/main.go and fix the parser"},`, i)
+	}
+	grown := slices.Concat(conv[:len(conv)-200], []byte(`{"role":"assistant","content":"done"},`), conv[len(conv)-200:])
+	for _, f := range []struct {
+		name string
+		fn   func(a, b []byte) (int, int)
+	}{{"blocks", commonAffixes}, {"bytewise", bytewiseAffixes}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(grown)))
+			for b.Loop() {
+				f.fn(conv, grown)
+			}
+		})
 	}
 }
