@@ -55,8 +55,11 @@ func stepsBench(p params, rounds int, syncs []string) error {
 	return nil
 }
 
-// stepsChild makes the run's calls, every body made unique by a leading
-// field so that no blob is shared between calls.
+// stepsChild makes the run's calls, every body made unique by a last
+// field so that no blob is shared between calls. The field goes at the
+// end, as a client's new messages do: a body still begins with the
+// history the previous one sent (a leading field would make every body
+// differ from its first bytes, which no client's resent history does).
 func (c *client) stepsChild(p params, direct, proxied string, s *samples) error {
 	ins := tapegen.Interactions(stepsSpec)
 	for r := range p.Rounds + 1 { // the first round warms up
@@ -67,7 +70,7 @@ func (c *client) stepsChild(p params, direct, proxied string, s *samples) error 
 			}
 			for _, base := range order {
 				c.n++
-				body := append([]byte(`{"bench":`+strconv.Itoa(c.n)+`,`), in.Request[1:]...)
+				body := append(in.Request[:len(in.Request)-1:len(in.Request)-1], `,"bench":`+strconv.Itoa(c.n)+`}`...)
 				d, err := c.step(base, i, body)
 				if err != nil {
 					return fmt.Errorf("%s step %d: %w", base, i, err)
