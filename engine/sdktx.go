@@ -65,8 +65,12 @@ type sdkTx struct {
 	held    []HeldCall // MCP calls held for the commit (stagedMCP)
 	// statements counts the SQL statements run, for the commit's answer.
 	statements int
-	inBooth    bool     // commits into the booth's transaction (intoBooth)
-	real       *os.Root // the workspace, opened once for checkBase; closed by forget
+	// sql is what the sessions hold for the decision, by DSN (dsns), for
+	// the tx.commit or tx.rollback frame (keep).
+	sql     []tapefmt.SQLSession
+	dsns    []string
+	inBooth bool     // commits into the booth's transaction (intoBooth)
+	real    *os.Root // the workspace, opened once for checkBase; closed by forget
 }
 
 // newSDKTxs are the transactions of a session: a recording, or a fork
@@ -155,12 +159,12 @@ func (t *sdkTxs) commit(ctx context.Context, st *sdkTx) (controlapi.Committed, e
 	cs, err := commit(ctx)
 	if err != nil {
 		if st.tx.Closed() {
-			t.session.appendFrame(tapefmt.TxRollback{Tx: st.tx.ID(), Reason: "commit failed: " + err.Error()})
+			t.session.appendFrame(tapefmt.TxRollback{Tx: st.tx.ID(), Reason: "commit failed: " + err.Error(), SQL: st.sqlWork()})
 			t.forget(ctx, st)
 		}
 		return controlapi.Committed{}, txError(err)
 	}
-	t.session.appendFrame(tapefmt.TxCommit{Tx: st.tx.ID(), Changes: len(cs.Changes)})
+	t.session.appendFrame(tapefmt.TxCommit{Tx: st.tx.ID(), Changes: len(cs.Changes), SQL: st.sqlWork()})
 	held := t.takeHeld(st)
 	t.forget(ctx, st)
 	out := controlapi.Committed{Tx: st.tx.ID(), Changes: len(cs.Changes), Statements: st.statements, Committed: true}
@@ -176,7 +180,7 @@ func (t *sdkTxs) commit(ctx context.Context, st *sdkTx) (controlapi.Committed, e
 func (t *sdkTxs) end(ctx context.Context, st *sdkTx, reason string) error {
 	err := st.tx.Rollback(ctx)
 	if err == nil || st.tx.Closed() {
-		t.session.appendFrame(tapefmt.TxRollback{Tx: st.tx.ID(), Reason: reason})
+		t.session.appendFrame(tapefmt.TxRollback{Tx: st.tx.ID(), Reason: reason, SQL: st.sqlWork()})
 		t.forget(ctx, st)
 	}
 	return err

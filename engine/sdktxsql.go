@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/jukebox-os/jukebox/controlapi"
+	"github.com/jukebox-os/jukebox/sandbox/pgbooth"
 	"github.com/jukebox-os/jukebox/sandbox/pgtx"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // SQL runs a statement in the transaction's PostgreSQL session for the
@@ -33,11 +36,37 @@ func (o txOps) SQL(ctx context.Context, req controlapi.SQL) (controlapi.Rows, er
 	if err != nil {
 		return controlapi.Rows{}, controlapi.Fail(http.StatusBadGateway, controlapi.TypeSQL, err)
 	}
-	rows, err := query(ctx, part, req.SQL, args)
+	rows, tag, err := query(ctx, part, req.SQL, args)
 	if err == nil {
 		o.st.statements++
+		o.st.keep(req.DSN, req.SQL, tag, part.StandardStrings())
 	}
 	return rows, err
+}
+
+// keep notes a statement run in the session for dsn, for the commit's or
+// the rollback's frame, as a booth run's sessions are noted (pgbooth).
+func (st *sdkTx) keep(dsn, sql, tag string, scs bool) {
+	i := slices.Index(st.dsns, dsn)
+	if i < 0 {
+		i = len(st.dsns)
+		st.dsns, st.sql = append(st.dsns, dsn), append(st.sql, tapefmt.SQLSession{Session: i + 1})
+	}
+	s := &st.sql[i]
+	s.Statements = pgbooth.Keep(s.Statements, sql, tag, scs)
+	s.Tables = pgbooth.Tables(s.Statements, scs)
+}
+
+// sqlWork is the statements the transaction's sessions hold for its
+// decision, one entry per session that kept one.
+func (st *sdkTx) sqlWork() []tapefmt.SQLSession {
+	var out []tapefmt.SQLSession
+	for _, s := range st.sql {
+		if len(s.Statements) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // sqlParams are a statement's parameters: JSON values, numbers as int64
@@ -64,10 +93,10 @@ func sqlParams(params []json.RawMessage) ([]any, error) {
 }
 
 // query runs sql in part: its columns, rows and rows affected.
-func query(ctx context.Context, part *pgtx.Participant, sql string, args []any) (controlapi.Rows, error) {
+func query(ctx context.Context, part *pgtx.Participant, sql string, args []any) (controlapi.Rows, string, error) {
 	rows, err := part.Query(ctx, sql, args...)
 	if err != nil {
-		return controlapi.Rows{}, sqlError(err)
+		return controlapi.Rows{}, "", sqlError(err)
 	}
 	out := controlapi.Rows{Columns: []string{}, Rows: [][]any{}}
 	for _, f := range rows.FieldDescriptions() {
@@ -77,16 +106,16 @@ func query(ctx context.Context, part *pgtx.Participant, sql string, args []any) 
 		vals, err := rows.Values()
 		if err != nil {
 			rows.Close()
-			return controlapi.Rows{}, sqlError(err)
+			return controlapi.Rows{}, "", sqlError(err)
 		}
 		out.Rows = append(out.Rows, vals)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return controlapi.Rows{}, sqlError(err)
+		return controlapi.Rows{}, "", sqlError(err)
 	}
 	out.RowCount = rows.CommandTag().RowsAffected()
-	return out, nil
+	return out, rows.CommandTag().String(), nil
 }
 
 // sqlError is PostgreSQL refusing a statement: 400 sql, with the

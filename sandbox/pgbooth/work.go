@@ -208,23 +208,56 @@ func (r *relay) note(info *stmtInfo, tag string) {
 		r.drop()
 	case kOther, kCopy:
 		if notable(info.text, r.u.scs()) {
-			r.pend = append(r.pend, tapefmt.SQLStatement{SQL: info.text, Tag: tag, Sensitive: sensitiveSQL(info.text, r.u.scs())})
+			r.pend = append(r.pend, statement(info.text, tag, r.u.scs()))
 		}
 	}
 }
 
-// fold keeps the pending statements in the session's work; a statement
-// run again right after itself is counted, not repeated.
+// statement is a statement worth listing as the tape keeps it.
+func statement(text, tag string, scs bool) tapefmt.SQLStatement {
+	return tapefmt.SQLStatement{SQL: text, Tag: tag, Sensitive: sensitiveSQL(text, scs)}
+}
+
+// fold keeps the pending statements in the session's work.
 func (r *relay) fold() {
 	for _, s := range r.pend {
-		if n := len(r.u.kept); n > 0 && r.u.kept[n-1].SQL == s.SQL {
-			k := &r.u.kept[n-1]
-			k.Count, k.Tag = max(k.Count, 1)+1, s.Tag
-			continue
-		}
-		r.u.kept = append(r.u.kept, s)
+		r.u.kept = folded(r.u.kept, s)
 	}
 	r.pend = nil
+}
+
+// folded is kept with s after it; a statement run again right after
+// itself is counted, not repeated.
+func folded(kept []tapefmt.SQLStatement, s tapefmt.SQLStatement) []tapefmt.SQLStatement {
+	if n := len(kept); n > 0 && kept[n-1].SQL == s.SQL {
+		k := &kept[n-1]
+		k.Count, k.Tag = max(k.Count, 1)+1, s.Tag
+		return kept
+	}
+	return append(kept, s)
+}
+
+// Keep is kept with a statement a session ran and will commit or roll
+// back with the decision after it, when it is one the tape lists (as
+// the booth's own sessions list theirs: not a SELECT that writes nothing,
+// a SET or a SHOW), with why it deserves a second look; tag is the
+// server's command tag, scs standard_conforming_strings. A statement run
+// again right after itself is counted, not repeated.
+func Keep(kept []tapefmt.SQLStatement, text, tag string, scs bool) []tapefmt.SQLStatement {
+	if !notable(text, scs) {
+		return kept
+	}
+	return folded(kept, statement(text, tag, scs))
+}
+
+// Tables are the tables the statements name, sorted, each once.
+func Tables(kept []tapefmt.SQLStatement, scs bool) []string {
+	var tables []string
+	for _, st := range kept {
+		tables = append(tables, tablesOf(st.SQL, scs)...)
+	}
+	slices.Sort(tables)
+	return slices.Compact(tables)
 }
 
 // drop forgets the pending statements: their effect was undone.

@@ -89,6 +89,13 @@ func (p *Participant) QueryRow(ctx context.Context, sql string, args ...any) pgx
 }
 
 // Kind returns "postgres".
+// StandardStrings says whether the session's strings are standard
+// (standard_conforming_strings on, every server's default since 9.1):
+// off, a backslash in a quoted string escapes.
+func (p *Participant) StandardStrings() bool {
+	return p.conn.PgConn().ParameterStatus("standard_conforming_strings") != "off"
+}
+
 func (p *Participant) Kind() string { return Kind }
 
 // Prepare runs PREPARE TRANSACTION gid.
