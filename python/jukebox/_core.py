@@ -314,8 +314,10 @@ class Jukebox:
             raise tripped(out["breaker"])
 
     def begin(self, async_: bool = False) -> Transaction:
-        """Begins a transaction outside a turn; commit or roll it back
-        yourself (an AsyncTransaction when async_)."""
+        """Begins a transaction outside a turn (an AsyncTransaction when
+        async_): commit or roll it back yourself, or hold it with ``with``
+        (``async with``), which commits when the block ends without an
+        exception and rolls back, the exception raised again, when not."""
         control = self._control()
         out = control.call("POST", "tx", {"mcp_mode": self.sandbox.mcp_mode})
         cls = AsyncTransaction if async_ else Transaction
@@ -337,13 +339,8 @@ class _Turn:
         return self._tx
 
     def _leave(self, exc: Optional[BaseException]) -> None:
-        tx = self._tx
-        if tx is None or tx.state != "open":
-            return
-        if exc is None:
-            Transaction.commit(tx)
-        else:
-            Transaction.rollback(tx, f"{type(exc).__name__}: {exc}")
+        if self._tx is not None:
+            self._tx._finish(exc)
 
     def __enter__(self) -> Transaction:
         return self._enter(False)

@@ -8,7 +8,8 @@ import posixpath
 import sqlite3
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from types import TracebackType
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 from . import _sql
 from ._control import Control, _error
@@ -216,8 +217,11 @@ class Transaction:
         if not isinstance(dsn_or_path, (str, os.PathLike)) or not isinstance(sql, str):
             raise TypeError("stage_sql(dsn_or_path, sql, params): want a DSN or path, and the SQL as a str")
         _sql.check_params(params)
-        self._writes("sql")
         dsn = os.fspath(dsn_or_path)
+        if not dsn:
+            raise ValueError("stage_sql(dsn_or_path=''): want a postgres:// URL or the path of a SQLite file "
+                             "(an unset environment variable?)")
+        self._writes("sql")
         if _is_postgres(dsn):
             text, args = _sql.postgres(sql, params)
             out = self._op("sql", {"dsn": dsn, "sql": text, "params": args})
@@ -262,11 +266,40 @@ class Transaction:
         self._op("rollback", {"reason": reason})
         self.state = "rolled_back"
 
+    def _finish(self, exc: Optional[BaseException]) -> None:
+        """Ends a transaction a block held: commits when the block ended
+        without an exception, else rolls back with it as the reason. One
+        committed or rolled back in the block already is left as it is."""
+        if self.state != "open":
+            return
+        if exc is None:
+            Transaction.commit(self)
+        else:
+            Transaction.rollback(self, f"{type(exc).__name__}: {exc}")
+
+    def __enter__(self) -> "Transaction":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self._finish(exc)
+
 
 class AsyncTransaction(Transaction):
     """A Transaction for ``async with``: commit, rollback, stage_sql and
     run_shell are coroutines (they run in a thread); staging a file write or
     delete is quick and stays a plain call."""
+
+    def __enter__(self) -> "Transaction":
+        raise TypeError("an AsyncTransaction is used with `async with` (jb.begin(async_=True)); "
+                        "`with` takes jb.begin()")
+
+    async def __aenter__(self) -> "AsyncTransaction":
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, lambda: self._finish(exc))
 
     async def commit(self) -> int:  # type: ignore[override]
         return await asyncio.get_running_loop().run_in_executor(None, super().commit)

@@ -218,6 +218,56 @@ class SDKTest(SDKBase):
         self.assertIn("after rolled_back", out)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "ok.txt")))
 
+    def test_begin_as_a_block(self):
+        # `with jb.begin() as tx:` (as sqlite3 and psycopg hold theirs):
+        # committed at the end, rolled back by an exception, which is raised
+        # again; `async with` for begin(async_=True), which `with` refuses.
+        self.script("agent.py", '''
+            import asyncio
+            from jukebox import Jukebox
+            jb = Jukebox()
+            with jb.begin() as tx:
+                tx.stage_file_write("kept.txt", "kept")
+            print("state", tx.state)
+            try:
+                with jb.begin() as tx:
+                    tx.stage_file_write("dropped.txt", "dropped")
+                    raise KeyError("no such customer")
+            except KeyError:
+                print("state", tx.state)
+            with jb.begin() as tx:
+                tx.stage_file_write("mine.txt", "mine")
+                tx.rollback("changed my mind")  # ended in the block: left so
+            print("state", tx.state)
+
+            async def main():
+                async with jb.begin(async_=True) as atx:
+                    atx.stage_file_write("async.txt", "async")
+                print("state", atx.state)
+                try:
+                    with jb.begin(async_=True):
+                        pass
+                except TypeError as e:
+                    print("TypeError", e)
+            asyncio.run(main())
+            try:
+                jb.begin().stage_sql("", "SELECT 1")
+            except ValueError as e:
+                print("ValueError", e)
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertEqual(out.count("state committed"), 2, out)
+        self.assertEqual(out.count("state rolled_back"), 2, out)
+        self.assertIn("TypeError an AsyncTransaction is used with `async with`", out)
+        self.assertIn("ValueError stage_sql(dsn_or_path=''): want a postgres:// URL", out)
+        for name, there in (("kept.txt", True), ("dropped.txt", False), ("mine.txt", False), ("async.txt", True)):
+            self.assertEqual(os.path.exists(os.path.join(self.dir, name)), there, name)
+        [tape] = self.tapes()
+        reasons = [f["payload"].get("reason") for f in frames(tape) if f["kind"] == "tx.rollback"]
+        self.assertIn("KeyError: 'no such customer'", reasons)
+        self.assertIn("changed my mind", reasons)
+
     def test_commit_conflict_keeps_the_transaction_open(self):
         with open(os.path.join(self.dir, "ledger.json"), "w") as f:
             f.write("v1")
@@ -317,6 +367,21 @@ class SDKTest(SDKBase):
         [tape] = self.tapes()
         commits = [f for f in frames(tape) if f["kind"] == "tx.commit"]
         self.assertEqual([c["payload"]["changes"] for c in commits], [0, 1])
+        # The statements each decision held are on its frame, as a booth
+        # run's are (the read-only count() transactions list none).
+        sql = [[(st["sql"], st.get("tag"), st.get("sensitive")) for s in f["payload"].get("sql", []) for st in s["statements"]]
+               for f in frames(tape) if f["kind"] in ("tx.commit", "tx.rollback")]
+        insert = "INSERT INTO sdk_refunds (usd) VALUES ($1)"
+        self.assertEqual(sql, [
+            [("DROP TABLE IF EXISTS sdk_refunds", "DROP TABLE", ["drops a table"]),
+             ("CREATE TABLE sdk_refunds (id serial PRIMARY KEY, usd numeric)", "CREATE TABLE", None)],
+            [("SELECT count(*) FROM sdk_refunds", "SELECT 1", None)],  # count() inside
+            [(insert, "INSERT 0 1", None), ("SELECT count(*) FROM sdk_refunds", "SELECT 1", None)],
+            [("SELECT count(*) FROM sdk_refunds", "SELECT 1", None)],
+            [(insert, "INSERT 0 1", None)],  # rolled back: "too much"
+            [("SELECT count(*) FROM sdk_refunds", "SELECT 1", None)]])
+        shown = subprocess.run([BIN, "show", tape, "--kind", "tx.commit"], capture_output=True, text=True, check=True).stdout
+        self.assertIn("1 change, 2 SQL statements", shown)
 
     def test_record_and_standalone_give_the_same_frames(self):
         self.script("agent.py", '''
