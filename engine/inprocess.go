@@ -27,7 +27,7 @@ type InProcess struct {
 // be empty) and a recording proxy whose handler is the returned run's
 // ServeHTTP: the proxy's listener is never served.
 func RecordInProcess(o RecordOptions) (*InProcess, error) {
-	s, err := recording(o)
+	s, err := recording(o, true)
 	if err != nil {
 		return nil, err
 	}

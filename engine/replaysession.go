@@ -150,7 +150,11 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		return nil, err
 	}
 	err = errors.Join(err, s.replayed(res, tb))
-	if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
+	if start.External {
+		// Nothing to compare with: jukebox did not see the recorded
+		// process's output (jukebox serve, a program recording itself).
+		res.OutputNotRecorded = true
+	} else if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece.
 		rec, rep := m.mask.Mask(recorded), m.mask.Mask(s.outs.stdoutCopy())
 		res.OutputDiff = compareOutput(rec, rep, ignore)

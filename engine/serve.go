@@ -45,7 +45,7 @@ type ServeInfo struct {
 // until ctx is done: run.end is then interrupted, with no exit code
 // (-1), and ctx's cause, if any, as its error.
 func Serve(ctx context.Context, o ServeOptions) (*Result, error) {
-	s, err := recording(RecordOptions{RunOptions: o.RunOptions, Tape: o.Tape, Upstreams: o.Upstreams, Sync: o.Sync})
+	s, err := recording(RecordOptions{RunOptions: o.RunOptions, Tape: o.Tape, Upstreams: o.Upstreams, Sync: o.Sync}, true)
 	if err != nil {
 		return nil, err
 	}

@@ -153,6 +153,10 @@ type Result struct {
 	// ExitSame is absent when the recording has no end).
 	OutputSame *bool `json:"output_same,omitempty"`
 	ExitSame   *bool `json:"exit_same,omitempty"`
+	// OutputNotRecorded: the recording has no output to compare with,
+	// OutputSame is absent (its process was not one jukebox started:
+	// RunStart.External).
+	OutputNotRecorded bool `json:"output_not_recorded,omitempty"`
 	// OutputSwapped: stdout is the recording's only once the answers of
 	// identical requests are taken as interchangeable (threads sending
 	// identical requests at once get them in an order nothing controls);
@@ -560,7 +564,7 @@ func Record(ctx context.Context, o RecordOptions) (*Result, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("engine: no command to run")
 	}
-	s, err := recording(o)
+	s, err := recording(o, false)
 	if err != nil {
 		return nil, err
 	}
@@ -570,14 +574,19 @@ func Record(ctx context.Context, o RecordOptions) (*Result, error) {
 // recording opens what a recording needs: the tape with its run.start,
 // and the proxy to the live upstreams with the circuit breaker (Record,
 // Serve).
-func recording(o RecordOptions) (*session, error) {
+//
+// external says the process recorded is not one the session starts
+// (Serve, RecordInProcess): its output is not captured (RunStart.External).
+func recording(o RecordOptions, external bool) (*session, error) {
 	if o.Seed == 0 {
 		o.Seed = rand.Int64N(1<<31) + 1
 	}
 	s := &session{o: o.RunOptions, mode: tapefmt.ModeRecord}
 	s.roots = runca.StartRoots(envMap(s.baseEnv())) // read while the tape and the proxy open
 	ups := resolveUpstreams(o.Upstreams, envMap(s.baseEnv()))
-	if err := s.openTape(o.Tape, o.Sync, s.runStart(ups)); err != nil {
+	rs := s.runStart(ups)
+	rs.External = external
+	if err := s.openTape(o.Tape, o.Sync, rs); err != nil {
 		return nil, err
 	}
 	var err error

@@ -74,6 +74,11 @@ type RunStart struct {
 	// folder's repository stood, when it is in one.
 	User string  `json:"user,omitempty"`
 	Git  *GitRef `json:"git,omitempty"`
+	// External says jukebox did not start the process it recorded (jukebox
+	// serve, which the Python SDK runs on its own; a Go program recording
+	// itself): its output is not on the tape, and run.end has the exit it
+	// reported.
+	External bool `json:"external,omitempty"`
 }
 
 // GitRef is the commit and branch a run's working folder was on.

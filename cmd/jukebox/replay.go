@@ -206,6 +206,9 @@ func replayLine(res *engine.Result) string {
 			s += ", stdout differs from the recording" + res.OutputDiff.Text()
 		}
 	}
+	if res.OutputNotRecorded {
+		s += ", stdout not compared (the recording has none: jukebox did not start its process, jukebox serve did or it recorded itself)"
+	}
 	if res.ExitSame != nil && !*res.ExitSame {
 		s += ", exit status differs from the recording"
 	}

@@ -410,11 +410,41 @@ class SDKTest(SDKBase):
                 if f["kind"] == "control":  # they name the transaction's id
                     continue
                 p = dict(f["payload"])
-                for k in ("tx", "argv", "seed", "started", "env", "host", "cwd", "upstreams", "jukebox_version", "mtime_ns", "body"):
+                for k in ("tx", "argv", "seed", "started", "env", "host", "cwd", "upstreams", "jukebox_version", "mtime_ns", "body", "external"):
                     p.pop(k, None)
                 out.append((f["kind"], p))
             return out
         self.assertEqual(shape("alone.jbx"), shape("recorded.jbx"))
+        # jukebox serve did not start the process it recorded: run.start says so.
+        starts = [frames(os.path.join(self.dir, t))[0]["payload"].get("external") for t in ("alone.jbx", "recorded.jbx")]
+        self.assertEqual(starts, [True, None])
+
+    def test_standalone_run_replays_strict(self):
+        # A run recorded by the SDK on its own (jukebox serve) has no output
+        # on its tape: jukebox did not start the process. Its replay runs the
+        # script under jukebox, whose output is then captured; replay
+        # --strict must not call that a difference from the recording.
+        self.script("agent.py", '''
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            @jb.track(name="printer")
+            def run():
+                with jb.record_agent_turn(agent_name="planner", message="plan") as tx:
+                    tx.stage_file_write("notes.txt", "one")
+                print("planned and wrote notes.txt")
+            run()
+        ''')
+        self.assertIn("planned", self.python("agent.py").stdout)
+        [tape] = self.tapes()
+        rep = subprocess.run([BIN, "replay", "--strict", "--json", tape], cwd=self.dir, env=self.env,
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(rep.returncode, 0, rep.stdout + rep.stderr)
+        out = json.loads(rep.stdout)
+        self.assertTrue(out.get("output_not_recorded"), out)
+        self.assertNotIn("output_same", out)
+        human = subprocess.run([BIN, "replay", tape], cwd=self.dir, env=self.env, capture_output=True, text=True, timeout=120)
+        self.assertIn("stdout not compared (the recording has none", human.stderr)
 
     def test_booth_run_stages_sdk_transactions_into_the_booth(self):
         # In the booth an SDK transaction commits into the booth's own
