@@ -196,7 +196,7 @@ func loadBeginNames(dir string) (*beginNames, error) {
 // ForeignOwned reports how many entries of the workspace a user or
 // group other than the caller owns, and the first few of them: a
 // non-root overlay booth cannot copy them up, so the agent cannot
-// change, rename or delete them there. It does not wait for the names
+// write to, rename or chmod them there (deleting needs no copy). It does not wait for the names
 // read at Begin: all says whether that read was over (else n counts the
 // entries read so far). None when jukebox runs as root.
 func (tx *Tx) ForeignOwned() (n int, paths []string, all bool) {

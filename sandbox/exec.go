@@ -211,8 +211,8 @@ func noteForeign(notice io.Writer, res ExecResult) {
 		n = "at least " + n
 	}
 	fmt.Fprintf(notice, "jukebox: booth: note: %s %s to another user or group than yours (among them %s): "+
-		"a booth run as a non-root user maps only your own ids, so the agent cannot change, rename or delete them there "+
-		"(it gets EOVERFLOW, \"Value too large for defined data type\", when it tries). Give them your group (chgrp), "+
+		"a booth run as a non-root user maps only your own ids, so the agent cannot write to, rename or chmod them there "+
+		"(it gets EOVERFLOW, \"Value too large for defined data type\", when it tries; deleting them works). Give them your group (chgrp), "+
 		"run jukebox as root, or use --booth-mode copy (not confined)\n", n, what, quoteAll(res.ForeignPaths[:min(3, len(res.ForeignPaths))]))
 }
 
