@@ -126,9 +126,11 @@ func Load(path string, replace bool) error {
 // lookup returns the entry of model under the first of its names (names:
 // itself, without a provider prefix, as Bedrock names it) that the table
 // prices: the name itself, else the longest name in the table of which it
-// is a dated or tagged variant: the name, then "-" and a digit, "@" or ":"
-// (gpt-4o-2024-11-20 is gpt-4o, claude-sonnet-4-5-20250929 is
-// claude-sonnet-4-5; o3-mini is not o3).
+// is a dated or tagged variant: the name, then "-" and a digit, "@" or ":",
+// or the alias "-latest" (gpt-4o-2024-11-20 is gpt-4o,
+// claude-sonnet-4-5-20250929 is claude-sonnet-4-5, Anthropic's
+// claude-3-5-haiku-latest and Mistral's mistral-large-latest the models
+// they name; o3-mini is not o3).
 func lookup(model string) (string, Entry, bool) {
 	t := current()
 	for _, name := range names(model) {
@@ -162,7 +164,7 @@ func variantOf(model, name string) bool {
 	case '@', ':':
 		return true
 	case '-':
-		return len(rest) > 1 && rest[1] >= '0' && rest[1] <= '9'
+		return len(rest) > 1 && rest[1] >= '0' && rest[1] <= '9' || rest == "-latest"
 	}
 	return false
 }

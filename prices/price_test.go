@@ -52,8 +52,11 @@ func TestVariants(t *testing.T) {
 		"claude-sonnet-4-5-20250929": "claude-sonnet-4-5",
 		"claude-opus-4-1-20250805":   "claude-opus-4-1",
 		"gpt-5.5-2026-04-23":         "gpt-5.5",
+		"claude-3-5-haiku-latest":    "claude-3-5-haiku", // the aliases the providers' own examples use
+		"claude-3-7-sonnet-latest":   "claude-3-7-sonnet",
 		"o3-pro":                     "",
 		"gpt-4o-audio-preview":       "",
+		"gpt-4o-latest-preview":      "",
 	} {
 		got, known := RateOf(model)
 		base, baseKnown := RateOf(want)
