@@ -16,7 +16,7 @@ type BisectCmd struct {
 	Check string `placeholder:"CMD" help:"With TAPE: a shell command run in each fork's folder after the fork: exit 0 when the fork went right. Its environment names the fork: JUKEBOX_BISECT_TAPE, _FRAME, _CALL, _RUN, _WORKSPACE, _OUTPUT (a file with the agent's stdout), _EXIT (the agent's exit code), _PARENT."`
 	// The change each probe forks with, as jukebox fork takes it.
 	Model            string    `help:"With --check: the model from the fork's call on."`
-	SystemPromptFile string    `type:"existingfile" placeholder:"FILE" help:"With --check: replace the system prompt with this file's text."`
+	SystemPromptFile string    `type:"existingfile" placeholder:"FILE" help:"With --check: replace the system prompt with this file's text (its final newline left out)."`
 	Set              []string  `placeholder:"PATH=VALUE" help:"With --check: rewrite a field of the request at the fork call, as fork --set. Repeatable."`
 	SetFile          string    `type:"existingfile" placeholder:"FILE" help:"With --check: fields to rewrite, as fork --set-file."`
 	Temperature      *float64  `help:"With --check: set the temperature."`

@@ -28,7 +28,7 @@ type ForkCmd struct {
 	Once             bool                `help:"Apply the overrides to the call at the fork frame only; by default they apply to it and to every later call to the same endpoint (the rest of the run uses the new model or prompt)."`
 	Set              []string            `placeholder:"PATH=VALUE" help:"Rewrite a field of the request at the fork frame by path, e.g. messages.3.content='the tool returned this' or messages.3.content='{\"ok\": false}': VALUE is JSON when it parses, else a string. A path the request lacks is an error. Repeatable."`
 	SetFile          string              `type:"existingfile" placeholder:"FILE" help:"Fields to rewrite as --set does, from a JSON object of paths to values."`
-	SystemPromptFile string              `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text."`
+	SystemPromptFile string              `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text (its final newline, which editors add, left out)."`
 	Temperature      *float64            `help:"Set the temperature."`
 	Patch            string              `placeholder:"JSON" help:"A JSON merge patch (RFC 7396) applied to the request body last, e.g. '{\"max_tokens\": 50}'."`
 	Output           string              `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
@@ -306,7 +306,9 @@ func (c *ForkCmd) overrides() (engine.Overrides, error) {
 		if err != nil {
 			return o, err
 		}
-		s := string(b)
+		// A text file's last line ends in a newline, which every editor
+		// adds; it is not part of the prompt (nor is a CR before it).
+		s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 		o.SystemPrompt = &s
 	}
 	return o, nil

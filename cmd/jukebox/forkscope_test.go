@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,4 +99,45 @@ func TestForkPastTheLastCall(t *testing.T) {
 	if !strings.Contains(errs, "no model call at or after frame 97") {
 		t.Errorf("stderr: %s", errs)
 	}
+}
+
+// TestForkSystemPromptFile: --system-prompt-file gives the file's text
+// without the final newline an editor adds (LF or CRLF), so a prompt
+// written back as it was recorded asks the same; a newline before the
+// last stays.
+func TestForkSystemPromptFile(t *testing.T) {
+	testenv.RequirePython(t)
+	work := t.TempDir()
+	out, _ := wantCode(t, ExitOK, "demo", "--no-play", "--json", "--dir", work)
+	var demo struct{ Tape string }
+	must(t, json.Unmarshal([]byte(out), &demo))
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	for i, c := range []struct{ file, want string }{
+		{"Be terse.\n", "Be terse."},
+		{"Be terse.\r\n", "Be terse."},
+		{"Be terse.\n\nAlways.\n\n", "Be terse.\n\nAlways.\n"},
+		{"Be terse.", "Be terse."},
+	} {
+		prompt := filepath.Join(work, fmt.Sprintf("prompt-%d.txt", i))
+		must(t, os.WriteFile(prompt, []byte(c.file), 0o644))
+		tape := filepath.Join(work, fmt.Sprintf("fork-%d.jbx", i))
+		wantCode(t, ExitOK, "fork", "--no-booth", "--frame", "1", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", tape,
+			"--system-prompt-file", prompt, demo.Tape)
+		start, err := engine.FirstRunStart(openTape(t, tape))
+		must(t, err)
+		var over engine.Overrides
+		must(t, json.Unmarshal(start.Parent.Overrides, &over))
+		if over.SystemPrompt == nil || *over.SystemPrompt != c.want {
+			t.Errorf("file %q: system prompt %q on the tape, want %q", c.file, deref(over.SystemPrompt), c.want)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(none)"
+	}
+	return *s
 }

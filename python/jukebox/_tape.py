@@ -121,7 +121,7 @@ class Tape:
                 import tempfile
                 fd, prompt_file = tempfile.mkstemp(prefix="jukebox-prompt-", suffix=".txt")
                 with os.fdopen(fd, "w") as f:
-                    f.write(system_prompt)
+                    f.write(system_prompt + "\n")  # fork leaves a file's final newline out
                 args += ["--system-prompt-file", prompt_file]
             args += list(extra_args)
             if command:

@@ -510,14 +510,18 @@ class SDKTest(SDKBase):
         cwd = os.getcwd()
         os.chdir(self.dir)
         try:
-            fork = tape.fork(frame=second, model="demo-small", booth=False, output=os.path.join(self.dir, "fork.jbx"),
-                             upstreams={"openai": urls["openai_base_url"]})
+            # A prompt ending in a newline keeps it: the CLI leaves out only
+            # the newline that ends a file's last line.
+            fork = tape.fork(frame=second, model="demo-small", system_prompt="Be brief.\n", booth=False,
+                             output=os.path.join(self.dir, "fork.jbx"), upstreams={"openai": urls["openai_base_url"]})
         finally:
             os.chdir(cwd)
         self.assertEqual(fork.path, os.path.join(self.dir, "fork.jbx"))
         self.assertEqual(fork.exit_code, 0, fork.frames)
         models = [f.payload.get("model") for f in fork.frames if f.kind == "llm.request"]
         self.assertEqual(models, ["demo-large", "demo-small"])
+        overrides = fork.frames[0].payload["parent"]["overrides"]
+        self.assertEqual(overrides.get("system_prompt"), "Be brief.\n", overrides)
         d = tape.diff(fork)
         first = d["first_divergence"]
         self.assertEqual((first["kind"], first["left_seq"]), ("llm.request", second), first)
