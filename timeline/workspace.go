@@ -37,8 +37,10 @@ type WorkspaceFile struct {
 	Why  string       `json:"why,omitempty"`
 	body tapefmt.Hash // the content on the tape, when Source is tape
 	abs  string       // the file in the recorded folder, when Source is folder
-	// start is the path as the run found it, for a diff.
-	start *WorkspaceFile
+	// start is the path as the run found it, for a diff; startUnknown
+	// says the tape cannot tell (StartContent).
+	start        *WorkspaceFile
+	startUnknown bool
 }
 
 // Workspace is the booth's workspace as it stood at one frame: the run's
@@ -85,6 +87,11 @@ func (w *Workspace) Changed() []WorkspaceFile {
 	return out
 }
 
+// ErrStartUnknown is StartContent's error for a path the tape cannot say
+// how the run found: it has no snapshot, and the run committed a change
+// to the path, so the recorded folder holds that instead.
+var ErrStartUnknown = errors.New("its start is not known: no snapshot on the tape, and the folder holds what the run committed")
+
 // ErrNoBooth is the error of WorkspaceAt on a tape of a run outside the
 // booth: it recorded no workspace.
 var ErrNoBooth = errors.New("the tape holds no booth run (no tx.begin with a workspace): record with --booth")
@@ -123,8 +130,13 @@ func WorkspaceOf(t *tapefmt.Tape, name string, i int) (*Workspace, error) {
 	}
 	const committedWhy = "the run committed a change to it, so the folder holds that, not this frame's; record with --snapshot"
 	for _, f := range files {
-		if _, ok := sc.committed[f.Path]; ok && f.Source == SourceFolder {
-			f.Source, f.Why = SourceMissing, committedWhy
+		if _, ok := sc.committed[f.Path]; ok && !w.Snapshot {
+			if f.Source == SourceFolder {
+				f.Source, f.Why = SourceMissing, committedWhy
+			}
+			// The folder holds what the run committed there, not what
+			// the run found: no start to compare with.
+			f.start, f.startUnknown = nil, true
 		}
 		w.Files = append(w.Files, *f)
 	}
@@ -384,6 +396,9 @@ func (w *Workspace) Content(f WorkspaceFile) ([]byte, error) {
 // StartContent reads the file as the run found it, nil when the run
 // found none there.
 func (w *Workspace) StartContent(f WorkspaceFile) ([]byte, error) {
+	if f.startUnknown {
+		return nil, ErrStartUnknown
+	}
 	if f.start == nil || f.start.Type != "file" {
 		return nil, nil
 	}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -134,6 +135,17 @@ func fileSection(ws *timeline.Workspace, f timeline.WorkspaceFile) string {
 		return head + "unreadable: " + err.Error() + "\n"
 	}
 	before, err := ws.StartContent(f)
+	if errors.Is(err, timeline.ErrStartUnknown) {
+		// Nothing to compare with: the file as it stood, whole.
+		if !utf8.Valid(now) {
+			return head + fmt.Sprintf("(%d bytes of binary data; %s)\n", len(now), err)
+		}
+		text := string(now)
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		return head + "(" + err.Error() + "; at this frame:)\n" + text
+	}
 	if err != nil {
 		return head + "the start is unreadable: " + err.Error() + "\n"
 	}

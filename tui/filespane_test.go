@@ -102,6 +102,67 @@ func TestFilesPaneAtTheNeedle(t *testing.T) {
 	}
 }
 
+// TestFilesPaneWithoutAStart: on a tape without a snapshot whose run
+// committed its changes, the recorded folder holds the committed files,
+// not what the run found: the pane must not compare a file with them
+// ("same content as at the start" for a file the agent made), but say
+// the start is not known and show the file as it stood at the needle.
+func TestFilesPaneWithoutAStart(t *testing.T) {
+	folder := t.TempDir()
+	if err := os.WriteFile(filepath.Join(folder, "notes.txt"), []byte("v1\nv2\n"), 0o644); err != nil { // committed
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "nosnap.jbx")
+	w, err := tapefmt.Create(path, tapefmt.Options{Sync: tapefmt.SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := func(p tapefmt.Payload) {
+		if _, err := w.Append(0, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, _ := w.PutBlob("file", []byte("v1\n"))
+	last, _ := w.PutBlob("file", []byte("v1\nv2\n"))
+	req, _ := w.PutBlob("req", []byte(`{"model":"gpt-4o-mini","messages":[]}`))
+	app(tapefmt.RunStart{Argv: []string{"./agent.sh"}, Mode: "record", Cwd: folder})
+	app(tapefmt.TxBegin{Tx: "tx1", Workspace: folder})
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpWrite, Path: "notes.txt", Mode: 0o644, Body: first, Size: 3, Step: 1})
+	app(tapefmt.LLMRequest{Call: 0, Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: req, Model: "gpt-4o-mini"})
+	app(tapefmt.LLMResponse{Call: 0, Status: 200, Model: "gpt-4o-mini"})
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpWrite, Path: "notes.txt", Mode: 0o644, Body: last, Size: 6, Step: 2})
+	app(tapefmt.FileChange{Tx: "tx1", Op: tapefmt.OpWrite, Path: "notes.txt", Mode: 0o644, Body: last, Size: 6})
+	app(tapefmt.TxCommit{Tx: "tx1", Changes: 1})
+	app(tapefmt.RunEnd{})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := newDeck(t, 120, 40, path)
+	for _, c := range []struct {
+		frame string
+		want  []string
+	}{{"2", []string{"\nv1 "}}, {"7", []string{"\nv1 ", "\nv2 "}}} {
+		press(d, runes("g"))
+		press(d, runes(c.frame), keyEnter, runes("W"))
+		v := d.View()
+		if strings.Contains(v, "same content as at the start") || strings.Contains(v, "+v1") {
+			t.Fatalf("frame %s: the pane compares notes.txt with the folder as if it were the run's start:\n%s", c.frame, v)
+		}
+		if c.frame == "2" && strings.Contains(v, "\nv2 ") {
+			t.Fatalf("frame 2 shows notes.txt as a later frame has it:\n%s", v)
+		}
+		for _, want := range append([]string{"its start is not known"}, c.want...) {
+			if !strings.Contains(v, want) {
+				t.Fatalf("frame %s: the pane lacks %q:\n%s", c.frame, want, v)
+			}
+		}
+		press(d, keyEsc)
+	}
+}
+
 // TestFilesPaneTmux: in a real terminal, W on the second call of a booth
 // tape shows the workspace there (notes.md's second edit, old.txt gone),
 // and esc goes back to the timeline.
