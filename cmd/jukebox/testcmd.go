@@ -29,7 +29,7 @@ type TestCmd struct {
 // testResult is one tape's outcome (--json's tapes[]).
 type testResult struct {
 	Tape    string  `json:"tape"`
-	Verdict string  `json:"verdict"` // pass, unreadable, diverged, differs, error, timeout
+	Verdict string  `json:"verdict"` // pass, skipped, unreadable, diverged, differs, error, timeout
 	Code    int     `json:"exit_code"`
 	Where   string  `json:"first_divergence,omitempty"`
 	Seconds float64 `json:"seconds"`
@@ -40,10 +40,11 @@ type testResult struct {
 
 // testSummary is --json's whole answer.
 type testSummary struct {
-	Tapes  []testResult `json:"tapes"`
-	Passed int          `json:"passed"`
-	Failed int          `json:"failed"`
-	Exit   int          `json:"exit_code"`
+	Tapes   []testResult `json:"tapes"`
+	Passed  int          `json:"passed"`
+	Failed  int          `json:"failed"`
+	Skipped int          `json:"skipped"`
+	Exit    int          `json:"exit_code"`
 }
 
 // Validate checks flags before anything starts.
@@ -128,8 +129,12 @@ func summarise(results []testResult) testSummary {
 	s := testSummary{Tapes: results}
 	worst := map[int]bool{}
 	for _, r := range results {
-		if r.Verdict == "pass" {
+		switch r.Verdict {
+		case "pass":
 			s.Passed++
+			continue
+		case "skipped":
+			s.Skipped++
 			continue
 		}
 		s.Failed++
@@ -161,8 +166,12 @@ func verdictOf(code int) (string, int) {
 }
 
 func printProgress(w io.Writer, r testResult) {
-	if r.Verdict == "pass" {
+	switch r.Verdict {
+	case "pass":
 		fmt.Fprintf(w, "ok    %s (%.1fs)\n", r.Tape, r.Seconds)
+		return
+	case "skipped":
+		fmt.Fprintf(w, "skip  %s: %s\n", r.Tape, r.Where)
 		return
 	}
 	fmt.Fprintf(w, "FAIL  %s (%.1fs): %s: %s\n", r.Tape, r.Seconds, r.Verdict, r.Where)
@@ -179,9 +188,13 @@ func printTestTable(w io.Writer, s testSummary, took time.Duration) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs\n", r.Tape, r.Verdict, oneLine(where, 100), r.Seconds)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d passed, %d failed, in %.1fs\n", s.Passed, s.Failed, took.Seconds())
+	skipped := ""
+	if s.Skipped > 0 {
+		skipped = fmt.Sprintf(", %d skipped (their test runner replays them)", s.Skipped)
+	}
+	fmt.Fprintf(w, "%d passed, %d failed%s, in %.1fs\n", s.Passed, s.Failed, skipped, took.Seconds())
 	for _, r := range s.Tapes {
-		if r.Verdict != "pass" && r.Output != "" {
+		if r.Verdict != "pass" && r.Verdict != "skipped" && r.Output != "" {
 			fmt.Fprintf(w, "\n--- %s (%s):\n%s\n", r.Tape, r.Verdict, strings.TrimRight(r.Output, "\n"))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // TestTestCommand is issue 34's jukebox test: a folder of tapes, one of
@@ -117,5 +118,58 @@ func TestTestRecordModeAll(t *testing.T) {
 	}
 	if out, code := run("test", "suite"); code != ExitOK || strings.Contains(out, "superseded") {
 		t.Fatalf("test after recording again: exit %d\n%s", code, out)
+	}
+}
+
+// TestTestSkipsHarnessTapes: the tapes the pytest plugin and
+// engine/jukeboxtest write are their test runners' to replay (the first's
+// command is a stand-in that runs only under pytest, the second has
+// none): jukebox test over their folder skips them, saying which runner
+// replays each, and passes; JSON and JUnit count them as skipped. A
+// command given in jukebox.json runs one all the same.
+func TestTestSkipsHarnessTapes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name string, argv []string, external bool) {
+		w, err := tapefmt.Create(filepath.Join(dir, name), tapefmt.Options{Sync: tapefmt.SyncNever})
+		must(t, err)
+		_, err = w.Append(0, tapefmt.RunStart{Argv: argv, Cwd: dir, Mode: tapefmt.ModeRecord, External: external})
+		must(t, err)
+		_, err = w.Append(0, tapefmt.RunEnd{})
+		must(t, err)
+		must(t, w.Close())
+	}
+	write("test_triage.jbx", []string{"/usr/bin/python3", "-m", "jukebox._pytest_child"}, false)
+	write("TestAgent.jbx", nil, true)
+	out, errs, code := jbIn(dir, nil, "test", ".", "--json", "--junit", "report.xml")
+	if code != ExitOK {
+		t.Fatalf("jukebox test over harness tapes: exit %d\n%s\n%s", code, out, errs)
+	}
+	var sum struct {
+		Tapes []struct {
+			Tape, Verdict string
+			Where         string `json:"first_divergence"`
+		}
+		Passed, Failed, Skipped int
+	}
+	must(t, json.Unmarshal([]byte(out), &sum))
+	if sum.Skipped != 2 || sum.Failed != 0 || len(sum.Tapes) != 2 {
+		t.Fatalf("want 2 skipped, none failed: %s", out)
+	}
+	for _, r := range sum.Tapes {
+		runner := map[string]string{"TestAgent.jbx": "go test replays it", "test_triage.jbx": "pytest replays it"}[r.Tape]
+		if r.Verdict != "skipped" || runner == "" || !strings.Contains(r.Where, runner) {
+			t.Errorf("%s: verdict %q, %q; want skipped, naming %q", r.Tape, r.Verdict, r.Where, runner)
+		}
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "report.xml"))
+	must(t, err)
+	if !strings.Contains(string(report), `skipped="2"`) || strings.Count(string(report), "<skipped message=") != 2 {
+		t.Errorf("JUnit report does not count the skipped tapes:\n%s", report)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "jukebox.json"), []byte(`{"tapes": {"test_triage.jbx": {"command": ["sh", "-c", "exit 0"]}}}`), 0o644))
+	out, _, _ = jbIn(dir, nil, "test", "test_triage.jbx", "--json")
+	if strings.Contains(out, `"skipped"`+`: 1`) || strings.Contains(out, `"verdict": "skipped"`) {
+		t.Errorf("a command given in jukebox.json did not run the tape:\n%s", out)
 	}
 }

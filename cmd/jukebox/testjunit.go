@@ -22,6 +22,7 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     string      `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -32,6 +33,11 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitProblem struct {
@@ -48,6 +54,9 @@ func writeJUnit(path string, results []testResult, took time.Duration) error {
 		p := &junitProblem{Message: r.Verdict + ": " + r.Where, Type: r.Verdict, Text: xmlSafe(r.Output)}
 		switch r.Verdict {
 		case "pass":
+		case "skipped":
+			c.Skipped = &junitSkipped{Message: r.Where}
+			s.Skipped++
 		case "diverged", "differs":
 			c.Failure = p
 			s.Failures++
