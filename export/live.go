@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -40,7 +41,8 @@ type Live struct {
 	held  int // bytes in blobs
 
 	errMu sync.Mutex
-	err   error // the first error, other than the exporter's
+	err   error              // the first error, other than the exporter's
+	me    sdkmetric.Exporter // the run's metric exporter, once it began
 }
 
 // fail keeps the first error.
@@ -50,6 +52,18 @@ func (l *Live) fail(err error) {
 	if l.err == nil {
 		l.err = err
 	}
+}
+
+// MetricsNotTaken is the receiver's answer that it takes no metrics
+// (Jaeger takes traces alone): the export sent none and is not failed for
+// it. "" when it took them, or before the run began.
+func (l *Live) MetricsNotTaken() string {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	if l.me == nil {
+		return ""
+	}
+	return metricsNotTaken(l.me)
 }
 
 func (l *Live) firstErr() error {
@@ -257,6 +271,9 @@ func (l *Live) frame(f tapefmt.Frame) {
 			l.fail(err)
 			return
 		}
+		l.errMu.Lock()
+		l.me = me
+		l.errMu.Unlock()
 		if l.sink, err = newSink(trace.TraceID(l.id), serviceOf(l.o, rs), rs, l.b, me, 10*time.Second); err != nil {
 			l.fail(err)
 			return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -26,6 +27,9 @@ type SentTape struct {
 	Path    string
 	TraceID string // the tape's id: find the trace by it
 	Spans   int
+	// MetricsNotTaken is the receiver's answer that it takes no metrics
+	// (MetricsNotTaken), "" when it took them.
+	MetricsNotTaken string
 }
 
 // OTLP sends tapes to a receiver: each a trace whose id is the tape's id,
@@ -99,7 +103,21 @@ func sendTape(ctx context.Context, path string, ep Endpoint, o Options, b *batch
 	if err := s.closeMetrics(ctx); err != nil {
 		return st, fmt.Errorf("otlp: metrics of %s: %w", path, err)
 	}
+	st.MetricsNotTaken = metricsNotTaken(me)
 	return st, nil
+}
+
+// metricsNotTaken is an endpoint's answer that it takes no metrics, as
+// the metric exporter me heard it (HTTP 404, 405 or 501 at /v1/metrics,
+// gRPC UNIMPLEMENTED: Jaeger takes traces alone), "" when it took them.
+// The export is not failed for it: the traces went.
+func metricsNotTaken(me sdkmetric.Exporter) string {
+	if nt, ok := me.(interface{ NotTaken() error }); ok {
+		if err := nt.NotTaken(); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
 }
 
 // tapeBlobs reads blobs from a tape, nil for one it does not have.

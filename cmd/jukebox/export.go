@@ -106,11 +106,16 @@ func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
 		paths = send
 	}
 	var sent export.Sent
+	noMetrics := false
 	if len(paths) > 0 {
 		sent, err = export.OTLP(ctx, paths, ep, export.Options{IncludeContent: c.IncludeContent, Service: c.Service, Remote: env.remote(), Compat: c.Compat},
 			func(st export.SentTape) {
 				if !c.JSON {
 					fmt.Fprintf(env.Stderr, "jukebox: %s: trace %s, %d spans\n", st.Path, st.TraceID, st.Spans)
+				}
+				if st.MetricsNotTaken != "" && !noMetrics {
+					noMetrics = true // said once: the same receiver answers alike for every tape
+					fmt.Fprintf(env.Stderr, "jukebox: note: the receiver takes no metrics (%s; Jaeger takes traces alone): the traces went, the metrics did not\n", st.MetricsNotTaken)
 				}
 			})
 	}
@@ -142,9 +147,10 @@ func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
 // exportReport is export otlp's --json.
 func exportReport(sent export.Sent, skipped []string, where string, err error) any {
 	type tape struct {
-		Path    string `json:"path"`
-		TraceID string `json:"trace_id"`
-		Spans   int    `json:"spans"`
+		Path            string `json:"path"`
+		TraceID         string `json:"trace_id"`
+		Spans           int    `json:"spans"`
+		MetricsNotTaken string `json:"metrics_not_taken,omitempty"`
 	}
 	out := struct {
 		Endpoint string   `json:"endpoint"`
@@ -155,7 +161,7 @@ func exportReport(sent export.Sent, skipped []string, where string, err error) a
 		Error    string   `json:"error,omitempty"`
 	}{Endpoint: where, Tapes: []tape{}, Skipped: append([]string{}, skipped...), Spans: sent.Spans, Failed: sent.Failed}
 	for _, t := range sent.Tapes {
-		out.Tapes = append(out.Tapes, tape{t.Path, t.TraceID, t.Spans})
+		out.Tapes = append(out.Tapes, tape{t.Path, t.TraceID, t.Spans, t.MetricsNotTaken})
 	}
 	if err != nil {
 		out.Error = err.Error()

@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/jaegertest"
@@ -193,6 +197,48 @@ func TestExportOTLPToJaeger(t *testing.T) {
 	if !strings.Contains(errs, bad) {
 		t.Errorf("stderr %q", errs)
 	}
+}
+
+// TestExportOTLPToATracesOnlyReceiver: Jaeger as it ships takes traces
+// and has no /v1/metrics (404): export otlp to it sent the traces and
+// then failed (exit 1) on the metrics. A receiver that takes no metrics
+// is now said so once, in a note and in --json, and the export passes;
+// a receiver that refuses the traces still fails it.
+func TestExportOTLPToATracesOnlyReceiver(t *testing.T) {
+	var traces, metrics atomic.Int32
+	refuseTraces := atomic.Bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch {
+		case r.URL.Path == "/v1/traces" && !refuseTraces.Load():
+			traces.Add(1)
+			w.Header().Set("Content-Type", "application/x-protobuf")
+		case r.URL.Path == "/v1/metrics":
+			metrics.Add(1)
+			http.NotFound(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	var tapes []string
+	for i := range 2 {
+		b, err := os.ReadFile(agentRunTape)
+		must(t, err)
+		tapes = append(tapes, filepath.Join(dir, fmt.Sprintf("run%d.jbx", i)))
+		must(t, os.WriteFile(tapes[i], b, 0o644))
+	}
+	_, errs := wantCode(t, ExitOK, append([]string{"export", "otlp", "--all", "--endpoint", srv.URL}, tapes...)...)
+	if traces.Load() == 0 || strings.Count(errs, "the receiver takes no metrics") != 1 || !strings.Contains(errs, "404 Not Found") {
+		t.Fatalf("%d trace requests; stderr:\n%s", traces.Load(), errs)
+	}
+	out, _ := wantCode(t, ExitOK, "export", "otlp", "--all", "--json", "--endpoint", srv.URL, tapes[0])
+	if !strings.Contains(out, `"metrics_not_taken": "`+srv.URL+`/v1/metrics: 404 Not Found`) {
+		t.Errorf("--json does not say the receiver took no metrics:\n%s", out)
+	}
+	refuseTraces.Store(true)
+	wantCode(t, ExitInternal, "export", "otlp", "--all", "--endpoint", srv.URL, tapes[0])
 }
 
 // TestExportHARAndJSONFiles: har and json write to stdout or to a new

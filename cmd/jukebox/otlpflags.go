@@ -76,6 +76,9 @@ func (f otlpFlags) start(ctx context.Context, o *engine.RunOptions, stderr io.Wr
 				where, res.ExportLost, res.ExportError, res.Tape)
 		default:
 			fmt.Fprintf(stderr, "jukebox: exported live to %s: trace %s\n", where, l.TraceID())
+			if nt := l.MetricsNotTaken(); nt != "" {
+				fmt.Fprintf(stderr, "jukebox: note: the receiver takes no metrics (%s; Jaeger takes traces alone): the traces went, the metrics did not\n", nt)
+			}
 			// export otlp skips it there: the receiver has it whole.
 			if err := noteSent(res.Tape, otlpSentTo{Endpoint: otlpTarget(ep), TraceID: l.TraceID(), Live: true, At: time.Now().UTC()}); err != nil {
 				fmt.Fprintf(stderr, "jukebox: note: the record of the live export was not written beside the tape (%v): export otlp would send it again\n", err)

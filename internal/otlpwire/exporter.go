@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -78,6 +79,7 @@ type MetricExporter struct {
 	s           *sender
 	temporality sdkmetric.TemporalitySelector
 	g           gate
+	notTaken    atomic.Pointer[error] // NotTaken
 }
 
 // NewMetricExporter makes the metric exporter of cfg; its temporality
@@ -126,9 +128,31 @@ func (e *MetricExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggre
 	return sdkmetric.DefaultAggregationSelector(k)
 }
 
-// Export sends one collection.
+// Export sends one collection. Once the receiver has said it takes no
+// metrics (NotTaken), it sends none and reports no error: a receiver of
+// traces alone is not a failing one.
 func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
-	return e.g.send(ctx, e.s, func() ([]byte, error) { return MetricsRequest(rm) })
+	if e.notTaken.Load() != nil {
+		return nil
+	}
+	err := e.g.send(ctx, e.s, func() ([]byte, error) { return MetricsRequest(rm) })
+	var nt *notTaken
+	if errors.As(err, &nt) {
+		e.notTaken.CompareAndSwap(nil, &err)
+		return nil
+	}
+	return err
+}
+
+// NotTaken is the receiver's answer that it takes no metrics (HTTP 404,
+// 405 or 501 at /v1/metrics, gRPC UNIMPLEMENTED: Jaeger takes traces
+// alone), after which the exporter sent none; nil when it took them, or
+// was sent none.
+func (e *MetricExporter) NotTaken() error {
+	if p := e.notTaken.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // ForceFlush has nothing to flush: Export sends at once.

@@ -349,9 +349,19 @@ func (s *sender) httpAnswer(resp *http.Response, body []byte) error {
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return &retryable{err: err, after: retryAfter(resp.Header.Get("Retry-After"))}
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return &notTaken{err}
 	}
 	return err
 }
+
+// notTaken is a receiver's answer that nothing is served where the
+// signal is sent: HTTP 404, 405 or 501 at its path, gRPC UNIMPLEMENTED
+// (Jaeger takes traces on /v1/traces and has no /v1/metrics).
+type notTaken struct{ err error }
+
+func (e *notTaken) Error() string { return e.err.Error() }
+func (e *notTaken) Unwrap() error { return e.err }
 
 // retryAfter reads a Retry-After header: seconds or an HTTP date.
 func retryAfter(v string) time.Duration {
@@ -407,6 +417,8 @@ func (s *sender) grpcAnswer(resp *http.Response, body []byte) error {
 		switch resp.StatusCode {
 		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			return &retryable{err: err}
+		case http.StatusNotFound, http.StatusNotImplemented:
+			return &notTaken{err}
 		}
 		return err
 	}
@@ -430,6 +442,9 @@ func (s *sender) grpcAnswer(resp *http.Response, body []byte) error {
 		e := &GRPCError{URL: s.url, Code: code, Message: msg}
 		if grpcRetryable(code) {
 			return &retryable{err: e}
+		}
+		if code == 12 { // UNIMPLEMENTED: no such service
+			return &notTaken{e}
 		}
 		return e
 	}

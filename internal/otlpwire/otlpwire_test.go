@@ -660,3 +660,51 @@ func TestGRPCOverTLS(t *testing.T) {
 		t.Errorf("an untrusted receiver: err %v", err)
 	}
 }
+
+// TestMetricsNotTaken: a receiver with no metrics service (Jaeger: 404
+// on /v1/metrics, gRPC UNIMPLEMENTED) is no failed export: Export says
+// nothing wrong, NotTaken says what the receiver answered, and later
+// collections are not sent. Any other refusal is still an error.
+func TestMetricsNotTaken(t *testing.T) {
+	rm := &metricdata.ResourceMetrics{Resource: resource.NewSchemaless(attribute.String("service.name", "svc"))}
+	for _, c := range []struct {
+		name   string
+		grpc   bool
+		answer func(w http.ResponseWriter)
+		want   string // in NotTaken, "" for an error from Export
+	}{
+		{"http 404", false, func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, "404 page not found")
+		}, "404 Not Found"},
+		{"http 501", false, func(w http.ResponseWriter) { w.WriteHeader(http.StatusNotImplemented) }, "501 Not Implemented"},
+		{"grpc unimplemented", true, func(w http.ResponseWriter) { grpcStatus(w, "12", "unknown%20service") }, "UNIMPLEMENTED: unknown service"},
+		{"http 400", false, func(w http.ResponseWriter) { w.WriteHeader(http.StatusBadRequest) }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newReceiver(t, c.grpc)
+			r.answer = func(n int, w http.ResponseWriter) bool { c.answer(w); return true }
+			cfg := Config{URL: r.url(), Getenv: noEnv}
+			if c.grpc {
+				cfg.Protocol = GRPC
+			}
+			e, err := NewMetricExporter(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = e.Export(context.Background(), rm)
+			if c.want == "" {
+				if err == nil || e.NotTaken() != nil {
+					t.Fatalf("a 400: Export %v, NotTaken %v; want the error, not a receiver without metrics", err, e.NotTaken())
+				}
+				return
+			}
+			if err != nil || e.NotTaken() == nil || !strings.Contains(e.NotTaken().Error(), c.want) {
+				t.Fatalf("Export %v, NotTaken %v; want nil and %q", err, e.NotTaken(), c.want)
+			}
+			if err := e.Export(context.Background(), rm); err != nil || len(r.bodies) != 1 {
+				t.Errorf("after the receiver said it takes no metrics: Export %v, %d requests in all (want 1)", err, len(r.bodies))
+			}
+		})
+	}
+}
