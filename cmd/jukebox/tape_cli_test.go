@@ -468,6 +468,27 @@ func TestSeal(t *testing.T) {
 	wantCode(t, ExitOK, "verify", "--key-file", key, path)
 	wantCode(t, ExitSeal, "verify", "--key-file", other, path)
 	tapetest.Verify(t, path)
+	// Sealing again with another key would lose the first seal: refused,
+	// every tape checked first and none touched, unless --replace.
+	second := filepath.Join(dir, "second.jbx")
+	must(t, os.WriteFile(second, whole, 0o644))
+	sealed, err := os.ReadFile(path)
+	must(t, err)
+	_, errs := wantCode(t, ExitUsage, "seal", "--key-file", other, second, path)
+	if !strings.Contains(errs, path+" is sealed with another key") || !strings.Contains(errs, "--replace") {
+		t.Errorf("reseal with another key: %q", errs)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, sealed) {
+		t.Error("a refused reseal changed the sealed tape")
+	}
+	if now, _ := os.ReadFile(second); !bytes.Equal(now, whole) {
+		t.Error("a refused seal sealed another tape of the same command")
+	}
+	wantCode(t, ExitOK, "seal", "--key-file", key, path) // the same key: the same seal
+	wantCode(t, ExitOK, "verify", "--key-file", key, path)
+	wantCode(t, ExitOK, "seal", "--key-file", other, "--replace", path)
+	wantCode(t, ExitOK, "verify", "--key-file", other, path)
+	wantCode(t, ExitSeal, "verify", "--key-file", key, path)
 
 	for _, name := range []string{"torn.jbx", "tampered.jbx"} {
 		p := filepath.Join(dir, name)
