@@ -21,15 +21,24 @@ import (
 )
 
 // tapeMapper takes a tape argument: an existing file, or a store URL that
-// names a tape (checked here, fetched by Env.tape when the command runs).
-type tapeMapper struct{}
+// names a tape (checked here, fetched by Env.tape when the command runs);
+// with folders, a folder too (type:"tapes": the command searches it).
+type tapeMapper struct{ folders bool }
 
-func withTapes() kong.Option { return kong.NamedMapper("tape", tapeMapper{}) }
+func withTapes() kong.Option {
+	return kong.OptionFunc(func(k *kong.Kong) error {
+		return errors.Join(kong.NamedMapper("tape", tapeMapper{}).Apply(k), kong.NamedMapper("tapes", tapeMapper{folders: true}).Apply(k))
+	})
+}
 
-func (tapeMapper) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
+func (m tapeMapper) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
 	if target.Kind() == reflect.Slice { // positional: every value left
 		for _, t := range ctx.Scan.PopWhile(func(t kong.Token) bool { return t.IsValue() }) {
 			arg := fmt.Sprint(t.Value)
+			if st, err := os.Stat(kong.ExpandPath(arg)); m.folders && err == nil && st.IsDir() {
+				target.Set(reflect.Append(target, reflect.ValueOf(arg)))
+				continue
+			}
 			if err := checkTapeArg(arg); err != nil {
 				return err
 			}

@@ -425,6 +425,34 @@ func TestVerifyGoodAndDamaged(t *testing.T) {
 	}
 }
 
+// TestVerifyFolder: verify takes a folder, as ls and test do (it was
+// "<tapes> ...: "tapes" exists but is a directory", exit 2): every tape
+// under it, with each one's verdict and the worst exit code; a folder
+// with no tape is a usage error that names it.
+func TestVerifyFolder(t *testing.T) {
+	dir := sampleTapes(t)
+	out, _ := wantCode(t, ExitBadTape, "verify", "--json", dir)
+	rs := verifyResults(t, out)
+	ok := map[string]bool{}
+	for _, r := range rs {
+		ok[filepath.Base(r.Path)] = r.OK
+	}
+	want := map[string]bool{"agent-run.jbx": true, "sealed.jbx": true, "tampered.jbx": false, "torn.jbx": false}
+	if len(ok) != len(want) {
+		t.Fatalf("verify of the folder checked %v, want %v", ok, want)
+	}
+	for name, w := range want {
+		if ok[name] != w {
+			t.Errorf("%s: ok %v, want %v", name, ok[name], w)
+		}
+	}
+	empty := t.TempDir()
+	_, errs := wantCode(t, ExitUsage, "verify", empty)
+	if !strings.Contains(errs, "no tapes (*.jbx) in "+empty) {
+		t.Errorf("an empty folder: %q", errs)
+	}
+}
+
 func TestVerifySeal(t *testing.T) {
 	dir := sampleTapes(t)
 	key := filepath.Join(dir, "seal.key")

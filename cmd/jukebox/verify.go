@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -13,7 +14,7 @@ import (
 
 // VerifyCmd checks tapes.
 type VerifyCmd struct {
-	Tapes   []string `arg:"" help:"Tape files (.jbx), or tapes in a store (s3://BUCKET/PREFIX/NAME.jbx)." type:"tape"`
+	Tapes   []string `arg:"" help:"Tape files (.jbx), folders searched for them (as jukebox test searches), or tapes in a store (s3://BUCKET/PREFIX/NAME.jbx)." type:"tapes"`
 	KeyFile string   `help:"Also check the seal with the key in this file." type:"existingfile" placeholder:"FILE"`
 	Quick   bool     `help:"Skip decoding and re-hashing blobs: check CRCs, the chain and the index only."`
 	JSON    bool     `help:"Print one JSON array of results."`
@@ -45,9 +46,13 @@ func (c *VerifyCmd) Run(ctx context.Context, env *Env) error {
 			return withCode(ExitUsage, err)
 		}
 	}
-	results := make([]verifyResult, 0, len(c.Tapes))
+	tapes, err := c.paths()
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	results := make([]verifyResult, 0, len(tapes))
 	code := ExitOK
-	for _, p := range c.Tapes {
+	for _, p := range tapes {
 		opts := tapefmt.VerifyOptions{Blobs: !c.Quick, Key: key}
 		var r verifyResult
 		if tapestore.IsURL(p) {
@@ -171,4 +176,25 @@ func (r verifyResult) line() string {
 		seal = "sealed"
 	}
 	return fmt.Sprintf("ok    %s: %d frames, %d blobs, %d steps, chain %s, %s", r.Path, r.Frames, r.Blobs, r.Steps, r.Head[:16], seal)
+}
+
+// paths are the tapes to verify: a folder given stands for the tapes
+// under it (findTapes), a folder with none is an error naming it.
+func (c *VerifyCmd) paths() ([]string, error) {
+	var out []string
+	for _, p := range c.Tapes {
+		if st, err := os.Stat(p); tapestore.IsURL(p) || err != nil || !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		found, err := findTapes([]string{p})
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("no tapes (*.jbx) in %s", p)
+		}
+		out = append(out, found...)
+	}
+	return out, nil
 }
