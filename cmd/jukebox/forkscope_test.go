@@ -18,20 +18,8 @@ import (
 // --once; --set rewrites a field of the fork call, and a path the request
 // lacks is exit 2 before the agent starts.
 func TestForkScopeFlags(t *testing.T) {
-	testenv.RequirePython(t)
-	work := t.TempDir()
-	out, _ := wantCode(t, ExitOK, "demo", "--no-play", "--json", "--dir", work)
-	var demo struct{ Tape string }
-	must(t, json.Unmarshal([]byte(out), &demo))
-	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
-	must(t, err)
-	defer srv.Close()
+	work, fork := demoForker(t)
 	t.Setenv("AGENT_MODEL", "demo-large")
-	fork := func(code int, tape string, more ...string) string {
-		args := append([]string{"fork", "--no-booth", "--frame", "1", "--upstream", "openai=" + srv.OpenAIBaseURL(), "-o", tape}, more...)
-		_, errs := wantCode(t, code, append(args, demo.Tape)...)
-		return errs
-	}
 	for _, once := range []bool{false, true} {
 		tape := filepath.Join(work, "fork.jbx")
 		if once {
@@ -106,14 +94,7 @@ func TestForkPastTheLastCall(t *testing.T) {
 // written back as it was recorded asks the same; a newline before the
 // last stays.
 func TestForkSystemPromptFile(t *testing.T) {
-	testenv.RequirePython(t)
-	work := t.TempDir()
-	out, _ := wantCode(t, ExitOK, "demo", "--no-play", "--json", "--dir", work)
-	var demo struct{ Tape string }
-	must(t, json.Unmarshal([]byte(out), &demo))
-	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
-	must(t, err)
-	defer srv.Close()
+	work, fork := demoForker(t)
 	for i, c := range []struct{ file, want string }{
 		{"Be terse.\n", "Be terse."},
 		{"Be terse.\r\n", "Be terse."},
@@ -123,8 +104,7 @@ func TestForkSystemPromptFile(t *testing.T) {
 		prompt := filepath.Join(work, fmt.Sprintf("prompt-%d.txt", i))
 		must(t, os.WriteFile(prompt, []byte(c.file), 0o644))
 		tape := filepath.Join(work, fmt.Sprintf("fork-%d.jbx", i))
-		wantCode(t, ExitOK, "fork", "--no-booth", "--frame", "1", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", tape,
-			"--system-prompt-file", prompt, demo.Tape)
+		fork(ExitOK, tape, "--system-prompt-file", prompt)
 		start, err := engine.FirstRunStart(openTape(t, tape))
 		must(t, err)
 		var over engine.Overrides
@@ -140,4 +120,24 @@ func deref(s *string) string {
 		return "(none)"
 	}
 	return *s
+}
+
+// demoForker records the demo in a new folder and returns the folder and
+// a fork of its tape at frame 1 outside the booth, against a scripted
+// model, into tape with the flags given: its stderr, the exit code wanted.
+func demoForker(t *testing.T) (string, func(code int, tape string, more ...string) string) {
+	t.Helper()
+	testenv.RequirePython(t)
+	work := t.TempDir()
+	out, _ := wantCode(t, ExitOK, "demo", "--no-play", "--json", "--dir", work)
+	var demo struct{ Tape string }
+	must(t, json.Unmarshal([]byte(out), &demo))
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return work, func(code int, tape string, more ...string) string {
+		args := append([]string{"fork", "--no-booth", "--frame", "1", "--upstream", "openai=" + srv.OpenAIBaseURL(), "-o", tape}, more...)
+		_, errs := wantCode(t, code, append(args, demo.Tape)...)
+		return errs
+	}
 }
