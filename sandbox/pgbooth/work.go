@@ -226,8 +226,8 @@ func (r *relay) fold() {
 	r.pend = nil
 }
 
-// folded is kept with s after it; a statement run again right after
-// itself is counted, not repeated.
+// folded returns kept with s added at its end; a statement run again
+// right after itself is counted, not repeated.
 func folded(kept []tapefmt.SQLStatement, s tapefmt.SQLStatement) []tapefmt.SQLStatement {
 	if n := len(kept); n > 0 && kept[n-1].SQL == s.SQL {
 		k := &kept[n-1]
@@ -237,12 +237,12 @@ func folded(kept []tapefmt.SQLStatement, s tapefmt.SQLStatement) []tapefmt.SQLSt
 	return append(kept, s)
 }
 
-// Keep is kept with a statement a session ran and will commit or roll
-// back with the decision after it, when it is one the tape lists (as
-// the booth's own sessions list theirs: not a SELECT that writes nothing,
-// a SET or a SHOW), with why it deserves a second look; tag is the
-// server's command tag, scs standard_conforming_strings. A statement run
-// again right after itself is counted, not repeated.
+// Keep returns kept, the statements a session holds for a decision, with
+// one more it ran added, when it is one the tape lists as the booth lists
+// its own sessions' (not a SELECT that writes nothing, a SET or a SHOW),
+// with why it deserves a second look; tag is the server's command tag,
+// scs standard_conforming_strings. A statement run again right after
+// itself is counted, not repeated.
 func Keep(kept []tapefmt.SQLStatement, text, tag string, scs bool) []tapefmt.SQLStatement {
 	if !notable(text, scs) {
 		return kept
