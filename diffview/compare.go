@@ -23,6 +23,10 @@ type Result struct {
 	// changed no file.
 	FilesLeftOut string
 	filesLeftOut int // how many file changes were left out
+	// OutputLeftOut names the side whose output was left out of the
+	// alignment ("left" or "right"): the other side's run has none on
+	// its tape (Timeline.NoOutput). "" when both or neither have it.
+	OutputLeftOut string
 }
 
 // Compare aligns a and b, diffs the titles and bodies of every changed
@@ -34,19 +38,30 @@ type Result struct {
 // or every such fork would diverge at its first write.
 func Compare(a, b Timeline) *Result {
 	var filesOut string
-	var leftOut int
+	var filesN, leftOut int
 	switch {
 	case a.Files && !b.Files:
-		a, leftOut = withoutFiles(a)
+		a, filesN = without(a, FileKind)
 		filesOut = "left"
 	case b.Files && !a.Files:
-		b, leftOut = withoutFiles(b)
+		b, filesN = without(b, FileKind)
 		filesOut = "right"
 	}
-	if leftOut == 0 {
+	if filesN == 0 {
 		filesOut = "" // the booth run changed no file: nothing was left out
 	}
-	r := &Result{Left: a, Right: b, Pairs: align(a, b), FilesLeftOut: filesOut, filesLeftOut: leftOut}
+	var outputOut string
+	switch {
+	case b.NoOutput && !a.NoOutput:
+		if a, leftOut = without(a, OutputKind); leftOut > 0 {
+			outputOut = "left"
+		}
+	case a.NoOutput && !b.NoOutput:
+		if b, leftOut = without(b, OutputKind); leftOut > 0 {
+			outputOut = "right"
+		}
+	}
+	r := &Result{Left: a, Right: b, Pairs: align(a, b), FilesLeftOut: filesOut, filesLeftOut: filesN, OutputLeftOut: outputOut}
 	for i := range r.Pairs {
 		p := &r.Pairs[i]
 		if p.Op != Changed {
@@ -66,13 +81,13 @@ func Compare(a, b Timeline) *Result {
 	return r
 }
 
-// withoutFiles is tl without its file changes, and how many there were.
-func withoutFiles(tl Timeline) (Timeline, int) {
+// without is tl without its frames of kind, and how many there were.
+func without(tl Timeline, kind string) (Timeline, int) {
 	if tl.TapeFrames == 0 {
 		tl.TapeFrames = len(tl.Frames)
 	}
 	n := len(tl.Frames)
-	tl.Frames = slices.DeleteFunc(slices.Clone(tl.Frames), func(f Frame) bool { return f.Kind == FileKind })
+	tl.Frames = slices.DeleteFunc(slices.Clone(tl.Frames), func(f Frame) bool { return f.Kind == kind })
 	return tl, n - len(tl.Frames)
 }
 
@@ -85,8 +100,21 @@ func (r *Result) filesNote() string {
 	if r.FilesLeftOut == "right" {
 		other = "left"
 	}
-	return fmt.Sprintf("%s left out: only the %s run recorded them (the Shadow Booth records them; the %s run ran outside it)",
+	return fmt.Sprintf("%s left out: only the %s run recorded them (the %s run committed none: it ran outside the Shadow Booth, or is a replay, which answers transactions from the tape)",
 		termtext.Count(r.filesLeftOut, "file change", "file changes"), r.FilesLeftOut, other)
+}
+
+// outputNote says which side's output was left out, "" when none.
+func (r *Result) outputNote() string {
+	if r.OutputLeftOut == "" {
+		return ""
+	}
+	other := "right"
+	if r.OutputLeftOut == "right" {
+		other = "left"
+	}
+	return fmt.Sprintf("output left out: only the %s run recorded it (jukebox did not start the %s run's process: jukebox serve, or a program recording itself)",
+		r.OutputLeftOut, other)
 }
 
 // equal reports whether the timelines agree frame for frame.

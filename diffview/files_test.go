@@ -50,3 +50,31 @@ func TestFilesOfOneSideLeftOut(t *testing.T) {
 		t.Errorf("both recorded files: files left out %q, first divergence %+v", r.FilesLeftOut, r.Pairs[r.First])
 	}
 }
+
+// TestOutputOfOneSideLeftOut: a run jukebox did not start (jukebox serve,
+// a program recording itself) has no output on its tape; against its
+// replay, which has, the replay's output is left out and said so, not
+// taken for the first divergence.
+func TestOutputOfOneSideLeftOut(t *testing.T) {
+	start := Frame{Seq: 0, Kind: "run.start", Signature: "run.start", Title: "start python agent.py"}
+	out := Frame{Seq: 1, Kind: OutputKind, Signature: OutputKind + " stdout", Title: "stdout: done"}
+	end := Frame{Seq: 2, Kind: "run.end", Signature: "run.end", Title: "end exit 0"}
+	served := Timeline{Name: "served", NoOutput: true, Frames: []Frame{start, end}}
+	replay := Timeline{Name: "replay", Frames: []Frame{start, out, end}}
+	r := Compare(served, replay)
+	if r.First >= 0 || r.OutputLeftOut != "right" || r.Report().OutputLeftOut != "right" {
+		t.Fatalf("first divergence %d, output left out %q; want none, right", r.First, r.OutputLeftOut)
+	}
+	if s := SideBySide(r, Options{Width: 160, Styles: PlainStyles()}); !strings.Contains(s, "output left out: only the right run recorded it") {
+		t.Errorf("no note of the output left out:\n%s", s)
+	}
+	if r := Compare(replay, served); r.OutputLeftOut != "left" || r.First >= 0 {
+		t.Errorf("swapped: output left out %q, first %d", r.OutputLeftOut, r.First)
+	}
+	// Both have their output: compared as ever.
+	other := replay
+	other.Frames = []Frame{start, end}
+	if r := Compare(other, replay); r.OutputLeftOut != "" || r.First < 0 {
+		t.Errorf("both recorded output: left out %q, first %d; want the output a divergence", r.OutputLeftOut, r.First)
+	}
+}

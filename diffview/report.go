@@ -9,9 +9,12 @@ type Report struct {
 	Divergence *Divergence `json:"first_divergence"` // null when Equal
 	// FilesLeftOut names the side whose file changes were not compared
 	// ("left" or "right"): only that run recorded them.
-	FilesLeftOut string       `json:"files_left_out,omitempty"`
-	Delta        Totals       `json:"delta"` // right minus left
-	Pairs        []PairReport `json:"pairs"`
+	FilesLeftOut string `json:"files_left_out,omitempty"`
+	// OutputLeftOut names the side whose output was not compared: the
+	// other run's process was not one jukebox started, so it has none.
+	OutputLeftOut string       `json:"output_left_out,omitempty"`
+	Delta         Totals       `json:"delta"` // right minus left
+	Pairs         []PairReport `json:"pairs"`
 }
 
 // Side is one timeline in a Report.
@@ -41,7 +44,7 @@ type FrameRef struct {
 // Report returns r in its JSON form.
 func (r *Result) Report() Report {
 	rep := Report{Left: Side{r.Left.Name, r.LeftTotals}, Right: Side{r.Right.Name, r.RightTotals},
-		Equal: r.equal(), FilesLeftOut: r.FilesLeftOut, Delta: r.Delta, Pairs: make([]PairReport, len(r.Pairs))}
+		Equal: r.equal(), FilesLeftOut: r.FilesLeftOut, OutputLeftOut: r.OutputLeftOut, Delta: r.Delta, Pairs: make([]PairReport, len(r.Pairs))}
 	if d, ok := r.Divergence(); ok {
 		rep.Divergence = &d
 	}

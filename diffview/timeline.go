@@ -18,6 +18,10 @@ type Timeline struct {
 	// it ran in the Shadow Booth). Compare leaves them out when only one
 	// side has them.
 	Files bool `json:"files,omitempty"`
+	// NoOutput says the run's output is not on its tape: jukebox did not
+	// start its process (jukebox serve, a program recording itself).
+	// Compare leaves the other side's OutputKind frames out then.
+	NoOutput bool `json:"no_output,omitempty"`
 }
 
 // Frame is one event of a timeline. Alignment compares Signature only; a
@@ -61,6 +65,9 @@ const CallKind = "llm.response"
 
 // FileKind is the Kind of a file change, tapefmt's file.change.
 const FileKind = "file.change"
+
+// OutputKind is the kind of the frames of a run's output.
+const OutputKind = "proc.output"
 
 // totalsOf sums a timeline.
 func totalsOf(tl Timeline) Totals {

@@ -101,6 +101,7 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 	switch p := p.(type) {
 	case *tapefmt.RunStart:
 		fr.Signature, fr.Title = fr.Kind, "start "+strings.Join(p.Argv, " ")
+		b.tl.NoOutput = b.tl.NoOutput || p.External
 	case *tapefmt.LLMRequest:
 		b.callKey[fr.Seq] = 2 * p.Call
 		err = b.request(&fr, p)

@@ -443,8 +443,15 @@ class SDKTest(SDKBase):
         out = json.loads(rep.stdout)
         self.assertTrue(out.get("output_not_recorded"), out)
         self.assertNotIn("output_same", out)
-        human = subprocess.run([BIN, "replay", tape], cwd=self.dir, env=self.env, capture_output=True, text=True, timeout=120)
+        human = subprocess.run([BIN, "replay", tape, "-o", "replayed.jbx"], cwd=self.dir, env=self.env,
+                               capture_output=True, text=True, timeout=120)
         self.assertIn("stdout not compared (the recording has none", human.stderr)
+        # diff leaves the replay's output out: the recording has none to match it.
+        diff = subprocess.run([BIN, "diff", "--json", tape, "replayed.jbx"], cwd=self.dir, env=self.env,
+                              capture_output=True, text=True, timeout=120, check=True)
+        d = json.loads(diff.stdout)
+        self.assertTrue(d["equal"], diff.stdout[:2000])
+        self.assertEqual(d.get("output_left_out"), "right")
 
     def test_booth_run_stages_sdk_transactions_into_the_booth(self):
         # In the booth an SDK transaction commits into the booth's own
