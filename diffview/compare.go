@@ -91,30 +91,27 @@ func without(tl Timeline, kind string) (Timeline, int) {
 	return tl, n - len(tl.Frames)
 }
 
-// filesNote says which side's file changes were left out, "" when none.
-func (r *Result) filesNote() string {
-	if r.FilesLeftOut == "" {
-		return ""
+// notes say what was left out of the comparison, and why: a side's file
+// changes, a side's output.
+func (r *Result) notes() []string {
+	var out []string
+	if side := r.FilesLeftOut; side != "" {
+		out = append(out, fmt.Sprintf("%s left out: only the %s run recorded them (the %s run committed none: it ran outside the Shadow Booth, or is a replay, which answers transactions from the tape)",
+			termtext.Count(r.filesLeftOut, "file change", "file changes"), side, otherSide(side)))
 	}
-	other := "right"
-	if r.FilesLeftOut == "right" {
-		other = "left"
+	if side := r.OutputLeftOut; side != "" {
+		out = append(out, fmt.Sprintf("output left out: only the %s run recorded it (jukebox did not start the %s run's process: jukebox serve, or a program recording itself)",
+			side, otherSide(side)))
 	}
-	return fmt.Sprintf("%s left out: only the %s run recorded them (the %s run committed none: it ran outside the Shadow Booth, or is a replay, which answers transactions from the tape)",
-		termtext.Count(r.filesLeftOut, "file change", "file changes"), r.FilesLeftOut, other)
+	return out
 }
 
-// outputNote says which side's output was left out, "" when none.
-func (r *Result) outputNote() string {
-	if r.OutputLeftOut == "" {
-		return ""
+// otherSide is "left" for "right" and "right" for "left".
+func otherSide(side string) string {
+	if side == "right" {
+		return "left"
 	}
-	other := "right"
-	if r.OutputLeftOut == "right" {
-		other = "left"
-	}
-	return fmt.Sprintf("output left out: only the %s run recorded it (jukebox did not start the %s run's process: jukebox serve, or a program recording itself)",
-		r.OutputLeftOut, other)
+	return "right"
 }
 
 // equal reports whether the timelines agree frame for frame.

@@ -65,10 +65,8 @@ func walk(r *Result, o Options, l layout, b *strings.Builder) string {
 	if r.equal() {
 		l.banner(seg{"= the timelines agree frame for frame", clsDivergence})
 	}
-	for _, note := range []string{r.filesNote(), r.outputNote()} {
-		if note != "" {
-			l.banner(seg{note, clsFaint})
-		}
+	for _, note := range r.notes() {
+		l.banner(seg{note, clsFaint})
 	}
 	b.WriteString("\n")
 	for _, line := range totalsText(r, o.Styles) {
