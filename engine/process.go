@@ -39,7 +39,9 @@ type outputs struct {
 	tape   *tapefmt.Writer
 	emit   func(Event)
 	mu     sync.Mutex
-	stdout []byte // everything the child wrote to stdout, for replay's comparison
+	stdout []byte // everything the child wrote to stdout, when keepStdout
+	// keepStdout keeps stdout for replay's comparison (stdoutCopy).
+	keepStdout bool
 	// wmu makes the passing on one write at a time, as os/exec does for a
 	// Stdout and Stderr that are the same writer (a bytes.Buffer for both
 	// is a common way to call Record).
@@ -66,7 +68,7 @@ func (o *outputs) pass(fd int, data []byte, w io.Writer) {
 		w.Write(data)
 		o.wmu.Unlock()
 	}
-	if fd == 1 {
+	if fd == 1 && o.keepStdout {
 		o.mu.Lock()
 		o.stdout = append(o.stdout, data...)
 		o.mu.Unlock()

@@ -422,9 +422,16 @@ func (s *session) runEnv(placeholderKeys bool) map[string]string {
 	return set
 }
 
+// outputs capture the agent's output for the session. Only a replay
+// compares stdout with the recording's: a recording or a fork keeps no
+// copy of what may be gigabytes.
+func (s *session) outputs() *outputs {
+	return &outputs{tape: s.tape, emit: s.emit, lines: len(s.o.Redact) > 0, keepStdout: s.mode == tapefmt.ModeReplay}
+}
+
 // run starts the agent, waits for it and closes the tape.
 func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error) {
-	s.outs = &outputs{tape: s.tape, emit: s.emit, lines: len(s.o.Redact) > 0}
+	s.outs = s.outputs()
 	s.serveControl()
 	if err := s.startMCP(); err != nil {
 		s.abandon(err)
