@@ -31,7 +31,7 @@ func dirHint(err error, argv []string, dir string, rec *tapefmt.RunStart) error 
 		return err
 	}
 	return fmt.Errorf("%w\njukebox: %s is looked for in the folder the agent runs in, the current one (%s); "+
-		"the recording ran in %s: replay with --dir %[4]s", err, argv[0], cwd, rec.Cwd)
+		"the recording ran in %s: replay with --dir %s", err, argv[0], cwd, rec.Cwd, shellQuote(rec.Cwd))
 }
 
 // outputFlags is --ignore-output, of record and replay.

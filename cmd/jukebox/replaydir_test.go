@@ -10,10 +10,13 @@ import (
 
 // TestReplayElsewhereNamesDir: a run recorded with a relative command
 // (./agent.sh) and replayed from another folder fails to start, and
-// jukebox says where the recording ran and that --dir runs it there.
+// jukebox says where the recording ran and that --dir runs it there, the
+// folder quoted for a shell (it was pasted bare: "my project" split in
+// two).
 func TestReplayElsewhereNamesDir(t *testing.T) {
 	t.Parallel()
-	home, other := t.TempDir(), t.TempDir()
+	home, other := filepath.Join(t.TempDir(), "my project"), t.TempDir()
+	must(t, os.Mkdir(home, 0o755))
 	must(t, os.WriteFile(filepath.Join(home, "agent.sh"), []byte("#!/bin/sh\necho ok\n"), 0o755))
 	tape := filepath.Join(t.TempDir(), "rel.jbx")
 	run := func(dir string, args ...string) (string, int) {
@@ -26,7 +29,7 @@ func TestReplayElsewhereNamesDir(t *testing.T) {
 		t.Fatalf("record: exit %d\n%s", code, out)
 	}
 	out, code := run(other, "replay", tape)
-	if code == 0 || !strings.Contains(out, "--dir "+home) {
+	if code == 0 || !strings.Contains(out, "--dir '"+home+"'") {
 		t.Fatalf("replay from another folder: exit %d, want a failure naming --dir %s:\n%s", code, home, out)
 	}
 }
