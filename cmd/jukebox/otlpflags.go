@@ -73,7 +73,7 @@ func (f otlpFlags) start(ctx context.Context, o *engine.RunOptions, stderr io.Wr
 		case res == nil:
 		case res.ExportLost > 0 || res.ExportError != "":
 			fmt.Fprintf(stderr, "jukebox: note: the live export to %s lost %d spans (%s); the tape has them all: send it with `jukebox export otlp %s --endpoint URL`\n",
-				where, res.ExportLost, res.ExportError, res.Tape)
+				where, res.ExportLost, res.ExportError, shellQuote(res.Tape))
 		default:
 			fmt.Fprintf(stderr, "jukebox: exported live to %s: trace %s\n", where, l.TraceID())
 			if nt := l.MetricsNotTaken(); nt != "" {
