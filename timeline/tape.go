@@ -38,6 +38,7 @@ const (
 	KindHTTPResponse = tapefmt.KindHTTPResponse
 	KindNetConn      = tapefmt.KindNetConn
 	KindControl      = tapefmt.KindControl
+	KindSnapshot     = tapefmt.KindSnapshot
 )
 
 // RemoteOpener opens a store's tape by its URL (tapestore.Opener): what

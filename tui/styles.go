@@ -112,9 +112,9 @@ var glyphs = map[timeline.Kind]string{
 	timeline.KindToolResult: "↲", timeline.KindMCP: "⇄", timeline.KindFileChange: "✎",
 	timeline.KindOutput: "›", timeline.KindClock: "·", timeline.KindSeed: "·",
 	timeline.KindTxBegin: "⊏", timeline.KindTxCommit: "⊐", timeline.KindTxRollback: "↶",
-	timeline.KindBreakerTrip: "‼", timeline.KindAgentTurn: "☰", timeline.KindMarker: "⚑",
+	timeline.KindBreakerTrip: "‼", timeline.KindAgentTurn: "≡", timeline.KindMarker: "⚑",
 	timeline.KindNetRefused: "⊘", timeline.KindHTTPRequest: "↗", timeline.KindHTTPResponse: "↙",
-	timeline.KindNetConn: "⇋",
+	timeline.KindNetConn: "⇋", timeline.KindControl: "⇅", timeline.KindSnapshot: "▣",
 }
 
 // Glyph returns the sign of kind k.
