@@ -190,7 +190,7 @@ func printTestTable(w io.Writer, s testSummary, took time.Duration) {
 	tw.Flush()
 	skipped := ""
 	if s.Skipped > 0 {
-		skipped = fmt.Sprintf(", %d skipped (their test runner replays them)", s.Skipped)
+		skipped = fmt.Sprintf(", %d skipped (not jukebox test's to replay; each line says why)", s.Skipped)
 	}
 	fmt.Fprintf(w, "%d passed, %d failed%s, in %.1fs\n", s.Passed, s.Failed, skipped, took.Seconds())
 	for _, r := range s.Tapes {

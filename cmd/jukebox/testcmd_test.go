@@ -130,17 +130,21 @@ func TestTestRecordModeAll(t *testing.T) {
 func TestTestSkipsHarnessTapes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name string, argv []string, external bool) {
+	write := func(name string, start tapefmt.RunStart, more ...tapefmt.Payload) {
 		w, err := tapefmt.Create(filepath.Join(dir, name), tapefmt.Options{Sync: tapefmt.SyncNever})
 		must(t, err)
-		_, err = w.Append(0, tapefmt.RunStart{Argv: argv, Cwd: dir, Mode: tapefmt.ModeRecord, External: external})
-		must(t, err)
-		_, err = w.Append(0, tapefmt.RunEnd{})
-		must(t, err)
+		start.Cwd, start.Mode = dir, tapefmt.ModeRecord
+		for _, p := range append(append([]tapefmt.Payload{start}, more...), tapefmt.RunEnd{}) {
+			_, err = w.Append(0, p)
+			must(t, err)
+		}
 		must(t, w.Close())
 	}
-	write("test_triage.jbx", []string{"/usr/bin/python3", "-m", "jukebox._pytest_child"}, false)
-	write("TestAgent.jbx", nil, true)
+	write("test_triage.jbx", tapefmt.RunStart{Argv: []string{"/usr/bin/python3", "-m", "jukebox._pytest_child"}})
+	write("TestAgent.jbx", tapefmt.RunStart{External: true})
+	// jukebox mcp on its own (mcp wrap's servers, a desktop client's).
+	write("mcp-files.jbx", tapefmt.RunStart{Name: "mcp-files", Argv: []string{"sh", "-c", "exit 3"}, External: true},
+		tapefmt.MCPMessage{Server: "files", Session: 1, Direction: tapefmt.MCPStart})
 	out, errs, code := jbIn(dir, nil, "test", ".", "--json", "--junit", "report.xml")
 	if code != ExitOK {
 		t.Fatalf("jukebox test over harness tapes: exit %d\n%s\n%s", code, out, errs)
@@ -153,18 +157,19 @@ func TestTestSkipsHarnessTapes(t *testing.T) {
 		Passed, Failed, Skipped int
 	}
 	must(t, json.Unmarshal([]byte(out), &sum))
-	if sum.Skipped != 2 || sum.Failed != 0 || len(sum.Tapes) != 2 {
-		t.Fatalf("want 2 skipped, none failed: %s", out)
+	if sum.Skipped != 3 || sum.Failed != 0 || len(sum.Tapes) != 3 {
+		t.Fatalf("want 3 skipped, none failed: %s", out)
 	}
 	for _, r := range sum.Tapes {
-		runner := map[string]string{"TestAgent.jbx": "go test replays it", "test_triage.jbx": "pytest replays it"}[r.Tape]
+		runner := map[string]string{"TestAgent.jbx": "go test replays it", "test_triage.jbx": "pytest replays it",
+			"mcp-files.jbx": "recorded by jukebox mcp on its own"}[r.Tape]
 		if r.Verdict != "skipped" || runner == "" || !strings.Contains(r.Where, runner) {
 			t.Errorf("%s: verdict %q, %q; want skipped, naming %q", r.Tape, r.Verdict, r.Where, runner)
 		}
 	}
 	report, err := os.ReadFile(filepath.Join(dir, "report.xml"))
 	must(t, err)
-	if !strings.Contains(string(report), `skipped="2"`) || strings.Count(string(report), "<skipped message=") != 2 {
+	if !strings.Contains(string(report), `skipped="3"`) || strings.Count(string(report), "<skipped message=") != 3 {
 		t.Errorf("JUnit report does not count the skipped tapes:\n%s", report)
 	}
 	must(t, os.WriteFile(filepath.Join(dir, "jukebox.json"), []byte(`{"tapes": {"test_triage.jbx": {"command": ["sh", "-c", "exit 0"]}}}`), 0o644))

@@ -179,18 +179,47 @@ type skipError struct{ why string }
 
 func (e *skipError) Error() string { return e.why }
 
-// harnessTape says why a tape is its test runner's to replay, not jukebox
-// test's: the pytest plugin's tapes have its stand-in for a command, which
-// runs only under pytest; engine/jukeboxtest's have none, the test program
-// having been the agent. "" for any other tape.
-func harnessTape(start *tapefmt.RunStart) string {
+// harnessTape says why a tape is not jukebox test's to replay: the pytest
+// plugin's tapes have its stand-in for a command, which runs only under
+// pytest; engine/jukeboxtest's have none, the test program having been
+// the agent; a tape jukebox mcp made on its own holds an MCP server's
+// session with a client jukebox did not start, and its command is the
+// server's. "" for any other tape.
+func harnessTape(path string, start *tapefmt.RunStart) string {
 	switch {
 	case len(start.Argv) >= 2 && start.Argv[len(start.Argv)-2] == "-m" && start.Argv[len(start.Argv)-1] == "jukebox._pytest_child":
 		return "recorded by jukebox's pytest plugin: pytest replays it (its command runs only under the plugin)"
 	case len(start.Argv) == 0:
 		return "recorded by a program in its own process (engine/jukeboxtest): go test replays it"
+	case mcpServerTape(path, start):
+		return "recorded by jukebox mcp on its own: its command is the MCP server's, and the client that drove it is not on the tape; replay the agent's own run, whose jukebox mcp serves the session from it"
 	}
 	return ""
+}
+
+// mcpServerTape says whether the tape at path is one jukebox mcp recorded
+// on its own (outside any run): jukebox did not start its process
+// (external), it is named after its server (mcp-NAME), and its first MCP
+// frame is that server's.
+func mcpServerTape(path string, start *tapefmt.RunStart) bool {
+	server, ok := strings.CutPrefix(start.Name, "mcp-")
+	if !start.External || !ok {
+		return false
+	}
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return false
+	}
+	defer t.Close()
+	for f, err := range t.Frames(tapefmt.KindMCP) {
+		if err != nil {
+			return false
+		}
+		p, err := f.Decode()
+		m, isMCP := p.(*tapefmt.MCPMessage)
+		return err == nil && isMCP && m.Server == server
+	}
+	return false
 }
 
 // badTapeError: a tape that does not open.
@@ -213,7 +242,7 @@ func (c *TestCmd) replayArgs(tape string, configs *testConfigs) (args []string, 
 	if err != nil {
 		return nil, "", &badTapeError{err}
 	}
-	if why := harnessTape(start); why != "" && len(s.Command) == 0 {
+	if why := harnessTape(tape, start); why != "" && len(s.Command) == 0 {
 		return nil, "", &skipError{why}
 	}
 	dir = s.Dir
