@@ -66,9 +66,11 @@ type sdkTx struct {
 	// statements counts the SQL statements run, for the commit's answer.
 	statements int
 	// sql is what the sessions hold for the decision, by DSN (dsns), for
-	// the tx.commit or tx.rollback frame (keep).
+	// the tx.commit or tx.rollback frame (keep); scs is each session's
+	// standard_conforming_strings.
 	sql     []tapefmt.SQLSession
 	dsns    []string
+	scs     []bool
 	inBooth bool     // commits into the booth's transaction (intoBooth)
 	real    *os.Root // the workspace, opened once for checkBase; closed by forget
 }

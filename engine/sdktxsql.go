@@ -50,19 +50,19 @@ func (st *sdkTx) keep(dsn, sql, tag string, scs bool) {
 	i := slices.Index(st.dsns, dsn)
 	if i < 0 {
 		i = len(st.dsns)
-		st.dsns, st.sql = append(st.dsns, dsn), append(st.sql, tapefmt.SQLSession{Session: i + 1})
+		st.dsns, st.sql, st.scs = append(st.dsns, dsn), append(st.sql, tapefmt.SQLSession{Session: i + 1}), append(st.scs, scs)
 	}
-	s := &st.sql[i]
-	s.Statements = pgbooth.Keep(s.Statements, sql, tag, scs)
-	s.Tables = pgbooth.Tables(s.Statements, scs)
+	st.sql[i].Statements = pgbooth.Keep(st.sql[i].Statements, sql, tag, scs)
 }
 
 // sqlWork is the statements the transaction's sessions hold for its
-// decision, one entry per session that kept one.
+// decision, one entry per session that kept one, with the tables they
+// name (read once, at the decision).
 func (st *sdkTx) sqlWork() []tapefmt.SQLSession {
 	var out []tapefmt.SQLSession
-	for _, s := range st.sql {
+	for i, s := range st.sql {
 		if len(s.Statements) > 0 {
+			s.Tables = pgbooth.Tables(s.Statements, st.scs[i])
 			out = append(out, s)
 		}
 	}
