@@ -12,7 +12,10 @@ tool (
 	golang.org/x/perf/cmd/benchstat
 )
 
-require github.com/duckdb/duckdb-go/v2 v2.10506.0
+require (
+	github.com/duckdb/duckdb-go/v2 v2.10506.0
+	golang.org/x/tools v0.49.0
+)
 
 require (
 	cel.dev/expr v0.24.0 // indirect
@@ -396,7 +399,6 @@ require (
 	golang.org/x/telemetry v0.0.0-20260811182544-a038080d80e5 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	golang.org/x/tools v0.49.0 // indirect
 	golang.org/x/xerrors v0.0.0-20240903120638-7835f813f4da // indirect
 	gonum.org/v1/gonum v0.16.0 // indirect
 	google.golang.org/api v0.250.0 // indirect
