@@ -10,14 +10,14 @@
 # depends on: the Go toolchain and its settings, the tools module's
 # go.mod and go.sum, and a local package's files. A later run, from any
 # clone, finds it there and builds nothing (a fresh clone used to link
-# the four test servers again: 25 s of CPU). Progress goes to stderr;
+# the four test servers again: 33 s of CPU). Progress goes to stderr;
 # stdout is only the export. $ENVVAR_BIN, when set, is where the program
 # goes instead (always built then).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 name=$1 pkg=$2 var=$3
 bin_var="${var}_BIN"
-out=${!bin_var:-}
+out=${!bin_var:-} build=1
 if [ -z "$out" ]; then
 	key=$({
 		go env GOVERSION GOOS GOARCH GOAMD64 CGO_ENABLED CC CXX GOFLAGS
@@ -25,8 +25,9 @@ if [ -z "$out" ]; then
 		case $pkg in ./*) find ".ci/tools/${pkg#./}" -type f | LC_ALL=C sort | xargs sha256sum ;; esac
 	} | sha256sum | cut -c1-16)
 	out=${XDG_CACHE_HOME:-$HOME/.cache}/jukebox-tests/bin/$key/$name
+	[ -x "$out" ] && build=0
 fi
-if [ -n "${!bin_var:-}" ] || [ ! -x "$out" ]; then
+if [ "$build" = 1 ]; then
 	mkdir -p "$(dirname "$out")"
 	echo "$name: building $pkg from the tools module to $out" >&2
 	# Built beside and renamed into place: a build cut short leaves no

@@ -65,6 +65,6 @@ func main() {
 		fmt.Fprintf(os.Stderr, "typecheck: %d error(s)\n", len(errs))
 		os.Exit(1)
 	}
-	fmt.Printf("typecheck: %d packages and their tests, %d in all with what they import, no error (%.1fs)\n",
+	fmt.Printf("typecheck: %d packages and test variants, %d with what they import, no error (%.1fs)\n",
 		len(pkgs), seen, time.Since(start).Seconds())
 }
