@@ -26,7 +26,9 @@ type Call struct {
 	body     []byte // as recorded, read on first need (Matcher.recordedBody)
 	bodyRead bool   // body was read, or bodyErr says why it could not be
 	bodyErr  error
-	respBody []byte  // the response body, decoded when the matcher was made
+	respBody []byte  // the response body, read on first need (Matcher.responseBody)
+	respRead bool    // respBody was read, or respErr says why it could not be
+	respErr  error
 	canon    []byte  // canonical form, made on first need
 	query    *string // canonical query, made on first need
 	used     bool
@@ -130,14 +132,11 @@ func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
 		case *tapefmt.HTTPRequest:
 			m.addCall(plainByID, p.ID, plainCall(p, f.Seq))
 		case *tapefmt.LLMResponse:
-			err = m.answer(byID[p.Call], p, f.Seq)
+			m.answer(byID[p.Call], p, f.Seq)
 		case *tapefmt.HTTPResponse:
-			err = m.answer(plainByID[p.ID], plainResponse(p), f.Seq)
+			m.answer(plainByID[p.ID], plainResponse(p), f.Seq)
 		case *tapefmt.NetConn:
 			sessions = append(sessions, p)
-		}
-		if err != nil {
-			return nil, err
 		}
 	}
 	linkSessions(sessions, plainByID, byID)
@@ -222,10 +221,11 @@ func sameBytes(body []byte) func(*Call) bool {
 	}
 }
 
-// readBodies reads the recorded request bodies in recorded order, in the
-// background while the agent starts, so that a replay does not wait for
-// them before it starts the agent; a request that comes before its
-// recorded body was read matches by address (sameBytes).
+// readBodies reads the recorded request and response bodies in recorded
+// order, in the background while the agent starts, so that a replay does
+// not wait for them before it starts the agent; a request that comes
+// before its recorded body was read matches by address (sameBytes), and
+// an answer needed before it was read is read then (responseBody).
 func (m *Matcher) readBodies() {
 	defer close(m.bodiesRead)
 	m.mu.Lock()
@@ -241,7 +241,41 @@ func (m *Matcher) readBodies() {
 		if !c.bodyRead {
 			c.setBody(body, err)
 		}
+		r := c.Response
 		m.mu.Unlock()
+		if r == nil {
+			continue
+		}
+		body, err = m.body(r.Body)
+		m.mu.Lock()
+		if !c.respRead {
+			c.setResponseBody(body, err)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// responseBody is c's recorded answer's body, read from the tape on first
+// need (readBodies reads them all in the background); the error names the
+// frame.
+func (m *Matcher) responseBody(c *Call) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.responseBodyLocked(c)
+}
+
+// responseBodyLocked is responseBody with m.mu held.
+func (m *Matcher) responseBodyLocked(c *Call) ([]byte, error) {
+	if !c.respRead && c.Response != nil {
+		c.setResponseBody(m.body(c.Response.Body))
+	}
+	return c.respBody, c.respErr
+}
+
+func (c *Call) setResponseBody(body []byte, err error) {
+	c.respBody, c.respErr, c.respRead = body, err, true
+	if err != nil {
+		c.respErr = fmt.Errorf("response body of frame %d: %w", c.RespSeq, err)
 	}
 }
 
@@ -272,17 +306,12 @@ func (c *Call) setBody(body []byte, err error) {
 	}
 }
 
-// answer gives a recorded call (nil: none) its response, frame seq.
-func (m *Matcher) answer(c *Call, r *tapefmt.LLMResponse, seq uint64) error {
-	if c == nil {
-		return nil
+// answer gives a recorded call (nil: none) its response, frame seq; its
+// body is read later (readBodies, responseBody).
+func (m *Matcher) answer(c *Call, r *tapefmt.LLMResponse, seq uint64) {
+	if c != nil {
+		c.Response, c.RespSeq = r, seq
 	}
-	var err error
-	c.Response, c.RespSeq = r, seq
-	if c.respBody, err = m.body(r.Body); err != nil {
-		return fmt.Errorf("response body of frame %d: %w", seq, err)
-	}
-	return nil
 }
 
 // call is the recorded call whose llm.request is frame seq, or nil.

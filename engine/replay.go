@@ -47,6 +47,9 @@ type tapeBackend struct {
 	// requests answered from the tape, by jukebox and live that way.
 	world                 *openWorld
 	served, local, passed atomic.Uint64
+	// unreadable is the first recorded answer that could not be read from
+	// the tape: the call failed, and the replay fails with it.
+	unreadable atomic.Pointer[error]
 	onLive                func() // called once, at the first request sent live to a --live host
 	// interrupted, when the recording was interrupted (Ctrl-C) while
 	// calls were in flight, is called as the replay reaches one of them:
@@ -163,7 +166,12 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 	if r.Status == http.StatusSwitchingProtocols && c.session != nil {
 		return t.serveSession(w, x, c)
 	}
-	body := c.respBody
+	body, err := t.m.responseBody(c)
+	if err != nil {
+		t.unreadable.CompareAndSwap(nil, &err)
+		apiError(w, http.StatusBadGateway, "jukebox replay: the tape's answer to this call does not read: "+err.Error())
+		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadGateway, Error: err.Error()}}
+	}
 	a := answer{resp: *r, body: body, abort: r.Error != ""}
 	if r.Status == 0 {
 		t.waitIfAgentGaveUp(x, c)

@@ -30,14 +30,14 @@ func TestReplayKeepsChunkBoundaries(t *testing.T) {
 	body := []byte("data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: [DONE]\n\n")
 	chunks := tapefmt.Chunks{{End: 15, At: 1000}, {End: 30, At: 2000}, {End: int64(len(body)), At: 3000}}
 	c := &Call{Response: &tapefmt.LLMResponse{Status: 200, Chunks: chunks,
-		Header: http.Header{"Content-Type": {"text/event-stream"}}}, respBody: body}
+		Header: http.Header{"Content-Type": {"text/event-stream"}}}, respBody: body, respRead: true}
 	for _, sp := range []struct {
 		speed  Speed
 		writes int
 	}{{10000, 3}, {0, 1}} {
 		w := &writeCounter{ResponseRecorder: httptest.NewRecorder()}
 		x := &exchange{req: httptest.NewRequest(http.MethodPost, "/openai/v1/chat/completions", nil)}
-		tb := &tapeBackend{speed: sp.speed}
+		tb := &tapeBackend{speed: sp.speed, m: &Matcher{}}
 		tb.serve(w, x, c)
 		if len(w.writes) != sp.writes || !bytes.Equal(w.Body.Bytes(), body) || w.Code != 200 {
 			t.Fatalf("speed %v: %d writes %q, code %d; want %d writes of the recorded body", sp.speed, len(w.writes), w.writes, w.Code, sp.writes)

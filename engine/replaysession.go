@@ -185,6 +185,9 @@ func (s *session) replayed(res *Result, tb *tapeBackend) error {
 	ctlServed, ctlUnused := s.proxy.control.ctl.counts()
 	res.ControlServed, res.Unused = ctlServed, res.Unused+ctlUnused
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
+	if e := tb.unreadable.Load(); e != nil {
+		err = errors.Join(err, fmt.Errorf("%s: %w", tb.tape.Path(), *e))
+	}
 	return err
 }
 

@@ -34,7 +34,8 @@ func (m *Matcher) answerGroups() [][]string {
 			if _, ok := byCanon[k]; !ok {
 				order = append(order, k)
 			}
-			a := llmwire.ReadAnswer(c.respBody)
+			body, _ := m.responseBodyLocked(c) // an unreadable answer has no text to swap
+			a := llmwire.ReadAnswer(body)
 			for _, t := range []string{a.Text, a.ID} {
 				if len(t) >= minSwapText && !slices.Contains(byCanon[k], t) {
 					byCanon[k] = append(byCanon[k], t)

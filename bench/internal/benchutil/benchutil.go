@@ -50,6 +50,9 @@ func MS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // who has no Go build cache).
 func BuildJukebox(dir string) (string, error) {
 	if from := os.Getenv("JUKEBOX_BIN_DIR"); from != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
 		for _, name := range []string{"jukebox", "jukebox-booth"} {
 			b, err := os.ReadFile(filepath.Join(from, name))
 			if err != nil {
