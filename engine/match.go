@@ -26,8 +26,8 @@ type Call struct {
 	body     []byte // as recorded, read on first need (Matcher.recordedBody)
 	bodyRead bool   // body was read, or bodyErr says why it could not be
 	bodyErr  error
-	respBody []byte  // the response body, read on first need (Matcher.responseBody)
-	respRead bool    // respBody was read, or respErr says why it could not be
+	respBody []byte // the response body, read on first need (Matcher.responseBody)
+	respRead bool   // respBody was read, or respErr says why it could not be
 	respErr  error
 	canon    []byte  // canonical form, made on first need
 	query    *string // canonical query, made on first need

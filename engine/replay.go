@@ -50,7 +50,7 @@ type tapeBackend struct {
 	// unreadable is the first recorded answer that could not be read from
 	// the tape: the call failed, and the replay fails with it.
 	unreadable atomic.Pointer[error]
-	onLive                func() // called once, at the first request sent live to a --live host
+	onLive     func() // called once, at the first request sent live to a --live host
 	// interrupted, when the recording was interrupted (Ctrl-C) while
 	// calls were in flight, is called as the replay reaches one of them:
 	// the agent is interrupted there too (cutByInterrupt).
