@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -62,7 +63,7 @@ func (tl *Timeline) Curl(i int) (string, error) {
 		return "", fmt.Errorf("frame %d: where the call went is not on the tape", d.Call.Request)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "curl -sS -X %s %s", req.Method, shellQuote(base+req.Path))
+	fmt.Fprintf(&b, "curl -sS -X %s %s", termtext.ShellQuote(req.Method), termtext.ShellQuote(base+req.Path))
 	h := http.Header(req.Header)
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range h {
@@ -88,7 +89,7 @@ func (tl *Timeline) Curl(i int) (string, error) {
 			continue
 		}
 		for _, v := range h[k] {
-			fmt.Fprintf(&b, " \\\n  -H %s", shellQuote(ck+": "+v))
+			fmt.Fprintf(&b, " \\\n  -H %s", termtext.ShellQuote(ck+": "+v))
 		}
 	}
 	if req.Body.IsZero() {
@@ -105,9 +106,4 @@ func (tl *Timeline) Curl(i int) (string, error) {
 	}
 	fmt.Fprintf(&b, " \\\n  --data-binary @- <<'%s'\n%s\n%s\n", delim, strings.TrimRight(body, "\n"), delim)
 	return b.String(), nil
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

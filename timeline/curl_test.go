@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -57,5 +58,45 @@ func TestCurlRunsTheCall(t *testing.T) {
 	}
 	if _, err := tl.Curl(0); err == nil || !strings.Contains(err.Error(), "no model call") {
 		t.Errorf("curl of run.start: %v", err)
+	}
+}
+
+// TestCurlQuotesWhatTheTapeSays: a tape is anyone's file, and what the
+// curl command takes from it (the method, the path, the headers) is
+// quoted: a hostile tape's method or path run as a word, never as shell
+// code, when the command is pasted.
+func TestCurlQuotesWhatTheTapeSays(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is needed (Debian package curl)")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hostile.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Upstream: map[string]string{"openai": "http://127.0.0.1:1/v1"}})
+		h, _ := w.PutBlob("request", []byte(`{}`))
+		w.Append(0, tapefmt.LLMRequest{Call: 0, Provider: "openai", Method: "POST;touch pwned-method;#", Path: "/v1/x$(touch pwned-path)", Body: h,
+			Header: map[string][]string{"X-Note": {"`touch pwned-header`"}}})
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	cmd, err := tl.Curl(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command("sh", "-c", cmd)
+	sh.Dir = dir
+	sh.CombinedOutput() // curl fails to connect: nothing listens on port 1
+	for _, f := range []string{"pwned-method", "pwned-path", "pwned-header"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("pasting the curl command ran the tape's %s:\n%s", strings.TrimPrefix(f, "pwned-"), cmd)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -78,7 +79,7 @@ func (f matchFlags) rules(tape string, strict bool, w io.Writer) (*reqmatch.Rule
 	switch {
 	case kept.Empty():
 	case strict:
-		fmt.Fprintf(w, "jukebox: --strict: the matching rules beside the tape are not used (%s: %s); jukebox rules %s shows them, --clear removes them\n", file, kept, shellQuote(tape))
+		fmt.Fprintf(w, "jukebox: --strict: the matching rules beside the tape are not used (%s: %s); jukebox rules %s shows them, --clear removes them\n", file, kept, termtext.ShellQuote(tape))
 	default:
 		fmt.Fprintf(w, "jukebox: matching rules from %s applied: %s\n", file, kept)
 	}
@@ -105,5 +106,5 @@ func (f matchFlags) remember(asked bool, tape string, runErr error, w io.Writer)
 		fmt.Fprintf(w, "jukebox: warning: the matching rules could not be remembered beside the tape: %v\n", err)
 		return
 	}
-	fmt.Fprintf(w, "jukebox: matching rules remembered in %s; later replays and forks of this tape use them (not replay --strict); jukebox rules %s shows and clears them\n", side, shellQuote(tape))
+	fmt.Fprintf(w, "jukebox: matching rules remembered in %s; later replays and forks of this tape use them (not replay --strict); jukebox rules %s shows and clears them\n", side, termtext.ShellQuote(tape))
 }

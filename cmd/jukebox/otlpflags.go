@@ -9,6 +9,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/export"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // otlpFlags export a run live to an OpenTelemetry receiver as it is
@@ -73,7 +74,7 @@ func (f otlpFlags) start(ctx context.Context, o *engine.RunOptions, stderr io.Wr
 		case res == nil:
 		case res.ExportLost > 0 || res.ExportError != "":
 			fmt.Fprintf(stderr, "jukebox: note: the live export to %s lost %d spans (%s); the tape has them all: send it with `jukebox export otlp %s --endpoint URL`\n",
-				where, res.ExportLost, res.ExportError, shellQuote(res.Tape))
+				where, res.ExportLost, res.ExportError, termtext.ShellQuote(res.Tape))
 		default:
 			fmt.Fprintf(stderr, "jukebox: exported live to %s: trace %s\n", where, l.TraceID())
 			if nt := l.MetricsNotTaken(); nt != "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -258,7 +259,7 @@ func unreadable(res *engine.Result) error {
 	if d := res.Divergence; d != nil {
 		outcome += fmt.Sprintf("; it diverged from the tape at frame %d", d.Frame)
 	}
-	next := fmt.Sprintf("`jukebox verify %s` says more; `jukebox recover %[1]s -o OUT` keeps what reads", shellQuote(res.Tape))
+	next := fmt.Sprintf("`jukebox verify %s` says more; `jukebox recover %[1]s -o OUT` keeps what reads", termtext.ShellQuote(res.Tape))
 	if _, err := os.Stat(res.Tape); err != nil {
 		next = "the tape is gone (did the agent delete it?)"
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -31,7 +32,7 @@ func dirHint(err error, argv []string, dir string, rec *tapefmt.RunStart) error 
 		return err
 	}
 	return fmt.Errorf("%w\njukebox: %s is looked for in the folder the agent runs in, the current one (%s); "+
-		"the recording ran in %s: replay with --dir %s", err, argv[0], cwd, rec.Cwd, shellQuote(rec.Cwd))
+		"the recording ran in %s: replay with --dir %s", err, argv[0], cwd, rec.Cwd, termtext.ShellQuote(rec.Cwd))
 }
 
 // outputFlags is --ignore-output, of record and replay.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/internal/kong"
-
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapestore"
 )
 
@@ -153,7 +153,7 @@ func (f *storeFlags) upload(ctx context.Context, w io.Writer, path string) {
 	up, err := uploadTape(uctx, f.loc, path, w, tapestore.UploadOptions{})
 	if err != nil {
 		fmt.Fprintf(w, "jukebox: warning: the tape was not uploaded: %v\njukebox: it is kept at %s; jukebox push %s --store %s uploads it\n",
-			err, path, shellQuote(path), shellQuote(f.Store))
+			err, path, termtext.ShellQuote(path), termtext.ShellQuote(f.Store))
 		return
 	}
 	fmt.Fprintf(w, "jukebox: %s\n", uploadedLine(up))
@@ -219,14 +219,6 @@ func uploadedLine(up *tapestore.Uploaded) string {
 		checked = "DAMAGED, sent with --allow-damaged and marked so: " + up.VerifyError
 	}
 	return fmt.Sprintf("uploaded %s to %s (%d bytes; %s; %s%s)", up.Path, up.URL, up.Size, up.Proof, checked, note)
-}
-
-// shellQuote quotes s for a command line the user may paste.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // PushCmd uploads tapes that are not in the store yet.

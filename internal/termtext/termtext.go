@@ -180,3 +180,14 @@ func Count(n int, one, many string) string {
 	}
 	return strconv.Itoa(n) + " " + many
 }
+
+// ShellQuote quotes s as one word of a POSIX shell command line that a
+// person may paste: as it is when it holds only letters, digits and
+// -_./:= (a path, a URL, a method), else in single quotes (a single
+// quote in it ends them, is escaped, and opens them again).
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -95,3 +95,23 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// TestShellQuote: a word that a POSIX shell reads back as the string it
+// quotes, bare only when nothing in it is special to the shell.
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"tapes/run.jbx":          "tapes/run.jbx",
+		"s3://bucket/p/":         "s3://bucket/p/",
+		"":                       "''",
+		"my tape.jbx":            "'my tape.jbx'",
+		"it's":                   `'it'\''s'`,
+		"POST; rm -rf ~ #":       "'POST; rm -rf ~ #'",
+		"$(touch pwned)":         "'$(touch pwned)'",
+		"a\nb":                   "'a\nb'",
+		"http://h:1/v1?x=1&y=$Z": "'http://h:1/v1?x=1&y=$Z'",
+	} {
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
