@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -163,6 +164,7 @@ func parseAndRun(parser *kong.Kong, args []string, env *Env) (code int) {
 	ctx, err := parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "jukebox: %v\n", err)
+		usageHint(env.Stderr, err)
 		return ExitUsage
 	}
 	if g, ok := parser.Model.Target.Addr().Interface().(interface{ globals() *Globals }); ok {
@@ -178,6 +180,21 @@ func parseAndRun(parser *kong.Kong, args []string, env *Env) (code int) {
 		return report(env.Stderr, err)
 	}
 	return ExitOK
+}
+
+// usageHint follows a command line kong refused with the usage of the
+// command it was for (its arguments and required flags) and where its
+// help is: `expected "<tape>"` alone does not say what a tape is.
+func usageHint(w io.Writer, err error) {
+	var pe *kong.ParseError
+	if !errors.As(err, &pe) || pe.Context == nil {
+		return
+	}
+	n := pe.Context.Selected()
+	if n == nil {
+		return // no command: kong's message lists them
+	}
+	fmt.Fprintf(w, "usage: jukebox %s\n`%s --help` says more\n", n.Summary(), n.FullPath())
 }
 
 // globals gives parseAndRun the flags every command shares.

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/redact"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // ReplayCmd replays a recorded run offline.
@@ -108,6 +111,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	defer pg.close()
 	c.checkStore(ctx, env.Stderr)
+	announceRecorded(env.Stderr, c.Cmd, rec)
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{Remote: env.remote(),
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, Repeat: c.Repeat,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
@@ -136,6 +140,16 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	return finishRun(env, res, c.JSON, replayLine(res))
+}
+
+// announceRecorded says which command a replay runs when it is the one
+// the tape recorded (no command after --): a tape is anyone's file, and
+// what it runs is shown before it runs.
+func announceRecorded(w io.Writer, cmd []string, rec *tapefmt.RunStart) {
+	if len(commandArgs(cmd)) > 0 || rec == nil || rec.External || len(rec.Argv) == 0 || redact.RedactedArg(rec.Argv) >= 0 {
+		return
+	}
+	fmt.Fprintf(w, "jukebox: running the recorded command: %s (a command after -- runs instead)\n", quoteArgv(rec.Argv))
 }
 
 // mcpDiverged is a replay's divergence in its MCP sessions: requests the
