@@ -588,8 +588,11 @@ func (s *session) recordChange(txID, root string, c *sandbox.Change) {
 }
 
 func (s *session) appendFrame(p tapefmt.Payload) {
-	if s.tape != nil {
-		s.tape.Append(0, p)
+	if s.tape == nil {
+		return
+	}
+	if _, err := s.tape.Append(0, p); err != nil && s.proxy != nil {
+		s.proxy.wrote(p.Kind().String(), err) // the run's result says so (finish)
 	}
 }
 

@@ -44,8 +44,31 @@ func TestRecordResponseWriteErrorReachesTheRun(t *testing.T) {
 		t.Fatalf("writeError = %v, want the failed llm.response of call 7 named", err)
 	}
 	s := &session{tape: w, path: "run.jbx", proxy: p}
+	s.appendFrame(tapefmt.TxCommit{Tx: "tx-1"}) // the first failure is the one kept
 	var te *TapeError
 	if err := s.finish(tapefmt.RunEnd{}, &Result{}); !errors.As(err, &te) || !strings.Contains(err.Error(), "llm.response of call 7: ") {
 		t.Fatalf("finish = %v, want a *TapeError naming the llm.response of call 7 and why", err)
+	}
+}
+
+// TestBoothFrameWriteErrorReachesTheRun: the booth's and the SDK's frames
+// (a transaction's begin, commit, rollback, its file changes) that the
+// tape refuses are kept for the run's result as the proxy's are, named by
+// kind: never dropped without a word.
+func TestBoothFrameWriteErrorReachesTheRun(t *testing.T) {
+	w, err := tapefmt.NewWriter(&failAfter{n: 1 << 30}, tapefmt.Options{Sync: tapefmt.SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &session{tape: w, path: "run.jbx", proxy: &proxy{tape: w}}
+	s.appendFrame(tapefmt.TxBegin{Tx: "tx-1"})
+	if err := s.proxy.writeError(); err != nil {
+		t.Fatalf("a clean write left %v", err)
+	}
+	w.Close()
+	s.appendFrame(tapefmt.TxCommit{Tx: "tx-1", Changes: 3})
+	var te *TapeError
+	if err := s.finish(tapefmt.RunEnd{}, &Result{}); !errors.As(err, &te) || !strings.Contains(err.Error(), "writing tx.commit: ") {
+		t.Fatalf("finish = %v, want a *TapeError naming the tx.commit frame and why", err)
 	}
 }
