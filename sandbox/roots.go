@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // Staged roots are folders outside the workspace that the booth stages
@@ -147,7 +149,8 @@ func (p *rootPart) check() error {
 		return err
 	}
 	if len(cs.Refused) > 0 {
-		return fmt.Errorf("sandbox: staged root %s holds %d entries the booth cannot commit (%s: %s)", sub.ws.root, len(cs.Refused), cs.Refused[0].Path, cs.Refused[0].Reason)
+		return fmt.Errorf("sandbox: staged root %s holds %s the booth cannot commit (%s: %s)", sub.ws.root,
+			termtext.Count(len(cs.Refused), "entry", "entries"), cs.Refused[0].Path, cs.Refused[0].Reason)
 	}
 	before, err := sub.snapshot(cs)
 	if err != nil {

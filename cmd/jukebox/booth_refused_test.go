@@ -125,7 +125,8 @@ func TestRecordBoothRefused(t *testing.T) {
 	_, errs := wantCode(t, ExitRefused, "record", "-o", tape, "--booth", "--booth-mode", "copy", "--commit", "never", "--keep",
 		"--", "sh", "-c", script)
 	for _, want := range []string{"symlink .venv/bin/python -> /usr/bin/python3", "symlink up -> ..", "write keep.txt",
-		"REFUSED fifo pipe: ", "REFUSED hard-link a-link: ", "3 refused", "kept open", "agent exit 3", "exit 8"} {
+		"REFUSED fifo pipe: ", "REFUSED hard-link a-link: ", "3 refused", "kept open: 3 entries the booth cannot commit were refused",
+		"agent exit 3", "exit 8"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}

@@ -314,10 +314,11 @@ func printBooth(env *Env, b *engine.BoothResult) {
 	printOutbox(env.Stderr, b.Outbox, b.Tx)
 	switch {
 	case b.Refused:
-		fmt.Fprintf(env.Stderr, "jukebox: booth kept open: %d entries the booth cannot commit were refused (REFUSED above); "+
+		refused := termtext.Count(b.RefusedCount(), "entry the booth cannot commit was", "entries the booth cannot commit were")
+		fmt.Fprintf(env.Stderr, "jukebox: booth kept open: %s refused (REFUSED above); "+
 			"nothing was committed or rolled back.\n"+
 			"jukebox: `jukebox booth commit --tx %[2]s` applies the rest without them; `jukebox booth rollback --tx %[2]s` discards it all\n",
-			b.RefusedCount(), b.Tx)
+			refused, b.Tx)
 	case b.Kept && (b.Interrupted || b.Undecided != ""):
 		why := b.Undecided
 		if why == "" {
