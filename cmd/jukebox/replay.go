@@ -149,7 +149,7 @@ func announceRecorded(w io.Writer, cmd []string, rec *tapefmt.RunStart) {
 	if len(commandArgs(cmd)) > 0 || rec == nil || rec.External || len(rec.Argv) == 0 || redact.RedactedArg(rec.Argv) >= 0 {
 		return
 	}
-	fmt.Fprintf(w, "jukebox: running the recorded command: %s (a command after -- runs instead)\n", quoteArgv(rec.Argv))
+	fmt.Fprintf(w, "jukebox: note: running the recorded command: %s (a command after -- runs instead)\n", quoteArgv(rec.Argv))
 }
 
 // mcpDiverged is a replay's divergence in its MCP sessions: requests the

@@ -15,7 +15,7 @@ func TestReplaySaysWhatItRuns(t *testing.T) {
 	tape := filepath.Join(t.TempDir(), "run.jbx")
 	wantCode(t, ExitOK, "record", "-o", tape, "--", "sh", "-c", "echo from the tape")
 	out, errs := wantCode(t, ExitOK, "replay", tape)
-	if !strings.Contains(out, "from the tape") || !strings.Contains(errs, `running the recorded command: sh -c "echo from the tape"`) {
+	if !strings.Contains(out, "from the tape") || !strings.Contains(errs, `jukebox: note: running the recorded command: sh -c "echo from the tape"`) {
 		t.Errorf("replay of the recorded command: stdout %q, stderr %q", out, errs)
 	}
 	_, errs = wantCode(t, ExitOK, "replay", tape, "--", "sh", "-c", "echo from the tape")

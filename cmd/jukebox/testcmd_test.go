@@ -36,6 +36,11 @@ func TestTestCommand(t *testing.T) {
 	record("diverge.jbx", ask("hello")...)
 	record("differs.jbx", "sh", "-c", "echo $$")
 	record("missing.jbx", "sh", "-c", "echo hi")
+	// An agent that failed when recorded and fails alike in replay
+	// reproduced its recording: a pass, whatever replay's own exit code.
+	if _, errs, code := run("record", "-o", filepath.Join("suite", "failing.jbx"), "--", "sh", "-c", "echo failing; exit 3"); code != 3 {
+		t.Fatalf("record failing.jbx: exit %d\n%s", code, errs)
+	}
 	tampered, err := os.ReadFile(filepath.Join("..", "..", "testdata", "tapes", "tampered.jbx"))
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(dir, "suite", "tampered.jbx"), tampered, 0o644))
@@ -53,13 +58,14 @@ func TestTestCommand(t *testing.T) {
 	checkShape(t, jsonDoc(t), "test", out, map[string]map[string]bool{})
 	var sum testSummary
 	must(t, json.Unmarshal([]byte(out), &sum))
-	want := map[string]string{"good.jbx": "pass", "diverge.jbx": "diverged", "differs.jbx": "differs", "missing.jbx": "error", "tampered.jbx": "unreadable"}
+	want := map[string]string{"good.jbx": "pass", "failing.jbx": "pass", "diverge.jbx": "diverged", "differs.jbx": "differs",
+		"missing.jbx": "error", "tampered.jbx": "unreadable"}
 	for _, r := range sum.Tapes {
 		if w := want[filepath.Base(r.Tape)]; r.Verdict != w {
 			t.Errorf("%s: verdict %q (%s), want %q", r.Tape, r.Verdict, r.Where, w)
 		}
 	}
-	if len(sum.Tapes) != 5 || sum.Passed != 1 || sum.Failed != 4 {
+	if len(sum.Tapes) != 6 || sum.Passed != 2 || sum.Failed != 4 {
 		t.Errorf("summary %+v", sum)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "reports", "junit.xml"))
@@ -68,7 +74,7 @@ func TestTestCommand(t *testing.T) {
 	if err := xml.Unmarshal(b, &junit); err != nil || len(junit.Suites) != 1 {
 		t.Fatalf("the JUnit report does not parse: %v\n%s", err, b)
 	}
-	if s := junit.Suites[0]; s.Tests != 5 || s.Failures != 2 || s.Errors != 2 || len(s.Cases) != 5 {
+	if s := junit.Suites[0]; s.Tests != 6 || s.Failures != 2 || s.Errors != 2 || len(s.Cases) != 6 {
 		t.Errorf("JUnit counts: %d tests, %d failures, %d errors", s.Tests, s.Failures, s.Errors)
 	}
 	for _, gone := range []struct {

@@ -161,7 +161,8 @@ func (c *TestCmd) runOne(ctx context.Context, self, tape string, configs *testCo
 	runErr := cmd.Run()
 	code := cmd.ProcessState.ExitCode()
 	r.Verdict, r.Code = verdictOf(code)
-	if r.Verdict == "pass" {
+	if r.Verdict == "pass" || reproducedEnd(code, stdout.Bytes()) {
+		r.Verdict, r.Code = verdictOf(ExitOK)
 		return r
 	}
 	r.Where = whereItFailed(stdout.Bytes(), stderr.String())
@@ -288,6 +289,21 @@ func recordArgs(mode, tape string, start *tapefmt.RunStart, command []string) []
 		command = start.Argv
 	}
 	return append(append(args, "--"), command...)
+}
+
+// reproducedEnd says whether a replay that exited code (not 0, nor one of
+// replay's verdicts) reproduced its recording whole, by its --json result:
+// the recorded agent failed (exit code, or the recording's interruption
+// replayed where it was) and ended so again, with the same stdout and
+// every call answered from the tape. A tape is a test of reproduction, so
+// that is a pass; the replay's own exit code mirrors the agent's.
+func reproducedEnd(code int, stdout []byte) bool {
+	var res engine.Result
+	if code <= 0 || json.Unmarshal(stdout, &res) != nil || res.Unreadable != "" || res.Breaker != nil ||
+		res.ExitSame == nil || !*res.ExitSame || res.NotReproduced() != "" {
+		return false
+	}
+	return code == res.End.ExitCode || (code == ExitInterrupted && res.Interrupted != nil)
 }
 
 // whereItFailed says in one line where a replay failed: its divergence
