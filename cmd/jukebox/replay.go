@@ -78,6 +78,9 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if why := harnessTape(c.Tape, rec); why != "" && len(commandArgs(c.Cmd)) == 0 {
+		return withCode(ExitUsage, fmt.Errorf("%s: %s (to run a command against its calls all the same, give it after --)", c.Tape, why))
+	}
 	speed, _ := engine.ParseSpeed(c.Speed)
 	hosts, _ := c.liveHosts()
 	rules, err := c.rules(c.Tape, c.Strict, env.Stderr)

@@ -151,6 +151,12 @@ func TestTestSkipsHarnessTapes(t *testing.T) {
 	// jukebox mcp on its own (mcp wrap's servers, a desktop client's).
 	write("mcp-files.jbx", tapefmt.RunStart{Name: "mcp-files", Argv: []string{"sh", "-c", "exit 3"}, External: true},
 		tapefmt.MCPMessage{Server: "files", Session: 1, Direction: tapefmt.MCPStart})
+	// jukebox replay of one says whose it is, and runs nothing.
+	for tape, runner := range map[string]string{"test_triage.jbx": "pytest replays it", "mcp-files.jbx": "recorded by jukebox mcp on its own"} {
+		if _, errs, code := jbIn(dir, nil, "replay", tape); code != ExitUsage || !strings.Contains(errs, runner) || !strings.Contains(errs, "after --") {
+			t.Errorf("jukebox replay %s: exit %d, %q; want %d naming %q", tape, code, errs, ExitUsage, runner)
+		}
+	}
 	out, errs, code := jbIn(dir, nil, "test", ".", "--json", "--junit", "report.xml")
 	if code != ExitOK {
 		t.Fatalf("jukebox test over harness tapes: exit %d\n%s\n%s", code, out, errs)
