@@ -149,7 +149,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 // the tape recorded (no command after --): a tape is anyone's file, and
 // what it runs is shown before it runs.
 func announceRecorded(w io.Writer, cmd []string, rec *tapefmt.RunStart) {
-	if len(commandArgs(cmd)) > 0 || rec == nil || rec.External || len(rec.Argv) == 0 || redact.RedactedArg(rec.Argv) >= 0 {
+	if len(commandArgs(cmd)) > 0 || rec == nil || len(rec.Argv) == 0 || redact.RedactedArg(rec.Argv) >= 0 {
 		return
 	}
 	fmt.Fprintf(w, "jukebox: note: running the recorded command: %s (a command after -- runs instead)\n", quoteArgv(rec.Argv))
