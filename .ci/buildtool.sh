@@ -10,7 +10,9 @@
 # depends on: the Go toolchain and its settings, the tools module's
 # go.mod and go.sum, and a local package's files. A later run, from any
 # clone, finds it there and builds nothing (a fresh clone used to link
-# the four test servers again: 33 s of CPU). Progress goes to stderr;
+# the four test servers again: 33 s of CPU). A cached program is touched
+# when used; others of the same name unused for 30 days, and builds cut
+# short a day ago, are removed. Progress goes to stderr;
 # stdout is only the export. $ENVVAR_BIN, when set, is where the program
 # goes instead (always built then).
 set -euo pipefail
@@ -36,5 +38,12 @@ if [ "$build" = 1 ]; then
 	mv -f "$out.tmp.$$" "$out"
 else
 	echo "$name: $out (built earlier from the same sources)" >&2
+	touch "$out"
+fi
+if [ -z "${!bin_var:-}" ]; then
+	cache=$(dirname "$(dirname "$out")")
+	find "$cache" -mindepth 2 -maxdepth 2 \( -name "$name" -mtime +30 -o -name "$name.tmp.*" -mtime +0 \) \
+		! -path "$out" -delete 2>/dev/null || true
+	find "$cache" -mindepth 1 -maxdepth 1 -type d -empty -delete 2>/dev/null || true
 fi
 printf 'export %s=%q\n' "$var" "$out"
