@@ -56,15 +56,30 @@ func (c *control) append(p tapefmt.Payload) (uint64, error) {
 	return c.p.tape.Append(0, p)
 }
 
-// Info is the run: its mode, tape and calls.
+// Info is the run: its mode, tape and calls. While a replay or a fork
+// answers from a tape, the tape is that one, whose id the recorded agent
+// was told (it was the tape being written): the agent sees what it saw
+// then, whether or not the replay writes a tape of its own.
 func (c *control) Info(context.Context) (controlapi.Info, error) {
 	info := controlapi.Info{API: ControlAPIVersion, Calls: c.p.calls.Load(), Recording: c.p.tape != nil,
 		Mode: string(c.mode), Transactions: c.txs.available() || c.answersTx()}
-	if c.p.tape != nil {
+	if t, _ := c.readTape(); t != nil && !c.live() {
+		info.TapeID = shownTapeID(t)
+	} else if c.p.tape != nil {
 		id := c.p.tape.ID()
 		info.TapeID = hex.EncodeToString(id[:])
 	}
 	return info, nil
+}
+
+// shownTapeID is the tape id the agent recorded on t was told: the one
+// its run.start names (a replay tape's), else t's own.
+func shownTapeID(t *tapefmt.Tape) string {
+	if start, err := FirstRunStart(t); err == nil && start.ShownTapeID != "" {
+		return start.ShownTapeID
+	}
+	id := t.ID()
+	return hex.EncodeToString(id[:])
 }
 
 // Marker writes a marker frame.

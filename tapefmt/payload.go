@@ -79,6 +79,11 @@ type RunStart struct {
 	// itself): its output is not on the tape, and run.end has the exit it
 	// reported.
 	External bool `json:"external,omitempty"`
+	// ShownTapeID is the tape id (hex) the agent was told it was recorded
+	// on (the control API's info), when it is not this tape's own: a
+	// replay's, that of the recording it replayed, so that a replay of
+	// the replay tells the agent the same.
+	ShownTapeID string `json:"shown_tape_id,omitempty"`
 }
 
 // GitRef is the commit and branch a run's working folder was on.

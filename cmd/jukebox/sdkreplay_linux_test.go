@@ -29,6 +29,7 @@ def ask(q):
         return json.load(r)["choices"][0]["message"]["content"][:30]
 print("plan:", ask("plan the refund"))
 with jb.record_agent_turn(agent_name="planner", message="stage the refund", model="demo-large", cost_usd=0.001) as tx:
+    print("tape:", tx.tape_id)
     tx.stage_file_write("ledger.json", '{"refund_usd": REFUND}')
     tx.stage_sql("books.db", "CREATE TABLE IF NOT EXISTS refunds (usd REAL)")
     tx.stage_sql("books.db", "INSERT INTO refunds VALUES (?)", [12.5])
