@@ -291,12 +291,12 @@ func recordArgs(mode, tape string, start *tapefmt.RunStart, command []string) []
 	return append(append(args, "--"), command...)
 }
 
-// reproducedEnd says whether a replay that exited code (not 0, nor one of
-// replay's verdicts) reproduced its recording whole, by its --json result:
-// the recorded agent failed (exit code, or the recording's interruption
-// replayed where it was) and ended so again, with the same stdout and
-// every call answered from the tape. A tape is a test of reproduction, so
-// that is a pass; the replay's own exit code mirrors the agent's.
+// reproducedEnd says whether a replay that exited code (not 0) reproduced
+// its recording whole, by its --json result: the recorded agent failed
+// (its exit code, or the recording's interruption replayed where it was)
+// and ended so again, with the same stdout and every call answered from
+// the tape. A tape is a test of reproduction, so that is a pass: the
+// replay's exit code mirrors the agent's, which may be 3, 5 or 6 too.
 func reproducedEnd(code int, stdout []byte) bool {
 	var res engine.Result
 	if code <= 0 || json.Unmarshal(stdout, &res) != nil || res.Unreadable != "" || res.Breaker != nil ||
