@@ -137,6 +137,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	networkNotes(env.Stderr, res)
+	elsewhereNote(env.Stderr, c.Dir, c.Cmd, rec, res)
 	if c.Strict {
 		if why := res.NotReproduced(); why != "" {
 			return finishStrict(env, res, c.JSON, replayLine(res), why)

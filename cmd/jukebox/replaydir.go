@@ -3,12 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -33,6 +35,23 @@ func dirHint(err error, argv []string, dir string, rec *tapefmt.RunStart) error 
 	}
 	return fmt.Errorf("%w\njukebox: %s is looked for in the folder the agent runs in, the current one (%s); "+
 		"the recording ran in %s: replay with --dir %s", err, argv[0], cwd, rec.Cwd, termtext.ShellQuote(rec.Cwd))
+}
+
+// elsewhereNote says, when a replay ran the recorded command in another
+// folder than the recording did (no --dir) and the agent ended otherwise,
+// that a file the command names relatively (python agent.py) is looked
+// for here and --dir runs it where it was recorded: the command itself
+// was found, so dirHint had nothing to say.
+func elsewhereNote(w io.Writer, dir string, cmd []string, rec *tapefmt.RunStart, res *engine.Result) {
+	if dir != "" || len(commandArgs(cmd)) > 0 || rec == nil || rec.Cwd == "" || res == nil || res.ExitSame == nil || *res.ExitSame {
+		return
+	}
+	cwd, _ := os.Getwd()
+	if cwd == rec.Cwd {
+		return
+	}
+	fmt.Fprintf(w, "jukebox: note: the recording ran in %s, this replay in %s: what the command names relatively is looked for here; "+
+		"--dir %s replays it where it was recorded\n", rec.Cwd, cwd, termtext.ShellQuote(rec.Cwd))
 }
 
 // outputFlags is --ignore-output, of record and replay.

@@ -32,4 +32,16 @@ func TestReplayElsewhereNamesDir(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "--dir '"+home+"'") {
 		t.Fatalf("replay from another folder: exit %d, want a failure naming --dir %s:\n%s", code, home, out)
 	}
+	// The command is found (sh) but the script it names (agent.sh) is not:
+	// the agent ends otherwise, and the note names --dir all the same.
+	tape = filepath.Join(filepath.Dir(tape), "sh.jbx")
+	if out, code := run(home, "record", "-o", tape, "--", "sh", "agent.sh"); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, out)
+	}
+	if out, code = run(other, "replay", tape); code == 0 || !strings.Contains(out, "--dir '"+home+"' replays it where it was recorded") {
+		t.Fatalf("replay of sh agent.sh from another folder: exit %d, want a note naming --dir %s:\n%s", code, home, out)
+	}
+	if out, _ = run(home, "replay", tape); strings.Contains(out, "--dir") {
+		t.Fatalf("replay in the recorded folder named --dir:\n%s", out)
+	}
 }
