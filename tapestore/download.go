@@ -232,8 +232,12 @@ func fetchWhole(ctx context.Context, raw string, noCache, reuse bool) (*Fetched,
 	f := &Fetched{URL: s.Loc.TapeURL(loc.Name), loc: loc, s: s, ctx: ctx, noCache: noCache, cleanup: func() {}}
 	a, err := try(ctx, "HEAD "+f.URL, requestTimeout, func(ctx context.Context) (attributes, error) { return s.b.Attributes(ctx, loc.Name) })
 	if err != nil {
+		err = s.wrap(loc.Name, err)
+		if codeOf(err) == codeNotFound {
+			err = s.uploadedAs(ctx, loc.Name, err)
+		}
 		s.Close()
-		return nil, s.wrap(loc.Name, err)
+		return nil, err
 	}
 	f.Size, f.etag = a.Size, a.ETag
 	if noCache {

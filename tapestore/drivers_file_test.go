@@ -144,3 +144,23 @@ func TestFolderMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestNotFoundNamesTheUploadedKey: push keeps run.jbx as run-ID.jbx; the
+// URL a user tries next (STORE/run.jbx) is not found, and the error names
+// the key it was uploaded under; a name never pushed gets no guess.
+func TestNotFoundNamesTheUploadedKey(t *testing.T) {
+	ctx := context.Background()
+	s, root := folderStore(t)
+	up, err := s.Upload(ctx, copyTape(t, t.TempDir(), "run.jbx"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Local(ctx, "file://"+root+"/run.jbx", true)
+	if err == nil || !strings.Contains(err.Error(), "not found") || !strings.Contains(err.Error(), up.URL) {
+		t.Errorf("fetching run.jbx after its push: %v, want not found naming %s", err, up.URL)
+	}
+	_, _, err = Local(ctx, "file://"+root+"/other.jbx", true)
+	if err == nil || strings.Contains(err.Error(), "push keeps") {
+		t.Errorf("fetching a tape never pushed: %v, want not found alone", err)
+	}
+}

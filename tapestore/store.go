@@ -60,6 +60,29 @@ func (s *Store) wrap(key string, err error) error {
 	return fmt.Errorf("store %s: %w", where, err)
 }
 
+// uploadedAs adds to err (name is not in the store) the keys a tape of
+// that name was uploaded under (KeyFor adds its id: push's run.jbx is
+// run-3d3fcc001687.jbx), so that the URL a user tries after a push leads
+// to the one to give.
+func (s *Store) uploadedAs(ctx context.Context, name string, err error) error {
+	stem := strings.TrimSuffix(name, TapeExt) + "-"
+	var keys []string
+	it := s.b.List(stem, "/")
+	for len(keys) < 5 {
+		o, lerr := next(ctx, "LIST "+s.Loc.String(), it)
+		if lerr != nil {
+			break
+		}
+		if rest, ok := strings.CutPrefix(o.Key, stem); ok && !o.IsDir && len(rest) == 12+len(TapeExt) && strings.HasSuffix(rest, TapeExt) {
+			keys = append(keys, s.Loc.TapeURL(o.Key))
+		}
+	}
+	if len(keys) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; push keeps a tape under its name and id: %s", err, strings.Join(keys, ", "))
+}
+
 // KeyFor is the key a tape is uploaded under: its local name with the
 // first 12 hex digits of its tape id, so that tapes of the same name from
 // many machines never share a key (a name that holds them already is kept).
