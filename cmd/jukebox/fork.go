@@ -130,6 +130,9 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if why := harnessTape(c.Tape, start); why != "" && len(commandArgs(c.Cmd)) == 0 {
+		return withCode(ExitUsage, fmt.Errorf("%s: %s (to fork a command against its calls all the same, give it after --)", c.Tape, why))
+	}
 	rules, err := c.rules(c.Tape, false, env.Stderr)
 	if err != nil {
 		return err
@@ -212,6 +215,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	defer pg.close()
 	c.checkStore(ctx, env.Stderr)
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
+	announceRecorded(env.Stderr, c.Cmd, start)
 	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Remote: env.remote(), Frame: c.Frame,
 		Overrides: over, Tape: out, Upstreams: c.Upstream, Rules: rules, LiveHosts: hosts})
 	if res != nil {

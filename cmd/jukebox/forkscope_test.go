@@ -26,7 +26,11 @@ func TestForkScopeFlags(t *testing.T) {
 			tape = filepath.Join(work, "fork-once.jbx")
 			fork(ExitOK, tape, "--model", "demo-small", "--once", "--set", "messages.0.content=Be terse.")
 		} else {
-			fork(ExitOK, tape, "--model", "demo-small", "--set", "messages.0.content=Be terse.")
+			// The fork runs the parent's recorded command, and says so first.
+			errs := fork(ExitOK, tape, "--model", "demo-small", "--set", "messages.0.content=Be terse.")
+			if !strings.Contains(errs, "jukebox: note: running the recorded command: ") {
+				t.Errorf("the fork did not name the recorded command it runs:\n%s", errs)
+			}
 		}
 		tp := openTape(t, tape)
 		start, err := engine.FirstRunStart(tp)

@@ -151,10 +151,12 @@ func TestTestSkipsHarnessTapes(t *testing.T) {
 	// jukebox mcp on its own (mcp wrap's servers, a desktop client's).
 	write("mcp-files.jbx", tapefmt.RunStart{Name: "mcp-files", Argv: []string{"sh", "-c", "exit 3"}, External: true},
 		tapefmt.MCPMessage{Server: "files", Session: 1, Direction: tapefmt.MCPStart})
-	// jukebox replay of one says whose it is, and runs nothing.
+	// jukebox replay or fork of one says whose it is, and runs nothing.
 	for tape, runner := range map[string]string{"test_triage.jbx": "pytest replays it", "mcp-files.jbx": "recorded by jukebox mcp on its own"} {
-		if _, errs, code := jbIn(dir, nil, "replay", tape); code != ExitUsage || !strings.Contains(errs, runner) || !strings.Contains(errs, "after --") {
-			t.Errorf("jukebox replay %s: exit %d, %q; want %d naming %q", tape, code, errs, ExitUsage, runner)
+		for _, args := range [][]string{{"replay", tape}, {"fork", "--no-booth", "--frame", "1", tape}} {
+			if _, errs, code := jbIn(dir, nil, args...); code != ExitUsage || !strings.Contains(errs, runner) || !strings.Contains(errs, "after --") {
+				t.Errorf("jukebox %s: exit %d, %q; want %d naming %q", strings.Join(args, " "), code, errs, ExitUsage, runner)
+			}
 		}
 	}
 	out, errs, code := jbIn(dir, nil, "test", ".", "--json", "--junit", "report.xml")
