@@ -342,6 +342,9 @@ func TestBoothKey(t *testing.T) {
 	if _, err := loadKey(inside, w, true); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
 		t.Fatalf("key inside the workspace: %v", err)
 	}
+	if _, err := os.Lstat(filepath.Join(ws, "state")); err == nil {
+		t.Fatal("refusing a key inside the workspace made its folder there")
+	}
 	// A booth with a key it cannot use does not begin (the key signs
 	// tx.json), and leaves nothing behind.
 	mkTree(t, ws, map[string]string{"a.txt": "a"})

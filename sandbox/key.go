@@ -57,17 +57,20 @@ func loadKey(opts Options, w *workspace, create bool) ([]byte, error) {
 		return fmt.Errorf("sandbox: booth key %s: %s", name, fmt.Sprintf(why, args...))
 	}
 	dir := filepath.Dir(name)
+	inside := func() bool { // w != nil; checked before the folder is made, and after
+		rel, err := filepath.Rel(w.root, resolvedPath(dir))
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
+	if w != nil && inside() {
+		return nil, refuse("it lies inside the workspace %s: set XDG_STATE_HOME to a directory outside it", w.root)
+	}
 	if create {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, refuse("%v", err)
 		}
 	}
-	if w != nil {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			if rel, err := filepath.Rel(w.root, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				return nil, refuse("it lies inside the workspace %s: set XDG_STATE_HOME to a directory outside it", w.root)
-			}
-		}
+	if w != nil && inside() {
+		return nil, refuse("it lies inside the workspace %s: set XDG_STATE_HOME to a directory outside it", w.root)
 	}
 	if fi, err := os.Stat(dir); err == nil {
 		if uid, ok := fileOwner(fi); ok && uid != os.Geteuid() {
@@ -88,6 +91,23 @@ func loadKey(opts Options, w *workspace, create bool) ([]byte, error) {
 		key, err = readKey(name, refuse)
 	}
 	return key, err
+}
+
+// resolvedPath is p with the symlinks of its longest existing ancestor
+// resolved, the rest (not made yet) joined as it is.
+func resolvedPath(p string) string {
+	var rest []string
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(append([]string{p}, rest...)...)
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }
 
 // readKey opens the key without following a symlink and checks it.
