@@ -95,8 +95,10 @@ func ResponseUsage(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, e
 		call = request()
 	}
 	var body []byte
-	if !resp.Body.IsZero() && blob != nil {
-		if raw, err := blob(resp.Body); err == nil {
+	if blob != nil {
+		// A live answer not on a tape yet has no hash: its blob func gives
+		// the body whatever it is asked (the breaker's, engine.answerOf).
+		if raw, err := blob(resp.Body); err == nil && len(raw) > 0 {
 			body = DecodeBody(resp.Header, raw).Text
 			model, u := ReadUsage(call.Provider, call.Path, resp.Header, body)
 			c.Model = cmp.Or(c.Model, model)
