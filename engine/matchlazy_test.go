@@ -15,7 +15,7 @@ import (
 // TestMatchReadsRecordedBodiesOnNeed: the matcher does not read the
 // recorded request bodies before the agent starts. A body sent as
 // recorded matches by its address, even when the recorded copy is damaged
-// (what replay serves, the answer, is read and checked); one that must be
+// (what replay serves, the answer, is read and checked when served); one that must be
 // compared by its canonical form reads the recorded copy, and a damaged
 // one is named on the recorded side of the divergence.
 func TestMatchReadsRecordedBodiesOnNeed(t *testing.T) {
@@ -23,25 +23,7 @@ func TestMatchReadsRecordedBodiesOnNeed(t *testing.T) {
 		`{"model":"m","messages":[{"role":"user","content":"b1c3e8f4a2d6079e5f31c4b7a9e2d8f0c6b5a4e3d2f1"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":"0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c"}]}`,
 	}
-	path := filepath.Join(t.TempDir(), "run.jbx")
-	err := tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
-		if _, err := w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Mode: tapefmt.ModeRecord}); err != nil {
-			return err
-		}
-		for i, b := range bodies {
-			req := tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions",
-				Header: http.Header{"Content-Type": {"application/json"}}, Size: int64(len(b))}
-			req.Body, _ = w.PutBlob("req", []byte(b))
-			w.Append(0, req)
-			h, _ := w.PutBlob("resp", []byte(`{"id":"answer-`+string(rune('a'+i))+`"}`))
-			w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Body: h, Header: http.Header{"Content-Type": {"application/json"}}})
-		}
-		_, err := w.Append(0, tapefmt.RunEnd{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, _ := callsTape(t, bodies, [][]byte{[]byte(`{"id":"answer-a"}`), []byte(`{"id":"answer-b"}`)})
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +62,50 @@ func TestMatchReadsRecordedBodiesOnNeed(t *testing.T) {
 	if c, d := m.Match(req(bodies[0])); d != nil || c.Seq != 1 {
 		t.Fatalf("first body as recorded: %s, divergence %v; want the call at frame 1", callAt(c), d)
 	}
+}
+
+// callsTape writes a tape of one run of JSON calls to the OpenAI chat
+// endpoint: each request body answered by its answer, or (nil) by the
+// address of a body the tape does not hold. It returns the path and each
+// answer's frame.
+func callsTape(t *testing.T, requests []string, answers [][]byte) (string, []uint64) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.jbx")
+	var seqs []uint64
+	json := http.Header{"Content-Type": {"application/json"}}
+	err := tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
+		if _, err := w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Mode: tapefmt.ModeRecord}); err != nil {
+			return err
+		}
+		for i, b := range requests {
+			req := tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions",
+				Header: json, Size: int64(len(b)), Model: "m"}
+			var err error
+			if req.Body, err = w.PutBlob("req", []byte(b)); err != nil {
+				return err
+			}
+			if _, err := w.Append(0, req); err != nil {
+				return err
+			}
+			h := tapefmt.HashOf([]byte("a body this tape does not hold"))
+			if answers[i] != nil {
+				if h, err = w.PutBlob("resp", answers[i]); err != nil {
+					return err
+				}
+			}
+			seq, err := w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Body: h, Header: json})
+			if err != nil {
+				return err
+			}
+			seqs = append(seqs, seq)
+		}
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, seqs
 }
 
 func callAt(c *Call) string {

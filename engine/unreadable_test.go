@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,36 +17,8 @@ import (
 // recorded status with an empty body), and the replay's verdict carries it.
 func TestUnreadableAnswerFailsItsCall(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "run.jbx")
 	reqs := []string{`{"model":"m","messages":[{"role":"user","content":"one"}]}`, `{"model":"m","messages":[{"role":"user","content":"two"}]}`}
-	var missingAt uint64
-	err := tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
-		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Mode: tapefmt.ModeRecord})
-		json := http.Header{"Content-Type": {"application/json"}}
-		for i, r := range reqs {
-			req, err := w.PutBlob("req", []byte(r))
-			if err != nil {
-				return err
-			}
-			resp := tapefmt.HashOf([]byte(`{"never":"stored"}`))
-			if i == 0 {
-				if resp, err = w.PutBlob("resp", []byte(`{"answer":"one"}`)); err != nil {
-					return err
-				}
-			}
-			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions",
-				Header: json, Body: req, Size: int64(len(r)), Model: "m"})
-			seq, err := w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Body: resp, Header: json})
-			if err != nil {
-				return err
-			}
-			missingAt = seq
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, seqs := callsTape(t, reqs, [][]byte{[]byte(`{"answer":"one"}`), nil})
 	tp, err := tapefmt.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -68,13 +39,12 @@ func TestUnreadableAnswerFailsItsCall(t *testing.T) {
 		switch {
 		case i == 0 && (rec.Code != 200 || body != `{"answer":"one"}`):
 			t.Errorf("first call: %d %q, want the recorded answer", rec.Code, body)
-		case i == 1 && (rec.Code != http.StatusBadGateway || !strings.Contains(body, "does not read") || !strings.Contains(body, fmt.Sprintf("frame %d", missingAt))):
-			t.Errorf("second call: %d %q, want a 502 naming frame %d", rec.Code, body, missingAt)
+		case i == 1 && (rec.Code != http.StatusBadGateway || !strings.Contains(body, "does not read") || !strings.Contains(body, fmt.Sprintf("frame %d", seqs[1]))):
+			t.Errorf("second call: %d %q, want a 502 naming frame %d", rec.Code, body, seqs[1])
 		}
 	}
 	s := &session{proxy: p}
-	res := &Result{}
-	if err := s.replayed(res, tb); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "response body of frame") {
+	if err := s.replayed(&Result{}, tb); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "response body of frame") {
 		t.Errorf("the replay's verdict: %v, want the unreadable answer named with the tape", err)
 	}
 }
