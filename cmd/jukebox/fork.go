@@ -130,8 +130,8 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	if why := harnessTape(c.Tape, start); why != "" && len(commandArgs(c.Cmd)) == 0 {
-		return withCode(ExitUsage, fmt.Errorf("%s: %s (to fork a command against its calls all the same, give it after --)", c.Tape, why))
+	if err := refuseHarness(c.Tape, start, c.Cmd); err != nil {
+		return err
 	}
 	rules, err := c.rules(c.Tape, false, env.Stderr)
 	if err != nil {

@@ -78,8 +78,8 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	if why := harnessTape(c.Tape, rec); why != "" && len(commandArgs(c.Cmd)) == 0 {
-		return withCode(ExitUsage, fmt.Errorf("%s: %s (to run a command against its calls all the same, give it after --)", c.Tape, why))
+	if err := refuseHarness(c.Tape, rec, c.Cmd); err != nil {
+		return err
 	}
 	speed, _ := engine.ParseSpeed(c.Speed)
 	hosts, _ := c.liveHosts()
@@ -144,6 +144,16 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	return finishRun(env, res, c.JSON, replayLine(res))
+}
+
+// refuseHarness refuses (exit 2) to run the recorded command of a tape
+// whose command is not the agent's (harnessTape), naming the runner that
+// replays it; a command given after -- runs all the same.
+func refuseHarness(tape string, rec *tapefmt.RunStart, cmd []string) error {
+	if why := harnessTape(tape, rec); why != "" && len(commandArgs(cmd)) == 0 {
+		return withCode(ExitUsage, fmt.Errorf("%s: %s (to run a command against its calls all the same, give it after --)", tape, why))
+	}
+	return nil
 }
 
 // announceRecorded says which command a replay runs when it is the one
