@@ -67,7 +67,7 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 			if err != nil {
 				return nil, err
 			}
-			if trip := b.After(r.agent, answerOf(f.Seq, r.seq, p, body, func() llmwire.Call { return r.call }, start.Add(f.Time))); trip != nil {
+			if trip := b.After(r.agent, answerOf(f.Seq, r.seq, p, body, func() llmwire.Call { return r.call }, nil, start.Add(f.Time))); trip != nil {
 				return trip, nil
 			}
 		}
@@ -119,9 +119,16 @@ func callOf(seq uint64, model string, text []byte) breaker.Call {
 // reports none: the breaker's caps hold on those counts too), what it said
 // and the tools it called, and its call's request frame (reqSeq) and
 // output limit.
-func answerOf(seq, reqSeq uint64, resp *tapefmt.LLMResponse, body []byte, request func() llmwire.Call, at time.Time) breaker.Answer {
+// usage, when not nil, is the answer's as the recorder already made it
+// (proxy.recordResponse): it is not counted again.
+func answerOf(seq, reqSeq uint64, resp *tapefmt.LLMResponse, body []byte, request func() llmwire.Call, usage *llmwire.CallUsage, at time.Time) breaker.Answer {
 	call := request()
-	c := llmwire.ResponseUsage(resp, func(tapefmt.Hash) ([]byte, error) { return body, nil }, func() llmwire.Call { return call })
+	var c llmwire.CallUsage
+	if usage != nil {
+		c = *usage
+	} else {
+		c = llmwire.ResponseUsage(resp, func(tapefmt.Hash) ([]byte, error) { return body, nil }, func() llmwire.Call { return call })
+	}
 	text, uses := llmwire.ResponseAnswer(llmwire.DecodeBody(resp.Header, body).Text)
 	calls := make([]breaker.ToolUse, len(uses))
 	for i, u := range uses {

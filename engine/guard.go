@@ -56,10 +56,11 @@ func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent str
 }
 
 // after counts a live call's answer.
-func (g *guard) after(x *exchange, a answer, seq uint64, agent string) {
+// usage is the answer's as the recorder counted it, nil when it did not.
+func (g *guard) after(x *exchange, a answer, seq uint64, agent string, usage *llmwire.CallUsage) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if t := g.b.After(agent, answerOf(seq, x.reqSeq, &a.resp, a.body, x.llmCall, time.Now())); t != nil {
+	if t := g.b.After(agent, answerOf(seq, x.reqSeq, &a.resp, a.body, x.llmCall, usage, time.Now())); t != nil {
 		g.fire(t)
 	}
 }

@@ -240,10 +240,10 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 			p.liveErr.Store(&a.resp.Error)
 		}
 	}
-	p.recordResponse(x, a)
+	usage := p.recordResponse(x, a)
 	a.finish(w)
 	if p.guard != nil && a.live {
-		p.guard.after(x, a, x.respSeq, p.agentOf(x))
+		p.guard.after(x, a, x.respSeq, p.agentOf(x), usage)
 	}
 	if !a.live {
 		putBody(buf)
@@ -392,40 +392,44 @@ func (p *proxy) answered() {
 	p.mu.Unlock()
 }
 
-func (p *proxy) recordResponse(x *exchange, a answer) {
+// recordResponse writes the answer's frame and returns its usage as
+// counted for it (nil without a tape), for the breaker to count once.
+func (p *proxy) recordResponse(x *exchange, a answer) *llmwire.CallUsage {
 	a.resp.Call = x.call
-	if p.tape != nil {
-		defer p.answered()
-		if len(a.body) > 0 {
-			h, chunks, err := p.tape.PutStream(x.provider.Name+" "+x.path+" response", a.body, a.resp.Chunks)
-			a.resp.Chunks = chunks
-			if err != nil {
-				a.resp.Error = strings.TrimSpace(a.resp.Error + "; " + err.Error())
-			}
-			a.resp.Body = h
-		}
-		body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
-		c := llmwire.ResponseUsage(&a.resp, body, x.llmCall)
-		if a.live && c.Usage != (tapefmt.Usage{}) {
-			a.resp.Rate = p.rate(c.Model) // the price in force, on the tape
-			c.Price(a.resp.Rate)
-		}
-		seq, err := p.tape.Append(0, a.resp)
-		p.wrote("llm.response of call "+fmt.Sprint(x.call), err)
-		x.respSeq = seq
-		if p.control != nil && p.control.mcp.active.Load() {
-			p.control.mcp.asked(seq, &a.resp, a.body)
-		}
-		if c.Unpriced() {
-			p.mu.Lock()
-			if p.unpriced == nil {
-				p.unpriced = map[string]bool{}
-			}
-			p.unpriced[cmp.Or(c.Model, "?")] = true
-			p.mu.Unlock()
-		}
-		p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: c})
+	if p.tape == nil {
+		return nil
 	}
+	defer p.answered()
+	if len(a.body) > 0 {
+		h, chunks, err := p.tape.PutStream(x.provider.Name+" "+x.path+" response", a.body, a.resp.Chunks)
+		a.resp.Chunks = chunks
+		if err != nil {
+			a.resp.Error = strings.TrimSpace(a.resp.Error + "; " + err.Error())
+		}
+		a.resp.Body = h
+	}
+	body := func(tapefmt.Hash) ([]byte, error) { return a.body, nil }
+	c := llmwire.ResponseUsage(&a.resp, body, x.llmCall)
+	if a.live && c.Usage != (tapefmt.Usage{}) {
+		a.resp.Rate = p.rate(c.Model) // the price in force, on the tape
+		c.Price(a.resp.Rate)
+	}
+	seq, err := p.tape.Append(0, a.resp)
+	p.wrote("llm.response of call "+fmt.Sprint(x.call), err)
+	x.respSeq = seq
+	if p.control != nil && p.control.mcp.active.Load() {
+		p.control.mcp.asked(seq, &a.resp, a.body)
+	}
+	if c.Unpriced() {
+		p.mu.Lock()
+		if p.unpriced == nil {
+			p.unpriced = map[string]bool{}
+		}
+		p.unpriced[cmp.Or(c.Model, "?")] = true
+		p.mu.Unlock()
+	}
+	p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: c})
+	return &c
 }
 
 // wrote keeps the first failed write of a frame, naming the frame.
