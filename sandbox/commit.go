@@ -38,6 +38,7 @@ func (tx *Tx) Commit(ctx context.Context) (ChangeSet, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	defer tx.begin.wait()
+	defer tx.closeBaseWhenDecided()
 	if err := tx.checkOpen(); err != nil {
 		return ChangeSet{}, err
 	}
@@ -453,6 +454,7 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 		return err
 	}
 	tx.closed = true
+	tx.closeBase()
 	tx.begin.stop()
 	perr := tx.rollbackParts(ctx, 0)
 	if err := discard(tx.ws, tx.dir); err != nil {

@@ -33,9 +33,12 @@ func (fp fingerprint) isDir() bool { return fp.Exists && fp.Mode&0o170000 == 0o0
 
 // noteBase records the real side of rel the first time it is staged.
 // The caller holds tx.mu.
-func (tx *Tx) noteBase(rel string) error {
+func (tx *Tx) noteBase(rel string, e entry) error {
 	if _, ok := tx.base[rel]; ok {
 		return nil
+	}
+	if e.realMissing {
+		return tx.recordBase(fingerprint{Path: rel}) // as takeFingerprint says of a missing path
 	}
 	fp, err := takeFingerprint(tx.real(rel), rel)
 	if err != nil {
@@ -48,11 +51,35 @@ func (tx *Tx) noteBase(rel string) error {
 // copy fallback's snapshot). The caller holds tx.mu.
 func (tx *Tx) recordBase(fp fingerprint) error {
 	line, _ := json.Marshal(fp)
-	if err := writeNoPoll(filepath.Join(tx.dir, baseName), os.O_WRONLY|os.O_CREATE|os.O_APPEND|oNoFollow, 0o600, append(line, '\n')); err != nil {
+	if tx.baseLog == nil {
+		f, err := os.OpenFile(filepath.Join(tx.dir, baseName), os.O_WRONLY|os.O_CREATE|os.O_APPEND|oNoFollow, 0o600)
+		if err != nil {
+			return fmt.Errorf("sandbox: record base: %w", err)
+		}
+		tx.baseLog = f
+	}
+	if _, err := tx.baseLog.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("sandbox: record base: %w", err)
 	}
 	tx.base[fp.Path] = fp
 	return nil
+}
+
+// closeBase closes the base log when the transaction ends (or is
+// decided); a later line, if any, opens it again. The caller holds tx.mu.
+func (tx *Tx) closeBase() {
+	if tx.baseLog != nil {
+		tx.baseLog.Close()
+		tx.baseLog = nil
+	}
+}
+
+// closeBaseWhenDecided closes the base log of a transaction a commit
+// decided (or ended); one that stays open keeps it.
+func (tx *Tx) closeBaseWhenDecided() {
+	if tx.closed {
+		tx.closeBase()
+	}
 }
 
 func loadBase(dir string) (map[string]fingerprint, error) {

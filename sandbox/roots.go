@@ -193,6 +193,7 @@ func (p *rootPart) Prepare(ctx context.Context, gid string) error {
 		return err
 	}
 	sub.closed = true // its journal says what happens now
+	sub.closeBase()
 	return nil
 }
 

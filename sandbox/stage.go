@@ -17,8 +17,9 @@ func (f *Files) prepare(op, name string, followLast bool) (string, entry, error)
 		return "", entry{}, err
 	}
 	rel, err := tx.ws.cleanFile(op, name)
+	var final *entry
 	if err == nil {
-		rel, err = tx.resolve(op, rel, followLast)
+		rel, final, err = tx.resolveEntry(op, rel, followLast)
 	}
 	if err != nil {
 		return "", entry{}, err
@@ -26,9 +27,12 @@ func (f *Files) prepare(op, name string, followLast bool) (string, entry, error)
 	if rel == "." || tx.ws.isState(rel) {
 		return "", entry{}, pathErr(op, name, ErrInvalidPath)
 	}
-	e, err := tx.lookup(rel)
+	e := deref(final)
+	if final == nil {
+		e, err = tx.lookup(rel)
+	}
 	if err == nil {
-		err = tx.noteBase(rel)
+		err = tx.noteBase(rel, e)
 	}
 	if err != nil {
 		return "", entry{}, pathErr(op, name, err)
@@ -181,7 +185,7 @@ func (f *Files) openStaged(name string, flag int, perm fs.FileMode, open func(st
 		perm = e.info.Mode().Perm()
 		defer keepTimes(tx.up(path.Dir(rel)))()
 	}
-	if fi, err := os.Lstat(tx.up(rel)); err == nil && isWhiteout(fi) {
+	if e.whiteout {
 		os.Remove(tx.up(rel))
 	}
 	return open(tx.up(rel), flag|os.O_CREATE|oNoFollow, perm)

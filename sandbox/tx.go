@@ -132,6 +132,9 @@ type Tx struct {
 	live   []Participant // the participants of meta.Live this process joined
 	closed bool
 	begin  *beginNames // the workspace's names at Begin (conflicts)
+	// baseLog is base.jsonl, open from its first line until the
+	// transaction is decided (closeBase).
+	baseLog *os.File
 }
 
 // Begin starts a transaction over the workspace directory. It touches no

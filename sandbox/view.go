@@ -38,9 +38,23 @@ type entry struct {
 	// merged is true for an upper directory through which the lower
 	// directory of the same path still shows (no opaque dir above or at it).
 	merged bool
+	// whiteout is true for a path that does not exist because its staged
+	// side is a whiteout: the deletion of a real file.
+	whiteout bool
+	// realMissing is true when looking the path up found no real file
+	// there (lstat: ENOENT or ENOTDIR).
+	realMissing bool
 }
 
 func (e entry) exists() bool { return e.layer != layerNone }
+
+// deref is *e, or no entry.
+func deref(e *entry) entry {
+	if e == nil {
+		return entry{}
+	}
+	return *e
+}
 
 // real returns the absolute real-side path of a clean relative path.
 func (tx *Tx) real(rel string) string { return filepath.Join(tx.ws.root, filepath.FromSlash(rel)) }
@@ -69,7 +83,7 @@ func (tx *Tx) lookup(rel string) (entry, error) {
 		case err != nil:
 			return entry{}, err
 		case isWhiteout(fi):
-			return entry{}, nil
+			return entry{whiteout: last}, nil
 		case last:
 			merged := lowerVisible && fi.IsDir() && !isOpaque(tx.up(p))
 			return entry{layer: layerUpper, abs: tx.up(p), info: fi, merged: merged}, nil
@@ -84,7 +98,7 @@ func (tx *Tx) lookup(rel string) (entry, error) {
 	}
 	fi, err := os.Lstat(tx.real(rel))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return entry{}, nil
+		return entry{realMissing: true}, nil
 	}
 	if err != nil {
 		return entry{}, err
@@ -95,20 +109,30 @@ func (tx *Tx) lookup(rel string) (entry, error) {
 // resolve follows symlinks in the parents of rel (and in rel itself when
 // followLast) inside the staged view, refusing any that lead outside.
 func (tx *Tx) resolve(op, rel string, followLast bool) (string, error) {
+	rel, _, err := tx.resolveEntry(op, rel, followLast)
+	return rel, err
+}
+
+// resolveEntry is resolve, with the resolved path's entry when resolving
+// looked it up (its last component followed), nil otherwise: a caller
+// that needs it looks it up only then.
+func (tx *Tx) resolveEntry(op, rel string, followLast bool) (string, *entry, error) {
 	for hops := 0; ; hops++ {
 		if hops > maxSymlinkHops {
-			return "", pathErr(op, rel, ErrSymlinkLoop)
+			return "", nil, pathErr(op, rel, ErrSymlinkLoop)
 		}
-		next, changed, err := tx.resolveOnce(op, rel, followLast)
+		next, final, changed, err := tx.resolveOnce(op, rel, followLast)
 		if err != nil || !changed {
-			return next, err
+			return next, final, err
 		}
 		rel = next
 	}
 }
 
-// resolveOnce replaces the first symlink found along rel with its target.
-func (tx *Tx) resolveOnce(op, rel string, followLast bool) (string, bool, error) {
+// resolveOnce replaces the first symlink found along rel with its target
+// (changed); when there is none, it returns rel itself, with rel's entry
+// when it looked that up.
+func (tx *Tx) resolveOnce(op, rel string, followLast bool) (_ string, final *entry, changed bool, _ error) {
 	parts := splitPath(rel)
 	for i := range parts {
 		last := i == len(parts)-1
@@ -118,29 +142,32 @@ func (tx *Tx) resolveOnce(op, rel string, followLast bool) (string, bool, error)
 		p := path.Join(parts[:i+1]...)
 		e, err := tx.lookup(p)
 		if err != nil {
-			return "", false, pathErr(op, rel, err)
+			return "", nil, false, pathErr(op, rel, err)
 		}
 		if !e.exists() || e.info.Mode()&fs.ModeSymlink == 0 {
+			if last {
+				return rel, &e, false, nil
+			}
 			continue
 		}
 		target, err := os.Readlink(e.abs)
 		if err != nil {
-			return "", false, pathErr(op, rel, err)
+			return "", nil, false, pathErr(op, rel, err)
 		}
 		dest, err := tx.ws.symlinkTarget(p, target)
 		if err != nil {
-			return "", false, pathErr(op, rel, errors.Unwrap(err))
+			return "", nil, false, pathErr(op, rel, errors.Unwrap(err))
 		}
 		rest := path.Join(parts[i+1:]...)
 		if rest != "" {
 			dest = path.Join(dest, rest)
 		}
 		if dest == ".." || len(dest) > 2 && dest[:3] == "../" {
-			return "", false, pathErr(op, rel, ErrEscape)
+			return "", nil, false, pathErr(op, rel, ErrEscape)
 		}
-		return dest, true, nil
+		return dest, nil, true, nil
 	}
-	return rel, false, nil
+	return rel, nil, false, nil
 }
 
 // Lstat describes name in the staged view of the transaction without
@@ -175,8 +202,9 @@ func (f *Files) find(op, name string, follow bool) (entry, error) {
 	if err != nil {
 		return entry{}, err
 	}
-	if rel, err = tx.resolve(op, rel, follow); err != nil {
-		return entry{}, err
+	rel, final, err := tx.resolveEntry(op, rel, follow)
+	if err != nil || final != nil {
+		return deref(final), err
 	}
 	e, err := tx.lookup(rel)
 	if err != nil {
