@@ -49,7 +49,10 @@ func FromEnv() (*Client, error) {
 func call[Ans any](ctx context.Context, c *Client, method, path string, body any) (Ans, error) {
 	var out Ans
 	var rd io.Reader
-	if body != nil {
+	contentType := "application/json"
+	if e, ok := body.(encoded); ok {
+		rd, contentType = bytes.NewReader(e.data), e.contentType
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return out, err
@@ -62,7 +65,7 @@ func call[Ans any](ctx context.Context, c *Client, method, path string, body any
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	hc := c.HTTP
 	if hc == nil {
@@ -81,6 +84,12 @@ func call[Ans any](ctx context.Context, c *Client, method, path string, body any
 		return out, answerError(resp.StatusCode, raw)
 	}
 	return out, json.Unmarshal(raw, &out)
+}
+
+// encoded is a request body encoded already, with its content type.
+type encoded struct {
+	data        []byte
+	contentType string
 }
 
 // answerError is the *Error an answer of status carries; a refused call

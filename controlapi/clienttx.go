@@ -49,7 +49,12 @@ func (t clientTx) Rollback(ctx context.Context, r Rollback) (RolledBack, error) 
 	return call[RolledBack](ctx, t.c, "POST", t.path("rollback"), r)
 }
 
-// Batch calls POST /v1/tx/ID/batch for the transaction id.
+// Batch calls POST /v1/tx/ID/batch for the transaction id, sending the
+// contents of its writes after the JSON (BatchContentType).
 func (c *Client) Batch(ctx context.Context, id string, b Batch) (Batched, error) {
-	return call[Batched](ctx, c, "POST", clientTx{c, id}.path("batch"), b)
+	data, err := b.Binary()
+	if err != nil {
+		return Batched{}, err
+	}
+	return call[Batched](ctx, c, "POST", clientTx{c, id}.path("batch"), encoded{data, BatchContentType})
 }

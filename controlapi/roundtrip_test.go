@@ -18,6 +18,7 @@ import (
 // fake is a Run that keeps each request it is given and answers with
 // the value the test set for the route (or the error).
 type fake struct {
+	writes  []Write // every write, in order
 	got     map[string]any
 	answers map[string]any
 	err     error
@@ -69,6 +70,7 @@ func (f *fake) Tx(_ context.Context, id string) (Tx, error) {
 type fakeTx struct{ f *fake }
 
 func (t fakeTx) Write(_ context.Context, w Write) (Written, error) {
+	t.f.writes = append(t.f.writes, w)
 	return serve[Written](t.f, "write", w)
 }
 func (t fakeTx) Delete(_ context.Context, p PathOf) (PathOf, error) {

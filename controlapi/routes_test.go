@@ -56,7 +56,7 @@ func docRoutes(t *testing.T) (map[string]docRow, string) {
 }
 
 var (
-	pyCall = regexp.MustCompile(`\.call\(\s*"(GET|POST)",\s*f?"([^"]+)"`)
+	pyCall = regexp.MustCompile(`\.(?:call|send)\(\s*"(GET|POST)",\s*f?"([^"]+)"`)
 	// _op sends an operation; _stage queues one for a batch (write, delete).
 	pyOp = regexp.MustCompile(`\._(?:op|stage)\(\s*"([a-z-]+)"`)
 )

@@ -128,12 +128,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func route[Req, Ans any](b body, call func(context.Context, Req) (Ans, error)) handler {
 	return typed[Req, Ans](func(w http.ResponseWriter, r *http.Request) {
 		var req Req
-		if !read(w, r, b, &req) {
+		if !readReq(w, r, b, &req) {
 			return
 		}
 		ans, err := call(r.Context(), req)
 		answer(w, ans, err)
 	})
+}
+
+// readReq reads r's request into req: read, or the request a batch
+// decoded already.
+func readReq[Req any](w http.ResponseWriter, r *http.Request, b body, req *Req) bool {
+	if d, ok := decodedBody(r.Context()).(*Req); ok {
+		*req = *d
+		return true
+	}
+	return read(w, r, b, req)
 }
 
 // read decodes r's body into v as b says: at most MaxBody, refusing

@@ -51,7 +51,7 @@ func txRoute[Req, Ans any](run Run, b body, call func(Tx, context.Context, Req) 
 			return
 		}
 		var req Req
-		if !read(w, r, b, &req) {
+		if !readReq(w, r, b, &req) {
 			return
 		}
 		ans, err := call(t, r.Context(), req)
@@ -71,7 +71,7 @@ func IsBatch(path string) bool {
 // tapes each one), in order, stopping after the first that fails.
 func ServeBatch(w http.ResponseWriter, r *http.Request, serve http.Handler) {
 	var b Batch
-	if !read(w, r, required, &b) {
+	if !readBatch(w, r, &b) {
 		return
 	}
 	rest := strings.TrimPrefix(r.URL.Path, Prefix+"/v1/tx/")
@@ -83,8 +83,9 @@ func ServeBatch(w http.ResponseWriter, r *http.Request, serve http.Handler) {
 		}
 	}
 	out := Batched{Answers: make([]BatchAnswer, 0, len(b.Ops))}
-	for _, op := range b.Ops {
-		sub := r.Clone(withBase(r.Context(), op.Base))
+	for i := range b.Ops {
+		op := &b.Ops[i]
+		sub := r.Clone(withOp(r.Context(), op))
 		sub.URL.Path, sub.URL.RawPath = fmt.Sprintf("%s/v1/tx/%s/%s", Prefix, id, op.Op), ""
 		sub.Body, sub.ContentLength = io.NopCloser(bytes.NewReader(op.Body)), int64(len(op.Body))
 		rec := &subAnswer{h: http.Header{}, status: http.StatusOK}
@@ -107,20 +108,3 @@ type subAnswer struct {
 func (a *subAnswer) Header() http.Header         { return a.h }
 func (a *subAnswer) WriteHeader(status int)      { a.status = status }
 func (a *subAnswer) Write(b []byte) (int, error) { return a.body.Write(b) }
-
-// baseKey keys a batched operation's FileBase in its request's context.
-type baseKey struct{}
-
-func withBase(ctx context.Context, b *FileBase) context.Context {
-	if b == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, baseKey{}, b)
-}
-
-// BaseOf is the FileBase a batch gave the operation served with ctx, nil
-// for an operation that came alone or without one.
-func BaseOf(ctx context.Context) *FileBase {
-	b, _ := ctx.Value(baseKey{}).(*FileBase)
-	return b
-}

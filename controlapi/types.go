@@ -248,6 +248,9 @@ type BatchOp struct {
 	// when it staged the operation: one that differs when the batch comes
 	// changed on the real side since, a conflict (BaseOf).
 	Base *FileBase `json:"base,omitempty"`
+
+	decoded any  // Body decoded, when the batch did it (a binary batch's write)
+	compact bool // Body is compact JSON
 }
 
 // FileBase is a real file as a client saw it: whether it existed, and its

@@ -81,7 +81,7 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.api.ServeHTTP(rec, r)
 	// The answer is still buffered: the agent has not seen the staged
 	// copy's path yet, so its content is as the answer left it.
-	c.tapeControl(r.Method, path, body, rec.status, rec.body.Bytes(), stagedContent(path, rec))
+	c.tapeControl(r.Method, path, body, controlapi.CompactBody(r.Context()), rec.status, rec.body.Bytes(), stagedContent(path, rec))
 }
 
 // stagedContent is the content of the staged copy a stage-path answer
@@ -133,14 +133,14 @@ func (*discard) WriteHeader(int)             {}
 // tapeControl writes a control frame, when the run writes a tape. The
 // answer has gone to the agent already: a tape that cannot take the
 // frame fails the run at its next frame, as for any frame.
-func (c *control) tapeControl(method, path string, req []byte, status int, ans, file []byte) {
+func (c *control) tapeControl(method, path string, req []byte, reqCompact bool, status int, ans, file []byte) {
 	if c.p.tape == nil {
 		return
 	}
 	f := tapefmt.Control{Method: method, Path: path, Status: status}
 	var err error
-	if f.Request, f.RequestBody, err = c.controlBody(req); err == nil {
-		f.Answer, f.AnswerBody, err = c.controlBody(ans)
+	if f.Request, f.RequestBody, err = c.controlBody(req, reqCompact); err == nil {
+		f.Answer, f.AnswerBody, err = c.controlBody(ans, false)
 	}
 	if err == nil && file != nil {
 		f.File, err = c.p.tape.PutBlob("control file", file)
@@ -151,14 +151,18 @@ func (c *control) tapeControl(method, path string, req []byte, status int, ans, 
 }
 
 // controlBody is a body as a control frame keeps it: compact JSON in the
-// frame, or in a blob when it is large or not JSON.
-func (c *control) controlBody(b []byte) (json.RawMessage, tapefmt.Hash, error) {
+// frame, or in a blob when it is large or not JSON. A body known to be
+// compact JSON already is not compacted again.
+func (c *control) controlBody(b []byte, compact bool) (json.RawMessage, tapefmt.Hash, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return nil, tapefmt.Hash{}, nil
 	}
+	if compact && len(b) <= tapefmt.MaxControlInline {
+		return b, tapefmt.Hash{}, nil
+	}
 	var buf bytes.Buffer
-	if json.Compact(&buf, b) == nil && buf.Len() <= tapefmt.MaxControlInline {
+	if !compact && json.Compact(&buf, b) == nil && buf.Len() <= tapefmt.MaxControlInline {
 		return buf.Bytes(), tapefmt.Hash{}, nil
 	}
 	h, err := c.p.tape.PutBlob("control", b)
@@ -213,7 +217,7 @@ func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(got.status)
 	w.Write(ans)
-	c.tapeControl(got.method, got.path, got.req, got.status, got.ans, got.file)
+	c.tapeControl(got.method, got.path, got.req, false, got.status, got.ans, got.file)
 	return true
 }
 

@@ -86,7 +86,11 @@ class Control:
         """One request to the control API: the answer, or the exception its
         error names."""
         data = json.dumps(body).encode() if body is not None else None
-        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        return self.send(method, path, data, "application/json")
+
+    def send(self, method: str, path: str, data: Optional[bytes], content_type: str) -> Dict[str, Any]:
+        """call with a body encoded already, of content_type."""
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": content_type}
         try:
             status, raw = self._send(method, path, data, headers)
         except (OSError, http.client.HTTPException) as e:

@@ -203,6 +203,10 @@ class SDKTest(SDKBase):
             tx = jb.begin()
             tx.stage_file_write("ok.txt", "fine")
             tx.stage_file_write("adir", "x")
+            try:  # text a plain write cannot encode is refused at once, as a plain write's
+                tx.stage_file_write("lone.txt", "\\ud800")
+            except UnicodeEncodeError:
+                print("lone surrogate refused")
             print("staged", tx.state)
             try:
                 tx.commit()
@@ -213,6 +217,7 @@ class SDKTest(SDKBase):
             jb.close()
         ''')
         out = self.python("agent.py").stdout
+        self.assertIn("lone surrogate refused", out)
         self.assertIn("staged open", out)
         self.assertIn("raised: staged write adir:", out)
         self.assertIn("after rolled_back", out)

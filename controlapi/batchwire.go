@@ -1,0 +1,223 @@
+package controlapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"unicode/utf8"
+)
+
+// BatchContentType is the second encoding of a batch's body, which the
+// Python SDK sends: the contents of its writes follow the JSON as they
+// are, so that neither side encodes, escapes or scans them as JSON text.
+// The body is a BinaryBatch in JSON, a newline, then the contents of the
+// operations that have one, one after another.
+const BatchContentType = "application/x-jukebox-batch"
+
+// BinaryBatch is the JSON that opens a batch sent as BatchContentType.
+type BinaryBatch struct {
+	Ops []BinaryOp `json:"ops"`
+}
+
+// BinaryOp is a BatchOp whose write content (the body's "content") comes
+// after the JSON: Content bytes of it, in order. The body holds the rest
+// of the write: path, mode and, with "base64": true, contents that are
+// bytes (not text) and are written as they come; text is UTF-8.
+type BinaryOp struct {
+	BatchOp
+	Content *int `json:"content,omitempty"`
+}
+
+// readBatch reads a batch's body in either encoding. A write of a binary
+// batch gets its body as its own request would have had it (content in
+// the JSON, base64 for bytes), compact, and that request decoded.
+func readBatch(w http.ResponseWriter, r *http.Request, b *Batch) bool {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != BatchContentType {
+		return read(w, r, required, b)
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err == nil {
+		err = decodeBinaryBatch(data, b)
+	}
+	if err != nil {
+		answer(w, nil, Fail(http.StatusBadRequest, TypeBadRequest, err))
+		return false
+	}
+	return true
+}
+
+// decodeBinaryBatch decodes data, a BatchContentType body, into b.
+func decodeBinaryBatch(data []byte, b *Batch) error {
+	head, rest, ok := bytes.Cut(data, []byte("\n"))
+	if !ok {
+		return fmt.Errorf("%s: no newline after the JSON", BatchContentType)
+	}
+	var bb BinaryBatch
+	dec := json.NewDecoder(bytes.NewReader(head))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&bb); err != nil {
+		return fmt.Errorf("%s: %w", BatchContentType, err)
+	}
+	b.Ops = make([]BatchOp, len(bb.Ops))
+	for i, op := range bb.Ops {
+		b.Ops[i] = op.BatchOp
+		if op.Content == nil {
+			continue
+		}
+		n := *op.Content
+		if n < 0 || n > len(rest) {
+			return fmt.Errorf("batch op %d: content of %d bytes, %d left in the body", i, n, len(rest))
+		}
+		var err error
+		b.Ops[i], err = withContent(op.BatchOp, rest[:n])
+		if err != nil {
+			return fmt.Errorf("batch op %d: %w", i, err)
+		}
+		rest = rest[n:]
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%s: %d bytes after the last operation's content", BatchContentType, len(rest))
+	}
+	return nil
+}
+
+// withContent is op, a write whose body lacks its content, with content.
+func withContent(op BatchOp, content []byte) (BatchOp, error) {
+	if op.Op != "write" {
+		return op, fmt.Errorf("a %s has no content", op.Op)
+	}
+	var req Write
+	body := bytes.TrimSpace(op.Body)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if len(body) == 0 || body[0] != '{' {
+		return op, fmt.Errorf("write: the body is not a JSON object")
+	}
+	if err := dec.Decode(&req); err != nil {
+		return op, fmt.Errorf("write: %w", err)
+	}
+	if req.Content != nil {
+		return op, fmt.Errorf("write: content both in the body and after it")
+	}
+	var lit []byte
+	if req.Base64 {
+		lit = make([]byte, 0, base64.StdEncoding.EncodedLen(len(content))+2)
+		lit = append(base64.StdEncoding.AppendEncode(append(lit, '"'), content), '"')
+	} else {
+		if !utf8.Valid(content) {
+			return op, fmt.Errorf("write %s: text content that is not UTF-8 (bytes go with \"base64\": true)", req.Path)
+		}
+		var err error
+		if lit, err = json.Marshal(string(content)); err != nil {
+			return op, err
+		}
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(body) + len(lit) + 16)
+	if err := json.Compact(&buf, body); err != nil {
+		return op, fmt.Errorf("write: %w", err)
+	}
+	buf.Truncate(buf.Len() - 1) // the closing brace
+	if buf.Len() > 1 {
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"content":`)
+	buf.Write(lit)
+	buf.WriteByte('}')
+	op.Body = buf.Bytes()
+	text := string(content)
+	req.Content, req.Base64 = &text, false // what the handler reads: the bytes themselves
+	op.decoded, op.compact = &req, true
+	return op, nil
+}
+
+// batchKey keys a batched operation in its request's context.
+type batchKey struct{}
+
+func withOp(ctx context.Context, op *BatchOp) context.Context {
+	return context.WithValue(ctx, batchKey{}, op)
+}
+
+func opOf(ctx context.Context) *BatchOp {
+	op, _ := ctx.Value(batchKey{}).(*BatchOp)
+	return op
+}
+
+// BaseOf is the FileBase a batch gave the operation served with ctx, nil
+// for an operation that came alone or without one.
+func BaseOf(ctx context.Context) *FileBase {
+	if op := opOf(ctx); op != nil {
+		return op.Base
+	}
+	return nil
+}
+
+// CompactBody says whether the body of the request served with ctx is
+// compact JSON already (a write of a binary batch, which the server
+// wrote so): a caller that keeps it compacted need not do it again.
+func CompactBody(ctx context.Context) bool {
+	op := opOf(ctx)
+	return op != nil && op.compact
+}
+
+// decodedBody is the request of the operation served with ctx when the
+// batch decoded it already, nil otherwise.
+func decodedBody(ctx context.Context) any {
+	if op := opOf(ctx); op != nil {
+		return op.decoded
+	}
+	return nil
+}
+
+// Binary is b encoded as BatchContentType: each write's content taken
+// out of its body (decoded from base64 when the body says so) and sent
+// after the JSON as it is.
+func (b Batch) Binary() ([]byte, error) {
+	var head BinaryBatch
+	var contents [][]byte
+	for i, op := range b.Ops {
+		bo := BinaryOp{BatchOp: op}
+		if op.Op == "write" && len(op.Body) > 0 {
+			var w Write
+			var keys map[string]json.RawMessage
+			if err := json.Unmarshal(op.Body, &w); err != nil {
+				return nil, fmt.Errorf("batch op %d: %w", i, err)
+			}
+			if err := json.Unmarshal(op.Body, &keys); err != nil {
+				return nil, fmt.Errorf("batch op %d: %w", i, err)
+			}
+			if w.Content != nil {
+				content := []byte(*w.Content)
+				if w.Base64 {
+					var err error
+					if content, err = base64.StdEncoding.DecodeString(*w.Content); err != nil {
+						return nil, fmt.Errorf("batch op %d: content: %w", i, err)
+					}
+				}
+				delete(keys, "content")
+				body, err := json.Marshal(keys)
+				if err != nil {
+					return nil, err
+				}
+				n := len(content)
+				bo.Body, bo.Content = body, &n
+				contents = append(contents, content)
+			}
+		}
+		head.Ops = append(head.Ops, bo)
+	}
+	data, err := json.Marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, '\n')
+	for _, c := range contents {
+		data = append(data, c...)
+	}
+	return data, nil
+}

@@ -1,0 +1,119 @@
+package controlapi
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestBatchEncodings: a batch sent as JSON and the same batch sent as
+// BatchContentType (contents after the JSON) reach the Run as the same
+// operations; a write of bytes (base64 in JSON) reaches it as the bytes.
+func TestBatchEncodings(t *testing.T) {
+	raw := []byte{0xff, 0x00, 'x', '<', '"'}
+	ops := []BatchOp{
+		{Op: "write", Body: json.RawMessage(`{"path":"t","content":"text é <b> \"q\"\n","mode":420}`), Base: &FileBase{Exists: true, Size: 3}},
+		{Op: "write", Body: json.RawMessage(`{"path":"b","content":"/wB4PCI=","base64":true}`)},
+		{Op: "write", Body: json.RawMessage(`{"path":"e","content":""}`)},
+		{Op: "delete", Body: json.RawMessage(`{"path":"d"}`)},
+	}
+	var writes [2][]Write
+	for i, binary := range []bool{false, true} {
+		srv, f := batchServer(t)
+		data, ctype := mustJSON(t, Batch{Ops: ops}), "application/json"
+		if binary {
+			var err error
+			if data, err = (Batch{Ops: ops}).Binary(); err != nil {
+				t.Fatal(err)
+			}
+			ctype = BatchContentType
+		}
+		status, body := post(t, srv.URL, ctype, data)
+		if status != http.StatusOK || strings.Count(body, `"status":200`) != len(ops) {
+			t.Fatalf("binary=%v: HTTP %d %s", binary, status, body)
+		}
+		writes[i] = f.writes
+	}
+	for i := range writes[0] {
+		j, b := writes[0][i], writes[1][i]
+		jc, bc := []byte(*j.Content), []byte(*b.Content)
+		if j.Base64 {
+			var err error
+			if jc, err = base64.StdEncoding.DecodeString(*j.Content); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if j.Path != b.Path || j.Mode != b.Mode || !bytes.Equal(jc, bc) || b.Base64 {
+			t.Errorf("write %d: JSON %+v (%q), binary %+v (%q)", i, j, jc, b, bc)
+		}
+	}
+	if len(writes[0]) != 3 || len(writes[1]) != 3 || *writes[1][1].Content != string(raw) {
+		t.Errorf("binary writes: %+v", writes[1])
+	}
+}
+
+// TestBinaryBatchRefused: a BatchContentType body that does not add up
+// is 400 naming what is wrong, and nothing of it is served.
+func TestBinaryBatchRefused(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{`{"ops":[]}`, "no newline"},
+		{`{"ops":[{"op":"write","body":{"path":"p"},"content":5}]}` + "\nabc", "content of 5 bytes, 3 left"},
+		{`{"ops":[{"op":"write","body":{"path":"p"},"content":1}]}` + "\nabc", "2 bytes after the last"},
+		{`{"ops":[{"op":"delete","body":{"path":"p"},"content":1}]}` + "\na", "a delete has no content"},
+		{`{"ops":[{"op":"write","body":{"path":"p","content":"x"},"content":1}]}` + "\na", "content both in the body and after it"},
+		{`{"ops":[{"op":"write","body":{"path":"p"},"content":2}]}` + "\n\xff\xfe", "not UTF-8"},
+		{`{"ops":[{"op":"write","body":null,"content":1}]}` + "\na", "not a JSON object"},
+		{`{"ops":[{"op":"write","body":{"path":"p","size":1},"content":1}]}` + "\na", `unknown field \"size\"`},
+		{`{"ops":[{"op":"write","body":{"path":"p"},"content":-1}]}` + "\n", "content of -1 bytes"},
+		{`{"ops":[{"op":"write","body":{"path":"p"},"length":1}]}` + "\na", `unknown field \"length\"`},
+	} {
+		srv, f := batchServer(t)
+		status, body := post(t, srv.URL, BatchContentType, []byte(c.body))
+		if status != http.StatusBadRequest || !strings.Contains(body, c.want) {
+			t.Errorf("%q: HTTP %d %s, want 400 naming %q", c.body, status, body, c.want)
+		}
+		if len(f.got) != 0 {
+			t.Errorf("%q: served %v", c.body, f.got)
+		}
+	}
+}
+
+func batchServer(t *testing.T) (*httptest.Server, *fake) {
+	f := newFake()
+	f.answers["write"] = Written{Path: "p", Size: 1}
+	f.answers["delete"] = PathOf{Path: "d"}
+	srv := httptest.NewServer(NewServer(f, "tok"))
+	t.Cleanup(srv.Close)
+	return srv, f
+}
+
+func post(t *testing.T, url, ctype string, data []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url+Prefix+"/v1/tx/t1/batch", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Content-Type", ctype)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
