@@ -101,7 +101,9 @@ func withContent(op BatchOp, content []byte) (BatchOp, error) {
 	if err := dec.Decode(&req); err != nil {
 		return op, fmt.Errorf("write: %w", err)
 	}
-	if req.Content != nil {
+	var keys map[string]json.RawMessage
+	json.Unmarshal(body, &keys) // an object: decoded above
+	if _, ok := keys["content"]; ok {
 		return op, fmt.Errorf("write: content both in the body and after it")
 	}
 	var lit []byte

@@ -20,6 +20,7 @@ func TestBatchEncodings(t *testing.T) {
 		{Op: "write", Body: json.RawMessage(`{"path":"t","content":"text é <b> \"q\"\n","mode":420}`), Base: &FileBase{Exists: true, Size: 3}},
 		{Op: "write", Body: json.RawMessage(`{"path":"b","content":"/wB4PCI=","base64":true}`)},
 		{Op: "write", Body: json.RawMessage(`{"path":"e","content":""}`)},
+		{Op: "write", Body: json.RawMessage(`{"path":"content","content":"\"content\""}`)},
 		{Op: "delete", Body: json.RawMessage(`{"path":"d"}`)},
 	}
 	var writes [2][]Write
@@ -52,7 +53,7 @@ func TestBatchEncodings(t *testing.T) {
 			t.Errorf("write %d: JSON %+v (%q), binary %+v (%q)", i, j, jc, b, bc)
 		}
 	}
-	if len(writes[0]) != 3 || len(writes[1]) != 3 || *writes[1][1].Content != string(raw) {
+	if len(writes[0]) != 4 || len(writes[1]) != 4 || *writes[1][1].Content != string(raw) {
 		t.Errorf("binary writes: %+v", writes[1])
 	}
 }
@@ -66,6 +67,7 @@ func TestBinaryBatchRefused(t *testing.T) {
 		{`{"ops":[{"op":"write","body":{"path":"p"},"content":1}]}` + "\nabc", "2 bytes after the last"},
 		{`{"ops":[{"op":"delete","body":{"path":"p"},"content":1}]}` + "\na", "a delete has no content"},
 		{`{"ops":[{"op":"write","body":{"path":"p","content":"x"},"content":1}]}` + "\na", "content both in the body and after it"},
+		{`{"ops":[{"op":"write","body":{"path":"p","content":null},"content":1}]}` + "\na", "content both in the body and after it"},
 		{`{"ops":[{"op":"write","body":{"path":"p"},"content":2}]}` + "\n\xff\xfe", "not UTF-8"},
 		{`{"ops":[{"op":"write","body":null,"content":1}]}` + "\na", "not a JSON object"},
 		{`{"ops":[{"op":"write","body":{"path":"p","size":1},"content":1}]}` + "\na", `unknown field \"size\"`},
