@@ -25,6 +25,7 @@ import (
 // it ends: the booth stands.
 func runInitChild(ctx context.Context, spec nsinit.Spec, o ExecOptions, started func()) (ExecResult, error) {
 	spec.UID, spec.GID = os.Getuid(), os.Getgid()
+	spec.TmpShared = nsinit.SharedTmp("/tmp", spec.UID, spec.GID)
 	pumpStreams(&o)
 	spec.Build = nsinit.Fingerprint()
 	path := nsinit.Path()

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ type nobodyRun struct {
 	Refused []Refusal
 	Err     string
 	Steps   string // SANDBOX_NOBODY_MODE=steps: what Steps.Next saw
+	Out     string // SANDBOX_NOBODY_MODE=hosttmp: the agent's output
 }
 
 // nobodyChild is the child side of TestChmod000AsUser, run as an
@@ -39,8 +41,11 @@ func nobodyChild() {
 			return err
 		}
 		defer tx.Rollback(ctx)
-		if os.Getenv("SANDBOX_NOBODY_MODE") == "steps" {
+		switch os.Getenv("SANDBOX_NOBODY_MODE") {
+		case "steps":
 			return nobodySteps(tx, &run)
+		case "hosttmp":
+			return nobodyHostTmp(tx, &run)
 		}
 		if mode := Mode(os.Getenv("SANDBOX_NOBODY_MODE")); mode == "files" {
 			if err := tx.Files().Chmod("f", 0); err != nil {
@@ -105,6 +110,10 @@ func chmod000AsNobody(t *testing.T, mode string) {
 	}
 }
 
+// nobodyTmp is the folder of the host's /tmp that TestHostTmpSharedAsUser
+// gives the child, root's.
+var nobodyTmp string
+
 // runAsNobody starts this test binary as nobody over a workspace of its
 // own (f, and locked of mode 000) and reads what its child reports.
 func runAsNobody(t *testing.T, mode string) (nobodyRun, string) {
@@ -128,7 +137,7 @@ func runAsNobody(t *testing.T, mode string) (nobodyRun, string) {
 	}
 	must(t, os.Chmod(filepath.Join(ws, "locked"), 0)) // a real file of mode 000: copied all the same
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SANDBOX_NOBODY_WS="+ws, "SANDBOX_NOBODY_MODE="+mode, "HOME="+base, "XDG_STATE_HOME="+state)
+	cmd.Env = append(os.Environ(), "SANDBOX_NOBODY_WS="+ws, "SANDBOX_NOBODY_MODE="+mode, "HOME="+base, "XDG_STATE_HOME="+state, "SANDBOX_NOBODY_TMP="+nobodyTmp)
 	cmd.Dir = base
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	cmd.Stderr = os.Stderr
@@ -138,7 +147,7 @@ func runAsNobody(t *testing.T, mode string) (nobodyRun, string) {
 	}
 	var run nobodyRun
 	must(t, json.Unmarshal(out, &run))
-	if (mode == string(ModeOverlay) || mode == "steps") && strings.Contains(run.Err, "namespace overlay refused") {
+	if (mode == string(ModeOverlay) || mode == "steps" || mode == "hosttmp") && strings.Contains(run.Err, "namespace overlay refused") {
 		testenv.Unavailable(t, "the overlay booth for the user nobody ("+run.Err+")", "run on Linux with unprivileged user namespaces allowed")
 	}
 	return run, ws
@@ -169,5 +178,50 @@ func TestStepsAsUser(t *testing.T) {
 	run, _ := runAsNobody(t, "steps")
 	if run.Err != "" || run.Steps != "write a\nwrite f\ndelete locked\n" {
 		t.Fatalf("as nobody: err %q, step changes %q", run.Err, run.Steps)
+	}
+}
+
+// nobodyHostTmp runs an agent in the overlay as nobody that writes in
+// folders of the host's /tmp that root owns and everyone may write in.
+func nobodyHostTmp(tx *Tx, run *nobodyRun) error {
+	d := os.Getenv("SANDBOX_NOBODY_TMP")
+	script := `set -e; D="$1"; echo a > "$D/open/new"; echo b > "$D/open/deeper/new2"; mkdir "$D/open/sub"; echo c > "$D/open/sub/x"
+cat "$D/open/new" "$D/open/deeper/new2" "$D/open/sub/x" "$D/open/kept"; stat -c %a "$D/open/deeper"`
+	var out bytes.Buffer
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", script, "sh", d},
+		Mode: ModeOverlay, Stdout: &out, Stderr: &out, Notice: &bytes.Buffer{}})
+	run.Out = out.String()
+	if err == nil && res.ExitCode != 0 {
+		return fmt.Errorf("the agent exited %d", res.ExitCode)
+	}
+	return err
+}
+
+// TestHostTmpSharedAsUser: as an ordinary user, the booth's /tmp takes
+// new files in a folder of the host's /tmp that another user owns and
+// lets everyone write in, as the host does (overlayfs could not copy such
+// a folder up for a namespace that does not map its owner: the agent got
+// EOVERFLOW, "Value too large for defined data type"); nothing of it
+// reaches the host.
+func TestHostTmpSharedAsUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Unavailable(t, "root, to run the booth as the user nobody", "run the tests as root")
+	}
+	d := hostTmpDir(t) // root's, 0755
+	must(t, os.Mkdir(filepath.Join(d, "open"), 0o777))
+	must(t, os.Chmod(filepath.Join(d, "open"), 0o777))
+	must(t, os.Mkdir(filepath.Join(d, "open", "deeper"), 0o777))
+	must(t, os.Chmod(filepath.Join(d, "open", "deeper"), os.ModeSticky|0o777))
+	must(t, os.WriteFile(filepath.Join(d, "open", "kept"), []byte("host\n"), 0o644))
+	nobodyTmp = d
+	t.Cleanup(func() { nobodyTmp = "" })
+	run, _ := runAsNobody(t, "hosttmp")
+	if want := "a\nb\nc\nhost\n1777\n"; run.Err != "" || run.Out != want {
+		t.Fatalf("as nobody: err %q, output %q, want %q", run.Err, run.Out, want)
+	}
+	for _, p := range []string{"open/new", "open/deeper/new2", "open/sub"} {
+		if _, err := os.Lstat(filepath.Join(d, p)); err == nil {
+			t.Errorf("%s was written on the host", p)
+		}
 	}
 }

@@ -35,6 +35,18 @@ func privateTmp(s Spec) (detached, error) {
 	if err := os.Chmod(upper, 0o1777); err != nil {
 		return detached{}, fmt.Errorf("private /tmp: %w", err)
 	}
+	for _, f := range s.TmpShared {
+		p := filepath.Join(upper, f.Path)
+		if !Within(p, upper) || p == upper {
+			continue
+		}
+		if err := unix.Mkdir(p, 0o700); err != nil && err != unix.EEXIST {
+			return detached{}, fmt.Errorf("private /tmp: %s: %w", f.Path, err)
+		}
+		if err := unix.Chmod(p, f.Mode&0o7777); err != nil {
+			return detached{}, fmt.Errorf("private /tmp: %s: %w", f.Path, err)
+		}
+	}
 	var err error
 	if tmpUpper, err = unix.Open(upper, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		return detached{}, fmt.Errorf("private /tmp: %w", err)
@@ -64,4 +76,84 @@ func upperDev(root int) uint64 {
 		return 0
 	}
 	return st.Dev
+}
+
+// Limits of SharedTmp's walk of the host's /tmp: how deep it goes, how
+// many entries it reads and how many folders it gives at most.
+const (
+	sharedTmpDepth   = 4
+	sharedTmpEntries = 5000
+	sharedTmpMax     = 256
+)
+
+// SharedTmp lists the folders of the host's /tmp (root) that the caller
+// (uid, gid) may write in but that belong to another user or group, with
+// their parents, parents first. The booth's user namespace maps the
+// caller's ids alone (a caller other than root): overlayfs cannot copy
+// such a folder up to its upper layer (it cannot give the copy an owner
+// the namespace does not map, EOVERFLOW), so a file could not be made in
+// it in the booth as it can on the host. Made in the upper layer
+// beforehand (privateTmp), owned by the caller, each takes the agent's
+// new files, private to the run as the rest of its /tmp. The walk reads
+// at most sharedTmpEntries entries, sharedTmpDepth folders deep.
+func SharedTmp(root string, uid, gid int) []TmpFolder {
+	if uid == 0 {
+		return nil // root's namespace maps every id
+	}
+	var out []TmpFolder
+	seen := map[string]bool{}
+	budget := sharedTmpEntries
+	var walk func(rel string, depth int)
+	walk = func(rel string, depth int) {
+		if depth > sharedTmpDepth || budget <= 0 || len(out) >= sharedTmpMax {
+			return
+		}
+		ents, err := os.ReadDir(filepath.Join(root, rel))
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if budget--; budget < 0 {
+				return
+			}
+			if !e.IsDir() {
+				continue // not a symlink either
+			}
+			r := filepath.Join(rel, e.Name())
+			abs := filepath.Join(root, r)
+			var st unix.Stat_t
+			if unix.Lstat(abs, &st) != nil {
+				continue
+			}
+			if (int(st.Uid) != uid || int(st.Gid) != gid) && unix.Access(abs, unix.W_OK|unix.X_OK) == nil {
+				// its parents first, as privateTmp makes them
+				for _, p := range append(parentsOf(r), r) {
+					if seen[p] || len(out) >= sharedTmpMax {
+						continue
+					}
+					var pst unix.Stat_t
+					if unix.Lstat(filepath.Join(root, p), &pst) != nil {
+						continue
+					}
+					seen[p] = true
+					out = append(out, TmpFolder{Path: p, Mode: pst.Mode & 0o7777})
+				}
+			}
+			if unix.Access(abs, unix.R_OK|unix.X_OK) == nil {
+				walk(r, depth+1)
+			}
+		}
+	}
+	walk("", 1)
+	return out
+}
+
+// parentsOf are the folders rel lies in, outermost first ("a/b/c": a,
+// a/b).
+func parentsOf(rel string) []string {
+	var out []string
+	for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
+		out = append([]string{d}, out...)
+	}
+	return out
 }

@@ -48,10 +48,14 @@ type Spec struct {
 	// TmpUpper is an empty folder the init mounts a tmpfs on, in the
 	// booth's mount namespace alone: the upper layer of the booth's /tmp,
 	// over the host's (privateTmp).
-	TmpUpper string   `json:"tmp_upper"`
-	Dir      string   `json:"dir"`            // working directory of the command
-	Args     []string `json:"args,omitempty"` // command; empty with Probe
-	Probe    bool     `json:"probe,omitempty"`
+	TmpUpper string `json:"tmp_upper"`
+	// TmpShared are the folders of the host's /tmp, parents first, that
+	// the init makes in the upper layer of the booth's /tmp before it
+	// mounts it (SharedTmp).
+	TmpShared []TmpFolder `json:"tmp_shared,omitempty"`
+	Dir       string      `json:"dir"`            // working directory of the command
+	Args      []string    `json:"args,omitempty"` // command; empty with Probe
+	Probe     bool        `json:"probe,omitempty"`
 	// ReadOnly paths stay visible at their own absolute paths, read-only,
 	// even inside the workspace or under the private /tmp (the tape's
 	// folder). WriteLive paths stay visible and writable: writes there are
@@ -76,6 +80,13 @@ type Spec struct {
 	// Build is the caller's Fingerprint: an init built from other source
 	// exits with Mismatch before it does anything.
 	Build string `json:"build"`
+}
+
+// TmpFolder is a folder of the host's /tmp: its path below /tmp and its
+// mode (permissions, with the sticky and setgid bits as chmod takes them).
+type TmpFolder struct {
+	Path string `json:"path"`
+	Mode uint32 `json:"mode"`
 }
 
 // Staged is an overlay over Lower whose upper dir is Upper.
