@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -40,7 +41,10 @@ func readBatch(w http.ResponseWriter, r *http.Request, b *Batch) bool {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != BatchContentType {
 		return read(w, r, required, b)
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBatchBody))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		err = fmt.Errorf("the batch is over %d MiB: send its writes in more batches (one write's content is at most that)", MaxBatchBody>>20)
+	}
 	if err == nil {
 		err = decodeBinaryBatch(data, b)
 	}
@@ -157,6 +161,15 @@ func BaseOf(ctx context.Context) *FileBase {
 		return op.Base
 	}
 	return nil
+}
+
+// BodyLimit is the longest body of the request served with ctx: a
+// batched operation's, built from a batch, may be as long as the batch.
+func BodyLimit(ctx context.Context) int64 {
+	if opOf(ctx) != nil {
+		return MaxBatchBody
+	}
+	return MaxBody
 }
 
 // CompactBody says whether the body of the request served with ctx is

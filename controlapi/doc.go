@@ -33,5 +33,10 @@ const (
 	TokenEnv = "JUKEBOX_CONTROL_TOKEN"
 )
 
-// MaxBody is the longest request body the server reads.
-const MaxBody = 16 << 20
+// MaxBody is the longest request body the server reads; a batch sent as
+// BatchContentType may be MaxBatchBody long, and so may each of its
+// operations' own requests.
+const (
+	MaxBody      = 16 << 20
+	MaxBatchBody = 256 << 20
+)

@@ -68,6 +68,12 @@ func TestBatchEncodingsTapeAlike(t *testing.T) {
 			t.Fatalf("%s batch: HTTP %d %+v", send.ctype, resp.StatusCode, out)
 		}
 	}
+	// A write over the 16 MiB of a request of its own, in a binary batch.
+	big := bytes.Repeat([]byte("0123456789abcdef"), 17<<16) // 17 MiB
+	bigBatch := controlapi.Batch{Ops: []controlapi.BatchOp{{Op: "write", Body: mustJSONRaw(t, map[string]any{"path": "big.txt", "content": string(big)})}}}
+	if out, err := c.Batch(ctx, tx.Tx, bigBatch); err != nil || len(out.Answers) != 1 || out.Answers[0].Status != 200 {
+		t.Fatalf("a batch of 17 MiB: %+v %v", out, err)
+	}
 	t2, _ := c.Tx(ctx, tx.Tx)
 	if _, err := t2.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -77,6 +83,9 @@ func TestBatchEncodingsTapeAlike(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "b.bin")); err != nil || !bytes.Equal(b, []byte{0xff, 0, 'x'}) {
 		t.Errorf("b.bin: %q %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "big.txt")); err != nil || !bytes.Equal(b, big) {
+		t.Errorf("big.txt: %d bytes, %v; want %d", len(b), err, len(big))
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -97,15 +106,24 @@ func TestBatchEncodingsTapeAlike(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c, ok := p.(*tapefmt.Control); ok && filepath.Base(c.Path) == "write" {
+			req := []byte(c.Request)
+			if !c.RequestBody.IsZero() {
+				if req, err = tp.Blob(c.RequestBody); err != nil {
+					t.Fatal(err)
+				}
+			}
 			var m map[string]any
-			if err := json.Unmarshal(c.Request, &m); err != nil {
-				t.Fatalf("frame %d: %v (%s)", f.Seq, err, c.Request)
+			if err := json.Unmarshal(req, &m); err != nil {
+				t.Fatalf("frame %d: %v (%.200s)", f.Seq, err, req)
 			}
 			writes = append(writes, m)
 		}
 	}
-	if len(writes) != 4 {
-		t.Fatalf("%d write frames, want 4: %v", len(writes), writes)
+	if len(writes) != 5 {
+		t.Fatalf("%d write frames, want 5", len(writes))
+	}
+	if got, _ := writes[4]["content"].(string); got != string(big) {
+		t.Errorf("the 17 MiB write is taped with %d bytes of content", len(got))
 	}
 	for i := range 2 {
 		j, b := mustMarshal(t, writes[i]), mustMarshal(t, writes[i+2])
@@ -113,6 +131,11 @@ func TestBatchEncodingsTapeAlike(t *testing.T) {
 			t.Errorf("write %d taped as %s from JSON, %s from the binary batch", i, j, b)
 		}
 	}
+}
+
+func mustJSONRaw(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	return json.RawMessage(mustMarshal(t, v))
 }
 
 func mustMarshal(t *testing.T, v any) string {

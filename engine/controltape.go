@@ -62,7 +62,11 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.api.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, controlapi.MaxBody+1))
+	limit := controlapi.BodyLimit(r.Context())
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err == nil && int64(len(body)) > limit {
+		err = fmt.Errorf("request body over %d MiB", limit>>20)
+	}
 	if err != nil {
 		controlapi.Answer(w, nil, controlapi.BadRequest("%v", err))
 		return

@@ -19,9 +19,12 @@ from .errors import JukeboxError, SandboxViolation, SQLError
 PathLike = Union[str, "os.PathLike[str]"]
 
 # A batch of staged writes goes once it holds this much content, or this
-# many operations (the control API takes bodies up to 16 MiB).
+# many operations. The control API takes a batch of up to 256 MiB
+# (controlapi.MaxBatchBody): one write's content is at most _MAX_WRITE,
+# which leaves room for a batch that has not reached _BATCH_BYTES yet.
 _BATCH_BYTES = 4 << 20
 _BATCH_OPS = 1000
+_MAX_WRITE = 248 << 20
 
 # The booth's own folder in the workspace (sandbox.DefaultStateDir).
 _STATE_DIR = ".jukebox/booth"
@@ -205,6 +208,9 @@ class Transaction:
             data = bytes(content)
         else:
             data = content.encode("utf-8")  # text that is not UTF-8 raises here, as a plain write would
+        if len(data) > _MAX_WRITE:
+            raise ValueError(f"stage_file_write({os.fspath(path)!r}): {len(data)} bytes, over the {_MAX_WRITE >> 20} MiB "
+                             "a staged write takes: write it in the booth (jukebox record --booth) or outside the transaction")
         if mode is not None:
             body["mode"] = mode
         self._stage("write", body, len(data), self._base(body["path"]), data)

@@ -207,6 +207,12 @@ class SDKTest(SDKBase):
                 tx.stage_file_write("lone.txt", "\\ud800")
             except UnicodeEncodeError:
                 print("lone surrogate refused")
+            import jukebox._tx
+            jukebox._tx._MAX_WRITE = 4  # what a batch can carry, made small
+            try:
+                tx.stage_file_write("large.bin", b"12345")
+            except ValueError as e:
+                print("too large:", e)
             print("staged", tx.state)
             try:
                 tx.commit()
@@ -218,6 +224,7 @@ class SDKTest(SDKBase):
         ''')
         out = self.python("agent.py").stdout
         self.assertIn("lone surrogate refused", out)
+        self.assertIn("too large: stage_file_write('large.bin'): 5 bytes, over the 0 MiB", out)
         self.assertIn("staged open", out)
         self.assertIn("raised: staged write adir:", out)
         self.assertIn("after rolled_back", out)
