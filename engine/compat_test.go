@@ -20,6 +20,7 @@ var compatTapes = map[string]int{
 	"sealed-v1.jbx":       5, // the same, sealed with testdata/tapes/seal.key
 	"short-chat-v1.jbx":   5, // short non-streamed chat calls whose blobs the fixed reader must still read
 	"short-stream-v1.jbx": 3, // short streamed chat calls
+	"sdk-writes-v1.jbx":   0, // Python SDK transactions whose staged writes went as JSON batches (cmd/jukebox replays it)
 }
 
 // TestCompatTapesOpenVerifyReplay: every tape in testdata/compat opens,
