@@ -216,6 +216,15 @@ func TestVelocityAndUnknownModels(t *testing.T) {
 	if trip := New(Limits{MaxRepeat: 3}, prices.Cost).Before(Call{Model: "my-local-model"}); trip != nil {
 		t.Errorf("an unknown model without a limit in dollars: %+v", trip)
 	}
+	// A call that names no model and carries no text (the openai SDK's
+	// models.list) has nothing to price: it tripped the cap's
+	// unknown-model rule. A call with text and no model still does.
+	if trip := New(Limits{MaxCost: 1}, prices.Cost).Before(Call{}); trip != nil {
+		t.Errorf("a call without a model or text under a cost cap: %+v", trip)
+	}
+	if trip := New(Limits{MaxCost: 1}, prices.Cost).Before(Call{InputTokens: 10}); trip == nil || trip.Rule != RuleUnknownModel {
+		t.Errorf("a call with text and no model under a cost cap: %+v", trip)
+	}
 }
 
 func TestLoadConfigAndVelocity(t *testing.T) {

@@ -23,6 +23,11 @@ func (b *Breaker) Before(c Call) *Trip {
 			return b.tripped(t)
 		}
 	}
+	if c.Model == "" && c.InputTokens == 0 {
+		// Neither a model nor any text: listing the models, fetching a
+		// file. Nothing to price, nothing for the cap to weigh.
+		return nil
+	}
 	if t := b.priced(c.Model, c.Seq); t != nil {
 		return b.tripped(t)
 	}

@@ -34,12 +34,17 @@ func (c *CostCmd) Run(env *Env) error {
 	}
 	tw := table(env.Stdout)
 	fmt.Fprintf(tw, "%s\tCALLS\tINPUT\tCACHED\tCACHE WRITE\tOUTPUT\tRATE IN/CACHED/WRITE/OUT PER MTOK\tCOST\n", map[string]string{"model": "MODEL", "agent": "AGENT", "step": "STEP"}[c.By])
-	unpriced, estimated := 0, 0
+	unpriced, estimated, modelless := 0, 0, 0
 	for _, r := range append(bill.Rows, bill.Total) {
-		rate := "-"
+		rate, key := "-", r.Key
+		if c.By == "model" && key == "?" {
+			// Calls that name no model (listing the models, a file
+			// upload): nothing to price unless they used tokens.
+			key, modelless = "(no model)", r.Calls
+		}
 		if r.Rate != nil {
 			rate = fmt.Sprintf("$%s / $%s / $%s / $%s", perMTok(r.Rate.Input), perMTok(r.Rate.Cached), perMTok(r.Rate.CacheWrite), perMTok(r.Rate.Output))
-		} else if c.By == "model" && r.Key != "total" {
+		} else if c.By == "model" && r.Key != "total" && (r.Key != "?" || r.Unpriced > 0) {
 			rate = "no price"
 		}
 		a := timeline.Approx(r.Estimated)
@@ -50,7 +55,7 @@ func (c *CostCmd) Run(env *Env) error {
 		if r.Reported > 0 {
 			cost += fmt.Sprintf(" (%s reported)", breaker.USD(r.Reported))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s%d\t%d\t%d\t%s%d\t%s\t%s\n", timeline.OneLine(r.Key, 40), r.Calls, a, r.Usage.Input, r.Usage.Cached, r.Usage.CacheWrite, a, r.Usage.Output, rate, cost)
+		fmt.Fprintf(tw, "%s\t%d\t%s%d\t%d\t%d\t%s%d\t%s\t%s\n", timeline.OneLine(key, 40), r.Calls, a, r.Usage.Input, r.Usage.Cached, r.Usage.CacheWrite, a, r.Usage.Output, rate, cost)
 		if r.Key != "total" {
 			unpriced += r.Unpriced
 			estimated += r.Estimated
@@ -60,6 +65,13 @@ func (c *CostCmd) Run(env *Env) error {
 		return err
 	}
 	printRefused(env, bill)
+	if modelless > 0 {
+		calls := "1 call"
+		if modelless != 1 {
+			calls = fmt.Sprintf("%d calls", modelless)
+		}
+		fmt.Fprintf(env.Stdout, "(no model): %s that named none, such as listing the models: they cost nothing unless they used tokens\n", calls)
+	}
 	if unpriced > 0 {
 		fmt.Fprintf(env.Stdout, "%d calls used tokens at no known price (+?): the cost leaves them out\n", unpriced)
 	}

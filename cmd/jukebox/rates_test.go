@@ -155,3 +155,34 @@ func TestAgentTripExitsAtTheEnd(t *testing.T) {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out, errs)
 	}
 }
+
+// TestCostOfCallsWithoutAModel: a call that names no model (the openai
+// SDK's models.list) passes a cost cap (it tripped it as a model "" with
+// no price, exit 7) and is billed as "(no model)", at nothing, not as a
+// model "?" with "no price" (a rate missing where none is needed).
+func TestCostOfCallsWithoutAModel(t *testing.T) {
+	py := testenv.RequirePython(t)
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "agent.py")
+	must(t, os.WriteFile(agent, []byte(`
+import json, os, urllib.request
+base, key = os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
+h = {"Content-Type": "application/json", "Authorization": "Bearer " + key}
+with urllib.request.urlopen(urllib.request.Request(base + "/models", headers=h)) as r:
+    print(len(json.load(r)["data"]) > 0)
+body = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}).encode()
+with urllib.request.urlopen(urllib.request.Request(base + "/chat/completions", body, h)) as r:
+    print(r.status)
+`), 0o644))
+	t.Chdir(dir)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	wantCode(t, ExitOK, "record", "--max-cost", "1", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", "run.jbx", "--", py, agent)
+	text, _ := wantCode(t, ExitOK, "cost", "run.jbx")
+	if !strings.Contains(text, "(no model)") || strings.Contains(text, "no price") || strings.Contains(text, "\n?") ||
+		!strings.Contains(text, "(no model): 1 call that named none") {
+		t.Errorf("cost:\n%s", text)
+	}
+}
