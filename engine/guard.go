@@ -43,6 +43,9 @@ func newGuard(l breaker.Limits, trip func(*breaker.Trip), stop func()) *guard {
 // before checks a live call; true means it was refused with an error the
 // agent's SDK surfaces and does not retry.
 func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent string) (tapefmt.LLMResponse, bool) {
+	if llmwire.Free(x.path) {
+		return tapefmt.LLMResponse{}, false // counting tokens: no spending, no step of the agent's
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	d := x.decode()
@@ -58,6 +61,9 @@ func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent str
 // after counts a live call's answer.
 // usage is the answer's as the recorder counted it, nil when it did not.
 func (g *guard) after(x *exchange, a answer, seq uint64, agent string, usage *llmwire.CallUsage) {
+	if llmwire.Free(x.path) {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if t := g.b.After(agent, answerOf(seq, x.reqSeq, &a.resp, a.body, x.llmCall, usage, time.Now())); t != nil {

@@ -67,6 +67,21 @@ func RequestCall(req *tapefmt.LLMRequest, blob func(tapefmt.Hash) ([]byte, error
 	return c
 }
 
+// Free says whether a call to path uses no tokens: the providers' token
+// counting endpoints (Anthropic's /v1/messages/count_tokens, OpenAI's
+// /v1/responses/input_tokens, Gemini's models/M:countTokens, Bedrock's
+// /model/M/count-tokens), which bill nothing. Its usage is none, and the
+// circuit breaker does not weigh it.
+func Free(path string) bool {
+	path, _, _ = strings.Cut(path, "?")
+	for _, s := range []string{"/messages/count_tokens", "/responses/input_tokens", ":countTokens", "/count-tokens"} {
+		if strings.HasSuffix(path, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // ResponseUsage finds the usage, model and cost of one llm.response, the
 // one way that `ls` (timeline.Summarize), the turntable (timeline.Timeline),
 // `diff` (timeline.ForDiff), the OTel export, the breaker and the live
@@ -93,6 +108,12 @@ func ResponseUsage(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, e
 	var call Call
 	if request != nil {
 		call = request()
+	}
+	if Free(call.Path) {
+		// Counting tokens costs none: nothing read, nothing estimated.
+		c.Model, c.Usage = cmp.Or(c.Model, call.Model), tapefmt.Usage{}
+		c.Price(resp.Rate)
+		return c
 	}
 	var body []byte
 	if blob != nil {

@@ -58,3 +58,31 @@ func TestResponseUsageOfALiveStream(t *testing.T) {
 		t.Errorf("a live stream counts %+v, its taped frame %+v: want the same, output counted", live.Usage, taped.Usage)
 	}
 }
+
+// TestResponseUsageOfTokenCounting: a token-counting call (Anthropic's
+// count_tokens, OpenAI's input_tokens, Gemini's countTokens, Bedrock's
+// count-tokens) bills nothing: its usage is none, not counted from its
+// request's text (jukebox cost billed the Anthropic SDK's
+// messages.countTokens as ~11 input tokens).
+func TestResponseUsageOfTokenCounting(t *testing.T) {
+	body := []byte(`{"input_tokens":11}`)
+	blob := func(tapefmt.Hash) ([]byte, error) { return body, nil }
+	for _, c := range []struct{ provider, path, model string }{
+		{"anthropic", "/v1/messages/count_tokens", "claude-sonnet-4-5"},
+		{"openai", "/v1/responses/input_tokens", "gpt-4o"},
+		{"gemini", "/v1beta/models/gemini-2.0-flash:countTokens", "gemini-2.0-flash"},
+		{"bedrock", "/model/anthropic.claude-3-haiku-20240307-v1:0/count-tokens", "anthropic.claude-3-haiku-20240307-v1:0"},
+	} {
+		req := func() Call {
+			return Call{Provider: c.provider, Path: c.path, Model: c.model,
+				Body: []byte(`{"model":"` + c.model + `","messages":[{"role":"user","content":"how many tokens is this question?"}]}`)}
+		}
+		u := ResponseUsage(&tapefmt.LLMResponse{Status: 200, Body: tapefmt.HashOf(body)}, blob, req)
+		if u.Usage != (tapefmt.Usage{}) || u.Estimated || u.Cost != 0 {
+			t.Errorf("%s: usage %+v, estimated %v, cost %v; want none", c.path, u.Usage, u.Estimated, u.Cost)
+		}
+	}
+	if Free("/v1/messages") || Free("/v1/chat/completions") || Free("/v1beta/models/gemini-2.0-flash:generateContent") {
+		t.Error("a call that uses tokens is free")
+	}
+}

@@ -75,7 +75,11 @@ func (c *CostCmd) Run(env *Env) error {
 	if unpriced > 0 {
 		fmt.Fprintf(env.Stdout, "%d calls used tokens at no known price (+?): the cost leaves them out\n", unpriced)
 	}
-	if estimated > 0 {
+	switch {
+	case estimated == 1:
+		fmt.Fprintf(env.Stdout, "1 call's answer reported no usage (~): its tokens were counted from the text, "+
+			"by the model's tokenizer for OpenAI's models, else at 4 bytes a token\n")
+	case estimated > 1:
 		fmt.Fprintf(env.Stdout, "%d calls' answers reported no usage (~): their tokens were counted from the text, "+
 			"by the model's tokenizer for OpenAI's models, else at 4 bytes a token\n", estimated)
 	}
