@@ -57,7 +57,11 @@ func LoadForDiff(path string) (diffview.Timeline, error) {
 // another are put in call order, each request before its answer (see
 // orderCalls).
 func ForDiff(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
-	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: t.Steps(), TapeFrames: t.Len()},
+	steps, err := StepsOf(t)
+	if err != nil {
+		return diffview.Timeline{Name: name}, err
+	}
+	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: steps, TapeFrames: t.Len()},
 		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}, texts: map[tapefmt.Hash]string{}, callKey: map[int]uint64{}}
 	for f, err := range t.All() {
 		if err != nil {

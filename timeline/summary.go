@@ -93,7 +93,11 @@ func SummarizeCalls(path string, t *tapefmt.Tape) (Summary, []CallRecord, error)
 
 // summarize is Summarize; with calls, it also reads each call's record.
 func summarize(path string, t *tapefmt.Tape, calls *callReader) (Summary, error) {
-	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: t.Steps(),
+	steps, err := StepsOf(t)
+	if err != nil {
+		return Summary{}, err
+	}
+	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: steps,
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
 	reqs := map[uint64]*tapefmt.LLMRequest{} // by call
 	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindBreakerTrip, tapefmt.KindAgentTurn}

@@ -249,16 +249,47 @@ func (tl *Timeline) StepCount() int {
 	if n == 0 {
 		return 0
 	}
-	last, end := int(tl.steps[n-1]), tl.Len()-1
+	return personSteps(n, int(tl.steps[n-1]), tl.Len(), func(i int) tapefmt.Kind { k, _ := tl.KindAt(i); return k })
+}
+
+// personSteps is the steps of a tape of length frames as a person counts
+// them: whole, the step.commit frames, the last at frame last, and one
+// more when frames other than the run's end follow it.
+func personSteps(whole, last, length int, kindAt func(int) tapefmt.Kind) int {
+	end := length - 1
 	switch {
 	case end == last:
-		return n
-	case end == last+1:
-		if k, _ := tl.KindAt(end); k == tapefmt.KindRunEnd {
-			return n
+		return whole
+	case end == last+1 && kindAt(end) == tapefmt.KindRunEnd:
+		return whole
+	}
+	return whole + 1
+}
+
+// StepsOf is the steps of t as a person counts them, as everywhere jukebox
+// counts (the turntable, ls, diff): the whole steps, and the one the run
+// ended in when it was never committed (Timeline.StepCount).
+func StepsOf(t *tapefmt.Tape) (int, error) {
+	whole := t.Steps()
+	if whole == 0 {
+		return 0, nil
+	}
+	for _, err := range t.Frames(0) { // loads the frame index: KindAt reads memory
+		if err != nil {
+			return 0, err
 		}
 	}
-	return n + 1
+	kindAt := func(i int) tapefmt.Kind { k, _, _ := t.KindAt(i); return k }
+	for i := t.Len() - 1; i >= 0; i-- {
+		k, _, err := t.KindAt(i)
+		if err != nil {
+			return 0, err
+		}
+		if k == tapefmt.KindStep {
+			return personSteps(whole, i, t.Len(), kindAt), nil
+		}
+	}
+	return whole, nil
 }
 
 // StepNumber is the step frame i belongs to, from 0, as StepCount counts:
