@@ -63,6 +63,9 @@ class Control:
         # One kept-alive connection per thread, straight to the loopback
         # port: never through an HTTP proxy the environment names.
         self._local = threading.local()
+        # json_batches: the server is a jukebox from before binary batches
+        # (it refused one): staged writes go to it as JSON batches.
+        self.json_batches = False
 
     def _conn(self) -> http.client.HTTPConnection:
         conn: Optional[http.client.HTTPConnection] = getattr(self._local, "conn", None)
