@@ -9,12 +9,16 @@ import base64
 import http.server
 import json
 import os
+import sys
 import tempfile
 import threading
 import unittest
 
-from jukebox._control import Control
-from jukebox._tx import Transaction
+# The SDK in this tree, as the other tests' scripts get it (PYTHONPATH).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from jukebox._control import Control  # noqa: E402
+from jukebox._tx import Transaction  # noqa: E402
 
 
 class OldControl(http.server.BaseHTTPRequestHandler):
