@@ -1,4 +1,6 @@
-// testsum reads `go test -json` on stdin and prints what a person needs
+// testsum reads `go test -json` on stdin (or from each file named, read
+// together as they are written: .ci/test runs several go test at once,
+// each into a pipe of its own) and prints what a person needs
 // from it: each package's result line as it comes, then the whole output
 // of every failing test (and of a package that failed outside its tests),
 // one line per group of skipped tests (package and reason) and the
@@ -8,6 +10,7 @@
 // stack, which go test attributes to it.
 //
 //	go test -json ./... | go run ./internal/testsum
+//	go run ./internal/testsum a.fifo b.fifo
 package main
 
 import (
@@ -33,7 +36,12 @@ type event struct {
 	Output     string
 }
 
-type key struct{ pkg, test string }
+// key is a test (or, test "", a package) of one input: the same package
+// may run in two of them (the cloud drivers' build tags).
+type key struct {
+	in        int
+	pkg, test string
+}
 
 // summary is what is kept while the stream is read.
 type summary struct {
@@ -49,17 +57,20 @@ type summary struct {
 
 func main() {
 	s := &summary{out: os.Stdout, output: map[key][]string{}, elapsed: map[key]float64{}}
-	sc := bufio.NewScanner(os.Stdin)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
-			fmt.Fprintln(s.out, sc.Text()) // not JSON: pass it on
-			continue
+	inputs := []io.Reader{os.Stdin}
+	if len(os.Args) > 1 {
+		inputs = nil
+		for _, name := range os.Args[1:] {
+			f, err := os.Open(name) // a fifo: opened once its writer opens it
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "testsum:", err)
+				os.Exit(2)
+			}
+			defer f.Close()
+			inputs = append(inputs, f)
 		}
-		s.add(e)
 	}
-	if err := sc.Err(); err != nil {
+	if err := s.read(inputs); err != nil {
 		fmt.Fprintln(os.Stderr, "testsum:", err)
 		os.Exit(2)
 	}
@@ -69,8 +80,44 @@ func main() {
 	}
 }
 
-func (s *summary) add(e event) {
-	k := key{short(e.Package), e.Test}
+// read reads every input to its end, a line at a time, each line whole
+// whichever input it comes from.
+func (s *summary) read(inputs []io.Reader) error {
+	type line struct {
+		in   int
+		text []byte
+	}
+	lines, errs := make(chan line), make(chan error, len(inputs))
+	for i, r := range inputs {
+		go func() {
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 1<<20), 64<<20)
+			for sc.Scan() {
+				lines <- line{i, slices.Clone(sc.Bytes())}
+			}
+			errs <- sc.Err()
+		}()
+	}
+	var first error
+	for open := len(inputs); open > 0; {
+		select {
+		case l := <-lines:
+			var e event
+			if err := json.Unmarshal(l.text, &e); err != nil || e.Action == "" {
+				fmt.Fprintln(s.out, string(l.text)) // not JSON: pass it on
+				continue
+			}
+			s.add(l.in, e)
+		case err := <-errs:
+			open--
+			first = cmp.Or(first, err)
+		}
+	}
+	return first
+}
+
+func (s *summary) add(in int, e event) {
+	k := key{in, short(e.Package), e.Test}
 	switch e.Action {
 	case "build-output":
 		fmt.Fprint(s.out, e.Output)
@@ -94,10 +141,10 @@ func (s *summary) add(e event) {
 
 // ended is a package's end: its tests still running never will, and
 // count as failed (a timeout's panic names them and holds the stacks).
-func (s *summary) ended(pkg string) {
+func (s *summary) ended(in int, pkg string) {
 	var still []key
 	for _, k := range s.running {
-		if k.pkg != pkg {
+		if k.in != in || k.pkg != pkg {
 			still = append(still, k)
 			continue
 		}
@@ -117,7 +164,7 @@ func isResultLine(line string) bool {
 
 func (s *summary) done(k key, e event) {
 	if k.test == "" {
-		s.ended(k.pkg)
+		s.ended(k.in, k.pkg)
 	}
 	s.running = slices.DeleteFunc(s.running, func(r key) bool { return r == k })
 	if k.test != "" && !strings.Contains(k.test, "/") {

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -19,15 +20,43 @@ func summarize(t *testing.T, name string) (string, *summary) {
 	defer f.Close()
 	var out bytes.Buffer
 	s := &summary{out: &out, output: map[key][]string{}, elapsed: map[key]float64{}}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var e event
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Action != "" {
-			s.add(e)
-		}
+	if err := s.read([]io.Reader{f}); err != nil {
+		t.Fatal(err)
 	}
 	s.report()
 	return out.String(), s
+}
+
+// TestTwoInputs: two go test streams read together (.ci/test runs the
+// cloud drivers' build tags beside the rest) that run the same package:
+// its end in one does not end the other's tests still running, and every
+// line of both is read.
+func TestTwoInputs(t *testing.T) {
+	ev := func(action, test string) event { return event{Action: action, Package: "example.com/m/p", Test: test} }
+	var out bytes.Buffer
+	s := &summary{out: &out, output: map[key][]string{}, elapsed: map[key]float64{}}
+	s.add(1, ev("run", "TestB"))
+	for _, e := range []event{ev("run", "TestA"), ev("pass", "TestA"), ev("pass", "")} {
+		s.add(0, e)
+	}
+	s.add(1, ev("pass", "TestB"))
+	s.add(1, ev("pass", ""))
+	if s.pass != 2 || s.fail != 0 || len(s.running) != 0 {
+		t.Errorf("%d passed, %d failed, %v running; want 2, 0, none", s.pass, s.fail, s.running)
+	}
+	line := func(e event) string { b, _ := json.Marshal(e); return string(b) + "\n" }
+	var a, b strings.Builder
+	for i := range 300 {
+		a.WriteString(line(ev("run", fmt.Sprint("TestA", i))) + line(ev("pass", fmt.Sprint("TestA", i))))
+		b.WriteString(line(ev("run", fmt.Sprint("TestB", i))) + line(ev("pass", fmt.Sprint("TestB", i))))
+	}
+	s = &summary{out: &out, output: map[key][]string{}, elapsed: map[key]float64{}}
+	if err := s.read([]io.Reader{strings.NewReader(a.String()), strings.NewReader(b.String())}); err != nil {
+		t.Fatal(err)
+	}
+	if s.pass != 600 || s.fail != 0 {
+		t.Errorf("read %d passed, %d failed of two inputs of 300 each", s.pass, s.fail)
+	}
 }
 
 // TestTimeoutNamesTheRunningTest: a package that hit go test's -timeout
