@@ -223,8 +223,8 @@ func uploadedLine(up *tapestore.Uploaded) string {
 
 // PushCmd uploads tapes that are not in the store yet.
 type PushCmd struct {
-	Paths []string `arg:"" optional:"" name:"path" default:"tapes" type:"path" help:"Tapes, or folders of tapes (default ./tapes)."`
-	Store string   `placeholder:"URL" env:"JUKEBOX_STORE" required:"" help:"The store (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/)."`
+	Paths []string `arg:"" optional:"" name:"path" default:"tapes" help:"Tapes, or folders of tapes (default ./tapes); the store may come last instead of --store (jukebox push run.jbx s3://BUCKET/PREFIX/)."`
+	Store string   `placeholder:"URL" env:"JUKEBOX_STORE" help:"The store (s3://BUCKET/PREFIX/, gs://, azblob://, file:///folder/)."`
 	Check bool     `help:"Ask the store about every tape, also those noted as uploaded beside them."`
 	JSON  bool     `help:"Print one JSON array, a result per tape (and no progress on stderr)."`
 	// AllowDamaged sends tapes that do not verify, marked as damaged.
@@ -242,6 +242,21 @@ type pushResult struct {
 // Run uploads every tape not noted as uploaded to the store (idempotent:
 // safe to run from cron); exit 1 when any upload failed.
 func (c *PushCmd) Run(ctx context.Context, env *Env) error {
+	if n := len(c.Paths); c.Store == "" && n > 0 && tapestore.IsURL(c.Paths[n-1]) {
+		// The store given last, as a copy's destination is.
+		c.Store, c.Paths = c.Paths[n-1], c.Paths[:n-1]
+		if len(c.Paths) == 0 {
+			c.Paths = []string{"tapes"}
+		}
+	}
+	if c.Store == "" {
+		return withCode(ExitUsage, errors.New("push needs the store: --store URL (or $JUKEBOX_STORE), or the URL last: jukebox push run.jbx s3://BUCKET/PREFIX/"))
+	}
+	for _, p := range c.Paths {
+		if tapestore.IsURL(p) {
+			return withCode(ExitUsage, fmt.Errorf("push %s: a tape to push is a file here; the store is %s", p, c.Store))
+		}
+	}
 	loc, err := tapestore.Parse(c.Store)
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--store %w", err))

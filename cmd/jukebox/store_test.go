@@ -229,3 +229,26 @@ func flippedKey(t *testing.T, url string) {
 		t.Errorf("pull kept something of the flipped copy: %v", ents)
 	}
 }
+
+// TestPushStoreLast: `jukebox push run.jbx URL`, the store given last as
+// a copy's destination is, uploads (it said "missing flags: --store=URL",
+// having taken the URL for a tape's path); push without a store names
+// both ways to give it, and a URL among the tapes is refused.
+func TestPushStoreLast(t *testing.T) {
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "run.jbx")
+	wantCode(t, 0, "record", "-o", tape, "--", "sh", "-c", "echo pushed")
+	store := "file://" + filepath.Join(dir, "store") + "/"
+	must(t, os.Mkdir(filepath.Join(dir, "store"), 0o755))
+	out, _ := wantCode(t, 0, "push", tape, store)
+	if !strings.Contains(out, "uploaded "+tape+" to "+store) {
+		t.Errorf("push TAPE URL:\n%s", out)
+	}
+	t.Setenv("JUKEBOX_STORE", "")
+	if _, errs := wantCode(t, ExitUsage, "push", tape); !strings.Contains(errs, "--store URL (or $JUKEBOX_STORE), or the URL last") {
+		t.Errorf("push without a store:\n%s", errs)
+	}
+	if _, errs := wantCode(t, ExitUsage, "push", store+"x.jbx", "--store", store); !strings.Contains(errs, "a tape to push is a file here") {
+		t.Errorf("push of a URL:\n%s", errs)
+	}
+}
