@@ -232,10 +232,7 @@ func fetchWhole(ctx context.Context, raw string, noCache, reuse bool) (*Fetched,
 	f := &Fetched{URL: s.Loc.TapeURL(loc.Name), loc: loc, s: s, ctx: ctx, noCache: noCache, cleanup: func() {}}
 	a, err := try(ctx, "HEAD "+f.URL, requestTimeout, func(ctx context.Context) (attributes, error) { return s.b.Attributes(ctx, loc.Name) })
 	if err != nil {
-		err = s.wrap(loc.Name, err)
-		if codeOf(err) == codeNotFound {
-			err = s.uploadedAs(ctx, loc.Name, err)
-		}
+		err = s.tapeErr(ctx, loc.Name, err)
 		s.Close()
 		return nil, err
 	}

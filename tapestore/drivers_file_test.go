@@ -163,4 +163,12 @@ func TestNotFoundNamesTheUploadedKey(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "push keeps") {
 		t.Errorf("fetching a tape never pushed: %v, want not found alone", err)
 	}
+	// pull and the commands that read a tape in place (cost URL) said
+	// only "not found".
+	if _, err := s.Download(ctx, "run.jbx", t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), up.URL) {
+		t.Errorf("pulling run.jbx after its push: %v, want not found naming %s", err, up.URL)
+	}
+	if _, _, _, _, err := Opener(true)("file://" + root + "/run.jbx"); err == nil || !strings.Contains(err.Error(), up.URL) {
+		t.Errorf("opening run.jbx in the store after its push: %v, want not found naming %s", err, up.URL)
+	}
 }

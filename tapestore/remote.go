@@ -147,8 +147,9 @@ func openObject(ctx context.Context, loc Location, noCache bool) (*object, error
 	}
 	a, err := s.b.Attributes(ctx, loc.Name)
 	if err != nil {
+		err = s.tapeErr(ctx, loc.Name, err)
 		s.Close()
-		return nil, s.wrap(loc.Name, err)
+		return nil, err
 	}
 	o := &object{s: s, key: loc.Name, size: a.Size}
 	o.ctx, o.cancel = context.WithCancel(context.Background())

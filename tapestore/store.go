@@ -60,6 +60,17 @@ func (s *Store) wrap(key string, err error) error {
 	return fmt.Errorf("store %s: %w", where, err)
 }
 
+// tapeErr is err of asking the store for the tape under key, wrapped:
+// when there is none, with the keys a tape of that name was uploaded
+// under (uploadedAs).
+func (s *Store) tapeErr(ctx context.Context, key string, err error) error {
+	err = s.wrap(key, err)
+	if codeOf(err) == codeNotFound {
+		err = s.uploadedAs(ctx, key, err)
+	}
+	return err
+}
+
 // uploadedAs adds to err (name is not in the store) the keys a tape of
 // that name was uploaded under (KeyFor adds its id: push's run.jbx is
 // run-3d3fcc001687.jbx), so that the URL a user tries after a push leads
@@ -129,7 +140,7 @@ func (r remote) ReadAt(p []byte, off int64) (int, error) {
 func (s *Store) openRemote(ctx context.Context, key string) (*tapefmt.Tape, int64, error) {
 	a, err := try(ctx, "HEAD "+s.Loc.TapeURL(key), requestTimeout, func(ctx context.Context) (attributes, error) { return s.b.Attributes(ctx, key) })
 	if err != nil {
-		return nil, 0, s.wrap(key, err)
+		return nil, 0, s.tapeErr(ctx, key, err)
 	}
 	t, err := tapefmt.NewReader(remote{ctx, s.b, key}, a.Size)
 	if err != nil {
