@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/controlapi"
-	"github.com/jukebox-os/jukebox/engine"
 )
 
 // BenchmarkStagedWriteBatch is the server's side of the Python SDK's
@@ -41,23 +40,9 @@ func BenchmarkStagedWriteBatch(b *testing.B) {
 		}
 	})
 	b.Run("staged", func(b *testing.B) {
-		ws := b.TempDir()
-		ctx, cancel := context.WithCancel(context.Background())
-		ready := make(chan engine.ServeInfo, 1)
-		done := make(chan error, 1)
-		go func() {
-			_, err := engine.Serve(ctx, engine.ServeOptions{RunOptions: engine.RunOptions{Argv: []string{"bench"}, Dir: ws},
-				Tape: filepath.Join(b.TempDir(), "bench.jbx"), Ready: func(i engine.ServeInfo) { ready <- i }})
-			done <- err
-		}()
-		var info engine.ServeInfo
-		select {
-		case info = <-ready:
-		case err := <-done:
-			b.Fatalf("Serve ended before it served: %v", err)
-		}
-		defer func() { cancel(); <-done }()
-		c := &controlapi.Client{Base: info.Env[controlapi.BaseEnv], Token: info.Env[controlapi.TokenEnv]}
+		ctx := context.Background()
+		c, stop := serveClient(b, b.TempDir(), filepath.Join(b.TempDir(), "bench.jbx"))
+		defer stop()
 		// The batches are encoded before the clock runs: what is timed is
 		// the server's side, and the request's way there and back.
 		var bodies [][]byte

@@ -21,20 +21,8 @@ import (
 // write's own request, content in it (base64 for bytes).
 func TestBatchEncodingsTapeAlike(t *testing.T) {
 	ws, tape := t.TempDir(), filepath.Join(t.TempDir(), "batch.jbx")
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan engine.ServeInfo, 1), make(chan error, 1)
-	go func() {
-		_, err := engine.Serve(ctx, engine.ServeOptions{RunOptions: engine.RunOptions{Argv: []string{"agent"}, Dir: ws},
-			Tape: tape, Ready: func(i engine.ServeInfo) { ready <- i }})
-		done <- err
-	}()
-	var info engine.ServeInfo
-	select {
-	case info = <-ready:
-	case err := <-done:
-		t.Fatalf("Serve ended before it served: %v", err)
-	}
-	c := &controlapi.Client{Base: info.Env[controlapi.BaseEnv], Token: info.Env[controlapi.TokenEnv]}
+	ctx := context.Background()
+	c, stop := serveClient(t, ws, tape)
 	tx, err := c.Begin(ctx, controlapi.Begin{Name: "t"})
 	if err != nil {
 		t.Fatal(err)
@@ -99,8 +87,7 @@ func TestBatchEncodingsTapeAlike(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "big.txt")); err != nil || !bytes.Equal(b, big) {
 		t.Errorf("big.txt: %d bytes, %v; want %d", len(b), err, len(big))
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	tp, err := tapefmt.Open(tape)
@@ -157,4 +144,27 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// serveClient serves a run over the workspace ws onto tape (engine.Serve)
+// and gives a client of its control API, and the stop that ends the run
+// and returns Serve's error.
+func serveClient(tb testing.TB, ws, tape string) (*controlapi.Client, func() error) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan engine.ServeInfo, 1), make(chan error, 1)
+	go func() {
+		_, err := engine.Serve(ctx, engine.ServeOptions{RunOptions: engine.RunOptions{Argv: []string{"agent"}, Dir: ws},
+			Tape: tape, Ready: func(i engine.ServeInfo) { ready <- i }})
+		done <- err
+	}()
+	select {
+	case info := <-ready:
+		c := &controlapi.Client{Base: info.Env[controlapi.BaseEnv], Token: info.Env[controlapi.TokenEnv]}
+		return c, func() error { cancel(); return <-done }
+	case err := <-done:
+		cancel()
+		tb.Fatalf("Serve ended before it served: %v", err)
+		return nil, nil
+	}
 }
