@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"unicode/utf8"
@@ -41,7 +40,14 @@ func readBatch(w http.ResponseWriter, r *http.Request, b *Batch) bool {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != BatchContentType {
 		return read(w, r, required, b)
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBatchBody))
+	// Read into a buffer of the announced length: grown by doubling
+	// instead, a batch of 200 writes of 4 KiB copied itself 8 times.
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= MaxBatchBody {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBatchBody))
+	data := buf.Bytes()
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		err = fmt.Errorf("the batch is over %d MiB: send its writes in more batches (one write's content is at most that)", MaxBatchBody>>20)
 	}
@@ -163,21 +169,22 @@ func BaseOf(ctx context.Context) *FileBase {
 	return nil
 }
 
-// BodyLimit is the longest body of the request served with ctx: a
-// batched operation's, built from a batch, may be as long as the batch.
-func BodyLimit(ctx context.Context) int64 {
-	if opOf(ctx) != nil {
-		return MaxBatchBody
-	}
-	return MaxBody
-}
-
 // CompactBody says whether the body of the request served with ctx is
 // compact JSON already (a write of a binary batch, which the server
 // wrote so): a caller that keeps it compacted need not do it again.
 func CompactBody(ctx context.Context) bool {
 	op := opOf(ctx)
 	return op != nil && op.compact
+}
+
+// BatchedBody is the body of the batched operation served with ctx, as
+// the batch gave it (the request's Body reads the same bytes); false for
+// a request that came alone.
+func BatchedBody(ctx context.Context) ([]byte, bool) {
+	if op := opOf(ctx); op != nil {
+		return op.Body, true
+	}
+	return nil, false
 }
 
 // decodedBody is the request of the operation served with ctx when the

@@ -62,16 +62,19 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.api.ServeHTTP(w, r)
 		return
 	}
-	limit := controlapi.BodyLimit(r.Context())
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err == nil && int64(len(body)) > limit {
-		err = fmt.Errorf("request body over %d MiB", limit>>20)
+	body, batched := controlapi.BatchedBody(r.Context()) // r.Body reads it still
+	if !batched {
+		var err error
+		body, err = io.ReadAll(io.LimitReader(r.Body, controlapi.MaxBody+1))
+		if err == nil && int64(len(body)) > controlapi.MaxBody {
+			err = fmt.Errorf("request body over %d MiB", controlapi.MaxBody>>20)
+		}
+		if err != nil {
+			controlapi.Answer(w, nil, controlapi.BadRequest("%v", err))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	if err != nil {
-		controlapi.Answer(w, nil, controlapi.BadRequest("%v", err))
-		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	if c.fromTape(w, r, path, body) {
 		return
 	}
@@ -141,7 +144,9 @@ func (c *control) tapeControl(method, path string, req []byte, reqCompact bool, 
 	if c.p.tape == nil {
 		return
 	}
-	f := tapefmt.Control{Method: method, Path: path, Status: status}
+	// controlBody's inline bodies are JSON: compacted there, or built
+	// compact by the batch (reqCompact).
+	f := tapefmt.Control{Method: method, Path: path, Status: status, Checked: true}
 	var err error
 	if f.Request, f.RequestBody, err = c.controlBody(req, reqCompact); err == nil {
 		f.Answer, f.AnswerBody, err = c.controlBody(ans, false)

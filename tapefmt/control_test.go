@@ -9,7 +9,8 @@ import (
 
 // TestControlMarshal: a control frame's payload, whose bodies are written
 // as they are, reads back as the one encoding/json writes; a body that is
-// not JSON is refused, never written.
+// not JSON is refused, never written, unless the writer says it checked
+// it (Checked).
 func TestControlMarshal(t *testing.T) {
 	h := HashOf([]byte("x"))
 	for _, c := range []Control{
@@ -39,6 +40,13 @@ func TestControlMarshal(t *testing.T) {
 		if b, err := marshalPayload(Control{Method: "POST", Answer: json.RawMessage(bad)}); err == nil {
 			t.Errorf("answer %q written as %s", bad, b)
 		}
+	}
+	// Checked: the writer vouches for its bodies, which go as they are;
+	// the flag itself is not on the tape.
+	c := Control{Method: "POST", Path: "/v1/tx/t/write", Status: 200, Request: json.RawMessage(`{"path":"a"}`), Checked: true}
+	got, err := marshalPayload(c)
+	if err != nil || string(got) != `{"method":"POST","path":"/v1/tx/t/write","status":200,"request":{"path":"a"}}` {
+		t.Errorf("checked control written as %s, %v", got, err)
 	}
 }
 
