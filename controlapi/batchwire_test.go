@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -118,4 +119,30 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestAppendJSONString: the JSON string a binary batch's text content
+// becomes on the tape reads back as that text, for every ASCII byte,
+// HTML, separators JavaScript treats as line ends, and random UTF-8.
+func TestAppendJSONString(t *testing.T) {
+	var all []byte
+	for c := range 0x80 {
+		all = append(all, byte(c))
+	}
+	texts := []string{"", string(all), `<a href="x">&amp;</a>`, "line\u2028sep\u2029é😀\\\"", strings.Repeat("x", 4096)}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		var b strings.Builder
+		for range r.IntN(64) {
+			b.WriteRune(rune(r.IntN(0x11000)))
+		}
+		texts = append(texts, strings.ToValidUTF8(b.String(), "?"))
+	}
+	for _, text := range texts {
+		lit := appendJSONString([]byte("prefix"), []byte(text))
+		var got string
+		if !bytes.HasPrefix(lit, []byte("prefix")) || json.Unmarshal(lit[len("prefix"):], &got) != nil || got != text {
+			t.Fatalf("%q became %s, which reads as %q", text, lit, got)
+		}
+	}
 }
