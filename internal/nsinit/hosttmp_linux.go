@@ -95,7 +95,8 @@ const (
 // it in the booth as it can on the host. Made in the upper layer
 // beforehand (privateTmp), owned by the caller, each takes the agent's
 // new files, private to the run as the rest of its /tmp. The walk reads
-// at most sharedTmpEntries entries, sharedTmpDepth folders deep.
+// at most sharedTmpEntries entries, sharedTmpDepth folders deep, level
+// by level.
 func SharedTmp(root string, uid, gid int) []TmpFolder {
 	if uid == 0 {
 		return nil // root's namespace maps every id
@@ -103,48 +104,51 @@ func SharedTmp(root string, uid, gid int) []TmpFolder {
 	var out []TmpFolder
 	seen := map[string]bool{}
 	budget := sharedTmpEntries
-	var walk func(rel string, depth int)
-	walk = func(rel string, depth int) {
-		if depth > sharedTmpDepth || budget <= 0 || len(out) >= sharedTmpMax {
-			return
-		}
-		ents, err := os.ReadDir(filepath.Join(root, rel))
-		if err != nil {
-			return
-		}
-		for _, e := range ents {
-			if budget--; budget < 0 {
-				return
-			}
-			if !e.IsDir() {
-				continue // not a symlink either
-			}
-			r := filepath.Join(rel, e.Name())
-			abs := filepath.Join(root, r)
-			var st unix.Stat_t
-			if unix.Lstat(abs, &st) != nil {
+	// Breadth first: a folder right in /tmp is found however large the
+	// trees beside it (a module cache, a build's scratch space), which a
+	// depth-first walk spent the budget on before reaching it.
+	level := []string{""}
+	for depth := 1; depth <= sharedTmpDepth && len(level) > 0; depth++ {
+		var next []string
+		for _, rel := range level {
+			ents, err := os.ReadDir(filepath.Join(root, rel))
+			if err != nil {
 				continue
 			}
-			if (int(st.Uid) != uid || int(st.Gid) != gid) && unix.Access(abs, unix.W_OK|unix.X_OK) == nil {
-				// its parents first, as privateTmp makes them
-				for _, p := range append(parentsOf(r), r) {
-					if seen[p] || len(out) >= sharedTmpMax {
-						continue
+			for _, e := range ents {
+				if budget--; budget < 0 || len(out) >= sharedTmpMax {
+					return out
+				}
+				if !e.IsDir() {
+					continue // not a symlink either
+				}
+				r := filepath.Join(rel, e.Name())
+				abs := filepath.Join(root, r)
+				var st unix.Stat_t
+				if unix.Lstat(abs, &st) != nil {
+					continue
+				}
+				if (int(st.Uid) != uid || int(st.Gid) != gid) && unix.Access(abs, unix.W_OK|unix.X_OK) == nil {
+					// its parents first, as privateTmp makes them
+					for _, p := range append(parentsOf(r), r) {
+						if seen[p] || len(out) >= sharedTmpMax {
+							continue
+						}
+						var pst unix.Stat_t
+						if unix.Lstat(filepath.Join(root, p), &pst) != nil {
+							continue
+						}
+						seen[p] = true
+						out = append(out, TmpFolder{Path: p, Mode: pst.Mode & 0o7777})
 					}
-					var pst unix.Stat_t
-					if unix.Lstat(filepath.Join(root, p), &pst) != nil {
-						continue
-					}
-					seen[p] = true
-					out = append(out, TmpFolder{Path: p, Mode: pst.Mode & 0o7777})
+				}
+				if unix.Access(abs, unix.R_OK|unix.X_OK) == nil {
+					next = append(next, r)
 				}
 			}
-			if unix.Access(abs, unix.R_OK|unix.X_OK) == nil {
-				walk(r, depth+1)
-			}
 		}
+		level = next
 	}
-	walk("", 1)
 	return out
 }
 
