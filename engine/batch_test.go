@@ -150,21 +150,61 @@ func mustMarshal(t *testing.T, v any) string {
 // and gives a client of its control API, and the stop that ends the run
 // and returns Serve's error.
 func serveClient(tb testing.TB, ws, tape string) (*controlapi.Client, func() error) {
+	c, stop := serveRun(tb, ws, tape)
+	return c, func() error { _, err := stop(); return err }
+}
+
+// serveRun is serveClient whose stop returns the run's result too.
+func serveRun(tb testing.TB, ws, tape string) (*controlapi.Client, func() (*engine.Result, error)) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan engine.ServeInfo, 1), make(chan error, 1)
+	type ended struct {
+		res *engine.Result
+		err error
+	}
+	ready, done := make(chan engine.ServeInfo, 1), make(chan ended, 1)
 	go func() {
-		_, err := engine.Serve(ctx, engine.ServeOptions{RunOptions: engine.RunOptions{Argv: []string{"agent"}, Dir: ws},
+		res, err := engine.Serve(ctx, engine.ServeOptions{RunOptions: engine.RunOptions{Argv: []string{"agent"}, Dir: ws},
 			Tape: tape, Ready: func(i engine.ServeInfo) { ready <- i }})
-		done <- err
+		done <- ended{res, err}
 	}()
 	select {
 	case info := <-ready:
 		c := &controlapi.Client{Base: info.Env[controlapi.BaseEnv], Token: info.Env[controlapi.TokenEnv]}
-		return c, func() error { cancel(); return <-done }
-	case err := <-done:
+		return c, func() (*engine.Result, error) { cancel(); e := <-done; return e.res, e.err }
+	case e := <-done:
 		cancel()
-		tb.Fatalf("Serve ended before it served: %v", err)
+		tb.Fatalf("Serve ended before it served: %v", e.err)
 		return nil, nil
+	}
+}
+
+// TestControlExchangesCounted: the control-API exchanges a run puts on
+// its tape are counted in its result (the CLI tells a run with them and
+// no model call from one in which nothing went through jukebox), and
+// what only asks about the run (info) is not.
+func TestControlExchangesCounted(t *testing.T) {
+	ctx := context.Background()
+	c, stop := serveRun(t, t.TempDir(), filepath.Join(t.TempDir(), "count.jbx"))
+	if _, err := c.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	begun, err := c.Begin(ctx, controlapi.Begin{Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := c.Tx(ctx, begun.Tx)
+	if _, err := tx.Write(ctx, controlapi.Write{Path: "a.txt", Content: new("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Rollback(ctx, controlapi.Rollback{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ControlExchanges != 3 || res.Calls != 0 {
+		t.Errorf("a run with a begin, a write and a rollback: %d control exchanges, %d calls; want 3, 0", res.ControlExchanges, res.Calls)
 	}
 }

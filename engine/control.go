@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync/atomic"
 	"time"
 
 	"github.com/jukebox-os/jukebox/controlapi"
@@ -35,6 +36,10 @@ type control struct {
 	ctl ctlTape
 	// onEnd ends a served run (Serve); nil for a run with an agent.
 	onEnd func(tapefmt.RunEnd)
+	// exchanges counts the exchanges the agent made that go on the tape
+	// (turns, markers, transactions, held MCP calls), live or answered
+	// from a tape (Result.ControlExchanges).
+	exchanges atomic.Int64
 }
 
 var _ controlapi.Run = (*control)(nil)

@@ -62,6 +62,7 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.api.ServeHTTP(w, r)
 		return
 	}
+	c.exchanges.Add(1)
 	body, batched := controlapi.BatchedBody(r.Context()) // r.Body reads it still
 	if !batched {
 		var err error

@@ -143,6 +143,10 @@ type Result struct {
 	// transactions, held MCP calls) answered from the tape; those recorded
 	// and never asked for count in Unused.
 	ControlServed int `json:"control_served,omitempty"`
+	// ControlExchanges counts the control-API exchanges the agent made
+	// that go on the tape (turns, markers, transactions and their
+	// operations, held MCP calls), live or answered from a tape.
+	ControlExchanges int `json:"control_exchanges,omitempty"`
 	// AnsweredLocally counts the requests to known SDK telemetry endpoints
 	// that replay or a fork answered itself, and LiveAllowed those to the
 	// hosts replay --live let through; neither is on the tape's account.
@@ -473,6 +477,7 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 		res.Interrupted = &n
 	}
 	res.HTTPRequests, res.MCPMessages = int(s.proxy.httpIDs.Load()), s.proxy.control.mcp.count()
+	res.ControlExchanges = int(s.proxy.control.exchanges.Load())
 	if res.TLSFailed = int(s.proxy.fwd.tlsFailed.Load()); res.TLSFailed > 0 {
 		res.TLSError = *s.proxy.fwd.tlsErr.Load()
 	}

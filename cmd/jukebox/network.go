@@ -25,6 +25,10 @@ func networkNotes(w io.Writer, res *engine.Result) {
 	case res.Calls == 0 && res.MCPMessages > 0:
 		fmt.Fprintf(w, "jukebox: note: the run's %d MCP messages went through jukebox mcp (on the tape as mcp.message frames); "+
 			"it made no model call through jukebox.\n", res.MCPMessages)
+	case res.Calls == 0 && res.ControlExchanges > 0:
+		fmt.Fprintf(w, "jukebox: note: the run's %d control-API exchanges (turns, transactions) went through jukebox; "+
+			"it made no model call through jukebox (a model client made outside a track, or one that ignores "+
+			"OPENAI_BASE_URL / ANTHROPIC_BASE_URL and HTTPS_PROXY, is not recorded).\n", res.ControlExchanges)
 	case res.Calls == 0:
 		fmt.Fprintln(w, "jukebox: note: the agent made no model call through jukebox. If it does call a model, its client "+
 			"ignores both the base URL variables (OPENAI_BASE_URL / ANTHROPIC_BASE_URL) and the proxy variables "+
