@@ -43,36 +43,18 @@ func TestBatchEncodingsTapeAlike(t *testing.T) {
 		ctype string
 		data  []byte
 	}{{"application/json", jsonBody}, {controlapi.BatchContentType, binBody}} {
-		req, _ := http.NewRequestWithContext(ctx, "POST", c.Base+"/v1/tx/"+tx.Tx+"/batch", bytes.NewReader(send.data))
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-		req.Header.Set("Content-Type", send.ctype)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out controlapi.Batched
-		json.NewDecoder(resp.Body).Decode(&out)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || len(out.Answers) != 2 || out.Answers[0].Status != 200 || out.Answers[1].Status != 200 {
-			t.Fatalf("%s batch: HTTP %d %+v", send.ctype, resp.StatusCode, out)
+		status, out := postBatch(t, c, tx.Tx, send.ctype, send.data)
+		if status != 200 || len(out.Answers) != 2 || out.Answers[0].Status != 200 || out.Answers[1].Status != 200 {
+			t.Fatalf("%s batch: HTTP %d %+v", send.ctype, status, out)
 		}
 	}
 	// A write over the 16 MiB of a request of its own, in a binary batch
 	// (made here: Batch.Binary would decode 17 MiB of JSON first).
 	big := bytes.Repeat([]byte("0123456789abcdef"), 17<<16) // 17 MiB
 	head := fmt.Appendf(nil, `{"ops":[{"op":"write","body":{"path":"big.txt"},"content":%d}]}`+"\n", len(big))
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.Base+"/v1/tx/"+tx.Tx+"/batch", bytes.NewReader(append(head, big...)))
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("Content-Type", controlapi.BatchContentType)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bigOut controlapi.Batched
-	json.NewDecoder(resp.Body).Decode(&bigOut)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || len(bigOut.Answers) != 1 || bigOut.Answers[0].Status != 200 {
-		t.Fatalf("a batch of 17 MiB: HTTP %d %+v", resp.StatusCode, bigOut)
+	status, bigOut := postBatch(t, c, tx.Tx, controlapi.BatchContentType, append(head, big...))
+	if status != 200 || len(bigOut.Answers) != 1 || bigOut.Answers[0].Status != 200 {
+		t.Fatalf("a batch of 17 MiB: HTTP %d %+v", status, bigOut)
 	}
 	t2, _ := c.Tx(ctx, tx.Tx)
 	if _, err := t2.Commit(ctx); err != nil {
@@ -144,6 +126,23 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// postBatch posts data, a batch's body of content type ctype, to the
+// open transaction tx: the HTTP status and the answers.
+func postBatch(t *testing.T, c *controlapi.Client, tx, ctype string, data []byte) (int, controlapi.Batched) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", c.Base+"/v1/tx/"+tx+"/batch", bytes.NewReader(data))
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Content-Type", ctype)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out controlapi.Batched
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
 }
 
 // serveClient serves a run over the workspace ws onto tape (engine.Serve)
