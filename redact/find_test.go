@@ -32,8 +32,11 @@ func findText(r *rand.Rand) []byte {
 // finds exactly what its regexp finds over the whole text.
 func TestFindIsTheRegexp(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	found := 0
-	for n := 0; n < 12000; n++ {
+	found, texts := 0, 12000
+	if raceDetector {
+		texts = 3000 // 2.5 s under -race, not 10; go test without it compares all 12,000
+	}
+	for range texts {
 		b := findText(r)
 		hits := scanKeys(b)
 		for i, ru := range anyText() {
@@ -46,7 +49,7 @@ func TestFindIsTheRegexp(t *testing.T) {
 		}
 	}
 	t.Logf("%d matches compared", found)
-	if found < 600 {
+	if found < texts/20 {
 		t.Fatalf("only %d matches in all: the texts do not exercise the rules", found)
 	}
 }

@@ -16,5 +16,6 @@ func TestMain(m *testing.M) {
 	catalogueChild()
 	nestedChild()
 	nobodyChild()
+	testenv.PythonFirstOnPath()
 	os.Exit(withStateHome(m))
 }

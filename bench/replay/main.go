@@ -87,6 +87,7 @@ func main() {
 	toolRuns := flag.Int("tool-runs", 11, "repetitions of the whole-process replay with tool calls (issue 29); 0 skips it")
 	agentRuns := flag.Int("agent-runs", 11, "repetitions of the whole-process replays of issue 31 (Python and Go clients, go-vcr); 0 skips them")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	keep := flag.String("dir", "", "work in this folder and keep it (tapes, cassettes, agents, the jukebox binary) to look into a figure; default a temporary folder, removed")
 	flag.Parse()
 	if *profile != "" {
 		stop, err := benchutil.StartProfile(*profile)
@@ -96,7 +97,7 @@ func main() {
 		}
 		defer stop()
 	}
-	if err := run(*runs, *toolRuns, *agentRuns); err != nil {
+	if err := run(*keep, *runs, *toolRuns, *agentRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/replay:", err)
 		os.Exit(1)
 	}
@@ -105,12 +106,19 @@ func main() {
 // sample is one repetition: loading, and serving all 50 requests.
 type sample struct{ load, serve, native time.Duration }
 
-func run(runs, toolRuns, agentRuns int) error {
-	dir, err := os.MkdirTemp("", "replay-bench-")
-	if err != nil {
-		return err
+func run(dir string, runs, toolRuns, agentRuns int) error {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	} else {
+		tmp, err := os.MkdirTemp("", "replay-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
 	}
-	defer os.RemoveAll(dir)
 	if runs > 0 {
 		if err := inProcessRun(dir, runs); err != nil {
 			return err

@@ -20,6 +20,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
 		main()
 	}
+	testenv.PythonFirstOnPath()
 	// The booth's journal key goes to a state home of the tests' own.
 	state, _ := os.MkdirTemp("", "jukebox-state-")
 	os.Setenv("XDG_STATE_HOME", state)

@@ -20,6 +20,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -161,6 +162,42 @@ var python = sync.OnceValues(func() (string, error) {
 	}
 	return path, nil
 })
+
+// PythonFirstOnPath puts the folder of RequirePython's interpreter first
+// on PATH when python3 on PATH is a script: a version manager's shim
+// (pyenv's costs about 0.4 s a start, the interpreter 0.03 s). Agents that
+// tests start as "python3", such as the demo's, then start at the
+// interpreter's cost, as the shim would have them run the same one. For
+// TestMain, before m.Run; it does nothing where python3 is the interpreter.
+func PythonFirstOnPath() {
+	if path := pythonFirst(python); path != "" {
+		os.Setenv("PATH", path)
+	}
+}
+
+// pythonFirst is the PATH that PythonFirstOnPath sets, with real the
+// interpreter's path, or "" to leave PATH as it is.
+func pythonFirst(real func() (string, error)) string {
+	found, err := exec.LookPath("python3")
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(found)
+	if err != nil {
+		return ""
+	}
+	head := make([]byte, 2)
+	_, err = io.ReadFull(f, head)
+	f.Close()
+	if err != nil || string(head) != "#!" {
+		return ""
+	}
+	interp, err := real()
+	if err != nil || interp == found {
+		return ""
+	}
+	return filepath.Dir(interp) + string(os.PathListSeparator) + os.Getenv("PATH")
+}
 
 // RequirePythonModule returns a python3 interpreter that can import
 // module (and the more modules): RequirePython's, else the first other

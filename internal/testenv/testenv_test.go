@@ -84,3 +84,30 @@ func TestRepoRoot(t *testing.T) {
 		t.Fatalf("root %s: %v", root, err)
 	}
 }
+
+// TestPythonFirst: the interpreter's folder goes first on PATH only when
+// python3 on PATH is a script (a version manager's shim).
+func TestPythonFirst(t *testing.T) {
+	dir := t.TempDir()
+	py := filepath.Join(dir, "python3")
+	real := func() (string, error) { return "/opt/py/bin/python3", nil }
+	t.Setenv("PATH", dir)
+	if got := pythonFirst(real); got != "" {
+		t.Errorf("no python3 on PATH: PATH %q", got)
+	}
+	if err := os.WriteFile(py, []byte("#!/bin/sh\nexec /opt/py/bin/python3 \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pythonFirst(real), "/opt/py/bin"+string(os.PathListSeparator)+dir; got != want {
+		t.Errorf("a shim on PATH: PATH %q, want %q", got, want)
+	}
+	if got := pythonFirst(func() (string, error) { return py, nil }); got != "" {
+		t.Errorf("the shim is the interpreter: PATH %q", got)
+	}
+	if err := os.WriteFile(py, []byte("\x7fELF\x02\x01"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := pythonFirst(real); got != "" {
+		t.Errorf("the interpreter itself on PATH: PATH %q", got)
+	}
+}
