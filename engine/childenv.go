@@ -53,7 +53,7 @@ func (s *session) writeCaptureFiles() error {
 	if roots == nil {
 		roots = runca.ReadRoots(envMap(s.baseEnv()))
 	}
-	err = os.WriteFile(f.bundle, s.proxy.fwd.ca.BundleOf(roots), 0o644)
+	err = s.proxy.fwd.ca.WriteBundle(f.bundle, roots)
 	if err == nil {
 		err = os.WriteFile(f.preload, []byte(strings.Replace(nodePreload, preloadMarker, string(cfg), 1)), 0o644)
 	}

@@ -25,7 +25,7 @@ type Globals struct {
 	Version       kong.VersionFlag `help:"Print the version and exit."`
 	Prices        string           `type:"existingfile" env:"JUKEBOX_PRICES" placeholder:"FILE" help:"Model prices in LiteLLM's format (model_prices_and_context_window.json, dollars per token): its models override or extend the built-in table for every cost jukebox shows or limits."`
 	PricesReplace bool             `help:"With --prices: use the file's models alone, not the built-in table as well."`
-	NoCache       bool             `env:"JUKEBOX_NO_CACHE" help:"Keep nothing of a tape named by a store URL in the cache (JUKEBOX_CACHE_DIR, else the user's cache folder): what is read stays in memory, and a tape fetched whole (replay, fork, pack) goes to a temporary folder removed when the command ends. Compiled WASI tools (booth exec) stay in memory too."`
+	NoCache       bool             `env:"JUKEBOX_NO_CACHE" help:"Keep nothing of a tape named by a store URL in the cache (JUKEBOX_CACHE_DIR, else the user's cache folder): what is read stays in memory, and a tape fetched whole (replay, fork, pack) goes to a temporary folder removed when the command ends. Compiled WASI tools (booth exec) stay in memory too, and the roots of the run's CA bundle are read again (docs/recording.md)."`
 }
 
 // AfterApply loads --prices before any command prices a call.
@@ -169,6 +169,13 @@ func parseAndRun(parser *kong.Kong, args []string, env *Env) (code int) {
 	}
 	if g, ok := parser.Model.Target.Addr().Interface().(interface{ globals() *Globals }); ok {
 		env.NoCache = g.globals().NoCache
+	}
+	if env.NoCache && os.Getenv("JUKEBOX_NO_CACHE") == "" {
+		// The flag is the variable: what reads the setting where the
+		// command's options do not reach (compiled WASI tools, the kept
+		// roots of the CA bundle) reads the variable, for this command.
+		os.Setenv("JUKEBOX_NO_CACHE", "1")
+		env.cleanups = append(env.cleanups, func() { os.Unsetenv("JUKEBOX_NO_CACHE") })
 	}
 	defer func() {
 		for _, c := range env.cleanups {

@@ -2,7 +2,11 @@
 
 package runca
 
-import "path/filepath"
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+)
 
 // systemRoots are, where the system keeps its roots in no file (Windows),
 // only the certificate directories SSL_CERT_DIR names, if any; the user's
@@ -13,3 +17,9 @@ func systemRoots(env map[string]string) [][]byte {
 	}
 	return nil
 }
+
+// openSystemBundle is nil: the system keeps its roots in no file here.
+func openSystemBundle() *os.File { return nil }
+
+// fileID is "": the bundle is never kept here (openSystemBundle).
+func fileID(fs.FileInfo) string { return "" }

@@ -3,8 +3,11 @@
 package runca
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // certFiles and certDirs are where Go's crypto/x509 looks for the
@@ -35,4 +38,23 @@ func systemRoots(env map[string]string) [][]byte {
 		dirs = filepath.SplitList(d)
 	}
 	return readDirs(dirs)
+}
+
+// openSystemBundle opens the system's bundle file, the one systemRoots
+// reads: nil where there is none (the roots are in folders).
+func openSystemBundle() *os.File {
+	for _, f := range certFiles {
+		if file, err := os.Open(f); err == nil {
+			return file
+		}
+	}
+	return nil
+}
+
+// fileID is the device and inode of the file fi describes.
+func fileID(fi fs.FileInfo) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprint(st.Dev, ".", st.Ino)
+	}
+	return ""
 }

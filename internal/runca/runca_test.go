@@ -5,11 +5,16 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // TestLeafVerifies: a minted certificate chains to the CA for its host,
@@ -169,5 +174,111 @@ func TestBundleOfRootsReadAhead(t *testing.T) {
 	}
 	if !bytes.HasSuffix(want, ca.certPEM) {
 		t.Error("the bundle does not end with the CA's certificate")
+	}
+}
+
+// TestRootsKept: the roots are kept once read from files, found kept the
+// next time, and the bundle is the same either way; a user's bundle that
+// changes makes another kept copy, and a kept copy removed after it was
+// found is read again from the files.
+func TestRootsKept(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		testenv.Unavailable(t, "a system bundle file (Windows keeps its roots in no file)", "run on Linux or macOS")
+	}
+	ca, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := filepath.Join(t.TempDir(), "user.pem")
+	other, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(user, other.CertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"REQUESTS_CA_BUNDLE": user}
+	load := func(dir string) *Roots {
+		r := &Roots{done: make(chan struct{}), env: env}
+		r.load(dir)
+		close(r.done)
+		return r
+	}
+	want := ca.BundleOf(load(""))
+	if !bytes.Contains(want, other.CertPEM()) || !bytes.HasSuffix(want, ca.CertPEM()) {
+		t.Fatal("the bundle lacks the user's certificate or does not end with the CA's")
+	}
+	dir := filepath.Join(t.TempDir(), "roots")
+	first := load(dir)
+	if first.kept != "" {
+		t.Fatalf("nothing kept yet, but found %s", first.kept)
+	}
+	second := load(dir)
+	if second.kept == "" {
+		t.Fatal("the roots read first were not kept")
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	for name, r := range map[string]*Roots{"read": first, "kept": second} {
+		if got := ca.BundleOf(r); !bytes.Equal(got, want) {
+			t.Errorf("%s: the bundle differs: %d bytes against %d", name, len(got), len(want))
+		}
+		if err := ca.WriteBundle(bundle, r); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(bundle); !bytes.Equal(got, want) {
+			t.Errorf("%s: the bundle written differs: %d bytes against %d", name, len(got), len(want))
+		}
+	}
+	// The user's bundle changes (a rotated certificate): not the kept copy.
+	rotated, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(user, append(other.CertPEM(), rotated.CertPEM()...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third := load(dir)
+	if third.kept != "" {
+		t.Errorf("the user's bundle changed, yet the copy kept before is used: %s", third.kept)
+	}
+	if got := ca.BundleOf(load(dir)); !bytes.Contains(got, rotated.CertPEM()) {
+		t.Error("the bundle kept after the change lacks the new certificate")
+	}
+	// Removed after it was found: read from the files again.
+	kept := load(dir)
+	if err := os.Remove(kept.kept); err != nil {
+		t.Fatal(err)
+	}
+	if got := ca.BundleOf(kept); !bytes.Contains(got, rotated.CertPEM()) || !bytes.HasSuffix(got, ca.CertPEM()) {
+		t.Error("a kept copy removed after it was found: the bundle is not the roots' and the CA's")
+	}
+}
+
+// TestKeptBounded: a folder keeps at most keptMax bundles, the newest,
+// and loses what a write cut short left there a day ago.
+func TestKeptBounded(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-48 * time.Hour)
+	for i := range keptMax + 3 {
+		name := filepath.Join(dir, fmt.Sprintf("roots-%02d.pem", i))
+		if err := os.WriteFile(name, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := old.Add(time.Duration(i) * time.Hour)
+		os.Chtimes(name, at, at)
+	}
+	cut := filepath.Join(dir, ".keep-123")
+	os.WriteFile(cut, []byte("x"), 0o600)
+	os.Chtimes(cut, old, old)
+	keep(dir, "roots-new.pem", []byte("pem"))
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{"roots-04.pem", "roots-05.pem", "roots-06.pem", "roots-07.pem", "roots-08.pem", "roots-09.pem",
+		"roots-10.pem", "roots-new.pem"} // the newest keptMax, the one written among them
+	if len(want) != keptMax || !slices.Equal(names, want) {
+		t.Errorf("kept %v, want %v", names, want)
 	}
 }
