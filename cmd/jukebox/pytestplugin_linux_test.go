@@ -41,18 +41,24 @@ def test_fixture(jukebox, n):
 // records again (the old tape kept, superseded).
 func TestPytestPlugin(t *testing.T) {
 	t.Parallel()
-	python := testenv.RequirePythonModule(t, "pytest", "pip")
+	python := testenv.RequirePythonModule(t, "pytest")
 	root, err := filepath.Abs("../..")
 	must(t, err)
 	dir := t.TempDir()
 	venv := filepath.Join(dir, "venv")
-	// No pip of the venv's own (bootstrapping one costs seconds): the
-	// interpreter's pip installs into the venv (pip --python).
-	if out, err := exec.Command(python, "-m", "venv", "--system-site-packages", "--without-pip", venv).CombinedOutput(); err != nil {
+	py := filepath.Join(venv, "bin", "python")
+	// No pip of the venv's own where the interpreter's can install into
+	// it (pip --python, pip 22.3 on): bootstrapping one costs seconds.
+	mk, pip := []string{"-m", "venv", "--system-site-packages", venv}, []string{python, "-m", "pip", "--python", py}
+	if exec.Command(python, "-m", "pip", "--python", python, "--version").Run() == nil {
+		mk = append(mk, "--without-pip")
+	} else {
+		pip = []string{py, "-m", "pip"}
+	}
+	if out, err := exec.Command(python, mk...).CombinedOutput(); err != nil {
 		t.Fatalf("venv: %v\n%s", err, out)
 	}
-	py := filepath.Join(venv, "bin", "python")
-	install := exec.Command(python, "-m", "pip", "--python", py, "install", "-q", "--no-index", filepath.Join(root, "python"))
+	install := exec.Command(pip[0], append(pip[1:], "install", "-q", "--no-index", filepath.Join(root, "python"))...)
 	install.Env = append(os.Environ(), "PIP_DISABLE_PIP_VERSION_CHECK=1")
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("pip install: %v\n%s", err, out)

@@ -43,7 +43,6 @@ type Roots struct {
 	done chan struct{}
 	env  map[string]string
 	pem  []byte
-	seen map[[32]byte]bool
 	kept string // the kept copy of pem, when it is one (pem is then not read)
 }
 
@@ -89,7 +88,7 @@ func (r *Roots) load(dir string) {
 		}
 	}()
 	if dir == "" || name == "" {
-		r.pem, r.seen = readRoots(r.env)
+		r.pem = readRoots(r.env)
 		return
 	}
 	kept := filepath.Join(dir, name)
@@ -101,7 +100,7 @@ func (r *Roots) load(dir string) {
 	for i, f := range files {
 		data[i], _ = io.ReadAll(f) // what was opened and named, not the path again
 	}
-	r.pem, r.seen = fromFiles(data)
+	r.pem = fromFiles(data)
 	keep(dir, name, r.pem)
 }
 
@@ -179,8 +178,7 @@ func (r *Roots) writeTo(w io.Writer) error {
 			_, err = io.Copy(w, f)
 			return err
 		}
-		pem, _ := readRoots(r.env)
-		_, err := w.Write(pem)
+		_, err := w.Write(readRoots(r.env))
 		return err
 	}
 	_, err := w.Write(r.pem)
@@ -242,7 +240,7 @@ var (
 
 // readRoots reads the system's roots and the bundles env names, each
 // certificate once.
-func readRoots(env map[string]string) ([]byte, map[[32]byte]bool) {
+func readRoots(env map[string]string) []byte {
 	roots := systemRoots(env)
 	var extra [][]byte
 	for _, f := range userBundles(env) {
@@ -255,7 +253,7 @@ func readRoots(env map[string]string) ([]byte, map[[32]byte]bool) {
 
 // fromFiles is the roots of files (the system's, then the user's
 // bundles), each certificate once.
-func fromFiles(files [][]byte) ([]byte, map[[32]byte]bool) {
+func fromFiles(files [][]byte) []byte {
 	size := 0
 	for _, data := range files {
 		size += len(data)
@@ -266,7 +264,7 @@ func fromFiles(files [][]byte) ([]byte, map[[32]byte]bool) {
 	for _, data := range files {
 		addPEM(&out, seen, data)
 	}
-	return out.Bytes(), seen
+	return out.Bytes()
 }
 
 // userBundles are the files the user's variables in env (BundleEnv) name,

@@ -554,7 +554,7 @@ class SDKTest(SDKBase):
         # pip 22.3 on) when it has one: bootstrapping a pip into the venv
         # costs seconds.
         pip = [sys.executable, "-m", "pip", "--python", py]
-        if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode == 0:
+        if subprocess.run([*pip[:4], sys.executable, "--version"], capture_output=True).returncode == 0:
             subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True, capture_output=True)
         else:
             subprocess.run([sys.executable, "-m", "venv", venv], check=True, capture_output=True)
