@@ -3,12 +3,16 @@ package kong
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 var interpolationRegex = regexp.MustCompile(`(\$\$)|((?:\${([[:alpha:]_][[:word:]]*))(?:(=)([^}]*))?})|(\$)|([^$]+)`)
 
 // HasInterpolatedVar returns true if the variable "v" is interpolated in "s".
 func HasInterpolatedVar(s string, v string) bool {
+	if !strings.Contains(s, "${") {
+		return false
+	}
 	matches := interpolationRegex.FindAllStringSubmatch(s, -1)
 	for _, match := range matches {
 		if name := match[3]; name == v {
@@ -20,6 +24,9 @@ func HasInterpolatedVar(s string, v string) bool {
 
 // Interpolate variables from vars into s for substrings in the form ${var} or ${var=default}.
 func interpolate(s string, vars Vars, updatedVars map[string]string) (string, error) {
+	if !strings.Contains(s, "$") {
+		return s, nil // the expression would match s whole, as text (most help strings)
+	}
 	out := ""
 	matches := interpolationRegex.FindAllStringSubmatch(s, -1)
 	if len(matches) == 0 {

@@ -80,11 +80,16 @@ var bareChars = tagChars{sep: ' ', quote: '"', assign: ':', needsUnquote: true}
 
 //nolint:gocyclo
 func parseTagItems(tagString string, chr tagChars) (map[string][]string, error) {
+	// The tag is read byte by byte into two buffers reused from item to
+	// item: every character it gives a meaning to is ASCII, and a byte of
+	// a multi-byte character is never one of them. (Read as a []rune into
+	// new slices for each item, the tags of one command's flags took most
+	// of what parsing the command line allocates.)
 	d := map[string][]string{}
-	key := []rune{}
-	value := []rune{}
+	var key, value []byte
 	quotes := false
 	inKey := true
+	sep, quote, assign := byte(chr.sep), byte(chr.quote), byte(chr.assign)
 
 	add := func() error {
 		// Bare tags are quoted, therefore we need to unquote them in the same fashion reflect.Lookup() (implicitly)
@@ -92,7 +97,7 @@ func parseTagItems(tagString string, chr tagChars) (map[string][]string, error) 
 		s := string(value)
 
 		if chr.needsUnquote && s != "" {
-			if unquoted, err := strconv.Unquote(fmt.Sprintf(`"%s"`, s)); err == nil {
+			if unquoted, err := unquoteTag(s); err == nil {
 				s = unquoted
 			} else {
 				return fmt.Errorf("unquoting tag value `%s`: %w", s, err)
@@ -100,36 +105,34 @@ func parseTagItems(tagString string, chr tagChars) (map[string][]string, error) 
 		}
 
 		d[string(key)] = append(d[string(key)], s)
-		key = []rune{}
-		value = []rune{}
+		key, value = key[:0], value[:0]
 		inKey = true
 
 		return nil
 	}
 
-	runes := []rune(tagString)
-	for idx := 0; idx < len(runes); idx++ {
-		r := runes[idx]
-		next := rune(0)
+	for idx := 0; idx < len(tagString); idx++ {
+		r := tagString[idx]
+		next := byte(0)
 		eof := false
-		if idx < len(runes)-1 {
-			next = runes[idx+1]
+		if idx < len(tagString)-1 {
+			next = tagString[idx+1]
 		} else {
 			eof = true
 		}
-		if !quotes && r == chr.sep {
+		if !quotes && r == sep {
 			if err := add(); err != nil {
 				return nil, err
 			}
 
 			continue
 		}
-		if r == chr.assign && inKey {
+		if r == assign && inKey {
 			inKey = false
 			continue
 		}
 		if r == '\\' {
-			if next == chr.quote {
+			if next == quote {
 				idx++
 
 				// We need to keep the backslashes, otherwise subsequent unquoting cannot work
@@ -137,15 +140,15 @@ func parseTagItems(tagString string, chr tagChars) (map[string][]string, error) 
 					value = append(value, r)
 				}
 
-				r = chr.quote
+				r = quote
 			}
-		} else if r == chr.quote {
+		} else if r == quote {
 			if quotes {
 				quotes = false
-				if next == chr.sep || eof {
+				if next == sep || eof {
 					continue
 				}
-				return nil, fmt.Errorf("%v has an unexpected char at pos %v", tagString, idx)
+				return nil, fmt.Errorf("%v has an unexpected char at pos %v", tagString, utf8.RuneCountInString(tagString[:idx]))
 			}
 			quotes = true
 			continue
@@ -165,6 +168,15 @@ func parseTagItems(tagString string, chr tagChars) (map[string][]string, error) 
 	}
 
 	return d, nil
+}
+
+// unquoteTag is strconv.Unquote of s in double quotes, without making
+// that string where s has nothing to unquote (as strconv.Unquote decides).
+func unquoteTag(s string) (string, error) {
+	if !strings.ContainsAny(s, "\\\"\n") && utf8.ValidString(s) {
+		return s, nil
+	}
+	return strconv.Unquote(`"` + s + `"`)
 }
 
 func parseStructTagItems(tag reflect.StructTag) (map[string][]string, error) {
