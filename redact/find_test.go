@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // pieces are what findText strings are made of: the rules' keys in every
@@ -33,7 +35,7 @@ func findText(r *rand.Rand) []byte {
 func TestFindIsTheRegexp(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	found, texts := 0, 12000
-	if raceDetector {
+	if testenv.Race {
 		texts = 3000 // 2.5 s under -race, not 10; go test without it compares all 12,000
 	}
 	for range texts {

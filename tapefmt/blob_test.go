@@ -164,7 +164,7 @@ func TestBlobRoundTripLarge(t *testing.T) {
 		"random":     {9<<20 + r.IntN(8<<20), 4097 + r.IntN(64<<10)},
 		"json":       {8<<20 + 1 + r.IntN(24<<20), 4097 + r.IntN(1<<20)},
 	}
-	if raceDetector {
+	if testenv.Race {
 		// The race detector makes 256 MiB take minutes: a blob past the
 		// encoder's window still crosses it.
 		sizes["repetitive"][0] = 33 << 20

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // TestParseTagItemsAsBefore: the byte-wise parseTagItems reads every tag
@@ -44,7 +46,7 @@ func TestParseTagItemsAsBefore(t *testing.T) {
 // cases is how many random inputs a comparison with the former code
 // tries: 20,000, and 2,000 under -race, where 20,000 took 10 s.
 func cases() int {
-	if raceDetector {
+	if testenv.Race {
 		return 2000
 	}
 	return 20000
