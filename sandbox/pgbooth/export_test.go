@@ -8,3 +8,11 @@ func SetSettleTimeout(d time.Duration) (restore func()) {
 	settleTimeout = d
 	return func() { settleTimeout = old }
 }
+
+// SetSettleFirstRun rewrites the first run of the rollback a session
+// makes when its client leaves in the middle of an exchange.
+func SetSettleFirstRun(f func(sql string) string) (restore func()) {
+	old := firstRun
+	firstRun = f
+	return func() { firstRun = old }
+}

@@ -525,6 +525,56 @@ func TestRunningQueryAtCommit(t *testing.T) {
 	b.want(b.direct, "x")
 }
 
+// A cancel can stop the statement after the one it was sent for (the
+// postmaster signals the backend, then its process group; under load the
+// second signal comes after the first ended the query): at the decision,
+// the booth's rollback of the query it cancelled. It runs again, and the
+// work before that query commits.
+func TestLateCancelAtSettle(t *testing.T) {
+	defer pgbooth.SetSettleTimeout(time.Second)()
+	// The rollback's first run sleeps between its two statements (where a
+	// late cancel leaves the transaction aborted again).
+	defer pgbooth.SetSettleFirstRun(func(sql string) string {
+		rollback, release, _ := strings.Cut(sql, "; ")
+		return rollback + "; SELECT pg_sleep(30); " + release
+	})()
+	b := newBooth(t)
+	mon := pgtest.Connect(t)
+	c := b.client()
+	b.exec(c, "INSERT INTO "+b.table+" VALUES ('x')")
+	ran := make(chan struct{})
+	go func() { c.Exec(bg, "SELECT pg_sleep(20)"); close(ran) }()
+	t.Cleanup(func() { <-ran }) // before c closes
+	b.waitRunning("pg_sleep(20)")
+	cancelled, watched := make(chan error, 1), make(chan struct{})
+	t.Cleanup(func() { <-watched }) // before mon closes
+	go func() {
+		defer close(watched)
+		// The rollback's slow first run, cancelled as the late signal would.
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			var n int
+			err := mon.QueryRow(bg, "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE state = 'active' "+
+				"AND query LIKE 'ROLLBACK TO SAVEPOINT %; SELECT pg_sleep(30); %' AND pid <> pg_backend_pid()").Scan(&n)
+			if err != nil || n > 0 {
+				cancelled <- err
+				return
+			}
+		}
+		cancelled <- errors.New("the booth's rollback never ran")
+	}()
+	start := time.Now()
+	if _, err := b.tx.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-cancelled; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the commit waited %v", d)
+	}
+	b.want(b.direct, "x")
+}
+
 // Two connections, one waiting on a lock the other holds (it stays held
 // until the booth decides): the wait is broken with a deadlock error that
 // says why, and the rest still commits.

@@ -83,6 +83,10 @@ type item struct {
 	offset int32     // simple: where the statement starts in the query, in characters
 	empty  bool      // itSync of an empty simple Query
 	err    *pgconn.PgError
+	// again is internal work that runs again when a late cancel stops it
+	// (settle); tries counts the runs after the first.
+	again string
+	tries int
 }
 
 type txState struct {
@@ -241,6 +245,18 @@ func (r *relay) internal(sql ...string) {
 	send(r.u.w, &pgproto3.Query{String: strings.Join(sql, "; ")})
 	r.push(&item{kind: itInternal})
 }
+
+// internalAgain sends the relay's own sql, which runs again if a late
+// cancel stops it: sql must leave the same state whether it ran in part,
+// in full or not at all (a rollback to the booth's savepoint does).
+func (r *relay) internalAgain(sql string) {
+	send(r.u.w, &pgproto3.Query{String: firstRun(sql)})
+	r.push(&item{kind: itInternal, again: sql})
+}
+
+// firstRun is the first run of internalAgain's sql: sql itself, but for
+// a test that makes it slow, to cancel it as it runs.
+var firstRun = func(sql string) string { return sql }
 
 // startCycle begins an exchange: pending savepoint work, then the
 // savepoints that let it fail alone.
@@ -601,6 +617,16 @@ func (r *relay) fromServerInternal(f frame) {
 		r.toClient(f)
 	case 'Z':
 		r.pending = r.pending[1:]
+		if it.err != nil && it.err.Code == "57014" && it.again != "" && it.tries < 2 && len(r.pending) == 0 {
+			// A cancel that ended the statement before can stop this one
+			// too: PostgreSQL's postmaster signals the backend and then its
+			// process group, and under load the second signal lands after
+			// the first was handled. Work that rolls back to the booth's
+			// savepoint (the work in it is being undone) runs again.
+			send(r.u.w, &pgproto3.Query{String: it.again})
+			r.push(&item{kind: itInternal, again: it.again, tries: it.tries + 1})
+			return
+		}
 		if it.err != nil {
 			r.broke(fmt.Errorf("the booth's own savepoint work failed: %w", it.err))
 		} else if len(f.body) == 0 || f.body[0] != 'T' {
@@ -719,19 +745,20 @@ func (r *relay) leave() {
 // once the client has left: an open block or an exchange the client did
 // not see finish is rolled back, as the server would on a disconnect.
 func (r *relay) settle() error {
-	var sql string
+	rollback := "ROLLBACK TO SAVEPOINT " + spS + "; RELEASE SAVEPOINT " + spBase
 	switch {
 	case r.abandoned || r.st.block:
 		r.drop()
-		sql = "ROLLBACK TO SAVEPOINT " + spS + "; RELEASE SAVEPOINT " + spBase
+		r.internalAgain(rollback)
 	case r.dirty == dirtyRelease:
-		sql = "RELEASE SAVEPOINT " + spBase
+		// Not run again: a cancel that stops it aborts the savepoint that
+		// holds the work, which is lost; the session breaks.
+		r.internal("RELEASE SAVEPOINT " + spBase)
 	case r.dirty == dirtyRollback:
-		sql = "ROLLBACK TO SAVEPOINT " + spS + "; RELEASE SAVEPOINT " + spBase
+		r.internalAgain(rollback)
 	default:
 		return nil
 	}
-	r.internal(sql)
 	for r.fatal == nil && len(r.pending) > 0 {
 		f, ok, err := r.u.q.pop()
 		if !ok {
