@@ -88,7 +88,7 @@ func TestMCPRecordReplayAndBooth(t *testing.T) {
 	// The booth's /tmp is private: what the agent runs (node_modules, this
 	// binary) goes into the workspace, linked where the file system lets.
 	booth := t.TempDir()
-	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(booth, "agents", "node_modules"))
+	linkNodeModules(t, agents, filepath.Join(booth, "agents", "node_modules"), "@modelcontextprotocol/sdk", "@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/server-everything")
 	linkTree(t, agent, filepath.Join(booth, "agents", "mcp_agent.mjs"))
 	linkTree(t, self, filepath.Join(booth, "bin", "jukebox"))
 	bdata := filepath.Join(booth, "data")
@@ -208,7 +208,7 @@ func outboxSetup(t *testing.T) (ws, data string, record func(commit string, args
 	t.Parallel()
 	self := jukeboxBin()
 	ws = t.TempDir() // the booth's /tmp is private: what it runs goes into the workspace
-	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(ws, "agents", "node_modules"))
+	linkNodeModules(t, agents, filepath.Join(ws, "agents", "node_modules"), "@modelcontextprotocol/sdk", "@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/server-everything")
 	linkTree(t, filepath.Join(agents, "mcp_agent.mjs"), filepath.Join(ws, "agents", "mcp_agent.mjs"))
 	linkTree(t, self, filepath.Join(ws, "bin", "jukebox"))
 	data = filepath.Join(ws, "data")
@@ -423,6 +423,78 @@ func freePort(t *testing.T) string {
 	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }
 
+// linkNodeModules makes dst (a node_modules folder) hold the packages of
+// agents' node_modules that roots need: the roots and what they depend
+// on, resolved from agents' package-lock.json as node resolves them (a
+// package's own node_modules, then its parents'). The whole folder is
+// about 72,000 files, which took each test 2 s of CPU to link and remove.
+func linkNodeModules(t *testing.T, agents, dst string, roots ...string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(agents, "package-lock.json"))
+	must(t, err)
+	type pkg struct {
+		Dependencies, OptionalDependencies, PeerDependencies map[string]string
+	}
+	var lock struct{ Packages map[string]pkg }
+	must(t, json.Unmarshal(data, &lock))
+	need := map[string]bool{}
+	// resolve finds name as a package at from (a path of the lock,
+	// "node_modules/a/node_modules/b"; "" for the top) would: false when
+	// it is not installed.
+	var resolve func(from, name string) bool
+	resolve = func(from, name string) bool {
+		for dir := from; ; {
+			p := "node_modules/" + name
+			if dir != "" {
+				p = dir + "/" + p
+			}
+			if pk, ok := lock.Packages[p]; ok {
+				if !need[p] {
+					need[p] = true
+					for d := range pk.Dependencies {
+						if !resolve(p, d) {
+							t.Fatalf("package-lock.json: %s needs %s, which is not installed", p, d)
+						}
+					}
+					for _, opt := range []map[string]string{pk.OptionalDependencies, pk.PeerDependencies} {
+						for d := range opt {
+							resolve(p, d) // linked when installed
+						}
+					}
+				}
+				return true
+			}
+			if dir == "" {
+				return false
+			}
+			dir = dir[:max(strings.LastIndex(dir, "/node_modules/"), 0)]
+		}
+	}
+	for _, r := range roots {
+		if !resolve("", r) {
+			t.Fatalf("package-lock.json: %s is not installed", r)
+		}
+	}
+	// One cp a destination folder (dst, dst/@scope, a package's own
+	// node_modules): a package inside another linked one comes with it.
+	into := map[string][]string{}
+	for p := range need {
+		if i := strings.LastIndex(p, "/node_modules/"); i > 0 && need[p[:i]] {
+			continue
+		}
+		rel := filepath.FromSlash(strings.TrimPrefix(p, "node_modules/"))
+		to := filepath.Dir(filepath.Join(dst, rel))
+		into[to] = append(into[to], filepath.Join(agents, "node_modules", rel))
+	}
+	for to, srcs := range into {
+		must(t, os.MkdirAll(to, 0o755))
+		args := append(append([]string{"-al"}, srcs...), to)
+		if out, err := exec.Command("cp", args...).CombinedOutput(); err != nil {
+			t.Fatalf("cp -al into %s: %v\n%s", to, err, out)
+		}
+	}
+}
+
 // linkTree makes dst a copy of src (a file or a folder), hard-linking
 // files where it can.
 func linkTree(t *testing.T, src, dst string) {
@@ -448,7 +520,7 @@ func TestMCPHTTPPolicy(t *testing.T) {
 	requireConfinedBooth(t)
 	t.Parallel()
 	ws := t.TempDir() // the booth's /tmp is private: the agent goes into the workspace
-	linkTree(t, filepath.Join(agents, "node_modules"), filepath.Join(ws, "agents", "node_modules"))
+	linkNodeModules(t, agents, filepath.Join(ws, "agents", "node_modules"), "@modelcontextprotocol/sdk")
 	linkTree(t, filepath.Join(agents, "mcp_http_agent.mjs"), filepath.Join(ws, "agents", "mcp_http_agent.mjs"))
 	port, _ := startEverythingHTTP(t, agents)
 	policy := filepath.Join(ws, "policy.json")
