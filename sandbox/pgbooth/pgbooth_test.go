@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jukebox-os/jukebox/internal/pgtest"
 	"github.com/jukebox-os/jukebox/internal/testenv"
@@ -573,6 +574,55 @@ func TestLateCancelAtSettle(t *testing.T) {
 		t.Errorf("the commit waited %v", d)
 	}
 	b.want(b.direct, "x")
+}
+
+// The agent's own cancels (its driver's statement timeout sends a
+// CancelRequest to the endpoint) reach its session: the statement fails
+// as on its own server, the session goes on, and the work around the
+// cancelled statements commits. The booth cancels with a single signal,
+// so none lands on the savepoint work the next statement starts with.
+func TestAgentCancels(t *testing.T) {
+	b := newBooth(t)
+	cfg, err := pgx.ParseConfig(b.srv.Env()["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A driver that cancels the statement and keeps its connection (pgx's
+	// default closes the connection instead; libpq, psycopg and asyncpg
+	// cancel).
+	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: 20 * time.Second}
+	}
+	c, err := pgx.ConnectConfig(bg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(bg) })
+	b.exec(c, "INSERT INTO "+b.table+" VALUES ('x')")
+	want := "x"
+	for i := range 5 {
+		pid := c.PgConn().PID()
+		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		start := time.Now()
+		_, err := c.Exec(ctx, "SELECT pg_sleep(30)")
+		cancel()
+		if sqlState(err) != "57014" || time.Since(start) > 20*time.Second {
+			t.Fatalf("cancel %d: %v after %v, want the server's 57014", i, err, time.Since(start))
+		}
+		if c.IsClosed() {
+			t.Fatalf("cancel %d: the driver closed its connection (%v): the cancel did not reach the session in time", i, err)
+		}
+		if c.PgConn().PID() != pid {
+			t.Fatalf("cancel %d: another session", i)
+		}
+		v := fmt.Sprintf("y%d", i)
+		b.exec(c, "INSERT INTO "+b.table+" VALUES ($1)", v)
+		want += "," + v
+	}
+	if _, err := b.tx.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	b.want(b.direct, want)
 }
 
 // Two connections, one waiting on a lock the other holds (it stays held

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -57,10 +58,17 @@ func dial(ctx context.Context, cfg *pgconn.Config, n int) (*upstream, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, sql := range []string{noTimeouts, "BEGIN"} {
-		if _, err := pc.Exec(ctx, sql).ReadAll(); err != nil {
+	// The server's own pid for the session: the one its BackendKeyData
+	// gave, unless a pooler in between gave one of its own.
+	var backend []byte
+	for _, sql := range []string{noTimeouts, "SELECT pg_catalog.pg_backend_pid()", "BEGIN"} {
+		res, err := pc.Exec(ctx, sql).ReadAll()
+		if err != nil {
 			pc.Close(ctx)
 			return nil, err
+		}
+		if len(res) == 1 && len(res[0].Rows) == 1 && len(res[0].Rows[0]) == 1 {
+			backend = res[0].Rows[0][0]
 		}
 	}
 	if err := pc.SyncConn(ctx); err != nil {
@@ -78,8 +86,39 @@ func dial(ctx context.Context, cfg *pgconn.Config, n int) (*upstream, error) {
 	u := &upstream{n: n, conn: hc.Conn, w: bufio.NewWriter(hc.Conn), q: newQueue(),
 		pid: hc.PID, key: hc.SecretKey, params: maps.Clone(hc.ParameterStatuses)}
 	u.cancel = func() error { return sendCancel(cfg, hc.Conn.RemoteAddr(), hc.PID, hc.SecretKey) }
+	if string(backend) == strconv.FormatUint(uint64(hc.PID), 10) {
+		request := u.cancel
+		u.cancel = func() error { return cancelBackend(cfg, hc.PID, request) }
+	}
 	go pump(bufio.NewReader(hc.Conn), u.q)
 	return u, nil
+}
+
+// cancelBackend cancels the query session pid is running with
+// pg_cancel_backend, over a connection of its own: the server signals
+// the backend once. pid is the server's own (dial checks it: behind a
+// pooler the BackendKeyData's pid is the pooler's, and could name
+// another's session on the server). A CancelRequest has the postmaster signal the backend
+// and then its process group; the backend takes the two signals one
+// after the other, and when the second comes after the cancelled query
+// has ended (under load), it stops the session's next statement: the
+// booth's own savepoint work, or the agent's next statement. When no
+// connection can be made (the server at its connection limit, which a
+// CancelRequest does not count against), or the function refuses,
+// fallback sends the CancelRequest.
+func cancelBackend(cfg *pgconn.Config, pid uint32, fallback func() error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pc, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fallback()
+	}
+	defer pc.Close(context.Background())
+	res := pc.ExecParams(ctx, "SELECT pg_catalog.pg_cancel_backend($1)", [][]byte{[]byte(strconv.FormatUint(uint64(pid), 10))}, nil, nil, nil).Read()
+	if res.Err != nil || len(res.Rows) != 1 || string(res.Rows[0][0]) != "t" {
+		return fallback()
+	}
+	return nil
 }
 
 // sendCancel asks the server to cancel the query a session is running.
