@@ -15,8 +15,8 @@ import (
 // keepUnder returns nil and every method of a nil *kept does nothing.
 type kept struct{}
 
-func keepUnder(*exec.Cmd, time.Duration, bool) *kept { return nil }
-func (*kept) started() error                         { return nil }
+func keepUnder(*exec.Cmd, time.Duration, bool, string) *kept { return nil }
+func (*kept) started() error                                 { return nil }
 
 // errKeeperMismatch is never returned here.
 var errKeeperMismatch = errors.New("no keeper")

@@ -35,12 +35,12 @@ type kept struct {
 }
 
 // keepUnder rewrites cmd to start the keeper, which starts what cmd would
-// have; nil (cmd unchanged) when no keeper can be started here. The keeper
+// have, and removes runDir (the run's capture files) if jukebox dies; nil (cmd unchanged) when no keeper can be started here. The keeper
 // is jukebox-booth where it is installed beside jukebox (nsinit.Path: it
 // starts in a few milliseconds, jukebox itself in tens), unless self;
 // one built from other source reports keeper.Mismatch before it starts
 // anything (errKeeperMismatch), and the caller starts again with self.
-func keepUnder(cmd *exec.Cmd, grace time.Duration, self bool) *kept {
+func keepUnder(cmd *exec.Cmd, grace time.Duration, self bool, runDir string) *kept {
 	exe, err := os.Executable()
 	if !keeper.Available() || cmd.Err != nil || err != nil {
 		return nil
@@ -62,6 +62,9 @@ func keepUnder(cmd *exec.Cmd, grace time.Duration, self bool) *kept {
 	cmd.Args = append([]string{exe, cmd.Path}, cmd.Args...)
 	cmd.Path = exe
 	cmd.Env = append(cmd.Env, keeper.Var(grace))
+	if runDir != "" {
+		cmd.Env = append(cmd.Env, keeper.RemoveEnv+"="+runDir) // the keeper removes it if jukebox dies
+	}
 	if helper {
 		cmd.Env = append(cmd.Env, keeper.BuildVar())
 	}

@@ -134,20 +134,21 @@ func (o *outputs) stdoutCopy() []byte {
 }
 
 // startChild starts argv with env in dir; its stdout and stderr go to the
-// given writers and onto the tape as they come.
-func startChild(o RunOptions, env []string, outs *outputs) (*child, error) {
-	c, err := startKept(o, env, outs, false)
+// given writers and onto the tape as they come. runDir, the run's capture
+// files, is removed by the keeper if jukebox dies before the end.
+func startChild(o RunOptions, env []string, outs *outputs, runDir string) (*child, error) {
+	c, err := startKept(o, env, outs, false, runDir)
 	if errors.Is(err, errKeeperMismatch) {
 		// jukebox-booth beside jukebox is from another install: it
 		// started nothing, and jukebox keeps the agent itself.
-		c, err = startKept(o, env, outs, true)
+		c, err = startKept(o, env, outs, true, runDir)
 	}
 	return c, err
 }
 
 // startKept is startChild with the keeper jukebox itself (self) or, where
 // one is installed, jukebox-booth.
-func startKept(o RunOptions, env []string, outs *outputs, self bool) (*child, error) {
+func startKept(o RunOptions, env []string, outs *outputs, self bool, runDir string) (*child, error) {
 	c := &child{cmd: exec.Command(o.Argv[0], o.Argv[1:]...), outputs: outs}
 	c.cmd.Dir, c.cmd.Env, c.cmd.Stdin = o.Dir, env, o.Stdin
 	// Pipes of our own, not exec's: exec's would be closed by Wait, losing
@@ -163,7 +164,7 @@ func startKept(o RunOptions, env []string, outs *outputs, self bool) (*child, er
 	}
 	c.cmd.Stdout, c.cmd.Stderr = writeEnds[0], writeEnds[1]
 	c.grace = cmp.Or(o.StopGrace, DefaultGrace)
-	if c.keep = keepUnder(c.cmd, c.grace, self); c.keep == nil {
+	if c.keep = keepUnder(c.cmd, c.grace, self, runDir); c.keep == nil {
 		dieWithUs(c.cmd) // the agent alone: the keeper outlives jukebox to end the tree
 	}
 	c.jobs.prepare(c.cmd, o.Stdin)

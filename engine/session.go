@@ -452,7 +452,7 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 	if s.o.Booth != nil {
 		end, runErr = s.runBooth(ctx, env, res)
 	} else {
-		c, err := startChild(s.o, env, s.outs)
+		c, err := startChild(s.o, env, s.outs, s.files.dir)
 		if err != nil {
 			s.abandon(err)
 			return nil, fmt.Errorf("start %s: %w", s.o.Argv[0], err)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +36,8 @@ time.sleep(600)
 // TestKillNineEndsTheAgentsTree: jukebox record outside the booth, killed
 // with SIGKILL, takes the agent's whole tree with it: a process that the
 // agent's wrapper (sh -c) started, and a double-forked daemon that left
-// its session.
+// its session. The run's folder in the temporary folder (the CA bundle
+// and the Node.js preload) goes too: the keeper removes it.
 func TestKillNineEndsTheAgentsTree(t *testing.T) {
 	t.Parallel()
 	py := testenv.RequirePython(t)
@@ -45,7 +48,7 @@ func TestKillNineEndsTheAgentsTree(t *testing.T) {
 			pidFile := filepath.Join(dir, "pid")
 			script := filepath.Join(dir, "g.py")
 			must(t, os.WriteFile(script, []byte(grandchildPy), 0o644))
-			agent := `"$0" "$1" "$2" "$3" & wait`
+			agent := `echo "$SSL_CERT_FILE" > "$2.bundle"; "$0" "$1" "$2" "$3" & wait`
 			cmd := exec.Command(os.Args[0], "record", "-o", filepath.Join(dir, "k.jbx"), "--",
 				"sh", "-c", agent, py, script, pidFile, how)
 			cmd.Env = append(os.Environ(), mainEnv+"=1")
@@ -59,6 +62,21 @@ func TestKillNineEndsTheAgentsTree(t *testing.T) {
 			if !testenv.Gone(pid, 20*time.Second) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("pid %d (%s) outlived jukebox's kill -9; stderr:\n%s", pid, how, stderr.String())
+			}
+			bundle, err := os.ReadFile(pidFile + ".bundle")
+			must(t, err)
+			run := filepath.Dir(strings.TrimSpace(string(bundle)))
+			if !strings.HasPrefix(filepath.Base(run), "jukebox-run-") {
+				t.Fatalf("SSL_CERT_FILE %q is not in a run's folder", bundle)
+			}
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Lstat(run); errors.Is(err, fs.ErrNotExist) {
+					break
+				}
+				if time.Now().After(deadline) {
+					os.RemoveAll(run)
+					t.Fatalf("the run's folder %s outlived jukebox's kill -9 (%s)", run, how)
+				}
 			}
 		})
 	}

@@ -20,6 +20,15 @@ const Env = "JUKEBOX_KEEPER"
 // another install) reports Mismatch and exits before it starts anything.
 const BuildEnv = "JUKEBOX_KEEPER_BUILD"
 
+// RemoveEnv, when set, is a folder of jukebox's run (its name begins
+// with RunPrefix) that the keeper removes once the agent's tree has ended
+// if jukebox died meanwhile (kill -9): jukebox removes it itself when it
+// lives to the end.
+const RemoveEnv = "JUKEBOX_KEEPER_REMOVE"
+
+// RunPrefix begins the name of every folder RemoveEnv may name.
+const RunPrefix = "jukebox-run-"
+
 // Mismatch is the report line, and the exit status, of a keeper built
 // from other source than the jukebox that started it: jukebox then starts
 // itself as the keeper instead.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -38,6 +39,8 @@ func MaybeRun() {
 			os.Exit(MismatchStatus)
 		}
 	}
+	remove := os.Getenv(RemoveEnv)
+	os.Unsetenv(RemoveEnv)
 	mode, v, grouped := strings.Cut(v, groupPrefix)
 	if !grouped {
 		v = mode
@@ -50,7 +53,26 @@ func MaybeRun() {
 	if grouped {
 		t = &group{}
 	}
-	os.Exit(run(os.Args[1:], grace, t))
+	parent := os.Getppid()
+	code := run(os.Args[1:], grace, t)
+	if remove != "" && os.Getppid() != parent {
+		removeRun(remove) // jukebox died: reparented
+	}
+	os.Exit(code)
+}
+
+// removeRun removes dir, a folder of jukebox's run, after checking it is
+// one: an absolute path named RunPrefix..., a folder (not a link) of this
+// user's.
+func removeRun(dir string) {
+	if !filepath.IsAbs(dir) || !strings.HasPrefix(filepath.Base(dir), RunPrefix) {
+		return
+	}
+	var st syscall.Stat_t
+	if syscall.Lstat(dir, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Getuid() {
+		return
+	}
+	os.RemoveAll(dir)
 }
 
 // Available reports whether this process can start a keeper (MaybeRun
