@@ -35,7 +35,8 @@ type kept struct {
 }
 
 // keepUnder rewrites cmd to start the keeper, which starts what cmd would
-// have, and removes runDir (the run's capture files) if jukebox dies; nil (cmd unchanged) when no keeper can be started here. The keeper
+// have (and removes runDir, the run's capture files, if jukebox dies);
+// nil (cmd unchanged) when no keeper can be started here. The keeper
 // is jukebox-booth where it is installed beside jukebox (nsinit.Path: it
 // starts in a few milliseconds, jukebox itself in tens), unless self;
 // one built from other source reports keeper.Mismatch before it starts

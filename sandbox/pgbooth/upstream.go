@@ -27,7 +27,7 @@ type upstream struct {
 	q      *queue
 	pid    uint32
 	key    []byte
-	cancel func() error // sends a CancelRequest for the query running now
+	cancel func() error // cancels the query running now (cancelBackend)
 	params map[string]string
 	// lockCancel is set when watchLocks cancels a statement, so that the
 	// client reads why.
@@ -96,14 +96,14 @@ func dial(ctx context.Context, cfg *pgconn.Config, n int) (*upstream, error) {
 
 // cancelBackend cancels the query session pid is running with
 // pg_cancel_backend, over a connection of its own: the server signals
-// the backend once. pid is the server's own (dial checks it: behind a
-// pooler the BackendKeyData's pid is the pooler's, and could name
-// another's session on the server). A CancelRequest has the postmaster signal the backend
+// the backend once. A CancelRequest has the postmaster signal the backend
 // and then its process group; the backend takes the two signals one
 // after the other, and when the second comes after the cancelled query
 // has ended (under load), it stops the session's next statement: the
-// booth's own savepoint work, or the agent's next statement. When no
-// connection can be made (the server at its connection limit, which a
+// booth's own savepoint work, or the agent's next statement. pid is the
+// server's own (dial checks it: behind a pooler the BackendKeyData's pid
+// is the pooler's, and could name another's session on the server). When
+// no connection can be made (the server at its connection limit, which a
 // CancelRequest does not count against), or the function refuses,
 // fallback sends the CancelRequest.
 func cancelBackend(cfg *pgconn.Config, pid uint32, fallback func() error) error {
