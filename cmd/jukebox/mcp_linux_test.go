@@ -487,11 +487,11 @@ func linkNodeModules(t *testing.T, agents, dst string, roots ...string) {
 		into[to] = append(into[to], filepath.Join(agents, "node_modules", rel))
 	}
 	for to, srcs := range into {
-		must(t, os.MkdirAll(to, 0o755))
-		args := append(append([]string{"-al"}, srcs...), to)
-		if out, err := exec.Command("cp", args...).CombinedOutput(); err != nil {
-			t.Fatalf("cp -al into %s: %v\n%s", to, err, out)
+		var made []string
+		for _, src := range srcs {
+			made = append(made, filepath.Join(to, filepath.Base(src)))
 		}
+		copyLinked(t, made, append(srcs, to)...)
 	}
 }
 
@@ -499,11 +499,21 @@ func linkNodeModules(t *testing.T, agents, dst string, roots ...string) {
 // files where it can.
 func linkTree(t *testing.T, src, dst string) {
 	t.Helper()
-	must(t, os.MkdirAll(filepath.Dir(dst), 0o755))
-	if out, err := exec.Command("cp", "-al", src, dst).CombinedOutput(); err != nil {
-		os.RemoveAll(dst)
-		if out, err = exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
-			t.Fatalf("cp %s %s: %v\n%s", src, dst, err, out)
+	copyLinked(t, []string{dst}, src, dst)
+}
+
+// copyLinked runs cp with args (sources, then the destination), making
+// made: hard links where it can, copies (cp -a, after removing what the
+// links made) where the destination is on another file system.
+func copyLinked(t *testing.T, made []string, args ...string) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Dir(made[0]), 0o755))
+	if out, err := exec.Command("cp", append([]string{"-al"}, args...)...).CombinedOutput(); err != nil {
+		for _, m := range made {
+			os.RemoveAll(m)
+		}
+		if out, err = exec.Command("cp", append([]string{"-a"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("cp %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 }

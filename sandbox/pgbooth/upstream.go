@@ -60,14 +60,15 @@ func dial(ctx context.Context, cfg *pgconn.Config, n int) (*upstream, error) {
 	}
 	// The server's own pid for the session: the one its BackendKeyData
 	// gave, unless a pooler in between gave one of its own.
+	pidQuery := "SELECT pg_catalog.pg_backend_pid()"
 	var backend []byte
-	for _, sql := range []string{noTimeouts, "SELECT pg_catalog.pg_backend_pid()", "BEGIN"} {
+	for _, sql := range []string{noTimeouts, pidQuery, "BEGIN"} {
 		res, err := pc.Exec(ctx, sql).ReadAll()
 		if err != nil {
 			pc.Close(ctx)
 			return nil, err
 		}
-		if len(res) == 1 && len(res[0].Rows) == 1 && len(res[0].Rows[0]) == 1 {
+		if sql == pidQuery && len(res) == 1 && len(res[0].Rows) == 1 && len(res[0].Rows[0]) == 1 {
 			backend = res[0].Rows[0][0]
 		}
 	}
