@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/internal/runca"
+	"github.com/jukebox-os/jukebox/sandbox"
 )
 
 // ProxyEnv are the variables that point the agent's HTTP clients at
@@ -37,7 +38,7 @@ type captureFiles struct {
 
 // writeCaptureFiles writes the bundle and the preload for the agent.
 func (s *session) writeCaptureFiles() error {
-	dir, err := os.MkdirTemp("", "jukebox-run-")
+	dir, err := os.MkdirTemp(s.captureParent(), "jukebox-run-")
 	if err == nil {
 		// Certificates and the proxy's address only, nothing secret: an
 		// agent the booth runs as another user reads them too.
@@ -63,6 +64,22 @@ func (s *session) writeCaptureFiles() error {
 	}
 	s.files = f
 	return nil
+}
+
+// captureParent is the folder the capture files go in: the temporary
+// folder, but /tmp in a booth when that is a place the booth gives the
+// agent its own of, empty (TMPDIR=/dev/shm, or under /run): the agent
+// would not find them there. The host's /tmp shows beneath the booth's.
+func (s *session) captureParent() string {
+	tmp := os.TempDir()
+	if s.o.Booth != nil {
+		for _, own := range []string{"/dev", "/run", "/var/run"} {
+			if sandbox.Within(tmp, own) {
+				return "/tmp"
+			}
+		}
+	}
+	return ""
 }
 
 // removeCaptureFiles removes what writeCaptureFiles wrote.

@@ -2,11 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // TestBoothStdinOutside: record --booth with `< task.md` from outside the
@@ -60,5 +63,36 @@ func TestBoothStdinFolderRefused(t *testing.T) {
 			os.Remove(p)
 			t.Errorf("the agent wrote %s on the host", p)
 		}
+	}
+}
+
+// TestBoothRunFilesInDevShm: with TMPDIR in /dev/shm, which the booth
+// gives the agent its own of (empty), the agent still finds the CA bundle
+// and the Node.js preload jukebox wrote for it (in /tmp, whose host side
+// shows beneath the booth's); the run's folder is gone after.
+func TestBoothRunFilesInDevShm(t *testing.T) {
+	t.Parallel()
+	requireConfinedBooth(t)
+	shm, err := os.MkdirTemp("/dev/shm", "jukebox-test-")
+	if err != nil {
+		testenv.Unavailable(t, fmt.Sprintf("a writable /dev/shm (%v)", err), "run on Linux with /dev/shm mounted")
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	ws := t.TempDir()
+	cmd := jukeboxCmd(t.Context(), ws, "record", "--booth", "--commit", "always", "-o", filepath.Join(t.TempDir(), "s.jbx"),
+		"--", "sh", "-c", `head -c 27 "$SSL_CERT_FILE"; echo; echo "$SSL_CERT_FILE" > where; `+
+			`p=${NODE_OPTIONS#*--require }; p=${p#\"}; p=${p%\"}; test -r "$p" && echo preload`)
+	cmd.Env = append(cmd.Env, "TMPDIR="+shm)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-----BEGIN CERTIFICATE-----\n") ||
+		!strings.Contains(string(out), "preload\n") {
+		t.Fatalf("record --booth with TMPDIR in /dev/shm: %v\n%s", err, out)
+	}
+	where, err := os.ReadFile(filepath.Join(ws, "where"))
+	must(t, err)
+	if run := filepath.Dir(strings.TrimSpace(string(where))); !strings.HasPrefix(run, "/tmp/jukebox-run-") {
+		t.Errorf("the bundle was at %s, not in /tmp", where)
+	} else if _, err := os.Lstat(run); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run's folder %s is still there", run)
 	}
 }
