@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,8 +52,20 @@ func Start(t testing.TB) *Jaeger {
 
 // Run starts the Jaeger binary bin with config (export/testdata/jaeger.yaml)
 // on free ports and waits until it answers; stop ends it. For programs
-// that are not tests (bench/proxy).
+// that are not tests (bench/proxy). Jaeger binds the ports it is given, so
+// a port another process took after it was found free makes it exit:
+// then it starts again, on other ports (three times at most).
 func Run(bin, config string) (j *Jaeger, stop func(), err error) {
+	for range 3 {
+		j, stop, err = run(bin, config)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	return j, stop, err
+}
+
+func run(bin, config string) (j *Jaeger, stop func(), err error) {
 	env := os.Environ()
 	ports := map[string]int{}
 	for _, name := range []string{"JB_JAEGER_QUERY", "JB_JAEGER_QUERY_GRPC", "JB_OTLP_GRPC", "JB_OTLP_HTTP", "JB_PROMETHEUS"} {
