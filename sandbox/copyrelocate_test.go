@@ -17,7 +17,9 @@ import (
 // the real path after commit: its scripts' shebangs, pyvenv.cfg and
 // activate scripts named the copy's folder, which is gone. (Compiled
 // .pyc files hold it too, as their source's name in tracebacks: binary,
-// so listed, not rewritten.)
+// so listed, not rewritten.) The venv is made without pip (whose install
+// cost 11 s of CPU here); its script is written as pip writes a console
+// script: the venv's interpreter by absolute path on the shebang line.
 func TestCopyVenvWorksAfterCommit(t *testing.T) {
 	py := testenv.RequirePython(t)
 	ws := filepath.Join(t.TempDir(), "ws")
@@ -25,12 +27,26 @@ func TestCopyVenvWorksAfterCommit(t *testing.T) {
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx.Rollback(ctx)
-	copyExec(t, tx, `"$PY" -m venv venv && venv/bin/pip --version >/dev/null`, "PY="+py)
+	copyExec(t, tx, `set -e
+"$PY" -m venv --without-pip venv
+printf '#!%s/venv/bin/python\nimport sys\nprint(sys.prefix)\n' "$(pwd -P)" > venv/bin/tool
+chmod +x venv/bin/tool
+venv/bin/tool >/dev/null
+. venv/bin/activate && test "$VIRTUAL_ENV" = "$(pwd -P)/venv"`, "PY="+py)
 	_, err = tx.Commit(ctx)
 	must(t, err)
-	out, err := exec.Command(filepath.Join(ws, "venv/bin/pip"), "--version").CombinedOutput()
+	out, err := exec.Command(filepath.Join(ws, "venv/bin/tool")).CombinedOutput()
 	if err != nil {
-		t.Fatalf("the committed venv's pip does not run: %v: %s", err, out)
+		t.Fatalf("the committed venv's script does not run: %v: %s", err, out)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(ws, "venv"))
+	must(t, err)
+	if got := strings.TrimSpace(string(out)); got != real {
+		t.Errorf("the committed venv's interpreter has the prefix %q, want %q", got, real)
+	}
+	act, err := exec.Command("sh", "-c", `. "$1/bin/activate" && printf %s "$VIRTUAL_ENV"`, "sh", filepath.Join(ws, "venv")).CombinedOutput()
+	if err != nil || string(act) != filepath.Join(ws, "venv") && string(act) != real {
+		t.Errorf("the committed venv's activate sets VIRTUAL_ENV=%q (%v), want %q", act, err, real)
 	}
 	for p, content := range readTree(t, filepath.Join(ws, "venv")) {
 		if strings.Contains(content, copyPrefix) && !strings.Contains(content, "\x00") {
