@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -79,11 +81,15 @@ func upperDev(root int) uint64 {
 }
 
 // Limits of SharedTmp's walk of the host's /tmp: how deep it goes, how
-// many entries it reads and how many folders it gives at most.
+// many folders it looks at (an lstat and an access check each), how many
+// entries it reads in all and of one folder (files cost only their
+// place in a listing), and how many folders it gives at most.
 const (
-	sharedTmpDepth   = 4
-	sharedTmpEntries = 5000
-	sharedTmpMax     = 256
+	sharedTmpDepth     = 4
+	sharedTmpFolders   = 5000
+	sharedTmpEntries   = 50000
+	sharedTmpPerFolder = 2000
+	sharedTmpMax       = 256
 )
 
 // SharedTmp lists the folders of the host's /tmp (root) that the caller
@@ -94,16 +100,17 @@ const (
 // the namespace does not map, EOVERFLOW), so a file could not be made in
 // it in the booth as it can on the host. Made in the upper layer
 // beforehand (privateTmp), owned by the caller, each takes the agent's
-// new files, private to the run as the rest of its /tmp. The walk reads
-// at most sharedTmpEntries entries, sharedTmpDepth folders deep, level
-// by level.
+// new files, private to the run as the rest of its /tmp. The walk looks
+// at sharedTmpFolders folders at most, sharedTmpDepth deep, level by
+// level; the files beside them (a run's scratch files, a cache's) count
+// only against the larger budget of entries read.
 func SharedTmp(root string, uid, gid int) []TmpFolder {
 	if uid == 0 {
 		return nil // root's namespace maps every id
 	}
 	var out []TmpFolder
 	seen := map[string]bool{}
-	budget := sharedTmpEntries
+	folders, entries := sharedTmpFolders, sharedTmpEntries
 	// Breadth first: a folder right in /tmp is found however large the
 	// trees beside it (a module cache, a build's scratch space), which a
 	// depth-first walk spent the budget on before reaching it.
@@ -111,16 +118,19 @@ func SharedTmp(root string, uid, gid int) []TmpFolder {
 	for depth := 1; depth <= sharedTmpDepth && len(level) > 0; depth++ {
 		var next []string
 		for _, rel := range level {
-			ents, err := os.ReadDir(filepath.Join(root, rel))
+			ents, err := readSome(filepath.Join(root, rel), min(sharedTmpPerFolder, entries))
 			if err != nil {
 				continue
 			}
 			for _, e := range ents {
-				if budget--; budget < 0 || len(out) >= sharedTmpMax {
+				if entries--; entries < 0 || len(out) >= sharedTmpMax {
 					return out
 				}
 				if !e.IsDir() {
 					continue // not a symlink either
+				}
+				if folders--; folders < 0 {
+					return out
 				}
 				r := filepath.Join(rel, e.Name())
 				abs := filepath.Join(root, r)
@@ -150,6 +160,25 @@ func SharedTmp(root string, uid, gid int) []TmpFolder {
 		level = next
 	}
 	return out
+}
+
+// readSome reads at most n entries of the folder dir, sorted by name
+// (all of them, sorted, when it holds no more).
+func readSome(dir string, n int) ([]os.DirEntry, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(n)
+	if err != nil && len(ents) == 0 {
+		return nil, err
+	}
+	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, nil
 }
 
 // parentsOf are the folders rel lies in, outermost first ("a/b/c": a,
