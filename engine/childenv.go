@@ -34,6 +34,8 @@ const preloadMarker = "/*JUKEBOX_CONFIG*/ { proxy: 'http://127.0.0.1:0', bypass:
 // the run ends.
 type captureFiles struct {
 	dir, bundle, preload string
+	held                 *os.File      // the folder's lock, held while the run lives (holdRunFolder)
+	swept                chan struct{} // closed when the sweep of its neighbours ended
 }
 
 // writeCaptureFiles writes the bundle and the preload for the agent.
@@ -48,7 +50,14 @@ func (s *session) writeCaptureFiles() error {
 		os.RemoveAll(dir)
 		return err
 	}
-	f := &captureFiles{dir: dir, bundle: filepath.Join(dir, "ca-bundle.pem"), preload: filepath.Join(dir, "node-preload.cjs")}
+	f := &captureFiles{dir: dir, bundle: filepath.Join(dir, "ca-bundle.pem"), preload: filepath.Join(dir, "node-preload.cjs"),
+		held: holdRunFolder(dir), swept: make(chan struct{})}
+	// The folders of runs killed before they removed theirs, beside this
+	// one, go meanwhile (by the end of this run).
+	go func() {
+		defer close(f.swept)
+		sweepRunFolders(filepath.Dir(dir))
+	}()
 	cfg, _ := json.Marshal(map[string]any{"proxy": s.proxy.url(), "bypass": s.endpoints()})
 	roots := s.roots
 	if roots == nil {
@@ -59,11 +68,20 @@ func (s *session) writeCaptureFiles() error {
 		err = os.WriteFile(f.preload, []byte(strings.Replace(nodePreload, preloadMarker, string(cfg), 1)), 0o644)
 	}
 	if err != nil {
-		os.RemoveAll(dir)
+		f.remove()
 		return err
 	}
 	s.files = f
 	return nil
+}
+
+// remove removes the folder, then lets its lock go, once the sweep ended.
+func (f *captureFiles) remove() {
+	<-f.swept
+	os.RemoveAll(f.dir)
+	if f.held != nil {
+		f.held.Close()
+	}
 }
 
 // captureParent is the folder the capture files go in: the temporary
@@ -85,7 +103,7 @@ func (s *session) captureParent() string {
 // removeCaptureFiles removes what writeCaptureFiles wrote.
 func (s *session) removeCaptureFiles() {
 	if s.files != nil {
-		os.RemoveAll(s.files.dir)
+		s.files.remove()
 	}
 }
 

@@ -154,3 +154,58 @@ func TestKeeperKilledByTheAgent(t *testing.T) {
 		t.Fatalf("pid %d outlived the run whose agent killed its keeper; stderr:\n%s", pid, stderr.String())
 	}
 }
+
+// TestKilledBoothRunFolderSwept: a booth run killed with -9 leaves its
+// run folder (its agent runs under the booth's init, not under the
+// keeper, which removes the folder of a run outside the booth); the next
+// run beside it removes it, and leaves a live run's folder alone.
+func TestKilledBoothRunFolderSwept(t *testing.T) {
+	t.Parallel()
+	requireConfinedBooth(t)
+	tmp := t.TempDir() // the runs' TMPDIR, where their folders go
+	runs := func() []string {
+		m, _ := filepath.Glob(filepath.Join(tmp, "jukebox-run-*"))
+		return m
+	}
+	start := func(name string) (*exec.Cmd, string) {
+		cmd := jukeboxCmd(t.Context(), t.TempDir(), "record", "--booth", "--commit", "never", "-o", filepath.Join(t.TempDir(), name+".jbx"),
+			"--", "sh", "-c", "echo ready; exec sleep 60")
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+		out, err := cmd.StdoutPipe()
+		must(t, err)
+		must(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+			t.Fatalf("%s: the agent did not start: %q, %v", name, line, err)
+		}
+		return cmd, name
+	}
+	killed, _ := start("killed")
+	before := runs()
+	if len(before) != 1 {
+		t.Fatalf("run folders while one run lives: %q, want one", before)
+	}
+	must(t, killed.Process.Signal(syscall.SIGKILL))
+	killed.Wait()
+	live, _ := start("live") // its sweep leaves the folder of a run that lives
+	var liveRun string
+	for _, r := range runs() {
+		if r != before[0] {
+			liveRun = r
+		}
+	}
+	// A plain run's sweep, beside them, removes the killed run's folder
+	// (its start's sweep ends before its end), not the live run's.
+	cmd := jukeboxCmd(t.Context(), t.TempDir(), "record", "-o", filepath.Join(t.TempDir(), "next.jbx"), "--", "true")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the next run: %v\n%s", err, out)
+	}
+	if _, err := os.Lstat(before[0]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the killed booth run's folder %s is still there after the next run (%v)", before[0], err)
+	}
+	if _, err := os.Lstat(liveRun); liveRun == "" || err != nil {
+		t.Errorf("the live booth run's folder %q was removed: %v", liveRun, err)
+	}
+	live.Process.Signal(syscall.SIGKILL)
+}

@@ -1,0 +1,73 @@
+//go:build unix
+
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/jukebox-os/jukebox/internal/keeper"
+)
+
+// runLock is the name of the file in a run's folder that the run holds
+// an flock on while it lives: the kernel lets it go when the process
+// ends, however it ends, whatever pid namespace it ran in.
+const runLock = ".held"
+
+// holdRunFolder locks dir's runLock for the life of this process (or
+// until the returned file is closed). Nil when it cannot: the folder is
+// then never swept, as a folder of an earlier release. The file is
+// locked under another name and then renamed: a sweep never finds it
+// unlocked while its run lives.
+func holdRunFolder(dir string) *os.File {
+	name := filepath.Join(dir, runLock)
+	f, err := os.OpenFile(name+"-new", os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil || os.Rename(name+"-new", name) != nil {
+		f.Close()
+		os.Remove(name + "-new")
+		return nil
+	}
+	return f
+}
+
+// sweepRunFolders removes the run folders (keeper.RunPrefix) in parent
+// that a jukebox left when it was killed and nothing removed after it (a
+// booth run's agent runs under the booth's init, not the keeper, which
+// removes the folder of a run outside the booth): a folder of this
+// user's, not a link, whose runLock nobody holds. A folder without the
+// file (an earlier release's, or one being made) is left alone. It
+// returns how many it removed.
+func sweepRunFolders(parent string) int {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), keeper.RunPrefix) {
+			continue // a link to a folder is not one here (ReadDir does not follow it)
+		}
+		dir := filepath.Join(parent, e.Name())
+		var st syscall.Stat_t
+		if syscall.Lstat(dir, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, runLock), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil && os.RemoveAll(dir) == nil {
+			n++
+		}
+		f.Close()
+	}
+	return n
+}
