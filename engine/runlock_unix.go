@@ -60,14 +60,18 @@ func sweepRunFolders(parent string) int {
 		if syscall.Lstat(dir, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Getuid() {
 			continue
 		}
-		f, err := os.OpenFile(filepath.Join(dir, runLock), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		// Not blocking: a FIFO planted under the name would hold the open
+		// (and the run's end, which waits for its sweep) for ever.
+		fd, err := syscall.Open(filepath.Join(dir, runLock), syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil && os.RemoveAll(dir) == nil {
+		var lst syscall.Stat_t
+		if syscall.Fstat(fd, &lst) == nil && lst.Mode&syscall.S_IFMT == syscall.S_IFREG &&
+			syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) == nil && os.RemoveAll(dir) == nil {
 			n++
 		}
-		f.Close()
+		syscall.Close(fd)
 	}
 	return n
 }

@@ -5,6 +5,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -43,6 +44,10 @@ func TestSweepRunFolders(t *testing.T) {
 	must(os.WriteFile(filepath.Join(elsewhere, runLock), nil, 0o600))
 	must(os.Symlink(elsewhere, filepath.Join(parent, "jukebox-run-link")))
 	must(os.WriteFile(filepath.Join(parent, "jukebox-run-file"), []byte("x"), 0o644))
+	// A FIFO under the lock's name: opening it to read would wait for a
+	// writer for ever.
+	fifo := mk("jukebox-run-fifo", false)
+	must(syscall.Mkfifo(filepath.Join(fifo, runLock), 0o600))
 
 	if n := sweepRunFolders(parent); n != 1 {
 		t.Errorf("the sweep removed %d folders, want 1", n)
@@ -50,7 +55,7 @@ func TestSweepRunFolders(t *testing.T) {
 	if _, err := os.Lstat(orphan); !os.IsNotExist(err) {
 		t.Errorf("the orphaned run folder is still there (%v)", err)
 	}
-	for _, p := range []string{old, other, live, elsewhere, filepath.Join(elsewhere, runLock),
+	for _, p := range []string{old, other, live, elsewhere, fifo, filepath.Join(elsewhere, runLock),
 		filepath.Join(parent, "jukebox-run-link"), filepath.Join(parent, "jukebox-run-file")} {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("the sweep removed %s: %v", p, err)
