@@ -16,6 +16,9 @@ import (
 // ends, however it ends, whatever pid namespace it ran in.
 const runLock = ".held"
 
+// sweepEntries bounds what a sweep reads of the temporary folder.
+const sweepEntries = 20000
+
 // holdRunFolder locks dir's runLock for the life of this process (or
 // until the returned file is closed). Nil when it cannot: the folder is
 // then never swept, as a folder of an earlier release. The file is
@@ -40,16 +43,19 @@ func holdRunFolder(dir string) *os.File {
 // booth run's agent runs under the booth's init, not the keeper, which
 // removes the folder of a run outside the booth): a folder of this
 // user's, not a link, whose runLock nobody holds. A folder without the
-// file (an earlier release's, or one being made) is left alone. It
-// returns how many it removed.
+// file (an earlier release's, or one being made) is left alone. It reads
+// sweepEntries entries of parent at most (the run's end waits for the
+// sweep), and returns how many folders it removed.
 func sweepRunFolders(parent string) int {
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	ents, err := os.ReadDir(parent)
+	d, err := os.Open(parent)
 	if err != nil {
 		return 0
 	}
+	ents, _ := d.ReadDir(sweepEntries)
+	d.Close()
 	n := 0
 	for _, e := range ents {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), keeper.RunPrefix) {
