@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/internal/keeper"
 	"github.com/jukebox-os/jukebox/internal/runca"
 	"github.com/jukebox-os/jukebox/sandbox"
 )
@@ -40,7 +41,7 @@ type captureFiles struct {
 
 // writeCaptureFiles writes the bundle and the preload for the agent.
 func (s *session) writeCaptureFiles() error {
-	dir, err := os.MkdirTemp(s.captureParent(), "jukebox-run-")
+	dir, err := os.MkdirTemp(s.captureParent(), keeper.RunPrefix)
 	if err == nil {
 		// Certificates and the proxy's address only, nothing secret: an
 		// agent the booth runs as another user reads them too.

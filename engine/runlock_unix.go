@@ -5,7 +5,6 @@ package engine
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/jukebox-os/jukebox/internal/keeper"
@@ -47,9 +46,6 @@ func holdRunFolder(dir string) *os.File {
 // sweepEntries entries of parent at most (the run's end waits for the
 // sweep), and returns how many folders it removed.
 func sweepRunFolders(parent string) int {
-	if parent == "" {
-		parent = os.TempDir()
-	}
 	d, err := os.Open(parent)
 	if err != nil {
 		return 0
@@ -58,13 +54,9 @@ func sweepRunFolders(parent string) int {
 	d.Close()
 	n := 0
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), keeper.RunPrefix) {
-			continue // a link to a folder is not one here (ReadDir does not follow it)
-		}
 		dir := filepath.Join(parent, e.Name())
-		var st syscall.Stat_t
-		if syscall.Lstat(dir, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Getuid() {
-			continue
+		if !e.IsDir() || !keeper.IsRunFolder(dir) {
+			continue // a link to a folder is not one here (ReadDir does not follow it)
 		}
 		// Not blocking: a FIFO planted under the name would hold the open
 		// (and the run's end, which waits for its sweep) for ever.

@@ -62,17 +62,21 @@ func MaybeRun() {
 }
 
 // removeRun removes dir, a folder of jukebox's run, after checking it is
-// one: an absolute path named RunPrefix..., a folder (not a link) of this
-// user's.
+// one (IsRunFolder).
 func removeRun(dir string) {
+	if IsRunFolder(dir) {
+		os.RemoveAll(dir)
+	}
+}
+
+// IsRunFolder says dir is a folder of a jukebox run of this user's: an
+// absolute path named RunPrefix..., a folder (not a link) this user owns.
+func IsRunFolder(dir string) bool {
 	if !filepath.IsAbs(dir) || !strings.HasPrefix(filepath.Base(dir), RunPrefix) {
-		return
+		return false
 	}
 	var st syscall.Stat_t
-	if syscall.Lstat(dir, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Getuid() {
-		return
-	}
-	os.RemoveAll(dir)
+	return syscall.Lstat(dir, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR && int(st.Uid) == os.Getuid()
 }
 
 // Available reports whether this process can start a keeper (MaybeRun
