@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -180,18 +181,28 @@ func scratchCluster(t *testing.T, opts string) string {
 	if out, err := as(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	o := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off %s", port, dir, opts)
-	if out, err := as(filepath.Join(bin, "pg_ctl"), "-D", data, "-l", filepath.Join(dir, "log"), "-o", o, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+	// The port was free a moment ago: another process may take it before
+	// the server binds it, which is tried again on another.
+	for try := 1; ; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		logPath := filepath.Join(dir, fmt.Sprintf("log-%d", try))
+		o := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off %s", port, dir, opts)
+		out, err := as(filepath.Join(bin, "pg_ctl"), "-D", data, "-l", logPath, "-o", o, "-w", "-t", "60", "start").CombinedOutput()
+		if err == nil {
+			return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+		}
+		log, _ := os.ReadFile(logPath)
+		if try < 3 && bytes.Contains(log, []byte("could not bind")) {
+			t.Logf("pg_ctl start: port %d taken meanwhile, trying another\n%s", port, log)
+			continue
+		}
 		t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
 	}
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 }
 
 // replay --booth --pg: the replayed agent's SQL joins the booth as the
