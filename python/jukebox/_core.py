@@ -1,6 +1,5 @@
 """Jukebox: runs (tracks), turns and their transactions."""
 
-import asyncio
 import atexit
 import contextvars
 import json
@@ -17,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, Un
 from ._control import Control, Served, tripped
 from ._pool import PooledRun, pooled
 from ._track import Track
-from ._tx import AsyncTransaction, Transaction
+from ._tx import AsyncTransaction, Transaction, _in_thread
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -350,10 +349,10 @@ class _Turn:
         self._leave(exc)
 
     async def __aenter__(self) -> AsyncTransaction:
-        tx = await asyncio.get_running_loop().run_in_executor(None, lambda: self._enter(True))
+        tx = await _in_thread(lambda: self._enter(True))
         assert isinstance(tx, AsyncTransaction)
         return tx
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, lambda: self._leave(exc))
+        await _in_thread(lambda: self._leave(exc))

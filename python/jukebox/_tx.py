@@ -1,21 +1,21 @@
 """Transactions: file writes, deletes, SQL and shell commands staged in the
 Shadow Booth until commit."""
 
-import asyncio
 import base64
 import json
 import os
 import posixpath
-import sqlite3
 import threading
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 from . import _sql
 from ._control import Control, _error
 from ._sql import Params
 from .errors import JukeboxError, SandboxViolation, SQLError
+
+_T = TypeVar("_T")
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -267,6 +267,7 @@ class Transaction:
 
     def _sqlite(self, path: str, sql: str, params: Params) -> List[Tuple[Any, ...]]:
         staged = self._op("stage-path", {"path": self._path(path)})["staged"]
+        import sqlite3  # here: only a SQLite statement needs it
         conn = sqlite3.connect(staged)
         try:
             try:
@@ -336,20 +337,28 @@ class AsyncTransaction(Transaction):
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, lambda: self._finish(exc))
+        await _in_thread(lambda: self._finish(exc))
 
     async def commit(self) -> int:  # type: ignore[override]
-        return await asyncio.get_running_loop().run_in_executor(None, super().commit)
+        return await _in_thread(super().commit)
 
     async def rollback(self, reason: str = "") -> None:  # type: ignore[override]
-        await asyncio.get_running_loop().run_in_executor(None, lambda: Transaction.rollback(self, reason))
+        await _in_thread(lambda: Transaction.rollback(self, reason))
 
     async def stage_sql(self, dsn_or_path: str, sql: str, params: Params = ()) -> List[Tuple[Any, ...]]:  # type: ignore[override]
-        return await asyncio.get_running_loop().run_in_executor(
-            None, lambda: Transaction.stage_sql(self, dsn_or_path, sql, params))
+        return await _in_thread(
+            lambda: Transaction.stage_sql(self, dsn_or_path, sql, params))
 
     async def run_shell(self, command: str) -> ShellResult:  # type: ignore[override]
-        return await asyncio.get_running_loop().run_in_executor(None, lambda: Transaction.run_shell(self, command))
+        return await _in_thread(lambda: Transaction.run_shell(self, command))
+
+
+def _in_thread(fn: Callable[[], _T]) -> Awaitable[_T]:
+    """fn run in the running event loop's default executor. asyncio is
+    imported here, not with the SDK: an async agent's loop imported it
+    already, and a sync agent does not pay for it at every start."""
+    import asyncio
+    return asyncio.get_running_loop().run_in_executor(None, fn)
 
 
 def _json_op(op: Dict[str, Any]) -> Dict[str, Any]:

@@ -574,6 +574,13 @@ class SDKTest(SDKBase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("jukebox binary not found", proc.stderr)
 
+    def test_import_leaves_asyncio_and_sqlite3_out(self):
+        # A sync agent does not pay for asyncio (about 45 ms a start on
+        # a slow machine) or sqlite3 when it imports the SDK: the async
+        # methods and SQLite statements import them when they run.
+        proc = self.python("-c", "import sys, jukebox; print(sorted(m for m in ('asyncio', 'sqlite3') if m in sys.modules))")
+        self.assertEqual(proc.stdout.strip(), "[]", proc.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
