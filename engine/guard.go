@@ -2,7 +2,10 @@ package engine
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,20 +45,22 @@ func newGuard(l breaker.Limits, trip func(*breaker.Trip), stop func()) *guard {
 
 // before checks a live call; true means it was refused with an error the
 // agent's SDK surfaces and does not retry.
-func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent string) (tapefmt.LLMResponse, bool) {
+func (g *guard) before(w http.ResponseWriter, x *exchange, seq uint64, agent string) (answer, bool) {
 	if llmwire.Free(x.path) {
-		return tapefmt.LLMResponse{}, false // counting tokens: no spending, no step of the agent's
+		return answer{}, false // counting tokens: no spending, no step of the agent's
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	d := x.decode()
 	t := g.b.Before(agent, callOf(seq, d.info.Model, d.text))
 	if t == nil {
-		return tapefmt.LLMResponse{}, false
+		return answer{}, false
 	}
 	g.fire(t)
-	msg := tripError(w, t)
-	return tapefmt.LLMResponse{Status: http.StatusBadRequest, Error: msg}, true
+	msg := llmwire.TripPrefix + " (" + t.Rule + "): " + t.Reason
+	resp, body := tripAnswer(msg, t.Rule, t.Agent)
+	writeTrip(w, resp, body)
+	return answer{resp: resp, body: body}, true
 }
 
 // after counts a live call's answer.
@@ -123,16 +128,35 @@ func (p *proxy) rate(model string) *tapefmt.Rate {
 // rule that tripped) and error.agent (whose limits, when an agent's own).
 const TripCode = "jukebox_breaker_tripped"
 
-// tripError answers a refused call: HTTP 400, which the SDKs do not retry,
-// with a JSON error carrying TripCode and the rule. It returns the message.
-func tripError(w http.ResponseWriter, t *breaker.Trip) string {
-	msg := llmwire.TripPrefix + " (" + t.Rule + "): " + t.Reason
-	e := map[string]string{"type": TripCode, "code": TripCode, "rule": t.Rule, "message": msg}
-	if t.Agent != "" {
-		e["agent"] = t.Agent
+// tripAnswer is the answer to a refused call, msg (TripPrefix, the rule,
+// the reason): HTTP 400, which the SDKs do not retry, with a JSON error
+// carrying TripCode, the rule and the agent whose limits tripped (when an
+// agent's own). The llm.response frame keeps it whole, so that a replay
+// answers the refused call with the same bytes.
+func tripAnswer(msg, rule, agent string) (tapefmt.LLMResponse, []byte) {
+	e := map[string]string{"type": TripCode, "code": TripCode, "rule": rule, "message": msg}
+	if agent != "" {
+		e["agent"] = agent
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": e})
-	return msg
+	body, _ := json.Marshal(map[string]any{"type": "error", "error": e})
+	body = append(body, '\n')
+	h := http.Header{"Content-Type": {"application/json"}, "Content-Length": {strconv.Itoa(len(body))}}
+	return tapefmt.LLMResponse{Status: http.StatusBadRequest, Header: h, Size: int64(len(body)), Error: msg}, body
+}
+
+// writeTrip writes a refused call's answer to the agent.
+func writeTrip(w http.ResponseWriter, resp tapefmt.LLMResponse, body []byte) {
+	maps.Copy(w.Header(), resp.Header)
+	w.WriteHeader(resp.Status)
+	w.Write(body)
+}
+
+// recordedTrip is the answer to a refused call that a tape from before
+// refusals kept their body holds (its status and message only), built
+// again from the message: the rule is in it, the agent is not.
+func recordedTrip(r *tapefmt.LLMResponse) (tapefmt.LLMResponse, []byte) {
+	rule, _, _ := strings.Cut(strings.TrimPrefix(r.Error, llmwire.TripPrefix+" ("), ")")
+	resp, body := tripAnswer(r.Error, rule, "")
+	resp.Call = r.Call
+	return resp, body
 }

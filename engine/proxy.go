@@ -225,8 +225,8 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	live := x.served == nil && x.div == nil // not answered from a tape
 	if p.guard != nil && live {
-		if resp, refused := p.guard.before(w, x, x.reqSeq, p.agentOf(x)); refused {
-			p.recordResponse(x, answer{resp: resp})
+		if a, refused := p.guard.before(w, x, x.reqSeq, p.agentOf(x)); refused {
+			p.recordResponse(x, a)
 			putBody(buf)
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -172,7 +173,15 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 		apiError(w, http.StatusBadGateway, "jukebox replay: the tape's answer to this call does not read: "+err.Error())
 		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadGateway, Error: err.Error()}}
 	}
-	a := answer{resp: *r, body: body, abort: r.Error != ""}
+	// A call the breaker refused was answered by jukebox, whole: the same
+	// answer again, not the reset of a failed call.
+	refused := llmwire.Refused(r)
+	if refused && len(body) == 0 {
+		var resp tapefmt.LLMResponse
+		resp, body = recordedTrip(r)
+		r = &resp
+	}
+	a := answer{resp: *r, body: body, abort: r.Error != "" && !refused}
 	if r.Status == 0 {
 		t.waitIfAgentGaveUp(x, c)
 		return a // the upstream never answered: reset the connection
@@ -184,7 +193,7 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 	}
 	w.WriteHeader(r.Status)
 	t.writeChunks(w, body, r.Chunks)
-	if r.Error != "" {
+	if r.Error != "" && !refused {
 		// What was recorded reaches the agent before the recorded failure:
 		// the reset, or the wait until it gives up.
 		_ = http.NewResponseController(w).Flush()

@@ -83,6 +83,35 @@ func TestRecordMaxSemanticRepeat(t *testing.T) {
 	}
 }
 
+// TestTrippedRunReplays: a call the breaker refused gets the same answer
+// in replay (400 and its JSON error, whole): it was cut off there, which
+// curl reported as "transfer closed with outstanding read data" (exit 18)
+// and Python's http.client as IncompleteRead, so replay --strict of a
+// tripped run failed.
+func TestTrippedRunReplays(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is needed (Debian package curl)")
+	}
+	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "fact", "reply": {"text": "A fact."}}]}`))
+	must(t, err)
+	srv, _, err := llmsim.Start("127.0.0.1:0", script)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	agent := `for i in 1 2; do curl -sS -w ' status %{http_code}' -X POST "$OPENAI_BASE_URL/chat/completions" -H 'content-type: application/json' \
+  -d '{"model":"gpt-4o-mini","max_tokens":40,"messages":[{"role":"user","content":"Tell me a fact."}]}'; echo " curl exit $?"; done`
+	out, errs, code := jbIn(dir, nil, "record", "--max-cost", "0.000001", "--upstream", "openai="+srv.OpenAIBaseURL(),
+		"-o", "t.jbx", "--", "sh", "-c", agent)
+	if code != ExitTripped || !strings.Contains(out, `"code":"jukebox_breaker_tripped"`) || !strings.Contains(out, "status 400 curl exit 0") {
+		t.Fatalf("record --max-cost: exit %d\n%s\n%s", code, out, errs)
+	}
+	out, errs, code = jbIn(dir, nil, "replay", "--strict", "t.jbx")
+	if code != ExitOK || !strings.Contains(out, "status 400 curl exit 0") {
+		t.Errorf("replay --strict of the tripped run: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
 // TestBreakerFlags: limits that make no sense (zero, negative, NaN,
 // infinite) are exit 2 before the agent starts, naming the flag.
 func TestBreakerFlags(t *testing.T) {
