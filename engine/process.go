@@ -55,30 +55,39 @@ type outputs struct {
 // maxHeld bounds the output held back for a line's end.
 const maxHeld = 64 << 10
 
-// write passes one piece of output on to w and records it.
-func (o *outputs) write(fd int, data []byte, w io.Writer) {
-	o.pass(fd, data, w)
+// write passes one piece of output on to w and records it. It returns
+// w's error when w is a pipe nobody reads any longer (brokenPipe).
+func (o *outputs) write(fd int, data []byte, w io.Writer) error {
+	err := o.pass(fd, data, w)
 	o.record(fd, data)
+	return err
 }
 
-// pass gives one piece of output to w and to replay's copy.
-func (o *outputs) pass(fd int, data []byte, w io.Writer) {
+// pass gives one piece of output to w and to replay's copy. It returns
+// w's error when w is a pipe nobody reads any longer (brokenPipe); other
+// errors of w leave the output recorded and the agent running.
+func (o *outputs) pass(fd int, data []byte, w io.Writer) (err error) {
 	if w != nil {
 		o.wmu.Lock()
-		w.Write(data)
+		_, err = w.Write(data)
 		o.wmu.Unlock()
+		if !brokenPipe(err) {
+			err = nil
+		}
 	}
 	if fd == 1 && o.keepStdout {
 		o.mu.Lock()
 		o.stdout = append(o.stdout, data...)
 		o.mu.Unlock()
 	}
+	return err
 }
 
 // hold passes data on at once and records the whole lines held so far
-// (all of them past maxHeld); it returns what is still held.
-func (o *outputs) hold(fd int, held, data []byte, w io.Writer) []byte {
-	o.pass(fd, data, w)
+// (all of them past maxHeld); it returns what is still held, and pass's
+// error.
+func (o *outputs) hold(fd int, held, data []byte, w io.Writer) ([]byte, error) {
+	err := o.pass(fd, data, w)
 	held = append(held, data...)
 	cut := bytes.LastIndexByte(held, '\n') + 1
 	if len(held) > maxHeld {
@@ -88,7 +97,7 @@ func (o *outputs) hold(fd int, held, data []byte, w io.Writer) []byte {
 		o.record(fd, held[:cut])
 		held = append([]byte(nil), held[cut:]...)
 	}
-	return held
+	return held, err
 }
 
 // record writes one piece of output on the tape and tells the listeners.
@@ -103,7 +112,9 @@ func (o *outputs) record(fd int, data []byte) {
 // writer is an io.Writer for one stream that records what passes.
 func (o *outputs) writer(fd int, w io.Writer) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
-		o.write(fd, append([]byte(nil), p...), w)
+		if err := o.write(fd, append([]byte(nil), p...), w); err != nil {
+			return 0, err // the pipe's reader is gone: the agent's write fails as it would
+		}
 		return len(p), nil
 	})
 }
@@ -198,7 +209,10 @@ func (c *child) closePipes(fs []*os.File) {
 }
 
 // copy passes one stream through and records each piece as it arrives,
-// until the stream ends or, once the child has exited, stays idle.
+// until the stream ends or, once the child has exited, stays idle. When
+// w is a pipe whose reader is gone (jukebox piped into head), the stream
+// is closed: the agent's next write to it fails as it would have without
+// jukebox (SIGPIPE), and the run ends and its tape closes as any other.
 func (c *child) copy(fd int, r *os.File, w io.Writer) {
 	defer c.wg.Done()
 	defer r.Close()
@@ -209,13 +223,14 @@ func (c *child) copy(fd int, r *os.File, w io.Writer) {
 			r.SetReadDeadline(time.Now().Add(outputIdle))
 		}
 		n, err := r.Read(buf)
+		var werr error
 		switch {
 		case n > 0 && c.lines:
-			held = c.hold(fd, held, buf[:n], w)
+			held, werr = c.hold(fd, held, buf[:n], w)
 		case n > 0:
-			c.write(fd, append([]byte(nil), buf[:n]...), w)
+			werr = c.write(fd, append([]byte(nil), buf[:n]...), w)
 		}
-		if err != nil {
+		if err != nil || werr != nil {
 			if len(held) > 0 {
 				c.record(fd, held)
 			}
@@ -320,3 +335,7 @@ func exitStatus(cmd *exec.Cmd, err error, end tapefmt.RunEnd) tapefmt.RunEnd {
 	}
 	return end
 }
+
+// brokenPipe reports an error of writing to a pipe whose reader is gone
+// (EPIPE): jukebox's own output piped into a reader that stopped early.
+func brokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }

@@ -15,7 +15,18 @@ func notifySignals(parent context.Context) (ctx context.Context, sigs <-chan os.
 	ctx, stopCtx := signal.NotifyContext(parent, stopSignals...)
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, stopSignals...)
-	return ctx, ch, func() { signal.Stop(ch); stopCtx() }
+	// A write to stdout or stderr piped into a reader that has stopped
+	// (jukebox record ... | head) killed jukebox with SIGPIPE, its agent
+	// after it and the tape unclosed. Caught, such a write fails (EPIPE)
+	// instead: the engine closes the agent's end of that stream, so that
+	// the agent's own next write fails as it would have without jukebox,
+	// and the tape closes as after any run. Caught, not ignored: an
+	// ignored signal stays ignored in the agent, a caught one does not.
+	pipe := make(chan os.Signal, 1)
+	if len(brokenPipeSignals) > 0 { // none would be every signal
+		signal.Notify(pipe, brokenPipeSignals...)
+	}
+	return ctx, ch, func() { signal.Stop(ch); signal.Stop(pipe); stopCtx() }
 }
 
 // agentContext is the context for a run that hands its agent jukebox's

@@ -70,3 +70,48 @@ func TestInterruptOnATerminal(t *testing.T) {
 		})
 	}
 }
+
+// TestPipedIntoHead: jukebox record (and replay) piped into a reader that
+// stops early, as `| head -1` does. jukebox was killed by SIGPIPE at its
+// next write, its agent after it, and the tape was left without its end
+// (an agent of eight calls kept only run.start). Now the agent's next
+// write fails as it would have without jukebox (yes and sh die of
+// SIGPIPE, Python raises BrokenPipeError), and the tape is closed, its end
+// recorded; jukebox exits with the agent's status.
+func TestPipedIntoHead(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, agent string
+	}{
+		{"yes", "yes"},
+		{"sh", "i=0; while [ $i -lt 100000 ]; do echo line $i; i=$((i+1)); done; echo 'not stopped' >&2"},
+	} {
+		tape := filepath.Join(dir, c.name+".jbx")
+		cmd := jukeboxCmd(t.Context(), dir, "record", "-o", tape, "--", "sh", "-c", c.agent)
+		out, err := cmd.StdoutPipe()
+		must(t, err)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		must(t, cmd.Start())
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		out.Close() // head has what it wanted
+		err = cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+			t.Fatalf("%s: jukebox %v after its reader left (first line %q)\n%s", c.name, err, line, stderr.String())
+		}
+		// Killed by SIGPIPE: sh says so in its exit status (128+13).
+		if errs := stderr.String(); !strings.Contains(errs, "(agent killed by SIGPIPE)") && !strings.Contains(errs, "(agent exit 141)") ||
+			strings.Contains(errs, "not stopped") {
+			t.Errorf("%s: want the agent stopped by the broken pipe:\n%s", c.name, errs)
+		}
+		tp, err := tapefmt.Open(tape)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.name, err, stderr.String())
+		}
+		if k, _, err := tp.KindAt(tp.Len() - 1); tp.Recovered() != nil || err != nil || k != tapefmt.KindRunEnd {
+			t.Errorf("%s: the tape is not closed with its run.end (%d frames, recovered %v, last %v %v)", c.name, tp.Len(), tp.Recovered() != nil, k, err)
+		}
+		tp.Close()
+	}
+}

@@ -12,3 +12,6 @@ import (
 // the console too, and the console being closed, the user logging off or
 // the system shutting down (SIGTERM). There is no SIGHUP to catch.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
+// brokenPipeSignals is empty: Windows has no SIGPIPE.
+var brokenPipeSignals []os.Signal

@@ -15,3 +15,6 @@ import (
 // there the first of them stops the booth. Otherwise they cancel the
 // command's context.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// brokenPipeSignals is SIGPIPE, which notifySignals catches.
+var brokenPipeSignals = []os.Signal{syscall.SIGPIPE}
