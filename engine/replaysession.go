@@ -156,7 +156,10 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		// Nothing to compare with: jukebox did not see the recorded
 		// process's output (jukebox serve, a program recording itself).
 		res.OutputNotRecorded = true
-	} else if recorded, rerr := recordedStdout(t); rerr == nil && s.outs != nil {
+	} else if recorded, rerr := recordedStdout(t); rerr != nil {
+		// A damaged tape: what cannot be compared is not called the same.
+		err = errors.Join(err, fmt.Errorf("%s: the recorded output does not read, so the replay's cannot be compared with it: %w", t.Path(), rerr))
+	} else if s.outs != nil {
 		// The tape keeps output masked (RunStart.Redact), piece by piece:
 		// both sides are masked again to compare, unless they are the same
 		// bytes (masked the same), which spares compiling the rules.
@@ -172,7 +175,9 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		same := res.OutputDiff == nil
 		res.OutputSame = &same
 	}
-	if end, ok := recordedEnd(t); ok {
+	if end, ok, eerr := readEnd(t); eerr != nil {
+		err = errors.Join(err, fmt.Errorf("%s: the recorded run's end does not read, so the replay's exit cannot be compared with it: %w", t.Path(), eerr))
+	} else if ok {
 		same := end.ExitCode == res.End.ExitCode && end.Signal == res.End.Signal
 		res.ExitSame = &same
 	}
@@ -197,21 +202,29 @@ func (s *session) replayed(res *Result, tb *tapeBackend) error {
 	return err
 }
 
-// recordedEnd returns how the recorded run ended, if the tape says.
+// recordedEnd returns how the recorded run ended, if the tape says (and
+// its frame reads).
 func recordedEnd(t *tapefmt.Tape) (tapefmt.RunEnd, bool) {
-	var end tapefmt.RunEnd
-	found := false
+	end, ok, err := readEnd(t)
+	return end, ok && err == nil
+}
+
+// readEnd returns how the recorded run ended, whether the tape says, and
+// the error of a run.end frame that does not read.
+func readEnd(t *tapefmt.Tape) (tapefmt.RunEnd, bool, error) {
 	for f, err := range t.Frames(tapefmt.KindRunEnd) {
 		if err != nil {
-			return end, false
+			return tapefmt.RunEnd{}, false, err
 		}
 		p, err := f.Decode()
-		if e, ok := p.(*tapefmt.RunEnd); err == nil && ok {
-			end, found = *e, true
-			break // the first run's end: a replay tape's own
+		if err != nil {
+			return tapefmt.RunEnd{}, false, err
+		}
+		if e, ok := p.(*tapefmt.RunEnd); ok {
+			return *e, true, nil // the first run's end: a replay tape's own
 		}
 	}
-	return end, found
+	return tapefmt.RunEnd{}, false, nil
 }
 
 // diverged records the first divergence and reports it, then either stops
