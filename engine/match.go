@@ -341,10 +341,26 @@ func (m *Matcher) body(h tapefmt.Hash) ([]byte, error) { return blobOf(m.tape, h
 // and the credential rules in bodies (a tape an earlier release wrote,
 // with --redact or without).
 func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
-	sent := r.Body
-	r.Query = redact.Query(r.Query) // as the tape keeps it
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// The query as the tape keeps it: without the parameters named as
+	// credentials, the values masked; a tape an earlier release wrote kept
+	// the values as they were.
+	plain := redact.Query(r.Query)
+	r.Query = m.mask.MaskQuery(plain)
+	c, d := m.matchMasked(r)
+	if d != nil && r.Query != plain {
+		r.Query = plain
+		if c, d2 := m.matchMasked(r); d2 == nil {
+			return c, nil
+		}
+	}
+	return c, d
+}
+
+// matchMasked is Match with the query as the tape keeps it; m.mu is held.
+func (m *Matcher) matchMasked(r MatchRequest) (*Call, *Divergence) {
+	sent := r.Body
 	if c := m.exact(r); c != nil {
 		return c, nil
 	}

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 	"sync"
 
@@ -30,19 +31,28 @@ func (f *Filter) Payload(p tapefmt.Payload) tapefmt.Payload {
 	case tapefmt.RunStart:
 		p = runStart(v)
 	case tapefmt.LLMRequest:
-		v.Header, v.Query, v.Size = Header(v.Header), Query(v.Query), f.size(v.Body, v.Size)
+		v.Header, v.Query, v.Size = f.header(v.Header), f.mask.MaskQuery(Query(v.Query)), f.size(v.Body, v.Size)
 		p = v
 	case tapefmt.HTTPRequest:
-		v.Header, v.Query, v.Size = Header(v.Header), Query(v.Query), f.size(v.Body, v.Size)
+		v.Header, v.Query, v.Size = f.header(v.Header), f.mask.MaskQuery(Query(v.Query)), f.size(v.Body, v.Size)
 		p = v
 	case tapefmt.HTTPResponse:
-		v.Header, v.Size = Header(v.Header), f.size(v.Body, v.Size)
+		v.Header, v.Size = f.header(v.Header), f.size(v.Body, v.Size)
 		p = v
 	case tapefmt.LLMResponse:
-		v.Header, v.Size = Header(v.Header), f.size(v.Body, v.Size)
+		v.Header, v.Size = f.header(v.Header), f.size(v.Body, v.Size)
 		p = v
 	}
 	return f.mask.payload(p)
+}
+
+// header is h without the headers that may carry secrets (Header), the
+// values of the others masked: a token of a known format, or what the
+// user's patterns match, in a header of any name.
+func (f *Filter) header(h http.Header) http.Header {
+	h = Header(h) // a copy
+	f.mask.MaskHeader(h)
+	return h
 }
 
 // Blob returns data masked.

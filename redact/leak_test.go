@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -108,5 +110,49 @@ func TestOrdinaryWordsKept(t *testing.T) {
 	env := map[string]string{"GIT_URL": "ssh://git@github.com/o/r", "PAGER": "less -R"}
 	if got := NewFilter(nil).Payload(tapefmt.RunStart{Env: env}).(tapefmt.RunStart).Env; got["GIT_URL"] != env["GIT_URL"] || got["PAGER"] != env["PAGER"] {
 		t.Errorf("env changed: %q", got)
+	}
+}
+
+// TestSecretsInQueriesAndHeaders: a token of a known format, or what a
+// --redact pattern matches, in a query value or in the value of a header
+// of any name, is masked in the request frames and the response frames'
+// headers, with or without patterns. They were kept: only credential
+// names (?api_key=, Authorization) were dropped.
+func TestSecretsInQueriesAndHeaders(t *testing.T) {
+	t.Parallel()
+	m, err := NewMasker([]string{`MYSECRET-[A-Z0-9]+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mask := range []*Masker{nil, m} {
+		f := NewFilter(mask)
+		secrets := []string{leakSKProj, leakGHP}
+		if mask != nil {
+			secrets = append(secrets, "MYSECRET-QQQ1", "MYSECRET-HDR2")
+		}
+		query := "q=" + leakSKProj + "&page=2&x=MYSECRET-QQQ1"
+		header := http.Header{"X-Trace": {"MYSECRET-HDR2 " + leakGHP}, "Accept": {"*/*"}}
+		var all []string
+		for _, p := range []tapefmt.Payload{
+			tapefmt.LLMRequest{Query: query, Header: header.Clone()},
+			tapefmt.HTTPRequest{Query: query, Header: header.Clone()},
+			tapefmt.LLMResponse{Header: header.Clone()},
+			tapefmt.HTTPResponse{Header: header.Clone()},
+		} {
+			all = append(all, fmt.Sprint(f.Payload(p)))
+		}
+		got := strings.Join(all, "\n")
+		for _, s := range secrets {
+			if strings.Contains(got, s) {
+				t.Errorf("patterns %v: %s is on the tape:\n%s", mask.Patterns(), s, got)
+			}
+		}
+		if !strings.Contains(got, "page=2") || !strings.Contains(got, "*/*") {
+			t.Errorf("patterns %v: the rest of the query and headers is not kept:\n%s", mask.Patterns(), got)
+		}
+	}
+	// Nothing to mask: the query is kept byte for byte.
+	if q := NewFilter(nil).Payload(tapefmt.HTTPRequest{Query: "b=2&a=1"}).(tapefmt.HTTPRequest).Query; q != "b=2&a=1" {
+		t.Errorf("a query without secrets became %q", q)
 	}
 }

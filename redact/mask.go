@@ -2,6 +2,8 @@ package redact
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 
@@ -88,6 +90,41 @@ func (m *Masker) MaskString(s string) string {
 		return s
 	}
 	return string(m.Mask([]byte(s)))
+}
+
+// MaskQuery masks the values of a raw query string as MaskString masks
+// text (the credential rules and m's patterns, on each value decoded),
+// and returns it encoded again; raw itself when nothing matched. A query
+// that does not parse is masked as text.
+func (m *Masker) MaskQuery(raw string) string {
+	if raw == "" {
+		return raw
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return m.MaskString(raw)
+	}
+	changed := false
+	for _, vs := range q {
+		for i, v := range vs {
+			if mv := m.MaskString(v); mv != v {
+				vs[i], changed = mv, true
+			}
+		}
+	}
+	if !changed {
+		return raw
+	}
+	return q.Encode()
+}
+
+// MaskHeader masks the values of h in place as MaskString masks text.
+func (m *Masker) MaskHeader(h http.Header) {
+	for _, vs := range h {
+		for i, v := range vs {
+			vs[i] = m.MaskString(v)
+		}
+	}
 }
 
 // replace returns s with every match of the patterns replaced by Redacted.
