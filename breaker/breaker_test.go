@@ -238,7 +238,10 @@ func TestLoadConfigAndVelocity(t *testing.T) {
 	if err != nil || l.MaxCost != 0.5 || l.MaxRepeat != 3 || l.MaxSemanticRepeat != 4 || l.MaxTokensPerMin != 20000 {
 		t.Fatalf("%+v, %v", l, err)
 	}
-	for _, bad := range []string{`{"max_cost_usd": 0}`, `{"max_cost_usd": -1}`, `{"max_repeat": 1}`, `{"max_cost": 1}`, `{`} {
+	// What follows the object was dropped without a word: a second
+	// object's cost cap, trailing words.
+	for _, bad := range []string{`{"max_cost_usd": 0}`, `{"max_cost_usd": -1}`, `{"max_repeat": 1}`, `{"max_cost": 1}`, `{`,
+		`{"max_cost_usd": 0.5} junk`, "{\"max_repeat\": 5}\n{\"max_cost_usd\": 0.00001}"} {
 		if _, err := LoadConfig(write(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -127,6 +128,11 @@ func LoadConfig(path string) (Limits, error) {
 	var c config
 	if err := dec.Decode(&c); err != nil {
 		return Limits{}, fmt.Errorf("%s: %w", path, err)
+	}
+	// One object: what follows it would be dropped without a word (a
+	// second object's limits, or anything else).
+	if _, err := dec.Token(); err != io.EOF {
+		return Limits{}, fmt.Errorf("%s: more after the config's JSON object, at byte %d: one object holds every limit", path, dec.InputOffset())
 	}
 	l, err := c.run(path)
 	if err != nil {
