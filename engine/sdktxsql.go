@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/sandbox/pgbooth"
@@ -70,7 +72,9 @@ func (st *sdkTx) sqlWork() []tapefmt.SQLSession {
 }
 
 // sqlParams are a statement's parameters: JSON values, numbers as int64
-// when they are whole, else float64.
+// when they are whole, as a numeric when they are whole past int64 (a
+// Python int: float64 rounded 2**70 to 1180591620717411300000 without a
+// word), else float64.
 func sqlParams(params []json.RawMessage) ([]any, error) {
 	args := make([]any, len(params))
 	for i, raw := range params {
@@ -83,6 +87,8 @@ func sqlParams(params []json.RawMessage) ([]any, error) {
 		if n, ok := v.(json.Number); ok {
 			if i, err := n.Int64(); err == nil {
 				v = i
+			} else if b, ok := new(big.Int).SetString(n.String(), 10); ok {
+				v = pgtype.Numeric{Int: b, Valid: true}
 			} else {
 				v, _ = n.Float64()
 			}
