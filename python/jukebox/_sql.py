@@ -15,13 +15,18 @@ def check_params(params: Any) -> None:
         raise TypeError(f"stage_sql(params={params!r}): want a sequence (tuple, list) or a mapping")
 
 
+_NATIVE = re.compile(r"\$[0-9]")
+
+
 def postgres(sql: str, params: Params) -> Tuple[str, List[Any]]:
     """sql and params for the server: %s and %(name)s become $1.. and the
-    values a list, %% becomes %, as psycopg does; with a sequence and no %s
-    the statement goes as written ($1 placeholders), with no params too."""
+    values a list, %% becomes %, as psycopg does. With a sequence, a
+    statement that has PostgreSQL's own placeholders ($1) goes as written,
+    every % in it kept (' %s' in a string stays ' %s'), as does one
+    without %, and one with no params."""
     if isinstance(params, Mapping):
         return _named(sql, params)
-    if not params or "%" not in sql:
+    if not params or "%" not in sql or _NATIVE.search(sql):
         return sql, list(params)
     count = 0
 

@@ -582,5 +582,22 @@ class SDKTest(SDKBase):
         self.assertEqual(proc.stdout.strip(), "[]", proc.stderr)
 
 
+class SQLPlaceholderTest(unittest.TestCase):
+    """stage_sql's placeholders for PostgreSQL (jukebox._sql), alone."""
+
+    def test_native_placeholders_keep_every_percent(self):
+        # A $1 statement with ' %s' or '100%%' in a string went through
+        # psycopg's rules: ' %s' became ' $1', '100%%' became '100%'.
+        from jukebox import _sql
+        self.assertEqual(_sql.postgres("select $1::text || ' %s'", ("a",)), ("select $1::text || ' %s'", ["a"]))
+        self.assertEqual(_sql.postgres("select $1::text || ' 100%%'", ("a",)), ("select $1::text || ' 100%%'", ["a"]))
+
+    def test_pyformat(self):
+        from jukebox import _sql
+        self.assertEqual(_sql.postgres("select %s, '100%%'", ("a",)), ("select $1, '100%'", ["a"]))
+        self.assertEqual(_sql.postgres("select %(x)s, %(y)s, %(x)s", {"x": 1, "y": 2}), ("select $1, $2, $1", [1, 2]))
+        with self.assertRaises(ValueError):
+            _sql.postgres("select %s, %s", ("a",))
+
 if __name__ == "__main__":
     unittest.main()
