@@ -95,6 +95,52 @@ def _process(name: str, tape_dir: str, config: Dict[str, Any], argv: List[str]) 
             os.unlink(path)
 
 
+def _exit_of(exc: Optional[BaseException]) -> Tuple[int, str]:
+    """The exit status and error a run ends with when exc ended it: a
+    SystemExit is its code (None and 0 a success, other than a number 1),
+    any other exception 1."""
+    if exc is None:
+        return 0, ""
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None or code == 0:
+            return 0, ""
+        return (code if isinstance(code, int) else 1), f"SystemExit: {code}"
+    return 1, f"{type(exc).__name__}: {exc}"
+
+
+# What sys.exit was called with last, while a run that no track started
+# is open (_ExitNoter): the status it ends with at the interpreter's exit.
+_EXIT_CALLS: List[SystemExit] = []
+
+
+class _ExitNoter:
+    """Puts a sys.exit that notes its status in place while runs that no
+    track started are open, and the real one back after the last."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.real: Callable[..., Any] = sys.exit
+
+    def hold(self) -> None:
+        if self.users == 0:
+            self.real = sys.exit
+
+            def exit(status: object = None) -> Any:
+                _EXIT_CALLS[:] = [SystemExit(status)]
+                return self.real(status)
+            sys.exit = exit
+        self.users += 1
+
+    def release(self) -> None:
+        self.users = max(0, self.users - 1)
+        if self.users == 0:
+            sys.exit = self.real
+
+
+_EXIT_NOTER = _ExitNoter()
+
+
 def _script_name() -> str:
     base = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
     return os.path.splitext(base)[0] or "python"
@@ -133,6 +179,7 @@ class Jukebox:
         self._by_track = False  # the served run ends with the last track
         self._active = 0  # tracks running
         self._failure = ""  # the first outermost track's exception, for run.end
+        self._failure_code = 0  # and the exit status it stands for
         self._saved_env: Dict[str, Optional[str]] = {}
         self._tracks = 0
         self._turns: Dict[str, int] = {}
@@ -155,6 +202,7 @@ class Jukebox:
             if self._served is None:
                 self._start(_script_name())
                 self._by_track = False
+                _EXIT_NOTER.hold()  # its end's status, at the interpreter's exit
             return self._served.control  # type: ignore[union-attr]
 
     def _start(self, name: str) -> None:
@@ -165,8 +213,8 @@ class Jukebox:
             self._served = _process(name, self.tape_dir, self.breaker.config(), argv)
         self._turns = {}
         self._info = None
-        self._failure = ""
-        atexit.register(self.close)
+        self._failure, self._failure_code = "", 0
+        atexit.register(self._close_at_exit)
 
     def _set_env(self, served: Union[Served, PooledRun]) -> None:
         env: Dict[str, str] = served.info["env"]
@@ -190,8 +238,20 @@ class Jukebox:
                 return
             self._restore_env()
             self._active = 0
-            atexit.unregister(self.close)
+            atexit.unregister(self._close_at_exit)
+            if not self._by_track:
+                _EXIT_NOTER.release()
             served.end(exit_code, error)
+
+    def _close_at_exit(self) -> None:
+        """Ends at the interpreter's exit a run still open: with exit 1 and
+        the exception that was not caught (sys.last_value), else with the
+        status sys.exit was called with, else 0. A `raise SystemExit(n)`
+        outside any track is not seen: 0."""
+        exc: Optional[BaseException] = getattr(sys, "last_value", None)
+        if exc is None and _EXIT_CALLS:
+            exc = _EXIT_CALLS[-1]
+        self.close(*_exit_of(exc))
 
     @property
     def tape(self) -> Optional[str]:
@@ -257,8 +317,9 @@ class Jukebox:
 
     def _end_track(self, path: str, marked: bool, exc: Optional[BaseException]) -> None:
         """Ends a track; the last one running ends a run a track started,
-        with exit 1 and the first outermost track's exception, else 0."""
-        error = f"{type(exc).__name__}: {exc}" if exc is not None else ""
+        with the status and error of the first outermost track's exception
+        (a sys.exit's code: sys.exit(0) is a success), else 0."""
+        code, error = _exit_of(exc)
         try:
             if marked:
                 note = f"{path}: {error}" if error else path
@@ -267,11 +328,11 @@ class Jukebox:
             with self._lock:
                 self._active = max(0, self._active - 1)
                 if error and "/" not in path and not self._failure:
-                    self._failure = error
+                    self._failure, self._failure_code = error, code
                 if self._active == 0 and self._recorded is None:
                     self._restore_env()
                     if self._by_track:
-                        self.close(1 if self._failure else 0, self._failure)
+                        self.close(self._failure_code if self._failure else 0, self._failure)
 
     # -- turns ------------------------------------------------------------
 

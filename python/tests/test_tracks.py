@@ -230,6 +230,45 @@ class TrackTest(ScriptBase):
         self.assertIn("changes 3", out)  # the database file and two statements
 
 
+class ExitStatusTest(ScriptBase):
+    """The status a run the SDK started ends with (run.end) is the
+    process's: sys.exit(0) inside a track was recorded as exit 1 (error
+    "SystemExit: 0"), sys.exit(n) inside one as 1; outside any track an
+    uncaught exception or sys.exit(n) was recorded as exit 0."""
+
+    def ends(self, args):
+        self.script("agent.py", '''
+            import sys
+            from jukebox import Jukebox
+            jb = Jukebox()
+            how, where = sys.argv[1], sys.argv[2]
+
+            def work():
+                with jb.record_agent_turn("x", "work"):
+                    pass
+                if how == "raise":
+                    raise RuntimeError("boom")
+                sys.exit(int(how))
+
+            if where == "track":
+                jb.track("t")(work)()
+            else:
+                work()
+        ''')
+        proc = self.python("agent.py", *args, check=False)
+        [tape] = self.tapes()
+        [end] = [f["payload"] for f in frames(tape) if f["kind"] == "run.end"]
+        os.remove(tape)
+        return proc.returncode, end.get("exit_code", 0), end.get("error", "")
+
+    def test_exit_status_is_the_processs(self):
+        for where in ("track", "outside"):
+            for how, code, error in (("0", 0, ""), ("3", 3, "SystemExit: 3"), ("raise", 1, "RuntimeError: boom")):
+                with self.subTest(where=where, how=how):
+                    rc, recorded, err = self.ends([how, where])
+                    self.assertEqual((rc, recorded, err), (code, code, error))
+
+
 class ReuseTest(ScriptBase):
     def test_tracks_and_processes_share_one_server(self):
         self.script("agent.py", '''
