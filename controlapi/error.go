@@ -32,7 +32,10 @@ type Error struct {
 	Message string `json:"message"`
 	// SQLState is a sql error's SQLSTATE code, when the database gave one.
 	SQLState string `json:"sqlstate,omitempty"`
-	Type     string `json:"type"`
+	// RolledBack says that the failure ended the transaction, rolled
+	// back: a commit that failed past the point of staying open.
+	RolledBack bool   `json:"rolled_back,omitempty"`
+	Type       string `json:"type"`
 	// Status is the HTTP status it is answered with.
 	Status int `json:"-"`
 	// Err is the cause, when known: the run's own error in process; over

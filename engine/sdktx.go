@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"slices"
@@ -160,11 +161,15 @@ func (t *sdkTxs) commit(ctx context.Context, st *sdkTx) (controlapi.Committed, e
 	}
 	cs, err := commit(ctx)
 	if err != nil {
+		e := txError(err)
 		if st.tx.Closed() {
 			t.session.appendFrame(tapefmt.TxRollback{Tx: st.tx.ID(), Reason: "commit failed: " + err.Error(), SQL: st.sqlWork()})
 			t.forget(ctx, st)
+			if ce, ok := errors.AsType[*controlapi.Error](e); ok {
+				ce.RolledBack = true
+			}
 		}
-		return controlapi.Committed{}, txError(err)
+		return controlapi.Committed{}, e
 	}
 	t.session.appendFrame(tapefmt.TxCommit{Tx: st.tx.ID(), Changes: len(cs.Changes), SQL: st.sqlWork()})
 	held := t.takeHeld(st)

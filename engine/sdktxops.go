@@ -13,11 +13,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/sandbox/pgtx"
 )
 
 // txOps is an open SDK transaction as the control API serves it
@@ -184,6 +186,12 @@ func txError(err error) error {
 		return e
 	case errors.Is(err, fs.ErrNotExist):
 		return controlapi.Fail(http.StatusNotFound, controlapi.TypeNotFound, err)
+	case errors.As(err, new(*pgconn.PgError)):
+		return sqlError(err) // PostgreSQL's, at the commit: its SQLSTATE too
+	case errors.Is(err, pgtx.ErrFailed):
+		e := controlapi.Fail(http.StatusBadRequest, controlapi.TypeSQL, err)
+		e.SQLState = "25P02" // in_failed_sql_transaction, as PostgreSQL names it
+		return e
 	}
 	return controlapi.Fail(http.StatusInternalServerError, controlapi.TypeSandbox, err)
 }

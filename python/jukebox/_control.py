@@ -35,6 +35,12 @@ def jukebox_bin() -> str:
 def _error(status: int, body: Dict[str, Any]) -> JukeboxError:
     raw = body.get("error") or {}
     err: Dict[str, Any] = raw if isinstance(raw, dict) else {"message": str(raw)}
+    e = _typed_error(status, err)
+    e.rolled_back = err.get("rolled_back") is True
+    return e
+
+
+def _typed_error(status: int, err: Dict[str, Any]) -> JukeboxError:
     msg = str(err.get("message") or f"HTTP {status}")
     kind = err.get("type", "")
     if status == 401 or kind == "unauthorized":

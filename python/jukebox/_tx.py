@@ -292,8 +292,15 @@ class Transaction:
         """Commits: every staged change reaches the workspace (and the
         database) at once, or none does. Returns the number of files
         changed plus SQL statements run. CommitConflict leaves the
-        transaction open."""
-        out = self._op("commit")
+        transaction open; a commit that fails and ends the transaction
+        (rolled back, as its error's rolled_back says) leaves its state
+        rolled_back."""
+        try:
+            out = self._op("commit")
+        except JukeboxError as e:
+            if e.rolled_back:
+                self.state = "rolled_back"
+            raise
         self.state = "committed"
         self.mcp_calls = list(out.get("mcp_calls") or [])
         return int(out.get("changes", 0)) + int(out.get("statements", 0)) + self._sqlite_statements

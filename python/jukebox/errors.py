@@ -5,7 +5,12 @@ from typing import Any, Dict, List, Optional
 
 
 class JukeboxError(Exception):
-    """jukebox refused or failed a request; the message says why."""
+    """jukebox refused or failed a request; the message says why.
+    rolled_back is True when the failure ended the transaction (a commit
+    that failed and was rolled back): its state is then rolled_back."""
+
+    #: The failure ended the transaction, rolled back.
+    rolled_back: bool = False
 
 
 class AuthError(JukeboxError):

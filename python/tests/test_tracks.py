@@ -353,6 +353,32 @@ class PostgresTest(test_sdk.SDKBase):
         self.assertIn("sqlstate 42P01 True", out)
         self.assertIn("sql-only commit 1", out)
 
+    def test_a_commit_that_fails_leaves_the_transaction_rolled_back(self):
+        # A statement failed, so PostgreSQL rolls the transaction back at
+        # PREPARE TRANSACTION: the commit raised a plain JukeboxError, no
+        # SQLSTATE, and tx.state stayed "open" although it had ended.
+        self.script("agent.py", f'''
+            import os
+            from jukebox import Jukebox, SQLError
+            dsn = {test_sdk.PG_DSN!r}
+            jb = Jukebox()
+            tx = jb.begin()
+            tx.stage_file_write("failed.txt", "x")
+            tx.stage_sql(dsn, "SELECT 1")
+            try:
+                tx.stage_sql(dsn, "SELECT * FROM sdk_no_such_table")
+            except SQLError as e:
+                print("statement", e.sqlstate)
+            try:
+                tx.commit()
+            except SQLError as e:
+                print("commit", e.sqlstate, e.rolled_back, tx.state, os.path.exists("failed.txt"))
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("statement 42P01", out)
+        self.assertIn("commit 25P02 True rolled_back False", out)
+
     def test_a_server_that_cannot_prepare_is_refused_at_once(self):
         dsn = os.environ.get("JUKEBOX_PG_NOPREP_DSN", "")
         if not dsn:

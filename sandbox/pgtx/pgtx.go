@@ -24,6 +24,11 @@ const Kind = "postgres"
 // ErrNotInTx reports use of a participant whose transaction has ended.
 var ErrNotInTx = errors.New("pgtx: transaction already prepared or ended")
 
+// ErrFailed is a transaction a statement had failed in (PostgreSQL's
+// SQLSTATE 25P02, in_failed_sql_transaction): PREPARE TRANSACTION rolled
+// it back instead of preparing it.
+var ErrFailed = errors.New("the transaction had failed and was rolled back")
+
 // Participant holds a PostgreSQL transaction for a booth Tx.
 type Participant struct {
 	conn  *pgx.Conn
@@ -108,7 +113,7 @@ func (p *Participant) Prepare(ctx context.Context, gid string) error {
 	if err == nil && tag.String() != "PREPARE TRANSACTION" {
 		// A transaction that had failed is rolled back instead, with no
 		// error: nothing was prepared, so the commit must not go on.
-		return fmt.Errorf("pgtx: PREPARE TRANSACTION %s: the server answered %q: the transaction had failed and was rolled back", gid, tag.String())
+		return fmt.Errorf("pgtx: PREPARE TRANSACTION %s: the server answered %q: %w", gid, tag.String(), ErrFailed)
 	}
 	return err
 }
