@@ -73,10 +73,13 @@ func (f matchFlags) rules(tape string, strict bool, w io.Writer) (*reqmatch.Rule
 	}
 	file := filepath.Join(sidecar.Dir(tape), reqmatch.FileName)
 	kept, err := reqmatch.Remembered(sidecar.Dir(tape))
-	if err != nil {
-		return nil, withCode(ExitUsage, err)
-	}
 	switch {
+	case err != nil && strict:
+		// Not used, so not read: a file planted beside the tape cannot
+		// stop a strict replay either.
+		fmt.Fprintf(w, "jukebox: --strict: the matching rules beside the tape are not used (%s does not read: %v); jukebox rules --clear %s removes it\n", file, err, termtext.ShellQuote(tape))
+	case err != nil:
+		return nil, withCode(ExitUsage, fmt.Errorf("%w (the rules beside the tape: jukebox rules --clear %s removes the file)", err, termtext.ShellQuote(tape)))
 	case kept.Empty():
 	case strict:
 		fmt.Fprintf(w, "jukebox: --strict: the matching rules beside the tape are not used (%s: %s); jukebox rules %s shows them, --clear removes them\n", file, kept, termtext.ShellQuote(tape))

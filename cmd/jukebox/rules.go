@@ -30,6 +30,7 @@ type rulesResult struct {
 	BesideFile   string          `json:"beside_file"`
 	Defaults     []string        `json:"defaults"`
 	Cleared      bool            `json:"cleared"`
+	Unreadable   string          `json:"unreadable,omitempty"`
 }
 
 // Run prints the rules, clearing the sidecar's first when asked.
@@ -43,14 +44,18 @@ func (c *RulesCmd) Run(env *Env) error {
 	recorded := reqmatch.FromTape(start.Match)
 	res.Recorded, res.IgnoreOutput = &recorded, append([]string{}, start.IgnoreOutput...)
 	beside, err := reqmatch.Remembered(sidecar.Dir(c.Tape))
+	if err != nil && !c.Clear {
+		return withCode(ExitUsage, fmt.Errorf("%w (--clear removes the file)", err))
+	}
 	if err != nil {
-		return withCode(ExitUsage, err)
+		res.Unreadable = err.Error() // removed all the same: what --clear is for
 	}
 	res.Beside = &beside
-	if c.Clear && !beside.Empty() {
+	if c.Clear && (!beside.Empty() || err != nil) {
 		if err := os.Remove(res.BesideFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+		os.Remove(sidecar.Dir(c.Tape)) // the folder too, when nothing else is in it
 		res.Cleared = true
 	}
 	if c.JSON {
@@ -67,6 +72,8 @@ func printRules(w io.Writer, r rulesResult) {
 		fmt.Fprintf(w, "  output compared ignoring (in the tape; every replay): %q\n", r.IgnoreOutput)
 	}
 	switch {
+	case r.Cleared && r.Unreadable != "":
+		fmt.Fprintf(w, "  beside it (%s): removed (it did not read: %s)\n", r.BesideFile, r.Unreadable)
 	case r.Cleared:
 		fmt.Fprintf(w, "  beside it (%s): removed (it held: %s)\n", r.BesideFile, r.Beside)
 	case r.Beside.Empty():

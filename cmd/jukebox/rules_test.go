@@ -56,6 +56,33 @@ func TestStrictIgnoresPlantedRules(t *testing.T) {
 	}
 }
 
+// TestMalformedRulesBesideATape: a file beside the tape that does not read
+// (planted, or cut) made replay --strict exit 2, and rules --clear could
+// not remove it (exit 2, the file still there). --strict now leaves it out
+// as any rules beside the tape, naming it; without --strict it is exit 2
+// naming the file and --clear; rules --clear removes it and the folder.
+func TestMalformedRulesBesideATape(t *testing.T) {
+	tape, agent := promptTape(t, "what is the capital of France?")
+	side := sidecar.Dir(tape)
+	must(t, os.MkdirAll(side, 0o755))
+	must(t, os.WriteFile(filepath.Join(side, reqmatch.FileName), []byte("not json"), 0o644))
+
+	same := append([]string{"replay", "--strict", tape, "--"}, agent("what is the capital of France?")...)
+	if _, errs := wantCode(t, ExitOK, same...); !strings.Contains(errs, reqmatch.FileName+" does not read") {
+		t.Errorf("--strict does not name the file it left out:\n%s", errs)
+	}
+	if _, errs := wantCode(t, ExitUsage, "replay", tape); !strings.Contains(errs, "jukebox rules --clear") {
+		t.Errorf("replay does not say how to remove the file:\n%s", errs)
+	}
+	out, _ := wantCode(t, ExitOK, "rules", "--clear", tape)
+	if !strings.Contains(out, "removed (it did not read:") {
+		t.Errorf("rules --clear:\n%s", out)
+	}
+	if _, err := os.Stat(side); !os.IsNotExist(err) {
+		t.Errorf("the sidecar folder is left after --clear: %v", err)
+	}
+}
+
 // TestRecordKeepsRulesInTheTape: rules given to record are written into
 // the tape (run.start match), and every replay uses them, --strict too,
 // with nothing beside the tape; jukebox rules shows where each comes from.
