@@ -149,7 +149,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	}
 	res, err := s.run(ctx, true)
 	if res == nil {
-		return nil, err
+		return s.unstarted(), err
 	}
 	err = errors.Join(err, s.replayed(res, tb))
 	if start.External {

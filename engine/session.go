@@ -226,14 +226,17 @@ type Result struct {
 
 // session is what Record and Replay share: a tape to write, a proxy, a child.
 type session struct {
-	o     RunOptions
-	roots *runca.Roots // the CA bundle's roots, read ahead (nil: read when needed)
-	mode  tapefmt.RunMode
-	tape  *tapefmt.Writer
-	path  string
-	proxy *proxy
-	outs  *outputs
-	child atomic.Pointer[child] // set once the agent runs; read by proxy handlers
+	// abandoned is the end abandon wrote on the tape: a run whose agent
+	// never ran (unstarted).
+	abandoned *tapefmt.RunEnd
+	o         RunOptions
+	roots     *runca.Roots // the CA bundle's roots, read ahead (nil: read when needed)
+	mode      tapefmt.RunMode
+	tape      *tapefmt.Writer
+	path      string
+	proxy     *proxy
+	outs      *outputs
+	child     atomic.Pointer[child] // set once the agent runs; read by proxy handlers
 	// replayedStop interrupts the agent where the recording was
 	// interrupted (a replay of such a tape; nil otherwise).
 	replayedStop chan struct{}
@@ -551,8 +554,8 @@ func (s *session) abandon(cause error) {
 		s.proxy.Close()
 	}
 	s.removeCaptureFiles()
+	end := tapefmt.RunEnd{ExitCode: -1, Error: cause.Error()}
 	if s.tape != nil {
-		end := tapefmt.RunEnd{ExitCode: -1, Error: cause.Error()}
 		at := s.tape.Now()
 		if s.o.Telemetry != nil {
 			end.ExportLost, end.ExportError = s.o.Telemetry.Finish(end, at)
@@ -560,6 +563,18 @@ func (s *session) abandon(cause error) {
 		s.tape.AppendAt(at, 0, end)
 		s.tape.Close()
 	}
+	s.abandoned = &end
+}
+
+// unstarted is the result of a run abandoned before its agent ran, with
+// the end its tape has (exit -1 and why; the tape "" when the run wrote
+// none), nil for any other: what --json reports of an agent that could
+// not start.
+func (s *session) unstarted() *Result {
+	if s.abandoned == nil {
+		return nil
+	}
+	return &Result{Tape: s.path, End: *s.abandoned}
 }
 
 // RecordOptions configure Record.
@@ -580,7 +595,11 @@ func Record(ctx context.Context, o RecordOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.run(ctx, false)
+	res, err := s.run(ctx, false)
+	if res == nil {
+		res = s.unstarted()
+	}
+	return res, err
 }
 
 // recording opens what a recording needs: the tape with its run.start,

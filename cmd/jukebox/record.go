@@ -167,10 +167,20 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	}
 	exported(res)
 	if err := runFailed(err, res); err != nil {
-		return err
+		return failedJSON(env, res, c.JSON, err)
 	}
 	networkNotes(env.Stderr, res)
 	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %d calls, %d frames to %s", res.Calls, res.Frames, res.Tape))
+}
+
+// failedJSON returns err, a run's failure (runFailed), having written the
+// run's result as --json asks when there is one: an agent that could not
+// start still has its tape and its end (end.error).
+func failedJSON(env *Env, res *engine.Result, asJSON bool, err error) error {
+	if asJSON && res != nil {
+		writeJSON(env.Stdout, res)
+	}
+	return err
 }
 
 // runOptions are the agent's options; the agent gets the signals main

@@ -125,7 +125,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		c.upload(ctx, env.Stderr, res.Tape)
 	}
 	if err := runFailed(err, res); err != nil {
-		return err
+		return failedJSON(env, res, c.JSON, err)
 	}
 	if d := res.Divergence; d != nil && c.OnDivergence == "stop" && res.Unreadable == "" {
 		if c.JSON {

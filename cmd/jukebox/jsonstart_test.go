@@ -1,0 +1,34 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestJSONOfAnAgentThatCannotStart: record --json and replay --json of a
+// command that cannot start print the run's result (its tape, and end
+// with exit -1 and why), as docs/json.md says end always is; they
+// printed nothing, exit 1.
+func TestJSONOfAnAgentThatCannotStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	doc := jsonDoc(t)
+	for _, args := range [][]string{
+		{"record", "--json", "-o", "nocmd.jbx", "--", "./nonexistent"},
+		{"replay", "--json", "nocmd.jbx"},
+	} {
+		out, errs, code := jbIn(dir, nil, args...)
+		var res struct {
+			End struct {
+				ExitCode int    `json:"exit_code"`
+				Error    string `json:"error"`
+			} `json:"end"`
+		}
+		if code != ExitInternal || json.Unmarshal([]byte(out), &res) != nil || res.End.ExitCode != -1 || !strings.Contains(res.End.Error, "nonexistent") {
+			t.Errorf("%v: exit %d, stdout %q\n%s", args, code, out, errs)
+			continue
+		}
+		checkShape(t, doc, args[0], out, map[string]map[string]bool{})
+	}
+}
