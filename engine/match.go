@@ -505,6 +505,12 @@ type Divergence struct {
 	// the request came after its last call; TapeEnds is its last frame.
 	Cut      bool  `json:"tape_cut,omitempty"`
 	TapeEnds int64 `json:"tape_ends_at_frame,omitempty"`
+	// Recorded is how many calls the recording made at the endpoint,
+	// when nothing was expected there: each answered already. Again says
+	// that one of them was this very request (its canonical form): asked
+	// more often than recorded, which --repeat answers.
+	Recorded int  `json:"recorded_calls,omitempty"`
+	Again    bool `json:"asked_again,omitempty"`
 	// Env names the environment variables the differing values came
 	// from (envSuspects): set otherwise in this run than in the recording.
 	Env []string `json:"environment,omitempty"`
@@ -533,13 +539,30 @@ func (d *Divergence) Error() string {
 		if d.Nearest != "" {
 			near = "; the nearest recorded request is " + d.Nearest
 		}
-		return fmt.Sprintf("replay diverged: %s was never called in the recording (it has no more calls there); replay answered it with an error and did not send it%s", d.Endpoint, near)
+		switch {
+		case d.Again:
+			return fmt.Sprintf("replay diverged: %s was asked once more than recorded: the recording called it %s, each answered already, once with this very request; replay answered it with an error and did not send it (--repeat serves a recorded answer again)%s", d.Endpoint, times(d.Recorded), near)
+		case d.Recorded > 0:
+			return fmt.Sprintf("replay diverged: %s has no more recorded calls: the recording called it %s, each answered already, none with this request; replay answered it with an error and did not send it%s", d.Endpoint, times(d.Recorded), near)
+		}
+		return fmt.Sprintf("replay diverged: %s was never called in the recording; replay answered it with an error and did not send it%s", d.Endpoint, near)
 	}
 	at := ""
 	if d.Path != "" && d.Path != "(body)" {
 		at = " first at " + d.Path
 	}
 	return fmt.Sprintf("replay diverged at frame %d: the live %s request differs from the recorded one%s:\n%s%s", d.Frame, d.Endpoint, at, d.Diff, envText(d.Env))
+}
+
+// times is "once", "twice" or "N times".
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 func pretty(b []byte) string {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"maps"
 	"net/http"
 	"net/url"
@@ -113,6 +114,14 @@ func (m *Matcher) divergence(r MatchRequest, next *Call, live shape) *Divergence
 	d := &Divergence{Endpoint: endpointName(r.Method, r.Scheme, r.Host, r.Path, ""), Actual: live.show(), Frame: -1}
 	if next == nil {
 		d.Nearest = m.nearest(r)
+		calls := m.calls[endpointKey(r.Method, r.Scheme, r.Host, r.Path, r.Plain)]
+		d.Recorded = len(calls)
+		for _, c := range calls {
+			if bytes.Equal(m.canonOf(c), live.canon) && m.sameHead(c, r, live.query, live.head) {
+				d.Again = true
+				break
+			}
+		}
 	} else {
 		rec := shape{query: m.canonQuery(next), head: m.head(next.Request.Header, next.Plain), canon: next.canon}
 		d.Frame, d.Expected = int64(next.Seq), rec.show()

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -27,10 +28,17 @@ func TestReplayRepeatServesAnswersAgain(t *testing.T) {
 		}
 		return res
 	}
-	if res := replayTwice(false); res.Divergence == nil {
+	res := replayTwice(false)
+	if res.Divergence == nil {
 		t.Fatal("without --repeat, asking the recorded calls again did not diverge")
 	}
-	res := replayTwice(true)
+	// The report said the endpoint "was never called in the recording
+	// (it has no more calls there)", with no word of --repeat.
+	if d := res.Divergence; !d.Again || d.Recorded == 0 || !strings.Contains(d.Error(), "asked once more than recorded") ||
+		!strings.Contains(d.Error(), "--repeat") || strings.Contains(d.Error(), "never called") {
+		t.Errorf("without --repeat, the divergence (asked again %v, recorded %d): %v", d.Again, d.Recorded, d)
+	}
+	res = replayTwice(true)
 	if res.Divergence != nil || res.End.ExitCode != 0 || res.Repeated != int(rec.Calls) {
 		t.Fatalf("with --repeat: divergence %v, exit %d, repeated %d, want 0 divergences and %d repeats",
 			res.Divergence, res.End.ExitCode, res.Repeated, rec.Calls)
