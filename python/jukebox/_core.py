@@ -356,12 +356,20 @@ class Jukebox:
                 raise ValueError(f"record_agent_turn(cost_usd={cost_usd!r}): want a finite amount, 0 or more")
         return _Turn(self, agent_name, message, model, cost_usd, role, self._current.get() or "")
 
-    def _turn(self, agent: str, message: str, model: Optional[str], cost: Optional[float], role: str,
-              track: str) -> None:
-        control = self._control()
-        control.breaker()
+    def _next_turn(self, track: str) -> int:
+        """The number of the track's next turn. It is taken where the turn
+        begins (an asyncio task's, in the loop, before the thread that
+        sends it), so that tasks begun in one order number their turns in
+        that order in every run: a replay matches them, whichever thread
+        sends first."""
         with self._lock:
             turn = self._turns[track] = self._turns.get(track, 0) + 1
+        return turn
+
+    def _turn(self, agent: str, message: str, model: Optional[str], cost: Optional[float], role: str,
+              track: str, turn: int) -> None:
+        control = self._control()
+        control.breaker()
         body: Dict[str, Any] = {"agent": agent, "turn": turn, "role": role, "text": message}
         if model:
             body["model"] = model
@@ -393,8 +401,8 @@ class _Turn:
         self._jb, self._args = jb, (agent, message, model, cost, role, track)
         self._tx: Optional[Transaction] = None
 
-    def _enter(self, async_: bool) -> Transaction:
-        self._jb._turn(*self._args)
+    def _enter(self, async_: bool, turn: int) -> Transaction:
+        self._jb._turn(*self._args, turn)
         self._tx = self._jb.begin(async_)
         return self._tx
 
@@ -403,14 +411,15 @@ class _Turn:
             self._tx._finish(exc)
 
     def __enter__(self) -> Transaction:
-        return self._enter(False)
+        return self._enter(False, self._jb._next_turn(self._args[5]))
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
         self._leave(exc)
 
     async def __aenter__(self) -> AsyncTransaction:
-        tx = await _in_thread(lambda: self._enter(True))
+        turn = self._jb._next_turn(self._args[5])  # in the loop, in the tasks' order
+        tx = await _in_thread(lambda: self._enter(True, turn))
         assert isinstance(tx, AsyncTransaction)
         return tx
 
