@@ -17,6 +17,7 @@ from ._control import Control, Served, tripped
 from ._pool import PooledRun, pooled
 from ._track import Track
 from ._tx import AsyncTransaction, Transaction, _in_thread
+from .errors import JukeboxError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -180,6 +181,7 @@ class Jukebox:
         self._active = 0  # tracks running
         self._failure = ""  # the first outermost track's exception, for run.end
         self._failure_code = 0  # and the exit status it stands for
+        self._last_trip: Optional[Dict[str, Any]] = None  # the last ended run's trip
         self._saved_env: Dict[str, Optional[str]] = {}
         self._tracks = 0
         self._turns: Dict[str, int] = {}
@@ -241,6 +243,11 @@ class Jukebox:
             atexit.unregister(self._close_at_exit)
             if not self._by_track:
                 _EXIT_NOTER.release()
+            try:  # what check_breaker says once the run has ended
+                out = served.control.call("GET", "breaker")
+                self._last_trip = out.get("breaker") if out.get("tripped") else None
+            except JukeboxError:
+                self._last_trip = None
             served.end(exit_code, error)
 
     def _close_at_exit(self) -> None:
@@ -268,7 +275,16 @@ class Jukebox:
         return self._info
 
     def check_breaker(self) -> None:
-        """Raises BreakerTripped if the run's circuit breaker has tripped."""
+        """Raises BreakerTripped if the run's circuit breaker has tripped.
+        With no run open (standalone, after the last track ended), it
+        starts none: it raises the last run's trip, if that run tripped."""
+        with self._lock:
+            running = self._recorded is not None or self._served is not None
+            last = self._last_trip
+        if not running:
+            if last:
+                raise tripped(last)
+            return
         self._control().breaker()
 
     @overload

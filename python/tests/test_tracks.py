@@ -258,6 +258,44 @@ class ConcurrentTurnsReplayTest(ScriptBase):
             self.assertEqual(proc.returncode, 0, f"replay {i + 1}: {proc.stderr}")
 
 
+class CheckBreakerTest(ScriptBase):
+    def test_after_the_run_it_starts_none(self):
+        # check_breaker() after a tripped track said nothing tripped and
+        # started a run of its own (a second, two-frame tape).
+        out = self.run_script('''
+            from jukebox import Jukebox, CircuitBreaker, BreakerTripped
+            jb = Jukebox(breaker=CircuitBreaker(max_cost_usd=0.5))
+
+            @jb.track
+            def budgeted():
+                with jb.record_agent_turn("planner", "costly", cost_usd=1.0):
+                    pass
+
+            try:
+                budgeted()
+            except BreakerTripped as e:
+                print("in the track:", e.rule)
+            try:
+                jb.check_breaker()
+                print("after: nothing")
+            except BreakerTripped as e:
+                print("after:", e.rule)
+            ok = Jukebox()
+
+            @ok.track
+            def fine():
+                pass
+
+            fine()
+            ok.check_breaker()
+            print("a run that did not trip: nothing")
+        ''')
+        self.assertIn("in the track: cost", out)
+        self.assertIn("after: cost", out)
+        self.assertIn("a run that did not trip: nothing", out)
+        self.assertEqual(len(self.tapes()), 2, "check_breaker started a run")
+
+
 class ExitStatusTest(ScriptBase):
     """The status a run the SDK started ends with (run.end) is the
     process's: sys.exit(0) inside a track was recorded as exit 1 (error
