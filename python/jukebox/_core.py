@@ -73,7 +73,8 @@ class CircuitBreaker:
                 raise ValueError(f"CircuitBreaker({name}={value!r}): a limit must be a finite number")
             if name in ("max_repeat", "max_semantic_repeat"):
                 if not isinstance(value, int) or value < 2:
-                    raise ValueError(f"CircuitBreaker({name}={value!r}): a repeat is seen at least twice")
+                    raise ValueError(f"CircuitBreaker({name}={value!r}): want a whole number, 2 or more "
+                                     "(a repeat is seen at least twice)")
             elif value <= 0:
                 raise ValueError(f"CircuitBreaker({name}={value!r}): a limit must be above 0")
 

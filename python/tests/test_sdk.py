@@ -582,6 +582,17 @@ class SDKTest(SDKBase):
         self.assertEqual(proc.stdout.strip(), "[]", proc.stderr)
 
 
+class BreakerArgsTest(unittest.TestCase):
+    def test_a_repeat_limit_is_a_whole_number(self):
+        # 2.0 and 2.5 are at least 2: the message said "a repeat is seen
+        # at least twice", which they are; the rule is a whole number.
+        from jukebox import CircuitBreaker
+        for bad in (2.0, 2.5, 1, 0):
+            with self.assertRaisesRegex(ValueError, "want a whole number, 2 or more"):
+                CircuitBreaker(max_repeat=bad)
+        self.assertEqual(CircuitBreaker(max_repeat=2).config(), {"max_repeat": 2})
+
+
 class SQLPlaceholderTest(unittest.TestCase):
     """stage_sql's placeholders for PostgreSQL (jukebox._sql), alone."""
 
