@@ -99,6 +99,7 @@ type proxy struct {
 	backend backend
 	tape    *tapefmt.Writer
 	calls   atomic.Uint64
+	tripped atomic.Uint64 // the calls the circuit breaker refused
 	control *control
 	guard   *guard // the circuit breaker, nil without limits
 	// unknownRate prices models without a price (--unknown-model-rate,
@@ -226,6 +227,7 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	live := x.served == nil && x.div == nil // not answered from a tape
 	if p.guard != nil && live {
 		if a, refused := p.guard.before(w, x, x.reqSeq, p.agentOf(x)); refused {
+			p.tripped.Add(1)
 			p.recordResponse(x, a)
 			putBody(buf)
 			return

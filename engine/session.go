@@ -133,9 +133,12 @@ type Result struct {
 	// none was given, and it answered.
 	UpstreamFromTape map[string]string `json:"upstream_from_tape,omitempty"`
 	Calls            uint64            `json:"calls"`
-	Frames           uint64            `json:"frames,omitempty"` // absent when no tape was written (replay without -o)
-	Divergence       *Divergence       `json:"divergence,omitempty"`
-	Unused           int               `json:"unused_calls,omitempty"` // recorded calls replay never needed
+	// Refused counts the calls of Calls the circuit breaker refused: never
+	// sent, never billed.
+	Refused    uint64      `json:"refused_calls,omitempty"`
+	Frames     uint64      `json:"frames,omitempty"` // absent when no tape was written (replay without -o)
+	Divergence *Divergence `json:"divergence,omitempty"`
+	Unused     int         `json:"unused_calls,omitempty"` // recorded calls replay never needed
 	// Served counts the calls answered from the tape (replay only); the
 	// rest of Calls went live (--on-divergence live).
 	Served *uint64 `json:"served,omitempty"`
@@ -475,6 +478,7 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	s.proxy.control.txs.closeAll(context.WithoutCancel(ctx))
 	s.proxy.control.ctl.close()
 	res.End, res.Calls, res.NetRefused, res.Breaker = end, s.proxy.calls.Load(), int(s.refused.Load()), s.trip.Load()
+	res.Refused = s.proxy.tripped.Load()
 	if c := s.interruptedAt.Load(); c != nil && c.Request != nil {
 		n := c.Request.Call
 		res.Interrupted = &n

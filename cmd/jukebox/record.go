@@ -170,7 +170,15 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return failedJSON(env, res, c.JSON, err)
 	}
 	networkNotes(env.Stderr, res)
-	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %d calls, %d frames to %s", res.Calls, res.Frames, res.Tape))
+	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %d calls%s, %d frames to %s", res.Calls, refusedNote(res), res.Frames, res.Tape))
+}
+
+// refusedNote says how many of a run's calls the breaker refused.
+func refusedNote(res *engine.Result) string {
+	if res.Refused == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d refused by the circuit breaker, not sent)", res.Refused)
 }
 
 // failedJSON returns err, a run's failure (runFailed), having written the
