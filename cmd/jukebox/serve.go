@@ -86,7 +86,7 @@ func (c *ServeCmd) serveOne(ctx context.Context, name string, argv []string, std
 	if err := unreadable(res); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "jukebox: recorded %d calls, %d frames to %s\n", res.Calls, res.Frames, res.Tape)
+	fmt.Fprintf(stderr, "jukebox: recorded %d calls%s, %d frames to %s\n", res.Calls, refusedNote(res), res.Frames, res.Tape)
 	return tripExit(res)
 }
 
