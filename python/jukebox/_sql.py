@@ -1,6 +1,7 @@
 """Placeholders of stage_sql: PostgreSQL's own ($1, $2, ...) and the
 DB-API styles its Python drivers use (psycopg's %s and %(name)s)."""
 
+import json
 import re
 from typing import Any, Dict, List, Mapping, Sequence, Tuple, Union
 
@@ -18,6 +19,20 @@ def check_params(params: Any) -> None:
 _NATIVE = re.compile(r"\$[0-9]")
 
 
+def _json_values(values: List[Any]) -> List[Any]:
+    """values, each of a type the control API carries as JSON; a
+    TypeError naming stage_sql and the value otherwise (it was the json
+    module's "Object of type bytes is not JSON serializable")."""
+    for i, v in enumerate(values):
+        try:
+            json.dumps(v)
+        except (TypeError, ValueError):
+            raise TypeError(f"stage_sql: params[{i}] = {v!r}: a {type(v).__name__} does not go to PostgreSQL; "
+                            "pass text, a number, a bool or None (str() of a date or a Decimal, "
+                            "text or hex for bytes)") from None
+    return values
+
+
 def postgres(sql: str, params: Params) -> Tuple[str, List[Any]]:
     """sql and params for the server: %s and %(name)s become $1.. and the
     values a list, %% becomes %, as psycopg does. With a sequence, a
@@ -27,7 +42,7 @@ def postgres(sql: str, params: Params) -> Tuple[str, List[Any]]:
     if isinstance(params, Mapping):
         return _named(sql, params)
     if not params or "%" not in sql or _NATIVE.search(sql):
-        return sql, list(params)
+        return sql, _json_values(list(params))
     count = 0
 
     def sub(m: "re.Match[str]") -> str:
@@ -41,7 +56,7 @@ def postgres(sql: str, params: Params) -> Tuple[str, List[Any]]:
     out = _PYFORMAT.sub(sub, sql)
     if count and count != len(params):
         raise ValueError(f"stage_sql: {count} %s placeholders but {len(params)} params")
-    return out, list(params)
+    return out, _json_values(list(params))
 
 
 def _named(sql: str, params: Mapping[str, Any]) -> Tuple[str, List[Any]]:
@@ -58,4 +73,4 @@ def _named(sql: str, params: Mapping[str, Any]) -> Tuple[str, List[Any]]:
         order.setdefault(name, len(order) + 1)
         return f"${order[name]}"
     out = _PYFORMAT.sub(sub, sql)
-    return out, [params[name] for name in order]
+    return out, _json_values([params[name] for name in order])

@@ -610,5 +610,12 @@ class SQLPlaceholderTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             _sql.postgres("select %s, %s", ("a",))
 
+    def test_a_value_json_cannot_carry_is_named(self):
+        # It was json's "Object of type bytes is not JSON serializable",
+        # raised from deep in the SDK without a word of stage_sql.
+        from jukebox import _sql
+        with self.assertRaisesRegex(TypeError, r"stage_sql: params\[1\] = b'\\x01': a bytes does not go to PostgreSQL"):
+            _sql.postgres("select $1, $2", ("a", b"\x01"))
+
 if __name__ == "__main__":
     unittest.main()
