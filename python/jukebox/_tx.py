@@ -2,6 +2,7 @@
 Shadow Booth until commit."""
 
 import base64
+import errno
 import json
 import os
 import posixpath
@@ -214,6 +215,10 @@ class Transaction:
                             "(stage_file_delete removes a file, \"\" empties it)")
         if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int)):
             raise TypeError(f"stage_file_write(mode={mode!r}): want an int such as 0o644")
+        if os.fspath(path).endswith(("/", os.sep)):
+            # A folder's name: a plain write raises so; the staged one
+            # wrote the file without the slash.
+            raise IsADirectoryError(errno.EISDIR, "stage_file_write: a path that ends in a slash names a folder", os.fspath(path))
         self._writes(f"write {path}")
         body: Dict[str, Any] = {"path": self._staged_path("write", path)}
         if isinstance(content, (bytes, bytearray)):

@@ -593,6 +593,16 @@ class BreakerArgsTest(unittest.TestCase):
         self.assertEqual(CircuitBreaker(max_repeat=2).config(), {"max_repeat": 2})
 
 
+class StagedPathTest(unittest.TestCase):
+    def test_a_path_ending_in_a_slash_is_a_folder(self):
+        # stage_file_write("ok.txt/", ...) wrote the file ok.txt, where
+        # open("ok.txt/", "w") raises IsADirectoryError.
+        from jukebox import Transaction
+        tx = Transaction(None, "tx-1", os.getcwd(), "", False)  # type: ignore[arg-type]
+        with self.assertRaises(IsADirectoryError):
+            tx.stage_file_write("ok.txt/", "x")
+
+
 class SQLPlaceholderTest(unittest.TestCase):
     """stage_sql's placeholders for PostgreSQL (jukebox._sql), alone."""
 
