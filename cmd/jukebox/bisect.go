@@ -17,7 +17,7 @@ type BisectCmd struct {
 	// The change each probe forks with, as jukebox fork takes it.
 	Model            string    `help:"With --check: the model from the fork's call on."`
 	SystemPromptFile string    `type:"existingfile" placeholder:"FILE" help:"With --check: replace the system prompt with this file's text (its final newline left out)."`
-	Set              []string  `placeholder:"PATH=VALUE" help:"With --check: rewrite a field of the request at the fork call, as fork --set. Repeatable."`
+	Set              []string  `sep:"none" placeholder:"PATH=VALUE" help:"With --check: rewrite a field of the request at the fork call, as fork --set. Repeatable."`
 	SetFile          string    `type:"existingfile" placeholder:"FILE" help:"With --check: fields to rewrite, as fork --set-file."`
 	Temperature      *float64  `help:"With --check: set the temperature."`
 	Patch            string    `placeholder:"JSON" help:"With --check: a JSON merge patch applied to the request, as fork --patch."`

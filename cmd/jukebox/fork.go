@@ -26,7 +26,7 @@ type ForkCmd struct {
 	Frame            uint64              `required:"" help:"Fork at this frame: the first model call at or after it gets the overrides and goes live; earlier calls are answered from the parent."`
 	Model            []string            `help:"Model from the fork frame on; several (comma-separated) fork once per model."`
 	Once             bool                `help:"Apply the overrides to the call at the fork frame only; by default they apply to it and to every later call to the same endpoint (the rest of the run uses the new model or prompt)."`
-	Set              []string            `placeholder:"PATH=VALUE" help:"Rewrite a field of the request at the fork frame by path, e.g. messages.3.content='the tool returned this' or messages.3.content='{\"ok\": false}': VALUE is JSON when it parses, else a string. A path the request lacks is an error. Repeatable."`
+	Set              []string            `sep:"none" placeholder:"PATH=VALUE" help:"Rewrite a field of the request at the fork frame by path, e.g. messages.3.content='the tool returned this' or messages.3.content='{\"ok\": false}': VALUE is JSON when it parses, else a string. A path the request lacks is an error. Repeatable."`
 	SetFile          string              `type:"existingfile" placeholder:"FILE" help:"Fields to rewrite as --set does, from a JSON object of paths to values."`
 	SystemPromptFile string              `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text (its final newline, which editors add, left out)."`
 	Temperature      *float64            `help:"Set the temperature."`

@@ -20,7 +20,7 @@ import (
 // --remember-rules.
 type matchFlags struct {
 	Ignore      []string `placeholder:"PATH" help:"Leave this request field out of matching, by path: keys separated by dots, array positions as numbers, * for any one (messages.*.content, metadata.trace_id). Besides stream_options, user, metadata and service_tier. query:NAME names a query parameter (query:api-version; query:* every one), header:NAME a compared header field (header:range). On replay and fork, a path that matches nothing in the tape's requests is an error. Repeatable. Given to record, written into the tape."`
-	Scrub       []string `placeholder:"REGEX" help:"Replace what this regular expression (Go RE2 syntax) matches in every string of both the recorded and the live request before comparing (timestamps, uuids): body strings, query values and compared header values. Repeatable. Given to record, written into the tape."`
+	Scrub       []string `sep:"none" placeholder:"REGEX" help:"Replace what this regular expression (Go RE2 syntax) matches in every string of both the recorded and the live request before comparing (timestamps, uuids): body strings, query values and compared header values. Repeatable. Given to record, written into the tape."`
 	ScrubWith   string   `default:"<scrubbed>" placeholder:"TEXT" help:"What --scrub replaces a match with."`
 	MatchConfig string   `type:"existingfile" placeholder:"FILE" help:"Matching rules as JSON: {\"ignore\": [PATH...], \"scrub\": [{\"pattern\": REGEX, \"with\": TEXT}]}. Given to record, written into the tape."`
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // tape (never what they matched), and replay and fork of that tape apply
 // them again to live requests, so that the masked recording still matches.
 type redactFlags struct {
-	Redact     []string `placeholder:"REGEX" help:"Mask what this regular expression (Go RE2 syntax) matches in everything the tape keeps: request and response bodies, the agent's output, tool calls, files. A match becomes [redacted] whatever its length (JSON stays valid); a streamed answer is matched in its assembled text. The pattern is kept on the tape; replay and fork apply it again. Repeatable."`
+	Redact     []string `sep:"none" placeholder:"REGEX" help:"Mask what this regular expression (Go RE2 syntax) matches in everything the tape keeps: request and response bodies, the agent's output, tool calls, files. A match becomes [redacted] whatever its length (JSON stays valid); a streamed answer is matched in its assembled text. The pattern is kept on the tape; replay and fork apply it again. Repeatable."`
 	RedactFile string   `type:"existingfile" placeholder:"FILE" help:"Patterns for --redact, one per line; blank lines and lines starting with # are skipped."`
 }
 
@@ -44,6 +45,10 @@ func (f redactFlags) patterns() ([]string, error) {
 		}
 	}
 	for _, p := range f.Redact {
+		if p == "" {
+			// It was dropped without a word: the user meant a secret.
+			return nil, errors.New("--redact '': an empty pattern masks nothing; give the pattern of the secret (a regular expression)")
+		}
 		if _, err := redact.NewMasker([]string{p}); err != nil {
 			return nil, fmt.Errorf("--%w", err) // "--redact pattern ..."
 		}

@@ -56,7 +56,7 @@ func elsewhereNote(w io.Writer, dir string, cmd []string, rec *tapefmt.RunStart,
 
 // outputFlags is --ignore-output, of record and replay.
 type outputFlags struct {
-	IgnoreOutput []string `name:"ignore-output" placeholder:"REGEX" help:"Before a replay compares the agent's stdout with the recording's, replace every match of REGEX (Go RE2) in each line by …: timings, dates. Repeatable. Given to record, written into the tape: every replay of it uses them."`
+	IgnoreOutput []string `sep:"none" name:"ignore-output" placeholder:"REGEX" help:"Before a replay compares the agent's stdout with the recording's, replace every match of REGEX (Go RE2) in each line by …: timings, dates. Repeatable. Given to record, written into the tape: every replay of it uses them."`
 }
 
 // validate checks that each pattern compiles.
