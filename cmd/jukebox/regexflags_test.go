@@ -12,7 +12,8 @@ import (
 // --redact or --ignore-output is one pattern. Such flags were split at
 // commas: --redact 'SECRET[0-9]{2,4}' became SECRET[0-9]{2 and 4}, which
 // both parse and match nothing, and the secret stayed on the tape
-// without a word. --redact ” was dropped without a word too.
+// without a word. An empty --redact pattern was dropped without a word
+// too.
 func TestRegexFlagsKeepCommas(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
