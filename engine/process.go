@@ -46,9 +46,9 @@ type outputs struct {
 	// Stdout and Stderr that are the same writer (a bytes.Buffer for both
 	// is a common way to call Record).
 	wmu sync.Mutex
-	// lines records whole lines: a --redact pattern then sees a line the
-	// agent wrote in pieces (streamed tokens, printed as they came),
-	// which the terminal still gets as they come.
+	// lines records whole lines: the credential rules and a --redact
+	// pattern then see a line the agent wrote in pieces (streamed tokens,
+	// printed as they came), which the terminal still gets as they come.
 	lines bool
 }
 

@@ -111,3 +111,24 @@ func TestRedactOutputPieces(t *testing.T) {
 		t.Errorf("the output frames say %q", got)
 	}
 }
+
+// TestKnownTokenOutputPieces: without --redact, a token of a known format
+// the agent prints in pieces is masked as one printed whole is: output
+// was kept in lines only with patterns, and the token stayed on the tape
+// in pieces (sk-, proj-, and the rest).
+func TestKnownTokenOutputPieces(t *testing.T) {
+	tape := filepath.Join(t.TempDir(), "k.jbx")
+	script := "printf 'key: sk-pr'; sleep 0.1; printf 'oj-AbCdEf0123456789'; sleep 0.1; printf 'AbCdEf0123456789'; echo; echo done"
+	wantCode(t, ExitOK, "record", "-o", tape, "--", "sh", "-c", script)
+	tp := openTape(t, tape)
+	var joined strings.Builder
+	for f, err := range tp.Frames(tapefmt.KindOutput) {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		joined.WriteString(string(p.(*tapefmt.Output).Data))
+	}
+	if got := joined.String(); got != "key: [redacted]\ndone\n" {
+		t.Errorf("the output frames say %q", got)
+	}
+}
