@@ -191,10 +191,13 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	stop := stopOnSignals(s.o.Signals, b.Grace, cancel)
 	out := s.outs
 	carryCtx, endCarry := context.WithCancel(ctx)
+	stdout, stderr := out.writer(1, s.o.Stdout), out.writer(2, s.o.Stderr)
 	er, err := sandbox.Exec(ctx, tx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
-		Stdout: out.writer(1, s.o.Stdout), Stderr: out.writer(2, s.o.Stderr), Mode: b.Mode, Notice: out.serial(b.Notice),
+		Stdout: stdout, Stderr: stderr, Mode: b.Mode, Notice: out.serial(b.Notice),
 		Net: b.Net, Endpoints: append(append([]string{s.proxy.addr()}, s.mcpAddrs()...), b.Endpoints...), WriteLive: b.WriteLive,
 		Protect: s.protected(), Signals: stop.fwd, OnNetRefused: s.netRefused, Carry: s.carrier(carryCtx)})
+	stdout.flush() // the streams have ended: Exec waited for them
+	stderr.flush()
 	endCarry()
 	endSteps()
 	s.netResult(res)

@@ -109,14 +109,40 @@ func (o *outputs) record(fd int, data []byte) {
 	o.emit(Event{Kind: EventOutput, Seq: seq, Data: data})
 }
 
-// writer is an io.Writer for one stream that records what passes.
-func (o *outputs) writer(fd int, w io.Writer) io.Writer {
-	return writerFunc(func(p []byte) (int, error) {
-		if err := o.write(fd, append([]byte(nil), p...), w); err != nil {
-			return 0, err // the pipe's reader is gone: the agent's write fails as it would
-		}
-		return len(p), nil
-	})
+// lineWriter is an io.Writer for one stream (a booth's agent's, which
+// os/exec copies): it passes what it is given on at once and records it
+// as child.copy does, in whole lines (hold); flush records what is held
+// once the stream has ended. A pipe whose reader is gone fails the write,
+// so that the agent's next write fails too (brokenPipe).
+type lineWriter struct {
+	o    *outputs
+	fd   int
+	w    io.Writer
+	held []byte
+}
+
+// writer is the lineWriter for stream fd, passing it on to w.
+func (o *outputs) writer(fd int, w io.Writer) *lineWriter { return &lineWriter{o: o, fd: fd, w: w} }
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	var err error
+	if l.o.lines {
+		l.held, err = l.o.hold(l.fd, l.held, p, l.w)
+	} else {
+		err = l.o.write(l.fd, append([]byte(nil), p...), l.w)
+	}
+	if err != nil {
+		return 0, err // the pipe's reader is gone: the agent's write fails as it would
+	}
+	return len(p), nil
+}
+
+// flush records the part line still held, once the stream has ended.
+func (l *lineWriter) flush() {
+	if len(l.held) > 0 {
+		l.o.record(l.fd, l.held)
+		l.held = nil
+	}
 }
 
 // serial is w written one write at a time with the streams' writes (nil
