@@ -46,22 +46,10 @@ type outputs struct {
 	// Stdout and Stderr that are the same writer (a bytes.Buffer for both
 	// is a common way to call Record).
 	wmu sync.Mutex
-	// lines records whole lines: the credential rules and a --redact
-	// pattern then see a line the agent wrote in pieces (streamed tokens,
-	// printed as they came), which the terminal still gets as they come.
-	lines bool
 }
 
 // maxHeld bounds the output held back for a line's end.
 const maxHeld = 64 << 10
-
-// write passes one piece of output on to w and records it. It returns
-// w's error when w is a pipe nobody reads any longer (brokenPipe).
-func (o *outputs) write(fd int, data []byte, w io.Writer) error {
-	err := o.pass(fd, data, w)
-	o.record(fd, data)
-	return err
-}
 
 // pass gives one piece of output to w and to replay's copy. It returns
 // w's error when w is a pipe nobody reads any longer (brokenPipe); other
@@ -85,7 +73,10 @@ func (o *outputs) pass(fd int, data []byte, w io.Writer) (err error) {
 
 // hold passes data on at once and records the whole lines held so far
 // (all of them past maxHeld); it returns what is still held, and pass's
-// error.
+// error. Output is kept in whole lines so that the credential rules and
+// the --redact patterns see a line the agent wrote in pieces (streamed
+// tokens, printed as they came), which the terminal still gets as they
+// come.
 func (o *outputs) hold(fd int, held, data []byte, w io.Writer) ([]byte, error) {
 	err := o.pass(fd, data, w)
 	held = append(held, data...)
@@ -126,12 +117,7 @@ func (o *outputs) writer(fd int, w io.Writer) *lineWriter { return &lineWriter{o
 
 func (l *lineWriter) Write(p []byte) (int, error) {
 	var err error
-	if l.o.lines {
-		l.held, err = l.o.hold(l.fd, l.held, p, l.w)
-	} else {
-		err = l.o.write(l.fd, append([]byte(nil), p...), l.w)
-	}
-	if err != nil {
+	if l.held, err = l.o.hold(l.fd, l.held, p, l.w); err != nil {
 		return 0, err // the pipe's reader is gone: the agent's write fails as it would
 	}
 	return len(p), nil
@@ -243,18 +229,15 @@ func (c *child) copy(fd int, r *os.File, w io.Writer) {
 	defer c.wg.Done()
 	defer r.Close()
 	buf := make([]byte, 32<<10)
-	var held []byte // output held for its line's end (outputs.lines)
+	var held []byte // output held for its line's end (outputs.hold)
 	for {
 		if c.exited.Load() {
 			r.SetReadDeadline(time.Now().Add(outputIdle))
 		}
 		n, err := r.Read(buf)
 		var werr error
-		switch {
-		case n > 0 && c.lines:
+		if n > 0 {
 			held, werr = c.hold(fd, held, buf[:n], w)
-		case n > 0:
-			werr = c.write(fd, append([]byte(nil), buf[:n]...), w)
 		}
 		if err != nil || werr != nil {
 			if len(held) > 0 {

@@ -436,9 +436,7 @@ func (s *session) runEnv(placeholderKeys bool) map[string]string {
 // compares stdout with the recording's: a recording or a fork keeps no
 // copy of what may be gigabytes.
 func (s *session) outputs() *outputs {
-	// Whole lines always: the credential rules apply without --redact too,
-	// and a token the agent prints in pieces must meet them whole.
-	return &outputs{tape: s.tape, emit: s.emit, lines: true, keepStdout: s.mode == tapefmt.ModeReplay}
+	return &outputs{tape: s.tape, emit: s.emit, keepStdout: s.mode == tapefmt.ModeReplay}
 }
 
 // run starts the agent, waits for it and closes the tape.
