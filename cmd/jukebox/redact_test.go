@@ -99,15 +99,7 @@ func TestRedactOutputPieces(t *testing.T) {
 	if !strings.Contains(out, "code: SECRET-PROMPT-abc") {
 		t.Fatalf("the agent's own output: %q", out)
 	}
-	tp := openTape(t, tape)
-	var joined strings.Builder
-	for f, err := range tp.Frames(tapefmt.KindOutput) {
-		must(t, err)
-		p, err := f.Decode()
-		must(t, err)
-		joined.WriteString(string(p.(*tapefmt.Output).Data))
-	}
-	if got := joined.String(); got != "code: [redacted]\ndone\n" {
+	if got := outputFrames(t, tape); got != "code: [redacted]\ndone\n" {
 		t.Errorf("the output frames say %q", got)
 	}
 }
@@ -124,16 +116,21 @@ func TestKnownTokenOutputPieces(t *testing.T) {
 		tape := filepath.Join(t.TempDir(), "k.jbx")
 		args := append(append([]string{"record", "-o", tape}, flags...), "--", "sh", "-c", script)
 		wantCode(t, ExitOK, args...)
-		tp := openTape(t, tape)
-		var joined strings.Builder
-		for f, err := range tp.Frames(tapefmt.KindOutput) {
-			must(t, err)
-			p, err := f.Decode()
-			must(t, err)
-			joined.WriteString(string(p.(*tapefmt.Output).Data))
-		}
-		if got := joined.String(); got != "key: [redacted]\ndone" {
+		if got := outputFrames(t, tape); got != "key: [redacted]\ndone" {
 			t.Errorf("%v: the output frames say %q", flags, got)
 		}
 	}
+}
+
+// outputFrames is what the tape's proc.output frames hold, joined.
+func outputFrames(t *testing.T, tape string) string {
+	t.Helper()
+	var joined strings.Builder
+	for f, err := range openTape(t, tape).Frames(tapefmt.KindOutput) {
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		joined.WriteString(string(p.(*tapefmt.Output).Data))
+	}
+	return joined.String()
 }
