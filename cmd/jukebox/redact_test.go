@@ -110,8 +110,9 @@ func TestRedactOutputPieces(t *testing.T) {
 // in pieces (sk-, proj-, and the rest).
 func TestKnownTokenOutputPieces(t *testing.T) {
 	script := "printf 'key: sk-pr'; sleep 0.1; printf 'oj-AbCdEf0123456789'; sleep 0.1; printf 'AbCdEf0123456789'; echo; printf done"
-	// In the booth the output passes through the sandbox's pipes: kept in
-	// pieces there even with --redact. The last line has no end.
+	// In the booth the output passes through the sandbox's pipes, where it
+	// was kept in pieces even with --redact. The last line has no end: it
+	// is recorded once the streams have ended.
 	for _, flags := range [][]string{nil, {"--booth", "--commit", "never"}} {
 		tape := filepath.Join(t.TempDir(), "k.jbx")
 		args := append(append([]string{"record", "-o", tape}, flags...), "--", "sh", "-c", script)
