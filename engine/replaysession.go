@@ -160,7 +160,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		// A damaged tape: what cannot be compared is not called the same.
 		err = errors.Join(err, fmt.Errorf("%s: the recorded output does not read, so the replay's cannot be compared with it: %w", t.Path(), rerr))
 	} else if s.outs != nil {
-		// The tape keeps output masked (RunStart.Redact), piece by piece:
+		// The tape keeps output masked (RunStart.Redact), line by line:
 		// both sides are masked again to compare, unless they are the same
 		// bytes (masked the same), which spares compiling the rules.
 		if replayed := s.outs.stdoutCopy(); !bytes.Equal(recorded, replayed) {

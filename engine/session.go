@@ -229,17 +229,17 @@ type Result struct {
 
 // session is what Record and Replay share: a tape to write, a proxy, a child.
 type session struct {
+	o     RunOptions
+	roots *runca.Roots // the CA bundle's roots, read ahead (nil: read when needed)
+	mode  tapefmt.RunMode
+	tape  *tapefmt.Writer
+	path  string
+	proxy *proxy
+	outs  *outputs
+	child atomic.Pointer[child] // set once the agent runs; read by proxy handlers
 	// abandoned is the end abandon wrote on the tape: a run whose agent
 	// never ran (unstarted).
 	abandoned *tapefmt.RunEnd
-	o         RunOptions
-	roots     *runca.Roots // the CA bundle's roots, read ahead (nil: read when needed)
-	mode      tapefmt.RunMode
-	tape      *tapefmt.Writer
-	path      string
-	proxy     *proxy
-	outs      *outputs
-	child     atomic.Pointer[child] // set once the agent runs; read by proxy handlers
 	// replayedStop interrupts the agent where the recording was
 	// interrupted (a replay of such a tape; nil otherwise).
 	replayedStop chan struct{}
