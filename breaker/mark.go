@@ -32,13 +32,29 @@ func (b *Breaker) mark() string {
 // with two significant digits at least ("$0.0012", "$0.000034"): a small
 // amount never reads as $0.0000.
 func USD(v float64) string {
+	if tiny(v) {
+		return fmt.Sprintf("$%.2g", v)
+	}
 	return fmt.Sprintf("$%.*f", decimals(v), v)
 }
+
+// tiny reports an amount too small for 12 decimals to show (a cap of
+// $1e-300): it is written with an exponent, never as $0.000000000000.
+func tiny(v float64) bool { return v != 0 && math.Abs(v) < 1e-10 }
 
 // USDPair writes two amounts (a cost and the limit it is held to) as USD
 // does, with as many more decimals as they need to read differently when
 // they differ.
 func USDPair(a, b float64) (string, string) {
+	if tiny(a) || tiny(b) {
+		p := 2
+		for ; p < 17 && a != b; p++ {
+			if fmt.Sprintf("%.*g", p, a) != fmt.Sprintf("%.*g", p, b) {
+				break
+			}
+		}
+		return fmt.Sprintf("$%.*g", p, a), fmt.Sprintf("$%.*g", p, b)
+	}
 	d := max(decimals(a), decimals(b))
 	for ; d < 12 && a != b; d++ {
 		if fmt.Sprintf("%.*f", d, a) != fmt.Sprintf("%.*f", d, b) {

@@ -152,6 +152,14 @@ func TestSmallAmountsDiffer(t *testing.T) {
 	if got := USD(0.1234); got != "$0.1234" {
 		t.Errorf("USD(0.1234) = %s", got)
 	}
+	// Past 12 decimals: a cap of $1e-300 printed as $0.000000000000,
+	// a limit above 0 shown as 0.
+	if a, b := USDPair(3e-6, 1e-300); b == "$0.000000000000" || a == b || USD(1e-300) != "$1e-300" {
+		t.Errorf("USDPair(3e-6, 1e-300) = %s, %s; USD(1e-300) = %s", a, b, USD(1e-300))
+	}
+	if a, b := USDPair(1.5e-20, 1.2e-20); a == b || a != "$1.5e-20" {
+		t.Errorf("USDPair(1.5e-20, 1.2e-20) = %s, %s", a, b)
+	}
 }
 
 // TestLimitsAreFinite: NaN, infinities, zero and negatives are not
