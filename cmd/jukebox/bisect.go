@@ -73,6 +73,7 @@ type bisectTwo struct {
 // Run bisects one run with a check, or reads both runs' decisions and
 // reports the first that differs.
 func (c *BisectCmd) Run(ctx context.Context, env *Env) error {
+	catchBrokenPipe() // its runs end, and their verdicts, whoever reads its output
 	if c.Tape != "" {
 		var err error
 		if c.Tape, err = env.tape(ctx, c.Tape); err != nil {

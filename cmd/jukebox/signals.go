@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"sync"
 )
 
 // notifySignals catches, once for the whole process, the signals that ask
@@ -15,22 +16,33 @@ func notifySignals(parent context.Context) (ctx context.Context, sigs <-chan os.
 	ctx, stopCtx := signal.NotifyContext(parent, stopSignals...)
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, stopSignals...)
-	// A write to stdout or stderr piped into a reader that has stopped
-	// (jukebox record ... | head) killed jukebox with SIGPIPE, its agent
-	// after it and the tape unclosed. Caught, such a write fails (EPIPE)
-	// instead: the engine closes the agent's end of that stream, so that
-	// the agent's own next write fails as it would have without jukebox,
-	// and the tape closes as after any run. Caught, not ignored: an
-	// ignored signal stays ignored in the agent, a caught one does not.
-	pipe := make(chan os.Signal, 1)
-	if len(brokenPipeSignals) > 0 { // none would be every signal
-		signal.Notify(pipe, brokenPipeSignals...)
-	}
-	return ctx, ch, func() { signal.Stop(ch); signal.Stop(pipe); stopCtx() }
+	return ctx, ch, func() { signal.Stop(ch); stopCtx() }
 }
 
 // agentContext is the context for a run that hands its agent jukebox's
 // signals (Env.Signals): they are the agent's to act on, and the run ends
 // when the agent exits, so they do not cancel the run (a cancelled run
-// would have its agent stopped). ctx's values pass on.
-func agentContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+// would have its agent stopped). ctx's values pass on. Such a run also
+// outlives a reader of jukebox's output that leaves (catchBrokenPipe).
+func agentContext(ctx context.Context) context.Context {
+	catchBrokenPipe()
+	return context.WithoutCancel(ctx)
+}
+
+var brokenPipe sync.Once
+
+// catchBrokenPipe makes a write to stdout or stderr piped into a reader
+// that has stopped (jukebox record ... | head) fail with EPIPE, from now
+// on, instead of killing jukebox with SIGPIPE: a command that runs agents
+// or writes tapes ends its runs and closes its tapes all the same (the
+// engine closes the agent's end of that stream, so that the agent's next
+// write fails as it would have without jukebox). Caught, not ignored: an
+// ignored signal stays ignored in the agent, a caught one does not. The
+// other commands end at a broken pipe, as other tools do.
+func catchBrokenPipe() {
+	brokenPipe.Do(func() {
+		if len(brokenPipeSignals) > 0 { // none would be every signal
+			signal.Notify(make(chan os.Signal, 1), brokenPipeSignals...)
+		}
+	})
+}

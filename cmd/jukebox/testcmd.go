@@ -60,6 +60,7 @@ func (c *TestCmd) Validate() error {
 
 // Run finds the tapes, replays them and reports.
 func (c *TestCmd) Run(ctx context.Context, env *Env) error {
+	catchBrokenPipe() // its runs end, and their verdicts, whoever reads its output
 	tapes, err := findTapes(c.Paths)
 	if err != nil {
 		return withCode(ExitUsage, err)
