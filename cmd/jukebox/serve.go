@@ -41,6 +41,7 @@ func (c *ServeCmd) Validate() error {
 // JSON line when serving starts: the tape, its id, the seed and the
 // environment the served process must set.
 func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
+	catchBrokenPipe() // its runs end and their tapes close when the process that read its first line has gone
 	if c.Socket != "" {
 		return c.pool(ctx, env)
 	}
