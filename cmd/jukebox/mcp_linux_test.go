@@ -198,7 +198,7 @@ func startEverythingHTTP(t *testing.T, agents string) (port string, stop func())
 }
 
 // outboxSetup is a workspace for the official filesystem server's agent
-// (mcp_agent.mjs) with a policy of the user's (JUKEBOX_MCP_POLICY, read by
+// (mcp_agent.mjs) with a policy of the user's (record --mcp-policy, read by
 // record and by jukebox mcp in the booth) that holds write_file for the
 // commit and names the server's command, and
 // a record of it there in the booth with --commit commit.
@@ -223,10 +223,13 @@ func outboxSetup(t *testing.T) (ws, data string, record func(commit string, args
 		filepath.Join(ws, "agents", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"), data})
 	policy := filepath.Join(ws, "policy.json")
 	must(t, os.WriteFile(policy, []byte(`{"servers": {"filesystem": {"command": `+string(command)+`, "tools": {"write_file": "outbox"}}}}`), 0o644))
+	// Given as record's flag (the tests of the other MCP agents give it as
+	// the variable): it used to reach record alone, not the jukebox mcp
+	// the agent starts, which then ran every call at once.
 	record = func(commit string, args ...string) *exec.Cmd {
-		all := append([]string{"record", "--booth", "--commit", commit, "-o", filepath.Join(ws, commit+".jbx")}, args...)
+		all := append([]string{"record", "--booth", "--commit", commit, "--mcp-policy", policy, "-o", filepath.Join(ws, commit+".jbx")}, args...)
 		cmd := jukeboxCmd(t.Context(), ws, append(all, "--", "node", filepath.Join(ws, "agents", "mcp_agent.mjs"), data)...)
-		cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+filepath.Join(ws, "bin", "jukebox"), "JUKEBOX_MCP_POLICY="+policy)
+		cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+filepath.Join(ws, "bin", "jukebox"))
 		return cmd
 	}
 	return ws, data, record

@@ -140,6 +140,16 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o.MCPPolicy = c.mcpPolicy
+	if c.MCPPolicy != "" {
+		// The stdio servers the agent starts through jukebox mcp read the
+		// policy from the environment (jukebox mcp --policy's variable):
+		// given as a flag, it reached none of them, which ran every call.
+		abs, err := filepath.Abs(c.MCPPolicy)
+		if err != nil {
+			return err
+		}
+		o.Env = append(os.Environ(), "JUKEBOX_MCP_POLICY="+abs)
+	}
 	var tty *ttyGuard
 	o.Booth, tty = c.boothOptions(env)
 	defer tty.restore()
