@@ -182,6 +182,21 @@ func TestForkFromTheStartWorkspace(t *testing.T) {
 	if !strings.Contains(errs, "the workspace as the run started") || !strings.Contains(errs, "from the snapshot on the tape") {
 		t.Errorf("fork --workspace start does not say where it runs:\n%s", errs)
 	}
+	// Without --dir, in a folder of the temporary folder, which a fork
+	// that commits nothing (fork's default, --commit never) does not
+	// leave behind; nor does one refused before it runs. Both did.
+	tmp := t.TempDir()
+	past := strconv.Itoa(frames[len(frames)-1] + 2) // after the last call's answer: refused
+	for _, frame := range []string{at, past} {
+		args := []string{"fork", tape, "--frame", frame, "--upstream", "openai=" + srv.OpenAIBaseURL(),
+			"-o", filepath.Join(t.TempDir(), "fork.jbx"), "--workspace", "start"}
+		if _, errs, code := jbIn(ws, []string{"TMPDIR=" + tmp}, args...); frame == at && code != ExitOK {
+			t.Fatalf("fork --workspace start: exit %d\n%s", code, errs)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmp, "jukebox-fork-start-*")); len(left) > 0 {
+			t.Errorf("fork --frame %s --workspace start left %v", frame, left)
+		}
+	}
 	// A --dir that holds something is refused before the agent runs.
 	_, errs, code = fork("--workspace", "start", "--dir", ws)
 	if code != ExitUsage || !strings.Contains(errs, "is not empty") {

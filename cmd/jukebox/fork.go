@@ -141,6 +141,7 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 		return withCode(ExitUsage, errors.New("--workspace start with several models rebuilds a folder for each: leave --dir out"))
 	}
 	var rows []forkRow
+	made := c.Workspace == "start" && c.Dir == "" // a folder of jukebox's for each fork
 	for _, m := range models {
 		if c.Workspace == "start" {
 			dir, err := c.startWorkspace(env)
@@ -150,6 +151,9 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 			c.Dir = dir
 		}
 		res, err := c.forkOne(ctx, env, start, over, m, rules)
+		if made {
+			c.settleStart(env, res)
+		}
 		if len(rows) == 0 {
 			c.remember(c.RememberRules, c.Tape, err, env.Stderr)
 		}
@@ -280,6 +284,21 @@ func (c *ForkCmd) startWorkspace(env *Env) (string, error) {
 	}
 	fmt.Fprintf(env.Stderr, "jukebox: the fork runs in %s: the workspace as the run started, %d paths from %s\n", termtext.Quote(dir), n, from)
 	return dir, nil
+}
+
+// settleStart removes the folder --workspace start made for a fork (in
+// the temporary folder) when the fork wrote nothing there: it was refused
+// before it ran, or its booth rolled back. A refused or rolled-back fork
+// left it behind, holding the start alone. A fork that committed, kept
+// its transaction open, or ran outside the booth keeps it, and says so.
+func (c *ForkCmd) settleStart(env *Env, res *engine.Result) {
+	if res != nil && (res.Booth == nil || res.Booth.Committed || res.Booth.Kept) {
+		fmt.Fprintf(env.Stderr, "jukebox: the fork's folder stays: %s\n", termtext.Quote(c.Dir))
+		return
+	}
+	if err := os.RemoveAll(c.Dir); err != nil {
+		fmt.Fprintf(env.Stderr, "jukebox: warning: the fork's folder %s stays: %v\n", termtext.Quote(c.Dir), err)
+	}
 }
 
 func (c *ForkCmd) workdir(parentCwd string) string {
