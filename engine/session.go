@@ -101,6 +101,11 @@ type RunOptions struct {
 	// waited for. Before run.end is written it is told the run ended, and
 	// what it lost goes into run.end.
 	Telemetry Telemetry
+	// Starting, when set, is called once, just before the agent starts
+	// (after the tape, the proxy and the run's files are ready): what a
+	// caller says of the run it starts (replay's "running the recorded
+	// command") is then never said of one refused before.
+	Starting func()
 	// MCPPolicy, when set, stages the tools/call requests to the HTTP
 	// servers of MCP in the booth as jukebox mcp --policy does a stdio
 	// server's: run, held for the commit (the outbox) or refused.
@@ -455,6 +460,9 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 	res := &Result{Tape: s.path}
 	var end tapefmt.RunEnd
 	var runErr error
+	if s.o.Starting != nil {
+		s.o.Starting()
+	}
 	if s.o.Booth != nil {
 		end, runErr = s.runBooth(ctx, env, res)
 	} else {

@@ -219,7 +219,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	defer pg.close()
 	c.checkStore(ctx, env.Stderr)
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
-	announceRecorded(env.Stderr, c.Cmd, start)
+	o.Starting = func() { announceRecorded(env.Stderr, c.Cmd, start) }
 	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Remote: env.remote(), Frame: c.Frame,
 		Overrides: over, Tape: out, Upstreams: c.Upstream, Rules: rules, LiveHosts: hosts})
 	if res != nil {

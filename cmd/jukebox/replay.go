@@ -114,7 +114,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	defer pg.close()
 	c.checkStore(ctx, env.Stderr)
-	announceRecorded(env.Stderr, c.Cmd, rec)
+	o.Starting = func() { announceRecorded(env.Stderr, c.Cmd, rec) }
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{Remote: env.remote(),
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, Repeat: c.Repeat,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})

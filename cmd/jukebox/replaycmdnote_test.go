@@ -22,6 +22,12 @@ func TestReplaySaysWhatItRuns(t *testing.T) {
 	if strings.Contains(errs, "recorded command") {
 		t.Errorf("replay with a command of its own still named the recorded one: %q", errs)
 	}
+	// Refused before anything runs: nothing is said to run. The note came
+	// first, then the refusal.
+	_, errs = wantCode(t, ExitUsage, "fork", tape, "--frame", "99999")
+	if strings.Contains(errs, "running the recorded command") {
+		t.Errorf("a fork refused before it ran said it ran the recorded command: %q", errs)
+	}
 }
 
 // TestUsageErrorsTeach: a command line kong refuses is followed by the
