@@ -196,7 +196,9 @@ func TestWrap(t *testing.T) {
 	if err != nil || !strings.Contains(string(vs), `"type": "stdio"`) || len(res3.Wrapped) != 1 {
 		t.Errorf("VS Code: %v %s", err, vs)
 	}
-	for _, bad := range []string{`[]`, `{"other": {}}`, `{"mcpServers": {"x": {"command": "c", "args": "no"}}}`} {
+	// An empty servers object wrapped nothing with exit 0, where
+	// docs/mcp.md says a file without servers is exit 2.
+	for _, bad := range []string{`[]`, `{"other": {}}`, `{"mcpServers": {"x": {"command": "c", "args": "no"}}}`, `{"mcpServers": {}}`, `{"servers": {}}`} {
 		if _, _, err := Wrap([]byte(bad), "jb"); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

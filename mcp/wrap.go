@@ -20,7 +20,9 @@ type WrapResult struct {
 // becomes jukebox, its args ["mcp", "--name", NAME, "--", COMMAND,
 // ARGS...]. Every other key, and every other field of a server (env, cwd,
 // type), is kept as it was. A server with a URL (HTTP or SSE) is left
-// alone and listed in Skipped: jukebox mcp --url is not written yet.
+// alone and listed in Skipped (jukebox mcp --url, or record --mcp-url,
+// records it: a client config names its URL, not a command to wrap). A
+// config whose servers object is empty is an error: nothing to wrap.
 // Wrapping twice changes nothing.
 func Wrap(config []byte, jukebox string) ([]byte, WrapResult, error) {
 	res := WrapResult{Skipped: map[string]string{}}
@@ -42,6 +44,9 @@ func Wrap(config []byte, jukebox string) ([]byte, WrapResult, error) {
 	if err := json.Unmarshal(doc[key], &servers); err != nil {
 		return nil, res, fmt.Errorf("%s: %w", key, err)
 	}
+	if len(servers) == 0 {
+		return nil, res, fmt.Errorf("%s holds no server", key)
+	}
 	names := make([]string, 0, len(servers))
 	for name := range servers {
 		names = append(names, name)
@@ -52,7 +57,7 @@ func Wrap(config []byte, jukebox string) ([]byte, WrapResult, error) {
 		var command string
 		if raw, ok := s["command"]; !ok || json.Unmarshal(raw, &command) != nil || command == "" {
 			if _, url := s["url"]; url {
-				res.Skipped[name] = "a server reached by URL (jukebox mcp --url is not written yet)"
+				res.Skipped[name] = "a server reached by URL: record it with jukebox record --mcp-url NAME=URL, or point the client at jukebox mcp --url URL (docs/mcp.md)"
 			} else {
 				res.Skipped[name] = "no command"
 			}
