@@ -32,7 +32,8 @@ func networkNotes(w io.Writer, res *engine.Result) {
 	case res.Calls == 0:
 		fmt.Fprintln(w, "jukebox: note: the agent made no model call through jukebox. If it does call a model, its client "+
 			"ignores both the base URL variables (OPENAI_BASE_URL / ANTHROPIC_BASE_URL) and the proxy variables "+
-			"(HTTPS_PROXY): those calls are not on the tape and would not replay offline; `--booth --net none` refuses and lists them.")
+			"(HTTPS_PROXY): those calls are not on the tape and would not replay offline (under `--booth --net none` they are refused, "+
+			"and listed as net.refused frames).")
 	}
 	if res.TLSFailed > 0 {
 		fmt.Fprintf(w, "jukebox: note: %d TLS connections of the agent refused the run's certificate, the first: %s. "+
