@@ -97,6 +97,14 @@ type RootChanges struct {
 // BoothResult is what happened to the staged changes. When the change set
 // holds refused entries (Changes.Refused) the transaction is kept open
 // whatever the policy, for the user to decide: Refused says so.
+// LeftWorkspace reports whether a run may have left something in its
+// workspace: it ran outside the booth, or its booth committed or kept its
+// transaction open. A run refused before it started (nil), or whose
+// booth rolled back, left the workspace as it found it.
+func (r *Result) LeftWorkspace() bool {
+	return r != nil && (r.Booth == nil || r.Booth.Committed || r.Booth.Kept)
+}
+
 type BoothResult struct {
 	Tx      string            `json:"tx"`
 	Mode    sandbox.Mode      `json:"mode"`

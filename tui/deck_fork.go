@@ -148,9 +148,13 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 	parent.forkAt, parent.label = r.at, "parent"
 	parent.diverge = -1 // a divergence from the earlier fork, not this one
 	d.layout()
+	made := d.form.start // a folder of the temporary folder, startWorkspace's
 	return tea.Batch(r.spin.Tick, func() tea.Msg {
 		defer close(r.done)
 		res, err := run(ctx, fo)
+		if made && !res.LeftWorkspace() {
+			os.RemoveAll(fo.Dir) // the start alone: the fork wrote nothing there
+		}
 		return forkDoneMsg{res, err}
 	})
 }

@@ -316,6 +316,9 @@ func TestJumpList(t *testing.T) {
 // (anything else is said in the form); start rebuilds the run's start from
 // the tape's snapshot into a new folder the fork runs in.
 func TestForkFromTheStart(t *testing.T) {
+	// The start goes into a folder of the temporary folder, which the
+	// fork command below (not run here) would settle: the test's own.
+	t.Setenv("TMPDIR", t.TempDir())
 	tape := writeBoothTape(t)
 	o := testOptions()
 	o.Fork = func(context.Context, engine.ForkOptions) (*engine.Result, error) {

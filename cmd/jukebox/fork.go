@@ -292,7 +292,7 @@ func (c *ForkCmd) startWorkspace(env *Env) (string, error) {
 // left it behind, holding the start alone. A fork that committed, kept
 // its transaction open, or ran outside the booth keeps it, and says so.
 func (c *ForkCmd) settleStart(env *Env, res *engine.Result) {
-	if res != nil && (res.Booth == nil || res.Booth.Committed || res.Booth.Kept) {
+	if res.LeftWorkspace() {
 		fmt.Fprintf(env.Stderr, "jukebox: the fork's folder stays: %s\n", termtext.Quote(c.Dir))
 		return
 	}
