@@ -41,10 +41,12 @@ func Compare(a, b Timeline) *Result {
 	var filesN, leftOut int
 	switch {
 	case a.Files && !b.Files:
-		a, filesN = without(a, FileKind)
+		filesN = paths(a, FileKind)
+		a, _ = without(a, FileKind)
 		filesOut = "left"
 	case b.Files && !a.Files:
-		b, filesN = without(b, FileKind)
+		filesN = paths(b, FileKind)
+		b, _ = without(b, FileKind)
 		filesOut = "right"
 	}
 	if filesN == 0 {
@@ -81,6 +83,19 @@ func Compare(a, b Timeline) *Result {
 	return r
 }
 
+// paths counts tl's distinct frames of kind by what they are about (their
+// Signature: the path, for a file change): a booth run records a path's
+// change at each step and again in its change set, one change.
+func paths(tl Timeline, kind string) int {
+	seen := map[string]bool{}
+	for _, f := range tl.Frames {
+		if f.Kind == kind {
+			seen[f.Signature] = true
+		}
+	}
+	return len(seen)
+}
+
 // without is tl without its frames of kind, and how many there were.
 func without(tl Timeline, kind string) (Timeline, int) {
 	if tl.TapeFrames == 0 {
@@ -96,8 +111,8 @@ func without(tl Timeline, kind string) (Timeline, int) {
 func (r *Result) notes() []string {
 	var out []string
 	if side := r.FilesLeftOut; side != "" {
-		out = append(out, fmt.Sprintf("%s left out: only the %s run recorded them (the %s run committed none: it ran outside the Shadow Booth, or is a replay, which answers transactions from the tape)",
-			termtext.Count(r.filesLeftOut, "file change", "file changes"), side, otherSide(side)))
+		out = append(out, fmt.Sprintf("%s left out: only the %s run recorded them (the %s run recorded none: it ran outside the Shadow Booth, or is a replay, which answers transactions from the tape)",
+			termtext.Count(r.filesLeftOut, "changed path", "changed paths"), side, otherSide(side)))
 	}
 	if side := r.OutputLeftOut; side != "" {
 		out = append(out, fmt.Sprintf("output left out: only the %s run recorded it (jukebox did not start the %s run's process: jukebox serve, or a program recording itself)",
