@@ -3,6 +3,7 @@ package tapefmt
 import (
 	"errors"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -142,6 +143,11 @@ type Recovery struct {
 	FramesDropped int    `json:"frames_dropped"` // whole frames after it (a partial step), not counting a torn one
 	BlobsDropped  int    `json:"blobs_dropped"`  // blobs after it
 	Reason        string `json:"reason"`         // why the scan stopped
+	// Damaged says the scan stopped at bytes that are no record, before
+	// the end of the file and not zeros to it (a torn write ends in a cut
+	// record, a crash in zeros): the tape was damaged or written over
+	// there, its footer with it, rather than not closed.
+	Damaged bool `json:"damaged,omitempty"`
 }
 
 // BytesDropped is how many bytes of the file lie past the last whole step.
@@ -153,6 +159,33 @@ type scanIndex struct {
 	blobs  map[Hash]blobLoc
 	head   Hash
 	steps  uint64
+}
+
+// damagedAt reports whether err, where a recovery scan stopped, is damage
+// rather than the end of a tape that was not closed. Not damage: a record
+// cut by the end of the file (a torn write); fewer bytes after the last
+// record than the index of the records scanned (their frame and blob
+// tables and the footer: a Close cut short); zeros to the end (what a
+// crash can leave where the file was extended). Damage: anything else,
+// an index that Close wrote whole and does not read among it.
+func damagedAt(ra io.ReaderAt, size int64, err error, index int64) bool {
+	fe, ok := errors.AsType[*FormatError](err)
+	if !ok || strings.HasPrefix(fe.Msg, "torn record") || size-fe.Offset < index {
+		return false
+	}
+	buf := make([]byte, 64<<10)
+	for off := fe.Offset; off < size; off += int64(len(buf)) {
+		n, rerr := ra.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return true
+			}
+		}
+		if rerr != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // recoverScan reads every record of a tape that has no footer and cuts it
@@ -171,6 +204,7 @@ func recoverScan(ra io.ReaderAt, size int64) (*scanIndex, *Recovery) {
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				rec.Reason = err.Error()
+				rec.Damaged = damagedAt(ra, size, err, 16*int64(seq)+48*int64(len(idx.blobs))+footerSize)
 			}
 			break
 		}

@@ -237,6 +237,12 @@ func blobText(b []byte, full bool) string {
 }
 
 func recoveryText(r *tapefmt.Recovery) string {
-	return fmt.Sprintf("tape has no footer (not closed): kept %d frames up to the last whole step, dropped %d frames and %d bytes (%s)",
-		r.FramesKept, r.FramesDropped, r.BytesDropped(), r.Reason)
+	why := "not closed"
+	if r.Damaged {
+		// Bytes that are no record where the footer or a frame should be:
+		// not what a killed recording leaves.
+		why = "damaged: after its last record come bytes that are no record and no footer that reads, which a recording that was not closed does not leave"
+	}
+	return fmt.Sprintf("tape has no footer (%s): kept %d frames up to the last whole step, dropped %d frames and %d bytes (%s)",
+		why, r.FramesKept, r.FramesDropped, r.BytesDropped(), r.Reason)
 }
