@@ -8,6 +8,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/breaker"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -25,6 +26,10 @@ func (c *CostCmd) Run(env *Env) error {
 		return err
 	}
 	defer t.Close()
+	if rec := t.Recovered(); rec != nil {
+		// The bill is of what the tape kept: a partial one, said so.
+		fmt.Fprintf(env.Stderr, "warning: %s: %s; the bill is of the calls up to there\n", c.Tape, recoveryText(rec))
+	}
 	bill, err := timeline.MakeBill(t, c.By)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Tape, err)
@@ -73,7 +78,7 @@ func (c *CostCmd) Run(env *Env) error {
 		fmt.Fprintf(env.Stdout, "(no model): %s that named none, such as listing the models: they cost nothing unless they used tokens\n", calls)
 	}
 	if unpriced > 0 {
-		fmt.Fprintf(env.Stdout, "%d calls used tokens at no known price (+?): the cost leaves them out\n", unpriced)
+		fmt.Fprintf(env.Stdout, "%s used tokens at no known price (+?): the cost leaves them out\n", termtext.Count(unpriced, "call", "calls"))
 	}
 	switch {
 	case estimated == 1:

@@ -44,3 +44,21 @@ func TestStrictReplayOfADamagedTape(t *testing.T) {
 		}
 	}
 }
+
+// TestCostOfACutTape: jukebox cost of a tape cut short (a killed
+// recording) says the bill is of what the tape kept; it printed a partial
+// bill without a word.
+func TestCostOfACutTape(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, errs, code := jbIn(dir, nil, "record", "-o", "t.jbx", "--", "sh", "-c", "echo one; echo two"); code != ExitOK {
+		t.Fatalf("record: exit %d\n%s", code, errs)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "t.jbx"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "cut.jbx"), data[:len(data)-100], 0o644))
+	if _, errs, code := jbIn(dir, nil, "cost", "cut.jbx"); code != ExitOK || !strings.Contains(errs, "cut.jbx: tape has no footer") ||
+		!strings.Contains(errs, "the bill is of the calls up to there") {
+		t.Errorf("cost of a cut tape: exit %d\n%s", code, errs)
+	}
+}

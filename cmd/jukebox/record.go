@@ -180,7 +180,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return failedJSON(env, res, c.JSON, err)
 	}
 	networkNotes(env.Stderr, res)
-	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %d calls%s, %d frames to %s", res.Calls, refusedNote(res), res.Frames, res.Tape))
+	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %s%s, %d frames to %s", termtext.Count(int(res.Calls), "call", "calls"), refusedNote(res), res.Frames, res.Tape))
 }
 
 // refusedNote says how many of a run's calls the breaker refused.

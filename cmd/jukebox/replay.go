@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -200,7 +201,7 @@ func replayLine(res *engine.Result) string {
 	if res.Served != nil {
 		served = *res.Served
 	}
-	s := fmt.Sprintf("replayed %d calls from the tape", served)
+	s := fmt.Sprintf("replayed %s from the tape", termtext.Count(int(served), "call", "calls"))
 	if live := res.LiveCalls(); live > 0 {
 		s += fmt.Sprintf(", %d went live", live)
 	}

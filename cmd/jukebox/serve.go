@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // ServeCmd records a process that is already running: the Python SDK
@@ -87,7 +88,7 @@ func (c *ServeCmd) serveOne(ctx context.Context, name string, argv []string, std
 	if err := unreadable(res); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "jukebox: recorded %d calls%s, %d frames to %s\n", res.Calls, refusedNote(res), res.Frames, res.Tape)
+	fmt.Fprintf(stderr, "jukebox: recorded %s%s, %d frames to %s\n", termtext.Count(int(res.Calls), "call", "calls"), refusedNote(res), res.Frames, res.Tape)
 	return tripExit(res)
 }
 
