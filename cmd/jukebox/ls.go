@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -127,6 +128,21 @@ type lsRow struct {
 	// verify --quick` (CRCs, hash chain, index); Damage says why.
 	Damaged bool   `json:"damaged"`
 	Damage  string `json:"damage,omitempty"`
+}
+
+// MarshalJSON writes a row that does not open as its tape, path and error
+// alone (docs/json.md): the summary's fields would be zeros and made-up
+// values (a start in year 1, the duration of what was read).
+func (r lsRow) MarshalJSON() ([]byte, error) {
+	if r.Error != "" {
+		return json.Marshal(struct {
+			Tape  string `json:"tape"`
+			Path  string `json:"path"`
+			Error string `json:"error"`
+		}{r.Tape, r.Path, r.Error})
+	}
+	type row lsRow // without this method
+	return json.Marshal(row(r))
 }
 
 // Run lists every *.jbx file in the folders, and the tapes named, newest
