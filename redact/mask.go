@@ -89,7 +89,12 @@ func (m *Masker) MaskString(s string) string {
 	if s == "" {
 		return s
 	}
-	return string(m.Mask([]byte(s)))
+	b := []byte(s)
+	out := m.Mask(b)
+	if len(out) == len(b) && &out[0] == &b[0] {
+		return s // nothing matched (Mask returns b itself): no copy back
+	}
+	return string(out)
 }
 
 // MaskQuery masks the values of a raw query string as MaskString masks
