@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jukebox-os/jukebox/llmwire"
@@ -62,7 +64,9 @@ func (l *live) respond(w http.ResponseWriter, x *exchange) answer {
 	if x.plain && isUpgrade(x.req) {
 		return l.respondPlain(w, x) // a WebSocket to a replay's --live host, or after a fork's frame
 	}
-	up, err := l.upstreamRequest(x)
+	ctx := newUpstreamContext(x.req.Context())
+	defer ctx.release()
+	up, err := l.upstreamRequest(ctx, x)
 	if err != nil {
 		apiError(w, http.StatusBadGateway, "jukebox: "+err.Error())
 		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadGateway, Error: err.Error()}}
@@ -74,17 +78,61 @@ func (l *live) respond(w http.ResponseWriter, x *exchange) answer {
 		return answer{resp: tapefmt.LLMResponse{Error: errText(err), Latency: int64(time.Since(x.start))}, abort: true, live: true}
 	}
 	defer resp.Body.Close()
+	ctx.relaying.Store(true)
 	a := relay(w, x, resp)
 	a.live = true
 	return a
 }
 
-func (l *live) upstreamRequest(x *exchange) (*http.Request, error) {
+// agentGoneGrace is how long the upstream's answer is read on after the
+// agent closed its connection while it was being relayed (see
+// upstreamContext).
+const agentGoneGrace = 2 * time.Second
+
+// upstreamContext is the context of an upstream request. It ends with
+// the agent's request, but not at once once the answer is being relayed:
+// an agent that closes its connection as soon as it has read a stream's
+// last event (the demo agent at "data: [DONE]", any client that stops at
+// its protocol's end) does so before the chunked body's terminator
+// reaches jukebox, and cutting the upstream read there would record an
+// answer the upstream finished as one the agent gave up on. relay reads
+// on, for agentGoneGrace at most, to learn which it was: the end of the
+// body (finished), or more of it (given up: not kept, since the agent
+// never had it).
+type upstreamContext struct {
+	context.Context
+	cancel   context.CancelFunc
+	stop     func() bool
+	relaying atomic.Bool
+}
+
+func newUpstreamContext(agent context.Context) *upstreamContext {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(agent))
+	u := &upstreamContext{Context: ctx, cancel: cancel}
+	u.stop = context.AfterFunc(agent, func() {
+		if u.relaying.Load() {
+			select {
+			case <-time.After(agentGoneGrace):
+			case <-ctx.Done(): // released
+			}
+		}
+		cancel()
+	})
+	return u
+}
+
+// release ends the upstream request's context once its answer is read.
+func (u *upstreamContext) release() {
+	u.stop()
+	u.cancel()
+}
+
+func (l *live) upstreamRequest(ctx context.Context, x *exchange) (*http.Request, error) {
 	base, err := l.base(x)
 	if err != nil {
 		return nil, err
 	}
-	up, err := http.NewRequestWithContext(x.req.Context(), x.req.Method, upstreamURL(base, x.rest, x.query), bytes.NewReader(x.body))
+	up, err := http.NewRequestWithContext(ctx, x.req.Method, upstreamURL(base, x.rest, x.query), bytes.NewReader(x.body))
 	if err != nil {
 		return nil, err
 	}
@@ -158,8 +206,15 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	// connection as soon as it has the whole answer, is never written
 	// before it.
 	var held []byte
+	gone := x.req.Context().Done() // the agent closed its connection
 	for {
 		n, err := resp.Body.Read(buf)
+		if n > 0 && closed(gone) {
+			// More of the answer after the agent left: it gave up on the
+			// rest, which is not kept (see upstreamContext).
+			a.resp.Error, a.abort = errText(context.Canceled), true
+			break
+		}
 		if n > 0 {
 			body.Write(buf[:n])
 			piece := buf[:n]
@@ -178,6 +233,10 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 			}
 		}
 		if errors.Is(err, io.EOF) {
+			if !stream && closed(gone) {
+				// The agent left before the held last piece reached it.
+				a.resp.Error, a.abort = errText(context.Canceled), true
+			}
 			break
 		}
 		if err != nil {
@@ -192,6 +251,16 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	a.resp.Size, a.resp.Elapsed = int64(body.Len()), int64(time.Since(x.start))
 	readAnswer(&a, x, resp.Header)
 	return a
+}
+
+// closed says whether done is closed, without waiting.
+func closed(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // readAnswer notes the encoding the body is kept with (compressed, as

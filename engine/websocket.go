@@ -43,7 +43,7 @@ func (l *live) respondPlain(w http.ResponseWriter, x *exchange) answer {
 	if !isUpgrade(x.req) {
 		return l.respond(w, x)
 	}
-	up, err := l.upstreamRequest(x)
+	up, err := l.upstreamRequest(x.req.Context(), x)
 	if err != nil {
 		apiError(w, http.StatusBadGateway, "jukebox: "+err.Error())
 		return answer{resp: tapefmt.LLMResponse{Status: http.StatusBadGateway, Error: err.Error()}}
