@@ -174,7 +174,13 @@ type SQL struct {
 
 // Rows answers POST /v1/tx/ID/sql; Columns and Rows are never null.
 type Rows struct {
-	Columns  []string `json:"columns"`
+	Columns []string `json:"columns"`
+	// Types are the columns' PostgreSQL type names (int4, numeric, _date
+	// for an array of dates), by which a client turns the values below
+	// into its own types: a bytea is base64, a numeric, date, time,
+	// timestamp, uuid, interval or a type JSON has no form for is text
+	// (ISO 8601 for dates and times). Absent from answers before it.
+	Types    []string `json:"types,omitempty"`
 	Rows     [][]any  `json:"rows"`
 	RowCount int64    `json:"rowcount"`
 }

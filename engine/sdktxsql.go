@@ -3,13 +3,17 @@ package engine
 import (
 	"bytes"
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -107,12 +111,20 @@ func query(ctx context.Context, part *pgtx.Participant, sql string, args []any) 
 	out := controlapi.Rows{Columns: []string{}, Rows: [][]any{}}
 	for _, f := range rows.FieldDescriptions() {
 		out.Columns = append(out.Columns, f.Name)
+		name := strconv.FormatUint(uint64(f.DataTypeOID), 10) // a type pgx does not know: its OID
+		if typ, ok := rows.Conn().TypeMap().TypeForOID(f.DataTypeOID); ok {
+			name = typ.Name
+		}
+		out.Types = append(out.Types, name)
 	}
 	for rows.Next() {
 		vals, err := rows.Values()
 		if err != nil {
 			rows.Close()
 			return controlapi.Rows{}, "", sqlError(err)
+		}
+		for i, v := range vals {
+			vals[i] = jsonValue(v, out.Types[i])
 		}
 		out.Rows = append(out.Rows, vals)
 	}
@@ -122,6 +134,58 @@ func query(ctx context.Context, part *pgtx.Participant, sql string, args []any) 
 	}
 	out.RowCount = rows.CommandTag().RowsAffected()
 	return out, rows.CommandTag().String(), nil
+}
+
+// jsonValue is v, a value pgx decoded from a column of the PostgreSQL
+// type typ, as the answer gives it: as it is when JSON has its form (a
+// number, text, a bool, JSON, an array of them; a bytea as base64), else
+// as text a client can read exactly: a numeric's digits, a float's NaN
+// or Infinity, dates and times in ISO 8601 (with the offset for a
+// timestamptz; 6 fraction digits, which every Python reads), a uuid in
+// its usual form, and any other type in PostgreSQL's own text.
+func jsonValue(v any, typ string) any {
+	switch x := v.(type) {
+	case time.Time:
+		switch typ {
+		case "date":
+			return x.Format(time.DateOnly)
+		case "timestamp":
+			return x.Format("2006-01-02T15:04:05.000000")
+		}
+		return x.Format("2006-01-02T15:04:05.000000-07:00")
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return pgFloatText(x)
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return pgFloatText(float64(x))
+		}
+	case [16]byte:
+		return fmt.Sprintf("%x-%x-%x-%x-%x", x[0:4], x[4:6], x[6:8], x[8:10], x[10:16])
+	case pgtype.InfinityModifier:
+		return x.String()
+	case []any:
+		for i := range x {
+			x[i] = jsonValue(x[i], strings.TrimPrefix(typ, "_"))
+		}
+	case driver.Valuer: // numeric, time, interval, bits, geometry...: their text
+		if t, err := x.Value(); err == nil {
+			return t
+		}
+	}
+	return v
+}
+
+// pgFloatText is a float JSON has no number for, as PostgreSQL writes it.
+func pgFloatText(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case f > 0:
+		return "Infinity"
+	}
+	return "-Infinity"
 }
 
 // sqlError is PostgreSQL refusing a statement: 400 sql, with the

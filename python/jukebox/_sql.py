@@ -3,7 +3,7 @@ DB-API styles its Python drivers use (psycopg's %s and %(name)s)."""
 
 import json
 import re
-from typing import Any, Dict, List, Mapping, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple, Union
 
 Params = Union[Sequence[Any], Mapping[str, Any]]
 
@@ -74,3 +74,67 @@ def _named(sql: str, params: Mapping[str, Any]) -> Tuple[str, List[Any]]:
         return f"${order[name]}"
     out = _PYFORMAT.sub(sub, sql)
     return out, _json_values([params[name] for name in order])
+
+
+def _bytea(v: str) -> bytes:
+    import base64
+    return base64.b64decode(v)
+
+
+def _decimal(v: str) -> Any:
+    import decimal
+    return decimal.Decimal(v)
+
+
+def _date(v: str) -> Any:
+    import datetime
+    return datetime.date.fromisoformat(v)
+
+
+def _datetime(v: str) -> Any:
+    import datetime
+    return datetime.datetime.fromisoformat(v)
+
+
+def _time(v: str) -> Any:
+    import datetime
+    return datetime.time.fromisoformat(v)
+
+
+def _uuid(v: str) -> Any:
+    import uuid
+    return uuid.UUID(v)
+
+
+# PostgreSQL types whose values the control API gives as text (a bytea as
+# base64), with what reads each into the type psycopg returns.
+_READERS: Dict[str, Callable[[str], Any]] = {"bytea": _bytea, "numeric": _decimal, "date": _date, "timestamp": _datetime,
+            "timestamptz": _datetime, "time": _time, "uuid": _uuid, "float4": float, "float8": float}
+
+
+def _read(v: Any, typ: str) -> Any:
+    if v is None:
+        return None
+    if typ.startswith("_") and isinstance(v, list):  # an array
+        return [_read(x, typ[1:]) for x in v]
+    reader = _READERS.get(typ)
+    if reader is None or not isinstance(v, str):
+        return v
+    try:
+        return reader(v)
+    except ValueError:  # a date's "infinity", a year before 1
+        return v
+
+
+def rows(answer: Dict[str, Any]) -> List[Tuple[Any, ...]]:
+    """The rows of a sql answer as psycopg returns them: a bytea as bytes,
+    a numeric as a Decimal, dates and times as datetime's, a uuid as a
+    UUID (an interval, a date's "infinity" and other types stay text). An
+    answer without types (a tape recorded before them) is as it came."""
+    types = answer.get("types")
+    out = []
+    for r in answer.get("rows", []):
+        if types and len(types) == len(r):
+            r = [_read(v, t) for v, t in zip(r, types)]
+        out.append(tuple(r))
+    return out

@@ -266,8 +266,7 @@ class Transaction:
         self._writes("sql")
         if _is_postgres(dsn):
             text, args = _sql.postgres(sql, params)
-            out = self._op("sql", {"dsn": dsn, "sql": text, "params": args})
-            return [tuple(r) for r in out.get("rows", [])]
+            return _sql.rows(self._op("sql", {"dsn": dsn, "sql": text, "params": args}))
         return self._sqlite(dsn, sql, params)
 
     def _sqlite(self, path: str, sql: str, params: Params) -> List[Tuple[Any, ...]]:

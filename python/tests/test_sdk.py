@@ -339,6 +339,43 @@ class SDKTest(SDKBase):
         self.assertIn("after commit 1 hello", out)
         self.assertIn("after rollback 1", out)
 
+    def test_postgres_rows_keep_their_types(self):
+        # They came as json.Marshal left pgx's values: a numeric as a JSON
+        # number (a float here: 12345678901234567890.123456789 lost its
+        # digits), a uuid as 16 numbers, a time and an interval as Go
+        # structs ({"Microseconds": ...}), a bytea as base64 text, a date
+        # as a UTC midnight timestamp, and a float8 NaN failed the answer.
+        if not PG_DSN:
+            if REQUIRE_ALL:
+                self.fail("JUKEBOX_PG_DSN is not set: .ci starts PostgreSQL for this test")
+            self.skipTest('needs PostgreSQL: eval "$(bash .ci/postgres.sh)"')
+        self.script("agent.py", f'''
+            import datetime, decimal, uuid
+            from jukebox import Jukebox
+            jb = Jukebox()
+            tx = jb.begin()
+            [row] = tx.stage_sql({PG_DSN!r}, """SELECT '\\\\xdeadbeef'::bytea, 12345678901234567890.123456789::numeric,
+                date '2024-02-29', timestamp '2024-01-02 03:04:05.5', timestamptz '2024-01-02 03:04:05+02',
+                time '12:34:56', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, interval '1 day 2 hours',
+                'NaN'::float8, ARRAY[date '2024-01-01', NULL], 'infinity'::date, 7, 'text', '{{"a": [1, 2]}}'::jsonb,
+                NULL::numeric""")
+            tx.rollback("read only")
+            want = (b"\\xde\\xad\\xbe\\xef", decimal.Decimal("12345678901234567890.123456789"),
+                    datetime.date(2024, 2, 29), datetime.datetime(2024, 1, 2, 3, 4, 5, 500000),
+                    datetime.datetime(2024, 1, 2, 1, 4, 5, tzinfo=datetime.timezone.utc),
+                    datetime.time(12, 34, 56), uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"))
+            for i, w in enumerate(want):
+                assert row[i] == w, (i, row[i], w)
+            assert row[4].utcoffset() is not None, row[4]
+            assert row[7] == "1 day 02:00:00", row[7]
+            assert row[8] != row[8], row[8]  # NaN
+            assert row[9] == [datetime.date(2024, 1, 1), None], row[9]
+            assert row[10:] == ("infinity", 7, "text", {{"a": [1, 2]}}, None), row[10:]
+            print("rows typed")
+            jb.close()
+        ''')
+        self.assertIn("rows typed", self.python("agent.py").stdout)
+
     def test_postgres_joins_the_transaction(self):
         if not PG_DSN:
             if REQUIRE_ALL:
