@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -217,6 +218,13 @@ func TestClientErrors(t *testing.T) {
 	f.err = errors.New("disk full")
 	if _, err := c.Marker(ctx, Marker{}); !errors.As(err, &got) || got.Status != 500 || got.Type != TypeTape || got.Message != "jukebox: disk full" {
 		t.Errorf("a plain error: %#v", err)
+	}
+	// An answer JSON cannot carry (a NaN in a row) went as an empty 200,
+	// which the client read as no rows.
+	f.err, f.answers["sql"] = nil, Rows{Columns: []string{"x"}, Rows: [][]any{{math.NaN()}}}
+	rows, err := tx.SQL(ctx, SQL{})
+	if !errors.As(err, &got) || got.Status != 500 || !strings.Contains(got.Message, "cannot be written as JSON") {
+		t.Errorf("an answer JSON cannot carry: %+v, %v", rows, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -174,7 +175,14 @@ func answer(w http.ResponseWriter, v any, err error) {
 		}
 		status, v = e.Status, errorBody{e}
 	}
+	body, merr := json.Marshal(v)
+	if merr != nil {
+		// An answer JSON cannot carry is the server's failure, said as
+		// one: it went as an empty 200, which a client read as nothing.
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(errorBody{Fail(status, TypeTape, fmt.Errorf("the answer cannot be written as JSON: %w", merr))})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(append(body, '\n'))
 }
