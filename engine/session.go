@@ -444,9 +444,30 @@ func (s *session) outputs() *outputs {
 	return &outputs{tape: s.tape, emit: s.emit, keepStdout: s.mode == tapefmt.ModeReplay}
 }
 
+// agentFolder checks the folder the agent is to run in: one that is not
+// there failed the start as the program's own "fork/exec PROGRAM: no such
+// file or directory", naming a program that is there.
+func agentFolder(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the agent's folder (--dir) %s: %w", dir, errors.Unwrap(err))
+	case !st.IsDir():
+		return fmt.Errorf("the agent's folder (--dir) %s: not a folder", dir)
+	}
+	return nil
+}
+
 // run starts the agent, waits for it and closes the tape.
 func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error) {
 	s.outs = s.outputs()
+	if err := agentFolder(s.o.Dir); err != nil {
+		s.abandon(err)
+		return nil, err
+	}
 	s.serveControl()
 	if err := s.startMCP(); err != nil {
 		s.abandon(err)
