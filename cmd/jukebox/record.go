@@ -43,6 +43,9 @@ type RecordCmd struct {
 	// recordMode is the mode written on the tape, when a mode records
 	// to a tape of its own (--record-mode all).
 	recordMode string
+	// ran is the run's result, once Run has one (--record-mode all reads
+	// it).
+	ran *engine.Result
 }
 
 // Validate checks flags before anything starts.
@@ -171,6 +174,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	c.checkStore(ctx, env.Stderr)
 	res, err := engine.Record(agentContext(ctx), engine.RecordOptions{
 		RunOptions: o, Tape: path, Upstreams: c.Upstream, Sync: syncPolicy(c.Sync)})
+	c.ran = res
 	if res != nil {
 		printBooth(env, res.Booth)
 		c.upload(ctx, env.Stderr, res.Tape)

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // recordModes are --record-mode's values, as vcrpy names them.
@@ -53,21 +55,23 @@ func (c *RecordCmd) byRecordMode(ctx context.Context, env *Env) (done bool, err 
 		return true, withCode(ExitUsage, fmt.Errorf("--record-mode none: %s is not there, and none records nothing", c.Output))
 	case c.RecordMode == "once" || c.RecordMode == "none":
 		fmt.Fprintf(env.Stderr, "jukebox: %s is there: replaying it (--record-mode %s)\n", c.Output, c.RecordMode)
-		return true, c.replay(ctx, env, "stop", "")
+		_, err := c.replay(ctx, env, "stop", "")
+		return true, err
 	case c.RecordMode == "all":
-		return true, c.supersede(ctx, env, func(tmp string) error {
+		return true, c.supersede(ctx, env, func(tmp string) (*engine.Result, error) {
 			rc := *c
 			rc.Output, rc.RecordMode = tmp, ""
 			rc.recordMode = "all"
-			return rc.Run(ctx, env)
+			err := rc.Run(ctx, env)
+			return rc.ran, err
 		})
 	}
-	return true, c.supersede(ctx, env, func(tmp string) error { return c.replay(ctx, env, "live", tmp) })
+	return true, c.supersede(ctx, env, func(tmp string) (*engine.Result, error) { return c.replay(ctx, env, "live", tmp) })
 }
 
 // replay replays -o as jukebox replay would, with record's shared flags
 // (on divergence: stop, or live, recording the run to out).
-func (c *RecordCmd) replay(ctx context.Context, env *Env, onDivergence, out string) error {
+func (c *RecordCmd) replay(ctx context.Context, env *Env, onDivergence, out string) (*engine.Result, error) {
 	rc := ReplayCmd{Tape: c.Output, Cmd: c.Cmd, Speed: "instant", OnDivergence: onDivergence, Output: out,
 		Seed: c.Seed, QuietSDKs: true, JSON: c.JSON, recordMode: c.RecordMode,
 		outputFlags: c.outputFlags, matchFlags: c.matchFlags, redactFlags: c.redactFlags,
@@ -76,25 +80,44 @@ func (c *RecordCmd) replay(ctx context.Context, env *Env, onDivergence, out stri
 		rc.Upstream = c.Upstream
 	}
 	if err := rc.Validate(); err != nil {
-		return withCode(ExitUsage, err)
+		return nil, withCode(ExitUsage, err)
 	}
-	return rc.Run(ctx, env)
+	err := rc.Run(ctx, env)
+	return rc.ran, err
 }
 
 // supersede has run write a new tape beside -o, then puts it in -o's
-// place, the old tape kept beside it under a name that says so; when the
-// new tape does not read whole, -o stays as it was.
-func (c *RecordCmd) supersede(ctx context.Context, env *Env, run func(tmp string) error) error {
+// place, the old tape kept beside it under a name that says so. -o stays
+// as it was when the new tape does not read whole; when nothing was new
+// (--record-mode new, every call answered from -o: the new tape is
+// removed); and when the new run failed where the recorded one had not
+// (an upstream that is down, an agent that now crashes: the new tape is
+// kept beside it as NAME.failed-TIME.jbx), so that a failed recording
+// never becomes the test that passes from then on.
+func (c *RecordCmd) supersede(ctx context.Context, env *Env, run func(tmp string) (*engine.Result, error)) error {
 	stamp := time.Now().Format("20060102-150405.000")
 	base := strings.TrimSuffix(c.Output, ".jbx")
 	tmp := base + ".new-" + stamp + ".jbx"
-	runErr := run(tmp)
+	res, runErr := run(tmp)
 	t, err := tapefmt.Open(tmp)
 	if err != nil {
 		os.Remove(tmp)
-		return errors.Join(runErr, fmt.Errorf("--record-mode %s: the new tape did not read back (%v); %s is as it was", c.RecordMode, err, c.Output))
+		return alongside(env, runErr, fmt.Errorf("--record-mode %s: the new tape did not read back (%v); %s is as it was", c.RecordMode, err, c.Output))
 	}
 	t.Close()
+	if c.RecordMode == "new" && runErr == nil && res != nil && res.LiveCalls() == 0 {
+		os.Remove(tmp)
+		fmt.Fprintf(env.Stderr, "jukebox: %s holds every call the run made: nothing new to record (--record-mode new); it is as it was\n", c.Output)
+		return nil
+	}
+	if why := failedAnew(runErr, res, c.Output); why != "" {
+		failed := base + ".failed-" + stamp + ".jbx"
+		if err := os.Rename(tmp, failed); err != nil {
+			failed = tmp
+		}
+		return alongside(env, runErr, fmt.Errorf("--record-mode %s: the new recording failed (%s), and %s is as it was; the failed recording is %s",
+			c.RecordMode, why, c.Output, filepath.Base(failed)))
+	}
 	old := base + ".superseded-" + stamp + ".jbx"
 	if err := os.Rename(c.Output, old); err != nil {
 		return errors.Join(runErr, err)
@@ -105,4 +128,50 @@ func (c *RecordCmd) supersede(ctx context.Context, env *Env, run func(tmp string
 	fmt.Fprintf(env.Stderr, "jukebox: %s superseded (--record-mode %s): the new recording is %s, the old one %s\n",
 		c.Output, c.RecordMode, c.Output, filepath.Base(old))
 	return runErr
+}
+
+// alongside is the error of a --record-mode run that failed (runErr, its
+// agent's exit code, already said: not printed again) with what became
+// of the tapes (err), which is said either way.
+func alongside(env *Env, runErr, err error) error {
+	if runErr == nil {
+		return withCode(ExitInternal, err)
+	}
+	fmt.Fprintf(env.Stderr, "jukebox: %v\n", err)
+	return runErr
+}
+
+// failedAnew says how a new recording of the tape at path failed where
+// the recorded run had not: its agent ended otherwise than the recorded
+// one did, or a call never reached its upstream; "" when it did not (an
+// agent recorded failing that fails alike is a recording all the same).
+func failedAnew(runErr error, res *engine.Result, path string) string {
+	if runErr == nil && (res == nil || res.LiveFailed == 0) {
+		return ""
+	}
+	if res == nil {
+		return runErr.Error()
+	}
+	if res.LiveFailed > 0 {
+		return fmt.Sprintf("%d calls never reached their upstream: %s", res.LiveFailed, res.LiveError)
+	}
+	was, err := recordedEnd(path)
+	if err == nil && was.ExitCode == res.End.ExitCode && was.Signal == res.End.Signal {
+		return ""
+	}
+	return "the agent ended with " + engine.EndText(res.End)
+}
+
+// recordedEnd is the run.end of the tape at path.
+func recordedEnd(path string) (tapefmt.RunEnd, error) {
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		return tapefmt.RunEnd{}, err
+	}
+	defer t.Close()
+	s, err := timeline.Summarize(path, t)
+	if err != nil || s.Exit == nil {
+		return tapefmt.RunEnd{}, errors.Join(err, errors.New("the tape holds no end of its run"))
+	}
+	return *s.Exit, nil
 }

@@ -35,7 +35,8 @@ type ReplayCmd struct {
 	storeFlags
 	JSON bool `help:"After the run, print the result as JSON on stdout (the agent's own stdout then goes to stderr)."`
 
-	recordMode string // record --record-mode's, written on the tape (-o)
+	recordMode string         // record --record-mode's, written on the tape (-o)
+	ran        *engine.Result // the run's result, once Run has one (record --record-mode new reads it)
 }
 
 // Validate checks flags before anything starts.
@@ -119,6 +120,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{Remote: env.remote(),
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, Repeat: c.Repeat,
 		Rules: rules, Live: c.OnDivergence == "live", Upstreams: c.Upstream, LiveHosts: hosts})
+	c.ran = res
 	c.remember(c.RememberRules, c.Tape, err, env.Stderr)
 	err = dirHint(err, commandArgs(c.Cmd), c.Dir, rec)
 	if res != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -29,7 +30,7 @@ type TestCmd struct {
 // testResult is one tape's outcome (--json's tapes[]).
 type testResult struct {
 	Tape    string  `json:"tape"`
-	Verdict string  `json:"verdict"` // pass, skipped, unreadable, diverged, differs, error, timeout
+	Verdict string  `json:"verdict"` // pass, skipped, unreadable, diverged, differs, error, timeout, interrupted
 	Code    int     `json:"exit_code"`
 	Where   string  `json:"first_divergence,omitempty"`
 	Seconds float64 `json:"seconds"`
@@ -44,7 +45,10 @@ type testSummary struct {
 	Passed  int          `json:"passed"`
 	Failed  int          `json:"failed"`
 	Skipped int          `json:"skipped"`
-	Exit    int          `json:"exit_code"`
+	// Interrupted counts the tapes an interrupt (Ctrl-C) stopped or kept
+	// from running: neither passed nor failed.
+	Interrupted int `json:"interrupted,omitempty"`
+	Exit        int `json:"exit_code"`
 }
 
 // Validate checks flags before anything starts.
@@ -72,6 +76,13 @@ func (c *TestCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if c.JUnit != "" {
+		// Before the tapes run: a report that cannot be written lost
+		// their results after they all had.
+		if err := writable(c.JUnit); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--junit %s: %w", c.JUnit, err))
+		}
+	}
 	progress := env.Stdout
 	if c.JSON {
 		progress = env.Stderr
@@ -79,20 +90,48 @@ func (c *TestCmd) Run(ctx context.Context, env *Env) error {
 	start := time.Now()
 	results := c.runAll(ctx, self, tapes, progress)
 	sum := summarise(results)
-	if c.JUnit != "" {
-		if err := writeJUnit(c.JUnit, results, time.Since(start)); err != nil {
-			return fmt.Errorf("--junit %s: %w", c.JUnit, err)
-		}
-	}
 	if c.JSON {
 		writeJSON(env.Stdout, sum)
 	} else {
 		printTestTable(env.Stdout, sum, time.Since(start))
 	}
-	if sum.Exit != ExitOK {
-		return withCode(sum.Exit, fmt.Errorf("test: %d of %d tapes failed", sum.Failed, len(results)))
+	var junitErr error
+	switch {
+	case c.JUnit != "" && sum.Interrupted > 0:
+		// A suite cut short is no report: the tapes it stopped are not
+		// failures, and those it never ran are not there.
+		fmt.Fprintf(env.Stderr, "jukebox: test: --junit %s not written: the run was interrupted\n", c.JUnit)
+	case c.JUnit != "":
+		if err := writeJUnit(c.JUnit, results, time.Since(start)); err != nil {
+			junitErr = fmt.Errorf("--junit %s: %w", c.JUnit, err)
+		}
 	}
-	return nil
+	switch {
+	case sum.Interrupted > 0:
+		return withCode(ExitInterrupted, fmt.Errorf("test: interrupted: %d of %d tapes stopped or not run (%d passed, %d failed)",
+			sum.Interrupted, len(results), sum.Passed, sum.Failed))
+	case sum.Exit != ExitOK:
+		return withCode(sum.Exit, errors.Join(fmt.Errorf("test: %d of %d tapes failed", sum.Failed, len(results)), junitErr))
+	}
+	return junitErr
+}
+
+// writable checks that a file can be written at path, its folder made
+// when missing, without touching a file that is there.
+func writable(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return errors.New("is a folder")
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".jukebox-junit-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // runAll replays the tapes, c.Jobs at a time, telling progress each as it
@@ -137,6 +176,9 @@ func summarise(results []testResult) testSummary {
 		case "skipped":
 			s.Skipped++
 			continue
+		case "interrupted":
+			s.Interrupted++
+			continue
 		}
 		s.Failed++
 		worst[r.Code] = true
@@ -174,6 +216,9 @@ func printProgress(w io.Writer, r testResult) {
 	case "skipped":
 		fmt.Fprintf(w, "skip  %s: %s\n", r.Tape, r.Where)
 		return
+	case "interrupted":
+		fmt.Fprintf(w, "stop  %s (%.1fs): %s\n", r.Tape, r.Seconds, r.Where)
+		return
 	}
 	fmt.Fprintf(w, "FAIL  %s (%.1fs): %s: %s\n", r.Tape, r.Seconds, r.Verdict, r.Where)
 }
@@ -193,9 +238,12 @@ func printTestTable(w io.Writer, s testSummary, took time.Duration) {
 	if s.Skipped > 0 {
 		skipped = fmt.Sprintf(", %d skipped (not jukebox test's to replay; each line says why)", s.Skipped)
 	}
+	if s.Interrupted > 0 {
+		skipped += fmt.Sprintf(", %d stopped or not run (interrupted)", s.Interrupted)
+	}
 	fmt.Fprintf(w, "%d passed, %d failed%s, in %.1fs\n", s.Passed, s.Failed, skipped, took.Seconds())
 	for _, r := range s.Tapes {
-		if r.Verdict != "pass" && r.Verdict != "skipped" && r.Output != "" {
+		if r.Verdict != "pass" && r.Verdict != "skipped" && r.Verdict != "interrupted" && r.Output != "" {
 			fmt.Fprintf(w, "\n--- %s (%s):\n%s\n", r.Tape, r.Verdict, strings.TrimRight(r.Output, "\n"))
 		}
 	}

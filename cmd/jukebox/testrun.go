@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -103,11 +104,15 @@ func readTestConfig(dir string) (*testConfig, error) {
 	return &c, nil
 }
 
+// recordModeTape matches the names of the tapes --record-mode new or all
+// keeps beside a tape (NAME.superseded-TIME.jbx, NAME.failed-TIME.jbx) or
+// is writing (NAME.new-TIME.jbx): by their time stamp too, so that a tape
+// of the user's named release.new-model.jbx is not taken for one.
+var recordModeTape = regexp.MustCompile(`\.(superseded|failed|new)-[0-9]{8}-[0-9]{6}\.[0-9]{3}\.jbx$`)
+
 // supersededTape says whether a tape's file name is one --record-mode new
-// or all kept beside the tape that superseded it (or is writing).
-func supersededTape(name string) bool {
-	return strings.Contains(name, ".superseded-") || strings.Contains(name, ".new-")
-}
+// or all keeps beside a tape, or is writing.
+func supersededTape(name string) bool { return recordModeTape.MatchString(name) }
 
 // tapesUnder lists the *.jbx files under dir, but superseded ones and
 // bisect's probes (probeTape).
@@ -135,6 +140,18 @@ func (c *TestCmd) runOne(ctx context.Context, self, tape string, configs *testCo
 	r.Tape = tape
 	start := time.Now()
 	defer func() { r.Seconds = time.Since(start).Seconds() }()
+	interrupted := ctx.Err // the test's, before the tape's --timeout is added
+	if interrupted() != nil {
+		r.Verdict, r.Code, r.Where = "interrupted", ExitInterrupted, "not run: the test was interrupted"
+		return r
+	}
+	defer func() {
+		// An interrupt (Ctrl-C) stops the replays it finds running: what
+		// they then report is not their tape's verdict.
+		if interrupted() != nil && r.Verdict != "pass" && r.Verdict != "skipped" {
+			r.Verdict, r.Code, r.Where, r.Output = "interrupted", ExitInterrupted, "stopped by an interrupt", ""
+		}
+	}()
 	args, dir, err := c.replayArgs(tape, configs)
 	var skip *skipError
 	if errors.As(err, &skip) {
@@ -161,6 +178,15 @@ func (c *TestCmd) runOne(ctx context.Context, self, tape string, configs *testCo
 	runErr := cmd.Run()
 	code := cmd.ProcessState.ExitCode()
 	r.Verdict, r.Code = verdictOf(code)
+	if c.RecordMode == "new" || c.RecordMode == "all" {
+		// A recording's exit code is its agent's: 3, 5 or 6 are not
+		// jukebox's verdicts there. It passed when the run ended as the
+		// recorded one did (the tape is the new one then, else the old).
+		r.Verdict, r.Code = verdictOf(ExitInternal)
+		if code == ExitOK || recordedAlike(code, stdout.Bytes(), tape) {
+			r.Verdict, r.Code = verdictOf(ExitOK)
+		}
+	}
 	if r.Verdict == "pass" || reproducedEnd(code, stdout.Bytes()) {
 		r.Verdict, r.Code = verdictOf(ExitOK)
 		return r
@@ -253,6 +279,11 @@ func (c *TestCmd) replayArgs(tape string, configs *testConfigs) (args []string, 
 	if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
 		return nil, "", fmt.Errorf("the folder the tape was recorded in (%q) is not here: give \"dir\" in a %s beside the tape", dir, testConfigFile)
 	}
+	// The replay runs in dir and is given --dir dir: relative, it was
+	// taken from dir again.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, "", err
+	}
 	abs, err := filepath.Abs(tape)
 	if err != nil {
 		return nil, "", err
@@ -304,6 +335,19 @@ func reproducedEnd(code int, stdout []byte) bool {
 		return false
 	}
 	return code == res.End.ExitCode || (code == ExitInterrupted && res.Interrupted != nil)
+}
+
+// recordedAlike says whether a --record-mode run that exited code (not
+// 0) ended, by its --json result, as the tape now at path (the new one
+// when it superseded the old) recorded, with every call reaching its
+// upstream: an agent recorded failing that failed alike.
+func recordedAlike(code int, stdout []byte, path string) bool {
+	var res engine.Result
+	if code <= 0 || json.Unmarshal(stdout, &res) != nil || res.LiveFailed > 0 {
+		return false
+	}
+	end, err := recordedEnd(path)
+	return err == nil && end.ExitCode == res.End.ExitCode && end.Signal == res.End.Signal
 }
 
 // whereItFailed says in one line where a replay failed: its divergence
