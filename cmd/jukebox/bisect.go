@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -25,7 +26,9 @@ type BisectCmd struct {
 	Upstream         upstreams `placeholder:"NAME=URL" help:"With --check: where the forks' live calls go, as in fork."`
 	Runs             int       `default:"1" placeholder:"N" help:"With --check: fork each probe N times and take the majority (model answers vary); a tie is bad."`
 	MaxCost          float64   `name:"max-cost" placeholder:"USD" help:"With --check: stop once the forks' live calls have cost this much, over the whole bisect (exit 7, naming what is known so far); each fork gets what is left as its own --max-cost."`
+	UnknownModelRate *float64  `placeholder:"USD" help:"With --check and --max-cost: the price of a model that has no price, in dollars per million tokens, as fork takes it; without it such a model stops the bisect."`
 	NoBooth          bool      `help:"With --check: fork outside the Shadow Booth (each fork runs in its own copy of the run's folder either way)."`
+	Fresh            bool      `help:"With --check: fork every probe again, forgetting the verdicts remembered beside the tape (NAME.jbx.d/bisect.json) for this change and check: when the agent's code or what the check reads changed since."`
 	KeepWorkspaces   bool      `help:"With --check: keep each fork's folder (named on stderr) instead of removing it after the check."`
 	Good             string    `type:"tape" placeholder:"TAPE" help:"A run that went right (with --bad)."`
 	Bad              string    `type:"tape" placeholder:"TAPE" help:"A run that went wrong: bisect names the first step where its decisions (tool chosen, arguments, final answer) differ from --good's."`
@@ -46,6 +49,8 @@ func (c *BisectCmd) Validate() error {
 			return fmt.Errorf("--runs %d: %w", c.Runs, errBisectRuns)
 		case c.MaxCost < 0 || c.MaxCost != c.MaxCost || c.MaxCost > 1e12:
 			return fmt.Errorf("--max-cost %v: want a finite amount of dollars, above 0", c.MaxCost)
+		case c.UnknownModelRate != nil && !breaker.Finite(*c.UnknownModelRate):
+			return fmt.Errorf("--unknown-model-rate %v: a limit must be a finite number above 0", *c.UnknownModelRate)
 		}
 		_, err := c.changeArgs()
 		return err

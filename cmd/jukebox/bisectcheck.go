@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,6 +95,9 @@ func (c *BisectCmd) runCheck(ctx context.Context, env *Env) error {
 	}
 	if state.Probes == nil {
 		state.Probes = map[string]timeline.BisectVerdict{}
+	}
+	if c.Fresh { // this change and check's alone
+		maps.DeleteFunc(state.Probes, func(k string, _ timeline.BisectVerdict) bool { return strings.HasSuffix(k, "|"+key) })
 	}
 	rep := bisectCheckReport{Tape: c.Tape, Calls: len(frames), Change: change, Check: c.Check, Runs: c.Runs}
 	made := 0
@@ -186,7 +190,10 @@ func bisectBracket(probes []bisectProbe, calls int) [2]int {
 func (c *BisectCmd) printCheck(w io.Writer, rep bisectCheckReport) {
 	for _, p := range rep.Probes {
 		verdict := "bad"
-		if p.Good {
+		switch {
+		case len(p.Verdicts) == 0:
+			verdict = "stopped before a verdict"
+		case p.Good:
 			verdict = "good"
 		}
 		votes := ""
@@ -202,7 +209,7 @@ func (c *BisectCmd) printCheck(w io.Writer, rep bisectCheckReport) {
 	f := rep.Found
 	switch {
 	case f == nil:
-		fmt.Fprintf(w, "stopped: %s; so far the change rescues the run at model call %d and not at %d\n", rep.Stopped, rep.Bracket[0], rep.Bracket[1])
+		fmt.Fprintf(w, "stopped: %s; %s\n", rep.Stopped, bracketText(rep.Bracket, rep.Calls))
 	case f.Call < 0:
 		fmt.Fprintf(w, "no point of no return found: forked with the change at its first model call (frame %d), the run still fails the check\n", rep.Probes[len(rep.Probes)-1].Frame)
 	case f.Call == rep.Calls-1:
@@ -212,6 +219,20 @@ func (c *BisectCmd) printCheck(w io.Writer, rep bisectCheckReport) {
 			f.Call, f.Frame, f.Step, f.Call+1)
 	}
 	fmt.Fprintf(w, "%d probes, %d forks made now, live cost %s\n", len(rep.Probes), len(rep.ProbeTape), breaker.USD(rep.CostUSD))
+}
+
+// bracketText says what a stopped bisect knows (bisectBracket).
+func bracketText(b [2]int, calls int) string {
+	switch lo, hi := b[0], b[1]; {
+	case lo < 0 && hi >= calls:
+		return "no probe was decided: nothing is known yet"
+	case lo < 0:
+		return fmt.Sprintf("so far the change does not rescue the run at model call %d, and no call is known where it does", hi)
+	case hi >= calls:
+		return fmt.Sprintf("so far the change rescues the run at model call %d, and no later call is known where it does not", lo)
+	default:
+		return fmt.Sprintf("so far the change rescues the run at model call %d and not at %d", lo, hi)
+	}
 }
 
 func votesText(vs []bool) string {
@@ -322,14 +343,18 @@ func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart
 	if c.MaxCost > 0 {
 		args = append(args, "--max-cost", strconv.FormatFloat(max(budget, 0), 'g', -1, 64))
 	}
+	if c.UnknownModelRate != nil {
+		args = append(args, "--unknown-model-rate", strconv.FormatFloat(*c.UnknownModelRate, 'g', -1, 64))
+	}
 	fork := exec.CommandContext(ctx, self, args...)
 	var out, logs bytes.Buffer
 	fork.Stdout, fork.Stderr = &out, &logs
 	fork.Dir = ws
 	ferr := fork.Run()
 	var rows []struct {
-		Tape string         `json:"tape"`
-		End  tapefmt.RunEnd `json:"end"`
+		Tape    string               `json:"tape"`
+		End     tapefmt.RunEnd       `json:"end"`
+		Breaker *tapefmt.BreakerTrip `json:"breaker"`
 	}
 	if json.Unmarshal(out.Bytes(), &rows) != nil || len(rows) != 1 || rows[0].Tape == "" {
 		return timeline.BisectVerdict{}, fmt.Errorf("jukebox fork at frame %d: %v\n%s", frame, ferr, lastLines(logs.String(), 12))
@@ -337,6 +362,12 @@ func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart
 	v := timeline.BisectVerdict{Tape: rows[0].Tape, Exit: rows[0].End.ExitCode}
 	var fe *exec.ExitError
 	tripped := errors.As(ferr, &fe) && fe.ExitCode() == ExitTripped
+	if b := rows[0].Breaker; tripped && b != nil && b.Rule != breaker.RuleCost {
+		// Not the cap: a fork stopped so says nothing of the change, and
+		// the bisect cannot go on (a model without a price is the
+		// usual one: --unknown-model-rate, or --prices).
+		return v, fmt.Errorf("the fork at frame %d tripped the circuit breaker (%s): %s", frame, b.Rule, b.Reason)
+	}
 	pt, err := tapefmt.Open(v.Tape)
 	if err != nil {
 		return v, err

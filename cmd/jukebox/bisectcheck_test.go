@@ -96,6 +96,13 @@ func TestBisectCheckFindsThePointOfNoReturn(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &again); err != nil || code != 0 || again.Found == nil || again.Found.Call != 5 || len(again.ProbeTape) != 0 {
 		t.Errorf("a second bisect: exit %d, found %+v, %d forks made; want call 5 and none\n%s", code, again.Found, len(again.ProbeTape), errs)
 	}
+	// --fresh forks them again (there was no way but removing
+	// bisect.json when the agent or the check had changed).
+	out, errs, code = jbIn(dir, nil, append(args, "--fresh")...)
+	var fresh bisectCheckReport
+	if err := json.Unmarshal([]byte(out), &fresh); err != nil || code != 0 || len(fresh.ProbeTape) != len(rep.Probes) {
+		t.Errorf("bisect --fresh: exit %d, %d forks made; want %d\n%s", code, len(fresh.ProbeTape), len(rep.Probes), errs)
+	}
 	// The text report names the point of no return and the step.
 	text, _, _ := jbIn(dir, nil, args[:len(args)-1]...)
 	if !strings.Contains(text, "point of no return: after model call 5 (frame") || !strings.Contains(text, "step 6)") {
@@ -159,6 +166,26 @@ func TestBisectCheckRunsAndCap(t *testing.T) {
 		"--no-booth", "--upstream", "openai="+url, "--max-cost", "0.05")
 	if code != ExitTripped || !strings.Contains(errs, "cost cap") {
 		t.Errorf("bisect --max-cost: exit %d, want %d naming the cap\n%s", code, ExitTripped, errs)
+	}
+	// A model that has no price under --max-cost: it stopped as "the cost
+	// cap of $0.0100 is spent ($0.0000)", its undecided probe printed as
+	// bad and the bracket as "rescues at -1 and not at 4". The fork's
+	// reason is named, and --unknown-model-rate prices it.
+	out, errs, code = jbIn(dir, nil, "bisect", tape, "--check", check+" && :", "--model", "unpriced-9",
+		"--no-booth", "--upstream", "openai="+url, "--max-cost", "0.01")
+	if code == ExitOK || code == ExitTripped || !strings.Contains(errs, "unknown-model") || strings.Contains(out+errs, "cost cap") {
+		t.Errorf("bisect --max-cost of a model without a price: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = jbIn(dir, nil, "bisect", tape, "--check", check+" && :", "--model", "unpriced-9",
+		"--no-booth", "--upstream", "openai="+url, "--max-cost", "0.01", "--unknown-model-rate", "0.5")
+	if code != ExitOK || !strings.Contains(out, "point of no return") {
+		t.Errorf("bisect --unknown-model-rate: exit %d\n%s%s", code, out, errs)
+	}
+	var text strings.Builder
+	(&BisectCmd{}).printCheck(&text, bisectCheckReport{Calls: 4, Stopped: "the cost cap of $0.05 is spent ($0.06)",
+		Probes: []bisectProbe{{Call: 2}}, Bracket: [2]int{-1, 4}})
+	if s := text.String(); !strings.Contains(s, "model call 2 (frame 0, step 3): stopped before a verdict") || !strings.Contains(s, "nothing is known yet") {
+		t.Errorf("a bisect stopped at its first probe:\n%s", s)
 	}
 	for _, bad := range [][]string{
 		{"bisect", tape, "--model", "good"},

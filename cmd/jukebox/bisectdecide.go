@@ -41,16 +41,22 @@ type bisectDifference struct {
 }
 
 // tapeDecisions reads the decisions of every answered model call on t, in
-// frame order.
+// the order of the answers, each named by its llm.request frame (the one
+// bisect --check names, and jukebox fork --frame forks at).
 func tapeDecisions(t *tapefmt.Tape) ([]bisectDecision, error) {
 	var out []bisectDecision
-	for f, err := range t.Frames(tapefmt.KindLLMResponse) {
+	asked := map[uint64]uint64{} // a call's llm.request frame
+	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse) {
 		if err != nil {
 			return nil, err
 		}
 		p, err := f.Decode()
 		if err != nil {
 			return nil, err
+		}
+		if req, ok := p.(*tapefmt.LLMRequest); ok {
+			asked[req.Call] = f.Seq
+			continue
 		}
 		resp := p.(*tapefmt.LLMResponse)
 		var body []byte
@@ -61,6 +67,9 @@ func tapeDecisions(t *tapefmt.Tape) ([]bisectDecision, error) {
 		}
 		text, uses := llmwire.ResponseAnswer(llmwire.DecodeBody(resp.Header, body).Text)
 		d := bisectDecision{Call: resp.Call, Frame: f.Seq}
+		if seq, ok := asked[resp.Call]; ok {
+			d.Frame = seq
+		}
 		for _, u := range uses {
 			d.Tools = append(d.Tools, bisectTool{Name: u.Name, Args: canonicalArgs(u.Args)})
 		}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // TestBisectFirstDifference: two runs are compared by their decisions:
@@ -56,6 +58,18 @@ func TestBisectTapeDecisions(t *testing.T) {
 	}
 	if d := firstDifference(ds, ds); d != nil {
 		t.Errorf("a run differs from itself: %+v", d)
+	}
+	// Each decision is named by its call's llm.request frame, as bisect
+	// --check names a call (and fork --frame forks at it): the
+	// llm.response frame named the call after it to fork.
+	for _, d := range ds {
+		f, err := tp.Frame(int(d.Frame))
+		must(t, err)
+		p, err := f.Decode()
+		must(t, err)
+		if req, ok := p.(*tapefmt.LLMRequest); !ok || req.Call != d.Call {
+			t.Errorf("call %d is named by frame %d, a %s", d.Call, d.Frame, f.Kind)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/jukebox-os/jukebox/internal/kong"
 
@@ -24,7 +25,7 @@ var version = "0.2.0-dev"
 type Globals struct {
 	Version       kong.VersionFlag `help:"Print the version and exit."`
 	Prices        string           `type:"existingfile" env:"JUKEBOX_PRICES" placeholder:"FILE" help:"Model prices in LiteLLM's format (model_prices_and_context_window.json, dollars per token): its models override or extend the built-in table for every cost jukebox shows or limits."`
-	PricesReplace bool             `help:"With --prices: use the file's models alone, not the built-in table as well."`
+	PricesReplace bool             `env:"JUKEBOX_PRICES_REPLACE" help:"With --prices: use the file's models alone, not the built-in table as well."`
 	NoCache       bool             `env:"JUKEBOX_NO_CACHE" help:"Keep nothing of a tape named by a store URL in the cache (JUKEBOX_CACHE_DIR, else the user's cache folder): what is read stays in memory, and a tape fetched whole (replay, fork, pack) goes to a temporary folder removed when the command ends. Compiled WASI tools (booth exec) stay in memory too, and the roots of the run's CA bundle are read again (docs/recording.md)."`
 }
 
@@ -38,6 +39,14 @@ func (g *Globals) AfterApply() error {
 	}
 	if err := prices.Load(g.Prices, g.PricesReplace); err != nil {
 		return fmt.Errorf("--prices %w", err)
+	}
+	// The jukebox processes a command starts (bisect's forks, test's
+	// replays, an agent's jukebox mcp) price alike.
+	if abs, err := filepath.Abs(g.Prices); err == nil {
+		os.Setenv("JUKEBOX_PRICES", abs)
+	}
+	if g.PricesReplace {
+		os.Setenv("JUKEBOX_PRICES_REPLACE", "1")
 	}
 	return nil
 }
@@ -163,7 +172,7 @@ func parseAndRun(parser *kong.Kong, args []string, env *Env) (code int) {
 	}()
 	ctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "jukebox: %v\n", err)
+		fmt.Fprintf(env.Stderr, "jukebox: %v\n", inFlagWords(err))
 		usageHint(env.Stderr, err)
 		return ExitUsage
 	}
