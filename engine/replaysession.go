@@ -180,6 +180,9 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	} else if ok {
 		same := end.ExitCode == res.End.ExitCode && end.Signal == res.End.Signal
 		res.ExitSame = &same
+		if !same {
+			res.RecordedEnd = &end
+		}
 	}
 	return res, err
 }

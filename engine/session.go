@@ -165,6 +165,8 @@ type Result struct {
 	// ExitSame is absent when the recording has no end).
 	OutputSame *bool `json:"output_same,omitempty"`
 	ExitSame   *bool `json:"exit_same,omitempty"`
+	// RecordedEnd is how the recorded run ended, when ExitSame is false.
+	RecordedEnd *tapefmt.RunEnd `json:"recorded_end,omitempty"`
 	// OutputNotRecorded: the recording has no output to compare with,
 	// OutputSame is absent (its process was not one jukebox started:
 	// RunStart.External).

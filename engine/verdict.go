@@ -29,7 +29,11 @@ func (r *Result) NotReproduced() string {
 		why = append(why, "stdout differs"+r.OutputDiff.Text())
 	}
 	if r.ExitSame != nil && !*r.ExitSame {
-		why = append(why, "the agent ended otherwise ("+EndText(r.End)+")")
+		was := ""
+		if r.RecordedEnd != nil {
+			was = ", recorded " + EndText(*r.RecordedEnd)
+		}
+		why = append(why, "the agent ended otherwise ("+EndText(r.End)+was+")")
 	}
 	return strings.Join(why, "; ")
 }

@@ -217,7 +217,7 @@ func replayLine(res *engine.Result) string {
 		s += fmt.Sprintf(", %d SDK telemetry requests answered locally", res.AnsweredLocally)
 	}
 	if res.Repeated > 0 {
-		s += fmt.Sprintf(", %d answers served again (--repeat)", res.Repeated)
+		s += fmt.Sprintf(", %s served again (--repeat)", termtext.Count(res.Repeated, "answer", "answers"))
 	}
 	if res.Interrupted != nil {
 		s += fmt.Sprintf(", the agent interrupted (SIGINT) at call #%d, where the recording was", *res.Interrupted)

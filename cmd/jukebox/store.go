@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -71,11 +72,15 @@ func checkTapeArg(arg string) error {
 		return nil
 	}
 	st, err := os.Stat(kong.ExpandPath(arg))
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", arg, pe.Err) // not "stat ARG: ..."
+	}
 	if err != nil {
 		return err
 	}
 	if st.IsDir() {
-		return fmt.Errorf("%q exists but is a directory", arg)
+		return fmt.Errorf("%s is a folder, not a tape", arg)
 	}
 	return nil
 }

@@ -24,6 +24,12 @@ var flagWords = []struct {
 // CLI's words. errors.Is and errors.As see through it as before.
 func inFlagWords(err error) error {
 	msg := err.Error()
+	// kong names a tape argument that does not check by its placeholder.
+	for _, p := range []string{"<tape>: ", "<tapes> ...: "} {
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			msg = "tape " + strings.TrimPrefix(rest, "stat ") // kong's existingfile
+		}
+	}
 	for _, w := range flagWords {
 		if errors.Is(err, w.err) {
 			msg = strings.ReplaceAll(msg, w.err.Error(), w.words)
