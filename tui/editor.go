@@ -140,7 +140,7 @@ func (f *field) view(st Styles, w, h int, focused bool) []string {
 		if focused && i == f.row {
 			r := []rune(l)
 			c := min(f.col, len(r))
-			start := max(0, c-w+2) // keep the cursor in view
+			start := max(0, c-max(w, 2)+2) // keep the cursor in view (a screen narrower than 2: at it)
 			vis := r[start:]
 			c -= start
 			cur := " "
