@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -26,10 +27,18 @@ func Pack(forkPath, parentPath, out string, remote tapefmt.RemoteOpener) (frames
 	if start.Parent == nil || start.Parent.Packed {
 		return 0, fmt.Errorf("%s is not a fork, or is packed already: it has nothing to pack", forkPath)
 	}
-	if parentPath == "" {
+	named := parentPath == ""
+	if named {
 		parentPath = start.Parent.Path
 	}
 	parent, err := tapefmt.OpenWith(parentPath, remote)
+	if beside := filepath.Join(filepath.Dir(forkPath), filepath.Base(parentPath)); err != nil && named && !tapefmt.IsRemote(parentPath) && beside != parentPath {
+		// Moved with its fork (the path is where the parent was, a
+		// hint; before it was absolute, relative to where jukebox ran).
+		if p, berr := tapefmt.OpenWith(beside, remote); berr == nil {
+			parent, parentPath, err = p, beside, nil
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("the parent named by %s: %w", forkPath, err)
 	}
@@ -43,6 +52,19 @@ func Pack(forkPath, parentPath, out string, remote tapefmt.RemoteOpener) (frames
 		return err
 	})
 	return frames, err
+}
+
+// parentPath is the path a fork or a replay's tape names its parent by:
+// absolute for a file, so that it names it from any folder; a store's
+// URL as it is.
+func parentPath(p string) string {
+	if tapefmt.IsRemote(p) {
+		return p
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 func packFrames(w *tapefmt.Writer, parent, fork *tapefmt.Tape, start tapefmt.RunStart) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/themes"
+	"github.com/jukebox-os/jukebox/timeline"
 	"github.com/jukebox-os/jukebox/tui"
 )
 
@@ -132,10 +133,13 @@ func (c *PlayCmd) loadKeys() error {
 }
 
 // prepareFork completes a fork started from the turntable as `jukebox fork`
-// would: a tape in ./tapes, the parent's working directory, and the booth
-// (rolled back at the end) unless --no-booth; where the booth cannot run,
-// the fork is refused with the reason, shown in the fork form. Nothing
-// may print: the screen belongs to the turntable.
+// would: the run's name (the form's, else the parent's), the parent's
+// working directory, and the booth (rolled back at the end) unless
+// --no-booth; where the booth cannot run, the fork is refused with the
+// reason, shown in the fork form. The tape goes beside the parent, where
+// the fork list (b) finds it again (the turntable names it), but for a
+// store's tape, or one in a folder jukebox cannot write: in ./tapes.
+// Nothing may print: the screen belongs to the turntable.
 func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
 	if !c.NoBooth {
 		if err := boothUnavailable("restart with jukebox play --no-booth to fork outside it"); err != nil {
@@ -147,13 +151,20 @@ func (c *PlayCmd) prepareFork(fo *engine.ForkOptions) error {
 		return err
 	}
 	name := tapeName(start)
-	if fo.Tape, err = tapePath("", name+"-fork"); err != nil {
-		return err
+	if fo.Name == "" {
+		fo.Name = name
+	} else {
+		name = fo.Name // the form's: NAME-fork... in ./tapes too
 	}
-	if abs, err := filepath.Abs(fo.Tape); err == nil {
-		fo.Tape = abs
+	if timeline.IsRemote(fo.Parent) || writable(filepath.Join(filepath.Dir(fo.Parent), "fork.jbx")) != nil {
+		if fo.Tape, err = tapePath("", name+"-fork"); err != nil {
+			return err
+		}
+		if abs, err := filepath.Abs(fo.Tape); err == nil {
+			fo.Tape = abs
+		}
 	}
-	fo.Name, fo.Version, fo.AutoName, fo.QuietSDKs = name, version, true, true
+	fo.Version, fo.AutoName, fo.QuietSDKs = version, true, true
 	if st, err := os.Stat(start.Cwd); err == nil && st.IsDir() {
 		fo.Dir = start.Cwd
 	}
