@@ -25,6 +25,7 @@ type ShowCmd struct {
 	Blobs bool                           `help:"Also print the blobs each frame names (request and response bodies, file contents), the first MiB of each."`
 	Full  bool                           `help:"With --blobs, print every blob whole, however large."`
 	reqs  map[uint64]*tapefmt.LLMRequest // the requests printed so far, by call
+	read  bool                           // reqs holds every request of the tape
 }
 
 // frameJSON is the --json shape of one frame.
@@ -172,11 +173,12 @@ func (c *ShowCmd) usage(t *tapefmt.Tape, p tapefmt.Payload) string {
 		if p.Usage.Total() > 0 || p.Error != "" {
 			return ""
 		}
-		u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(c.reqs[p.Call], t.Blob) })
+		req := c.request(t, p.Call)
+		u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(req, t.Blob) })
 		if u.Usage.Total() == 0 {
 			return ""
 		}
-		if u.Estimated && c.reqs[p.Call] == nil { // its request was not printed (--kind, --frame): the input is not counted
+		if u.Estimated && req == nil { // its request is not on the tape (cut off): the input is not counted
 			return fmt.Sprintf(" ?→~%d tok (no usage reported: counted)", u.Usage.Output)
 		}
 		s := fmt.Sprintf(" %s%d→%s%d tok", u.Mark(), u.Usage.Input, u.Mark(), u.Usage.Output)
@@ -189,6 +191,31 @@ func (c *ShowCmd) usage(t *tapefmt.Tape, p tapefmt.Payload) string {
 		return s
 	}
 	return ""
+}
+
+// request is a call's request: the one printed, else, where it was not
+// (--kind, --frame), read from the tape, every request at once, so that
+// a response is counted and priced alike whatever show prints. Nil when
+// the tape does not hold it.
+func (c *ShowCmd) request(t *tapefmt.Tape, call uint64) *tapefmt.LLMRequest {
+	if r := c.reqs[call]; r != nil || c.read {
+		return r
+	}
+	c.read = true
+	if c.reqs == nil {
+		c.reqs = map[uint64]*tapefmt.LLMRequest{}
+	}
+	for f, err := range t.Frames(tapefmt.KindLLMRequest) {
+		if err != nil {
+			break // the requests before it are kept: show says what does not read
+		}
+		if p, err := f.Decode(); err == nil {
+			if r, ok := p.(*tapefmt.LLMRequest); ok && c.reqs[r.Call] == nil {
+				c.reqs[r.Call] = r
+			}
+		}
+	}
+	return c.reqs[call]
 }
 
 // blobs returns the blobs a payload names, as text (or a note for binary).

@@ -295,6 +295,52 @@ func TestShowKindFilter(t *testing.T) {
 	}
 }
 
+// TestShowPricesAlikeFiltered: an llm.response whose answer reported no
+// usage shows the same counted tokens and price whatever show prints:
+// with --kind llm.response or --frame N its request was not printed, and
+// the line said "?→~6 tok" with no price where show alone said
+// "~20→~6 tok ~$0.00011".
+func TestShowPricesAlikeFiltered(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "usageless.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		req, err := w.PutBlob("request", []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"count the tokens of this question, which is long enough to count"}]}`))
+		if err != nil {
+			return err
+		}
+		resp, err := w.PutBlob("response", []byte(`{"model":"gpt-4o","choices":[{"message":{"role":"assistant","content":"an answer that reports no usage"}}]}`))
+		if err != nil {
+			return err
+		}
+		w.Append(0, tapefmt.LLMRequest{Call: 0, Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: "gpt-4o", Body: req})
+		w.Append(0, tapefmt.LLMResponse{Call: 0, Status: 200, Model: "gpt-4o", Body: resp})
+		_, err = w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	must(t, err)
+	tapetest.Verify(t, path)
+	line := func(out string) string {
+		for l := range strings.Lines(out) {
+			if strings.Contains(l, "llm.response") {
+				return strings.TrimSpace(l)
+			}
+		}
+		t.Fatalf("no llm.response line:\n%s", out)
+		return ""
+	}
+	all, _ := wantCode(t, ExitOK, "show", path)
+	want := line(all)
+	if !strings.Contains(want, "~$") {
+		t.Fatalf("show prices no counted usage: %q", want)
+	}
+	for _, args := range [][]string{{"--kind", "llm.response"}, {"--frame", "2"}} {
+		out, _ := wantCode(t, ExitOK, append([]string{"show", path}, args...)...)
+		if got := line(out); got != want {
+			t.Errorf("show %s: %q, want %q as show alone prints it", strings.Join(args, " "), got, want)
+		}
+	}
+}
+
 func TestShowFrame(t *testing.T) {
 	path := filepath.Join(sampleTapes(t), "agent-run.jbx")
 	out, _ := wantCode(t, ExitOK, "show", "--frame", "3", path)
