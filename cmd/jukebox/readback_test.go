@@ -96,6 +96,52 @@ func TestShowDamagedBlob(t *testing.T) {
 	wantCode(t, ExitOK, "show", path) // without --blobs nothing reads the blob
 }
 
+// TestShowDamagedFrame: a frame whose record does not read (a byte of
+// its payload flipped: its checksum fails) is printed with the documented
+// ERROR at frame N (offset O) line, the frames after it too, and show
+// exits 3; --json carries the error on that frame's line, and --frame N
+// and --kind print it alike. show stopped at the frame with the error on
+// stderr alone.
+func TestShowDamagedFrame(t *testing.T) {
+	path := filepath.Join(sampleTapes(t), "agent-run.jbx")
+	tp := openTape(t, path)
+	n := tp.Len()
+	bad := n / 2
+	f, err := tp.Frame(bad)
+	must(t, err)
+	tp.Close()
+	data, err := os.ReadFile(path)
+	must(t, err)
+	at := bytes.Index(data[f.Offset:], f.Payload)
+	if at < 0 {
+		t.Fatalf("frame %d's payload is not in its record", bad)
+	}
+	data[f.Offset+int64(at+len(f.Payload)/2)] ^= 0x01
+	must(t, os.WriteFile(path, data, 0o644))
+
+	out, errs := wantCode(t, ExitBadTape, "show", path)
+	if !strings.Contains(out, fmt.Sprintf("ERROR at frame %d (offset %d): ", bad, f.Offset)) || !strings.Contains(out, "checksum mismatch") {
+		t.Errorf("show does not print the error at frame %d:\n%s", bad, out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("%6d  ", n-1)) || !strings.Contains(out, "run.end") {
+		t.Errorf("show does not go on after frame %d:\n%s", bad, out)
+	}
+	if !strings.Contains(errs, fmt.Sprintf("frame %d", bad)) || !strings.Contains(errs, "checksum mismatch") {
+		t.Errorf("stderr does not name the frame and the cause: %s", errs)
+	}
+	out, _ = wantCode(t, ExitBadTape, "show", "--json", path)
+	lines := jsonLines(t, out)
+	if len(lines) != n || *lines[bad].Seq != uint64(bad) || !strings.Contains(lines[bad].Error, "checksum mismatch") {
+		t.Errorf("--json printed %d frames of %d, frame %d without its error:\n%s", len(lines), n, bad, out)
+	}
+	for _, args := range [][]string{{"--frame", fmt.Sprint(bad)}, {"--kind", f.Kind.String()}} {
+		out, _ := wantCode(t, ExitBadTape, append([]string{"show", path}, args...)...)
+		if !strings.Contains(out, fmt.Sprintf("ERROR at frame %d (offset %d): ", bad, f.Offset)) {
+			t.Errorf("show %s does not print the error at frame %d:\n%s", strings.Join(args, " "), bad, out)
+		}
+	}
+}
+
 // ls marks a tape that fails the quick check, in text and --json.
 func TestLsDamaged(t *testing.T) {
 	dir := sampleTapes(t)

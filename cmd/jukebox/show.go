@@ -61,23 +61,38 @@ func (c *ShowCmd) Run(env *Env) error {
 		fmt.Fprintf(env.Stderr, "warning: %s\n", recoveryText(rec))
 	}
 	if c.Frame != nil {
-		f, err := t.Frame(*c.Frame)
-		if err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--frame %d: %w", *c.Frame, err))
+		f, rerr := t.Frame(*c.Frame)
+		f, ok := recordUnread(t, *c.Frame, f, rerr)
+		if !ok {
+			return withCode(ExitUsage, fmt.Errorf("--frame %d: %w", *c.Frame, rerr))
 		}
-		return c.print(env.Stdout, t, f, true)
+		return c.print(env.Stdout, t, f, true, rerr)
 	}
 	var kinds []tapefmt.Kind
 	for _, k := range c.Kind {
 		kk, _ := tapefmt.ParseKind(k)
 		kinds = append(kinds, kk)
 	}
+	for _, err := range t.Frames(0) { // loads the frame index: KindAt reads memory
+		if err != nil {
+			return err
+		}
+	}
 	var bad []error
-	for f, err := range t.Frames(kinds...) {
+	for i := range t.Len() {
+		k, _, err := t.KindAt(i)
 		if err != nil {
 			return errors.Join(append(bad, err)...)
 		}
-		if err := c.print(env.Stdout, t, f, false); err != nil {
+		if len(kinds) > 0 && !slices.Contains(kinds, k) {
+			continue
+		}
+		f, rerr := t.Frame(i)
+		f, ok := recordUnread(t, i, f, rerr)
+		if !ok {
+			return errors.Join(append(bad, rerr)...)
+		}
+		if err := c.print(env.Stdout, t, f, false, rerr); err != nil {
 			var ue *unreadableFrame
 			if !errors.As(err, &ue) {
 				return err
@@ -108,8 +123,35 @@ func (e *unreadableFrame) Error() string { return fmt.Sprintf("frame %d: %v", e.
 // Unwrap returns the cause (a *tapefmt.FormatError, say).
 func (e *unreadableFrame) Unwrap() error { return e.err }
 
-func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool) error {
-	p, perr := f.Decode()
+// recordUnread is what show prints of frame i, read as f with err: f
+// when it read, or, when its own record does not read (a flipped byte:
+// its checksum, its header), a stand-in from the index with no payload,
+// printed with the error as a frame whose payload does not decode is.
+// false for any other error (an index that does not read, a frame out of
+// range, a read that failed).
+func recordUnread(t *tapefmt.Tape, i int, f tapefmt.Frame, err error) (tapefmt.Frame, bool) {
+	var fe *tapefmt.FormatError
+	switch {
+	case err == nil:
+		return f, true
+	case !errors.As(err, &fe) || fe.Frame != int64(i):
+		return f, false
+	}
+	k, at, kerr := t.KindAt(i)
+	if kerr != nil {
+		return f, false
+	}
+	return tapefmt.Frame{Seq: uint64(i), Kind: k, Time: at, Stream: f.Stream, Offset: fe.Offset}, true
+}
+
+// print prints frame f; rerr, when its record did not read
+// (recordUnread), is its error.
+func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool, rerr error) error {
+	var p tapefmt.Payload
+	perr := rerr
+	if perr == nil {
+		p, perr = f.Decode()
+	}
 	var blobs map[string]string
 	var berr error
 	if perr == nil {

@@ -225,6 +225,7 @@ type frameLine struct {
 	Time    *float64                   `json:"time"`
 	Payload map[string]json.RawMessage `json:"payload"`
 	Blobs   map[string]string          `json:"blobs"`
+	Error   string                     `json:"error"`
 }
 
 // jsonLines parses show --json output, one object per line.
@@ -238,8 +239,8 @@ func jsonLines(t *testing.T, out string) []frameLine {
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 			t.Fatalf("line is not a JSON object: %v\n%s", err, sc.Text())
 		}
-		if f.Seq == nil || f.Kind == nil || f.Time == nil || f.Payload == nil {
-			t.Fatalf("line lacks seq, kind, time or payload: %s", sc.Text())
+		if f.Seq == nil || f.Kind == nil || f.Time == nil || f.Payload == nil && f.Error == "" {
+			t.Fatalf("line lacks seq, kind, time or payload (null only with an error): %s", sc.Text())
 		}
 		frames = append(frames, f)
 	}
