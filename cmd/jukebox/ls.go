@@ -227,7 +227,13 @@ func summarizeFile(remote tapefmt.RemoteOpener, path string) lsRow {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	if _, err := t.Verify(tapefmt.VerifyOptions{}); err != nil {
+	_, err = t.Verify(tapefmt.VerifyOptions{})
+	if rec := t.Recovered(); rec != nil && !tapefmt.Recording(path) {
+		// Torn (cut short, its footer gone) fails verify --quick, as
+		// damaged; a tape still being recorded is not damaged.
+		err = tornError(rec)
+	}
+	if err != nil {
 		r.Damaged, r.Damage = true, err.Error()
 	}
 	return r

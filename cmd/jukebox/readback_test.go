@@ -142,12 +142,36 @@ func TestShowDamagedFrame(t *testing.T) {
 	}
 }
 
-// ls marks a tape that fails the quick check, in text and --json.
+// ls marks a tape that fails the quick check, in text and --json: the
+// tampered one, and the torn ones, which verify --quick fails too (a
+// tape cut short was listed "(torn)" and not DAMAGED); not one still
+// being recorded, whose footer is yet to come.
 func TestLsDamaged(t *testing.T) {
 	dir := sampleTapes(t)
+	cut := filepath.Join(dir, "cut.jbx")
+	data, err := os.ReadFile(filepath.Join(dir, "agent-run.jbx"))
+	must(t, err)
+	must(t, os.WriteFile(cut, data, 0o644))
+	must(t, os.Truncate(cut, int64(len(data)-100)))
+	wantCode(t, ExitBadTape, "verify", "--quick", cut)
+	damaged := map[string]bool{"tampered.jbx": true, "torn.jbx": true, "cut.jbx": true}
 	out, _ := wantCode(t, ExitOK, "ls", dir)
-	if !strings.Contains(out, "DAMAGED "+filepath.Join(dir, "tampered.jbx")+": ") || strings.Contains(out, "DAMAGED "+filepath.Join(dir, "agent-run.jbx")) {
-		t.Errorf("ls does not mark exactly the tampered tape:\n%s", out)
+	for _, name := range []string{"agent-run.jbx", "sealed.jbx", "tampered.jbx", "torn.jbx", "cut.jbx"} {
+		if got := strings.Contains(out, "DAMAGED "+filepath.Join(dir, name)+": "); got != damaged[name] {
+			t.Errorf("ls marks %s DAMAGED: %v, want %v:\n%s", name, got, damaged[name], out)
+		}
+	}
+	live := filepath.Join(t.TempDir(), "live.jbx")
+	w, err := tapefmt.Create(live, tapefmt.Options{})
+	must(t, err)
+	defer w.Close()
+	w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+	_, err = w.Commit()
+	must(t, err)
+	if tapefmt.Recording(live) { // where the system has the writer's lock
+		if out, _ := wantCode(t, ExitOK, "ls", live); strings.Contains(out, "DAMAGED") {
+			t.Errorf("ls marks a tape still being recorded DAMAGED:\n%s", out)
+		}
 	}
 	out, _ = wantCode(t, ExitOK, "ls", "--json", dir)
 	var rows []struct {
@@ -159,7 +183,7 @@ func TestLsDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if want := filepath.Base(r.Path) == "tampered.jbx"; r.Damaged != want || (r.Damage != "") != want {
+		if want := damaged[filepath.Base(r.Path)]; r.Damaged != want || (r.Damage != "") != want {
 			t.Errorf("%s: damaged %v (%q), want %v", r.Path, r.Damaged, r.Damage, want)
 		}
 	}

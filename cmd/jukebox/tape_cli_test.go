@@ -191,7 +191,9 @@ func TestLsTapes(t *testing.T) {
 	dir := sampleTapes(t)
 	out, _ := wantCode(t, ExitOK, "ls", filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "torn.jbx"))
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[1], "agent-run ") || !strings.HasPrefix(lines[2], "torn ") {
+	// The header, a row per tape, and under the table why torn.jbx is DAMAGED.
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "agent-run ") || !strings.HasPrefix(lines[2], "torn ") ||
+		!strings.HasPrefix(lines[3], "DAMAGED "+filepath.Join(dir, "torn.jbx")) {
 		t.Errorf("ls of two tapes:\n%s", out)
 	}
 }

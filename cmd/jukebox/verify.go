@@ -140,8 +140,7 @@ func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOpti
 	rep, err := t.Verify(opts)
 	r.Frames, r.Blobs, r.Steps, r.Sealed, r.SealOK, r.Torn = rep.Frames, rep.Blobs, rep.Steps, rep.Sealed, rep.SealOK, rep.Recovery
 	if rep.Recovery != nil {
-		// A torn tape is damaged whatever else is true of it.
-		err = &tapefmt.FormatError{Offset: rep.Recovery.ValidEnd, Frame: -1, Msg: recoveryText(rep.Recovery)}
+		err = tornError(rep.Recovery)
 	}
 	if err != nil {
 		r.setErr(err)
@@ -149,6 +148,12 @@ func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOpti
 	}
 	r.OK, r.Head = true, rep.Head.String()
 	return r
+}
+
+// tornError is what verify says of a torn tape: it is damaged whatever
+// else is true of it.
+func tornError(rec *tapefmt.Recovery) error {
+	return &tapefmt.FormatError{Offset: rec.ValidEnd, Frame: -1, Msg: recoveryText(rec)}
 }
 
 func (r *verifyResult) setErr(err error) {
