@@ -409,6 +409,7 @@ type verifyJSON struct {
 	Error    string `json:"error"`
 	ErrFrame *int64 `json:"error_frame"`
 	ErrOff   *int64 `json:"error_offset"`
+	Head     string `json:"chain_head"`
 }
 
 func verifyResults(t *testing.T, out string) []verifyJSON {
@@ -471,6 +472,27 @@ func TestVerifyGoodAndDamaged(t *testing.T) {
 	}
 	if rs[2].ErrOff == nil || *rs[2].ErrOff != rec.ValidEnd {
 		t.Errorf("torn: error_offset %v, want %d (end of the last whole step)", rs[2].ErrOff, rec.ValidEnd)
+	}
+	if rs[0].Head == "" || rs[1].Head != "" {
+		t.Errorf("chain_head: whole %q, tampered %q; want the whole tape's alone", rs[0].Head, rs[1].Head)
+	}
+}
+
+// TestVerifyTornChainHead: verify --json gives a torn tape the chain head
+// of the frames it keeps, which verify checked: the head of the whole tape
+// recover writes from it. It left chain_head out.
+func TestVerifyTornChainHead(t *testing.T) {
+	dir := sampleTapes(t)
+	torn := filepath.Join(dir, "torn.jbx")
+	out, _ := wantCode(t, ExitBadTape, "verify", "--json", "--quick", torn)
+	rs := verifyResults(t, out)
+	if len(rs) != 1 || rs[0].OK || rs[0].Head == "" {
+		t.Fatalf("verify --json of a torn tape: %s", out)
+	}
+	kept := filepath.Join(dir, "kept.jbx")
+	wantCode(t, ExitOK, "recover", torn, "-o", kept)
+	if head := openTape(t, kept).Head().String(); rs[0].Head != head {
+		t.Errorf("torn chain_head %s, want %s, the head of the tape recover writes", rs[0].Head, head)
 	}
 }
 

@@ -139,6 +139,11 @@ func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOpti
 	defer t.Close()
 	rep, err := t.Verify(opts)
 	r.Frames, r.Blobs, r.Steps, r.Sealed, r.SealOK, r.Torn = rep.Frames, rep.Blobs, rep.Steps, rep.Sealed, rep.SealOK, rep.Recovery
+	if err == nil {
+		// What the tape holds verifies: a torn tape's head is that of
+		// the frames it keeps, which recover writes.
+		r.Head = rep.Head.String()
+	}
 	if rep.Recovery != nil {
 		err = tornError(rep.Recovery)
 	}
@@ -146,7 +151,7 @@ func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOpti
 		r.setErr(err)
 		return r
 	}
-	r.OK, r.Head = true, rep.Head.String()
+	r.OK = true
 	return r
 }
 
