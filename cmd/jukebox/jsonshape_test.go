@@ -168,7 +168,7 @@ func TestJSONShapes(t *testing.T) {
 	dir := sampleTapes(t)
 	os.WriteFile(filepath.Join(dir, "junk.jbx"), []byte("not a tape"), 0o644)
 
-	out, _ := wantCode(t, ExitOK, "ls", "--json", dir)
+	out, _ := wantCode(t, ExitBadTape, "ls", "--json", dir) // junk.jbx does not read
 	checkShape(t, doc, "ls", out, seen)
 	rulesTape := filepath.Join(dir, "agent-run.jbx")
 	side := sidecar.Dir(rulesTape)

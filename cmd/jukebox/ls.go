@@ -185,7 +185,10 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 		rows = rows[:f.Limit]
 	}
 	if c.JSON {
-		return writeJSON(env.Stdout, rows)
+		if err := writeJSON(env.Stdout, rows); err != nil {
+			return err
+		}
+		return unreadRows(rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(env.Stdout, "no tapes%s in %s\n", f.words(), strings.Join(local, ", "))
@@ -208,7 +211,23 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 			fmt.Fprintf(env.Stdout, "TRIPPED %s: %s\n", r.Tape, timeline.OneLine(r.Breaker.Reason, 0))
 		}
 	}
-	return nil
+	return unreadRows(rows)
+}
+
+// unreadRows is exit 3 when a tape listed does not read (not a tape, a
+// frame that does not decode), naming them, after the listing of the
+// others.
+func unreadRows(rows []lsRow) error {
+	var unread []string
+	for _, r := range rows {
+		if r.Error != "" {
+			unread = append(unread, r.Path)
+		}
+	}
+	if len(unread) == 0 {
+		return nil
+	}
+	return withCode(ExitBadTape, fmt.Errorf("%d of %d tapes do not read: %s", len(unread), len(rows), strings.Join(unread, ", ")))
 }
 
 func summarizeFile(remote tapefmt.RemoteOpener, path string) lsRow {

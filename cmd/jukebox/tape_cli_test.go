@@ -111,12 +111,18 @@ func writeKey(t *testing.T, dir, name, key string) string {
 	return p
 }
 
+// TestLsText: ls lists every tape, and one that is not a tape as
+// unreadable, and exits 3 for it (docs/exit-codes.md) naming it on
+// stderr, after listing the others; it exited 0.
 func TestLsText(t *testing.T) {
 	dir := sampleTapes(t)
 	if err := os.WriteFile(filepath.Join(dir, "junk.jbx"), []byte("not a tape at all"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := wantCode(t, ExitOK, "ls", dir)
+	out, errs := wantCode(t, ExitBadTape, "ls", dir)
+	if !strings.Contains(errs, "1 of 5 tapes do not read: "+filepath.Join(dir, "junk.jbx")) {
+		t.Errorf("ls does not name the tape that does not read: %q", errs)
+	}
 	rows := map[string]string{}
 	for i, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		if i == 0 {
