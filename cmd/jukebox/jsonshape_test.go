@@ -186,6 +186,12 @@ func TestJSONShapes(t *testing.T) {
 		t.Fatalf("verify of a tampered tape: exit %d", code)
 	}
 	checkShape(t, doc, "verify", out, seen)
+	sealed := filepath.Join(t.TempDir(), "sealed.jbx")
+	b, err := os.ReadFile(filepath.Join(dir, "agent-run.jbx"))
+	must(t, err)
+	must(t, os.WriteFile(sealed, b, 0o644))
+	out, _ = wantCode(t, ExitBadTape, "seal", "--json", "--key-file", filepath.Join(dir, "seal.key"), sealed, filepath.Join(dir, "torn.jbx"))
+	checkShape(t, doc, "seal", out, seen)
 	out, _ = wantCode(t, ExitOK, "doctor", "--json", "--dir", t.TempDir())
 	checkShape(t, doc, "doctor", out, seen)
 

@@ -620,6 +620,53 @@ func TestSeal(t *testing.T) {
 
 // TestExitCodesDocumented checks the exit-code table in docs/exit-codes.md
 // against the Exit constants of exit.go.
+// TestSealGoesOn: seal of several tapes seals every one it can and names
+// each it cannot (not a tape, cut short), on stdout and in --json, then
+// exits 3; it stopped at the first, leaving the tapes after it unsealed
+// and unnamed.
+func TestSealGoesOn(t *testing.T) {
+	dir := sampleTapes(t)
+	whole, err := os.ReadFile(filepath.Join(dir, "agent-run.jbx"))
+	must(t, err)
+	junk, cut := filepath.Join(dir, "junk.jbx"), filepath.Join(dir, "cut.jbx")
+	must(t, os.WriteFile(junk, []byte("not a tape at all"), 0o644))
+	must(t, os.WriteFile(cut, whole, 0o644))
+	must(t, os.Truncate(cut, int64(len(whole)-100)))
+	key := writeKey(t, dir, "mine.key", "a-key-for-the-seal-test-0005")
+	for _, asJSON := range []bool{false, true} {
+		var good []string
+		for _, name := range []string{"one.jbx", "two.jbx"} {
+			p := filepath.Join(t.TempDir(), name)
+			must(t, os.WriteFile(p, whole, 0o644))
+			good = append(good, p)
+		}
+		args := []string{"seal", "--key-file", key, junk, good[0], cut, good[1]}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		out, errs := wantCode(t, ExitBadTape, args...)
+		if !strings.Contains(errs, "2 of 4 tapes not sealed") {
+			t.Errorf("seal does not count the tapes it did not seal: %q", errs)
+		}
+		for _, p := range good {
+			wantCode(t, ExitOK, "verify", "--key-file", key, p)
+		}
+		if !asJSON {
+			for _, p := range []string{junk, cut} {
+				if !strings.Contains(out, "FAILED "+p+": ") {
+					t.Errorf("seal does not name %s:\n%s", p, out)
+				}
+			}
+			continue
+		}
+		var rs []struct{ Path, Seal, Error string }
+		if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 4 ||
+			rs[0].Error == "" || rs[1].Seal == "" || rs[2].Error == "" || rs[3].Seal == "" {
+			t.Errorf("seal --json: %v\n%s", err, out)
+		}
+	}
+}
+
 func TestExitCodesDocumented(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "exit-codes.md"))
 	if err != nil {
