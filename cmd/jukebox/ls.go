@@ -59,7 +59,9 @@ func (c *LsCmd) filter() lsFilter {
 }
 
 // expandTapes is the tapes named and every *.jbx file in the folders named,
-// in the order given (a folder's by name).
+// in the order given (a folder's by name). One that is not there is a bad
+// argument (exit 2), as kong's existingfile makes it for the commands that
+// take one tape.
 func expandTapes(args []string) ([]string, error) {
 	var paths []string
 	for _, p := range args {
@@ -70,7 +72,7 @@ func expandTapes(args []string) ([]string, error) {
 		st, err := os.Stat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("no folder or tape %s: record a run with `jukebox record -- CMD` or name a folder", p)
+			return nil, withCode(ExitUsage, fmt.Errorf("no folder or tape %s: record a run with `jukebox record -- CMD` or name a folder", p))
 		case err != nil:
 			return nil, err
 		case !st.IsDir():

@@ -183,11 +183,24 @@ func TestLsJSON(t *testing.T) {
 	}
 }
 
+// TestLsMissingFolder: a folder or tape that is not there is a bad
+// argument, exit 2 from ls, export and push as from the commands that take
+// one tape (show, cost, verify); ls and export parquet said 1.
 func TestLsMissingFolder(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-folder")
-	out, errs := wantCode(t, ExitInternal, "ls", missing)
+	out, errs := wantCode(t, ExitUsage, "ls", missing)
 	if out != "" || !strings.Contains(errs, "no folder") || !strings.Contains(errs, missing) {
 		t.Errorf("ls of a missing folder: stdout %q, stderr %q", out, errs)
+	}
+	tape := filepath.Join(t.TempDir(), "gone.jbx")
+	for _, args := range [][]string{
+		{"ls", tape}, {"ls", "-r", tape}, {"export", "parquet", tape, "-o", t.TempDir()},
+		{"export", "otlp", tape, "--endpoint", "http://127.0.0.1:4318"}, {"push", tape, "--store", "file://" + t.TempDir() + "/"},
+		{"show", tape}, {"cost", tape}, {"verify", tape},
+	} {
+		if _, errs := wantCode(t, ExitUsage, args...); !strings.Contains(errs, tape) {
+			t.Errorf("jukebox %s does not name the missing tape: %q", strings.Join(args, " "), errs)
+		}
 	}
 }
 
