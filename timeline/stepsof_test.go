@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -12,6 +13,9 @@ import (
 // the one the run ended in after its last call when that was never
 // committed (the recorder closes a step at the next call: ls and diff
 // said 9 steps where the turntable said 10 for an agent of 10 calls).
+// A run of one call commits no step and has one, step 0, where cost --by
+// step bills its call (MakeBill): all three said 0 steps. A run without a
+// call has none.
 func TestStepsCountAlike(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -21,7 +25,9 @@ func TestStepsCountAlike(t *testing.T) {
 	}{
 		{"ended in an open step", 3, []tapefmt.Payload{tapefmt.Output{Fd: 1, Data: tapefmt.Bytes("done\n")}, tapefmt.RunEnd{}}, 3},
 		{"the end right after the last commit", 3, nil, 3},
-		{"one call", 1, []tapefmt.Payload{tapefmt.RunEnd{}}, 0},
+		{"one call", 1, []tapefmt.Payload{tapefmt.RunEnd{}}, 1},
+		{"one call, then output", 1, []tapefmt.Payload{tapefmt.Output{Fd: 1, Data: tapefmt.Bytes("done\n")}, tapefmt.RunEnd{}}, 1},
+		{"no call", 0, []tapefmt.Payload{tapefmt.Output{Fd: 1, Data: tapefmt.Bytes("done\n")}, tapefmt.RunEnd{}}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "run.jbx")
@@ -72,6 +78,15 @@ func TestStepsCountAlike(t *testing.T) {
 			}
 			if tl.StepCount() != c.want || s.Steps != c.want || d.Steps != c.want {
 				t.Errorf("steps: turntable %d, ls %d, diff %d; want %d", tl.StepCount(), s.Steps, d.Steps, c.want)
+			}
+			bill, err := MakeBill(tp, ByStep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range bill.Rows {
+				if step, err := strconv.Atoi(r.Key); err != nil || step >= s.Steps {
+					t.Errorf("cost --by step bills calls at step %q, past the %d steps ls counts", r.Key, s.Steps)
+				}
 			}
 		})
 	}

@@ -243,13 +243,15 @@ func (tl *Timeline) StepOf(i int) int {
 // StepCount is the number of steps as a person counts them, everywhere
 // the turntable counts: the whole steps (step.commit frames), and one
 // more when frames other than the run's end follow the last of them (a
-// step the run ended in, never committed).
+// step the run ended in, never committed); with none, one when the run
+// made a call (firstStep).
 func (tl *Timeline) StepCount() int {
+	kindAt := func(i int) tapefmt.Kind { k, _ := tl.KindAt(i); return k }
 	n := len(tl.steps)
 	if n == 0 {
-		return 0
+		return firstStep(tl.Len(), kindAt)
 	}
-	return personSteps(n, int(tl.steps[n-1]), tl.Len(), func(i int) tapefmt.Kind { k, _ := tl.KindAt(i); return k })
+	return personSteps(n, int(tl.steps[n-1]), tl.Len(), kindAt)
 }
 
 // personSteps is the steps of a tape of length frames as a person counts
@@ -266,20 +268,33 @@ func personSteps(whole, last, length int, kindAt func(int) tapefmt.Kind) int {
 	return whole + 1
 }
 
+// firstStep is the steps of a tape of length frames without a step.commit
+// frame: one when it holds a call, which opens the run's first step (the
+// recorder commits a step at the call after it, so a run of one call
+// commits none), else none.
+func firstStep(length int, kindAt func(int) tapefmt.Kind) int {
+	for i := range length {
+		if kindAt(i) == tapefmt.KindLLMRequest {
+			return 1
+		}
+	}
+	return 0
+}
+
 // StepsOf is the steps of t as a person counts them, as everywhere jukebox
 // counts (the turntable, ls, diff): the whole steps, and the one the run
 // ended in when it was never committed (Timeline.StepCount).
 func StepsOf(t *tapefmt.Tape) (int, error) {
 	whole := t.Steps()
-	if whole == 0 {
-		return 0, nil
-	}
 	for _, err := range t.Frames(0) { // loads the frame index: KindAt reads memory
 		if err != nil {
 			return 0, err
 		}
 	}
 	kindAt := func(i int) tapefmt.Kind { k, _, _ := t.KindAt(i); return k }
+	if whole == 0 {
+		return firstStep(t.Len(), kindAt), nil
+	}
 	for i := t.Len() - 1; i >= 0; i-- {
 		k, _, err := t.KindAt(i)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/tapestore"
 )
 
 // Exit codes. They are documented in docs/exit-codes.md; keep the two in step.
@@ -69,7 +70,7 @@ func codeFor(err error) int {
 		return ExitUsage
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.As(err, &fe), errors.Is(err, tapefmt.ErrNoFooter):
+	case errors.As(err, &fe), errors.Is(err, tapefmt.ErrNoFooter), errors.Is(err, tapestore.ErrDamaged):
 		return ExitBadTape
 	case errors.Is(err, tapefmt.ErrSeal), errors.Is(err, tapefmt.ErrNotSealed):
 		return ExitSeal

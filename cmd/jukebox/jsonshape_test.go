@@ -168,7 +168,7 @@ func TestJSONShapes(t *testing.T) {
 	dir := sampleTapes(t)
 	os.WriteFile(filepath.Join(dir, "junk.jbx"), []byte("not a tape"), 0o644)
 
-	out, _ := wantCode(t, ExitOK, "ls", "--json", dir)
+	out, _ := wantCode(t, ExitBadTape, "ls", "--json", dir) // junk.jbx does not read
 	checkShape(t, doc, "ls", out, seen)
 	rulesTape := filepath.Join(dir, "agent-run.jbx")
 	side := sidecar.Dir(rulesTape)
@@ -186,6 +186,12 @@ func TestJSONShapes(t *testing.T) {
 		t.Fatalf("verify of a tampered tape: exit %d", code)
 	}
 	checkShape(t, doc, "verify", out, seen)
+	sealed := filepath.Join(t.TempDir(), "sealed.jbx")
+	b, err := os.ReadFile(filepath.Join(dir, "agent-run.jbx"))
+	must(t, err)
+	must(t, os.WriteFile(sealed, b, 0o644))
+	out, _ = wantCode(t, ExitBadTape, "seal", "--json", "--key-file", filepath.Join(dir, "seal.key"), sealed, filepath.Join(dir, "torn.jbx"))
+	checkShape(t, doc, "seal", out, seen)
 	out, _ = wantCode(t, ExitOK, "doctor", "--json", "--dir", t.TempDir())
 	checkShape(t, doc, "doctor", out, seen)
 

@@ -40,13 +40,14 @@ func TestJSONOfAnAgentThatCannotStart(t *testing.T) {
 // TestLsJSONOfATapeThatDoesNotOpen: ls --json gives a tape that does not
 // open its tape, path and error alone, as docs/json.md says; it filled in
 // a start in year 1, a duration, zero calls and cost, and damaged false.
+// ls exits 3 for it (it exited 0).
 func TestLsJSONOfATapeThatDoesNotOpen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "x.jbx"), nil, 0o644))
 	out, errs, code := jbIn(dir, nil, "ls", "--json", ".")
 	var rows []map[string]any
-	if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
+	if code != ExitBadTape || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
 		t.Fatalf("ls --json: exit %d\n%s%s", code, out, errs)
 	}
 	if keys := slices.Sorted(maps.Keys(rows[0])); !slices.Equal(keys, []string{"error", "path", "tape"}) {

@@ -59,7 +59,9 @@ func (c *LsCmd) filter() lsFilter {
 }
 
 // expandTapes is the tapes named and every *.jbx file in the folders named,
-// in the order given (a folder's by name).
+// in the order given (a folder's by name). One that is not there is a bad
+// argument (exit 2), as kong's existingfile makes it for the commands that
+// take one tape.
 func expandTapes(args []string) ([]string, error) {
 	var paths []string
 	for _, p := range args {
@@ -70,7 +72,7 @@ func expandTapes(args []string) ([]string, error) {
 		st, err := os.Stat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("no folder or tape %s: record a run with `jukebox record -- CMD` or name a folder", p)
+			return nil, withCode(ExitUsage, fmt.Errorf("no folder or tape %s: record a run with `jukebox record -- CMD` or name a folder", p))
 		case err != nil:
 			return nil, err
 		case !st.IsDir():
@@ -185,7 +187,10 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 		rows = rows[:f.Limit]
 	}
 	if c.JSON {
-		return writeJSON(env.Stdout, rows)
+		if err := writeJSON(env.Stdout, rows); err != nil {
+			return err
+		}
+		return unreadRows(rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(env.Stdout, "no tapes%s in %s\n", f.words(), strings.Join(local, ", "))
@@ -208,7 +213,23 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 			fmt.Fprintf(env.Stdout, "TRIPPED %s: %s\n", r.Tape, timeline.OneLine(r.Breaker.Reason, 0))
 		}
 	}
-	return nil
+	return unreadRows(rows)
+}
+
+// unreadRows is exit 3 when a tape listed does not read (not a tape, a
+// frame that does not decode), naming them, after the listing of the
+// others.
+func unreadRows(rows []lsRow) error {
+	var unread []string
+	for _, r := range rows {
+		if r.Error != "" {
+			unread = append(unread, r.Path)
+		}
+	}
+	if len(unread) == 0 {
+		return nil
+	}
+	return withCode(ExitBadTape, fmt.Errorf("%d of %d tapes do not read: %s", len(unread), len(rows), strings.Join(unread, ", ")))
 }
 
 func summarizeFile(remote tapefmt.RemoteOpener, path string) lsRow {
@@ -227,7 +248,13 @@ func summarizeFile(remote tapefmt.RemoteOpener, path string) lsRow {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	if _, err := t.Verify(tapefmt.VerifyOptions{}); err != nil {
+	_, err = t.Verify(tapefmt.VerifyOptions{})
+	if rec := t.Recovered(); rec != nil && !tapefmt.Recording(path) {
+		// Torn (cut short, its footer gone) fails verify --quick, as
+		// damaged; a tape still being recorded is not damaged.
+		err = tornError(rec)
+	}
+	if err != nil {
 		r.Damaged, r.Damage = true, err.Error()
 	}
 	return r

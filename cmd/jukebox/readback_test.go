@@ -96,12 +96,82 @@ func TestShowDamagedBlob(t *testing.T) {
 	wantCode(t, ExitOK, "show", path) // without --blobs nothing reads the blob
 }
 
-// ls marks a tape that fails the quick check, in text and --json.
+// TestShowDamagedFrame: a frame whose record does not read (a byte of
+// its payload flipped: its checksum fails) is printed with the documented
+// ERROR at frame N (offset O) line, the frames after it too, and show
+// exits 3; --json carries the error on that frame's line, and --frame N
+// and --kind print it alike. show stopped at the frame with the error on
+// stderr alone.
+func TestShowDamagedFrame(t *testing.T) {
+	path := filepath.Join(sampleTapes(t), "agent-run.jbx")
+	tp := openTape(t, path)
+	n := tp.Len()
+	bad := n / 2
+	f, err := tp.Frame(bad)
+	must(t, err)
+	tp.Close()
+	data, err := os.ReadFile(path)
+	must(t, err)
+	at := bytes.Index(data[f.Offset:], f.Payload)
+	if at < 0 {
+		t.Fatalf("frame %d's payload is not in its record", bad)
+	}
+	data[f.Offset+int64(at+len(f.Payload)/2)] ^= 0x01
+	must(t, os.WriteFile(path, data, 0o644))
+
+	out, errs := wantCode(t, ExitBadTape, "show", path)
+	if !strings.Contains(out, fmt.Sprintf("ERROR at frame %d (offset %d): ", bad, f.Offset)) || !strings.Contains(out, "checksum mismatch") {
+		t.Errorf("show does not print the error at frame %d:\n%s", bad, out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("%6d  ", n-1)) || !strings.Contains(out, "run.end") {
+		t.Errorf("show does not go on after frame %d:\n%s", bad, out)
+	}
+	if !strings.Contains(errs, fmt.Sprintf("frame %d", bad)) || !strings.Contains(errs, "checksum mismatch") {
+		t.Errorf("stderr does not name the frame and the cause: %s", errs)
+	}
+	out, _ = wantCode(t, ExitBadTape, "show", "--json", path)
+	lines := jsonLines(t, out)
+	if len(lines) != n || *lines[bad].Seq != uint64(bad) || !strings.Contains(lines[bad].Error, "checksum mismatch") {
+		t.Errorf("--json printed %d frames of %d, frame %d without its error:\n%s", len(lines), n, bad, out)
+	}
+	for _, args := range [][]string{{"--frame", fmt.Sprint(bad)}, {"--kind", f.Kind.String()}} {
+		out, _ := wantCode(t, ExitBadTape, append([]string{"show", path}, args...)...)
+		if !strings.Contains(out, fmt.Sprintf("ERROR at frame %d (offset %d): ", bad, f.Offset)) {
+			t.Errorf("show %s does not print the error at frame %d:\n%s", strings.Join(args, " "), bad, out)
+		}
+	}
+}
+
+// ls marks a tape that fails the quick check, in text and --json: the
+// tampered one, and the torn ones, which verify --quick fails too (a
+// tape cut short was listed "(torn)" and not DAMAGED); not one still
+// being recorded, whose footer is yet to come.
 func TestLsDamaged(t *testing.T) {
 	dir := sampleTapes(t)
+	cut := filepath.Join(dir, "cut.jbx")
+	data, err := os.ReadFile(filepath.Join(dir, "agent-run.jbx"))
+	must(t, err)
+	must(t, os.WriteFile(cut, data, 0o644))
+	must(t, os.Truncate(cut, int64(len(data)-100)))
+	wantCode(t, ExitBadTape, "verify", "--quick", cut)
+	damaged := map[string]bool{"tampered.jbx": true, "torn.jbx": true, "cut.jbx": true}
 	out, _ := wantCode(t, ExitOK, "ls", dir)
-	if !strings.Contains(out, "DAMAGED "+filepath.Join(dir, "tampered.jbx")+": ") || strings.Contains(out, "DAMAGED "+filepath.Join(dir, "agent-run.jbx")) {
-		t.Errorf("ls does not mark exactly the tampered tape:\n%s", out)
+	for _, name := range []string{"agent-run.jbx", "sealed.jbx", "tampered.jbx", "torn.jbx", "cut.jbx"} {
+		if got := strings.Contains(out, "DAMAGED "+filepath.Join(dir, name)+": "); got != damaged[name] {
+			t.Errorf("ls marks %s DAMAGED: %v, want %v:\n%s", name, got, damaged[name], out)
+		}
+	}
+	live := filepath.Join(t.TempDir(), "live.jbx")
+	w, err := tapefmt.Create(live, tapefmt.Options{})
+	must(t, err)
+	defer w.Close()
+	w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+	_, err = w.Commit()
+	must(t, err)
+	if tapefmt.Recording(live) { // where the system has the writer's lock
+		if out, _ := wantCode(t, ExitOK, "ls", live); strings.Contains(out, "DAMAGED") {
+			t.Errorf("ls marks a tape still being recorded DAMAGED:\n%s", out)
+		}
 	}
 	out, _ = wantCode(t, ExitOK, "ls", "--json", dir)
 	var rows []struct {
@@ -113,7 +183,7 @@ func TestLsDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if want := filepath.Base(r.Path) == "tampered.jbx"; r.Damaged != want || (r.Damage != "") != want {
+		if want := damaged[filepath.Base(r.Path)]; r.Damaged != want || (r.Damage != "") != want {
 			t.Errorf("%s: damaged %v (%q), want %v", r.Path, r.Damaged, r.Damage, want)
 		}
 	}

@@ -12,15 +12,19 @@ type SealCmd struct {
 	Tapes   []string `arg:"" help:"Tape files (.jbx) to seal; each must be whole and closed." type:"existingfile"`
 	KeyFile string   `required:"" help:"File holding the key (16 to 64 bytes; surrounding whitespace is trimmed)." type:"existingfile" placeholder:"FILE"`
 	Replace bool     `help:"Replace the seal of a tape sealed with another key (that seal cannot be had back)."`
-	JSON    bool     `help:"Print one JSON array of {path, seal}."`
+	JSON    bool     `help:"Print one JSON array of {path, seal}, or {path, error} for a tape not sealed."`
 }
 
 type sealResult struct {
-	Path string `json:"path"`
-	Seal string `json:"seal"`
+	Path  string `json:"path"`
+	Seal  string `json:"seal,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Run verifies each tape in full, then writes the seal into its footer.
+// A tape that cannot be sealed (not a tape, damaged, torn) is named and
+// the others are sealed all the same; the exit code is then the worst
+// of theirs (3 for a bad tape).
 func (c *SealCmd) Run(env *Env) error {
 	key, err := readKeyFile(c.KeyFile)
 	if err != nil {
@@ -34,10 +38,16 @@ func (c *SealCmd) Run(env *Env) error {
 		}
 	}
 	var out []sealResult
+	code, failed := ExitOK, 0
 	for _, p := range c.Tapes {
 		mac, err := tapefmt.Seal(p, key)
 		if err != nil {
-			return err
+			code, failed = worse(code, codeFor(err)), failed+1
+			out = append(out, sealResult{Path: p, Error: err.Error()})
+			if !c.JSON {
+				fmt.Fprintf(env.Stdout, "FAILED %s: %v\n", p, err)
+			}
+			continue
 		}
 		out = append(out, sealResult{Path: p, Seal: mac.String()})
 		if !c.JSON {
@@ -45,7 +55,12 @@ func (c *SealCmd) Run(env *Env) error {
 		}
 	}
 	if c.JSON {
-		return writeJSON(env.Stdout, out)
+		if err := writeJSON(env.Stdout, out); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return withCode(code, fmt.Errorf("%d of %d tapes not sealed", failed, len(c.Tapes)))
 	}
 	return nil
 }

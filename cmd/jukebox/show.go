@@ -25,6 +25,7 @@ type ShowCmd struct {
 	Blobs bool                           `help:"Also print the blobs each frame names (request and response bodies, file contents), the first MiB of each."`
 	Full  bool                           `help:"With --blobs, print every blob whole, however large."`
 	reqs  map[uint64]*tapefmt.LLMRequest // the requests printed so far, by call
+	read  bool                           // reqs holds every request of the tape
 }
 
 // frameJSON is the --json shape of one frame.
@@ -60,23 +61,38 @@ func (c *ShowCmd) Run(env *Env) error {
 		fmt.Fprintf(env.Stderr, "warning: %s\n", recoveryText(rec))
 	}
 	if c.Frame != nil {
-		f, err := t.Frame(*c.Frame)
-		if err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--frame %d: %w", *c.Frame, err))
+		f, rerr := t.Frame(*c.Frame)
+		f, ok := recordUnread(t, *c.Frame, f, rerr)
+		if !ok {
+			return withCode(ExitUsage, fmt.Errorf("--frame %d: %w", *c.Frame, rerr))
 		}
-		return c.print(env.Stdout, t, f, true)
+		return c.print(env.Stdout, t, f, true, rerr)
 	}
 	var kinds []tapefmt.Kind
 	for _, k := range c.Kind {
 		kk, _ := tapefmt.ParseKind(k)
 		kinds = append(kinds, kk)
 	}
+	for _, err := range t.Frames(0) { // loads the frame index: KindAt reads memory
+		if err != nil {
+			return err
+		}
+	}
 	var bad []error
-	for f, err := range t.Frames(kinds...) {
+	for i := range t.Len() {
+		k, _, err := t.KindAt(i)
 		if err != nil {
 			return errors.Join(append(bad, err)...)
 		}
-		if err := c.print(env.Stdout, t, f, false); err != nil {
+		if len(kinds) > 0 && !slices.Contains(kinds, k) {
+			continue
+		}
+		f, rerr := t.Frame(i)
+		f, ok := recordUnread(t, i, f, rerr)
+		if !ok {
+			return errors.Join(append(bad, rerr)...)
+		}
+		if err := c.print(env.Stdout, t, f, false, rerr); err != nil {
 			var ue *unreadableFrame
 			if !errors.As(err, &ue) {
 				return err
@@ -107,8 +123,35 @@ func (e *unreadableFrame) Error() string { return fmt.Sprintf("frame %d: %v", e.
 // Unwrap returns the cause (a *tapefmt.FormatError, say).
 func (e *unreadableFrame) Unwrap() error { return e.err }
 
-func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool) error {
-	p, perr := f.Decode()
+// recordUnread is what show prints of frame i, read as f with err: f
+// when it read, or, when its own record does not read (a flipped byte:
+// its checksum, its header), a stand-in from the index with no payload,
+// printed with the error as a frame whose payload does not decode is.
+// false for any other error (an index that does not read, a frame out of
+// range, a read that failed).
+func recordUnread(t *tapefmt.Tape, i int, f tapefmt.Frame, err error) (tapefmt.Frame, bool) {
+	var fe *tapefmt.FormatError
+	switch {
+	case err == nil:
+		return f, true
+	case !errors.As(err, &fe) || fe.Frame != int64(i):
+		return f, false
+	}
+	k, at, kerr := t.KindAt(i)
+	if kerr != nil {
+		return f, false
+	}
+	return tapefmt.Frame{Seq: uint64(i), Kind: k, Time: at, Stream: f.Stream, Offset: fe.Offset}, true
+}
+
+// print prints frame f; rerr, when its record did not read
+// (recordUnread), is its error.
+func (c *ShowCmd) print(w io.Writer, t *tapefmt.Tape, f tapefmt.Frame, full bool, rerr error) error {
+	var p tapefmt.Payload
+	perr := rerr
+	if perr == nil {
+		p, perr = f.Decode()
+	}
 	var blobs map[string]string
 	var berr error
 	if perr == nil {
@@ -172,11 +215,12 @@ func (c *ShowCmd) usage(t *tapefmt.Tape, p tapefmt.Payload) string {
 		if p.Usage.Total() > 0 || p.Error != "" {
 			return ""
 		}
-		u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(c.reqs[p.Call], t.Blob) })
+		req := c.request(t, p.Call)
+		u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(req, t.Blob) })
 		if u.Usage.Total() == 0 {
 			return ""
 		}
-		if u.Estimated && c.reqs[p.Call] == nil { // its request was not printed (--kind, --frame): the input is not counted
+		if u.Estimated && req == nil { // its request is not on the tape (cut off): the input is not counted
 			return fmt.Sprintf(" ?→~%d tok (no usage reported: counted)", u.Usage.Output)
 		}
 		s := fmt.Sprintf(" %s%d→%s%d tok", u.Mark(), u.Usage.Input, u.Mark(), u.Usage.Output)
@@ -189,6 +233,31 @@ func (c *ShowCmd) usage(t *tapefmt.Tape, p tapefmt.Payload) string {
 		return s
 	}
 	return ""
+}
+
+// request is a call's request: the one printed, else, where it was not
+// (--kind, --frame), read from the tape, every request at once, so that
+// a response is counted and priced alike whatever show prints. Nil when
+// the tape does not hold it.
+func (c *ShowCmd) request(t *tapefmt.Tape, call uint64) *tapefmt.LLMRequest {
+	if r := c.reqs[call]; r != nil || c.read {
+		return r
+	}
+	c.read = true
+	if c.reqs == nil {
+		c.reqs = map[uint64]*tapefmt.LLMRequest{}
+	}
+	for f, err := range t.Frames(tapefmt.KindLLMRequest) {
+		if err != nil {
+			break // the requests before it are kept: show says what does not read
+		}
+		if p, err := f.Decode(); err == nil {
+			if r, ok := p.(*tapefmt.LLMRequest); ok && c.reqs[r.Call] == nil {
+				c.reqs[r.Call] = r
+			}
+		}
+	}
+	return c.reqs[call]
 }
 
 // blobs returns the blobs a payload names, as text (or a note for binary).

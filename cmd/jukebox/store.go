@@ -285,7 +285,7 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 			r.Skipped = key
 		} else if r.Uploaded, err = uploadTape(ctx, loc, p, progress, tapestore.UploadOptions{AllowDamaged: c.AllowDamaged}); err != nil {
 			r.Error, failed = err.Error(), failed+1
-			if errors.Is(err, tapestore.ErrDamaged) {
+			if codeFor(err) == ExitBadTape { // it does not verify, or is no tape
 				damaged++
 			}
 		}
@@ -353,12 +353,16 @@ func (c *PullCmd) Run(ctx context.Context, env *Env) error {
 	}
 	var results []pullResult
 	var errs []error
+	damaged := 0
 	for _, k := range keys {
 		r := pullResult{URL: s.Loc.TapeURL(k)}
 		p, err := s.Download(ctx, k, c.Output, progressTo(env.Stderr, "downloading "+k))
 		if err != nil {
 			r.Error = err.Error()
 			errs = append(errs, err)
+			if codeFor(err) == ExitBadTape { // it does not verify, or is no tape
+				damaged++
+			}
 		}
 		r.Pulled = p
 		results = append(results, r)
@@ -380,7 +384,11 @@ func (c *PullCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	if len(errs) > 0 {
-		return withCode(ExitInternal, fmt.Errorf("%d of %d tapes not pulled: %w", len(errs), len(keys), errors.Join(errs...)))
+		code := ExitInternal
+		if damaged == len(errs) {
+			code = ExitBadTape
+		}
+		return withCode(code, fmt.Errorf("%d of %d tapes not pulled: %w", len(errs), len(keys), errors.Join(errs...)))
 	}
 	return nil
 }

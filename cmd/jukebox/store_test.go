@@ -220,7 +220,7 @@ func flippedKey(t *testing.T, url string) {
 	}
 	into := t.TempDir()
 	for range 2 {
-		out, _ = wantCode(t, 1, "pull", remote, "-o", into)
+		out, _ = wantCode(t, ExitBadTape, "pull", remote, "-o", into)
 		if strings.Contains(out, "already here") {
 			t.Errorf("pull of the flipped copy:\n%s", out)
 		}

@@ -118,6 +118,41 @@ func TestPushHonest(t *testing.T) {
 	}
 }
 
+// TestPushPullBadTapeExit3: push of a file that is not a tape, or of a
+// tape cut short, and pull of a tape that does not verify, or of an
+// object that is not a tape, exit 3 as docs/exit-codes.md says of a
+// damaged tape, not 1.
+func TestPushPullBadTapeExit3(t *testing.T) {
+	t.Setenv("JUKEBOX_CACHE_DIR", t.TempDir())
+	store := t.TempDir()
+	url := "file://" + store + "/"
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.jbx")
+	must(t, os.WriteFile(junk, []byte("not a tape at all"), 0o644))
+	cut := filepath.Join(dir, "cut.jbx")
+	b, err := os.ReadFile(agentRunTape)
+	must(t, err)
+	must(t, os.WriteFile(cut, b[:len(b)-100], 0o644))
+	for _, p := range []string{junk, cut} {
+		if out, _ := wantCode(t, ExitBadTape, "push", p, "--store", url); !strings.Contains(out, "FAILED "+p) {
+			t.Errorf("push %s:\n%s", p, out)
+		}
+	}
+
+	bad := flippedTape(t, dir, "bad.jbx")
+	out, _ := wantCode(t, ExitOK, "push", "--allow-damaged", bad, "--store", url)
+	m := uploadedRe.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("push --allow-damaged:\n%s", out)
+	}
+	must(t, os.WriteFile(filepath.Join(store, "junk-0123456789ab.jbx"), []byte("not a tape at all"), 0o644))
+	for _, u := range []string{m[2], url + "junk-0123456789ab.jbx"} {
+		if out, _ := wantCode(t, ExitBadTape, "pull", u, "-o", t.TempDir()); !strings.Contains(out, "FAILED "+u) {
+			t.Errorf("pull %s:\n%s", u, out)
+		}
+	}
+}
+
 // TestStoreCorruptedInPlace: an object changed in place under an
 // unchanged ETag: verify of its URL says FAIL (exit 3) though the cache
 // held the good bytes; pull refuses it, keeps nothing, and a second pull
@@ -174,7 +209,7 @@ func corruptedInPlace(t *testing.T, url string, object func(key string) string) 
 	}
 	into := t.TempDir()
 	for range 2 {
-		out, _ = wantCode(t, 1, "pull", remote, "-o", into)
+		out, _ = wantCode(t, ExitBadTape, "pull", remote, "-o", into)
 		if strings.Contains(out, "already here") || !strings.Contains(out, "does not verify") {
 			t.Errorf("pull of the corrupted object:\n%s", out)
 		}

@@ -111,12 +111,18 @@ func writeKey(t *testing.T, dir, name, key string) string {
 	return p
 }
 
+// TestLsText: ls lists every tape, and one that is not a tape as
+// unreadable, and exits 3 for it (docs/exit-codes.md) naming it on
+// stderr, after listing the others; it exited 0.
 func TestLsText(t *testing.T) {
 	dir := sampleTapes(t)
 	if err := os.WriteFile(filepath.Join(dir, "junk.jbx"), []byte("not a tape at all"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := wantCode(t, ExitOK, "ls", dir)
+	out, errs := wantCode(t, ExitBadTape, "ls", dir)
+	if !strings.Contains(errs, "1 of 5 tapes do not read: "+filepath.Join(dir, "junk.jbx")) {
+		t.Errorf("ls does not name the tape that does not read: %q", errs)
+	}
 	rows := map[string]string{}
 	for i, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		if i == 0 {
@@ -177,11 +183,24 @@ func TestLsJSON(t *testing.T) {
 	}
 }
 
+// TestLsMissingFolder: a folder or tape that is not there is a bad
+// argument, exit 2 from ls, export and push as from the commands that take
+// one tape (show, cost, verify); ls and export parquet said 1.
 func TestLsMissingFolder(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-folder")
-	out, errs := wantCode(t, ExitInternal, "ls", missing)
+	out, errs := wantCode(t, ExitUsage, "ls", missing)
 	if out != "" || !strings.Contains(errs, "no folder") || !strings.Contains(errs, missing) {
 		t.Errorf("ls of a missing folder: stdout %q, stderr %q", out, errs)
+	}
+	tape := filepath.Join(t.TempDir(), "gone.jbx")
+	for _, args := range [][]string{
+		{"ls", tape}, {"ls", "-r", tape}, {"export", "parquet", tape, "-o", t.TempDir()},
+		{"export", "otlp", tape, "--endpoint", "http://127.0.0.1:4318"}, {"push", tape, "--store", "file://" + t.TempDir() + "/"},
+		{"show", tape}, {"cost", tape}, {"verify", tape},
+	} {
+		if _, errs := wantCode(t, ExitUsage, args...); !strings.Contains(errs, tape) {
+			t.Errorf("jukebox %s does not name the missing tape: %q", strings.Join(args, " "), errs)
+		}
 	}
 }
 
@@ -191,7 +210,9 @@ func TestLsTapes(t *testing.T) {
 	dir := sampleTapes(t)
 	out, _ := wantCode(t, ExitOK, "ls", filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "torn.jbx"))
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[1], "agent-run ") || !strings.HasPrefix(lines[2], "torn ") {
+	// The header, a row per tape, and under the table why torn.jbx is DAMAGED.
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "agent-run ") || !strings.HasPrefix(lines[2], "torn ") ||
+		!strings.HasPrefix(lines[3], "DAMAGED "+filepath.Join(dir, "torn.jbx")) {
 		t.Errorf("ls of two tapes:\n%s", out)
 	}
 }
@@ -225,6 +246,7 @@ type frameLine struct {
 	Time    *float64                   `json:"time"`
 	Payload map[string]json.RawMessage `json:"payload"`
 	Blobs   map[string]string          `json:"blobs"`
+	Error   string                     `json:"error"`
 }
 
 // jsonLines parses show --json output, one object per line.
@@ -238,8 +260,8 @@ func jsonLines(t *testing.T, out string) []frameLine {
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 			t.Fatalf("line is not a JSON object: %v\n%s", err, sc.Text())
 		}
-		if f.Seq == nil || f.Kind == nil || f.Time == nil || f.Payload == nil {
-			t.Fatalf("line lacks seq, kind, time or payload: %s", sc.Text())
+		if f.Seq == nil || f.Kind == nil || f.Time == nil || f.Payload == nil && f.Error == "" {
+			t.Fatalf("line lacks seq, kind, time or payload (null only with an error): %s", sc.Text())
 		}
 		frames = append(frames, f)
 	}
@@ -292,6 +314,52 @@ func TestShowKindFilter(t *testing.T) {
 	out, _ = wantCode(t, ExitOK, "show", "--json", "--kind", "llm.request,step.commit", path)
 	if n := len(jsonLines(t, out)); n != count["llm.request"]+count["step.commit"] {
 		t.Errorf("--kind llm.request,step.commit printed %d frames, want %d", n, count["llm.request"]+count["step.commit"])
+	}
+}
+
+// TestShowPricesAlikeFiltered: an llm.response whose answer reported no
+// usage shows the same counted tokens and price whatever show prints:
+// with --kind llm.response or --frame N its request was not printed, and
+// the line said "?→~6 tok" with no price where show alone said
+// "~20→~6 tok ~$0.00011".
+func TestShowPricesAlikeFiltered(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "usageless.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		req, err := w.PutBlob("request", []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"count the tokens of this question, which is long enough to count"}]}`))
+		if err != nil {
+			return err
+		}
+		resp, err := w.PutBlob("response", []byte(`{"model":"gpt-4o","choices":[{"message":{"role":"assistant","content":"an answer that reports no usage"}}]}`))
+		if err != nil {
+			return err
+		}
+		w.Append(0, tapefmt.LLMRequest{Call: 0, Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: "gpt-4o", Body: req})
+		w.Append(0, tapefmt.LLMResponse{Call: 0, Status: 200, Model: "gpt-4o", Body: resp})
+		_, err = w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	must(t, err)
+	tapetest.Verify(t, path)
+	line := func(out string) string {
+		for l := range strings.Lines(out) {
+			if strings.Contains(l, "llm.response") {
+				return strings.TrimSpace(l)
+			}
+		}
+		t.Fatalf("no llm.response line:\n%s", out)
+		return ""
+	}
+	all, _ := wantCode(t, ExitOK, "show", path)
+	want := line(all)
+	if !strings.Contains(want, "~$") {
+		t.Fatalf("show prices no counted usage: %q", want)
+	}
+	for _, args := range [][]string{{"--kind", "llm.response"}, {"--frame", "2"}} {
+		out, _ := wantCode(t, ExitOK, append([]string{"show", path}, args...)...)
+		if got := line(out); got != want {
+			t.Errorf("show %s: %q, want %q as show alone prints it", strings.Join(args, " "), got, want)
+		}
 	}
 }
 
@@ -360,6 +428,7 @@ type verifyJSON struct {
 	Error    string `json:"error"`
 	ErrFrame *int64 `json:"error_frame"`
 	ErrOff   *int64 `json:"error_offset"`
+	Head     string `json:"chain_head"`
 }
 
 func verifyResults(t *testing.T, out string) []verifyJSON {
@@ -422,6 +491,27 @@ func TestVerifyGoodAndDamaged(t *testing.T) {
 	}
 	if rs[2].ErrOff == nil || *rs[2].ErrOff != rec.ValidEnd {
 		t.Errorf("torn: error_offset %v, want %d (end of the last whole step)", rs[2].ErrOff, rec.ValidEnd)
+	}
+	if rs[0].Head == "" || rs[1].Head != "" {
+		t.Errorf("chain_head: whole %q, tampered %q; want the whole tape's alone", rs[0].Head, rs[1].Head)
+	}
+}
+
+// TestVerifyTornChainHead: verify --json gives a torn tape the chain head
+// of the frames it keeps, which verify checked: the head of the whole tape
+// recover writes from it. It left chain_head out.
+func TestVerifyTornChainHead(t *testing.T) {
+	dir := sampleTapes(t)
+	torn := filepath.Join(dir, "torn.jbx")
+	out, _ := wantCode(t, ExitBadTape, "verify", "--json", "--quick", torn)
+	rs := verifyResults(t, out)
+	if len(rs) != 1 || rs[0].OK || rs[0].Head == "" {
+		t.Fatalf("verify --json of a torn tape: %s", out)
+	}
+	kept := filepath.Join(dir, "kept.jbx")
+	wantCode(t, ExitOK, "recover", torn, "-o", kept)
+	if head := openTape(t, kept).Head().String(); rs[0].Head != head {
+		t.Errorf("torn chain_head %s, want %s, the head of the tape recover writes", rs[0].Head, head)
 	}
 }
 
@@ -543,6 +633,53 @@ func TestSeal(t *testing.T) {
 
 // TestExitCodesDocumented checks the exit-code table in docs/exit-codes.md
 // against the Exit constants of exit.go.
+// TestSealGoesOn: seal of several tapes seals every one it can and names
+// each it cannot (not a tape, cut short), on stdout and in --json, then
+// exits 3; it stopped at the first, leaving the tapes after it unsealed
+// and unnamed.
+func TestSealGoesOn(t *testing.T) {
+	dir := sampleTapes(t)
+	whole, err := os.ReadFile(filepath.Join(dir, "agent-run.jbx"))
+	must(t, err)
+	junk, cut := filepath.Join(dir, "junk.jbx"), filepath.Join(dir, "cut.jbx")
+	must(t, os.WriteFile(junk, []byte("not a tape at all"), 0o644))
+	must(t, os.WriteFile(cut, whole, 0o644))
+	must(t, os.Truncate(cut, int64(len(whole)-100)))
+	key := writeKey(t, dir, "mine.key", "a-key-for-the-seal-test-0005")
+	for _, asJSON := range []bool{false, true} {
+		var good []string
+		for _, name := range []string{"one.jbx", "two.jbx"} {
+			p := filepath.Join(t.TempDir(), name)
+			must(t, os.WriteFile(p, whole, 0o644))
+			good = append(good, p)
+		}
+		args := []string{"seal", "--key-file", key, junk, good[0], cut, good[1]}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		out, errs := wantCode(t, ExitBadTape, args...)
+		if !strings.Contains(errs, "2 of 4 tapes not sealed") {
+			t.Errorf("seal does not count the tapes it did not seal: %q", errs)
+		}
+		for _, p := range good {
+			wantCode(t, ExitOK, "verify", "--key-file", key, p)
+		}
+		if !asJSON {
+			for _, p := range []string{junk, cut} {
+				if !strings.Contains(out, "FAILED "+p+": ") {
+					t.Errorf("seal does not name %s:\n%s", p, out)
+				}
+			}
+			continue
+		}
+		var rs []struct{ Path, Seal, Error string }
+		if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 4 ||
+			rs[0].Error == "" || rs[1].Seal == "" || rs[2].Error == "" || rs[3].Seal == "" {
+			t.Errorf("seal --json: %v\n%s", err, out)
+		}
+	}
+}
+
 func TestExitCodesDocumented(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "exit-codes.md"))
 	if err != nil {

@@ -139,16 +139,26 @@ func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOpti
 	defer t.Close()
 	rep, err := t.Verify(opts)
 	r.Frames, r.Blobs, r.Steps, r.Sealed, r.SealOK, r.Torn = rep.Frames, rep.Blobs, rep.Steps, rep.Sealed, rep.SealOK, rep.Recovery
+	if err == nil {
+		// What the tape holds verifies: a torn tape's head is that of
+		// the frames it keeps, which recover writes.
+		r.Head = rep.Head.String()
+	}
 	if rep.Recovery != nil {
-		// A torn tape is damaged whatever else is true of it.
-		err = &tapefmt.FormatError{Offset: rep.Recovery.ValidEnd, Frame: -1, Msg: recoveryText(rep.Recovery)}
+		err = tornError(rep.Recovery)
 	}
 	if err != nil {
 		r.setErr(err)
 		return r
 	}
-	r.OK, r.Head = true, rep.Head.String()
+	r.OK = true
 	return r
+}
+
+// tornError is what verify says of a torn tape: it is damaged whatever
+// else is true of it.
+func tornError(rec *tapefmt.Recovery) error {
+	return &tapefmt.FormatError{Offset: rec.ValidEnd, Frame: -1, Msg: recoveryText(rec)}
 }
 
 func (r *verifyResult) setErr(err error) {
