@@ -44,6 +44,10 @@ type Timeline struct {
 	// (sweep.go); textBytes is their size, at most maxTextCache.
 	texts     [][]byte
 	textBytes int
+	// called is whether one of the first calledOf frames is a call
+	// (StepCount of a tape without a step.commit, which grows).
+	called   bool
+	calledOf int
 }
 
 // Row is one frame as the timeline lists it.
@@ -249,7 +253,16 @@ func (tl *Timeline) StepCount() int {
 	kindAt := func(i int) tapefmt.Kind { k, _ := tl.KindAt(i); return k }
 	n := len(tl.steps)
 	if n == 0 {
-		return firstStep(tl.Len(), kindAt)
+		// Every draw asks: the frames read once, as the tape grows.
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		for ; !tl.called && tl.calledOf < tl.Len(); tl.calledOf++ {
+			tl.called = kindAt(tl.calledOf) == tapefmt.KindLLMRequest
+		}
+		if tl.called {
+			return 1
+		}
+		return 0
 	}
 	return personSteps(n, int(tl.steps[n-1]), tl.Len(), kindAt)
 }
