@@ -19,6 +19,28 @@ var credentialHeaders = map[string]string{"Authorization": "Bearer", "X-Api-Key"
 var keyEnv = map[string]string{"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
 	"mistral": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY", "xai": "XAI_API_KEY", "deepseek": "DEEPSEEK_API_KEY"}
 
+// keyHeader is the header a provider takes its key in: the tape keeps no
+// credential header, not even its name (a recording drops them), so the
+// command adds it. Providers whose requests are signed (bedrock, vertex)
+// or need none (ollama) have none here.
+var keyHeader = map[string]string{"anthropic": "X-Api-Key", "azure-openai": "Api-Key", "gemini": "X-Goog-Api-Key",
+	"openai": "Authorization", "mistral": "Authorization", "cohere": "Authorization", "openrouter": "Authorization",
+	"groq": "Authorization", "together": "Authorization", "fireworks": "Authorization", "deepseek": "Authorization", "xai": "Authorization"}
+
+// writeKey writes the header k with the key of provider's environment
+// variable ($OPENAI_API_KEY and the like), never a value from the tape.
+func writeKey(b *strings.Builder, k, provider string) {
+	env := keyEnv[provider]
+	if env == "" {
+		env = strings.ToUpper(strings.ReplaceAll(provider, "-", "_")) + "_API_KEY"
+	}
+	v := "$" + env
+	if scheme := credentialHeaders[k]; scheme != "" {
+		v = scheme + " " + v
+	}
+	fmt.Fprintf(b, " \\\n  -H \"%s: %s\"", k, v)
+}
+
 // dropHeaders are not worth sending again: curl sets them itself, or they
 // belonged to the connection.
 var dropHeaders = []string{"Content-Length", "Accept-Encoding", "Connection", "Proxy-Connection", "Host", "User-Agent", "Keep-Alive", "Te", "Transfer-Encoding"}
@@ -65,6 +87,7 @@ func (tl *Timeline) Curl(i int) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "curl -sS -X %s %s", termtext.ShellQuote(req.Method), termtext.ShellQuote(base+req.Path))
 	h := http.Header(req.Header)
+	keyed := false
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range h {
 			if !yield(k) {
@@ -76,21 +99,17 @@ func (tl *Timeline) Curl(i int) (string, error) {
 		if slices.Contains(dropHeaders, ck) {
 			continue
 		}
-		if scheme, cred := credentialHeaders[ck]; cred {
-			env := keyEnv[req.Provider]
-			if env == "" {
-				env = strings.ToUpper(req.Provider) + "_API_KEY"
-			}
-			v := "$" + env
-			if scheme != "" {
-				v = scheme + " " + v
-			}
-			fmt.Fprintf(&b, " \\\n  -H \"%s: %s\"", ck, v)
+		if _, cred := credentialHeaders[ck]; cred {
+			keyed = true
+			writeKey(&b, ck, req.Provider)
 			continue
 		}
 		for _, v := range h[k] {
 			fmt.Fprintf(&b, " \\\n  -H %s", termtext.ShellQuote(ck+": "+v))
 		}
+	}
+	if k, ok := keyHeader[req.Provider]; ok && !keyed {
+		writeKey(&b, k, req.Provider)
 	}
 	if req.Body.IsZero() {
 		return b.String() + "\n", nil

@@ -14,7 +14,10 @@ import (
 // TestCurlRunsTheCall (issue 33 item 9): the call as a curl command, run
 // by a shell, asks the upstream the same thing again: the scripted model
 // answers it as it answered the recording; the key comes from the
-// environment, never from the tape; a frame that is no call says so.
+// environment, never from the tape; a frame that is no call says so. A
+// recording keeps no credential header, not even its name: the command
+// had none, and a provider answered it 401; it names the provider's key
+// header now (Anthropic's x-api-key too).
 func TestCurlRunsTheCall(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed (Debian package curl)")
@@ -30,8 +33,11 @@ func TestCurlRunsTheCall(t *testing.T) {
 		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Upstream: map[string]string{"openai": srv.OpenAIBaseURL()}})
 		h, _ := w.PutBlob("openai /v1/chat/completions request", []byte(body))
 		w.Append(0, tapefmt.LLMRequest{Call: 0, Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Body: h, Model: "demo-small",
-			Header: map[string][]string{"Content-Type": {"application/json"}, "Authorization": {"Bearer [redacted]"}, "Content-Length": {"90"}}})
+			Header: map[string][]string{"Content-Type": {"application/json"}, "Content-Length": {"90"}}})
 		w.Append(0, tapefmt.LLMResponse{Call: 0, Status: 200})
+		w.Append(0, tapefmt.LLMRequest{Call: 1, Provider: "anthropic", Method: "POST", Host: "api.anthropic.com", Scheme: "https", Path: "/v1/messages",
+			Header: map[string][]string{"Anthropic-Version": {"2023-06-01"}}})
+		w.Append(0, tapefmt.LLMResponse{Call: 1, Status: 200})
 		_, err := w.Append(0, tapefmt.RunEnd{})
 		return err
 	})
@@ -55,6 +61,9 @@ func TestCurlRunsTheCall(t *testing.T) {
 	out, err := sh.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"chat.completion"`) {
 		t.Errorf("the command ran: %v\n%s\n%s", err, cmd, out)
+	}
+	if cmd, err := tl.Curl(3); err != nil || !strings.Contains(cmd, `-H "X-Api-Key: $ANTHROPIC_API_KEY"`) || strings.Contains(cmd, "Authorization") {
+		t.Errorf("the Anthropic call's command: %v\n%s", err, cmd)
 	}
 	if _, err := tl.Curl(0); err == nil || !strings.Contains(err.Error(), "no model call") {
 		t.Errorf("curl of run.start: %v", err)
