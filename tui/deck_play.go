@@ -27,25 +27,31 @@ func (d *Deck) togglePlay() tea.Cmd {
 // toggleIdle switches between skipping idle time and playing it.
 func (d *Deck) toggleIdle() {
 	p := &d.play
+	p.rebase(d.o.Now())
 	p.keepIdle = !p.keepIdle
 	if p.keepIdle {
 		d.status = "idle time plays as recorded"
 	} else {
 		d.status = fmt.Sprintf("idle time skipped: a stretch with nothing happening lasts %s on screen", idleCap)
 	}
-	p.anchor(d.o.Now(), d.tracks[d.focus])
+	if !p.playing {
+		p.anchor(d.o.Now(), d.tracks[d.focus])
+	}
 }
 
 // cycleSpeed moves to the next playback speed (1x, 2x, 8x).
 func (d *Deck) cycleSpeed() {
 	p := &d.play
+	p.rebase(d.o.Now())
 	for i, s := range speeds {
 		if s == p.speed {
 			p.speed = speeds[(i+1)%len(speeds)]
 			break
 		}
 	}
-	p.anchor(d.o.Now(), d.tracks[d.focus])
+	if !p.playing {
+		p.anchor(d.o.Now(), d.tracks[d.focus])
+	}
 }
 
 // tick moves the needle to the frame the playback has reached.

@@ -110,8 +110,8 @@ func TestPlayback(t *testing.T) {
 	press(d, runes("x")) // 2x
 	now = now.Add(10 * time.Millisecond)
 	d.Update(tickMsg{d.play.gen})
-	if c := cursor(d); c != 19 { // 42 ms + 20 ms of tape
-		t.Fatalf("at 2x the needle is at %d, want 19", c)
+	if c := cursor(d); c != 20 { // 43 ms reached + 20 ms of tape (not from frame 13's 42 ms)
+		t.Fatalf("at 2x the needle is at %d, want 20", c)
 	}
 	press(d, runes(" "))
 	if d.play.playing || d.frame.stream != nil {
@@ -120,7 +120,7 @@ func TestPlayback(t *testing.T) {
 	gen := d.play.gen
 	now = now.Add(time.Second)
 	d.Update(tickMsg{gen})
-	if cursor(d) != 19 {
+	if cursor(d) != 20 {
 		t.Fatal("a tick moved the needle while paused")
 	}
 }

@@ -88,6 +88,16 @@ func (p *player) anchor(now time.Time, tv *timelineView) {
 	p.wallStart, p.reached = now, p.tapeStart
 }
 
+// rebase restarts the clock from where playback has reached, before its
+// speed or idle rule changes: anchored at the needle's frame instead, the
+// clock went back to that frame's time (a long streamed call restarted).
+func (p *player) rebase(now time.Time) {
+	if p.playing {
+		p.reached = p.at(now)
+		p.tapeStart, p.wallStart = p.reached, now
+	}
+}
+
 // at is the tape time playback has reached.
 func (p *player) at(now time.Time) time.Duration {
 	return p.tapeStart + now.Sub(p.wallStart)*time.Duration(p.speed)

@@ -76,6 +76,40 @@ func TestPlaybackClockRuns(t *testing.T) {
 	}
 }
 
+// TestPlaybackSpeedKeepsItsPlace: changing the speed (x) or the idle rule
+// (i) while playing took the clock back to the needle's frame: 8.9 s into
+// a long wait or a streamed call, 2x to 8x went back to 5.1 s. Playback
+// goes on from where it was.
+func TestPlaybackSpeedKeepsItsPlace(t *testing.T) {
+	path := waitingTape(t)
+	for _, c := range []struct {
+		key   string
+		start []tea.KeyMsg
+		in    time.Duration
+	}{
+		{"x", []tea.KeyMsg{runes("i"), runes(" ")}, 10 * time.Second}, // the wait as recorded, 10 s in
+		{"i", []tea.KeyMsg{runes(" ")}, 200 * time.Millisecond},       // before idleCap: then as recorded
+	} {
+		key := c.key
+		clock := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+		o := testOptions()
+		o.Now = func() time.Time { return clock }
+		d := New([]string{path}, o)
+		t.Cleanup(d.Close)
+		d.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+		press(d, c.start...)
+		clock = clock.Add(c.in)
+		d.Update(tickMsg{gen: d.play.gen})
+		was := d.play.reached
+		press(d, runes(key))
+		clock = clock.Add(time.Second)
+		d.Update(tickMsg{gen: d.play.gen})
+		if got := d.play.reached; got < was+time.Second || d.tracks[0].cursor != 1 {
+			t.Errorf("%s at %s of tape time: a second later playback is at %s (frame %d)", key, was, got, d.tracks[0].cursor)
+		}
+	}
+}
+
 // waitingTape is a run that waits 30 s between two frames of output.
 func waitingTape(t *testing.T) string {
 	t.Helper()
