@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mattn/go-runewidth"
+
 	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
@@ -24,11 +26,23 @@ func totalsRows(r *Result) [][4]string {
 	}
 }
 
-// totalsText renders the totals table, right-aligned columns.
+// totalsText renders the totals table, right-aligned columns each as wide
+// as its widest cell (16 at most where they are narrower), so that it
+// fits the narrowest layout whole.
 func totalsText(r *Result, st Styles) []string {
+	rows := totalsRows(r)
+	var w [4]int
+	for _, row := range rows {
+		for i, c := range row {
+			w[i] = max(w[i], runewidth.StringWidth(c))
+		}
+	}
+	for i := 1; i < 4; i++ {
+		w[i] = max(w[i]+2, min(16, w[i]+6))
+	}
 	var out []string
-	for i, row := range totalsRows(r) {
-		s := fmt.Sprintf("%-10s %16s %16s %16s", row[0], row[1], row[2], row[3])
+	for i, row := range rows {
+		s := fmt.Sprintf("%-*s %*s %*s %*s", w[0], row[0], w[1], row[1], w[2], row[2], w[3], row[3])
 		if i == 0 {
 			s = st.apply(clsHeader, s)
 		}

@@ -174,7 +174,16 @@ func (m *diffPane) render() {
 			}
 		}
 	}
-	m.vp.SetContent(text)
+	// Laid out at diffview.MinWidth at least: a narrower pane cuts each
+	// line with "…", never a number without a word (the viewport cut
+	// "+285" to "+28").
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if ansi.StringWidth(l) > m.w {
+			lines[i] = ansi.Truncate(l, m.w, "…")
+		}
+	}
+	m.vp.SetContent(strings.Join(lines, "\n"))
 	if m.first >= 0 {
 		m.vp.SetYOffset(m.first)
 	}
