@@ -58,14 +58,14 @@ func Start(t testing.TB) *Server {
 			t.Logf("azurite's log:\n%s", log.String())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // node on a loaded machine
 	for {
 		if c, err := net.Dial("tcp", s.Addr); err == nil {
 			c.Close()
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("azurite did not listen on %s in 20 s:\n%s", s.Addr, log.String())
+			t.Fatalf("azurite did not listen on %s in 60 s:\n%s", s.Addr, log.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
