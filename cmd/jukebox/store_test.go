@@ -89,6 +89,18 @@ func testStore(t *testing.T, sc storeCase) {
 	}
 	wantCode(t, 0, "verify", remote)
 	wantCode(t, 0, "--no-cache", "cost", remote)
+	// --no-cache keeps nothing: verify left a temporary folder with the
+	// whole tape in it behind, at every run.
+	tmp := t.TempDir()
+	for _, cmd := range []string{"verify", "show", "cost", "replay"} {
+		if _, errs, code := jbIn(dir, []string{"TMPDIR=" + tmp}, "--no-cache", cmd, remote); code != ExitOK {
+			t.Errorf("--no-cache %s: exit %d\n%s", cmd, code, errs)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			t.Errorf("--no-cache %s left %s in the temporary folder", cmd, left[0].Name())
+			os.RemoveAll(filepath.Join(tmp, left[0].Name()))
+		}
+	}
 	out, _ = wantCode(t, 0, "replay", remote)
 	if !strings.Contains(out, "hello from the agent") {
 		t.Errorf("replay from the store:\n%s", out)

@@ -112,6 +112,14 @@ func verifyURL(ctx context.Context, env *Env, url string, opts tapefmt.VerifyOpt
 		}
 		return r
 	}
+	if env.NoCache {
+		// Nothing is kept: the temporary folder goes with the bytes
+		// (kept there, it stayed behind at every run).
+		defer f.Drop()
+		r = verifyOne(nil, f.Path, opts)
+		r.Path, r.Error = url, strings.ReplaceAll(r.Error, f.Path, url)
+		return r
+	}
 	r = verifyOne(nil, f.Path, opts)
 	r.Path = url
 	if r.err != nil {
