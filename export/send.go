@@ -20,6 +20,15 @@ type Sent struct {
 	// Failed are spans in batches the receiver refused, after the
 	// exporter's retries.
 	Failed int64
+	// Unread are the tapes not sent because they do not read whole
+	// (damaged, torn, not a tape): none of their spans went.
+	Unread []UnreadTape
+}
+
+// UnreadTape is a tape an export left out, and why.
+type UnreadTape struct {
+	Path string
+	Err  error
 }
 
 // SentTape is one tape's part of an export.
@@ -33,10 +42,12 @@ type SentTape struct {
 }
 
 // OTLP sends tapes to a receiver: each a trace whose id is the tape's id,
-// its spans at their recorded times, and its model calls' metrics. It
-// returns what was sent; the error names the first tape that does not
-// read, or the receiver's first refusal (the exporter retries first, as
-// its configuration says). progress, if set, is told of each tape sent.
+// its spans at their recorded times, and its model calls' metrics. Each
+// tape is checked whole first: one that does not read (damaged, torn,
+// not a tape) is left out (Sent.Unread), none of its spans sent, and the
+// rest go. It returns what was sent; the error is the receiver's first
+// refusal (the exporter retries first, as its configuration says).
+// progress, if set, is told of each tape sent.
 func OTLP(ctx context.Context, paths []string, ep Endpoint, o Options, progress func(SentTape)) (Sent, error) {
 	var sent Sent
 	te, err := ep.traceExporter(ctx)
@@ -46,9 +57,13 @@ func OTLP(ctx context.Context, paths []string, ep Endpoint, o Options, progress 
 	b := newBatcher(te, 4096, false)
 	var tapeErr error
 	for _, path := range paths {
+		if err := readsWhole(path, o.Remote); err != nil {
+			sent.Unread = append(sent.Unread, UnreadTape{path, err})
+			continue
+		}
 		st, err := sendTape(ctx, path, ep, o, b)
 		if err != nil {
-			tapeErr = err
+			tapeErr = err // read whole a moment ago: the receiver or the file system failed
 			break
 		}
 		sent.Tapes = append(sent.Tapes, st)
@@ -65,6 +80,22 @@ func OTLP(ctx context.Context, paths []string, ep Endpoint, o Options, progress 
 		return sent, fmt.Errorf("otlp: the receiver refused %d of %d spans: %w", sent.Failed, sent.Failed+sent.Spans, err)
 	}
 	return sent, nil
+}
+
+// readsWhole checks the tape at path as jukebox verify does (frames,
+// chain, blobs), so that a damaged one sends nothing: converted as it
+// was read, it sent the spans before its damage.
+func readsWhole(path string, remote tapefmt.RemoteOpener) error {
+	t, err := tapefmt.OpenWith(path, remote)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	rep, err := t.Verify(tapefmt.VerifyOptions{Blobs: true})
+	if err == nil && rep.Recovery != nil {
+		err = fmt.Errorf("%w: the tape is torn (its recording was cut)", tapefmt.ErrNoFooter)
+	}
+	return err
 }
 
 // sendTape converts one tape and queues its spans on b; its metrics go

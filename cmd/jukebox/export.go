@@ -126,6 +126,11 @@ func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
 			}
 		}
 	}
+	for _, u := range sent.Unread {
+		if !c.JSON {
+			fmt.Fprintf(env.Stderr, "jukebox: %s: not sent: %v\n", u.Path, u.Err)
+		}
+	}
 	if c.JSON {
 		if jerr := writeJSON(env.Stdout, exportReport(sent, skipped, where, err)); jerr != nil {
 			return jerr
@@ -141,6 +146,10 @@ func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
 		}
 		fmt.Fprintln(env.Stdout)
 	}
+	if err == nil && len(sent.Unread) > 0 {
+		return withCode(ExitBadTape, fmt.Errorf("export otlp: %d of %d tapes do not read whole and were not sent (named above); the rest were",
+			len(sent.Unread), len(paths)))
+	}
 	return err
 }
 
@@ -152,16 +161,24 @@ func exportReport(sent export.Sent, skipped []string, where string, err error) a
 		Spans           int    `json:"spans"`
 		MetricsNotTaken string `json:"metrics_not_taken,omitempty"`
 	}
+	type unread struct {
+		Path  string `json:"path"`
+		Error string `json:"error"`
+	}
 	out := struct {
 		Endpoint string   `json:"endpoint"`
 		Tapes    []tape   `json:"tapes"`
 		Skipped  []string `json:"skipped"`
+		Unread   []unread `json:"unread,omitempty"`
 		Spans    int64    `json:"spans_sent"`
 		Failed   int64    `json:"spans_failed"`
 		Error    string   `json:"error,omitempty"`
 	}{Endpoint: where, Tapes: []tape{}, Skipped: append([]string{}, skipped...), Spans: sent.Spans, Failed: sent.Failed}
 	for _, t := range sent.Tapes {
 		out.Tapes = append(out.Tapes, tape{t.Path, t.TraceID, t.Spans, t.MetricsNotTaken})
+	}
+	for _, u := range sent.Unread {
+		out.Unread = append(out.Unread, unread{u.Path, u.Err.Error()})
 	}
 	if err != nil {
 		out.Error = err.Error()

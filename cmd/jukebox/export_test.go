@@ -197,6 +197,30 @@ func TestExportOTLPToJaeger(t *testing.T) {
 	if !strings.Contains(errs, bad) {
 		t.Errorf("stderr %q", errs)
 	}
+	// A folder where a file that is no tape and a tampered tape come
+	// first: it stopped at the first (nothing sent), or sent the spans of
+	// the tampered one before its damage. Both are left out, named, and
+	// the good one goes (exit 3).
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "a.jbx"), []byte("not a tape"), 0o644))
+	tampered, err := os.ReadFile(filepath.Join("..", "..", "testdata", "tapes", "tampered.jbx"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "b.jbx"), tampered, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "c.jbx"), b, 0o644))
+	out, errs = wantCode(t, ExitBadTape, "export", "otlp", "--all", "--json", "--endpoint", j.OTLPHTTP, dir)
+	checkShape(t, doc, "export", out, map[string]map[string]bool{})
+	var folder struct {
+		Tapes []struct {
+			Path  string `json:"path"`
+			Spans int    `json:"spans"`
+		} `json:"tapes"`
+		Unread []struct{ Path string } `json:"unread"`
+		Sent   int64                   `json:"spans_sent"`
+	}
+	must(t, json.Unmarshal([]byte(out), &folder))
+	if len(folder.Tapes) != 1 || filepath.Base(folder.Tapes[0].Path) != "c.jbx" || len(folder.Unread) != 2 || folder.Sent != int64(folder.Tapes[0].Spans) {
+		t.Errorf("a folder with two bad tapes before a good one: %s\n%s", out, errs)
+	}
 }
 
 // TestExportOTLPToATracesOnlyReceiver: Jaeger as it ships takes traces
