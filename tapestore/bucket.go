@@ -114,6 +114,11 @@ func codeOf(err error) errCode {
 	return codeUnknown
 }
 
+// Missing says whether err is about a store or a tape that is not there
+// (a folder store's folder, a bucket, a key) rather than a store that
+// refused, or a URL its driver does not take.
+func Missing(err error) bool { return codeOf(err) == codeNotFound }
+
 // bucket is a driver seen through a key prefix (the store's): keys given
 // and listed are relative to it.
 type bucket struct {

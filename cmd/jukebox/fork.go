@@ -217,7 +217,9 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 		return nil, err
 	}
 	defer pg.close()
-	c.checkStore(ctx, env.Stderr)
+	if err := c.checkStore(ctx, env.Stderr); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(env.Stderr, "jukebox: forking %s at frame %d%s\n", c.Tape, c.Frame, modelNote(model))
 	o.Starting = func() { announceRecorded(env.Stderr, c.Cmd, start) }
 	res, err := engine.Fork(agentContext(ctx), engine.ForkOptions{RunOptions: o, Parent: c.Tape, Remote: env.remote(), Frame: c.Frame,

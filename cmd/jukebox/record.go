@@ -171,7 +171,9 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer pg.close()
-	c.checkStore(ctx, env.Stderr)
+	if err := c.checkStore(ctx, env.Stderr); err != nil {
+		return err
+	}
 	res, err := engine.Record(agentContext(ctx), engine.RecordOptions{
 		RunOptions: o, Tape: path, Upstreams: c.Upstream, Sync: syncPolicy(c.Sync)})
 	c.ran = res

@@ -115,7 +115,9 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer pg.close()
-	c.checkStore(ctx, env.Stderr)
+	if err := c.checkStore(ctx, env.Stderr); err != nil {
+		return err
+	}
 	o.Starting = func() { announceRecorded(env.Stderr, c.Cmd, rec) }
 	res, err := engine.Replay(agentContext(ctx), engine.ReplayOptions{Remote: env.remote(),
 		RunOptions: o, From: c.Tape, Tape: out, Speed: speed, Repeat: c.Repeat,

@@ -125,13 +125,20 @@ func (f *storeFlags) validate() error {
 }
 
 // checkStore reaches the store before the run: a store that is down or
-// refuses is a warning, and the run goes on (its tape kept for push).
-func (f *storeFlags) checkStore(ctx context.Context, w io.Writer) {
+// refuses is a warning, and the run goes on (its tape kept for push). A
+// URL its driver does not take (an unknown query parameter, a typo such
+// as use_path_styl) is no store at all: exit 2 before the agent starts,
+// as for a URL that does not parse, rather than a run that uploads
+// nothing.
+func (f *storeFlags) checkStore(ctx context.Context, w io.Writer) error {
 	if f.Store == "" {
-		return
+		return nil
 	}
 	s, err := tapestore.Open(ctx, f.loc)
-	if err == nil {
+	switch {
+	case err != nil && !tapestore.Missing(err):
+		return withCode(ExitUsage, fmt.Errorf("--store: %w", err))
+	case err == nil:
 		// One try, briefly: the run waits on it.
 		cctx, cancel := context.WithTimeout(ctx, min(5*time.Second, tapestore.RequestTimeout(), f.timeout()))
 		err = s.Check(cctx)
@@ -141,6 +148,7 @@ func (f *storeFlags) checkStore(ctx context.Context, w io.Writer) {
 	if err != nil {
 		fmt.Fprintf(w, "jukebox: warning: %v\njukebox: the run goes on; its tape stays local for jukebox push\n", err)
 	}
+	return nil
 }
 
 // upload sends the closed tape to the store. It never fails the run: an

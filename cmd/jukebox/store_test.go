@@ -167,7 +167,13 @@ func testStore(t *testing.T, sc storeCase) {
 
 	// A malformed store is refused before the agent starts.
 	marker := filepath.Join(dir, "ran")
-	for _, bad := range []string{"ftp://h/p/", "s3:///p/", "s3://b/p/x.jbx"} {
+	// So is one its driver does not take: a typo in a parameter
+	// (use_path_styl) was a warning, and the run went on to upload nothing.
+	typo := sc.url + "?bogus=1"
+	if strings.Contains(sc.url, "?") {
+		typo = sc.url + "&bogus=1"
+	}
+	for _, bad := range []string{"ftp://h/p/", "s3:///p/", "s3://b/p/x.jbx", typo} {
 		wantCode(t, 2, "record", "-o", filepath.Join(dir, "bad.jbx"), "--store", bad, "--", "sh", "-c", "touch "+marker)
 		if _, err := os.Stat(marker); err == nil {
 			t.Fatalf("--store %s: the agent ran", bad)
