@@ -35,6 +35,14 @@ func (c Change) Sensitive() []string {
 	if (c.Op == OpWrite || c.Op == OpChmod) && c.Mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
 		why = append(why, "setuid/setgid")
 	}
+	if c.Op == OpMkdir || c.Op == OpReplaceDir || c.Op == OpChmodDir {
+		if c.Mode&fs.ModeSetgid != 0 {
+			why = append(why, "setgid folder")
+		}
+		if c.Mode&0o002 != 0 && c.Mode&fs.ModeSticky == 0 {
+			why = append(why, "a folder anyone may write in")
+		}
+	}
 	if c.Op == OpSymlink && leadsOut(c.Path, c.Target) {
 		why = append(why, "symlink pointing outside the workspace")
 	}
@@ -74,6 +82,12 @@ var sensitiveNames = map[string]string{
 	".npmrc":                  "package manager configuration: it can make npm run commands",
 	"makefile":                "build file: make runs it",
 	"gnumakefile":             "build file: make runs it",
+	"jukebox.json":            "jukebox test runs the command it names",
+	"conftest.py":             "pytest runs it",
+	"sitecustomize.py":        "Python runs it at start-up",
+	"usercustomize.py":        "Python runs it at start-up",
+	"package.json":            "npm runs its scripts",
+	".gitmodules":             "git fetches and checks out what it names",
 }
 
 // sensitivePath says why a workspace path is sensitive, whatever is done
@@ -103,6 +117,12 @@ dirs:
 		why = append(why, "shell start-up file: a shell runs it")
 	case base == ".env" || strings.HasPrefix(base, ".env."):
 		why = append(why, "environment file: often holds secrets")
+	case strings.HasSuffix(base, ".pth"):
+		why = append(why, "Python path file: Python runs its import lines at start-up")
+	case strings.HasSuffix(base, ".jbx"):
+		why = append(why, "a tape: jukebox replay runs its recorded command")
+	case base == "match.json" && len(parts) > 1 && strings.HasSuffix(parts[len(parts)-2], ".jbx.d"):
+		why = append(why, "a tape's match rules: they decide what its replay accepts")
 	}
 	return why
 }
