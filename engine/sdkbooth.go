@@ -3,9 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"path"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/sandbox"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // pendBooth commits an SDK transaction of a booth run: the booth's own
@@ -46,13 +50,30 @@ func (t *sdkTxs) intoBooth(ctx context.Context, bt *sandbox.Tx) error {
 	return errors.Join(errs...)
 }
 
-// stageInto stages one committed SDK transaction in bt.
+// stageInto stages one committed SDK transaction in bt, whole or not at
+// all: a change to what the booth keeps from the agent (the tape's folder)
+// or one the booth's view cannot take (a file where the transaction has a
+// folder) leaves the whole transaction out, its PostgreSQL work rolled
+// back, on the tape as that transaction's tx.rollback. The control API
+// stages over the real workspace, out of the agent's mount namespace:
+// without this its writes reached the folder the agent may not change
+// (a tape overwritten with another run's, deleted, a jukebox.json
+// planted beside them), and a transaction stopped half way had its
+// first changes committed alone.
 func (t *sdkTxs) stageInto(bt *sandbox.Tx, st *sdkTx) error {
 	cs, err := st.tx.Diff()
 	if err != nil {
 		return err
 	}
 	files := bt.Files()
+	if why := t.unstageable(files, cs); why != "" {
+		for _, p := range st.pg {
+			p.Rollback(context.Background())
+		}
+		reason := "not staged into the booth: " + why
+		t.session.appendFrame(tapefmt.TxRollback{Tx: st.tx.ID(), Reason: reason, SQL: st.sqlWork()})
+		return fmt.Errorf("SDK transaction %s %s; none of its changes were staged", st.tx.ID(), reason)
+	}
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
 		if err := stageChange(files, c); err != nil {
@@ -66,6 +87,42 @@ func (t *sdkTxs) stageInto(bt *sandbox.Tx, st *sdkTx) error {
 		}
 	}
 	return nil
+}
+
+// unstageable says why the change set cs cannot be staged whole in the
+// booth's view files, "" when it can: a path the booth keeps read-only
+// for the agent, or a change under a path that is no folder there.
+func (t *sdkTxs) unstageable(files *sandbox.Files, cs sandbox.ChangeSet) string {
+	kept := t.session.keptFromAgent()
+	made := map[string]bool{} // folders the change set replaces whatever was there
+	for _, c := range cs.Changes {
+		if c.Op == sandbox.OpReplaceDir {
+			made[c.Path] = true
+		}
+	}
+	for _, c := range cs.Changes {
+		for _, k := range kept {
+			if c.Path == k || strings.HasPrefix(c.Path, k+"/") {
+				return fmt.Sprintf("it changes %s, which the booth keeps from the agent (the tape being recorded)", c.Path)
+			}
+		}
+		if c.Op == sandbox.OpDelete {
+			continue
+		}
+		dir := path.Dir(c.Path)
+		if c.Op == sandbox.OpMkdir {
+			dir = c.Path // made where the booth may hold a file
+		}
+		for ; dir != "." && dir != "/"; dir = path.Dir(dir) {
+			if made[dir] {
+				break
+			}
+			if fi, err := files.Lstat(dir); err == nil && !fi.IsDir() {
+				return fmt.Sprintf("it puts %s under %s, which is no folder in the booth", c.Path, dir)
+			}
+		}
+	}
+	return ""
 }
 
 // stageChange stages one change of another transaction in files.
