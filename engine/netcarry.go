@@ -62,7 +62,11 @@ func (s *session) carry(ctx context.Context, c sandbox.CarriedConn) {
 	start := time.Now()
 	dial := s.o.Booth.Dial
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
+		// Never to this machine's own addresses: a name the booth's
+		// resolver answered (127.0.0.1 asked as a name, the host's own
+		// name) reached the host's loopback services (its PostgreSQL)
+		// from --net none, whose loopback is the booth's own.
+		dial = (&net.Dialer{Timeout: 30 * time.Second, Control: hostLocalGuard(nil)}).DialContext
 	}
 	up, err := dial(ctx, "tcp", addr)
 	if err != nil {

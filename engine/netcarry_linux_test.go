@@ -275,6 +275,64 @@ func TestNetNoneCutsDirectHTTP(t *testing.T) {
 	}
 }
 
+// ownLoopbackAgent asks the booth's resolver for names that are this
+// machine's own (127.0.0.1 and 0.0.0.0 asked as names) and
+// connects to the port where a host service listens on loopback.
+const ownLoopbackAgent = `import socket, struct, sys
+def dns(name):
+    hdr = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+    qn = b"".join(bytes([len(l)]) + l for l in name.split(b".") if l) + b"\x00"
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(5)
+    u.sendto(hdr + qn + struct.pack(">HH", 1, 1), ("127.0.0.53", 53))
+    return socket.inet_ntoa(u.recv(512)[-4:])
+for name in [b"127.0.0.1", b"0.0.0.0"]:
+    s = socket.create_connection((dns(name), int(sys.argv[1])), timeout=5)
+    s.sendall(b"ping"); s.shutdown(socket.SHUT_WR); s.settimeout(5)
+    print(name.decode(), s.recv(100))
+`
+
+// TestNetNoneKeepsTheHostsLoopback: under --net none the booth's loopback
+// is its own, but a name its resolver answered for the host's own address
+// (127.0.0.1 asked as a name) was carried to the host's 127.0.0.1: a
+// hostile agent reached the host's PostgreSQL as its superuser. The
+// carrier refuses this machine's own addresses, as the proxy does.
+func TestNetNoneKeepsTheHostsLoopback(t *testing.T) {
+	if caps := sandbox.Probe(context.Background(), t.TempDir()); !caps.Overlay {
+		testenv.Unavailable(t, "the kernel overlay booth", "run on Linux with unprivileged user namespaces allowed")
+	}
+	py := testenv.RequirePython(t)
+	var got atomic.Int64
+	_, port, _ := net.SplitHostPort(echoServer(t, &got))
+	tape := filepath.Join(t.TempDir(), "own.jbx")
+	var out lockedBuffer
+	res, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: []string{py, "-c", ownLoopbackAgent, port}, Dir: t.TempDir(), Stdout: &out, Stderr: &out,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Net: sandbox.NetNone, Notice: &out}},
+		Tape: tape})
+	if err != nil || got.Load() != 0 || strings.Contains(out.String(), "PING") {
+		t.Fatalf("record: %v; %d bytes reached the host's loopback service\n%s", err, got.Load(), out.String())
+	}
+	tp, err := tapefmt.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	n := 0
+	for f, err := range tp.Frames(tapefmt.KindNetConn) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.Decode()
+		if c := p.(*tapefmt.NetConn); !strings.Contains(c.Error, "own address") {
+			t.Errorf("net.conn %+v: want the dial refused as this machine's own address", c)
+		}
+		n++
+	}
+	if n == 0 || res == nil {
+		t.Errorf("no net.conn frame on the tape (%d)\n%s", n, out.String())
+	}
+}
+
 // TestReplayNeverCarriesTCP: replay is closed-world; under --booth --net
 // none the plain TCP a recording carried is refused, never dialled, and
 // the replay's tape holds a net.conn with refused set naming the host.
