@@ -333,6 +333,37 @@ func TestNetNoneKeepsTheHostsLoopback(t *testing.T) {
 	}
 }
 
+// TestNetNoneHoldsForTheControlShell: a --net none booth run's agent ran
+// commands through the control API's shell (POST /v1/tx/ID/shell), which
+// jukebox runs: in the host's network, where the host's loopback
+// services answered (past --hermetic too). They get the booth's network
+// now: loopback alone.
+func TestNetNoneHoldsForTheControlShell(t *testing.T) {
+	if caps := sandbox.Probe(context.Background(), t.TempDir()); !caps.Overlay {
+		testenv.Unavailable(t, "the kernel overlay booth", "run on Linux with unprivileged user namespaces allowed")
+	}
+	py := testenv.RequirePython(t)
+	var got atomic.Int64
+	_, port, _ := net.SplitHostPort(echoServer(t, &got))
+	probe := py + ` -c "import socket; s = socket.create_connection(('127.0.0.1', ` + port + `), timeout=5); s.sendall(b'ping'); print('CONNECTED')"`
+	agent := `import json, os, sys, urllib.request
+def call(path, body):
+    req = urllib.request.Request(os.environ["JUKEBOX_CONTROL"] + "/v1/" + path, json.dumps(body).encode(),
+        {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["JUKEBOX_CONTROL_TOKEN"]})
+    return json.load(urllib.request.urlopen(req))
+tx = call("tx", {})["tx"]
+print(call("tx/%s/shell" % tx, {"command": sys.argv[1]}))
+`
+	var out lockedBuffer
+	_, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: []string{py, "-c", agent, probe}, Dir: t.TempDir(), Env: cleanEnv(), Stdout: &out, Stderr: &out,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Net: sandbox.NetNone, Notice: &out}},
+		Tape: filepath.Join(t.TempDir(), "shell.jbx")})
+	if err != nil || got.Load() != 0 || strings.Contains(out.String(), "'CONNECTED") || !strings.Contains(out.String(), "'exit_code': 1") {
+		t.Fatalf("record: %v; %d bytes reached the host's loopback service\n%s", err, got.Load(), out.String())
+	}
+}
+
 // TestReplayNeverCarriesTCP: replay is closed-world; under --booth --net
 // none the plain TCP a recording carried is refused, never dialled, and
 // the replay's tape holds a net.conn with refused set naming the host.

@@ -205,7 +205,15 @@ func (o txOps) Shell(ctx context.Context, req controlapi.Shell) (controlapi.Shel
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
 	var stdout, stderr bytes.Buffer
-	run, err := sandbox.Shell(o.st.tx, sandbox.ShellOptions{Stdout: &stdout, Stderr: &stderr})
+	// In a --net none booth run the shell's commands get no more network
+	// than the agent: they ran in the host's, reaching its loopback
+	// services (its PostgreSQL) past --net none and --hermetic. They get
+	// loopback alone (nothing carried, no endpoint).
+	so := sandbox.ShellOptions{Stdout: &stdout, Stderr: &stderr}
+	if b := o.t.session.o.Booth; b != nil && b.Net == sandbox.NetNone {
+		so.Net = sandbox.NetNone
+	}
+	run, err := sandbox.Shell(o.st.tx, so)
 	if err != nil {
 		return controlapi.ShellResult{}, txError(err)
 	}

@@ -23,6 +23,9 @@ type ShellOptions struct {
 	// Notice gets the one-line mode notice of each external command;
 	// nil discards them.
 	Notice io.Writer
+	// Net is the external commands' network (ExecOptions.Net): NetNone
+	// gives them a namespace of their own with loopback alone.
+	Net Net
 }
 
 // devWritable are the files outside the workspace a booth shell may write.
@@ -119,7 +122,7 @@ func (s *boothShell) exec(ctx context.Context, args []string) error {
 		return true
 	})
 	res, err := Exec(ctx, s.tx, ExecOptions{
-		Args: args, Dir: rel, Env: env, Mode: s.o.Mode, Notice: orDiscard(s.o.Notice),
+		Args: args, Dir: rel, Env: env, Mode: s.o.Mode, Notice: orDiscard(s.o.Notice), Net: s.o.Net,
 		Stdin: hc.Stdin, Stdout: hc.Stdout, Stderr: hc.Stderr,
 	})
 	if err != nil {
