@@ -588,6 +588,34 @@ func TestWriteLive(t *testing.T) {
 	if got := ops(cs); got != "write w.txt" {
 		t.Fatalf("change set:\n%s", got)
 	}
+	// A socket of the host's in the live folder (a tmux server's: its
+	// run-shell ran commands outside the booth) is not connected to.
+	ln, err := net.Listen("unix", filepath.Join(cache, "host.sock"))
+	must(t, err)
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	out.Reset()
+	res, err = Exec(ctx, tx, ExecOptions{Args: []string{"python3", "-c", `import socket, sys
+try:
+    socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print("connected")
+except OSError as e:
+    print("refused", e.errno)`, filepath.Join(cache, "host.sock")},
+		Stdout: &out, Stderr: &out, Notice: io.Discard, WriteLive: []string{cache}})
+	must(t, err)
+	if !strings.HasPrefix(out.String(), "refused") {
+		t.Errorf("a socket in the live folder: %q", out.String())
+	}
+	select {
+	case <-accepted:
+		t.Error("the host's socket in the live folder accepted the agent's connection")
+	default:
+	}
 }
 
 // TestProtectTapeInWorkspaceRoot: a tape written in the workspace's own

@@ -299,6 +299,7 @@ func confine(s Spec) (*netBooth, error) {
 		}
 		mounts = append(mounts, detached{fd: fd, path: p, what: "read-only " + p, file: !fi.IsDir(), rank: rankKept})
 	}
+	liveDirs = s.WriteLive
 	for _, p := range s.WriteLive {
 		fd, err := cloneTree(p, false)
 		if err != nil {

@@ -44,6 +44,12 @@ var (
 	tmpUpperDev uint64
 )
 
+// liveDirs are the --allow-write-live folders (set by confine). A socket
+// there is the host's as much as one in its /tmp (tmux's server under a
+// live folder in /tmp drove commands outside the booth): none is
+// connected to.
+var liveDirs []string
+
 // connectWatch answers the command's connect(2) calls.
 type connectWatch struct {
 	listener int
@@ -212,7 +218,28 @@ func connectPath(sock, cwd int, path string) unix.Errno {
 	if rel, ok := inBoothTmp(fd); ok && !inTmpUpper(fd, rel) {
 		return unix.ECONNREFUSED // not the command's: the host's, or nothing
 	}
+	if inLiveDir(fd) {
+		return unix.ECONNREFUSED
+	}
 	return connectRaw(sock, sockaddrUnix("/proc/self/fd/"+strconv.Itoa(fd)))
+}
+
+// inLiveDir reports whether the file open at fd is in an
+// --allow-write-live folder (or its path cannot be told: refused alike).
+func inLiveDir(fd int) bool {
+	if len(liveDirs) == 0 {
+		return false
+	}
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return true
+	}
+	for _, d := range liveDirs {
+		if Within(p, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // inBoothTmp reports whether the file open at fd is in the booth's /tmp
