@@ -143,10 +143,15 @@ var errSetup = errors.New("sandbox: namespace overlay refused")
 // errNoUserNS marks a kernel that refused the user namespace itself.
 var errNoUserNS = fmt.Errorf("%w: user namespace", errSetup)
 
+// ErrOneAtATime is Exec's answer while another command of the transaction
+// runs (two commands of a shell pipeline): run them as one, sh -c '...'.
+var ErrOneAtATime = errors.New("sandbox: a transaction runs one command at a time: a pipeline of two commands runs as one command, sh -c '...'")
+
 // Exec runs a child process in the transaction tx, whose view of the
 // workspace is the staged view; what it writes, deletes or replaces there
 // is staged in tx. A non-zero exit is reported in ExecResult, not as
-// error. A folder as a standard stream is refused (ErrStreamDir).
+// error. A folder as a standard stream is refused (ErrStreamDir), and a
+// second command while one runs (ErrOneAtATime).
 func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 	if len(o.Args) == 0 {
 		return ExecResult{}, errors.New("sandbox: exec: no command")
@@ -158,6 +163,10 @@ func Exec(ctx context.Context, tx *Tx, o ExecOptions) (ExecResult, error) {
 	if err != nil {
 		return ExecResult{}, err
 	}
+	if !tx.running.TryLock() {
+		return ExecResult{ExitCode: -1}, ErrOneAtATime
+	}
+	defer tx.running.Unlock()
 	notice := o.Notice
 	if notice == nil {
 		notice = orDiscard(o.Stderr)

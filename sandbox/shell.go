@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -126,6 +128,15 @@ func (s *boothShell) exec(ctx context.Context, args []string) error {
 		Stdin: hc.Stdin, Stdout: hc.Stdout, Stderr: hc.Stderr,
 	})
 	if err != nil {
+		// The command before it in a pipeline writes on: its reader
+		// gone, it ends as it would in a shell (its writes fail).
+		if r, ok := hc.Stdin.(*io.PipeReader); ok {
+			r.CloseWithError(err)
+		}
+		if errors.Is(err, ErrOneAtATime) { // the command's failure, as a shell says one: the script goes on
+			fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
+			return interp.ExitStatus(126)
+		}
 		return err
 	}
 	if res.ExitCode != 0 {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -58,4 +59,50 @@ echo x > /dev/null
 	if err := r.Run(ctx, prog); err == nil && !strings.Contains(errb.String(), "escapes") {
 		t.Fatalf("write outside the workspace allowed: %q", errb.String())
 	}
+}
+
+// TestShellPipeIntoHead: a pipeline of two commands (cat FILE | head -1)
+// hung the control API's shell, and with it the run: the overlay run of
+// the first holds the transaction, the second waited for it, and the
+// first for the second to read. The second is refused saying why (run it
+// as one command), the first's writes fail as in a shell, and the script
+// goes on.
+func TestShellPipeIntoHead(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"big.txt": strings.Repeat("line\n", 200000)})
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	for _, mode := range []Mode{ModeCopy, ModeOverlay} {
+		if mode == ModeOverlay && Supported() != nil {
+			continue
+		}
+		done := make(chan string, 1)
+		go func() { done <- runShellOut(tx, mode, "cat big.txt | head -1; echo after") }()
+		select {
+		case out := <-done:
+			if !strings.Contains(out, "one command at a time") || !strings.HasSuffix(out, "after\n") {
+				t.Errorf("%s: output %q", mode, out)
+			}
+		case <-time.After(2 * time.Minute): // a deadline, not a measure: it hung for ever
+			t.Fatalf("%s: cat big.txt | head -1 did not end", mode)
+		}
+	}
+}
+
+// runShellOut is runShell's output, for a goroutine: errors are output.
+func runShellOut(tx *Tx, mode Mode, script string) string {
+	var out bytes.Buffer
+	r, err := Shell(tx, ShellOptions{Stdout: &out, Stderr: &out, Mode: mode})
+	if err != nil {
+		return err.Error()
+	}
+	prog, err := syntax.NewParser().Parse(strings.NewReader(script), "test.sh")
+	if err != nil {
+		return err.Error()
+	}
+	if err := r.Run(ctx, prog); err != nil {
+		out.WriteString(err.Error())
+	}
+	return out.String()
 }

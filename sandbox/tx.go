@@ -120,18 +120,23 @@ type txMeta struct {
 // Files; the runners (Exec, Shell, RunWasm) are functions that take it or
 // its Files. Its methods are safe for use by several goroutines.
 type Tx struct {
-	mu     sync.Mutex
-	ws     *workspace
-	dir    string // this transaction's state directory
-	upper  string // the staging area, in overlayfs upper-dir format
-	meta   txMeta
-	opts   Options
-	key    []byte // the booth key, which signs tx.json
-	base   map[string]fingerprint
-	parts  []Participant
-	live   []Participant // the participants of meta.Live this process joined
-	closed bool
-	begin  *beginNames // the workspace's names at Begin (conflicts)
+	mu sync.Mutex
+	// running is held by the command Exec runs: one at a time, since
+	// the overlay run holds mu throughout (a second one, the other side
+	// of a shell's pipeline, waited for ever on a command that waited
+	// on it).
+	running sync.Mutex
+	ws      *workspace
+	dir     string // this transaction's state directory
+	upper   string // the staging area, in overlayfs upper-dir format
+	meta    txMeta
+	opts    Options
+	key     []byte // the booth key, which signs tx.json
+	base    map[string]fingerprint
+	parts   []Participant
+	live    []Participant // the participants of meta.Live this process joined
+	closed  bool
+	begin   *beginNames // the workspace's names at Begin (conflicts)
 	// baseLog is base.jsonl, open from its first line until the
 	// transaction is decided (closeBase).
 	baseLog *os.File
