@@ -670,6 +670,20 @@ func TestKeyHidden(t *testing.T) {
 	if res.ExitCode != 0 || out.String() != "hidden\n" {
 		t.Fatalf("exit %d, output %q", res.ExitCode, out.String())
 	}
+	// The default key's folder, when another is named (XDG_STATE_HOME,
+	// --key-file): the key of every run without them was readable.
+	home := filepath.Join(dir, "home")
+	deflt := filepath.Join(home, ".local", "state", "jukebox", "booth.key")
+	must(t, os.MkdirAll(filepath.Dir(deflt), 0o700))
+	must(t, os.WriteFile(deflt, make([]byte, 32), 0o600))
+	t.Setenv("HOME", home)
+	out.Reset()
+	res, err = Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `cat "$1" >/dev/null 2>&1 && echo read || echo hidden`, "sh", deflt},
+		Stdout: &out, Stderr: io.Discard, Notice: io.Discard})
+	must(t, err)
+	if res.ExitCode != 0 || out.String() != "hidden\n" {
+		t.Errorf("the default key beside another: exit %d, output %q", res.ExitCode, out.String())
+	}
 }
 
 // TestExecOwnSession: the confined command leads no group of jukebox's. A

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/jukebox-os/jukebox/internal/nsinit"
 )
@@ -15,9 +16,19 @@ func hidden(w *workspace, opts Options) []string {
 	if w.stateRel != "" {
 		out = append(out, w.stateRoot)
 	}
+	keys := []string{}
 	if key, err := KeyFile(opts); err == nil {
-		if fi, err := os.Stat(filepath.Dir(key)); err == nil && fi.IsDir() {
-			out = append(out, filepath.Dir(key))
+		keys = append(keys, filepath.Dir(key))
+	}
+	// The default key's folder too: with XDG_STATE_HOME (or --key-file)
+	// naming another, the key every run without them uses was readable
+	// to the agent.
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		keys = append(keys, filepath.Join(home, ".local", "state", "jukebox"))
+	}
+	for _, dir := range keys {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && !slices.Contains(out, dir) {
+			out = append(out, dir)
 		}
 	}
 	return out
