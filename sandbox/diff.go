@@ -301,8 +301,22 @@ func (tx *Tx) diffLinks(cs *diffRun) {
 		} else {
 			err = readableStaged(tx.up(names[0].path), names[0].fi, read)
 		}
+		// A name that was a real file with several names (a pair the
+		// workspace held: a linked to b before the run): the group puts
+		// a new file there, and the real file's other names, which are
+		// not in the group, would keep the old content, as a plain write
+		// to the pair would (refused in diffFile).
+		pair := uint64(0)
+		for _, name := range names {
+			if name.lower != nil && name.lower.Mode().IsRegular() && linkCount(name.lower) > 1 {
+				pair = max(pair, linkCount(name.lower))
+			}
+		}
 		for i, name := range names {
 			switch {
+			case pair > 0:
+				cs.Refused = append(cs.Refused, pairRefusal(name.path, pair))
+				continue
 			case uint64(len(names)) != n:
 				cs.Refused = append(cs.Refused, hardLinkRefusal(name.path, n))
 				continue

@@ -55,6 +55,40 @@ func TestRealHardLinkPairRefused(t *testing.T) {
 	}
 }
 
+// TestRealPairLinkedAgainRefused: the agent gave the real pair's file a
+// third name before writing it (ln a z; echo more >> a): the group a, z
+// was committed, and b, the pair's other name, kept the old content, split
+// from a without a word. It is refused as a write to the pair is.
+func TestRealPairLinkedAgainRefused(t *testing.T) {
+	requireOverlay(t)
+	ws := filepath.Join(t.TempDir(), "ws")
+	mkTree(t, ws, map[string]string{"a": "old\n"})
+	must(t, os.Link(filepath.Join(ws, "a"), filepath.Join(ws, "b")))
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	res, err := Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `ln a z && echo more >> a`}, Mode: ModeOverlay, Notice: &bytes.Buffer{}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %v, exit %d", err, res.ExitCode)
+	}
+	cs, err := tx.Diff()
+	must(t, err)
+	refused := map[string]bool{}
+	for _, r := range cs.Refused {
+		refused[r.Path] = r.Kind == RefusedHardLink
+	}
+	if !refused["a"] || !refused["z"] {
+		t.Fatalf("refused %+v, want a and z (hard link); changes %s", cs.Refused, ops(cs))
+	}
+	_, err = tx.Commit(ctx)
+	must(t, err)
+	fa, _ := os.Stat(filepath.Join(ws, "a"))
+	fb, _ := os.Stat(filepath.Join(ws, "b"))
+	if got := readTree(t, ws); got["a"] != "old\n" || got["b"] != "old\n" || !os.SameFile(fa, fb) {
+		t.Errorf("the pair: a %q, b %q, still linked %v", got["a"], got["b"], os.SameFile(fa, fb))
+	}
+}
+
 // TestCommitKeepsLinkTimeOwnerRootMode: what a plain run leaves, the
 // commit leaves, in the overlay booth and the copy fallback: a symlink's
 // own mtime (touch -h), a file's owner changed by a root agent (chown),
