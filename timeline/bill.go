@@ -134,7 +134,7 @@ func keyOf(by, model, agent string, step int) string {
 	case ByAgent:
 		return cmp.Or(agent, "-")
 	case ByStep:
-		return fmt.Sprint(step)
+		return fmt.Sprint(step + 1) // numbered from 1, as the turntable and bisect number steps
 	}
 	return cmp.Or(model, "?")
 }

@@ -53,7 +53,7 @@ func TestBill(t *testing.T) {
 	want := map[string]map[string]float64{
 		ByModel: {"demo-large": 0.0045, "demo-small": 0.0015, "my-local-model": 0},
 		ByAgent: {"planner": 0.0045, "coder": 0.0015},
-		ByStep:  {"0": 0.0045, "1": 0.0015},
+		ByStep:  {"1": 0.0045, "2": 0.0015}, // numbered from 1, as the turntable numbers them
 	}
 	for by, costs := range want {
 		b, err := MakeBill(tp, by)

@@ -79,7 +79,7 @@ func (m *stepTable) load(tv *timelineView) tea.Cmd {
 		calls := map[int]timeline.BillRow{}
 		for _, r := range byStep.Rows {
 			n, _ := strconv.Atoi(r.Key)
-			calls[n] = r
+			calls[n-1] = r // the bill numbers steps from 1
 		}
 		for s := range tl.StepCount() {
 			first, last := tl.StepStart(s), min(tl.StepStart(s+1), tl.Len())-1

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // VerifyCmd checks tapes.
@@ -158,6 +159,12 @@ func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOpti
 	if err != nil {
 		r.setErr(err)
 		return r
+	}
+	// Steps as ls, the turntable and diff count them (the whole steps,
+	// and the one the run ended in): it said the step.commit frames'
+	// count, one fewer than ls for most tapes.
+	if n, err := timeline.StepsOf(t); err == nil {
+		r.Steps = n
 	}
 	r.OK = true
 	return r
