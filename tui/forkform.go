@@ -75,7 +75,7 @@ func newForkForm(st *Styles, at int, c *timeline.CallDetail) *forkForm {
 		newField("temperature", "as recorded", false),
 		newField("other overrides (JSON merge patch)", `e.g. {"max_tokens": 200}`, true),
 		newField("apply to: all (this and later calls) or once (this call only)", "all", false),
-		newField("name (optional): the fork's run and tape, NAME.jbx beside the parent; b lists it so", "a name such as try-gpt4o", false),
+		newField("name (optional): names the fork's run and its tape, NAME.jbx beside the parent; b lists it by this name", "a name such as try-gpt4o", false),
 		newField("workspace: recorded (the folder as it is now) or start (the run's start, rebuilt from the tape's snapshot)", "recorded", false),
 	}}
 	f.fields[fieldScope].SetValue(string(engine.ScopeAll))

@@ -207,7 +207,7 @@ func (m *frameView) refresh() {
 	}
 	if len(out) > maxFrameLines {
 		b := lines{w: max(m.w-1, 10)}
-		b.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %d more lines: o pages the whole frame, w writes it to a file", len(out)-maxFrameLines))
+		b.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %s more lines: o pages the whole frame, w writes it to a file", count(int64(len(out)-maxFrameLines))))
 		out = append(out[:maxFrameLines], b.out...)
 	}
 	toAnswer := m.detail != nil && m.detail.Kind == timeline.KindLLMResponse && m.answerAt > 0 && !m.raw

@@ -493,4 +493,13 @@ func printCache(env *Env, ci *tapestore.CacheInfo, asJSON bool, done string) err
 	return nil
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+// mib is n bytes in MiB, or KiB and bytes below one (29 KB read "0.0 MiB").
+func mib(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
