@@ -148,14 +148,22 @@ func (s *Store) fetchSidecar(ctx context.Context, key, path string) error {
 // CacheDir is where tapes opened from a store are kept for reading:
 // JUKEBOX_CACHE_DIR, else the user's cache folder.
 func CacheDir() (string, error) {
-	if d := os.Getenv("JUKEBOX_CACHE_DIR"); d != "" {
-		return d, nil
+	d := os.Getenv("JUKEBOX_CACHE_DIR")
+	if d == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no cache folder for store tapes (set JUKEBOX_CACHE_DIR): %w", err)
+		}
+		d = filepath.Join(base, "jukebox", "store")
 	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache folder for store tapes (set JUKEBOX_CACHE_DIR): %w", err)
+	// Another user's cache fails at its first file, as "permission
+	// denied" on the tape's URL, which reads as the store refusing.
+	if fi, err := os.Stat(d); err == nil {
+		if uid, other := ownedByOther(fi); other {
+			return "", fmt.Errorf("the cache folder %s belongs to another user (uid %d): set JUKEBOX_CACHE_DIR to a folder of yours, or give --no-cache", d, uid)
+		}
 	}
-	return filepath.Join(d, "jukebox", "store"), nil
+	return d, nil
 }
 
 // Local is a local copy of the tape the URL names, verified: from the
