@@ -118,7 +118,7 @@ func TestStepText(t *testing.T) {
 	for _, c := range []struct {
 		s, n int
 		want string
-	}{{0, 5, "step 1/5"}, {4, 5, "step 5/5"}, {0, 0, "no whole step yet"}} {
+	}{{0, 5, "step 1/5"}, {4, 5, "step 5/5"}, {0, 0, "no step: no model call"}} {
 		if got := stepText(c.s, c.n); got != c.want {
 			t.Errorf("stepText(%d, %d) = %q, want %q", c.s, c.n, got, c.want)
 		}

@@ -194,7 +194,7 @@ func (m *scrubber) info() string {
 // and the step view's rows do.
 func stepText(s, n int) string {
 	if n == 0 {
-		return "no whole step yet"
+		return "no step: no model call" // a step opens at a call (finished tapes without one said "yet")
 	}
 	return fmt.Sprintf("step %d/%d", s+1, n)
 }

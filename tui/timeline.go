@@ -153,8 +153,8 @@ func (m *timelineView) slowView() bool {
 // noStep says why a step key does nothing: no whole step yet, or where
 // the needle is.
 func (m *timelineView) noStep(where string) string {
-	if m.tl.Steps() == 0 {
-		return "this tape has no whole step yet"
+	if m.tl.StepCount() == 0 {
+		return "this tape has no step: no model call"
 	}
 	return where
 }
