@@ -21,6 +21,23 @@ import (
 // the host's listener: the command's connect(2) calls are made by the
 // init, which looks a path in the booth's /tmp up in the upper layer
 // alone (tmpUpper, unixconnect_linux.go).
+// mountsUnder lists the mount points strictly below dir, from this
+// process's mountinfo.
+func mountsUnder(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] != dir && Within(f[4], dir) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
 func privateTmp(s Spec) (detached, error) {
 	if s.TmpUpper == "" {
 		return detached{}, errors.New("private /tmp: no folder for its upper layer")
@@ -55,6 +72,13 @@ func privateTmp(s Spec) (detached, error) {
 	}
 	fd, err := overlayMount("/tmp", upper, work)
 	if err != nil {
+		if under := mountsUnder("/tmp"); len(under) > 0 {
+			// The kernel clones no lower layer with mounts below it that
+			// came from the host's namespace (they are locked): said, it
+			// is a thing the user can change (umount it, or mount it
+			// elsewhere), where "invalid argument" was all.
+			return detached{}, fmt.Errorf("private /tmp over the host's: %w (the host's /tmp has a mount below it, %s, which the kernel will not layer under the booth's /tmp: unmount it or mount it outside /tmp)", err, under[0])
+		}
 		return detached{}, fmt.Errorf("private /tmp over the host's: %w", err)
 	}
 	tmpUpperDev = upperDev(fd)
