@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
@@ -44,12 +45,27 @@ func Shell(tx *Tx, o ShellOptions) (*interp.Runner, error) {
 	return interp.New(
 		interp.Dir(tx.ws.root),
 		interp.Env(expand.ListEnviron(envOrSelf(o.Env)...)),
-		interp.StdIO(o.Stdin, orDiscard(o.Stdout), orDiscard(o.Stderr)),
+		interp.StdIO(o.Stdin, lockedOutput(orDiscard(o.Stdout)), lockedOutput(orDiscard(o.Stderr))),
 		interp.OpenHandler(sh.open),
 		interp.StatHandler(sh.stat),
 		interp.ReadDirHandler2(sh.readDir),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return sh.exec }),
 	)
+}
+
+// lockedOutput is w for the stages of a pipeline, which write it at once (each
+// command's copying goroutine, and the shell's own messages).
+func lockedOutput(w io.Writer) io.Writer { return &lockedWriter{w: w} }
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 type boothShell struct {
