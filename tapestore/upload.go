@@ -451,6 +451,9 @@ type note struct {
 	Key   string    `json:"key"`
 	Head  string    `json:"head"`
 	At    time.Time `json:"at"`
+	// Notes is the print of the sidecar files sent with it (notesPrint):
+	// markers or rules changed since are sent again by the next push.
+	Notes string `json:"notes,omitempty"`
 }
 
 func readNotes(path string) notes {
@@ -467,7 +470,7 @@ func readNotes(path string) notes {
 func noteUpload(path, store string, up *Uploaded) error {
 	n := readNotes(path)
 	n.Uploads = slices.DeleteFunc(n.Uploads, func(u note) bool { return u.Store == store })
-	n.Uploads = append(n.Uploads, note{Store: store, Key: up.Key, Head: up.Head, At: time.Now().UTC()})
+	n.Uploads = append(n.Uploads, note{Store: store, Key: up.Key, Head: up.Head, At: time.Now().UTC(), Notes: notesPrint(path)})
 	n.Cut = slices.DeleteFunc(n.Cut, func(u note) bool { return u.Store == store })
 	return writeNotes(path, n)
 }
@@ -499,11 +502,42 @@ func Noted(path, store string) (key string, ok bool) {
 	head := t.Head().String()
 	t.Close()
 	for _, u := range readNotes(path).Uploads {
-		if u.Store == store && u.Head == head {
+		if u.Store == store && u.Head == head && u.Notes == notesPrint(path) {
 			return u.Key, true
 		}
 	}
 	return "", false
+}
+
+// notesPrint is a print (SHA-256) of the files of the tape's sidecar
+// folder that go with it (sendSidecar's), "" when there are none: a
+// marker added or a rule changed after an upload makes the tape no
+// longer noted, so that push sends them (the tape's bytes, in the store
+// already, are not sent again).
+func notesPrint(path string) string {
+	dir := sidecar.Dir(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	n := 0
+	for _, e := range ents { // sorted by name
+		if !e.Type().IsRegular() || e.Name() == stateFile || e.Name()[0] == '.' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return "unreadable"
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // counting reports the bytes read through it.
