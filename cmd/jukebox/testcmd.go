@@ -126,7 +126,7 @@ func writable(path string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".jukebox-junit-*")
+	f, err := os.CreateTemp(dir, ".jukebox-write-check-*")
 	if err != nil {
 		return err
 	}
