@@ -9,10 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
+
+	"github.com/jukebox-os/jukebox/internal/syncio"
 )
 
 // ShellOptions configure Shell.
@@ -45,27 +46,14 @@ func Shell(tx *Tx, o ShellOptions) (*interp.Runner, error) {
 	return interp.New(
 		interp.Dir(tx.ws.root),
 		interp.Env(expand.ListEnviron(envOrSelf(o.Env)...)),
-		interp.StdIO(o.Stdin, lockedOutput(orDiscard(o.Stdout)), lockedOutput(orDiscard(o.Stderr))),
+		// The stages of a pipeline write these at once (each command's
+		// copying goroutine, and the shell's own messages).
+		interp.StdIO(o.Stdin, syncio.NewWriter(orDiscard(o.Stdout)), syncio.NewWriter(orDiscard(o.Stderr))),
 		interp.OpenHandler(sh.open),
 		interp.StatHandler(sh.stat),
 		interp.ReadDirHandler2(sh.readDir),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return sh.exec }),
 	)
-}
-
-// lockedOutput is w for the stages of a pipeline, which write it at once (each
-// command's copying goroutine, and the shell's own messages).
-func lockedOutput(w io.Writer) io.Writer { return &lockedWriter{w: w} }
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 type boothShell struct {

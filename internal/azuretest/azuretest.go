@@ -5,19 +5,18 @@
 package azuretest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
+	"github.com/jukebox-os/jukebox/internal/syncio"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
@@ -43,7 +42,7 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port)}
-	var log lockedLog
+	var log syncio.Buffer // written by exec's goroutine, read when azurite is late
 	cmd := exec.Command("node", filepath.Join(agents, "node_modules", "azurite", "dist", "src", "blob", "main.js"),
 		"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port), "--location", t.TempDir(),
 		"--silent", "--skipApiVersionCheck", "--loose")
@@ -69,25 +68,6 @@ func Start(t testing.TB) *Server {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// lockedLog is azurite's output: written by exec's copying goroutine while
-// the test may read it (azurite did not listen in time), under a lock.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Container makes a container and returns its store URL with the prefix,
