@@ -287,10 +287,24 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 	if c.JSON {
 		progress = nil
 	}
+	// A store that does not answer is found once, not by each tape's
+	// retries in turn (a cron push of a thousand tapes took an hour to
+	// say the store was down).
+	var down error
+	for _, p := range paths {
+		if _, ok := tapestore.Noted(p, loc.String()); !ok || c.Check {
+			if down = reachStore(ctx, loc); down != nil {
+				fmt.Fprintf(env.Stderr, "jukebox: push: %v\n", down)
+			}
+			break
+		}
+	}
 	for _, p := range paths {
 		r := pushResult{Path: p}
 		if key, ok := tapestore.Noted(p, loc.String()); ok && !c.Check {
 			r.Skipped = key
+		} else if down != nil {
+			r.Error, failed = "not tried: the store does not answer", failed+1
 		} else if r.Uploaded, err = uploadTape(ctx, loc, p, progress, tapestore.UploadOptions{AllowDamaged: c.AllowDamaged}); err != nil {
 			r.Error, failed = err.Error(), failed+1
 			if codeFor(err) == ExitBadTape { // it does not verify, or is no tape
@@ -323,6 +337,20 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 			code = ExitBadTape
 		}
 		return withCode(code, fmt.Errorf("%d of %d tapes not uploaded (they stay local; push again)", failed, len(paths)))
+	}
+	return nil
+}
+
+// reachStore is nil when the store at loc answers a listing (with the
+// retries a request has), else why not.
+func reachStore(ctx context.Context, loc tapestore.Location) error {
+	s, err := tapestore.Open(ctx, loc)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := s.Check(ctx); err != nil {
+		return fmt.Errorf("the store does not answer, so no tape was tried: %w", err)
 	}
 	return nil
 }

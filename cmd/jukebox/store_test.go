@@ -156,6 +156,15 @@ func testStore(t *testing.T, sc storeCase) {
 		if _, err := os.Stat(kept); err != nil {
 			t.Fatalf("the tape was not kept: %v", err)
 		}
+		// A push while it is down finds so once, and tries no tape
+		// (each tape's retries in turn took seconds a tape).
+		other := filepath.Join(dir, "other.jbx")
+		must(t, copyFile(kept, other, 0o644))
+		out, errs = wantCode(t, ExitInternal, "push", kept, other, "--store", sc.url)
+		if strings.Count(errs, "jukebox: push:") != 1 || strings.Count(out, "not tried: the store does not answer") != 2 {
+			t.Errorf("push with the store down:\n%s%s", out, errs)
+		}
+		os.Remove(other)
 		sc.back()
 		out, _ = wantCode(t, 0, "push", dir, "--store", sc.url)
 		if !strings.Contains(out, "uploaded "+kept) || !strings.Contains(out, "uploaded before") {
