@@ -153,7 +153,8 @@ func TestCheckDamaged(t *testing.T) {
 		fmt.Sprintf("at byte offset %d", off),
 		"checksum mismatch",
 		fmt.Sprintf("context · frame %d · unreadable", firstCall),
-		"!  " + fmt.Sprint(firstCall), // the error mark in the gutter
+		fmt.Sprintf("frame %d · llm.request · ", firstCall), // the frame view's title: it was "frame" alone
+		"!  " + fmt.Sprint(firstCall),                       // the error mark in the gutter
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
@@ -214,5 +215,44 @@ func TestGoldenCheck(t *testing.T) {
 				golden.RequireEqual(t, d.View())
 			})
 		}
+	}
+}
+
+// TestDamagedFrameTitle: a frame whose own record does not read (a flipped
+// byte in its payload) had the frame view titled "frame" alone: no
+// number, kind or time, which the index still knows.
+func TestDamagedFrameTitle(t *testing.T) {
+	src, err := os.ReadFile(agentRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "flipped.jbx")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := tp.Len() / 2
+	f, err := tp.Frame(bad)
+	tp.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(src[f.Offset:], f.Payload)
+	if at < 0 {
+		t.Fatalf("frame %d's payload is not in its record", bad)
+	}
+	src[f.Offset+int64(at+len(f.Payload)/2)] ^= 0x01
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newDeck(t, 160, 48, path)
+	press(d, runes("g"))
+	typeText(d, fmt.Sprint(bad))
+	press(d, keyEnter)
+	if v := d.View(); !strings.Contains(v, fmt.Sprintf("frame %d · %s · ", bad, f.Kind)) || !strings.Contains(v, "does not read") {
+		t.Errorf("the damaged frame's view:\n%s", v)
 	}
 }

@@ -237,6 +237,12 @@ func (m *frameView) refresh() {
 // View draws the title and the scrolled content.
 func (m *frameView) View() string {
 	title := "frame"
+	if m.err != nil && m.tl != nil && m.seq >= 0 && m.seq < m.tl.Len() {
+		// A frame that does not read has no detail: its number, kind and
+		// time come from the index, which did read.
+		k, at := m.tl.KindAt(m.seq)
+		title = fmt.Sprintf("frame %d · %s · %s · does not read", m.seq, k, timeline.Clock(at))
+	}
 	if d := m.detail; d != nil {
 		title = fmt.Sprintf("frame %d · %s · %s · %s · s%d", d.Seq, d.Kind, timeline.Clock(d.Time), stepText(m.tl.StepNumber(d.Seq), m.tl.StepCount()), d.Stream)
 	}
