@@ -620,3 +620,20 @@ func TestTakeFrameOut(t *testing.T) {
 		t.Errorf("v with no editor: status %q", d.status)
 	}
 }
+
+// TestFilterCycleKeepsTheNeedle: cycling F through every kind and back
+// left the needle far from where it was (each filter that hid its frame
+// moved it on, and an empty one to the run's end): back to every kind,
+// a needle the user did not move goes back to its frame.
+func TestFilterCycleKeepsTheNeedle(t *testing.T) {
+	d := newDeck(t, 160, 48, agentRun)
+	tv := d.tracks[0]
+	press(d, runes("g"), runes("1"), runes("2"), tea.KeyMsg{Type: tea.KeyEnter})
+	home := tv.cursor
+	for range len(timeline.Classes) + 1 {
+		press(d, runes("F"))
+	}
+	if tv.view.Only != 0 || tv.cursor != home {
+		t.Errorf("after F through every kind: filter %v, needle on frame %d, want %d", tv.view.Only, tv.cursor, home)
+	}
+}

@@ -24,6 +24,11 @@ type timelineView struct {
 	keys   timelineKeys
 	label  string // "parent", "fork", "left", "right" or ""
 	cursor int
+	// filterHome is the frame the needle was on when a kind filter (F)
+	// began, and filterMoved where the filters last moved it (a frame
+	// they hid): back to every kind, a needle the user has not moved
+	// since goes home (-1: none). Cycling F went on moving it forward.
+	filterHome, filterMoved int
 	// jumps are the frames the needle jumped from (n, t, e, ', g, /, home,
 	// end), oldest first; back is where [ and ctrl+o have gone back to
 	// (len(jumps): not gone back). See jump.
@@ -163,7 +168,7 @@ func (m *timelineView) noStep(where string) string {
 func (m *timelineView) growing() bool { return m.live }
 
 func newTimelineView(tl *timeline.Timeline, st *Styles, label string) *timelineView {
-	m := &timelineView{tl: tl, st: st, keys: newTimelineKeys(), label: label, markers: map[int]bool{}, forkAt: -1, diverge: -1,
+	m := &timelineView{tl: tl, st: st, keys: newTimelineKeys(), label: label, markers: map[int]bool{}, forkAt: -1, diverge: -1, filterHome: -1, filterMoved: -1,
 		view: timeline.ViewOptions{Fold: true}}
 	m.project()
 	return m
@@ -201,6 +206,7 @@ func (m *timelineView) setEntries(entries []timeline.Entry) {
 	// hides its frame.
 	if r := m.rowOf(m.cursor); len(entries) > 0 && m.entry(r).Last < m.cursor {
 		m.cursor = m.entry(min(r+1, len(entries)-1)).First
+		m.filterMoved = m.cursor
 	}
 	m.scroll()
 }
@@ -522,6 +528,16 @@ func (m *timelineView) said(s string) tea.Cmd {
 
 // setFilter shows only the frames of class c (0: every kind).
 func (m *timelineView) setFilter(c timeline.Class) tea.Cmd {
+	switch {
+	case c != 0 && m.filterHome < 0:
+		m.filterHome, m.filterMoved = m.cursor, m.cursor
+	case c == 0 && m.filterHome >= 0:
+		if m.cursor == m.filterMoved {
+			m.cursor = m.filterHome
+			defer m.scroll()
+		}
+		m.filterHome, m.filterMoved = -1, -1
+	}
 	m.view.Only = c
 	what := "every kind of frame"
 	if m.view.Only != 0 {
