@@ -92,6 +92,14 @@ func (tl *Timeline) noteDamage(e *FrameError) *FrameError {
 	return e
 }
 
+// Damaged says whether a frame has been found unreadable (Detail, Check):
+// sums over the tape then leave out what it held.
+func (tl *Timeline) Damaged() bool {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return len(tl.damage) > 0
+}
+
 // damageAt returns why frame i cannot be read in full, once Detail or
 // Check has found it, or nil.
 func (tl *Timeline) damageAt(i int) *FrameError {

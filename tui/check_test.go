@@ -135,6 +135,11 @@ func TestCheckDamaged(t *testing.T) {
 	if h := headerOf(d); !strings.HasSuffix(strings.TrimSpace(h), fmt.Sprintf("⚠ damaged at frame %d", firstCall)) {
 		t.Fatalf("header %q", h)
 	}
+	// Its totals leave out what the damaged frames held: at least that
+	// (they read as the run's whole cost, unmarked).
+	if h := headerOf(d); !strings.Contains(h, "≥") || !strings.Contains(h, " tok") {
+		t.Errorf("header %q: the totals of a damaged tape are not marked as a floor", h)
+	}
 	if !strings.Contains(d.warn, fmt.Sprintf("frame %d unreadable", firstCall)) || !strings.Contains(d.warn, "(and 1 more frame)") {
 		t.Fatalf("warning %q", d.warn)
 	}

@@ -213,6 +213,9 @@ func (d *Deck) header() string {
 	counts := counted(int64(tl.Len()), "frame", "frames") + " · " + counted(int64(tl.StepCount()), "step", "steps")
 	if t, c, ok := d.totals(d.tracks[0]); ok && (t > 0 || c > 0) { // no "0 tok · $0" for a run without usage
 		tok, cost = count(t)+" tok", costText(d.tracks[0].tl, tl.Len()-1, c)
+		if tl.Damaged() { // what the frames that do not read held is not in them
+			tok, cost = "≥"+tok, "≥"+cost
+		}
 	}
 	exit = exitWord(tl)
 	if len(d.tracks) == 2 {
