@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -635,5 +636,16 @@ func TestFilterCycleKeepsTheNeedle(t *testing.T) {
 	}
 	if tv.view.Only != 0 || tv.cursor != home {
 		t.Errorf("after F through every kind: filter %v, needle on frame %d, want %d", tv.view.Only, tv.cursor, home)
+	}
+}
+
+// TestForkOutcomeNamesTheUpstream: a fork whose live calls never reached
+// their upstream (the demo's scripted model gone, a public API offline)
+// ended as "fork done: exit 1, 2 calls", with no word of why.
+func TestForkOutcomeNamesTheUpstream(t *testing.T) {
+	r := &forkRun{res: &engine.Result{End: tapefmt.RunEnd{ExitCode: 1}, Calls: 2, Frames: 9,
+		LiveFailed: 1, LiveError: "dial tcp: lookup api.example.test: no such host"}}
+	if s := forkOutcome(r); !strings.Contains(s, "1 call never reached the upstream: dial tcp: lookup api.example.test") {
+		t.Errorf("forkOutcome: %q", s)
 	}
 }

@@ -193,5 +193,11 @@ func forkOutcome(r *forkRun) string {
 	case r.res.Divergence != nil:
 		return "the fork diverged before its frame: " + timeline.OneLine(r.res.Divergence.Error(), 0)
 	}
-	return fmt.Sprintf("fork done: exit %d, %s, %s · d diffs it with the parent", r.res.End.ExitCode, counted(int64(r.res.Calls), "call", "calls"), counted(int64(r.res.Frames), "frame", "frames"))
+	live := ""
+	if n := r.res.LiveFailed; n > 0 {
+		// The upstream that was not there (the demo's model gone, a
+		// public API offline) is why such a fork's agent failed.
+		live = fmt.Sprintf(" (%s never reached the upstream: %s)", counted(int64(n), "call", "calls"), timeline.OneLine(r.res.LiveError, 0))
+	}
+	return fmt.Sprintf("fork done: exit %d, %s%s, %s · d diffs it with the parent", r.res.End.ExitCode, counted(int64(r.res.Calls), "call", "calls"), live, counted(int64(r.res.Frames), "frame", "frames"))
 }
