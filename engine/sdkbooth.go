@@ -66,7 +66,7 @@ func (t *sdkTxs) stageInto(bt *sandbox.Tx, st *sdkTx) error {
 		return err
 	}
 	files := bt.Files()
-	if why := t.unstageable(files, cs); why != "" {
+	if why := t.unstageable(bt, cs); why != "" {
 		for _, p := range st.pg {
 			p.Rollback(context.Background())
 		}
@@ -90,10 +90,10 @@ func (t *sdkTxs) stageInto(bt *sandbox.Tx, st *sdkTx) error {
 }
 
 // unstageable says why the change set cs cannot be staged whole in the
-// booth's view files, "" when it can: a path the booth keeps read-only
+// booth's transaction bt, "" when it can: a path the booth keeps read-only
 // for the agent, or a change under a path that is no folder there.
-func (t *sdkTxs) unstageable(files *sandbox.Files, cs sandbox.ChangeSet) string {
-	kept := t.session.keptFromAgent()
+func (t *sdkTxs) unstageable(bt *sandbox.Tx, cs sandbox.ChangeSet) string {
+	files, kept := bt.Files(), bt.Protected(t.session.protected())
 	made := map[string]bool{} // folders the change set replaces whatever was there
 	for _, c := range cs.Changes {
 		if c.Op == sandbox.OpReplaceDir {

@@ -23,7 +23,6 @@ import (
 	"github.com/jukebox-os/jukebox/internal/runca"
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/redact"
-	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -302,36 +301,6 @@ func (s *session) protected() []string {
 		return nil
 	}
 	return []string{p}
-}
-
-// keptFromAgent are the workspace paths (slash-separated, relative) the
-// booth keeps read-only for the agent, as sandbox.ExecOptions.Protect
-// makes them: the tape's folder when it lies in the workspace, the tape
-// alone when its folder is the workspace or holds it; none outside.
-func (s *session) keptFromAgent() []string {
-	ws, err := filepath.Abs(s.workspace())
-	if err != nil {
-		return nil
-	}
-	if real, err := filepath.EvalSymlinks(ws); err == nil {
-		ws = real
-	}
-	var out []string
-	for _, f := range s.protected() {
-		dir := filepath.Dir(f)
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			dir = real
-		}
-		f = filepath.Join(dir, filepath.Base(f))
-		keep := dir
-		if sandbox.Within(ws, dir) { // the workspace, or a folder holding it
-			keep = f
-		}
-		if rel, err := filepath.Rel(ws, keep); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
-			out = append(out, filepath.ToSlash(rel))
-		}
-	}
-	return out
 }
 
 func (s *session) workspace() string {

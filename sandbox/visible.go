@@ -52,6 +52,23 @@ func CheckWriteLive(ws, dir string, opts Options) error {
 	return nsinit.VisibleError(dir, hide)
 }
 
+// Protected are the workspace paths (relative, slash-separated) that a run
+// of tx with ExecOptions.Protect files keeps read-only for its child
+// (protected, for those in the workspace): what a change staged from
+// outside the child (an SDK transaction) may not touch either.
+func (tx *Tx) Protected(files []string) []string {
+	var out []string
+	for _, p := range protected(tx.ws.root, files, hidden(tx.ws, tx.opts)) {
+		if p == tx.ws.root || !Within(p, tx.ws.root) {
+			continue // outside the workspace: nothing of it is staged
+		}
+		if rel, err := filepath.Rel(tx.ws.root, p); err == nil {
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	return out
+}
+
 // protected are the paths to keep read-only so that files that must not
 // change (the tape being recorded) do not, given the folders the booth
 // hides: each file's folder, so that nothing is planted beside it, or the
