@@ -290,19 +290,23 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 	// A store that does not answer is found once, not by each tape's
 	// retries in turn (a cron push of a thousand tapes took an hour to
 	// say the store was down).
+	noted := make([]string, len(paths)) // the key each was noted under ("": to send)
 	var down error
-	for _, p := range paths {
-		if _, ok := tapestore.Noted(p, loc.String()); !ok || c.Check {
+	reached := false
+	for i, p := range paths {
+		if key, ok := tapestore.Noted(p, loc.String()); ok && !c.Check {
+			noted[i] = key
+		} else if !reached { // the first to send
+			reached = true
 			if down = reachStore(ctx, loc); down != nil {
 				fmt.Fprintf(env.Stderr, "jukebox: push: %v\n", down)
 			}
-			break
 		}
 	}
-	for _, p := range paths {
+	for i, p := range paths {
 		r := pushResult{Path: p}
-		if key, ok := tapestore.Noted(p, loc.String()); ok && !c.Check {
-			r.Skipped = key
+		if noted[i] != "" {
+			r.Skipped = noted[i]
 		} else if down != nil {
 			r.Error, failed = "not tried: the store does not answer", failed+1
 		} else if r.Uploaded, err = uploadTape(ctx, loc, p, progress, tapestore.UploadOptions{AllowDamaged: c.AllowDamaged}); err != nil {
