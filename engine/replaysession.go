@@ -175,7 +175,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		same := res.OutputDiff == nil
 		res.OutputSame = &same
 	}
-	if end, ok, eerr := readEnd(t); eerr != nil {
+	if end, ok, eerr := ReadEnd(t); eerr != nil {
 		err = errors.Join(err, fmt.Errorf("%s: the recorded run's end does not read, so the replay's exit cannot be compared with it: %w", t.Path(), eerr))
 	} else if ok {
 		same := end.ExitCode == res.End.ExitCode && end.Signal == res.End.Signal
@@ -208,13 +208,13 @@ func (s *session) replayed(res *Result, tb *tapeBackend) error {
 // recordedEnd returns how the recorded run ended, if the tape says (and
 // its frame reads).
 func recordedEnd(t *tapefmt.Tape) (tapefmt.RunEnd, bool) {
-	end, ok, err := readEnd(t)
+	end, ok, err := ReadEnd(t)
 	return end, ok && err == nil
 }
 
-// readEnd returns how the recorded run ended, whether the tape says, and
+// ReadEnd returns how the recorded run ended, whether the tape says, and
 // the error of a run.end frame that does not read.
-func readEnd(t *tapefmt.Tape) (tapefmt.RunEnd, bool, error) {
+func ReadEnd(t *tapefmt.Tape) (tapefmt.RunEnd, bool, error) {
 	for f, err := range t.Frames(tapefmt.KindRunEnd) {
 		if err != nil {
 			return tapefmt.RunEnd{}, false, err

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/tapefmt"
-	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // recordModes are --record-mode's values, as vcrpy names them.
@@ -169,9 +168,9 @@ func recordedEnd(path string) (tapefmt.RunEnd, error) {
 		return tapefmt.RunEnd{}, err
 	}
 	defer t.Close()
-	s, err := timeline.Summarize(path, t)
-	if err != nil || s.Exit == nil {
+	end, ok, err := engine.ReadEnd(t)
+	if err != nil || !ok {
 		return tapefmt.RunEnd{}, errors.Join(err, errors.New("the tape holds no end of its run"))
 	}
-	return *s.Exit, nil
+	return end, nil
 }
