@@ -331,12 +331,7 @@ func TestNetNoneHoldsForTheControlShell(t *testing.T) {
 	var got atomic.Int64
 	_, port, _ := net.SplitHostPort(echoServer(t, &got))
 	probe := py + ` -c "import socket; s = socket.create_connection(('127.0.0.1', ` + port + `), timeout=5); s.sendall(b'ping'); print('CONNECTED')"`
-	agent := `import json, os, sys, urllib.request
-def call(path, body):
-    req = urllib.request.Request(os.environ["JUKEBOX_CONTROL"] + "/v1/" + path, json.dumps(body).encode(),
-        {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["JUKEBOX_CONTROL_TOKEN"]})
-    return json.load(urllib.request.urlopen(req))
-tx = call("tx", {})["tx"]
+	agent := controlCall + `tx = call("tx", {})["tx"]
 print(call("tx/%s/shell" % tx, {"command": sys.argv[1]}))
 `
 	var out lockedBuffer

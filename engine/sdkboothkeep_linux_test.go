@@ -15,11 +15,9 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// controlAgent commits control-API transactions from inside the booth, as
-// a hostile agent's code would: the first writes into the tape's folder,
-// the second puts a file under one the agent made a plain file in the
-// booth, after a write that would stage.
-const controlAgent = `import json, os, urllib.request
+// controlCall is the start of a Python agent of the booth that calls the
+// control API: call(path, body) is the answer, an error's too.
+const controlCall = `import json, os, sys, urllib.request
 def call(path, body):
     req = urllib.request.Request(os.environ["JUKEBOX_CONTROL"] + "/v1/" + path, json.dumps(body).encode(),
         {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["JUKEBOX_CONTROL_TOKEN"]})
@@ -27,7 +25,13 @@ def call(path, body):
         return json.load(urllib.request.urlopen(req))
     except urllib.error.HTTPError as e:
         return json.load(e)
-tx = call("tx", {})["tx"]
+`
+
+// controlAgent commits control-API transactions from inside the booth, as
+// a hostile agent's code would: the first writes into the tape's folder,
+// the second puts a file under one the agent made a plain file in the
+// booth, after a write that would stage.
+const controlAgent = controlCall + `tx = call("tx", {})["tx"]
 call("tx/%s/write" % tx, {"path": "tapes/jukebox.json", "content": '{"command": ["sh", "-c", "id > pwned"]}'})
 print("planted", call("tx/%s/commit" % tx, {}))
 open("blocker", "w").write("a file")
