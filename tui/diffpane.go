@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
@@ -144,7 +145,7 @@ func (m *diffPane) counter() string {
 }
 
 // labelRe finds a frame label ("    17 llm.request ") at the start of a column.
-var labelRe = regexp.MustCompile(`^ *\d+ [a-z]`)
+var labelRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ *\d+ [a-z]`) })
 
 // render lays the diff out for the width and finds the changes in it.
 func (m *diffPane) render() {
@@ -169,7 +170,7 @@ func (m *diffPane) render() {
 		}
 		g := strings.TrimRight(ansi.Cut(l, col, col+3), " ")
 		if g == " ~" || g == " <" || g == " >" {
-			if labelRe.MatchString(ansi.Cut(l, 0, col)) || labelRe.MatchString(ansi.Cut(l, col+3, 2*col+3)) {
+			if labelRe().MatchString(ansi.Cut(l, 0, col)) || labelRe().MatchString(ansi.Cut(l, col+3, 2*col+3)) {
 				m.changes = append(m.changes, i)
 			}
 		}

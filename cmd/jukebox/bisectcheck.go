@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/sidecar"
@@ -303,7 +304,7 @@ func probeName(stem string, call, run int) string {
 }
 
 // probeTape matches the file name of a probe's tape (probeName).
-var probeTape = regexp.MustCompile(`-bisect-c\d+-r\d+(-\d+)?\.jbx$`)
+var probeTape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-bisect-c\d+-r\d+(-\d+)?\.jbx$`) })
 
 // probe forks the run at frame with the change, in a copy of its folder,
 // and runs the check there.

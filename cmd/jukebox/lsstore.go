@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jukebox-os/jukebox/tapestore"
@@ -204,7 +205,7 @@ func (f lsFilter) words() string {
 
 // datePart finds a day in a folder path: 2026-12-05, 2026/12/05 or
 // date=2026-12-05 (Hive's partitions).
-var datePart = regexp.MustCompile(`(?:^|/|=)(\d{4})[-/](\d{2})[-/](\d{2})(?:/|$)`)
+var datePart = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|/|=)(\d{4})[-/](\d{2})[-/](\d{2})(?:/|$)`) })
 
 // before reports whether the folder rel names a day wholly before Since:
 // ls --recursive --since skips it unread.
@@ -212,7 +213,7 @@ func (f lsFilter) before(rel string) bool {
 	if f.Since.IsZero() {
 		return false
 	}
-	m := datePart.FindStringSubmatch(rel)
+	m := datePart().FindStringSubmatch(rel)
 	if m == nil {
 		return false
 	}

@@ -108,11 +108,13 @@ func readTestConfig(dir string) (*testConfig, error) {
 // keeps beside a tape (NAME.superseded-TIME.jbx, NAME.failed-TIME.jbx) or
 // is writing (NAME.new-TIME.jbx): by their time stamp too, so that a tape
 // of the user's named release.new-model.jbx is not taken for one.
-var recordModeTape = regexp.MustCompile(`\.(superseded|failed|new)-[0-9]{8}-[0-9]{6}\.[0-9]{3}\.jbx$`)
+var recordModeTape = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\.(superseded|failed|new)-[0-9]{8}-[0-9]{6}\.[0-9]{3}\.jbx$`)
+})
 
 // supersededTape says whether a tape's file name is one --record-mode new
 // or all keeps beside a tape, or is writing.
-func supersededTape(name string) bool { return recordModeTape.MatchString(name) }
+func supersededTape(name string) bool { return recordModeTape().MatchString(name) }
 
 // tapesUnder lists the *.jbx files under dir, but superseded ones and
 // bisect's probes (probeTape).
@@ -126,7 +128,7 @@ func tapesUnder(dir string) ([]string, error) {
 		if d.IsDir() && p != dir && (strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".jbx.d") || name == "node_modules") {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && strings.HasSuffix(name, ".jbx") && !supersededTape(name) && !probeTape.MatchString(name) {
+		if !d.IsDir() && strings.HasSuffix(name, ".jbx") && !supersededTape(name) && !probeTape().MatchString(name) {
 			tapes = append(tapes, p)
 		}
 		return nil

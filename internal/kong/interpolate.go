@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
-var interpolationRegex = regexp.MustCompile(`(\$\$)|((?:\${([[:alpha:]_][[:word:]]*))(?:(=)([^}]*))?})|(\$)|([^$]+)`)
+var interpolationRegex = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(\$\$)|((?:\${([[:alpha:]_][[:word:]]*))(?:(=)([^}]*))?})|(\$)|([^$]+)`)
+})
 
 // HasInterpolatedVar returns true if the variable "v" is interpolated in "s".
 func HasInterpolatedVar(s string, v string) bool {
 	if !strings.Contains(s, "${") {
 		return false
 	}
-	matches := interpolationRegex.FindAllStringSubmatch(s, -1)
+	matches := interpolationRegex().FindAllStringSubmatch(s, -1)
 	for _, match := range matches {
 		if name := match[3]; name == v {
 			return true
@@ -28,7 +31,7 @@ func interpolate(s string, vars Vars, updatedVars map[string]string) (string, er
 		return s, nil // the expression would match s whole, as text (most help strings)
 	}
 	out := ""
-	matches := interpolationRegex.FindAllStringSubmatch(s, -1)
+	matches := interpolationRegex().FindAllStringSubmatch(s, -1)
 	if len(matches) == 0 {
 		return s, nil
 	}

@@ -70,7 +70,7 @@ func TestInterpolateAsBefore(t *testing.T) {
 		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
 			t.Fatalf("%q: now %q, %v; before %q, %v", s, got, gerr, want, werr)
 		}
-		if has, had := HasInterpolatedVar(s, "name"), slices.ContainsFunc(interpolationRegex.FindAllStringSubmatch(s, -1),
+		if has, had := HasInterpolatedVar(s, "name"), slices.ContainsFunc(interpolationRegex().FindAllStringSubmatch(s, -1),
 			func(m []string) bool { return m[3] == "name" }); has != had {
 			t.Fatalf("HasInterpolatedVar(%q, name) = %v, was %v", s, has, had)
 		}
@@ -81,7 +81,7 @@ func TestInterpolateAsBefore(t *testing.T) {
 // regular expression.
 func interpolateAlways(s string, vars Vars, updatedVars map[string]string) (string, error) {
 	out := ""
-	matches := interpolationRegex.FindAllStringSubmatch(s, -1)
+	matches := interpolationRegex().FindAllStringSubmatch(s, -1)
 	if len(matches) == 0 {
 		return s, nil
 	}
