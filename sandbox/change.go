@@ -205,12 +205,13 @@ type RefusalKind = tapefmt.RefusalKind
 
 // The kinds of refused entries.
 const (
-	RefusedFIFO        = tapefmt.RefusedFIFO
-	RefusedSocket      = tapefmt.RefusedSocket
-	RefusedDevice      = tapefmt.RefusedDevice
-	RefusedHardLink    = tapefmt.RefusedHardLink
-	RefusedPathTooLong = tapefmt.RefusedPathTooLong
-	RefusedUnreadable  = tapefmt.RefusedUnreadable
+	RefusedFIFO         = tapefmt.RefusedFIFO
+	RefusedSocket       = tapefmt.RefusedSocket
+	RefusedDevice       = tapefmt.RefusedDevice
+	RefusedHardLink     = tapefmt.RefusedHardLink
+	RefusedPathTooLong  = tapefmt.RefusedPathTooLong
+	RefusedUnreadable   = tapefmt.RefusedUnreadable
+	RefusedJukeboxState = tapefmt.RefusedJukeboxState
 )
 
 // Refusal is an entry the agent left in the staging area that the booth

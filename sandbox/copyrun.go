@@ -421,6 +421,10 @@ func (r *copyRun) foldDir(rel string, refused *[]Refusal) error {
 		if tx.ws.isState(p) || r.protect[p] {
 			continue
 		}
+		if tx.ws.foreignState(p) {
+			r.foldForeignState(p, refused)
+			continue
+		}
 		if tooLong(r.path(p)) || tooLong(tx.up(p)) || tooLong(tx.real(p)) {
 			*refused = append(*refused, longRefusal(p, d.IsDir()))
 			continue
@@ -447,6 +451,8 @@ func (r *copyRun) foldDir(rel string, refused *[]Refusal) error {
 func (r *copyRun) remove(p string, refused *[]Refusal) {
 	switch {
 	case r.snap[p].skipped:
+	case r.tx.ws.foreignState(p):
+		*refused = append(*refused, foreignStateRefusal(p))
 	case r.holders[p]:
 		for _, name := range r.kids[p] {
 			r.remove(joinRel(p, name), refused)
@@ -455,6 +461,46 @@ func (r *copyRun) remove(p string, refused *[]Refusal) {
 		if err := r.stage(p, func() error { return r.files.RemoveAll(p) }); err != nil {
 			*refused = append(*refused, stageRefusal(p, err))
 		}
+	}
+}
+
+// foldForeignState refuses another workspace's jukebox state folder at p
+// when the child changed anything in it (workspace.foreignState): nothing
+// of it is staged.
+func (r *copyRun) foldForeignState(p string, refused *[]Refusal) {
+	seen := map[string]bool{}
+	changed := false
+	filepath.WalkDir(r.path(p), func(abs string, d fs.DirEntry, err error) error {
+		if err != nil || changed {
+			changed = true
+			return filepath.SkipAll
+		}
+		rel, _ := filepath.Rel(r.root, abs)
+		q := filepath.ToSlash(rel)
+		seen[q] = true
+		fi, err := d.Info()
+		s := r.snap[q]
+		switch {
+		case err != nil || s == nil || s.skipped || s.mode.Type() != fi.Mode().Type() || modeBits(s.mode) != modeBits(fi.Mode()):
+			changed = true
+		case fi.Mode().IsRegular() && s.stamp != stampOf(fi):
+			changed = true
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(abs)
+			changed = err != nil || target != s.target
+		}
+		if changed {
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	for q, s := range r.snap {
+		if !changed && !s.skipped && (q == p || strings.HasPrefix(q, p+"/")) && !seen[q] {
+			changed = true
+		}
+	}
+	if changed {
+		*refused = append(*refused, foreignStateRefusal(p))
 	}
 }
 

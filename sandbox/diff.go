@@ -99,6 +99,10 @@ func (tx *Tx) diffDir(rel string, lowerOn bool, cs *diffRun) {
 		if tx.ws.isState(p) {
 			continue
 		}
+		if tx.ws.foreignState(p) {
+			cs.Refused = append(cs.Refused, foreignStateRefusal(p))
+			continue
+		}
 		if tooLong(tx.up(p)) || tooLong(tx.real(p)) {
 			cs.Refused = append(cs.Refused, longRefusal(p, d.IsDir()))
 			continue

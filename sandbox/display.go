@@ -244,6 +244,13 @@ func longRefusal(p string, dir bool) Refusal {
 		Reason: fmt.Sprintf("%s longer than the system allows (PATH_MAX, %d bytes) where the booth stages it", what, pathMax)}
 }
 
+// foreignStateRefusal is the refusal of a change at or under another
+// workspace's jukebox state folder (workspace.foreignState).
+func foreignStateRefusal(p string) Refusal {
+	return Refusal{Path: p, Kind: RefusedJukeboxState,
+		Reason: "another workspace's jukebox state (its booth transactions, whose staged files its booth commit applies): a run never commits there; run jukebox in that folder to change it"}
+}
+
 // unreadableRefusal is the refusal of an entry the booth could not read.
 // The error's own path (the staging area's) is left out: the refusal
 // names the workspace path.

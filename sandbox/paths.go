@@ -58,6 +58,19 @@ func (w *workspace) isState(rel string) bool {
 	return rel == w.stateRel || strings.HasPrefix(rel, w.stateRel+"/")
 }
 
+// foreignState reports whether rel is a folder named as jukebox names
+// its own state folder (`.jukebox`) other than the workspace's own at its
+// top: another workspace's booth transactions, journals and records,
+// whose staged files a later `booth commit` there applies. A run in this
+// workspace never commits there (foreignStateRefusal); the workspace's
+// own .jukebox, beside its state, is listed and marked as before.
+func (w *workspace) foreignState(rel string) bool {
+	if path.Base(rel) != ".jukebox" {
+		return false
+	}
+	return rel != ".jukebox" || (w.stateRel != DefaultStateDir && !w.isState(rel))
+}
+
 // symlinkTarget maps a symlink found at rel (whose target is target) to the
 // workspace-relative path it points at, or ErrEscape if it leaves.
 func (w *workspace) symlinkTarget(rel, target string) (string, error) {

@@ -39,6 +39,9 @@ const (
 	RefusedHardLink    RefusalKind = "hard-link"     // a file with more than one name
 	RefusedPathTooLong RefusalKind = "path-too-long" // a path over the system's PATH_MAX
 	RefusedUnreadable  RefusalKind = "unreadable"    // an entry the booth could not read
+	// RefusedJukeboxState is a change at or under another workspace's
+	// jukebox state folder (a .jukebox below the workspace's top).
+	RefusedJukeboxState RefusalKind = "jukebox-state"
 )
 
 // RunMode says how a run was made (RunStart.Mode). The child sees the same
