@@ -193,6 +193,9 @@ type Result struct {
 	Booth      *BoothResult `json:"booth,omitempty"`
 	// Unreadable says why the tape did not close or read back (TapeError).
 	Unreadable string `json:"tape_unreadable,omitempty"`
+	// Replaced says the file at the tape's path is another tape, put
+	// there while the run wrote its own (tapefmt.ErrReplaced).
+	Replaced bool `json:"tape_replaced,omitempty"`
 	// NetRefused counts the connections the agent tried that jukebox did
 	// not serve and the booth refused (--net none), the first
 	// MaxNetRefusedFrames of them on the tape as net.refused frames.
@@ -561,10 +564,10 @@ func (s *session) finish(end tapefmt.RunEnd, res *Result) error {
 	if err = errors.Join(err, s.tape.Close()); err != nil {
 		err = fmt.Errorf("%s: %w", s.path, err)
 	} else {
-		err = tapefmt.ReadBack(s.path, nil)
+		err = tapefmt.ReadBackWritten(s.path, s.tape)
 	}
 	if err != nil {
-		res.Unreadable = err.Error()
+		res.Unreadable, res.Replaced = err.Error(), errors.Is(err, tapefmt.ErrReplaced)
 		return &TapeError{Path: s.path, Err: err}
 	}
 	return nil

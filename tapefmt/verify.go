@@ -81,11 +81,31 @@ func (t *Tape) Verify(opts VerifyOptions) (*VerifyReport, error) {
 // Commands call it on a tape they have just written or sealed, before they
 // report success. Errors name the path.
 func ReadBack(path string, key []byte) error {
+	return readBack(path, key, nil)
+}
+
+// ErrReplaced reports that the file at a tape's path is not the tape this
+// process wrote there (ReadBackWritten).
+var ErrReplaced = errors.New("not the tape this run wrote: the file was replaced while it was written")
+
+// ReadBackWritten is ReadBack of the tape w (closed) has just written at
+// path, which also checks that the file there is that tape: its id and
+// chain head are w's. Another process can rename a tape of its own over
+// the path while it is written (an agent that is not confined can reach
+// the tape's folder): that is ErrReplaced, never a tape read back.
+func ReadBackWritten(path string, w *Writer) error {
+	return readBack(path, nil, w)
+}
+
+func readBack(path string, key []byte, w *Writer) error {
 	t, err := Open(path) // its errors name the path already
 	if err != nil {
 		return err
 	}
 	defer t.Close()
+	if w != nil && (t.ID() != w.ID() || t.Head() != w.Head()) {
+		return fmt.Errorf("%s: %w (the tape there has id %x; this run wrote %x, whose frames are lost)", path, ErrReplaced, t.ID(), w.ID())
+	}
 	if rec := t.Recovered(); rec != nil {
 		return fmt.Errorf("%s: %w: %d bytes after offset %d do not read", path, ErrNoFooter, rec.BytesDropped(), rec.ValidEnd)
 	}

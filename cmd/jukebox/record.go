@@ -296,6 +296,8 @@ func unreadable(res *engine.Result) error {
 	next := fmt.Sprintf("`jukebox verify %s` says more; `jukebox recover %[1]s -o OUT` keeps what reads", termtext.ShellQuote(res.Tape))
 	if _, err := os.Stat(res.Tape); err != nil {
 		next = "the tape is gone (did the agent delete it?)"
+	} else if res.Replaced {
+		next = "what is there is another tape (did the agent put it there?): the agent can reach the tape's folder unless it runs in the booth (--booth keeps the tape read-only to it)"
 	}
 	return withCode(ExitBadTape, fmt.Errorf("the tape does not read back: %s\n"+
 		"jukebox: the run itself ended (%s); exit 3 because its record cannot be trusted.\n"+
