@@ -22,7 +22,7 @@ type plainDiverger interface {
 // servePlain records a request that is not a model call as http.request
 // and its answer as http.response (and, for a WebSocket, net.conn).
 func (p *proxy) servePlain(w http.ResponseWriter, r *http.Request, x *exchange) {
-	if _, ok := readExchange(w, r, x); !ok {
+	if _, ok := p.readExchange(w, r, x); !ok {
 		return
 	}
 	if pr, ok := p.backend.(preparer); ok {

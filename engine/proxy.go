@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,8 +19,9 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// maxRequestBody bounds a request body the proxy will hold.
-const maxRequestBody = 64 << 20
+// MaxRequestBody is the largest request body jukebox holds (and tapes):
+// a request with a larger one is refused, 413, and not sent.
+const MaxRequestBody = 64 << 20
 
 // exchange is one model API call passing through the proxy.
 type exchange struct {
@@ -124,6 +126,12 @@ type proxy struct {
 	liveFailed atomic.Uint64
 	liveErr    atomic.Pointer[string]
 
+	// tooLarge counts the requests refused for a body over
+	// MaxRequestBody (never sent, not on the tape); tooLargeTo is the
+	// first one's method and URL.
+	tooLarge   atomic.Uint64
+	tooLargeTo atomic.Pointer[string]
+
 	// writeErr is the first frame the proxy failed to write to the tape,
 	// with the reason: the run fails with it (session.finish).
 	writeErr atomic.Pointer[error]
@@ -212,7 +220,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveCall records a model call and lets the backend answer it.
 func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
-	buf, ok := readExchange(w, r, x)
+	buf, ok := p.readExchange(w, r, x)
 	if !ok {
 		return
 	}
@@ -256,11 +264,26 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 }
 
 // readExchange reads r's body into x and places x on its connection,
-// answering 413 when the body is too large (false then).
-func readExchange(w http.ResponseWriter, r *http.Request, x *exchange) (*[]byte, bool) {
-	buf, err := readBody(w, r)
-	if err != nil {
-		apiError(w, http.StatusRequestEntityTooLarge, "jukebox: request body: "+err.Error())
+// answering 413 when the body is over MaxRequestBody (counted) and 400
+// when it does not read whole (false then).
+func (p *proxy) readExchange(w http.ResponseWriter, r *http.Request, x *exchange) (*[]byte, bool) {
+	var buf *[]byte
+	var err error
+	if r.ContentLength <= MaxRequestBody { // a longer one declared is refused unread
+		buf, err = readBody(w, r)
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case r.ContentLength > MaxRequestBody || errors.As(err, &tooLarge):
+		apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("jukebox: the request body is over the %d MiB jukebox holds of a request: "+
+			"the request was not sent (docs/recording.md: Limits)", MaxRequestBody>>20))
+		if p.tooLarge.Add(1) == 1 {
+			to := r.Method + " " + x.scheme + "://" + x.host + x.path
+			p.tooLargeTo.Store(&to)
+		}
+		return nil, false
+	case err != nil:
+		apiError(w, http.StatusBadRequest, "jukebox: the request body does not read whole: "+err.Error())
 		return nil, false
 	}
 	x.body = *buf
@@ -297,11 +320,11 @@ func putBody(b *[]byte) {
 	}
 }
 
-// readBody reads a request body of up to maxRequestBody bytes into a
+// readBody reads a request body of up to MaxRequestBody bytes into a
 // recycled buffer when its length is known. The caller puts the buffer back.
 func readBody(w http.ResponseWriter, r *http.Request) (*[]byte, error) {
 	buf := getBody()
-	if n := r.ContentLength; n >= 0 && n <= maxRequestBody {
+	if n := r.ContentLength; n >= 0 && n <= MaxRequestBody {
 		// A known length within the limit: exactly that many bytes are read.
 		if int64(cap(*buf)) < n {
 			*buf = make([]byte, n)
@@ -310,7 +333,7 @@ func readBody(w http.ResponseWriter, r *http.Request) (*[]byte, error) {
 		_, err := io.ReadFull(r.Body, *buf)
 		return buf, err
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 	*buf = b
 	return buf, err
 }

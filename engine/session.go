@@ -212,6 +212,11 @@ type Result struct {
 	// (refused, unknown host, timeout); LiveError is the first one's
 	// error. The agent saw each fail as it would have without jukebox.
 	LiveFailed int `json:"live_failed,omitempty"`
+	// TooLarge counts the agent's requests jukebox refused (413) for a
+	// body over the 64 MiB it holds of a request: not sent, not on the
+	// tape. TooLargeTo is the first one's method and URL.
+	TooLarge   int    `json:"requests_too_large,omitempty"`
+	TooLargeTo string `json:"requests_too_large_to,omitempty"`
 	// HTTPRequests counts the agent's requests that were not model calls
 	// (http.request frames), through the forward proxy.
 	HTTPRequests int `json:"http_requests,omitempty"`
@@ -525,6 +530,9 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	s.proxy.mu.Lock()
 	res.Unpriced = slices.Sorted(maps.Keys(s.proxy.unpriced))
 	s.proxy.mu.Unlock()
+	if res.TooLarge = int(s.proxy.tooLarge.Load()); res.TooLarge > 0 {
+		res.TooLargeTo = *s.proxy.tooLargeTo.Load()
+	}
 	if res.LiveFailed = int(s.proxy.liveFailed.Load()); res.LiveFailed > 0 {
 		res.LiveError = *s.proxy.liveErr.Load()
 	}

@@ -49,6 +49,10 @@ func networkNotes(w io.Writer, res *engine.Result) {
 			"jukebox: give the upstream with --upstream NAME=URL (for a tape the demo recorded: run `jukebox demo-model` "+
 			"and pass --upstream openai=http://127.0.0.1:8931/v1).\n", res.LiveFailed, res.LiveError)
 	}
+	if res.TooLarge > 0 {
+		fmt.Fprintf(w, "jukebox: note: %d requests of the agent were refused (413) for a body over the %d MiB jukebox holds of a request, "+
+			"the first %s: they were not sent and are not on the tape (docs/recording.md: Limits).\n", res.TooLarge, engine.MaxRequestBody>>20, termtext.Sanitize(res.TooLargeTo))
+	}
 	if res.NetRefused > 0 {
 		which := "net.refused frames"
 		if res.NetRefused > engine.MaxNetRefusedFrames {
