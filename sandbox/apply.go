@@ -339,8 +339,8 @@ func (a *applier) apply(i int, c Change, was asideEntry) error {
 	switch c.Op {
 	case OpWrite:
 		// The staged inode is linked in: overlayfs's own attributes
-		// (the copy-up's origin) go first.
-		if err = stripOverlayXattrs(filepath.Join(a.upper, filepath.FromSlash(c.Path))); err == nil {
+		// (the copy-up's origin), ACLs and capabilities go first.
+		if err = stripUncommitted(filepath.Join(a.upper, filepath.FromSlash(c.Path))); err == nil {
 			err = aside()
 		}
 		if err == nil {

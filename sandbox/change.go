@@ -39,7 +39,7 @@ const (
 // Xattrs, the extended attributes in the user namespace, never
 // overlayfs's own (user.overlay.*, trusted.overlay.*); and Link, for a
 // file with several names in the change set. security.* and trusted.*
-// attributes are not carried.
+// attributes and POSIX ACLs are not carried.
 type Change struct {
 	Path   string      `json:"path"`
 	Op     Op          `json:"op"`
@@ -185,6 +185,18 @@ func lsMode(m fs.FileMode) string {
 // without): it is the staging area's, never committed.
 func isOverlayXattr(name string) bool {
 	return strings.HasPrefix(name, "user.overlay.") || strings.HasPrefix(name, "trusted.overlay.")
+}
+
+// uncommittedXattr reports whether an extended attribute of a staged file
+// stays out of the commit: overlayfs's own, the POSIX ACLs (which grant
+// other users access beside the mode) and file capabilities (privileges
+// the file's program gets).
+func uncommittedXattr(name string) bool {
+	switch name {
+	case "system.posix_acl_access", "system.posix_acl_default", "security.capability":
+		return true
+	}
+	return isOverlayXattr(name)
 }
 
 // DirTime is the modification time a directory is left with after a

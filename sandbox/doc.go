@@ -148,8 +148,11 @@
 //     which apply strips from the staged inode before linking it in. A
 //     file whose content is the same but whose mode, mtime or attributes
 //     changed is an OpChmod carrying them (a directory's, OpChmodDir).
-//     security.* and trusted.* attributes (capabilities, SELinux labels)
-//     are out of scope: they are neither staged nor committed;
+//     POSIX ACLs and file capabilities on a staged file are stripped
+//     before it is linked in (an ACL grants other users access the
+//     change set, which lists modes, would not show); other security.*
+//     and trusted.* attributes (SELinux labels) are out of scope: they
+//     are neither staged nor committed;
 //   - modification times (Change.Mtime) of files and symlinks, and of
 //     staged directories (ChangeSet.DirTimes, set last, children first,
 //     best effort: a directory another user owns keeps the commit's

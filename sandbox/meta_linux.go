@@ -209,11 +209,14 @@ func setXattrsAt(pfd int, base string, want map[string][]byte) error {
 	return err
 }
 
-// stripOverlayXattrs removes overlayfs's own extended attributes
-// (user.overlay.*, trusted.overlay.*) from the staged entry p, so that a
-// file linked into the workspace never carries them. Repeating it is
-// harmless.
-func stripOverlayXattrs(p string) error {
+// stripUncommitted removes from the staged entry p the extended
+// attributes a commit does not carry (uncommittedXattr): overlayfs's own,
+// POSIX ACLs and file capabilities, so that a file linked into the
+// workspace holds none of them. The staged inode is what is linked: an
+// ACL the agent set on a new file granted another user write access the
+// review did not show (the change set lists modes and user.*
+// attributes). Repeating it is harmless.
+func stripUncommitted(p string) error {
 	err := withInode(unix.AT_FDCWD, p, func(proc string, st *unix.Stat_t) error {
 		var names []string
 		for range 8 {
@@ -231,7 +234,7 @@ func stripOverlayXattrs(p string) error {
 				return err
 			}
 			for _, b := range bytes.Split(buf[:n], []byte{0}) {
-				if isOverlayXattr(string(b)) {
+				if uncommittedXattr(string(b)) {
 					names = append(names, string(b))
 				}
 			}
