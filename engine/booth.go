@@ -168,7 +168,11 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	}
 	var tx *sandbox.Tx
 	if err == nil {
-		tx, err = sandbox.Begin(ws, sandbox.Options{})
+		if tx, err = sandbox.Begin(ws, sandbox.Options{}); err == nil {
+			// Decided, or kept for a booth command (another process) to
+			// decide: this process is done with it when the run is.
+			defer tx.Release()
+		}
 	}
 	for _, root := range b.Stage {
 		if err == nil {

@@ -234,6 +234,7 @@ func (t *sdkTxs) closeAll(ctx context.Context) {
 	for _, st := range open {
 		st.mu.Lock()
 		t.end(ctx, st, "the run ended with the transaction open")
+		st.tx.Release() // a rollback that failed leaves it to a booth command
 		st.mu.Unlock()
 	}
 }

@@ -34,9 +34,15 @@ import (
 // Commit returns the change set it applied. It returns with nothing of
 // the transaction left running: the names read at Begin are waited for
 // on every path, a refused commit's too.
-func (tx *Tx) Commit(ctx context.Context) (ChangeSet, error) {
+func (tx *Tx) Commit(ctx context.Context) (_ ChangeSet, err error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
+	defer func() {
+		if isCrash(err) {
+			tx.releaseOwner() // a crash (fault injection) ends the process
+		}
+		tx.releaseOwnerWhenDecided()
+	}()
 	defer tx.begin.wait()
 	defer tx.closeBaseWhenDecided()
 	if err := tx.checkOpen(); err != nil {
@@ -447,6 +453,7 @@ func syncPath(p string) error {
 func (tx *Tx) Rollback(ctx context.Context) error {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
+	defer tx.releaseOwnerWhenDecided()
 	if err := tx.checkOpen(); err != nil {
 		return err
 	}

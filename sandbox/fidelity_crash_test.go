@@ -248,6 +248,7 @@ func TestRecoverJournalWithoutMeta(t *testing.T) {
 		"before":  []map[string]any{{"path": "n.txt"}, {"path": "tagged.txt", "exists": true}}})
 	data, _ := json.Marshal(journalFile{Format: journalFormat, MAC: hex.EncodeToString(journalMAC(key, body)), Body: body})
 	must(t, os.WriteFile(filepath.Join(tx.StateDir(), journalName), data, 0o600))
+	tx.Release() // its process ended
 	rep, err := Recover(ctx, ws, Options{})
 	if err != nil || len(rep.Committed) != 1 {
 		t.Fatalf("recover: %+v %v", rep, err)

@@ -404,6 +404,9 @@ func Discard(dir, id string, opts Options) error {
 		return err
 	}
 	defer lock.release()
+	if inUse(txDir) {
+		return fmt.Errorf("sandbox: discard %s: %w", id, ErrInUse)
+	}
 	_, found, untrusted, err := readJournal(w, txDir, &keyRing{opts: opts, w: w})
 	if err != nil {
 		return err

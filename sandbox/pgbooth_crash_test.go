@@ -146,6 +146,7 @@ func TestProxyCrashBeforeDecision(t *testing.T) {
 	conn, table, ws := pgSetup(t)
 	tx, srv := proxyRun(t, pgtest.DSN(t), table, ws, "lost")
 	srv.Close() // the process dies: unprepared sessions end
+	tx.Release()
 	o, err := sandbox.Open(ws, tx.ID(), sandbox.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ func TestProxyDecisionWriteFailureKeepsSQL(t *testing.T) {
 			t.Fatalf("commit: %v (closed %v)", err, tx.Closed())
 		}
 		srv.Close() // the run ends: prepared sessions stay
+		tx.Release()
 		if left := preparedLeft(t, conn, tx.ID()); left != 2 {
 			t.Fatalf("%d prepared sessions after the failure, want 2", left)
 		}
@@ -46,14 +47,14 @@ func TestProxyDecisionWriteFailureKeepsSQL(t *testing.T) {
 		if _, err := sandbox.Recover(bg, ws, sandbox.Options{}, resolver); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sandbox.Open(ws, tx.ID(), sandbox.Options{}); err == nil {
-			o, _ := sandbox.Open(ws, tx.ID(), sandbox.Options{})
+		if o, err := sandbox.Open(ws, tx.ID(), sandbox.Options{}); err == nil {
 			if _, err := o.Commit(bg); err == nil {
 				t.Fatal("committed with no resolver for the prepared SQL")
 			}
 			if err := o.Rollback(bg); err == nil {
 				t.Fatal("rolled back with no resolver for the prepared SQL")
 			}
+			o.Release()
 		}
 		o, err := sandbox.Open(ws, tx.ID(), sandbox.Options{Resolvers: []sandbox.Resolver{resolver}})
 		if err != nil {

@@ -36,6 +36,7 @@ func ownedByMe(fs.FileInfo) bool                          { return false }
 func entryOwner(fs.DirEntry) (int, int, bool)             { return 0, 0, false }
 func lockFile(*os.File) error                             { return Supported() }
 func unlockFile(*os.File) error                           { return Supported() }
+func tryLockFile(*os.File) error                          { return Supported() }
 func isWhiteout(fs.FileInfo) bool                         { return false }
 func isOpaque(string) bool                                { return false }
 func mkWhiteout(string) error                             { return Supported() }

@@ -21,6 +21,9 @@ type RecoverReport struct {
 	Restored []string `json:"restored,omitempty"`
 	// Untrusted lists the journals Recover did not apply, and why.
 	Untrusted []UntrustedJournal `json:"untrusted,omitempty"`
+	// Running lists the commits a running process is making (ErrInUse):
+	// not interrupted, left to it.
+	Running []string `json:"running,omitempty"`
 }
 
 // UntrustedJournal is a transaction whose journal recovery will never
@@ -96,6 +99,10 @@ func recoverOne(ctx context.Context, w *workspace, e fs.DirEntry, keys *keyRing,
 	}
 	if untrusted != "" {
 		rep.Untrusted = append(rep.Untrusted, UntrustedJournal{ID: e.Name(), Reason: untrusted})
+		return nil
+	}
+	if inUse(dir) {
+		rep.Running = append(rep.Running, e.Name())
 		return nil
 	}
 	for _, p := range j.Participants {

@@ -87,7 +87,7 @@ func (tx *Tx) StageRoot(path string) (*Tx, error) {
 		}
 	}
 	n := len(tx.meta.Roots)
-	sub, err := Begin(real, Options{StateRoot: filepath.Join(tx.dir, "roots", strconv.Itoa(n)), KeyFile: tx.opts.KeyFile})
+	sub, err := begin(real, Options{StateRoot: filepath.Join(tx.dir, "roots", strconv.Itoa(n)), KeyFile: tx.opts.KeyFile})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (tx *Tx) Root() string { return tx.ws.root }
 // open is opened again.
 func (tx *Tx) openRoots() error {
 	for i, r := range tx.meta.Roots {
-		sub, err := Open(r.Path, r.ID, Options{StateRoot: filepath.Join(tx.dir, "roots", strconv.Itoa(i)), KeyFile: tx.opts.KeyFile})
+		sub, err := open(r.Path, r.ID, Options{StateRoot: filepath.Join(tx.dir, "roots", strconv.Itoa(i)), KeyFile: tx.opts.KeyFile})
 		if err != nil {
 			return fmt.Errorf("sandbox: staged root %s: %w", r.Path, err)
 		}

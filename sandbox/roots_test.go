@@ -189,6 +189,7 @@ func TestStagedRootReopened(t *testing.T) {
 	sub, err := tx.StageRoot(extra)
 	must(t, err)
 	must(t, sub.Files().WriteFile("kept.txt", []byte("k"), 0o644))
+	tx.Release() // its process ended
 	again, err := Open(ws, tx.ID(), Options{})
 	must(t, err)
 	roots := again.Roots()

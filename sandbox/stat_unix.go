@@ -113,6 +113,16 @@ func lockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) }
 // unlockFile releases lockFile's lock.
 func unlockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
 
+// tryLockFile takes f's lock without waiting: ErrInUse when another open
+// file holds it.
+func tryLockFile(f *os.File) error {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return ErrInUse
+	}
+	return err
+}
+
 // entryOwner is the owner of a directory entry (an lstat); ok is false
 // when it cannot be read (gone meanwhile).
 func entryOwner(e fs.DirEntry) (uid, gid int, ok bool) {

@@ -140,11 +140,28 @@ type Tx struct {
 	// baseLog is base.jsonl, open from its first line until the
 	// transaction is decided (closeBase).
 	baseLog *os.File
+	// owner holds the transaction's owner lock (owner.go) until it is
+	// decided; nil for a staged root's.
+	owner *os.File
 }
 
 // Begin starts a transaction over the workspace directory. It touches no
 // workspace file and costs the same whatever the workspace's size.
 func Begin(dir string, opts Options) (*Tx, error) {
+	tx, err := begin(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.takeOwner(); err != nil {
+		discard(tx.ws, tx.dir)
+		return nil, err
+	}
+	return tx, nil
+}
+
+// begin is Begin without the owner lock: a staged root's transaction,
+// which its parent's owns.
+func begin(dir string, opts Options) (*Tx, error) {
 	w, err := newWorkspace(dir, opts)
 	if err != nil {
 		return nil, err
@@ -197,6 +214,19 @@ func takeRootMode(root, upper string) (fs.FileMode, error) {
 // One whose tx.json this user's jukebox did not write for this workspace
 // is refused with ErrUntrusted.
 func Open(dir, id string, opts Options) (*Tx, error) {
+	tx, err := open(dir, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.takeOwner(); err != nil {
+		return nil, err
+	}
+	return tx, nil
+}
+
+// open is Open without the owner lock: a staged root's transaction, which
+// its parent's owns.
+func open(dir, id string, opts Options) (*Tx, error) {
 	w, err := newWorkspace(dir, opts)
 	if err != nil {
 		return nil, err
@@ -252,6 +282,9 @@ type TxInfo struct {
 	// repository), has a bad MAC, or is bound to another workspace or
 	// transaction. Discard removes it.
 	Untrusted string `json:"untrusted,omitempty"`
+	// Running says a process still uses the transaction (the run that
+	// began it, or a booth command): Open refuses it (ErrInUse).
+	Running bool `json:"running,omitempty"`
 }
 
 // List returns the transactions kept in the workspace, oldest first.
@@ -284,7 +317,7 @@ func List(dir string, opts Options) ([]TxInfo, error) {
 		if !found {
 			untrusted = muntrusted // a trusted journal vouches for the rest
 		}
-		info := TxInfo{ID: e.Name(), Created: m.Created, Committing: found, Untrusted: untrusted}
+		info := TxInfo{ID: e.Name(), Created: m.Created, Committing: found, Untrusted: untrusted, Running: inUse(dir)}
 		if found && untrusted == "" {
 			info.Journal = j.State
 		}

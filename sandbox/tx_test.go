@@ -227,6 +227,7 @@ func TestOpenAndList(t *testing.T) {
 	if len(infos) != 1 || infos[0].ID != tx.ID() {
 		t.Fatalf("list: %+v", infos)
 	}
+	tx.Release() // its process ended
 	tx2, err := Open(ws, tx.ID(), Options{})
 	must(t, err)
 	cs, err := tx2.Diff()

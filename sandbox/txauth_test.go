@@ -61,8 +61,11 @@ func TestTxMetaTrust(t *testing.T) {
 			must(t, err)
 			must(t, tx.Files().MkdirAll(".git/hooks", 0o755))
 			must(t, tx.Files().WriteFile(".git/hooks/pre-commit", []byte("#!/bin/sh\n"), 0o755))
-			if _, err := Open(ws, tx.ID(), Options{}); err != nil {
+			tx.Release() // its process ended
+			if open, err := Open(ws, tx.ID(), Options{}); err != nil {
 				t.Fatalf("open before: %v", err)
+			} else {
+				open.Release()
 			}
 			ws, id := c.spoil(t, ws, tx)
 			before := treeHash(t, ws)
@@ -96,6 +99,7 @@ func TestSavepointKeepsTxTrusted(t *testing.T) {
 	must(t, tx.Savepoint(ctx, "one"))
 	must(t, tx.Files().WriteFile("a.txt", []byte("c"), 0o644))
 	must(t, tx.RollbackTo(ctx, "one"))
+	tx.Release() // its process ended
 	again, err := Open(ws, tx.ID(), Options{})
 	must(t, err)
 	if _, err := again.Commit(ctx); err != nil {
@@ -126,10 +130,12 @@ func TestUndoneCommitSignsTxAgain(t *testing.T) {
 	if !errors.As(err, &ce) || !ce.Open {
 		t.Fatalf("commit: %v", err)
 	}
-	if _, err := Open(ws, tx.ID(), Options{}); err != nil {
+	tx.Release() // another process opens it
+	if again, err := Open(ws, tx.ID(), Options{}); err != nil {
 		t.Fatalf("open after the undo: %v", err)
+	} else {
+		must(t, again.Rollback(ctx))
 	}
-	must(t, tx.Rollback(ctx))
 }
 
 // TestDeferredIsSigned: what Defer keeps comes back with the transaction
@@ -143,6 +149,7 @@ func TestDeferredIsSigned(t *testing.T) {
 	must(t, err)
 	t.Cleanup(tx.begin.wait) // the names read in the background writes into ws until it ends
 	must(t, tx.Defer([]byte(`[{"server":"files","tool":"write_file"}]`)))
+	tx.Release() // its process ended
 	again, err := Open(ws, tx.ID(), Options{})
 	must(t, err)
 	if got := string(again.Deferred()); got != `[{"server":"files","tool":"write_file"}]` {

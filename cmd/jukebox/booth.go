@@ -61,6 +61,13 @@ func (b *boothTarget) recover(ctx context.Context, env *Env) (sandbox.RecoverRep
 	for _, u := range rep.Untrusted {
 		fmt.Fprintf(env.Stderr, "jukebox: booth: %s\n", untrustedText(u.ID, u.Reason))
 	}
+	for _, id := range rep.Running {
+		fmt.Fprintf(env.Stderr, "jukebox: booth: %s is being committed by a running jukebox: left to it\n", id)
+	}
+	if errors.Is(err, sandbox.ErrNoResolver) && b.PgDSN == "" {
+		err = fmt.Errorf("%w: its PostgreSQL work is prepared on the server and holds its locks until it is finished; "+
+			"give the server with --pg-dsn DSN (the one --pg named) to finish or undo it", err)
+	}
 	return rep, err
 }
 
@@ -115,6 +122,9 @@ func (b *boothTarget) find() (*sandbox.Tx, error) {
 	if errors.Is(err, sandbox.ErrUntrusted) {
 		return nil, fmt.Errorf("%w: never opened or committed; jukebox booth discard %s removes it", err, id)
 	}
+	if errors.Is(err, sandbox.ErrInUse) {
+		return nil, fmt.Errorf("%w: the run that uses it commits or rolls it back when it ends (stop it with Ctrl-C to have it decide now)", err)
+	}
 	return tx, err
 }
 
@@ -143,6 +153,10 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 	rows := make([]boothStatus, 0, len(infos))
 	for _, info := range infos {
 		row := boothStatus{TxInfo: info}
+		if info.Running {
+			rows = append(rows, row)
+			continue // Open refuses it; its run decides it
+		}
 		if tx, err := sandbox.Open(c.Workspace, info.ID, sandbox.Options{}); err == nil {
 			if cs, err := tx.Diff(); err == nil {
 				row.Changes = cs.Counts()
@@ -150,6 +164,7 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 			for _, l := range tx.Lost() {
 				row.Lost = append(row.Lost, l.Kind)
 			}
+			tx.Release()
 		}
 		rows = append(rows, row)
 	}
@@ -167,6 +182,8 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 		switch {
 		case r.Untrusted != "":
 			what = untrustedText(r.ID, r.Untrusted)
+		case r.Running:
+			what = "running: in use by a running jukebox, which decides it (its run has not ended)"
 		case r.Committing:
 			what = fmt.Sprintf("interrupted commit (journal %q): jukebox booth recover finishes or undoes it", r.Journal)
 		}
@@ -199,6 +216,7 @@ func (c *BoothDiffCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	defer tx.Release() // kept open: for the next command, in this process or another
 	cs, err := tx.Diff()
 	if err != nil {
 		return err
@@ -251,6 +269,7 @@ func (c *BoothCommitCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	defer tx.Release() // kept open: for the next command, in this process or another
 	var roots strings.Builder
 	if !c.JSON {
 		if err := printRoots(&roots, tx); err != nil {
@@ -331,6 +350,7 @@ func (c *BoothRollbackCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	defer tx.Release() // kept open: for the next command, in this process or another
 	if err := tx.Rollback(ctx); err != nil {
 		return err
 	}
@@ -356,7 +376,7 @@ func (c *BoothRecoverCmd) Run(ctx context.Context, env *Env) error {
 		}
 		return err
 	}
-	if err == nil && len(rep.Committed)+len(rep.RolledBack)+len(rep.Restored)+len(rep.Untrusted) == 0 {
+	if err == nil && len(rep.Committed)+len(rep.RolledBack)+len(rep.Restored)+len(rep.Untrusted)+len(rep.Running) == 0 {
 		fmt.Fprintln(env.Stdout, "nothing to recover")
 	}
 	return err
@@ -434,6 +454,7 @@ func (c *BoothExecCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	defer tx.Release() // it stays open for diff, commit or rollback
 	fmt.Fprintf(env.Stderr, "jukebox: booth: %s (wasm, in process)\n", tx.ID())
 	code, err := sandbox.RunWasm(ctx, tx.Files(), wasm, sandbox.WasmOptions{
 		Args: append([]string{c.Tool}, c.Args...), Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr,

@@ -44,6 +44,7 @@ func TestAskPromptSpoofing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(t.Context())
+	tx.Release() // as a run that ended with it kept
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -48,6 +48,7 @@ func TestBoothCommands(t *testing.T) {
 	}
 	tx.Files().WriteFile("b.txt", []byte("b"), 0o644)
 	tx.Files().Remove("a.txt")
+	tx.Release() // as a run that ended with it kept
 	out, _, err := runBoothCLI(t, "booth", "diff", "-C", ws)
 	if err != nil || out != tx.ID()+": 1 write, 1 delete\n  delete a.txt\n  write b.txt (1 bytes, -rw-r--r--)\n" {
 		t.Fatalf("diff: %q %v", out, err)

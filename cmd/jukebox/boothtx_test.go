@@ -86,6 +86,7 @@ func TestBoothPlantedTransaction(t *testing.T) {
 	if err := tx.Files().WriteFile("b.txt", []byte("b"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	tx.Release() // as a run that ended with it kept
 	out, _, err = runBoothCLI(t, "booth", "commit", "-C", ws)
 	if err != nil || !strings.Contains(out, "committed "+tx.ID()) {
 		t.Fatalf("commit of the trusted one: %q %v", out, err)
