@@ -11,7 +11,7 @@ import threading
 import warnings
 from dataclasses import asdict, dataclass
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, Union, overload
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Type, TypeVar, Union, overload
 
 from ._control import Control, Served, tripped
 from ._pool import PooledRun, pooled
@@ -397,6 +397,15 @@ class Jukebox:
         out = control.call("POST", "turn", body)
         if out.get("breaker"):
             raise tripped(out["breaker"])
+
+    @overload
+    def begin(self, async_: Literal[False] = ...) -> Transaction: ...
+
+    @overload
+    def begin(self, async_: Literal[True]) -> AsyncTransaction: ...
+
+    @overload
+    def begin(self, async_: bool) -> Transaction: ...
 
     def begin(self, async_: bool = False) -> Transaction:
         """Begins a transaction outside a turn (an AsyncTransaction when
