@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/controlapi"
+	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -40,6 +43,11 @@ type control struct {
 	// (turns, markers, transactions, held MCP calls), live or answered
 	// from a tape (Result.ControlExchanges).
 	exchanges atomic.Int64
+	// replayTrip is the recording's trip once a replay (or a fork before
+	// its fork point) has answered from the tape a call the breaker
+	// refused, or a turn that tripped it: what GET breaker then says, as
+	// it said to the recorded agent (which raised BreakerTripped).
+	replayTrip atomic.Pointer[breaker.Trip]
 }
 
 var _ controlapi.Run = (*control)(nil)
@@ -120,7 +128,17 @@ func (c *control) Breaker(context.Context) (controlapi.BreakerState, error) {
 	var out controlapi.BreakerState
 	if g := c.p.guard; g != nil {
 		out.Breaker = g.tripped()
-		out.Tripped = out.Breaker != nil
 	}
+	if out.Breaker == nil {
+		out.Breaker = c.replayTrip.Load()
+	}
+	out.Tripped = out.Breaker != nil
 	return out, nil
+}
+
+// replayedTrip notes the trip behind a refusal a replay answered from the
+// tape (llmwire.Refused): its rule and reason, from the recorded error.
+func (c *control) replayedTrip(r *tapefmt.LLMResponse) {
+	rule, reason, _ := strings.Cut(strings.TrimPrefix(r.Error, llmwire.TripPrefix+" ("), ")")
+	c.replayTrip.CompareAndSwap(nil, &breaker.Trip{Rule: rule, Reason: strings.TrimLeft(reason, ": ")})
 }

@@ -125,7 +125,7 @@ func TestControlTransactionsUnavailable(t *testing.T) {
 		booth *BoothOptions
 		want  string
 	}{
-		{tapefmt.ModeReplay, nil, "the tape holds no transaction to answer this from"},
+		{tapefmt.ModeReplay, nil, "the tape holds no control-API exchange to answer this from"},
 	} {
 		s, base := controlSession(t, breaker.Limits{}, c.mode, c.booth)
 		code, out := controlCall(t, "POST", base+"/v1/tx", s.proxy.control.token, `{}`)

@@ -224,6 +224,12 @@ func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, 
 		controlapi.Answer(w, nil, controlapi.Fail(http.StatusInternalServerError, controlapi.TypeTape, err))
 		return true
 	}
+	if path == "/v1/turn" || path == "/turn" {
+		var ta controlapi.TurnAnswer
+		if json.Unmarshal(ans, &ta) == nil && ta.Breaker != nil {
+			c.replayTrip.CompareAndSwap(nil, ta.Breaker) // the turn tripped it when recorded
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(got.status)
 	w.Write(ans)

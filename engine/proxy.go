@@ -245,6 +245,9 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 		x.onChunk = func(b []byte) { p.emit(Event{Kind: EventChunk, Call: x.call, Data: bytes.Clone(b)}) }
 	}
 	a := p.backend.respond(w, x)
+	if !a.live && llmwire.Refused(&a.resp) {
+		p.control.replayedTrip(&a.resp) // the breaker tripped here when recorded
+	}
 	if a.live && a.resp.Error != "" && !strings.HasPrefix(a.resp.Error, errAgentClosed) {
 		if p.liveFailed.Add(1) == 1 {
 			p.liveErr.Store(&a.resp.Error)

@@ -86,7 +86,7 @@ func newSDKTxs(s *session) *sdkTxs {
 	case s.mode == tapefmt.ModeReplay:
 		// A replay answers transactions from the tape's control frames
 		// (controltape.go); one that reaches here has none.
-		t.why = "the tape holds no transaction to answer this from (it was recorded before jukebox kept control-API exchanges on the tape): record it again"
+		t.why = "the tape holds no control-API exchange to answer this from: the recorded agent began no transaction (or the tape was recorded before jukebox kept them, then record it again)"
 	default:
 		// In the booth a transaction commits into the booth's own
 		// (sdkbooth.go), settled with the run as --commit says.
