@@ -15,6 +15,7 @@ import sys
 import tempfile
 import textwrap
 import unittest
+import unittest.mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SDK = os.path.dirname(HERE)
@@ -617,6 +618,22 @@ class SDKTest(SDKBase):
         # methods and SQLite statements import them when they run.
         proc = self.python("-c", "import sys, jukebox; print(sorted(m for m in ('asyncio', 'sqlite3') if m in sys.modules))")
         self.assertEqual(proc.stdout.strip(), "[]", proc.stderr)
+
+
+class BreakerWarningTest(unittest.TestCase):
+    def test_warned_under_record_not_under_replay(self):
+        # Seen: every replay of a tape whose script sets a CircuitBreaker
+        # warned that the agent "runs under jukebox record". A replay has
+        # no breaker (it tells the agent of the recording's trip).
+        import warnings
+        from jukebox import CircuitBreaker, Jukebox
+        for mode, warned in (("record", True), ("fork", True), ("replay", False)):
+            env = {"JUKEBOX_CONTROL": "http://127.0.0.1:9/", "JUKEBOX_CONTROL_TOKEN": "t", "JUKEBOX_MODE": mode}
+            with unittest.mock.patch.dict(os.environ, env), warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                Jukebox(breaker=CircuitBreaker(max_cost_usd=1.0))
+            got = any("runs under jukebox record" in str(w.message) for w in seen)
+            self.assertEqual(got, warned, mode)
 
 
 class BreakerArgsTest(unittest.TestCase):
