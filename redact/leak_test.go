@@ -24,6 +24,12 @@ const (
 	leakCred    = "AGENTCRED5510xyz"
 	leakOpts    = "OPTSKEY5511"
 	leakSentry  = "abcdef0123456789abcdef0123456789"
+	// Signed URLs and a signature header (seen in a command line): an
+	// Azure SAS sig, an Azure Functions key, a presigned S3 URL.
+	leakSAS    = "SASSIGSECRET123"
+	leakFunc   = "AZFUNCKEY456"
+	leakAmzSig = "deadbeefsig0123"
+	leakHdrSig = "HDRSIG555"
 )
 
 // leakScript is a shell script an agent runs or writes, holding a Cookie
@@ -50,6 +56,8 @@ func TestCredentialFormsInRunStart(t *testing.T) {
 		{"sh", "-c", "aws configure set aws_secret_access_key " + leakAWS},
 		{"sh", "-c", leakScript},
 		{"python3", "-c", `import requests; requests.get(u, headers={"Cookie": "` + leakCookie + `"})`},
+		{"curl", "-H", "X-Signature: " + leakHdrSig, "https://a.blob.example/c?sv=2020-08-04&sig=" + leakSAS + "&code=" + leakFunc +
+			"&X-Amz-Signature=" + leakAmzSig},
 	}
 	env := map[string]string{"AGENT_CRED": leakCred, "AGENT_OPTS": "--api-key " + leakOpts,
 		"SENTRY_DSN": "https://" + leakSentry + "@o1.ingest.sentry.io/1", "AGENT_HINT": leakSKProj,
@@ -61,7 +69,7 @@ func TestCredentialFormsInRunStart(t *testing.T) {
 			all += " " + k + "=" + v
 		}
 		for _, s := range []string{leakMySQL, leakPhrase, leakURLTok, leakURLPass, leakSKProj, leakGHP, "AWSSECRET5507",
-			"COOKIE5508", leakJSONKey, leakCred, leakOpts, leakSentry} {
+			"COOKIE5508", leakJSONKey, leakCred, leakOpts, leakSentry, leakSAS, leakFunc, leakAmzSig, leakHdrSig} {
 			if strings.Contains(all, s) {
 				t.Errorf("%q: %s is on the tape: %q", argv, s, all)
 			}

@@ -164,10 +164,11 @@ func redactPassword(v string) string {
 // script, an environment variable's value. Compiled on first use: a
 // command that keeps no tape does not pay for them at start-up.
 var (
-	// Authorization: Bearer X; x-api-key: X; "api_key": "X" (a name that
-	// ends in key, token, secret or password, before a colon).
+	// Authorization: Bearer X; x-api-key: X; "api_key": "X"; X-Signature:
+	// X (a name that ends in key, token, secret, password, signature or
+	// credential, before a colon).
 	headerCredential = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?i)((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?|[\w-]*(?:key|token|secret|password)["']?\s*:\s*["']?)([^\s'"\\,}]+)`)
+		return regexp.MustCompile(`(?i)((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?|[\w-]*(?:key|token|secret|password|signature|credential)["']?\s*:\s*["']?)([^\s'"\\,}]+)`)
 	})
 	// Bearer X anywhere.
 	bearerCredential = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})`) })
@@ -180,9 +181,10 @@ var (
 		return regexp.MustCompile(`((?:^|\s)(?:-u|--user)[\s=]+['"]?[^\s:'"]+:)([^\s'"]+)`)
 	})
 	// name=value where the name looks secret (a query, a libpq DSN,
-	// --api-key=X inside a script).
+	// --api-key=X inside a script), and a query's sig= (an Azure SAS) and
+	// code= (an Azure Functions key, an OAuth code), as secretName has it.
 	paramCredential = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?i)((?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|passphrase|signature|credential|auth)[\w.-]*=)([^\s&'";)]+)`)
+		return regexp.MustCompile(`(?i)((?:(?:^|[?&;\s'"(])-*[\w.-]*(?:key|token|secret|password|passwd|passphrase|signature|credential|auth)[\w.-]*|[?&;](?:sig|code))=)([^\s&'";)]+)`)
 	})
 )
 
