@@ -16,6 +16,24 @@ type breakerFlags struct {
 	BreakerConfig     string   `type:"existingfile" placeholder:"FILE" help:"Breaker limits as JSON: max_cost_usd, max_tokens_per_min, max_usd_per_min, max_repeat, max_semantic_repeat (answers that say the same thing, or the same code), unknown_model_rate; agents and tracks (runs by --name) of their own (see docs/breaker.md). Flags given as well win."`
 	UnknownModelRate  *float64 `placeholder:"USD" help:"Price of a model that has no price, in dollars per million tokens (input and output alike); without it such a model stops a run that has a limit in dollars."`
 	TripAll           bool     `help:"When an agent passes its own limits (--breaker-config agents), refuse every agent's calls and stop the run, not that agent's calls alone."`
+	// config is --breaker-config read once (keepConfig), for a command
+	// that starts many runs.
+	config *breaker.Limits
+}
+
+// keepConfig reads --breaker-config now, once: the runs a reused server
+// starts later take their limits from what it held at start, and whoever
+// wrote the file (the Python SDK, in its private folder) may remove it.
+func (f *breakerFlags) keepConfig() error {
+	if f.BreakerConfig == "" {
+		return nil
+	}
+	l, err := breaker.LoadConfig(f.BreakerConfig)
+	if err != nil {
+		return fmt.Errorf("--breaker-config %w", err)
+	}
+	f.config = &l
+	return nil
 }
 
 // limits are the limits the flags and the config file give a run named
@@ -25,7 +43,10 @@ type breakerFlags struct {
 // malformed file is an error naming the flag.
 func (f breakerFlags) limits(track string) (breaker.Limits, error) {
 	var l breaker.Limits
-	if f.BreakerConfig != "" {
+	switch {
+	case f.config != nil:
+		l = f.config.Track(track)
+	case f.BreakerConfig != "":
 		var err error
 		if l, err = breaker.LoadConfig(f.BreakerConfig); err != nil {
 			return l, fmt.Errorf("--breaker-config %w", err)

@@ -36,6 +36,11 @@ func (c *ServeCmd) pool(ctx context.Context, env *Env) error {
 	if c.Output != "" {
 		return withCode(ExitUsage, errors.New("--socket records a tape per run into --tape-dir; -o names a single one"))
 	}
+	// The limits are read before the socket listens: once a client can
+	// connect, the file that gave them may be gone.
+	if err := c.keepConfig(); err != nil {
+		return err
+	}
 	l, err := listenPool(c.Socket)
 	if errors.Is(err, errPoolServed) {
 		return nil

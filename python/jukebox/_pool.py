@@ -117,6 +117,7 @@ def _start(binary: str, folder: str, key: str, path: str, tape_dir: str, config:
     cmd = [binary, "serve", "--socket", path, "--tape-dir", tape_dir]
     if os.environ.get("JUKEBOX_SERVE_IDLE"):
         cmd += ["--idle", os.environ["JUKEBOX_SERVE_IDLE"]]
+    conf = ""
     if config:
         conf = os.path.join(folder, f"serve-{key}.json")
         fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -128,4 +129,11 @@ def _start(binary: str, folder: str, key: str, path: str, tape_dir: str, config:
     assert proc.stdout is not None
     proc.stdout.readline()  # {"pid"} once it listens; nothing when another one does
     proc.stdout.close()
+    if conf:
+        # The server read its limits before it said it listens (another one
+        # already listening read its own): nothing is left in the folder.
+        try:
+            os.unlink(conf)
+        except OSError:
+            pass
     _STARTED.append(proc)

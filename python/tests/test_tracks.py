@@ -352,6 +352,26 @@ class ReuseTest(ScriptBase):
         self.assertIn("started 0", self.python("agent.py").stdout, "a second process started a server of its own")
         self.assertEqual(len(self.tapes()), 4)
 
+    def test_no_breaker_config_is_left_behind(self):
+        # Seen: each pooled server's breaker config stayed in the
+        # temporary folder (hundreds of serve-KEY.json piled up there).
+        # The server reads it before it listens; the SDK then removes it.
+        self.script("agent.py", '''
+            import os
+            from jukebox import CircuitBreaker, Jukebox, _pool
+            jb = Jukebox(breaker=CircuitBreaker(max_cost_usd=3.25))
+
+            @jb.track
+            def step():
+                pass
+            step()
+            step()
+            key = _pool._key(jb.tape_dir, jb.breaker.config(), _pool.jukebox_bin())
+            print("left", os.path.exists(os.path.join(_pool._folder(), f"serve-{key}.json")))
+        ''')
+        self.assertIn("left False", self.python("agent.py").stdout)
+        self.assertIn("left False", self.python("agent.py").stdout, "a second process on the running server")
+
     def test_a_connection_closed_while_idle_is_opened_again(self):
         out = self.run_script('''
             import http.server, json, threading
