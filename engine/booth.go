@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -345,7 +346,9 @@ func (s *session) decideTx(ctx context.Context, tx *sandbox.Tx, end tapefmt.RunE
 			switch {
 			case !tx.Closed():
 				br.Kept = true
-			case errors.As(err, &ce) && ce.RolledBack && ce.Restored:
+			case errors.As(err, &ce) && ce.RolledBack && ce.Restored, !stateLeft(tx):
+				// Undone whole, or refused before anything was decided (a
+				// participant that could not prepare) and rolled back.
 				s.appendFrame(tapefmt.TxRollback{Tx: tx.ID(), Reason: err.Error(), SQL: br.SQL})
 			default:
 				br.Pending = true
@@ -615,3 +618,11 @@ func (s *session) appendFrame(p tapefmt.Payload) {
 // that retries a connection in a loop must not fill the tape. The result
 // counts every refusal (Result.NetRefused).
 const MaxNetRefusedFrames = 100
+
+// stateLeft reports whether a closed transaction left its state folder
+// (a journal for booth recover): one a failed commit discarded whole was
+// rolled back, with nothing to recover.
+func stateLeft(tx *sandbox.Tx) bool {
+	_, err := os.Lstat(tx.StateDir())
+	return err == nil
+}

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jukebox-os/jukebox/controlapi"
+	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/sandbox/pgbooth"
 	"github.com/jukebox-os/jukebox/sandbox/pgtx"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -30,6 +33,14 @@ func (o txOps) SQL(ctx context.Context, req controlapi.SQL) (controlapi.Rows, er
 	if !strings.HasPrefix(req.DSN, "postgres://") && !strings.HasPrefix(req.DSN, "postgresql://") {
 		return controlapi.Rows{}, controlapi.BadRequest(
 			"sql: a PostgreSQL URL (postgres://...) is staged here; a SQLite file is staged with the workspace (stage-path)")
+	}
+	if o.t.ownEndpoint(req.DSN) {
+		// Its sessions are the agent's own, held by the booth until the
+		// run's decision; one the SDK opened ended with the SDK's
+		// transaction, and the booth's commit then failed.
+		return controlapi.Rows{}, controlapi.BadRequest(
+			"sql: %s is the booth's own PostgreSQL endpoint (DATABASE_URL under record --pg): give the server's own URL, "+
+				"the one --pg names; the SDK's statements join the booth's decision through it", redact.Text(req.DSN))
 	}
 	args, err := sqlParams(req.Params)
 	if err != nil {
@@ -48,6 +59,26 @@ func (o txOps) SQL(ctx context.Context, req controlapi.SQL) (controlapi.Rows, er
 		o.st.keep(req.DSN, req.SQL, tag, part.StandardStrings())
 	}
 	return rows, err
+}
+
+// ownEndpoint reports whether dsn names an endpoint this run serves to
+// the booth's agent (the --pg endpoint's DATABASE_URL).
+func (t *sdkTxs) ownEndpoint(dsn string) bool {
+	b := t.session.o.Booth
+	u, err := url.Parse(dsn)
+	if b == nil || err != nil {
+		return false
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || (host != "127.0.0.1" && host != "localhost" && host != "::1") {
+		return false
+	}
+	for _, ep := range b.Endpoints {
+		if _, p, err := net.SplitHostPort(ep); err == nil && p == port {
+			return true
+		}
+	}
+	return false
 }
 
 // keep notes a statement run in the session for dsn, for the commit's or
