@@ -47,31 +47,38 @@ func wsTapeUp(t *testing.T, first, second string, upBytes []byte) *tapefmt.Tape 
 	return openTape(t, path)
 }
 
+// wsUpgrade replays tp behind a proxy and sends it the agent's WebSocket
+// upgrade request: the connection, and a reader at the proxy's answer.
+func wsUpgrade(t *testing.T, tp *tapefmt.Tape, onDiv func(*Divergence)) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	m, err := NewMatcher(tp, reqmatch.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newProxy(&tapeBackend{m: m, tape: tp, forkCall: -1, onDiv: onDiv}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	p.serve()
+	conn, err := net.Dial("tcp", p.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(conn, "GET http://chat.example.test/socket HTTP/1.1\r\nHost: chat.example.test\r\nUpgrade: websocket\r\n"+
+		"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+	return conn, bufio.NewReader(conn)
+}
+
 // TestReplayWebSocketSession: an upgrade on the tape is answered 101 with
 // the accept key of the live request's key; the server's first frame
 // comes unasked, the second once the agent has sent its 10 bytes, then
 // the connection ends.
 func TestReplayWebSocketSession(t *testing.T) {
 	tp := wsTape(t, "server-frame-1", "server-frame-2")
-	m, err := NewMatcher(tp, reqmatch.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := newProxy(&tapeBackend{m: m, tape: tp, forkCall: -1, onDiv: func(*Divergence) {}}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	p.serve()
-	conn, err := net.Dial("tcp", p.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	io.WriteString(conn, "GET http://chat.example.test/socket HTTP/1.1\r\nHost: chat.example.test\r\nUpgrade: websocket\r\n"+
-		"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-	br := bufio.NewReader(conn)
+	conn, br := wsUpgrade(t, tp, func(*Divergence) {})
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -156,26 +163,8 @@ func TestReplayWebSocketMessagesCompared(t *testing.T) {
 	}{{"same message, another mask", "transfer $10 to alice", false}, {"another message", "DELETE ALL PROD DATA!", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			tp := wsTapeUp(t, "server-frame-1", "server-frame-2", recorded)
-			m, err := NewMatcher(tp, reqmatch.Default())
-			if err != nil {
-				t.Fatal(err)
-			}
 			divs := make(chan *Divergence, 1)
-			p, err := newProxy(&tapeBackend{m: m, tape: tp, forkCall: -1, onDiv: func(d *Divergence) { divs <- d }}, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			p.serve()
-			conn, err := net.Dial("tcp", p.addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			conn.SetDeadline(time.Now().Add(10 * time.Second))
-			io.WriteString(conn, "GET http://chat.example.test/socket HTTP/1.1\r\nHost: chat.example.test\r\nUpgrade: websocket\r\n"+
-				"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-			br := bufio.NewReader(conn)
+			conn, br := wsUpgrade(t, tp, func(d *Divergence) { divs <- d })
 			if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 101 {
 				t.Fatalf("upgrade: %v %v", resp, err)
 			}
