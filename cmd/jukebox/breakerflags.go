@@ -24,16 +24,22 @@ type breakerFlags struct {
 // keepConfig reads --breaker-config now, once: the runs a reused server
 // starts later take their limits from what it held at start, and whoever
 // wrote the file (the Python SDK, in its private folder) may remove it.
-func (f *breakerFlags) keepConfig() error {
-	if f.BreakerConfig == "" {
-		return nil
+func (f *breakerFlags) keepConfig() (err error) {
+	f.config, err = f.configLimits()
+	return err
+}
+
+// configLimits are --breaker-config's limits, as kept or read now; nil
+// without the flag.
+func (f breakerFlags) configLimits() (*breaker.Limits, error) {
+	if f.config != nil || f.BreakerConfig == "" {
+		return f.config, nil
 	}
 	l, err := breaker.LoadConfig(f.BreakerConfig)
 	if err != nil {
-		return fmt.Errorf("--breaker-config %w", err)
+		return nil, fmt.Errorf("--breaker-config %w", err)
 	}
-	f.config = &l
-	return nil
+	return &l, nil
 }
 
 // limits are the limits the flags and the config file give a run named
@@ -43,15 +49,12 @@ func (f *breakerFlags) keepConfig() error {
 // malformed file is an error naming the flag.
 func (f breakerFlags) limits(track string) (breaker.Limits, error) {
 	var l breaker.Limits
-	switch {
-	case f.config != nil:
-		l = f.config.Track(track)
-	case f.BreakerConfig != "":
-		var err error
-		if l, err = breaker.LoadConfig(f.BreakerConfig); err != nil {
-			return l, fmt.Errorf("--breaker-config %w", err)
-		}
-		l = l.Track(track)
+	config, err := f.configLimits()
+	if err != nil {
+		return l, err
+	}
+	if config != nil {
+		l = config.Track(track)
 	}
 	set := func(name string, v *float64, dst *float64) error {
 		switch {
