@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/controlapi"
-	"github.com/jukebox-os/jukebox/llmwire"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -139,6 +137,6 @@ func (c *control) Breaker(context.Context) (controlapi.BreakerState, error) {
 // replayedTrip notes the trip behind a refusal a replay answered from the
 // tape (llmwire.Refused): its rule and reason, from the recorded error.
 func (c *control) replayedTrip(r *tapefmt.LLMResponse) {
-	rule, reason, _ := strings.Cut(strings.TrimPrefix(r.Error, llmwire.TripPrefix+" ("), ")")
-	c.replayTrip.CompareAndSwap(nil, &breaker.Trip{Rule: rule, Reason: strings.TrimLeft(reason, ": ")})
+	rule, reason := tripOf(r.Error)
+	c.replayTrip.CompareAndSwap(nil, &breaker.Trip{Rule: rule, Reason: reason})
 }

@@ -151,11 +151,18 @@ func writeTrip(w http.ResponseWriter, resp tapefmt.LLMResponse, body []byte) {
 	w.Write(body)
 }
 
+// tripOf reads the rule and the reason back from a refusal's message
+// ("jukebox: circuit breaker tripped (RULE): REASON").
+func tripOf(msg string) (rule, reason string) {
+	rule, reason, _ = strings.Cut(strings.TrimPrefix(msg, llmwire.TripPrefix+" ("), ")")
+	return rule, strings.TrimLeft(reason, ": ")
+}
+
 // recordedTrip is the answer to a refused call that a tape from before
 // refusals kept their body holds (its status and message only), built
 // again from the message: the rule is in it, the agent is not.
 func recordedTrip(r *tapefmt.LLMResponse) (tapefmt.LLMResponse, []byte) {
-	rule, _, _ := strings.Cut(strings.TrimPrefix(r.Error, llmwire.TripPrefix+" ("), ")")
+	rule, _ := tripOf(r.Error)
 	resp, body := tripAnswer(r.Error, rule, "")
 	resp.Call = r.Call
 	return resp, body
