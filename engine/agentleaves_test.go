@@ -27,6 +27,12 @@ const (
 	leaverSignalEnv = "JUKEBOX_TEST_LEFT_URL"
 )
 
+// The stream the upstream of TestAgentLeavesAtTheEndOfAStream sends.
+const (
+	leaverFirst  = `data: {"id":"c1","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"one"}}]}`
+	leaverSecond = `data: {"id":"c1","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" two"},"finish_reason":"stop"}]}`
+)
+
 func leaverAgent() int {
 	body := `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"count"}]}`
 	req, _ := http.NewRequest("POST", os.Getenv("OPENAI_BASE_URL")+"/chat/completions", strings.NewReader(body))
@@ -61,79 +67,103 @@ func leaverAgent() int {
 // it had: the rest, which the upstream sent after it left, is not kept.
 func TestAgentLeavesAtTheEndOfAStream(t *testing.T) {
 	t.Parallel()
-	const first = `data: {"id":"c1","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"one"}}]}`
-	const second = `data: {"id":"c1","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" two"},"finish_reason":"stop"}]}`
 	for _, tc := range []struct {
 		name, leaveAt string
 		kept          string // the body the tape keeps
 		gaveUp        bool
 	}{
-		{"at the end", "data: [DONE]", first + "\n\n" + second + "\n\ndata: [DONE]\n\n", false},
-		{"mid-stream", first, first + "\n\n", true},
+		{"at the end", "data: [DONE]", leaverFirst + "\n\n" + leaverSecond + "\n\ndata: [DONE]\n\n", false},
+		{"mid-stream", leaverFirst, leaverFirst + "\n\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			left := make(chan struct{})
-			mux := http.NewServeMux()
-			mux.HandleFunc("/left", func(w http.ResponseWriter, r *http.Request) { close(left) })
-			mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				rc := http.NewResponseController(w)
-				send := func(s string) { fmt.Fprint(w, s+"\n\n"); rc.Flush() }
-				send(first)
-				if tc.gaveUp {
-					<-left // the rest comes after the agent left
-				}
-				send(second)
-				send("data: [DONE]")
-				select { // the terminator, once the agent has gone
-				case <-left:
-				case <-time.After(time.Minute):
-				}
-			})
-			up := httptest.NewServer(mux)
-			t.Cleanup(up.Close)
-			self, err := os.Executable()
-			if err != nil {
-				t.Fatal(err)
+			// The agent's close reaches jukebox as its connection's
+			// context ending, which a loaded machine can schedule after
+			// the upstream's next piece (seen once in CI): a mid-stream
+			// leave is tried again, up to three times, before it fails.
+			tries := 1
+			if tc.gaveUp {
+				tries = 3
 			}
-			tape := filepath.Join(t.TempDir(), "leave.jbx")
-			var out, errs bytes.Buffer
-			env := append(cleanEnv(), leaverEnv+"="+tc.leaveAt, leaverSignalEnv+"="+up.URL+"/left", "OPENAI_API_KEY="+secretKey)
-			res, err := engine.Record(context.Background(), engine.RecordOptions{
-				RunOptions: engine.RunOptions{Argv: []string{self}, Dir: t.TempDir(), Env: env, Stdout: &out, Stderr: &errs},
-				Tape:       tape, Upstreams: map[string]string{"openai": up.URL + "/v1"}})
-			if err != nil || res.End.ExitCode != 0 {
-				t.Fatalf("record: %v (exit %d)\n%s%s", err, res.End.ExitCode, out.String(), errs.String())
-			}
-			tapetest.Verify(t, tape)
-			tp, err := tapefmt.Open(tape)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tp.Close()
-			n := 0
-			for f, err := range tp.Frames(tapefmt.KindLLMResponse) {
-				if err != nil {
-					t.Fatal(err)
+			var problems []string
+			for range tries {
+				if problems = recordLeaver(t, tc.leaveAt, tc.kept, tc.gaveUp); len(problems) == 0 {
+					return
 				}
-				n++
-				p, _ := f.Decode()
-				resp := p.(*tapefmt.LLMResponse)
-				body, err := tp.Blob(resp.Body)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if string(body) != tc.kept {
-					t.Errorf("the tape keeps the body %q, want %q", body, tc.kept)
-				}
-				if gaveUp := strings.HasPrefix(resp.Error, "the agent closed the connection"); gaveUp != tc.gaveUp {
-					t.Errorf("recorded with the error %q; want the agent to have given up: %v", resp.Error, tc.gaveUp)
-				}
+				t.Logf("try: %s", strings.Join(problems, "; "))
 			}
-			if n != 1 {
-				t.Fatalf("%d responses on the tape, want 1", n)
-			}
+			t.Error(strings.Join(problems, "\n"))
 		})
 	}
+}
+
+// recordLeaver records the leaving agent against an upstream that sends
+// the stream's first event, then (after the agent left, when gaveUp) the
+// rest, and says what the tape holds that it should not.
+func recordLeaver(t *testing.T, leaveAt, kept string, gaveUp bool) []string {
+	t.Helper()
+	left := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/left", func(w http.ResponseWriter, r *http.Request) { close(left) })
+	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		send := func(s string) { fmt.Fprint(w, s+"\n\n"); rc.Flush() }
+		send(leaverFirst)
+		if gaveUp {
+			<-left // the rest comes after the agent left
+		}
+		send(leaverSecond)
+		send("data: [DONE]")
+		select { // the terminator, once the agent has gone
+		case <-left:
+		case <-time.After(time.Minute):
+		}
+	})
+	up := httptest.NewServer(mux)
+	defer up.Close()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tape := filepath.Join(t.TempDir(), "leave.jbx")
+	var out, errs bytes.Buffer
+	env := append(cleanEnv(), leaverEnv+"="+leaveAt, leaverSignalEnv+"="+up.URL+"/left", "OPENAI_API_KEY="+secretKey)
+	res, err := engine.Record(context.Background(), engine.RecordOptions{
+		RunOptions: engine.RunOptions{Argv: []string{self}, Dir: t.TempDir(), Env: env, Stdout: &out, Stderr: &errs},
+		Tape:       tape, Upstreams: map[string]string{"openai": up.URL + "/v1"}})
+	if err != nil || res.End.ExitCode != 0 {
+		t.Fatalf("record: %v (exit %d)\n%s%s", err, res.End.ExitCode, out.String(), errs.String())
+	}
+	tapetest.Verify(t, tape)
+	tp, err := tapefmt.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var problems []string
+	n := 0
+	for f, err := range tp.Frames(tapefmt.KindLLMResponse) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		p, _ := f.Decode()
+		resp := p.(*tapefmt.LLMResponse)
+		body, err := tp.Blob(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(body) != kept {
+			problems = append(problems, fmt.Sprintf("the tape keeps the body %q, want %q", body, kept))
+		}
+		if gone := strings.HasPrefix(resp.Error, "the agent closed the connection"); gone != gaveUp {
+			problems = append(problems, fmt.Sprintf("recorded with the error %q; want the agent to have given up: %v", resp.Error, gaveUp))
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d responses on the tape, want 1", n)
+	}
+	return problems
+
 }
