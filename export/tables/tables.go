@@ -11,7 +11,6 @@
 package tables
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,8 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
+	"github.com/jukebox-os/jukebox/internal/parquetw"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -210,11 +208,11 @@ func (b *Batch) Files(name string) ([]File, error) {
 }
 
 func file[T any](key string, rows []T) (File, error) {
-	var buf bytes.Buffer
-	if err := parquet.Write(&buf, rows, parquet.Compression(&parquet.Snappy)); err != nil {
+	data, err := parquetw.Write(rows)
+	if err != nil {
 		return File{}, fmt.Errorf("%s: %w", key, err)
 	}
-	return File{Key: key, Data: buf.Bytes(), Rows: len(rows)}, nil
+	return File{Key: key, Data: data, Rows: len(rows)}, nil
 }
 
 // Name is a file name for the batch made of its tapes' ids: "tape-" and

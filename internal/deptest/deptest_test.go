@@ -23,7 +23,7 @@ const module = "github.com/jukebox-os/jukebox"
 var layers = [][]string{
 	{"tapefmt", "themes", "internal/termtext", "internal/nsinit", "internal/runca",
 		"sandbox/pgtx", "internal/testenv", "internal/llmsim", "internal/demo", "internal/inproc",
-		"internal/testsum", "internal/deptest", "internal/doccheck", "internal/keeper", "internal/gitref", "internal/otlpwire", "internal/kong", "internal/syncio"},
+		"internal/testsum", "internal/deptest", "internal/doccheck", "internal/keeper", "internal/gitref", "internal/otlpwire", "internal/kong", "internal/syncio", "internal/parquetw"},
 	{"prices", "diffview", "sidecar", "mcp", "breaker", "sandbox", "redact", "internal/tapetest",
 		"internal/s3test", "internal/gcstest", "internal/azuretest", "internal/pgtest", "internal/jaegertest"},
 	{"llmwire", "reqmatch", "controlapi", "sandbox/pgbooth", "internal/tapegen"},
@@ -63,8 +63,11 @@ var never = [][2]string{
 
 // neverByDefault are modules the default build of jukebox leaves out:
 // their drivers are opt-in build tags (tapestore), which alone bring
-// gocloud.dev/blob and, with it, gRPC.
-var neverByDefault = []string{"cloud.google.com/go/storage", "github.com/Azure/azure-sdk-for-go/", "gocloud.dev/blob", "google.golang.org/grpc/"}
+// gocloud.dev/blob and, with it, gRPC; and the protobuf runtime and
+// parquet-go, whose package initialisation every start paid (OTLP and
+// Parquet are written by internal/otlpwire and internal/parquetw).
+var neverByDefault = []string{"cloud.google.com/go/storage", "github.com/Azure/azure-sdk-for-go/", "gocloud.dev/blob", "google.golang.org/grpc/",
+	"google.golang.org/protobuf/", "github.com/parquet-go/"}
 
 // TestLayers: every package of the module has a layer, and imports only
 // packages of the layers below its own.
