@@ -162,9 +162,11 @@ func (c *TestCmd) runAll(ctx context.Context, self string, tapes []string, progr
 	return results
 }
 
-// summarise counts the results and picks the exit code: the worst
-// verdict's, 3 (a tape that does not read) over 5 (divergence) over 6
-// (strict mismatch) over 1 (an agent that could not run).
+// summarise counts the results and picks the exit code: 130 when an
+// interrupt stopped a tape or kept it from running (the run is cut
+// short, whatever the others said), else the worst verdict's, 3 (a tape
+// that does not read) over 5 (divergence) over 6 (strict mismatch) over
+// 1 (an agent that could not run).
 func summarise(results []testResult) testSummary {
 	s := testSummary{Tapes: results}
 	worst := map[int]bool{}
@@ -182,6 +184,10 @@ func summarise(results []testResult) testSummary {
 		}
 		s.Failed++
 		worst[r.Code] = true
+	}
+	if s.Interrupted > 0 {
+		s.Exit = ExitInterrupted
+		return s
 	}
 	for _, code := range []int{ExitBadTape, ExitDiverged, ExitDiffers, ExitInternal} {
 		if worst[code] {

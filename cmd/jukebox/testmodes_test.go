@@ -127,7 +127,7 @@ func TestTestInterrupted(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != ExitInterrupted || sum.Interrupted != 2 || sum.Failed != 0 {
+	if code := cmd.ProcessState.ExitCode(); code != ExitInterrupted || sum.Exit != ExitInterrupted || sum.Interrupted != 2 || sum.Failed != 0 {
 		t.Errorf("exit %d, summary %+v\n%s", code, sum, stderr.String())
 	}
 	for _, r := range sum.Tapes {
@@ -137,6 +137,30 @@ func TestTestInterrupted(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "report.xml")); err == nil {
 		t.Errorf("a JUnit report was written for an interrupted run")
+	}
+}
+
+// TestTestInterruptedExitCode: the --json summary of a run an interrupt
+// cut short said exit_code 5 when a tape had diverged before it (0 when
+// none had), while the command exited 130; docs/json.md says 130.
+func TestTestInterruptedExitCode(t *testing.T) {
+	for _, c := range []struct {
+		verdicts []string
+		want     int
+	}{
+		{[]string{"diverged", "interrupted"}, ExitInterrupted},
+		{[]string{"interrupted", "interrupted"}, ExitInterrupted},
+		{[]string{"pass", "unreadable", "interrupted"}, ExitInterrupted},
+		{[]string{"pass", "diverged"}, ExitDiverged},
+	} {
+		codes := map[string]int{"pass": ExitOK, "diverged": ExitDiverged, "unreadable": ExitBadTape, "interrupted": ExitInterrupted}
+		var rs []testResult
+		for _, v := range c.verdicts {
+			rs = append(rs, testResult{Verdict: v, Code: codes[v]})
+		}
+		if got := summarise(rs).Exit; got != c.want {
+			t.Errorf("%v: exit_code %d, want %d", c.verdicts, got, c.want)
+		}
 	}
 }
 
