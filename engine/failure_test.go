@@ -34,7 +34,9 @@ except Exception as e:
 
 // TestUpstreamFailuresRecordedAndReplayed: an HTTP error and a connection
 // reset mid-stream are recorded as they happened, and replay plays them
-// back so that the agent sees the same thing.
+// back so that the agent sees the same thing. Neither is a call that never
+// reached its upstream (the run's note of those advised --upstream for a
+// reset after a 200).
 func TestUpstreamFailuresRecordedAndReplayed(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ name, fail, want, respErr string }{
@@ -51,7 +53,10 @@ func TestUpstreamFailuresRecordedAndReplayed(t *testing.T) {
 			run := &agentRun{argv: []string{testenv.RequirePython(t), "-c", streamClient}, dir: t.TempDir(),
 				env: append(cleanEnv(), "OPENAI_API_KEY="+secretKey)}
 			tape := filepath.Join(t.TempDir(), "fail.jbx")
-			record(t, srv, run, tape)
+			rec := record(t, srv, run, tape)
+			if rec.LiveFailed != 0 {
+				t.Errorf("recording: %d calls counted as never reaching the upstream (%s)", rec.LiveFailed, rec.LiveError)
+			}
 			if !strings.HasPrefix(run.stdout.String(), c.want) {
 				t.Fatalf("recording: agent printed %q, want %q", run.stdout.String(), c.want)
 			}

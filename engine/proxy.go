@@ -248,7 +248,9 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if !a.live && llmwire.Refused(&a.resp) {
 		p.control.replayedTrip(&a.resp) // the breaker tripped here when recorded
 	}
-	if a.live && a.resp.Error != "" && !strings.HasPrefix(a.resp.Error, errAgentClosed) {
+	if a.live && a.resp.Status == 0 && a.resp.Error != "" && !strings.HasPrefix(a.resp.Error, errAgentClosed) {
+		// No answer at all: an answer that broke off after its status
+		// reached the upstream (it is on the tape as it came).
 		if p.liveFailed.Add(1) == 1 {
 			p.liveErr.Store(&a.resp.Error)
 		}

@@ -45,9 +45,13 @@ func networkNotes(w io.Writer, res *engine.Result) {
 			"give prices with --prices FILE (LiteLLM's format)\n", strings.Join(res.Unpriced, ", "))
 	}
 	if res.LiveFailed > 0 {
-		fmt.Fprintf(w, "jukebox: note: %d live calls never reached their upstream, the first with: %s\n"+
+		what := fmt.Sprintf("%d live calls", res.LiveFailed)
+		if res.LiveFailed == 1 {
+			what = "1 live call"
+		}
+		fmt.Fprintf(w, "jukebox: note: %s never reached an upstream, the first with: %s\n"+
 			"jukebox: give the upstream with --upstream NAME=URL (for a tape the demo recorded: run `jukebox demo-model` "+
-			"and pass --upstream openai=http://127.0.0.1:8931/v1).\n", res.LiveFailed, res.LiveError)
+			"and pass --upstream openai=http://127.0.0.1:8931/v1).\n", what, res.LiveError)
 	}
 	if res.TooLarge > 0 {
 		fmt.Fprintf(w, "jukebox: note: %d requests of the agent were refused (413) for a body over the %d MiB jukebox holds of a request, "+
