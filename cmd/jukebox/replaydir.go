@@ -34,7 +34,17 @@ func dirHint(err error, argv []string, dir string, rec *tapefmt.RunStart) error 
 		return err
 	}
 	return fmt.Errorf("%w\njukebox: %s is looked for in the folder the agent runs in, the current one (%s); "+
-		"the recording ran in %s: replay with --dir %s", err, argv[0], cwd, rec.Cwd, termtext.ShellQuote(rec.Cwd))
+		"the recording ran in %s: %s", err, argv[0], cwd, rec.Cwd, dirAdvice("replay with --dir %s", rec.Cwd))
+}
+
+// dirAdvice is how to replay in the recorded folder: advice (a format
+// with the folder's place) when it is here, else to give --dir a folder
+// that holds the agent's files.
+func dirAdvice(advice, recorded string) string {
+	if st, err := os.Stat(recorded); err != nil || !st.IsDir() {
+		return "that folder is not here: replay with --dir FOLDER, a folder that holds the agent's files as they were"
+	}
+	return fmt.Sprintf(advice, termtext.ShellQuote(recorded))
 }
 
 // elsewhereNote says, when a replay ran the recorded command in another
@@ -51,7 +61,7 @@ func elsewhereNote(w io.Writer, dir string, cmd []string, rec *tapefmt.RunStart,
 		return
 	}
 	fmt.Fprintf(w, "jukebox: note: the recording ran in %s, this replay in %s: what the command names relatively is looked for here; "+
-		"--dir %s replays it where it was recorded\n", rec.Cwd, cwd, termtext.ShellQuote(rec.Cwd))
+		"%s\n", rec.Cwd, cwd, dirAdvice("--dir %s replays it where it was recorded", rec.Cwd))
 }
 
 // outputFlags is --ignore-output, of record and replay.

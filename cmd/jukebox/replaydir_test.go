@@ -12,7 +12,7 @@ import (
 // (./agent.sh) and replayed from another folder fails to start, and
 // jukebox says where the recording ran and that --dir runs it there, the
 // folder quoted for a shell (it was pasted bare: "my project" split in
-// two).
+// two); when that folder is gone, --dir FOLDER, not the recorded one.
 func TestReplayElsewhereNamesDir(t *testing.T) {
 	t.Parallel()
 	home, other := filepath.Join(t.TempDir(), "my project"), t.TempDir()
@@ -43,5 +43,14 @@ func TestReplayElsewhereNamesDir(t *testing.T) {
 	}
 	if out, _ = run(home, "replay", tape); strings.Contains(out, "--dir") {
 		t.Fatalf("replay in the recorded folder named --dir:\n%s", out)
+	}
+	// The recorded folder is gone: replaying with --dir it, as advised,
+	// failed with "the agent's folder (--dir) ...: no such file".
+	must(t, os.RemoveAll(home))
+	for _, tape := range []string{tape, filepath.Join(filepath.Dir(tape), "rel.jbx")} {
+		out, code = run(other, "replay", tape)
+		if code == 0 || strings.Contains(out, "--dir '"+home+"'") || !strings.Contains(out, "is not here: replay with --dir FOLDER") {
+			t.Errorf("replay of %s, its recorded folder gone: exit %d, want advice without that folder:\n%s", filepath.Base(tape), code, out)
+		}
 	}
 }
