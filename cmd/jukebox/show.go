@@ -200,10 +200,11 @@ func (c *ShowCmd) printText(w io.Writer, f tapefmt.Frame, p tapefmt.Payload, blo
 	}
 }
 
-// usage is what a response frame that holds no usage used, as every view
-// finds it (llmwire.ResponseUsage, from its body or, when the answer
-// reported none, counted and marked "~"), for its line; "" for other
-// frames. It keeps the requests it passes, which the counting reads.
+// usage is what a response frame used, as every view finds it
+// (llmwire.ResponseUsage, from its body or, when the answer reported
+// none, counted and marked "~"), for its line: its cost when it holds its
+// usage (its line shows the tokens), else the tokens and cost; "" for
+// other frames. It keeps the requests it passes, which the counting reads.
 func (c *ShowCmd) usage(t *tapefmt.Tape, p tapefmt.Payload) string {
 	switch p := p.(type) {
 	case *tapefmt.LLMRequest:
@@ -212,7 +213,14 @@ func (c *ShowCmd) usage(t *tapefmt.Tape, p tapefmt.Payload) string {
 		}
 		c.reqs[p.Call] = p
 	case *tapefmt.LLMResponse:
-		if p.Usage.Total() > 0 || p.Error != "" {
+		if p.Error != "" {
+			return ""
+		}
+		if p.Usage.Total() > 0 { // the frame's line has its tokens: the cost, as cost prices them
+			u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(c.request(t, p.Call), t.Blob) })
+			if u.Priced {
+				return " " + timeline.USD(u.Cost)
+			}
 			return ""
 		}
 		req := c.request(t, p.Call)

@@ -62,3 +62,30 @@ func TestUsagelessStreamCapped(t *testing.T) {
 		t.Errorf("show:\n%s", show)
 	}
 }
+
+// TestShowPricesReportedUsage: show printed the cost of a call whose
+// tokens it had counted, and none for a call of the same priced model
+// whose answer reported its usage (cost and the turntable priced both).
+func TestShowPricesReportedUsage(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	agent := `import json, os, urllib.request
+for stream in (False, True):
+    body = json.dumps({"model": "gpt-4o", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}).encode()
+    urllib.request.urlopen(urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body, {"Content-Type": "application/json"})).read()
+`
+	cmd := jukeboxCmd(t.Context(), dir, "record", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", "t.jbx", "--", py, "-c", agent)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	show, _ := wantCode(t, ExitOK, "show", filepath.Join(dir, "t.jbx"), "--kind", "llm.response")
+	lines := strings.Split(strings.TrimSpace(show), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], " tok $0.0") || strings.Contains(lines[0], "~") ||
+		!strings.Contains(lines[1], "tok ~$0.0") {
+		t.Errorf("show prices one call of the two:\n%s", show)
+	}
+}
