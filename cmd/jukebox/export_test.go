@@ -174,7 +174,7 @@ func TestExportOTLPToJaeger(t *testing.T) {
 	must(t, err)
 	must(t, os.WriteFile(tape, b, 0o644))
 	out, _ := wantCode(t, ExitOK, "export", "otlp", "--json", "--endpoint", j.OTLPGRPC, "--protocol", "grpc", tape)
-	checkShape(t, doc, "export", out, map[string]map[string]bool{})
+	checkShape(t, doc, "export otlp", out, map[string]map[string]bool{})
 	var rep struct {
 		Tapes []struct {
 			TraceID string `json:"trace_id"`
@@ -208,7 +208,7 @@ func TestExportOTLPToJaeger(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(dir, "b.jbx"), tampered, 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "c.jbx"), b, 0o644))
 	out, errs = wantCode(t, ExitBadTape, "export", "otlp", "--all", "--json", "--endpoint", j.OTLPHTTP, dir)
-	checkShape(t, doc, "export", out, map[string]map[string]bool{})
+	checkShape(t, doc, "export otlp", out, map[string]map[string]bool{})
 	var folder struct {
 		Tapes []struct {
 			Path  string `json:"path"`

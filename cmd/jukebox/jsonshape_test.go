@@ -45,12 +45,11 @@ func jsonDoc(t *testing.T) map[string]map[string]shape {
 	for sc.Scan() {
 		line := sc.Text()
 		if rest, ok := strings.CutPrefix(line, "## `jukebox "); ok {
-			// "ls", or "ls URL" for the section of a command's other form.
-			f := strings.Fields(rest)
-			cmd = f[0]
-			if len(f) > 1 && f[1] == "URL" {
-				cmd += " URL"
-			}
+			// "ls", "ls URL" for the section of a command's other form,
+			// "export otlp" for a subcommand's: the words before a flag.
+			head, _, _ := strings.Cut(rest, "`")
+			head, _, _ = strings.Cut(head, "--")
+			cmd = strings.TrimSpace(head)
 			doc[cmd] = map[string]shape{}
 			continue
 		}
@@ -228,9 +227,28 @@ func TestJSONShapes(t *testing.T) {
 	checkShape(t, doc, "pull", out, seen)
 	out, _ = wantCode(t, ExitOK, "ls", "--json", store)
 	checkShape(t, doc, "ls URL", out, seen)
+	out, _ = wantCode(t, ExitOK, "reindex", "--json", store)
+	checkShape(t, doc, "reindex", out, seen)
+
+	// The tape tools: show (a frame a line, each payload as FORMAT.md
+	// gives its kind), recover, export parquet.
+	out, _ = wantCode(t, ExitOK, "show", "--json", "--blobs", filepath.Join(dir, "agent-run.jbx"))
+	for line := range strings.Lines(out) {
+		var f map[string]any
+		must(t, json.Unmarshal([]byte(line), &f))
+		if _, ok := f["payload"].(map[string]any); ok {
+			f["payload"] = map[string]any{} // its keys are FORMAT.md's
+		}
+		b, _ := json.Marshal(f)
+		checkShape(t, doc, "show", string(b), seen)
+	}
+	out, _ = wantCode(t, ExitOK, "recover", "--json", filepath.Join(dir, "torn.jbx"), "-o", filepath.Join(work, "recovered.jbx"))
+	checkShape(t, doc, "recover", out, seen)
+	out, _ = wantCode(t, ExitOK, "export", "parquet", "--json", filepath.Join(dir, "agent-run.jbx"), "-o", filepath.Join(work, "tables"))
+	checkShape(t, doc, "export parquet", out, seen)
 
 	// A run with model calls: the demo, a replay that diverges, a fork.
-	testenv.RequirePython(t)
+	py := testenv.RequirePython(t)
 	out, _ = wantCode(t, ExitOK, "demo", "--no-play", "--json", "--dir", work)
 	checkShape(t, doc, "demo", out, seen)
 	var demo struct{ Tape string }
@@ -258,4 +276,19 @@ func TestJSONShapes(t *testing.T) {
 	if !strings.Contains(out, `"live_failed": 1`) || !strings.Contains(errs, "1 live call never reached an upstream") {
 		t.Errorf("a fork whose upstream is down:\n%s\n%s", out, errs)
 	}
+	// A fork given no --upstream takes the one the tape recorded (it said
+	// so in a key json.md did not list), and pack makes it whole.
+	live := filepath.Join(work, "live.jbx")
+	agent := `import json, os, urllib.request
+body = json.dumps({"model": "demo-large", "messages": [{"role": "user", "content": "hi"}]}).encode()
+urllib.request.urlopen(urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body, {"Content-Type": "application/json"})).read()
+`
+	wantCode(t, ExitOK, "record", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", live, "--", py, "-c", agent)
+	out, _ = wantCode(t, ExitOK, "fork", "--json", "--no-booth", "--frame", "1", "--model", "demo-small", "-o", filepath.Join(work, "live-fork.jbx"), live)
+	checkShape(t, doc, "fork", out, seen)
+	if !strings.Contains(out, `"upstream_from_tape"`) {
+		t.Errorf("a fork given no --upstream:\n%s", out)
+	}
+	out, _ = wantCode(t, ExitOK, "pack", "--json", filepath.Join(work, "live-fork.jbx"), "-o", filepath.Join(work, "packed.jbx"))
+	checkShape(t, doc, "pack", out, seen)
 }
