@@ -56,13 +56,12 @@ const (
 
 // node is an element of the schema: a group (children) or a column.
 type node struct {
-	name      string
-	rep       int
-	typ       int // a column's physical type; -1 for a group
-	conv      int // converted type; -1 for none
-	logical   func(*thrift)
-	children  []*node
-	leafIndex int // a column's place among the columns
+	name     string
+	rep      int
+	typ      int // a column's physical type; -1 for a group
+	conv     int // converted type; -1 for none
+	logical  func(*thrift)
+	children []*node
 }
 
 // column is a column's data as the rows are written.
@@ -101,10 +100,10 @@ func (c *column) boolean(v bool) {
 	c.bits++
 }
 
-// field is how a struct field is written: its columns from a value.
+// field is how a struct field is written: its value into its columns.
 type field struct {
 	index int
-	write func(v reflect.Value, cols []*column)
+	write func(v reflect.Value)
 }
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -117,12 +116,6 @@ func schemaOf(t reflect.Type) (*node, []*column, []field, error) {
 	root := &node{name: t.Name(), rep: repRequired, typ: -1, conv: -1}
 	var cols []*column
 	var fields []field
-	leaf := func(n *node, path []string, maxDef, maxRep int) *column {
-		n.leafIndex = len(cols)
-		c := &column{path: path, typ: n.typ, maxDef: maxDef, maxRep: maxRep}
-		cols = append(cols, c)
-		return c
-	}
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		tag := sf.Tag.Get("parquet")
@@ -139,7 +132,9 @@ func schemaOf(t reflect.Type) (*node, []*column, []field, error) {
 		}
 		root.children = append(root.children, n)
 		first := len(cols)
-		walkLeaves(n, []string{}, 0, 0, func(l *node, path []string, def, rep int) { leaf(l, path, def, rep) })
+		walkLeaves(n, nil, 0, 0, func(l *node, path []string, maxDef, maxRep int) {
+			cols = append(cols, &column{path: path, typ: l.typ, maxDef: maxDef, maxRep: maxRep})
+		})
 		for _, c := range cols[first:] {
 			if c.maxDef > 1 || c.maxRep > 1 {
 				// The levels are written a bit each (appendLevels).
@@ -147,7 +142,7 @@ func schemaOf(t reflect.Type) (*node, []*column, []field, error) {
 			}
 		}
 		own := cols[first:len(cols):len(cols)]
-		fields = append(fields, field{index: i, write: func(v reflect.Value, _ []*column) { write(v, own) }})
+		fields = append(fields, field{index: i, write: func(v reflect.Value) { write(v, own) }})
 	}
 	return root, cols, fields, nil
 }
@@ -315,7 +310,7 @@ func Write[T any](rows []T) ([]byte, error) {
 	for i := range rows {
 		v := reflect.ValueOf(&rows[i]).Elem()
 		for _, f := range fields {
-			f.write(v.Field(f.index), cols)
+			f.write(v.Field(f.index))
 		}
 	}
 	out := []byte("PAR1")
