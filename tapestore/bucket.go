@@ -213,13 +213,31 @@ func (b *bucket) NewReader(ctx context.Context, key string) (*objectReader, erro
 	return b.NewRangeReader(ctx, key, 0, -1)
 }
 
+// maxSmallObject bounds what ReadAll reads: the objects read whole
+// (summaries, index records and segments, sidecar files) are kilobytes to
+// a few megabytes as jukebox writes them. A store that answers with more,
+// or with a body that does not end (damaged, or not what it says), is
+// refused rather than held in memory.
+const maxSmallObject = 64 << 20
+
+// ReadAll reads the object at key whole, refusing one over
+// maxSmallObject (codeInvalid: not tried again).
 func (b *bucket) ReadAll(ctx context.Context, key string) ([]byte, error) {
 	r, err := b.NewReader(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	tooLarge := coded(codeInvalid, fmt.Errorf("%s: over %d MiB, more than jukebox writes there (a damaged store, or a server that is not what it says)",
+		key, maxSmallObject>>20))
+	if r.Size() > maxSmallObject {
+		return nil, tooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxSmallObject+1))
+	if err == nil && len(data) > maxSmallObject {
+		return nil, tooLarge
+	}
+	return data, err
 }
 
 func (b *bucket) NewWriter(ctx context.Context, key string, o writerOptions) (io.WriteCloser, error) {

@@ -3,6 +3,7 @@ package tapestore
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -49,6 +51,19 @@ type IndexStats struct {
 // ErrNoIndex: the store holds no index (its tapes were uploaded by a
 // jukebox that wrote none, or by another tool): Reindex writes one.
 var ErrNoIndex = errors.New("the store has no index")
+
+// ErrBadIndex: an object of the store's index does not read as jukebox
+// writes it (damaged, written by something else, or over the bounds a
+// reader keeps to): the tapes' summaries can be read instead, and
+// Reindex writes the index again.
+var ErrBadIndex = errors.New("the store's index does not read")
+
+// badIndex is err as ErrBadIndex, its message unchanged.
+type badIndex struct{ err error }
+
+func (e *badIndex) Error() string        { return e.err.Error() }
+func (e *badIndex) Unwrap() error        { return e.err }
+func (e *badIndex) Is(target error) bool { return target == ErrBadIndex }
 
 // Index lists the tapes of the store from its index, in key order: what
 // ls shows, read in a few requests whatever the number of tapes. A store
@@ -138,10 +153,12 @@ func (s *Store) readIndex(ctx context.Context, recs, segs []string, st *IndexSta
 	errs := make([]error, len(keys))
 	var wg sync.WaitGroup
 	jobs := make(chan int)
+	var budget atomic.Int64 // entries left to read, over every object
+	budget.Store(s.indexEntries())
 	for range min(listWorkers, len(keys)) {
 		wg.Go(func() {
 			for i := range jobs {
-				got[i], errs[i] = s.readIndexObject(ctx, keys[i])
+				got[i], errs[i] = s.readIndexObject(ctx, keys[i], &budget)
 			}
 		})
 	}
@@ -158,6 +175,8 @@ func (s *Store) readIndex(ctx context.Context, recs, segs []string, st *IndexSta
 		switch {
 		case codeOf(err) == codeNotFound:
 			gone = true
+		case errors.Is(err, ErrBadIndex) || codeOf(err) == codeInvalid:
+			return nil, false, &badIndex{fmt.Errorf("store %s: the index object %s does not read: %w", s.Loc, keys[i], err)}
 		case err != nil:
 			return nil, false, fmt.Errorf("store %s: the index object %s does not read: %w", s.Loc, keys[i], err)
 		}
@@ -166,8 +185,9 @@ func (s *Store) readIndex(ctx context.Context, recs, segs []string, st *IndexSta
 }
 
 // readIndexObject reads one record (an entry as JSON) or segment (entries
-// as JSON lines, zstd).
-func (s *Store) readIndexObject(ctx context.Context, key string) ([]Entry, error) {
+// as JSON lines, zstd), each entry taken from budget; an object that
+// does not read as one is ErrBadIndex.
+func (s *Store) readIndexObject(ctx context.Context, key string, budget *atomic.Int64) ([]Entry, error) {
 	b, err := readAll(ctx, "GET "+s.Loc.TapeURL(key), s.b, key)
 	if err != nil {
 		return nil, err
@@ -175,11 +195,18 @@ func (s *Store) readIndexObject(ctx context.Context, key string) ([]Entry, error
 	if strings.HasPrefix(key, indexRecords) {
 		var e Entry
 		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, err
+			return nil, &badIndex{err}
+		}
+		if budget.Add(-1) < 0 {
+			return nil, &badIndex{errTooManyEntries}
 		}
 		return []Entry{e}, nil
 	}
-	return decodeSegment(b)
+	entries, err := decodeSegment(b, budget)
+	if err != nil {
+		return nil, &badIndex{err}
+	}
+	return entries, nil
 }
 
 // latest keeps one entry per key, the latest upload's, in key order,
@@ -269,8 +296,10 @@ func (s *Store) compact(ctx context.Context) error {
 func (s *Store) merge(ctx context.Context, keys []string, level int) error {
 	var all []Entry
 	var read []string
+	var budget atomic.Int64
+	budget.Store(s.indexEntries())
 	for _, k := range keys {
-		es, err := s.readIndexObject(ctx, k)
+		es, err := s.readIndexObject(ctx, k, &budget)
 		switch {
 		case codeOf(err) == codeNotFound:
 			continue
@@ -343,8 +372,20 @@ func (s *Store) WriteIndex(ctx context.Context, entries []Entry) error {
 	return s.writeSegment(ctx, s.latest(slices.Clone(entries)), reindexLevel)
 }
 
-// maxSegment bounds what a segment decodes to (a hostile store).
-const maxSegment = 1 << 30
+// maxSegment bounds what a segment decodes to, and maxIndexEntries the
+// entries a read of the index takes from all its objects: a store's index
+// damaged or written by something else (a few kilobytes of zstd decode to
+// gigabytes of one short line) is refused, not held in memory. A million
+// tapes and more are listed from their summaries (ls --full).
+const (
+	maxSegment      = 1 << 30
+	maxIndexEntries = 1 << 20
+)
+
+var errTooManyEntries = errors.New("the index holds more entries than a reader of it keeps")
+
+// indexEntries is maxIndexEntries, or the store's own bound (a test's).
+func (s *Store) indexEntries() int64 { return cmp.Or(s.maxEntries, maxIndexEntries) }
 
 // encodeSegment is entries as JSON lines, zstd-compressed, URLs left out
 // (a reader puts its own store's).
@@ -367,17 +408,25 @@ func encodeSegment(entries []Entry) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodeSegment reads a segment's entries.
-func decodeSegment(b []byte) ([]Entry, error) {
+// decodeSegment reads a segment's entries, each taken from budget, and
+// at most maxSegment bytes of it decoded.
+func decodeSegment(b []byte, budget *atomic.Int64) ([]Entry, error) {
 	zr, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(maxSegment), zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return nil, err
 	}
 	defer zr.Close()
 	var out []Entry
-	sc := bufio.NewScanner(zr)
+	lr := &io.LimitedReader{R: zr, N: maxSegment + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
+		if lr.N == 0 {
+			return nil, fmt.Errorf("a segment decodes to over %d MiB", maxSegment>>20)
+		}
+		if budget.Add(-1) < 0 {
+			return nil, errTooManyEntries
+		}
 		var e Entry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("segment line %d: %w", len(out)+1, err)

@@ -128,7 +128,7 @@ func Kin(ctx context.Context, tapeURL string) ([]timeline.Kin, error) {
 	}
 	defer s.Close()
 	entries, _, err := s.Index(ctx)
-	if errors.Is(err, ErrNoIndex) {
+	if errors.Is(err, ErrNoIndex) || errors.Is(err, ErrBadIndex) {
 		entries, err = s.List(ctx)
 	}
 	if err != nil {

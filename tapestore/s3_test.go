@@ -4,8 +4,11 @@ package tapestore
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/internal/s3test"
@@ -114,5 +117,42 @@ func TestS3Index(t *testing.T) {
 	}
 	if keys, _ := indexKeysOf(t, sub); len(keys) != 1 {
 		t.Errorf("the folder's index: %v", keys)
+	}
+}
+
+// TestS3EndlessObjectRefused: a server that answers a small object (a
+// summary, an index record, a sidecar file) with a body that does not
+// end was read into memory until the machine ran out (7 GB in 50 s). The
+// read stops past maxSmallObject and says why, and is not tried again.
+func TestS3EndlessObjectRefused(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		buf := make([]byte, 1<<20)
+		for served.Load() < 1<<30 { // a bound of the test's own
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			served.Add(int64(len(buf)))
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "id")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	loc, err := Parse("s3://tapes/?endpoint=" + srv.URL + "&region=us-east-1&use_path_style=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = readAll(context.Background(), "GET", s.b, summaryKey("x.jbx"))
+	if err == nil || codeOf(err) != codeInvalid || !strings.Contains(err.Error(), "MiB") {
+		t.Errorf("an object that does not end: %v, want a refusal", err)
+	}
+	if n := served.Load(); n > 2*maxSmallObject {
+		t.Errorf("%d MiB served before the read stopped (tried again?)", n>>20)
 	}
 }

@@ -16,6 +16,9 @@ import (
 type Store struct {
 	Loc Location
 	b   *bucket
+	// maxEntries, when set, bounds a read of the index in place of
+	// maxIndexEntries (a test's).
+	maxEntries int64
 }
 
 // Open opens the store at loc (a tape's location opens its store). It

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -95,7 +96,12 @@ func lsStore(ctx context.Context, env *Env, raw string, c *LsCmd, f lsFilter) er
 			return err
 		}
 		entries, _, err := s.Index(ctx)
-		if errors.Is(err, tapestore.ErrNoIndex) || c.Full {
+		if errors.Is(err, tapestore.ErrBadIndex) && !c.Full {
+			// Read from the tapes' summaries, as if there were no index.
+			fmt.Fprintf(env.Stderr, "jukebox: %s (read from each tape's summary instead; `jukebox reindex %s` writes the index again)\n",
+				termtext.Sanitize(err.Error()), fo.loc)
+			entries, err = s.List(ctx)
+		} else if errors.Is(err, tapestore.ErrNoIndex) || c.Full {
 			if entries, err = s.List(ctx); err == nil && len(entries) > 0 && !c.Full {
 				unindexed = append(unindexed, fo.loc.String())
 			}

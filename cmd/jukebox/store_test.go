@@ -298,3 +298,26 @@ func TestPushStoreLast(t *testing.T) {
 		t.Errorf("push of a URL:\n%s", errs)
 	}
 }
+
+// TestStoreLsWithABadIndex: one index record of a store that is not JSON
+// (damaged, or planted) made ls fail for the whole store and list
+// nothing. ls names it, lists the tapes from their summaries, and says
+// that reindex writes the index again; reindex does.
+func TestStoreLsWithABadIndex(t *testing.T) {
+	t.Parallel()
+	sc := fileStore(t)
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "run.jbx")
+	wantCode(t, 0, "record", "-o", tape, "--", "sh", "-c", "echo hi")
+	wantCode(t, 0, "push", tape, "--store", sc.url)
+	store := strings.TrimPrefix(sc.url, "file://")
+	must(t, os.WriteFile(filepath.Join(store, ".jukebox", "index", "r", "junk.json"), []byte("garbage"), 0o644))
+	out, errs := wantCode(t, 0, "ls", sc.url)
+	if !regexp.MustCompile(`run-[0-9a-f]{12}\s`).MatchString(out) || !strings.Contains(errs, "junk.json") || !strings.Contains(errs, "jukebox reindex") {
+		t.Errorf("ls of a store with a bad index record:\n%s%s", out, errs)
+	}
+	wantCode(t, 0, "reindex", sc.url)
+	if out, errs = wantCode(t, 0, "ls", sc.url); !regexp.MustCompile(`run-[0-9a-f]{12}\s`).MatchString(out) || errs != "" {
+		t.Errorf("ls after reindex:\n%s%s", out, errs)
+	}
+}

@@ -1,0 +1,69 @@
+package tapestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// TestIndexBounded: a store's index planted or damaged (a few kilobytes
+// of zstd that decode to a million short lines, a record that is not
+// JSON, an object larger than jukebox writes) made ls hold gigabytes and
+// fail for the whole store. Each is ErrBadIndex naming the object, read
+// within bounds (ls then lists the store from its summaries:
+// TestStoreLsWithABadIndex).
+func TestIndexBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, root := folderStore(t)
+	s.maxEntries = 1000
+	if err := s.indexUpload(ctx, fakeUpload("ok.jbx", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := indexKeysOf(t, s); len(keys) != 1 {
+		t.Fatalf("the index lists %v", keys)
+	}
+	var z bytes.Buffer
+	zw, err := zstd.NewWriter(&z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write([]byte(strings.Repeat(`{"key":"a.jbx"}`+"\n", 5000)))
+	zw.Close()
+	bomb := indexSegments + "0-1-bomb.jsonl.zst"
+	if err := s.Put(ctx, bomb, z.Bytes(), ""); err != nil {
+		t.Fatal(err)
+	}
+	bad := func(what, key string) {
+		t.Helper()
+		_, _, err := s.Index(ctx)
+		if !errors.Is(err, ErrBadIndex) || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: %v, want ErrBadIndex naming %s", what, err, key)
+		}
+		os.Remove(filepath.Join(root, key))
+	}
+	bad("a segment of more entries than the bound", bomb)
+	junk := indexRecords + "junk.json"
+	if err := s.Put(ctx, junk, []byte("garbage"), ""); err != nil {
+		t.Fatal(err)
+	}
+	bad("a record that is not JSON", junk)
+	huge := indexRecords + "huge.json"
+	f, err := os.Create(filepath.Join(root, huge))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(maxSmallObject + 1) // sparse: nothing written
+	f.Close()
+	bad("a record over the size of a small object", huge)
+	if _, _, err := s.Index(ctx); err != nil {
+		t.Errorf("the index with the planted objects gone: %v", err)
+	}
+}
