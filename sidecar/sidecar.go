@@ -24,9 +24,33 @@ func Dir(tape string) string { return tape + ".d" }
 // ErrRemote: a tape named by a URL has no sidecar folder on this machine.
 var ErrRemote = errors.New("a tape in a store has no sidecar folder here (pull it to keep files beside it)")
 
+// ErrNotFolder: what stands at the place of a tape's sidecar folder is a
+// symbolic link or a file, not a folder of the tape's: nothing is written
+// through it or read from it (a link planted beside a tape made push send
+// the files of the folder it named, ~/.aws, to a store, and write into
+// it).
+var ErrNotFolder = errors.New("a symbolic link or a file stands there, not the tape's folder: remove it")
+
+// Check says whether dir, a tape's sidecar folder, is one to use: nil
+// when it is a folder or is not there, ErrNotFolder when a link or a
+// file stands there.
+func Check(dir string) error {
+	st, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s: %w", dir, ErrNotFolder)
+	}
+	return nil
+}
+
 // WriteFile writes a file of a sidecar folder whole: into a temporary
 // file beside it, renamed over it, the folder made if missing, so that a
-// crash leaves the old file or the new one, never half of one.
+// crash leaves the old file or the new one, never half of one. A folder
+// that is a link is refused (Check).
 func WriteFile(path string, data []byte) error {
 	if tapefmt.IsRemote(path) {
 		// A tape a URL names (in a store) has no folder beside it here:
@@ -34,6 +58,9 @@ func WriteFile(path string, data []byte) error {
 		return fmt.Errorf("%s: %w", path, ErrRemote)
 	}
 	dir := filepath.Dir(path)
+	if err := Check(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -77,6 +104,9 @@ func Read(t *tapefmt.Tape, name string) ([]byte, error) {
 	}
 	if t.Path() == "" {
 		return nil, fmt.Errorf("sidecar file %s of a tape with no path: %w", name, fs.ErrNotExist)
+	}
+	if err := Check(Dir(t.Path())); err != nil {
+		return nil, err
 	}
 	return os.ReadFile(filepath.Join(Dir(t.Path()), name))
 }

@@ -56,3 +56,34 @@ func TestSidecarFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkedFolderRefused: a link standing at a tape's sidecar folder
+// (to another folder) is neither written through nor read from.
+func TestLinkedFolderRefused(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	path := filepath.Join(dir, "run.jbx")
+	if err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		_, err := w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(elsewhere, "match.json"), []byte(`{"ignore":["messages"]}`), 0o644)
+	if err := os.Symlink(elsewhere, Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(filepath.Join(Dir(path), "markers.json"), []byte("[]")); !errors.Is(err, ErrNotFolder) {
+		t.Errorf("a write through the link: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "markers.json")); err == nil {
+		t.Error("a file was written into the linked folder")
+	}
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	if b, err := Read(tp, "match.json"); !errors.Is(err, ErrNotFolder) {
+		t.Errorf("a read through the link: %q, %v", b, err)
+	}
+}

@@ -67,3 +67,40 @@ func TestIndexBounded(t *testing.T) {
 		t.Errorf("the index with the planted objects gone: %v", err)
 	}
 }
+
+// TestSymlinkedSidecarNotSent: a tape's sidecar folder that is a link
+// (to ~/.aws, say) had push upload the folder's files into the store
+// beside the tape and write its notes into the folder. Neither happens;
+// the upload says its notes could not be written.
+func TestSymlinkedSidecarNotSent(t *testing.T) {
+	t.Parallel()
+	s, root := folderStore(t)
+	dir := t.TempDir()
+	tape := copyTape(t, dir, "run.jbx")
+	secrets := filepath.Join(t.TempDir(), "aws")
+	if err := os.Mkdir(secrets, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secrets, "credentials"), []byte("aws_secret_access_key = S3CR3T"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secrets, tape+".d"); err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.Upload(context.Background(), tape, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "credentials" {
+			t.Errorf("the linked folder's file was sent: %s", p)
+		}
+		return nil
+	})
+	if _, err := os.Stat(filepath.Join(secrets, stateFile)); err == nil {
+		t.Errorf("the upload's notes were written into the linked folder")
+	}
+	if !strings.Contains(up.NoteError, "symbolic link") {
+		t.Errorf("the upload's note error %q, want one naming the link", up.NoteError)
+	}
+}

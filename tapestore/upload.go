@@ -412,8 +412,11 @@ const stateFile = "store.json"
 // not the tape.
 func (s *Store) sendSidecar(ctx context.Context, path, key string) error {
 	dir := sidecar.Dir(path)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil // none (what stands there, if anything, is not the tape's)
+	if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
+		// None, or what stands there is not the tape's (a link is not
+		// followed: it would send another folder's files; noting the
+		// upload there fails, and says so).
+		return nil
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -458,6 +461,9 @@ type note struct {
 
 func readNotes(path string) notes {
 	var n notes
+	if sidecar.Check(sidecar.Dir(path)) != nil {
+		return n
+	}
 	b, err := os.ReadFile(filepath.Join(sidecar.Dir(path), stateFile))
 	if err == nil {
 		json.Unmarshal(b, &n)
@@ -516,6 +522,9 @@ func Noted(path, store string) (key string, ok bool) {
 // already, are not sent again).
 func notesPrint(path string) string {
 	dir := sidecar.Dir(path)
+	if sidecar.Check(dir) != nil {
+		return ""
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return ""
