@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/termtext"
@@ -379,5 +380,29 @@ func tapeIn(out, dir, name string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, fmt.Sprintf("%s-%s.jbx", name, time.Now().Format("20060102-150405.000"))), nil
+	return filepath.Join(dir, fmt.Sprintf("%s-%s.jbx", fileStem(name), time.Now().Format("20060102-150405.000"))), nil
+}
+
+// fileStem is a run's name made a file name in the folder it is joined
+// to: a name comes from --name, or from a tape (a fork's or a replay's
+// of a tape someone sent), where "../../x" walked out of ./tapes. Path
+// separators and control characters become "-", leading dots go, and
+// the name is cut at 120 bytes (a file name's limit is 255).
+func fileStem(name string) string {
+	b := []byte(strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return '-'
+		}
+		return r
+	}, name))
+	if len(b) > 120 {
+		b = b[:120]
+		for len(b) > 0 && !utf8.Valid(b) {
+			b = b[:len(b)-1]
+		}
+	}
+	if stem := strings.TrimLeft(string(b), "."); stem != "" {
+		return stem
+	}
+	return "run"
 }
