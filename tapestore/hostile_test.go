@@ -104,3 +104,27 @@ func TestSymlinkedSidecarNotSent(t *testing.T) {
 		t.Errorf("the upload's note error %q, want one naming the link", up.NoteError)
 	}
 }
+
+// TestKeysWithControlCharactersNotListed: a store's key holding a control
+// character (a clipboard-writing escape) was listed and pulled under that
+// name, and printed raw. No upload writes one: it is not a tape's key.
+func TestKeysWithControlCharactersNotListed(t *testing.T) {
+	t.Parallel()
+	s, root := folderStore(t)
+	b, err := os.ReadFile(copyTape(t, t.TempDir(), "run.jbx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"k\x1b]52;c;cHduZWQ=\x07q.jbx", "bad\xffutf8.jbx", "ok.jbx"} {
+		if err := os.WriteFile(filepath.Join(root, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := s.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Key != "ok.jbx" {
+		t.Errorf("List: %+v, want ok.jbx alone", entries)
+	}
+}

@@ -45,7 +45,7 @@ func (s *Store) List(ctx context.Context) ([]Entry, error) {
 		}
 		switch {
 		case o.IsDir:
-		case strings.HasSuffix(o.Key, TapeExt):
+		case tapeKey(o.Key):
 			out = append(out, Entry{Key: o.Key, URL: s.Loc.TapeURL(o.Key), Size: o.Size, Modified: o.ModTime})
 		case strings.HasSuffix(o.Key, TapeExt+".summary.json"):
 			summaries[o.Key] = true

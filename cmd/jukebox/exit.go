@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
@@ -49,7 +50,9 @@ func withCode(code int, err error) error {
 // (inFlagWords), and returns its exit code.
 func report(w io.Writer, err error) int {
 	if !errors.Is(err, errSilent) {
-		fmt.Fprintf(w, "jukebox: %v\n", inFlagWords(err))
+		// Sanitized: a message names files and keys, which may hold
+		// what a terminal would act on (a name that clears its line).
+		fmt.Fprintf(w, "jukebox: %s\n", termtext.Sanitize(inFlagWords(err).Error()))
 	}
 	return codeFor(err)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -207,10 +208,10 @@ func (c *LsCmd) Run(ctx context.Context, env *Env) error {
 	}
 	for _, r := range rows {
 		if r.Damaged {
-			fmt.Fprintf(env.Stdout, "DAMAGED %s: %s\n", r.Path, timeline.OneLine(r.Damage, 0))
+			fmt.Fprintf(env.Stdout, "DAMAGED %s: %s\n", termtext.Escape(r.Path), timeline.OneLine(r.Damage, 0))
 		}
 		if r.Breaker != nil {
-			fmt.Fprintf(env.Stdout, "TRIPPED %s: %s\n", r.Tape, timeline.OneLine(r.Breaker.Reason, 0))
+			fmt.Fprintf(env.Stdout, "TRIPPED %s: %s\n", termtext.Escape(r.Tape), timeline.OneLine(r.Breaker.Reason, 0))
 		}
 	}
 	return unreadRows(rows)
@@ -223,7 +224,7 @@ func unreadRows(rows []lsRow) error {
 	var unread []string
 	for _, r := range rows {
 		if r.Error != "" {
-			unread = append(unread, r.Path)
+			unread = append(unread, termtext.Escape(r.Path))
 		}
 	}
 	if len(unread) == 0 {
@@ -245,6 +246,7 @@ func summarizeFile(remote tapefmt.RemoteOpener, path string) lsRow {
 	defer t.Close()
 	s, err := timeline.Summarize(path, t)
 	r := lsRow{Tape: stem, Summary: s}
+	r.Path = path // a summary that failed part way has none
 	if err != nil {
 		r.Error = err.Error()
 	}
@@ -268,7 +270,7 @@ func summarizeFile(remote tapefmt.RemoteOpener, path string) lsRow {
 }
 
 func (r lsRow) line() string {
-	name := r.Tape
+	name := termtext.Escape(r.Tape)
 	if r.Error != "" {
 		return fmt.Sprintf("%s\t-\t-\t-\t-\t-\t-\tunreadable: %s\t", name, r.Error)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/jukebox-os/jukebox/internal/kong"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 
 	"github.com/jukebox-os/jukebox/prices"
 	"github.com/jukebox-os/jukebox/sandbox"
@@ -172,7 +173,7 @@ func parseAndRun(parser *kong.Kong, args []string, env *Env) (code int) {
 	}()
 	ctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "jukebox: %v\n", inFlagWords(err))
+		fmt.Fprintf(env.Stderr, "jukebox: %s\n", termtext.Sanitize(inFlagWords(err).Error())) // it may name a file
 		usageHint(env.Stderr, err)
 		return ExitUsage
 	}

@@ -411,11 +411,11 @@ func (c *PullCmd) Run(ctx context.Context, env *Env) error {
 		}
 		switch {
 		case err != nil:
-			fmt.Fprintf(env.Stdout, "FAILED %s: %v\n", r.URL, err)
+			fmt.Fprintf(env.Stdout, "FAILED %s: %s\n", termtext.Escape(r.URL), termtext.Sanitize(err.Error()))
 		case p.Already:
-			fmt.Fprintf(env.Stdout, "%s: already here as %s\n", r.URL, p.Path)
+			fmt.Fprintf(env.Stdout, "%s: already here as %s\n", termtext.Escape(r.URL), termtext.Escape(p.Path))
 		default:
-			fmt.Fprintf(env.Stdout, "pulled %s to %s (%d bytes, verified)\n", r.URL, p.Path, p.Size)
+			fmt.Fprintf(env.Stdout, "pulled %s to %s (%d bytes, verified)\n", termtext.Escape(r.URL), termtext.Escape(p.Path), p.Size)
 		}
 	}
 	if c.JSON {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -191,7 +192,7 @@ func (r *verifyResult) setErr(err error) {
 
 func (r verifyResult) line() string {
 	if !r.OK {
-		return fmt.Sprintf("FAIL  %s: %s", r.Path, r.Error)
+		return fmt.Sprintf("FAIL  %s: %s", termtext.Escape(r.Path), termtext.Sanitize(r.Error))
 	}
 	seal := "unsealed"
 	switch {
@@ -200,7 +201,7 @@ func (r verifyResult) line() string {
 	case r.Sealed:
 		seal = "sealed"
 	}
-	return fmt.Sprintf("ok    %s: %d frames, %d blobs, %d steps, chain %s, %s", r.Path, r.Frames, r.Blobs, r.Steps, r.Head[:16], seal)
+	return fmt.Sprintf("ok    %s: %d frames, %d blobs, %d steps, chain %s, %s", termtext.Escape(r.Path), r.Frames, r.Blobs, r.Steps, r.Head[:16], seal)
 }
 
 // paths are the tapes to verify: a folder given stands for the tapes
