@@ -107,7 +107,8 @@ func TestSymlinkedSidecarNotSent(t *testing.T) {
 
 // TestKeysWithControlCharactersNotListed: a store's key holding a control
 // character (a clipboard-writing escape) was listed and pulled under that
-// name, and printed raw. No upload writes one: it is not a tape's key.
+// name, and printed raw. No upload writes one (its local name's are made
+// "-"): it is not a tape's key.
 func TestKeysWithControlCharactersNotListed(t *testing.T) {
 	t.Parallel()
 	s, root := folderStore(t)
@@ -126,5 +127,18 @@ func TestKeysWithControlCharactersNotListed(t *testing.T) {
 	}
 	if len(entries) != 1 || entries[0].Key != "ok.jbx" {
 		t.Errorf("List: %+v, want ok.jbx alone", entries)
+	}
+	// A local file so named is uploaded under a key without them, and
+	// listed.
+	local := filepath.Join(t.TempDir(), "a\x1b[2Jb.jbx")
+	if err := os.WriteFile(local, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.Upload(context.Background(), local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(up.Key, "a-[2Jb-") || !tapeKey(up.Key) {
+		t.Errorf("a tape named with an escape was uploaded as %q", up.Key)
 	}
 }

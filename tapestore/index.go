@@ -441,9 +441,9 @@ func decodeSegment(b []byte, budget *atomic.Int64) ([]Entry, error) {
 // uploads write them: NAME.jbx, no folder.
 //
 // Nor does an upload write a key with a control character or bytes that
-// are not UTF-8 (a run's name is made a file name first): such a key,
-// from another writer or a hostile store, would become a file name here
-// (pull) that a terminal acts on when printed.
+// are not UTF-8 (KeyFor): such a key, from another writer or a hostile
+// store, would become a file name here (pull) that a terminal acts on
+// when printed.
 func tapeKey(key string) bool {
 	return strings.HasSuffix(key, TapeExt) && len(key) > len(TapeExt) && !strings.ContainsAny(key, "/\\") &&
 		utf8.ValidString(key) && !strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f })

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -100,8 +101,15 @@ func (s *Store) uploadedAs(ctx context.Context, name string, err error) error {
 // KeyFor is the key a tape is uploaded under: its local name with the
 // first 12 hex digits of its tape id, so that tapes of the same name from
 // many machines never share a key (a name that holds them already is kept).
+// Control characters and bytes that are not UTF-8 become "-": a key is
+// printed, and pulled as a file name (tapeKey refuses them).
 func KeyFor(localName string, id [16]byte) string {
-	stem := strings.TrimSuffix(localName, TapeExt)
+	stem := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return '-'
+		}
+		return r
+	}, strings.TrimSuffix(localName, TapeExt))
 	tag := hex.EncodeToString(id[:6])
 	if strings.HasSuffix(stem, "-"+tag) {
 		return stem + TapeExt

@@ -231,7 +231,7 @@ func uploadedLine(up *tapestore.Uploaded) string {
 	if !up.Verified {
 		checked = "DAMAGED, sent with --allow-damaged and marked so: " + up.VerifyError
 	}
-	return fmt.Sprintf("uploaded %s to %s (%d bytes; %s; %s%s)", up.Path, up.URL, up.Size, up.Proof, checked, note)
+	return fmt.Sprintf("uploaded %s to %s (%d bytes; %s; %s%s)", termtext.Escape(up.Path), termtext.Escape(up.URL), up.Size, up.Proof, checked, termtext.Sanitize(note))
 }
 
 // PushCmd uploads tapes that are not in the store yet.
@@ -321,9 +321,9 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 		}
 		switch {
 		case r.Error != "":
-			fmt.Fprintf(env.Stdout, "FAILED %s: %s\n", p, r.Error)
+			fmt.Fprintf(env.Stdout, "FAILED %s: %s\n", termtext.Escape(p), termtext.Sanitize(r.Error))
 		case r.Skipped != "":
-			fmt.Fprintf(env.Stdout, "%s: uploaded before, as %s\n", p, loc.TapeURL(r.Skipped))
+			fmt.Fprintf(env.Stdout, "%s: uploaded before, as %s\n", termtext.Escape(p), termtext.Escape(loc.TapeURL(r.Skipped)))
 		default:
 			fmt.Fprintln(env.Stdout, uploadedLine(r.Uploaded))
 		}
