@@ -122,12 +122,9 @@ func (t *Tape) blobTable() (map[Hash]blobLoc, error) {
 	if t.blobs != nil {
 		return t.blobs, nil
 	}
-	b := make([]byte, t.ft.blobs*blobEntrySize)
-	if err := t.readAt(b, t.ft.blobTable); err != nil {
+	b, err := t.readChecked(int64(t.ft.blobs)*blobEntrySize, t.ft.blobTable, t.ft.blobCRC, "blob index")
+	if err != nil {
 		return nil, err
-	}
-	if crcOf(b, nil) != t.ft.blobCRC {
-		return nil, formatErr(t.ft.blobTable, "blob index checksum mismatch")
 	}
 	m := make(map[Hash]blobLoc, t.ft.blobs)
 	for i := 0; i < len(b); i += blobEntrySize {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"iter"
 	"os"
@@ -315,14 +316,47 @@ func (t *Tape) loadFrameTable() ([]byte, error) {
 	if t.frames != nil {
 		return t.frames, nil
 	}
-	b := make([]byte, t.Len()*frameEntrySize)
-	if err := t.readAt(b, t.ft.recordsEnd); err != nil {
+	b, err := t.readChecked(int64(t.Len())*frameEntrySize, t.ft.recordsEnd, t.ft.frameCRC, "frame index")
+	if err != nil {
 		return nil, err
 	}
-	if crcOf(b, nil) != t.ft.frameCRC {
-		return nil, formatErr(t.ft.recordsEnd, "frame index checksum mismatch")
-	}
 	t.frames = b
+	return b, nil
+}
+
+// checkFirst is the size past which a footer's table is checked before
+// it is held: a footer claims a table as large as the file, and a sparse
+// file of a few kilobytes on disk can claim gigabytes.
+const checkFirst = 64 << 20
+
+// readChecked reads n bytes at off, a table whose CRC32C is want. A table
+// over checkFirst is read twice: its checksum first, a piece at a time,
+// so that one that does not check is refused without being held.
+func (t *Tape) readChecked(n, off int64, want uint32, what string) ([]byte, error) {
+	if off < 0 || n < 0 || off+n > t.size {
+		return nil, formatErr(off, "%s of %d bytes past the end of the %d-byte file", what, n, t.size)
+	}
+	if n > checkFirst {
+		buf := make([]byte, 1<<20)
+		var crc uint32
+		for at := int64(0); at < n; at += int64(len(buf)) {
+			piece := buf[:min(int64(len(buf)), n-at)]
+			if err := t.readAt(piece, off+at); err != nil {
+				return nil, err
+			}
+			crc = crc32.Update(crc, castagnoli, piece)
+		}
+		if crc != want {
+			return nil, formatErr(off, "%s checksum mismatch", what)
+		}
+	}
+	b := make([]byte, n)
+	if err := t.readAt(b, off); err != nil {
+		return nil, err
+	}
+	if crcOf(b, nil) != want {
+		return nil, formatErr(off, "%s checksum mismatch", what)
+	}
 	return b, nil
 }
 
