@@ -434,6 +434,9 @@ func decodeSegment(b []byte, budget *atomic.Int64) ([]Entry, error) {
 		}
 		out = append(out, e)
 	}
+	if lr.N == 0 {
+		return nil, fmt.Errorf("a segment decodes to over %d MiB", maxSegment>>20)
+	}
 	return out, sc.Err()
 }
 
