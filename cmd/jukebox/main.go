@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/jukebox-os/jukebox/internal/kong"
+	"github.com/jukebox-os/jukebox/internal/termquiet"
 	"github.com/jukebox-os/jukebox/internal/termtext"
 
 	"github.com/jukebox-os/jukebox/prices"
@@ -112,6 +113,9 @@ func (env *Env) openTape(path string) (*tapefmt.Tape, error) {
 }
 
 func main() {
+	// TERM as it was, hidden from package initialisation (termquiet):
+	// first, before anything reads it or starts a process.
+	termquiet.Restore()
 	// When jukebox re-executes itself as the booth's namespace init, this
 	// runs the child and exits; otherwise it returns at once.
 	sandbox.MaybeRunInit()

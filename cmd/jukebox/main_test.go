@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/termquiet"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/sandbox"
 )
@@ -14,6 +15,7 @@ import (
 const mainEnv = "JUKEBOX_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
+	termquiet.Restore() // as main does first
 	// In-process booth runs re-execute this binary as the namespace init.
 	sandbox.MaybeRunInit()
 	sandbox.UseInit(testenv.BoothInit())

@@ -23,7 +23,7 @@ const module = "github.com/jukebox-os/jukebox"
 var layers = [][]string{
 	{"tapefmt", "themes", "internal/termtext", "internal/nsinit", "internal/runca",
 		"sandbox/pgtx", "internal/testenv", "internal/llmsim", "internal/demo", "internal/inproc",
-		"internal/testsum", "internal/deptest", "internal/doccheck", "internal/keeper", "internal/gitref", "internal/otlpwire", "internal/kong", "internal/syncio", "internal/parquetw"},
+		"internal/testsum", "internal/deptest", "internal/doccheck", "internal/keeper", "internal/gitref", "internal/otlpwire", "internal/kong", "internal/syncio", "internal/parquetw", "internal/termquiet"},
 	{"prices", "diffview", "sidecar", "mcp", "breaker", "sandbox", "redact", "internal/tapetest",
 		"internal/s3test", "internal/gcstest", "internal/azuretest", "internal/pgtest", "internal/jaegertest"},
 	{"llmwire", "reqmatch", "controlapi", "sandbox/pgbooth", "internal/tapegen"},
