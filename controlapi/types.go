@@ -95,6 +95,10 @@ type MCPSession struct {
 	Messages []mcp.Wire `json:"messages"`
 	Replay   bool       `json:"replay"`
 	Session  int        `json:"session"`
+	// Policy is the run's --mcp-policy (mcp.Policy as JSON), for a jukebox
+	// mcp that joined the run to apply whatever its own environment holds
+	// (an MCP client may pass its server none of the run's variables).
+	Policy json.RawMessage `json:"policy,omitempty"`
 }
 
 // MCPMessage is POST /v1/mcp/message's body: one line of a session.

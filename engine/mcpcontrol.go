@@ -140,10 +140,17 @@ func (c *control) MCPStart(_ context.Context, req controlapi.MCPStart) (controla
 		return controlapi.MCPSession{}, controlapi.Fail(http.StatusConflict, controlapi.TypeNoSession, err)
 	case err != nil:
 		return controlapi.MCPSession{}, err
-	case o.replay:
-		return controlapi.MCPSession{Session: o.session, Replay: true, LiveLater: o.liveLater, Messages: o.messages}, nil
 	}
-	return controlapi.MCPSession{Session: o.session}, nil
+	var policy json.RawMessage
+	if c.mcp.policy != nil {
+		if policy, err = json.Marshal(c.mcp.policy); err != nil {
+			return controlapi.MCPSession{}, err
+		}
+	}
+	if o.replay {
+		return controlapi.MCPSession{Session: o.session, Replay: true, LiveLater: o.liveLater, Messages: o.messages, Policy: policy}, nil
+	}
+	return controlapi.MCPSession{Session: o.session, Policy: policy}, nil
 }
 
 // mcpOpened is a session openMCP opened.

@@ -75,6 +75,12 @@ func LoadPolicy(path string) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParsePolicy(path, raw)
+}
+
+// ParsePolicy reads a policy from raw, its JSON; path names where it came
+// from in errors.
+func ParsePolicy(path string, raw []byte) (*Policy, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var p Policy

@@ -95,6 +95,14 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return fmt.Errorf("mcp %s: %w", name, err)
 	}
+	if len(start.Policy) > 0 {
+		// The run's --mcp-policy, over whatever this process's environment
+		// says (an MCP client may pass it none of the run's variables, and
+		// the agent sets it): a policy the user gave the run holds.
+		if c.policy, err = mcp.ParsePolicy("the run's --mcp-policy", start.Policy); err != nil {
+			return fmt.Errorf("mcp %s: %w", name, err)
+		}
+	}
 	rec := recorder(ctx, ctl, name, start.Session, env.Stderr)
 	live := func() bool { l, err := ctl.MCPLive(context.WithoutCancel(ctx)); return err == nil && l.Live }
 	if c.URL != "" {

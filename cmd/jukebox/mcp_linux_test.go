@@ -769,3 +769,29 @@ func TestMCPDefaultEnvJoinsTheRun(t *testing.T) {
 		t.Error("the replay started the filesystem server: its write happened again")
 	}
 }
+
+// TestMCPRunPolicyWithTheClientsDefaultEnv: under record --mcp-policy, a
+// jukebox mcp started by the official client with its default environment
+// (none of the run's variables) joined the run but never read the policy,
+// so a tool the policy refused (or held for the commit) ran at once. The
+// run hands its policy to the session it opens.
+func TestMCPRunPolicyWithTheClientsDefaultEnv(t *testing.T) {
+	agents := testenv.RequireNode(t)
+	t.Parallel()
+	bin := filepath.Join(testenv.Binaries(t), "jukebox")
+	ws := t.TempDir()
+	data := filepath.Join(ws, "data")
+	must(t, os.Mkdir(data, 0o755))
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	must(t, os.WriteFile(policy, []byte(`{"default": "run", "servers": {"filesystem": {"tools": {"write_file": "refuse"}}}}`), 0o644))
+	cmd := exec.CommandContext(t.Context(), bin, "record", "--mcp-policy", policy, "-o", "rec.jbx", "--", "node", filepath.Join(agents, "mcp_agent.mjs"), data)
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), "JUKEBOX_BIN="+bin, "MCP_AGENT_DEFAULT_ENV=1")
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "joined the run of process") {
+		t.Fatalf("jukebox mcp did not join the run:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "note.txt")); err == nil {
+		t.Errorf("write_file, refused by the run's policy, ran:\n%s", out)
+	}
+}
