@@ -131,6 +131,9 @@ type lsRow struct {
 	// verify --quick` (CRCs, hash chain, index); Damage says why.
 	Damaged bool   `json:"damaged"`
 	Damage  string `json:"damage,omitempty"`
+	// Recording: a run is still writing the tape (it has no end yet, and
+	// is not torn).
+	Recording bool `json:"recording,omitempty"`
 }
 
 // MarshalJSON writes a row that does not open as its tape, path and error
@@ -258,7 +261,8 @@ func summarizeFile(remote tapefmt.RemoteOpener, path string) lsRow {
 		return r
 	}
 	_, err = t.Verify(tapefmt.VerifyOptions{})
-	if rec := t.Recovered(); rec != nil && !tapefmt.Recording(path) {
+	r.Recording = t.Recovered() != nil && tapefmt.Recording(path)
+	if rec := t.Recovered(); rec != nil && !r.Recording {
 		// Torn (cut short, its footer gone) fails verify --quick, as
 		// damaged; a tape still being recorded is not damaged.
 		err = tornError(rec)
@@ -275,7 +279,10 @@ func (r lsRow) line() string {
 		return fmt.Sprintf("%s\t-\t-\t-\t-\t-\t-\tunreadable: %s\t", name, r.Error)
 	}
 	exit := r.ExitText()
-	if r.Recovered != nil {
+	switch {
+	case r.Recording:
+		exit = "recording"
+	case r.Recovered != nil:
 		exit += " (torn)"
 	}
 	if r.Damaged {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/internal/kong"
 	"github.com/jukebox-os/jukebox/internal/termtext"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 )
 
@@ -249,7 +250,10 @@ type pushResult struct {
 	Path     string              `json:"path"`
 	Uploaded *tapestore.Uploaded `json:"uploaded,omitempty"`
 	Skipped  string              `json:"skipped,omitempty"` // noted as uploaded: the key
-	Error    string              `json:"error,omitempty"`
+	// Recording: a run is still writing the tape (push from cron while an
+	// agent runs); it is not sent, nor a failure: a later push sends it.
+	Recording bool   `json:"recording,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Run uploads every tape not noted as uploaded to the store (idempotent:
@@ -307,6 +311,8 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 		r := pushResult{Path: p}
 		if noted[i] != "" {
 			r.Skipped = noted[i]
+		} else if tapefmt.Recording(p) {
+			r.Recording = true
 		} else if down != nil {
 			r.Error, failed = "not tried: the store does not answer", failed+1
 		} else if r.Uploaded, err = uploadTape(ctx, loc, p, progress, tapestore.UploadOptions{AllowDamaged: c.AllowDamaged}); err != nil {
@@ -324,6 +330,8 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 			fmt.Fprintf(env.Stdout, "FAILED %s: %s\n", termtext.Escape(p), termtext.Sanitize(r.Error))
 		case r.Skipped != "":
 			fmt.Fprintf(env.Stdout, "%s: uploaded before, as %s\n", termtext.Escape(p), termtext.Escape(loc.TapeURL(r.Skipped)))
+		case r.Recording:
+			fmt.Fprintf(env.Stdout, "%s: still being recorded: not sent (a push once its run has ended sends it)\n", termtext.Escape(p))
 		default:
 			fmt.Fprintln(env.Stdout, uploadedLine(r.Uploaded))
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jukebox-os/jukebox/internal/s3test"
 	"github.com/jukebox-os/jukebox/sidecar"
@@ -319,5 +320,39 @@ func TestStoreLsWithABadIndex(t *testing.T) {
 	wantCode(t, 0, "reindex", sc.url)
 	if out, errs = wantCode(t, 0, "ls", sc.url); !regexp.MustCompile(`run-[0-9a-f]{12}\s`).MatchString(out) || errs != "" {
 		t.Errorf("ls after reindex:\n%s%s", out, errs)
+	}
+}
+
+// TestPushWhileRecording: push DIR from cron while an agent records into
+// DIR exited 3, calling the live tape torn and advising recover, and ls
+// showed it as "no end (torn)". The tape still being written is left for
+// a later push, which is no failure, and ls says it is recording.
+func TestPushWhileRecording(t *testing.T) {
+	t.Parallel()
+	sc := fileStore(t)
+	dir := t.TempDir()
+	tapes := filepath.Join(dir, "tapes")
+	wantCode(t, 0, "record", "-o", filepath.Join(tapes, "done.jbx"), "--", "sh", "-c", "echo done")
+	rec := jukeboxCmd(t.Context(), dir, "record", "-o", filepath.Join(tapes, "live.jbx"), "--", "sh", "-c", "touch started; while [ ! -e go ]; do sleep 0.05; done")
+	must(t, rec.Start())
+	defer rec.Process.Kill()
+	for _, err := os.Stat(filepath.Join(dir, "started")); err != nil; _, err = os.Stat(filepath.Join(dir, "started")) {
+		if t.Context().Err() != nil {
+			t.Fatal("the agent never started")
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the file, within the test's deadline
+	}
+	out, errs := wantCode(t, 0, "push", tapes, "--store", sc.url)
+	if !strings.Contains(out, "live.jbx: still being recorded") || !strings.Contains(out, "uploaded "+filepath.Join(tapes, "done.jbx")) {
+		t.Errorf("push during a recording:\n%s%s", out, errs)
+	}
+	out, _ = wantCode(t, 0, "ls", tapes)
+	if !regexp.MustCompile(`live\s.*\brecording\b`).MatchString(out) || strings.Contains(out, "torn") || strings.Contains(out, "DAMAGED") {
+		t.Errorf("ls during a recording:\n%s", out)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+	must(t, rec.Wait())
+	if out, _ = wantCode(t, 0, "push", tapes, "--store", sc.url); !strings.Contains(out, "uploaded "+filepath.Join(tapes, "live.jbx")) {
+		t.Errorf("push after the recording:\n%s", out)
 	}
 }
