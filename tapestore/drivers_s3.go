@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	gcaws "gocloud.dev/aws"
 )
 
@@ -98,6 +99,10 @@ func openS3(ctx context.Context, u *url.URL) (driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("S3 bucket %s: %w", u.Host, err)
 	}
+	// The SDK logs to stderr on its own (a 412 of two uploaders racing,
+	// IMDS falling back): jukebox says what happened in its own words, and
+	// --json keeps stdout and stderr to what the command prints.
+	cfg.Logger = logging.Nop{}
 	b.client = s3.NewFromConfig(cfg, opts...)
 	b.sums = cfg.RequestChecksumCalculation // the transfer manager takes it apart from the client
 	return b, nil

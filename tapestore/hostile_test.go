@@ -142,3 +142,25 @@ func TestKeysWithControlCharactersNotListed(t *testing.T) {
 		t.Errorf("a tape named with an escape was uploaded as %q", up.Key)
 	}
 }
+
+// TestCredentialsNotInTheURL: a key pasted into a store URL's query was
+// echoed with its value in the error ("unknown query parameter"), and one
+// in endpoint= was taken, printed and kept in the notes beside tapes. A
+// URL carrying a credential is refused, its value never shown.
+func TestCredentialsNotInTheURL(t *testing.T) {
+	for _, raw := range []string{
+		"s3://b/p/?endpoint=http://127.0.0.1:9&aws_secret_access_key=S3CR3T",
+		"s3://b/p/?X-Amz-Signature=S3CR3T&region=us-east-1",
+		"s3://b/p/?endpoint=http://user:S3CR3T@127.0.0.1:9",
+		"azblob://c/p/?sig=S3CR3T",
+		"s3://b/p/?session_token=S3CR3T",
+	} {
+		_, err := Parse(raw)
+		if err == nil || strings.Contains(err.Error(), "S3CR3T") || !strings.Contains(err.Error(), "credentials do not go in the URL") {
+			t.Errorf("Parse(%q): %v", raw, err)
+		}
+	}
+	if _, err := Parse("s3://b/p/?endpoint=http://127.0.0.1:9&region=us-east-1&kmskeyid=k&use_path_style=true"); err != nil {
+		t.Errorf("a URL without credentials: %v", err)
+	}
+}

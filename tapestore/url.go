@@ -48,17 +48,28 @@ func Parse(raw string) (Location, error) {
 	if err != nil {
 		return Location{}, fmt.Errorf("store URL %q: %w", raw, err)
 	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return Location{}, fmt.Errorf("store URL %q: the query does not read: %w", redact(u), err)
+	}
+	for k, vs := range q {
+		if credentialParam(k) {
+			return Location{}, fmt.Errorf("store URL %s: %q: %s", redact(u), k, noCredentials)
+		}
+		for _, v := range vs {
+			if e, err := url.Parse(v); err == nil && e.User != nil {
+				return Location{}, fmt.Errorf("store URL %s: %s=: %s", redact(u), k, noCredentials)
+			}
+		}
+	}
 	if !slices.Contains(Schemes, u.Scheme) {
-		return Location{}, fmt.Errorf("store URL %q: unknown scheme %q (known: %s)", raw, u.Scheme, strings.Join(Schemes, ", "))
+		return Location{}, fmt.Errorf("store URL %q: unknown scheme %q (known: %s)", redact(u), u.Scheme, strings.Join(Schemes, ", "))
 	}
 	if !builtIn[u.Scheme] {
-		return Location{}, fmt.Errorf("store URL %q: this jukebox was built without the %s:// driver; %s", raw, u.Scheme, notBuilt[u.Scheme])
+		return Location{}, fmt.Errorf("store URL %q: this jukebox was built without the %s:// driver; %s", redact(u), u.Scheme, notBuilt[u.Scheme])
 	}
 	if u.User != nil {
-		return Location{}, fmt.Errorf("store URL %q: credentials do not go in the URL; set the store's environment variables (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for S3)", redact(u))
-	}
-	if _, err := url.ParseQuery(u.RawQuery); err != nil {
-		return Location{}, fmt.Errorf("store URL %q: the query does not read: %w", raw, err)
+		return Location{}, fmt.Errorf("store URL %q: %s", redact(u), noCredentials)
 	}
 	loc := Location{Scheme: u.Scheme, shown: raw}
 	var dir, name string
@@ -148,5 +159,31 @@ func (l Location) TapeURL(name string) string {
 func redact(u *url.URL) string {
 	c := *u
 	c.User = nil
+	parts := strings.Split(c.RawQuery, "&")
+	for i, p := range parts {
+		k, v, _ := strings.Cut(p, "=")
+		k, kerr := url.QueryUnescape(k)
+		v, verr := url.QueryUnescape(v)
+		if e, err := url.Parse(v); kerr != nil || verr != nil || credentialParam(k) || (err == nil && e.User != nil) {
+			parts[i] = url.QueryEscape(k) + "=REDACTED"
+		}
+	}
+	c.RawQuery = strings.Join(parts, "&")
 	return c.String()
+}
+
+// noCredentials says where a store's credentials go.
+const noCredentials = "credentials do not go in the URL, which is printed and kept in notes; set the store's environment variables (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for S3)"
+
+// credentialParam says whether a store URL's query parameter k names a
+// credential (a key pasted into the URL): the URL is printed and kept in
+// notes beside tapes, so such a URL is refused, and its value never shown.
+func credentialParam(k string) bool {
+	k = strings.ToLower(k)
+	for _, w := range []string{"secret", "password", "passwd", "token", "credential", "signature", "access_key", "accesskey", "sas"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return k == "sig" || k == "key"
 }
