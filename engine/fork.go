@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,7 +132,7 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 	}
 	calls := uint64(requestsBefore(reqs, at))
 	rs := s.runStart(ups)
-	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: at, Call: calls, Path: parentPath(o.Parent), Overrides: over}
+	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: at, Call: calls, Path: parentPath(cmp.Or(o.SourceName, o.Parent)), Overrides: over}
 	// The prefix is answered from the parent and can be had again: it is
 	// not synced. From the fork call on, calls are live and synced per step.
 	if err := s.openTape(o.Tape, tapefmt.SyncNever, rs); err != nil {

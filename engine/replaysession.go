@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,7 +133,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		tb.fallback = tb.world.live
 	}
 	rs := s.runStart(ups)
-	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: uint64(t.Len()), Path: parentPath(o.From)}
+	rs.Parent = &tapefmt.ParentRef{Tape: t.Head().String(), Frame: uint64(t.Len()), Path: parentPath(cmp.Or(o.SourceName, o.From))}
 	rs.ShownTapeID = shownTapeID(t) // what the replayed agent is told (control.Info)
 	// What replay answers can be had again from the tape: the replayed run
 	// is synced only once it goes live (ReplayOptions.Live).

@@ -28,16 +28,21 @@ import (
 
 // RunOptions describe the agent process that a session runs.
 type RunOptions struct {
-	Argv    []string
-	Dir     string   // working directory; "" is the current one
-	Env     []string // environment to start from; nil is os.Environ()
-	Stdin   io.Reader
-	Stdout  io.Writer
-	Stderr  io.Writer
-	Seed    int64       // handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED; 0 picks one
-	Name    string      // run name, for the tape
-	Version string      // jukebox version, for the tape
-	OnEvent func(Event) // called as the run goes; may be nil
+	// SourceName is the tape a fork or a replay runs from as the user
+	// named it, when that is not the path opened (a store's URL, the tape
+	// fetched into the cache): recorded as the new tape's parent path, so
+	// that a teammate finds the parent where the user did.
+	SourceName string
+	Argv       []string
+	Dir        string   // working directory; "" is the current one
+	Env        []string // environment to start from; nil is os.Environ()
+	Stdin      io.Reader
+	Stdout     io.Writer
+	Stderr     io.Writer
+	Seed       int64       // handed to the agent as JUKEBOX_SEED and PYTHONHASHSEED; 0 picks one
+	Name       string      // run name, for the tape
+	Version    string      // jukebox version, for the tape
+	OnEvent    func(Event) // called as the run goes; may be nil
 	// AutoName says the tape's path was chosen by jukebox, not asked for:
 	// when a file is there already (another run started the same
 	// millisecond), the next free name is taken (NAME-2.jbx, NAME-3.jbx,

@@ -189,6 +189,7 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 		return nil, err
 	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
+	o.SourceName = env.sourceName(c.Tape)
 	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return nil, err

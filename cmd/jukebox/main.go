@@ -101,6 +101,18 @@ type Env struct {
 	// cleanups remove such folders when the command ends (store.go).
 	NoCache  bool
 	cleanups []func()
+	// named are the store URLs of tapes fetched to a local path (tape),
+	// by that path.
+	named map[string]string
+}
+
+// sourceName is the tape at path as the user named it: the store URL it
+// was fetched from, else path.
+func (env *Env) sourceName(path string) string {
+	if u, ok := env.named[path]; ok {
+		return u
+	}
+	return path
 }
 
 // remote opens a store's tape by its URL, in place: what every command

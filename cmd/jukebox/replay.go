@@ -100,6 +100,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	o := runOptions(env, c.Cmd, "", c.Seed, c.JSON)
+	o.SourceName = env.sourceName(c.Tape)
 	o.StopGrace = c.StopGrace // outside the booth too
 	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {

@@ -98,6 +98,10 @@ func (env *Env) tape(ctx context.Context, arg string) (string, error) {
 		return "", err
 	}
 	env.cleanups = append(env.cleanups, cleanup)
+	if env.named == nil {
+		env.named = map[string]string{}
+	}
+	env.named[path] = arg
 	return path, nil
 }
 
