@@ -119,6 +119,11 @@ func codeOf(err error) errCode {
 // refused, or a URL its driver does not take.
 func Missing(err error) bool { return codeOf(err) == codeNotFound }
 
+// Refused says whether err is a store's refusal of the credentials.
+func Refused(err error) bool {
+	return codeOf(err) == codeDenied || strings.Contains(err.Error(), "StatusCode: 403")
+}
+
 // bucket is a driver seen through a key prefix (the store's): keys given
 // and listed are relative to it.
 type bucket struct {

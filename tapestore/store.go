@@ -55,10 +55,10 @@ func (s *Store) wrap(key string, err error) error {
 	if key != "" {
 		where = s.Loc.TapeURL(key)
 	}
-	switch code := codeOf(err); {
-	case code == codeDenied, strings.Contains(err.Error(), "StatusCode: 403"):
+	switch {
+	case Refused(err):
 		return fmt.Errorf("store %s: access refused (check the credentials in the environment): %w", where, err)
-	case code == codeNotFound:
+	case codeOf(err) == codeNotFound:
 		return fmt.Errorf("store %s: not found: %w", where, err)
 	}
 	return fmt.Errorf("store %s: %w", where, err)

@@ -318,7 +318,7 @@ func (c *PushCmd) Run(ctx context.Context, env *Env) error {
 		} else if tapefmt.Recording(p) {
 			r.Recording = true
 		} else if down != nil {
-			r.Error, failed = "not tried: the store does not answer", failed+1
+			r.Error, failed = "not tried: "+downReason(down), failed+1
 		} else if r.Uploaded, err = uploadTape(ctx, loc, p, progress, tapestore.UploadOptions{AllowDamaged: c.AllowDamaged}); err != nil {
 			r.Error, failed = err.Error(), failed+1
 			if codeFor(err) == ExitBadTape { // it does not verify, or is no tape
@@ -366,9 +366,22 @@ func reachStore(ctx context.Context, loc tapestore.Location) error {
 	}
 	defer s.Close()
 	if err := s.Check(ctx); err != nil {
-		return fmt.Errorf("the store does not answer, so no tape was tried: %w", err)
+		return fmt.Errorf("%s, so no tape was tried: %w", downReason(err), err)
 	}
 	return nil
+}
+
+// downReason says in a few words why a store did not take the first
+// request: it refused the credentials, it is not there, or it did not
+// answer.
+func downReason(err error) string {
+	switch {
+	case tapestore.Refused(err):
+		return "the store refused the credentials"
+	case tapestore.Missing(err):
+		return "the store is not there (its bucket or folder)"
+	}
+	return "the store does not answer"
 }
 
 // PullCmd downloads tapes from a store.

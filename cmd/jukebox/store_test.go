@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -162,7 +163,9 @@ func testStore(t *testing.T, sc storeCase) {
 		other := filepath.Join(dir, "other.jbx")
 		must(t, copyFile(kept, other, 0o644))
 		out, errs = wantCode(t, ExitInternal, "push", kept, other, "--store", sc.url)
-		if strings.Count(errs, "jukebox: push:") != 1 || strings.Count(out, "not tried: the store does not answer") != 2 {
+		// (A folder store moved away is not there; a server down does not
+		// answer.)
+		if strings.Count(errs, "jukebox: push:") != 1 || strings.Count(out, "not tried: the store does not answer")+strings.Count(out, "not tried: the store is not there") != 2 {
 			t.Errorf("push with the store down:\n%s%s", out, errs)
 		}
 		os.Remove(other)
@@ -354,5 +357,21 @@ func TestPushWhileRecording(t *testing.T) {
 	must(t, rec.Wait())
 	if out, _ = wantCode(t, 0, "push", tapes, "--store", sc.url); !strings.Contains(out, "uploaded "+filepath.Join(tapes, "live.jbx")) {
 		t.Errorf("push after the recording:\n%s", out)
+	}
+}
+
+// TestPushSaysWhyTheStoreTookNothing: a store that refused the
+// credentials (403) or whose bucket was not there (404) was reported as
+// "the store does not answer", tape by tape.
+func TestPushSaysWhyTheStoreTookNothing(t *testing.T) {
+	t.Parallel()
+	tape := filepath.Join(t.TempDir(), "t.jbx")
+	wantCode(t, 0, "record", "-o", tape, "--", "sh", "-c", "echo hi")
+	out, errs := wantCode(t, ExitInternal, "push", tape, "--store", "file://"+filepath.Join(t.TempDir(), "nowhere")+"/")
+	if !strings.Contains(out, "not tried: the store is not there") || strings.Contains(out+errs, "does not answer") {
+		t.Errorf("push to a folder that is not there:\n%s%s", out, errs)
+	}
+	if got := downReason(errors.New("operation error S3: ListObjectsV2, https response error StatusCode: 403, RequestID: x, api error AccessDenied")); got != "the store refused the credentials" {
+		t.Errorf("a 403: %q", got)
 	}
 }
