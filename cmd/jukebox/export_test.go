@@ -110,7 +110,8 @@ func TestRecordExportsLive(t *testing.T) {
 
 // TestRecordExportReceiverDown: a receiver that is down does not fail or
 // stop the run: the agent's exit status stands, run.end counts the spans
-// lost and says why, and jukebox says how to send them again.
+// lost and says why, and jukebox says how to send them again (to the
+// same endpoint).
 func TestRecordExportReceiverDown(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
@@ -123,7 +124,9 @@ func TestRecordExportReceiverDown(t *testing.T) {
 	if end == nil || end.ExitCode != 3 || end.ExportLost == 0 || !strings.Contains(end.ExportError, "connection refused") {
 		t.Errorf("run.end %+v", end)
 	}
-	if !strings.Contains(errs, "the live export to "+down+" lost") || !strings.Contains(errs, "jukebox export otlp "+tape) {
+	// The command to send them names the endpoint (it said "--endpoint
+	// URL", literally).
+	if !strings.Contains(errs, "the live export to "+down+" lost") || !strings.Contains(errs, "jukebox export otlp "+tape+" --endpoint "+down+"`") {
 		t.Errorf("stderr:\n%s", errs)
 	}
 }

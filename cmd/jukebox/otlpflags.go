@@ -73,8 +73,15 @@ func (f otlpFlags) start(ctx context.Context, o *engine.RunOptions, stderr io.Wr
 		switch {
 		case res == nil:
 		case res.ExportLost > 0 || res.ExportError != "":
-			fmt.Fprintf(stderr, "jukebox: note: the live export to %s lost %d spans (%s); the tape has them all: send it with `jukebox export otlp %s --endpoint URL`\n",
-				where, res.ExportLost, res.ExportError, termtext.ShellQuote(res.Tape))
+			resend := "jukebox export otlp " + termtext.ShellQuote(res.Tape) // the variables name the endpoint
+			if ep.URL != "" {
+				resend += " --endpoint " + termtext.ShellQuote(ep.URL)
+				if ep.Protocol != "" {
+					resend += " --protocol " + ep.Protocol
+				}
+			}
+			fmt.Fprintf(stderr, "jukebox: note: the live export to %s lost %d spans (%s); the tape has them all: send it with `%s`\n",
+				where, res.ExportLost, res.ExportError, resend)
 		default:
 			fmt.Fprintf(stderr, "jukebox: exported live to %s: trace %s\n", where, l.TraceID())
 			if nt := l.MetricsNotTaken(); nt != "" {
