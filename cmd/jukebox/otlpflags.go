@@ -76,7 +76,7 @@ func (f otlpFlags) start(ctx context.Context, o *engine.RunOptions, stderr io.Wr
 			resend := "jukebox export otlp " + termtext.ShellQuote(res.Tape) // the variables name the endpoint
 			if ep.URL != "" {
 				resend += " --endpoint " + termtext.ShellQuote(ep.URL)
-				if ep.Protocol != "" {
+				if ep.Protocol != "" && ep.Protocol != "http/protobuf" { // not the default
 					resend += " --protocol " + ep.Protocol
 				}
 			}
