@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/sidecar"
@@ -94,7 +97,7 @@ func (s *Store) fetch(ctx context.Context, key, dir string, size int64, progress
 		tmp, sum string
 	}
 	r, err := try(ctx, "GET "+s.Loc.TapeURL(key), 0, func(ctx context.Context) (res, error) { // copyObject watches for stalls
-		tmp, err := os.CreateTemp(dir, "."+filepath.Base(key)+"-*")
+		tmp, err := createTemp(dir, "."+filepath.Base(key)+"-")
 		if err != nil {
 			return res{}, err
 		}
@@ -360,4 +363,20 @@ func (f *Fetched) Drop() {
 	}
 	f.cleanup()
 	f.close()
+}
+
+// createTemp creates a new file in dir named prefix and a random suffix,
+// with a tape's mode (0644 less the umask, as record makes one): a tape
+// pulled was left 0600 by os.CreateTemp, unreadable to the others a
+// recorded one is readable to.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("%s: no free name for a temporary file", dir)
 }
