@@ -114,6 +114,10 @@ func try[T any](ctx context.Context, what string, d time.Duration, op func(conte
 			return zero, fmt.Errorf("%w (%v)", err, context.Cause(ctx))
 		}
 		if i >= attempts || !retryable(err) {
+			if i > 1 {
+				// The wait the error names was waited each time.
+				err = fmt.Errorf("%w (tried %d times)", err, i)
+			}
 			return zero, err
 		}
 		select {

@@ -141,7 +141,8 @@ func blackHole(t *testing.T) string {
 
 // TestUploadToStoreThatNeverAnswers: an upload to a store that accepts
 // connections and never answers gives up (a StallError) instead of
-// waiting for ever, and Fetch (verify, replay) does too.
+// waiting for ever, and Fetch (verify, replay) does too, each saying how
+// many times it waited.
 func TestUploadToStoreThatNeverAnswers(t *testing.T) {
 	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
 	requestTimeout = 300 * time.Millisecond
@@ -174,6 +175,11 @@ func TestUploadToStoreThatNeverAnswers(t *testing.T) {
 			var se *StallError
 			if !errors.As(err, &se) {
 				t.Errorf("against a store that never answers: %v, want a StallError", err)
+			}
+			// It names the wait of one attempt: it says how many it took
+			// (a minute of ls reported "did not answer in 20s").
+			if err != nil && strings.Contains(err.Error(), "JUKEBOX_STORE_REQUEST_TIMEOUT)") && !strings.Contains(err.Error(), "tried 3 times") {
+				t.Errorf("a stall given up after its attempts: %v, want their count", err)
 			}
 		case <-time.After(2 * time.Minute): // a hang guard, far above the deadlines
 			t.Fatal("an upload or a fetch waits for ever on a store that never answers")
