@@ -3,6 +3,8 @@ package export
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,3 +159,17 @@ func TestRunsAreTheirOwnSeries(t *testing.T) {
 
 var _ = json.Valid
 var _ = attribute.Key("")
+
+// TestReceiverRefusingAllSaysBoth: a receiver that took neither the
+// metrics nor the spans was reported as a failure of the metrics alone
+// (every span was lost too: spans_failed said so, the message did not).
+func TestReceiverRefusingAllSaysBoth(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusBadRequest) // not tried again
+	}))
+	defer srv.Close()
+	sent, err := OTLP(context.Background(), []string{"../testdata/tapes/agent-run.jbx"}, Endpoint{URL: srv.URL, Protocol: ProtocolHTTP}, Options{}, nil)
+	if err == nil || sent.Failed == 0 || !strings.Contains(err.Error(), "spans") || !strings.Contains(err.Error(), "metrics") {
+		t.Errorf("a receiver that refuses everything: %v (%d spans failed), want both named", err, sent.Failed)
+	}
+}

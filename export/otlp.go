@@ -50,6 +50,10 @@ type Endpoint struct {
 	// NoRetry sends each batch once: a live export never waits for a
 	// receiver that is down.
 	NoRetry bool
+	// OnRetry, when set, is told of each refusal tried again (the
+	// receiver is down: up to a minute of retries), from the exporters'
+	// goroutines.
+	OnRetry func(err error, wait time.Duration)
 }
 
 // Configured reports whether an endpoint is given, by URL or by the
@@ -103,7 +107,7 @@ func ParseHeaders(s string) (map[string]string, error) { return otlpwire.ParseHe
 // the OpenTelemetry exporters report it.
 func (e Endpoint) wire() otlpwire.Config {
 	return otlpwire.Config{URL: e.URL, Protocol: e.Protocol, Headers: e.Headers, Timeout: e.Timeout,
-		NoRetry: e.NoRetry, OnPartial: otel.Handle}
+		NoRetry: e.NoRetry, OnRetry: e.OnRetry, OnPartial: otel.Handle}
 }
 
 // traceExporter makes the span exporter of an endpoint.

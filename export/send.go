@@ -73,13 +73,16 @@ func OTLP(ctx context.Context, paths []string, ep Endpoint, o Options, progress 
 	}
 	b.close(ctx)
 	sent.Spans, sent.Failed = b.exported.Load(), b.failed.Load()
-	if tapeErr != nil {
-		return sent, tapeErr
-	}
+	var spanErr error
 	if err := b.firstErr(); err != nil {
-		return sent, fmt.Errorf("otlp: the receiver refused %d of %d spans: %w", sent.Failed, sent.Failed+sent.Spans, err)
+		spanErr = fmt.Errorf("otlp: the receiver refused %d of %d spans: %w", sent.Failed, sent.Failed+sent.Spans, err)
 	}
-	return sent, nil
+	// Both when both failed: a receiver that is down failed the metrics
+	// and every span, and only the metrics were said.
+	if spanErr != nil && tapeErr != nil {
+		return sent, fmt.Errorf("%w; %w", spanErr, tapeErr)
+	}
+	return sent, cmp.Or(spanErr, tapeErr)
 }
 
 // readsWhole checks the tape at path as jukebox verify does (frames,

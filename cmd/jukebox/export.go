@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jukebox-os/jukebox/export"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -84,6 +86,13 @@ func (c *ExportOTLPCmd) Run(ctx context.Context, env *Env) error {
 	where := ep.URL
 	if where == "" {
 		where = "the OTEL_EXPORTER_OTLP_* endpoint"
+	}
+	var retrying sync.Once // a receiver that is down: a minute of retries, said once rather than silent
+	ep.OnRetry = func(err error, _ time.Duration) {
+		retrying.Do(func() {
+			fmt.Fprintf(env.Stderr, "jukebox: %s did not take a request (%s): trying again, for up to a minute (Ctrl-C stops)\n",
+				where, termtext.Sanitize(err.Error()))
+		})
 	}
 	target := otlpTarget(ep)
 	var skipped []string

@@ -48,6 +48,9 @@ type Config struct {
 	// backoff (5 s doubling to 30 s, a minute in all), or after the
 	// receiver's Retry-After.
 	NoRetry bool
+	// OnRetry, when set, is told of each refusal that is tried again and
+	// of the wait before it (from the exporters' goroutines).
+	OnRetry func(err error, wait time.Duration)
 	// Getenv reads the variables; nil is os.Getenv.
 	Getenv func(string) string
 	// OnPartial is told of an answer that rejected part of a request (the
@@ -261,6 +264,9 @@ func (s *sender) send(ctx context.Context, body []byte) error {
 		}
 		if time.Now().Add(d).After(deadline) {
 			return fmt.Errorf("%w (gave up retrying after %s)", err, s.total)
+		}
+		if s.cfg.OnRetry != nil {
+			s.cfg.OnRetry(err, d)
 		}
 		t := time.NewTimer(d)
 		select {
