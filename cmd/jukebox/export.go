@@ -25,7 +25,7 @@ type ExportCmd struct {
 
 // ExportOTLPCmd sends tapes over OTLP.
 type ExportOTLPCmd struct {
-	Tapes          []string      `arg:"" name:"tape" help:"Tapes, folders of tapes, or tapes in a store (s3://BUCKET/PREFIX/NAME.jbx)."`
+	Tapes          []string      `arg:"" name:"tape" type:"tapes" help:"Tapes, folders of tapes, or tapes in a store (s3://BUCKET/PREFIX/NAME.jbx)."`
 	Endpoint       string        `placeholder:"URL" help:"The receiver's base URL (/v1/traces and /v1/metrics are appended over HTTP), e.g. http://127.0.0.1:4318; default OTEL_EXPORTER_OTLP_ENDPOINT."`
 	Protocol       string        `placeholder:"PROTO" help:"http/protobuf (default; also 'http') or grpc (e.g. --endpoint http://127.0.0.1:4317); default OTEL_EXPORTER_OTLP_PROTOCOL."`
 	Headers        string        `placeholder:"K=V,..." help:"Headers for every request (an API key), as OTEL_EXPORTER_OTLP_HEADERS writes them (values URL-encoded); added to that variable's."`

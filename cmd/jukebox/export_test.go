@@ -149,6 +149,9 @@ func TestExportFlags(t *testing.T) {
 		{[]string{"record", "--otlp-protocol", "grpc", "--", "touch", ran}, "need --otlp-endpoint"},
 		{[]string{"export", "otlp", agentRunTape}, "no receiver: give --endpoint URL"},
 		{[]string{"export", "otlp", agentRunTape, "--endpoint", "127.0.0.1:4318"}, "--endpoint: \"127.0.0.1:4318\""},
+		// A store where a tape is wanted: exit 3 and "do not read whole"
+		// after trying to send, before.
+		{[]string{"export", "otlp", "file://" + dir + "/", "--endpoint", "http://127.0.0.1:4318"}, "jukebox: tape file://" + dir + "/ names a store, not a tape"},
 	} {
 		_, errs := wantCode(t, ExitUsage, c.args...)
 		if !strings.Contains(errs, c.want) {

@@ -25,7 +25,7 @@ var flagWords = []struct {
 func inFlagWords(err error) error {
 	msg := err.Error()
 	// kong names a tape argument that does not check by its placeholder.
-	for _, p := range []string{"<tape>: ", "<tapes> ...: "} {
+	for _, p := range []string{"<tape>: ", "<tapes> ...: ", "<tape> ...: "} {
 		if rest, ok := strings.CutPrefix(msg, p); ok {
 			msg = "tape " + strings.TrimPrefix(rest, "stat ") // kong's existingfile
 		}
