@@ -25,6 +25,10 @@ type Pulled struct {
 	Size    int64  `json:"size"`
 	Head    string `json:"head"`
 	Already bool   `json:"already"` // the file was there with this tape
+	// NotesError says why the tape's sidecar files (markers, rules) did
+	// not all come with it: the tape is here and verified all the same,
+	// and a pull again brings them.
+	NotesError error `json:"-"`
 }
 
 // Download fetches the tape under key into dir as dir/KEY, with its
@@ -53,7 +57,8 @@ func (s *Store) Download(ctx context.Context, key, dir string, progress func(don
 			return nil, fmt.Errorf("%s exists and does not verify (%v): not overwritten; remove it and pull again", p.Path, err)
 		}
 		p.Already = true
-		return p, s.fetchSidecar(ctx, key, p.Path)
+		p.NotesError = s.fetchSidecar(ctx, key, p.Path)
+		return p, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s exists and is not a tape: not overwritten", p.Path)
 	}
@@ -68,7 +73,8 @@ func (s *Store) Download(ctx context.Context, key, dir string, progress func(don
 	if err := os.Link(tmp, p.Path); err != nil {
 		return nil, fmt.Errorf("%s: %w (not overwritten)", p.Path, err)
 	}
-	return p, s.fetchSidecar(ctx, key, p.Path)
+	p.NotesError = s.fetchSidecar(ctx, key, p.Path)
+	return p, nil
 }
 
 // verifyFile is jukebox verify's full check of the tape at path.

@@ -164,3 +164,34 @@ func TestCredentialsNotInTheURL(t *testing.T) {
 		t.Errorf("a URL without credentials: %v", err)
 	}
 }
+
+// TestPullNotesFailAfterTheTape: a pull whose tape had come and verified
+// but whose sidecar files did not (an interrupt just after, a store
+// refusing one) was reported as the tape not pulled. The tape is pulled;
+// the notes' failure is said apart.
+func TestPullNotesFailAfterTheTape(t *testing.T) {
+	t.Parallel()
+	s, root := folderStore(t)
+	local := copyTape(t, t.TempDir(), "run.jbx")
+	if err := os.MkdirAll(local+".d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local+".d", "markers.json"), []byte("[]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.Upload(context.Background(), local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store's copy of the notes is more than a reader takes.
+	if err := os.Truncate(filepath.Join(root, up.Key+".d", "markers.json"), maxSmallObject+1); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Download(context.Background(), up.Key, t.TempDir(), nil)
+	if err != nil || p == nil || p.NotesError == nil {
+		t.Fatalf("a pull whose notes fail: %+v, %v; want the tape pulled and the notes' error apart", p, err)
+	}
+	if err := verifyFile(p.Path); err != nil {
+		t.Errorf("the pulled tape: %v", err)
+	}
+}

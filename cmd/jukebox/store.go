@@ -415,6 +415,8 @@ func (c *PullCmd) Run(ctx context.Context, env *Env) error {
 		URL    string            `json:"url"`
 		Pulled *tapestore.Pulled `json:"pulled,omitempty"`
 		Error  string            `json:"error,omitempty"`
+		// NotesError: the tape came, its sidecar files not all.
+		NotesError string `json:"notes_error,omitempty"`
 	}
 	var results []pullResult
 	var errs []error
@@ -430,9 +432,18 @@ func (c *PullCmd) Run(ctx context.Context, env *Env) error {
 			}
 		}
 		r.Pulled = p
+		if p != nil && p.NotesError != nil {
+			r.NotesError = p.NotesError.Error()
+		}
 		results = append(results, r)
 		if c.JSON {
 			continue
+		}
+		if r.NotesError != "" {
+			// The tape is here and verified (an interrupt may have come
+			// just after): not a failure, and a pull again brings them.
+			fmt.Fprintf(env.Stderr, "jukebox: %s: its notes (markers, rules) did not all come (%s): pull it again to bring them\n",
+				termtext.Escape(r.URL), termtext.Sanitize(r.NotesError))
 		}
 		switch {
 		case err != nil:
