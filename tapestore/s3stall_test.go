@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,35 @@ func multipartUploads(t *testing.T, s *Store, key string) int {
 		t.Fatal(err)
 	}
 	return len(out.Uploads)
+}
+
+// TestS3InterruptedUploadSaysItAborted: Ctrl-C during a multipart upload
+// printed the SDK's "failed to abort multipart upload" (its abort ran
+// under the cancelled context), though jukebox's own abort had removed
+// the parts. The error says the upload was interrupted and its parts
+// removed, and none is left.
+func TestS3InterruptedUploadSaysItAborted(t *testing.T) {
+	smallParts(t)
+	_, s := s3Store(t)
+	local := filepath.Join(t.TempDir(), "big.jbx")
+	hugeTape(t, local)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := s.Upload(ctx, local, func(done, total int64) {
+		if done > partSize {
+			cancel() // Ctrl-C, a part in
+		}
+	})
+	if err == nil || strings.Contains(err.Error(), "failed to abort") || !strings.Contains(err.Error(), "parts were removed") {
+		t.Fatalf("an upload interrupted: %v", err)
+	}
+	tp, err := tapefmt.Open(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := KeyFor(filepath.Base(local), tp.ID())
+	tp.Close()
+	if n := multipartUploads(t, s, key); n != 0 {
+		t.Errorf("%d multipart uploads of %s are left in the store", n, key)
+	}
 }

@@ -186,6 +186,10 @@ func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions)
 		if multipart && !errors.Is(err, ErrTaken) { // a key taken has no upload of ours in flight
 			if _, aerr := s.abortUploads(context.WithoutCancel(ctx), up.Key, ours); aerr != nil {
 				noteCut(path, s.Loc.String(), up.Key, time.Now().UTC())
+			} else if ctx.Err() != nil {
+				// The SDK's own abort ran under the cancelled context and
+				// said it failed; this one did not.
+				err = fmt.Errorf("store %s: the upload of %s was interrupted (%v): its parts were removed from the store", s.Loc, up.Key, context.Cause(ctx))
 			}
 		}
 		return nil, err
