@@ -29,6 +29,8 @@ type Pulled struct {
 	// not all come with it: the tape is here and verified all the same,
 	// and a pull again brings them.
 	NotesError error `json:"-"`
+	// Damage says why a tape kept under --allow-damaged does not verify.
+	Damage string `json:"damage,omitempty"`
 }
 
 // Download fetches the tape under key into dir as dir/KEY, with its
@@ -37,6 +39,13 @@ type Pulled struct {
 // that name that holds this tape and verifies is kept as it is; one that
 // holds anything else, or does not verify, is never overwritten.
 func (s *Store) Download(ctx context.Context, key, dir string, progress func(done, total int64)) (*Pulled, error) {
+	return s.DownloadDamaged(ctx, key, dir, progress, false)
+}
+
+// DownloadDamaged is Download, keeping, when allowDamaged, a tape that
+// does not verify (one pushed with --allow-damaged, for its faults to be
+// read): Pulled.Damage says why it does not.
+func (s *Store) DownloadDamaged(ctx context.Context, key, dir string, progress func(done, total int64), allowDamaged bool) (*Pulled, error) {
 	rt, size, err := s.openRemote(ctx, key)
 	if err != nil {
 		return nil, err
@@ -53,8 +62,11 @@ func (s *Store) Download(ctx context.Context, key, dir string, progress func(don
 		if !same {
 			return nil, fmt.Errorf("%s exists and holds another tape: not overwritten (pull into another folder with -o)", p.Path)
 		}
-		if err != nil {
+		if err != nil && !allowDamaged {
 			return nil, fmt.Errorf("%s exists and does not verify (%v): not overwritten; remove it and pull again", p.Path, err)
+		}
+		if err != nil {
+			p.Damage = err.Error()
 		}
 		p.Already = true
 		p.NotesError = s.fetchSidecar(ctx, key, p.Path)
@@ -68,7 +80,10 @@ func (s *Store) Download(ctx context.Context, key, dir string, progress func(don
 	}
 	defer os.Remove(tmp)
 	if err := verifyFile(tmp); err != nil {
-		return nil, fmt.Errorf("downloaded %s, and it does not verify (not kept): %w", p.URL, err)
+		if !allowDamaged {
+			return nil, fmt.Errorf("downloaded %s, and it does not verify (not kept; pull --allow-damaged keeps it): %w", p.URL, err)
+		}
+		p.Damage = err.Error()
 	}
 	if err := os.Link(tmp, p.Path); err != nil {
 		return nil, fmt.Errorf("%s: %w (not overwritten)", p.Path, err)

@@ -195,3 +195,34 @@ func TestPullNotesFailAfterTheTape(t *testing.T) {
 		t.Errorf("the pulled tape: %v", err)
 	}
 }
+
+// TestPullAllowDamaged: a tape pushed with --allow-damaged could never be
+// pulled back (pull removed it when it did not verify). With
+// allowDamaged it is kept, said damaged and why; without, it is not.
+func TestPullAllowDamaged(t *testing.T) {
+	t.Parallel()
+	s, _ := folderStore(t)
+	local := copyTape(t, t.TempDir(), "run.jbx")
+	b, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[300] ^= 1 // a frame's payload
+	if err := os.WriteFile(local, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.UploadWith(context.Background(), local, UploadOptions{AllowDamaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Download(context.Background(), up.Key, t.TempDir(), nil); err == nil {
+		t.Error("a damaged tape was pulled without allowDamaged")
+	}
+	dir := t.TempDir()
+	for range 2 { // pulled, then already here
+		p, err := s.DownloadDamaged(context.Background(), up.Key, dir, nil, true)
+		if err != nil || p.Damage == "" {
+			t.Fatalf("pull --allow-damaged: %+v, %v", p, err)
+		}
+	}
+}

@@ -389,6 +389,8 @@ type PullCmd struct {
 	URL    string `arg:"" help:"A tape in a store (…/NAME.jbx), or a store: every tape in it."`
 	Output string `short:"o" type:"path" default:"tapes" placeholder:"DIR" help:"The folder to put them in (default ./tapes)."`
 	JSON   bool   `help:"Print one JSON array, a result per tape."`
+	// AllowDamaged keeps a tape that does not verify.
+	AllowDamaged bool `name:"allow-damaged" help:"Keep a tape that does not verify (one pushed with push --allow-damaged), to read its faults: it is said damaged, and why."`
 }
 
 // Run downloads the tape (or every tape of the store) into the folder,
@@ -423,7 +425,7 @@ func (c *PullCmd) Run(ctx context.Context, env *Env) error {
 	damaged := 0
 	for _, k := range keys {
 		r := pullResult{URL: s.Loc.TapeURL(k)}
-		p, err := s.Download(ctx, k, c.Output, progressTo(env.Stderr, "downloading "+k))
+		p, err := s.DownloadDamaged(ctx, k, c.Output, progressTo(env.Stderr, "downloading "+k), c.AllowDamaged)
 		if err != nil {
 			r.Error = err.Error()
 			errs = append(errs, err)
@@ -450,6 +452,8 @@ func (c *PullCmd) Run(ctx context.Context, env *Env) error {
 			fmt.Fprintf(env.Stdout, "FAILED %s: %s\n", termtext.Escape(r.URL), termtext.Sanitize(err.Error()))
 		case p.Already:
 			fmt.Fprintf(env.Stdout, "%s: already here as %s\n", termtext.Escape(r.URL), termtext.Escape(p.Path))
+		case p.Damage != "":
+			fmt.Fprintf(env.Stdout, "pulled %s to %s (%d bytes, DAMAGED: %s)\n", termtext.Escape(r.URL), termtext.Escape(p.Path), p.Size, termtext.Sanitize(p.Damage))
 		default:
 			fmt.Fprintf(env.Stdout, "pulled %s to %s (%d bytes, verified)\n", termtext.Escape(r.URL), termtext.Escape(p.Path), p.Size)
 		}
