@@ -331,8 +331,6 @@ func Write[T any](rows []T) ([]byte, error) {
 		writeElement(meta, n, i == 0)
 	}
 	meta.i64(3, int64(len(rows)))
-	var chunks thrift
-	chunks.last = []int{0}
 	var total, totalCompressed int64
 	meta.list(4, ctStruct, 1)
 	meta.begin(0) // RowGroup: columns 1, total_byte_size 2, num_rows 3, file_offset 5, total_compressed_size 6, ordinal 7
@@ -342,6 +340,9 @@ func Write[T any](rows []T) ([]byte, error) {
 		z, err := gzipped(page)
 		if err != nil {
 			return nil, err
+		}
+		if len(page) > math.MaxInt32 || len(z) > math.MaxInt32 {
+			return nil, fmt.Errorf("parquetw: column %s: a page over 2 GiB", strings.Join(c.path, "."))
 		}
 		h := &thrift{last: []int{0}}
 		// PageHeader: type 1, uncompressed size 2, compressed size 3,
@@ -357,9 +358,6 @@ func Write[T any](rows []T) ([]byte, error) {
 		h.i32(4, encRLE)
 		h.end()
 		h.end()
-		if len(page) > math.MaxInt32 || len(z) > math.MaxInt32 {
-			return nil, fmt.Errorf("parquetw: column %s: a page over 2 GiB", strings.Join(c.path, "."))
-		}
 		offset := int64(len(out))
 		out = append(append(out, h.b...), z...)
 		size, csize := int64(len(h.b)+len(page)), int64(len(h.b)+len(z))
