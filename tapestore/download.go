@@ -123,7 +123,7 @@ func (s *Store) fetch(ctx context.Context, key, dir string, size int64, progress
 			return res{}, err
 		}
 		h := sha256.New()
-		n, err := s.copyObject(ctx, key, io.MultiWriter(tmp, h), progress)
+		n, err := s.copyObject(ctx, key, io.MultiWriter(tmp, h), size, progress)
 		if err = errors.Join(err, tmp.Sync(), tmp.Close()); err == nil && size >= 0 && n != size {
 			err = fmt.Errorf("%s: %d bytes arrived, %d listed", s.Loc.TapeURL(key), n, size)
 		}
@@ -295,7 +295,7 @@ func fetchWhole(ctx context.Context, raw string, noCache, reuse bool) (*Fetched,
 		// same, nothing need be written (a different hash is fetched
 		// again, into a file, to be checked).
 		if _, err := os.Stat(notePath(f.base, r.SHA256)); err == nil {
-			sum, n, err := s.hashObject(ctx, loc.Name, nil)
+			sum, n, err := s.hashObject(ctx, loc.Name, a.Size, nil)
 			if err == nil && sum == r.SHA256 && n == a.Size {
 				f.Path, f.SHA256, f.cached = objectPath(f.base, r.SHA256, loc.Name), sum, true
 				return f, nil

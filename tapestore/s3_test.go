@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -154,5 +155,49 @@ func TestS3EndlessObjectRefused(t *testing.T) {
 	}
 	if n := served.Load(); n > 2*maxSmallObject {
 		t.Errorf("%d MiB served before the read stopped (tried again?)", n>>20)
+	}
+}
+
+// TestS3LongerBodyThanListed: a server that listed a tape of 1,000 bytes
+// (HEAD) and sent a body that did not end filled the cache's disk
+// (verify URL, replay URL): the download stops past the size listed, and
+// keeps nothing.
+func TestS3LongerBodyThanListed(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"e"`)
+		if r.Method == http.MethodHead {
+			w.Header().Set("Content-Length", "1000")
+			return
+		}
+		buf := make([]byte, 1<<20)
+		for served.Load() < 1<<30 { // a bound of the test's own
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			served.Add(int64(len(buf)))
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "id")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	cache := t.TempDir()
+	t.Setenv("JUKEBOX_CACHE_DIR", cache)
+	_, err := Fetch(context.Background(), "s3://tapes/t.jbx?endpoint="+srv.URL+"&region=us-east-1&use_path_style=true", false)
+	if err == nil || !strings.Contains(err.Error(), "more bytes arrived") {
+		t.Errorf("a body longer than listed: %v", err)
+	}
+	if n := served.Load(); n > 64<<20 {
+		t.Errorf("%d MiB served before the download stopped", n>>20)
+	}
+	var kept int64
+	filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		if info, e := d.Info(); err == nil && e == nil && !d.IsDir() {
+			kept += info.Size()
+		}
+		return nil
+	})
+	if kept > 1<<20 {
+		t.Errorf("%d bytes left in the cache", kept)
 	}
 }

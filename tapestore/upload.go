@@ -289,7 +289,7 @@ func (s *Store) send(ctx context.Context, path string, up *Uploaded, gate func()
 		return nil
 	}
 	up.Proof = "SHA-256 read back"
-	got, n, err := s.hashObject(ctx, up.Key, nil)
+	got, n, err := s.hashObject(ctx, up.Key, up.Size, nil)
 	if err != nil {
 		return fmt.Errorf("after upload, %s did not read back: %w", up.URL, err)
 	}
@@ -330,7 +330,7 @@ func (s *Store) same(ctx context.Context, up *Uploaded, sum string) error {
 			return nil
 		}
 	}
-	got, n, err := s.hashObject(ctx, up.Key, nil)
+	got, n, err := s.hashObject(ctx, up.Key, up.Size, nil)
 	if err != nil {
 		return fmt.Errorf("%s: the key is taken, and it did not read back: %w", up.URL, err)
 	}
@@ -352,16 +352,17 @@ func (s *Store) same(ctx context.Context, up *Uploaded, sum string) error {
 	return nil
 }
 
-// hashObject reads the object under key whole and returns its SHA-256
-// and size; a read that stalls is given up (and tried again).
-func (s *Store) hashObject(ctx context.Context, key string, progress func(done, total int64)) (string, int64, error) {
+// hashObject reads the object under key whole (at most size bytes and
+// one: a longer one is refused) and returns its SHA-256 and size; a read
+// that stalls is given up (and tried again).
+func (s *Store) hashObject(ctx context.Context, key string, size int64, progress func(done, total int64)) (string, int64, error) {
 	type res struct {
 		sum string
 		n   int64
 	}
 	r, err := try(ctx, "GET "+s.Loc.TapeURL(key), 0, func(ctx context.Context) (res, error) { // copyObject watches for stalls
 		h := sha256.New()
-		n, err := s.copyObject(ctx, key, h, progress)
+		n, err := s.copyObject(ctx, key, h, size, progress)
 		return res{hex.EncodeToString(h.Sum(nil)), n}, err
 	})
 	return r.sum, r.n, err
@@ -369,7 +370,7 @@ func (s *Store) hashObject(ctx context.Context, key string, progress func(done, 
 
 // copyObject streams the object under key into w, given up when no byte
 // has come for a request's deadline.
-func (s *Store) copyObject(ctx context.Context, key string, w io.Writer, progress func(done, total int64)) (int64, error) {
+func (s *Store) copyObject(ctx context.Context, key string, w io.Writer, size int64, progress func(done, total int64)) (int64, error) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	dog := watch(cancel, "download of "+s.Loc.TapeURL(key), requestTimeout)
@@ -385,9 +386,18 @@ func (s *Store) copyObject(ctx context.Context, key string, w io.Writer, progres
 			progress(done, total)
 		}
 	}}
-	n, err := io.Copy(w, c)
+	var r io.Reader = c
+	if size >= 0 {
+		// A body longer than the size the store listed (a store that is
+		// not what it says) stops there, not when the disk is full.
+		r = io.LimitReader(c, size+1)
+	}
+	n, err := io.Copy(w, r)
 	if err != nil {
 		return n, stalled(rctx, err)
+	}
+	if size >= 0 && n > size {
+		return n, coded(codeInvalid, fmt.Errorf("%s: more bytes arrived than the %d listed", s.Loc.TapeURL(key), size))
 	}
 	return n, nil
 }
