@@ -157,7 +157,14 @@ type listIterator struct {
 	page          []listObject
 	token         string
 	done          bool
+	seen          map[string]bool // the pages' tokens: a store that repeats one lists for ever
+	listed        int
 }
+
+// maxListed bounds the objects one listing yields: a store that never
+// says its listing is over (new tokens, the same keys) is refused rather
+// than listed until memory runs out.
+const maxListed = 4 << 20
 
 // List lists the keys under prefix (relative to the bucket's), folded at
 // delim when it is not "".
@@ -175,6 +182,18 @@ func (it *listIterator) Next(ctx context.Context) (*listObject, error) {
 		objs, next, err := it.b.d.listPage(ctx, it.b.prefix+it.prefix, it.delim, it.token)
 		if err != nil {
 			return nil, err
+		}
+		if next != "" {
+			if it.seen == nil {
+				it.seen = map[string]bool{}
+			}
+			if it.seen[next] {
+				return nil, coded(codeInvalid, fmt.Errorf("LIST %s: the store gave a page's token again: its listing would not end", it.b.prefix+it.prefix))
+			}
+			it.seen[next] = true
+		}
+		if it.listed += len(objs); it.listed > maxListed {
+			return nil, coded(codeInvalid, fmt.Errorf("LIST %s: over %d objects: list a folder further down", it.b.prefix+it.prefix, maxListed))
 		}
 		it.page, it.token, it.done = objs, next, next == ""
 	}

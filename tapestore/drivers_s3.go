@@ -103,6 +103,13 @@ func openS3(ctx context.Context, u *url.URL) (driver, error) {
 	// IMDS falling back): jukebox says what happened in its own words, and
 	// --json keeps stdout and stderr to what the command prints.
 	cfg.Logger = logging.Nop{}
+	// The SDK reads an answer whole before it decodes it: a listing that
+	// does not end (a store that is not what it says) is cut.
+	base := cfg.HTTPClient
+	if base == nil {
+		base = awshttp.NewBuildableClient()
+	}
+	cfg.HTTPClient = cappedLists{base}
 	b.client = s3.NewFromConfig(cfg, opts...)
 	b.sums = cfg.RequestChecksumCalculation // the transfer manager takes it apart from the client
 	return b, nil
@@ -315,4 +322,43 @@ func (b *s3Bucket) storedCRC32(ctx context.Context, key string) (string, bool, e
 	}
 	sum := aws.ToString(h.ChecksumCRC32)
 	return sum, sum != "", nil
+}
+
+// maxListAnswer bounds an answer to a listing request (a page of 1,000
+// keys is a few hundred kilobytes of XML).
+const maxListAnswer = 16 << 20
+
+// cappedLists is an HTTP client whose answers to listing requests
+// (ListObjectsV2, ListMultipartUploads) are cut past maxListAnswer: the
+// SDK reads an answer whole before it decodes it, and one that did not
+// end ran jukebox out of memory.
+type cappedLists struct{ aws.HTTPClient }
+
+func (c cappedLists) Do(r *http.Request) (*http.Response, error) {
+	resp, err := c.HTTPClient.Do(r)
+	if err != nil || r.Method != http.MethodGet {
+		return resp, err
+	}
+	if q := r.URL.Query(); q.Has("list-type") || q.Has("uploads") {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxListAnswer}
+	}
+	return resp, nil
+}
+
+// cappedBody fails a read past its bytes.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("a listing's answer over %d MiB: not a store's", maxListAnswer>>20)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jukebox-os/jukebox/internal/s3test"
 	"github.com/jukebox-os/jukebox/internal/testenv"
@@ -199,5 +200,58 @@ func TestS3LongerBodyThanListed(t *testing.T) {
 	})
 	if kept > 1<<20 {
 		t.Errorf("%d bytes left in the cache", kept)
+	}
+}
+
+// TestS3ListingThatDoesNotEnd: a store answering a listing with one XML
+// document that did not end ran ls, verify URL and pull out of memory in
+// seconds (the SDK reads an answer whole), and one that gave the same
+// continuation token again listed for ever. Both are refused.
+func TestS3ListingThatDoesNotEnd(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "id")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	page := `<Contents><Key>a.jbx</Key><Size>1</Size></Contents>`
+	for name, serve := range map[string]func(w http.ResponseWriter, served *atomic.Int64){
+		"endless document": func(w http.ResponseWriter, served *atomic.Int64) {
+			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>tapes</Name>`))
+			chunk := []byte(strings.Repeat(page, 1<<14))
+			for served.Load() < 1<<30 { // a bound of the test's own
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+				served.Add(int64(len(chunk)))
+			}
+		},
+		"repeated token": func(w http.ResponseWriter, served *atomic.Int64) {
+			served.Add(1)
+			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>tapes</Name><IsTruncated>true</IsTruncated>` +
+				`<NextContinuationToken>same</NextContinuationToken>` + page + `</ListBucketResult>`))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var served atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/xml")
+				serve(w, &served)
+			}))
+			defer srv.Close()
+			loc, err := Parse("s3://tapes/?endpoint=" + srv.URL + "&region=us-east-1&use_path_style=true")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(context.Background(), loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+			defer cancel()
+			if _, err := s.List(ctx); err == nil || ctx.Err() != nil {
+				t.Errorf("a listing that does not end: %v (%v)", err, ctx.Err())
+			}
+			if name == "endless document" && served.Load() > 64<<20 {
+				t.Errorf("%d MiB served before the listing stopped", served.Load()>>20)
+			}
+		})
 	}
 }
