@@ -124,14 +124,29 @@ func listenPool(path string) (net.Listener, error) {
 	return l, nil
 }
 
+// maxPoolRequest bounds a pool connection's request line, and
+// poolRequestWait the wait for it.
+const (
+	maxPoolRequest  = 1 << 20
+	poolRequestWait = 30 * time.Second
+)
+
 // serveConn records the run a connection asks for: the ready line, then,
 // once the run ended (through the control API, or the connection closed)
 // and its tape is closed, a poolEnd line.
 func (c *ServeCmd) serveConn(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
-	r := bufio.NewReader(conn)
+	// The request line is bounded in size and time: a process of the
+	// user's that sent one without end ran serve out of memory (and tore
+	// the tape of the run it served), one that sent nothing held the pool.
+	r := bufio.NewReaderSize(conn, maxPoolRequest)
 	var req poolRequest
-	line, err := r.ReadBytes('\n')
+	conn.SetReadDeadline(time.Now().Add(poolRequestWait))
+	line, err := r.ReadSlice('\n')
+	conn.SetReadDeadline(time.Time{})
+	if errors.Is(err, bufio.ErrBufferFull) {
+		err = fmt.Errorf("over %d KiB", maxPoolRequest>>10)
+	}
 	if err == nil {
 		err = json.Unmarshal(line, &req)
 	}

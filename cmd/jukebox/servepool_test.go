@@ -37,7 +37,8 @@ func poolRun(t *testing.T, sock, name string) (engine.ServeInfo, *bufio.Reader, 
 // run after run (the Python SDK's tracks no longer start one each), each
 // on a tape of its own, ended through the control API; a second serve on
 // the same socket leaves it to the first; a bad request is answered with
-// exit 2; it exits once --idle passes without a run.
+// exit 2, and so is one whose line does not end; it exits once --idle
+// passes without a run.
 func TestServeSocketRunsOneAfterAnother(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -89,6 +90,25 @@ func TestServeSocketRunsOneAfterAnother(t *testing.T) {
 	conn.Close()
 	if end.Code != ExitUsage || !strings.Contains(end.Error, "JSON line") {
 		t.Errorf("a bad request: %+v", end)
+	}
+	// A request line that does not end (a process of the user's) ran
+	// serve out of memory: it is refused past its bound.
+	conn, err = net.Dial("unix", sock)
+	must(t, err)
+	go func() {
+		chunk := []byte(strings.Repeat("x", 1<<16))
+		for range 1 << 12 { // 256 MiB at most, a bound of the test's own
+			if _, err := conn.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	end = poolEnd{}
+	conn.SetReadDeadline(time.Now().Add(time.Minute)) // a hang guard: serve read on before
+	must(t, json.NewDecoder(conn).Decode(&end))
+	conn.Close()
+	if end.Code != ExitUsage || !strings.Contains(end.Error, "KiB") {
+		t.Errorf("a request line without end: %+v", end)
 	}
 	done := make(chan error, 1)
 	go func() { done <- wait() }()
