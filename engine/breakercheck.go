@@ -142,5 +142,5 @@ func answerOf(seq, reqSeq uint64, resp *tapefmt.LLMResponse, body []byte, reques
 // sees it: its text, checked for near-duplicates as an answer's is, and
 // the cost it reported.
 func turnOf(seq uint64, t *tapefmt.AgentTurn, at time.Time) breaker.Answer {
-	return breaker.Answer{Seq: seq, Model: t.Model, Text: t.Text, Reported: t.CostUSD, At: at}
+	return breaker.Answer{Seq: seq, Model: t.Model, Text: t.Text, Reported: t.Reported(), At: at}
 }

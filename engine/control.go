@@ -103,8 +103,8 @@ func (c *control) Marker(_ context.Context, m controlapi.Marker) (controlapi.Fra
 // and reported cost, and a trip comes back in the answer ("breaker") as
 // well as on the tape.
 func (c *control) Turn(_ context.Context, req controlapi.Turn) (controlapi.TurnAnswer, error) {
-	if req.CostUSD < 0 {
-		return controlapi.TurnAnswer{}, controlapi.BadRequest("cost_usd is negative")
+	if req.CostUSD < 0 || req.CostUSD > tapefmt.MaxTurnCost {
+		return controlapi.TurnAnswer{}, controlapi.BadRequest("cost_usd %g: want a turn's cost, from 0 to %g", req.CostUSD, tapefmt.MaxTurnCost)
 	}
 	t := tapefmt.AgentTurn(req)
 	if t.Agent != "" {

@@ -89,6 +89,10 @@ func TestControlToken(t *testing.T) {
 	if code, _ := controlCall(t, "POST", base+"/v1/turn", token, `{"turn":1,"cost_usd":-1}`); code != http.StatusBadRequest {
 		t.Errorf("a negative cost: %d, want 400", code)
 	}
+	// Two of these summed to +Inf, and ls --json of the folder failed.
+	if code, _ := controlCall(t, "POST", base+"/v1/turn", token, `{"turn":1,"cost_usd":1.7e308}`); code != http.StatusBadRequest {
+		t.Errorf("a cost no turn has: %d, want 400", code)
+	}
 	if env := s.runEnv(false); env[TokenEnv] != token || env["JUKEBOX_CONTROL"] != base {
 		t.Errorf("the agent's environment: %v", env)
 	}

@@ -486,6 +486,22 @@ type AgentTurn struct {
 	Track string `json:"track,omitempty"`
 }
 
+// MaxTurnCost bounds the cost an agent may report for one turn: the
+// control API refuses more, and a tape that says more (written by
+// something else) counts none of it (Reported): two turns of 1.7e308
+// summed to +Inf, which no JSON holds, and ls --json of the whole folder
+// failed.
+const MaxTurnCost = 1e6
+
+// Reported is the cost the turn reports, 0 when it is not one a turn can
+// cost (negative, not a number, over MaxTurnCost).
+func (t *AgentTurn) Reported() float64 {
+	if t.CostUSD > 0 && t.CostUSD <= MaxTurnCost {
+		return t.CostUSD
+	}
+	return 0
+}
+
 // Marker is a label a user or agent put on the timeline.
 type Marker struct {
 	Label string `json:"label"`

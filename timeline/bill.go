@@ -80,12 +80,12 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 			step++
 		case *tapefmt.AgentTurn:
 			lastTurn = cmp.Or(p.Agent, lastTurn)
-			if p.CostUSD > 0 {
+			if p.Reported() > 0 {
 				row := rowOf(by, rows, p.Model, lastTurn, step)
-				row.Cost += p.CostUSD
-				row.Reported += p.CostUSD
-				b.Total.Cost += p.CostUSD
-				b.Total.Reported += p.CostUSD
+				row.Cost += p.Reported()
+				row.Reported += p.Reported()
+				b.Total.Cost += p.Reported()
+				b.Total.Reported += p.Reported()
 			}
 		case *tapefmt.LLMRequest:
 			reqs[p.Call] = req{frame: p, agent: llmwire.AgentOf(p.Header, lastTurn), step: step}

@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -108,5 +109,42 @@ func TestTripEvidence(t *testing.T) {
 	}
 	if r := tl.Row(7); !r.Trip || r.Summary != "tripped repeat: the same call 3 times (frames 2, 4, 6)" {
 		t.Errorf("trip row: %+v", r)
+	}
+}
+
+// TestReportedCostBounded: two turns reporting $1.7e308 each summed to
+// +Inf, which no JSON holds: ls --json of the whole folder failed (and
+// push after its upload). A turn's cost over tapefmt.MaxTurnCost, which
+// the control API refuses, counts for nothing on a tape that holds one.
+func TestReportedCostBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inf.jbx")
+	if err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		w.Append(0, tapefmt.AgentTurn{Turn: 1, CostUSD: 1.7e308})
+		w.Append(0, tapefmt.AgentTurn{Turn: 2, CostUSD: 1.7e308})
+		w.Append(0, tapefmt.AgentTurn{Turn: 3, CostUSD: 0.25})
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	sum, err := Summarize(path, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Reported != 0.25 || sum.Cost != 0.25 {
+		t.Errorf("reported %v, cost %v; want 0.25 each", sum.Reported, sum.Cost)
+	}
+	if _, err := json.Marshal(sum); err != nil {
+		t.Errorf("the summary does not encode: %v", err)
+	}
+	b, err := MakeBill(tp, ByModel)
+	if err != nil || b.Total.Cost != 0.25 {
+		t.Errorf("the bill: %+v, %v", b.Total, err)
 	}
 }

@@ -126,8 +126,8 @@ func describeRest(p tapefmt.Payload) string {
 		if p.Model != "" {
 			extra += " " + p.Model
 		}
-		if p.CostUSD > 0 {
-			extra += fmt.Sprintf(" $%.4f", p.CostUSD)
+		if p.Reported() > 0 {
+			extra += fmt.Sprintf(" $%.4f", p.Reported())
 		}
 		return fmt.Sprintf("turn %d %s%s %s", p.Turn, who, extra, OneLine(p.Text, 50))
 	case *tapefmt.Marker:

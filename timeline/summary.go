@@ -133,7 +133,7 @@ func summarize(path string, t *tapefmt.Tape, calls *callReader) (Summary, error)
 		case *tapefmt.BreakerTrip:
 			s.Breaker = p
 		case *tapefmt.AgentTurn:
-			s.Reported += p.CostUSD // reported by the agent: spending jukebox did not see
+			s.Reported += p.Reported() // reported by the agent: spending jukebox did not see
 		}
 		if calls != nil {
 			calls.frame(t, f, p)
