@@ -74,6 +74,12 @@ type sdkTx struct {
 	scs     []bool
 	inBooth bool     // commits into the booth's transaction (intoBooth)
 	real    *os.Root // the workspace, opened once for checkBase; closed by forget
+	// ended: committed or rolled back (forget), under mu. A request that
+	// found the transaction open and waited for mu behind the one that
+	// ended it is answered as one that came after (not found), and writes
+	// no frame: concurrent commits and rollbacks put tx.rollback frames
+	// after the tx.commit of a transaction that had committed.
+	ended bool
 }
 
 // newSDKTxs are the transactions of a session: a recording, or a fork
@@ -205,6 +211,7 @@ func (t *sdkTxs) takeHeld(st *sdkTx) []HeldCall {
 // forget drops a finished transaction and closes its connections; the
 // MCP calls it held, if any are left, are dropped with it.
 func (t *sdkTxs) forget(ctx context.Context, st *sdkTx) {
+	st.ended = true
 	for _, p := range st.pg {
 		p.Close(ctx)
 	}
@@ -233,6 +240,10 @@ func (t *sdkTxs) closeAll(ctx context.Context) {
 	t.mu.Unlock()
 	for _, st := range open {
 		st.mu.Lock()
+		if st.ended {
+			st.mu.Unlock()
+			continue
+		}
 		t.end(ctx, st, "the run ended with the transaction open")
 		st.tx.Release() // a rollback that failed leaves it to a booth command
 		st.mu.Unlock()

@@ -152,10 +152,19 @@ func (o txOps) StagePath(_ context.Context, req controlapi.PathOf) (controlapi.S
 	return controlapi.Staged{Path: req.Path, Staged: f.Name()}, nil
 }
 
+// ended is the answer to a request that waited for the transaction
+// behind the one that ended it: as if it had come after (not found).
+func (o txOps) ended() error {
+	return controlapi.Failf(http.StatusNotFound, controlapi.TypeNotFound, "no open transaction %q (it has ended)", o.st.tx.ID())
+}
+
 // Commit commits the transaction (sdkTxs.commit).
 func (o txOps) Commit(ctx context.Context) (controlapi.Committed, error) {
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
+	if o.st.ended {
+		return controlapi.Committed{}, o.ended()
+	}
 	return o.t.commit(context.WithoutCancel(ctx), o.st)
 }
 
@@ -163,6 +172,9 @@ func (o txOps) Commit(ctx context.Context) (controlapi.Committed, error) {
 func (o txOps) Rollback(ctx context.Context, req controlapi.Rollback) (controlapi.RolledBack, error) {
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
+	if o.st.ended {
+		return controlapi.RolledBack{}, o.ended()
+	}
 	if err := o.t.end(context.WithoutCancel(ctx), o.st, req.Reason); err != nil {
 		return controlapi.RolledBack{}, txError(err)
 	}
@@ -184,7 +196,7 @@ func txError(err error) error {
 			e.Conflicts[i] = controlapi.Conflict{Path: c.Path, Reason: c.Reason}
 		}
 		return e
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, sandbox.ErrClosed): // a transaction ended meanwhile
 		return controlapi.Fail(http.StatusNotFound, controlapi.TypeNotFound, err)
 	case errors.As(err, new(*pgconn.PgError)):
 		return sqlError(err) // PostgreSQL's, at the commit: its SQLSTATE too
