@@ -187,7 +187,7 @@ func (o txOps) Rollback(ctx context.Context, req controlapi.Rollback) (controlap
 func txError(err error) error {
 	var ce *sandbox.ConflictError
 	switch {
-	case errors.Is(err, sandbox.ErrEscape), errors.Is(err, sandbox.ErrStatePath), errors.Is(err, sandbox.ErrInvalidPath):
+	case errors.Is(err, sandbox.ErrEscape), errors.Is(err, sandbox.ErrStatePath), errors.Is(err, sandbox.ErrInvalidPath), errors.Is(err, sandbox.ErrStateReplaced):
 		return controlapi.Fail(http.StatusForbidden, controlapi.TypeSandboxViolation, err)
 	case errors.As(err, &ce):
 		e := controlapi.Fail(http.StatusConflict, controlapi.TypeCommitConflict, err)

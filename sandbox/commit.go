@@ -48,6 +48,9 @@ func (tx *Tx) Commit(ctx context.Context) (_ ChangeSet, err error) {
 	if err := tx.checkOpen(); err != nil {
 		return ChangeSet{}, err
 	}
+	if err := tx.checkState(); err != nil {
+		return ChangeSet{}, err
+	}
 	if err := tx.checkLive(); err != nil {
 		return ChangeSet{}, err
 	}

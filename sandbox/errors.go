@@ -31,6 +31,9 @@ var (
 	ErrConflict = errors.New("sandbox: conflicting change on the real side")
 	// ErrClosed reports use of a transaction after commit or rollback.
 	ErrClosed = errors.New("sandbox: transaction is closed")
+	// ErrStateReplaced: a folder of the transaction's state (the staging
+	// area, the transaction's folder, .jukebox) is not the one Begin made.
+	ErrStateReplaced = errors.New("sandbox: the transaction's state was replaced")
 	// ErrNoTx reports that no booth transaction matches the request.
 	ErrNoTx = errors.New("sandbox: no such transaction")
 	// ErrUntrusted reports a transaction whose tx.json this user's

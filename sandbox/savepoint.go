@@ -63,11 +63,17 @@ func (tx *Tx) RollbackTo(ctx context.Context, name string) error {
 			}
 		}
 	}
+	if err := tx.checkState(); err != nil {
+		return err
+	}
 	old := tx.upper + ".old"
 	if err := os.Rename(tx.upper, old); err != nil {
 		return fmt.Errorf("sandbox: rollback to: %w", err)
 	}
 	if err := copyTree(tx.savepointDir(i), tx.upper); err != nil {
+		return fmt.Errorf("sandbox: rollback to: %w", err)
+	}
+	if err := tx.pinState(); err != nil { // a new staging area, made here
 		return fmt.Errorf("sandbox: rollback to: %w", err)
 	}
 	for k := i + 1; k < len(tx.meta.Savepoints); k++ {

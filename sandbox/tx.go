@@ -143,6 +143,49 @@ type Tx struct {
 	// owner holds the transaction's owner lock (owner.go) until it is
 	// decided; nil for a staged root's.
 	owner *os.File
+	// pinned are the folders from the workspace down to the staging area
+	// as Begin or Open found them (checkState).
+	pinned []pinnedDir
+}
+
+// pinnedDir is a state folder and what stood there.
+type pinnedDir struct {
+	path string
+	fi   fs.FileInfo
+}
+
+// pinState notes the folders from the workspace's top down to the
+// staging area (.jukebox, its booth folder, the transaction's, upper).
+func (tx *Tx) pinState() error {
+	tx.pinned = nil
+	rel, err := filepath.Rel(tx.ws.root, tx.upper)
+	if err != nil {
+		return err
+	}
+	p := tx.ws.root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		tx.pinned = append(tx.pinned, pinnedDir{p, fi})
+	}
+	return nil
+}
+
+// checkState refuses a commit whose state folders are no longer those
+// Begin made: an agent of the same user that replaced the staging area,
+// or the transaction's folder, by a link had the commit link files from
+// where it pointed into the workspace, and write the journal there.
+func (tx *Tx) checkState() error {
+	for _, d := range tx.pinned {
+		fi, err := os.Lstat(d.path)
+		if err != nil || !fi.IsDir() || !os.SameFile(fi, d.fi) {
+			return fmt.Errorf("%w: %s was replaced since the transaction began (not committed)", ErrStateReplaced, d.path)
+		}
+	}
+	return nil
 }
 
 // Begin starts a transaction over the workspace directory. It touches no
@@ -191,6 +234,9 @@ func begin(dir string, opts Options) (*Tx, error) {
 		return nil, fmt.Errorf("sandbox: begin: %w", err)
 	}
 	tx.readBeginNames()
+	if err := tx.pinState(); err != nil {
+		return nil, fmt.Errorf("sandbox: begin: %w", err)
+	}
 	tx.emit(Event{Kind: EventBegin})
 	return tx, nil
 }
@@ -255,6 +301,9 @@ func open(dir, id string, opts Options) (*Tx, error) {
 	}
 	if tx.begin, err = loadBeginNames(tx.dir); err != nil {
 		return nil, err
+	}
+	if err := tx.pinState(); err != nil {
+		return nil, fmt.Errorf("sandbox: open %s: %w", id, err)
 	}
 	if err := tx.openRoots(); err != nil {
 		return nil, err
