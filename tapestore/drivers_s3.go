@@ -110,6 +110,13 @@ func openS3(ctx context.Context, u *url.URL) (driver, error) {
 		base = awshttp.NewBuildableClient()
 	}
 	cfg.HTTPClient = cappedLists{base}
+	// An answer cut there is the store's doing: asked again, it answers
+	// the same (the SDK's retryer would read it three times over).
+	opts = append(opts, func(o *s3.Options) {
+		if o.Retryer != nil {
+			o.Retryer = noRetryOnCut{o.Retryer}
+		}
+	})
 	b.client = s3.NewFromConfig(cfg, opts...)
 	b.sums = cfg.RequestChecksumCalculation // the transfer manager takes it apart from the client
 	return b, nil
@@ -168,6 +175,9 @@ func (b *s3Bucket) listPage(ctx context.Context, prefix, delim, token string) ([
 		in.ContinuationToken = aws.String(token)
 	}
 	out, err := b.client.ListObjectsV2(ctx, in)
+	if errors.Is(err, errListCut) {
+		return nil, "", coded(codeInvalid, err) // not tried again (try)
+	}
 	if err != nil {
 		return nil, "", b.code(err)
 	}
@@ -345,6 +355,17 @@ func (c cappedLists) Do(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// errListCut is a listing's answer cut at maxListAnswer.
+var errListCut = fmt.Errorf("a listing's answer over %d MiB: not a store's", maxListAnswer>>20)
+
+// noRetryOnCut is a retryer that does not try again a listing whose
+// answer was cut.
+type noRetryOnCut struct{ aws.Retryer }
+
+func (r noRetryOnCut) IsErrorRetryable(err error) bool {
+	return !errors.Is(err, errListCut) && r.Retryer.IsErrorRetryable(err)
+}
+
 // cappedBody fails a read past its bytes.
 type cappedBody struct {
 	io.ReadCloser
@@ -353,7 +374,7 @@ type cappedBody struct {
 
 func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		return 0, fmt.Errorf("a listing's answer over %d MiB: not a store's", maxListAnswer>>20)
+		return 0, errListCut
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
