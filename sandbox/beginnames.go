@@ -90,10 +90,17 @@ func (tx *Tx) readBeginNames() {
 	if os.Geteuid() != 0 {
 		bn.foreign.uid, bn.foreign.gid = os.Geteuid(), os.Getegid()
 	}
+	pinned, pinErr := os.Lstat(out)
 	go func() {
 		defer close(bn.done)
 		keys := walkNames(ctx, root, filepath.ToSlash(skip), since, &bn.foreign)
 		slices.Sort(keys)
+		// Not through a folder put in the transaction's place meanwhile (a
+		// link, by an agent of the same user): checkState refuses the
+		// commit then, and nothing is written where it points.
+		if now, err := os.Lstat(out); pinErr != nil || err != nil || !os.SameFile(now, pinned) {
+			return
+		}
 		if ctx.Err() == nil && writeNames(filepath.Join(out, beginNamesFile), keys) == nil {
 			bn.keys = keys
 		}
