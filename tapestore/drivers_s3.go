@@ -335,8 +335,8 @@ func (b *s3Bucket) storedCRC32(ctx context.Context, key string) (string, bool, e
 }
 
 // maxListAnswer bounds an answer to a listing request (a page of 1,000
-// keys is a few hundred kilobytes of XML).
-const maxListAnswer = 16 << 20
+// keys is a few hundred kilobytes of XML); a variable for a test.
+var maxListAnswer int64 = 16 << 20
 
 // cappedLists is an HTTP client whose answers to listing requests
 // (ListObjectsV2, ListMultipartUploads) are cut past maxListAnswer: the
@@ -356,7 +356,7 @@ func (c cappedLists) Do(r *http.Request) (*http.Response, error) {
 }
 
 // errListCut is a listing's answer cut at maxListAnswer.
-var errListCut = fmt.Errorf("a listing's answer over %d MiB: not a store's", maxListAnswer>>20)
+var errListCut = errors.New("a listing's answer over its bound (16 MiB): not a store's")
 
 // noRetryOnCut is a retryer that does not try again a listing whose
 // answer was cut.
