@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jukebox-os/jukebox/export/tables"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/tapestore"
 )
@@ -76,7 +77,8 @@ func (c *ExportParquetCmd) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(env.Stdout, "exported %d tapes (%d calls, %d runs) in %d files to %s\n", n.Tapes, n.Calls, n.Runs, len(files), c.Output)
+		fmt.Fprintf(env.Stdout, "exported %s (%s, %s) in %s to %s\n", termtext.Count(n.Tapes, "tape", "tapes"),
+			termtext.Count(n.Calls, "call", "calls"), termtext.Count(n.Runs, "run", "runs"), termtext.Count(len(files), "file", "files"), c.Output)
 	}
 	if len(failed) > 0 {
 		return withCode(ExitBadTape, fmt.Errorf("export parquet: %d of %d tapes did not read and were left out: %s",
