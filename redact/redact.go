@@ -18,6 +18,10 @@ func secretHeader(name string) bool {
 	return secretName(name)
 }
 
+// SecretName reports whether a query parameter or environment variable
+// name looks like a credential (api_key, X-Amz-Signature, sig, token...).
+func SecretName(name string) bool { return secretName(name) }
+
 // secretName reports whether a query parameter or environment variable name
 // looks like a credential.
 func secretName(name string) bool {

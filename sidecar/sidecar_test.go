@@ -29,12 +29,7 @@ func TestNoSidecarForAURL(t *testing.T) {
 func TestSidecarFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.jbx")
-	if err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		_, err := w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	smallTape(t, path)
 	if err := WriteFile(filepath.Join(Dir(path), "notes.json"), []byte(`{"a":1}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -62,12 +57,7 @@ func TestSidecarFile(t *testing.T) {
 func TestLinkedFolderRefused(t *testing.T) {
 	dir, elsewhere := t.TempDir(), t.TempDir()
 	path := filepath.Join(dir, "run.jbx")
-	if err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		_, err := w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	smallTape(t, path)
 	os.WriteFile(filepath.Join(elsewhere, "match.json"), []byte(`{"ignore":["messages"]}`), 0o644)
 	if err := os.Symlink(elsewhere, Dir(path)); err != nil {
 		t.Fatal(err)
@@ -85,5 +75,16 @@ func TestLinkedFolderRefused(t *testing.T) {
 	defer tp.Close()
 	if b, err := Read(tp, "match.json"); !errors.Is(err, ErrNotFolder) {
 		t.Errorf("a read through the link: %q, %v", b, err)
+	}
+}
+
+// smallTape writes a tape of a run start alone at path.
+func smallTape(t *testing.T, path string) {
+	t.Helper()
+	if err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		_, err := w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

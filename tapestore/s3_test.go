@@ -4,6 +4,7 @@ package tapestore
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -122,26 +123,22 @@ func TestS3Index(t *testing.T) {
 	}
 }
 
-// TestS3EndlessObjectRefused: a server that answers a small object (a
-// summary, an index record, a sidecar file) with a body that does not
-// end was read into memory until the machine ran out (7 GB in 50 s). The
-// read stops past maxSmallObject and says why, and is not tried again.
-func TestS3EndlessObjectRefused(t *testing.T) {
-	var served atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/octet-stream")
-		buf := make([]byte, 1<<20)
-		for served.Load() < 1<<30 { // a bound of the test's own
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-			served.Add(int64(len(buf)))
-		}
-	}))
-	defer srv.Close()
+// fakeS3 serves h as an S3 endpoint on loopback, with credentials set
+// for the test, and returns the query that reaches it: store URLs are
+// s3://BUCKET/...+fakeS3(t, h).
+func fakeS3(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
 	t.Setenv("AWS_ACCESS_KEY_ID", "id")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
-	loc, err := Parse("s3://tapes/?endpoint=" + srv.URL + "&region=us-east-1&use_path_style=true")
+	return "?endpoint=" + srv.URL + "&region=us-east-1&use_path_style=true"
+}
+
+// openURL opens the store at raw.
+func openURL(t *testing.T, raw string) *Store {
+	t.Helper()
+	loc, err := Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +146,32 @@ func TestS3EndlessObjectRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	_, err = readAll(context.Background(), "GET", s.b, summaryKey("x.jbx"))
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// endless writes chunk to w until the client goes, or 1 GiB (the test's
+// own bound) has gone, counting what went in served.
+func endless(w io.Writer, chunk []byte, served *atomic.Int64) {
+	for served.Load() < 1<<30 {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+		served.Add(int64(len(chunk)))
+	}
+}
+
+// TestS3EndlessObjectRefused: a server that answers a small object (a
+// summary, an index record, a sidecar file) with a body that does not
+// end was read into memory until the machine ran out (7 GB in 50 s). The
+// read stops past maxSmallObject and says why, and is not tried again.
+func TestS3EndlessObjectRefused(t *testing.T) {
+	var served atomic.Int64
+	s := openURL(t, "s3://tapes/"+fakeS3(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		endless(w, make([]byte, 1<<20), &served)
+	}))
+	_, err := readAll(context.Background(), "GET", s.b, summaryKey("x.jbx"))
 	if err == nil || codeOf(err) != codeInvalid || !strings.Contains(err.Error(), "MiB") {
 		t.Errorf("an object that does not end: %v, want a refusal", err)
 	}
@@ -165,26 +186,17 @@ func TestS3EndlessObjectRefused(t *testing.T) {
 // keeps nothing.
 func TestS3LongerBodyThanListed(t *testing.T) {
 	var served atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	q := fakeS3(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", `"e"`)
 		if r.Method == http.MethodHead {
 			w.Header().Set("Content-Length", "1000")
 			return
 		}
-		buf := make([]byte, 1<<20)
-		for served.Load() < 1<<30 { // a bound of the test's own
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-			served.Add(int64(len(buf)))
-		}
-	}))
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "id")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+		endless(w, make([]byte, 1<<20), &served)
+	})
 	cache := t.TempDir()
 	t.Setenv("JUKEBOX_CACHE_DIR", cache)
-	_, err := Fetch(context.Background(), "s3://tapes/t.jbx?endpoint="+srv.URL+"&region=us-east-1&use_path_style=true", false)
+	_, err := Fetch(context.Background(), "s3://tapes/t.jbx"+q, false)
 	if err == nil || !strings.Contains(err.Error(), "more bytes arrived") {
 		t.Errorf("a body longer than listed: %v", err)
 	}
@@ -210,19 +222,11 @@ func TestS3LongerBodyThanListed(t *testing.T) {
 func TestS3ListingThatDoesNotEnd(t *testing.T) {
 	defer func(n int64) { maxListAnswer = n }(maxListAnswer)
 	maxListAnswer = 1 << 20 // the SDK decodes what it reads: 16 MiB of XML took a minute under the race detector
-	t.Setenv("AWS_ACCESS_KEY_ID", "id")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	page := `<Contents><Key>a.jbx</Key><Size>1</Size></Contents>`
 	for name, serve := range map[string]func(w http.ResponseWriter, served *atomic.Int64){
 		"endless document": func(w http.ResponseWriter, served *atomic.Int64) {
 			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>tapes</Name>`))
-			chunk := []byte(strings.Repeat(page, 1<<14))
-			for served.Load() < 1<<30 { // a bound of the test's own
-				if _, err := w.Write(chunk); err != nil {
-					return
-				}
-				served.Add(int64(len(chunk)))
-			}
+			endless(w, []byte(strings.Repeat(page, 1<<14)), served)
 		},
 		"repeated token": func(w http.ResponseWriter, served *atomic.Int64) {
 			served.Add(1)
@@ -232,20 +236,10 @@ func TestS3ListingThatDoesNotEnd(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var served atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := openURL(t, "s3://tapes/"+fakeS3(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/xml")
 				serve(w, &served)
 			}))
-			defer srv.Close()
-			loc, err := Parse("s3://tapes/?endpoint=" + srv.URL + "&region=us-east-1&use_path_style=true")
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := Open(context.Background(), loc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
 			defer cancel()
 			if _, err := s.List(ctx); err == nil || ctx.Err() != nil {

@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/redact"
 )
 
 // Schemes are the stores a URL can name.
@@ -50,26 +52,26 @@ func Parse(raw string) (Location, error) {
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return Location{}, fmt.Errorf("store URL %q: the query does not read: %w", redact(u), err)
+		return Location{}, fmt.Errorf("store URL %q: the query does not read: %w", masked(u), err)
 	}
 	for k, vs := range q {
 		if credentialParam(k) {
-			return Location{}, fmt.Errorf("store URL %s: %q: %s", redact(u), k, noCredentials)
+			return Location{}, fmt.Errorf("store URL %s: %q: %s", masked(u), k, noCredentials)
 		}
 		for _, v := range vs {
 			if e, err := url.Parse(v); err == nil && e.User != nil {
-				return Location{}, fmt.Errorf("store URL %s: %s=: %s", redact(u), k, noCredentials)
+				return Location{}, fmt.Errorf("store URL %s: %s=: %s", masked(u), k, noCredentials)
 			}
 		}
 	}
 	if !slices.Contains(Schemes, u.Scheme) {
-		return Location{}, fmt.Errorf("store URL %q: unknown scheme %q (known: %s)", redact(u), u.Scheme, strings.Join(Schemes, ", "))
+		return Location{}, fmt.Errorf("store URL %q: unknown scheme %q (known: %s)", masked(u), u.Scheme, strings.Join(Schemes, ", "))
 	}
 	if !builtIn[u.Scheme] {
-		return Location{}, fmt.Errorf("store URL %q: this jukebox was built without the %s:// driver; %s", redact(u), u.Scheme, notBuilt[u.Scheme])
+		return Location{}, fmt.Errorf("store URL %q: this jukebox was built without the %s:// driver; %s", masked(u), u.Scheme, notBuilt[u.Scheme])
 	}
 	if u.User != nil {
-		return Location{}, fmt.Errorf("store URL %q: %s", redact(u), noCredentials)
+		return Location{}, fmt.Errorf("store URL %q: %s", masked(u), noCredentials)
 	}
 	loc := Location{Scheme: u.Scheme, shown: raw}
 	var dir, name string
@@ -155,8 +157,9 @@ func (l Location) TapeURL(name string) string {
 	return u.String()
 }
 
-// redact is u without its user information, for a message.
-func redact(u *url.URL) string {
+// masked is u without its user information and the values of its
+// credential parameters, for a message.
+func masked(u *url.URL) string {
 	c := *u
 	c.User = nil
 	parts := strings.Split(c.RawQuery, "&")
@@ -176,14 +179,15 @@ func redact(u *url.URL) string {
 const noCredentials = "credentials do not go in the URL, which is printed and kept in notes; set the store's environment variables (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for S3)"
 
 // credentialParam says whether a store URL's query parameter k names a
-// credential (a key pasted into the URL): the URL is printed and kept in
-// notes beside tapes, so such a URL is refused, and its value never shown.
+// credential (a key pasted into the URL), as the redaction rules name one:
+// the URL is printed and kept in notes beside tapes, so such a URL is
+// refused, and its value never shown. The drivers' own parameters that
+// only look like one (the KMS key's id, the path of GCS's key file) are
+// not credentials.
 func credentialParam(k string) bool {
-	k = strings.ToLower(k)
-	for _, w := range []string{"secret", "password", "passwd", "token", "credential", "signature", "access_key", "accesskey", "sas"} {
-		if strings.Contains(k, w) {
-			return true
-		}
+	switch strings.ToLower(k) {
+	case "kmskeyid", "private_key_path":
+		return false
 	}
-	return k == "sig" || k == "key"
+	return redact.SecretName(k)
 }

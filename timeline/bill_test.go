@@ -42,15 +42,7 @@ func TestBill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp, err := tapefmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
-	sum, err := Summarize(path, tp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tp, sum := summarized(t, path)
 	want := map[string]map[string]float64{
 		ByModel: {"demo-large": 0.0045, "demo-small": 0.0015, "my-local-model": 0},
 		ByAgent: {"planner": 0.0045, "coder": 0.0015},
@@ -128,15 +120,7 @@ func TestReportedCostBounded(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tp, err := tapefmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
-	sum, err := Summarize(path, tp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tp, sum := summarized(t, path)
 	if sum.Reported != 0.25 || sum.Cost != 0.25 {
 		t.Errorf("reported %v, cost %v; want 0.25 each", sum.Reported, sum.Cost)
 	}
@@ -147,4 +131,20 @@ func TestReportedCostBounded(t *testing.T) {
 	if err != nil || b.Total.Cost != 0.25 {
 		t.Errorf("the bill: %+v, %v", b.Total, err)
 	}
+}
+
+// summarized opens the tape at path (closed when the test ends) and
+// summarizes it.
+func summarized(t *testing.T, path string) (*tapefmt.Tape, Summary) {
+	t.Helper()
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Close() })
+	sum, err := Summarize(path, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp, sum
 }

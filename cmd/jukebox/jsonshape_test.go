@@ -279,11 +279,7 @@ func TestJSONShapes(t *testing.T) {
 	// A fork given no --upstream takes the one the tape recorded (it said
 	// so in a key json.md did not list), and pack makes it whole.
 	live := filepath.Join(work, "live.jbx")
-	agent := `import json, os, urllib.request
-body = json.dumps({"model": "demo-large", "messages": [{"role": "user", "content": "hi"}]}).encode()
-urllib.request.urlopen(urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body, {"Content-Type": "application/json"})).read()
-`
-	wantCode(t, ExitOK, "record", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", live, "--", py, "-c", agent)
+	wantCode(t, ExitOK, "record", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", live, "--", py, "-c", oneCallAgent)
 	out, _ = wantCode(t, ExitOK, "fork", "--json", "--no-booth", "--frame", "1", "--model", "demo-small", "-o", filepath.Join(work, "live-fork.jbx"), live)
 	checkShape(t, doc, "fork", out, seen)
 	if !strings.Contains(out, `"upstream_from_tape"`) {

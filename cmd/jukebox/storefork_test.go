@@ -12,6 +12,13 @@ import (
 	"github.com/jukebox-os/jukebox/tapestore"
 )
 
+// oneCallAgent is a Python agent (standard library) that makes one
+// chat completion of demo-large at OPENAI_BASE_URL.
+const oneCallAgent = `import json, os, urllib.request
+body = json.dumps({"model": "demo-large", "messages": [{"role": "user", "content": "hi"}]}).encode()
+urllib.request.urlopen(urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body, {"Content-Type": "application/json"})).read()
+`
+
 // TestForkOfAStoreTapeNamesItsURL: a fork of a tape opened from a store
 // recorded the forker's cache copy of it as its parent's path
 // (~/.cache/jukebox/store/objects/...), which went up to the store with
@@ -26,10 +33,6 @@ func TestForkOfAStoreTapeNamesItsURL(t *testing.T) {
 	sc := fileStore(t)
 	dir := t.TempDir()
 	cache := filepath.Join(t.TempDir(), "cache")
-	agent := `import json, os, urllib.request
-body = json.dumps({"model": "demo-large", "messages": [{"role": "user", "content": "hi"}]}).encode()
-urllib.request.urlopen(urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body, {"Content-Type": "application/json"})).read()
-`
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := jukeboxCmd(t.Context(), dir, args...)
@@ -40,7 +43,7 @@ urllib.request.urlopen(urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/
 		}
 		return string(out)
 	}
-	run("record", "--upstream", "openai="+srv.OpenAIBaseURL(), "--store", sc.url, "-o", "parent.jbx", "--", py, "-c", agent)
+	run("record", "--upstream", "openai="+srv.OpenAIBaseURL(), "--store", sc.url, "-o", "parent.jbx", "--", py, "-c", oneCallAgent)
 	var listed []tapestore.Entry
 	must(t, json.Unmarshal([]byte(run("ls", "--json", sc.url)), &listed))
 	if len(listed) != 1 {
