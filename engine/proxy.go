@@ -48,6 +48,9 @@ type exchange struct {
 	// relayed (EventChunk).
 	onChunk func([]byte)
 	dec     decoded // the body decoded and parsed, once (decode)
+	// scan, when set, masks a streamed answer for the tape as it is
+	// relayed (scanFeed); its frame is written from it.
+	scan *tapefmt.StreamScan
 }
 
 // matchRequest is x as the matcher sees it.
@@ -228,6 +231,10 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if pr, ok := p.backend.(preparer); ok {
 		pr.prepare(x)
 	}
+	if p.overlaps() {
+		p.serveOverlapped(w, x)
+		return
+	}
 	if err := p.recordRequest(x); err != nil {
 		apiError(w, http.StatusInternalServerError, "jukebox: "+err.Error())
 		return
@@ -244,17 +251,14 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if p.onEvent != nil && live {
 		x.onChunk = func(b []byte) { p.emit(Event{Kind: EventChunk, Call: x.call, Data: bytes.Clone(b)}) }
 	}
+	if isLive(p.backend) && p.tape != nil {
+		x.scan = p.tape.NewStreamScan()
+	}
 	a := p.backend.respond(w, x)
 	if !a.live && llmwire.Refused(&a.resp) {
 		p.control.replayedTrip(&a.resp) // the breaker tripped here when recorded
 	}
-	if a.live && a.resp.Status == 0 && a.resp.Error != "" && !strings.HasPrefix(a.resp.Error, errAgentClosed) {
-		// No answer at all: an answer that broke off after its status
-		// reached the upstream (it is on the tape as it came).
-		if p.liveFailed.Add(1) == 1 {
-			p.liveErr.Store(&a.resp.Error)
-		}
-	}
+	p.liveFailure(a)
 	usage := p.recordResponse(x, a)
 	a.finish(w)
 	if p.guard != nil && a.live {
@@ -265,6 +269,75 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	if a.abort {
 		panic(http.ErrAbortHandler) // resets the child's connection
+	}
+}
+
+// overlaps says whether a model call's request frame is written while
+// the call goes to its upstream (serveOverlapped): when recording live,
+// with a tape and no circuit breaker, which must see the request, and
+// refuse it, before it goes.
+func (p *proxy) overlaps() bool {
+	return isLive(p.backend) && p.tape != nil && p.guard == nil
+}
+
+// isLive says whether b is the live upstream (record), which relays
+// every answer as it arrives.
+func isLive(b backend) bool {
+	_, ok := b.(*live)
+	return ok
+}
+
+// serveOverlapped answers a live call while its request frame is being
+// written, on another core: storing the request (masked, hashed,
+// delta-encoded, compressed) and parsing it take about as long as a
+// loopback upstream takes to answer, and the agent waited for both in
+// turn. The answer's frame is written once the request's is (so the
+// tape has them in order), and the answer's last bytes reach the agent
+// after that, as on the sequential path. A request frame that cannot be
+// written fails the run (writeErr) with the call made: it went out before
+// the failure was known.
+func (p *proxy) serveOverlapped(w http.ResponseWriter, x *exchange) {
+	recorded := make(chan error, 1)
+	go func() { recorded <- p.recordRequest(x) }()
+	var once sync.Once
+	var reqErr error
+	wait := func() error {
+		once.Do(func() { reqErr = <-recorded })
+		return reqErr
+	}
+	if p.onEvent != nil {
+		// A call's chunks follow its request, for whoever hears them.
+		x.onChunk = func(b []byte) {
+			if wait() == nil {
+				p.emit(Event{Kind: EventChunk, Call: x.call, Data: bytes.Clone(b)})
+			}
+		}
+	}
+	x.scan = p.tape.NewStreamScan()
+	a := p.backend.respond(w, x)
+	if err := wait(); err != nil {
+		p.wrote("llm.request of call "+fmt.Sprint(x.call), err)
+		a.finish(w)
+		if a.abort {
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
+	p.liveFailure(a)
+	p.recordResponse(x, a)
+	a.finish(w)
+	if a.abort {
+		panic(http.ErrAbortHandler) // resets the child's connection
+	}
+}
+
+// liveFailure counts a live call that had no answer at all (not one that
+// broke off after its status: that is on the tape as it came).
+func (p *proxy) liveFailure(a answer) {
+	if a.live && a.resp.Status == 0 && a.resp.Error != "" && !strings.HasPrefix(a.resp.Error, errAgentClosed) {
+		if p.liveFailed.Add(1) == 1 {
+			p.liveErr.Store(&a.resp.Error)
+		}
 	}
 }
 
@@ -431,7 +504,7 @@ func (p *proxy) recordResponse(x *exchange, a answer) *llmwire.CallUsage {
 	}
 	defer p.answered()
 	if len(a.body) > 0 {
-		h, chunks, err := p.tape.PutStream(x.provider.Name+" "+x.path+" response", a.body, a.resp.Chunks)
+		h, chunks, err := p.tape.PutStreamScanned(x.provider.Name+" "+x.path+" response", a.body, a.resp.Chunks, x.scan)
 		a.resp.Chunks = chunks
 		if err != nil {
 			a.resp.Error = strings.TrimSpace(a.resp.Error + "; " + err.Error())

@@ -198,7 +198,7 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	w.WriteHeader(resp.StatusCode)
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || (x.plain && resp.ContentLength < 0)
 	rc := http.NewResponseController(w)
-	var body bytes.Buffer
+	var body []byte // only appended to (scanFeed)
 	buf := make([]byte, 32<<10)
 	// An answer that is not streamed goes on a read behind: its last
 	// piece (a.tail) reaches the agent only once its frame is on the
@@ -207,6 +207,10 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 	// before it.
 	var held []byte
 	gone := x.req.Context().Done() // the agent closed its connection
+	var feed *scanFeed
+	if stream && x.scan != nil {
+		feed = newScanFeed(x.scan)
+	}
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 && closed(gone) {
@@ -216,10 +220,10 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 			break
 		}
 		if n > 0 {
-			body.Write(buf[:n])
+			body = append(body, buf[:n]...)
 			piece := buf[:n]
 			if stream {
-				a.resp.Chunks = append(a.resp.Chunks, tapefmt.Chunk{End: int64(body.Len()), At: int64(time.Since(x.start))})
+				a.resp.Chunks = append(a.resp.Chunks, tapefmt.Chunk{End: int64(len(body)), At: int64(time.Since(x.start))})
 			} else {
 				piece, held = held, append(held[:0:0], piece...)
 			}
@@ -230,6 +234,9 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 			}
 			if x.onChunk != nil {
 				x.onChunk(buf[:n])
+			}
+			if feed != nil {
+				feed.add(body)
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -244,13 +251,64 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 			break
 		}
 	}
-	a.body, a.tail = body.Bytes(), held
+	if feed != nil {
+		feed.finish(body) // before the answer's frame is written
+	}
+	a.body, a.tail = body, held
 	for k, vs := range resp.Trailer { // gRPC's status, a checksum
 		w.Header()[http.TrailerPrefix+k] = vs
 	}
-	a.resp.Size, a.resp.Elapsed = int64(body.Len()), int64(time.Since(x.start))
+	a.resp.Size, a.resp.Elapsed = int64(len(body)), int64(time.Since(x.start))
 	readAnswer(&a, x, resp.Header)
 	return a
+}
+
+// scanFeed hands a streamed answer, as it is relayed, to the scan that
+// masks it for the tape (tapefmt.StreamScan), which reads it on another
+// core: what is left when the answer ends is masking its joined texts,
+// not reading its events, and the agent waits for its last bytes until
+// the answer's frame is written. The answer goes in pieces of at least
+// scanPiece bytes, so that the scan is woken a few times an answer, not
+// once a chunk.
+type scanFeed struct {
+	scan *tapefmt.StreamScan
+	sent int // bytes of the body handed over
+	ch   chan []byte
+	done chan struct{}
+}
+
+const scanPiece = 4 << 10
+
+func newScanFeed(scan *tapefmt.StreamScan) *scanFeed {
+	f := &scanFeed{scan: scan, ch: make(chan []byte, 16), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		for p := range f.ch {
+			scan.Write(p)
+		}
+	}()
+	return f
+}
+
+// add hands over what body, the answer so far, holds past what was
+// handed over, once that is scanPiece bytes. The pieces are body's own
+// bytes: relay only appends to body, so the scan reads bytes nothing
+// writes again.
+func (f *scanFeed) add(body []byte) {
+	if len(body)-f.sent >= scanPiece {
+		f.ch <- body[f.sent:len(body):len(body)]
+		f.sent = len(body)
+	}
+}
+
+// finish hands over the rest of body, the whole answer, and waits for
+// the scan to read it.
+func (f *scanFeed) finish(body []byte) {
+	if len(body) > f.sent {
+		f.ch <- body[f.sent:len(body):len(body)]
+	}
+	close(f.ch)
+	<-f.done
 }
 
 // closed says whether done is closed, without waiting.

@@ -64,6 +64,22 @@ func (f *Filter) Stream(data []byte, chunks tapefmt.Chunks) ([]byte, tapefmt.Chu
 	return f.changed(data, out), chunks
 }
 
+// NewStream starts the scan of a streamed body as it arrives
+// (tapefmt.Writer.NewStreamScan): its Finish is Stream.
+func (f *Filter) NewStream() tapefmt.StreamScanner { return filterScan{f, f.mask.NewStream()} }
+
+type filterScan struct {
+	f    *Filter
+	scan *StreamScan
+}
+
+func (s filterScan) Write(p []byte) { s.scan.Write(p) }
+
+func (s filterScan) Finish(data []byte, chunks tapefmt.Chunks) ([]byte, tapefmt.Chunks) {
+	out, chunks := s.scan.Finish(data, chunks)
+	return s.f.changed(data, out), chunks
+}
+
 // changed notes the length of out when masking changed it.
 func (f *Filter) changed(in, out []byte) []byte {
 	if len(out) != len(in) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -30,22 +31,159 @@ type piece struct {
 
 // Stream masks a streamed body and moves its chunk table to fit.
 func (m *Masker) Stream(data []byte, chunks tapefmt.Chunks) ([]byte, tapefmt.Chunks) {
-	events := splitEvents(data)
-	if len(events) < 2 {
+	var s StreamScan
+	s.m = m
+	s.data = data
+	s.cut()
+	return s.finish(chunks)
+}
+
+// StreamScan does Stream's reading of a body as it arrives: it cuts the
+// events out and walks their JSON, so that what is left when the body is
+// whole (Finish) is masking the joined texts and the events. Write and
+// Finish are called from one goroutine at a time.
+type StreamScan struct {
+	m    *Masker
+	data []byte // what was written, in the scan's own copy
+	// next is where the event being cut starts; line, where its next
+	// line does.
+	next, line int
+	evs        []event
+	ps         *placeSet // the places of the events' strings, by path
+	w          jsonWalker
+}
+
+// placeSet is the places of one body's strings: one per JSON path, a
+// piece for each event that has it. Those of a finished scan are kept for
+// the next (placePool): a streamed answer's places take as many pieces as
+// it has events, made again for every answer of a run.
+type placeSet struct {
+	byPath map[string]*place
+	order  []*place // in the order of their first pieces
+	spare  []*place
+}
+
+var placePool = sync.Pool{New: func() any { return &placeSet{byPath: map[string]*place{}} }}
+
+// maxPooledText is the longest joined text a place keeps for reuse.
+const maxPooledText = 64 << 10
+
+// at is the place of path, made (or taken from the spares) when new.
+func (ps *placeSet) at(path []byte) *place {
+	if pl := ps.byPath[string(path)]; pl != nil { // looked up without a copy of path
+		return pl
+	}
+	var pl *place
+	if n := len(ps.spare); n > 0 {
+		pl, ps.spare = ps.spare[n-1], ps.spare[:n-1]
+	} else {
+		pl = &place{pieces: make([]piece, 0, 64), ends: make([]int, 0, 64)}
+	}
+	ps.byPath[string(path)] = pl
+	ps.order = append(ps.order, pl)
+	return pl
+}
+
+// release empties ps into placePool.
+func (ps *placeSet) release() {
+	for _, pl := range ps.order {
+		if cap(pl.text) <= maxPooledText {
+			clear(pl.pieces) // their texts
+			pl.pieces, pl.text, pl.ends = pl.pieces[:0], pl.text[:0], pl.ends[:0]
+			ps.spare = append(ps.spare, pl)
+		}
+	}
+	clear(ps.order)
+	ps.order = ps.order[:0]
+	clear(ps.byPath)
+	placePool.Put(ps)
+}
+
+// NewStream starts the scan of a body that will be written to it.
+func (m *Masker) NewStream() *StreamScan { return &StreamScan{m: m} }
+
+// Write adds p, the next bytes of the body, and reads the events it ends.
+func (s *StreamScan) Write(p []byte) {
+	s.data = append(s.data, p...)
+	s.cut()
+}
+
+// Finish masks data, the whole body, as Stream does, with the scan's
+// work: when data is not exactly what was written, Stream reads it anew.
+func (s *StreamScan) Finish(data []byte, chunks tapefmt.Chunks) ([]byte, tapefmt.Chunks) {
+	if !bytes.Equal(data, s.data) {
+		return s.m.Stream(data, chunks)
+	}
+	return s.finish(chunks)
+}
+
+// cut cuts the events that end in s.data (after each blank line) and
+// walks each one's data line. The cuts made on a part of a body are the
+// first cuts made on the whole: a cut depends on the bytes before it.
+func (s *StreamScan) cut() {
+	for {
+		nl := bytes.IndexByte(s.data[s.line:], '\n')
+		if nl < 0 {
+			return
+		}
+		line := s.data[s.line : s.line+nl+1]
+		s.line += nl + 1
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			s.evs = append(s.evs, event{raw: s.data[s.next:s.line:s.line]})
+			s.walk(len(s.evs) - 1)
+			s.next = s.line
+		}
+	}
+}
+
+// walk adds the string values of event i to their places.
+func (s *StreamScan) walk(i int) {
+	if s.ps == nil {
+		s.ps = placePool.Get().(*placeSet)
+	}
+	ev := &s.evs[i]
+	ev.masked = ev.raw
+	line, start := dataLine(ev.raw)
+	s.w.walk(line, func(path []byte, from, to int, text []byte) {
+		s.ps.at(path).add(piece{event: i, from: start + from, to: start + to}, text)
+	})
+}
+
+// finish masks the whole body, s.data, cut and walked up to its end.
+func (s *StreamScan) finish(chunks tapefmt.Chunks) ([]byte, tapefmt.Chunks) {
+	defer func() {
+		if s.ps != nil {
+			s.ps.release() // nothing returned holds a place's memory
+			s.ps = nil
+		}
+	}()
+	m, data := s.m, s.data
+	if !bytes.HasPrefix(data, []byte("data:")) && !bytes.Contains(data, []byte("\ndata:")) || len(s.evs) == 0 && s.next == len(data) {
+		// Not server-sent events (nor any event at all).
 		masked := m.Mask(data)
 		return masked, moveChunks(chunks, []int{len(data)}, []int{len(masked)})
 	}
-	m.maskJoined(events)
+	if s.next < len(data) {
+		s.evs = append(s.evs, event{raw: data[s.next:len(data):len(data)]})
+		s.walk(len(s.evs) - 1)
+		s.next = len(data)
+	}
+	if len(s.evs) < 2 {
+		masked := m.Mask(data)
+		return masked, moveChunks(chunks, []int{len(data)}, []int{len(masked)})
+	}
+	evs := s.evs
+	m.maskPlaces(evs, s.ps.order)
 	// Where the rules find nothing in the whole body they find nothing in
 	// any of its events (each is a part of it after a line's end).
 	mask := m.Mask
 	if !anyRule(data) {
 		mask = m.maskPatterns
 	}
-	olds, news := make([]int, len(events)), make([]int, len(events))
+	olds, news := make([]int, len(evs)), make([]int, len(evs))
 	out := make([]byte, 0, len(data)+len(data)/8)
 	oldEnd := 0
-	for i, ev := range events {
+	for i, ev := range evs {
 		oldEnd += len(ev.raw)
 		out = append(out, mask(ev.masked)...)
 		olds[i], news[i] = oldEnd, len(out)
@@ -58,51 +196,9 @@ type event struct {
 	raw, masked []byte
 }
 
-// splitEvents cuts an SSE body after each blank line; nil when it does
-// not look like server-sent events.
-func splitEvents(data []byte) []event {
-	if !bytes.HasPrefix(data, []byte("data:")) && !bytes.Contains(data, []byte("\ndata:")) {
-		return nil
-	}
-	var evs []event
-	start := 0
-	for i := 0; i < len(data); {
-		nl := bytes.IndexByte(data[i:], '\n')
-		if nl < 0 {
-			break
-		}
-		line := data[i : i+nl+1]
-		i += nl + 1
-		if len(bytes.TrimRight(line, "\r\n")) == 0 {
-			evs = append(evs, event{raw: data[start:i]})
-			start = i
-		}
-	}
-	if start < len(data) {
-		evs = append(evs, event{raw: data[start:]})
-	}
-	return evs
-}
-
-// maskJoined masks the joined text of each place across the events and
+// maskPlaces masks the joined text of each place across the events and
 // sets each event's masked bytes.
-func (m *Masker) maskJoined(evs []event) {
-	places := map[string]*place{}
-	var order []*place
-	var w jsonWalker
-	for i := range evs {
-		evs[i].masked = evs[i].raw
-		line, start := dataLine(evs[i].raw)
-		w.walk(line, func(path []byte, from, to int, text []byte) {
-			pl := places[string(path)] // looked up without a copy of path
-			if pl == nil {
-				pl = &place{pieces: make([]piece, 0, len(evs)), ends: make([]int, 0, len(evs))}
-				places[string(path)] = pl
-				order = append(order, pl)
-			}
-			pl.add(piece{event: i, from: start + from, to: start + to}, text)
-		})
-	}
+func (m *Masker) maskPlaces(evs []event, order []*place) {
 	edits := map[int][]piece{} // per event, the pieces to write back
 	for _, pl := range order {
 		// Mask returns its argument itself when nothing matched: most

@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,5 +77,50 @@ func TestStreamSplitSecret(t *testing.T) {
 	got2, _ := NewFilter(m2).Stream(body2, chunks2)
 	if assembled(t, got2) != text {
 		t.Errorf("assembled %q and %q differ", assembled(t, got2), text)
+	}
+}
+
+// TestStreamScanIsStream: a body written to a StreamScan in pieces of
+// any size masks to the bytes and chunk table Stream gives for it whole:
+// a secret split across events, a default credential, a body that is not
+// server-sent events, one with no blank line at its end, CRLF lines, an
+// empty one. A body other than the one written is read anew, never
+// masked from the scan of another.
+func TestStreamScanIsStream(t *testing.T) {
+	t.Parallel()
+	m, err := NewMasker([]string{`SECRET-PROMPT`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, splitChunks := sse("The code is ", "SEC", "RET", "-PROM", "PT", ", keep it.")
+	key, keyChunks := sse("use ", "sk-proj-", "abcdefghijklmnopqrstuvwxyz012345", " now")
+	bodies := []struct {
+		data   []byte
+		chunks tapefmt.Chunks
+	}{
+		{split, splitChunks},
+		{key, keyChunks},
+		{[]byte(`{"choices":[{"message":{"content":"SECRET-PROMPT"}}]}`), nil},
+		{[]byte("data: {\"t\":\"SECRET-\"}\r\n\r\ndata: {\"t\":\"PROMPT\"}\r\n\r\ndata: {\"t\":\"x\"}"), nil},
+		{[]byte("data: {\"t\":\"SECRET-PROMPT\"}"), nil},
+		{nil, nil},
+	}
+	for n, b := range bodies {
+		want, wantChunks := m.Stream(b.data, b.chunks)
+		for size := 1; size <= len(b.data)+1; size++ {
+			s := m.NewStream()
+			for i := 0; i < len(b.data); i += size {
+				s.Write(b.data[i:min(i+size, len(b.data))])
+			}
+			got, gotChunks := s.Finish(b.data, b.chunks)
+			if !bytes.Equal(got, want) || !slices.Equal(gotChunks, wantChunks) {
+				t.Fatalf("body %d written %d bytes at a time: %q %v, want %q %v", n, size, got, gotChunks, want, wantChunks)
+			}
+		}
+	}
+	s := m.NewStream()
+	s.Write([]byte("data: {\"t\":\"harmless\"}\n\n"))
+	if got, _ := s.Finish(split, splitChunks); bytes.Contains(got, []byte("PROM")) {
+		t.Fatalf("a body other than the one written was masked from its scan: %q", got)
 	}
 }

@@ -72,6 +72,42 @@ type Filter interface {
 	Stream(data []byte, chunks Chunks) ([]byte, Chunks)
 }
 
+// A StreamScanner is a Filter's Stream done as the body arrives: Write
+// is given the body's bytes in order, Finish the whole body, and returns
+// what Stream would (reading data anew when it is not what was written).
+type StreamScanner interface {
+	Write(p []byte)
+	Finish(data []byte, chunks Chunks) ([]byte, Chunks)
+}
+
+// streamFilter is a Filter that can scan a streamed body as it arrives.
+type streamFilter interface {
+	NewStream() StreamScanner
+}
+
+// StreamScan is the scan of a streamed body for one Writer's Filter
+// (NewStreamScan), which PutStreamScanned finishes: the work of masking a
+// body, done while it arrives, off the time the agent waits for the body's
+// frame. Write is called from one goroutine at a time, and not after the
+// body is given to PutStreamScanned.
+type StreamScan struct {
+	w    *Writer
+	scan StreamScanner
+}
+
+// Write adds the body's next bytes to the scan.
+func (s *StreamScan) Write(p []byte) { s.scan.Write(p) }
+
+// NewStreamScan starts the scan of a streamed body for PutStreamScanned;
+// nil when the Writer's Filter has none (or there is no Filter: nothing to
+// do ahead).
+func (w *Writer) NewStreamScan() *StreamScan {
+	if f, ok := w.opts.Filter.(streamFilter); ok {
+		return &StreamScan{w: w, scan: f.NewStream()}
+	}
+	return nil
+}
+
 // Observer sees what a Writer writes, as it is written: for a live
 // consumer of a tape (the OpenTelemetry export) that must never slow the
 // writer. ObserveStart is called once, by Create or NewWriter; ObserveBlob
@@ -359,6 +395,19 @@ func (w *Writer) PutStream(laneName string, data []byte, chunks Chunks) (Hash, C
 	if w.opts.Filter != nil {
 		data, chunks = w.opts.Filter.Stream(data, chunks)
 	}
+	h, err := w.storeBlob(laneName, data)
+	return h, chunks, err
+}
+
+// PutStreamScanned is PutStream of data, the whole body whose bytes
+// were written to scan, a scan of this Writer (NewStreamScan): its Filter
+// finishes the scan's work instead of starting over. A nil scan, or one of
+// another Writer, is PutStream.
+func (w *Writer) PutStreamScanned(laneName string, data []byte, chunks Chunks, scan *StreamScan) (Hash, Chunks, error) {
+	if scan == nil || scan.w != w {
+		return w.PutStream(laneName, data, chunks)
+	}
+	data, chunks = scan.scan.Finish(data, chunks)
 	h, err := w.storeBlob(laneName, data)
 	return h, chunks, err
 }
