@@ -70,6 +70,7 @@ func BuildJukebox(dir string) (string, error) {
 	}
 	bin := filepath.Join(dir, "jukebox")
 	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/...") // jukebox-booth beside it, as installed
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")                                       // as README installs it
 	build.Dir = strings.TrimSpace(string(mod))
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v %s", err, out)
