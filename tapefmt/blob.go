@@ -215,46 +215,58 @@ func expandWhole(enc uint8, st []byte, n int, off int64) ([]byte, error) {
 // applyDelta rebuilds an n-byte blob from a parsed delta (encoding 2 or 3)
 // and its decoded base.
 func applyDelta(enc uint8, d deltaRef, base []byte, n int, off int64) ([]byte, error) {
+	pre, mid, suf, err := deltaParts(enc, d, base, n, off)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, n)
+	out = append(out, pre...)
+	out = append(out, mid...)
+	return append(out, suf...), nil
+}
+
+// deltaParts checks a parsed delta (encoding 2 or 3) against its decoded
+// base and an n-byte blob, and returns the blob's three parts: the
+// base's prefix, the middle (decompressed), the base's suffix.
+func deltaParts(enc uint8, d deltaRef, base []byte, n int, off int64) (pre, mid, suf []byte, err error) {
 	// Compared without adding: both lengths come from the file, and their
 	// sum may wrap around.
 	take := uint64(min(len(base), n))
 	if d.prefix > take || d.suffix > take-d.prefix {
-		return nil, formatErr(off, "delta takes %d+%d bytes from a %d-byte base for a %d-byte blob", d.prefix, d.suffix, len(base), n)
+		return nil, nil, nil, formatErr(off, "delta takes %d+%d bytes from a %d-byte base for a %d-byte blob", d.prefix, d.suffix, len(base), n)
 	}
 	mid, midLen := d.middle, n-int(d.prefix+d.suffix)
 	if enc == encDeltaZstd {
-		var err error
 		if mid, err = decompress(mid, midLen, off); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if len(mid) != midLen {
-		return nil, formatErr(off, "delta middle is %d bytes, want %d", len(mid), midLen)
+		return nil, nil, nil, formatErr(off, "delta middle is %d bytes, want %d", len(mid), midLen)
 	}
-	out := make([]byte, 0, n)
-	out = append(out, base[:d.prefix]...)
-	out = append(out, mid...)
-	return append(out, base[uint64(len(base))-d.suffix:]...), nil
+	return base[:d.prefix], mid, base[uint64(len(base))-d.suffix:], nil
 }
 
 // readsBack reports whether stored bytes chosen by encodeBlob decode to
 // data again, through the reader's own functions. The writer checks every
-// blob this way before writing it.
+// blob this way before writing it; a delta's parts are compared where
+// they are, without the blob made whole.
 func readsBack(enc uint8, stored, data, base []byte) bool {
-	var got []byte
-	var err error
 	switch enc {
 	case encRaw, encZstd:
-		got, err = expandWhole(enc, stored, len(data), 0)
-	default:
-		var d deltaRef
-		// The record's own offset is not known yet; any offset past the
-		// base passes parseDelta's backward-pointing check.
-		if d, err = parseDelta(stored, 1<<62); err == nil {
-			got, err = applyDelta(enc, d, base, len(data), 0)
-		}
+		got, err := expandWhole(enc, stored, len(data), 0)
+		return err == nil && bytes.Equal(got, data)
 	}
-	return err == nil && bytes.Equal(got, data)
+	// The record's own offset is not known yet; any offset past the base
+	// passes parseDelta's backward-pointing check.
+	d, err := parseDelta(stored, 1<<62)
+	if err != nil {
+		return false
+	}
+	pre, mid, suf, err := deltaParts(enc, d, base, len(data), 0)
+	return err == nil && len(pre)+len(mid)+len(suf) == len(data) &&
+		bytes.Equal(pre, data[:len(pre)]) && bytes.Equal(mid, data[len(pre):len(pre)+len(mid)]) &&
+		bytes.Equal(suf, data[len(pre)+len(mid):])
 }
 
 // deltaRef is the parsed head of a delta's stored bytes.

@@ -411,6 +411,30 @@ func TestReadsBack(t *testing.T) {
 	if readsBack(encZstd, bad, data, nil) || readsBack(encZstd, compress(mutated(data)), data, nil) || readsBack(encRaw, data[1:], data, nil) {
 		t.Fatal("stored bytes that do not give the blob back pass the check")
 	}
+	// Deltas, compared part by part: the next request of a conversation
+	// against the one before.
+	next := append(bytes.Clone(data[:len(data)-2]), []byte(`,{"role":"user","content":"`+strings.Repeat("go on, ", 40)+`"}]}`)...)
+	seen := map[uint8]bool{}
+	for _, raw := range []bool{false, true} {
+		enc, _, st := encodeBlob(next, data, fileHeaderSize, 0)
+		if raw && enc == encDeltaZstd { // the middle as it is
+			d, _ := parseDelta(st, 1<<62)
+			mid, _ := decompress(d.middle, len(next)-int(d.prefix+d.suffix), 0)
+			enc, st = encDelta, append(st[:len(st)-len(d.middle):len(st)-len(d.middle)], mid...)
+		}
+		if enc != encDelta && enc != encDeltaZstd || !readsBack(enc, st, next, data) {
+			t.Fatalf("a good delta (encoding %d) does not read back", enc)
+		}
+		if readsBack(enc, st, mutated(next), data) || readsBack(enc, st, next[:len(next)-1], data) ||
+			readsBack(enc, st, append(bytes.Clone(next), 'x'), data) || readsBack(enc, st, next, mutated(data)) ||
+			readsBack(enc, st, next, data[:len(data)/2]) {
+			t.Fatalf("a delta (encoding %d) that does not give the blob back passes the check", enc)
+		}
+		seen[enc] = true
+	}
+	if !seen[encDelta] || !seen[encDeltaZstd] {
+		t.Fatalf("encodings checked %v, want both deltas", seen)
+	}
 }
 
 // TestCommonAffixes holds commonAffixes, which compares blocks at a time,
