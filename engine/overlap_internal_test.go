@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -165,3 +166,83 @@ func TestOverlappedRequestWriteErrorReachesTheRun(t *testing.T) {
 		t.Fatalf("%d calls left in flight, want 0", p.inflight)
 	}
 }
+
+// TestOverlappedRequestsInCallOrder: an agent that stops reading a stream
+// at its [DONE] event and sends its next call at once on a new connection
+// (the demo agent, clients that close on their protocol's end) had call
+// 0's request frame, written beside the upstream call, land after call
+// 1's on 4 of 10 tapes: request frames follow the calls' order.
+func TestOverlappedRequestsInCallOrder(t *testing.T) {
+	var buf bytes.Buffer
+	// Storing call 0's request takes a while, as on a loaded machine.
+	w, err := tapefmt.NewWriter(&buf, tapefmt.Options{Sync: tapefmt.SyncNever, Filter: slowFirst{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := overlapProxy(t, sseUpstream(t, 20).URL+"/v1", w, nil)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	history := strings.Repeat(`{"role":"user","content":"`+strings.Repeat("words ", 1000)+`"},`, 8) // about 48 KB
+	const calls = 30
+	for i := range calls {
+		body := fmt.Sprintf(`{"model":"gpt-4o-mini","stream":true,"messages":[%s{"role":"user","content":"call %d"}]}`, history, i)
+		resp, err := client.Post(p.baseURL(providers[0])+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		chunk := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(chunk)
+			got = append(got, chunk[:n]...)
+			if bytes.Contains(got, []byte("data: [DONE]\n\n")) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("call %d: %v after %q", i, err, got)
+			}
+		}
+		resp.Body.Close() // at [DONE], before the body's end
+	}
+	// The last call's frames are written once its handler ends, which
+	// Close waits for.
+	p.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tape, err := tapefmt.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []uint64
+	for f, err := range tape.Frames(tapefmt.KindLLMRequest) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := f.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, pl.(*tapefmt.LLMRequest).Call)
+	}
+	for i, c := range order {
+		if c != uint64(i) {
+			t.Fatalf("request frames in the order of calls %v, want 0 to %d in order", order, calls-1)
+		}
+	}
+	if len(order) != calls {
+		t.Fatalf("%d request frames, want %d", len(order), calls)
+	}
+}
+
+// slowFirst is a tape filter that takes 200 ms over the blob of the
+// request of call 0 (its body ends "call 0"), and keeps everything as it is.
+type slowFirst struct{}
+
+func (slowFirst) Payload(p tapefmt.Payload) tapefmt.Payload { return p }
+func (slowFirst) Blob(b []byte) []byte {
+	if bytes.HasSuffix(b, []byte(`"call 0"}]}`)) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return b
+}
+func (slowFirst) Stream(b []byte, c tapefmt.Chunks) ([]byte, tapefmt.Chunks) { return b, c }

@@ -51,6 +51,9 @@ type exchange struct {
 	// scan, when set, masks a streamed answer for the tape as it is
 	// relayed (scanFeed); its frame is written from it.
 	scan *tapefmt.StreamScan
+	// recorded is closed once recordRequest is done with x's request
+	// frame; prevRecorded is the previous call's (numberCall).
+	prevRecorded, recorded chan struct{}
 }
 
 // matchRequest is x as the matcher sees it.
@@ -143,11 +146,14 @@ type proxy struct {
 	// its request frame: the booth's step boundary (startSteps).
 	beforeCall atomic.Pointer[func()]
 
-	mu       sync.Mutex
-	steps    bool            // a call has been made: the next one closes a step
-	inflight int             // calls recorded but not yet answered
-	unpriced map[string]bool // models of recorded calls that used tokens at no known price
-	onEvent  func(Event)
+	mu sync.Mutex
+	// lastRecorded is closed once the latest numbered call's request
+	// frame is written (or failed): the next call's waits for it.
+	lastRecorded chan struct{}
+	steps        bool            // a call has been made: the next one closes a step
+	inflight     int             // calls recorded but not yet answered
+	unpriced     map[string]bool // models of recorded calls that used tokens at no known price
+	onEvent      func(Event)
 
 	serving sync.Once
 }
@@ -227,7 +233,7 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if !ok {
 		return
 	}
-	x.call = p.calls.Add(1) - 1
+	p.numberCall(x)
 	if pr, ok := p.backend.(preparer); ok {
 		pr.prepare(x)
 	}
@@ -272,12 +278,25 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 }
 
+// numberCall gives x the next call number and its place in the order of
+// request frames: recordRequest writes x's after the previous call's.
+func (p *proxy) numberCall(x *exchange) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	x.call = p.calls.Add(1) - 1
+	x.prevRecorded, x.recorded = p.lastRecorded, make(chan struct{})
+	p.lastRecorded = x.recorded
+}
+
 // overlaps says whether a model call's request frame is written while
 // the call goes to its upstream (serveOverlapped): when recording live,
 // with a tape and no circuit breaker, which must see the request, and
 // refuse it, before it goes.
 func (p *proxy) overlaps() bool {
-	return isLive(p.backend) && p.tape != nil && p.guard == nil
+	// Once a frame could not be written the run has failed: calls are no
+	// longer sent before their request is on the tape (the sequential
+	// path refuses them, 500, unsent).
+	return isLive(p.backend) && p.tape != nil && p.guard == nil && p.writeError() == nil
 }
 
 // isLive says whether b is the live upstream (record), which relays
@@ -430,6 +449,16 @@ func (p *proxy) route(r *http.Request) (*exchange, error) {
 // another is in flight belongs to the same step, so a parallel fan-out is
 // one step.
 func (p *proxy) recordRequest(x *exchange) (err error) {
+	if x.recorded != nil {
+		// Request frames go in call order: written beside the upstream
+		// call (serveOverlapped), call 0's could land after call 1's when
+		// the agent sent call 1 on a new connection as soon as it had
+		// read answer 0's last event.
+		defer close(x.recorded)
+	}
+	if x.prevRecorded != nil {
+		<-x.prevRecorded
+	}
 	if p.tape == nil {
 		return nil
 	}
