@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/controlapi"
@@ -205,5 +206,53 @@ func TestControlExchangesCounted(t *testing.T) {
 	}
 	if res.ControlExchanges != 3 || res.Calls != 0 {
 		t.Errorf("a run with a begin, a write and a rollback: %d control exchanges, %d calls; want 3, 0", res.ControlExchanges, res.Calls)
+	}
+}
+
+// TestSDKCommitSurvivesACrash: a run that works through the control API
+// alone (the Python SDK, no model call) never ended a step, so a tape
+// cut by a crash (kill -9 of jukebox serve or record) kept nothing after
+// run.start while the commit was in the workspace. A transaction's end
+// ends a step: the tape as it lies on disk mid-run, read as a crash would
+// leave it, holds the commit and the rollback.
+func TestSDKCommitSurvivesACrash(t *testing.T) {
+	ctx := context.Background()
+	ws, tape := t.TempDir(), filepath.Join(t.TempDir(), "sdk.jbx")
+	c, stop := serveClient(t, ws, tape)
+	defer stop()
+	for _, end := range []string{"commit", "rollback"} {
+		begun, err := c.Begin(ctx, controlapi.Begin{Name: end})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, _ := c.Tx(ctx, begun.Tx)
+		content := "kept\n"
+		if _, err := tx.Write(ctx, controlapi.Write{Path: end + ".txt", Content: &content}); err != nil {
+			t.Fatal(err)
+		}
+		if end == "commit" {
+			_, err = tx.Commit(ctx)
+		} else {
+			_, err = tx.Rollback(ctx, controlapi.Rollback{Reason: "no"})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp, err := tapefmt.Open(tape) // no footer yet: read up to its last whole step
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	var kinds []string
+	for f, err := range tp.Frames() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, f.Kind.String())
+	}
+	got := strings.Join(kinds, " ")
+	if !strings.Contains(got, "tx.commit") || !strings.Contains(got, "tx.rollback") {
+		t.Fatalf("the tape as a crash would leave it: %s; want the commit and the rollback", got)
 	}
 }

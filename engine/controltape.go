@@ -158,6 +158,9 @@ func (c *control) tapeControl(method, path string, req []byte, reqCompact bool, 
 	if err == nil {
 		c.append(f)
 	}
+	if status == http.StatusOK && method == "POST" && (strings.HasSuffix(path, "/commit") || strings.HasSuffix(path, "/rollback")) {
+		c.p.endStep() // a transaction's end, its frames all written
+	}
 }
 
 // controlBody is a body as a control frame keeps it: compact JSON in the

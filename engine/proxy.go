@@ -517,6 +517,28 @@ func (p *proxy) putRequestBody(x *exchange) (tapefmt.Hash, error) {
 	return h, err
 }
 
+// endStep closes the step at a point of the run that is not a model call
+// (an SDK transaction's end), when no call is in flight: a run that works
+// through the control API alone never closed one, and a tape cut by a
+// crash, whose readers keep whole steps, lost everything after run.start
+// (a commit in the workspace, on no tape). The next call then opens a new
+// step without closing one again.
+func (p *proxy) endStep() {
+	if p.tape == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inflight > 0 {
+		return // the call's step takes it
+	}
+	if _, err := p.tape.Commit(); err != nil {
+		p.wrote("step", err)
+		return
+	}
+	p.steps = false
+}
+
 // answered ends a call's time in flight.
 func (p *proxy) answered() {
 	p.mu.Lock()
