@@ -232,10 +232,14 @@ func (o txOps) Shell(ctx context.Context, req controlapi.Shell) (controlapi.Shel
 	code := 0
 	if err := run.Run(ctx, file); err != nil {
 		var st interp.ExitStatus
-		if !errors.As(err, &st) {
+		switch {
+		case errors.Is(err, sandbox.ErrOneAtATime):
+			code = 126 // a pipeline of two commands: the script stopped there, saying so on stderr
+		case errors.As(err, &st):
+			code = int(st)
+		default:
 			return controlapi.ShellResult{}, txError(err)
 		}
-		code = int(st)
 	}
 	return controlapi.ShellResult{ExitCode: code, Stdout: stdout.String(), Stderr: stderr.String()}, nil
 }

@@ -39,8 +39,11 @@ var devWritable = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/
 // starts in the workspace, and its redirections, builtins (test, cd,
 // globbing) and directory reads go through the staged view (Tx.Files);
 // external commands run through Exec in tx, in the namespace overlay (or
-// its fallback). Paths outside the workspace may be read; only /dev/null,
-// /dev/stdout and /dev/stderr may be written there.
+// its fallback), one at a time: a pipeline of two external commands stops
+// the script with an error that is ErrOneAtATime (its message on Stderr),
+// never a pipeline's answer made of one side. Paths outside the workspace
+// may be read; only /dev/null, /dev/stdout and /dev/stderr may be written
+// there.
 func Shell(tx *Tx, o ShellOptions) (*interp.Runner, error) {
 	sh := &boothShell{tx: tx, files: tx.Files(), o: o}
 	return interp.New(
@@ -137,9 +140,13 @@ func (s *boothShell) exec(ctx context.Context, args []string) error {
 		if r, ok := hc.Stdin.(*io.PipeReader); ok {
 			r.CloseWithError(err)
 		}
-		if errors.Is(err, ErrOneAtATime) { // the command's failure, as a shell says one: the script goes on
+		if errors.Is(err, ErrOneAtATime) {
+			// Not the command's failure but the booth's: going on as a
+			// shell does after a failed command made a pipeline's answer
+			// wrong with status 0 (ls | wc -l counted nothing). The
+			// script stops here, its status 126 (ErrOneAtATime).
 			fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
-			return interp.ExitStatus(126)
+			return fmt.Errorf("%s: %w", args[0], err)
 		}
 		return err
 	}
