@@ -135,8 +135,43 @@ func (c *control) Breaker(context.Context) (controlapi.BreakerState, error) {
 }
 
 // replayedTrip notes the trip behind a refusal a replay answered from the
-// tape (llmwire.Refused): its rule and reason, from the recorded error.
+// tape (llmwire.Refused): its rule and reason, from the recorded error,
+// with the cost, tokens, evidence and agent of the recording's own
+// breaker.trip frame (the SDK's BreakerTripped said cost 0 and no evidence
+// in the replay of a run that printed them, and replay --strict failed).
 func (c *control) replayedTrip(r *tapefmt.LLMResponse) {
+	if c.replayTrip.Load() != nil {
+		return
+	}
 	rule, reason := tripOf(r.Error)
-	c.replayTrip.CompareAndSwap(nil, &breaker.Trip{Rule: rule, Reason: reason})
+	trip := &breaker.Trip{Rule: rule, Reason: reason}
+	if t, _ := c.readTape(); t != nil {
+		if bt := tapedTrip(t, rule, reason); bt != nil {
+			trip.Cost, trip.Tokens, trip.Evidence, trip.Agent = bt.Cost, bt.Tokens, bt.Evidence, bt.Agent
+		}
+	}
+	c.replayTrip.CompareAndSwap(nil, trip)
+}
+
+// tapedTrip is t's breaker.trip frame of rule and reason (of rule alone
+// when none has the reason), nil when it has none.
+func tapedTrip(t *tapefmt.Tape, rule, reason string) *tapefmt.BreakerTrip {
+	var byRule *tapefmt.BreakerTrip
+	for f, err := range t.Frames(tapefmt.KindBreakerTrip) {
+		if err != nil {
+			break
+		}
+		p, err := f.Decode()
+		bt, ok := p.(*tapefmt.BreakerTrip)
+		if err != nil || !ok || bt.Rule != rule {
+			continue
+		}
+		if bt.Reason == reason {
+			return bt
+		}
+		if byRule == nil {
+			byRule = bt
+		}
+	}
+	return byRule
 }

@@ -31,7 +31,7 @@ try:
     with jb.record_agent_turn(agent_name="x", message="after") as tx:
         print("turn ran")
 except BreakerTripped as e:
-    print("BreakerTripped:", e.rule)
+    print("BreakerTripped:", e.rule, len(e.evidence) > 0, e.cost, e.evidence)
 `
 
 // TestSDKBreakerTripReplays: seen, an SDK agent whose run the breaker
@@ -41,7 +41,9 @@ except BreakerTripped as e:
 // recorded before jukebox kept control-API exchanges...)", false of a
 // tape this jukebox had just written; replay --strict exited 6. The
 // replay now tells the agent what the recording told it once it reaches
-// the refused call: the same BreakerTripped, the same output.
+// the refused call: the same BreakerTripped, the same output, its cost
+// and evidence included (they were 0 and [] in the replay: --strict
+// failed on the agent's output).
 func TestSDKBreakerTripReplays(t *testing.T) {
 	t.Parallel()
 	python := testenv.RequirePython(t)
@@ -52,11 +54,11 @@ func TestSDKBreakerTripReplays(t *testing.T) {
 	env := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1",
 		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"), "OPENAI_BASE_URL="+url+"/v1", "OPENAI_API_KEY=sk-test")
 	out, code := runIn(t, dir, env, "record", "--max-cost", "0.0001", "-o", "rec.jbx", "--", python, "agent.py")
-	if !strings.Contains(out, "HTTP 400") || !strings.Contains(out, "BreakerTripped: cost") {
+	if !strings.Contains(out, "HTTP 400") || !strings.Contains(out, "BreakerTripped: cost True") {
 		t.Fatalf("record: exit %d\n%s", code, out)
 	}
 	out, code = runIn(t, dir, env, "replay", "--strict", "rec.jbx")
-	if code != 0 || !strings.Contains(out, "BreakerTripped: cost") {
+	if code != 0 || !strings.Contains(out, "BreakerTripped: cost True") {
 		t.Fatalf("replay --strict: exit %d\n%s", code, out)
 	}
 }
