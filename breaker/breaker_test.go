@@ -346,7 +346,9 @@ func TestReportedCost(t *testing.T) {
 		t.Fatalf("under the cap: %+v", trip)
 	}
 	trip := b.After(Answer{Seq: 2, Model: "gpt-4o", Reported: 0.006, At: t0})
-	if trip == nil || trip.Rule != RuleCost || !strings.Contains(trip.Reason, "$0.0060 the agent reported") || trip.Evidence[0] != 2 {
+	// The reason names the turn that took the cost past the cap: "with
+	// $0.0200 the agent reported" read as the part of the cost reported.
+	if trip == nil || trip.Rule != RuleCost || !strings.Contains(trip.Reason, "(taken past it by $0.0060 the agent reported for a turn)") || trip.Evidence[0] != 2 {
 		t.Fatalf("past the cap: %+v", trip)
 	}
 }

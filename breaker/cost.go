@@ -116,7 +116,9 @@ func (b *Breaker) capped(c Call) *Trip {
 func overWhy(a Answer) string {
 	switch {
 	case a.Reported > 0:
-		return fmt.Sprintf("with %s the agent reported", USD(a.Reported))
+		// The turn that crossed the cap, not the part of the cost that
+		// was reported ("with $0.0200 the agent reported" read as that).
+		return fmt.Sprintf("taken past it by %s the agent reported for a turn", USD(a.Reported))
 	case a.Request == 0:
 		return "an answer of a call the breaker did not check before"
 	case a.MaxOutput <= 0:
