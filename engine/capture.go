@@ -30,7 +30,7 @@ func ParseRoutes(pairs []string) (map[string]string, error) {
 		case out[host] != "":
 			return nil, fmt.Errorf("%q: host %s is routed twice", pair, host)
 		}
-		if err := checkBaseURL(raw); err != nil {
+		if err := checkFlagURL(raw); err != nil {
 			return nil, fmt.Errorf("%q: %w", pair, err)
 		}
 		out[host] = strings.TrimRight(raw, "/")

@@ -45,7 +45,8 @@ func TestParseSpeedAndUpstreams(t *testing.T) {
 	if _, err := ParseUpstreams([]string{"openai=http://127.0.0.1:1/v1", "anthropic=https://gw.example/x"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"openai", "cohere=http://x", "openai=ftp://x", "openai=/v1"} {
+	// An empty port went to the scheme's (80), unsaid; a port alone names no host.
+	for _, bad := range []string{"openai", "cohere=http://x", "openai=ftp://x", "openai=/v1", "openai=http://127.0.0.1:/v1", "openai=http://:8080/v1"} {
 		if _, err := ParseUpstreams([]string{bad}); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("ParseUpstreams(%q) = %v; want an error naming it", bad, err)
 		}

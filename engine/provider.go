@@ -57,7 +57,7 @@ func ParseUpstreams(pairs []string) (map[string]string, error) {
 		if _, known := providerByName(name); !known {
 			return nil, fmt.Errorf("%q: unknown provider %q (known: %s)", pair, name, providerNames())
 		}
-		if err := checkBaseURL(raw); err != nil {
+		if err := checkFlagURL(raw); err != nil {
 			return nil, fmt.Errorf("%q: %w", pair, err)
 		}
 		out[name] = strings.TrimRight(raw, "/")
@@ -72,6 +72,23 @@ func checkBaseURL(raw string) error {
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%q is not an absolute http(s) URL", raw)
+	}
+	return nil
+}
+
+// checkFlagURL is checkBaseURL for a URL the user gives on the command
+// line (--upstream, --route), where a typo is theirs to fix: a host with
+// a colon and no port went to the scheme's port (80) unsaid.
+func checkFlagURL(raw string) error {
+	if err := checkBaseURL(raw); err != nil {
+		return err
+	}
+	u, _ := url.Parse(raw)
+	if u.Hostname() == "" {
+		return fmt.Errorf("%q names no host", raw)
+	}
+	if strings.HasSuffix(u.Host, ":") {
+		return fmt.Errorf("%q has a colon but no port after it: write the port, or no colon for the scheme's own", raw)
 	}
 	return nil
 }
