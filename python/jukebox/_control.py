@@ -103,7 +103,9 @@ class Control:
         try:
             status, raw = self._send(method, path, data, headers)
         except (OSError, http.client.HTTPException) as e:
-            raise JukeboxError(f"the jukebox control API at {self.base} does not answer: {e}") from None
+            err = JukeboxError(f"the jukebox control API at {self.base} does not answer: {e}")
+            err.unanswered = True  # the request may have been served: Transaction.commit says what then
+            raise err from None
         try:
             payload = json.loads(raw)
         except ValueError:

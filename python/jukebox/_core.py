@@ -237,6 +237,10 @@ class Jukebox:
     def close(self, exit_code: int = 0, error: str = "") -> None:
         """Ends the run this object started (nothing under jukebox record):
         the tape gets run.end with exit_code and is closed."""
+        if isinstance(exit_code, bool) or not isinstance(exit_code, int):
+            raise TypeError(f"close(exit_code={exit_code!r}): want an int")
+        if not isinstance(error, str):
+            raise TypeError(f"close(error={error!r}): want a str")
         with self._lock:
             served, self._served = self._served, None
             if served is None:
@@ -414,6 +418,8 @@ class Jukebox:
         async_): commit or roll it back yourself, or hold it with ``with``
         (``async with``), which commits when the block ends without an
         exception and rolls back, the exception raised again, when not."""
+        if not isinstance(async_, bool):
+            raise TypeError(f"begin(async_={async_!r}): want True or False")
         control = self._control()
         out = control.call("POST", "tx", {"mcp_mode": self.sandbox.mcp_mode})
         cls = AsyncTransaction if async_ else Transaction

@@ -40,9 +40,13 @@ class Tape:
         self._frames: Optional[List[Frame]] = None
 
     @classmethod
-    def load(cls, path: str) -> "Tape":
+    def load(cls, path: "Union[str, os.PathLike[str]]") -> "Tape":
         """Opens a tape; a missing, damaged or foreign file raises
-        JukeboxError naming it."""
+        JukeboxError naming it; a path that is not a str or os.PathLike is
+        a TypeError."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"Tape.load({path!r}): want the tape's path as a str or os.PathLike")
+        path = os.fspath(path)
         if not os.path.isfile(path):
             raise JukeboxError(f"no tape at {path}")
         tape = cls(path)

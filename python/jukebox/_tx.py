@@ -9,7 +9,7 @@ import posixpath
 import threading
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, NoReturn, Optional, Tuple, Type, TypeVar, Union
 
 from . import _sql
 from ._control import Control, _error
@@ -288,6 +288,8 @@ class Transaction:
     def run_shell(self, command: str) -> ShellResult:
         """Runs a shell command in the booth: its writes to the workspace are
         staged, outside it only /dev/null and friends may be written."""
+        if not isinstance(command, str):
+            raise TypeError(f"run_shell(command={command!r}): want the command line as a str")
         self._writes(f"shell {command!r}")
         out = self._op("shell", {"command": command})
         return ShellResult(out["exit_code"], out["stdout"], out["stderr"])
@@ -304,6 +306,14 @@ class Transaction:
         except JukeboxError as e:
             if e.rolled_back:
                 self.state = "rolled_back"
+            if e.unanswered:
+                # jukebox died under the commit (kill -9, a crash): the
+                # workspace may hold part of it until the journal is
+                # played, all or nothing.
+                raise JukeboxError(
+                    f"{e}; the commit of transaction {self.tx_id} may have been under way: the workspace can hold "
+                    f"part of it until `jukebox booth recover -C {self.workspace}` finishes or undoes it, all or "
+                    "nothing (the next run in this folder does so first)") from None
             raise
         self.state = "committed"
         self.mcp_calls = list(out.get("mcp_calls") or [])
@@ -312,6 +322,8 @@ class Transaction:
     def rollback(self, reason: str = "") -> None:
         """Rolls back: nothing staged is left behind. The reason goes on the
         tape."""
+        if not isinstance(reason, str):
+            raise TypeError(f"rollback(reason={reason!r}): want a str")
         self._op("rollback", {"reason": reason})
         self.state = "rolled_back"
 
@@ -333,6 +345,24 @@ class Transaction:
                  tb: Optional[TracebackType]) -> None:
         self._finish(exc)
 
+    async def __aenter__(self) -> NoReturn:
+        # `async with jb.begin()`: the transaction began already; it is
+        # rolled back, not left open to the run's end, and the misuse said.
+        self._refuse("`async with` takes jb.begin(async_=True); `with` takes jb.begin()")
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        pass  # never entered (__aenter__ raises)
+
+    def _refuse(self, msg: str) -> NoReturn:
+        """Rolls back a transaction held the wrong way and raises TypeError."""
+        if self.state == "open":
+            try:
+                Transaction.rollback(self, "held the wrong way: " + msg)
+            except JukeboxError:
+                pass  # the TypeError says what the agent did
+        raise TypeError(msg)
+
 
 class AsyncTransaction(Transaction):
     """A Transaction for ``async with``: commit, rollback, stage_sql and
@@ -340,10 +370,10 @@ class AsyncTransaction(Transaction):
     delete is quick and stays a plain call."""
 
     def __enter__(self) -> "Transaction":
-        raise TypeError("an AsyncTransaction is used with `async with` (jb.begin(async_=True)); "
-                        "`with` takes jb.begin()")
+        self._refuse("an AsyncTransaction is used with `async with` (jb.begin(async_=True)); "
+                     "`with` takes jb.begin()")
 
-    async def __aenter__(self) -> "AsyncTransaction":
+    async def __aenter__(self) -> "AsyncTransaction":  # type: ignore[override]
         return self
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],

@@ -11,6 +11,8 @@ class JukeboxError(Exception):
 
     #: The failure ended the transaction, rolled back.
     rolled_back: bool = False
+    #: No answer came (jukebox was gone): what was asked may have been done.
+    unanswered: bool = False
 
 
 class AuthError(JukeboxError):

@@ -93,7 +93,8 @@ class SDKTest(SDKBase):
         self.assertFalse(os.path.exists(os.path.join(self.dir, "ledger.json")), "a rolled-back write reached the workspace")
         [tape] = self.tapes()
         fs = [f for f in frames(tape) if f["kind"] != "control"]  # control-API exchanges, for replay
-        self.assertEqual([f["kind"] for f in fs], ["run.start", "agent.turn", "tx.begin", "tx.rollback", "run.end"])
+        # A transaction's end ends a step: a crash keeps it (step.commit).
+        self.assertEqual([f["kind"] for f in fs], ["run.start", "agent.turn", "tx.begin", "tx.rollback", "step.commit", "run.end"])
         turn = fs[1]["payload"]
         self.assertEqual((turn["agent"], turn["model"], turn["cost_usd"], turn["text"]),
                          ("planner", "gpt-4o", 0.008, "Staging refund of $900.0"))
@@ -110,7 +111,8 @@ class SDKTest(SDKBase):
             self.assertEqual(f.read(), '{"refund_usd": 12.5}')
         [tape] = self.tapes()
         fs = [f for f in frames(tape) if f["kind"] != "control"]  # control-API exchanges, for replay
-        self.assertEqual([f["kind"] for f in fs], ["run.start", "agent.turn", "tx.begin", "file.change", "tx.commit", "run.end"])
+        self.assertEqual([f["kind"] for f in fs], ["run.start", "agent.turn", "tx.begin", "file.change", "tx.commit", "step.commit",
+                                                   "run.end"])
         self.assertEqual(fs[3]["payload"]["path"], "ledger.json")
         cost = subprocess.run([BIN, "cost", "--json", tape], capture_output=True, text=True, check=True).stdout
         self.assertAlmostEqual(json.loads(cost)["total"]["reported_usd"], 0.008)
@@ -280,6 +282,68 @@ class SDKTest(SDKBase):
         reasons = [f["payload"].get("reason") for f in frames(tape) if f["kind"] == "tx.rollback"]
         self.assertIn("KeyError: 'no such customer'", reasons)
         self.assertIn("changed my mind", reasons)
+
+    def test_readme_quickstart_runs_verbatim(self):
+        # python/README.md's quickstart, copied as it is, exited 1: it
+        # loaded ./tapes/some_trace.jbx, which no run writes.
+        with open(os.path.join(SDK, "README.md")) as f:
+            readme = f.read()
+        block = readme.split("## Quickstart", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+        self.script("agent.py", block)
+        out = self.python("agent.py").stdout
+        self.assertIn("COMMITTED", out)
+        self.assertIn("'tx.commit'", out)
+
+    def test_bad_arguments_raise_before_anything_is_sent(self):
+        # These went to the server and came back as Go decoder text
+        # (JukeboxError), or were taken: a wrong type is a TypeError at
+        # once, and a transaction held with the wrong kind of `with` is
+        # rolled back, not left open to the run's end.
+        self.script("agent.py", '''
+            import asyncio
+            from jukebox import Jukebox, Tape
+            jb = Jukebox()
+            tx = jb.begin()
+            for name, call in (("run_shell", lambda: tx.run_shell(42)), ("rollback", lambda: tx.rollback(reason=42)),
+                               ("close", lambda: jb.close(exit_code="x")), ("close error", lambda: jb.close(error=1)),
+                               ("load", lambda: Tape.load(123)), ("begin", lambda: jb.begin(async_="yes"))):
+                try:
+                    call()
+                    print(name, "taken")
+                except TypeError as e:
+                    print(name, "TypeError", e)
+            print("state", tx.state)
+            tx.rollback("done")
+
+            async def main():
+                try:
+                    async with jb.begin():
+                        print("entered")
+                except TypeError as e:
+                    print("async with TypeError", e)
+                try:
+                    with jb.begin(async_=True):
+                        print("entered")
+                except TypeError as e:
+                    print("with TypeError", e)
+            asyncio.run(main())
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        for name in ("run_shell", "rollback", "close", "close error", "load", "begin"):
+            self.assertIn(f"{name} TypeError", out)
+        self.assertNotIn("taken", out)
+        self.assertNotIn("entered", out)
+        self.assertIn("state open", out)
+        self.assertIn("async with TypeError `async with` takes jb.begin(async_=True)", out)
+        self.assertIn("with TypeError an AsyncTransaction is used with `async with`", out)
+        [tape] = self.tapes()
+        fs = frames(tape)
+        reasons = [f["payload"].get("reason", "") for f in fs if f["kind"] == "tx.rollback"]
+        self.assertEqual(sum(r.startswith("held the wrong way") for r in reasons), 2, reasons)
+        self.assertNotIn("the run ended with the transaction open", " ".join(reasons))
+        [end] = [f for f in fs if f["kind"] == "run.end"]
+        self.assertEqual(end["payload"].get("exit_code", 0), 0, end)
 
     def test_commit_conflict_keeps_the_transaction_open(self):
         with open(os.path.join(self.dir, "ledger.json"), "w") as f:
@@ -460,7 +524,9 @@ class SDKTest(SDKBase):
                 if f["kind"] == "control":  # they name the transaction's id
                     continue
                 p = dict(f["payload"])
-                for k in ("tx", "argv", "seed", "started", "env", "host", "cwd", "upstreams", "jukebox_version", "mtime_ns", "body", "external"):
+                # a step's chain head hashes the frames before it, run.start's argv among them
+                for k in ("tx", "argv", "seed", "started", "env", "host", "cwd", "upstreams", "jukebox_version", "mtime_ns", "body", "external",
+                          "chain"):
                     p.pop(k, None)
                 out.append((f["kind"], p))
             return out
@@ -683,3 +749,27 @@ class SQLPlaceholderTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CommitUnansweredTest(unittest.TestCase):
+    # jukebox killed under a commit: the SDK said only that the control API
+    # did not answer, while the workspace held part of the commit until a
+    # recover played its journal.
+    def test_commit_with_no_answer_names_booth_recover(self):
+        sys.path.insert(0, SDK)
+        from jukebox._tx import Transaction
+        from jukebox.errors import JukeboxError
+
+        class Gone:
+            json_batches = False
+
+            def call(self, method, path, body=None):
+                err = JukeboxError("the jukebox control API at http://127.0.0.1:1 does not answer: [Errno 111] Connection refused")
+                err.unanswered = True
+                raise err
+
+            send = call
+
+        tx = Transaction(Gone(), "tx-1", "/work/space", "", False)
+        with self.assertRaisesRegex(JukeboxError, r"may have been under way.*jukebox booth recover -C /work/space"):
+            tx.commit()
