@@ -112,6 +112,7 @@ func main() {
 	otlp := flag.String("otlp", "", "measure a live OpenTelemetry export's cost instead: 'jaeger' (start $JUKEBOX_JAEGER) or an OTLP/HTTP base URL")
 	rounds := flag.Int("rounds", 6, "with -otlp: recorded runs per side, interleaved; with -steps: passes over the run")
 	steps := flag.Bool("steps", false, "measure the realistic 50-step streamed run instead (-rounds passes, -sync policies)")
+	wait := flag.Duration("upstream-wait", 0, "with -steps: the upstream waits this long before each answer, as a model does before its first token (the target is for 0)")
 	https := flag.Int("https", 0, "measure HTTPS through the forward proxy instead: this many first requests to new hosts per side (-calls warm requests, -ttfc streams)")
 	flag.Parse()
 	if *https > 0 {
@@ -134,7 +135,7 @@ func main() {
 		defer stop()
 	}
 	if *steps {
-		if err := stepsBench(p, *rounds, strings.Split(*syncs, ",")); err != nil {
+		if err := stepsBench(p, *rounds, strings.Split(*syncs, ","), *wait); err != nil {
 			fmt.Fprintln(os.Stderr, "bench/proxy:", err)
 			os.Exit(1)
 		}

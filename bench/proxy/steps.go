@@ -23,10 +23,16 @@ const stepHeader = "X-Bench-Step"
 // stepsBench records the 50-step run rounds times, each call made
 // directly and through the proxy alternately, and prints the per-call
 // overhead and the ratio to the upstream alone.
-func stepsBench(p params, rounds int, syncs []string) error {
+// With wait, the upstream takes that long before it answers, as a real
+// model does before its first token: what recording does beside the call
+// (the request's frame) is then out of the agent's wait.
+func stepsBench(p params, rounds int, syncs []string, wait time.Duration) error {
 	ins := tapegen.Interactions(stepsSpec)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		if wait > 0 {
+			time.Sleep(wait)
+		}
 		i, err := strconv.Atoi(r.Header.Get(stepHeader))
 		if err != nil || i < 0 || i >= len(ins) {
 			http.Error(w, "no step", http.StatusBadRequest)
@@ -37,8 +43,8 @@ func stepsBench(p params, rounds int, syncs []string) error {
 	}))
 	defer srv.Close()
 	p.Steps, p.Rounds = stepsSpec.Steps, rounds
-	fmt.Printf("the 50-step streamed run (%d chunks an answer, history resent), %d rounds: %d calls a side\n",
-		stepsSpec.Chunks, rounds, rounds*stepsSpec.Steps)
+	fmt.Printf("the 50-step streamed run (%d chunks an answer, history resent), %d rounds: %d calls a side, the upstream answering after %v\n",
+		stepsSpec.Chunks, rounds, rounds*stepsSpec.Steps, wait)
 	for _, name := range syncs {
 		policy, ok := policies[name]
 		if !ok {
