@@ -2,12 +2,16 @@ package engine
 
 import (
 	"bytes"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,23 +151,166 @@ func TestOverlappedCallsStayInOrder(t *testing.T) {
 // TestOverlappedRequestWriteErrorReachesTheRun: a request frame the tape
 // refuses while the call is already upstream is not dropped: the agent
 // gets its answer (the call was made) and the run fails naming the frame.
+// Every later call is refused unsent, whichever frame failed first (a
+// trial saw calls go out unrecorded after the agent's output had filled
+// the disk).
 func TestOverlappedRequestWriteErrorReachesTheRun(t *testing.T) {
-	w, err := tapefmt.NewWriter(&failAfter{n: 1 << 30}, tapefmt.Options{Sync: tapefmt.SyncNever})
+	var dst switchable
+	w, err := tapefmt.NewWriter(&dst, tapefmt.Options{Sync: tapefmt.SyncNever, Filter: failingFrom{&dst}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := overlapProxy(t, sseUpstream(t, 3).URL+"/v1", w, nil)
-	w.Close() // every write fails from here
-	if got := postChat(t, p, 0); !strings.HasSuffix(got, "data: [DONE]\n\n") {
+	var asked atomic.Int64
+	up := sseUpstream(t, 3)
+	counted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		up.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counted.Close)
+	p := overlapProxy(t, counted.URL+"/v1", w, nil)
+	// A body whose blob is past the tape's write buffer, compressed or
+	// not: its write fails at once.
+	noise := make([]byte, 256<<10)
+	rand.Read(noise)
+	big := fmt.Sprintf(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"%x"}]}`, noise)
+	resp, err := http.Post(p.baseURL(providers[0])+"/chat/completions", "application/json", strings.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasSuffix(string(got), "data: [DONE]\n\n") {
 		t.Fatalf("the agent got %q, want the upstream's answer", got)
 	}
 	if err := p.writeError(); err == nil || !strings.Contains(err.Error(), "llm.request of call 0") {
 		t.Fatalf("writeError = %v, want the failed llm.request of call 0 named", err)
 	}
+	if got := postChat(t, p, 1); !strings.Contains(got, "jukebox_error") {
+		t.Fatalf("call 1 after the tape failed: %q, want jukebox's refusal", got)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("the upstream was asked %d times, want once: a call after the tape failed went out", n)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.inflight != 0 {
 		t.Fatalf("%d calls left in flight, want 0", p.inflight)
+	}
+}
+
+// TestCallsRefusedOnceAnyFrameFailed: a trial filled the disk with the
+// agent's output; the output frame failed, and the next model call still
+// went upstream (its request frame written beside it), answered, on no
+// tape. A call after any failed frame is refused unsent.
+func TestCallsRefusedOnceAnyFrameFailed(t *testing.T) {
+	var dst switchable
+	w, err := tapefmt.NewWriter(&dst, tapefmt.Options{Sync: tapefmt.SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int64
+	up := sseUpstream(t, 3)
+	counted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		up.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counted.Close)
+	p := overlapProxy(t, counted.URL+"/v1", w, nil)
+	dst.fail.Store(true)
+	noise := make([]byte, 256<<10)
+	rand.Read(noise)
+	if _, err := w.Append(0, tapefmt.Output{Fd: 1, Data: noise}); err == nil {
+		t.Fatal("the output frame was taken by a destination that fails")
+	}
+	if got := postChat(t, p, 0); !strings.Contains(got, "jukebox_error") {
+		t.Fatalf("a call after the output frame failed: %q, want jukebox's refusal", got)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("the upstream was asked %d times, want none", n)
+	}
+}
+
+// switchable is a tape destination that fails every write once fail is set.
+type switchable struct {
+	fail atomic.Bool
+	buf  bytes.Buffer
+}
+
+func (s *switchable) Write(b []byte) (int, error) {
+	if s.fail.Load() {
+		return 0, errors.New("disk full")
+	}
+	return s.buf.Write(b)
+}
+
+// failingFrom is a tape filter that makes its destination fail from the
+// first request body it sees: the call is already upstream then.
+type failingFrom struct{ dst *switchable }
+
+func (failingFrom) Payload(p tapefmt.Payload) tapefmt.Payload { return p }
+func (f failingFrom) Blob(b []byte) []byte {
+	if bytes.Contains(b, []byte(`"messages"`)) {
+		f.dst.fail.Store(true)
+	}
+	return b
+}
+func (failingFrom) Stream(b []byte, c tapefmt.Chunks) ([]byte, tapefmt.Chunks) { return b, c }
+
+// TestStepAfterCommitWithACallInFlight: an SDK transaction that ended
+// while a model call was in flight (a stream is until its body's end,
+// which can come well after the agent read its last event) left its step
+// open for good: nothing closed it when the call ended, and a crash then
+// lost the commit and the calls. The step closes once no call is in
+// flight.
+func TestStepAfterCommitWithACallInFlight(t *testing.T) {
+	var dst switchable
+	w, err := tapefmt.NewWriter(&dst, tapefmt.Options{Sync: tapefmt.SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		<-release // the body's end comes later
+	}))
+	t.Cleanup(up.Close)
+	p := overlapProxy(t, up.URL+"/v1", w, nil)
+	done := make(chan string, 1)
+	go func() { done <- postChat(t, p, 0) }()
+	for { // the call is in flight once its request frame is
+		p.mu.Lock()
+		n := p.inflight
+		p.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	if _, err := w.Append(0, tapefmt.TxCommit{Tx: "tx-1"}); err != nil {
+		t.Fatal(err)
+	}
+	p.endStep() // the transaction's end, with the call in flight
+	close(release)
+	<-done
+	p.Close()                            // the call's frames written
+	data := bytes.Clone(dst.buf.Bytes()) // no footer: read as a crash leaves it
+	tape, err := tapefmt.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for f, err := range tape.Frames() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, f.Kind.String())
+	}
+	got := strings.Join(kinds, " ")
+	if !strings.Contains(got, "tx.commit") || !strings.Contains(got, "llm.response") {
+		t.Fatalf("the tape as a crash leaves it: %s; want the commit and the call", got)
 	}
 }
 

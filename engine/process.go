@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -36,8 +37,11 @@ const outputIdle = 2 * time.Second
 
 // outputs passes the agent's output through and records it.
 type outputs struct {
-	tape   *tapefmt.Writer
-	emit   func(Event)
+	tape *tapefmt.Writer
+	emit func(Event)
+	// wrote keeps a frame the tape refused for the run's result (the
+	// proxy's, which names the first): nil keeps nothing.
+	wrote  func(frame string, err error)
 	mu     sync.Mutex
 	stdout []byte // everything the child wrote to stdout, when keepStdout
 	// keepStdout keeps stdout for replay's comparison (stdoutCopy).
@@ -95,7 +99,10 @@ func (o *outputs) hold(fd int, held, data []byte, w io.Writer) ([]byte, error) {
 func (o *outputs) record(fd int, data []byte) {
 	var seq uint64
 	if o.tape != nil {
-		seq, _ = o.tape.Append(0, tapefmt.Output{Fd: fd, Data: data})
+		var err error
+		if seq, err = o.tape.Append(0, tapefmt.Output{Fd: fd, Data: data}); err != nil && o.wrote != nil {
+			o.wrote(fmt.Sprintf("proc.output of fd %d", fd), err)
+		}
 	}
 	o.emit(Event{Kind: EventOutput, Seq: seq, Data: data})
 }

@@ -151,6 +151,7 @@ type proxy struct {
 	// frame is written (or failed): the next call's waits for it.
 	lastRecorded chan struct{}
 	steps        bool            // a call has been made: the next one closes a step
+	stepDue      bool            // an SDK transaction ended with a call in flight: close the step once none is
 	inflight     int             // calls recorded but not yet answered
 	unpriced     map[string]bool // models of recorded calls that used tokens at no known price
 	onEvent      func(Event)
@@ -293,10 +294,11 @@ func (p *proxy) numberCall(x *exchange) {
 // with a tape and no circuit breaker, which must see the request, and
 // refuse it, before it goes.
 func (p *proxy) overlaps() bool {
-	// Once a frame could not be written the run has failed: calls are no
-	// longer sent before their request is on the tape (the sequential
-	// path refuses them, 500, unsent).
-	return isLive(p.backend) && p.tape != nil && p.guard == nil && p.writeError() == nil
+	// Once a frame could not be written (any frame: the agent's output,
+	// a control exchange) the run has failed: calls are no longer sent
+	// before their request is on the tape (the sequential path refuses
+	// them, 500, unsent).
+	return isLive(p.backend) && p.tape != nil && p.guard == nil && p.tape.Err() == nil
 }
 
 // isLive says whether b is the live upstream (record), which relays
@@ -466,6 +468,9 @@ func (p *proxy) recordRequest(x *exchange) (err error) {
 	closeStep := p.steps && p.inflight == 0
 	p.steps = true
 	p.inflight++
+	if closeStep {
+		p.stepDue = false // closed here
+	}
 	p.mu.Unlock()
 	defer func() {
 		if err != nil {
@@ -530,8 +535,18 @@ func (p *proxy) endStep() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.inflight > 0 {
-		return // the call's step takes it
+		// Closed when the calls in flight are answered (answered): a
+		// stream is in flight until its body's end, which can come well
+		// after the agent read its last event and committed.
+		p.stepDue = true
+		return
 	}
+	p.closeStepLocked()
+}
+
+// closeStepLocked writes a step boundary, p.mu held.
+func (p *proxy) closeStepLocked() {
+	p.stepDue = false
 	if _, err := p.tape.Commit(); err != nil {
 		p.wrote("step", err)
 		return
@@ -539,11 +554,15 @@ func (p *proxy) endStep() {
 	p.steps = false
 }
 
-// answered ends a call's time in flight.
+// answered ends a call's time in flight, and closes the step an SDK
+// transaction's end left due once no call is in flight.
 func (p *proxy) answered() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.inflight--
-	p.mu.Unlock()
+	if p.inflight == 0 && p.stepDue && p.tape != nil {
+		p.closeStepLocked()
+	}
 }
 
 // recordResponse writes the answer's frame and returns its usage as

@@ -49,7 +49,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.outs = &outputs{tape: s.tape, emit: s.emit}
+	s.outs = s.outputs()
 	s.serveControl()
 	if err := s.writeCaptureFiles(); err != nil {
 		s.abandon(err)

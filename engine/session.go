@@ -456,7 +456,11 @@ func (s *session) runEnv(placeholderKeys bool) map[string]string {
 // compares stdout with the recording's: a recording or a fork keeps no
 // copy of what may be gigabytes.
 func (s *session) outputs() *outputs {
-	return &outputs{tape: s.tape, emit: s.emit, keepStdout: s.mode == tapefmt.ModeReplay}
+	o := &outputs{tape: s.tape, emit: s.emit, keepStdout: s.mode == tapefmt.ModeReplay}
+	if s.proxy != nil {
+		o.wrote = s.proxy.wrote // the run's result names the first frame the tape refused
+	}
+	return o
 }
 
 // agentFolder checks the folder the agent is to run in: one that is not

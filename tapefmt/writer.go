@@ -528,6 +528,14 @@ func (w *Writer) Close() error {
 	return nil
 }
 
+// Err is the error that made the Writer unusable (a write that failed,
+// a failed fsync), ErrClosed once closed, nil while it takes frames.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.usable()
+}
+
 func (w *Writer) usable() error {
 	switch {
 	case w.closed:
