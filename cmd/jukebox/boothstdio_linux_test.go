@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -83,10 +84,15 @@ func TestBoothRunFilesInDevShm(t *testing.T) {
 		"--", "sh", "-c", `head -c 27 "$SSL_CERT_FILE"; echo; echo "$SSL_CERT_FILE" > where; `+
 			`p=${NODE_OPTIONS#*--require }; p=${p#\"}; p=${p%\"}; test -r "$p" && echo preload`)
 	cmd.Env = append(cmd.Env, "TMPDIR="+shm)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "-----BEGIN CERTIFICATE-----\n") ||
-		!strings.Contains(string(out), "preload\n") {
-		t.Fatalf("record --booth with TMPDIR in /dev/shm: %v\n%s", err, out)
+	// The agent's output apart from jukebox's own lines, which may land
+	// between its pieces in one stream (a CI run saw the booth's notice
+	// between the certificate's first line and its end).
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if out := stdout.String(); err != nil || !strings.Contains(out, "-----BEGIN CERTIFICATE-----\n") ||
+		!strings.Contains(out, "preload\n") {
+		t.Fatalf("record --booth with TMPDIR in /dev/shm: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
 	}
 	where, err := os.ReadFile(filepath.Join(ws, "where"))
 	must(t, err)
