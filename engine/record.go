@@ -271,7 +271,6 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 // scanPiece bytes, so that the scan is woken a few times an answer, not
 // once a chunk.
 type scanFeed struct {
-	scan *tapefmt.StreamScan
 	sent int // bytes of the body handed over
 	ch   chan []byte
 	done chan struct{}
@@ -280,7 +279,7 @@ type scanFeed struct {
 const scanPiece = 4 << 10
 
 func newScanFeed(scan *tapefmt.StreamScan) *scanFeed {
-	f := &scanFeed{scan: scan, ch: make(chan []byte, 16), done: make(chan struct{})}
+	f := &scanFeed{ch: make(chan []byte, 16), done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
 		for p := range f.ch {

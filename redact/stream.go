@@ -65,8 +65,14 @@ type placeSet struct {
 
 var placePool = sync.Pool{New: func() any { return &placeSet{byPath: map[string]*place{}} }}
 
-// maxPooledText is the longest joined text a place keeps for reuse.
-const maxPooledText = 64 << 10
+// What a finished scan keeps for the next: places of a joined text and a
+// count of pieces an ordinary answer has, and as many places as it has
+// paths (an upstream's answer of thousands of paths is not kept).
+const (
+	maxPooledText   = 64 << 10
+	maxPooledPieces = 4096
+	maxPooledPlaces = 64
+)
 
 // at is the place of path, made (or taken from the spares) when new.
 func (ps *placeSet) at(path []byte) *place {
@@ -87,7 +93,7 @@ func (ps *placeSet) at(path []byte) *place {
 // release empties ps into placePool.
 func (ps *placeSet) release() {
 	for _, pl := range ps.order {
-		if cap(pl.text) <= maxPooledText {
+		if cap(pl.text) <= maxPooledText && cap(pl.pieces) <= maxPooledPieces && len(ps.spare) < maxPooledPlaces {
 			clear(pl.pieces) // their texts
 			pl.pieces, pl.text, pl.ends = pl.pieces[:0], pl.text[:0], pl.ends[:0]
 			ps.spare = append(ps.spare, pl)
