@@ -136,8 +136,8 @@ func TestNetNoneCarriesTCP(t *testing.T) {
 		base := t.TempDir()
 		ws, state := filepath.Join(base, "ws"), filepath.Join(base, "state")
 		bin := filepath.Join(base, "engine.test")
-		self, err := os.ReadFile("/proc/self/exe")
-		for _, err := range []error{err, os.Chmod(filepath.Dir(base), 0o755), os.Chmod(base, 0o755), os.WriteFile(bin, self, 0o755),
+		testenv.SelfAt(t, bin)
+		for _, err := range []error{os.Chmod(filepath.Dir(base), 0o755), os.Chmod(base, 0o755),
 			os.Mkdir(ws, 0o755), os.Mkdir(state, 0o700), os.Chown(ws, 65534, 65534), os.Chown(state, 65534, 65534)} {
 			if err != nil {
 				t.Fatal(err)

@@ -366,9 +366,7 @@ func TestEscapeCatalogueAsUser(t *testing.T) {
 		e = newCatalogueEnv(t, uid, gid)
 		// The test binary's folder is private to root: copy it out.
 		bin := filepath.Join(e.base, "sandbox.test")
-		self, err := os.ReadFile("/proc/self/exe")
-		must(t, err)
-		must(t, os.WriteFile(bin, self, 0o755))
+		testenv.SelfAt(t, bin)
 		cmd := exec.Command(bin, "-test.run=^$")
 		cmd.Env = append(e.env(), "SANDBOX_CATALOGUE_WS="+e.ws)
 		cmd.Dir = e.base

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // nestedRun is what a booth run inside a booth saw, for one mode.
@@ -60,9 +62,7 @@ func TestAutoFailsClosed(t *testing.T) {
 	requireOverlay(t)
 	outer := t.TempDir()
 	bin := filepath.Join(outer, "sandbox.test") // the build folder is in the host's /tmp
-	self, err := os.ReadFile("/proc/self/exe")
-	must(t, err)
-	must(t, os.WriteFile(bin, self, 0o755))
+	testenv.SelfAt(t, bin)
 	inner := filepath.Join(outer, "inner")
 	mkTree(t, inner, map[string]string{"a.txt": "a"})
 	must(t, os.Mkdir(filepath.Join(outer, "state"), 0o700))

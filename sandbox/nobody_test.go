@@ -124,9 +124,7 @@ func runAsNobody(t *testing.T, mode string) (nobodyRun, string) {
 	mkTree(t, ws, map[string]string{"f": "f\n", "locked": "l\n"})
 	must(t, os.MkdirAll(state, 0o700))
 	bin := filepath.Join(base, "sandbox.test")
-	self, err := os.ReadFile("/proc/self/exe")
-	must(t, err)
-	must(t, os.WriteFile(bin, self, 0o755))
+	testenv.SelfAt(t, bin)
 	for _, d := range []string{ws, state} {
 		must(t, filepath.Walk(d, func(p string, _ os.FileInfo, err error) error {
 			if err != nil {

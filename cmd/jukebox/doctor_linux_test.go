@@ -69,9 +69,7 @@ func nobodyBinary(t *testing.T, mode os.FileMode) (base, bin string) {
 	must(t, os.Chmod(filepath.Dir(base), 0o755))
 	must(t, os.Chmod(base, mode))
 	bin = filepath.Join(base, "jukebox.test")
-	self, err := os.ReadFile("/proc/self/exe")
-	must(t, err)
-	must(t, os.WriteFile(bin, self, 0o755))
+	testenv.SelfAt(t, bin)
 	return base, bin
 }
 

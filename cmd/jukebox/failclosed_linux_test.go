@@ -9,6 +9,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -37,9 +38,7 @@ func TestAutoFailsClosedNested(t *testing.T) {
 	requireConfinedBooth(t)
 	ws := t.TempDir()
 	bin := filepath.Join(ws, "jukebox.test") // its build folder is in the host's /tmp
-	self, err := os.ReadFile("/proc/self/exe")
-	must(t, err)
-	must(t, os.WriteFile(bin, self, 0o755))
+	testenv.SelfAt(t, bin)
 	must(t, os.Mkdir(filepath.Join(ws, "state"), 0o700))
 	must(t, os.Mkdir(filepath.Join(ws, "inner"), 0o755))
 	srv, _, err := llmsim.Start("127.0.0.1:0", nil)

@@ -50,9 +50,7 @@ func netRecord(t *testing.T, nobody bool, flags []string, ports ...string) (stri
 			testenv.Unavailable(t, "/usr/bin/python3, for the user nobody", "install python3")
 		}
 		bin = filepath.Join(base, "jukebox.test") // the test binary's folder is private to root
-		self, err := os.ReadFile("/proc/self/exe")
-		must(t, err)
-		must(t, os.WriteFile(bin, self, 0o755))
+		testenv.SelfAt(t, bin)
 		must(t, os.Chown(ws, 65534, 65534))
 		must(t, os.Chown(state, 65534, 65534))
 	}

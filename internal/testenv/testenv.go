@@ -386,3 +386,23 @@ func FreePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// SelfAt puts the running test binary at path, for a test that runs it
+// where its build folder cannot be reached (as another user, inside a
+// booth's private /tmp): a hard link where it can (the same file system),
+// else a copy. A copy can fail to start with "text file busy" while a
+// parallel test's fork still holds the copy's write descriptor (a CI run
+// saw it); a link is never open for writing.
+func SelfAt(t testing.TB, path string) {
+	t.Helper()
+	if exe, err := os.Executable(); err == nil && os.Link(exe, path) == nil {
+		return
+	}
+	self, err := os.ReadFile("/proc/self/exe")
+	if err == nil {
+		err = os.WriteFile(path, self, 0o755)
+	}
+	if err != nil {
+		t.Fatalf("the test binary at %s: %v", path, err)
+	}
+}
