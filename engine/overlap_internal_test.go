@@ -160,19 +160,11 @@ func TestOverlappedRequestWriteErrorReachesTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var asked atomic.Int64
-	up := sseUpstream(t, 3)
-	counted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		up.Config.Handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(counted.Close)
-	p := overlapProxy(t, counted.URL+"/v1", w, nil)
+	upstream, asked := countedUpstream(t)
+	p := overlapProxy(t, upstream, w, nil)
 	// A body whose blob is past the tape's write buffer, compressed or
 	// not: its write fails at once.
-	noise := make([]byte, 256<<10)
-	rand.Read(noise)
-	big := fmt.Sprintf(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"%x"}]}`, noise)
+	big := fmt.Sprintf(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"%x"}]}`, noise())
 	resp, err := http.Post(p.baseURL(providers[0])+"/chat/completions", "application/json", strings.NewReader(big))
 	if err != nil {
 		t.Fatal(err)
@@ -208,18 +200,10 @@ func TestCallsRefusedOnceAnyFrameFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var asked atomic.Int64
-	up := sseUpstream(t, 3)
-	counted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		up.Config.Handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(counted.Close)
-	p := overlapProxy(t, counted.URL+"/v1", w, nil)
+	upstream, asked := countedUpstream(t)
+	p := overlapProxy(t, upstream, w, nil)
 	dst.fail.Store(true)
-	noise := make([]byte, 256<<10)
-	rand.Read(noise)
-	if _, err := w.Append(0, tapefmt.Output{Fd: 1, Data: noise}); err == nil {
+	if _, err := w.Append(0, tapefmt.Output{Fd: 1, Data: noise()}); err == nil {
 		t.Fatal("the output frame was taken by a destination that fails")
 	}
 	if got := postChat(t, p, 0); !strings.Contains(got, "jukebox_error") {
@@ -228,6 +212,27 @@ func TestCallsRefusedOnceAnyFrameFailed(t *testing.T) {
 	if n := asked.Load(); n != 0 {
 		t.Fatalf("the upstream was asked %d times, want none", n)
 	}
+}
+
+// countedUpstream is sseUpstream's stream of 3 events behind a count of
+// the calls that reached it; it returns its base URL and the count.
+func countedUpstream(t *testing.T) (string, *atomic.Int64) {
+	var asked atomic.Int64
+	up := sseUpstream(t, 3)
+	counted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		up.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counted.Close)
+	return counted.URL + "/v1", &asked
+}
+
+// noise is 256 KiB that do not compress: a frame or blob of it is past
+// the tape's write buffer, so its write reaches the destination at once.
+func noise() []byte {
+	b := make([]byte, 256<<10)
+	rand.Read(b)
+	return b
 }
 
 // switchable is a tape destination that fails every write once fail is set.

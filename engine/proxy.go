@@ -238,6 +238,9 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if pr, ok := p.backend.(preparer); ok {
 		pr.prepare(x)
 	}
+	if isLive(p.backend) && p.tape != nil {
+		x.scan = p.tape.NewStreamScan() // its answer is relayed: masked as it comes
+	}
 	if p.overlaps() {
 		p.serveOverlapped(w, x)
 		return
@@ -257,9 +260,6 @@ func (p *proxy) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	if p.onEvent != nil && live {
 		x.onChunk = func(b []byte) { p.emit(Event{Kind: EventChunk, Call: x.call, Data: bytes.Clone(b)}) }
-	}
-	if isLive(p.backend) && p.tape != nil {
-		x.scan = p.tape.NewStreamScan()
 	}
 	a := p.backend.respond(w, x)
 	if !a.live && llmwire.Refused(&a.resp) {
@@ -334,7 +334,6 @@ func (p *proxy) serveOverlapped(w http.ResponseWriter, x *exchange) {
 			}
 		}
 	}
-	x.scan = p.tape.NewStreamScan()
 	a := p.backend.respond(w, x)
 	if err := wait(); err != nil {
 		p.wrote("llm.request of call "+fmt.Sprint(x.call), err)
