@@ -11,12 +11,23 @@
 //
 //	go test -json ./... | go run ./internal/testsum
 //	go run ./internal/testsum a.fifo b.fifo
+//
+// With -run it runs test binaries itself (go test -c built them, each
+// under test2json, at most -j at once, in the order the job file gives)
+// and reads their events as go test -json would give them, printing
+// each package's result line when its binary ends. .ci/test does so:
+// the binaries it keeps from one run to the next, which go test links
+// anew every time (about a minute of CPU a run), are linked again only
+// when what they are built from changed.
+//
+//	go run ./internal/testsum -run JOBS -j 3 -test2json BIN/test2json -- -test.timeout=15m
 package main
 
 import (
 	"bufio"
 	"cmp"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -57,20 +68,24 @@ type summary struct {
 
 func main() {
 	s := &summary{out: os.Stdout, output: map[key][]string{}, elapsed: map[key]float64{}}
-	inputs := []io.Reader{os.Stdin}
-	if len(os.Args) > 1 {
-		inputs = nil
-		for _, name := range os.Args[1:] {
-			f, err := os.Open(name) // a fifo: opened once its writer opens it
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "testsum:", err)
-				os.Exit(2)
-			}
-			defer f.Close()
-			inputs = append(inputs, f)
-		}
+	jobsFile := flag.String("run", "", "run the test binaries this file names (a line each: import path, folder, binary, flags; tab-separated) instead of reading go test -json")
+	n := flag.Int("j", 2, "with -run: test binaries run at once")
+	t2j := flag.String("test2json", "test2json", "with -run: the test2json program (go build -o DIR/ cmd/test2json)")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: testsum [FILE...]\n       testsum -run JOBS [-j N] [-test2json PATH] [-- TESTFLAG...]\n")
+		flag.PrintDefaults()
 	}
-	if err := s.read(inputs); err != nil {
+	flag.Parse()
+	var err error
+	if *jobsFile != "" {
+		var jobs []job
+		if jobs, err = readJobs(*jobsFile); err == nil {
+			s.run(jobs, *n, *t2j, flag.Args())
+		}
+	} else {
+		err = s.readFiles(flag.Args())
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "testsum:", err)
 		os.Exit(2)
 	}
@@ -80,13 +95,27 @@ func main() {
 	}
 }
 
+// readFiles reads the files named (fifos, opened once their writers open
+// them), or standard input when none is.
+func (s *summary) readFiles(names []string) error {
+	if len(names) == 0 {
+		return s.read([]io.Reader{os.Stdin})
+	}
+	var inputs []io.Reader
+	for _, name := range names {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		inputs = append(inputs, f)
+	}
+	return s.read(inputs)
+}
+
 // read reads every input to its end, a line at a time, each line whole
 // whichever input it comes from.
 func (s *summary) read(inputs []io.Reader) error {
-	type line struct {
-		in   int
-		text []byte
-	}
 	lines, errs := make(chan line), make(chan error, len(inputs))
 	for i, r := range inputs {
 		go func() {
@@ -102,18 +131,28 @@ func (s *summary) read(inputs []io.Reader) error {
 	for open := len(inputs); open > 0; {
 		select {
 		case l := <-lines:
-			var e event
-			if err := json.Unmarshal(l.text, &e); err != nil || e.Action == "" {
-				fmt.Fprintln(s.out, string(l.text)) // not JSON: pass it on
-				continue
-			}
-			s.add(l.in, e)
+			s.line(l)
 		case err := <-errs:
 			open--
 			first = cmp.Or(first, err)
 		}
 	}
 	return first
+}
+
+// line is a line of input in: an event, or text passed on.
+type line struct {
+	in   int
+	text []byte
+}
+
+func (s *summary) line(l line) {
+	var e event
+	if err := json.Unmarshal(l.text, &e); err != nil || e.Action == "" {
+		fmt.Fprintln(s.out, string(l.text)) // not JSON: pass it on
+		return
+	}
+	s.add(l.in, e)
 }
 
 func (s *summary) add(in int, e event) {

@@ -78,3 +78,66 @@ func TestTimeoutNamesTheRunningTest(t *testing.T) {
 		t.Errorf("tests left running after their package ended: %v", s.running)
 	}
 }
+
+// TestRunJobs: -run runs each job's binary under test2json in its folder
+// with the flags given and its own, prints go test's result line for each
+// package as its binary ends, and fails a package whose process failed
+// though no event said so (a binary that did not start, a test2json
+// that could not run it).
+func TestRunJobs(t *testing.T) {
+	dir := t.TempDir()
+	// A test2json of the test's own: -p PKG BINARY -test.v=test2json
+	// FLAG...; what it prints depends on the binary's name.
+	t2j := dir + "/test2json"
+	script := `#!/bin/sh
+pkg=$2 bin=$3
+shift 4
+ev() { printf '{"Action":"%s","Package":"%s","Test":"%s"%s}\n' "$1" "$pkg" "$2" "$3"; }
+ev output "" ',"Output":"in '"$(basename "$PWD")"' with '"$*"'\n"'
+case $bin in
+pass) ev run TestA; ev pass TestA ',"Elapsed":0.5'; ev pass "" ;;
+fail) ev run TestB; ev output TestB ',"Output":"b_test.go:3: wrong\n"'; ev fail TestB; ev fail ""; exit 1 ;;
+*) echo "no such binary: $bin" >&2; exit 3 ;;
+esac
+`
+	if err := os.WriteFile(t2j, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"a", "b", "c"} {
+		if err := os.Mkdir(dir+"/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := []job{{pkg: "ex/a", dir: dir + "/a", bin: "pass"}, {pkg: "ex/b", dir: dir + "/b", bin: "fail", args: []string{"-test.run=^TestB$"}},
+		{pkg: "ex/c", dir: dir + "/c", bin: "missing"}}
+	var out bytes.Buffer
+	s := &summary{out: &out, output: map[key][]string{}, elapsed: map[key]float64{}}
+	s.run(jobs, 2, t2j, []string{"-test.timeout=1m"})
+	s.report()
+	got := out.String()
+	for _, want := range []string{"ok  \tex/a\t", "FAIL\tex/b\t", "FAIL\tex/c\t", "b_test.go:3: wrong", "in b with -test.timeout=1m -test.run=^TestB$",
+		"--- ex/c (package)", "missing: exit status 3: no such binary: missing", "1 passed, 1 failed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "in a with") {
+		t.Errorf("a passing package's output is shown:\n%s", got)
+	}
+	if len(s.failed) != 3 {
+		t.Errorf("failed: %v; want ex/b's TestB and package, and ex/c", s.failed)
+	}
+}
+
+func TestReadJobs(t *testing.T) {
+	name := t.TempDir() + "/jobs"
+	os.WriteFile(name, []byte("# a comment\nex/a\t/src/a\t/bin/a.test\n\nex/b\t/src/b\t/bin/b.test\t-test.run=X\t-test.v\n"), 0o644)
+	jobs, err := readJobs(name)
+	if err != nil || len(jobs) != 2 || jobs[1].bin != "/bin/b.test" || strings.Join(jobs[1].args, " ") != "-test.run=X -test.v" || len(jobs[0].args) != 0 {
+		t.Fatalf("readJobs = %+v, %v", jobs, err)
+	}
+	os.WriteFile(name, []byte("ex/a /src/a /bin/a.test\n"), 0o644)
+	if _, err := readJobs(name); err == nil || !strings.Contains(err.Error(), ":1: want IMPORTPATH") {
+		t.Errorf("a line without tabs: %v", err)
+	}
+}
