@@ -33,6 +33,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -194,6 +195,22 @@ func (s *summary) ended(in int, pkg string) {
 	s.running = still
 }
 
+// testResult is the line a test's end prints ("--- PASS: TestX (1.23s)").
+var testResult = regexp.MustCompile(`^\s*--- (?:PASS|FAIL|SKIP): \S+ \(([0-9.]+)s\)`)
+
+// elapsedOf is a test's time as its output's last result line gives it:
+// test2json run on a test binary (testsum -run) leaves Elapsed out of
+// its events, where go test -json sets it.
+func elapsedOf(lines []string) float64 {
+	for _, l := range slices.Backward(lines) {
+		if m := testResult.FindStringSubmatch(l); m != nil {
+			f, _ := strconv.ParseFloat(m[1], 64)
+			return f
+		}
+	}
+	return 0
+}
+
 // isResultLine reports whether a package's output line is its one-line
 // result ("ok  pkg 1.2s", "FAIL pkg 3.4s"); "?   pkg [no test files]" is
 // left out.
@@ -207,7 +224,7 @@ func (s *summary) done(k key, e event) {
 	}
 	s.running = slices.DeleteFunc(s.running, func(r key) bool { return r == k })
 	if k.test != "" && !strings.Contains(k.test, "/") {
-		s.elapsed[k] = e.Elapsed
+		s.elapsed[k] = cmp.Or(e.Elapsed, elapsedOf(s.output[k]))
 	}
 	switch {
 	case e.Action == "fail":

@@ -95,7 +95,7 @@ shift 4
 ev() { printf '{"Action":"%s","Package":"%s","Test":"%s"%s}\n' "$1" "$pkg" "$2" "$3"; }
 ev output "" ',"Output":"in '"$(basename "$PWD")"' with '"$*"'\n"'
 case $bin in
-pass) ev run TestA; ev pass TestA ',"Elapsed":0.5'; ev pass "" ;;
+pass) ev run TestA; ev output TestA ',"Output":"--- PASS: TestA (2.50s)\n"'; ev pass TestA; ev pass "" ;;
 fail) ev run TestB; ev output TestB ',"Output":"b_test.go:3: wrong\n"'; ev fail TestB; ev fail ""; exit 1 ;;
 *) echo "no such binary: $bin" >&2; exit 3 ;;
 esac
@@ -116,7 +116,7 @@ esac
 	s.report()
 	got := out.String()
 	for _, want := range []string{"ok  \tex/a\t", "FAIL\tex/b\t", "FAIL\tex/c\t", "b_test.go:3: wrong", "in b with -test.timeout=1m -test.run=^TestB$",
-		"--- ex/c (package)", "missing: exit status 3: no such binary: missing", "1 passed, 1 failed"} {
+		"--- ex/c (package)", "missing: exit status 3: no such binary: missing", "1 passed, 1 failed", "slowest: ex/a TestA 2.5s"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}

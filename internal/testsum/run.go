@@ -93,7 +93,8 @@ func runJob(in int, j job, t2j string, flags []string, lines chan<- line) jobEnd
 	cmd := exec.Command(t2j, append([]string{"-p", j.pkg, j.bin, "-test.v=test2json"}, append(slices.Clone(flags), j.args...)...)...)
 	cmd.Dir = j.dir
 	cmd.Env = append(os.Environ(), "PWD="+j.dir) // as go test runs it
-	var stderr bytes.Buffer                      // test2json's own; the binary's goes into the events
+	// test2json's own errors; the binary's output goes into the events.
+	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
