@@ -119,14 +119,7 @@ func (s *summary) readFiles(names []string) error {
 func (s *summary) read(inputs []io.Reader) error {
 	lines, errs := make(chan line), make(chan error, len(inputs))
 	for i, r := range inputs {
-		go func() {
-			sc := bufio.NewScanner(r)
-			sc.Buffer(make([]byte, 1<<20), 64<<20)
-			for sc.Scan() {
-				lines <- line{i, slices.Clone(sc.Bytes())}
-			}
-			errs <- sc.Err()
-		}()
+		go func() { errs <- scanLines(i, r, lines) }()
 	}
 	var first error
 	for open := len(inputs); open > 0; {
@@ -139,6 +132,16 @@ func (s *summary) read(inputs []io.Reader) error {
 		}
 	}
 	return first
+}
+
+// scanLines sends r's lines, each whole, to lines as input in's.
+func scanLines(in int, r io.Reader, lines chan<- line) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		lines <- line{in, slices.Clone(sc.Bytes())}
+	}
+	return sc.Err()
 }
 
 // line is a line of input in: an event, or text passed on.

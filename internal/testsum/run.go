@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -103,15 +102,11 @@ func runJob(in int, j job, t2j string, flags []string, lines chan<- line) jobEnd
 	if err := cmd.Start(); err != nil {
 		return jobEnd{err: err}
 	}
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		lines <- line{in, slices.Clone(sc.Bytes())}
-	}
-	if err := sc.Err(); err != nil {
+	scanErr := scanLines(in, out, lines)
+	if scanErr != nil {
 		io.Copy(io.Discard, out) // let the process end
 	}
-	err = errors.Join(sc.Err(), cmd.Wait())
+	err = errors.Join(scanErr, cmd.Wait())
 	if err != nil && stderr.Len() > 0 {
 		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
 	}
