@@ -20,7 +20,7 @@
 // anew every time (about a minute of CPU a run), are linked again only
 // when what they are built from changed.
 //
-//	go run ./internal/testsum -run JOBS -j 3 -test2json BIN/test2json -- -test.timeout=15m
+//	go run ./internal/testsum -run JOBS -j 3 -test2json BIN/test2json -timeout 16m -- -test.timeout=15m
 package main
 
 import (
@@ -72,6 +72,8 @@ func main() {
 	jobsFile := flag.String("run", "", "run the test binaries this file names (a line each: import path, folder, binary, flags; tab-separated) instead of reading go test -json")
 	n := flag.Int("j", 2, "with -run: test binaries run at once")
 	t2j := flag.String("test2json", "test2json", "with -run: the test2json program (go build -o DIR/ cmd/test2json)")
+	timeout := flag.Duration("timeout", 0, "with -run: kill a test binary, and what it started, this long after it started (go test kills one a minute past its -test.timeout); 0 for never")
+	waitDelay := flag.Duration("waitdelay", time.Minute, "with -run: how long a test binary's output is read after it exited (a process it left behind may hold it open)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: testsum [FILE...]\n       testsum -run JOBS [-j N] [-test2json PATH] [-- TESTFLAG...]\n")
 		flag.PrintDefaults()
@@ -81,7 +83,7 @@ func main() {
 	if *jobsFile != "" {
 		var jobs []job
 		if jobs, err = readJobs(*jobsFile); err == nil {
-			s.run(jobs, *n, *t2j, flag.Args())
+			s.run(jobs, runner{n: *n, t2j: *t2j, flags: flag.Args(), timeout: *timeout, waitDelay: *waitDelay})
 		}
 	} else {
 		err = s.readFiles(flag.Args())

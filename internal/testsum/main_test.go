@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // summarize runs testsum over a recorded `go test -json` stream.
@@ -112,11 +113,11 @@ esac
 		{pkg: "ex/c", dir: dir + "/c", bin: "missing"}}
 	var out bytes.Buffer
 	s := &summary{out: &out, output: map[key][]string{}, elapsed: map[key]float64{}}
-	s.run(jobs, 2, t2j, []string{"-test.timeout=1m"})
+	s.run(jobs, runner{n: 2, t2j: t2j, flags: []string{"-test.timeout=1m"}, waitDelay: time.Minute})
 	s.report()
 	got := out.String()
 	for _, want := range []string{"ok  \tex/a\t", "FAIL\tex/b\t", "FAIL\tex/c\t", "b_test.go:3: wrong", "in b with -test.timeout=1m -test.run=^TestB$",
-		"--- ex/c (package)", "missing: exit status 3: no such binary: missing", "1 passed, 1 failed", "slowest: ex/a TestA 2.5s"} {
+		"--- ex/c (package)", "missing: exit status 3: no such binary: missing", "1 passed, 2 failed", "slowest: ex/a TestA 2.5s"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
@@ -139,5 +140,37 @@ func TestReadJobs(t *testing.T) {
 	os.WriteFile(name, []byte("ex/a /src/a /bin/a.test\n"), 0o644)
 	if _, err := readJobs(name); err == nil || !strings.Contains(err.Error(), ":1: want IMPORTPATH") {
 		t.Errorf("a line without tabs: %v", err)
+	}
+}
+
+// TestRunJobsThatDoNotEnd: a test binary that never ends (a TestMain that
+// hangs before its tests' own -timeout runs) is killed with what it
+// started at -timeout, and one that exits leaving a process that holds
+// its output open is waited for -waitdelay only: each fails its package
+// with the reason, and the run ends (it hung for ever before).
+func TestRunJobsThatDoNotEnd(t *testing.T) {
+	dir := t.TempDir()
+	t2j := dir + "/test2json"
+	script := `#!/bin/sh
+pkg=$2 bin=$3
+case $bin in
+hang) sleep 30 ;;
+leaves) sleep 30 & printf '{"Action":"pass","Package":"%s"}\n' "$pkg"; exit 0 ;;
+esac
+`
+	if err := os.WriteFile(t2j, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	jobs := []job{{pkg: "ex/hang", dir: dir, bin: "hang"}, {pkg: "ex/leaves", dir: dir, bin: "leaves"}}
+	var out bytes.Buffer
+	s := &summary{out: &out, output: map[key][]string{}, elapsed: map[key]float64{}}
+	s.run(jobs, runner{n: 2, t2j: t2j, timeout: 2 * time.Second, waitDelay: time.Second})
+	s.report()
+	got := out.String()
+	for _, want := range []string{"FAIL\tex/hang\t", "killed 2s after it started, with what it started: it did not end",
+		"FAIL\tex/leaves\t", "its output was still open 1s after it exited", "0 passed, 2 failed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
 	}
 }

@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -49,24 +50,36 @@ type jobEnd struct {
 	err     error
 }
 
-// run runs jobs, at most n at once in the order given, each test binary
-// under test2json (the program at t2j) with flags before its own, and
-// reads their events as read does. A job whose process fails without a
-// failing event (it did not start, or test2json could not run it) fails
-// its package.
-func (s *summary) run(jobs []job, n int, t2j string, flags []string) {
+// runner is how the jobs run: at most n at once, each test binary under
+// test2json (the program at t2j) with flags before its own. A job still
+// running after timeout (0: none) is killed with what it started, as go
+// test kills a binary a minute past its -timeout; once its process has
+// exited, its output is read for at most waitDelay more (a process it
+// left behind may hold the pipe open), as go test does.
+type runner struct {
+	n         int
+	t2j       string
+	flags     []string
+	timeout   time.Duration
+	waitDelay time.Duration
+}
+
+// run runs jobs in the order given and reads their events as read does.
+// A job whose process fails without a failing event (it did not start,
+// test2json could not run it, it was killed) fails its package.
+func (s *summary) run(jobs []job, r runner) {
 	lines := make(chan line)
 	ends := make(chan struct {
 		in  int
 		end jobEnd
 	})
-	slots := make(chan struct{}, max(n, 1))
+	slots := make(chan struct{}, max(r.n, 1))
 	go func() {
 		for i, j := range jobs {
 			slots <- struct{}{}
 			go func() {
 				defer func() { <-slots }()
-				end := runJob(i, j, t2j, flags, lines)
+				end := r.runJob(i, j, lines)
 				ends <- struct {
 					in  int
 					end jobEnd
@@ -87,30 +100,73 @@ func (s *summary) run(jobs []job, n int, t2j string, flags []string) {
 
 // runJob runs one test binary, its events to lines, and says how it ended
 // once every line is sent.
-func runJob(in int, j job, t2j string, flags []string, lines chan<- line) jobEnd {
+func (r runner) runJob(in int, j job, lines chan<- line) jobEnd {
 	start := time.Now()
-	cmd := exec.Command(t2j, append([]string{"-p", j.pkg, j.bin, "-test.v=test2json"}, append(slices.Clone(flags), j.args...)...)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	if r.timeout > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), r.timeout)
+	}
+	defer cancel()
+	// Paths as given, not as seen from the package's folder the job runs in.
+	t2j, bin := absolute(r.t2j), absolute(j.bin)
+	cmd := exec.CommandContext(ctx, t2j, append([]string{"-p", j.pkg, bin, "-test.v=test2json"}, append(slices.Clone(r.flags), j.args...)...)...)
 	cmd.Dir = j.dir
 	cmd.Env = append(os.Environ(), "PWD="+j.dir) // as go test runs it
+	ownGroup(cmd) // killed with what it started
+	cmd.WaitDelay = r.waitDelay
+	out := &lineWriter{in: in, lines: lines}
+	cmd.Stdout = out
 	// test2json's own errors; the binary's output goes into the events.
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return jobEnd{err: err}
+	err := cmd.Run()
+	out.flush()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		err = fmt.Errorf("killed %v after it started, with what it started: it did not end (%w)", r.timeout, err)
+	case errors.Is(err, exec.ErrWaitDelay):
+		err = fmt.Errorf("its output was still open %v after it exited: a process it started holds it (%w)", r.waitDelay, err)
 	}
-	if err := cmd.Start(); err != nil {
-		return jobEnd{err: err}
-	}
-	scanErr := scanLines(in, out, lines)
-	if scanErr != nil {
-		io.Copy(io.Discard, out) // let the process end
-	}
-	err = errors.Join(scanErr, cmd.Wait())
 	if err != nil && stderr.Len() > 0 {
 		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return jobEnd{elapsed: time.Since(start), err: err}
+}
+
+func absolute(path string) string {
+	if abs, err := filepath.Abs(path); err == nil && strings.ContainsRune(path, filepath.Separator) {
+		return abs
+	}
+	return path // a name looked up on PATH
+}
+
+// lineWriter sends what a job writes to lines, a whole line at a time.
+type lineWriter struct {
+	in    int
+	buf   []byte
+	lines chan<- line
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.lines <- line{w.in, slices.Clone(w.buf[:i])}
+		w.buf = w.buf[i+1:]
+	}
+	w.buf = append(w.buf[:0:0], w.buf...) // what is left, not what was sent
+	return len(p), nil
+}
+
+// flush sends a last line that did not end.
+func (w *lineWriter) flush() {
+	if len(w.buf) > 0 {
+		w.lines <- line{w.in, w.buf}
+		w.buf = nil
+	}
 }
 
 // jobEnded prints a job's result line and fails its package when the
@@ -122,6 +178,7 @@ func (s *summary) jobEnded(in int, j job, end jobEnd) {
 		s.output[k] = append(s.output[k], fmt.Sprintf("%s: %v\n", j.bin, end.err))
 		s.ended(in, k.pkg)
 		s.failed = append(s.failed, k)
+		s.fail++ // counted, as no failing test of it was
 		failed = true
 	}
 	verdict := "ok  "
