@@ -112,7 +112,8 @@ func (r runner) runJob(in int, j job, lines chan<- line) jobEnd {
 	cmd := exec.CommandContext(ctx, t2j, append([]string{"-p", j.pkg, bin, "-test.v=test2json"}, append(slices.Clone(r.flags), j.args...)...)...)
 	cmd.Dir = j.dir
 	cmd.Env = append(os.Environ(), "PWD="+j.dir) // as go test runs it
-	ownGroup(cmd) // killed with what it started
+	// Killed with what it started.
+	ownGroup(cmd)
 	cmd.WaitDelay = r.waitDelay
 	out := &lineWriter{in: in, lines: lines}
 	cmd.Stdout = out
