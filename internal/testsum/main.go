@@ -26,11 +26,13 @@ package main
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"regexp"
 	"slices"
 	"strconv"
@@ -68,6 +70,11 @@ type summary struct {
 }
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == execTestArg {
+		err := execTest(os.Args[2:])
+		fmt.Fprintln(os.Stderr, "testsum:", err)
+		os.Exit(127)
+	}
 	s := &summary{out: os.Stdout, output: map[key][]string{}, elapsed: map[key]float64{}}
 	jobsFile := flag.String("run", "", "run the test binaries this file names (a line each: import path, folder, binary, flags; tab-separated) instead of reading go test -json")
 	n := flag.Int("j", 2, "with -run: test binaries run at once")
@@ -83,7 +90,12 @@ func main() {
 	if *jobsFile != "" {
 		var jobs []job
 		if jobs, err = readJobs(*jobsFile); err == nil {
-			s.run(jobs, runner{n: *n, t2j: *t2j, flags: flag.Args(), timeout: *timeout, waitDelay: *waitDelay})
+			// An interrupt stops the jobs, which run in process groups of
+			// their own that the terminal's Ctrl-C does not reach.
+			stop, cancel := signal.NotifyContext(context.Background(), stopSignals...)
+			defer cancel()
+			self, _ := os.Executable()
+			s.run(jobs, runner{n: *n, t2j: *t2j, flags: flag.Args(), timeout: *timeout, waitDelay: *waitDelay, stop: stop, self: self})
 		}
 	} else {
 		err = s.readFiles(flag.Args())

@@ -62,7 +62,16 @@ type runner struct {
 	flags     []string
 	timeout   time.Duration
 	waitDelay time.Duration
+	// stop, when done, kills every job still running (an interrupt).
+	stop context.Context
+	// self, when set, is this program, which test2json starts to start
+	// the test binary in turn (execTestArg).
+	self string
 }
+
+// execTestArg, first, has testsum start the test binary that follows
+// (execTest).
+const execTestArg = "-exec-test"
 
 // run runs jobs in the order given and reads their events as read does.
 // A job whose process fails without a failing event (it did not start,
@@ -102,14 +111,23 @@ func (s *summary) run(jobs []job, r runner) {
 // once every line is sent.
 func (r runner) runJob(in int, j job, lines chan<- line) jobEnd {
 	start := time.Now()
-	ctx, cancel := context.WithCancel(context.Background())
+	parent := r.stop
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
 	if r.timeout > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), r.timeout)
+		ctx, cancel = context.WithTimeout(parent, r.timeout)
 	}
 	defer cancel()
 	// Paths as given, not as seen from the package's folder the job runs in.
 	t2j, bin := absolute(r.t2j), absolute(j.bin)
-	cmd := exec.CommandContext(ctx, t2j, append([]string{"-p", j.pkg, bin, "-test.v=test2json"}, append(slices.Clone(r.flags), j.args...)...)...)
+	argv := []string{"-p", j.pkg, bin}
+	if r.self != "" {
+		argv = []string{"-p", j.pkg, r.self, execTestArg, bin}
+	}
+	argv = append(append(append(argv, "-test.v=test2json"), r.flags...), j.args...)
+	cmd := exec.CommandContext(ctx, t2j, argv...)
 	cmd.Dir = j.dir
 	cmd.Env = append(os.Environ(), "PWD="+j.dir) // as go test runs it
 	// Killed with what it started.
@@ -123,6 +141,8 @@ func (r runner) runJob(in int, j job, lines chan<- line) jobEnd {
 	err := cmd.Run()
 	out.flush()
 	switch {
+	case parent.Err() != nil:
+		err = fmt.Errorf("interrupted (%w)", err)
 	case ctx.Err() == context.DeadlineExceeded:
 		err = fmt.Errorf("killed %v after it started, with what it started: it did not end (%w)", r.timeout, err)
 	case errors.Is(err, exec.ErrWaitDelay):
