@@ -46,6 +46,7 @@ func readJobs(name string) ([]job, error) {
 // jobEnd is a job's process ending: what the reader prints as go test
 // would ("ok  \tPKG\t1.234s").
 type jobEnd struct {
+	in      int // the job's index
 	elapsed time.Duration
 	err     error
 }
@@ -78,21 +79,14 @@ const execTestArg = "-exec-test"
 // test2json could not run it, it was killed) fails its package.
 func (s *summary) run(jobs []job, r runner) {
 	lines := make(chan line)
-	ends := make(chan struct {
-		in  int
-		end jobEnd
-	})
+	ends := make(chan jobEnd)
 	slots := make(chan struct{}, max(r.n, 1))
 	go func() {
 		for i, j := range jobs {
 			slots <- struct{}{}
 			go func() {
 				defer func() { <-slots }()
-				end := r.runJob(i, j, lines)
-				ends <- struct {
-					in  int
-					end jobEnd
-				}{i, end}
+				ends <- r.runJob(i, j, lines)
 			}()
 		}
 	}()
@@ -102,7 +96,7 @@ func (s *summary) run(jobs []job, r runner) {
 			s.line(l)
 		case e := <-ends:
 			open--
-			s.jobEnded(e.in, jobs[e.in], e.end)
+			s.jobEnded(jobs[e.in], e)
 		}
 	}
 }
@@ -151,7 +145,7 @@ func (r runner) runJob(in int, j job, lines chan<- line) jobEnd {
 	if err != nil && stderr.Len() > 0 {
 		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
 	}
-	return jobEnd{elapsed: time.Since(start), err: err}
+	return jobEnd{in: in, elapsed: time.Since(start), err: err}
 }
 
 func absolute(path string) string {
@@ -192,7 +186,8 @@ func (w *lineWriter) flush() {
 
 // jobEnded prints a job's result line and fails its package when the
 // process failed and no event said so.
-func (s *summary) jobEnded(in int, j job, end jobEnd) {
+func (s *summary) jobEnded(j job, end jobEnd) {
+	in := end.in
 	k := key{in, short(j.pkg), ""}
 	failed := slices.Contains(s.failed, k)
 	if end.err != nil && !failed {
