@@ -81,21 +81,40 @@ func main() {
 	t2j := flag.String("test2json", "test2json", "with -run: the test2json program (go build -o DIR/ cmd/test2json)")
 	timeout := flag.Duration("timeout", 0, "with -run: kill a test binary, and what it started, this long after it started (go test kills one a minute past its -test.timeout); 0 for never")
 	waitDelay := flag.Duration("waitdelay", time.Minute, "with -run: how long a test binary's output is read after it exited (a process it left behind may hold it open)")
+	timesFile := flag.String("times", "", "with -run: run the jobs longest first by the times this file kept from the run before (new jobs first), and keep this run's there")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: testsum [FILE...]\n       testsum -run JOBS [-j N] [-test2json PATH] [-- TESTFLAG...]\n")
+		fmt.Fprintf(os.Stderr, "usage: testsum [FILE...]\n       testsum -run JOBS [-j N] [-test2json PATH] [-times FILE] [-- TESTFLAG...]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
 	var err error
 	if *jobsFile != "" {
 		var jobs []job
-		if jobs, err = readJobs(*jobsFile); err == nil {
+		times := map[string]float64{}
+		jobs, err = readJobs(*jobsFile)
+		if err == nil && *timesFile != "" {
+			// A cache: one that cannot be read orders nothing, and is
+			// written again at the end.
+			if t, terr := readTimes(*timesFile); terr != nil {
+				fmt.Fprintln(os.Stderr, "testsum: the jobs run in the file's order:", terr)
+			} else {
+				times = t
+			}
+		}
+		if err == nil {
+			jobs = longestFirst(jobs, times)
 			// An interrupt stops the jobs, which run in process groups of
 			// their own that the terminal's Ctrl-C does not reach.
 			stop, cancel := signal.NotifyContext(context.Background(), stopSignals...)
 			defer cancel()
 			self, _ := os.Executable()
-			s.run(jobs, runner{n: *n, t2j: *t2j, flags: flag.Args(), timeout: *timeout, waitDelay: *waitDelay, stop: stop, self: self})
+			took := s.run(jobs, runner{n: *n, t2j: *t2j, flags: flag.Args(), timeout: *timeout, waitDelay: *waitDelay, stop: stop, self: self})
+			if *timesFile != "" && stop.Err() == nil {
+				// Kept for the next run's order: a failure to keep them fails nothing.
+				if werr := writeTimes(*timesFile, jobs, took); werr != nil {
+					fmt.Fprintln(os.Stderr, "testsum: keeping the jobs' times:", werr)
+				}
+			}
 		}
 	} else {
 		err = s.readFiles(flag.Args())

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,3 +176,35 @@ esac
 		}
 	}
 }
+
+// TestLongestFirst: with the times of a run before, jobs run longest
+// first, those of no known time (new ones) before them in the file's
+// order; the times of the jobs that ended are kept for the next run, and
+// a times file that cannot be read is an error naming its line.
+func TestLongestFirst(t *testing.T) {
+	a, b := job{pkg: "ex/a"}, job{pkg: "ex/b", args: []string{"-test.run=^TestB$"}}
+	c, d := job{pkg: "ex/c"}, job{pkg: "ex/b", args: []string{"-test.run=^TestC$"}}
+	name := filepath.Join(t.TempDir(), "times")
+	times, err := readTimes(name)
+	if err != nil || len(times) != 0 {
+		t.Fatalf("no file yet: %v, %v", times, err)
+	}
+	if got := longestFirst([]job{a, b, c, d}, times); !slices.EqualFunc(got, []job{a, b, c, d}, sameJob) {
+		t.Errorf("no times: %v, want the file's order", got)
+	}
+	if err := writeTimes(name, []job{a, b, c, d}, map[int]time.Duration{0: 2 * time.Second, 1: 90 * time.Second, 3: 500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if times, err = readTimes(name); err != nil || len(times) != 3 || times[jobKey(b)] != 90 || times[jobKey(d)] != 0.5 {
+		t.Fatalf("times kept: %v, %v", times, err)
+	}
+	if got := longestFirst([]job{a, b, c, d}, times); !slices.EqualFunc(got, []job{c, b, a, d}, sameJob) {
+		t.Errorf("ordered: %v, want c (no time), b, a, d", got)
+	}
+	os.WriteFile(name, []byte("2.000\tex/a\t\nlong\tex/b\t\n"), 0o644)
+	if _, err := readTimes(name); err == nil || !strings.Contains(err.Error(), name+":2: want SECONDS") {
+		t.Errorf("a line that is no time: %v", err)
+	}
+}
+
+func sameJob(x, y job) bool { return jobKey(x) == jobKey(y) }

@@ -76,8 +76,10 @@ const execTestArg = "-exec-test"
 
 // run runs jobs in the order given and reads their events as read does.
 // A job whose process fails without a failing event (it did not start,
-// test2json could not run it, it was killed) fails its package.
-func (s *summary) run(jobs []job, r runner) {
+// test2json could not run it, it was killed) fails its package. It
+// returns how long each job that ended took, by its index.
+func (s *summary) run(jobs []job, r runner) map[int]time.Duration {
+	took := map[int]time.Duration{}
 	lines := make(chan line)
 	ends := make(chan jobEnd)
 	slots := make(chan struct{}, max(r.n, 1))
@@ -96,9 +98,11 @@ func (s *summary) run(jobs []job, r runner) {
 			s.line(l)
 		case e := <-ends:
 			open--
+			took[e.in] = e.elapsed
 			s.jobEnded(jobs[e.in], e)
 		}
 	}
+	return took
 }
 
 // runJob runs one test binary, its events to lines, and says how it ended
