@@ -16,7 +16,7 @@ for tool in node npm; do
 done
 
 # The official build of Node.js 22, which the tests run (and npm ci below
-# runs under): the npm registry carries nodejs.org's release binaries as
+# runs under): the npm registry carries the Node.js project's release binaries as
 # node-linux-<arch> packages. It starts an SDK agent on about two thirds
 # of the CPU Debian's Node 20 takes (the tests start over a hundred), and
 # keeps compiled code between starts (NODE_COMPILE_CACHE). Kept in the
