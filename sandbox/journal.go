@@ -316,7 +316,7 @@ func lockState(w *workspace) (*stateLock, error) {
 		if tries > 1000 {
 			return nil, fmt.Errorf("sandbox: lock %s: gave up", name)
 		}
-		if err := os.MkdirAll(w.stateRoot, 0o700); err != nil {
+		if err := mkdirState(w.stateRoot); err != nil {
 			return nil, fmt.Errorf("sandbox: lock: %w", err)
 		}
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
@@ -376,6 +376,20 @@ func pruneState(w *workspace) {
 	for dir := w.stateRoot; dir != w.root && strings.HasPrefix(dir, w.root+string(filepath.Separator)); dir = filepath.Dir(dir) {
 		if os.Remove(dir) != nil {
 			return
+		}
+	}
+}
+
+// mkdirState makes dir, a folder under the state root, and its parents,
+// again when the end of another transaction pruned one of them, empty,
+// meanwhile (pruneState: between making .jukebox/booth and the
+// transaction's folder in it, a Begin beside a Rollback found its
+// parent gone). Once dir is made its parents are not empty, and stay.
+func mkdirState(dir string) error {
+	for tries := 0; ; tries++ {
+		err := os.MkdirAll(dir, 0o700)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || tries >= 1000 {
+			return err
 		}
 	}
 }

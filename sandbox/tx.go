@@ -219,7 +219,7 @@ func begin(dir string, opts Options) (*Tx, error) {
 	}
 	tx := &Tx{ws: w, opts: opts, key: key, base: map[string]fingerprint{}}
 	tx.setDir(filepath.Join(w.stateRoot, id))
-	if err := os.MkdirAll(tx.upper, 0o700); err != nil {
+	if err := mkdirState(tx.upper); err != nil {
 		return nil, fmt.Errorf("sandbox: begin: %w", err)
 	}
 	ctime, err := touchMarker(filepath.Join(tx.dir, "begin"))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -242,5 +243,42 @@ func TestOpenAndList(t *testing.T) {
 	must(t, err)
 	if b, _ := os.ReadFile(filepath.Join(ws, "a")); string(b) != "x" {
 		t.Fatal("not committed")
+	}
+}
+
+// TestConcurrentBeginsAndRollbacks: transactions begun while others
+// roll back in the same workspace all begin. The last one to end prunes
+// the empty state folders (.jukebox/booth), and a Begin that had just
+// made them found its own folder's parent gone ("begin: mkdir
+// .../.jukebox/booth/tx-...: no such file or directory", seen in the
+// Python SDK's concurrent tracks on CI).
+func TestConcurrentBeginsAndRollbacks(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, sampleTree())
+	before := treeHash(t, ws)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			for range 150 {
+				tx, err := Begin(ws, Options{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := tx.Rollback(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := treeHash(t, ws); got != before {
+		t.Error("the workspace changed")
 	}
 }
