@@ -34,15 +34,16 @@ if [ -n "$node_arch" ]; then
   node_home="$cache_root/node-$node_release-linux-$node_arch"
   if [ ! -x "$node_home/bin/node" ]; then
     echo "setup-node: fetching Node.js $node_release (npm package node-linux-$node_arch)"
-    mkdir -p "$cache_root"
-    tmp="$(mktemp -d "$cache_root/.node-XXXXXX")"
-    if (cd "$tmp" && npm pack --silent "node-linux-$node_arch@$node_release" >/dev/null && tar xzf node-linux-*.tgz) &&
+    # A cache that cannot be written leaves the tests to the Node.js on PATH.
+    tmp=
+    if mkdir -p "$cache_root" 2>/dev/null && tmp="$(mktemp -d "$cache_root/.node-XXXXXX" 2>/dev/null)" &&
+      (cd "$tmp" && npm pack --silent "node-linux-$node_arch@$node_release" >/dev/null && tar xzf node-linux-*.tgz) &&
       "$tmp/package/bin/node" --version >/dev/null && { mv -T "$tmp/package" "$node_home" 2>/dev/null || [ -x "$node_home/bin/node" ]; }; then
       find "$cache_root" -maxdepth 1 -name 'node-*-linux-*' ! -name "node-$node_release-linux-$node_arch" -exec rm -rf {} + 2>/dev/null || true
     else
       echo "setup-node: Node.js $node_release could not be had; the tests run with $(node --version) from PATH" >&2
     fi
-    rm -rf "$tmp"
+    [ -z "$tmp" ] || rm -rf "$tmp"
   fi
   if [ -x "$node_home/bin/node" ]; then
     PATH="$node_home/bin:$PATH"

@@ -54,17 +54,13 @@ func longestFirst(jobs []job, times map[string]float64) []job {
 	slices.SortStableFunc(out, func(a, b job) int {
 		ta, oka := times[jobKey(a)]
 		tb, okb := times[jobKey(b)]
-		switch {
-		case !oka || !okb:
-			if oka == okb {
-				return 0
-			}
+		if oka != okb { // the one of no known time first
 			if !oka {
 				return -1
 			}
 			return 1
 		}
-		return cmp.Compare(tb, ta)
+		return cmp.Compare(tb, ta) // both unknown: 0 and 0, as given
 	})
 	return out
 }
