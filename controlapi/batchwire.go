@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -96,7 +97,11 @@ func decodeBinaryBatch(data []byte, b *Batch) error {
 	return nil
 }
 
-// withContent is op, a write whose body lacks its content, with content.
+// withContent is op, a write whose body lacks its content, with content:
+// checked and decoded now, its body as its own request would have had it
+// built when first asked for (op.body). Staging the write needs only the
+// decoded request; the body is the tape's, which a recording writes
+// beside the staging of the next operation.
 func withContent(op BatchOp, content []byte) (BatchOp, error) {
 	if op.Op != "write" {
 		return op, fmt.Errorf("a %s has no content", op.Op)
@@ -116,33 +121,70 @@ func withContent(op BatchOp, content []byte) (BatchOp, error) {
 	if _, ok := keys["content"]; ok {
 		return op, fmt.Errorf("write: content both in the body and after it")
 	}
-	var lit []byte
-	if req.Base64 {
-		lit = make([]byte, 0, base64.StdEncoding.EncodedLen(len(content))+2)
-		lit = append(base64.StdEncoding.AppendEncode(append(lit, '"'), content), '"')
-	} else {
-		if !utf8.Valid(content) {
-			return op, fmt.Errorf("write %s: text content that is not UTF-8 (bytes go with \"base64\": true)", req.Path)
-		}
-		lit = appendJSONString(make([]byte, 0, len(content)+len(content)/16+2), content)
+	if !req.Base64 && !utf8.Valid(content) {
+		return op, fmt.Errorf("write %s: text content that is not UTF-8 (bytes go with \"base64\": true)", req.Path)
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(body) + len(lit) + 16)
-	if err := json.Compact(&buf, body); err != nil {
+	var head bytes.Buffer
+	head.Grow(len(body))
+	if err := json.Compact(&head, body); err != nil {
 		return op, fmt.Errorf("write: %w", err)
 	}
-	buf.Truncate(buf.Len() - 1) // the closing brace
-	if buf.Len() > 1 {
-		buf.WriteByte(',')
-	}
-	buf.WriteString(`"content":`)
-	buf.Write(lit)
-	buf.WriteByte('}')
-	op.Body = buf.Bytes()
-	text := string(content)
-	req.Content, req.Base64 = &text, false // what the handler reads: the bytes themselves
+	op.Body, op.lazy = nil, &lazyBody{head: head.Bytes(), content: content, base64: req.Base64}
+	req.data, req.Base64 = content, false // what the handler writes: the bytes themselves
 	op.decoded, op.compact = &req, true
 	return op, nil
+}
+
+// lazyBody is the body of a binary batch's write as its own request would
+// have had it (content in the JSON, base64 for bytes), compact, built
+// when first asked for.
+type lazyBody struct {
+	once    sync.Once
+	head    []byte // the body's compact JSON, without the content
+	content []byte
+	base64  bool
+	body    []byte
+}
+
+func (l *lazyBody) get() []byte {
+	l.once.Do(func() {
+		var lit []byte
+		if l.base64 {
+			lit = make([]byte, 0, base64.StdEncoding.EncodedLen(len(l.content))+2)
+			lit = append(base64.StdEncoding.AppendEncode(append(lit, '"'), l.content), '"')
+		} else {
+			lit = appendJSONString(make([]byte, 0, len(l.content)+len(l.content)/16+2), l.content)
+		}
+		b := make([]byte, 0, len(l.head)+len(lit)+12)
+		b = append(b, l.head[:len(l.head)-1]...) // without the closing brace
+		if len(l.head) > 2 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, `"content":`...), lit...), '}')
+		l.body = b
+	})
+	return l.body
+}
+
+// body is op's body: as it came, or as its own request would have had it.
+func (op *BatchOp) body() []byte {
+	if op.lazy != nil {
+		return op.lazy.get()
+	}
+	return op.Body
+}
+
+// bodyReader reads op's body, built when first read.
+type bodyReader struct {
+	op *BatchOp
+	r  *bytes.Reader
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.r == nil {
+		b.r = bytes.NewReader(b.op.body())
+	}
+	return b.r.Read(p)
 }
 
 // appendJSONString appends text, valid UTF-8, to dst as a JSON string:
@@ -207,11 +249,11 @@ func CompactBody(ctx context.Context) bool {
 }
 
 // BatchedBody is the body of the batched operation served with ctx, as
-// the batch gave it (the request's Body reads the same bytes); false for
-// a request that came alone.
-func BatchedBody(ctx context.Context) ([]byte, bool) {
+// the batch gave it (the request's Body reads the same bytes), built when
+// the function is first called; false for a request that came alone.
+func BatchedBody(ctx context.Context) (func() []byte, bool) {
 	if op := opOf(ctx); op != nil {
-		return op.Body, true
+		return op.body, true
 	}
 	return nil, false
 }

@@ -2,7 +2,6 @@ package controlapi
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -43,18 +42,19 @@ func TestBatchEncodings(t *testing.T) {
 	}
 	for i := range writes[0] {
 		j, b := writes[0][i], writes[1][i]
-		jc, bc := []byte(*j.Content), []byte(*b.Content)
-		if j.Base64 {
-			var err error
-			if jc, err = base64.StdEncoding.DecodeString(*j.Content); err != nil {
-				t.Fatal(err)
-			}
+		jc, err := j.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc, err := b.Data()
+		if err != nil {
+			t.Fatal(err)
 		}
 		if j.Path != b.Path || j.Mode != b.Mode || !bytes.Equal(jc, bc) || b.Base64 {
 			t.Errorf("write %d: JSON %+v (%q), binary %+v (%q)", i, j, jc, b, bc)
 		}
 	}
-	if len(writes[0]) != 4 || len(writes[1]) != 4 || *writes[1][1].Content != string(raw) {
+	if bc, _ := writes[1][1].Data(); len(writes[0]) != 4 || len(writes[1]) != 4 || string(bc) != string(raw) {
 		t.Errorf("binary writes: %+v", writes[1])
 	}
 }

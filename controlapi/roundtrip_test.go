@@ -174,8 +174,8 @@ func TestBatch(t *testing.T) {
 		string(got.Answers[0].Body) != `{"path":"p","size":1}` || !strings.Contains(string(got.Answers[1].Body), `"committed":true`) {
 		t.Fatalf("batch: %+v, %v", got, err)
 	}
-	c0 := "c"
-	if w, ok := f.got["write"].(Write); !ok || w.Path != "p" || *w.Content != c0 {
+	w, ok := f.got["write"].(Write)
+	if data, err := w.Data(); !ok || w.Path != "p" || err != nil || string(data) != "c" {
 		t.Errorf("the run got the write as %+v", f.got["write"])
 	}
 	f.got = map[string]any{}

@@ -88,6 +88,9 @@ func ServeBatch(w http.ResponseWriter, r *http.Request, serve http.Handler) {
 		sub := r.Clone(withOp(r.Context(), op))
 		sub.URL.Path, sub.URL.RawPath = fmt.Sprintf("%s/v1/tx/%s/%s", Prefix, id, op.Op), ""
 		sub.Body, sub.ContentLength = io.NopCloser(bytes.NewReader(op.Body)), int64(len(op.Body))
+		if op.lazy != nil {
+			sub.Body, sub.ContentLength = io.NopCloser(&bodyReader{op: op}), -1
+		}
 		rec := &subAnswer{h: http.Header{}, status: http.StatusOK}
 		serve.ServeHTTP(rec, sub)
 		out.Answers = append(out.Answers, BatchAnswer{Status: rec.status, Body: bytes.TrimSpace(rec.body.Bytes())})

@@ -1,6 +1,7 @@
 package controlapi
 
 import (
+	"encoding/base64"
 	"encoding/json"
 
 	"github.com/jukebox-os/jukebox/breaker"
@@ -149,6 +150,27 @@ type Write struct {
 	Content *string `json:"content"`
 	Base64  bool    `json:"base64"`
 	Mode    uint32  `json:"mode"`
+
+	data []byte // the content as bytes, when a binary batch carried it so (Data)
+}
+
+// Data is the content to write: the bytes a binary batch carried, or
+// Content (decoded from base64 when Base64 says so). Content that is
+// missing, null or not base64 when it should be is a bad request.
+func (w Write) Data() ([]byte, error) {
+	switch {
+	case w.data != nil:
+		return w.data, nil
+	case w.Content == nil:
+		return nil, BadRequest("write %s: content is missing or null (stage a delete to remove a file, \"\" to empty it)", w.Path)
+	case w.Base64:
+		data, err := base64.StdEncoding.DecodeString(*w.Content)
+		if err != nil {
+			return nil, BadRequest("content: %v", err)
+		}
+		return data, nil
+	}
+	return []byte(*w.Content), nil
 }
 
 // Written answers POST /v1/tx/ID/write.
@@ -259,8 +281,9 @@ type BatchOp struct {
 	// changed on the real side since, a conflict (BaseOf).
 	Base *FileBase `json:"base,omitempty"`
 
-	decoded any  // Body decoded, when the batch did it (a binary batch's write)
-	compact bool // Body is compact JSON
+	decoded any       // Body decoded, when the batch did it (a binary batch's write)
+	compact bool      // Body is compact JSON
+	lazy    *lazyBody // Body, when the batch builds it only if asked (body)
 }
 
 // FileBase is a real file as a client saw it: whether it existed, and its

@@ -54,8 +54,11 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, controlapi.Prefix)
 	if r.Method == http.MethodPost && controlapi.IsBatch(path) && c.api.Authorized(r) {
 		// Each operation comes back here, taped (or answered from the
-		// tape) as if it had come alone.
-		controlapi.ServeBatch(w, r, c)
+		// tape) as if it had come alone; writes and deletes by a taper
+		// of the batch's own, beside the staging of what follows them.
+		t := newTaper()
+		controlapi.ServeBatch(w, r.WithContext(withTaper(r.Context(), t)), c)
+		t.close()
 		return
 	}
 	if r.Method != http.MethodPost || !tapedPath(path) || !c.api.Authorized(r) {
@@ -63,18 +66,23 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.exchanges.Add(1)
+	t := taperOf(r.Context())
+	later := t != nil && stagingOnly(path)
+	if t != nil && !later {
+		t.wait() // a commit or rollback is taped after the batch's writes
+	}
 	body, batched := controlapi.BatchedBody(r.Context()) // r.Body reads it still
 	if !batched {
-		var err error
-		body, err = io.ReadAll(io.LimitReader(r.Body, controlapi.MaxBody+1))
-		if err == nil && int64(len(body)) > controlapi.MaxBody {
+		read, err := io.ReadAll(io.LimitReader(r.Body, controlapi.MaxBody+1))
+		if err == nil && int64(len(read)) > controlapi.MaxBody {
 			err = fmt.Errorf("request body over %d MiB", controlapi.MaxBody>>20)
 		}
 		if err != nil {
 			controlapi.Answer(w, nil, controlapi.BadRequest("%v", err))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = io.NopCloser(bytes.NewReader(read))
+		body = func() []byte { return read }
 	}
 	if c.fromTape(w, r, path, body) {
 		return
@@ -89,7 +97,21 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.api.ServeHTTP(rec, r)
 	// The answer is still buffered: the agent has not seen the staged
 	// copy's path yet, so its content is as the answer left it.
-	c.tapeControl(r.Method, path, body, controlapi.CompactBody(r.Context()), rec.status, rec.body.Bytes(), stagedContent(path, rec))
+	compact, file := controlapi.CompactBody(r.Context()), stagedContent(path, rec)
+	tape := func() { c.tapeControl(r.Method, path, body(), compact, rec.status, rec.body.Bytes(), file) }
+	if later {
+		t.add(tape)
+		return
+	}
+	tape()
+}
+
+// stagingOnly says whether the exchange at path only stages (a write or
+// a delete of a transaction): nothing it does reads the tape, so a batch
+// may tape it while it serves the next operation.
+func stagingOnly(path string) bool {
+	_, op, ok := txOf(path)
+	return ok && (op == "write" || op == "delete")
 }
 
 // stagedContent is the content of the staged copy a stage-path answer
@@ -185,7 +207,7 @@ func (c *control) controlBody(b []byte, compact bool) (json.RawMessage, tapefmt.
 // fromTape answers a taped exchange from the tape in a replay, or in a
 // fork before its fork point; false when it runs live (a recording, a
 // fork past its fork point, a tape recorded before control frames).
-func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, body []byte) bool {
+func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, body func() []byte) bool {
 	t, _ := c.readTape()
 	if t == nil || c.live() {
 		return false
@@ -207,7 +229,7 @@ func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, 
 			"the replay diverged before this request (see the divergence report): it is not answered from the tape"))
 		return true
 	}
-	got, d := c.ctl.take(r.Method, path, compactJSON(tb.m.mask.Mask(body)))
+	got, d := c.ctl.take(r.Method, path, compactJSON(tb.m.mask.Mask(body())))
 	if d != nil {
 		tb.mu.Lock()
 		first := !tb.diverged

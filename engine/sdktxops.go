@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -50,15 +49,9 @@ func (c *control) Tx(_ context.Context, id string) (controlapi.Tx, error) {
 // parent folders are staged too (0755), as a plain write's caller would
 // make them; content is required (null never empties a file).
 func (o txOps) Write(ctx context.Context, req controlapi.Write) (controlapi.Written, error) {
-	if req.Content == nil {
-		return controlapi.Written{}, controlapi.BadRequest("write %s: content is missing or null (stage a delete to remove a file, \"\" to empty it)", req.Path)
-	}
-	data := []byte(*req.Content)
-	if req.Base64 {
-		var err error
-		if data, err = base64.StdEncoding.DecodeString(*req.Content); err != nil {
-			return controlapi.Written{}, controlapi.BadRequest("content: %v", err)
-		}
+	data, err := req.Data()
+	if err != nil {
+		return controlapi.Written{}, err
 	}
 	perm := fs.FileMode(0o644)
 	if req.Mode != 0 {
