@@ -172,6 +172,16 @@ class Transaction:
         # them relative to the workspace. A path outside it goes as given,
         # for the booth to refuse.
         path = os.fspath(path)
+        if os.sep == "/" and isinstance(path, str) and path[:1] not in ("", "/") \
+                and not any(part in ("", ".", "..") for part in path.split("/")):
+            # A clean relative path, the usual one: what abspath and relpath
+            # make of it, without their three abspaths and two getcwds (most
+            # of what staging a write cost).
+            cwd, ws = os.getcwd(), self.workspace.rstrip("/")
+            if cwd == self.workspace:
+                return path
+            if cwd.startswith(ws + "/"):
+                return cwd[len(ws) + 1:] + "/" + path
         full = os.path.abspath(path)
         rel = os.path.relpath(full, self.workspace)
         if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:

@@ -723,6 +723,29 @@ class StagedPathTest(unittest.TestCase):
             tx.stage_file_write("ok.txt/", "x")
 
 
+class PathTest(unittest.TestCase):
+    def test_paths_are_relative_to_the_workspace_from_any_folder(self):
+        # The quick way of a clean relative path gives what abspath and
+        # relpath give, from the workspace, a folder below it, a folder
+        # beside it whose name starts alike, and outside it.
+        from jukebox import Transaction
+        root = os.path.realpath(tempfile.mkdtemp())
+        ws = os.path.join(root, "ws")
+        for d in ("ws/sub/deeper", "ws-other"):
+            os.makedirs(os.path.join(root, d))
+        here = os.getcwd()
+        self.addCleanup(os.chdir, here)
+        tx = Transaction(None, "tx-1", ws, "", False)  # type: ignore[arg-type]
+        for cwd in ("ws", "ws/sub", "ws/sub/deeper", "ws-other", "."):
+            os.chdir(os.path.join(root, cwd))
+            for p in ("a.txt", "d/e.txt", "./a.txt", "d/../a.txt", "d//e.txt", "..", "../a.txt", "../../x",
+                      os.path.join(ws, "abs.txt"), "/elsewhere/x"):
+                full = os.path.abspath(p)
+                rel = os.path.relpath(full, ws)
+                want = p if rel == os.curdir or rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+                self.assertEqual(tx._path(p), want, f"{p!r} from {cwd}")
+
+
 class SQLPlaceholderTest(unittest.TestCase):
     """stage_sql's placeholders for PostgreSQL (jukebox._sql), alone."""
 
