@@ -256,3 +256,98 @@ func TestSDKCommitSurvivesACrash(t *testing.T) {
 		t.Fatalf("the tape as a crash would leave it: %s; want the commit and the rollback", got)
 	}
 }
+
+// TestBatchTapesInOrder: the writes and deletes of a binary batch, taped
+// beside the staging of what follows them, are on the tape in the
+// batch's order, each as its own request, before the commit the batch
+// ends with; a batch that stops at a failing write tapes that write and
+// nothing after it, and a request sent after the batch's answer is taped
+// after all of it.
+func TestBatchTapesInOrder(t *testing.T) {
+	ws, tape := t.TempDir(), filepath.Join(t.TempDir(), "order.jbx")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(ws, "old.txt"), []byte("old"), 0o644))
+	must(os.Mkdir(filepath.Join(ws, "adir"), 0o755))
+	ctx := context.Background()
+	c, stop := serveClient(t, ws, tape)
+	write := func(name string, size int) controlapi.BatchOp {
+		body := fmt.Appendf(nil, `{"path":%q,"content":%q}`, name, strings.Repeat(name[:1], size))
+		return controlapi.BatchOp{Op: "write", Body: body}
+	}
+	var want []string // each control frame of the transactions: path and, for writes, the request
+	send := func(tx string, ops []controlapi.BatchOp) controlapi.Batched {
+		t.Helper()
+		data, err := controlapi.Batch{Ops: ops}.Binary()
+		must(err)
+		status, out := postBatch(t, c, tx, controlapi.BatchContentType, data)
+		if status != 200 {
+			t.Fatalf("batch: HTTP %d %+v", status, out)
+		}
+		return out
+	}
+	tx1, err := c.Begin(ctx, controlapi.Begin{Name: "one"})
+	must(err)
+	var ops []controlapi.BatchOp
+	for i := range 110 {
+		size := i * 97
+		if i >= 100 {
+			size = 1 << 20 // slower to tape than to stage: a commit after them waits for their frames
+		}
+		ops = append(ops, write(fmt.Sprintf("w-%03d.txt", i), size))
+		want = append(want, "write "+string(ops[i].Body))
+	}
+	ops = append(ops, controlapi.BatchOp{Op: "delete", Body: json.RawMessage(`{"path":"old.txt"}`)}, controlapi.BatchOp{Op: "commit"})
+	want = append(want, "delete", "commit")
+	if out := send(tx1.Tx, ops); len(out.Answers) != len(ops) || out.Answers[len(ops)-1].Status != 200 {
+		t.Fatalf("the first batch: %d answers, the last %+v", len(out.Answers), out.Answers[len(out.Answers)-1])
+	}
+	tx2, err := c.Begin(ctx, controlapi.Begin{Name: "two"})
+	must(err)
+	ops = []controlapi.BatchOp{write("x-1.txt", 10), write("x-2.txt", 5000), write("adir", 3), write("x-3.txt", 1)}
+	want = append(want, "write "+string(ops[0].Body), "write "+string(ops[1].Body), "write "+string(ops[2].Body), "rollback")
+	if out := send(tx2.Tx, ops); len(out.Answers) != 3 || out.Answers[2].Status == 200 {
+		t.Fatalf("the second batch, stopped by its third write: %+v", out.Answers)
+	}
+	t2, err := c.Tx(ctx, tx2.Tx)
+	must(err)
+	_, err = t2.Rollback(ctx, controlapi.Rollback{})
+	must(err)
+	must(stop())
+	tp, err := tapefmt.Open(tape)
+	must(err)
+	defer tp.Close()
+	var got []string
+	for f, err := range tp.Frames(tapefmt.KindControl) {
+		must(err)
+		p, err := f.Decode()
+		must(err)
+		ctl, ok := p.(*tapefmt.Control)
+		if !ok || !strings.HasPrefix(ctl.Path, "/v1/tx/") {
+			continue
+		}
+		switch op := filepath.Base(ctl.Path); op {
+		case "write":
+			req := []byte(ctl.Request)
+			if !ctl.RequestBody.IsZero() {
+				req, err = tp.Blob(ctl.RequestBody)
+				must(err)
+			}
+			got = append(got, "write "+string(req))
+		case "delete", "commit", "rollback":
+			got = append(got, op)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d frames of the transactions' operations, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("frame %d of the operations: %.80s, want %.80s", i, got[i], want[i])
+		}
+	}
+}
