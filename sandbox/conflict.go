@@ -40,6 +40,13 @@ func (tx *Tx) noteBase(rel string, e entry) error {
 	if e.realMissing {
 		return tx.recordBase(fingerprint{Path: rel}) // as takeFingerprint says of a missing path
 	}
+	if e.layer == layerLower {
+		// The lookup's lstat of the real file, a moment ago: the same
+		// fingerprint without a second one.
+		if fp, ok := fingerprintOf(rel, e.info); ok {
+			return tx.recordBase(fp)
+		}
+	}
 	fp, err := takeFingerprint(tx.real(rel), rel)
 	if err != nil {
 		return err
