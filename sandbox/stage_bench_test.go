@@ -38,4 +38,34 @@ func BenchmarkWriteFile(b *testing.B) {
 			}
 		}
 	})
+	// Into folders the workspace has, three deep (src/pkg/mod/f-N.txt):
+	// the staged view looks each folder up on both sides.
+	nested := func(b *testing.B, write func(dir, name string) error, dir string) {
+		must := os.MkdirAll(filepath.Join(dir, "src", "pkg", "mod"), 0o755)
+		if must != nil {
+			b.Fatal(must)
+		}
+		b.SetBytes(int64(len(data)))
+		for i := range b.N {
+			if err := write(dir, fmt.Sprintf("src/pkg/mod/f-%d.txt", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("plain-nested", func(b *testing.B) {
+		nested(b, func(dir, name string) error { return os.WriteFile(filepath.Join(dir, name), data, 0o644) }, b.TempDir())
+	})
+	b.Run("staged-nested", func(b *testing.B) {
+		ws := b.TempDir()
+		if err := os.MkdirAll(filepath.Join(ws, "src", "pkg", "mod"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		tx, err := Begin(ws, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tx.Rollback(context.Background())
+		f := tx.Files()
+		nested(b, func(_, name string) error { return f.WriteFile(name, data, 0o644) }, ws)
+	})
 }

@@ -130,19 +130,22 @@ func (tx *Tx) resolveEntry(op, rel string, followLast bool) (string, *entry, err
 }
 
 // resolveOnce replaces the first symlink found along rel with its target
-// (changed); when there is none, it returns rel itself, with rel's entry
-// when it looked that up.
+// (changed); when there is none, it returns rel itself with rel's entry
+// (its last component followed only when followLast, as lookup gives it
+// otherwise).
 func (tx *Tx) resolveOnce(op, rel string, followLast bool) (_ string, final *entry, changed bool, _ error) {
 	parts := splitPath(rel)
-	for i := range parts {
+	w := walk{tx: tx, lowerVisible: true}
+	p := ""
+	for i, part := range parts {
 		last := i == len(parts)-1
-		if last && !followLast {
-			break
-		}
-		p := path.Join(parts[:i+1]...)
-		e, err := tx.lookup(p)
+		p = joinRel(p, part)
+		e, err := w.next(p)
 		if err != nil {
 			return "", nil, false, pathErr(op, rel, err)
+		}
+		if last && !followLast {
+			return rel, &e, false, nil
 		}
 		if !e.exists() || e.info.Mode()&fs.ModeSymlink == 0 {
 			if last {
@@ -168,6 +171,72 @@ func (tx *Tx) resolveOnce(op, rel string, followLast bool) (_ string, final *ent
 		return dest, nil, true, nil
 	}
 	return rel, nil, false, nil
+}
+
+// walk looks up the prefixes of one path in turn, each as lookup would,
+// carrying from one prefix to the next what lookup would find again on
+// its way from the top: one lstat of each side a prefix (fewer once a
+// side has nothing further down), where a lookup of each from the top
+// made the path's depth squared.
+type walk struct {
+	tx           *Tx
+	lowerVisible bool // no opaque staged directory above
+	dead         bool // a staged whiteout or non-directory above: nothing below exists
+	upperGone    bool // the staging area has nothing at the last prefix: nor below it
+	realGone     bool // the real side has nothing at the last prefix, or a non-directory: nor below it
+}
+
+// next is lookup(p), p the prefix after the one walked before.
+func (w *walk) next(p string) (entry, error) {
+	if w.dead {
+		return entry{}, nil
+	}
+	tx := w.tx
+	if !w.upperGone {
+		fi, err := os.Lstat(tx.up(p))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			w.upperGone = true
+		case errors.Is(err, syscall.ENOTDIR):
+			w.dead = true
+			return entry{}, nil
+		case err != nil:
+			return entry{}, err
+		case isWhiteout(fi):
+			w.dead = true
+			return entry{whiteout: true}, nil
+		default:
+			opaque := false
+			if fi.IsDir() && w.lowerVisible {
+				opaque = isOpaque(tx.up(p))
+			}
+			merged := w.lowerVisible && fi.IsDir() && !opaque
+			if !fi.IsDir() {
+				w.dead = true
+			} else if opaque {
+				w.lowerVisible = false
+			}
+			return entry{layer: layerUpper, abs: tx.up(p), info: fi, merged: merged}, nil
+		}
+	}
+	if !w.lowerVisible {
+		return entry{}, nil
+	}
+	if w.realGone {
+		return entry{realMissing: true}, nil
+	}
+	fi, err := os.Lstat(tx.real(p))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		w.realGone = true
+		return entry{realMissing: true}, nil
+	}
+	if err != nil {
+		return entry{}, err
+	}
+	if !fi.IsDir() {
+		w.realGone = true
+	}
+	return entry{layer: layerLower, abs: tx.real(p), info: fi}, nil
 }
 
 // Lstat describes name in the staged view of the transaction without
