@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"io/fs"
 	"syscall"
 
@@ -21,8 +22,22 @@ func isWhiteout(fi fs.FileInfo) bool {
 	return ok && st.Rdev == 0
 }
 
-// isOpaque reports whether dir replaces the directory below it.
+// isOpaque reports whether dir replaces the directory below it. The
+// names of dir's extended attributes come first, in one call: most
+// directories have none (or none of overlayfs's), and need no other.
 func isOpaque(dir string) bool {
+	var names [512]byte
+	if n, err := unix.Llistxattr(dir, names[:]); err == nil {
+		found := false
+		for name := range bytes.SplitSeq(names[:n], []byte{0}) {
+			if string(name) == xattrOpaque || string(name) == xattrTrustedOpaque {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	} // a list too long for names, or none to be had: ask for each
 	buf := make([]byte, 4)
 	for _, name := range []string{xattrOpaque, xattrTrustedOpaque} {
 		n, err := unix.Lgetxattr(dir, name, buf)
