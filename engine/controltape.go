@@ -57,8 +57,8 @@ func (c *control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// tape) as if it had come alone; writes and deletes by a taper
 		// of the batch's own, beside the staging of what follows them.
 		t := newTaper()
+		defer t.close()
 		controlapi.ServeBatch(w, r.WithContext(withTaper(r.Context(), t)), c)
-		t.close()
 		return
 	}
 	if r.Method != http.MethodPost || !tapedPath(path) || !c.api.Authorized(r) {
