@@ -44,6 +44,19 @@ type Bill struct {
 	Rows    []BillRow    `json:"rows"`
 	Total   BillRow      `json:"total"`
 	Refused []RefusedRow `json:"refused,omitempty"`
+	// Fork is, for a fork's tape, the part of the bill its parent paid:
+	// the rows and the total are of the fork's whole timeline.
+	Fork *ForkShare `json:"fork,omitempty"`
+}
+
+// ForkShare is what of a fork's bill came from its parent: the model
+// calls before its fork call were answered from the parent's tape and
+// cost nothing again. Spent is the rest, what the fork's own calls (and
+// its turns' reported costs) cost: what its circuit breaker counted.
+type ForkShare struct {
+	Call       uint64  `json:"call"`        // the fork call (run.start's parent call), live from here on
+	FromParent BillRow `json:"from_parent"` // the calls before it, answered from the parent's tape
+	Spent      float64 `json:"spent_usd"`
 }
 
 // RefusedRow counts the calls of one model, agent or step that the
@@ -67,7 +80,7 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 	}
 	reqs := map[uint64]req{}
 	step, lastTurn := 0, ""
-	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindStep, tapefmt.KindAgentTurn) {
+	for f, err := range t.Frames(tapefmt.KindRunStart, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindStep, tapefmt.KindAgentTurn) {
 		if err != nil {
 			return b, err
 		}
@@ -76,6 +89,10 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 			return b, err
 		}
 		switch p := p.(type) {
+		case *tapefmt.RunStart:
+			if p.Parent != nil && p.Mode == tapefmt.ModeFork {
+				b.Fork = &ForkShare{Call: p.Parent.Call, FromParent: BillRow{Key: "from the parent"}}
+			}
 		case *tapefmt.Step:
 			step++
 		case *tapefmt.AgentTurn:
@@ -103,7 +120,13 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 			}
 			row.add(c, p.Elapsed)
 			b.Total.add(c, p.Elapsed)
+			if b.Fork != nil && p.Call < b.Fork.Call {
+				b.Fork.FromParent.add(c, p.Elapsed)
+			}
 		}
+	}
+	if b.Fork != nil {
+		b.Fork.Spent = b.Total.Cost - b.Fork.FromParent.Cost
 	}
 	for _, r := range rows {
 		if r.Rate == nil && by == ByModel && r.Key != "?" {

@@ -148,3 +148,40 @@ func summarized(t *testing.T, path string) (*tapefmt.Tape, Summary) {
 	}
 	return tp, sum
 }
+
+// TestBillOfAFork: a fork's bill is of its whole timeline, and says what
+// of it the parent paid (the calls before the fork call) and what the
+// fork spent; a tape that is no fork has no such part.
+func TestBillOfAFork(t *testing.T) {
+	for _, fork := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "fork.jbx")
+		err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+			start := tapefmt.RunStart{Argv: []string{"agent"}}
+			if fork {
+				start.Mode, start.Parent = tapefmt.ModeFork, &tapefmt.ParentRef{Tape: "ab", Frame: 3, Call: 2}
+			}
+			w.Append(0, start)
+			for i, model := range []string{"demo-large", "demo-large", "demo-small"} {
+				w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: model})
+				w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: model, Usage: tapefmt.Usage{Input: 1000, Output: 100}})
+			}
+			_, err := w.Append(0, tapefmt.RunEnd{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, _ := summarized(t, path)
+		b, err := MakeBill(tp, ByModel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !fork && b.Fork != nil:
+			t.Errorf("a run that is no fork: %+v", b.Fork)
+		case fork && (b.Fork == nil || b.Fork.Call != 2 || b.Fork.FromParent.Calls != 2 || !near(b.Fork.FromParent.Cost, 0.009) ||
+			!near(b.Fork.Spent, b.Total.Cost-0.009) || b.Total.Calls != 3):
+			t.Errorf("a fork from call 2: %+v, total %+v", b.Fork, b.Total)
+		}
+	}
+}

@@ -70,6 +70,11 @@ func (c *CostCmd) Run(env *Env) error {
 		return err
 	}
 	printRefused(env, bill)
+	if f := bill.Fork; f != nil && f.FromParent.Calls > 0 {
+		a := timeline.Approx(f.FromParent.Estimated)
+		fmt.Fprintf(env.Stdout, "a fork from call #%d: the %s before it were answered from the parent's tape (%s%s of the total), not paid again; this run spent %s%s\n",
+			f.Call, termtext.Count(f.FromParent.Calls, "call", "calls"), a, breaker.USD(f.FromParent.Cost), timeline.Approx(bill.Total.Estimated-f.FromParent.Estimated), breaker.USD(f.Spent))
+	}
 	if modelless > 0 {
 		calls := "1 call"
 		if modelless != 1 {
@@ -110,5 +115,5 @@ func printRefused(env *Env, bill timeline.Bill) {
 		parts = append(parts, fmt.Sprintf("%s %d", r.Key, r.Calls))
 		n += r.Calls
 	}
-	fmt.Fprintf(env.Stdout, "%d calls refused by the circuit breaker, not sent and not billed: %s\n", n, strings.Join(parts, ", "))
+	fmt.Fprintf(env.Stdout, "%s refused by the circuit breaker, not sent and not billed: %s\n", termtext.Count(n, "call", "calls"), strings.Join(parts, ", "))
 }

@@ -5,9 +5,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -184,5 +186,75 @@ with urllib.request.urlopen(urllib.request.Request(base + "/chat/completions", b
 	if !strings.Contains(text, "(no model)") || strings.Contains(text, "no price") || strings.Contains(text, "\n?") ||
 		!strings.Contains(text, "(no model): 1 call that named none") {
 		t.Errorf("cost:\n%s", text)
+	}
+}
+
+// TestForkCostAgreesWithItsBreaker: the bill of a fork says what of it
+// came from the parent's tape (the calls before the fork call, not paid
+// again) and what the fork spent, and what it spent is what its circuit
+// breaker counted when it tripped.
+func TestForkCostAgreesWithItsBreaker(t *testing.T) {
+	py := testenv.RequirePython(t)
+	srv, _, err := llmsim.Start("127.0.0.1:0", nil)
+	must(t, err)
+	defer srv.Close()
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "agent.py"), []byte(sixCalls), 0o644))
+	t.Chdir(dir)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("AGENT_MODEL", "gpt-4o-mini")
+	wantCode(t, ExitOK, "record", "--upstream", "openai="+srv.OpenAIBaseURL(), "-o", "parent.jbx", "--", py, "agent.py")
+	type bill struct {
+		Total struct {
+			Calls int     `json:"calls"`
+			Cost  float64 `json:"cost_usd"`
+		} `json:"total"`
+		Fork *struct {
+			Call       uint64 `json:"call"`
+			FromParent struct {
+				Calls int     `json:"calls"`
+				Cost  float64 `json:"cost_usd"`
+			} `json:"from_parent"`
+			Spent float64 `json:"spent_usd"`
+		} `json:"fork"`
+	}
+	var parent bill
+	out, _ := wantCode(t, ExitOK, "cost", "--json", "parent.jbx")
+	must(t, json.Unmarshal([]byte(out), &parent))
+	if parent.Total.Calls != 6 || parent.Total.Cost <= 0 || parent.Fork != nil {
+		t.Fatalf("the parent's bill:\n%s", out)
+	}
+	// The fork goes live at call #2, with a cap of three calls' cost:
+	// the breaker trips after it has let one or two through.
+	out, _ = wantCode(t, ExitOK, "show", "--json", "--kind", "llm.request", "parent.jbx")
+	var frame uint64
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var f struct{ Seq uint64 }
+		must(t, json.Unmarshal([]byte(line), &f))
+		if i == 2 {
+			frame = f.Seq
+		}
+	}
+	out, _ = wantCode(t, ExitTripped, "fork", "parent.jbx", "--frame", strconv.FormatUint(frame, 10), "-o", "fork.jbx", "--json",
+		"--max-cost", strconv.FormatFloat(parent.Total.Cost/2, 'g', -1, 64))
+	var forked []struct {
+		Breaker struct{ Cost float64 } `json:"breaker"`
+	}
+	must(t, json.Unmarshal([]byte(out), &forked))
+	if len(forked) != 1 || forked[0].Breaker.Cost <= 0 {
+		t.Fatalf("fork --json: %s", out)
+	}
+	spent := forked[0].Breaker.Cost
+	var fork bill
+	out, _ = wantCode(t, ExitOK, "cost", "--json", "fork.jbx")
+	must(t, json.Unmarshal([]byte(out), &fork))
+	if f := fork.Fork; f == nil || f.Call != 2 || f.FromParent.Calls != 2 || math.Abs(f.Spent-spent) > 1e-12 ||
+		math.Abs(fork.Total.Cost-f.FromParent.Cost-f.Spent) > 1e-12 {
+		t.Errorf("the fork's bill does not say what came from the parent, or what it spent ($%v, as its breaker counted):\n%s", spent, out)
+	}
+	text, _ := wantCode(t, ExitOK, "cost", "fork.jbx")
+	if want := "a fork from call #2: the 2 calls before it were answered from the parent's tape"; !strings.Contains(text, want) ||
+		!strings.Contains(text, "this run spent "+breaker.USD(spent)) {
+		t.Errorf("cost of the fork:\n%s\nwant %q and this run spent %s", text, want, breaker.USD(spent))
 	}
 }
