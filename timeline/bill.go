@@ -199,33 +199,16 @@ func (r *BillRow) add(c llmwire.CallUsage, elapsed int64) {
 // LiveCost is what the calls a fork made live cost: those from its fork
 // call on (run.start's parent call), priced as MakeBill prices them; the
 // calls before were answered from the parent and cost nothing again. For
-// a tape that is no fork it is the whole run's cost of calls.
+// a tape that is no fork it is the whole run's cost of calls. Neither
+// counts the costs the agent's turns reported.
 func LiveCost(t *tapefmt.Tape) (float64, error) {
-	from := uint64(0)
-	reqs := map[uint64]*tapefmt.LLMRequest{}
-	total := BillRow{}
-	for f, err := range t.Frames(tapefmt.KindRunStart, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse) {
-		if err != nil {
-			return 0, err
-		}
-		p, err := f.Decode()
-		if err != nil {
-			return 0, err
-		}
-		switch p := p.(type) {
-		case *tapefmt.RunStart:
-			if p.Parent != nil && p.Mode == tapefmt.ModeFork {
-				from = p.Parent.Call
-			}
-		case *tapefmt.LLMRequest:
-			reqs[p.Call] = p
-		case *tapefmt.LLMResponse:
-			if p.Call < from || llmwire.Refused(p) {
-				continue
-			}
-			r := reqs[p.Call]
-			total.add(llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(r, t.Blob) }), p.Elapsed)
-		}
+	b, err := MakeBill(t, ByModel)
+	if err != nil {
+		return 0, err
 	}
-	return total.Cost, nil
+	live := b.Total.Cost - b.Total.Reported
+	if b.Fork != nil {
+		live -= b.Fork.FromParent.Cost
+	}
+	return live, nil
 }

@@ -151,7 +151,8 @@ func summarized(t *testing.T, path string) (*tapefmt.Tape, Summary) {
 
 // TestBillOfAFork: a fork's bill is of its whole timeline, and says what
 // of it the parent paid (the calls before the fork call) and what the
-// fork spent; a tape that is no fork has no such part.
+// fork spent, its live cost (LiveCost); a tape that is no fork has no
+// such part, and its live cost is its whole cost.
 func TestBillOfAFork(t *testing.T) {
 	for _, fork := range []bool{true, false} {
 		path := filepath.Join(t.TempDir(), "fork.jbx")
@@ -176,7 +177,13 @@ func TestBillOfAFork(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		live, err := LiveCost(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
 		switch {
+		case fork && !near(live, b.Total.Cost-0.009), !fork && !near(live, b.Total.Cost):
+			t.Errorf("fork %v: live cost $%v of a total of $%v", fork, live, b.Total.Cost)
 		case !fork && b.Fork != nil:
 			t.Errorf("a run that is no fork: %+v", b.Fork)
 		case fork && (b.Fork == nil || b.Fork.Call != 2 || b.Fork.FromParent.Calls != 2 || !near(b.Fork.FromParent.Cost, 0.009) ||
