@@ -151,8 +151,9 @@ func summarized(t *testing.T, path string) (*tapefmt.Tape, Summary) {
 
 // TestBillOfAFork: a fork's bill is of its whole timeline, and says what
 // of it the parent paid (the calls before the fork call) and what the
-// fork spent, its live cost (LiveCost); a tape that is no fork has no
-// such part, and its live cost is its whole cost.
+// fork spent, its live cost (LiveCost), as the turntable does frame by
+// frame (FromParent); a tape that is no fork has no such part, and its
+// live cost is its whole cost.
 func TestBillOfAFork(t *testing.T) {
 	for _, fork := range []bool{true, false} {
 		path := filepath.Join(t.TempDir(), "fork.jbx")
@@ -180,6 +181,16 @@ func TestBillOfAFork(t *testing.T) {
 		live, err := LiveCost(tp)
 		if err != nil {
 			t.Fatal(err)
+		}
+		tl, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent, isFork := tl.FromParent(tl.Len() - 1)
+		first, _ := tl.FromParent(2) // the first answer
+		tl.Close()
+		if isFork != fork || fork && (!near(parent, 0.009) || !near(first, 0.0045)) || !fork && parent != 0 {
+			t.Errorf("fork %v: the turntable's part from the parent: $%v at the end, $%v at the first answer (a fork: %v)", fork, parent, first, isFork)
 		}
 		switch {
 		case fork && !near(live, b.Total.Cost-0.009), !fork && !near(live, b.Total.Cost):

@@ -29,6 +29,45 @@ func (tl *Timeline) Totals(i int) (tokens int64, cost float64) {
 	return c.tokens[n-1], c.cost[n-1]
 }
 
+// FromParent is, for a fork, the part of Totals(i)'s cost that its
+// parent's tape answered: the calls before the fork call, not paid again
+// (what the fork spent is the rest, what its circuit breaker counted).
+// False for a tape that is no fork.
+func (tl *Timeline) FromParent(i int) (float64, bool) {
+	if tl.forkCall() < 0 {
+		return 0, false
+	}
+	tl.ensureCosts(i + 1)
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	c := &tl.costs
+	if n := c.calls(i); n > 0 {
+		return c.parent[n-1], true
+	}
+	return 0, true
+}
+
+// forkCall is the call a fork went live at (its run.start's parent call),
+// -1 for a tape that is no fork.
+func (tl *Timeline) forkCall() int64 {
+	tl.mu.Lock()
+	call, read := tl.costs.parentCall, tl.costs.forkRead
+	tl.mu.Unlock()
+	if read {
+		return call
+	}
+	call = -1
+	if tl.Len() > 0 {
+		if p, ok := tl.readRow(0).Payload.(*tapefmt.RunStart); ok && p.Parent != nil && p.Mode == tapefmt.ModeFork {
+			call = int64(p.Parent.Call)
+		}
+	}
+	tl.mu.Lock()
+	tl.costs.parentCall, tl.costs.forkRead = call, true
+	tl.mu.Unlock()
+	return call
+}
+
 // calls is the number of calls in the index up to and including frame i.
 func (c *costIndex) calls(i int) int {
 	return sort.Search(len(c.frames), func(j int) bool { return int(c.frames[j]) > i })
@@ -82,12 +121,16 @@ func (tl *Timeline) sumCosts(from, to int) {
 		tokens              int64
 		cost                float64
 		unpriced, estimated bool
+		fromParent          bool
 	}
+	forkCall := tl.forkCall()
 	var found []call
 	for i := from; i < to; i++ {
 		if k, _ := tl.KindAt(i); k == tapefmt.KindLLMResponse {
 			r := tl.readRow(i) // not through the cache: a bulk pass must not evict the screen
-			found = append(found, call{i, r.Tokens, r.Cost, !r.Priced && r.Tokens > 0, r.Estimated})
+			p, ok := r.Payload.(*tapefmt.LLMResponse)
+			fromParent := ok && int64(p.Call) < forkCall
+			found = append(found, call{i, r.Tokens, r.Cost, !r.Priced && r.Tokens > 0, r.Estimated, fromParent})
 		}
 	}
 	tl.mu.Lock()
@@ -98,10 +141,10 @@ func (tl *Timeline) sumCosts(from, to int) {
 	}
 	for _, f := range found {
 		var tok int64
-		var usd float64
+		var usd, parent float64
 		var un, est int32
 		if n := len(c.frames); n > 0 {
-			tok, usd, un, est = c.tokens[n-1], c.cost[n-1], c.unpriced[n-1], c.estimated[n-1]
+			tok, usd, parent, un, est = c.tokens[n-1], c.cost[n-1], c.parent[n-1], c.unpriced[n-1], c.estimated[n-1]
 		}
 		if f.unpriced {
 			un++
@@ -109,7 +152,11 @@ func (tl *Timeline) sumCosts(from, to int) {
 		if f.estimated {
 			est++
 		}
+		if f.fromParent {
+			parent += f.cost
+		}
 		c.frames, c.tokens, c.cost = append(c.frames, int32(f.i)), append(c.tokens, tok+f.tokens), append(c.cost, usd+f.cost)
+		c.parent = append(c.parent, parent)
 		c.unpriced, c.estimated = append(c.unpriced, un), append(c.estimated, est)
 	}
 	c.upto = to

@@ -89,6 +89,11 @@ type costIndex struct {
 	// estimated counts the calls whose usage was counted, not reported.
 	estimated []int32
 	upto      int
+	// parent is, for a fork, the part of cost its parent's tape answered:
+	// the calls before the fork call (parentCall), not paid again.
+	parent     []float64
+	parentCall int64 // the fork call, -1 for a tape that is no fork: once forkRead
+	forkRead   bool
 }
 
 // prefetchBlock is the unit, in frames, of a remote tape's rows fetched

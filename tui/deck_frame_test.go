@@ -649,3 +649,42 @@ func TestForkOutcomeNamesTheUpstream(t *testing.T) {
 		t.Errorf("forkOutcome: %q", s)
 	}
 }
+
+// TestForkCostSaysWhatItSpent: a fork's header and scrubber say what of
+// the timeline's cost the fork spent (what its circuit breaker counted),
+// or that all of it so far came from the parent's tape; a run that is no
+// fork says nothing of it.
+func TestForkCostSaysWhatItSpent(t *testing.T) {
+	for _, fork := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "fork.jbx")
+		w, err := tapefmt.Create(path, tapefmt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := tapefmt.RunStart{Argv: []string{"agent"}, Started: "2026-12-01T09:30:00Z"}
+		if fork {
+			start.Mode, start.Parent = tapefmt.ModeFork, &tapefmt.ParentRef{Tape: "ab", Frame: 3, Call: 2, Path: "parent.jbx"}
+		}
+		w.Append(0, start)
+		for i := range 3 { // $0.0045 each
+			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: "demo-large"})
+			w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: "demo-large", Usage: tapefmt.Usage{Input: 1000, Output: 100}})
+		}
+		w.Append(0, tapefmt.RunEnd{})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		d := newDeck(t, 160, 30, path)
+		h := d.header()
+		if got := strings.Contains(h, "$0.01 ($0.0045 spent)"); got != fork || !strings.Contains(h, "$0.01") {
+			t.Errorf("fork %v: header %q", fork, h)
+		}
+		tl := d.tracks[0].tl
+		if got, want := costText(tl, 4, 0.009), "$0.0090 (from the parent)"; fork && got != want {
+			t.Errorf("a fork's cost at its second call: %q, want %q", got, want)
+		}
+		if got := costText(tl, 4, 0.009); !fork && got != "$0.0090" {
+			t.Errorf("a run's cost at its second call: %q", got)
+		}
+	}
+}

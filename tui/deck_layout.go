@@ -290,11 +290,21 @@ func (d *Deck) totals(t *timelineView) (int64, float64, bool) {
 
 // costText is the cost of the calls up to frame i, marked "+?" when some
 // of them have no known price and "~" when some had their usage counted,
-// not reported, as `jukebox ls` marks it.
+// not reported, as `jukebox ls` marks it. A fork's says what of it the
+// fork spent, the part its circuit breaker counts (the rest its parent's
+// tape answered, as `jukebox cost` says), or that all of it so far came
+// from the parent.
 func costText(tl *timeline.Timeline, i int, cost float64) string {
-	s := timeline.Approx(tl.Estimated(i)) + timeline.USD(cost)
+	approx := timeline.Approx(tl.Estimated(i))
+	s := approx + timeline.USD(cost)
 	if tl.Unpriced(i) > 0 {
-		return s + "+?"
+		s += "+?"
+	}
+	switch parent, fork := tl.FromParent(i); {
+	case fork && parent > 0 && cost-parent <= 0:
+		s += " (from the parent)"
+	case fork && parent > 0:
+		s += " (" + approx + timeline.USD(cost-parent) + " spent)"
 	}
 	return s
 }
