@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -39,6 +41,21 @@ func TestRecordingWhileTheWriterLives(t *testing.T) {
 	if tapefmt.Recording(path) {
 		t.Fatal("a closed tape is still recording")
 	}
+	// Its lock held a moment longer, as by a child forked before the
+	// writer closed the file and not yet exec'd (seen on CI: push left a
+	// finished tape as "still being recorded"): finished all the same.
+	held, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := unix.Flock(int(held.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if tapefmt.Recording(path) {
+		t.Fatal("a closed tape whose lock another file holds is still recording")
+	}
+	unix.Flock(int(held.Fd()), unix.LOCK_UN)
 	if tapefmt.Recording(filepath.Join(t.TempDir(), "none.jbx")) {
 		t.Fatal("no file is recording")
 	}

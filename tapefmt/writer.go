@@ -187,8 +187,30 @@ func Create(path string, opts Options) (*Writer, error) {
 // then is one still being recorded, that grows, rather than one whose
 // writer died. It knows by the writer's lock (FORMAT.md, section 8.4),
 // which the system drops when the writer's file is closed or its process
-// ends. Where there are no such locks (Windows) it reports false.
-func Recording(path string) bool { return recording(path) }
+// ends. Where there are no such locks (Windows) it reports false. A tape
+// with its footer is finished, whoever holds it: a child process started
+// by another thread of the writer's process holds the writer's file (and
+// so its lock) from its fork until its exec, after the writer closed it.
+func Recording(path string) bool { return recording(path) && !finished(path) }
+
+// finished reports whether the file at path ends with a tape's footer.
+func finished(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() < fileHeaderSize+footerSize {
+		return false
+	}
+	b := make([]byte, footerSize)
+	if _, err := f.ReadAt(b, st.Size()-footerSize); err != nil {
+		return false
+	}
+	_, ok, err := parseFooter(b, st.Size())
+	return ok && err == nil
+}
 
 // NewWriter starts a tape on dst, which should be empty. If dst has a
 // Sync() error method it is used for the sync policy; if it is an io.Closer,
