@@ -63,47 +63,25 @@ func (tx *Tx) real(rel string) string { return filepath.Join(tx.ws.root, filepat
 func (tx *Tx) up(rel string) string { return filepath.Join(tx.upper, filepath.FromSlash(rel)) }
 
 // lookup finds rel in the staged view without following a final symlink.
-// Parent symlinks are not followed either: callers resolve first.
+// Parent symlinks are not followed either: callers resolve first. The
+// parents are looked up in the staging area only (a whiteout, a file or
+// an opaque folder there decides what shows below); the real side is
+// asked for rel alone.
 func (tx *Tx) lookup(rel string) (entry, error) {
 	if rel == "." {
 		fi, err := os.Lstat(tx.ws.root)
 		return entry{layer: layerUpper, abs: tx.upper, info: fi, merged: true}, err
 	}
-	lowerVisible := true
+	w := walk{tx: tx, lowerVisible: true}
 	parts := splitPath(rel)
-	for i := range parts {
-		p := path.Join(parts[:i+1]...)
-		fi, err := os.Lstat(tx.up(p))
-		last := i == len(parts)-1
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue
-		case errors.Is(err, syscall.ENOTDIR):
-			return entry{}, nil
-		case err != nil:
+	p := ""
+	for _, part := range parts[:len(parts)-1] {
+		p = joinRel(p, part)
+		if _, _, err := w.upperOf(p); err != nil {
 			return entry{}, err
-		case isWhiteout(fi):
-			return entry{whiteout: last}, nil
-		case last:
-			merged := lowerVisible && fi.IsDir() && !isOpaque(tx.up(p))
-			return entry{layer: layerUpper, abs: tx.up(p), info: fi, merged: merged}, nil
-		case !fi.IsDir():
-			return entry{}, nil
-		case isOpaque(tx.up(p)):
-			lowerVisible = false
 		}
 	}
-	if !lowerVisible {
-		return entry{}, nil
-	}
-	fi, err := os.Lstat(tx.real(rel))
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return entry{realMissing: true}, nil
-	}
-	if err != nil {
-		return entry{}, err
-	}
-	return entry{layer: layerLower, abs: tx.real(rel), info: fi}, nil
+	return w.next(rel)
 }
 
 // resolve follows symlinks in the parents of rel (and in rel itself when
@@ -188,44 +166,58 @@ type walk struct {
 
 // next is lookup(p), p the prefix after the one walked before.
 func (w *walk) next(p string) (entry, error) {
+	if e, decided, err := w.upperOf(p); decided || err != nil {
+		return e, err
+	}
+	return w.lowerOf(p)
+}
+
+// upperOf looks p up in the staging area: decided with p's entry when
+// that settles it (something staged there, or nothing below a whiteout or
+// a file staged above), else the real side says.
+func (w *walk) upperOf(p string) (entry, bool, error) {
 	if w.dead {
-		return entry{}, nil
+		return entry{}, true, nil
 	}
-	tx := w.tx
-	if !w.upperGone {
-		fi, err := os.Lstat(tx.up(p))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			w.upperGone = true
-		case errors.Is(err, syscall.ENOTDIR):
-			w.dead = true
-			return entry{}, nil
-		case err != nil:
-			return entry{}, err
-		case isWhiteout(fi):
-			w.dead = true
-			return entry{whiteout: true}, nil
-		default:
-			opaque := false
-			if fi.IsDir() && w.lowerVisible {
-				opaque = isOpaque(tx.up(p))
-			}
-			merged := w.lowerVisible && fi.IsDir() && !opaque
-			if !fi.IsDir() {
-				w.dead = true
-			} else if opaque {
-				w.lowerVisible = false
-			}
-			return entry{layer: layerUpper, abs: tx.up(p), info: fi, merged: merged}, nil
-		}
+	if w.upperGone {
+		return entry{}, false, nil
 	}
+	fi, err := os.Lstat(w.tx.up(p))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		w.upperGone = true
+		return entry{}, false, nil
+	case errors.Is(err, syscall.ENOTDIR):
+		w.dead = true
+		return entry{}, true, nil
+	case err != nil:
+		return entry{}, true, err
+	case isWhiteout(fi):
+		w.dead = true
+		return entry{whiteout: true}, true, nil
+	}
+	opaque := false
+	if fi.IsDir() && w.lowerVisible {
+		opaque = isOpaque(w.tx.up(p))
+	}
+	merged := w.lowerVisible && fi.IsDir() && !opaque
+	if !fi.IsDir() {
+		w.dead = true
+	} else if opaque {
+		w.lowerVisible = false
+	}
+	return entry{layer: layerUpper, abs: w.tx.up(p), info: fi, merged: merged}, true, nil
+}
+
+// lowerOf is p's entry on the real side, when the staging area has none.
+func (w *walk) lowerOf(p string) (entry, error) {
 	if !w.lowerVisible {
 		return entry{}, nil
 	}
 	if w.realGone {
 		return entry{realMissing: true}, nil
 	}
-	fi, err := os.Lstat(tx.real(p))
+	fi, err := os.Lstat(w.tx.real(p))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		w.realGone = true
 		return entry{realMissing: true}, nil
@@ -236,7 +228,7 @@ func (w *walk) next(p string) (entry, error) {
 	if !fi.IsDir() {
 		w.realGone = true
 	}
-	return entry{layer: layerLower, abs: tx.real(p), info: fi}, nil
+	return entry{layer: layerLower, abs: w.tx.real(p), info: fi}, nil
 }
 
 // Lstat describes name in the staged view of the transaction without
