@@ -250,10 +250,14 @@ func (s *session) diverged(d *Divergence, goLive bool) {
 func forkOf(t *tapefmt.Tape) (int64, Overrides) {
 	var o Overrides
 	start, err := FirstRunStart(t)
-	if err != nil || start.Parent == nil || start.Mode != tapefmt.ModeFork || json.Unmarshal(start.Parent.Overrides, &o) != nil {
+	if err != nil {
 		return -1, o
 	}
-	return int64(start.Parent.Call), o
+	call, fork := start.ForkCall()
+	if !fork || json.Unmarshal(start.Parent.Overrides, &o) != nil {
+		return -1, o
+	}
+	return int64(call), o
 }
 
 // RedactedCommandError says that the recorded command cannot be run

@@ -16,12 +16,9 @@ func lockWriting(f *os.File) {
 	_ = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) // best effort: a tape with no lock reads as not recording
 }
 
-func recording(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
+// recording reports whether another open file holds the writer's lock
+// on the file f has open.
+func recording(f *os.File) bool {
 	fd := int(f.Fd())
 	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); err != nil {
 		return errors.Is(err, unix.EWOULDBLOCK)

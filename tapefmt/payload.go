@@ -662,6 +662,16 @@ func atoi(b []byte) (int64, bool) {
 	return n, true
 }
 
+// ForkCall is the model call, counted from 0, at which the run of a fork
+// went live (its parent's calls before it were answered from the
+// parent's tape); false for a run that is no fork.
+func (r *RunStart) ForkCall() (uint64, bool) {
+	if r == nil || r.Parent == nil || r.Mode != ModeFork {
+		return 0, false
+	}
+	return r.Parent.Call, true
+}
+
 // Unknown is the payload of a kind this version does not know.
 type Unknown struct {
 	K    Kind

@@ -191,15 +191,17 @@ func Create(path string, opts Options) (*Writer, error) {
 // with its footer is finished, whoever holds it: a child process started
 // by another thread of the writer's process holds the writer's file (and
 // so its lock) from its fork until its exec, after the writer closed it.
-func Recording(path string) bool { return recording(path) && !finished(path) }
-
-// finished reports whether the file at path ends with a tape's footer.
-func finished(path string) bool {
+func Recording(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	return recording(f) && !finished(f)
+}
+
+// finished reports whether the file f has open ends with a tape's footer.
+func finished(f *os.File) bool {
 	st, err := f.Stat()
 	if err != nil || st.Size() < fileHeaderSize+footerSize {
 		return false

@@ -90,8 +90,8 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 		}
 		switch p := p.(type) {
 		case *tapefmt.RunStart:
-			if p.Parent != nil && p.Mode == tapefmt.ModeFork {
-				b.Fork = &ForkShare{Call: p.Parent.Call, FromParent: BillRow{Key: "from the parent"}}
+			if call, fork := p.ForkCall(); fork {
+				b.Fork = &ForkShare{Call: call, FromParent: BillRow{Key: "from the parent"}}
 			}
 		case *tapefmt.Step:
 			step++

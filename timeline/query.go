@@ -58,8 +58,10 @@ func (tl *Timeline) forkCall() int64 {
 	}
 	call = -1
 	if tl.Len() > 0 {
-		if p, ok := tl.readRow(0).Payload.(*tapefmt.RunStart); ok && p.Parent != nil && p.Mode == tapefmt.ModeFork {
-			call = int64(p.Parent.Call)
+		if p, ok := tl.readRow(0).Payload.(*tapefmt.RunStart); ok {
+			if c, fork := p.ForkCall(); fork {
+				call = int64(c)
+			}
 		}
 	}
 	tl.mu.Lock()
