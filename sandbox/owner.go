@@ -53,8 +53,14 @@ func (tx *Tx) releaseOwnerWhenDecided() {
 	}
 }
 
+// releaseOwner unlocks the owner file before it closes it: a child that
+// another thread of this process is starting holds a copy of every file
+// from its fork until its exec, and with it the lock, which closing this
+// copy alone would leave held a moment longer (seen on CI: a booth run's
+// transaction, kept open, was "in use" to the Open that followed).
 func (tx *Tx) releaseOwner() {
 	if tx.owner != nil {
+		unlockFile(tx.owner)
 		tx.owner.Close()
 		tx.owner = nil
 	}

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRunningTransactionIsNotOpened: a transaction is owned by the
@@ -49,4 +51,24 @@ func TestRunningTransactionIsNotOpened(t *testing.T) {
 	if again.owner != nil {
 		t.Error("the owner lock is held after the commit")
 	}
+}
+
+// TestReleaseWhileAChildHoldsTheOwnerFile: a child another thread of
+// the process is starting holds a copy of the owner file from its fork
+// until its exec; Release lets the lock go all the same. Seen on CI: a
+// booth run's transaction kept open was "in use" to the Open after it.
+func TestReleaseWhileAChildHoldsTheOwnerFile(t *testing.T) {
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	child, err := unix.Dup(int(tx.owner.Fd())) // the child's copy, as fork makes it
+	must(t, err)
+	defer unix.Close(child)
+	tx.Release()
+	again, err := Open(ws, tx.ID(), Options{})
+	if err != nil {
+		t.Fatalf("open after release, a copy of the owner file still open: %v", err)
+	}
+	again.Release()
 }

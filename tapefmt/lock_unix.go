@@ -16,6 +16,11 @@ func lockWriting(f *os.File) {
 	_ = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) // best effort: a tape with no lock reads as not recording
 }
 
+// unlockWriting lets the writer's lock go before its file is closed: a
+// child that another thread of the process is starting holds a copy of
+// the file from its fork until its exec, and with it the lock.
+func unlockWriting(f *os.File) { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+
 // recording reports whether another open file holds the writer's lock
 // on the file f has open.
 func recording(f *os.File) bool {

@@ -187,10 +187,9 @@ func Create(path string, opts Options) (*Writer, error) {
 // then is one still being recorded, that grows, rather than one whose
 // writer died. It knows by the writer's lock (FORMAT.md, section 8.4),
 // which the system drops when the writer's file is closed or its process
-// ends. Where there are no such locks (Windows) it reports false. A tape
-// with its footer is finished, whoever holds it: a child process started
-// by another thread of the writer's process holds the writer's file (and
-// so its lock) from its fork until its exec, after the writer closed it.
+// ends (Close lets it go first, for a copy of the file a child process
+// may hold a moment longer). Where there are no such locks (Windows) it
+// reports false. A tape with its footer is finished, whoever holds it.
 func Recording(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
@@ -543,6 +542,9 @@ func (w *Writer) Close() error {
 		err = w.sync()
 	}
 	w.closed = true
+	if f, ok := w.dst.(*os.File); ok {
+		unlockWriting(f)
+	}
 	if c, ok := w.dst.(io.Closer); ok {
 		err = errors.Join(err, c.Close())
 	}
