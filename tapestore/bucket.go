@@ -241,8 +241,8 @@ func (b *bucket) NewReader(ctx context.Context, key string) (*objectReader, erro
 // (summaries, index records and segments, sidecar files) are kilobytes to
 // a few megabytes as jukebox writes them. A store that answers with more,
 // or with a body that does not end (damaged, or not what it says), is
-// refused rather than held in memory.
-const maxSmallObject = 64 << 20
+// refused rather than held in memory. A variable for tests.
+var maxSmallObject int64 = 64 << 20
 
 // ReadAll reads the object at key whole, refusing one over
 // maxSmallObject (codeInvalid: not tried again).
@@ -258,7 +258,7 @@ func (b *bucket) ReadAll(ctx context.Context, key string) ([]byte, error) {
 		return nil, tooLarge
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxSmallObject+1))
-	if err == nil && len(data) > maxSmallObject {
+	if err == nil && int64(len(data)) > maxSmallObject {
 		return nil, tooLarge
 	}
 	return data, err

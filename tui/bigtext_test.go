@@ -11,11 +11,12 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
-// writeBigAnswers writes a run of three calls whose answers are 1.5 MiB
-// of text ending in "THE-END": plain JSON, streamed, and one line.
+// writeBigAnswers writes a run of three calls whose answers are 1.1 MiB
+// of text ending in "THE-END" (past the 1 MiB the screen shows, and the
+// 1 MiB a body was once cut to): plain JSON, streamed, and one line.
 func writeBigAnswers(t *testing.T) string {
 	t.Helper()
-	text := strings.Repeat("lorem ipsum dolor sit amet\n", 1536<<10/27) + "THE-END"
+	text := strings.Repeat("lorem ipsum dolor sit amet\n", 1126<<10/27) + "THE-END"
 	plain, _ := json.Marshal(map[string]any{"choices": []map[string]any{{"message": map[string]string{"role": "assistant", "content": text}}}})
 	var sse strings.Builder
 	for i := 0; i < len(text); i += 64 << 10 {
