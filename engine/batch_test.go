@@ -295,7 +295,7 @@ func TestBatchTapesInOrder(t *testing.T) {
 	var ops []controlapi.BatchOp
 	for i := range 110 {
 		size := i * 97
-		if i >= 100 {
+		if i >= 107 {
 			size = 1 << 20 // slower to tape than to stage: a commit after them waits for their frames
 		}
 		ops = append(ops, write(fmt.Sprintf("w-%03d.txt", i), size))
