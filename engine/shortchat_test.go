@@ -171,8 +171,10 @@ func answerText(p chatPlan, body []byte) (string, error) {
 const echoScript = `{"version":1,"rules":[{"name":"echo","reply":{"text":"{{user}}"}}]}`
 
 // shortChatLengths are the prompt lengths recorded: around the sizes where
-// compressible blobs of 64-255 bytes once wrote tapes that did not read.
-var shortChatLengths = []int{1, 2, 5, 30, 63, 64, 65, 100, 128, 200, 255, 256, 257, 300}
+// compressible blobs of 64-255 bytes once wrote tapes that did not read
+// (tapefmt's TestBlobRoundTripEverySize stores every size up to 4,096;
+// each length here is four agent runs).
+var shortChatLengths = []int{1, 30, 63, 64, 65, 128, 255, 256, 257, 300}
 
 // prompt is n characters of compressible text.
 func prompt(n int, turn int) string {
