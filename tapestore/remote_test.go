@@ -22,14 +22,14 @@ import (
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
-// bigTape writes a tape of about 8 MB: 60,000 frames of random output
-// (the index alone is about 1 MB).
+// bigTape writes a tape of about 6 MB: 20,000 frames of random output
+// (the index alone is about a third of a MB).
 func bigTape(t testing.TB, path string) {
 	t.Helper()
 	err := tapefmt.CreateWith(path, tapefmt.Options{Sync: tapefmt.SyncNever}, func(w *tapefmt.Writer) error {
 		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
 		buf := make([]byte, 120)
-		for i := range 60_000 {
+		for i := range 20_000 {
 			rand.Read(buf)
 			if _, err := w.Append(0, tapefmt.Output{Fd: 1, Data: []byte(fmt.Sprintf("%d %x", i, buf))}); err != nil {
 				return err
@@ -88,16 +88,16 @@ func TestRemoteOpen(t *testing.T) {
 	}
 	for round, wantGets := range []int{2, 0} {
 		tp, o := openRemote(t, up.URL, false)
-		if o.gets != wantGets || tp.Head().String() != up.Head || tp.Len() != 60_002 {
+		if o.gets != wantGets || tp.Head().String() != up.Head || tp.Len() != 20_002 {
 			t.Errorf("open %d: %d GETs (want %d), head %s, %d frames", round, o.gets, wantGets, tp.Head(), tp.Len())
 		}
 		before := o.gets
-		f, err := tp.Frame(30_000)
+		f, err := tp.Frame(10_000)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p, err := f.Decode(); err != nil || p.(*tapefmt.Output).Fd != 1 {
-			t.Errorf("frame 30,000: %v, %v", p, err)
+			t.Errorf("frame 10,000: %v, %v", p, err)
 		}
 		if got := o.gets - before; round == 0 && got != 1 {
 			t.Errorf("reading a frame in the middle: %d GETs, want 1 (its record; the index came with the footer)", got)
