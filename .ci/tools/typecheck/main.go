@@ -242,10 +242,19 @@ func (c *checker) keyOf(n *node) error {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", c.target, n.p.PkgPath, n.goVersion())
 	for _, f := range n.p.CompiledGoFiles {
-		fmt.Fprintf(h, "file %s\x00", f)
 		if c.isFixed(f) {
+			fmt.Fprintf(h, "file %s\x00", f)
 			continue
 		}
+		// A file of a clone: by its path in the module, the same in
+		// every clone (CI clones each run into a new folder).
+		name := f
+		if n.p.Module != nil {
+			if rel, err := filepath.Rel(n.p.Module.Dir, f); err == nil {
+				name = filepath.ToSlash(rel)
+			}
+		}
+		fmt.Fprintf(h, "file %s\x00", name)
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return err
