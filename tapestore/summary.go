@@ -32,6 +32,10 @@ type Summary struct {
 	Recovered *tapefmt.Recovery      `json:"recovered,omitempty"`
 	Sealed    bool                   `json:"sealed"`
 	Breaker   *tapefmt.BreakerTrip   `json:"breaker,omitempty"`
+	// Fork is, for a fork, its fork call and the tokens of the calls
+	// before it, answered from its parent's tape (timeline.SummaryFork);
+	// summaries stored before it was kept have none.
+	Fork *ForkSummary `json:"fork,omitempty"`
 	// FrozenCost and FrozenUnpriced are read from summaries stored
 	// before the store kept tokens by model (they held a cost worked out
 	// at upload); never written.
@@ -39,12 +43,22 @@ type Summary struct {
 	FrozenUnpriced []string `json:"unpriced_models,omitempty"`
 }
 
+// ForkSummary is what the store keeps of a fork's share from its parent.
+type ForkSummary struct {
+	Call   uint64                 `json:"call"`
+	Models []timeline.ModelTokens `json:"models,omitempty"`
+}
+
 // storeSummary is what the store keeps of s.
 func storeSummary(s timeline.Summary) *Summary {
-	return &Summary{Name: s.Name, Argv: s.Argv, Tags: s.Tags, User: s.User, Host: s.Host, Git: s.Git, Started: s.Started, Duration: s.Duration,
+	out := &Summary{Name: s.Name, Argv: s.Argv, Tags: s.Tags, User: s.User, Host: s.Host, Git: s.Git, Started: s.Started, Duration: s.Duration,
 		Frames: s.Frames, Steps: s.Steps, Calls: s.Calls, Usage: s.Usage, Models: s.Models,
 		Reported: s.Reported, Estimated: s.Estimated, Exit: s.Exit, Parent: s.Parent,
 		Recovered: s.Recovered, Sealed: s.Sealed, Breaker: s.Breaker}
+	if s.Fork != nil {
+		out.Fork = &ForkSummary{Call: s.Fork.Call, Models: s.Fork.Models}
+	}
+	return out
 }
 
 // Timeline is the summary as ls shows it of the tape at path, its cost
@@ -55,9 +69,12 @@ func (s *Summary) Timeline(path string) timeline.Summary {
 		Duration: s.Duration, Frames: s.Frames, Steps: s.Steps, Calls: s.Calls, Usage: s.Usage,
 		Models: s.Models, Reported: s.Reported, Estimated: s.Estimated, Exit: s.Exit,
 		Parent: s.Parent, Recovered: s.Recovered, Sealed: s.Sealed, Breaker: s.Breaker}
-	t.Cost, t.Unpriced = timeline.Price(s.Models, s.Reported)
+	if s.Fork != nil {
+		t.Fork = &timeline.SummaryFork{Call: s.Fork.Call, Models: s.Fork.Models}
+	}
+	t.SetCost()
 	if s.Models == nil && s.Calls > 0 {
-		t.Cost, t.Unpriced = s.FrozenCost+s.Reported, s.FrozenUnpriced
+		t.Cost, t.Unpriced, t.Fork = s.FrozenCost+s.Reported, s.FrozenUnpriced, nil
 	}
 	return t
 }

@@ -54,6 +54,48 @@ func TestStoredSummaryKeepsNoCost(t *testing.T) {
 	}
 }
 
+// TestStoredForkSummary: ls of a store shows what a fork spent as ls of
+// its tape here does: the store keeps the tokens of the calls answered
+// from its parent, and works both costs out when it reads them.
+func TestStoredForkSummary(t *testing.T) {
+	ctx := context.Background()
+	s, _ := folderStore(t)
+	tape := filepath.Join(t.TempDir(), "fork.jbx")
+	err := tapefmt.CreateWith(tape, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Mode: tapefmt.ModeFork, Parent: &tapefmt.ParentRef{Tape: "ab", Frame: 3, Call: 1}})
+		for i, model := range []string{"demo-large", "demo-small", "demo-large"} {
+			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: model})
+			w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: model, Usage: tapefmt.Usage{Input: 1000, Output: 100}})
+		}
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.Upload(ctx, tape, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := RecordOf(ctx, up.URL)
+	if err != nil || r == nil || r.Summary == nil {
+		t.Fatalf("record: %+v, %v", r, err)
+	}
+	tp, err := tapefmt.Open(tape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	want, err := timeline.Summarize(up.URL, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Summary.Timeline(up.URL)
+	if want.Fork == nil || !reflect.DeepEqual(got.Fork, want.Fork) || got.Fork.Spent <= 0 || got.Fork.Spent >= got.Cost {
+		t.Errorf("a fork's share in ls of the store: %+v\nhere: %+v (cost $%v)", got.Fork, want.Fork, want.Cost)
+	}
+}
+
 // TestOldStoredSummaryReads: a summary object stored before the store kept
 // tokens by model (a timeline.Summary, with the cost of the upload) still
 // reads, with that cost.

@@ -173,7 +173,7 @@ func TestBillOfAFork(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tp, _ := summarized(t, path)
+		tp, sum := summarized(t, path)
 		b, err := MakeBill(tp, ByModel)
 		if err != nil {
 			t.Fatal(err)
@@ -200,6 +200,14 @@ func TestBillOfAFork(t *testing.T) {
 		case fork && (b.Fork == nil || b.Fork.Call != 2 || b.Fork.FromParent.Calls != 2 || !near(b.Fork.FromParent.Cost, 0.009) ||
 			!near(b.Fork.Spent, b.Total.Cost-0.009) || b.Total.Calls != 3):
 			t.Errorf("a fork from call 2: %+v, total %+v", b.Fork, b.Total)
+		}
+		// ls's summary says the same (it once showed a fork's whole
+		// timeline's cost as the fork's).
+		switch {
+		case !fork && sum.Fork != nil:
+			t.Errorf("the summary of a run that is no fork: %+v", sum.Fork)
+		case fork && (sum.Fork == nil || sum.Fork.Call != 2 || !near(sum.Fork.Spent, b.Fork.Spent) || !near(sum.Cost, b.Total.Cost)):
+			t.Errorf("the summary of a fork from call 2: %+v, cost $%v; the bill's %+v", sum.Fork, sum.Cost, b.Fork)
 		}
 	}
 }

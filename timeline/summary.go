@@ -45,6 +45,31 @@ type Summary struct {
 	// Unpriced are worked out from (Price), with the prices of now.
 	Models   []ModelTokens `json:"-"`
 	Reported float64       `json:"-"`
+	// Fork is, for a fork's tape, what of its cost came from its parent
+	// (Cost is its whole timeline's, as the turntable shows it).
+	Fork *SummaryFork `json:"fork,omitempty"`
+}
+
+// SummaryFork is what of a fork's summary its parent paid: the calls
+// before its fork call were answered from the parent's tape and cost
+// nothing again (Bill.Fork has the same of the bill).
+type SummaryFork struct {
+	Call uint64 `json:"call"` // the fork call, live from here on
+	// Models are the tokens of the calls before it, by model.
+	Models []ModelTokens `json:"-"`
+	// Spent is the fork's own spending: its cost less its parent's calls'
+	// at the same prices, what its circuit breaker counted.
+	Spent float64 `json:"spent_usd"`
+}
+
+// SetCost sets the cost and unpriced models of s, and a fork's spending,
+// from its tokens by model (Price).
+func (s *Summary) SetCost() {
+	s.Cost, s.Unpriced = Price(s.Models, s.Reported)
+	if s.Fork != nil {
+		parent, _ := Price(s.Fork.Models, 0)
+		s.Fork.Spent = s.Cost - parent
+	}
 }
 
 // ModelTokens are the calls of one model and the tokens they used.
@@ -117,6 +142,9 @@ func summarize(path string, t *tapefmt.Tape, calls *callReader) (Summary, error)
 		case *tapefmt.RunStart:
 			s.Name, s.Argv, s.Parent = p.Name, p.Argv, p.Parent
 			s.Tags, s.User, s.Host, s.Git = p.Tags, p.User, p.Host, p.Git
+			if call, fork := p.ForkCall(); fork {
+				s.Fork = &SummaryFork{Call: call}
+			}
 		case *tapefmt.RunEnd:
 			s.Exit = p
 		case *tapefmt.LLMRequest:
@@ -126,7 +154,15 @@ func summarize(path string, t *tapefmt.Tape, calls *callReader) (Summary, error)
 				continue // never sent: not a call the run made
 			}
 			u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) })
-			s.addCall(u, p.Rate)
+			s.Models = addModel(s.Models, u, p.Rate)
+			s.Calls++
+			s.Usage = s.Usage.Plus(u.Usage)
+			if u.Estimated {
+				s.Estimated++
+			}
+			if s.Fork != nil && p.Call < s.Fork.Call {
+				s.Fork.Models = addModel(s.Fork.Models, u, p.Rate)
+			}
 			if calls != nil {
 				calls.response(t, p, u)
 			}
@@ -146,26 +182,24 @@ func summarize(path string, t *tapefmt.Tape, calls *callReader) (Summary, error)
 		}
 		s.Duration = last
 	}
-	s.Cost, s.Unpriced = Price(s.Models, s.Reported)
+	s.SetCost()
 	return s, nil
 }
 
-func (s *Summary) addCall(c llmwire.CallUsage, rate *tapefmt.Rate) {
-	s.Calls++
-	s.Usage = s.Usage.Plus(c.Usage)
-	if c.Estimated {
-		s.Estimated++
-	}
-	i := slices.IndexFunc(s.Models, func(m ModelTokens) bool { return m.Model == c.Model })
+// addModel is models with the call c (recorded at rate, when not nil)
+// counted under its model.
+func addModel(models []ModelTokens, c llmwire.CallUsage, rate *tapefmt.Rate) []ModelTokens {
+	i := slices.IndexFunc(models, func(m ModelTokens) bool { return m.Model == c.Model })
 	if i < 0 {
-		s.Models = append(s.Models, ModelTokens{Model: c.Model})
-		i = len(s.Models) - 1
+		models = append(models, ModelTokens{Model: c.Model})
+		i = len(models) - 1
 	}
 	if rate != nil {
-		s.Models[i].Rate = rate
+		models[i].Rate = rate
 	}
-	s.Models[i].Calls++
-	s.Models[i].Usage = s.Models[i].Usage.Plus(c.Usage)
+	models[i].Calls++
+	models[i].Usage = models[i].Usage.Plus(c.Usage)
+	return models
 }
 
 // ExitText is the run's exit status for display: "0", "signal: SIGINT",

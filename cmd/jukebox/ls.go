@@ -296,6 +296,11 @@ func (r lsRow) line() string {
 	if len(r.Unpriced) > 0 {
 		cost += "+?"
 	}
+	if r.Fork != nil {
+		// The cost is the fork's whole timeline's, as the turntable
+		// shows it; what it spent is what its breaker counted.
+		cost += " (" + approx + breaker.USD(r.Fork.Spent) + " spent)"
+	}
 	parent := "-"
 	if r.Parent != nil {
 		parent = fmt.Sprintf("%s@%d", r.Parent.Tape[:min(12, len(r.Parent.Tape))], r.Parent.Frame)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -256,5 +257,27 @@ func TestForkCostAgreesWithItsBreaker(t *testing.T) {
 	if want := "a fork from call #2: the 2 calls before it were answered from the parent's tape"; !strings.Contains(text, want) ||
 		!strings.Contains(text, "this run spent "+breaker.USD(spent)) {
 		t.Errorf("cost of the fork:\n%s\nwant %q and this run spent %s", text, want, breaker.USD(spent))
+	}
+	// ls showed the fork's whole timeline's cost as the fork's, beside
+	// its parent's row: it says what the fork spent too.
+	type lsFork struct {
+		Tape string  `json:"tape"`
+		Cost float64 `json:"cost_usd"`
+		Fork *struct {
+			Call  uint64  `json:"call"`
+			Spent float64 `json:"spent_usd"`
+		} `json:"fork"`
+	}
+	var rows []lsFork
+	out, _ = wantCode(t, ExitOK, "ls", "--json", "parent.jbx", "fork.jbx")
+	must(t, json.Unmarshal([]byte(out), &rows))
+	slices.SortFunc(rows, func(a, b lsFork) int { return strings.Compare(b.Tape, a.Tape) }) // parent, fork
+	if len(rows) != 2 || rows[0].Fork != nil || rows[1].Fork == nil || rows[1].Fork.Call != 2 ||
+		math.Abs(rows[1].Fork.Spent-spent) > 1e-12 || math.Abs(rows[1].Cost-fork.Total.Cost) > 1e-12 {
+		t.Errorf("ls --json of the parent and the fork, want the fork's spent_usd %v:\n%s", spent, out)
+	}
+	text, _ = wantCode(t, ExitOK, "ls", "parent.jbx", "fork.jbx")
+	if want := breaker.USD(fork.Total.Cost) + " (" + breaker.USD(spent) + " spent)"; !strings.Contains(text, want) || strings.Count(text, " spent)") != 1 {
+		t.Errorf("ls of the parent and the fork, want %q on the fork's row alone:\n%s", want, text)
 	}
 }
