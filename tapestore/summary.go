@@ -32,9 +32,9 @@ type Summary struct {
 	Recovered *tapefmt.Recovery      `json:"recovered,omitempty"`
 	Sealed    bool                   `json:"sealed"`
 	Breaker   *tapefmt.BreakerTrip   `json:"breaker,omitempty"`
-	// Fork is, for a fork, its fork call and the tokens of the calls
-	// before it, answered from its parent's tape (timeline.SummaryFork);
-	// summaries stored before it was kept have none.
+	// Fork is, for a fork, its fork call and the tokens of its own calls
+	// from there on (timeline.SummaryFork); summaries stored before it
+	// was kept have none.
 	Fork *ForkSummary `json:"fork,omitempty"`
 	// FrozenCost and FrozenUnpriced are read from summaries stored
 	// before the store kept tokens by model (they held a cost worked out
@@ -43,7 +43,7 @@ type Summary struct {
 	FrozenUnpriced []string `json:"unpriced_models,omitempty"`
 }
 
-// ForkSummary is what the store keeps of a fork's share from its parent.
+// ForkSummary is what the store keeps of what a fork spent itself.
 type ForkSummary struct {
 	Call   uint64                 `json:"call"`
 	Models []timeline.ModelTokens `json:"models,omitempty"`

@@ -45,20 +45,21 @@ type Summary struct {
 	// Unpriced are worked out from (Price), with the prices of now.
 	Models   []ModelTokens `json:"-"`
 	Reported float64       `json:"-"`
-	// Fork is, for a fork's tape, what of its cost came from its parent
-	// (Cost is its whole timeline's, as the turntable shows it).
+	// Fork is, for a fork's tape, what of its cost it spent itself (Cost
+	// is its whole timeline's, as the turntable shows it).
 	Fork *SummaryFork `json:"fork,omitempty"`
 }
 
-// SummaryFork is what of a fork's summary its parent paid: the calls
+// SummaryFork is what of a fork's summary it spent itself: the calls
 // before its fork call were answered from the parent's tape and cost
 // nothing again (Bill.Fork has the same of the bill).
 type SummaryFork struct {
 	Call uint64 `json:"call"` // the fork call, live from here on
-	// Models are the tokens of the calls before it, by model.
+	// Models are the tokens of its own calls (from the fork call on), by
+	// model, with the rates they were made at.
 	Models []ModelTokens `json:"-"`
-	// Spent is the fork's own spending: its cost less its parent's calls'
-	// at the same prices, what its circuit breaker counted.
+	// Spent is what those calls cost, and the turns' reported costs:
+	// what its circuit breaker counted.
 	Spent float64 `json:"spent_usd"`
 }
 
@@ -67,8 +68,7 @@ type SummaryFork struct {
 func (s *Summary) SetCost() {
 	s.Cost, s.Unpriced = Price(s.Models, s.Reported)
 	if s.Fork != nil {
-		parent, _ := Price(s.Fork.Models, 0)
-		s.Fork.Spent = s.Cost - parent
+		s.Fork.Spent, _ = Price(s.Fork.Models, s.Reported)
 	}
 }
 
@@ -160,7 +160,7 @@ func summarize(path string, t *tapefmt.Tape, calls *callReader) (Summary, error)
 			if u.Estimated {
 				s.Estimated++
 			}
-			if s.Fork != nil && p.Call < s.Fork.Call {
+			if s.Fork != nil && p.Call >= s.Fork.Call {
 				s.Fork.Models = addModel(s.Fork.Models, u, p.Rate)
 			}
 			if calls != nil {
