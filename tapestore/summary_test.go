@@ -18,36 +18,17 @@ import (
 // reads it, the same way as ls of the tape here (so a price changed since
 // the upload shows in both alike).
 func TestStoredSummaryKeepsNoCost(t *testing.T) {
-	ctx := context.Background()
 	s, root := folderStore(t)
-	tape := copyTape(t, t.TempDir(), "run.jbx")
-	up, err := s.Upload(ctx, tape, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, summaryKey(up.Key)))
+	key, got, want := storedAndHere(t, s, copyTape(t, t.TempDir(), "run.jbx"))
+	raw, err := os.ReadFile(filepath.Join(root, summaryKey(key)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(raw), `"cost_usd"`) || !strings.Contains(string(raw), `"models"`) {
 		t.Errorf("the summary object freezes a cost or keeps no tokens by model:\n%s", raw)
 	}
-	r, err := RecordOf(ctx, up.URL)
-	if err != nil || r == nil || r.Summary == nil {
-		t.Fatalf("record: %+v, %v", r, err)
-	}
-	tp, err := tapefmt.Open(tape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
-	want, err := timeline.Summarize(up.URL, tp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := json.Marshal(r.Summary.Timeline(up.URL))
-	if here, _ := json.Marshal(want); string(got) != string(here) {
-		t.Errorf("ls of the store: %s\nls here: %s", got, here)
+	if g, w := jsonOf(got), jsonOf(want); g != w {
+		t.Errorf("ls of the store: %s\nls here: %s", g, w)
 	}
 	if want.Calls == 0 || want.Cost == 0 {
 		t.Errorf("the sample tape has no priced calls: %+v", want)
@@ -55,10 +36,9 @@ func TestStoredSummaryKeepsNoCost(t *testing.T) {
 }
 
 // TestStoredForkSummary: ls of a store shows what a fork spent as ls of
-// its tape here does: the store keeps the tokens of the calls answered
-// from its parent, and works both costs out when it reads them.
+// its tape here does: the store keeps the tokens of the fork's own calls,
+// and works both costs out when it reads them.
 func TestStoredForkSummary(t *testing.T) {
-	ctx := context.Background()
 	s, _ := folderStore(t)
 	tape := filepath.Join(t.TempDir(), "fork.jbx")
 	err := tapefmt.CreateWith(tape, tapefmt.Options{}, func(w *tapefmt.Writer) error {
@@ -73,6 +53,17 @@ func TestStoredForkSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, got, want := storedAndHere(t, s, tape)
+	if want.Fork == nil || !reflect.DeepEqual(got.Fork, want.Fork) || got.Fork.Spent <= 0 || got.Fork.Spent >= got.Cost {
+		t.Errorf("a fork's share in ls of the store: %+v\nhere: %+v (cost $%v)", got.Fork, want.Fork, want.Cost)
+	}
+}
+
+// storedAndHere uploads tape to s and returns its key, the summary ls of
+// the store shows of it, and the one ls of the tape here shows.
+func storedAndHere(t *testing.T, s *Store, tape string) (key string, got, want timeline.Summary) {
+	t.Helper()
+	ctx := context.Background()
 	up, err := s.Upload(ctx, tape, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -86,14 +77,16 @@ func TestStoredForkSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tp.Close()
-	want, err := timeline.Summarize(up.URL, tp)
+	want, err = timeline.Summarize(up.URL, tp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := r.Summary.Timeline(up.URL)
-	if want.Fork == nil || !reflect.DeepEqual(got.Fork, want.Fork) || got.Fork.Spent <= 0 || got.Fork.Spent >= got.Cost {
-		t.Errorf("a fork's share in ls of the store: %+v\nhere: %+v (cost $%v)", got.Fork, want.Fork, want.Cost)
-	}
+	return up.Key, r.Summary.Timeline(up.URL), want
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // TestOldStoredSummaryReads: a summary object stored before the store kept
