@@ -71,9 +71,12 @@ func (c *CostCmd) Run(env *Env) error {
 	}
 	printRefused(env, bill)
 	if f := bill.Fork; f != nil && f.FromParent.Calls > 0 {
-		a := timeline.Approx(f.FromParent.Estimated)
-		fmt.Fprintf(env.Stdout, "a fork from call #%d: the %s before it were answered from the parent's tape (%s%s of the total), not paid again; this run spent %s%s\n",
-			f.Call, termtext.Count(f.FromParent.Calls, "call", "calls"), a, breaker.USD(f.FromParent.Cost), timeline.Approx(bill.Total.Estimated-f.FromParent.Estimated), breaker.USD(f.Spent))
+		a, were := timeline.Approx(f.FromParent.Estimated), "were"
+		if f.FromParent.Calls == 1 {
+			were = "was"
+		}
+		fmt.Fprintf(env.Stdout, "a fork from call #%d: the %s before it %s answered from the parent's tape (%s%s of the total), not paid again; this run spent %s%s\n",
+			f.Call, termtext.Count(f.FromParent.Calls, "call", "calls"), were, a, breaker.USD(f.FromParent.Cost), timeline.Approx(bill.Total.Estimated-f.FromParent.Estimated), breaker.USD(f.Spent))
 	}
 	if modelless > 0 {
 		calls := "1 call"
