@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
@@ -41,18 +42,8 @@ func TestStoredSummaryKeepsNoCost(t *testing.T) {
 func TestStoredForkSummary(t *testing.T) {
 	s, _ := folderStore(t)
 	tape := filepath.Join(t.TempDir(), "fork.jbx")
-	err := tapefmt.CreateWith(tape, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Mode: tapefmt.ModeFork, Parent: &tapefmt.ParentRef{Tape: "ab", Frame: 3, Call: 1}})
-		for i, model := range []string{"demo-large", "demo-small", "demo-large"} {
-			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: model})
-			w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: model, Usage: tapefmt.Usage{Input: 1000, Output: 100}})
-		}
-		_, err := w.Append(0, tapefmt.RunEnd{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tapetest.WriteCalls(t, tape, tapefmt.RunStart{Argv: []string{"agent"}, Mode: tapefmt.ModeFork, Parent: &tapefmt.ParentRef{Tape: "ab", Frame: 3, Call: 1}},
+		"demo-large", "demo-small", "demo-large")
 	_, got, want := storedAndHere(t, s, tape)
 	if want.Fork == nil || !reflect.DeepEqual(got.Fork, want.Fork) || got.Fork.Spent <= 0 || got.Fork.Spent >= got.Cost {
 		t.Errorf("a fork's share in ls of the store: %+v\nhere: %+v (cost $%v)", got.Fork, want.Fork, want.Cost)

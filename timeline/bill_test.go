@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -157,22 +158,11 @@ func summarized(t *testing.T, path string) (*tapefmt.Tape, Summary) {
 func TestBillOfAFork(t *testing.T) {
 	for _, fork := range []bool{true, false} {
 		path := filepath.Join(t.TempDir(), "fork.jbx")
-		err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-			start := tapefmt.RunStart{Argv: []string{"agent"}}
-			if fork {
-				start.Mode, start.Parent = tapefmt.ModeFork, &tapefmt.ParentRef{Tape: "ab", Frame: 3, Call: 2}
-			}
-			w.Append(0, start)
-			for i, model := range []string{"demo-large", "demo-large", "demo-small"} {
-				w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: model})
-				w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: model, Usage: tapefmt.Usage{Input: 1000, Output: 100}})
-			}
-			_, err := w.Append(0, tapefmt.RunEnd{})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
+		start := tapefmt.RunStart{Argv: []string{"agent"}}
+		if fork {
+			start.Mode, start.Parent = tapefmt.ModeFork, &tapefmt.ParentRef{Tape: "ab", Frame: 3, Call: 2}
 		}
+		tapetest.WriteCalls(t, path, start, "demo-large", "demo-large", "demo-small")
 		tp, sum := summarized(t, path)
 		b, err := MakeBill(tp, ByModel)
 		if err != nil {

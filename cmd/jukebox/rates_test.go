@@ -12,6 +12,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/internal/llmsim"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -287,16 +288,8 @@ func TestForkCostAgreesWithItsBreaker(t *testing.T) {
 // before it were answered".
 func TestForkOfOneCallCost(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fork.jbx")
-	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}, Mode: tapefmt.ModeFork, Parent: &tapefmt.ParentRef{Tape: "ab", Frame: 3, Call: 1}})
-		for i := range 2 {
-			w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: "gpt-4o-mini"})
-			w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: "gpt-4o-mini", Usage: tapefmt.Usage{Input: 1000, Output: 100}})
-		}
-		_, err := w.Append(0, tapefmt.RunEnd{})
-		return err
-	})
-	must(t, err)
+	tapetest.WriteCalls(t, path, tapefmt.RunStart{Argv: []string{"agent"}, Mode: tapefmt.ModeFork, Parent: &tapefmt.ParentRef{Tape: "ab", Frame: 3, Call: 1}},
+		"gpt-4o-mini", "gpt-4o-mini")
 	out, _ := wantCode(t, ExitOK, "cost", path)
 	if want := "a fork from call #1: the 1 call before it was answered from the parent's tape"; !strings.Contains(out, want) {
 		t.Errorf("cost of a fork from call #1:\n%s\nwant %q", out, want)

@@ -115,3 +115,30 @@ func NoSecrets(tb testing.TB, path string, secrets ...string) int {
 	}
 	return n
 }
+
+// WriteCalls writes a tape of start, a model call for each of models (an
+// OpenAI chat completion that used 1,000 input and 100 output tokens),
+// and the run's end, and verifies it. With start's Mode and Parent of a
+// fork, it is a fork's tape.
+func WriteCalls(tb testing.TB, path string, start tapefmt.RunStart, models ...string) {
+	tb.Helper()
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		if _, err := w.Append(0, start); err != nil {
+			return err
+		}
+		for i, model := range models {
+			if _, err := w.Append(0, tapefmt.LLMRequest{Call: uint64(i), Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: model}); err != nil {
+				return err
+			}
+			if _, err := w.Append(0, tapefmt.LLMResponse{Call: uint64(i), Status: 200, Model: model, Usage: tapefmt.Usage{Input: 1000, Output: 100}}); err != nil {
+				return err
+			}
+		}
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	Verify(tb, path)
+}
