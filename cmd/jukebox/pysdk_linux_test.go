@@ -9,6 +9,14 @@ import (
 	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
+// pyCompiled, in the environment of the tests' Python, lets it keep the
+// SDK's compiled modules (python/jukebox/__pycache__, which git ignores):
+// with PYTHONDONTWRITEBYTECODE set, as some environments set it, each of
+// those hundreds of processes compiled the SDK again, 20 ms of CPU a
+// start. Python takes the empty value as unset. Runs whose workspace
+// holds the SDK (a booth's, a recording's file changes) keep it set.
+const pyCompiled = "PYTHONDONTWRITEBYTECODE="
+
 // TestPythonSDK runs the Python SDK's tests (python/tests) against this
 // jukebox: the example of its brief in both branches, sync and async
 // tracks, the breaker, staged files, shell, SQLite and PostgreSQL, a fork
@@ -22,7 +30,7 @@ func TestPythonSDK(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	must(t, err)
 	cmd := exec.CommandContext(t.Context(), python, "-m", "unittest", "discover", "-s", filepath.Join(root, "python", "tests"), "-v")
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), pyCompiled)
 	if os.Getenv("JUKEBOX_PG_DSN") != "" {
 		cmd.Env = append(cmd.Env, "JUKEBOX_PG_NOPREP_DSN="+scratchCluster(t, "-c max_prepared_transactions=0"))
 	}

@@ -51,7 +51,7 @@ func TestSDKBreakerTripReplays(t *testing.T) {
 	t.Cleanup(func() { stop() })
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "agent.py"), []byte(tripAgent), 0o644))
-	env := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1",
+	env := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), pyCompiled,
 		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"), "OPENAI_BASE_URL="+url+"/v1", "OPENAI_API_KEY=sk-test")
 	out, code := runIn(t, dir, env, "record", "--max-cost", "0.0001", "-o", "rec.jbx", "--", python, "agent.py")
 	if !strings.Contains(out, "HTTP 400") || !strings.Contains(out, "BreakerTripped: cost True") {

@@ -56,7 +56,7 @@ func txFixture(t *testing.T) (dir string, env []string) {
 		must(t, os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(txAgent, "REFUND", refund)), 0o644))
 	}
 	must(t, os.WriteFile(filepath.Join(dir, "inside.py"), []byte(txInside), 0o644))
-	env = append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1",
+	env = append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), pyCompiled,
 		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"), "OPENAI_BASE_URL="+url+"/v1",
 		"OPENAI_API_KEY=sk-test", "JUKEBOX_PG_DSN="+dsn, "PYTHON="+python)
 	out, code := runIn(t, dir, env, "record", "-o", "rec.jbx", "--", python, "agent.py")
@@ -334,7 +334,7 @@ with jb.record_agent_turn(agent_name="a", message="m") as tx:
 func TestSDKBatchesTapeAsSingleOps(t *testing.T) {
 	t.Parallel()
 	python := testenv.RequirePython(t)
-	base := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1",
+	base := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), pyCompiled,
 		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"))
 	single := append(append([]string(nil), base...), "WIRE=single")
 	for _, c := range []struct {
@@ -381,7 +381,7 @@ func TestCompatSDKWritesReplay(t *testing.T) {
 	script, err := os.ReadFile(filepath.Join(compat, "sdk-writes-v1.py"))
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(dir, "sdk-writes-v1.py"), script, 0o644))
-	env := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), "PYTHONDONTWRITEBYTECODE=1",
+	env := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), pyCompiled,
 		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"))
 	out, errs, code := runSplit(t, dir, env, "replay", "--strict", "--json", filepath.Join(compat, "sdk-writes-v1.jbx"), "--", python, "sdk-writes-v1.py")
 	var res struct {

@@ -1,14 +1,14 @@
 """The control API client, and `jukebox serve` for agents that run on
 their own. docs/control-api.md is the API's reference."""
 
-import http.client
 import json
 import os
-import shutil
-import subprocess
+import socket
 import threading
-import urllib.parse
-from typing import IO, Any, Dict, List, Optional, Set, Tuple
+from typing import IO, TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
+
+if TYPE_CHECKING:
+    import subprocess
 
 from .errors import AuthError, BreakerTripped, CommitConflict, JukeboxError, SandboxViolation, SQLError
 
@@ -22,7 +22,10 @@ _SERVED: Set[str] = set()
 
 def jukebox_bin() -> str:
     """The jukebox binary: $JUKEBOX_BIN, else `jukebox` on PATH."""
-    path = os.environ.get("JUKEBOX_BIN") or shutil.which("jukebox")
+    path = os.environ.get("JUKEBOX_BIN")
+    if not path:
+        import shutil
+        path = shutil.which("jukebox")
     if not path:
         raise JukeboxError(
             "jukebox binary not found: set JUKEBOX_BIN to it or put jukebox on PATH "
@@ -55,6 +58,127 @@ def _typed_error(status: int, err: Dict[str, Any]) -> JukeboxError:
     return JukeboxError(msg)
 
 
+class BadAnswer(OSError):
+    """What came back is not an HTTP answer this client reads."""
+
+
+class Closed(ConnectionResetError):
+    """The server closed the connection before it answered (one that was
+    idle too long: the request is sent again on a new one)."""
+
+
+def _split_url(base: str) -> Tuple[str, int, str]:
+    """host, port and path of an http:// URL (urllib.parse's urlsplit, whose
+    import costs more than the rest of the SDK's)."""
+    if not base.startswith("http://"):
+        raise ValueError("not http://")
+    netloc, slash, path = base[len("http://"):].partition("/")
+    netloc = netloc.rpartition("@")[2]
+    if netloc.startswith("["):
+        host, bracket, rest = netloc[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError("bad host")
+    else:
+        host, _, port = netloc.partition(":")
+    if not host or (port and not port.isdigit()):
+        raise ValueError("bad host or port")
+    return host, int(port) if port else 80, slash + path if slash else ""
+
+
+class _Conn:
+    """One kept-alive HTTP/1.1 connection to a control API: the requests
+    that API takes (a method, a path and a body of bytes) and the answers
+    Go's net/http writes (a length or chunks). http.client, which did this
+    before, took about 40 ms of each process's start to import."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self.host = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.sock = socket.create_connection((host, port), timeout)
+        try:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.rfile = self.sock.makefile("rb")
+        except BaseException:
+            self.sock.close()
+            raise
+
+    def close(self) -> None:
+        self.rfile.close()
+        self.sock.close()
+
+    def request(self, method: str, target: str, data: Optional[bytes], headers: Dict[str, str]) -> Tuple[int, bytes, bool]:
+        """The answer's status and body, and whether the connection can be
+        used again."""
+        head = [f"{method} {target} HTTP/1.1", f"Host: {self.host}"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        if data is not None or method in ("POST", "PUT", "PATCH"):
+            head.append(f"Content-Length: {len(data or b'')}")
+        msg = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+        if data and len(data) <= 1 << 16:
+            self.sock.sendall(msg + data)
+        else:
+            self.sock.sendall(msg)
+            if data:
+                self.sock.sendall(data)
+        try:
+            return self._answer(method)
+        except ValueError as e:  # a number that is not one
+            raise BadAnswer(f"a malformed HTTP answer ({e})") from None
+
+    def _line(self) -> bytes:
+        line = self.rfile.readline(1 << 16)
+        if len(line) >= 1 << 16:
+            raise BadAnswer("an HTTP answer's line is over 64 KiB")
+        return line
+
+    def _answer(self, method: str) -> Tuple[int, bytes, bool]:
+        while True:
+            line = self._line()
+            if not line:
+                raise Closed("the server closed the connection without an answer")
+            version, _, rest = line.decode("latin-1").partition(" ")
+            if not version.startswith("HTTP/1."):
+                raise BadAnswer(f"not an HTTP answer: {line[:60]!r}")
+            status = int(rest[:3])
+            fields: Dict[str, str] = {}
+            while True:
+                line = self._line()
+                if line in (b"\r\n", b"\n"):
+                    break
+                if not line:
+                    raise BadAnswer("the server closed the connection in an answer's header")
+                name, _, value = line.decode("latin-1").partition(":")
+                fields[name.strip().lower()] = value.strip()
+            if 100 <= status < 200:  # an interim answer: the real one follows
+                continue
+            keep = version != "HTTP/1.0" and fields.get("connection", "").lower() != "close"
+            if method == "HEAD" or status in (204, 304):
+                return status, b"", keep
+            if "chunked" in fields.get("transfer-encoding", "").lower():
+                return status, self._chunks(), keep
+            if "content-length" in fields:
+                n = int(fields["content-length"])
+                body = self.rfile.read(n)
+                if len(body) != n:
+                    raise BadAnswer(f"the server closed the connection {len(body)} bytes into an answer of {n}")
+                return status, body, keep
+            return status, self.rfile.read(), False
+
+    def _chunks(self) -> bytes:
+        parts: List[bytes] = []
+        while True:
+            size = int(self._line().split(b";", 1)[0].strip() or b"x", 16)
+            if size == 0:
+                while self._line() not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(parts)
+            part = self.rfile.read(size)
+            if len(part) != size:
+                raise BadAnswer("the server closed the connection in a chunk of its answer")
+            parts.append(part)
+            self._line()  # the chunk's CRLF
+
+
 class Control:
     """A client of one run's control API ($JUKEBOX_CONTROL, with the token
     in $JUKEBOX_CONTROL_TOKEN)."""
@@ -62,10 +186,10 @@ class Control:
     def __init__(self, base: str, token: str) -> None:
         self.base = base.rstrip("/")
         self.token = token
-        url = urllib.parse.urlsplit(self.base)
-        if url.scheme != "http" or not url.hostname:
-            raise JukeboxError(f"the control API's address {base!r} is not an http:// URL")
-        self._host, self._port, self._prefix = url.hostname, url.port or 80, url.path
+        try:
+            self._host, self._port, self._prefix = _split_url(self.base)
+        except ValueError:
+            raise JukeboxError(f"the control API's address {base!r} is not an http:// URL") from None
         # One kept-alive connection per thread, straight to the loopback
         # port: never through an HTTP proxy the environment names.
         self._local = threading.local()
@@ -73,12 +197,19 @@ class Control:
         # (it refused one): staged writes go to it as JSON batches.
         self.json_batches = False
 
-    def _conn(self) -> http.client.HTTPConnection:
-        conn: Optional[http.client.HTTPConnection] = getattr(self._local, "conn", None)
+    def _conn(self) -> _Conn:
+        conn: Optional[_Conn] = getattr(self._local, "conn", None)
         if conn is None:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=600)
+            conn = _Conn(self._host, self._port, timeout=600)
             self._local.conn = conn
         return conn
+
+    def close(self) -> None:
+        """Closes this thread's connection (the next request opens one)."""
+        conn: Optional[_Conn] = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._local.conn = None
+            conn.close()
 
     @classmethod
     def from_env(cls) -> Optional["Control"]:
@@ -102,7 +233,7 @@ class Control:
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": content_type}
         try:
             status, raw = self._send(method, path, data, headers)
-        except (OSError, http.client.HTTPException) as e:
+        except OSError as e:
             err = JukeboxError(f"the jukebox control API at {self.base} does not answer: {e}")
             err.unanswered = True  # the request may have been served: Transaction.commit says what then
             raise err from None
@@ -120,19 +251,21 @@ class Control:
         server closed while idle took no request: sent once more on a new
         one."""
         reused = getattr(self._local, "conn", None) is not None
+        target = f"{self._prefix}/{API}/{path.lstrip('/')}"
         while True:
-            conn = self._conn()
             try:
-                conn.request(method, f"{self._prefix}/{API}/{path.lstrip('/')}", body=data, headers=headers)
-                resp = conn.getresponse()
-                return resp.status, resp.read()
-            except (OSError, http.client.HTTPException) as e:
-                conn.close()
-                self._local.conn = None
-                stale = isinstance(e, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError))
+                conn = self._conn()
+                status, body, keep = conn.request(method, target, data, headers)
+            except OSError as e:
+                self.close()
+                stale = isinstance(e, (ConnectionResetError, BrokenPipeError))
                 if not (reused and stale):
                     raise
                 reused = False
+                continue
+            if not keep:
+                self.close()
+            return status, body
 
     def breaker(self) -> None:
         """Raises BreakerTripped when the run's breaker has tripped."""
@@ -150,6 +283,7 @@ class Served:
     ended by end()."""
 
     def __init__(self, name: str, tape_dir: str, breaker_config: Optional[str], argv: List[str]) -> None:
+        import subprocess
         cmd = [jukebox_bin(), "serve", "--name", name, "--tape-dir", tape_dir]
         if breaker_config:
             cmd += ["--breaker-config", breaker_config]

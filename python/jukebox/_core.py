@@ -6,7 +6,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import threading
 import warnings
 from dataclasses import asdict, dataclass
@@ -87,6 +86,7 @@ def _process(name: str, tape_dir: str, config: Dict[str, Any], argv: List[str]) 
     """A run of a `jukebox serve` of its own."""
     path = None
     if config:
+        import tempfile
         fd, path = tempfile.mkstemp(prefix="jukebox-breaker-", suffix=".json")
         with os.fdopen(fd, "w") as f:
             json.dump(config, f)

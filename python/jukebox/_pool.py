@@ -5,14 +5,14 @@ a run, or JUKEBOX_SERVE_IDLE, a Go duration such as "30s"). A run on it
 costs a connection instead of the start of a process. JUKEBOX_SERVE_POOL=0
 starts a `jukebox serve` per run instead."""
 
-import hashlib
 import json
 import os
 import socket
 import stat
-import subprocess
-import tempfile
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+if TYPE_CHECKING:
+    import subprocess
 
 from ._control import _SERVED, Control, jukebox_bin
 from .errors import JukeboxError
@@ -26,7 +26,7 @@ def _folder() -> Optional[str]:
     None when it cannot be (then each run starts a process)."""
     if not hasattr(socket, "AF_UNIX") or not hasattr(os, "getuid"):
         return None
-    path = os.path.join(tempfile.gettempdir(), f"jukebox-{os.getuid()}")
+    path = os.path.join(_tempdir(), f"jukebox-{os.getuid()}")
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
         st = os.lstat(path)
@@ -37,12 +37,29 @@ def _folder() -> Optional[str]:
     return path
 
 
+def _tempdir() -> str:
+    """tempfile.gettempdir() without importing tempfile, which took a
+    tenth of a track's start: the first of $TMPDIR, $TEMP, $TMP, /tmp,
+    /var/tmp and /usr/tmp that is a folder this user can write to, else
+    the working folder (as gettempdir chooses, which also writes a file
+    there to be sure)."""
+    for var in ("TMPDIR", "TEMP", "TMP"):
+        path = os.environ.get(var)
+        if path and os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK):
+            return os.path.abspath(path)
+    for path in ("/tmp", "/var/tmp", "/usr/tmp"):
+        if os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK):
+            return path
+    return os.getcwd()
+
+
 def _key(tape_dir: str, config: Dict[str, Any], binary: str) -> str:
     """What makes two runs' servers interchangeable."""
     env = {k: v for k, v in os.environ.items()
            if (k.endswith("_BASE_URL") or k.endswith("_PROXY") or k.endswith("_proxy")
                or (k.startswith("JUKEBOX_") and k not in ("JUKEBOX_CONTROL", "JUKEBOX_CONTROL_TOKEN",
                                                           "JUKEBOX_TAPE", "JUKEBOX_SEED")))}
+    import hashlib
     st = os.stat(binary)
     what = [os.path.realpath(binary), st.st_mtime_ns, st.st_size, os.getcwd(), tape_dir, config, env]
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:24]
@@ -114,6 +131,7 @@ class PooledRun:
 def _start(binary: str, folder: str, key: str, path: str, tape_dir: str, config: Dict[str, Any]) -> None:
     """Starts the reused server in a session of its own, and waits until it
     listens (or another one does)."""
+    import subprocess
     cmd = [binary, "serve", "--socket", path, "--tape-dir", tape_dir]
     if os.environ.get("JUKEBOX_SERVE_IDLE"):
         cmd += ["--idle", os.environ["JUKEBOX_SERVE_IDLE"]]

@@ -2,9 +2,11 @@
 
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    import subprocess
 
 from ._control import jukebox_bin, tripped
 from .errors import Divergence, JukeboxError
@@ -24,6 +26,7 @@ class Frame:
 
 
 def _run(args: Sequence[str]) -> "subprocess.CompletedProcess[str]":
+    import subprocess
     return subprocess.run([jukebox_bin(), *args], stdin=subprocess.DEVNULL, capture_output=True, text=True)
 
 
