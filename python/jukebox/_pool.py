@@ -1,8 +1,9 @@
 """The reused server: `jukebox serve --socket`, one per user, working
-folder, tape folder, breaker config and jukebox binary, started by the
-first track that needs it and left to exit when idle (10 minutes without
-a run, or JUKEBOX_SERVE_IDLE, a Go duration such as "30s"). A run on it
-costs a connection instead of the start of a process. JUKEBOX_SERVE_POOL=0
+folder, tape folder, breaker config, jukebox binary and values of the
+variables it reads or records (_KEY_VARS), started by the first track
+that needs it and left to exit when idle (10 minutes without a run, or
+JUKEBOX_SERVE_IDLE, a Go duration such as "30s"). A run on it costs a
+connection instead of the start of a process. JUKEBOX_SERVE_POOL=0
 starts a `jukebox serve` per run instead."""
 
 import json
@@ -53,13 +54,31 @@ def _tempdir() -> str:
     return os.getcwd()
 
 
+#: The variables a reused server reads as a process (its state, cache and
+#: config folders, its temporary folder, PostgreSQL's defaults, the CA
+#: bundle, the user's name) or writes on each run's tape as the run's
+#: (engine/session.go's runStartEnv): a server started with other values
+#: would use, or record, those. Seen: with HOME inside the workspace the
+#: booth refused to begin and said to set XDG_STATE_HOME; set, the next
+#: process reached the same server, which went on refusing.
+_KEY_VARS = frozenset(("HOME", "PATH", "TMPDIR", "USER", "LOGNAME", "LANG", "TZ", "TERM", "PYTHONPATH",
+                       "PYTHONHASHSEED", "NODE_ENV", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR"))
+_KEY_PREFIXES = ("JUKEBOX_", "XDG_", "PG", "LC_", "AGENT_")
+#: A run's own variables, which its server sets: never part of the key.
+_RUN_VARS = frozenset(("JUKEBOX_CONTROL", "JUKEBOX_CONTROL_TOKEN", "JUKEBOX_TAPE", "JUKEBOX_SEED"))
+
+
+def _keyed(name: str) -> bool:
+    if name in _RUN_VARS:
+        return False
+    return (name in _KEY_VARS or name.startswith(_KEY_PREFIXES) or name.endswith("_BASE_URL")
+            or name.endswith("_PROXY") or name.endswith("_proxy"))
+
+
 def _key(tape_dir: str, config: Dict[str, Any], binary: str) -> str:
     """What makes two runs' servers interchangeable."""
-    env = {k: v for k, v in os.environ.items()
-           if (k.endswith("_BASE_URL") or k.endswith("_PROXY") or k.endswith("_proxy")
-               or (k.startswith("JUKEBOX_") and k not in ("JUKEBOX_CONTROL", "JUKEBOX_CONTROL_TOKEN",
-                                                          "JUKEBOX_TAPE", "JUKEBOX_SEED")))}
     import hashlib
+    env = {k: v for k, v in os.environ.items() if _keyed(k)}
     st = os.stat(binary)
     what = [os.path.realpath(binary), st.st_mtime_ns, st.st_size, os.getcwd(), tape_dir, config, env]
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:24]

@@ -5,7 +5,9 @@ variables, nesting and concurrency, and the exceptions of misuse.
 Run by `go test ./cmd/jukebox -run TestPythonSDK`, as test_sdk.py."""
 
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 import test_sdk
@@ -351,6 +353,30 @@ class ReuseTest(ScriptBase):
         self.assertIn("started 1", self.python("agent.py").stdout)
         self.assertIn("started 0", self.python("agent.py").stdout, "a second process started a server of its own")
         self.assertEqual(len(self.tapes()), 4)
+
+    def test_a_server_of_other_variables_is_not_reused(self):
+        # Seen: HOME inside the workspace, the booth refused to begin and
+        # said to set XDG_STATE_HOME; set, the next process reached the
+        # same reused server, which went on refusing.
+        self.script("agent.py", '''
+            from jukebox import Jukebox, JukeboxError
+            jb = Jukebox()
+            try:
+                jb.begin().rollback("done")
+                print("begun")
+            except JukeboxError as e:
+                print("refused:", e)
+        ''')
+        home = os.path.join(self.dir, "home")
+        os.mkdir(home)
+        env = {k: v for k, v in self.env.items() if k != "XDG_STATE_HOME"}
+        out = self.python("agent.py", env=dict(env, HOME=home)).stdout
+        self.assertIn("refused:", out)
+        self.assertIn("set XDG_STATE_HOME", out)
+        state = tempfile.mkdtemp(prefix="jukebox-state-")
+        self.addCleanup(shutil.rmtree, state, True)
+        out = self.python("agent.py", env=dict(env, HOME=home, XDG_STATE_HOME=state)).stdout
+        self.assertIn("begun", out, "the server of the first process, started without XDG_STATE_HOME, was reused")
 
     def test_no_breaker_config_is_left_behind(self):
         # Seen: each pooled server's breaker config stayed in the
