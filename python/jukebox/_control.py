@@ -94,6 +94,7 @@ class _Conn:
 
     def __init__(self, host: str, port: int, timeout: float) -> None:
         self.host = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.pid = os.getpid()
         self.sock = socket.create_connection((host, port), timeout)
         try:
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -197,8 +198,21 @@ class Control:
         # (it refused one): staged writes go to it as JSON batches.
         self.json_batches = False
 
-    def _conn(self) -> _Conn:
+    def _kept(self) -> Optional[_Conn]:
+        """This thread's connection, if it has one of this process's. A
+        child forked with it (multiprocessing's fork, a pool's workers)
+        shared it with its parent: their requests went down one socket and
+        each could read the other's answer. The child lets its copy go
+        (closing a copy of the socket leaves the parent's open)."""
         conn: Optional[_Conn] = getattr(self._local, "conn", None)
+        if conn is not None and conn.pid != os.getpid():
+            self._local.conn = None
+            conn.close()
+            return None
+        return conn
+
+    def _conn(self) -> _Conn:
+        conn = self._kept()
         if conn is None:
             conn = _Conn(self._host, self._port, timeout=600)
             self._local.conn = conn
@@ -206,7 +220,7 @@ class Control:
 
     def close(self) -> None:
         """Closes this thread's connection (the next request opens one)."""
-        conn: Optional[_Conn] = getattr(self._local, "conn", None)
+        conn = self._kept()
         if conn is not None:
             self._local.conn = None
             conn.close()
@@ -250,7 +264,7 @@ class Control:
         """The answer's status and body. A kept-alive connection that the
         server closed while idle took no request: sent once more on a new
         one."""
-        reused = getattr(self._local, "conn", None) is not None
+        reused = self._kept() is not None
         target = f"{self._prefix}/{API}/{path.lstrip('/')}"
         while True:
             try:

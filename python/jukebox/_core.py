@@ -189,6 +189,7 @@ class Jukebox:
         self._tracks = 0
         self._turns: Dict[str, int] = {}
         self._info: Optional[Dict[str, Any]] = None
+        self._pid = os.getpid()  # the process whose run this object started
         #: The track running in this context (its path), for turns.
         self._current: "contextvars.ContextVar[Optional[str]]" = contextvars.ContextVar(
             f"jukebox_track_{id(self)}", default=None)
@@ -219,6 +220,7 @@ class Jukebox:
         self._turns = {}
         self._info = None
         self._failure, self._failure_code = "", 0
+        self._pid = os.getpid()
         atexit.register(self._close_at_exit)
 
     def _set_env(self, served: Union[Served, PooledRun]) -> None:
@@ -261,7 +263,11 @@ class Jukebox:
         """Ends at the interpreter's exit a run still open: with exit 1 and
         the exception that was not caught (sys.last_value), else with the
         status sys.exit was called with, else 0. A `raise SystemExit(n)`
-        outside any track is not seen: 0."""
+        outside any track is not seen: 0. A child forked from the process
+        that started the run inherits the handler: its exit ends nothing
+        (the run went on in its parent)."""
+        if os.getpid() != self._pid:
+            return
         exc: Optional[BaseException] = getattr(sys, "last_value", None)
         if exc is None and _EXIT_CALLS:
             exc = _EXIT_CALLS[-1]

@@ -337,6 +337,65 @@ class ExitStatusTest(ScriptBase):
                     self.assertEqual((rc, recorded, err), (code, code, error))
 
 
+class ForkTest(ScriptBase):
+    def test_forked_children_turn_on_their_own_connections(self):
+        # Seen: a multiprocessing pool (fork) inside a track; each worker
+        # inherited the track's kept-alive connection, their requests went
+        # down one socket, and a worker read another's answer (KeyError:
+        # 'tx'); with http.client the same run hung.
+        out = self.run_script('''
+            import multiprocessing as mp
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            def child(i):
+                with jb.record_agent_turn(agent_name=f"child{i}", message=f"from child {i}") as tx:
+                    tx.stage_file_write(f"c{i}.txt", str(i))
+                return i
+
+            with jb.track("forks"):
+                with jb.record_agent_turn(agent_name="parent", message="first") as tx:
+                    tx.stage_file_write("p.txt", "p")
+                with mp.get_context("fork").Pool(3) as pool:
+                    print("children", sum(pool.map(child, range(6))))
+                with jb.record_agent_turn(agent_name="parent", message="last") as tx:
+                    tx.stage_file_write("p2.txt", "p")
+        ''')
+        self.assertIn("children 15", out)
+        for name in ["p.txt", "p2.txt"] + [f"c{i}.txt" for i in range(6)]:
+            self.assertTrue(os.path.exists(os.path.join(self.dir, name)), name)
+        [tape] = self.tapes()
+        self.assertEqual(sorted(t["text"] for t in turns(tape)),
+                         sorted(["first", "last"] + [f"from child {i}" for i in range(6)]))
+
+    def test_a_forked_childs_exit_ends_nothing(self):
+        # A run begun outside any track ends at the interpreter's exit: a
+        # child forked from it (os.fork, exiting as Python does) ended the
+        # parent's run at its own exit.
+        out = self.run_script('''
+            import os, sys
+            from jukebox import Jukebox
+            jb = Jukebox()
+            with jb.record_agent_turn(agent_name="parent", message="before"):
+                pass
+            pid = os.fork()
+            if pid == 0:
+                with jb.record_agent_turn(agent_name="child", message="in the child"):
+                    pass
+                sys.exit(0)
+            _, status = os.waitpid(pid, 0)
+            print("child", os.waitstatus_to_exitcode(status))
+            with jb.record_agent_turn(agent_name="parent", message="after"):
+                pass
+            print("done")
+        ''')
+        self.assertIn("child 0", out)
+        self.assertIn("done", out)
+        [tape] = self.tapes()
+        self.assertEqual([t["text"] for t in turns(tape)], ["before", "in the child", "after"])
+        self.assertEqual([f["kind"] for f in frames(tape)].count("run.end"), 1)
+
+
 class ReuseTest(ScriptBase):
     def test_tracks_and_processes_share_one_server(self):
         self.script("agent.py", '''
