@@ -21,6 +21,7 @@ var compatTapes = map[string]int{
 	"short-chat-v1.jbx":   5, // short non-streamed chat calls whose blobs the fixed reader must still read
 	"short-stream-v1.jbx": 3, // short streamed chat calls
 	"sdk-writes-v1.jbx":   0, // Python SDK transactions whose staged writes went as JSON batches (cmd/jukebox replays it)
+	"sdk-turns-v1.jbx":    0, // Python SDK turns whose transactions began without a name (cmd/jukebox replays it)
 }
 
 // TestCompatTapesOpenVerifyReplay: every tape in testdata/compat opens,

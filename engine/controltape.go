@@ -416,7 +416,7 @@ func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Diverg
 		r := &ct.list[i]
 		switch {
 		case ct.used[i]:
-		case r.method == method && r.path == path && reqmatch.FirstDiff(r.req, body) == "":
+		case r.method == method && r.path == path && sameRequest(r, body):
 			ct.used[i] = true
 			ct.served++
 			ct.note(r)
@@ -436,6 +436,32 @@ func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Diverg
 	}
 	d.Diff = diffview.TextDiff("recorded", "live", d.Expected, d.Actual)
 	return nil, d
+}
+
+// sameRequest says whether body asks what r did. A beginning's name
+// (POST /v1/tx), which the Python SDK gives a turn's transaction so that
+// those begun at once replay apart, is left out against a beginning
+// recorded without one (by an SDK from before it).
+func sameRequest(r *ctlRecorded, body []byte) bool {
+	if reqmatch.FirstDiff(r.req, body) == "" {
+		return true
+	}
+	if r.path != "/v1/tx" {
+		return false
+	}
+	var rec, live map[string]json.RawMessage
+	if json.Unmarshal(r.req, &rec) != nil || json.Unmarshal(body, &live) != nil {
+		return false
+	}
+	if _, named := rec["name"]; named {
+		return false
+	}
+	if _, named := live["name"]; !named {
+		return false
+	}
+	delete(live, "name")
+	unnamed, err := json.Marshal(live)
+	return err == nil && reqmatch.FirstDiff(r.req, unnamed) == ""
 }
 
 // counts are the exchanges answered from the tape and those recorded

@@ -398,3 +398,33 @@ func TestCompatSDKWritesReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestCompatSDKTurnsReplay: a tape of Python SDK turns recorded by an
+// earlier release, whose SDK began a turn's transaction without a name
+// (testdata/compat/sdk-turns-v1.jbx), replays strictly with today's SDK,
+// which names it after the turn (so that transactions begun at once
+// replay apart): a beginning recorded without a name matches one with.
+func TestCompatSDKTurnsReplay(t *testing.T) {
+	t.Parallel()
+	python := testenv.RequirePython(t)
+	compat := filepath.Join(testenv.RepoRoot(t), "testdata", "compat")
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join(compat, "sdk-turns-v1.py"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "sdk-turns-v1.py"), script, 0o644))
+	env := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), pyCompiled,
+		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"))
+	out, errs, code := runSplit(t, dir, env, "replay", "--strict", "--json", filepath.Join(compat, "sdk-turns-v1.jbx"), "--", python, "sdk-turns-v1.py")
+	var res struct {
+		ControlServed int  `json:"control_served"`
+		OutputSame    bool `json:"output_same"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.ControlServed != 12 || !res.OutputSame {
+		t.Fatalf("replay --strict of the earlier release's tape: exit %d, %+v\n%s%s", code, res, out, errs)
+	}
+	for _, p := range []string{"plan.md", "draft.txt", "review"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("the replay wrote %s", p)
+		}
+	}
+}

@@ -426,8 +426,18 @@ class Jukebox:
         exception and rolls back, the exception raised again, when not."""
         if not isinstance(async_, bool):
             raise TypeError(f"begin(async_={async_!r}): want True or False")
+        return self._begin(async_, "")
+
+    def _begin(self, async_: bool, name: str) -> Transaction:
+        """begin, the transaction named (a turn's: its track and number).
+        A replay answers identical beginnings in the recorded order: named
+        apart, transactions that threads or processes begin at once get
+        each its own recorded one, whichever begins first."""
         control = self._control()
-        out = control.call("POST", "tx", {"mcp_mode": self.sandbox.mcp_mode})
+        body = {"mcp_mode": self.sandbox.mcp_mode}
+        if name:
+            body["name"] = name
+        out = control.call("POST", "tx", body)
         cls = AsyncTransaction if async_ else Transaction
         tape_id = self.info().get("tape_id", "")
         return cls(control, out["tx"], out["workspace"], tape_id, self.sandbox.filesystem == "read_only")
@@ -443,7 +453,8 @@ class _Turn:
 
     def _enter(self, async_: bool, turn: int) -> Transaction:
         self._jb._turn(*self._args, turn)
-        self._tx = self._jb.begin(async_)
+        track = self._args[5]
+        self._tx = self._jb._begin(async_, f"turn {turn} of {track}" if track else f"turn {turn}")
         return self._tx
 
     def _leave(self, exc: Optional[BaseException]) -> None:

@@ -260,6 +260,48 @@ class ConcurrentTurnsReplayTest(ScriptBase):
             self.assertEqual(proc.returncode, 0, f"replay {i + 1}: {proc.stderr}")
 
 
+    def test_transactions_begun_at_once_replay_whichever_begins_first(self):
+        # Seen: asyncio tasks whose turns stage writes (README's example,
+        # gathered): each turn's transaction begins in a thread of the
+        # loop's executor, in whatever order those run; a replay answered
+        # the beginnings in the recorded order, so a task whose thread
+        # began first this time got another's transaction and diverged at
+        # its first staged write. SLOW names the task whose transaction
+        # begins last (the agent holds its thread back a moment).
+        self.script("agent.py", '''
+            import asyncio, os, threading, time
+            from jukebox import Jukebox, _control
+            jb = Jukebox()
+            slow, turn_of = os.environ["SLOW"], threading.local()
+            call = _control.Control.call
+
+            def held(self, method, path, body=None):
+                if path == "turn":
+                    turn_of.agent = body["agent"]
+                elif path == "tx" and getattr(turn_of, "agent", "") == slow:
+                    time.sleep(0.3)
+                return call(self, method, path, body)
+
+            _control.Control.call = held
+
+            async def worker(name):
+                async with jb.record_agent_turn(name, f"hello from {name}") as tx:
+                    tx.stage_file_write(f"{name}.txt", name)
+
+            @jb.track("team")
+            async def main():
+                await asyncio.gather(worker("alice"), worker("bob"), worker("carol"))
+
+            asyncio.run(main())
+        ''')
+        self.python("agent.py", env=dict(self.env, SLOW="carol"))
+        [tape] = self.tapes()
+        for slow in ("alice", "bob", "carol"):
+            proc = subprocess.run([test_sdk.BIN, "replay", tape], cwd=self.dir, env=dict(self.env, SLOW=slow),
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, f"replay, {slow}'s transaction begun last: {proc.stderr}")
+
+
 class CheckBreakerTest(ScriptBase):
     def test_after_the_run_it_starts_none(self):
         # check_breaker() after a tripped track said nothing tripped and
