@@ -193,33 +193,38 @@ func TestMCPToolCallLink(t *testing.T) {
 
 // TestBeginsMatchByName: a replay answers a transaction's beginning with
 // the recorded one of the same name (the Python SDK's turn, so that
-// transactions begun at once each get their own), and one recorded
-// without a name, by an SDK from before names, with a named one; two
-// names never match, nor does an extra key on another route.
+// transactions begun at once each get their own), before any other; one
+// recorded without a name (by an SDK from before names) is taken for a
+// named one only when none of that name is left; two names never match,
+// nor does an extra key on another route.
 func TestBeginsMatchByName(t *testing.T) {
 	ct := &ctlTape{list: []ctlRecorded{
+		{method: "POST", path: "/v1/tx", req: []byte(`{"mcp_mode":"staged_acid"}`)},
 		{method: "POST", path: "/v1/tx", req: []byte(`{"mcp_mode":"staged_acid","name":"turn 1 of a#1"}`)},
 		{method: "POST", path: "/v1/tx", req: []byte(`{"mcp_mode":"staged_acid","name":"turn 1 of b#2"}`)},
-		{method: "POST", path: "/v1/tx", req: []byte(`{"mcp_mode":"staged_acid"}`)},
 		{method: "POST", path: "/v1/turn", req: []byte(`{"agent":"a","turn":1}`)},
 	}}
 	for _, c := range []struct {
 		path, body string
 		want       int // the recorded exchange taken, -1 for none
 	}{
-		{"/v1/tx", `{"mcp_mode":"staged_acid","name":"turn 1 of b#2"}`, 1}, // b's, though a's comes first
-		{"/v1/tx", `{"mcp_mode":"staged_acid","name":"turn 1 of c#3"}`, 2}, // the unnamed one
+		{"/v1/tx", `{"mcp_mode":"staged_acid","name":"turn 1 of b#2"}`, 2}, // b's, though two come first
+		{"/v1/tx", `{"mcp_mode":"staged_acid","name":"turn 1 of a#1"}`, 1},
+		{"/v1/tx", `{"mcp_mode":"staged_acid","name":"turn 1 of c#3"}`, 0}, // the unnamed one
 		{"/v1/tx", `{"mcp_mode":"staged_acid","name":"turn 1 of d#4"}`, -1},
 		{"/v1/turn", `{"agent":"a","turn":1,"name":"x"}`, -1},
-		{"/v1/tx", `{"mcp_mode":"read_only","name":"turn 1 of a#1"}`, -1},
-		{"/v1/tx", `{"mcp_mode":"staged_acid","name":"turn 1 of a#1"}`, 0},
+		{"/v1/turn", `{"agent":"a","turn":1}`, 3},
 	} {
 		got, d := ct.take("POST", c.path, []byte(c.body))
+		took := "nothing"
+		if got != nil {
+			took = string(got.req)
+		}
 		switch {
 		case c.want < 0 && d == nil:
-			t.Errorf("%s %s: took %s, want a divergence", c.path, c.body, got.req)
+			t.Errorf("%s %s: took %s, want a divergence", c.path, c.body, took)
 		case c.want >= 0 && (d != nil || got != &ct.list[c.want]):
-			t.Errorf("%s %s: took %v (%v), want %s", c.path, c.body, got, d, ct.list[c.want].req)
+			t.Errorf("%s %s: took %s (%v), want %s", c.path, c.body, took, d, ct.list[c.want].req)
 		}
 	}
 }

@@ -403,8 +403,9 @@ func controlFrames(t *tapefmt.Tape) ([]ctlRecorded, error) {
 
 // take is the first recorded exchange not answered yet with the same
 // route and the same body as JSON (so identical ones go in recorded
-// order), else the divergence: against the first such one on the route,
-// or the first not answered.
+// order), else the first that unnamedBegin takes for it, else the
+// divergence: against the first such one on the route, or the first not
+// answered.
 func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Divergence) {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
@@ -412,17 +413,22 @@ func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Diverg
 		ct.used = make([]bool, len(ct.list))
 	}
 	var near *ctlRecorded
-	for i := range ct.list {
-		r := &ct.list[i]
-		switch {
-		case ct.used[i]:
-		case r.method == method && r.path == path && sameRequest(r, body):
-			ct.used[i] = true
-			ct.served++
-			ct.note(r)
-			return r, nil
-		case near == nil, r.method == method && r.path == path && (near.method != method || near.path != path):
-			near = r
+	for _, same := range []func(*ctlRecorded) bool{
+		func(r *ctlRecorded) bool { return reqmatch.FirstDiff(r.req, body) == "" },
+		func(r *ctlRecorded) bool { return unnamedBegin(r, body) },
+	} {
+		for i := range ct.list {
+			r := &ct.list[i]
+			switch {
+			case ct.used[i]:
+			case r.method == method && r.path == path && same(r):
+				ct.used[i] = true
+				ct.served++
+				ct.note(r)
+				return r, nil
+			case near == nil, r.method == method && r.path == path && (near.method != method || near.path != path):
+				near = r
+			}
 		}
 	}
 	route := method + " " + controlapi.Prefix + path
@@ -438,14 +444,12 @@ func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Diverg
 	return nil, d
 }
 
-// sameRequest says whether body asks what r did. A beginning's name
-// (POST /v1/tx), which the Python SDK gives a turn's transaction so that
-// those begun at once replay apart, is left out against a beginning
-// recorded without one (by an SDK from before it).
-func sameRequest(r *ctlRecorded, body []byte) bool {
-	if reqmatch.FirstDiff(r.req, body) == "" {
-		return true
-	}
+// unnamedBegin says whether r, a transaction's beginning recorded
+// without a name (by an SDK from before names), is what body asks but
+// for the name the Python SDK now gives a turn's transaction, so that
+// those begun at once replay apart. Only where no recorded beginning
+// matches body as it is: a tape of named ones keeps them apart.
+func unnamedBegin(r *ctlRecorded, body []byte) bool {
 	if r.path != "/v1/tx" {
 		return false
 	}
