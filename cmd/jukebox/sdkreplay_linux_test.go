@@ -368,6 +368,38 @@ func mustShow(t *testing.T, dir string, env []string, tape string) string {
 	return out
 }
 
+// replayCompatSDK replays testdata/compat/NAME.jbx strictly, its script
+// NAME.py run by today's SDK in a new folder, and returns how many
+// control exchanges the tape answered. It fails the test unless the
+// replay passed with every recorded call used and the same output, and
+// when the replay wrote any of written in the folder.
+func replayCompatSDK(t *testing.T, name string, written ...string) (controlServed int) {
+	t.Helper()
+	python := testenv.RequirePython(t)
+	compat := filepath.Join(testenv.RepoRoot(t), "testdata", "compat")
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join(compat, name+".py"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, name+".py"), script, 0o644))
+	env := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), pyCompiled,
+		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"))
+	out, errs, code := runSplit(t, dir, env, "replay", "--strict", "--json", filepath.Join(compat, name+".jbx"), "--", python, name+".py")
+	var res struct {
+		ControlServed int  `json:"control_served"`
+		Unused        int  `json:"unused_calls"`
+		OutputSame    bool `json:"output_same"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Unused != 0 || !res.OutputSame {
+		t.Fatalf("replay --strict of the earlier release's %s.jbx: exit %d, %+v\n%s%s", name, code, res, out, errs)
+	}
+	for _, p := range written {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("the replay wrote %s", p)
+		}
+	}
+	return res.ControlServed
+}
+
 // TestCompatSDKWritesReplay: a tape of Python SDK transactions recorded
 // by an earlier release, whose SDK sent staged writes as JSON batches
 // (testdata/compat/sdk-writes-v1.jbx), replays strictly with today's SDK,
@@ -375,27 +407,8 @@ func mustShow(t *testing.T, dir string, env []string, tape string) string {
 // server from the binary batch, matches the one the tape holds.
 func TestCompatSDKWritesReplay(t *testing.T) {
 	t.Parallel()
-	python := testenv.RequirePython(t)
-	compat := filepath.Join(testenv.RepoRoot(t), "testdata", "compat")
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join(compat, "sdk-writes-v1.py"))
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(dir, "sdk-writes-v1.py"), script, 0o644))
-	env := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), pyCompiled,
-		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"))
-	out, errs, code := runSplit(t, dir, env, "replay", "--strict", "--json", filepath.Join(compat, "sdk-writes-v1.jbx"), "--", python, "sdk-writes-v1.py")
-	var res struct {
-		ControlServed int  `json:"control_served"`
-		Unused        int  `json:"unused_calls"`
-		OutputSame    bool `json:"output_same"`
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.ControlServed != 13 || res.Unused != 0 || !res.OutputSame {
-		t.Fatalf("replay --strict of the earlier release's tape: exit %d, %+v\n%s%s", code, res, out, errs)
-	}
-	for _, p := range []string{"notes", "data", "out", "empty.txt"} {
-		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
-			t.Errorf("the replay wrote %s", p)
-		}
+	if n := replayCompatSDK(t, "sdk-writes-v1", "notes", "data", "out", "empty.txt"); n != 13 {
+		t.Errorf("%d control exchanges answered from the tape, want 13", n)
 	}
 }
 
@@ -406,25 +419,7 @@ func TestCompatSDKWritesReplay(t *testing.T) {
 // replay apart): a beginning recorded without a name matches one with.
 func TestCompatSDKTurnsReplay(t *testing.T) {
 	t.Parallel()
-	python := testenv.RequirePython(t)
-	compat := filepath.Join(testenv.RepoRoot(t), "testdata", "compat")
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join(compat, "sdk-turns-v1.py"))
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(dir, "sdk-turns-v1.py"), script, 0o644))
-	env := append(os.Environ(), mainEnv+"=1", "JUKEBOX_BIN="+jukeboxBin(), pyCompiled,
-		"PYTHONPATH="+filepath.Join(testenv.RepoRoot(t), "python"))
-	out, errs, code := runSplit(t, dir, env, "replay", "--strict", "--json", filepath.Join(compat, "sdk-turns-v1.jbx"), "--", python, "sdk-turns-v1.py")
-	var res struct {
-		ControlServed int  `json:"control_served"`
-		OutputSame    bool `json:"output_same"`
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.ControlServed != 12 || !res.OutputSame {
-		t.Fatalf("replay --strict of the earlier release's tape: exit %d, %+v\n%s%s", code, res, out, errs)
-	}
-	for _, p := range []string{"plan.md", "draft.txt", "review"} {
-		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
-			t.Errorf("the replay wrote %s", p)
-		}
+	if n := replayCompatSDK(t, "sdk-turns-v1", "plan.md", "draft.txt", "review"); n != 12 {
+		t.Errorf("%d control exchanges answered from the tape, want 12", n)
 	}
 }
