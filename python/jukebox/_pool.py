@@ -39,11 +39,11 @@ def _folder() -> Optional[str]:
 
 
 def _tempdir() -> str:
-    """tempfile.gettempdir() without importing tempfile, which took a
-    tenth of a track's start: the first of $TMPDIR, $TEMP, $TMP, /tmp,
-    /var/tmp and /usr/tmp that is a folder this user can write to, else
-    the working folder (as gettempdir chooses, which also writes a file
-    there to be sure)."""
+    """tempfile.gettempdir() without importing tempfile (and random and
+    shutil with it), which nothing else of a track needs: the first of
+    $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp and /usr/tmp that is a folder
+    this user can write to, else the working folder (as gettempdir
+    chooses, which also writes a file there to be sure)."""
     for var in ("TMPDIR", "TEMP", "TMP"):
         path = os.environ.get(var)
         if path and os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK):
