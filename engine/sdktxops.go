@@ -59,16 +59,26 @@ func (o txOps) Write(ctx context.Context, req controlapi.Write) (controlapi.Writ
 	}
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
-	if err := o.checkBase(req.Path, controlapi.BaseOf(ctx)); err != nil {
-		return controlapi.Written{}, err
+	base := controlapi.BaseOf(ctx)
+	var conflict error
+	check := func(real *sandbox.RealFile) error {
+		conflict = o.checkBase(req.Path, base, real)
+		return conflict
 	}
 	files := o.st.tx.Files()
-	if dir := path.Dir(filepath.ToSlash(req.Path)); dir != "." && dir != "/" {
+	err = files.WriteFileIf(req.Path, data, perm, check)
+	if dir := path.Dir(filepath.ToSlash(req.Path)); errors.Is(err, fs.ErrNotExist) && conflict == nil && dir != "." && dir != "/" {
+		// A parent folder missing: staged as a plain write's caller
+		// would make it, then the write again.
 		if err := files.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
 			return controlapi.Written{}, txError(err)
 		}
+		err = files.WriteFileIf(req.Path, data, perm, check)
 	}
-	if err := files.WriteFile(req.Path, data, perm); err != nil {
+	switch {
+	case conflict != nil:
+		return controlapi.Written{}, conflict
+	case err != nil:
 		return controlapi.Written{}, txError(err)
 	}
 	return controlapi.Written{Path: req.Path, Size: len(data)}, nil
@@ -78,7 +88,7 @@ func (o txOps) Write(ctx context.Context, req controlapi.Write) (controlapi.Writ
 func (o txOps) Delete(ctx context.Context, req controlapi.PathOf) (controlapi.PathOf, error) {
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
-	if err := o.checkBase(req.Path, controlapi.BaseOf(ctx)); err != nil {
+	if err := o.checkBase(req.Path, controlapi.BaseOf(ctx), nil); err != nil {
 		return controlapi.PathOf{}, err
 	}
 	if err := o.st.tx.Files().Remove(req.Path); err != nil {
@@ -94,23 +104,27 @@ func (o txOps) Delete(ctx context.Context, req controlapi.PathOf) (controlapi.Pa
 // the commit. In a booth run the agent sees the booth's view, not the
 // real file: no base is checked there. A path that is not a plain one
 // below the workspace is left to the staging, which refuses it.
-func (o txOps) checkBase(rel string, base *controlapi.FileBase) error {
+func (o txOps) checkBase(rel string, base *controlapi.FileBase, real *sandbox.RealFile) error {
 	if base == nil || o.st.inBooth || !filepath.IsLocal(rel) {
 		return nil
 	}
-	if o.st.real == nil {
-		root, err := os.OpenRoot(o.st.tx.Workspace())
-		if err != nil {
-			return txError(err)
+	if real == nil {
+		if o.st.real == nil {
+			root, err := os.OpenRoot(o.st.tx.Workspace())
+			if err != nil {
+				return txError(err)
+			}
+			o.st.real = root
 		}
-		o.st.real = root
+		st, err := o.st.real.Lstat(rel)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil // unreadable: the staging says why, or the commit's check
+		}
+		real = &sandbox.RealFile{Exists: err == nil, Info: st}
 	}
-	st, err := o.st.real.Lstat(rel)
-	now := controlapi.FileBase{Exists: err == nil}
-	if err == nil {
-		now.Size, now.MtimeNs = st.Size(), st.ModTime().UnixNano()
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil // unreadable: the staging says why, or the commit's check
+	now := controlapi.FileBase{Exists: real.Exists}
+	if real.Exists {
+		now.Size, now.MtimeNs = real.Info.Size(), real.Info.ModTime().UnixNano()
 	}
 	if now == *base {
 		return nil

@@ -127,10 +127,28 @@ func (f *Files) copyUp(op, rel string, e entry) error {
 // the transaction, creating it with perm if it does not exist, like
 // os.WriteFile.
 func (f *Files) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	return f.WriteFileIf(name, data, perm, nil)
+}
+
+// RealFile is the real side of a path as a staging operation found it
+// (an lstat: a final symlink is not followed).
+type RealFile struct {
+	Exists bool
+	Info   fs.FileInfo // when Exists
+}
+
+// WriteFileIf is WriteFile once check, when not nil, accepts the real
+// side of name: a caller's check that the real file is as its client
+// last saw it. The write looks the real file up anyway, on its way to
+// the staged copy; check is given what it found, or nil when it did not
+// look there (something is staged at name already, or a symlink led
+// elsewhere): the caller looks itself. An error of check is returned as
+// it is, with nothing staged.
+func (f *Files) WriteFileIf(name string, data []byte, perm fs.FileMode, check func(*RealFile) error) error {
 	// The staged copy is written through its descriptor alone: an
 	// *os.File would register it with the poller first (four fcntl and
 	// an epoll_ctl on Linux), a third of a small staged write's calls.
-	return f.openStaged(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm, func(p string, flag int, perm fs.FileMode) error {
+	return f.openStaged(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm, check, func(p string, flag int, perm fs.FileMode) error {
 		return writeNoPoll(p, flag, perm, data)
 	})
 }
@@ -144,7 +162,7 @@ func (f *Files) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, err
 		return f.Open(name)
 	}
 	var file *os.File
-	err := f.openStaged(name, flag, perm, func(p string, flag int, perm fs.FileMode) (err error) {
+	err := f.openStaged(name, flag, perm, nil, func(p string, flag int, perm fs.FileMode) (err error) {
 		file, err = os.OpenFile(p, flag, perm)
 		return err
 	})
@@ -153,14 +171,20 @@ func (f *Files) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, err
 
 // openStaged prepares the staged copy of name for writing with os.OpenFile
 // flags (copied up first unless O_TRUNC makes that pointless) and opens it
-// with open, under the transaction's lock, with the flags and mode to use.
-func (f *Files) openStaged(name string, flag int, perm fs.FileMode, open func(string, int, fs.FileMode) error) error {
+// with open, under the transaction's lock, with the flags and mode to use;
+// check (WriteFileIf) first, when given.
+func (f *Files) openStaged(name string, flag int, perm fs.FileMode, check func(*RealFile) error, open func(string, int, fs.FileMode) error) error {
 	tx := f.tx
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	rel, e, err := f.prepare("write", name, true)
 	if err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(realSide(tx, name, rel, e)); err != nil {
+			return err
+		}
 	}
 	switch {
 	case e.exists() && e.info.IsDir():
@@ -189,6 +213,21 @@ func (f *Files) openStaged(name string, flag int, perm fs.FileMode, open func(st
 		os.Remove(tx.up(rel))
 	}
 	return open(tx.up(rel), flag|os.O_CREATE|oNoFollow, perm)
+}
+
+// realSide is what the lookup of rel (name resolved) found on the real
+// side, when it looked there for name itself: nil otherwise.
+func realSide(tx *Tx, name, rel string, e entry) *RealFile {
+	if clean, err := tx.ws.cleanFile("write", name); err != nil || clean != rel {
+		return nil // a symlink on the way: rel is another path than name
+	}
+	switch {
+	case e.realMissing:
+		return &RealFile{}
+	case e.layer == layerLower:
+		return &RealFile{Exists: true, Info: e.info}
+	}
+	return nil
 }
 
 // Remove stages, in the staged view of the transaction, the removal of a
