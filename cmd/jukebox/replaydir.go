@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -62,6 +64,59 @@ func elsewhereNote(w io.Writer, dir string, cmd []string, rec *tapefmt.RunStart,
 	}
 	fmt.Fprintf(w, "jukebox: note: the recording ran in %s, this replay in %s: what the command names relatively is looked for here; "+
 		"%s\n", rec.Cwd, cwd, dirAdvice("--dir %s replays it where it was recorded", rec.Cwd))
+}
+
+// envNote says, when a replayed agent ended otherwise than the recorded
+// one, which of the variables the tape describes the run by (run.start's
+// env: PYTHONPATH, VIRTUAL_ENV, PATH, the locale, AGENT_*) the recording
+// had with other values than this replay: an agent started without its
+// PYTHONPATH or virtual environment fails before its first call, and the
+// replay's verdict alone says only that it exited otherwise. now is the
+// replay's environment (nil: this process's, as the engine takes it).
+func envNote(w io.Writer, now []string, rec *tapefmt.RunStart, res *engine.Result) {
+	if rec == nil || res == nil || res.ExitSame == nil || *res.ExitSame {
+		return
+	}
+	if now == nil {
+		now = os.Environ()
+	}
+	cur := map[string]string{}
+	for _, kv := range now {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			cur[k] = v
+		}
+	}
+	var diffs []string
+	for _, name := range slices.Sorted(maps.Keys(rec.Env)) {
+		v, here := rec.Env[name], ""
+		if strings.HasPrefix(name, "JUKEBOX_") || name == "TERM" || cur[name] == v {
+			continue
+		}
+		if got, ok := cur[name]; !ok {
+			here = "unset here"
+		} else {
+			here = "here " + termtext.ShellQuote(clipValue(got))
+		}
+		diffs = append(diffs, fmt.Sprintf("%s=%s (%s)", name, termtext.ShellQuote(clipValue(v)), here))
+	}
+	if len(diffs) == 0 {
+		return
+	}
+	what := "that value"
+	if len(diffs) > 1 {
+		what = "those values"
+	}
+	fmt.Fprintf(w, "jukebox: note: the recording ran with %s; the agent may need %s "+
+		"(jukebox show TAPE --kind run.start --json has all it ran with)\n", strings.Join(diffs, ", "), what)
+}
+
+// clipValue shortens a long variable's value (a PATH) for a note.
+func clipValue(v string) string {
+	const most = 60
+	if r := []rune(v); len(r) > most {
+		return string(r[:most-1]) + "…"
+	}
+	return v
 }
 
 // outputFlags is --ignore-output, of record and replay.

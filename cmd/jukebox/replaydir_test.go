@@ -54,3 +54,32 @@ func TestReplayElsewhereNamesDir(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayNamesTheRecordedEnv: an agent recorded with a variable it
+// needs (PYTHONPATH, a virtual environment) and replayed without it fails
+// before its first call, and the replay said only that it exited
+// otherwise; it names the variable now, with the recorded value and the
+// replay's, and says nothing of the variables that are as they were.
+func TestReplayNamesTheRecordedEnv(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "agent.sh"), []byte("#!/bin/sh\n[ -n \"$AGENT_HOME\" ] || { echo 'AGENT_HOME unset' >&2; exit 3; }\necho ok\n"), 0o755))
+	tape := filepath.Join(dir, "env.jbx")
+	run := func(env []string, args ...string) (string, int) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir, cmd.Env = dir, append(append(os.Environ(), mainEnv+"=1", "LANG=C.UTF-8"), env...)
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	if out, code := run([]string{"AGENT_HOME=/opt/agent home"}, "record", "-o", tape, "--", "./agent.sh"); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, out)
+	}
+	out, code := run(nil, "replay", tape)
+	if code != 3 || !strings.Contains(out, "the recording ran with AGENT_HOME='/opt/agent home' (unset here)") || strings.Contains(out, "LANG=") {
+		t.Fatalf("replay without AGENT_HOME: exit %d, want 3 and a note naming AGENT_HOME alone:\n%s", code, out)
+	}
+	out, _ = run([]string{"AGENT_HOME=/elsewhere"}, "replay", tape)
+	if strings.Contains(out, "the recording ran with") {
+		t.Fatalf("a replay that ended as recorded named variables:\n%s", out)
+	}
+}
