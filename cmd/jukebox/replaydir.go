@@ -72,8 +72,9 @@ func elsewhereNote(w io.Writer, dir string, cmd []string, rec *tapefmt.RunStart,
 // had with other values than this replay: an agent started without its
 // PYTHONPATH or virtual environment fails before its first call, and the
 // replay's verdict alone says only that it exited otherwise. now is the
-// replay's environment (nil: this process's, as the engine takes it).
-func envNote(w io.Writer, now []string, rec *tapefmt.RunStart, res *engine.Result) {
+// replay's environment (nil: this process's, as the engine takes it);
+// tape is the tape replayed, as given.
+func envNote(w io.Writer, tape string, now []string, rec *tapefmt.RunStart, res *engine.Result) {
 	if rec == nil || res == nil || res.ExitSame == nil || *res.ExitSame {
 		return
 	}
@@ -107,7 +108,7 @@ func envNote(w io.Writer, now []string, rec *tapefmt.RunStart, res *engine.Resul
 		what = "those values"
 	}
 	fmt.Fprintf(w, "jukebox: note: the recording ran with %s; the agent may need %s "+
-		"(jukebox show TAPE --kind run.start --json has all it ran with)\n", strings.Join(diffs, ", "), what)
+		"(jukebox show %s --kind run.start --json has all it ran with)\n", strings.Join(diffs, ", "), what, termtext.ShellQuote(tape))
 }
 
 // clipValue shortens a long variable's value (a PATH) for a note.
