@@ -202,7 +202,9 @@ func signalQuits(t *testing.T, s *tmuxSession, bin, tape string) {
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			if b, err := os.ReadFile(done); err == nil {
+			// The shell makes the file, then writes the status into it:
+			// until its line ends, the file is not read as a status.
+			if b, err := os.ReadFile(done); err == nil && strings.HasSuffix(string(b), "\n") {
 				if code := strings.TrimSpace(string(b)); code != "0" {
 					t.Fatalf("SIGTERM: exit %s, want 0; the screen shows:\n%s", code, s.screen())
 				}
