@@ -71,7 +71,8 @@ func elsewhereNote(w io.Writer, dir string, cmd []string, rec *tapefmt.RunStart,
 // env: PYTHONPATH, VIRTUAL_ENV, PATH, the locale, AGENT_*) the recording
 // had with other values than this replay: an agent started without its
 // PYTHONPATH or virtual environment fails before its first call, and the
-// replay's verdict alone says only that it exited otherwise. now is the
+// replay's verdict alone says only that it exited otherwise. The note
+// gives the recorded values, never this environment's. now is the
 // replay's environment (nil: this process's, as the engine takes it);
 // tape is the tape replayed, as given.
 func envNote(w io.Writer, tape string, now []string, rec *tapefmt.RunStart, res *engine.Result) {
@@ -89,15 +90,16 @@ func envNote(w io.Writer, tape string, now []string, rec *tapefmt.RunStart, res 
 	}
 	var diffs []string
 	for _, name := range slices.Sorted(maps.Keys(rec.Env)) {
-		v, here := rec.Env[name], ""
+		v, here := rec.Env[name], "set otherwise here"
 		if strings.HasPrefix(name, "JUKEBOX_") || name == "TERM" || cur[name] == v {
 			continue
 		}
-		if got, ok := cur[name]; !ok {
+		if _, ok := cur[name]; !ok {
 			here = "unset here"
-		} else {
-			here = "here " + termtext.ShellQuote(clipValue(got))
 		}
+		// The recorded value is the tape's (what jukebox show prints, its
+		// credentials masked when it was recorded); this environment's is
+		// never printed: it may hold what the recording masked.
 		diffs = append(diffs, fmt.Sprintf("%s=%s (%s)", name, termtext.ShellQuote(clipValue(v)), here))
 	}
 	if len(diffs) == 0 {

@@ -63,7 +63,7 @@ func TestReplayElsewhereNamesDir(t *testing.T) {
 func TestReplayNamesTheRecordedEnv(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "agent.sh"), []byte("#!/bin/sh\n[ -n \"$AGENT_HOME\" ] || { echo 'AGENT_HOME unset' >&2; exit 3; }\necho ok\n"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "agent.sh"), []byte("#!/bin/sh\n[ \"$AGENT_HOME\" = '/opt/agent home' ] || { echo 'AGENT_HOME is not the agent home' >&2; exit 3; }\necho ok\n"), 0o755))
 	tape := filepath.Join(dir, "env.jbx")
 	run := func(env []string, args ...string) (string, int) {
 		cmd := exec.Command(os.Args[0], args...)
@@ -78,8 +78,14 @@ func TestReplayNamesTheRecordedEnv(t *testing.T) {
 	if code != 3 || !strings.Contains(out, "the recording ran with AGENT_HOME='/opt/agent home' (unset here)") || strings.Contains(out, "LANG=") {
 		t.Fatalf("replay without AGENT_HOME: exit %d, want 3 and a note naming AGENT_HOME alone:\n%s", code, out)
 	}
-	out, _ = run([]string{"AGENT_HOME=/elsewhere"}, "replay", tape)
+	out, _ = run([]string{"AGENT_HOME=/opt/agent home"}, "replay", tape)
 	if strings.Contains(out, "the recording ran with") {
 		t.Fatalf("a replay that ended as recorded named variables:\n%s", out)
+	}
+	// A value of this environment is never printed: it may be a secret
+	// the recording masked.
+	out, code = run([]string{"AGENT_HOME=sk-live-abcdef123456"}, "replay", tape)
+	if code != 3 || !strings.Contains(out, "AGENT_HOME='/opt/agent home' (set otherwise here)") || strings.Contains(out, "sk-live") {
+		t.Fatalf("replay with another AGENT_HOME: exit %d, want a note without this environment's value:\n%s", code, out)
 	}
 }
