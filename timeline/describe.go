@@ -266,12 +266,42 @@ func sqlText(sql []tapefmt.SQLSession) string {
 // important parts go first, so what tells frames apart stays. An LLM
 // request drops its method, then its host and all of its path but the
 // last part (…/completions), then the path: the model is the last to go.
-// Other rows are their Summary; the caller cuts what still does not fit.
+// A control exchange on a transaction (POST /v1/tx/ID/write) says its
+// operation and the end of the id, which the path cut off. Other rows
+// are their Summary; the caller cuts what still does not fit.
 func (r Row) SummaryIn(w int) string {
-	p, ok := r.Payload.(*tapefmt.LLMRequest)
-	if !ok || utf8.RuneCountInString(r.Summary) <= w {
+	if utf8.RuneCountInString(r.Summary) <= w {
 		return r.Summary
 	}
+	switch p := r.Payload.(type) {
+	case *tapefmt.LLMRequest:
+		return requestIn(p, w)
+	case *tapefmt.Control:
+		return controlIn(p, r.Summary)
+	}
+	return r.Summary
+}
+
+// controlIn is summary, the line of a control exchange, with the
+// operation first when it is on a transaction: "tx…b01d3 write 200
+// {...}" for "POST /v1/tx/tx-18ef…4b01d3/write 200 {...}", so that rows
+// of one transaction's writes, commit and rollback tell apart in a
+// narrow column.
+func controlIn(p *tapefmt.Control, summary string) string {
+	rest, ok := strings.CutPrefix(p.Path, "/v1/tx/")
+	id, op, hasOp := strings.Cut(rest, "/")
+	if !ok || !hasOp || id == "" || op == "" {
+		return summary
+	}
+	const keep = 6 // the end of the id: its random part
+	if r := []rune(id); len(r) > keep {
+		id = "…" + string(r[len(r)-keep:])
+	}
+	return fmt.Sprintf("tx%s %s %d %s", id, op, p.Status, OneLine(string(p.Request), 50))
+}
+
+// requestIn is SummaryIn of an LLM request.
+func requestIn(p *tapefmt.LLMRequest, w int) string {
 	tail := p.Model
 	if p.Stream {
 		tail = strings.TrimSpace(tail + " stream")

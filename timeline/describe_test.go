@@ -53,3 +53,30 @@ func TestOneLineBidiAndTabs(t *testing.T) {
 		t.Errorf("ExpandTabs: %q", got)
 	}
 }
+
+// TestControlRowsTellTheirOperation: in a column too narrow for the
+// whole line, a control exchange on a transaction puts its operation
+// first and keeps the end of the id (the timeline showed four rows of
+// "POST /v1/tx/tx-18ef0802c243ae43344b01d…" for three writes and a
+// commit); one that fits, and other control paths, are left as they are.
+func TestControlRowsTellTheirOperation(t *testing.T) {
+	row := func(path, req string) Row {
+		p := &tapefmt.Control{Method: "POST", Path: path, Status: 200, Request: json.RawMessage(req)}
+		return Row{Payload: p, Summary: Describe(p)}
+	}
+	write := row("/v1/tx/tx-18ef0802c243ae43344b01d3/write", `{"path":"src/a.txt","content":"new"}`)
+	if got, want := write.SummaryIn(40), `tx…4b01d3 write 200 {"path":"src/a.txt","content":"new"}`; got != want {
+		t.Errorf("a write in 40 cells:\ngot  %q\nwant %q", got, want)
+	}
+	commit := row("/v1/tx/tx-18ef0802c243ae43344b01d3/commit", `{}`)
+	if got, want := commit.SummaryIn(30), `tx…4b01d3 commit 200 {}`; got != want {
+		t.Errorf("a commit in 30 cells:\ngot  %q\nwant %q", got, want)
+	}
+	if got := write.SummaryIn(200); got != write.Summary {
+		t.Errorf("a row that fits: %q, want its summary %q", got, write.Summary)
+	}
+	turn := row("/v1/turn", `{"agent":"planner","text":"a long message that does not fit"}`)
+	if got := turn.SummaryIn(20); got != turn.Summary {
+		t.Errorf("another control path: %q, want its summary %q", got, turn.Summary)
+	}
+}
