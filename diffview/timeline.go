@@ -49,7 +49,7 @@ type Totals struct {
 	Steps    int     `json:"steps"`
 	Calls    int     `json:"llm_calls"` // llm.response frames
 	Tokens   int64   `json:"tokens"`
-	Cost     float64 `json:"cost_usd"`                 // of the priced calls
+	Cost     float64 `json:"cost_usd"`                 // of the priced calls and of the agent's turns that report one, as ls counts it
 	Unpriced int     `json:"unpriced_calls,omitempty"` // calls whose cost is unknown, left out of Cost
 	// Estimated counts the calls whose usage was counted, not reported:
 	// Tokens and Cost are shown with a "~".

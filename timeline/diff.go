@@ -124,6 +124,7 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 		err = b.file(&fr, p)
 	case *tapefmt.AgentTurn:
 		fr.Signature, fr.Title, fr.Body = fr.Kind+" "+p.Agent+" "+p.Role, OneLine(p.Role+": "+p.Text, 80), p.Text
+		fr.Cost = p.Reported() // spending jukebox did not see, which ls and cost count too
 	case *tapefmt.BreakerTrip, *tapefmt.RunEnd:
 		fr.Signature = fr.Kind
 	default:

@@ -3,6 +3,7 @@ package timeline
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,5 +185,49 @@ func TestDiffviewKindNames(t *testing.T) {
 	}
 	if diffview.FileKind != tapefmt.KindFileChange.String() {
 		t.Fatalf("diffview.FileKind = %q, tapefmt says %q", diffview.FileKind, tapefmt.KindFileChange)
+	}
+}
+
+// TestDiffCountsReportedCosts: a run whose agent reports the cost of its
+// turns (the Python SDK's record_agent_turn cost_usd) costs in diff what
+// ls and cost say: diff showed $0.000000 beside ls's $0.0080.
+func TestDiffCountsReportedCosts(t *testing.T) {
+	var buf bytes.Buffer
+	opts, _ := tapegen.Options()
+	w, err := tapefmt.NewWriter(&buf, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []tapefmt.Payload{&tapefmt.RunStart{Argv: []string{"agent"}},
+		&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "refund", CostUSD: 0.008},
+		&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "again", CostUSD: 0.0005}, &tapefmt.RunEnd{}} {
+		if _, err := w.Append(0, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "turns.jbx")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := LoadForDiff(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	s, err := Summarize(path, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetCost()
+	r := diffview.Compare(tl, tl)
+	if got := r.LeftTotals.Cost; math.Abs(got-0.0085) > 1e-12 || math.Abs(got-s.Cost) > 1e-12 {
+		t.Fatalf("diff's cost %v, ls's %v, want both 0.0085", got, s.Cost)
 	}
 }
