@@ -15,6 +15,21 @@ const minEnvValue = 4
 var notAgentEnv = map[string]bool{"PWD": true, "OLDPWD": true, "SHLVL": true, "_": true, "HOME": true,
 	"PATH": true, "TERM": true, "LANG": true, "SHELL": true, "USER": true, "LOGNAME": true}
 
+// envChanged names the variables of recorded (run.start's env: the ones
+// a run is described by) that now has otherwise or not at all, sorted;
+// jukebox's own and TERM are left out.
+func envChanged(recorded map[string]string, now []string) []string {
+	cur := envMap(now)
+	var names []string
+	for name, v := range recorded {
+		if got, ok := cur[name]; (!ok || got != v) && name != "TERM" && !strings.HasPrefix(name, "JUKEBOX_") {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // envSuspects names the variables the differing values of a divergence
 // came from: those whose value in this run's environment the live request
 // holds and the recorded one does not, and those whose recorded value

@@ -183,6 +183,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		res.ExitSame = &same
 		if !same {
 			res.RecordedEnd = &end
+			res.EnvChanged = envChanged(start.Env, s.baseEnv())
 		}
 	}
 	return res, err

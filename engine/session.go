@@ -172,6 +172,11 @@ type Result struct {
 	ExitSame   *bool `json:"exit_same,omitempty"`
 	// RecordedEnd is how the recorded run ended, when ExitSame is false.
 	RecordedEnd *tapefmt.RunEnd `json:"recorded_end,omitempty"`
+	// EnvChanged names, when ExitSame is false, the variables run.start
+	// describes the recorded run by that this replay's environment has
+	// otherwise or not at all (an agent without its PYTHONPATH fails at its
+	// imports). Names only, sorted: never a value.
+	EnvChanged []string `json:"environment_changed,omitempty"`
 	// OutputNotRecorded: the recording has no output to compare with,
 	// OutputSame is absent (its process was not one jukebox started:
 	// RunStart.External).

@@ -144,7 +144,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	}
 	networkNotes(env.Stderr, res)
 	elsewhereNote(env.Stderr, c.Dir, c.Cmd, rec, res)
-	envNote(env.Stderr, c.Tape, o.Env, rec, res)
+	envNote(env.Stderr, c.Tape, rec, res)
 	if c.Strict {
 		if why := res.NotReproduced(); why != "" {
 			return finishStrict(env, res, c.JSON, replayLine(res), why)

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -68,42 +66,32 @@ func elsewhereNote(w io.Writer, dir string, cmd []string, rec *tapefmt.RunStart,
 
 // envNote says, when a replayed agent ended otherwise than the recorded
 // one, which of the variables the tape describes the run by (run.start's
-// env: PYTHONPATH, VIRTUAL_ENV, PATH, the locale, AGENT_*) the recording
-// had with other values than this replay: an agent started without its
-// PYTHONPATH or virtual environment fails before its first call, and the
-// replay's verdict alone says only that it exited otherwise. The note
-// gives the recorded values, never this environment's. now is the
-// replay's environment (nil: this process's, as the engine takes it);
-// tape is the tape replayed, as given.
-func envNote(w io.Writer, tape string, now []string, rec *tapefmt.RunStart, res *engine.Result) {
-	if rec == nil || res == nil || res.ExitSame == nil || *res.ExitSame {
+// env: PYTHONPATH, VIRTUAL_ENV, PATH, the locale, AGENT_*) this replay has
+// otherwise or not at all (engine.Result.EnvChanged): an agent started
+// without its PYTHONPATH or virtual environment fails before its first
+// call, and the replay's verdict alone says only that it exited
+// otherwise. The note gives the recorded values, never this
+// environment's; tape is the tape replayed, as given.
+func envNote(w io.Writer, tape string, rec *tapefmt.RunStart, res *engine.Result) {
+	if rec == nil || res == nil || len(res.EnvChanged) == 0 {
 		return
 	}
-	if now == nil {
-		now = os.Environ()
-	}
-	cur := map[string]string{}
-	for _, kv := range now {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			cur[k] = v
+	cur := map[string]bool{}
+	for _, kv := range os.Environ() {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			cur[k] = true
 		}
 	}
 	var diffs []string
-	for _, name := range slices.Sorted(maps.Keys(rec.Env)) {
-		v, here := rec.Env[name], "set otherwise here"
-		if strings.HasPrefix(name, "JUKEBOX_") || name == "TERM" || cur[name] == v {
-			continue
-		}
-		if _, ok := cur[name]; !ok {
+	for _, name := range res.EnvChanged {
+		here := "set otherwise here"
+		if !cur[name] {
 			here = "unset here"
 		}
 		// The recorded value is the tape's (what jukebox show prints, its
 		// credentials masked when it was recorded); this environment's is
 		// never printed: it may hold what the recording masked.
-		diffs = append(diffs, fmt.Sprintf("%s=%s (%s)", name, termtext.ShellQuote(clipValue(v)), here))
-	}
-	if len(diffs) == 0 {
-		return
+		diffs = append(diffs, fmt.Sprintf("%s=%s (%s)", name, termtext.ShellQuote(clipValue(rec.Env[name])), here))
 	}
 	what := "that value"
 	if len(diffs) > 1 {

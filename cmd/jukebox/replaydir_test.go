@@ -78,6 +78,13 @@ func TestReplayNamesTheRecordedEnv(t *testing.T) {
 	if code != 3 || !strings.Contains(out, "the recording ran with AGENT_HOME='/opt/agent home' (unset here)") || strings.Contains(out, "LANG=") {
 		t.Fatalf("replay without AGENT_HOME: exit %d, want 3 and a note naming AGENT_HOME alone:\n%s", code, out)
 	}
+	// --json names them, values left out.
+	out, _ = run(nil, "replay", "--json", tape)
+	if !strings.Contains(out, `"environment_changed": [
+    "AGENT_HOME"
+  ]`) {
+		t.Fatalf("replay --json without AGENT_HOME: want environment_changed naming it:\n%s", out)
+	}
 	out, _ = run([]string{"AGENT_HOME=/opt/agent home"}, "replay", tape)
 	if strings.Contains(out, "the recording ran with") {
 		t.Fatalf("a replay that ended as recorded named variables:\n%s", out)
