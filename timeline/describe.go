@@ -283,7 +283,7 @@ func (r Row) SummaryIn(w int) string {
 }
 
 // controlIn is summary, the line of a control exchange, with the
-// operation first when it is on a transaction: "tx…b01d3 write 200
+// operation first when it is on a transaction: "tx…4b01d3 write 200
 // {...}" for "POST /v1/tx/tx-18ef…4b01d3/write 200 {...}", so that rows
 // of one transaction's writes, commit and rollback tell apart in a
 // narrow column.
@@ -294,10 +294,10 @@ func controlIn(p *tapefmt.Control, summary string) string {
 		return summary
 	}
 	const keep = 6 // the end of the id: its random part
-	if r := []rune(id); len(r) > keep {
-		id = "…" + string(r[len(r)-keep:])
+	if r := []rune(id); len(r) > keep+3 {
+		id = "tx…" + string(r[len(r)-keep:])
 	}
-	return fmt.Sprintf("tx%s %s %d %s", id, op, p.Status, OneLine(string(p.Request), 50))
+	return fmt.Sprintf("%s %s %d %s", id, op, p.Status, OneLine(string(p.Request), 50))
 }
 
 // requestIn is SummaryIn of an LLM request.
