@@ -212,15 +212,15 @@ func TestDiffCountsReportedCosts(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tl, err := LoadForDiff(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tp, err := tapefmt.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tp.Close()
+	tl, err := ForDiff(tp, "turns")
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := Summarize(path, tp)
 	if err != nil {
 		t.Fatal(err)
