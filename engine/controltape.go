@@ -304,7 +304,10 @@ type ctlTape struct {
 	list []ctlRecorded
 	err  error
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// failed is err once load met it, for the replay's verdict: the
+	// agent was answered with it, and the run must not pass for the tape.
+	failed error
 	used   []bool // the exchanges answered
 	served int
 	dir    string // scratch copies of staged files, made on first use
@@ -364,8 +367,31 @@ type ctlRecorded struct {
 
 // load reads the tape's control frames, once.
 func (ct *ctlTape) load(t *tapefmt.Tape) ([]ctlRecorded, error) {
-	ct.once.Do(func() { ct.list, ct.err = controlFrames(t) })
+	ct.once.Do(func() {
+		ct.list, ct.err = controlFrames(t)
+		ct.fail(ct.err)
+	})
 	return ct.list, ct.err
+}
+
+// fail keeps err, when it is the first, as what of the tape did not read.
+func (ct *ctlTape) fail(err error) {
+	if err == nil {
+		return
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.failed == nil {
+		ct.failed = err
+	}
+}
+
+// unreadable is the first part of the tape that did not read when an
+// exchange was to be answered from it, nil when all did.
+func (ct *ctlTape) unreadable() error {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	return ct.failed
 }
 
 // controlFrames are the control frames of t, their bodies read.

@@ -204,6 +204,9 @@ func (s *session) replayed(res *Result, tb *tapeBackend) error {
 	if e := tb.unreadable.Load(); e != nil {
 		err = errors.Join(err, fmt.Errorf("%s: %w", tb.tape.Path(), *e))
 	}
+	if e := s.proxy.control.ctl.unreadable(); e != nil {
+		err = errors.Join(err, fmt.Errorf("%s: the control-API exchanges do not read: %w", tb.tape.Path(), e))
+	}
 	return err
 }
 
