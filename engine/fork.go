@@ -149,6 +149,7 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 
 	res, err := s.run(ctx, true)
 	if res != nil {
+		err = errors.Join(err, s.unreadable(&fb.tapeBackend))
 		res.Divergence = s.div.Load()
 		for _, p := range fromTape {
 			if res.UpstreamFromTape == nil {

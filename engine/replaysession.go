@@ -201,8 +201,16 @@ func (s *session) replayed(res *Result, tb *tapeBackend) error {
 	ctlServed, ctlUnused := s.proxy.control.ctl.counts()
 	res.ControlServed, res.Unused = ctlServed, res.Unused+ctlUnused
 	res.AnsweredLocally, res.LiveAllowed = tb.local.Load(), tb.passed.Load()
+	return errors.Join(err, s.unreadable(tb))
+}
+
+// unreadable is what of the tape tb answered from did not read when the
+// agent asked for it (a recorded answer, the control-API exchanges): the
+// agent was given the error, and the run does not pass for the tape.
+func (s *session) unreadable(tb *tapeBackend) error {
+	var err error
 	if e := tb.unreadable.Load(); e != nil {
-		err = errors.Join(err, fmt.Errorf("%s: %w", tb.tape.Path(), *e))
+		err = fmt.Errorf("%s: %w", tb.tape.Path(), *e)
 	}
 	if e := s.proxy.control.ctl.unreadable(); e != nil {
 		err = errors.Join(err, fmt.Errorf("%s: the control-API exchanges do not read: %w", tb.tape.Path(), e))
