@@ -369,25 +369,15 @@ type ctlRecorded struct {
 func (ct *ctlTape) load(t *tapefmt.Tape) ([]ctlRecorded, error) {
 	ct.once.Do(func() {
 		ct.list, ct.err = controlFrames(t)
-		ct.fail(ct.err)
+		ct.mu.Lock()
+		ct.failed = ct.err
+		ct.mu.Unlock()
 	})
 	return ct.list, ct.err
 }
 
-// fail keeps err, when it is the first, as what of the tape did not read.
-func (ct *ctlTape) fail(err error) {
-	if err == nil {
-		return
-	}
-	ct.mu.Lock()
-	defer ct.mu.Unlock()
-	if ct.failed == nil {
-		ct.failed = err
-	}
-}
-
-// unreadable is the first part of the tape that did not read when an
-// exchange was to be answered from it, nil when all did.
+// unreadable is what of the tape did not read when an exchange was to be
+// answered from it, nil when it read (or none was asked for).
 func (ct *ctlTape) unreadable() error {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
