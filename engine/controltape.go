@@ -301,13 +301,10 @@ func compactJSON(b []byte) []byte {
 // ctlTape are the recorded control exchanges a replay answers, in order.
 type ctlTape struct {
 	once sync.Once
+	mu   sync.Mutex // over list and err too: the verdict reads them after the run
 	list []ctlRecorded
 	err  error
 
-	mu sync.Mutex
-	// failed is err once load met it, for the replay's verdict: the
-	// agent was answered with it, and the run must not pass for the tape.
-	failed error
 	used   []bool // the exchanges answered
 	served int
 	dir    string // scratch copies of staged files, made on first use
@@ -368,20 +365,21 @@ type ctlRecorded struct {
 // load reads the tape's control frames, once.
 func (ct *ctlTape) load(t *tapefmt.Tape) ([]ctlRecorded, error) {
 	ct.once.Do(func() {
-		ct.list, ct.err = controlFrames(t)
+		list, err := controlFrames(t)
 		ct.mu.Lock()
-		ct.failed = ct.err
+		ct.list, ct.err = list, err
 		ct.mu.Unlock()
 	})
 	return ct.list, ct.err
 }
 
 // unreadable is what of the tape did not read when an exchange was to be
-// answered from it, nil when it read (or none was asked for).
+// answered from it (the agent was given the error, and the run must not
+// pass for the tape), nil when it read or none was asked for.
 func (ct *ctlTape) unreadable() error {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
-	return ct.failed
+	return ct.err
 }
 
 // controlFrames are the control frames of t, their bodies read.
