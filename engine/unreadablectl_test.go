@@ -1,16 +1,13 @@
 package engine
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/controlapi"
-	"github.com/jukebox-os/jukebox/internal/tapegen"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -22,25 +19,19 @@ import (
 // now, naming the tape, as it does an answer of a model call.
 func TestUnreadableControlFrameFailsTheReplay(t *testing.T) {
 	t.Parallel()
-	var buf bytes.Buffer
-	opts, _ := tapegen.Options()
-	w, err := tapefmt.NewWriter(&buf, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	missing := tapefmt.HashOf([]byte(`{"ok":true}`)) // an answer whose blob is not on the tape
-	for _, p := range []tapefmt.Payload{&tapefmt.RunStart{Argv: []string{"agent"}},
-		&tapefmt.Control{Method: "POST", Path: "/v1/marker", Status: 200, Request: []byte(`{"label":"x"}`), AnswerBody: missing},
-		&tapefmt.RunEnd{}} {
-		if _, err := w.Append(0, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "ctl.jbx")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		for _, p := range []tapefmt.Payload{&tapefmt.RunStart{Argv: []string{"agent"}},
+			&tapefmt.Control{Method: "POST", Path: "/v1/marker", Status: 200, Request: []byte(`{"label":"x"}`), AnswerBody: missing},
+			&tapefmt.RunEnd{}} {
+			if _, err := w.Append(0, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	tp, err := tapefmt.Open(path)

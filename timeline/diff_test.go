@@ -192,24 +192,18 @@ func TestDiffviewKindNames(t *testing.T) {
 // turns (the Python SDK's record_agent_turn cost_usd) costs in diff what
 // ls and cost say: diff showed $0.000000 beside ls's $0.0080.
 func TestDiffCountsReportedCosts(t *testing.T) {
-	var buf bytes.Buffer
-	opts, _ := tapegen.Options()
-	w, err := tapefmt.NewWriter(&buf, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []tapefmt.Payload{&tapefmt.RunStart{Argv: []string{"agent"}},
-		&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "refund", CostUSD: 0.008},
-		&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "again", CostUSD: 0.0005}, &tapefmt.RunEnd{}} {
-		if _, err := w.Append(0, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "turns.jbx")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		for _, p := range []tapefmt.Payload{&tapefmt.RunStart{Argv: []string{"agent"}},
+			&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "refund", CostUSD: 0.008},
+			&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "again", CostUSD: 0.0005}, &tapefmt.RunEnd{}} {
+			if _, err := w.Append(0, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	tp, err := tapefmt.Open(path)
