@@ -13,6 +13,7 @@ import (
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/timeline"
 )
 
 // dirHint adds to err, when a replay's agent did not start because its
@@ -76,22 +77,18 @@ func envNote(w io.Writer, tape string, rec *tapefmt.RunStart, res *engine.Result
 	if rec == nil || res == nil || len(res.EnvChanged) == 0 {
 		return
 	}
-	cur := map[string]bool{}
-	for _, kv := range os.Environ() {
-		if k, _, ok := strings.Cut(kv, "="); ok {
-			cur[k] = true
-		}
-	}
 	var diffs []string
 	for _, name := range res.EnvChanged {
 		here := "set otherwise here"
-		if !cur[name] {
+		if _, ok := os.LookupEnv(name); !ok {
 			here = "unset here"
 		}
 		// The recorded value is the tape's (what jukebox show prints, its
-		// credentials masked when it was recorded); this environment's is
-		// never printed: it may hold what the recording masked.
-		diffs = append(diffs, fmt.Sprintf("%s=%s (%s)", name, termtext.ShellQuote(clipValue(rec.Env[name])), here))
+		// credentials masked when it was recorded), made safe for the
+		// terminal and cut short; this environment's is never printed: it
+		// may hold what the recording masked.
+		value := termtext.ShellQuote(timeline.OneLine(rec.Env[name], 60))
+		diffs = append(diffs, fmt.Sprintf("%s=%s (%s)", termtext.Sanitize(name), value, here))
 	}
 	what := "that value"
 	if len(diffs) > 1 {
@@ -99,15 +96,6 @@ func envNote(w io.Writer, tape string, rec *tapefmt.RunStart, res *engine.Result
 	}
 	fmt.Fprintf(w, "jukebox: note: the recording ran with %s; the agent may need %s "+
 		"(jukebox show %s --kind run.start --json has all it ran with)\n", strings.Join(diffs, ", "), what, termtext.ShellQuote(tape))
-}
-
-// clipValue shortens a long variable's value (a PATH) for a note.
-func clipValue(v string) string {
-	const most = 60
-	if r := []rune(v); len(r) > most {
-		return string(r[:most-1]) + "…"
-	}
-	return v
 }
 
 // outputFlags is --ignore-output, of record and replay.

@@ -95,4 +95,13 @@ func TestReplayNamesTheRecordedEnv(t *testing.T) {
 	if code != 3 || !strings.Contains(out, "AGENT_HOME='/opt/agent home' (set otherwise here)") || strings.Contains(out, "sk-live") {
 		t.Fatalf("replay with another AGENT_HOME: exit %d, want a note without this environment's value:\n%s", code, out)
 	}
+	// A recorded value is the tape's, anyone's file: a terminal's escape
+	// in it is shown, never sent to the terminal.
+	esc := filepath.Join(dir, "esc.jbx")
+	if out, code := run([]string{"AGENT_HOME=/opt/agent home", "AGENT_TITLE=\x1b]0;pwned\x07"}, "record", "-o", esc, "--", "./agent.sh"); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, out)
+	}
+	if out, code = run(nil, "replay", esc); code != 3 || !strings.Contains(out, "AGENT_TITLE=") || strings.ContainsAny(out, "\x1b\x07") {
+		t.Fatalf("replay of a tape whose variable holds escapes: exit %d, want them shown, not sent:\n%q", code, out)
+	}
 }
