@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +20,9 @@ import (
 // word of the parent's damage. It fails now, naming the parent.
 func TestForkOfAnUnreadableParentFails(t *testing.T) {
 	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is needed as the agent's client")
+	}
 	srv := startModel(t, nil)
 	post := `curl -s -o /dev/null -H 'Content-Type: application/json' `
 	script := post + `-H "Authorization: Bearer $JUKEBOX_CONTROL_TOKEN" -d '{"label":"before"}' "$JUKEBOX_CONTROL/v1/marker"; ` +
