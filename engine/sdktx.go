@@ -180,7 +180,7 @@ func (t *sdkTxs) commit(ctx context.Context, st *sdkTx) (controlapi.Committed, e
 	t.session.appendFrame(tapefmt.TxCommit{Tx: st.tx.ID(), Changes: len(cs.Changes), SQL: st.sqlWork()})
 	held := t.takeHeld(st)
 	t.forget(ctx, st)
-	out := controlapi.Committed{Tx: st.tx.ID(), Changes: len(cs.Changes), Statements: st.statements, Committed: true}
+	out := controlapi.Committed{Tx: st.tx.ID(), Changes: cs.Files(), Statements: st.statements, Committed: true}
 	if len(held) > 0 {
 		// The agent's own transaction: its commit is its say-so, as its own
 		// tool calls are (nothing here confines it).

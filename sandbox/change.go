@@ -272,6 +272,21 @@ func (cs ChangeSet) Counts() map[Op]int {
 	return m
 }
 
+// Files is the number of files the change set changes: its changes
+// less those of folders themselves (made, emptied and made anew, given
+// a new mode) and the deletes a parent's delete implies. A commit's
+// answer to the SDK counts these (a folder a write needed is not a file
+// the agent wrote); a deleted folder counts as one.
+func (cs ChangeSet) Files() int {
+	n := 0
+	for _, c := range cs.Changes {
+		if !c.Implied && c.Op != OpMkdir && c.Op != OpReplaceDir && c.Op != OpChmodDir {
+			n++
+		}
+	}
+	return n
+}
+
 // String lists the changes one per line, never truncated, each path
 // quoted by termtext.Quote. A line about a sensitive path starts with "! " and
 // is followed by one saying why (Sensitive); other lines start with two
