@@ -22,7 +22,7 @@ func TestOnlyRunIsNotNoModelCall(t *testing.T) {
 		{"SDK-only", engine.Result{ControlExchanges: 10}, "10 control-API exchanges"},
 	} {
 		var out strings.Builder
-		networkNotes(&out, &c.res)
+		networkNotes(&out, &c.res, false)
 		if s := out.String(); strings.Contains(s, "If it does call a model") || !strings.Contains(s, c.want) {
 			t.Errorf("notes for an %s run:\n%s", c.run, s)
 		}

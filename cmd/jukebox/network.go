@@ -13,12 +13,15 @@ import (
 // made no model call through jukebox (an SDK that ignores the base URL
 // jukebox gives it reaches the provider directly, unrecorded, or in
 // replay, live and unnoticed), and connections the booth refused under
-// --net none (jukebox served none of them).
-func networkNotes(w io.Writer, res *engine.Result) {
+// --net none (jukebox served none of them). A replay (replayed) says
+// nothing of model calls when the tape holds none it left unasked: the
+// recording made none either, and said so.
+func networkNotes(w io.Writer, res *engine.Result, replayed bool) {
 	if res == nil {
 		return
 	}
 	switch {
+	case replayed && res.Calls == 0 && res.Unused == 0:
 	case res.Calls == 0 && res.HTTPRequests > 0:
 		fmt.Fprintf(w, "jukebox: note: the agent made no model call jukebox recognises; its %d other HTTP requests are "+
 			"on the tape as http frames (`jukebox show --kind http.request`), a provider jukebox does not know among them if it called one.\n", res.HTTPRequests)

@@ -37,11 +37,23 @@ func TestQuietSDKs(t *testing.T) {
 }
 
 // TestNoModelCallNote: a run whose agent made no model call through
-// jukebox says so; one that did, does not.
+// jukebox says so; one that did, does not. A replay says so when the
+// tape holds calls the agent did not make (its client ignored the base
+// URL this time), not when the recording made none either: the
+// recording said so, and the replay has nothing to add (every replay of
+// a tape of the Python SDK's transactions alone repeated it).
 func TestNoModelCallNote(t *testing.T) {
-	_, errs := wantCode(t, ExitOK, "record", "-o", filepath.Join(t.TempDir(), "none.jbx"), "--", "true")
+	tape := filepath.Join(t.TempDir(), "none.jbx")
+	_, errs := wantCode(t, ExitOK, "record", "-o", tape, "--", "true")
 	if !strings.Contains(errs, "made no model call through jukebox") {
 		t.Errorf("no note for a run without model calls: %q", errs)
+	}
+	if _, errs := wantCode(t, ExitOK, "replay", tape); strings.Contains(errs, "made no model call") {
+		t.Errorf("the replay of a tape without model calls repeated the recording's note: %q", errs)
+	}
+	calls := filepath.Join("..", "..", "testdata", "tapes", "agent-run.jbx")
+	if _, errs := wantCode(t, ExitOK, "replay", calls, "--", "true"); !strings.Contains(errs, "made no model call through jukebox") {
+		t.Errorf("no note for a replay that made none of the tape's calls: %q", errs)
 	}
 }
 

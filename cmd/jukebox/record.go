@@ -186,7 +186,7 @@ func (c *RecordCmd) Run(ctx context.Context, env *Env) error {
 	if err := runFailed(err, res); err != nil {
 		return failedJSON(env, res, c.JSON, err)
 	}
-	networkNotes(env.Stderr, res)
+	networkNotes(env.Stderr, res, false)
 	return finishRun(env, res, c.JSON, fmt.Sprintf("recorded %s%s, %d frames to %s", termtext.Count(int(res.Calls), "call", "calls"), refusedNote(res), res.Frames, res.Tape))
 }
 

@@ -142,7 +142,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	if err := mcpDiverged(res, c.OnDivergence, c.JSON, env); err != nil {
 		return err
 	}
-	networkNotes(env.Stderr, res)
+	networkNotes(env.Stderr, res, true)
 	elsewhereNote(env.Stderr, c.Dir, c.Cmd, rec, res)
 	envNote(env.Stderr, c.Tape, rec, res)
 	if c.Strict {
