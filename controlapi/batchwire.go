@@ -56,7 +56,11 @@ func readBatch(w http.ResponseWriter, r *http.Request, b *Batch) bool {
 		err = decodeBinaryBatch(data, b)
 	}
 	if err != nil {
-		answer(w, nil, Fail(http.StatusBadRequest, TypeBadRequest, err))
+		status := http.StatusBadRequest
+		if _, ok := errors.AsType[*tooLargeToTape](err); ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		answer(w, nil, Fail(status, TypeBadRequest, err))
 		return false
 	}
 	return true
@@ -129,7 +133,20 @@ func withContent(op BatchOp, content []byte) (BatchOp, error) {
 	if err := json.Compact(&head, body); err != nil {
 		return op, fmt.Errorf("write: %w", err)
 	}
-	op.Body, op.lazy = nil, &lazyBody{head: head.Bytes(), content: content, base64: req.Base64}
+	lazy := &lazyBody{head: head.Bytes(), content: content, base64: req.Base64}
+	// Counted only where it could matter (at most six bytes a byte).
+	if len(lazy.head)+6*len(content)+16 > MaxTapedBody {
+		if n := lazy.size(); n > MaxTapedBody {
+			form := "as JSON text (a control character takes six bytes there, a quote or backslash two)"
+			if req.Base64 {
+				form = "in base64"
+			}
+			return op, &tooLargeToTape{fmt.Errorf("write %s: its %d bytes of content take %d bytes on the tape %s, over the %d MiB "+
+				"one request holds there: write it in the booth (jukebox record --booth), outside the transaction, or in parts",
+				req.Path, len(content), n, form, MaxTapedBody>>20)}
+		}
+	}
+	op.Body, op.lazy = nil, lazy
 	req.data, req.Base64 = content, false // what the handler writes: the bytes themselves
 	op.decoded, op.compact = &req, true
 	return op, nil
@@ -145,6 +162,24 @@ type lazyBody struct {
 	base64  bool
 	body    []byte
 }
+
+// size is len(l.get()), counted without building it.
+func (l *lazyBody) size() int {
+	n := len(l.head) - 1 + len(`"content":`) + 1 // the head without its brace, the key, the brace
+	if len(l.head) > 2 {
+		n++ // the comma
+	}
+	if l.base64 {
+		return n + base64.StdEncoding.EncodedLen(len(l.content)) + 2
+	}
+	return n + jsonStringLen(l.content)
+}
+
+// tooLargeToTape is a binary batch's write whose request would not fit
+// on the tape (MaxTapedBody): the batch is refused, 413.
+type tooLargeToTape struct{ error }
+
+func (e *tooLargeToTape) Unwrap() error { return e.error }
 
 func (l *lazyBody) get() []byte {
 	l.once.Do(func() {
@@ -217,6 +252,21 @@ func appendJSONString(dst, text []byte) []byte {
 		start = i + 1
 	}
 	return append(append(dst, text[start:]...), '"')
+}
+
+// jsonStringLen is len(appendJSONString(nil, text)).
+func jsonStringLen(text []byte) int {
+	n := len(text) + 2
+	for _, c := range text {
+		switch {
+		case c >= 0x20 && c != '"' && c != '\\':
+		case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
+			n++
+		default:
+			n += 5
+		}
+	}
+	return n
 }
 
 // batchKey keys a batched operation in its request's context.

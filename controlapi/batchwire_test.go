@@ -146,3 +146,19 @@ func TestAppendJSONString(t *testing.T) {
 		}
 	}
 }
+
+// TestTapedSizeCounted: the size a binary batch's write is checked by
+// (MaxTapedBody) is the length of the body it is taped as, counted
+// without building it.
+func TestTapedSizeCounted(t *testing.T) {
+	for _, content := range []string{"", "plain text", "quote \" backslash \\ newline \n tab \t cr \r", "\x00\x01\x1f\x7f", "héllo <&> \u2028"} {
+		for _, head := range []string{`{}`, `{"path":"a.txt"}`, `{"path":"b","mode":420}`} {
+			for _, b64 := range []bool{false, true} {
+				l := &lazyBody{head: []byte(head), content: []byte(content), base64: b64}
+				if got, want := l.size(), len(l.get()); got != want {
+					t.Errorf("head %s, content %q, base64 %v: size %d, the body built is %d bytes", head, content, b64, got, want)
+				}
+			}
+		}
+	}
+}

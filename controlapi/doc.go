@@ -40,3 +40,11 @@ const (
 	MaxBody      = 16 << 20
 	MaxBatchBody = 256 << 20
 )
+
+// MaxTapedBody is the longest request a binary batch's write may stand
+// for: the write is taped as that request (its content a JSON string, or
+// base64 for bytes), in one blob of the tape, which holds at most
+// tapefmt.MaxBlobSize. Content of control characters takes six bytes
+// each there: such a write may not fit though the batch did, and is
+// refused with the batch (413) rather than staged and left off the tape.
+const MaxTapedBody = 256 << 20

@@ -178,8 +178,9 @@ func (c *control) tapeControl(method, path string, req []byte, reqCompact bool, 
 		f.File, err = c.p.tape.PutBlob("control file", file)
 	}
 	if err == nil {
-		c.append(f)
+		_, err = c.append(f)
 	}
+	c.p.wrote("control "+method+" "+path, err) // the run's result says so: a replay could not answer it
 	if status == http.StatusOK && method == "POST" && (strings.HasSuffix(path, "/commit") || strings.HasSuffix(path, "/rollback")) {
 		c.p.endStep() // a transaction's end, its frames all written
 	}
