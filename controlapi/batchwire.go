@@ -56,11 +56,7 @@ func readBatch(w http.ResponseWriter, r *http.Request, b *Batch) bool {
 		err = decodeBinaryBatch(data, b)
 	}
 	if err != nil {
-		status := http.StatusBadRequest
-		if _, ok := errors.AsType[*tooLargeToTape](err); ok {
-			status = http.StatusRequestEntityTooLarge
-		}
-		answer(w, nil, Fail(status, TypeBadRequest, err))
+		answer(w, nil, Fail(http.StatusBadRequest, TypeBadRequest, err))
 		return false
 	}
 	return true
@@ -90,7 +86,11 @@ func decodeBinaryBatch(data []byte, b *Batch) error {
 		}
 		var err error
 		b.Ops[i], err = withContent(op.BatchOp, rest[:n])
-		if err != nil {
+		if tl, ok := errors.AsType[*tooLargeToTape](err); ok {
+			// Refused when served, after the operations before it.
+			b.Ops[i] = op.BatchOp
+			b.Ops[i].refused = Fail(http.StatusRequestEntityTooLarge, TypeBadRequest, tl)
+		} else if err != nil {
 			return fmt.Errorf("batch op %d: %w", i, err)
 		}
 		rest = rest[n:]
@@ -141,8 +141,8 @@ func withContent(op BatchOp, content []byte) (BatchOp, error) {
 			if req.Base64 {
 				form = "in base64"
 			}
-			return op, &tooLargeToTape{fmt.Errorf("write %s: its %d bytes of content take %d bytes on the tape %s, over the %d MiB "+
-				"one request holds there: write it in the booth (jukebox record --booth), outside the transaction, or in parts",
+			return op, &tooLargeToTape{fmt.Errorf("the content of %s (%d bytes) takes %d bytes on the tape %s, over the %d MiB "+
+				"a write's request holds there: nothing of it is staged; write it in the booth (jukebox record --booth), outside the transaction, or in parts",
 				req.Path, len(content), n, form, MaxTapedBody>>20)}
 		}
 	}

@@ -46,5 +46,6 @@ const (
 // base64 for bytes), in one blob of the tape, which holds at most
 // tapefmt.MaxBlobSize. Content of control characters takes six bytes
 // each there: such a write may not fit though the batch did, and is
-// refused with the batch (413) rather than staged and left off the tape.
+// refused when its turn comes (413; the operations before it are served,
+// none after) rather than staged and left off the tape.
 const MaxTapedBody = 256 << 20

@@ -92,7 +92,11 @@ func ServeBatch(w http.ResponseWriter, r *http.Request, serve http.Handler) {
 			sub.Body, sub.ContentLength = io.NopCloser(&bodyReader{op: op}), -1
 		}
 		rec := &subAnswer{h: http.Header{}, status: http.StatusOK}
-		serve.ServeHTTP(rec, sub)
+		if op.refused != nil {
+			answer(rec, nil, op.refused) // never served, nor taped: a replay refuses it alike
+		} else {
+			serve.ServeHTTP(rec, sub)
+		}
 		out.Answers = append(out.Answers, BatchAnswer{Status: rec.status, Body: bytes.TrimSpace(rec.body.Bytes())})
 		if rec.status != http.StatusOK {
 			break

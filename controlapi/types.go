@@ -284,6 +284,7 @@ type BatchOp struct {
 	decoded any       // Body decoded, when the batch did it (a binary batch's write)
 	compact bool      // Body is compact JSON
 	lazy    *lazyBody // Body, when the batch builds it only if asked (body)
+	refused *Error    // the answer, when the batch refused the operation as it came (a write too large to tape)
 }
 
 // FileBase is a real file as a client saw it: whether it existed, and its

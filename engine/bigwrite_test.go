@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,8 +20,9 @@ import (
 // 256 MiB of a blob): the write was staged and committed, its control
 // frame left off the tape without a word (the recording said nothing,
 // its replay diverged at the write and printed 264 MiB of diff). It is
-// refused with the batch now (413, naming the write and the limit), and
-// nothing of it is staged; a write that fits is taped.
+// refused now when its turn in the batch comes (413, naming the file and
+// the limit): nothing of it is staged, the operations before it are
+// served and taped, none after it is served.
 func TestWriteTooLargeToTapeIsRefused(t *testing.T) {
 	if controlapi.MaxTapedBody != tapefmt.MaxBlobSize {
 		t.Fatalf("controlapi.MaxTapedBody %d, tapefmt.MaxBlobSize %d: a write the API takes must fit a blob", controlapi.MaxTapedBody, tapefmt.MaxBlobSize)
@@ -34,25 +34,19 @@ func TestWriteTooLargeToTapeIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := func(path string, content []byte) []byte {
-		head := fmt.Appendf(nil, `{"ops":[{"op":"write","body":{"path":%q},"content":%d}]}`+"\n", path, len(content))
-		return append(head, content...)
-	}
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.Base+"/v1/tx/"+begun.Tx+"/batch", bytes.NewReader(batch("big.txt", bytes.Repeat([]byte{1}, 44<<20))))
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("Content-Type", controlapi.BatchContentType)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 413 || !strings.Contains(string(answer), "write big.txt") || !strings.Contains(string(answer), "over the 256 MiB") {
-		t.Errorf("a write whose taped form is 264 MiB: HTTP %d, %s; want 413 naming the write and the limit", resp.StatusCode, answer)
-	}
-	status, out := postBatch(t, c, begun.Tx, controlapi.BatchContentType, batch("small.txt", []byte("a\x01b\n")))
-	if status != 200 || len(out.Answers) != 1 || out.Answers[0].Status != 200 {
-		t.Fatalf("a small write: HTTP %d, %+v", status, out)
+	// A small write, the large one, a delete: the first is served, the
+	// second refused, the third not served.
+	big := bytes.Repeat([]byte{1}, 44<<20)
+	head := fmt.Appendf(nil, `{"ops":[{"op":"write","body":{"path":"small.txt"},"content":4},`+
+		`{"op":"write","body":{"path":"big.txt"},"content":%d},{"op":"delete","body":{"path":"small.txt"}}]}`+"\n", len(big))
+	status, out := postBatch(t, c, begun.Tx, controlapi.BatchContentType, slices.Concat(head, []byte("a\x01b\n"), big))
+	if status != 200 || len(out.Answers) != 2 || out.Answers[0].Status != 200 || out.Answers[1].Status != 413 ||
+		!strings.Contains(string(out.Answers[1].Body), "big.txt") || !strings.Contains(string(out.Answers[1].Body), "over the 256 MiB") {
+		t.Errorf("a batch of a small write, one whose taped form is 264 MiB and a delete: HTTP %d, %d answers; want 200, "+
+			"the first served, the second 413 naming the write and the limit, the third not served", status, len(out.Answers))
+		for _, a := range out.Answers {
+			t.Logf("  %d %.300s", a.Status, a.Body)
+		}
 	}
 	tx, _ := c.Tx(ctx, begun.Tx)
 	committed, err := tx.Commit(ctx)
