@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/jukebox-os/jukebox/controlapi"
-	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -455,7 +454,7 @@ func (ct *ctlTape) take(method, path string, body []byte) (*ctlRecorded, *Diverg
 		}
 		d.Expected = near.method + " " + controlapi.Prefix + near.path + "\n" + pretty(near.req)
 	}
-	d.Diff = diffview.TextDiff("recorded", "live", d.Expected, d.Actual)
+	d.Diff = divergenceDiff(d.Expected, d.Actual)
 	return nil, d
 }
 

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jukebox-os/jukebox/diffview"
 	"github.com/jukebox-os/jukebox/reqmatch"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -134,7 +133,7 @@ func (m *Matcher) divergence(r MatchRequest, next *Call, live shape) *Divergence
 			d.Path = reqmatch.FirstDiff(next.canon, live.canon)
 		}
 	}
-	d.Diff = diffview.TextDiff("recorded", "live", d.Expected, d.Actual)
+	d.Diff = divergenceDiff(d.Expected, d.Actual)
 	return d
 }
 

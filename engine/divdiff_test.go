@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestDivergenceDiffCutsLongLines: a divergence's diff of a body that is
+// one long line (a staged write of 64 MiB, an image in base64) printed
+// all of it on each side. A line over maxDiffLine shows the part around
+// its first difference from its counterpart, saying what it left out;
+// the short lines around it stay whole.
+func TestDivergenceDiffCutsLongLines(t *testing.T) {
+	long := strings.Repeat("é", 300_000) // 600 KB, two bytes a rune
+	rec := "{\n  \"path\": \"big.txt\",\n  \"content\": \"" + long + "OLD" + long + "\"\n}"
+	live := "{\n  \"path\": \"big.txt\",\n  \"content\": \"" + long + "NEW" + long + "\"\n}"
+	d := divergenceDiff(rec, live)
+	if len(d) > 6*maxDiffLine {
+		t.Fatalf("the diff of two 1.2 MB lines is %d bytes", len(d))
+	}
+	for _, want := range []string{"--- recorded", "+++ live", `"path": "big.txt",`, "OLD", "NEW", "bytes left out]", "bytes more]"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("the diff lacks %q:\n%s", want, d)
+		}
+	}
+	if !utf8.ValidString(d) {
+		t.Errorf("a cut is not on a rune's start:\n%.300s", d)
+	}
+	for _, l := range strings.Split(d, "\n") {
+		if !strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "+") {
+			continue
+		}
+		if strings.Contains(l, "content") && !strings.Contains(l, "OLD") && !strings.Contains(l, "NEW") {
+			t.Errorf("a cut line lost its difference: %.200s", l)
+		}
+	}
+	short := divergenceDiff("{\n  \"a\": 1\n}", "{\n  \"a\": 2\n}")
+	if strings.Contains(short, "bytes") {
+		t.Errorf("a short diff was cut:\n%s", short)
+	}
+}
