@@ -1,6 +1,7 @@
 package reqmatch
 
 import (
+	"bytes"
 	"reflect"
 	"sort"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 // whole value (one side is not JSON, or the top-level types differ). Keys
 // are walked in sorted order, array positions in order.
 func FirstDiff(recorded, live []byte) string {
+	if bytes.Equal(recorded, live) {
+		return "" // the usual replay: the same bytes, not decoded twice
+	}
 	a, errA := decodeJSON(recorded)
 	b, errB := decodeJSON(live)
 	if errA != nil || errB != nil {
