@@ -229,7 +229,11 @@ func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, 
 			"the replay diverged before this request (see the divergence report): it is not answered from the tape"))
 		return true
 	}
-	got, d := c.ctl.take(r.Method, path, compactJSON(tb.m.mask.Mask(body())))
+	live := tb.m.mask.Mask(body())
+	if !controlapi.CompactBody(r.Context()) { // a binary batch's write is built compact
+		live = compactJSON(live)
+	}
+	got, d := c.ctl.take(r.Method, path, live)
 	if d != nil {
 		tb.mu.Lock()
 		first := !tb.diverged
