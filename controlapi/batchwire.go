@@ -176,7 +176,7 @@ func (l *lazyBody) size() int {
 }
 
 // tooLargeToTape is a binary batch's write whose request would not fit
-// on the tape (MaxTapedBody): the batch is refused, 413.
+// on the tape (MaxTapedBody): refused in its turn, 413 (BatchOp.refused).
 type tooLargeToTape struct{ error }
 
 func (e *tooLargeToTape) Unwrap() error { return e.error }

@@ -179,7 +179,9 @@ func (c *control) tapeControl(method, path string, req []byte, reqCompact bool, 
 	if err == nil {
 		_, err = c.append(f)
 	}
-	c.p.wrote("control "+method+" "+path, err) // the run's result says so: a replay could not answer it
+	if err != nil {
+		c.p.wrote("control "+method+" "+path, err) // the run's result says so: a replay could not answer it
+	}
 	if status == http.StatusOK && method == "POST" && (strings.HasSuffix(path, "/commit") || strings.HasSuffix(path, "/rollback")) {
 		c.p.endStep() // a transaction's end, its frames all written
 	}
