@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,5 +84,46 @@ func TestWriteTooLargeToTapeIsRefused(t *testing.T) {
 	}
 	if len(writes) != 1 || !strings.Contains(writes[0], "small.txt") {
 		t.Errorf("the writes' exchanges on the tape: %q, want the small write's alone", writes)
+	}
+}
+
+// TestStagePathTooLargeToTapeIsRefused: a stage-path (a SQLite database
+// the agent then changes itself) is taped with the staged copy as it was,
+// a blob: a replay gives the agent a scratch copy of it. A database over
+// a blob's 256 MiB was copied up and answered, its frame then failed to
+// be written (the tape did not read back, after the agent had gone on).
+// It is refused before anything is staged, naming the file and the
+// limit; a smaller one is staged.
+func TestStagePathTooLargeToTapeIsRefused(t *testing.T) {
+	ctx := context.Background()
+	ws, tape := t.TempDir(), filepath.Join(t.TempDir(), "db.jbx")
+	big, err := os.Create(filepath.Join(ws, "big.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(big.Truncate(tapefmt.MaxBlobSize + 1)) // sparse: nothing written
+	must(big.Close())
+	must(os.WriteFile(filepath.Join(ws, "small.db"), []byte("SQLite format 3\x00"), 0o644))
+	c, stop := serveRun(t, ws, tape)
+	begun, err := c.Begin(ctx, controlapi.Begin{Name: "db"})
+	must(err)
+	tx, _ := c.Tx(ctx, begun.Tx)
+	_, err = tx.StagePath(ctx, controlapi.PathOf{Path: "big.db"})
+	if ce, ok := errors.AsType[*controlapi.Error](err); !ok || ce.Status != 413 || !strings.Contains(ce.Message, "big.db") || !strings.Contains(ce.Message, "256 MiB") {
+		t.Errorf("stage-path of a database one byte over 256 MiB: %v; want 413 naming it and the limit", err)
+	}
+	if _, err := tx.StagePath(ctx, controlapi.PathOf{Path: "small.db"}); err != nil {
+		t.Errorf("stage-path of a small database: %v", err)
+	}
+	must(func() error { _, err := tx.Rollback(ctx, controlapi.Rollback{}); return err }())
+	res, err := stop()
+	if err != nil || res.Unreadable != "" {
+		t.Fatalf("the run: %v, tape unreadable %q", err, res.Unreadable)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/sandbox/pgtx"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // txOps is an open SDK transaction as the control API serves it
@@ -151,6 +152,14 @@ func (o txOps) StagePath(_ context.Context, req controlapi.PathOf) (controlapi.S
 	}
 	o.st.mu.Lock()
 	defer o.st.mu.Unlock()
+	// The tape keeps the staged copy as it is now, in one blob (a replay
+	// gives the agent a scratch copy of it): one too large for that is
+	// refused before anything is staged, not staged and left off the tape.
+	if info, err := o.st.tx.Files().Stat(req.Path); err == nil && info.Size() > tapefmt.MaxBlobSize && o.t.session.tape != nil {
+		return controlapi.Staged{}, controlapi.Failf(http.StatusRequestEntityTooLarge, controlapi.TypeBadRequest,
+			"stage-path %s: %d bytes, over the %d MiB the tape keeps of a staged copy (a replay gives the agent a copy of it as it was): "+
+				"change it outside the transaction, or in a booth run (jukebox record --booth)", req.Path, info.Size(), tapefmt.MaxBlobSize>>20)
+	}
 	f, err := o.st.tx.Files().OpenFile(req.Path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return controlapi.Staged{}, txError(err)
