@@ -20,6 +20,9 @@ func (t *sdkTxs) pendBooth(st *sdkTx) (sandbox.ChangeSet, error) {
 	if err != nil {
 		return cs, err
 	}
+	if len(cs.Refused) > 0 { // all or nothing, as outside the booth (Options.Whole)
+		return cs, &sandbox.RefusedError{Refused: cs.Refused}
+	}
 	p := &sdkTx{tx: st.tx, pg: st.pg}
 	st.pg = nil // the booth's now: not closed with the SDK transaction
 	t.mu.Lock()

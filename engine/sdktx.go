@@ -141,7 +141,7 @@ func (t *sdkTxs) begin(ctx context.Context, mcpMode string) (*sandbox.Tx, error)
 		t.recovered = true
 	}
 	var id string
-	tx, err := sandbox.Begin(t.ws, sandbox.Options{Observer: func(e sandbox.Event) {
+	tx, err := sandbox.Begin(t.ws, sandbox.Options{Whole: true, Observer: func(e sandbox.Event) {
 		if e.Kind == sandbox.EventChange {
 			t.session.recordChange(id, "", e.Change)
 		}

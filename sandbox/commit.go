@@ -66,6 +66,9 @@ func (tx *Tx) Commit(ctx context.Context) (_ ChangeSet, err error) {
 	if err != nil {
 		return ChangeSet{}, err
 	}
+	if tx.opts.Whole && len(cs.Refused) > 0 {
+		return cs, &RefusedError{Refused: cs.Refused}
+	}
 	before, err := tx.snapshot(cs)
 	if err != nil {
 		return ChangeSet{}, err

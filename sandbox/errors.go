@@ -18,6 +18,13 @@ var (
 	ErrInvalidPath = errors.New("sandbox: invalid path")
 	// ErrStatePath reports a path inside the booth's own state directory.
 	ErrStatePath = errors.New("sandbox: path is inside the booth state directory")
+	// ErrForeignState reports a path at or under another workspace's
+	// jukebox state folder (a .jukebox below the top), which no commit
+	// changes: staged there, it would be refused at the commit.
+	ErrForeignState = errors.New("sandbox: path is in another workspace's jukebox state folder, which a commit never changes")
+	// ErrRefused reports a commit of a transaction begun Whole whose change
+	// set refuses an entry (RefusedError).
+	ErrRefused = errors.New("sandbox: staged entries cannot be committed")
 	// ErrSpecialFile reports a device file, fifo or socket where a file is
 	// needed (to copy it up). In a change set they are refused entries
 	// (ChangeSet.Refused), not errors.
@@ -93,3 +100,23 @@ func (e *ConflictError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// RefusedError is the commit of a transaction begun Whole (Options.Whole)
+// whose change set refuses entries: nothing was applied, and the
+// transaction is open.
+type RefusedError struct {
+	Refused []Refusal
+}
+
+// Error lists the refused entries.
+func (e *RefusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d path(s), nothing committed (the transaction is open: remove them or roll back):", ErrRefused, len(e.Refused))
+	for _, r := range e.Refused {
+		fmt.Fprintf(&b, " %s (%s);", r.Path, r.Reason)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// Unwrap makes errors.Is(err, ErrRefused) true.
+func (e *RefusedError) Unwrap() error { return ErrRefused }

@@ -71,6 +71,17 @@ func (w *workspace) foreignState(rel string) bool {
 	return rel != ".jukebox" || (w.stateRel != DefaultStateDir && !w.isState(rel))
 }
 
+// inForeignState reports whether rel or a folder it is in is another
+// workspace's state folder (foreignState): what a commit refuses there.
+func (w *workspace) inForeignState(rel string) bool {
+	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if w.foreignState(p) {
+			return true
+		}
+	}
+	return false
+}
+
 // symlinkTarget maps a symlink found at rel (whose target is target) to the
 // workspace-relative path it points at, or ErrEscape if it leaves.
 func (w *workspace) symlinkTarget(rel, target string) (string, error) {

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -453,5 +454,35 @@ func TestExecCopyVenv(t *testing.T) {
 	got, err := cmd.Output()
 	if err != nil || strings.TrimSpace(string(got)) != filepath.Join(ws, ".venv") {
 		t.Fatalf("the committed venv's python: %q, %v", got, err)
+	}
+}
+
+// TestWholeCommitRefuses: a transaction begun Whole (the SDK's) commits
+// all it staged or nothing: an entry the change set refuses (a fifo a
+// staged shell command made) fails the commit with the refusals listed,
+// applies nothing and leaves it open; without the entry it commits.
+func TestWholeCommitRefuses(t *testing.T) {
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{Whole: true})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	must(t, tx.Files().WriteFile("a.txt", []byte("a"), 0o644))
+	fifo := filepath.Join(tx.StateDir(), "upper", "fifo")
+	must(t, syscall.Mkfifo(fifo, 0o600))
+	_, err = tx.Commit(ctx)
+	var re *RefusedError
+	if !errors.As(err, &re) || len(re.Refused) != 1 || re.Refused[0].Path != "fifo" || !strings.Contains(err.Error(), "nothing committed") {
+		t.Fatalf("a Whole commit with a fifo staged: %v; want a RefusedError naming it", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "a.txt")); err == nil {
+		t.Error("the refused commit applied a.txt")
+	}
+	if tx.Closed() {
+		t.Fatal("the refused commit closed the transaction")
+	}
+	must(t, os.Remove(fifo))
+	cs, err := tx.Commit(ctx)
+	if err != nil || len(cs.Changes) != 1 {
+		t.Fatalf("the commit without the fifo: %v, %v", cs.Changes, err)
 	}
 }

@@ -27,6 +27,9 @@ func (f *Files) prepare(op, name string, followLast bool) (string, entry, error)
 	if rel == "." || tx.ws.isState(rel) {
 		return "", entry{}, pathErr(op, name, ErrInvalidPath)
 	}
+	if tx.ws.inForeignState(rel) {
+		return "", entry{}, pathErr(op, name, ErrForeignState)
+	}
 	e := deref(final)
 	if final == nil {
 		e, err = tx.lookup(rel)

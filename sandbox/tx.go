@@ -31,6 +31,12 @@ type Options struct {
 	// Resolvers let Open take up participants a failed decision left
 	// prepared (held.go): their work commits or rolls back with the files.
 	Resolvers []Resolver
+	// Whole makes a commit all or nothing over what was staged: a change
+	// set that refuses an entry (a fifo, another workspace's state, ...)
+	// fails the commit with a *RefusedError, nothing applied, the
+	// transaction left open. Without it the rest is committed and the
+	// refusals listed (a booth run's agent wrote them itself).
+	Whole bool
 }
 
 // EventKind names what an Event reports.
