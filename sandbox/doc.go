@@ -213,13 +213,17 @@
 // No staged path escapes the workspace: "..", absolute paths and staging
 // through symlinks (in the real tree or staged) that lead out are each
 // refused with a *PathError naming the path and wrapping ErrEscape,
-// ErrStatePath or ErrInvalidPath. A symlink itself is data: its target is
+// ErrStatePath or ErrInvalidPath, and so is staging (through Files) in
+// another workspace's state folder, which no commit changes
+// (ErrForeignState). A symlink itself is data: its target is
 // recorded whatever it points at, and Commit writes the link with
 // symlinkat into a directory opened O_NOFOLLOW, never following it. What
 // a change set cannot hold (fifos, sockets, devices, files hard-linked to
 // something outside it, paths over PATH_MAX, entries it cannot read) does
 // not fail Diff: each is listed in ChangeSet.Refused with its reason and
-// never applied, and the rest of the change set is whole. Change sets print safely
+// never applied, and the rest of the change set is whole; a transaction
+// begun Whole (Options.Whole) refuses such a commit instead
+// (RefusedError), applying nothing. Change sets print safely
 // (termtext.Quote) and flag sensitive paths (Change.Sensitive). A confined child can
 // write only the staged workspace, its private /tmp and /dev/shm and the
 // WriteLive paths; in copy mode nothing outside the workspace is confined

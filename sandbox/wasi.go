@@ -145,7 +145,7 @@ func toErrno(err error) xsys.Errno {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, ErrEscape), errors.Is(err, ErrStatePath), errors.Is(err, ErrHardLink):
+	case errors.Is(err, ErrEscape), errors.Is(err, ErrStatePath), errors.Is(err, ErrForeignState), errors.Is(err, ErrHardLink):
 		return xsys.EPERM
 	case errors.Is(err, ErrSymlinkLoop):
 		return xsys.ELOOP
