@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // Sentinel errors. Every refusal wraps one of these in a *PathError that
@@ -113,7 +115,7 @@ func (e *RefusedError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v: %d path(s), nothing committed (the transaction is open: remove them or roll back):", ErrRefused, len(e.Refused))
 	for _, r := range e.Refused {
-		fmt.Fprintf(&b, " %s (%s);", r.Path, r.Reason)
+		fmt.Fprintf(&b, " %s (%s);", termtext.Quote(r.Path), termtext.Escape(r.Reason)) // an agent's names: shown safely
 	}
 	return strings.TrimSuffix(b.String(), ";")
 }
