@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/controlapi"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -64,20 +65,8 @@ func TestWriteTooLargeToTapeIsRefused(t *testing.T) {
 	if err != nil || res.Unreadable != "" {
 		t.Fatalf("the run: %v, tape unreadable %q", err, res.Unreadable)
 	}
-	tp, err := tapefmt.Open(tape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
 	var writes []string
-	for f, err := range tp.Frames(tapefmt.KindControl) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := f.Decode()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range tapetest.Payloads(t, tape, tapefmt.KindControl) {
 		if ctl := p.(*tapefmt.Control); strings.HasSuffix(ctl.Path, "/write") {
 			writes = append(writes, fmt.Sprintf("%d %s", ctl.Status, ctl.Request))
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jukebox-os/jukebox/controlapi"
+	"github.com/jukebox-os/jukebox/internal/tapetest"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -21,24 +22,10 @@ func TestUnreadableControlFrameFailsTheReplay(t *testing.T) {
 	t.Parallel()
 	missing := tapefmt.HashOf([]byte(`{"ok":true}`)) // an answer whose blob is not on the tape
 	path := filepath.Join(t.TempDir(), "ctl.jbx")
-	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		for _, p := range []tapefmt.Payload{&tapefmt.RunStart{Argv: []string{"agent"}},
-			&tapefmt.Control{Method: "POST", Path: "/v1/marker", Status: 200, Request: []byte(`{"label":"x"}`), AnswerBody: missing},
-			&tapefmt.RunEnd{}} {
-			if _, err := w.Append(0, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := tapefmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
+	tapetest.WritePayloads(t, path, &tapefmt.RunStart{Argv: []string{"agent"}},
+		&tapefmt.Control{Method: "POST", Path: "/v1/marker", Status: 200, Request: []byte(`{"label":"x"}`), AnswerBody: missing},
+		&tapefmt.RunEnd{})
+	tp := tapetest.Open(t, path)
 	m, err := NewMatcher(tp, nil)
 	if err != nil {
 		t.Fatal(err)

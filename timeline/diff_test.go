@@ -193,24 +193,10 @@ func TestDiffviewKindNames(t *testing.T) {
 // ls and cost say: diff showed $0.000000 beside ls's $0.0080.
 func TestDiffCountsReportedCosts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "turns.jbx")
-	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		for _, p := range []tapefmt.Payload{&tapefmt.RunStart{Argv: []string{"agent"}},
-			&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "refund", CostUSD: 0.008},
-			&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "again", CostUSD: 0.0005}, &tapefmt.RunEnd{}} {
-			if _, err := w.Append(0, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := tapefmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
+	tapetest.WritePayloads(t, path, &tapefmt.RunStart{Argv: []string{"agent"}},
+		&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "refund", CostUSD: 0.008},
+		&tapefmt.AgentTurn{Agent: "planner", Role: "assistant", Text: "again", CostUSD: 0.0005}, &tapefmt.RunEnd{})
+	tp := tapetest.Open(t, path)
 	tl, err := ForDiff(tp, "turns")
 	if err != nil {
 		t.Fatal(err)

@@ -142,3 +142,50 @@ func WriteCalls(tb testing.TB, path string, start tapefmt.RunStart, models ...st
 	}
 	Verify(tb, path)
 }
+
+// WritePayloads writes a tape of payloads, in order, to path. It does not
+// verify it: a test may write a tape that does not read whole on purpose
+// (a frame naming a blob it left out).
+func WritePayloads(tb testing.TB, path string, payloads ...tapefmt.Payload) {
+	tb.Helper()
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		for _, p := range payloads {
+			if _, err := w.Append(0, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Open opens the tape at path, closed when the test ends.
+func Open(tb testing.TB, path string) *tapefmt.Tape {
+	tb.Helper()
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { t.Close() })
+	return t
+}
+
+// Payloads are the decoded payloads of the frames of the tape at path of
+// the given kinds (all when none is given), in order.
+func Payloads(tb testing.TB, path string, kinds ...tapefmt.Kind) []tapefmt.Payload {
+	tb.Helper()
+	var out []tapefmt.Payload
+	for f, err := range Open(tb, path).Frames(kinds...) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p, err := f.Decode()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
