@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -207,5 +208,26 @@ func BenchmarkOpenMatcher(b *testing.B) {
 		m.WaitBodies()
 		t.Close()
 		b.StartTimer()
+	}
+}
+
+// BenchmarkReplayAround times what a whole-process replay adds around its
+// agent: engine.Replay of the 50-step run's tape with an agent that makes
+// no call and exits at once (true), the tape opened and indexed, the proxy
+// and the capture files made, the agent started and waited for, the
+// verdict drawn. Issue 31's Go client figure pays it on each run.
+func BenchmarkReplayAround(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "run.jbx")
+	if err := tapegen.WriteFile(path, benchSpec); err != nil {
+		b.Fatal(err)
+	}
+	argv := []string{"true"}
+	b.ReportAllocs()
+	for range b.N {
+		res, err := engine.Replay(context.Background(), engine.ReplayOptions{From: path,
+			RunOptions: engine.RunOptions{Argv: argv, Stdout: io.Discard, Stderr: io.Discard}})
+		if err != nil || res.End.ExitCode != 0 {
+			b.Fatalf("replay: %v (%+v)", err, res)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jukebox-os/jukebox/internal/runca"
@@ -53,26 +54,41 @@ const divergenceGrace = 3 * time.Second
 // The first request the tape cannot answer is reported as a Divergence.
 func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 	roots := runca.StartRoots(envMap(o.baseEnv())) // read while the tape is indexed
-	t, m, err := openSource(o.From, o.Remote, &o.RunOptions, o.Rules)
+	t, index, err := openSourceIndexing(o.From, o.Remote, &o.RunOptions, o.Rules)
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close()
-	m.repeat = o.Repeat
+	defer index() // it reads the tape until it is done
 	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay, roots: roots}
-	return s.replay(ctx, o, t, m)
+	return s.replay(ctx, o, t, index)
 }
 
 // openSource opens a recorded tape to answer calls from, indexes its calls
 // under the rules (checking their ignore paths against them), and fills in
 // what the options leave to the recording: the command and the seed.
 func openSource(path string, remote tapefmt.RemoteOpener, o *RunOptions, rules *reqmatch.Rules) (*tapefmt.Tape, *Matcher, error) {
+	t, index, err := openSourceIndexing(path, remote, o, rules)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := index()
+	if err != nil {
+		t.Close()
+		return nil, nil, err
+	}
+	return t, m, nil
+}
+
+// openSourceIndexing is openSource with the calls indexed in the
+// background, while the run is set up: index waits for the index (and
+// may be called again). The tape stays open until it is done.
+func openSourceIndexing(path string, remote tapefmt.RemoteOpener, o *RunOptions, rules *reqmatch.Rules) (*tapefmt.Tape, func() (*Matcher, error), error) {
 	t, err := tapefmt.OpenWith(path, remote)
 	if err != nil {
 		return nil, nil, err
 	}
 	start, err := FirstRunStart(t)
-	var m *Matcher
 	if err == nil {
 		if len(o.Argv) == 0 {
 			if i := redact.RedactedArg(start.Argv); i >= 0 {
@@ -86,26 +102,38 @@ func openSource(path string, remote tapefmt.RemoteOpener, o *RunOptions, rules *
 		}
 		o.IgnoreOutput = slices.Concat(start.IgnoreOutput, o.IgnoreOutput)
 		o.Tags = withTags(start.Tags, o.Tags)
-		if err == nil {
-			o.Match = start.Match
-			m, err = indexCalls(t, path, rules, start.Match)
-		}
-		if err == nil {
-			return t, m, nil
-		}
 	}
-	t.Close()
-	return nil, nil, fmt.Errorf("%s: %w", path, err)
+	if err != nil {
+		t.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	o.Match = start.Match
+	type indexed struct {
+		m   *Matcher
+		err error
+	}
+	done := make(chan indexed, 1)
+	go func() {
+		m, err := indexCalls(t, path, rules, start.Match)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		done <- indexed{m, err}
+	}()
+	return t, sync.OnceValues(func() (*Matcher, error) {
+		r := <-done
+		return r.m, r.err
+	}), nil
 }
 
-func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, m *Matcher) (*Result, error) {
+func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, index func() (*Matcher, error)) (*Result, error) {
 	ignore, err := outputPatterns(s.o.IgnoreOutput)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.From, err)
 	}
 	_, ended := recordedEnd(t)
 	start, _ := FirstRunStart(t)
-	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) {
+	tb := &tapeBackend{tape: t, speed: o.Speed, onDiv: func(d *Divergence) {
 		if d.Frame < 0 && !ended { // past the last call of a cut tape
 			d.Cut, d.TapeEnds = true, int64(t.Len())-1
 		}
@@ -116,6 +144,14 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		s.diverged(d, o.Live)
 	}}
 	tb.forkCall, tb.overrides = forkOf(t)
+	s.indexed = func() error { // before the proxy answers
+		m, err := index()
+		if m != nil {
+			m.repeat = o.Repeat
+			tb.m = m
+		}
+		return err
+	}
 	if s.o.Booth == nil { // a booth's child is the booth's: its stop is its own
 		s.replayedStop = make(chan struct{}, 1)
 		tb.interrupted = func(c *Call) {
@@ -165,10 +201,10 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		// both sides are masked again to compare, unless they are the same
 		// bytes (masked the same), which spares compiling the rules.
 		if replayed := s.outs.stdoutCopy(); !bytes.Equal(recorded, replayed) {
-			rec, rep := m.mask.Mask(recorded), m.mask.Mask(replayed)
+			rec, rep := tb.m.mask.Mask(recorded), tb.m.mask.Mask(replayed)
 			res.OutputDiff = compareOutput(rec, rep, ignore)
 			if res.OutputDiff != nil { // only then: the groups read every recorded answer
-				if g := m.answerGroups(); len(g) > 0 {
+				if g := tb.m.answerGroups(); len(g) > 0 {
 					res.OutputDiff, res.OutputSwapped = compareSwapped(rec, rep, ignore, g)
 				}
 			}

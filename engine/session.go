@@ -285,6 +285,10 @@ type session struct {
 	// approved: a person answered yes to the booth's commit (--commit
 	// ask), which lets the outbox's calls that need approval run.
 	approved bool
+	// indexed, when set, waits for what the run must have before the
+	// proxy answers (a replay's index of the recorded calls, built while
+	// the run is set up): its error ends the run before the agent starts.
+	indexed func() error
 }
 
 // guard is the circuit breaker for this session's live calls, or nil; the
@@ -492,7 +496,7 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 		s.abandon(err)
 		return nil, err
 	}
-	s.serveControl()
+	s.readyControl()
 	if err := s.startMCP(); err != nil {
 		s.abandon(err)
 		return nil, err
@@ -502,6 +506,13 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 		return nil, err
 	}
 	env := s.childEnv(placeholderKeys)
+	if s.indexed != nil {
+		if err := s.indexed(); err != nil {
+			s.withdraw()
+			return nil, err
+		}
+	}
+	s.proxy.serve() // everything its handlers read is set
 	res := &Result{Tape: s.path}
 	var end tapefmt.RunEnd
 	var runErr error
@@ -558,11 +569,17 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 // transactions, if it serves them), then starts the proxy: it runs
 // before the agent can call it, and the handlers see it all set.
 func (s *session) serveControl() {
+	s.readyControl()
+	s.proxy.serve() // everything its handlers read is set
+}
+
+// readyControl readies the control API for this session's mode; the
+// proxy answers once served.
+func (s *session) readyControl() {
 	s.proxy.control.mode = s.mode
 	s.proxy.control.txs = newSDKTxs(s)
 	s.proxy.control.mcp.outboxOn = s.o.Booth != nil && s.mode == tapefmt.ModeRecord
 	s.proxy.control.mcp.policy = s.o.MCPPolicy
-	s.proxy.serve() // everything its handlers read is set
 }
 
 // finish writes run.end, closes the tape and reads it back: a tape that
@@ -624,6 +641,19 @@ func (s *session) abandon(cause error) {
 		s.tape.Close()
 	}
 	s.abandoned = &end
+}
+
+// withdraw ends a run whose source tape cannot be replayed (its index
+// failed, found while the run was set up): as if it never began, the
+// tape it began is removed with the rest.
+func (s *session) withdraw() {
+	s.proxy.Close()
+	s.stopMCP()
+	s.removeCaptureFiles()
+	if s.tape != nil {
+		s.tape.Close()
+		os.Remove(s.path)
+	}
 }
 
 // unstarted is the result of a run abandoned before its agent ran, with
