@@ -1,6 +1,7 @@
 package tapefmt
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -73,10 +74,30 @@ func (b *Bytes) UnmarshalJSON(data []byte) error {
 		*b = x.Base64
 		return nil
 	}
+	if plainJSONString(data) { // most output: its bytes as they are
+		*b = Bytes(bytes.Clone(data[1 : len(data)-1]))
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
 		return err
 	}
 	*b = Bytes(s)
 	return nil
+}
+
+// plainJSONString says data is a JSON string whose value is its bytes
+// between the quotes: no escape, no control character, valid UTF-8
+// (which encoding/json would replace).
+func plainJSONString(data []byte) bool {
+	if len(data) < 2 || data[0] != '"' || data[len(data)-1] != '"' {
+		return false
+	}
+	in := data[1 : len(data)-1]
+	for _, c := range in {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return false
+		}
+	}
+	return utf8.Valid(in)
 }

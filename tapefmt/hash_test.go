@@ -72,8 +72,20 @@ func TestBytesJSON(t *testing.T) {
 			t.Errorf("Unmarshal(%s) = %q, %v; want %q", b, out, err, in)
 		}
 	}
+	// Strings read as encoding/json reads them, on the fast way for plain
+	// ones (escapes, invalid UTF-8 and the rest go the long way).
+	for _, in := range []string{`"plain text, é and 日本"`, `"tab\tand \u003c \"q\" \\"`, `"\ud83d\ude00"`,
+		"\"raw \xff byte\"", `""`, `"a"`, `"/ and \/"`} {
+		var want string
+		werr := json.Unmarshal([]byte(in), &want)
+		var got Bytes
+		gerr := json.Unmarshal([]byte(in), &got)
+		if (werr == nil) != (gerr == nil) || string(got) != want {
+			t.Errorf("Unmarshal(%s) = %q, %v; encoding/json reads %q, %v", in, got, gerr, want, werr)
+		}
+	}
 	var out Bytes
-	for _, bad := range []string{`{"base64":"!"}`, `7`, `{"base64":`} {
+	for _, bad := range []string{`{"base64":"!"}`, `7`, `{"base64":`, `"unended`, "\"ctl \x01\""} {
 		if err := json.Unmarshal([]byte(bad), &out); err == nil {
 			t.Errorf("Unmarshal(%s) accepted: %q", bad, out)
 		}
