@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -213,20 +214,30 @@ func BenchmarkOpenMatcher(b *testing.B) {
 
 // BenchmarkReplayAround times what a whole-process replay adds around its
 // agent: engine.Replay of the 50-step run's tape with an agent that makes
-// no call and exits at once (true), the tape opened and indexed, the proxy
-// and the capture files made, the agent started and waited for, the
-// verdict drawn. Issue 31's Go client figure pays it on each run.
+// no call and prints the recorded output at once (cat), the tape opened
+// and indexed, the proxy and the capture files made, the agent started
+// (under the keeper, jukebox-booth where the tests have it) and waited
+// for, the verdict drawn. Issue 31's Go client figure pays it on each run.
 func BenchmarkReplayAround(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "run.jbx")
+	dir := b.TempDir()
+	path, out := filepath.Join(dir, "run.jbx"), filepath.Join(dir, "stdout")
 	if err := tapegen.WriteFile(path, benchSpec); err != nil {
 		b.Fatal(err)
 	}
-	argv := []string{"true"}
+	var stdout []byte
+	for _, p := range tapetest.Payloads(b, path, tapefmt.KindOutput) {
+		if o := p.(*tapefmt.Output); o.Fd == 1 {
+			stdout = append(stdout, o.Data...)
+		}
+	}
+	if err := os.WriteFile(out, stdout, 0o644); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for range b.N {
 		res, err := engine.Replay(context.Background(), engine.ReplayOptions{From: path,
-			RunOptions: engine.RunOptions{Argv: argv, Stdout: io.Discard, Stderr: io.Discard}})
-		if err != nil || res.End.ExitCode != 0 {
+			RunOptions: engine.RunOptions{Argv: []string{"cat", out}, Stdout: io.Discard, Stderr: io.Discard}})
+		if err != nil || res.End.ExitCode != 0 || res.OutputSame == nil || !*res.OutputSame {
 			b.Fatalf("replay: %v (%+v)", err, res)
 		}
 	}

@@ -64,6 +64,24 @@ func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 	return s.replay(ctx, o, t, index)
 }
 
+// background runs f in a goroutine of its own; the returned func waits
+// for its results (and may be called again).
+func background[T any](f func() (T, error)) func() (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	return sync.OnceValues(func() (T, error) {
+		r := <-done
+		return r.v, r.err
+	})
+}
+
 // openSource opens a recorded tape to answer calls from, indexes its calls
 // under the rules (checking their ignore paths against them), and fills in
 // what the options leave to the recording: the command and the seed.
@@ -108,21 +126,12 @@ func openSourceIndexing(path string, remote tapefmt.RemoteOpener, o *RunOptions,
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	o.Match = start.Match
-	type indexed struct {
-		m   *Matcher
-		err error
-	}
-	done := make(chan indexed, 1)
-	go func() {
+	return t, background(func() (*Matcher, error) {
 		m, err := indexCalls(t, path, rules, start.Match)
 		if err != nil {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
-		done <- indexed{m, err}
-	}()
-	return t, sync.OnceValues(func() (*Matcher, error) {
-		r := <-done
-		return r.m, r.err
+		return m, err
 	}), nil
 }
 
@@ -133,6 +142,10 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 	}
 	_, ended := recordedEnd(t)
 	start, _ := FirstRunStart(t)
+	// The recorded output, read while the run is set up and runs: an
+	// agent that streams its answers to stdout has thousands of frames.
+	recorded := background(func() ([]byte, error) { return recordedStdout(t) })
+	defer recorded() // it reads the tape until it is done
 	tb := &tapeBackend{tape: t, speed: o.Speed, onDiv: func(d *Divergence) {
 		if d.Frame < 0 && !ended { // past the last call of a cut tape
 			d.Cut, d.TapeEnds = true, int64(t.Len())-1
@@ -193,7 +206,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		// Nothing to compare with: jukebox did not see the recorded
 		// process's output (jukebox serve, a program recording itself).
 		res.OutputNotRecorded = true
-	} else if recorded, rerr := recordedStdout(t); rerr != nil {
+	} else if recorded, rerr := recorded(); rerr != nil {
 		// A damaged tape: what cannot be compared is not called the same.
 		err = errors.Join(err, fmt.Errorf("%s: the recorded output does not read, so the replay's cannot be compared with it: %w", t.Path(), rerr))
 	} else if s.outs != nil {
