@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jukebox-os/jukebox/internal/keeper"
 	"github.com/jukebox-os/jukebox/internal/runca"
@@ -52,23 +54,35 @@ func (s *session) writeCaptureFiles() error {
 		return err
 	}
 	f := &captureFiles{dir: dir, bundle: filepath.Join(dir, "ca-bundle.pem"), preload: filepath.Join(dir, "node-preload.cjs"),
-		held: holdRunFolder(dir), swept: make(chan struct{})}
+		swept: make(chan struct{})}
 	// The folders of runs killed before they removed theirs, beside this
 	// one, go meanwhile (by the end of this run).
 	go func() {
 		defer close(f.swept)
 		sweepRunFolders(filepath.Dir(dir))
 	}()
-	cfg, _ := json.Marshal(map[string]any{"proxy": s.proxy.url(), "bypass": s.endpoints()})
+	// The folder's lock and its two files are made at once: each waits on
+	// the file system alone (a sweep never finds the folder unlocked while
+	// the run lives: holdRunFolder).
+	var wg sync.WaitGroup
+	var preloadErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		f.held = holdRunFolder(dir)
+	}()
+	go func() {
+		defer wg.Done()
+		cfg, _ := json.Marshal(map[string]any{"proxy": s.proxy.url(), "bypass": s.endpoints()})
+		preloadErr = os.WriteFile(f.preload, []byte(strings.Replace(nodePreload, preloadMarker, string(cfg), 1)), 0o644)
+	}()
 	roots := s.roots
 	if roots == nil {
 		roots = runca.ReadRoots(envMap(s.baseEnv()))
 	}
 	err = s.proxy.fwd.ca.WriteBundle(f.bundle, roots)
-	if err == nil {
-		err = os.WriteFile(f.preload, []byte(strings.Replace(nodePreload, preloadMarker, string(cfg), 1)), 0o644)
-	}
-	if err != nil {
+	wg.Wait()
+	if err = cmp.Or(err, preloadErr); err != nil {
 		f.remove()
 		return err
 	}
