@@ -630,6 +630,7 @@ func (s *session) abandon(cause error) {
 	if s.proxy != nil {
 		s.proxy.Close()
 	}
+	s.stopMCP()
 	s.removeCaptureFiles()
 	end := tapefmt.RunEnd{ExitCode: -1, Error: cause.Error()}
 	if s.tape != nil {
