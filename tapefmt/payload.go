@@ -740,11 +740,40 @@ func (f Frame) Decode() (Payload, error) {
 	if !ok || f.Schema > schemaVersion(f.Kind) {
 		return Unknown{K: f.Kind, JSON: json.RawMessage(f.Payload)}, nil
 	}
+	if f.Kind == KindOutput {
+		if o, ok := plainOutput(f.Payload); ok {
+			return o, nil
+		}
+	}
 	p := mk()
 	if err := json.Unmarshal(f.Payload, p); err != nil {
 		return nil, frameErr(f.Offset, f.Seq, "%s payload: %v", f.Kind, err)
 	}
 	return p, nil
+}
+
+// plainOutput reads an output frame written as json.Marshal writes most:
+// {"fd":N,"data":"TEXT"}, TEXT a plainJSONString. An agent that streams
+// its answer writes thousands of them, and a replay reads them all to
+// compare its output; any other form is left to encoding/json (false).
+func plainOutput(b []byte) (*Output, bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(`{"fd":`))
+	if !ok {
+		return nil, false
+	}
+	n := 0
+	for n < len(rest) && n < 9 && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || n > 1 && rest[0] == '0' {
+		return nil, false
+	}
+	fd, _ := strconv.Atoi(string(rest[:n]))
+	data, ok := bytes.CutPrefix(rest[n:], []byte(`,"data":`))
+	if !ok || len(data) < 3 || data[len(data)-1] != '}' || !plainJSONString(data[:len(data)-1]) {
+		return nil, false
+	}
+	return &Output{Fd: fd, Data: Bytes(bytes.Clone(data[1 : len(data)-2]))}, true
 }
 
 // marshalPayload encodes p.
