@@ -58,18 +58,27 @@ func counterpart(lines []string, i int) string {
 }
 
 // clipLine cuts l (its sign first) to about maxDiffLine bytes around the
-// first byte where it differs from other, on rune boundaries.
+// first byte where it differs from other (its sign first too).
 func clipLine(l, other string) string {
-	sign, text := l[:1], strings.TrimSuffix(l[1:], "\n")
-	at := 0
 	if other != "" {
-		o := other[1:]
-		for at < len(text) && at < len(o) && text[at] == o[at] {
-			at++
-		}
+		other = other[1:]
 	}
-	start := max(0, at-maxDiffLine/4)
-	end := min(len(text), start+maxDiffLine)
+	return l[:1] + clipAround(strings.TrimSuffix(l[1:], "\n"), other, maxDiffLine) + "\n"
+}
+
+// clipAround cuts text longer than limit bytes to about limit bytes
+// around the first byte where it differs from other, on rune boundaries,
+// saying how many bytes it left out before and after.
+func clipAround(text, other string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	at := 0
+	for at < len(text) && at < len(other) && text[at] == other[at] {
+		at++
+	}
+	start := max(0, at-limit/4)
+	end := min(len(text), start+limit)
 	for start > 0 && !utf8.RuneStart(text[start]) {
 		start--
 	}
@@ -77,7 +86,6 @@ func clipLine(l, other string) string {
 		end--
 	}
 	var b strings.Builder
-	b.WriteString(sign)
 	if start > 0 {
 		fmt.Fprintf(&b, "[%d bytes left out] ", start)
 	}
@@ -85,6 +93,5 @@ func clipLine(l, other string) string {
 	if end < len(text) {
 		fmt.Fprintf(&b, " [%d bytes more]", len(text)-end)
 	}
-	b.WriteByte('\n')
 	return b.String()
 }

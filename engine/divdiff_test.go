@@ -40,3 +40,20 @@ func TestDivergenceDiffCutsLongLines(t *testing.T) {
 		t.Errorf("a short diff was cut:\n%s", short)
 	}
 }
+
+// TestOutputDiffTextCutsLongLines: the verdict's first differing line of
+// stdout, quoted in the replay's summary, is cut around its difference:
+// an agent that printed its streamed answer on one line made the summary
+// of a long run hundreds of kilobytes (--json keeps the lines whole).
+func TestOutputDiffTextCutsLongLines(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("the plan is to update the parser ", 10000)
+	d := &OutputDiff{Line: 1, Recorded: long + "the end", Replayed: long + "another end"}
+	text := d.Text()
+	if len(text) > 1000 || !strings.Contains(text, "the end") || !strings.Contains(text, "another end") || !strings.Contains(text, "bytes left out") {
+		t.Errorf("a long line's verdict (%d bytes): %.300q", len(text), text)
+	}
+	if short := (&OutputDiff{Line: 3, Recorded: "a", Replayed: "b"}).Text(); short != ` first at line 3 (recorded "a", replayed "b")` {
+		t.Errorf("a short line's verdict: %q", short)
+	}
+}

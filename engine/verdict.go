@@ -52,13 +52,21 @@ func (r *Result) LiveCalls() uint64 {
 }
 
 // Text says where stdout first differs: " first at line N (recorded
-// "…", replayed "…")", "" when d is nil.
+// "…", replayed "…")", "" when d is nil; a line over maxShownLine bytes
+// shows the part around its first difference (the whole lines are
+// d.Recorded and d.Replayed).
 func (d *OutputDiff) Text() string {
 	if d == nil {
 		return ""
 	}
-	return fmt.Sprintf(" first at line %d (recorded %q, replayed %q)", d.Line, d.Recorded, d.Replayed)
+	return fmt.Sprintf(" first at line %d (recorded %q, replayed %q)", d.Line,
+		clipAround(d.Recorded, d.Replayed, maxShownLine), clipAround(d.Replayed, d.Recorded, maxShownLine))
 }
+
+// maxShownLine is the longest output line a verdict quotes whole: an agent
+// that prints its streamed answer on one line (or a progress bar) made the
+// verdict hundreds of kilobytes long.
+const maxShownLine = 240
 
 // EndText says how a run ended: "exit N", "killed by SIG", "failed: …".
 func EndText(end tapefmt.RunEnd) string {
