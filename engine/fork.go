@@ -48,6 +48,7 @@ func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
 		return nil, err
 	}
 	defer t.Close()
+	defer m.stop()
 	at, err := forkPoint(t, o.Frame)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Parent, err)

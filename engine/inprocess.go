@@ -50,6 +50,7 @@ func ReplayInProcess(o ReplayOptions) (*InProcess, error) {
 	tb := &tapeBackend{m: m, tape: t, speed: o.Speed, onDiv: func(d *Divergence) { s.div.CompareAndSwap(nil, d) }}
 	tb.forkCall, tb.overrides = forkOf(t)
 	if s.proxy, err = newProxy(tb, nil, s.emit); err != nil {
+		m.stop()
 		t.Close()
 		return nil, err
 	}
@@ -83,6 +84,7 @@ func (r *InProcess) Close(exitCode int) (*Result, error) {
 		return res, err
 	}
 	err = errors.Join(err, r.s.replayed(res, r.tb))
+	r.tb.m.stop()
 	if end, ok := recordedEnd(r.t); ok {
 		same := end.ExitCode == exitCode && end.Signal == ""
 		res.ExitSame = &same

@@ -23,15 +23,22 @@ type Call struct {
 	Response *tapefmt.LLMResponse // nil when the run ended before it came
 	Seq      uint64               // frame of the request
 	RespSeq  uint64
-	body     []byte // as recorded, read on first need (Matcher.recordedBody)
-	bodyRead bool   // body was read, or bodyErr says why it could not be
-	bodyErr  error
+	// body is the request body as recorded, read ahead (readBodies) and
+	// let go once the call is used: a request sent as recorded is compared
+	// with it, or, when it is not held, by address (sameBytes).
+	body     []byte
+	bodyRead bool
 	respBody []byte // the response body, read on first need (Matcher.responseBody)
 	respRead bool   // respBody was read, or respErr says why it could not be
 	respErr  error
-	canon    []byte  // canonical form, made on first need
-	query    *string // canonical query, made on first need
-	used     bool
+	// canonKey is the hash of the canonical body, made on first need
+	// (Matcher.canonKey): the body and its canonical form are made again
+	// when needed, not kept, for a long run's requests, each resending
+	// the conversation, are most of what it sent.
+	canonKey  tapefmt.Hash
+	canonMade bool
+	query     *string // canonical query, made on first need
+	used      bool
 	// Plain says the call is an http.request/http.response pair (not a
 	// model call), held in the model call's types: their fields are the
 	// same.
@@ -99,18 +106,36 @@ type Matcher struct {
 	// than recorded (replay --repeat); repeats counts how often it did.
 	repeat  bool
 	repeats int
-	// bodiesRead is closed once readBodies read every request body.
+	// bodiesRead is closed once readBodies read every body it reads.
 	bodiesRead chan struct{}
+	// held is the bytes of request bodies read ahead and not let go yet,
+	// at most about window (0: no bound): room is signalled when some are
+	// let go, or when stopped says the replay ended.
+	held, window int
+	room         *sync.Cond
+	stopped      bool
 }
+
+// bodyWindow bounds the request bodies read ahead of the agent: a long
+// run's requests, each resending the conversation, are most of what it
+// sent, many times the tape's size (a 6 MB tape of 800 steps, 200 MB).
+const bodyWindow = 32 << 20
 
 // NewMatcher indexes every LLM call on the tape; rules must be compiled
 // (nil is reqmatch.Default()).
 func NewMatcher(t *tapefmt.Tape, rules *reqmatch.Rules) (*Matcher, error) {
+	return newMatcher(t, rules, bodyWindow)
+}
+
+// newMatcher is NewMatcher reading window bytes of request bodies ahead
+// at most (0: all of them, for an owner that never stops it).
+func newMatcher(t *tapefmt.Tape, rules *reqmatch.Rules, window int) (*Matcher, error) {
 	if rules == nil {
 		rules = reqmatch.Default()
 	}
 	t.Preload(64 << 20)
-	m := &Matcher{rules: rules, calls: map[string][]*Call{}, tape: t, bodiesRead: make(chan struct{})}
+	m := &Matcher{rules: rules, calls: map[string][]*Call{}, tape: t, bodiesRead: make(chan struct{}), window: window}
+	m.room = sync.NewCond(&m.mu)
 	if start, err := FirstRunStart(t); err == nil {
 		if m.mask, err = redact.NewMasker(start.Redact); err != nil {
 			return nil, err
@@ -177,32 +202,42 @@ func (m *Matcher) addCall(byID map[uint64]*Call, id uint64, c *Call) {
 	m.calls[c.endpoint()] = append(m.calls[c.endpoint()], c)
 }
 
-// recordedBody is c's request body as recorded, read from the tape on
-// first need; m.mu is held (readBodies may be reading it).
+// recordedBody is c's request body as recorded: the one read ahead, or
+// read from the tape (whose cache of blobs keeps the ones read last);
+// m.mu is held.
 func (m *Matcher) recordedBody(c *Call) ([]byte, error) {
-	if !c.bodyRead {
-		c.setBody(m.body(c.Request.Body))
+	if c.bodyRead {
+		return c.body, nil
 	}
-	return c.body, c.bodyErr
+	body, err := m.body(c.Request.Body)
+	if err != nil {
+		return nil, fmt.Errorf("request body of frame %d: %w", c.Seq, err)
+	}
+	return body, nil
 }
 
-// canonOf is c's canonical body, made on first need; m.mu is held. A
-// recorded body that cannot be read has the error as its form: no live
-// request equals it, and a divergence shows it as the recorded side.
-func (m *Matcher) canonOf(c *Call) []byte {
-	if c.canon == nil {
-		body, err := m.recordedBody(c)
-		if err != nil {
-			c.canon = []byte("(unreadable: " + err.Error() + ")")
-		} else {
-			c.canon = canonicalBody(m.rules, c.Request.Header, body)
-		}
+// canonical is c's canonical body; a recorded body that cannot be read
+// has the error as its form: no live request equals it, and a divergence
+// shows it as the recorded side.
+func (m *Matcher) canonical(c *Call) []byte {
+	body, err := m.recordedBody(c)
+	if err != nil {
+		return []byte("(unreadable: " + err.Error() + ")")
 	}
-	return c.canon
+	return canonicalBody(m.rules, c.Request.Header, body)
+}
+
+// canonKeyOf is the hash of c's canonical body, made on first need; m.mu
+// is held.
+func (m *Matcher) canonKeyOf(c *Call) tapefmt.Hash {
+	if !c.canonMade {
+		c.canonKey, c.canonMade = tapefmt.HashOf(m.canonical(c)), true
+	}
+	return c.canonKey
 }
 
 // sameBytes says whether a call was recorded with body's very bytes: they
-// are compared with its recorded body once that was read (readBodies),
+// are compared with its recorded body while that is held (readBodies),
 // else with its address, the hash of its content (hashed once, when a
 // call needs it); m.mu is held.
 func sameBytes(body []byte) func(*Call) bool {
@@ -210,7 +245,7 @@ func sameBytes(body []byte) func(*Call) bool {
 	hashed := false
 	return func(c *Call) bool {
 		switch {
-		case c.bodyRead && c.bodyErr == nil:
+		case c.bodyRead:
 			return bytes.Equal(c.body, body)
 		case c.Request.Body.IsZero():
 			return len(body) == 0
@@ -225,7 +260,9 @@ func sameBytes(body []byte) func(*Call) bool {
 // order, in the background while the agent starts, so that a replay does
 // not wait for them before it starts the agent; a request that comes
 // before its recorded body was read matches by address (sameBytes), and
-// an answer needed before it was read is read then (responseBody).
+// an answer needed before it was read is read then (responseBody). It
+// holds about bodyWindow bytes of request bodies at most, waiting for
+// the calls to be used (or the replay to end, stop) to read on.
 func (m *Matcher) readBodies() {
 	defer close(m.bodiesRead)
 	m.mu.Lock()
@@ -236,23 +273,51 @@ func (m *Matcher) readBodies() {
 	m.mu.Unlock()
 	slices.SortFunc(calls, func(a, b *Call) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, c := range calls {
-		body, err := m.body(c.Request.Body) // outside m.mu: Match goes on meanwhile
 		m.mu.Lock()
-		if !c.bodyRead {
-			c.setBody(body, err)
+		for m.window > 0 && m.held >= m.window && !m.stopped {
+			m.room.Wait()
 		}
-		r := c.Response
+		stopped, ahead, r := m.stopped, !c.used, c.Response
 		m.mu.Unlock()
+		if stopped {
+			return
+		}
+		if ahead {
+			body, err := m.body(c.Request.Body) // outside m.mu: Match goes on meanwhile
+			m.mu.Lock()
+			if err == nil && !c.used && !c.bodyRead {
+				c.body, c.bodyRead = body, true
+				m.held += len(body)
+			}
+			m.mu.Unlock()
+		}
 		if r == nil {
 			continue
 		}
-		body, err = m.body(r.Body)
+		body, err := m.body(r.Body)
 		m.mu.Lock()
 		if !c.respRead {
 			c.setResponseBody(body, err)
 		}
 		m.mu.Unlock()
 	}
+}
+
+// letGo lets c's request body read ahead go, c used; m.mu is held.
+func (m *Matcher) letGo(c *Call) {
+	if c.bodyRead {
+		m.held -= len(c.body)
+		c.body, c.bodyRead = nil, false
+		m.room.Broadcast()
+	}
+}
+
+// stop ends the reading ahead: the replay ended.
+func (m *Matcher) stop() {
+	m.mu.Lock()
+	m.stopped = true
+	m.room.Broadcast()
+	m.mu.Unlock()
 }
 
 // responseBody is c's recorded answer's body, read from the tape on first
@@ -296,14 +361,6 @@ func (m *Matcher) recordedBodies() ([]reqmatch.Body, error) {
 		}
 	}
 	return bodies, nil
-}
-
-// setBody keeps c's recorded request body as read.
-func (c *Call) setBody(body []byte, err error) {
-	c.body, c.bodyErr, c.bodyRead = body, err, true
-	if err != nil {
-		c.bodyErr = fmt.Errorf("request body of frame %d: %w", c.Seq, err)
-	}
 }
 
 // answer gives a recorded call (nil: none) its response, frame seq; its
@@ -351,9 +408,12 @@ func (m *Matcher) Match(r MatchRequest) (*Call, *Divergence) {
 	c, d := m.matchMasked(r)
 	if d != nil && r.Query != plain {
 		r.Query = plain
-		if c, d2 := m.matchMasked(r); d2 == nil {
-			return c, nil
+		if c2, d2 := m.matchMasked(r); d2 == nil {
+			c, d = c2, nil
 		}
+	}
+	if c != nil {
+		m.letGo(c)
 	}
 	return c, d
 }
@@ -403,20 +463,17 @@ func (m *Matcher) match(r MatchRequest) (*Call, *Divergence) {
 	head := m.head(r.Header, r.Plain)
 	same := func(c *Call) bool { return m.sameHead(c, r, query, head) }
 	canon := canonicalBody(m.rules, r.Header, r.Body)
+	key := tapefmt.HashOf(canon)
 	var next *Call
 	for _, c := range calls {
-		if c.used {
-			continue
-		}
-		if next == nil {
+		if !c.used && next == nil {
 			next = c
 		}
-		m.canonOf(c)
 	}
-	if c := pick(calls, r, func(c *Call) bool { return bytes.Equal(c.canon, canon) && same(c) }); c != nil {
+	if c := pick(calls, r, func(c *Call) bool { return m.canonKeyOf(c) == key && same(c) }); c != nil {
 		return c, nil
 	}
-	if c := m.again(calls, r.Body, canon, same); c != nil {
+	if c := m.again(calls, r.Body, key, same); c != nil {
 		return c, nil
 	}
 	return nil, m.divergence(r, next, shape{query: query, head: head, canon: canon})
@@ -424,14 +481,14 @@ func (m *Matcher) match(r MatchRequest) (*Call, *Divergence) {
 
 // again is, under --repeat, the last used call equal to the request (its
 // bytes or its canonical form): its answer is served once more.
-func (m *Matcher) again(calls []*Call, body, canon []byte, same func(*Call) bool) *Call {
+func (m *Matcher) again(calls []*Call, body []byte, key tapefmt.Hash, same func(*Call) bool) *Call {
 	if !m.repeat {
 		return nil
 	}
 	sameBody := sameBytes(body)
 	for i := len(calls) - 1; i >= 0; i-- {
 		c := calls[i]
-		if c.used && same(c) && (sameBody(c) || bytes.Equal(m.canonOf(c), canon)) {
+		if c.used && same(c) && (sameBody(c) || m.canonKeyOf(c) == key) {
 			m.repeats++
 			return c
 		}

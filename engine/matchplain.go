@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"maps"
 	"net/http"
 	"net/url"
@@ -115,14 +114,15 @@ func (m *Matcher) divergence(r MatchRequest, next *Call, live shape) *Divergence
 		d.Nearest = m.nearest(r)
 		calls := m.calls[endpointKey(r.Method, r.Scheme, r.Host, r.Path, r.Plain)]
 		d.Recorded = len(calls)
+		key := tapefmt.HashOf(live.canon)
 		for _, c := range calls {
-			if bytes.Equal(m.canonOf(c), live.canon) && m.sameHead(c, r, live.query, live.head) {
+			if m.canonKeyOf(c) == key && m.sameHead(c, r, live.query, live.head) {
 				d.Again = true
 				break
 			}
 		}
 	} else {
-		rec := shape{query: m.canonQuery(next), head: m.head(next.Request.Header, next.Plain), canon: next.canon}
+		rec := shape{query: m.canonQuery(next), head: m.head(next.Request.Header, next.Plain), canon: m.canonical(next)}
 		d.Frame, d.Expected = int64(next.Seq), rec.show()
 		switch {
 		case rec.query != live.query:
@@ -130,7 +130,7 @@ func (m *Matcher) divergence(r MatchRequest, next *Call, live shape) *Divergence
 		case rec.head != live.head:
 			d.Path = reqmatch.HeaderPrefix + "*"
 		default:
-			d.Path = reqmatch.FirstDiff(next.canon, live.canon)
+			d.Path = reqmatch.FirstDiff(rec.canon, live.canon)
 		}
 	}
 	d.Diff = divergenceDiff(d.Expected, d.Actual)

@@ -255,7 +255,7 @@ func (t *tapeBackend) writeChunks(w http.ResponseWriter, body []byte, chunks tap
 // no listener and no network: the replayer without a child, for embedding
 // and benchmarks. Paths are the proxy's (/openai/v1/..., /anthropic/v1/...).
 func NewReplayHandler(t *tapefmt.Tape, rules *reqmatch.Rules, speed Speed) (http.Handler, error) {
-	m, err := NewMatcher(t, rules)
+	m, err := newMatcher(t, rules, 0) // nothing ends a handler: its bodies are all read
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,11 @@ func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 		return nil, err
 	}
 	defer t.Close()
-	defer index() // it reads the tape until it is done
+	defer func() { // the index reads the tape until it is done, the matcher after
+		if m, _ := index(); m != nil {
+			m.stop()
+		}
+	}()
 	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay, roots: roots}
 	return s.replay(ctx, o, t, index)
 }

@@ -7,16 +7,17 @@ import (
 	"slices"
 
 	"github.com/jukebox-os/jukebox/llmwire"
+	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // minSwapText is the shortest answer text or id the swap check replaces:
 // shorter ones ("4", "yes") occur in output by chance.
 const minSwapText = 4
 
-// answerGroups are, for each set of recorded calls whose requests are
-// identical (the same endpoint and canonical body) and whose answers
-// differ, the texts that tell those answers apart: each answer's text and
-// id. Threads that send identical requests at once reach jukebox in an
+// answerGroups are, for each set of recorded calls this replay served
+// whose requests are identical (the same endpoint and canonical body) and
+// whose answers differ, the texts that tell those answers apart: each
+// answer's text and id. Threads that send identical requests at once reach jukebox in an
 // order nothing controls, so such calls may get their answers swapped in
 // replay; these are what may be swapped.
 func (m *Matcher) answerGroups() [][]string {
@@ -24,27 +25,36 @@ func (m *Matcher) answerGroups() [][]string {
 	defer m.mu.Unlock()
 	var groups [][]string
 	for _, cs := range m.calls {
-		byCanon := map[string][]string{}
-		var order []string
+		// Calls are told apart by the hashes of their canonical bodies;
+		// answers are read for sets of two calls or more alone.
+		sets := map[tapefmt.Hash][]*Call{}
+		var order []tapefmt.Hash
 		for _, c := range cs {
-			if c.Plain {
-				continue
+			if c.Plain || !c.used {
+				continue // swapped answers are answers this replay gave too
 			}
-			k := string(m.canonOf(c))
-			if _, ok := byCanon[k]; !ok {
+			k := m.canonKeyOf(c)
+			if _, ok := sets[k]; !ok {
 				order = append(order, k)
 			}
-			body, _ := m.responseBodyLocked(c) // an unreadable answer has no text to swap
-			a := llmwire.ReadAnswer(body)
-			for _, t := range []string{a.Text, a.ID} {
-				if len(t) >= minSwapText && !slices.Contains(byCanon[k], t) {
-					byCanon[k] = append(byCanon[k], t)
-				}
-			}
+			sets[k] = append(sets[k], c)
 		}
 		for _, k := range order {
-			if len(byCanon[k]) > 1 {
-				groups = append(groups, byCanon[k])
+			if len(sets[k]) < 2 {
+				continue
+			}
+			var texts []string
+			for _, c := range sets[k] {
+				body, _ := m.responseBodyLocked(c) // an unreadable answer has no text to swap
+				a := llmwire.ReadAnswer(body)
+				for _, t := range []string{a.Text, a.ID} {
+					if len(t) >= minSwapText && !slices.Contains(texts, t) {
+						texts = append(texts, t)
+					}
+				}
+			}
+			if len(texts) > 1 {
+				groups = append(groups, texts)
 			}
 		}
 	}
