@@ -62,7 +62,7 @@ func ForDiff(t *tapefmt.Tape, name string) (diffview.Timeline, error) {
 		return diffview.Timeline{Name: name}, err
 	}
 	b := &timelineBuilder{t: t, tl: diffview.Timeline{Name: name, Steps: steps, TapeFrames: t.Len()},
-		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*diffview.Frame{}, texts: map[tapefmt.Hash]string{}, callKey: map[int]uint64{}}
+		calls: map[uint64]*tapefmt.LLMRequest{}, tools: map[string]string{}, outputs: map[int]*outputFrame{}, texts: map[tapefmt.Hash]string{}, callKey: map[int]uint64{}}
 	for f, err := range t.All() {
 		if err != nil {
 			return b.tl, err
@@ -86,7 +86,7 @@ type timelineBuilder struct {
 	tl      diffview.Timeline
 	calls   map[uint64]*tapefmt.LLMRequest // by call number, to name responses
 	tools   map[string]string              // tool name by call id, to name results
-	outputs map[int]*diffview.Frame        // the run's output by fd
+	outputs map[int]*outputFrame           // the run's output by fd
 	texts   map[tapefmt.Hash]string        // request and response texts by body, made once
 	callKey map[int]uint64                 // by frame number: an LLM frame's place in call order (orderCalls)
 }
@@ -136,12 +136,18 @@ func (b *timelineBuilder) add(f tapefmt.Frame, p tapefmt.Payload) error {
 
 // output adds a proc.output frame's bytes to the run's output on its fd.
 func (b *timelineBuilder) output(f tapefmt.Frame, o *tapefmt.Output) {
-	fr, ok := b.outputs[o.Fd]
+	out, ok := b.outputs[o.Fd]
 	if !ok {
-		fr = &diffview.Frame{Seq: int(f.Seq), Kind: f.Kind.String(), Time: f.Time, Signature: f.Kind.String() + " " + fdName(o.Fd)}
-		b.outputs[o.Fd] = fr
+		out = &outputFrame{Frame: diffview.Frame{Seq: int(f.Seq), Kind: f.Kind.String(), Time: f.Time, Signature: f.Kind.String() + " " + fdName(o.Fd)}}
+		b.outputs[o.Fd] = out
 	}
-	fr.Body += string(o.Data)
+	out.data = append(out.data, o.Data...) // a streaming agent's thousands of frames, copied once
+}
+
+// outputFrame is the frame of an fd's output, its body gathered.
+type outputFrame struct {
+	diffview.Frame
+	data []byte
 }
 
 // flushOutput places the output frames, in fd order, before a final run.end.
@@ -152,7 +158,8 @@ func (b *timelineBuilder) flushOutput() {
 	}
 	var outs []diffview.Frame
 	for _, fd := range slices.Sorted(maps.Keys(b.outputs)) {
-		o := b.outputs[fd]
+		o := &b.outputs[fd].Frame
+		o.Body = string(b.outputs[fd].data)
 		lines, unit := strings.Count(strings.TrimSuffix(o.Body, "\n"), "\n")+1, "lines"
 		if lines == 1 {
 			unit = "line"

@@ -211,3 +211,24 @@ func TestDiffCountsReportedCosts(t *testing.T) {
 		t.Fatalf("diff's cost %v, ls's %v, want both 0.0085", got, s.Cost)
 	}
 }
+
+// BenchmarkForDiffLongRun builds the diff timeline of a 200-step run whose
+// agent echoes each streamed chunk (a frame each) and resends the
+// conversation each step: an op is the whole timeline.
+func BenchmarkForDiffLongRun(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "run.jbx")
+	if err := tapegen.WriteFile(path, tapegen.Spec{Steps: 200, Chunks: 72, Model: "gpt-4o-mini"}); err != nil {
+		b.Fatal(err)
+	}
+	t, err := tapefmt.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer t.Close()
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := ForDiff(t, "run"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
