@@ -32,7 +32,7 @@ type Call struct {
 	respRead bool   // respBody was read, or respErr says why it could not be
 	respErr  error
 	// canonKey is the hash of the canonical body, made on first need
-	// (Matcher.canonKey): the body and its canonical form are made again
+	// (Matcher.canonKeyOf): the body and its canonical form are made again
 	// when needed, not kept, for a long run's requests, each resending
 	// the conversation, are most of what it sent.
 	canonKey  tapefmt.Hash
@@ -261,7 +261,7 @@ func sameBytes(body []byte) func(*Call) bool {
 // not wait for them before it starts the agent; a request that comes
 // before its recorded body was read matches by address (sameBytes), and
 // an answer needed before it was read is read then (responseBody). It
-// holds about bodyWindow bytes of request bodies at most, waiting for
+// holds about m.window bytes of request bodies at most, waiting for
 // the calls to be used (or the replay to end, stop) to read on.
 func (m *Matcher) readBodies() {
 	defer close(m.bodiesRead)
