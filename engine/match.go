@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 	"slices"
 	"strings"
@@ -344,23 +345,26 @@ func (c *Call) setResponseBody(body []byte, err error) {
 	}
 }
 
-// recordedBodies are the recorded request bodies, decoded, for checking
-// rules against them.
-func (m *Matcher) recordedBodies() ([]reqmatch.Body, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var bodies []reqmatch.Body
-	for _, cs := range m.calls {
-		for _, c := range cs {
-			body, err := m.recordedBody(c)
-			if err != nil {
-				return nil, err
+// recordedBodies are the recorded request bodies, decoded, one at a time,
+// for checking rules against them.
+func (m *Matcher) recordedBodies() iter.Seq2[reqmatch.Body, error] {
+	return func(yield func(reqmatch.Body, error) bool) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, cs := range m.calls {
+			for _, c := range cs {
+				body, err := m.recordedBody(c)
+				if err != nil {
+					yield(reqmatch.Body{}, err)
+					return
+				}
+				if !yield(reqmatch.Body{ContentType: c.Request.Header.Get("Content-Type"),
+					Data: llmwire.DecodeBody(c.Request.Header, body).Text}, nil) {
+					return
+				}
 			}
-			bodies = append(bodies, reqmatch.Body{ContentType: c.Request.Header.Get("Content-Type"),
-				Data: llmwire.DecodeBody(c.Request.Header, body).Text})
 		}
 	}
-	return bodies, nil
 }
 
 // answer gives a recorded call (nil: none) its response, frame seq; its
@@ -645,11 +649,7 @@ func (m *Matcher) checkIgnore() error {
 	if len(paths) == 0 && len(fields) == 0 {
 		return nil
 	}
-	bodies, err := m.recordedBodies()
-	if err != nil {
-		return err
-	}
-	unmatched, err := reqmatch.Paths(paths, bodies)
+	unmatched, err := reqmatch.Paths(paths, m.recordedBodies())
 	if err != nil {
 		return err
 	}
@@ -663,7 +663,11 @@ func (m *Matcher) checkIgnore() error {
 			fmt.Fprintf(&b, " (keys where it stops matching: %s)", strings.Join(u.Near, ", "))
 		}
 	}
-	return &IgnoreError{Paths: unmatched, msg: fmt.Sprintf("ignore paths match no field in the tape's %d recorded requests:%s", len(bodies), b.String())}
+	requests := 0
+	for _, cs := range m.calls {
+		requests += len(cs)
+	}
+	return &IgnoreError{Paths: unmatched, msg: fmt.Sprintf("ignore paths match no field in the tape's %d recorded requests:%s", requests, b.String())}
 }
 
 // IgnoreError is an ignore rule that can match nothing on the tape.

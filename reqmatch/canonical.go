@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"iter"
 	"mime"
 	"mime/multipart"
 	"net/url"
@@ -227,28 +228,46 @@ func marshal(v any) []byte {
 // Paths reports which of the field paths given match nothing in any of
 // the bodies (each with its Content-Type): a rule that can never apply is
 // most likely a typo. For each, it also names the keys found where the
-// path stopped matching, to suggest the right one.
-func Paths(paths []string, bodies []Body) (unmatched []Unmatched, err error) {
-	for _, p := range paths {
+// path stopped matching, to suggest the right one. The bodies are taken
+// one at a time, each decoded once, until every path matched one (a long
+// run's requests are many times its tape's size).
+func Paths(paths []string, bodies iter.Seq2[Body, error]) (unmatched []Unmatched, err error) {
+	type want struct {
+		segs  []string
+		u     Unmatched
+		found bool
+	}
+	ws := make([]want, len(paths))
+	for i, p := range paths {
 		segs, err := ParsePath(p)
 		if err != nil {
 			return nil, err
 		}
-		u := Unmatched{Path: p}
-		found := false
-		for _, b := range bodies {
-			v, ok := Structure(b.ContentType, b.Data)
-			if !ok {
-				continue
-			}
-			if reach(v, segs, &u.Near) {
-				found = true
-				break
+		ws[i] = want{segs: segs, u: Unmatched{Path: p}}
+	}
+	left := len(ws)
+	for b, err := range bodies {
+		if err != nil {
+			return nil, err
+		}
+		if left == 0 {
+			break
+		}
+		v, ok := Structure(b.ContentType, b.Data)
+		if !ok {
+			continue
+		}
+		for i := range ws {
+			if !ws[i].found && reach(v, ws[i].segs, &ws[i].u.Near) {
+				ws[i].found = true
+				left--
 			}
 		}
-		if !found {
-			sort.Strings(u.Near)
-			unmatched = append(unmatched, u)
+	}
+	for _, w := range ws {
+		if !w.found {
+			sort.Strings(w.u.Near)
+			unmatched = append(unmatched, w.u)
 		}
 	}
 	return unmatched, nil

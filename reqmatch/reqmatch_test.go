@@ -2,6 +2,7 @@ package reqmatch
 
 import (
 	"bytes"
+	"iter"
 	"mime/multipart"
 	"os"
 	"path/filepath"
@@ -145,7 +146,7 @@ func TestFirstDiff(t *testing.T) {
 
 func TestPathsThatMatchNothing(t *testing.T) {
 	bodies := []Body{{chatJSON, []byte(`{"messages":[{"role":"user","content":"hi"}],"metadata":{"trace_id":"1"}}`)}}
-	got, err := Paths([]string{"messages.*.content", "metadata.trace_id", "messages.*.contnt", "nothere"}, bodies)
+	got, err := Paths([]string{"messages.*.content", "metadata.trace_id", "messages.*.contnt", "nothere"}, bodiesOf(bodies))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +155,17 @@ func TestPathsThatMatchNothing(t *testing.T) {
 	}
 	if strings.Join(got[0].Near, ",") != "content,role" {
 		t.Errorf("near keys for a typo: %v", got[0].Near)
+	}
+}
+
+// bodiesOf is bodies as Paths takes them, one at a time.
+func bodiesOf(bodies []Body) iter.Seq2[Body, error] {
+	return func(yield func(Body, error) bool) {
+		for _, b := range bodies {
+			if !yield(b, nil) {
+				return
+			}
+		}
 	}
 }
 
