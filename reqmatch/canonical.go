@@ -246,22 +246,23 @@ func Paths(paths []string, bodies iter.Seq2[Body, error]) (unmatched []Unmatched
 		ws[i] = want{segs: segs, u: Unmatched{Path: p}}
 	}
 	left := len(ws)
+	if left == 0 {
+		return nil, nil
+	}
 	for b, err := range bodies {
 		if err != nil {
 			return nil, err
 		}
+		if v, ok := Structure(b.ContentType, b.Data); ok {
+			for i := range ws {
+				if !ws[i].found && reach(v, ws[i].segs, &ws[i].u.Near) {
+					ws[i].found = true
+					left--
+				}
+			}
+		}
 		if left == 0 {
 			break
-		}
-		v, ok := Structure(b.ContentType, b.Data)
-		if !ok {
-			continue
-		}
-		for i := range ws {
-			if !ws[i].found && reach(v, ws[i].segs, &ws[i].u.Near) {
-				ws[i].found = true
-				left--
-			}
 		}
 	}
 	for _, w := range ws {

@@ -2,6 +2,8 @@ package reqmatch
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"iter"
 	"mime/multipart"
 	"os"
@@ -220,5 +222,32 @@ func TestDefaultRules(t *testing.T) {
 	}
 	if got := string(r.Canonical(chatJSON, []byte(`{"a":"<b>&"}`))); got != `{"a":"<b>&"}` {
 		t.Errorf("HTML characters escaped: %s", got)
+	}
+}
+
+// TestPathsTakeBodiesOneAtATime: the bodies are taken one at a time and
+// no more once every path matched one (a long run's requests, all decoded
+// and held at once, were hundreds of megabytes); an error of the bodies
+// taken is Paths' error.
+func TestPathsTakeBodiesOneAtATime(t *testing.T) {
+	taken := 0
+	bodies := func(yield func(Body, error) bool) {
+		for i := range 1000 {
+			taken++
+			if !yield(Body{chatJSON, fmt.Appendf(nil, `{"messages":[{"role":"user","content":"%d"}]}`, i)}, nil) {
+				return
+			}
+		}
+	}
+	if got, err := Paths([]string{"messages.*.content"}, bodies); err != nil || len(got) != 0 || taken != 1 {
+		t.Errorf("a path the first body has: %+v, %v, %d bodies taken; want none unmatched, one taken", got, err, taken)
+	}
+	taken = 0
+	if got, err := Paths([]string{"messages.*.contnt"}, bodies); err != nil || len(got) != 1 || taken != 1000 {
+		t.Errorf("a typo: %+v, %v, %d bodies taken; want it unmatched after all 1000", got, err, taken)
+	}
+	broken := func(yield func(Body, error) bool) { yield(Body{}, errors.New("frame 7: damaged")) }
+	if _, err := Paths([]string{"messages.*.content"}, broken); err == nil || !strings.Contains(err.Error(), "frame 7") {
+		t.Errorf("an unreadable body: %v", err)
 	}
 }
