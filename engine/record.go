@@ -45,14 +45,14 @@ func newLive(upstreams map[string]string, o RunOptions) *live {
 	if o.UpstreamRoots != nil {
 		tr.TLSClientConfig = &tls.Config{RootCAs: o.UpstreamRoots}
 	}
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if o.Booth != nil {
 		// The name check in base is not enough: a name can resolve to
 		// this machine (its host name, a wildcard DNS service), so the
 		// address dialled is checked too.
-		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
-			Control: hostLocalGuard(allowedLocal(upstreams, o.Routes, o.baseEnv()))}
-		tr.DialContext = d.DialContext
+		d.Control = hostLocalGuard(allowedLocal(upstreams, o.Routes, o.baseEnv()))
 	}
+	tr.DialContext = quickAck(d.DialContext)
 	return &live{client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, upstreams: upstreams, routes: o.Routes,
 		hostLocal: o.Booth != nil}
 }
