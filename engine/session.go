@@ -627,11 +627,7 @@ func (e *TapeError) Unwrap() error { return e.Err }
 
 // abandon closes what a session opened when the child could not start.
 func (s *session) abandon(cause error) {
-	if s.proxy != nil {
-		s.proxy.Close()
-	}
-	s.stopMCP()
-	s.removeCaptureFiles()
+	s.stopServing()
 	end := tapefmt.RunEnd{ExitCode: -1, Error: cause.Error()}
 	if s.tape != nil {
 		at := s.tape.Now()
@@ -644,13 +640,21 @@ func (s *session) abandon(cause error) {
 	s.abandoned = &end
 }
 
+// stopServing closes what a run that ends before its agent opened for
+// it: the proxy, the MCP endpoints, the capture files.
+func (s *session) stopServing() {
+	if s.proxy != nil {
+		s.proxy.Close()
+	}
+	s.stopMCP()
+	s.removeCaptureFiles()
+}
+
 // withdraw ends a run whose source tape cannot be replayed (its index
 // failed, found while the run was set up): as if it never began, the
 // tape it began is removed with the rest.
 func (s *session) withdraw() {
-	s.proxy.Close()
-	s.stopMCP()
-	s.removeCaptureFiles()
+	s.stopServing()
 	if s.tape != nil {
 		s.tape.Close()
 		os.Remove(s.path)
