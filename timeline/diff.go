@@ -88,6 +88,7 @@ type timelineBuilder struct {
 	tools   map[string]string              // tool name by call id, to name results
 	outputs map[int]*outputFrame           // the run's output by fd
 	texts   map[tapefmt.Hash]string        // request and response texts by body, made once
+	convs   conversations                  // request texts, sharing what they resend
 	callKey map[int]uint64                 // by frame number: an LLM frame's place in call order (orderCalls)
 }
 
@@ -191,8 +192,48 @@ func (b *timelineBuilder) request(fr *diffview.Frame, p *tapefmt.LLMRequest) err
 	if err != nil {
 		return err
 	}
-	fr.Body = b.text(p.Body, body, llmwire.RequestText)
+	fr.Body = b.text(p.Body, body, func(body []byte) string { return b.convs.share(llmwire.RequestText(body)) })
 	return nil
+}
+
+// conversations holds request texts so that the ones resending a
+// conversation share its bytes. An agent sends its whole conversation
+// with each request: a request's text is mostly the one before it plus
+// what the step added, and a long run's texts, held apart, grow as the
+// square of its steps (800 steps: 200 MB). A text that extends the last
+// text of a recent conversation is appended to that conversation's
+// buffer, and is a string over it: the texts of one conversation take
+// about twice the longest of them.
+type conversations struct {
+	recent []*strings.Builder // each holds its conversation's last text; the most recent last
+}
+
+// recentConversations is how many conversations a text may extend:
+// agents taking turns, or an agent with helpers, each resend their own.
+const recentConversations = 8
+
+// share returns s, over the bytes of the recent conversation it extends
+// when there is one.
+func (cs *conversations) share(s string) string {
+	if s == "" {
+		return s
+	}
+	for i, c := range cs.recent {
+		if c.Len() > 0 && strings.HasPrefix(s, c.String()) {
+			added := s[c.Len():]
+			c.Grow(len(added)) // doubling: the earlier texts keep the buffers they were made over
+			c.WriteString(added)
+			cs.recent = append(slices.Delete(cs.recent, i, i+1), c)
+			return c.String()
+		}
+	}
+	c := &strings.Builder{}
+	c.WriteString(s)
+	if len(cs.recent) == recentConversations {
+		cs.recent = slices.Delete(cs.recent, 0, 1)
+	}
+	cs.recent = append(cs.recent, c)
+	return c.String()
 }
 
 // text renders a body once per blob: frames that name the same body (an

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -226,9 +227,18 @@ func BenchmarkForDiffLongRun(b *testing.B) {
 	}
 	defer t.Close()
 	b.ReportAllocs()
+	var tl diffview.Timeline
 	for range b.N {
-		if _, err := ForDiff(t, "run"); err != nil {
+		if tl, err = ForDiff(t, "run"); err != nil {
 			b.Fatal(err)
 		}
 	}
+	// What a timeline keeps (with the open tape's caches): a long run's
+	// resent conversations held apart grew as the square of its steps.
+	b.StopTimer()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MB")
+	runtime.KeepAlive(tl)
 }
