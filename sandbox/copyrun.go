@@ -96,8 +96,18 @@ func execCopy(ctx context.Context, tx *Tx, o ExecOptions, dir string, starting f
 		// The child leads a session of its own (copyCommand): no
 		// terminal signal reaches it but what is passed on here.
 		stop := forwardSignals(cmd.Process, o.Signals, nil)
+		var view *os.Root
+		if o.View != nil {
+			if view, _ = os.OpenRoot(r.root); view != nil {
+				o.View(view)
+			}
+		}
 		err = cmd.Wait()
 		stop()
+		if view != nil {
+			o.View(nil)
+			view.Close()
+		}
 	}
 	if res.ExitCode, res.Signal, err = exitStatus(err); err != nil {
 		return res, fmt.Errorf("%w in %s mode: %s: %w", ErrNotStarted, res.Mode, o.Args[0], err)

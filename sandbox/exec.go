@@ -73,6 +73,14 @@ type ExecOptions struct {
 	// which passes SIGINT, SIGHUP and SIGQUIT to the agent and ends the
 	// tree on SIGTERM. Nil passes nothing.
 	Signals <-chan os.Signal
+	// View, when set, is given the workspace as the child sees it while
+	// it runs (the overlay's merged view, or the copy) as a root that
+	// keeps every path inside it: what is written through it is the
+	// child's own writing, staged with it. It is given once the child
+	// runs, and View(nil) once the child has ended, before the root is
+	// closed: the caller stops using it then. When the view cannot be
+	// opened, View is never called.
+	View func(*os.Root)
 }
 
 // forwardSignals passes what arrives on sigs to p, but those skip says
@@ -329,7 +337,20 @@ func execOverlay(ctx context.Context, tx *Tx, o ExecOptions, dir string, started
 			return ExecResult{Mode: ModeOverlay, ExitCode: -1}, err
 		}
 	}
-	res, err := runInitChild(ctx, spec, o, started)
+	var view *os.Root
+	res, err := runInitChild(ctx, spec, o, func(init int) {
+		started()
+		if o.View != nil {
+			if v, err := overlayView(init, tx.ws.root); err == nil {
+				view = v
+				o.View(v)
+			}
+		}
+	})
+	if view != nil {
+		o.View(nil)
+		view.Close()
+	}
 	res.Mode, res.Confined = ModeOverlay, err == nil
 	return res, err
 }

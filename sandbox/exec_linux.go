@@ -22,8 +22,8 @@ import (
 // terminals behind pipes jukebox pumps (pumpStreams).
 //
 // started, if set, is called once the command has been executed, before
-// it ends: the booth stands.
-func runInitChild(ctx context.Context, spec nsinit.Spec, o ExecOptions, started func()) (ExecResult, error) {
+// it ends, with the init's pid: the booth stands.
+func runInitChild(ctx context.Context, spec nsinit.Spec, o ExecOptions, started func(init int)) (ExecResult, error) {
 	spec.UID, spec.GID = os.Getuid(), os.Getgid()
 	spec.TmpShared = nsinit.SharedTmp("/tmp", spec.UID, spec.GID)
 	pumpStreams(&o)
@@ -40,7 +40,7 @@ func runInitChild(ctx context.Context, spec nsinit.Spec, o ExecOptions, started 
 // errMismatch: the init was built from other source (nsinit.Mismatch).
 var errMismatch = errors.New("sandbox: the booth's init was built from other source")
 
-func startInit(ctx context.Context, path string, spec nsinit.Spec, o ExecOptions, started func()) (ExecResult, error) {
+func startInit(ctx context.Context, path string, spec nsinit.Spec, o ExecOptions, started func(init int)) (ExecResult, error) {
 	raw, _ := json.Marshal(spec)
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Args = []string{"jukebox-booth-init"} // this executable again
@@ -94,7 +94,7 @@ func startInit(ctx context.Context, path string, spec nsinit.Spec, o ExecOptions
 	stop := forwardSignals(cmd.Process, o.Signals, nil)
 	msg, _ := io.ReadAll(report) // EOF when the command is exec'd or the init exits
 	if len(msg) == 0 && started != nil {
-		started()
+		started(cmd.Process.Pid) // not waited for yet: the pid is still the init's
 	}
 	err = cmd.Wait()
 	stop()

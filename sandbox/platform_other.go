@@ -14,9 +14,11 @@ import (
 // refuse with Supported's error first, so these run only if something
 // skipped that check, and then they fail with the same error.
 
-func runInitChild(context.Context, nsinit.Spec, ExecOptions, func()) (ExecResult, error) {
+func runInitChild(context.Context, nsinit.Spec, ExecOptions, func(int)) (ExecResult, error) {
 	return ExecResult{ExitCode: -1}, fmt.Errorf("%w: %v", errNoUserNS, Supported())
 }
+
+func overlayView(int, string) (*os.Root, error) { return nil, Supported() }
 
 func hostNet(string, ExecOptions, *nsinit.Spec) (func(), error) { return func() {}, Supported() }
 
