@@ -205,10 +205,14 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 	out := s.outs
 	carryCtx, endCarry := context.WithCancel(ctx)
 	stdout, stderr := out.writer(1, s.o.Stdout), out.writer(2, s.o.Stderr)
-	er, err := sandbox.Exec(ctx, tx, sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
+	eo := sandbox.ExecOptions{Args: s.o.Argv, Env: env, Stdin: s.o.Stdin,
 		Stdout: stdout, Stderr: stderr, Mode: b.Mode, Notice: out.serial(b.Notice),
 		Net: b.Net, Endpoints: append(append([]string{s.proxy.addr()}, s.mcpAddrs()...), b.Endpoints...), WriteLive: b.WriteLive,
-		Protect: s.protected(), Signals: stop.fwd, OnNetRefused: s.netRefused, Carry: s.carrier(carryCtx)})
+		Protect: s.protected(), Signals: stop.fwd, OnNetRefused: s.netRefused, Carry: s.carrier(carryCtx)}
+	if txs := s.proxy.control.txs; txs.available() {
+		eo.View = txs.boothView(tx) // an SDK commit reaches the agent's view at once
+	}
+	er, err := sandbox.Exec(ctx, tx, eo)
 	stdout.flush() // the streams have ended: Exec waited for them
 	stderr.flush()
 	endCarry()

@@ -5,16 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/http"
+	"os"
 	"path"
 	"strings"
+	"syscall"
 
+	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
 // pendBooth commits an SDK transaction of a booth run: the booth's own
-// transaction is held by the running agent, so the change set waits for
-// the agent to end (intoBooth). It is the change set to answer with.
+// transaction is held by the running agent, so the change set is applied
+// in the agent's view of the workspace at once where the booth gives one
+// (intoView), staged as the agent's own writing, and the rest (the
+// PostgreSQL sessions joining the booth's decision; the change set itself
+// where there is no view) waits for the agent to end (intoBooth). It is
+// the change set to answer with.
 func (t *sdkTxs) pendBooth(st *sdkTx) (sandbox.ChangeSet, error) {
 	cs, err := st.tx.Diff()
 	if err != nil {
@@ -23,7 +32,11 @@ func (t *sdkTxs) pendBooth(st *sdkTx) (sandbox.ChangeSet, error) {
 	if len(cs.Refused) > 0 { // all or nothing, as outside the booth (Options.Whole)
 		return cs, &sandbox.RefusedError{Refused: cs.Refused}
 	}
-	p := &sdkTx{tx: st.tx, pg: st.pg}
+	applied, err := t.intoView(cs)
+	if err != nil {
+		return cs, err
+	}
+	p := &sdkTx{tx: st.tx, pg: st.pg, applied: applied}
 	st.pg = nil // the booth's now: not closed with the SDK transaction
 	t.mu.Lock()
 	t.pending = append(t.pending, p)
@@ -31,13 +44,64 @@ func (t *sdkTxs) pendBooth(st *sdkTx) (sandbox.ChangeSet, error) {
 	return cs, nil
 }
 
+// boothView is sandbox.ExecOptions.View for the booth's transaction bt:
+// a commit while the agent runs is applied in v, its view; nil withdraws
+// it once no commit is being applied.
+func (t *sdkTxs) boothView(bt *sandbox.Tx) func(v *os.Root) {
+	return func(v *os.Root) {
+		t.viewMu.Lock()
+		defer t.viewMu.Unlock()
+		t.booth, t.view = bt, v
+		if v == nil {
+			t.booth = nil
+		}
+	}
+}
+
+// intoView applies cs in the running agent's view of the workspace, when
+// the booth gave one: the agent then finds what it committed, as outside
+// the booth, and the booth stages it with the agent's own writing (on the
+// tape with the booth's changes, settled with the run). False, nothing
+// done, when there is no view (the agent has ended, or the booth could
+// not open it): intoBooth stages cs then. A change set the booth's view
+// cannot take whole is refused before anything is applied; one that
+// fails part way (a link the agent planted leads out of the workspace)
+// leaves what it applied before in the agent's view, and says so.
+func (t *sdkTxs) intoView(cs sandbox.ChangeSet) (bool, error) {
+	t.viewMu.Lock()
+	defer t.viewMu.Unlock()
+	if t.view == nil {
+		return false, nil
+	}
+	if u := t.unstageable(t.booth, t.view, cs); u != nil {
+		err := fmt.Errorf("not committed into the booth: %s", u.why)
+		if u.kept {
+			return true, controlapi.Fail(http.StatusForbidden, controlapi.TypeSandboxViolation, err)
+		}
+		e := controlapi.Fail(http.StatusConflict, controlapi.TypeCommitConflict, err)
+		e.Conflicts = []controlapi.Conflict{{Path: u.path, Reason: u.why}}
+		return true, e
+	}
+	for i := range cs.Changes {
+		if err := stageChange(viewFiles{t.view}, &cs.Changes[i]); err != nil {
+			before := "nothing of it was written"
+			if i > 0 {
+				before = fmt.Sprintf("the %d change(s) before it are in the agent's view, settled with the run", i)
+			}
+			return true, fmt.Errorf("committing into the booth's view of the workspace, %s %s: %w (%s)", cs.Changes[i].Op, cs.Changes[i].Path, err, before)
+		}
+	}
+	return true, nil
+}
+
 // intoBooth stages the SDK transactions a booth run committed into the
-// booth's transaction bt, once the agent ended: each change set is staged
-// there (on the tape as its file.change frames), the PostgreSQL sessions
-// join the booth's decision, and the booth settles it all as --commit
-// says. Each SDK transaction's own staging is then dropped. They staged
-// over the real workspace: they read what it held when the run began,
-// not what the agent wrote in the booth.
+// booth's transaction bt, once the agent ended: each change set not
+// applied in the agent's view already (intoView) is staged there (on the
+// tape as its file.change frames), the PostgreSQL sessions join the
+// booth's decision, and the booth settles it all as --commit says. Each
+// SDK transaction's own staging is then dropped. They staged over the
+// real workspace: they read what it held when the run began, not what the
+// agent wrote in the booth.
 func (t *sdkTxs) intoBooth(ctx context.Context, bt *sandbox.Tx) error {
 	if t == nil {
 		return nil
@@ -62,27 +126,30 @@ func (t *sdkTxs) intoBooth(ctx context.Context, bt *sandbox.Tx) error {
 // without this its writes reached the folder the agent may not change
 // (a tape overwritten with another run's, deleted, a jukebox.json
 // planted beside them), and a transaction stopped half way had its
-// first changes committed alone.
+// first changes committed alone. A transaction applied in the agent's
+// view already has its files there: only its PostgreSQL work joins.
 func (t *sdkTxs) stageInto(bt *sandbox.Tx, st *sdkTx) error {
-	cs, err := st.tx.Diff()
-	if err != nil {
-		return err
-	}
-	files := bt.Files()
-	if why := t.unstageable(bt, cs); why != "" {
-		for _, p := range st.pg {
-			p.Rollback(context.Background())
-		}
-		reason := "not staged into the booth: " + why
-		t.session.appendFrame(tapefmt.TxRollback{Tx: st.tx.ID(), Reason: reason, SQL: st.sqlWork()})
-		return fmt.Errorf("SDK transaction %s %s; none of its changes were staged", st.tx.ID(), reason)
-	}
-	for i := range cs.Changes {
-		c := &cs.Changes[i]
-		if err := stageChange(files, c); err != nil {
+	if !st.applied {
+		cs, err := st.tx.Diff()
+		if err != nil {
 			return err
 		}
-		t.session.recordChange(st.tx.ID(), "", c)
+		files := bt.Files()
+		if u := t.unstageable(bt, files, cs); u != nil {
+			for _, p := range st.pg {
+				p.Rollback(context.Background())
+			}
+			reason := "not staged into the booth: " + u.why
+			t.session.appendFrame(tapefmt.TxRollback{Tx: st.tx.ID(), Reason: reason, SQL: st.sqlWork()})
+			return fmt.Errorf("SDK transaction %s %s; none of its changes were staged", st.tx.ID(), reason)
+		}
+		for i := range cs.Changes {
+			c := &cs.Changes[i]
+			if err := stageChange(files, c); err != nil {
+				return err
+			}
+			t.session.recordChange(st.tx.ID(), "", c)
+		}
 	}
 	for _, p := range st.pg {
 		if err := bt.Join(p); err != nil {
@@ -92,11 +159,21 @@ func (t *sdkTxs) stageInto(bt *sandbox.Tx, st *sdkTx) error {
 	return nil
 }
 
+// unfit is why a change set cannot be staged whole in the booth: a
+// change to path, why; kept when the booth keeps path from the agent.
+type unfit struct {
+	path, why string
+	kept      bool
+}
+
 // unstageable says why the change set cs cannot be staged whole in the
-// booth's transaction bt, "" when it can: a path the booth keeps read-only
-// for the agent, or a change under a path that is no folder there.
-func (t *sdkTxs) unstageable(bt *sandbox.Tx, cs sandbox.ChangeSet) string {
-	files, kept := bt.Files(), bt.Protected(t.session.protected())
+// booth's transaction bt, whose view (the staged one, or the running
+// agent's) is in, nil when it can: a path the booth keeps read-only for the
+// agent, or a change under a path that is no folder there.
+func (t *sdkTxs) unstageable(bt *sandbox.Tx, in interface {
+	Lstat(string) (fs.FileInfo, error)
+}, cs sandbox.ChangeSet) *unfit {
+	kept := bt.Protected(t.session.protected())
 	made := map[string]bool{} // folders the change set replaces whatever was there
 	for _, c := range cs.Changes {
 		if c.Op == sandbox.OpReplaceDir {
@@ -106,7 +183,7 @@ func (t *sdkTxs) unstageable(bt *sandbox.Tx, cs sandbox.ChangeSet) string {
 	for _, c := range cs.Changes {
 		for _, k := range kept {
 			if c.Path == k || strings.HasPrefix(c.Path, k+"/") {
-				return fmt.Sprintf("it changes %s, which the booth keeps from the agent (the tape being recorded)", c.Path)
+				return &unfit{c.Path, fmt.Sprintf("it changes %s, which the booth keeps from the agent (the tape being recorded)", c.Path), true}
 			}
 		}
 		if c.Op == sandbox.OpDelete {
@@ -120,16 +197,53 @@ func (t *sdkTxs) unstageable(bt *sandbox.Tx, cs sandbox.ChangeSet) string {
 			if made[dir] {
 				break
 			}
-			if fi, err := files.Lstat(dir); err == nil && !fi.IsDir() {
-				return fmt.Sprintf("it puts %s under %s, which is no folder in the booth", c.Path, dir)
+			if fi, err := in.Lstat(dir); err == nil && !fi.IsDir() {
+				if dir == c.Path {
+					return &unfit{dir, fmt.Sprintf("it makes the folder %s, which is a file in the booth", dir), false}
+				}
+				return &unfit{dir, fmt.Sprintf("it puts %s under %s, which is no folder in the booth", c.Path, dir), false}
 			}
 		}
 	}
-	return ""
+	return nil
+}
+
+// viewFiles is the running agent's view as a stager. A write opens its
+// file without waiting and writes only to a regular file: a FIFO the agent
+// planted at the path would hold the commit, and the run's end, until
+// something read it.
+type viewFiles struct{ *os.Root }
+
+func (v viewFiles) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	f, err := v.OpenFile(name, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: a %s in the booth, not a file", name, fi.Mode().Type())
+	}
+	if err == nil {
+		err = f.Truncate(0)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	return errors.Join(err, f.Close())
+}
+
+// stager is where a change of another transaction is staged: the booth's
+// staged view (sandbox.Files), or the running agent's view (os.Root).
+type stager interface {
+	WriteFile(name string, data []byte, perm fs.FileMode) error
+	RemoveAll(name string) error
+	Symlink(target, name string) error
+	MkdirAll(name string, perm fs.FileMode) error
+	Chmod(name string, mode fs.FileMode) error
 }
 
 // stageChange stages one change of another transaction in files.
-func stageChange(files *sandbox.Files, c *sandbox.Change) error {
+func stageChange(files stager, c *sandbox.Change) error {
 	switch c.Op {
 	case sandbox.OpWrite:
 		r, err := c.Open()

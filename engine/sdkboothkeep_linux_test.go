@@ -5,13 +5,16 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -47,8 +50,9 @@ print("split", call("tx/%s/commit" % tx, {}))
 // agent overwrote or deleted its own tape, or planted a jukebox.json the
 // user's next jukebox test ran, through the folder the booth keeps
 // read-only for it. And a transaction that could not all be staged had
-// its first changes committed alone. Such a transaction is now left out
-// whole, said so on the tape and in the notice.
+// its first changes committed alone. Such a commit is refused whole, when
+// the agent asks for it (a sandbox violation, a conflict), and the
+// transaction left open is rolled back at the run's end.
 func TestBoothKeepsControlTransactionsWhole(t *testing.T) {
 	py := testenv.RequirePython(t)
 	ws := t.TempDir()
@@ -72,9 +76,12 @@ func TestBoothKeepsControlTransactionsWhole(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "blocker")); err != nil || string(b) != "a file" {
 		t.Errorf("the agent's own write in the booth was not committed: %q %v", b, err)
 	}
-	for _, want := range []string{"which the booth keeps from the agent", "which is no folder in the booth"} {
-		if !strings.Contains(notice.String(), want) {
-			t.Errorf("the notice does not say %q:\n%s", want, notice.String())
+	for _, want := range []string{
+		"planted {'error': {'message': 'jukebox: not committed into the booth: it changes tapes/jukebox.json, which the booth keeps from the agent (the tape being recorded)', 'type': 'sandbox_violation'}}",
+		"split {'error': {'conflicts': [{'path': 'blocker', 'reason': 'it makes the folder blocker, which is a file in the booth'}], 'message': 'jukebox: not committed into the booth: it makes the folder blocker, which is a file in the booth', 'type': 'commit_conflict'}}",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the agent was not told %q:\n%s", want, out.String())
 		}
 	}
 	tp, err := tapefmt.Open(tape)
@@ -90,7 +97,99 @@ func TestBoothKeepsControlTransactionsWhole(t *testing.T) {
 		p, _ := f.Decode()
 		reasons.WriteString(p.(*tapefmt.TxRollback).Reason + "\n")
 	}
-	if strings.Count(reasons.String(), "not staged into the booth") != 2 {
+	if strings.Count(reasons.String(), "the run ended with the transaction open") != 2 {
 		t.Errorf("the tape's tx.rollback reasons:\n%s", reasons.String())
+	}
+}
+
+// seeingAgent commits control-API transactions from inside the booth and
+// reads what it committed, as an agent using the Python SDK does: it
+// writes a file, finds it, appends to it itself, and deletes another.
+const seeingAgent = controlCall + `tx = call("tx", {})["tx"]
+call("tx/%s/write" % tx, {"path": "notes/plan.md", "content": "first draft\n"})
+print("committed", call("tx/%s/commit" % tx, {}).get("committed"))
+print("sees", open("notes/plan.md").read().strip())
+with open("notes/plan.md", "a") as f:
+    f.write("and the agent's own line\n")
+tx = call("tx", {})["tx"]
+call("tx/%s/delete" % tx, {"path": "old.txt"})
+print("deleted", call("tx/%s/commit" % tx, {}).get("committed"), os.path.exists("old.txt"))
+`
+
+// TestBoothAgentSeesWhatItCommitted: under record --booth, an SDK commit
+// was staged into the booth only when the agent ended, so the agent did
+// not find a file it had just committed (nor miss one it had deleted).
+// The commit now reaches the agent's view at once, in the overlay and in
+// a copy; the agent's own writing after it stays, and the booth settles
+// it all with the run: committed whole, or rolled back leaving nothing.
+func TestBoothAgentSeesWhatItCommitted(t *testing.T) {
+	py := testenv.RequirePython(t)
+	for _, mode := range []sandbox.Mode{sandbox.ModeOverlay, sandbox.ModeCopy} {
+		for _, policy := range []engine.CommitPolicy{engine.CommitAlways, engine.CommitNever} {
+			t.Run(string(mode)+"/"+string(policy), func(t *testing.T) {
+				ws := t.TempDir()
+				if err := os.WriteFile(filepath.Join(ws, "old.txt"), []byte("old\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				var out, notice lockedBuffer
+				res, err := engine.Record(context.Background(), engine.RecordOptions{Tape: filepath.Join(t.TempDir(), "run.jbx"),
+					RunOptions: engine.RunOptions{Argv: []string{py, "-c", seeingAgent}, Dir: ws, Env: cleanEnv(), Stdout: &out, Stderr: &out,
+						Booth: &engine.BoothOptions{Commit: policy, Mode: mode, Notice: &notice}}})
+				if errors.Is(err, sandbox.ErrCannotConfine) {
+					testenv.Unavailable(t, "the overlay booth: "+err.Error(), "run on Linux with unprivileged user namespaces allowed")
+				}
+				if err != nil || res.End.ExitCode != 0 {
+					t.Fatalf("record: %v\n%s%s", err, out.String(), notice.String())
+				}
+				for _, want := range []string{"committed True\n", "sees first draft\n", "deleted True False\n"} {
+					if !strings.Contains(out.String(), want) {
+						t.Fatalf("the agent printed\n%s\nwant %q", out.String(), want)
+					}
+				}
+				plan, err := os.ReadFile(filepath.Join(ws, "notes", "plan.md"))
+				_, oldErr := os.Stat(filepath.Join(ws, "old.txt"))
+				if policy == engine.CommitNever {
+					if err == nil || oldErr != nil {
+						t.Fatalf("rolled back, yet notes/plan.md is %q (%v) and old.txt %v", plan, err, oldErr)
+					}
+					return
+				}
+				if string(plan) != "first draft\nand the agent's own line\n" || !os.IsNotExist(oldErr) {
+					t.Fatalf("committed: notes/plan.md %q (%v), old.txt %v\n%s", plan, err, oldErr, notice.String())
+				}
+			})
+		}
+	}
+}
+
+// fifoAgent plants a FIFO in the booth where its transaction writes a
+// file, and commits.
+const fifoAgent = controlCall + `os.mkfifo("pipe.txt")
+tx = call("tx", {})["tx"]
+call("tx/%s/write" % tx, {"path": "pipe.txt", "content": "x"})
+print("fifo", call("tx/%s/commit" % tx, {}))
+`
+
+// TestBoothCommitWaitsForNoReader: the commit writes into the agent's view,
+// where the agent may have put anything at the path; a FIFO there would
+// have held the commit, and the run's end with it, until something read
+// it. The commit fails at once instead, naming the path.
+func TestBoothCommitWaitsForNoReader(t *testing.T) {
+	py := testenv.RequirePython(t)
+	ws := t.TempDir()
+	var out, notice lockedBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := engine.Record(ctx, engine.RecordOptions{Tape: filepath.Join(t.TempDir(), "run.jbx"),
+		RunOptions: engine.RunOptions{Argv: []string{py, "-c", fifoAgent}, Dir: ws, Env: cleanEnv(), Stdout: &out, Stderr: &out,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Notice: &notice}}})
+	if errors.Is(err, sandbox.ErrCannotConfine) {
+		testenv.Unavailable(t, "the overlay booth: "+err.Error(), "run on Linux with unprivileged user namespaces allowed")
+	}
+	if err != nil || res.End.ExitCode != 0 || ctx.Err() != nil {
+		t.Fatalf("record: %v (%v)\n%s%s", err, ctx.Err(), out.String(), notice.String())
+	}
+	if want := "committing into the booth's view of the workspace, write pipe.txt: "; !strings.Contains(out.String(), want) {
+		t.Fatalf("the agent was told\n%s\nwant %q", out.String(), want)
 	}
 }

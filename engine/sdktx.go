@@ -33,6 +33,13 @@ type sdkTxs struct {
 	pending   []*sdkTx // committed in a booth run, staged into the booth at its end (intoBooth)
 	order     []string // open transactions, the latest last
 	recovered bool
+
+	// In a booth run, while the agent runs: the booth's transaction and
+	// the agent's view of the workspace (sandbox.ExecOptions.View), which
+	// a commit is applied in (sdkbooth.go); viewMu is held while it is.
+	viewMu sync.Mutex
+	booth  *sandbox.Tx
+	view   *os.Root
 }
 
 // stagedMCP is the transaction an MCP call the policy holds goes to, when
@@ -73,6 +80,7 @@ type sdkTx struct {
 	dsns    []string
 	scs     []bool
 	inBooth bool     // commits into the booth's transaction (intoBooth)
+	applied bool     // committed in a booth run, in the agent's view already (intoView)
 	real    *os.Root // the workspace, opened once for checkBase; closed by forget
 	// ended: committed or rolled back (forget), under mu. A request that
 	// found the transaction open and waited for mu behind the one that

@@ -203,6 +203,8 @@ func (o txOps) Rollback(ctx context.Context, req controlapi.Rollback) (controlap
 func txError(err error) error {
 	var ce *sandbox.ConflictError
 	switch {
+	case errors.As(err, new(*controlapi.Error)):
+		return err // said for the agent already
 	case errors.Is(err, sandbox.ErrEscape), errors.Is(err, sandbox.ErrStatePath), errors.Is(err, sandbox.ErrInvalidPath), errors.Is(err, sandbox.ErrStateReplaced),
 		errors.Is(err, sandbox.ErrForeignState), errors.Is(err, sandbox.ErrRefused):
 		return controlapi.Fail(http.StatusForbidden, controlapi.TypeSandboxViolation, err)
