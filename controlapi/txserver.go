@@ -66,6 +66,14 @@ func IsBatch(path string) bool {
 	return ok && id != "" && op == "batch"
 }
 
+// CommitOf is the transaction path (under Prefix) commits, if it is a
+// commit.
+func CommitOf(path string) (id string, ok bool) {
+	rest, ok := strings.CutPrefix(path, "/v1/tx/")
+	id, op, _ := strings.Cut(rest, "/")
+	return id, ok && id != "" && op == "commit"
+}
+
 // ServeBatch serves POST /v1/tx/ID/batch: each operation as a request of
 // its own to serve (the server itself, or a handler in front of it that
 // tapes each one), in order, stopping after the first that fails.

@@ -209,8 +209,10 @@ func (s *session) runBooth(ctx context.Context, env []string, res *Result) (tape
 		Stdout: stdout, Stderr: stderr, Mode: b.Mode, Notice: out.serial(b.Notice),
 		Net: b.Net, Endpoints: append(append([]string{s.proxy.addr()}, s.mcpAddrs()...), b.Endpoints...), WriteLive: b.WriteLive,
 		Protect: s.protected(), Signals: stop.fwd, OnNetRefused: s.netRefused, Carry: s.carrier(carryCtx)}
-	if txs := s.proxy.control.txs; txs.available() {
-		eo.View = txs.boothView(tx) // an SDK commit reaches the agent's view at once
+	if txs := s.proxy.control.txs; txs != nil {
+		// An SDK commit reaches the agent's view at once, live or, in a
+		// replay, as recorded.
+		eo.View = txs.boothView(tx)
 	}
 	er, err := sandbox.Exec(ctx, tx, eo)
 	stdout.flush() // the streams have ended: Exec waited for them
@@ -606,7 +608,7 @@ func rollbackReason(policy CommitPolicy, end tapefmt.RunEnd) string {
 // content as a blob; root names a staged folder outside the workspace
 // ("" is the workspace).
 func (s *session) recordChange(txID, root string, c *sandbox.Change) {
-	s.appendFrame(s.changeFrame(txID, root, c, 0))
+	s.appendFrame(s.changeFrame(txID, root, c, 0, nil))
 }
 
 func (s *session) appendFrame(p tapefmt.Payload) {

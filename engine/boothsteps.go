@@ -69,7 +69,7 @@ func (s *session) recordStep(txID string, n int, c *sandbox.Change) {
 		s.appendFrame(tapefmt.FileChange{Tx: txID, Op: tapefmt.OpRestore, Path: c.Path, Step: n})
 		return
 	}
-	s.appendFrame(s.changeFrame(txID, "", c, n))
+	s.appendFrame(s.changeFrame(txID, "", c, n, nil))
 }
 
 // snapshot writes the workspace as the run found it (record --snapshot):
@@ -115,8 +115,8 @@ func (s *session) snapshot(tx *sandbox.Tx) error {
 const snapshotPart = 20000
 
 // changeFrame is the file.change frame of c (step 0: of the change set),
-// its content as a blob.
-func (s *session) changeFrame(txID, root string, c *sandbox.Change, step int) tapefmt.FileChange {
+// its content as a blob: the staged content's, or data when it is not nil.
+func (s *session) changeFrame(txID, root string, c *sandbox.Change, step int, data []byte) tapefmt.FileChange {
 	fc := tapefmt.FileChange{Tx: txID, Root: root, Op: c.Op, Path: c.Path, Mode: c.UnixMode(), Size: c.Size, Target: c.Target, Link: c.Link, Step: step}
 	if !c.Mtime.IsZero() {
 		fc.MtimeNs = c.Mtime.UnixNano()
@@ -127,7 +127,9 @@ func (s *session) changeFrame(txID, root string, c *sandbox.Change, step int) ta
 			fc.Xattrs[name] = v
 		}
 	}
-	if s.tape != nil && c.Op == sandbox.OpWrite && c.Size <= tapefmt.MaxBlobSize {
+	if s.tape != nil && c.Op == sandbox.OpWrite && data != nil {
+		fc.Body, _ = s.tape.PutBlob("file "+c.Path, data)
+	} else if s.tape != nil && c.Op == sandbox.OpWrite && c.Size <= tapefmt.MaxBlobSize {
 		if r, err := c.Open(); err == nil {
 			data, rerr := io.ReadAll(r)
 			r.Close()

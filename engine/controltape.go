@@ -261,6 +261,14 @@ func (c *control) fromTape(w http.ResponseWriter, r *http.Request, path string, 
 			c.replayTrip.CompareAndSwap(nil, ta.Breaker) // the turn tripped it when recorded
 		}
 	}
+	if id, ok := controlapi.CommitOf(path); ok && got.status/100 == 2 {
+		// What it committed, in a booth run, is in the agent's view as it
+		// was when recorded: the agent finds it there again.
+		if err := c.txs.replayedCommit(t, id); err != nil {
+			controlapi.Answer(w, nil, controlapi.Fail(http.StatusInternalServerError, controlapi.TypeSandbox, err))
+			return true
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(got.status)
 	w.Write(ans)

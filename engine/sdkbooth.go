@@ -32,7 +32,7 @@ func (t *sdkTxs) pendBooth(st *sdkTx) (sandbox.ChangeSet, error) {
 	if len(cs.Refused) > 0 { // all or nothing, as outside the booth (Options.Whole)
 		return cs, &sandbox.RefusedError{Refused: cs.Refused}
 	}
-	applied, err := t.intoView(cs)
+	applied, err := t.intoView(st.tx.ID(), cs, staged)
 	if err != nil {
 		return cs, err
 	}
@@ -58,16 +58,18 @@ func (t *sdkTxs) boothView(bt *sandbox.Tx) func(v *os.Root) {
 	}
 }
 
-// intoView applies cs in the running agent's view of the workspace, when
-// the booth gave one: the agent then finds what it committed, as outside
-// the booth, and the booth stages it with the agent's own writing (on the
-// tape with the booth's changes, settled with the run). False, nothing
-// done, when there is no view (the agent has ended, or the booth could
-// not open it): intoBooth stages cs then. A change set the booth's view
-// cannot take whole is refused before anything is applied; one that
+// intoView applies cs, the change set of the transaction id (content
+// gives a write's), in the running agent's view of the workspace, when the
+// booth gave one: the agent then finds what it committed, as outside the
+// booth, and the booth stages it with the agent's own writing (settled
+// with the run); the changes are on the tape as the transaction's
+// file.change frames, as a commit outside the booth puts them. False,
+// nothing done, when there is no view (the agent has ended, or the booth
+// could not open it): intoBooth stages cs then. A change set the booth's
+// view cannot take whole is refused before anything is applied; one that
 // fails part way (a link the agent planted leads out of the workspace)
 // leaves what it applied before in the agent's view, and says so.
-func (t *sdkTxs) intoView(cs sandbox.ChangeSet) (bool, error) {
+func (t *sdkTxs) intoView(id string, cs sandbox.ChangeSet, content func(*sandbox.Change) func() ([]byte, error)) (bool, error) {
 	t.viewMu.Lock()
 	defer t.viewMu.Unlock()
 	if t.view == nil {
@@ -83,13 +85,21 @@ func (t *sdkTxs) intoView(cs sandbox.ChangeSet) (bool, error) {
 		return true, e
 	}
 	for i := range cs.Changes {
-		if err := stageChange(viewFiles{t.view}, &cs.Changes[i]); err != nil {
+		c := &cs.Changes[i]
+		var data []byte // a write's, for its frame
+		written := func() ([]byte, error) {
+			b, err := content(c)()
+			data = b
+			return b, err
+		}
+		if err := stageChange(viewFiles{t.view}, c, written); err != nil {
 			before := "nothing of it was written"
 			if i > 0 {
 				before = fmt.Sprintf("the %d change(s) before it are in the agent's view, settled with the run", i)
 			}
-			return true, fmt.Errorf("committing into the booth's view of the workspace, %s %s: %w (%s)", cs.Changes[i].Op, cs.Changes[i].Path, err, before)
+			return true, fmt.Errorf("committing into the booth's view of the workspace, %s %s: %w (%s)", c.Op, c.Path, err, before)
 		}
+		t.session.appendFrame(t.session.changeFrame(id, "", c, 0, data))
 	}
 	return true, nil
 }
@@ -145,7 +155,7 @@ func (t *sdkTxs) stageInto(bt *sandbox.Tx, st *sdkTx) error {
 		}
 		for i := range cs.Changes {
 			c := &cs.Changes[i]
-			if err := stageChange(files, c); err != nil {
+			if err := stageChange(files, c, staged(c)); err != nil {
 				return err
 			}
 			t.session.recordChange(st.tx.ID(), "", c)
@@ -208,6 +218,18 @@ func (t *sdkTxs) unstageable(bt *sandbox.Tx, in interface {
 	return nil
 }
 
+// staged is the content of a change staged by a transaction of this run.
+func staged(c *sandbox.Change) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		r, err := c.Open()
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return io.ReadAll(r)
+	}
+}
+
 // viewFiles is the running agent's view as a stager. A write opens its
 // file without waiting and writes only to a regular file: a FIFO the agent
 // planted at the path would hold the commit, and the run's end, until
@@ -242,16 +264,12 @@ type stager interface {
 	Chmod(name string, mode fs.FileMode) error
 }
 
-// stageChange stages one change of another transaction in files.
-func stageChange(files stager, c *sandbox.Change) error {
+// stageChange stages one change of another transaction in files; the
+// content of a write is content's.
+func stageChange(files stager, c *sandbox.Change, content func() ([]byte, error)) error {
 	switch c.Op {
 	case sandbox.OpWrite:
-		r, err := c.Open()
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(r)
-		r.Close()
+		data, err := content()
 		if err != nil {
 			return err
 		}
@@ -275,4 +293,77 @@ func stageChange(files stager, c *sandbox.Change) error {
 		return files.Chmod(c.Path, c.Mode)
 	}
 	return nil
+}
+
+// replayedCommit puts into the agent's view, in a booth run that answers
+// the commit of transaction id from the tape tp (a replay --booth, or a
+// fork before its fork point), what that commit changed when recorded:
+// the transaction's file.change frames (of the workspace, not step
+// records), applied as a live commit is (intoView), permissions alone. The
+// agent finds what it committed, as it did when recorded. Nothing outside
+// a booth run, whose replay commits nothing (docs/control-api.md).
+func (t *sdkTxs) replayedCommit(tp *tapefmt.Tape, id string) error {
+	if t == nil {
+		return nil
+	}
+	t.viewMu.Lock()
+	viewed := t.view != nil
+	t.viewMu.Unlock()
+	if !viewed {
+		return nil
+	}
+	t.recordedOnce.Do(func() { t.recorded, t.recordedErr = recordedCommits(tp) })
+	if t.recordedErr != nil {
+		return t.recordedErr
+	}
+	rec := t.recorded[id]
+	cs := sandbox.ChangeSet{Changes: rec.changes}
+	bodyOf := make(map[*sandbox.Change]tapefmt.Hash, len(rec.bodies))
+	for i := range cs.Changes {
+		bodyOf[&cs.Changes[i]] = rec.bodies[i]
+	}
+	_, err := t.intoView(id, cs, func(c *sandbox.Change) func() ([]byte, error) {
+		body := bodyOf[c]
+		return func() ([]byte, error) {
+			if body.IsZero() {
+				return nil, fmt.Errorf("the tape does not hold the content of %s (over the blob limit)", c.Path)
+			}
+			return tp.Blob(body)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("transaction %s's recorded commit, into the booth: %w", id, err)
+	}
+	return nil
+}
+
+// recordedCommit is what a transaction's commit changed, as its
+// file.change frames have it: each change, and its content's blob.
+type recordedCommit struct {
+	changes []sandbox.Change
+	bodies  []tapefmt.Hash
+}
+
+// recordedCommits reads every transaction's file.change frames on tp (of
+// the workspace, not step records nor refusals), by transaction.
+func recordedCommits(tp *tapefmt.Tape) (map[string]recordedCommit, error) {
+	out := map[string]recordedCommit{}
+	for f, err := range tp.Frames(tapefmt.KindFileChange) {
+		if err != nil {
+			return nil, err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return nil, err
+		}
+		fc := p.(*tapefmt.FileChange)
+		if fc.Tx == "" || fc.Root != "" || fc.Step != 0 || fc.Refused != "" {
+			continue
+		}
+		rc := out[fc.Tx]
+		rc.changes = append(rc.changes, sandbox.Change{Path: fc.Path, Op: fc.Op, Mode: fs.FileMode(fc.Mode & 0o777), Size: fc.Size, Target: fc.Target})
+		rc.bodies = append(rc.bodies, fc.Body)
+		out[fc.Tx] = rc
+	}
+	return out, nil
 }

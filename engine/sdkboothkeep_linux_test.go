@@ -193,3 +193,43 @@ func TestBoothCommitWaitsForNoReader(t *testing.T) {
 		t.Fatalf("the agent was told\n%s\nwant %q", out.String(), want)
 	}
 }
+
+// TestBoothReplayFindsWhatWasCommitted: a replay answers an SDK commit from
+// the tape and commits nothing, so the agent, reading back what it had
+// committed, failed in any folder but the recorded one (a clean checkout,
+// a fork's booth): replay --booth and a fork before its fork point could
+// not run such an agent. In a booth run the recorded commit's changes are
+// put into the agent's view as the commit is answered: the replay in a
+// fresh folder prints what the recording printed, and rolls back clean.
+func TestBoothReplayFindsWhatWasCommitted(t *testing.T) {
+	py := testenv.RequirePython(t)
+	recorded := t.TempDir()
+	if err := os.WriteFile(filepath.Join(recorded, "old.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tape := filepath.Join(t.TempDir(), "run.jbx")
+	var out, notice lockedBuffer
+	res, err := engine.Record(context.Background(), engine.RecordOptions{Tape: tape,
+		RunOptions: engine.RunOptions{Argv: []string{py, "-c", seeingAgent}, Dir: recorded, Env: cleanEnv(), Stdout: &out, Stderr: &out,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Notice: &notice}}})
+	if errors.Is(err, sandbox.ErrCannotConfine) {
+		testenv.Unavailable(t, "the overlay booth: "+err.Error(), "run on Linux with unprivileged user namespaces allowed")
+	}
+	if err != nil || res.End.ExitCode != 0 {
+		t.Fatalf("record: %v\n%s%s", err, out.String(), notice.String())
+	}
+	fresh := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fresh, "old.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rout lockedBuffer
+	rres, err := engine.Replay(context.Background(), engine.ReplayOptions{From: tape, Tape: filepath.Join(t.TempDir(), "replay.jbx"),
+		RunOptions: engine.RunOptions{Argv: []string{py, "-c", seeingAgent}, Dir: fresh, Env: cleanEnv(), Stdout: &rout, Stderr: &rout,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Notice: &rout}}})
+	if err != nil || rres.End.ExitCode != 0 || rres.OutputSame == nil || !*rres.OutputSame {
+		t.Fatalf("replay: %v, exit %d\n%s", err, rres.End.ExitCode, rout.String())
+	}
+	if ents, _ := os.ReadDir(fresh); len(ents) != 1 {
+		t.Fatalf("the rolled-back replay left %v", ents)
+	}
+}

@@ -40,6 +40,11 @@ type sdkTxs struct {
 	viewMu sync.Mutex
 	booth  *sandbox.Tx
 	view   *os.Root
+	// recorded is, in a replay, what each transaction's commit changed
+	// when recorded (replayedCommit), read once.
+	recordedOnce sync.Once
+	recorded     map[string]recordedCommit
+	recordedErr  error
 }
 
 // stagedMCP is the transaction an MCP call the policy holds goes to, when
