@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,5 +232,79 @@ func TestBoothReplayFindsWhatWasCommitted(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(fresh); len(ents) != 1 {
 		t.Fatalf("the rolled-back replay left %v", ents)
+	}
+}
+
+// notesAgent asks the model three times and, after each answer, commits
+// the notes file with the answer added, reading it back through the
+// workspace as a plain agent would: notes.md holds every answer so far.
+const notesAgent = controlCall + `msgs = [{"role": "system", "content": "You keep notes."}]
+for step in range(3):
+    msgs.append({"role": "user", "content": "step %d" % step})
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        json.dumps({"model": "demo-large", "messages": msgs}).encode(),
+        {"Content-Type": "application/json", "Authorization": "Bearer sk-test"})
+    ans = json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"]
+    msgs.append({"role": "assistant", "content": ans})
+    prev = open("notes.md").read() if os.path.exists("notes.md") else ""
+    tx = call("tx", {})["tx"]
+    call("tx/%s/write" % tx, {"path": "notes.md", "content": prev + "%d. %s\n" % (step, ans[:30])})
+    call("tx/%s/commit" % tx, {})
+    print("step", step, "notes hold", len(open("notes.md").read().splitlines()), "lines")
+`
+
+// TestBoothForkFindsWhatWasCommitted: a fork runs in the booth and answers
+// the SDK commits before its fork point from the parent tape, which
+// committed nothing: the agent, reading back its notes, found them empty
+// (or missing) and its notes lost every step before the fork point. The
+// parent's commits are now in the fork's view as it replays them, and the
+// live ones after the fork point add to them.
+func TestBoothForkFindsWhatWasCommitted(t *testing.T) {
+	py := testenv.RequirePython(t)
+	srv := startModel(t, nil)
+	ups := map[string]string{"openai": srv.OpenAIBaseURL()}
+	parent := filepath.Join(t.TempDir(), "run.jbx")
+	var out lockedBuffer
+	res, err := engine.Record(context.Background(), engine.RecordOptions{Tape: parent, Upstreams: ups,
+		RunOptions: engine.RunOptions{Argv: []string{py, "-c", notesAgent}, Dir: t.TempDir(), Env: cleanEnv(), Stdout: &out, Stderr: &out,
+			Booth: &engine.BoothOptions{Commit: engine.CommitNever, Notice: &out}}})
+	if errors.Is(err, sandbox.ErrCannotConfine) {
+		testenv.Unavailable(t, "the overlay booth: "+err.Error(), "run on Linux with unprivileged user namespaces allowed")
+	}
+	if err != nil || res.End.ExitCode != 0 {
+		t.Fatalf("record: %v\n%s", err, out.String())
+	}
+	tp, err := tapefmt.Open(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []uint64
+	for f, err := range tp.Frames(tapefmt.KindLLMRequest) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, f.Seq)
+	}
+	tp.Close()
+	if len(calls) != 3 {
+		t.Fatalf("%d model calls recorded, want 3", len(calls))
+	}
+	ws := t.TempDir()
+	var fout lockedBuffer
+	fres, err := engine.Fork(context.Background(), engine.ForkOptions{Parent: parent, Frame: calls[2], Tape: filepath.Join(t.TempDir(), "fork.jbx"),
+		Overrides: engine.Overrides{Model: "demo-small"}, Upstreams: ups,
+		RunOptions: engine.RunOptions{Argv: []string{py, "-c", notesAgent}, Dir: ws, Env: cleanEnv(), Stdout: &fout, Stderr: &fout,
+			Booth: &engine.BoothOptions{Commit: engine.CommitAlways, Notice: &fout}}})
+	if err != nil || fres.End.ExitCode != 0 || fres.Divergence != nil {
+		t.Fatalf("fork: %v\n%s", err, fout.String())
+	}
+	for i := range 3 {
+		if want := fmt.Sprintf("step %d notes hold %d lines\n", i, i+1); !strings.Contains(fout.String(), want) {
+			t.Fatalf("the fork's agent printed\n%s\nwant %q", fout.String(), want)
+		}
+	}
+	notes, err := os.ReadFile(filepath.Join(ws, "notes.md"))
+	if err != nil || strings.Count(string(notes), "\n") != 3 || !strings.HasPrefix(string(notes), "0. ") {
+		t.Fatalf("the fork committed notes.md %q (%v), want the three steps", notes, err)
 	}
 }
