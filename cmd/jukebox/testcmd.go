@@ -25,6 +25,7 @@ type TestCmd struct {
 	Timeout time.Duration `default:"10m" help:"Longest a tape's replay may take; one that takes longer is stopped and fails."`
 	outputFlags
 	RecordMode string `name:"record-mode" enum:"none,once,new,all" default:"none" help:"none and once replay every tape (the tapes are there); new replays each and records what is new from the upstream it recorded into a tape that supersedes it; all records each again (jukebox record --record-mode, docs/recording.md)."`
+	Booth      bool   `help:"Replay each tape in the Shadow Booth and roll it back (replay --booth --commit never): what the agents write leaves nothing in the folder, and the files an SDK transaction committed when recorded are in the agent's view again, where it may read them back (docs/python-sdk.md). Linux, confined (docs/booth.md)."`
 }
 
 // testResult is one tape's outcome (--json's tapes[]).
@@ -58,6 +59,9 @@ func (c *TestCmd) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		return fmt.Errorf("--timeout %s: a positive duration, such as 10m", c.Timeout)
+	}
+	if c.Booth && (c.RecordMode == "new" || c.RecordMode == "all") {
+		return fmt.Errorf("--booth replays in the booth; --record-mode %s records the tapes again outside it: give one or the other", c.RecordMode)
 	}
 	return c.outputFlags.validate()
 }

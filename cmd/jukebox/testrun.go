@@ -294,6 +294,9 @@ func (c *TestCmd) replayArgs(tape string, configs *testConfigs) (args []string, 
 		return recordArgs(c.RecordMode, abs, start, s.Command), dir, nil
 	}
 	args = []string{"replay", "--strict", "--json", "--dir", dir}
+	if c.Booth {
+		args = append(args, "--booth", "--commit", "never")
+	}
 	for _, p := range append(append([]string{}, c.IgnoreOutput...), s.IgnoreOutput...) {
 		args = append(args, "--ignore-output", p)
 	}
