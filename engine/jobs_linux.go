@@ -33,16 +33,27 @@ func (j *jobs) prepare(cmd *exec.Cmd, stdin io.Reader) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	f, ok := stdin.(*os.File)
-	if !ok {
+	if !takesTerminal(stdin) {
 		return
 	}
-	fg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
-	if err != nil || fg != unix.Getpgrp() {
-		return // not a terminal, not ours, or jukebox runs in the background
-	}
 	cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, 0 // the child's stdin
-	j.tty = f
+	j.tty = stdin.(*os.File)
+}
+
+// startsAhead says whether the agent's keeper may be started ahead of it
+// (preKeep), in a group of its own: unless the agent takes the terminal.
+func startsAhead(stdin io.Reader) bool { return !takesTerminal(stdin) }
+
+// takesTerminal says whether an agent with stdin takes the terminal for
+// its run: stdin is a terminal whose foreground is jukebox's group (not a
+// terminal, not ours, or jukebox in the background: no).
+func takesTerminal(stdin io.Reader) bool {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return false
+	}
+	fg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && fg == unix.Getpgrp()
 }
 
 // started is called once the agent runs.

@@ -22,3 +22,7 @@ func (*jobs) forward(p *os.Process, s os.Signal) {
 		p.Signal(s)
 	}
 }
+
+// startsAhead is false: the agent stays in jukebox's group here, which a
+// keeper started ahead in a group of its own would change.
+func startsAhead(io.Reader) bool { return false }

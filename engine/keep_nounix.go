@@ -4,9 +4,12 @@ package engine
 
 import (
 	"errors"
+	"io"
+	"os"
 	"os/exec"
 	"time"
 
+	"github.com/jukebox-os/jukebox/internal/keeper"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -23,3 +26,18 @@ var errKeeperMismatch = errors.New("no keeper")
 
 func (*kept) end()                        {}
 func (*kept) settle(*tapefmt.RunEnd, int) {}
+
+// prekept is a keeper started ahead of its agent, which Unix systems
+// have: preKeep returns nil here.
+type prekept struct {
+	cmd   *exec.Cmd
+	k     *kept
+	pipes [2]*os.File
+}
+
+func preKeep(io.Reader, time.Duration) *prekept { return nil }
+func (*prekept) hand(keeper.Command) error      { return errKeeperGone }
+func (*prekept) release()                       {}
+
+// errKeeperGone is never returned here.
+var errKeeperGone = errors.New("no keeper")

@@ -4,7 +4,9 @@ package engine
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -82,7 +84,9 @@ func (k *kept) started() error {
 		return nil
 	}
 	for _, f := range k.theirs {
-		f.Close()
+		if f != nil { // a keeper started ahead (preKeep) has its own
+			f.Close()
+		}
 	}
 	line, err := k.rep.ReadString('\n')
 	if err != nil && k.helper {
@@ -91,7 +95,7 @@ func (k *kept) started() error {
 	}
 	if err != nil {
 		close(k.done)
-		return errors.New("the keeper ended before the agent started")
+		return errKeeperGone
 	}
 	if strings.TrimSpace(line) == keeper.Mismatch {
 		close(k.done)
@@ -180,3 +184,100 @@ type startError struct {
 
 func (e *startError) Error() string { return e.msg }
 func (e *startError) Unwrap() error { return e.errno }
+
+// prekept is a keeper started ahead of its agent (keeper.WaitEnv) while
+// the run is set up, so that its start (an exec and a Go runtime's) is not
+// on the way to the agent's: once the agent's command is known it is
+// handed over (startHanded).
+type prekept struct {
+	cmd   *exec.Cmd
+	k     *kept
+	pipes [2]*os.File // read ends of the agent's stdout and stderr
+	used  bool        // handed over, or released
+}
+
+// preKeep starts a waiting keeper for an agent whose stdin is stdin; nil
+// when none can be started here (startChild then starts one with the
+// agent), or when the agent takes the terminal (startsAhead): its group
+// becomes the terminal's foreground as it starts (jobs), which a keeper
+// waiting through the set-up would take early.
+func preKeep(stdin io.Reader, grace time.Duration) *prekept {
+	exe, err := os.Executable()
+	if _, file := stdin.(*os.File); !keeper.Available() || err != nil || !startsAhead(stdin) || (stdin != nil && !file) {
+		return nil // another reader: exec's copy of it would start now, and hold release's wait
+	}
+	helper := false
+	if p := nsinit.Path(); p != nsinit.Self {
+		exe, helper = p, true
+	}
+	var files []*os.File // every pipe end, closed on failure
+	pipe := func() (r, w *os.File) {
+		if r, w, err = os.Pipe(); err == nil {
+			files = append(files, r, w)
+		}
+		return r, w
+	}
+	outR, outW := pipe()
+	errR, errW := pipe()
+	lifeR, lifeW := pipe()
+	repR, repW := pipe()
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), keeper.Var(grace), keeper.WaitEnv+"=1")
+	if helper {
+		cmd.Env = append(cmd.Env, keeper.BuildVar())
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, outW, errW
+	cmd.ExtraFiles = []*os.File{lifeR, repW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the agent's group, as jobs makes it
+	err = cmd.Start()
+	for _, f := range []*os.File{outW, errW, lifeR, repW} {
+		f.Close() // the keeper's own now
+	}
+	if err != nil {
+		for _, f := range []*os.File{outR, errR, lifeW, repR} {
+			f.Close()
+		}
+		return nil
+	}
+	k := &kept{life: lifeW, rep: bufio.NewReader(repR), done: make(chan struct{}), helper: helper}
+	k.status.Store(-1)
+	return &prekept{cmd: cmd, k: k, pipes: [2]*os.File{outR, errR}}
+}
+
+// hand gives the keeper the agent's command and waits for it to start it
+// (kept.started).
+func (p *prekept) hand(c keeper.Command) error {
+	p.used = true
+	line, err := json.Marshal(c)
+	if err == nil {
+		_, err = p.k.life.Write(append(line, '\n'))
+	}
+	if err != nil {
+		return errKeeperGone
+	}
+	return p.k.started()
+}
+
+// errKeeperGone: the keeper started ahead ended before it took the agent.
+var errKeeperGone = errors.New("the keeper ended before the agent started")
+
+// release ends a keeper started ahead that was handed no agent: its
+// lifeline closes, and it exits having started nothing. A nil or handed
+// one is left alone.
+func (p *prekept) release() {
+	if p == nil || p.used {
+		return
+	}
+	p.used = true
+	p.k.life.Close()
+	p.cmd.Wait()
+	for _, f := range p.pipes {
+		f.Close()
+	}
+}

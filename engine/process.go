@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jukebox-os/jukebox/internal/keeper"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -166,7 +167,15 @@ func (o *outputs) stdoutCopy() []byte {
 // startChild starts argv with env in dir; its stdout and stderr go to the
 // given writers and onto the tape as they come. runDir, the run's capture
 // files, is removed by the keeper if jukebox dies before the end.
-func startChild(o RunOptions, env []string, outs *outputs, runDir string) (*child, error) {
+// pre, a keeper started ahead (preKeep), starts the agent when it can;
+// otherwise it is released, and a keeper is started with the agent.
+func startChild(o RunOptions, env []string, outs *outputs, runDir string, pre *prekept) (*child, error) {
+	if pre != nil {
+		c, err := startHanded(pre, o, env, outs, runDir)
+		if !errors.Is(err, errKeeperMismatch) && !errors.Is(err, errKeeperGone) && !errors.Is(err, errNotHanded) {
+			return c, err
+		}
+	}
 	c, err := startKept(o, env, outs, false, runDir)
 	if errors.Is(err, errKeeperMismatch) {
 		// jukebox-booth beside jukebox is from another install: it
@@ -210,13 +219,46 @@ func startKept(o RunOptions, env []string, outs *outputs, self bool, runDir stri
 		c.closePipes(c.pipes[:])
 		return nil, err
 	}
+	c.follow(o)
+	return c, nil
+}
+
+// startHanded starts the agent under pre, a keeper started ahead: the
+// command goes to it as exec.Command would have made it. A command that
+// is not found, or a keeper that cannot take it (built from other source,
+// ended), is errNotHanded, errKeeperMismatch or errKeeperGone, pre
+// released: startChild starts it the usual way, which says so.
+func startHanded(pre *prekept, o RunOptions, env []string, outs *outputs, runDir string) (*child, error) {
+	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
+	if cmd.Err != nil {
+		pre.release()
+		return nil, errNotHanded
+	}
+	err := pre.hand(keeper.Command{Path: cmd.Path, Args: cmd.Args, Env: env, Dir: o.Dir, Remove: runDir})
+	if err != nil {
+		pre.cmd.Wait()
+		for _, f := range pre.pipes {
+			f.Close()
+		}
+		return nil, err
+	}
+	c := &child{cmd: pre.cmd, outputs: outs, pipes: pre.pipes, keep: pre.k, grace: cmp.Or(o.StopGrace, DefaultGrace)}
+	c.follow(o)
+	return c, nil
+}
+
+// errNotHanded: the agent's command was not given to the keeper started
+// ahead.
+var errNotHanded = errors.New("not handed to the keeper started ahead")
+
+// follow notes the started agent's group and passes its output on.
+func (c *child) follow(o RunOptions) {
 	c.jobs.started(c.cmd.Process.Pid)
 	terms := []io.Writer{o.Stdout, o.Stderr}
 	for i, p := range c.pipes {
 		c.wg.Add(1)
 		go c.copy(i+1, p, terms[i])
 	}
-	return c, nil
 }
 
 func (c *child) closePipes(fs []*os.File) {

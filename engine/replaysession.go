@@ -65,6 +65,10 @@ func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 		}
 	}()
 	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay, roots: roots}
+	if o.Booth == nil { // a booth's agent is its init's
+		s.pre = preKeep(o.Stdin, cmp.Or(o.StopGrace, DefaultGrace))
+		defer s.pre.release()
+	}
 	return s.replay(ctx, o, t, index)
 }
 

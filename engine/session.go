@@ -261,6 +261,9 @@ type session struct {
 	path  string
 	proxy *proxy
 	outs  *outputs
+	// pre is the agent's keeper, started ahead while the run is set up
+	// (preKeep), or nil; released unless the agent was handed to it.
+	pre   *prekept
 	child atomic.Pointer[child] // set once the agent runs; read by proxy handlers
 	// abandoned is the end abandon wrote on the tape: a run whose agent
 	// never ran (unstarted).
@@ -522,7 +525,7 @@ func (s *session) run(ctx context.Context, placeholderKeys bool) (*Result, error
 	if s.o.Booth != nil {
 		end, runErr = s.runBooth(ctx, env, res)
 	} else {
-		c, err := startChild(s.o, env, s.outs, s.files.dir)
+		c, err := startChild(s.o, env, s.outs, s.files.dir, s.pre)
 		if err != nil {
 			s.abandon(err)
 			return nil, fmt.Errorf("start %s: %w", s.o.Argv[0], err)

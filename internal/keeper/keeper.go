@@ -26,6 +26,23 @@ const BuildEnv = "JUKEBOX_KEEPER_BUILD"
 // lives to the end.
 const RemoveEnv = "JUKEBOX_KEEPER_REMOVE"
 
+// WaitEnv, when set, starts a keeper ahead of its agent, while jukebox
+// sets the run up: it reads what to start (Command, one line of JSON) from
+// the lifeline, then keeps as any keeper does; a lifeline that closes
+// first ends it, nothing started.
+const WaitEnv = "JUKEBOX_KEEPER_WAIT"
+
+// Command is what a waiting keeper starts: the agent's path (relative to
+// Dir, or looked up already) and argv, its environment and folder, and the
+// run's folder to remove if jukebox dies (as RemoveEnv).
+type Command struct {
+	Path   string   `json:"path"`
+	Args   []string `json:"args"`
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir,omitempty"`
+	Remove string   `json:"remove,omitempty"`
+}
+
 // RunPrefix begins the name of every folder RemoveEnv may name.
 const RunPrefix = "jukebox-run-"
 

@@ -226,3 +226,71 @@ func TestMismatchStartsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitingKeeper: a keeper started ahead of its agent (WaitEnv) starts
+// what the lifeline's first line says, with that environment and folder,
+// and reports as any keeper; one whose lifeline closes first exits having
+// started nothing.
+func TestWaitingKeeper(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() (*exec.Cmd, *os.File, *bufio.Reader) {
+		lifeR, lifeW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		repR, repW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), Env+"=5s", WaitEnv+"=1")
+		cmd.ExtraFiles = []*os.File{lifeR, repW}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lifeR.Close()
+		repW.Close()
+		t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); repR.Close() })
+		return cmd, lifeW, bufio.NewReader(repR)
+	}
+
+	dir := t.TempDir()
+	cmd, life, rep := start()
+	out := cmd.Stdout.(*strings.Builder)
+	line := `{"path":"` + sh + `","args":["sh","-c","echo $AGENT_SAYS in $PWD; pwd -P"],"env":["AGENT_SAYS=hello","PWD=` + dir + `"],"dir":"` + dir + `"}` + "\n"
+	if _, err := life.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := rep.ReadString('\n')
+	if !strings.HasPrefix(first, "started ") {
+		t.Fatalf("first report %q, want started", first)
+	}
+	rest, _ := io.ReadAll(rep)
+	life.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	if want := "hello in " + dir + "\n" + real + "\n"; out.String() != want || !strings.HasPrefix(string(rest), "end 0") {
+		t.Fatalf("agent printed %q (want %q), reports %q", out.String(), want, rest)
+	}
+
+	cmd, life, rep = start()
+	life.Close() // jukebox gave the run up before its agent
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("a keeper handed nothing: %v", err)
+	}
+	if rest, _ := io.ReadAll(rep); len(rest) != 0 {
+		t.Fatalf("a keeper handed nothing reported %q", rest)
+	}
+}

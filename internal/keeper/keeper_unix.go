@@ -3,6 +3,8 @@
 package keeper
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +43,21 @@ func MaybeRun() {
 	}
 	remove := os.Getenv(RemoveEnv)
 	os.Unsetenv(RemoveEnv)
+	_, wait := os.LookupEnv(WaitEnv)
+	os.Unsetenv(WaitEnv)
+	syscall.CloseOnExec(3)
+	syscall.CloseOnExec(4)
+	life, rep := bufio.NewReader(os.NewFile(3, "lifeline")), os.NewFile(4, "reports")
+	var c Command
+	if wait {
+		line, err := life.ReadBytes('\n')
+		if err != nil || json.Unmarshal(line, &c) != nil {
+			os.Exit(0) // jukebox gave the run up before its agent
+		}
+		remove = c.Remove
+	} else if len(os.Args) > 2 {
+		c = Command{Path: os.Args[1], Args: os.Args[2:]}
+	}
 	mode, v, grouped := strings.Cut(v, groupPrefix)
 	if !grouped {
 		v = mode
@@ -54,7 +71,7 @@ func MaybeRun() {
 		t = &group{}
 	}
 	parent := os.Getppid()
-	code := run(os.Args[1:], grace, t)
+	code := run(c, life, rep, grace, t)
 	if remove != "" && os.Getppid() != parent {
 		removeRun(remove) // jukebox died: reparented
 	}
@@ -93,18 +110,16 @@ type tree interface {
 	end() []string              // end the tree once the agent exited; what is left
 }
 
-// run is the keeper: args are the agent's path and its argv.
-func run(args []string, grace time.Duration, t tree) int {
-	syscall.CloseOnExec(3)
-	syscall.CloseOnExec(4)
-	life, rep := os.NewFile(3, "lifeline"), os.NewFile(4, "reports")
-	if len(args) < 2 {
+// run is the keeper of the agent c: life is the lifeline, rep where it
+// reports.
+func run(c Command, life io.Reader, rep io.Writer, grace time.Duration, t tree) int {
+	if c.Path == "" || len(c.Args) == 0 {
 		fmt.Fprintln(rep, "failed keeper: no command")
 		return 127
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	cmd := &exec.Cmd{Path: args[0], Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+	cmd := &exec.Cmd{Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: t.attr()}
 	if err := cmd.Start(); err != nil {
 		var errno syscall.Errno
