@@ -246,6 +246,7 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		if !same {
 			res.RecordedEnd = &end
 			res.EnvChanged = envChanged(start.Env, s.baseEnv())
+			res.NotCommitted = s.proxy.control.txs.notCommitted()
 		}
 	}
 	return res, err

@@ -301,15 +301,11 @@ func stageChange(files stager, c *sandbox.Change, content func() ([]byte, error)
 // the transaction's file.change frames (of the workspace, not step
 // records), applied as a live commit is (intoView), permissions alone. The
 // agent finds what it committed, as it did when recorded. Nothing outside
-// a booth run, whose replay commits nothing (docs/control-api.md).
+// a booth run, whose replay commits nothing (docs/control-api.md): the
+// paths it changed when recorded are kept for the run's result
+// (NotCommitted).
 func (t *sdkTxs) replayedCommit(tp *tapefmt.Tape, id string) error {
 	if t == nil {
-		return nil
-	}
-	t.viewMu.Lock()
-	viewed := t.view != nil
-	t.viewMu.Unlock()
-	if !viewed {
 		return nil
 	}
 	t.recordedOnce.Do(func() { t.recorded, t.recordedErr = recordedCommits(tp) })
@@ -317,6 +313,17 @@ func (t *sdkTxs) replayedCommit(tp *tapefmt.Tape, id string) error {
 		return t.recordedErr
 	}
 	rec := t.recorded[id]
+	t.viewMu.Lock()
+	viewed := t.view != nil
+	if !viewed {
+		for _, c := range rec.changes {
+			t.notApplied = append(t.notApplied, c.Path)
+		}
+	}
+	t.viewMu.Unlock()
+	if !viewed {
+		return nil
+	}
 	cs := sandbox.ChangeSet{Changes: rec.changes}
 	bodyOf := make(map[*sandbox.Change]tapefmt.Hash, len(rec.bodies))
 	for i := range cs.Changes {
@@ -366,4 +373,23 @@ func recordedCommits(tp *tapefmt.Tape) (map[string]recordedCommit, error) {
 		out[fc.Tx] = rc
 	}
 	return out, nil
+}
+
+// notCommitted are the paths that commits answered from the tape outside a
+// booth changed when recorded (replayedCommit), each once, in order.
+func (t *sdkTxs) notCommitted() []string {
+	if t == nil {
+		return nil
+	}
+	t.viewMu.Lock()
+	defer t.viewMu.Unlock()
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range t.notApplied {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -45,6 +45,7 @@ type sdkTxs struct {
 	recordedOnce sync.Once
 	recorded     map[string]recordedCommit
 	recordedErr  error
+	notApplied   []string // paths of those answered outside a booth, under viewMu
 }
 
 // stagedMCP is the transaction an MCP call the policy holds goes to, when

@@ -177,6 +177,11 @@ type Result struct {
 	// otherwise or not at all (an agent without its PYTHONPATH fails at its
 	// imports). Names only, sorted: never a value.
 	EnvChanged []string `json:"environment_changed,omitempty"`
+	// NotCommitted names, when ExitSame is false, the paths that SDK
+	// commits changed when recorded and that this replay, outside the
+	// booth, answered from the tape without committing: the agent may have
+	// looked for them (replay --booth puts them in its view).
+	NotCommitted []string `json:"not_committed,omitempty"`
 	// OutputNotRecorded: the recording has no output to compare with,
 	// OutputSame is absent (its process was not one jukebox started:
 	// RunStart.External).

@@ -145,6 +145,7 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	networkNotes(env.Stderr, res, true)
 	elsewhereNote(env.Stderr, c.Dir, c.Cmd, rec, res)
 	envNote(env.Stderr, c.Tape, rec, res)
+	commitNote(env.Stderr, res)
 	if c.Strict {
 		if why := res.NotReproduced(); why != "" {
 			return finishStrict(env, res, c.JSON, replayLine(res), why)

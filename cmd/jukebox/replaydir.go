@@ -65,6 +65,27 @@ func elsewhereNote(w io.Writer, dir string, cmd []string, rec *tapefmt.RunStart,
 		"%s\n", rec.Cwd, cwd, dirAdvice("--dir %s replays it where it was recorded", rec.Cwd))
 }
 
+// commitNote says, when a replayed agent ended otherwise than the
+// recorded one, which paths the recording's SDK commits changed that this
+// replay, outside the booth, answered without committing
+// (engine.Result.NotCommitted): an agent that reads back what it committed
+// fails in a folder where they are not, and --booth puts them in its view.
+func commitNote(w io.Writer, res *engine.Result) {
+	if res == nil || len(res.NotCommitted) == 0 {
+		return
+	}
+	paths := make([]string, 0, 3)
+	for _, p := range res.NotCommitted[:min(3, len(res.NotCommitted))] {
+		paths = append(paths, termtext.Quote(p))
+	}
+	if more := len(res.NotCommitted) - len(paths); more > 0 {
+		paths = append(paths, fmt.Sprintf("%d more", more))
+	}
+	fmt.Fprintf(w, "jukebox: note: the recording's SDK transactions committed %s, which this replay answered from the tape without committing "+
+		"(a replay outside the booth commits nothing): an agent that reads back what it committed does not find them unless they are here; "+
+		"--booth puts them in its view\n", strings.Join(paths, ", "))
+}
+
 // envNote says, when a replayed agent ended otherwise than the recorded
 // one, which of the variables the tape describes the run by (run.start's
 // env: PYTHONPATH, VIRTUAL_ENV, PATH, the locale, AGENT_*) this replay has

@@ -60,3 +60,31 @@ func TestTestBoothFindsWhatWasCommitted(t *testing.T) {
 		t.Fatalf("--booth with --record-mode all: exit %d\n%s", code, errs)
 	}
 }
+
+// TestReplayNamesWhatItDidNotCommit: a replay outside the booth answers an
+// SDK commit from the tape and commits nothing; the agent, reading back
+// what it committed in a folder where it is not, failed with nothing in
+// the verdict about why. The note names the paths and --booth.
+func TestReplayNamesWhatItDidNotCommit(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	dir, clean := t.TempDir(), t.TempDir()
+	for _, d := range []string{dir, clean} {
+		must(t, os.WriteFile(filepath.Join(d, "agent.py"), []byte(committingAgent), 0o644))
+	}
+	tape := filepath.Join(t.TempDir(), "run.jbx")
+	if out, errs, code := jbIn(dir, nil, "record", "-o", tape, "--", py, "agent.py"); code != ExitOK || !strings.Contains(out, "report: all green") {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errs)
+	}
+	_, errs, code := jbIn(clean, nil, "replay", tape, "--json")
+	if code == ExitOK || !strings.Contains(errs, `the recording's SDK transactions committed report.md, which this replay answered from the tape without committing`) ||
+		!strings.Contains(errs, "--booth puts them in its view") {
+		t.Fatalf("replay in a folder without the commit: exit %d\n%s", code, errs)
+	}
+	if _, errs, code := jbIn(clean, nil, "replay", "--booth", "--commit", "never", "--strict", tape); code != ExitOK {
+		if strings.Contains(errs, "cannot confine") {
+			testenv.Unavailable(t, "the overlay booth: "+errs, "run on Linux with unprivileged user namespaces allowed")
+		}
+		t.Fatalf("replay --booth: exit %d\n%s", code, errs)
+	}
+}
