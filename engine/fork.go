@@ -43,6 +43,8 @@ type ForkOptions struct {
 // the fork frame, the run stops and Result.Divergence says where, as replay does.
 func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
 	roots := runca.StartRoots(envMap(o.baseEnv())) // read while the parent is indexed
+	pre := keepAhead(o.RunOptions)
+	defer pre.release()
 	t, m, err := openSource(o.Parent, o.Remote, &o.RunOptions, o.Rules)
 	if err != nil {
 		return nil, err
@@ -59,7 +61,7 @@ func Fork(ctx context.Context, o ForkOptions) (*Result, error) {
 	if err := checkOverrides(m, at, o.Overrides); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Parent, err)
 	}
-	s := &session{o: o.RunOptions, mode: tapefmt.ModeFork, roots: roots}
+	s := &session{o: o.RunOptions, mode: tapefmt.ModeFork, roots: roots, pre: pre}
 	return s.fork(ctx, o, t, m, at)
 }
 

@@ -31,9 +31,9 @@ func children(t *testing.T) []string {
 	return out
 }
 
-// TestReplayGivenUpLeavesNoKeeper: a replay starts its agent's keeper
-// while it sets the run up; one given up before the agent (its index
-// failed, its folder missing) ends that keeper, which would otherwise wait
+// TestReplayGivenUpLeavesNoKeeper: a replay (and a recording) starts its
+// agent's keeper while it sets the run up; one given up before the agent
+// (its index failed, its folder missing) ends that keeper, which would otherwise wait
 // for an agent as long as jukebox lives. Not parallel: the other tests'
 // children would be counted (those from before are left out).
 func TestReplayGivenUpLeavesNoKeeper(t *testing.T) {
@@ -58,6 +58,16 @@ func TestReplayGivenUpLeavesNoKeeper(t *testing.T) {
 			if !before[pid] {
 				t.Fatalf("the replay given up left process %s", pid)
 			}
+		}
+	}
+	// A recording starts its keeper ahead too.
+	if _, err := engine.Record(context.Background(), engine.RecordOptions{Tape: filepath.Join(dir, "rec.jbx"),
+		RunOptions: engine.RunOptions{Argv: []string{"true"}, Dir: filepath.Join(dir, "gone"), Stdout: io.Discard, Stderr: io.Discard}}); err == nil {
+		t.Fatal("a recording in a folder that is not there ran")
+	}
+	for _, pid := range children(t) {
+		if !before[pid] {
+			t.Fatalf("the recording given up left process %s", pid)
 		}
 	}
 }

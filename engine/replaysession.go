@@ -64,11 +64,8 @@ func Replay(ctx context.Context, o ReplayOptions) (*Result, error) {
 			m.stop()
 		}
 	}()
-	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay, roots: roots}
-	if o.Booth == nil { // a booth's agent is its init's
-		s.pre = preKeep(o.Stdin, cmp.Or(o.StopGrace, DefaultGrace))
-		defer s.pre.release()
-	}
+	s := &session{o: o.RunOptions, mode: tapefmt.ModeReplay, roots: roots, pre: keepAhead(o.RunOptions)}
+	defer s.pre.release()
 	return s.replay(ctx, o, t, index)
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -694,15 +695,28 @@ func Record(ctx context.Context, o RecordOptions) (*Result, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("engine: no command to run")
 	}
+	pre := keepAhead(o.RunOptions)
+	defer pre.release()
 	s, err := recording(o, false)
 	if err != nil {
 		return nil, err
 	}
+	s.pre = pre
 	res, err := s.run(ctx, false)
 	if res == nil {
 		res = s.unstarted()
 	}
 	return res, err
+}
+
+// keepAhead starts the agent's keeper ahead of it (preKeep) for a run
+// outside the booth (a booth's agent is its init's), or nil; the caller
+// releases it when the run is done.
+func keepAhead(o RunOptions) *prekept {
+	if o.Booth != nil {
+		return nil
+	}
+	return preKeep(o.Stdin, cmp.Or(o.StopGrace, DefaultGrace))
 }
 
 // recording opens what a recording needs: the tape with its run.start,
