@@ -46,7 +46,7 @@ func TestIntoViewKeepsInsideTheWorkspace(t *testing.T) {
 		if !applied || err == nil {
 			t.Fatalf("%s: written (applied %v, %v)", path, applied, err)
 		}
-		want := "the 1 change(s) before it are in the agent's view"
+		want := "1 change before it in the agent's view"
 		if path == "out/escaped.txt" {
 			want = "which is no folder in the booth" // refused before anything is written
 		}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/jukebox-os/jukebox/controlapi"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/sandbox"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -95,7 +96,7 @@ func (t *sdkTxs) intoView(id string, cs sandbox.ChangeSet, content func(*sandbox
 		if err := stageChange(viewFiles{t.view}, c, written); err != nil {
 			before := "nothing of it was written"
 			if i > 0 {
-				before = fmt.Sprintf("the %d change(s) before it are in the agent's view, settled with the run", i)
+				before = fmt.Sprintf("%s before it in the agent's view, settled with the run", termtext.Count(i, "change", "changes"))
 			}
 			return true, fmt.Errorf("committing into the booth's view of the workspace, %s %s: %w (%s)", c.Op, c.Path, err, before)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"os"
 	"path"
 	"path/filepath"
@@ -389,7 +390,7 @@ func (e *CommitError) Error() string {
 	case e.UndoErr != nil:
 		fmt.Fprintf(&b, "the workspace could not be restored (%v): the originals are kept in %s; jukebox booth recover tries again", e.UndoErr, e.StateDir)
 	default:
-		fmt.Fprintf(&b, "the originals were put back, but %d path(s) differ from before the commit (changed meanwhile?): %s", len(e.Differ), strings.Join(e.Differ, ", "))
+		fmt.Fprintf(&b, "the originals were put back, but %s differ from before the commit (changed meanwhile?): %s", termtext.Count(len(e.Differ), "path", "paths"), strings.Join(e.Differ, ", "))
 	}
 	switch {
 	case e.PartErr != nil:

@@ -93,7 +93,7 @@ type ConflictError struct {
 // Error lists the conflicting paths.
 func (e *ConflictError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v: %d path(s):", ErrConflict, len(e.Conflicts))
+	fmt.Fprintf(&b, "%v: %s:", ErrConflict, termtext.Count(len(e.Conflicts), "path", "paths"))
 	for _, c := range e.Conflicts {
 		fmt.Fprintf(&b, " %s (%s);", c.Path, c.Reason)
 	}
@@ -113,7 +113,7 @@ type RefusedError struct {
 // Error lists the refused entries.
 func (e *RefusedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v: %d path(s), nothing committed (the transaction is open: remove them or roll back):", ErrRefused, len(e.Refused))
+	fmt.Fprintf(&b, "%v: %s, nothing committed (the transaction is open: remove them or roll back):", ErrRefused, termtext.Count(len(e.Refused), "path", "paths"))
 	for _, r := range e.Refused {
 		fmt.Fprintf(&b, " %s (%s);", termtext.Quote(r.Path), termtext.Escape(r.Reason)) // an agent's names: shown safely
 	}

@@ -285,7 +285,7 @@ func (c *BoothCommitCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	if !c.JSON {
-		fmt.Fprintf(env.Stdout, "committed %s: %d change(s)\n", cs.TxID, len(cs.Changes))
+		fmt.Fprintf(env.Stdout, "committed %s: %s\n", cs.TxID, termtext.Count(len(cs.Changes), "change", "changes"))
 	}
 	if err := printChangeSet(env.Stdout, cs, c.JSON); err != nil {
 		return err

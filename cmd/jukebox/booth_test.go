@@ -62,7 +62,7 @@ func TestBoothCommands(t *testing.T) {
 		t.Fatalf("status: %q %v", out, err)
 	}
 	out, _, err = runBoothCLI(t, "booth", "commit", "-C", ws)
-	if err != nil || !strings.HasPrefix(out, "committed "+tx.ID()+": 3 change(s)\n") {
+	if err != nil || !strings.HasPrefix(out, "committed "+tx.ID()+": 3 changes\n") {
 		t.Fatalf("commit: %q %v", out, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "c.txt")); string(b) != "from wasm" {
