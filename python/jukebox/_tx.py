@@ -91,7 +91,14 @@ class Transaction:
         batchable = op in ("commit", "rollback")
         if batchable:
             pending.append({"op": op, "body": body or {}})
-        last = self._batch(pending)
+        try:
+            last = self._batch(pending)
+        except JukeboxError as e:
+            if op != "rollback" or e.unanswered or e.staged in ("", "rollback"):
+                raise
+            # A staged write or delete that failed stopped the batch before
+            # its rollback, which drops that one with the rest: it goes alone.
+            return self._c.call("POST", f"tx/{self.tx_id}/rollback", body or {})
         if batchable:
             return last
         return self._c.call("POST", f"tx/{self.tx_id}/{op}", body or {})
@@ -132,6 +139,7 @@ class Transaction:
                 err = _error(status, answer if isinstance(answer, dict) else {})
                 what = op["op"] + (" " + str(op["body"].get("path")) if op["op"] in ("write", "delete") else "")
                 err.args = (f"staged {what}: {err.args[0] if err.args else ''}",) + tuple(err.args[1:])
+                err.staged = op["op"]
                 raise err
         if len(answers) != len(ops):
             raise JukeboxError(f"transaction {self.tx_id}: {len(answers)} answers to a batch of {len(ops)}")

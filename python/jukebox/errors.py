@@ -13,6 +13,9 @@ class JukeboxError(Exception):
     rolled_back: bool = False
     #: No answer came (jukebox was gone): what was asked may have been done.
     unanswered: bool = False
+    #: The staged operation of a batch that failed ("write", "delete", or
+    #: the "commit" or "rollback" sent with them); "" for any other error.
+    staged: str = ""
 
 
 class AuthError(JukeboxError):

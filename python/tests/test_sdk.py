@@ -233,6 +233,43 @@ class SDKTest(SDKBase):
         self.assertIn("after rolled_back", out)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "ok.txt")))
 
+    def test_rollback_drops_a_write_that_failed(self):
+        # A write only the booth refuses (its path is a folder) goes with
+        # the rollback: the rollback used to stop at it, raise its error and
+        # leave the transaction open, and a block's exception was replaced
+        # by that error. Replayed alike from the tape.
+        os.mkdir(os.path.join(self.dir, "adir"))
+        self.script("agent.py", '''
+            from jukebox import Jukebox
+            jb = Jukebox()
+
+            @jb.track(name="changes-its-mind")
+            def run():
+                tx = jb.begin()
+                tx.stage_file_write("ok.txt", "fine")
+                tx.stage_file_write("adir", "x")
+                tx.rollback("changed my mind")
+                print("rollback:", tx.state)
+                try:
+                    with jb.begin() as tx2:
+                        tx2.stage_file_write("adir", "x")
+                        raise RuntimeError("the agent's own error")
+                except RuntimeError as e:
+                    print("block raised:", e, tx2.state)
+            run()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("rollback: rolled_back", out)
+        self.assertIn("block raised: the agent's own error rolled_back", out)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["adir", "agent.py", "tapes"])
+        [tape] = self.tapes()
+        fs = [f for f in frames(tape) if f["kind"] != "control"]
+        self.assertEqual([f["kind"] for f in fs].count("tx.rollback"), 2, fs)
+        rep = subprocess.run([BIN, "replay", "--json", tape], cwd=self.dir, env=self.env,
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(rep.returncode, 0, rep.stdout + rep.stderr)
+        self.assertIn("block raised: the agent's own error rolled_back", rep.stderr + rep.stdout)
+
     def test_begin_as_a_block(self):
         # `with jb.begin() as tx:` (as sqlite3 and psycopg hold theirs):
         # committed at the end, rolled back by an exception, which is raised
