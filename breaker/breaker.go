@@ -156,7 +156,7 @@ func (b *Breaker) velocity(a Answer, usd float64) *Trip {
 	case b.l.MaxTokensPerMin > 0 && float64(tokens) > b.l.MaxTokensPerMin:
 		return &Trip{Rule: RuleTokenVelocity, Evidence: frames,
 			Reason: fmt.Sprintf("%s%d tokens in the last minute, past the limit of %.0f a minute", b.mark(), tokens, b.l.MaxTokensPerMin)}
-	case b.l.MaxCostPerMin > 0 && dollars > b.l.MaxCostPerMin:
+	case b.l.MaxCostPerMin > 0 && past(dollars, b.l.MaxCostPerMin):
 		spent, limit := USDPair(dollars, b.l.MaxCostPerMin)
 		return &Trip{Rule: RuleCostVelocity, Evidence: frames,
 			Reason: fmt.Sprintf("%s%s in the last minute, past the limit of %s a minute", b.mark(), spent, limit)}

@@ -352,3 +352,41 @@ func TestReportedCost(t *testing.T) {
 		t.Fatalf("past the cap: %+v", trip)
 	}
 }
+
+// TestCapHoldsAtItsOwnAmount: amounts that sum to the cap exactly in
+// decimal reach it, and only an amount past it trips. $0.20 and $0.10 are
+// $0.30000000000000004 in binary floating point: a call that brought the
+// run to its $0.30 cap was refused ("could cost up to $0.1000 more, past
+// the cap of $0.3000"), and reported turns of $0.10 and $0.20 tripped with
+// "$0.300000000000, past the cap of $0.300000000000".
+func TestCapHoldsAtItsOwnAmount(t *testing.T) {
+	rate := func(model string, u tapefmt.Usage) (float64, bool) { return float64(u.Output) * 0.1, true }
+	b := New(Limits{MaxCost: 0.3}, rate)
+	for i := range 3 {
+		seq := uint64(2*i + 1)
+		if trip := b.Before(Call{Seq: seq, Model: "m", InputTokens: 24, MaxOutput: 1}); trip != nil {
+			t.Fatalf("call %d, within the cap, refused: %s", i, trip.Reason)
+		}
+		b.After(Answer{Seq: seq + 1, Request: seq, Model: "m", Usage: tapefmt.Usage{Input: 24, Output: 1}, At: t0})
+	}
+	if trip := b.Before(Call{Seq: 7, Model: "m", InputTokens: 24, MaxOutput: 1}); trip == nil || trip.Rule != RuleCost {
+		t.Fatalf("a fourth call, past the cap, was let through: %+v", trip)
+	}
+
+	b = New(Limits{MaxCost: 0.3}, rate)
+	for i, usd := range []float64{0.1, 0.2} {
+		if trip := b.After(Answer{Seq: uint64(i + 1), Reported: usd, At: t0}); trip != nil {
+			t.Fatalf("turns that reach the cap tripped: %s", trip.Reason)
+		}
+	}
+	if trip := b.After(Answer{Seq: 3, Reported: 0.000001, At: t0}); trip == nil || trip.Rule != RuleCost {
+		t.Fatalf("a millionth of a dollar past the cap did not trip: %+v", trip)
+	}
+
+	v := New(Limits{MaxCostPerMin: 0.3}, rate)
+	for i, usd := range []float64{0.1, 0.2} {
+		if trip := v.After(Answer{Seq: uint64(i + 1), Reported: usd, At: t0}); trip != nil {
+			t.Fatalf("a minute's spend at its limit tripped: %s", trip.Reason)
+		}
+	}
+}

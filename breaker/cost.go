@@ -56,7 +56,7 @@ func (b *Breaker) After(a Answer) *Trip {
 	if t := b.velocity(a, usd); t != nil {
 		return b.tripped(t)
 	}
-	if b.l.MaxCost > 0 && b.cost > b.l.MaxCost {
+	if b.l.MaxCost > 0 && past(b.cost, b.l.MaxCost) {
 		spent, limit := b.spentText(b.l.MaxCost)
 		return b.tripped(&Trip{Rule: RuleCost, Evidence: []uint64{a.Seq},
 			Reason: fmt.Sprintf("%s %s cost %s, past the cap of %s (%s)", b.who, has(b.who), spent, limit, overWhy(a))})
@@ -90,7 +90,7 @@ func (b *Breaker) capped(c Call) *Trip {
 	for _, h := range b.held {
 		held += h
 	}
-	if b.cost+held+next <= b.l.MaxCost {
+	if !past(b.cost+held+next, b.l.MaxCost) {
 		b.held[c.Seq] = next
 		return nil
 	}
@@ -109,6 +109,16 @@ func (b *Breaker) capped(c Call) *Trip {
 	}
 	return &Trip{Rule: RuleCost, Evidence: []uint64{c.Seq},
 		Reason: fmt.Sprintf("%s %s cost %s%s and %s more, past the cap of %s; it was not sent", b.who, has(b.who), spent, inFlight, next2, limit)}
+}
+
+// past says whether an amount in dollars is past a limit by more than
+// the rounding of the sums that made it: $0.20 and $0.10 make
+// $0.30000000000000004 in binary floating point, which is within a cap of
+// $0.30 (it was called past it, "$0.3000, past the cap of $0.3000"). A
+// billionth of the limit is far above that rounding and far below a cent
+// of any cap.
+func past(usd, limit float64) bool {
+	return usd > limit && usd-limit > limit*1e-9
 }
 
 // overWhy says why an answer took the cost past the cap although the call
@@ -148,7 +158,7 @@ func (b *Breaker) priced(model string, seq uint64) *Trip {
 		return nil
 	}
 	return &Trip{Rule: RuleUnknownModel, Evidence: []uint64{seq},
-		Reason: fmt.Sprintf("model %q has no price, so a limit in dollars cannot hold; give a rate for unknown models", model)}
+		Reason: fmt.Sprintf("model %q has no price, so a limit in dollars cannot hold; give a rate for unknown models (--unknown-model-rate, dollars a million tokens, or unknown_model_rate in --breaker-config) or its price (--prices)", model)}
 }
 
 // priceOf prices a call, with the unknown-model rate for models without a

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
+	"math"
 	"net/http"
+	"strconv"
 )
 
 // AgentHeader is the request header that names the agent a model call
@@ -207,22 +210,51 @@ func RequestToolResults(body []byte) []ToolResult {
 	return out
 }
 
-// RequestMaxOutput is the output limit a request asks for (max_tokens,
-// max_completion_tokens or max_output_tokens; Gemini's
+// RequestMaxOutput is the most output a request asks for: its limit
+// (max_tokens, max_completion_tokens or max_output_tokens; Gemini's
 // generationConfig.maxOutputTokens, Bedrock Converse's
-// inferenceConfig.maxTokens), 0 when it asks none.
+// inferenceConfig.maxTokens) times the answers it asks for (OpenAI's n,
+// Gemini's candidateCount), each billed; 0 when it asks no limit. A limit
+// written as a number with a fraction or an exponent (1000.0, 1e9) is the
+// limit it says, rounded up, and one past int64 is the largest: the
+// provider holds the answer to it (read as int64 alone, such a limit was
+// lost and the call taken for one without a limit).
 func RequestMaxOutput(body []byte) int64 {
 	var req struct {
-		MaxTokens           int64 `json:"max_tokens"`
-		MaxCompletionTokens int64 `json:"max_completion_tokens"`
-		MaxOutputTokens     int64 `json:"max_output_tokens"`
+		MaxTokens           json.Number `json:"max_tokens"`
+		MaxCompletionTokens json.Number `json:"max_completion_tokens"`
+		MaxOutputTokens     json.Number `json:"max_output_tokens"`
+		N                   json.Number `json:"n"`
 		Gemini              struct {
-			MaxOutputTokens int64 `json:"maxOutputTokens"`
+			MaxOutputTokens json.Number `json:"maxOutputTokens"`
+			CandidateCount  json.Number `json:"candidateCount"`
 		} `json:"generationConfig"`
 		Converse struct {
-			MaxTokens int64 `json:"maxTokens"`
+			MaxTokens json.Number `json:"maxTokens"`
 		} `json:"inferenceConfig"`
 	}
 	_ = json.Unmarshal(body, &req)
-	return max(req.MaxTokens, req.MaxCompletionTokens, req.MaxOutputTokens, req.Gemini.MaxOutputTokens, req.Converse.MaxTokens)
+	limit := max(count(req.MaxTokens), count(req.MaxCompletionTokens), count(req.MaxOutputTokens),
+		count(req.Gemini.MaxOutputTokens), count(req.Converse.MaxTokens))
+	answers := max(count(req.N), count(req.Gemini.CandidateCount), 1)
+	if limit > math.MaxInt64/answers {
+		return math.MaxInt64
+	}
+	return limit * answers
+}
+
+// count is a positive whole number a request gives (rounded up, at most
+// MaxInt64), 0 for none, zero, a negative one or one that is not a number.
+func count(n json.Number) int64 {
+	if i, err := n.Int64(); err == nil {
+		return max(i, 0)
+	}
+	f, err := n.Float64()
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange), f <= 0, math.IsNaN(f):
+		return 0
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return int64(math.Ceil(f))
 }

@@ -1,6 +1,7 @@
 package llmwire
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -45,7 +46,16 @@ func TestRequestToolResults(t *testing.T) {
 	if got := RequestMaxOutput([]byte(`{"max_completion_tokens": 300}`)); got != 300 {
 		t.Errorf("max output %d", got)
 	}
-	for body, want := range map[string]int64{`{"generationConfig": {"maxOutputTokens": 200}}`: 200, `{"inferenceConfig": {"maxTokens": 64}}`: 64} {
+	for body, want := range map[string]int64{`{"generationConfig": {"maxOutputTokens": 200}}`: 200, `{"inferenceConfig": {"maxTokens": 64}}`: 64,
+		// A limit with a fraction or an exponent was read as none.
+		`{"max_tokens": 1000.0}`: 1000, `{"max_tokens": 1e9}`: 1_000_000_000, `{"max_tokens": 10.5}`: 11,
+		`{"max_tokens": 9223372036854775808}`: math.MaxInt64, `{"max_tokens": 1e400}`: math.MaxInt64,
+		// Each of n answers is billed.
+		`{"max_tokens": 16000, "n": 50}`: 800_000, `{"max_tokens": 16000, "n": 1}`: 16000, `{"n": 4}`: 0,
+		`{"generationConfig": {"maxOutputTokens": 100, "candidateCount": 3}}`: 300,
+		`{"max_tokens": 4611686018427387904, "n": 4}`:                         math.MaxInt64,
+		// None asked: nothing, zero, a negative or a string.
+		`{}`: 0, `{"max_tokens": 0}`: 0, `{"max_tokens": -5}`: 0, `{"max_tokens": "lots"}`: 0, `{"max_tokens": 10, "n": 0}`: 10} {
 		if got := RequestMaxOutput([]byte(body)); got != want {
 			t.Errorf("max output of %s: %d, want %d", body, got, want)
 		}
