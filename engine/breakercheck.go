@@ -16,7 +16,9 @@ import (
 // velocities hold as they did. It is for choosing limits on real runs
 // before setting them (`jukebox breaker`). Calls are priced at the rates
 // the tape recorded (llm.response rate), as every view prices them, else
-// by the price table.
+// by the price table. A fork's calls before its fork point were answered
+// from its parent's tape, free: the live breaker never saw them, and
+// neither does this.
 func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 	rates, err := recordedRates(t)
 	if err != nil {
@@ -36,7 +38,8 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 	reqs := map[uint64]request{}
 	start := t.Created()
 	lastTurn := ""
-	for f, err := range t.Frames(tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindAgentTurn) {
+	live := uint64(0) // the first call that went live: a fork's calls before it came from its parent
+	for f, err := range t.Frames(tapefmt.KindRunStart, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindAgentTurn) {
 		if err != nil {
 			return nil, err
 		}
@@ -45,12 +48,19 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 			return nil, err
 		}
 		switch p := p.(type) {
+		case *tapefmt.RunStart:
+			if call, fork := p.ForkCall(); fork && f.Seq == 0 {
+				live = call
+			}
 		case *tapefmt.AgentTurn:
 			lastTurn = cmp.Or(p.Agent, lastTurn)
 			if trip := b.After(lastTurn, turnOf(f.Seq, p, start.Add(f.Time))); trip != nil {
 				return trip, nil
 			}
 		case *tapefmt.LLMRequest:
+			if p.Call < live {
+				continue
+			}
 			body, err := blobOf(t, p.Body)
 			if err != nil {
 				return nil, err
@@ -62,6 +72,9 @@ func CheckBreaker(t *tapefmt.Tape, l breaker.Limits) (*breaker.Trip, error) {
 				return trip, nil
 			}
 		case *tapefmt.LLMResponse:
+			if p.Call < live {
+				continue
+			}
 			r := reqs[p.Call]
 			body, err := blobOf(t, p.Body)
 			if err != nil {

@@ -28,10 +28,16 @@ type knownStep struct {
 // result, and returns the tape's path and each call's request frame.
 func writeKnownRun(t *testing.T, steps []knownStep) (string, []uint64) {
 	t.Helper()
+	return writeKnownRunFrom(t, tapefmt.RunStart{Argv: []string{"agent"}}, steps)
+}
+
+// writeKnownRunFrom is writeKnownRun with the run's start given (a fork's).
+func writeKnownRunFrom(t *testing.T, start tapefmt.RunStart, steps []knownStep) (string, []uint64) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "known.jbx")
 	var reqFrames []uint64
 	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
-		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		w.Append(0, start)
 		messages := []any{map[string]any{"role": "user", "content": "Do the task."}}
 		for i, s := range steps {
 			// The context the call's input tokens stand for, at about
@@ -141,5 +147,39 @@ func TestCheckBreakerOnKnownRuns(t *testing.T) {
 				t.Fatalf("trip %+v, want %s at frame %d", trip, c.rule, want)
 			}
 		})
+	}
+}
+
+// TestCheckBreakerLeavesOutWhatAForkGotFromItsParent: a fork's calls
+// before its fork point were answered from the parent's tape, free, and the
+// live breaker never saw them. `jukebox breaker` counted them: it named a
+// trip a call earlier than the fork's own, at a cost the fork never spent.
+func TestCheckBreakerLeavesOutWhatAForkGotFromItsParent(t *testing.T) {
+	t.Parallel()
+	var ramp []knownStep
+	for range 6 {
+		// demo-large: $3 in, $15 out a million: $0.0045 a call.
+		ramp = append(ramp, knownStep{text: "step", input: 1000, output: 100, maxOutputAsked: 100})
+	}
+	start := tapefmt.RunStart{Argv: []string{"agent"}, Mode: tapefmt.ModeFork, Parent: &tapefmt.ParentRef{Tape: "00", Frame: 5, Call: 2}}
+	path, reqs := writeKnownRunFrom(t, start, ramp)
+	tp, err := tapefmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	// Calls 2 to 5 went live, each $0.0045 and counted before it at
+	// about $0.0047 (its input counted from the request's text): three
+	// fit in $0.014, the fourth not. Counting the parent's two, the cap
+	// tripped on call 3.
+	trip, err := engine.CheckBreaker(tp, breaker.Limits{MaxCost: 0.014})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trip == nil || trip.Rule != breaker.RuleCost || trip.Evidence[len(trip.Evidence)-1] != reqs[5] {
+		t.Fatalf("want the cap to trip on call 5 (frame %d), got %+v", reqs[5], trip)
+	}
+	if !strings.Contains(trip.Reason, "has cost $0.0135") {
+		t.Errorf("the cost named is not the fork's own: %s", trip.Reason)
 	}
 }
