@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 )
 
 // breakerFlags set the circuit breaker's limits on record and fork.
@@ -111,6 +113,12 @@ func tripExit(res *engine.Result) error {
 	if res == nil || res.Breaker == nil {
 		return nil
 	}
-	return withCode(ExitTripped, fmt.Errorf("circuit breaker tripped (%s): %s (exit %d, ahead of the agent's %s); continue with jukebox fork TAPE --frame N and a raised limit or another model",
-		res.Breaker.Rule, res.Breaker.Reason, ExitTripped, engine.EndText(res.End)))
+	// Forked there, the first call at or after the trip's last frame goes
+	// live: the one refused, or the one after the answer that tripped.
+	tape, frame := "TAPE", "N"
+	if res.Tape != "" && len(res.Breaker.Evidence) > 0 {
+		tape, frame = termtext.Quote(res.Tape), strconv.FormatUint(res.Breaker.Evidence[len(res.Breaker.Evidence)-1], 10)
+	}
+	return withCode(ExitTripped, fmt.Errorf("circuit breaker tripped (%s): %s (exit %d, ahead of the agent's %s); continue with jukebox fork %s --frame %s and a raised limit or another model",
+		res.Breaker.Rule, res.Breaker.Reason, ExitTripped, engine.EndText(res.End), tape, frame))
 }

@@ -69,7 +69,7 @@ func (c *CostCmd) Run(env *Env) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	printRefused(env, bill)
+	printRefused(env, bill, c.By)
 	if f := bill.Fork; f != nil && f.FromParent.Calls > 0 {
 		a, were := timeline.Approx(f.FromParent.Estimated), "were"
 		if f.FromParent.Calls == 1 {
@@ -108,14 +108,22 @@ func perMTok(v float64) string {
 
 // printRefused lists the calls the circuit breaker refused, apart from
 // the bill: never sent, they cost nothing.
-func printRefused(env *Env, bill timeline.Bill) {
+func printRefused(env *Env, bill timeline.Bill, by string) {
 	if len(bill.Refused) == 0 {
 		return
 	}
 	var parts []string
 	n := 0
 	for _, r := range bill.Refused {
-		parts = append(parts, fmt.Sprintf("%s %d", r.Key, r.Calls))
+		key := r.Key
+		switch {
+		case by == timeline.ByStep:
+			key = "step " + key
+		case by == timeline.ByModel && key == "?":
+			key = "(no model)"
+		}
+		// "step 2: 1, step 3: 1" (it was "2 1, 3 1").
+		parts = append(parts, fmt.Sprintf("%s: %d", key, r.Calls))
 		n += r.Calls
 	}
 	fmt.Fprintf(env.Stdout, "%s refused by the circuit breaker, not sent and not billed: %s\n", termtext.Count(n, "call", "calls"), strings.Join(parts, ", "))

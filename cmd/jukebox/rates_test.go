@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,8 +54,12 @@ func TestRatesOnTheTape(t *testing.T) {
 	t.Chdir(dir)
 	t.Setenv("OPENAI_API_KEY", "sk-test")
 	t.Setenv("AGENT_MODEL", "my-local-model")
-	out, _ := wantCode(t, ExitTripped, "record", "--json", "--max-cost", "0.001", "--unknown-model-rate", "5",
+	out, stderr := wantCode(t, ExitTripped, "record", "--json", "--max-cost", "0.001", "--unknown-model-rate", "5",
 		"--upstream", "openai="+srv.OpenAIBaseURL(), "-o", "unknown.jbx", "--", py, agent)
+	// The way on names the tape and the frame (it said TAPE and N).
+	if !regexp.MustCompile(`continue with jukebox fork \S*unknown\.jbx --frame \d+ and a raised limit`).MatchString(stderr) {
+		t.Errorf("record's trip does not say where to fork:\n%s", stderr)
+	}
 	var rec struct {
 		Breaker struct{ Cost float64 } `json:"breaker"`
 	}
@@ -90,6 +95,11 @@ func TestRatesOnTheTape(t *testing.T) {
 	if !strings.Contains(text, "refused by the circuit breaker, not sent and not billed: my-local-model") || strings.Contains(text, "no price") ||
 		!strings.Contains(text, "CACHE WRITE") {
 		t.Errorf("cost:\n%s", text)
+	}
+	// By step, each refused call's step is named as such (it read "2 1").
+	text, _ = wantCode(t, ExitOK, "cost", "--by", "step", "unknown.jbx")
+	if !regexp.MustCompile(`not sent and not billed: step \d+: \d+`).MatchString(text) {
+		t.Errorf("cost --by step:\n%s", text)
 	}
 	out, _ = wantCode(t, ExitOK, "ls", "--json", "unknown.jbx")
 	var ls []struct {
