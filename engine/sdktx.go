@@ -164,6 +164,10 @@ func (t *sdkTxs) begin(ctx context.Context, mcpMode string) (*sandbox.Tx, error)
 		return nil, err
 	}
 	id = tx.ID()
+	// Its commit may not change the tape that records it (nor its folder,
+	// as a booth run keeps it from the agent): in the booth this is held
+	// where it is applied (unstageable).
+	tx.Keep(t.session.protected())
 	if t.open == nil {
 		t.open = map[string]*sdkTx{}
 	}

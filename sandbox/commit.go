@@ -70,6 +70,9 @@ func (tx *Tx) Commit(ctx context.Context) (_ ChangeSet, err error) {
 	if tx.opts.Whole && len(cs.Refused) > 0 {
 		return cs, &RefusedError{Refused: cs.Refused}
 	}
+	if err := tx.checkKept(cs); err != nil {
+		return cs, err
+	}
 	before, err := tx.snapshot(cs)
 	if err != nil {
 		return ChangeSet{}, err

@@ -24,6 +24,9 @@ var (
 	// jukebox state folder (a .jukebox below the top), which no commit
 	// changes: staged there, it would be refused at the commit.
 	ErrForeignState = errors.New("sandbox: path is in another workspace's jukebox state folder, which a commit never changes")
+	// ErrKept reports a change to what a transaction was told to keep
+	// (Tx.Keep): the tape being recorded, or its folder.
+	ErrKept = errors.New("sandbox: the commit would change the tape being recorded (or its folder), which it keeps")
 	// ErrRefused reports a commit of a transaction begun Whole whose change
 	// set refuses an entry (RefusedError).
 	ErrRefused = errors.New("sandbox: staged entries cannot be committed")

@@ -152,6 +152,8 @@ type Tx struct {
 	// pinned are the folders from the workspace down to the staging area
 	// as Begin or Open found them (checkState).
 	pinned []pinnedDir
+	// kept are the workspace paths a commit may not change (Keep).
+	kept []string
 }
 
 // pinnedDir is a state folder and what stood there.

@@ -282,3 +282,50 @@ func TestConcurrentBeginsAndRollbacks(t *testing.T) {
 		t.Error("the workspace changed")
 	}
 }
+
+// TestCommitKeepsWhatItWasToldTo: a commit that changes a kept file, its
+// folder, or replaces a folder above it is refused before anything is
+// applied, the transaction left open; a folder's mode above it is not.
+func TestCommitKeepsWhatItWasToldTo(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{"a/tapes/run.jbx": "tape", "a/other.txt": "x"})
+	tape := filepath.Join(ws, "a", "tapes", "run.jbx")
+	for name, stage := range map[string]func(f *Files) error{
+		"the file":          func(f *Files) error { return f.WriteFile("a/tapes/run.jbx", []byte("garbage"), 0o644) },
+		"beside it":         func(f *Files) error { return f.WriteFile("a/tapes/planted.jbx", []byte("x"), 0o644) },
+		"its deletion":      func(f *Files) error { return f.Remove("a/tapes/run.jbx") },
+		"a folder above it": func(f *Files) error { return f.RemoveAll("a") },
+	} {
+		tx, err := Begin(ws, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx.Keep([]string{tape})
+		if err := stage(tx.Files()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := tx.Commit(context.Background()); !errors.Is(err, ErrKept) || tx.Closed() {
+			t.Errorf("%s: commit %v, closed %v", name, err, tx.Closed())
+		}
+		if err := tx.Rollback(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(tape); err != nil || string(b) != "tape" {
+			t.Fatalf("%s: the kept file is %q, %v", name, b, err)
+		}
+	}
+	tx, err := Begin(ws, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.Keep([]string{tape})
+	if err := tx.Files().Chmod("a", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Files().WriteFile("a/other.txt", []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(context.Background()); err != nil {
+		t.Fatalf("a change beside the kept folder: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/internal/nsinit"
 )
@@ -67,6 +68,34 @@ func (tx *Tx) Protected(files []string) []string {
 		}
 	}
 	return out
+}
+
+// Keep makes Commit refuse a change set that changes one of files
+// (absolute paths), or what Protected keeps of them (their folder, as a
+// booth run keeps it from its agent), or replaces a folder holding one:
+// ErrKept, naming the path, before anything is applied (the transaction
+// stays open). For an SDK transaction outside the booth: its commit
+// overwrote, or deleted, the tape that recorded it.
+func (tx *Tx) Keep(files []string) {
+	kept := tx.Protected(files)
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.kept = kept
+}
+
+// checkKept refuses a change set that changes what Keep keeps.
+func (tx *Tx) checkKept(cs ChangeSet) error {
+	for _, c := range cs.Changes {
+		for _, k := range tx.kept {
+			// A folder made, or its mode changed, above a kept path
+			// leaves what it holds; anything else there replaces it.
+			if c.Path == k || strings.HasPrefix(c.Path, k+"/") ||
+				strings.HasPrefix(k, c.Path+"/") && c.Op != OpMkdir && c.Op != OpChmodDir {
+				return pathErr("commit", c.Path, ErrKept)
+			}
+		}
+	}
+	return nil
 }
 
 // protected are the paths to keep read-only so that files that must not

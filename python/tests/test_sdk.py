@@ -270,6 +270,46 @@ class SDKTest(SDKBase):
         self.assertEqual(rep.returncode, 0, rep.stdout + rep.stderr)
         self.assertIn("block raised: the agent's own error rolled_back", rep.stderr + rep.stdout)
 
+    def test_commit_cannot_change_the_tape(self):
+        # Outside the booth a commit overwrote the tape recording it (the
+        # run then failed: "file is 7 bytes, shorter than a tape header") or
+        # deleted it; as in the booth, it is a SandboxViolation now, through
+        # a link too, and the transaction stays open.
+        self.script("agent.py", '''
+            import os
+            from jukebox import Jukebox, SandboxViolation
+            jb = Jukebox()
+
+            @jb.track(name="tape-keeper")
+            def run():
+                rel = os.path.relpath(jb.tape)
+                os.symlink(rel, "link-to-tape")
+                for what, stage in (("write", lambda tx: tx.stage_file_write(rel, "garbage")),
+                                    ("delete", lambda tx: tx.stage_file_delete(rel)),
+                                    ("link", lambda tx: tx.stage_file_write("link-to-tape", "garbage")),
+                                    ("beside", lambda tx: tx.stage_file_write(os.path.join(os.path.dirname(rel), "planted.jbx"), "x"))):
+                    tx = jb.begin()
+                    stage(tx)
+                    try:
+                        tx.commit()
+                        print(what, "committed")
+                    except SandboxViolation as e:
+                        print(what, "refused:", e, tx.state)
+                        tx.rollback()
+                tx = jb.begin()
+                tx.stage_file_write("fine.txt", "ok")
+                print("fine", tx.commit())
+            run()
+        ''')
+        out = self.python("agent.py").stdout
+        for what in ("write", "delete", "link", "beside"):
+            self.assertRegex(out, what + " refused: .*tape being recorded.* open", out)
+        self.assertIn("fine 1", out)
+        [tape] = self.tapes()
+        verify = subprocess.run([BIN, "verify", tape], capture_output=True, text=True)
+        self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+        self.assertEqual(os.listdir(os.path.dirname(tape)), [os.path.basename(tape)])
+
     def test_begin_as_a_block(self):
         # `with jb.begin() as tx:` (as sqlite3 and psycopg hold theirs):
         # committed at the end, rolled back by an exception, which is raised
