@@ -88,6 +88,9 @@ type sdkTx struct {
 	inBooth bool     // commits into the booth's transaction (intoBooth)
 	applied bool     // committed in a booth run, in the agent's view already (intoView)
 	real    *os.Root // the workspace, opened once for checkBase; closed by forget
+	// inPlace are the paths given a staged copy to change in place
+	// (stage-path: SQLite databases), whose WAL the commit checks (walConflict).
+	inPlace []string
 	// ended: committed or rolled back (forget), under mu. A request that
 	// found the transaction open and waited for mu behind the one that
 	// ended it is answered as one that came after (not found), and writes
@@ -179,6 +182,9 @@ func (t *sdkTxs) begin(ctx context.Context, mcpMode string) (*sandbox.Tx, error)
 // commit commits the transaction. A conflict, or a change the booth
 // cannot commit, leaves it open.
 func (t *sdkTxs) commit(ctx context.Context, st *sdkTx) (controlapi.Committed, error) {
+	if err := walConflict(t.ws, st.inPlace); err != nil {
+		return controlapi.Committed{}, err
+	}
 	commit := st.tx.Commit
 	if t.inBooth {
 		commit = func(context.Context) (sandbox.ChangeSet, error) { return t.pendBooth(st) }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -160,12 +161,43 @@ func (o txOps) StagePath(_ context.Context, req controlapi.PathOf) (controlapi.S
 			"stage-path %s: %d bytes, over the %d MiB the tape keeps of a staged copy (a replay gives the agent a copy of it as it was): "+
 				"change it outside the transaction, or in a booth run (jukebox record --booth)", req.Path, info.Size(), tapefmt.MaxBlobSize>>20)
 	}
+	// A SQLite database in WAL mode keeps its latest changes in its -wal
+	// file until a checkpoint: a copy of the database alone misses them,
+	// and the commit's database would be overwritten by them the next time
+	// it is opened (seen: the committed rows gone, the -wal's back).
+	if info, err := o.st.tx.Files().Lstat(req.Path + "-wal"); err == nil && info.Size() > 0 {
+		return controlapi.Staged{}, controlapi.Failf(http.StatusConflict, controlapi.TypeUnavailable,
+			"stage-path %s: a SQLite database in WAL mode whose latest changes are still in %s-wal (%d bytes): "+
+				"a staged copy would not hold them, and they would undo the commit; close the database's connections "+
+				"(the last to close checkpoints it) or run PRAGMA wal_checkpoint(TRUNCATE), then stage it", req.Path, req.Path, info.Size())
+	}
 	f, err := o.st.tx.Files().OpenFile(req.Path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return controlapi.Staged{}, txError(err)
 	}
 	f.Close()
+	if !slices.Contains(o.st.inPlace, req.Path) {
+		o.st.inPlace = append(o.st.inPlace, req.Path)
+	}
 	return controlapi.Staged{Path: req.Path, Staged: f.Name()}, nil
+}
+
+// walConflict is a commit conflict when a database given a staged copy
+// (stage-path) has changes in its -wal now: written since it was staged,
+// they would be played over the committed database when it is next
+// opened, undoing the commit.
+func walConflict(ws string, paths []string) error {
+	for _, p := range paths {
+		wal := p + "-wal"
+		if info, err := os.Lstat(filepath.Join(ws, filepath.FromSlash(wal))); err == nil && info.Size() > 0 {
+			e := controlapi.Failf(http.StatusConflict, controlapi.TypeCommitConflict,
+				"commit: %s holds changes to the SQLite database %s written since it was staged (%d bytes): they would undo the commit; "+
+					"roll back and stage again once its connections are closed", wal, p, info.Size())
+			e.Conflicts = []controlapi.Conflict{{Path: wal, Reason: "changes written to the database since it was staged"}}
+			return e
+		}
+	}
+	return nil
 }
 
 // ended is the answer to a request that waited for the transaction

@@ -310,6 +310,46 @@ class SDKTest(SDKBase):
         self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
         self.assertEqual(os.listdir(os.path.dirname(tape)), [os.path.basename(tape)])
 
+    def test_sqlite_in_wal_mode_loses_nothing(self):
+        # A database in WAL mode keeps its latest rows in its -wal: the
+        # staged copy read without them ([] for a row that was there), and
+        # after the commit the -wal's frames were played over the committed
+        # database, its row gone, "commit 3" said all the same.
+        self.script("agent.py", '''
+            import sqlite3
+            from jukebox import Jukebox, JukeboxError, CommitConflict
+            jb = Jukebox()
+            c = sqlite3.connect("wal.sqlite")
+            c.execute("pragma journal_mode=wal"); c.execute("create table w(a)"); c.commit()
+            c.execute("pragma wal_checkpoint(TRUNCATE)")
+            c.execute("insert into w values ('in-wal-only')"); c.commit()
+            tx = jb.begin()
+            try:
+                print("read", tx.stage_sql("wal.sqlite", "select * from w"))
+            except JukeboxError as e:
+                print("refused:", e)
+            c.execute("pragma wal_checkpoint(TRUNCATE)")
+            print("read", tx.stage_sql("wal.sqlite", "select * from w"))
+            tx.stage_sql("wal.sqlite", "insert into w values ('from-tx')")
+            c.execute("insert into w values ('meanwhile')"); c.commit()
+            try:
+                tx.commit()
+            except CommitConflict as e:
+                print("conflict:", e, tx.state)
+                tx.rollback()
+            c.close()  # the last connection checkpoints
+            tx = jb.begin()
+            tx.stage_sql("wal.sqlite", "insert into w values ('from-tx')")
+            print("commit", tx.commit())
+            print("rows", sqlite3.connect("wal.sqlite").execute("select * from w").fetchall())
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertRegex(out, r"refused: .*WAL mode.*wal.sqlite-wal.*wal_checkpoint", out)
+        self.assertIn("read [('in-wal-only',)]", out)
+        self.assertRegex(out, r"conflict: .*wal.sqlite-wal holds changes .* open", out)
+        self.assertIn("rows [('in-wal-only',), ('meanwhile',), ('from-tx',)]", out)
+
     def test_begin_as_a_block(self):
         # `with jb.begin() as tx:` (as sqlite3 and psycopg hold theirs):
         # committed at the end, rolled back by an exception, which is raised
