@@ -70,6 +70,9 @@ class Transaction:
         self._pending: List[Dict[str, Any]] = []
         self._pending_bytes = 0
         self._lock = threading.Lock()
+        # Set when a staged write or delete failed as it was sent: what
+        # was staged is not what the agent staged, so only rollback goes.
+        self._failed = ""
 
     @property
     def tape_id(self) -> str:
@@ -80,10 +83,20 @@ class Transaction:
         if self.state != "open":
             raise JukeboxError(f"transaction {self.tx_id} is {self.state.replace('_', ' ')}")
 
+    def _usable(self) -> None:
+        """Raises once a staged write or delete failed when it was sent:
+        a commit then would commit without it (and without those staged
+        after it, never sent), so, as in PostgreSQL's aborted transaction,
+        only rollback goes."""
+        if self._failed:
+            raise JukeboxError(f"transaction {self.tx_id}: {self._failed}; roll it back, then stage again")
+
     def _op(self, op: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         """Runs op, after the staged writes and deletes not sent yet: in one
         batch with them when op can be batched (commit, rollback)."""
         self._open()
+        if op != "rollback":
+            self._usable()
         with self._lock:
             pending, self._pending, self._pending_bytes = self._pending, [], 0
         if not pending:
@@ -120,26 +133,36 @@ class Transaction:
             contents.append(content)
         data = b"".join([json.dumps({"ops": head}, separators=(",", ":")).encode(), b"\n", *contents])
         out: Optional[Dict[str, Any]] = None
-        if not self._c.json_batches:
-            try:
-                out = self._c.send("POST", f"tx/{self.tx_id}/batch", data, "application/x-jukebox-batch")
-            except JukeboxError as e:
-                # A jukebox from before binary batches reads the JSON and
-                # refuses its "content" lengths before it serves any
-                # operation: the batch goes again as JSON, and the rest.
-                if 'unknown field "content"' not in str(e):
-                    raise
-                self._c.json_batches = True
-        if out is None:
-            out = self._c.call("POST", f"tx/{self.tx_id}/batch", {"ops": [_json_op(op) for op in ops]})
+        staging = sum(1 for op in ops if op["op"] in ("write", "delete"))
+        try:
+            if not self._c.json_batches:
+                try:
+                    out = self._c.send("POST", f"tx/{self.tx_id}/batch", data, "application/x-jukebox-batch")
+                except JukeboxError as e:
+                    # A jukebox from before binary batches reads the JSON and
+                    # refuses its "content" lengths before it serves any
+                    # operation: the batch goes again as JSON, and the rest.
+                    if 'unknown field "content"' not in str(e):
+                        raise
+                    self._c.json_batches = True
+            if out is None:
+                out = self._c.call("POST", f"tx/{self.tx_id}/batch", {"ops": [_json_op(op) for op in ops]})
+        except JukeboxError as e:
+            if staging:
+                self._failed = f"a batch of {staging} staged writes and deletes failed whole ({e})"
+            raise
         answers = out.get("answers") or []
-        for op, a in zip(ops, answers):
+        for i, (op, a) in enumerate(zip(ops, answers)):
             status, answer = int(a.get("status", 0)), a.get("body") or {}
             if status != 200:
                 err = _error(status, answer if isinstance(answer, dict) else {})
                 what = op["op"] + (" " + str(op["body"].get("path")) if op["op"] in ("write", "delete") else "")
                 err.args = (f"staged {what}: {err.args[0] if err.args else ''}",) + tuple(err.args[1:])
                 err.staged = op["op"]
+                if op["op"] in ("write", "delete"):
+                    later = sum(1 for o in ops[i + 1:] if o["op"] in ("write", "delete"))
+                    self._failed = f"staged {what} failed" + (
+                        f", and the {later} staged after it {'was' if later == 1 else 'were'} not sent" if later else "")
                 raise err
         if len(answers) != len(ops):
             raise JukeboxError(f"transaction {self.tx_id}: {len(answers)} answers to a batch of {len(ops)}")
@@ -149,6 +172,7 @@ class Transaction:
     def _stage(self, op: str, body: Dict[str, Any], size: int, base: Dict[str, Any],
                content: Optional[bytes] = None) -> None:
         self._open()
+        self._usable()
         with self._lock:
             staged: Dict[str, Any] = {"op": op, "body": body, "base": base}
             if content is not None:
@@ -164,6 +188,7 @@ class Transaction:
         that needs the server does this first). An error of one of them is
         raised here, naming it; nothing after it is staged."""
         self._open()
+        self._usable()
         with self._lock:
             pending, self._pending, self._pending_bytes = self._pending, [], 0
         if pending:
@@ -174,8 +199,8 @@ class Transaction:
             raise SandboxViolation(f"{what}: the sandbox policy is read_only")
 
     def _path(self, path: PathLike) -> str:
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path {path!r}: want a str or a path")
+        if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+            raise TypeError(f"path {path!r}: want a str or a path of one")
         # Paths are the agent's (relative to its directory); the booth takes
         # them relative to the workspace. A path outside it goes as given,
         # for the booth to refuse.
@@ -233,10 +258,14 @@ class Transaction:
                             "(stage_file_delete removes a file, \"\" empties it)")
         if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int)):
             raise TypeError(f"stage_file_write(mode={mode!r}): want an int such as 0o644")
-        if os.fspath(path).endswith(("/", os.sep)):
+        if mode is not None and not 0 <= mode <= 0o7777:
+            raise ValueError(f"stage_file_write(mode={mode!r}): want permission bits, 0 to 0o7777, such as 0o644")
+        if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+            raise TypeError(f"stage_file_write(path={path!r}): want a str or a path of one")
+        if os.fspath(path).endswith(("/", os.sep)) or os.path.basename(os.fspath(path)) in (".", ".."):
             # A folder's name: a plain write raises so; the staged one
             # wrote the file without the slash.
-            raise IsADirectoryError(errno.EISDIR, "stage_file_write: a path that ends in a slash names a folder", os.fspath(path))
+            raise IsADirectoryError(errno.EISDIR, "stage_file_write: a path that ends in a slash, . or .. names a folder", os.fspath(path))
         self._writes(f"write {path}")
         body: Dict[str, Any] = {"path": self._staged_path("write", path)}
         if isinstance(content, (bytes, bytearray)):
@@ -352,7 +381,18 @@ class Transaction:
         if self.state != "open":
             return
         if exc is None:
-            Transaction.commit(self)
+            try:
+                Transaction.commit(self)
+            except JukeboxError as e:
+                # As sqlite3's and psycopg's blocks leave nothing open: a
+                # commit that failed (a write the booth refused, a
+                # conflict) rolls the block's transaction back.
+                if self.state == "open":
+                    try:
+                        Transaction.rollback(self, f"the commit at the block's end failed: {e}")
+                    except JukeboxError:
+                        pass  # the commit's error says what went wrong
+                raise
         else:
             Transaction.rollback(self, f"{type(exc).__name__}: {exc}")
 

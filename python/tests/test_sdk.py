@@ -270,6 +270,52 @@ class SDKTest(SDKBase):
         self.assertEqual(rep.returncode, 0, rep.stdout + rep.stderr)
         self.assertIn("block raised: the agent's own error rolled_back", rep.stderr + rep.stdout)
 
+    def test_a_failed_write_leaves_only_rollback(self):
+        # A write refused as its batch was sent (a conflict found then)
+        # stopped the batch: a retried commit committed without it and
+        # without the write staged after it, returned 0 and said
+        # "committed". A block whose commit failed was left open.
+        os.mkdir(os.path.join(self.dir, "adir"))
+        self.script("agent.py", '''
+            from jukebox import Jukebox, JukeboxError, CommitConflict
+            jb = Jukebox()
+            t6, t7 = jb.begin(), jb.begin()
+            t6.stage_file_write("h.txt", "six")
+            t7.stage_file_write("h.txt", "seven")
+            t7.stage_file_write("other2.txt", "two")
+            t6.commit()
+            try:
+                t7.commit()
+            except CommitConflict as e:
+                print("conflict:", e.staged, t7.state)
+            for what, call in (("commit", t7.commit), ("flush", t7.flush),
+                               ("write", lambda: t7.stage_file_write("x.txt", "x"))):
+                try:
+                    call()
+                    print(what, "went through")
+                except JukeboxError as e:
+                    print(what, "refused:", e)
+            t7.rollback("conflict")
+            print("after", t7.state)
+            try:
+                with jb.begin() as tx:
+                    tx.stage_file_write("A.txt", "a")
+                    tx.stage_file_write("adir", "b")
+            except JukeboxError as e:
+                print("block:", tx.state)
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("conflict: write open", out)
+        for what in ("commit", "flush", "write"):
+            self.assertRegex(out, what + r" refused: .*staged write h.txt failed, and the 1 staged after it was not sent; roll it back", out)
+        self.assertIn("after rolled_back", out)
+        self.assertIn("block: rolled_back", out)
+        with open(os.path.join(self.dir, "h.txt")) as f:
+            self.assertEqual(f.read(), "six")
+        for name in ("other2.txt", "x.txt", "A.txt"):
+            self.assertFalse(os.path.exists(os.path.join(self.dir, name)), name)
+
     def test_commit_cannot_change_the_tape(self):
         # Outside the booth a commit overwrote the tape recording it (the
         # run then failed: "file is 7 bytes, shorter than a tape header") or
@@ -846,6 +892,25 @@ class StagedPathTest(unittest.TestCase):
         tx = Transaction(None, "tx-1", os.getcwd(), "", False)  # type: ignore[arg-type]
         with self.assertRaises(IsADirectoryError):
             tx.stage_file_write("ok.txt/", "x")
+        # "trail/." wrote a file named trail; open("trail/.", "w") raises.
+        for p in ("trail/.", "trail/..", "."):
+            with self.assertRaises(IsADirectoryError):
+                tx.stage_file_write(p, "x")
+
+    def test_bad_arguments_raise_before_anything_is_sent(self):
+        # mode=-1 went to the booth and came back as Go's decoder text
+        # ("batch op 0: ... cannot unmarshal number -1 into ... uint32");
+        # a bytes path raised "a bytes-like object is required, not 'str'".
+        from jukebox import Transaction
+        tx = Transaction(None, "tx-1", os.getcwd(), "", False)  # type: ignore[arg-type]
+        for mode in (-1, 2 ** 40, 0o10000):
+            with self.assertRaisesRegex(ValueError, "0 to 0o7777"):
+                tx.stage_file_write("m.txt", "x", mode=mode)
+        with self.assertRaisesRegex(TypeError, "want a str or a path"):
+            tx.stage_file_write(b"x.txt", "x")  # type: ignore[arg-type]
+        with self.assertRaisesRegex(TypeError, "want a str or a path"):
+            tx.stage_file_delete(b"x.txt")  # type: ignore[arg-type]
+        self.assertEqual(tx._pending, [])
 
 
 class PathTest(unittest.TestCase):
