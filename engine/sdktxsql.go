@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -136,6 +137,14 @@ func sqlParams(params []json.RawMessage) ([]any, error) {
 // query runs sql in part: its columns, rows and rows affected.
 func query(ctx context.Context, part *pgtx.Participant, sql string, args []any) (controlapi.Rows, string, error) {
 	rows, err := part.Query(ctx, sql, args...)
+	if err != nil && strings.Contains(err.Error(), "cannot find encode plan") {
+		// A value of another type than the server took the parameter for
+		// (5 or True where it inferred text: "select $1"), which pgx
+		// will not convert: sent again as text of unknown type, for the
+		// server to read as it reads a literal, as psycopg sends values.
+		// Nothing was run: pgx refused before executing.
+		rows, err = part.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+	}
 	if err != nil {
 		return controlapi.Rows{}, "", sqlError(err)
 	}

@@ -2,6 +2,7 @@
 DB-API styles its Python drivers use (psycopg's %s and %(name)s)."""
 
 import json
+import math
 import re
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple, Union
 
@@ -24,8 +25,14 @@ def _json_values(values: List[Any]) -> List[Any]:
     TypeError naming stage_sql and the value otherwise (it was the json
     module's "Object of type bytes is not JSON serializable")."""
     for i, v in enumerate(values):
+        if isinstance(v, float) and not math.isfinite(v):
+            # JSON has no NaN or infinity (json.dumps wrote NaN, which the
+            # server refused: "invalid character 'N'"): PostgreSQL's text
+            # of them, which a float8 or numeric parameter reads.
+            values[i] = "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+            continue
         try:
-            json.dumps(v)
+            json.dumps(v, allow_nan=False)
         except (TypeError, ValueError):
             raise TypeError(f"stage_sql: params[{i}] = {v!r}: a {type(v).__name__} does not go to PostgreSQL; "
                             "pass text, a number, a bool or None (str() of a date or a Decimal, "

@@ -604,6 +604,35 @@ class SDKTest(SDKBase):
         ''')
         self.assertIn("rows typed", self.python("agent.py").stdout)
 
+    def test_postgres_takes_numbers_where_it_infers_text(self):
+        # "select $1" with 5 failed in pgx ("unable to encode 5 into text
+        # format for text (OID 25): cannot find encode plan", no SQLSTATE),
+        # as did 1.5 and True; NaN and infinity failed as JSON the server
+        # could not read ("invalid character 'N'").
+        if not PG_DSN:
+            if REQUIRE_ALL:
+                self.fail("JUKEBOX_PG_DSN is not set: .ci starts PostgreSQL for this test")
+            self.skipTest('needs PostgreSQL: eval "$(bash .ci/postgres.sh)"')
+        self.script("agent.py", f'''
+            import math
+            from jukebox import Jukebox
+            jb = Jukebox()
+            tx = jb.begin()
+            dsn = {PG_DSN!r}
+            print(tx.stage_sql(dsn, "select $1", [5]), tx.stage_sql(dsn, "select %s", [1.5]),
+                  tx.stage_sql(dsn, "select $1 || 'x'", [5]), tx.stage_sql(dsn, "select $1::int + 1", [5]))
+            [(nan, ninf, inf)] = tx.stage_sql(dsn, "select $1::float8, $2::float8, $3::numeric",
+                                              [float("nan"), float("-inf"), float("inf")])
+            print("nan", math.isnan(nan), ninf, inf)
+            print("bool", tx.stage_sql(dsn, "select $1::bool", [True]))
+            tx.rollback("read only")
+            jb.close()
+        ''')
+        out = self.python("agent.py").stdout
+        self.assertIn("[('5',)] [('1.5',)] [('5x',)] [(6,)]", out)
+        self.assertIn("nan True -inf Infinity", out)
+        self.assertIn("bool [(True,)]", out)
+
     def test_postgres_joins_the_transaction(self):
         if not PG_DSN:
             if REQUIRE_ALL:
