@@ -13,7 +13,8 @@ import (
 // transaction's shell answered from one side with status 0 (ls out |
 // wc -l said 0 beside a staged file): the other side is refused, one
 // command at a time, and the script's status is 126 saying so, whichever
-// side was refused. As one command (sh -c) it runs.
+// side was refused, nothing of the pipeline's output kept (the side that
+// ran still answered "0" alone). As one command (sh -c) it runs.
 func TestShellPipelineIsRefusedWhole(t *testing.T) {
 	ctx := context.Background()
 	ws := t.TempDir()
@@ -30,12 +31,14 @@ func TestShellPipelineIsRefusedWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		r, err := tx.Shell(ctx, controlapi.Shell{Command: "ls out | wc -l; echo after"})
+		// What came before the pipeline is kept; nothing of it is (the
+		// side that ran answered alone: "0", wc counting nothing).
+		r, err := tx.Shell(ctx, controlapi.Shell{Command: "echo before; ls out | wc -l; echo after"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.ExitCode != 126 || !strings.Contains(r.Stderr, "one command at a time") || strings.Contains(r.Stdout, "after") {
-			t.Fatalf("ls out | wc -l: exit %d, stdout %q, stderr %q; want 126, the refusal, the script stopped", r.ExitCode, r.Stdout, r.Stderr)
+		if r.ExitCode != 126 || !strings.Contains(r.Stderr, "one command at a time") || r.Stdout != "before\n" {
+			t.Fatalf("ls out | wc -l: exit %d, stdout %q, stderr %q; want 126, the refusal, the script stopped, its output before the pipeline alone", r.ExitCode, r.Stdout, r.Stderr)
 		}
 	}
 	r, err := tx.Shell(ctx, controlapi.Shell{Command: "sh -c 'ls out | wc -l'"})

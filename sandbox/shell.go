@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
@@ -45,13 +46,14 @@ var devWritable = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/
 // may be read; only /dev/null, /dev/stdout and /dev/stderr may be written
 // there.
 func Shell(tx *Tx, o ShellOptions) (*interp.Runner, error) {
-	sh := &boothShell{tx: tx, files: tx.Files(), o: o}
+	// The stages of a pipeline write these at once (each command's
+	// copying goroutine, and the shell's own messages).
+	out := &stopWriter{w: syncio.NewWriter(orDiscard(o.Stdout))}
+	sh := &boothShell{tx: tx, files: tx.Files(), o: o, out: out}
 	return interp.New(
 		interp.Dir(tx.ws.root),
 		interp.Env(expand.ListEnviron(envOrSelf(o.Env)...)),
-		// The stages of a pipeline write these at once (each command's
-		// copying goroutine, and the shell's own messages).
-		interp.StdIO(o.Stdin, syncio.NewWriter(orDiscard(o.Stdout)), syncio.NewWriter(orDiscard(o.Stderr))),
+		interp.StdIO(o.Stdin, out, syncio.NewWriter(orDiscard(o.Stderr))),
 		interp.OpenHandler(sh.open),
 		interp.StatHandler(sh.stat),
 		interp.ReadDirHandler2(sh.readDir),
@@ -63,6 +65,22 @@ type boothShell struct {
 	tx    *Tx
 	files *Files
 	o     ShellOptions
+	out   *stopWriter
+}
+
+// stopWriter passes writes on until stopped, then drops them: once a
+// pipeline's command is refused (ErrOneAtATime) what its other side
+// writes is that side's answer alone (wc -l counting nothing: "0").
+type stopWriter struct {
+	w       io.Writer
+	stopped atomic.Bool
+}
+
+func (s *stopWriter) Write(p []byte) (int, error) {
+	if s.stopped.Load() {
+		return len(p), nil
+	}
+	return s.w.Write(p)
 }
 
 // inside maps a path (relative ones to the shell's directory) to a
@@ -144,7 +162,9 @@ func (s *boothShell) exec(ctx context.Context, args []string) error {
 			// Not the command's failure but the booth's: going on as a
 			// shell does after a failed command made a pipeline's answer
 			// wrong with status 0 (ls | wc -l counted nothing). The
-			// script stops here, its status 126 (ErrOneAtATime).
+			// script stops here, its status 126 (ErrOneAtATime), and
+			// nothing more reaches its standard output.
+			s.out.stopped.Store(true)
 			fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
