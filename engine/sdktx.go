@@ -171,6 +171,7 @@ func (t *sdkTxs) begin(ctx context.Context, mcpMode string) (*sandbox.Tx, error)
 	// as a booth run keeps it from the agent): in the booth this is held
 	// where it is applied (unstageable).
 	tx.Keep(t.session.protected())
+	tx.AsCaller() // no file the agent may not write itself
 	if t.open == nil {
 		t.open = map[string]*sdkTx{}
 	}

@@ -238,7 +238,8 @@ func txError(err error) error {
 	case errors.As(err, new(*controlapi.Error)):
 		return err // said for the agent already
 	case errors.Is(err, sandbox.ErrEscape), errors.Is(err, sandbox.ErrStatePath), errors.Is(err, sandbox.ErrInvalidPath), errors.Is(err, sandbox.ErrStateReplaced),
-		errors.Is(err, sandbox.ErrForeignState), errors.Is(err, sandbox.ErrRefused), errors.Is(err, sandbox.ErrKept):
+		errors.Is(err, sandbox.ErrForeignState), errors.Is(err, sandbox.ErrRefused), errors.Is(err, sandbox.ErrKept),
+		errors.Is(err, fs.ErrPermission):
 		return controlapi.Fail(http.StatusForbidden, controlapi.TypeSandboxViolation, err)
 	case errors.As(err, &ce):
 		e := controlapi.Fail(http.StatusConflict, controlapi.TypeCommitConflict, err)

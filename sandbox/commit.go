@@ -73,6 +73,9 @@ func (tx *Tx) Commit(ctx context.Context) (_ ChangeSet, err error) {
 	if err := tx.checkKept(cs); err != nil {
 		return cs, err
 	}
+	if err := tx.checkCaller(cs); err != nil {
+		return cs, err
+	}
 	before, err := tx.snapshot(cs)
 	if err != nil {
 		return ChangeSet{}, err

@@ -46,6 +46,8 @@ func nobodyChild() {
 			return nobodySteps(tx, &run)
 		case "hosttmp":
 			return nobodyHostTmp(tx, &run)
+		case "caller":
+			return nobodyCaller(tx, &run)
 		}
 		if mode := Mode(os.Getenv("SANDBOX_NOBODY_MODE")); mode == "files" {
 			if err := tx.Files().Chmod("f", 0); err != nil {
@@ -134,6 +136,10 @@ func runAsNobody(t *testing.T, mode string) (nobodyRun, string) {
 		}))
 	}
 	must(t, os.Chmod(filepath.Join(ws, "locked"), 0)) // a real file of mode 000: copied all the same
+	if mode == "caller" {
+		// root's own file, in a folder nobody may write: nobody may not write it.
+		must(t, os.WriteFile(filepath.Join(ws, "roots"), []byte("r\n"), 0o644))
+	}
 	cmd := exec.Command(bin, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SANDBOX_NOBODY_WS="+ws, "SANDBOX_NOBODY_MODE="+mode, "HOME="+base, "XDG_STATE_HOME="+state, "SANDBOX_NOBODY_TMP="+nobodyTmp)
 	cmd.Dir = base
@@ -220,6 +226,62 @@ func TestHostTmpSharedAsUser(t *testing.T) {
 	for _, p := range []string{"open/new", "open/deeper/new2", "open/sub"} {
 		if _, err := os.Lstat(filepath.Join(d, p)); err == nil {
 			t.Errorf("%s was written on the host", p)
+		}
+	}
+}
+
+// nobodyCaller stages, as nobody, writes over root's file and over a
+// read-only one of its own, each in a transaction held to what its
+// caller may write (AsCaller): both commits are refused; a write to a
+// file of its own commits.
+func nobodyCaller(tx *Tx, run *nobodyRun) error {
+	tx.AsCaller()
+	if err := os.Chmod(filepath.Join(tx.Workspace(), "f"), 0o444); err != nil {
+		return err
+	}
+	for _, name := range []string{"roots", "f"} {
+		t, err := Begin(tx.Workspace(), Options{})
+		if err != nil {
+			return err
+		}
+		t.AsCaller()
+		if err := t.Files().WriteFile(name, []byte("over\n"), 0o644); err != nil {
+			t.Rollback(ctx)
+			return err
+		}
+		_, err = t.Commit(ctx)
+		run.Out += fmt.Sprintf("%s: %v; open %v\n", name, err, !t.Closed())
+		if err := t.Rollback(ctx); err != nil {
+			return err
+		}
+	}
+	if err := tx.Files().WriteFile("new", []byte("mine\n"), 0o644); err != nil {
+		return err
+	}
+	_, err := tx.Commit(ctx)
+	return err
+}
+
+// TestCommitAsCallerAsUser: as an ordinary user, a transaction held to
+// what its caller may write (an SDK's) does not rename a staged file over
+// root's, nor over a read-only file: a plain write of either fails, and
+// the commit replaced both (root's then owned by nobody).
+func TestCommitAsCallerAsUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Unavailable(t, "root, to run as the user nobody", "run the tests as root")
+	}
+	run, ws := runAsNobody(t, "caller")
+	if run.Err != "" {
+		t.Fatalf("as nobody: %s", run.Err)
+	}
+	for _, name := range []string{"roots", "f"} {
+		if !strings.Contains(run.Out, name+": commit \""+name+"\": permission denied; open true") {
+			t.Errorf("%s: %q", name, run.Out)
+		}
+	}
+	for name, want := range map[string]string{"roots": "r\n", "f": "f\n", "new": "mine\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, name)); err != nil || string(b) != want {
+			t.Errorf("%s after the commits: %q, %v; want %q", name, b, err, want)
 		}
 	}
 }

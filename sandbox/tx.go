@@ -154,6 +154,8 @@ type Tx struct {
 	pinned []pinnedDir
 	// kept are the workspace paths a commit may not change (Keep).
 	kept []string
+	// asCaller: a commit writes over no file the process may not write (AsCaller).
+	asCaller bool
 }
 
 // pinnedDir is a state folder and what stood there.
