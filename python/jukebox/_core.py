@@ -376,6 +376,10 @@ class Jukebox:
         for arg, value in (("agent_name", agent_name), ("message", message), ("role", role)):
             if not isinstance(value, str):
                 raise TypeError(f"record_agent_turn({arg}={value!r}): want a str")
+        if not agent_name.strip():
+            # The turn's agent names the calls after it (cost --by agent, an
+            # agent's own breaker limits): an empty one named none.
+            raise ValueError("record_agent_turn(agent_name=''): want the agent's name, such as \"planner\"")
         if model is not None and not isinstance(model, str):
             raise TypeError(f"record_agent_turn(model={model!r}): want a str or None")
         if cost_usd is not None:

@@ -941,6 +941,14 @@ class StagedPathTest(unittest.TestCase):
             tx.stage_file_delete(b"x.txt")  # type: ignore[arg-type]
         self.assertEqual(tx._pending, [])
 
+    def test_a_turn_names_its_agent(self):
+        # agent_name="" was taken, and the turn named no agent.
+        from jukebox import Jukebox
+        jb = Jukebox.__new__(Jukebox)
+        for name in ("", "  "):
+            with self.assertRaisesRegex(ValueError, "want the agent's name"):
+                jb.record_agent_turn(agent_name=name, message="hi")
+
 
 class PathTest(unittest.TestCase):
     def test_paths_are_relative_to_the_workspace_from_any_folder(self):
