@@ -241,7 +241,9 @@ func TestLoadConfigAndVelocity(t *testing.T) {
 	// What follows the object was dropped without a word: a second
 	// object's cost cap, trailing words.
 	for _, bad := range []string{`{"max_cost_usd": 0}`, `{"max_cost_usd": -1}`, `{"max_repeat": 1}`, `{"max_cost": 1}`, `{`,
-		`{"max_cost_usd": 0.5} junk`, "{\"max_repeat\": 5}\n{\"max_cost_usd\": 0.00001}"} {
+		`{"max_cost_usd": 0.5} junk`, "{\"max_repeat\": 5}\n{\"max_cost_usd\": 0.00001}",
+		// An agent without a name held nothing (a call of no agent is not its).
+		`{"agents": {"": {"max_cost_usd": 0.1}}}`, `{"tracks": {"t": {"agents": {" ": {"max_repeat": 3}}}}}`} {
 		if _, err := LoadConfig(write(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

@@ -163,6 +163,10 @@ func (c config) run(where string) (Limits, error) {
 	}
 	l.TripAll = c.TripAll
 	for name, a := range c.Agents {
+		if strings.TrimSpace(name) == "" {
+			// A call of no agent is not "" 's: such limits held nothing.
+			return Limits{}, fmt.Errorf("%s: an agent without a name: agents are named as their turns and X-Jukebox-Agent headers name them", where)
+		}
 		if a.Agents != nil || a.Tracks != nil || a.UnknownModelRate != nil || a.TripAll {
 			return Limits{}, fmt.Errorf("%s: agent %q: agents, tracks, unknown_model_rate and trip_all belong to the run", where, name)
 		}
