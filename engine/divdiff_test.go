@@ -57,3 +57,18 @@ func TestOutputDiffTextCutsLongLines(t *testing.T) {
 		t.Errorf("a short line's verdict: %q", short)
 	}
 }
+
+// TestOutputDiffLineOfAFinalNewline: outputs that differ only in the
+// newline after their last line differ on that line: "a\nb" and "a\nb\n"
+// on line 2 (it said line 3, which neither has).
+func TestOutputDiffLineOfAFinalNewline(t *testing.T) {
+	for _, c := range []struct {
+		rec, rep string
+		line     int
+	}{{"a\nb", "a\nb\n", 2}, {"a\nb\n", "a\nb", 2}, {"x", "x\n", 1}, {"a\n\n", "a\n\nc", 3}} {
+		d := compareOutput([]byte(c.rec), []byte(c.rep), nil)
+		if d == nil || d.Line != c.line {
+			t.Errorf("%q against %q: %+v, want line %d", c.rec, c.rep, d, c.line)
+		}
+	}
+}

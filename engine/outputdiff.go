@@ -44,10 +44,22 @@ func compareOutput(recorded, replayed []byte, ignore []*regexp.Regexp) *OutputDi
 		}
 	}
 	if len(ignore) == 0 && !bytes.Equal(recorded, replayed) { // a newline at the end only
-		n := max(len(rec), len(rep))
+		// The last line, which both have ("a\nb" and "a\nb\n" differ on
+		// line 2; counting the pieces SplitAfter makes said line 3).
+		n := max(lineCount(recorded), lineCount(replayed))
 		return &OutputDiff{Line: n, Recorded: lastLine(recorded), Replayed: lastLine(replayed)}
 	}
 	return nil
+}
+
+// lineCount is the number of lines of out, the last one with or without
+// its newline.
+func lineCount(out []byte) int {
+	n := bytes.Count(out, []byte("\n"))
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // lastLine is out's last line, as written, its newline shown as "\n".

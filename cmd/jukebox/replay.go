@@ -133,18 +133,26 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 	if err := runFailed(err, res); err != nil {
 		return failedJSON(env, res, c.JSON, err)
 	}
+	// What may explain a difference (a folder, a variable other than the
+	// recording's) is said beside a divergence too: it went unsaid there,
+	// where it is most needed, in --json alone (environment_changed).
+	causes := func() {
+		elsewhereNote(env.Stderr, c.Dir, c.Cmd, rec, res)
+		envNote(env.Stderr, c.Tape, rec, res)
+	}
 	if d := res.Divergence; d != nil && c.OnDivergence == "stop" && res.Unreadable == "" {
+		causes()
 		if c.JSON {
 			writeJSON(env.Stdout, res)
 		}
 		return withCode(ExitDiverged, d)
 	}
 	if err := mcpDiverged(res, c.OnDivergence, c.JSON, env); err != nil {
+		causes()
 		return err
 	}
 	networkNotes(env.Stderr, res, true)
-	elsewhereNote(env.Stderr, c.Dir, c.Cmd, rec, res)
-	envNote(env.Stderr, c.Tape, rec, res)
+	causes()
 	commitNote(env.Stderr, res)
 	if c.Strict {
 		if why := res.NotReproduced(); why != "" {
