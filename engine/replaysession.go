@@ -358,8 +358,12 @@ func FirstRunStart(t *tapefmt.Tape) (*tapefmt.RunStart, error) {
 			return rs, nil
 		}
 	}
-	return nil, errors.New("tape has no run.start frame")
+	return nil, ErrNoRunStart
 }
+
+// ErrNoRunStart is a tape without a run.start frame: cut before its
+// first frame, or not a run's (a damaged tape, exit 3).
+var ErrNoRunStart = errors.New("tape has no run.start frame")
 
 // recordedStdout is everything the recorded agent wrote to stdout.
 func recordedStdout(t *tapefmt.Tape) ([]byte, error) {

@@ -73,7 +73,8 @@ func codeFor(err error) int {
 		return ExitUsage
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.As(err, &fe), errors.Is(err, tapefmt.ErrNoFooter), errors.Is(err, tapestore.ErrDamaged):
+	case errors.As(err, &fe), errors.Is(err, tapefmt.ErrNoFooter), errors.Is(err, tapestore.ErrDamaged),
+		errors.Is(err, tapefmt.ErrBlobNotFound), errors.Is(err, engine.ErrNoRunStart): // a frame names a blob the tape lacks; cut before its first frame
 		return ExitBadTape
 	case errors.Is(err, tapefmt.ErrSeal), errors.Is(err, tapefmt.ErrNotSealed):
 		return ExitSeal

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
+	"github.com/jukebox-os/jukebox/tapefmt"
+)
+
+// TestReplayOfADamagedTapeIsExit3: a tape cut before its first frame, and
+// one whose answer names a blob the tape lacks, are damaged tapes (exit 3,
+// as verify and test say): replay exited 1 for both ("tape has no
+// run.start frame", "blob not found").
+func TestReplayOfADamagedTapeIsExit3(t *testing.T) {
+	py := testenv.RequirePython(t)
+	whole, err := os.ReadFile(filepath.Join(sampleTapes(t), "agent-run.jbx"))
+	must(t, err)
+	t.Chdir(t.TempDir())
+	must(t, os.WriteFile("cut.jbx", whole[:200], 0o644))
+	if _, errs := wantCode(t, ExitBadTape, "replay", "cut.jbx", "--", "true"); !strings.Contains(errs, "cut.jbx") {
+		t.Errorf("replay of a cut tape does not name it:\n%s", errs)
+	}
+
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+	err = tapefmt.CreateWith("noblob.jbx", tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+		req, err := w.PutBlob("request", []byte(body))
+		if err != nil {
+			return err
+		}
+		missing := tapefmt.HashOf([]byte("an answer that is not on the tape"))
+		w.Append(0, tapefmt.LLMRequest{Call: 0, Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Model: "gpt-4o", Body: req})
+		w.Append(0, tapefmt.LLMResponse{Call: 0, Status: 200, Model: "gpt-4o", Body: missing, Size: 33})
+		_, err = w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	must(t, err)
+	must(t, os.WriteFile("agent.py", []byte(`
+import os, urllib.request
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", b'`+body+`',
+                             {"Content-Type": "application/json", "Authorization": "Bearer sk-test"})
+try:
+    urllib.request.urlopen(req).read()
+except Exception as e:
+    print("agent:", e)
+`), 0o644))
+	if _, errs := wantCode(t, ExitBadTape, "replay", "noblob.jbx", "--", py, "agent.py"); !strings.Contains(errs, "blob not found") {
+		t.Errorf("replay of a tape missing an answer's blob does not say so:\n%s", errs)
+	}
+}
