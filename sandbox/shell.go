@@ -33,18 +33,16 @@ type ShellOptions struct {
 	Net Net
 }
 
-// devWritable are the files outside the workspace a booth shell may write.
-var devWritable = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true}
-
 // Shell returns a mvdan.cc/sh interpreter in the transaction tx: it
 // starts in the workspace, and its redirections, builtins (test, cd,
 // globbing) and directory reads go through the staged view (Tx.Files);
 // external commands run through Exec in tx, in the namespace overlay (or
 // its fallback), one at a time: a pipeline of two external commands stops
 // the script with an error that is ErrOneAtATime (its message on Stderr),
-// never a pipeline's answer made of one side. Paths outside the workspace
-// may be read; only /dev/null, /dev/stdout and /dev/stderr may be written
-// there.
+// never a pipeline's answer made of one side. Outside the workspace the
+// shell itself (its redirections, test, globs) reaches /dev/null and its
+// own /dev/stdin, /dev/stdout and /dev/stderr alone; its commands read
+// what the booth shows them.
 func Shell(tx *Tx, o ShellOptions) (*interp.Runner, error) {
 	// The stages of a pipeline write these at once (each command's
 	// copying goroutine, and the shell's own messages).
@@ -96,25 +94,77 @@ func (s *boothShell) inside(ctx context.Context, p string) (string, bool) {
 	return rel, true
 }
 
+// open opens a redirection's file. The shell runs in this process, not
+// in the booth: outside the workspace it opens only /dev/null and its own
+// streams. It opened any path there for reading, as this process (the
+// booth's key, which the booth hides from the agent, /proc/self/environ
+// with the secrets --pg keeps from the agent), and /dev/stdout as this
+// process's own stdout, which `> /dev/stdout` truncated (the user's log,
+// and jukebox's messages in it). A command reads other paths itself
+// (cat /etc/hosts), in the booth.
 func (s *boothShell) open(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
-	rel, ok := s.inside(ctx, p)
-	writes := flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0
-	switch {
-	case ok:
+	if rel, ok := s.inside(ctx, p); ok {
 		return s.files.OpenFile(rel, flag, perm)
-	case writes && !devWritable[p]:
-		return nil, pathErr("open", p, ErrEscape)
 	}
-	return os.OpenFile(p, flag, perm)
+	hc := interp.HandlerCtx(ctx)
+	writes := flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0
+	switch filepath.Clean(p) {
+	case os.DevNull:
+		return nullFile{}, nil
+	case "/dev/stdout", "/dev/fd/1":
+		if writes && flag&os.O_RDWR == 0 {
+			return stream{w: hc.Stdout}, nil
+		}
+	case "/dev/stderr", "/dev/fd/2":
+		if writes && flag&os.O_RDWR == 0 {
+			return stream{w: hc.Stderr}, nil
+		}
+	case "/dev/stdin", "/dev/fd/0":
+		if !writes {
+			return stream{r: hc.Stdin}, nil
+		}
+	}
+	return nil, pathErr("open", p, ErrEscape)
 }
 
+// stream is one of the shell's own streams opened by name (/dev/stdout):
+// a write goes where the shell's output goes, never truncating it.
+type stream struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (s stream) Read(b []byte) (int, error) {
+	if s.r == nil {
+		return 0, io.EOF
+	}
+	return s.r.Read(b)
+}
+
+func (s stream) Write(b []byte) (int, error) {
+	if s.w == nil {
+		return 0, os.ErrInvalid
+	}
+	return s.w.Write(b)
+}
+
+func (stream) Close() error { return nil }
+
+// nullFile is /dev/null: reads end at once, writes go nowhere.
+type nullFile struct{}
+
+func (nullFile) Read([]byte) (int, error)    { return 0, io.EOF }
+func (nullFile) Write(b []byte) (int, error) { return len(b), nil }
+func (nullFile) Close() error                { return nil }
+
+// stat and readDir see the workspace alone, as open does: outside it they
+// told what the booth hides (`[ -e` of the booth's key, a glob listing the
+// host's folders).
 func (s *boothShell) stat(ctx context.Context, p string, follow bool) (fs.FileInfo, error) {
 	rel, ok := s.inside(ctx, p)
 	switch {
-	case !ok && follow:
-		return os.Stat(p)
 	case !ok:
-		return os.Lstat(p)
+		return nil, pathErr("stat", p, ErrEscape)
 	case follow:
 		return s.files.Stat(rel)
 	}
@@ -124,7 +174,7 @@ func (s *boothShell) stat(ctx context.Context, p string, follow bool) (fs.FileIn
 func (s *boothShell) readDir(ctx context.Context, p string) ([]fs.DirEntry, error) {
 	rel, ok := s.inside(ctx, p)
 	if !ok {
-		return os.ReadDir(p)
+		return nil, pathErr("open", p, ErrEscape)
 	}
 	list, err := s.files.ReadDir(rel)
 	out := make([]fs.DirEntry, len(list))

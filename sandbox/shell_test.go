@@ -4,6 +4,9 @@ package sandbox
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +108,41 @@ func runShellOut(tx *Tx, mode Mode, script string) string {
 		out.WriteString(err.Error())
 	}
 	return out.String()
+}
+
+// TestShellReachesNothingOutsideTheWorkspace: the shell runs in this
+// process, not in the booth. Its redirections read any path outside the
+// workspace as this process (a hostile agent read the booth's key, which
+// the booth hides from it, and /proc/self/environ with the secrets --pg
+// keeps from it), its test and globs told what the booth hides, and
+// `> /dev/stdout` opened this process's own stdout, truncating the
+// user's log. Outside the workspace it reaches /dev/null and its own
+// streams alone.
+func TestShellReachesNothingOutsideTheWorkspace(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "booth.key")
+	must(t, os.WriteFile(secret, []byte("the-booth-key"), 0o600))
+	ws := t.TempDir()
+	tx, err := Begin(ws, Options{})
+	must(t, err)
+	defer tx.Rollback(ctx)
+	for _, c := range []struct{ script, want string }{
+		{"read k < " + secret + "; echo got $k", "escapes the workspace"},
+		{"read e < /proc/self/environ; echo got $e", "escapes the workspace"},
+		{"[ -e " + secret + " ] && echo got it; echo done", "done"},
+		{"for f in " + outside + "/*; do echo got $f; done", outside + "/*"},
+		{"echo mine > /dev/stdout; echo err > /dev/stderr; echo x > /dev/null; read n < /dev/null; echo ok", "mine\nerr\nok\n"},
+	} {
+		var out bytes.Buffer
+		r, err := Shell(tx, ShellOptions{Stdout: &out, Stderr: &out, Mode: ModeCopy})
+		must(t, err)
+		prog, err := syntax.NewParser().Parse(strings.NewReader(c.script), "test.sh")
+		must(t, err)
+		if err := r.Run(ctx, prog); err != nil {
+			fmt.Fprintf(&out, "run: %v\n", err)
+		}
+		if got := out.String(); strings.Contains(got, "got") && !strings.Contains(got, "got "+outside+"/*") || !strings.Contains(got, c.want) {
+			t.Errorf("%s\n  printed %q, want %q and nothing from outside", c.script, got, c.want)
+		}
+	}
 }
