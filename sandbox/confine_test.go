@@ -56,6 +56,7 @@ var escapeAttempts = []attempt{
 	// cache, which would hide the socket whatever the booth does. Not
 	// seeing them counts as reaching them.
 	{"a unix socket the host makes in /tmp during the run", `timeout 60 sh -c 'm=` + lateSockMarker + `; until grep -q go "$HOSTTMP.go"; do sleep 0.05; done'; [ -S "$HOSTTMP.late" ] && [ -S "$HOSTTMP/empty/late" ] || exit 0; python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + ".late")' || python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/empty/late")'`, "refused"},
+	{"a vsock socket (to the hypervisor, past the network namespace)", `python3 -c 'import socket; socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)'`, "refused"},
 	{"a datagram to a unix socket in the host's /tmp", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"x", os.environ["HOSTTMP"] + ".dgram")'`, "refused"},
 	{"a unix socket in the host's /tmp (a database server's)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + ".sock")'`, "refused"},
 	{"a unix socket in a folder of the host's /tmp (tmux, ssh-agent, X11)", `python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).connect(os.environ["HOSTTMP"] + "/S.agent")'`, "refused"},

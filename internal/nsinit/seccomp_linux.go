@@ -30,6 +30,8 @@ import (
 //   - hands connect(2) to a supervisor in the init (unixconnect_linux.go)
 //     and refuses unix datagram sockets (socket, socketpair) with EPERM:
 //     sendto(2) would reach a host socket by its path without a connect;
+//   - refuses vsock sockets with EPERM: they reach the hypervisor's
+//     services past the booth's network namespace (--net none);
 //   - refuses the terminal ioctls that type into a terminal (TIOCSTI) or
 //     paste into a console (TIOCLINUX), so the agent cannot answer
 //     jukebox's approval prompt or run commands in the user's shell.
@@ -122,8 +124,10 @@ func seccompProgram() ([]unix.SockFilter, error) {
 	}
 	for _, nr := range []uintptr{unix.SYS_SOCKET, unix.SYS_SOCKETPAIR} {
 		p = append(p,
-			bpfJump(jeq, uint32(nr), 0, 7),
+			bpfJump(jeq, uint32(nr), 0, 9),
 			bpfStmt(ldW, seccompArg0),
+			bpfJump(jeq, unix.AF_VSOCK, 0, 1),
+			bpfStmt(ret, retEPERM),
 			bpfJump(jeq, unix.AF_UNIX, 0, 4),
 			bpfStmt(ldW, seccompArg1),
 			bpfStmt(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0xf), // the type without its flags
