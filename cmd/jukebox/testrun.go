@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,10 +67,7 @@ func (cs *testConfigs) forTape(tape string) (testSettings, error) {
 		return testSettings{}, err
 	}
 	s := c.testSettings
-	for pat, t := range c.Tapes {
-		if ok, _ := filepath.Match(pat, filepath.Base(tape)); !ok {
-			continue
-		}
+	apply := func(t testSettings) {
 		if t.Command != nil {
 			s.Command = t.Command
 		}
@@ -77,6 +75,20 @@ func (cs *testConfigs) forTape(tape string) (testSettings, error) {
 			s.Dir = t.Dir
 		}
 		s.IgnoreOutput = append(append([]string{}, s.IgnoreOutput...), t.IgnoreOutput...)
+	}
+	// The globs that match apply in the order of their keys, then the
+	// entry named for the tape exactly, over them: in the map's order a
+	// tape matched by "*.jbx" and by its own name ran either command from
+	// one run to the next, and a name that reads as a glob (a[1].jbx) did
+	// not match itself.
+	base := filepath.Base(tape)
+	for _, pat := range slices.Sorted(maps.Keys(c.Tapes)) {
+		if ok, _ := filepath.Match(pat, base); ok && pat != base {
+			apply(c.Tapes[pat])
+		}
+	}
+	if t, ok := c.Tapes[base]; ok {
+		apply(t)
 	}
 	if s.Dir != "" && !filepath.IsAbs(s.Dir) {
 		s.Dir = filepath.Join(c.dir, s.Dir)
@@ -99,6 +111,11 @@ func readTestConfig(dir string) (*testConfig, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("%s: %w (keys: command, dir, ignore_output, tapes)", path, err)
+	}
+	for pat := range c.Tapes {
+		if _, err := filepath.Match(pat, ""); err != nil {
+			return nil, fmt.Errorf("%s: tapes: %q is no file name or glob: %w", path, pat, err) // it matched nothing, unsaid
+		}
 	}
 	c.dir = dir
 	return &c, nil
