@@ -2,7 +2,6 @@ package engine
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -103,7 +102,8 @@ func (p *proxy) recordHTTPResponse(x *exchange, id uint64, a answer) {
 		h, chunks, err := p.tape.PutStream(x.scheme+"://"+x.host+x.path+" response", a.body, resp.Chunks)
 		resp.Chunks = chunks
 		if err != nil {
-			resp.Error = strings.TrimSpace(resp.Error + "; " + err.Error())
+			resp.Error = joinProblems(resp.Error, err.Error())
+			p.lostBody(x.scheme+"://"+x.host+x.path, len(a.body), err)
 		}
 		resp.Body = h
 	}

@@ -576,7 +576,8 @@ func (p *proxy) recordResponse(x *exchange, a answer) *llmwire.CallUsage {
 		h, chunks, err := p.tape.PutStreamScanned(x.provider.Name+" "+x.path+" response", a.body, a.resp.Chunks, x.scan)
 		a.resp.Chunks = chunks
 		if err != nil {
-			a.resp.Error = strings.TrimSpace(a.resp.Error + "; " + err.Error())
+			a.resp.Error = joinProblems(a.resp.Error, err.Error())
+			p.lostBody(fmt.Sprint("call ", x.call), len(a.body), err)
 		}
 		a.resp.Body = h
 	}
@@ -602,6 +603,25 @@ func (p *proxy) recordResponse(x *exchange, a answer) *llmwire.CallUsage {
 	}
 	p.emit(Event{Kind: EventResponse, Seq: seq, Call: x.call, CallUsage: c})
 	return &c
+}
+
+// lostBody fails the run's result for an answer's body the tape could
+// not take (over MaxBlobSize): the agent had it, a replay cannot give it.
+// It was noted on its frame alone, the recording called a success, and
+// its replay answered 200 with no body.
+func (p *proxy) lostBody(what string, size int, err error) {
+	p.wrote(fmt.Sprintf("the answer body of %s (%d bytes; a replay could not give it)", what, size), err)
+}
+
+// joinProblems joins a frame's error notes: "a; b", or either alone.
+func joinProblems(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // wrote keeps the first failed write of a frame, naming the frame.
