@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -92,6 +93,16 @@ func (c *BisectCmd) Run(ctx context.Context, env *Env) error {
 			return nil, err
 		}
 		defer t.Close()
+		// Its frames read whole first (CRCs, chain, index): the decisions
+		// read the model calls alone, so a run.start that did not read, a
+		// time that went back, passed, and two runs were "decided alike".
+		if _, err := t.Verify(tapefmt.VerifyOptions{}); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if rec := t.Recovered(); rec != nil {
+			// A run cut short "ended" where the tape was cut: said so.
+			fmt.Fprintf(env.Stderr, "warning: %s: %s; its decisions are those up to there\n", path, recoveryText(rec))
+		}
 		ds, err := tapeDecisions(t)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,7 +85,10 @@ func TestBisectTwoTapesCLI(t *testing.T) {
 	if !strings.Contains(out, "decided alike") {
 		t.Errorf("a run against itself: %q", out)
 	}
-	out, _ = wantCode(t, ExitOK, "bisect", "--good", run, "--bad", torn, "--json")
+	out, errs := wantCode(t, ExitOK, "bisect", "--good", run, "--bad", torn, "--json")
+	if !strings.Contains(errs, "warning: "+torn+": tape has no footer") {
+		t.Errorf("a torn tape's bisect says not that it was cut: %q", errs)
+	}
 	var two bisectTwo
 	must(t, json.Unmarshal([]byte(out), &two))
 	if d := two.Difference; d == nil || d.Step != two.BadSteps || d.Bad != nil || d.Good == nil {
@@ -95,5 +99,15 @@ func TestBisectTwoTapesCLI(t *testing.T) {
 	}
 	if _, errs := wantCode(t, ExitBadTape, "bisect", "--good", run, "--bad", filepath.Join(dir, "seal.key")); !strings.Contains(errs, "seal.key") {
 		t.Errorf("a file that is no tape: %q", errs)
+	}
+	// A byte flipped in its run.start (which the decisions do not read)
+	// was "decided alike at all 4 steps".
+	whole, err := os.ReadFile(run)
+	must(t, err)
+	flipped := filepath.Join(dir, "flipped.jbx")
+	whole[80] ^= 0xff
+	must(t, os.WriteFile(flipped, whole, 0o644))
+	if _, errs := wantCode(t, ExitBadTape, "bisect", "--good", run, "--bad", flipped); !strings.Contains(errs, "flipped.jbx") {
+		t.Errorf("a damaged tape: %q", errs)
 	}
 }
