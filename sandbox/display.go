@@ -69,6 +69,9 @@ var sensitiveDirs = []struct{ dir, next, why string }{
 	{".circleci", "", "CI configuration"},
 	{".ssh", "", "ssh keys and configuration"},
 	{".vscode", "tasks.json", "editor task: the editor runs it"},
+	{".vscode", "launch.json", "editor launch configuration: the editor runs what it names"},
+	{".vscode", "settings.json", "editor settings: they can name programs the editor runs"},
+	{".devcontainer", "", "dev container configuration: the editor builds and runs it"},
 	{".cargo", "config.toml", "package manager configuration: it can make cargo run commands"},
 	{".cargo", "config", "package manager configuration: it can make cargo run commands"},
 }
@@ -88,6 +91,15 @@ var sensitiveNames = map[string]string{
 	"usercustomize.py":        "Python runs it at start-up",
 	"package.json":            "npm runs its scripts",
 	".gitmodules":             "git fetches and checks out what it names",
+	".yarnrc.yml":             "package manager configuration: its yarnPath runs on every yarn",
+	".yarnrc":                 "package manager configuration: it can make yarn run commands",
+	"setup.py":                "Python packaging runs it",
+	"pyproject.toml":          "Python packaging runs the build it names",
+	"noxfile.py":              "nox runs it",
+	"tox.ini":                 "tox runs the commands it names",
+	"pip.conf":                "package manager configuration: it names the index pip installs from",
+	".pypirc":                 "package index credentials",
+	".bazelrc":                "build configuration: it can make bazel run commands",
 }
 
 // sensitivePath says why a workspace path is sensitive, whatever is done
