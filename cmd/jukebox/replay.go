@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
@@ -90,6 +91,11 @@ func (c *ReplayCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	out := c.Output
+	if _, err := os.Lstat(out); out != "" && err == nil {
+		// Before anything starts, as record says it: it was the writer's
+		// "create tape: open ...: file exists", exit 1, the agent started.
+		return withCode(ExitUsage, fmt.Errorf("-o %s is there, and replay does not overwrite a tape: remove it or name another", out))
+	}
 	if out == "" && c.OnDivergence == "live" {
 		var err error
 		if out, err = tapePath("", "replay"); err != nil {

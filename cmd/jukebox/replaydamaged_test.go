@@ -51,3 +51,18 @@ except Exception as e:
 		t.Errorf("replay of a tape missing an answer's blob does not say so:\n%s", errs)
 	}
 }
+
+// TestReplayRefusesAnExistingOutput: replay -o naming a file that is there
+// started the agent and ended with the writer's "create tape: open ...:
+// file exists", exit 1; as record, it is refused before anything runs.
+func TestReplayRefusesAnExistingOutput(t *testing.T) {
+	dir := sampleTapes(t)
+	tape, out := filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "kept.jbx")
+	must(t, os.WriteFile(out, []byte("the user's"), 0o644))
+	if _, errs := wantCode(t, ExitUsage, "replay", tape, "-o", out, "--", "true"); !strings.Contains(errs, "-o "+out+" is there") {
+		t.Errorf("replay -o over a file: %q", errs)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "the user's" {
+		t.Errorf("the file was changed: %q", b)
+	}
+}
