@@ -174,6 +174,12 @@ func recovered(res undoResult, id, dir string, rep *RecoverReport) error {
 // recoverConflict is the error of a decided commit that Recover left
 // alone because the real side changed after the crash.
 func recoverConflict(id string, conflicts []Conflict) error {
-	return fmt.Errorf("sandbox: recover %s: %w; nothing was applied or undone and its journal is kept: put those paths back as they were, then jukebox booth recover (or jukebox booth discard %s keeps the workspace as it is, the commit half applied)",
+	// "As they were" is the file the journal saw, its size and its
+	// modification time: content written back alone still differs, and
+	// the message said nothing of it (a user restored the bytes and was
+	// refused again).
+	return fmt.Errorf("sandbox: recover %s: %w; nothing was applied or undone and its journal is kept: put those paths back as they were "+
+		"(the same file, of the same size and modification time: writing the old content back is not enough; edit it in place and restore its time with touch -d), "+
+		"then jukebox booth recover (or jukebox booth discard %s keeps the workspace as it is, the commit half applied)",
 		id, &ConflictError{Conflicts: conflicts}, id)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -41,6 +42,10 @@ func TestRecoverKeepsUserEdits(t *testing.T) {
 			var ce *ConflictError
 			if !errors.As(err, &ce) || len(ce.Conflicts) != 1 {
 				t.Fatalf("%s/%s: recover: %v", step, name, err)
+			}
+			// What "as they were" asks: content written back alone is not.
+			if !strings.Contains(err.Error(), "writing the old content back is not enough") {
+				t.Errorf("%s/%s: recover does not say what counts as put back: %v", step, name, err)
 			}
 			if treeHash(t, ws) != before {
 				t.Fatalf("%s/%s: recovery changed the workspace: %v", step, name, readTree(t, ws))
