@@ -72,3 +72,13 @@ func TestOutputDiffLineOfAFinalNewline(t *testing.T) {
 		}
 	}
 }
+
+// TestNotReproducedCounts: "1 recorded calls never asked for" read as a
+// slip; counts agree with their nouns.
+func TestNotReproducedCounts(t *testing.T) {
+	for n, want := range map[int]string{1: "1 recorded call never asked for", 3: "3 recorded calls never asked for"} {
+		if got := (&Result{Unused: n}).NotReproduced(); got != want {
+			t.Errorf("%d unused: %q, want %q", n, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -17,10 +18,10 @@ func (r *Result) NotReproduced() string {
 		why = append(why, "diverged "+r.Divergence.Where())
 	}
 	if live := r.LiveCalls(); live > 0 {
-		why = append(why, fmt.Sprintf("%d calls went live", live))
+		why = append(why, termtext.Count(int(live), "call", "calls")+" went live")
 	}
 	if r.Unused > 0 {
-		why = append(why, fmt.Sprintf("%d recorded calls never asked for", r.Unused))
+		why = append(why, termtext.Count(r.Unused, "recorded call", "recorded calls")+" never asked for")
 	}
 	if len(r.MCPNotServed) > 0 {
 		why = append(why, fmt.Sprintf("recorded MCP sessions not answered from the tape (%s): their servers may have run live", strings.Join(r.MCPNotServed, ", ")))

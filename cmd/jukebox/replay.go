@@ -245,7 +245,7 @@ func replayLine(res *engine.Result) string {
 		s += ", diverged " + res.Divergence.Where()
 	}
 	if res.Unused > 0 {
-		s += fmt.Sprintf(", %d recorded calls never asked for", res.Unused)
+		s += ", " + termtext.Count(res.Unused, "recorded call", "recorded calls") + " never asked for"
 	}
 	if res.OutputSame != nil {
 		if *res.OutputSame && res.OutputSwapped {
