@@ -52,7 +52,7 @@ var (
 // package initialisation: a command that prices nothing (jukebox
 // --version) never pays for it.
 var embeddedTable = sync.OnceValue(func() map[string]Entry {
-	t, err := parse(embedded)
+	t, err := parse(embedded, nil)
 	if err != nil {
 		panic("prices: the embedded table: " + err.Error())
 	}
@@ -69,7 +69,9 @@ func current() map[string]Entry {
 
 // parse reads a table in LiteLLM's format; its sample_spec entry and
 // entries that price nothing by the token (images, searches) are left out.
-func parse(raw []byte) (map[string]Entry, error) {
+// An entry of a model base prices keeps base's prices for the fields it
+// does not give (over).
+func parse(raw []byte, base map[string]Entry) (map[string]Entry, error) {
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &all); err != nil {
 		return nil, err
@@ -84,6 +86,9 @@ func parse(raw []byte) (map[string]Entry, error) {
 		if err := dec.Decode(&e); err != nil {
 			return nil, fmt.Errorf("model %q: %w", name, err)
 		}
+		if base != nil {
+			e = over(base[name], e, v)
+		}
 		if e.InputCostPerToken < 0 || e.OutputCostPerToken < 0 || e.CacheReadInputCost < 0 {
 			return nil, fmt.Errorf("model %q: a negative price", name)
 		}
@@ -93,6 +98,29 @@ func parse(raw []byte) (map[string]Entry, error) {
 		out[name] = e
 	}
 	return out, nil
+}
+
+// over is e, a file's entry for a model the table priced as was, with
+// was's prices for the fields the entry's JSON (raw) does not give: an
+// entry giving the output price alone priced the input at nothing.
+func over(was, e Entry, raw []byte) Entry {
+	var given map[string]json.RawMessage
+	if json.Unmarshal(raw, &given) != nil || was == (Entry{}) {
+		return e
+	}
+	keep := func(key string, dst *float64, from float64) {
+		if _, ok := given[key]; !ok {
+			*dst = from
+		}
+	}
+	keep("input_cost_per_token", &e.InputCostPerToken, was.InputCostPerToken)
+	keep("output_cost_per_token", &e.OutputCostPerToken, was.OutputCostPerToken)
+	keep("cache_read_input_token_cost", &e.CacheReadInputCost, was.CacheReadInputCost)
+	keep("cache_creation_input_token_cost", &e.CacheCreationInputCost, was.CacheCreationInputCost)
+	if _, ok := given["litellm_provider"]; !ok {
+		e.Provider = was.Provider
+	}
+	return e
 }
 
 // Load reads a price table in LiteLLM's format from path (LiteLLM's own
@@ -105,7 +133,11 @@ func Load(path string, replace bool) error {
 	if err != nil {
 		return err
 	}
-	more, err := parse(raw)
+	var base map[string]Entry
+	if !replace {
+		base = current()
+	}
+	more, err := parse(raw, base)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

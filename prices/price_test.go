@@ -97,6 +97,20 @@ func TestLoad(t *testing.T) {
 	if err := Load(path, false); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("a malformed table: %v", err)
 	}
+	// An entry giving one price of a model the table prices keeps the
+	// others: giving gpt-4o-mini's output price alone made its input free.
+	table.Store(nil)
+	in, _ := Cost("gpt-4o-mini", tapefmt.Usage{Input: 1e6})
+	os.WriteFile(path, []byte(`{"gpt-4o-mini": {"output_cost_per_token": 1e-06}}`), 0o644)
+	if err := Load(path, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := Cost("gpt-4o-mini", tapefmt.Usage{Input: 1e6}); in == 0 || math.Abs(got-in) > 1e-12 {
+		t.Errorf("the input price of a model whose output price alone was given: $%v, want the table's $%v", got, in)
+	}
+	if got, _ := Cost("gpt-4o-mini", tapefmt.Usage{Output: 1e6}); math.Abs(got-1) > 1e-9 {
+		t.Errorf("the output price given: $%v, want $1", got)
+	}
 }
 
 // TestWindowAndPromptTokens: the context window comes from the table's
