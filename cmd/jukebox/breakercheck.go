@@ -5,6 +5,7 @@ import (
 
 	"github.com/jukebox-os/jukebox/breaker"
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
 )
 
@@ -57,6 +58,10 @@ func (c *BreakerCmd) Run(env *Env) error {
 		}
 	} else if trip == nil {
 		fmt.Fprintf(env.Stdout, "%s would not trip under these limits\n", c.Tape)
+		if f, rule := recordedTrip(t); f >= 0 {
+			// What it holds is all it says: the run went no further.
+			fmt.Fprintf(env.Stdout, "  (its own breaker stopped the run at frame %d (%s): the calls it would have made after are not on the tape)\n", f, rule)
+		}
 	} else {
 		fmt.Fprintf(env.Stdout, "%s would trip at frame %d (%s): %s\n  cost %s, %d tokens so far; evidence: frames %s\n",
 			c.Tape, trip.Evidence[len(trip.Evidence)-1], trip.Rule, timeline.OneLine(trip.Reason, 0), breaker.USD(trip.Cost), trip.Tokens, timeline.FrameList(trip.Evidence))
@@ -65,4 +70,22 @@ func (c *BreakerCmd) Run(env *Env) error {
 		return withCode(ExitTripped, errSilent)
 	}
 	return nil
+}
+
+// recordedTrip is the frame and rule of the trip that stopped the run on
+// its tape (a breaker.trip frame), -1 when none did.
+func recordedTrip(t *tapefmt.Tape) (int64, string) {
+	for f, err := range t.Frames(tapefmt.KindBreakerTrip) {
+		if err != nil {
+			return -1, ""
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return -1, ""
+		}
+		if bt, ok := p.(*tapefmt.BreakerTrip); ok {
+			return int64(f.Seq), bt.Rule
+		}
+	}
+	return -1, ""
 }

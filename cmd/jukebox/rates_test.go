@@ -132,6 +132,12 @@ func TestRatesOnTheTape(t *testing.T) {
 	if check.Breaker.Rule != "cost" || math.Abs(check.Breaker.Cost-rec.Breaker.Cost) > 1e-12 {
 		t.Errorf("jukebox breaker: %s, want the cost trip at $%v", out, rec.Breaker.Cost)
 	}
+	// Under a higher cap it would not trip on what the tape holds, which
+	// stops where the run's own breaker stopped it: said so.
+	out, _ = wantCode(t, ExitOK, "breaker", "--max-cost", "10", "unknown.jbx")
+	if !strings.Contains(out, "would not trip") || !regexp.MustCompile(`its own breaker stopped the run at frame \d+ \(cost\)`).MatchString(out) {
+		t.Errorf("jukebox breaker over a tape its breaker cut short:\n%s", out)
+	}
 
 	// A price file at record time prices the run for good: cost without
 	// it says the same, and so does cost with another file.
