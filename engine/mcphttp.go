@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/mcp"
+	"github.com/jukebox-os/jukebox/redact"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -53,6 +54,11 @@ func (s *session) startMCP() error {
 				return err
 			}
 		}
+		for name, raw := range s.o.MCP {
+			if _, ok := servers[name]; ok {
+				servers[name] = raw // the URL whole, where the tape's lacks its credentials
+			}
+		}
 	}
 	names := make([]string, 0, len(servers))
 	for name := range servers {
@@ -75,7 +81,10 @@ func (s *session) serveMCP(name, raw string) error {
 	}
 	c := s.proxy.control
 	env := MCPURLEnv(name)
-	o, err := c.openMCP(name, map[string]any{"argv": []string{raw}, "env": env})
+	// The tape keeps the URL without credentials in its query or user
+	// part, as an upstream's (token=... was kept); a fork going live is
+	// given it whole again (fork --mcp-url).
+	o, err := c.openMCP(name, map[string]any{"argv": []string{redact.URL(raw)}, "env": env})
 	if err != nil {
 		return fmt.Errorf("MCP server %s: %w", name, err)
 	}

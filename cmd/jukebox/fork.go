@@ -34,6 +34,7 @@ type ForkCmd struct {
 	Output           string              `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
 	Name             string              `placeholder:"NAME" help:"Name the fork: its run's name (the turntable's b lists it so) and its tape's, ./tapes/NAME-<time>.jbx unless -o."`
 	Upstream         upstreams           `placeholder:"NAME=URL" help:"Where live calls go, as in record."`
+	MCPURL           []string            `name:"mcp-url" placeholder:"NAME=URL" help:"The URL of an HTTP MCP server the parent's run was given (record --mcp-url), for the fork's live calls to it: the tape keeps it without the credentials in its query. Repeatable."`
 	Dir              string              `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one). With --workspace start, the folder the start is written into (empty or missing)."`
 	Workspace        string              `enum:"recorded,start" default:"recorded" help:"What the fork's agent starts in: recorded (the recorded folder as it is now, or --dir), or start (the workspace as the run started, rebuilt from the tape's snapshot into --dir or a new folder, so the calls before the fork frame meet the files they met; record with --booth --snapshot)."`
 	NoBooth          bool                `help:"Run outside the Shadow Booth: the agent's re-executed and new side effects touch the real workspace."`
@@ -57,6 +58,9 @@ type ForkCmd struct {
 // Validate checks flags before anything starts.
 func (c *ForkCmd) Validate() error {
 	if _, err := c.tags(); err != nil {
+		return err
+	}
+	if _, err := mcpURLs(c.MCPURL); err != nil {
 		return err
 	}
 	if _, err := engine.ForkName(c.Name); err != nil {
@@ -190,6 +194,9 @@ func (c *ForkCmd) forkOne(ctx context.Context, env *Env, start *tapefmt.RunStart
 	}
 	o := runOptions(env, c.Cmd, name, 0, c.JSON)
 	o.SourceName = env.sourceName(c.Tape)
+	if o.MCP, err = mcpURLs(c.MCPURL); err != nil {
+		return nil, err
+	}
 	c.captureFlags.apply(&o)
 	if o.Redact, err = c.patterns(); err != nil {
 		return nil, err

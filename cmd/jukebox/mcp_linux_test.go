@@ -403,10 +403,15 @@ func TestMCPHTTP(t *testing.T) {
 	// the agent finds it in JUKEBOX_MCP_URL_EVERYTHING; the replay serves
 	// it from the tape, the server gone.
 	port, stop := startEverythingHTTP(t, agents)
-	out = run("record", "--mcp-url", "everything=http://127.0.0.1:"+port+"/mcp", "-o", "hosted.jbx", "--", "node", agent)
+	out = run("record", "--mcp-url", "everything=http://127.0.0.1:"+port+"/mcp?token=MCPSECRET4", "-o", "hosted.jbx", "--", "node", agent)
 	stop()
 	if !strings.Contains(out, "sum: The sum of 20 and 22 is 42.") {
 		t.Fatalf("record --mcp-url:\n%s", out)
+	}
+	// A credential in the URL's query is not kept on the tape (it was, in
+	// the server's start frame), as an upstream's is not.
+	if shown := run("show", "--json", "hosted.jbx"); strings.Contains(shown, "MCPSECRET4") || !strings.Contains(shown, "127.0.0.1:"+port+"/mcp") {
+		t.Errorf("the MCP server's URL on the tape:\n%s", shown)
 	}
 	out = run("replay", "hosted.jbx")
 	if !strings.Contains(out, "stdout identical to the recording") {
@@ -414,6 +419,9 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	if _, errs := wantCode(t, ExitUsage, "record", "--mcp-url", "everything", "--", "true"); !strings.Contains(errs, "want NAME=URL") {
 		t.Errorf("a bad --mcp-url: %s", errs)
+	}
+	if _, errs := wantCode(t, ExitUsage, "fork", filepath.Join(ws, "hosted.jbx"), "--frame", "1", "--mcp-url", "everything"); !strings.Contains(errs, "want NAME=URL") {
+		t.Errorf("a bad fork --mcp-url: %s", errs)
 	}
 }
 
@@ -606,7 +614,7 @@ func TestMCPHTTPFork(t *testing.T) {
 	srv, _, err := llmsim.Start("127.0.0.1:0", llmsim.DefaultScript())
 	must(t, err)
 	defer srv.Close()
-	port, _ := startEverythingHTTP(t, agents)
+	port, stop := startEverythingHTTP(t, agents)
 	ws := t.TempDir()
 	up := "openai=" + srv.OpenAIBaseURL()
 	run := func(args ...string) string {
@@ -619,12 +627,18 @@ func TestMCPHTTPFork(t *testing.T) {
 		return string(out)
 	}
 	agent := filepath.Join(agents, "mcp_http_fork_agent.mjs")
-	out := run("record", "--mcp-url", "everything=http://127.0.0.1:"+port+"/mcp", "--upstream", up, "-o", "rec.jbx", "--", "node", agent)
+	out := run("record", "--mcp-url", "everything=http://127.0.0.1:"+port+"/mcp?token=MCPSECRET5", "--upstream", up, "-o", "rec.jbx", "--", "node", agent)
 	if !strings.Contains(out, "step 2: The sum of") {
 		t.Fatalf("record:\n%s", out)
 	}
+	// The tape keeps the URL without its token; the fork is given the
+	// server's URL whole with --mcp-url, here another server's, the
+	// recorded one gone: its live calls reach it.
+	stop()
+	port2, _ := startEverythingHTTP(t, agents)
 	second := nthRequest(t, filepath.Join(ws, "rec.jbx"), 2)
-	out = run("fork", "rec.jbx", "--frame", fmt.Sprint(second), "--no-booth", "--model", "demo-small", "--upstream", up, "-o", "fork.jbx", "--", "node", agent)
+	out = run("fork", "rec.jbx", "--frame", fmt.Sprint(second), "--no-booth", "--model", "demo-small", "--upstream", up,
+		"--mcp-url", "everything=http://127.0.0.1:"+port2+"/mcp?token=MCPSECRET5", "-o", "fork.jbx", "--", "node", agent)
 	if !strings.Contains(out, "mcp everything: live from here on") || !strings.Contains(out, "step 2: The sum of") {
 		t.Fatalf("fork:\n%s", out)
 	}
@@ -650,6 +664,11 @@ func TestMCPHTTPFork(t *testing.T) {
 	}
 	if handshakes != 1 || handshake < forkAt {
 		t.Errorf("the live server's handshake: %d on the fork's tape, at frame %d; the fork point is frame %d", handshakes, handshake, forkAt)
+	}
+	for _, tape := range []string{"rec.jbx", "fork.jbx"} {
+		if shown := run("show", "--json", tape); strings.Contains(shown, "MCPSECRET5") {
+			t.Errorf("%s keeps the MCP server's token", tape)
+		}
 	}
 }
 
