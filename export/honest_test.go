@@ -173,3 +173,41 @@ func TestReceiverRefusingAllSaysBoth(t *testing.T) {
 		t.Errorf("a receiver that refuses everything: %v (%d spans failed), want both named", err, sent.Failed)
 	}
 }
+
+// TestMCPErrorIsContent: an MCP tool's JSON-RPC error message is the
+// tool's words (it quoted the arguments it failed on): it went into the
+// span's status with content off. And the result attribute, with content
+// on, was the whole JSON-RPC message rather than the result.
+func TestMCPErrorIsContent(t *testing.T) {
+	const planted = "PLANTED-123-45-6789"
+	path := filepath.Join(t.TempDir(), "mcp.jbx")
+	err := tapefmt.CreateWith(path, tapefmt.Options{}, func(w *tapefmt.Writer) error {
+		w.Append(0, tapefmt.RunStart{Name: "tools", Mode: tapefmt.ModeRecord})
+		w.Append(0, tapefmt.MCPMessage{Server: "s", Session: 1, Direction: tapefmt.MCPToServer,
+			Message: json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fail","arguments":{}}}`)})
+		w.Append(0, tapefmt.MCPMessage{Server: "s", Session: 1, Direction: tapefmt.MCPFromServer,
+			Message: json.RawMessage(`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"tool exploded on {\"ssn\": \"` + planted + `\"}"}}`)})
+		w.Append(0, tapefmt.MCPMessage{Server: "s", Session: 1, Direction: tapefmt.MCPToServer,
+			Message: json.RawMessage(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)})
+		w.Append(0, tapefmt.MCPMessage{Server: "s", Session: 1, Direction: tapefmt.MCPFromServer,
+			Message: json.RawMessage(`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}]}}`)})
+		_, err := w.Append(0, tapefmt.RunEnd{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, _ := convert(t, path, Options{})
+	if text := allText(off); strings.Contains(text, planted) {
+		t.Errorf("content off, the tool's error message leaves:\n%s", text)
+	}
+	on, _ := convert(t, path, Options{IncludeContent: true})
+	if text := allText(on); !strings.Contains(text, planted) {
+		t.Errorf("content on, the tool's error message is missing:\n%s", text)
+	}
+	for _, s := range on {
+		if r, ok := attrs(s)["gen_ai.tool.call.result"]; ok && strings.Contains(r, "jsonrpc") {
+			t.Errorf("the tool's result attribute holds the JSON-RPC message: %s", r)
+		}
+	}
+}

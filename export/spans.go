@@ -710,6 +710,7 @@ func (c *converter) mcpMessage(seq uint64, t time.Time, p *tapefmt.MCPMessage) {
 			IsError bool `json:"isError"`
 		} `json:"result"`
 		Error *struct {
+			Code    int    `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
 	}
@@ -747,14 +748,28 @@ func (c *converter) mcpMessage(seq uint64, t time.Time, p *tapefmt.MCPMessage) {
 		s.end = maxTime(s.start, t)
 		switch {
 		case m.Error != nil:
-			s.err = cmp.Or(m.Error.Message, "error")
+			// The server's message is the tool's to say (it quoted the
+			// arguments, a record's fields): content, sent only with
+			// IncludeContent, as the result is; else its code alone.
+			s.err = fmt.Sprintf("the tool call failed (JSON-RPC error %d)", m.Error.Code)
+			if c.o.IncludeContent {
+				s.err = cmp.Or(m.Error.Message, s.err)
+			}
 			s.attrs = append(s.attrs, attrErrorType.String("mcp_error"))
 		case m.Result != nil && m.Result.IsError:
 			s.err = "the tool answered with an error"
 			s.attrs = append(s.attrs, attrErrorType.String("tool_error"))
 		}
-		if c.o.IncludeContent {
-			s.attrs = append(s.attrs, attrToolResult.String(string(msg)))
+		if c.o.IncludeContent && m.Error == nil {
+			// The tool's result, not the JSON-RPC message around it.
+			var whole struct {
+				Result json.RawMessage `json:"result"`
+			}
+			result := msg
+			if json.Unmarshal(msg, &whole) == nil && len(whole.Result) > 0 {
+				result = whole.Result
+			}
+			s.attrs = append(s.attrs, attrToolResult.String(string(result)))
 		}
 		c.send(s)
 	}
