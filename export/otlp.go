@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,7 +148,47 @@ type batcher struct {
 const (
 	batchSize     = 512
 	batchInterval = 200 * time.Millisecond
+	// batchBytes bounds a batch's attributes: a collector's gRPC receiver
+	// refuses a message over 4 MiB (its default), and a batch with one
+	// large tool result in it was refused whole, every span of the run
+	// with it. A span past it goes in a batch of its own.
+	batchBytes = 3 << 20
+	// attrValueLimit cuts an attribute's value (OpenTelemetry's attribute
+	// value length limit) unless OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT or
+	// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT says otherwise: content of a few
+	// megabytes (a tool's whole output) made a span no receiver took.
+	attrValueLimit = 1 << 20
 )
+
+// valueLimit is the attribute value length limit: the environment's, as
+// OpenTelemetry SDKs read it, else attrValueLimit.
+func valueLimit() int {
+	for _, name := range []string{"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"} {
+		if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name))); err == nil && n > 0 {
+			return n
+		}
+	}
+	return attrValueLimit
+}
+
+// spanBytes is about what a span's attributes and events weigh on the wire.
+func spanBytes(s sdktrace.ReadOnlySpan) int {
+	n := len(s.Name()) + 64
+	add := func(kvs []attribute.KeyValue) {
+		for _, kv := range kvs {
+			n += len(kv.Key) + 8
+			if kv.Value.Type() == attribute.STRING {
+				n += len(kv.Value.AsString())
+			}
+		}
+	}
+	add(s.Attributes())
+	for _, e := range s.Events() {
+		n += len(e.Name)
+		add(e.Attributes)
+	}
+	return n
+}
 
 func newBatcher(exp sdktrace.SpanExporter, queue int, drop bool) *batcher {
 	b := &batcher{exp: exp, queue: make(chan sdktrace.ReadOnlySpan, queue), drop: drop, done: make(chan struct{})}
@@ -183,6 +226,7 @@ func (b *batcher) ForceFlush(context.Context) error { return nil }
 func (b *batcher) loop() {
 	defer close(b.done)
 	batch := make([]sdktrace.ReadOnlySpan, 0, batchSize)
+	size := 0
 	tick := time.NewTicker(batchInterval)
 	defer tick.Stop()
 	for {
@@ -192,13 +236,19 @@ func (b *batcher) loop() {
 				b.send(batch)
 				return
 			}
-			if batch = append(batch, s); len(batch) < batchSize {
+			n := spanBytes(s)
+			if len(batch) > 0 && size+n > batchBytes {
+				b.send(batch)
+				batch, size = batch[:0], 0
+			}
+			batch, size = append(batch, s), size+n
+			if len(batch) < batchSize && size < batchBytes {
 				continue
 			}
 		case <-tick.C:
 		}
 		b.send(batch)
-		batch = batch[:0]
+		batch, size = batch[:0], 0
 	}
 }
 
@@ -297,7 +347,7 @@ func newSink(traceID trace.TraceID, service string, rs *tapefmt.RunStart, b *bat
 	res := resource.NewWithAttributes(schemaURL, attrs...)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(b),
 		sdktrace.WithIDGenerator(ids{}), sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeValueLengthLimit: -1, AttributeCountLimit: 128,
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeValueLengthLimit: valueLimit(), AttributeCountLimit: 128,
 			EventCountLimit: 1024, LinkCountLimit: 0, AttributePerEventCountLimit: 16, AttributePerLinkCountLimit: 0}))
 	s := &sink{traceID: traceID, tracer: tp.Tracer("github.com/jukebox-os/jukebox/export", trace.WithSchemaURL(schemaURL))}
 	if me == nil {
