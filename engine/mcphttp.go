@@ -99,7 +99,13 @@ func (s *session) serveMCP(name, raw string) error {
 			fmt.Fprintf(s.o.Stderr, "jukebox: mcp %s: live from here on\n", name)
 		})
 	case o.replay:
-		h = mcp.NewHTTPReplay(mcp.ReplayerOf(o.messages), rec)
+		// A request the tape does not hold is named (the replay's
+		// verdict said "named above" of it, and nothing had).
+		replayer := mcp.ReplayerOf(o.messages)
+		replayer.Diverged = func(method string, params []byte) {
+			fmt.Fprintf(s.o.Stderr, "jukebox: mcp %s\n", mcp.DivergedText(name, method, params))
+		}
+		h = mcp.NewHTTPReplay(replayer, rec)
 	default:
 		h = mcp.NewHTTPProxy(up, rec, s.mcpHTTPOptions(name, o.session))
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -237,6 +238,18 @@ func (r *Replayer) holds(e envelope) bool {
 // request with when the recorded session does not hold it: the run's
 // verdict counts these (a replay that needed one did not reproduce).
 const NotRecorded = "answered by jukebox: the recorded session holds no such request"
+
+// DivergedText says that a replayed session of server held no method
+// request with params (Diverged's report), the params cut short and made
+// safe for a terminal: they are the agent's.
+func DivergedText(server, method string, params []byte) string {
+	p := string(params)
+	if len(p) > 300 {
+		p = p[:300] + "…"
+	}
+	return fmt.Sprintf("%s: replay: no recorded %s request with params %s; answered with an error",
+		termtext.Sanitize(server), termtext.Sanitize(method), termtext.Sanitize(p))
+}
 
 // answerParts is what request e gets: what the server sent while the
 // request ran (progress notifications, in order), the recorded response

@@ -118,7 +118,11 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 				fmt.Fprintf(env.Stderr, "jukebox mcp: %s: live from here on\n", name)
 			})
 		case start.Replay:
-			h = mcp.NewHTTPReplay(mcp.ReplayerOf(start.Messages), rec)
+			r := mcp.ReplayerOf(start.Messages)
+			r.Diverged = func(method string, params []byte) {
+				fmt.Fprintf(env.Stderr, "jukebox mcp: %s\n", mcp.DivergedText(name, method, params))
+			}
+			h = mcp.NewHTTPReplay(r, rec)
 		default:
 			h = mcp.NewHTTPProxy(upstream, rec, o)
 		}
@@ -131,7 +135,7 @@ func (c *McpRunCmd) Run(ctx context.Context, env *Env) error {
 	if start.Replay {
 		r := mcp.ReplayerOf(start.Messages)
 		r.Diverged = func(method string, params []byte) {
-			fmt.Fprintf(env.Stderr, "jukebox mcp: %s: replay: no recorded %s request with params %s; answered with an error\n", name, method, params)
+			fmt.Fprintf(env.Stderr, "jukebox mcp: %s\n", mcp.DivergedText(name, method, params))
 		}
 		if !start.LiveLater {
 			return r.Serve(env.Stdin, env.Stdout, rec)

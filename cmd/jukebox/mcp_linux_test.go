@@ -417,6 +417,14 @@ func TestMCPHTTP(t *testing.T) {
 	if !strings.Contains(out, "stdout identical to the recording") {
 		t.Errorf("replay of record --mcp-url:\n%s", out)
 	}
+	// A call the tape does not hold is named: the verdict said "named
+	// above" of it, and nothing had named it.
+	cmd := jukeboxCmd(t.Context(), ws, "replay", "hosted.jbx")
+	cmd.Env = append(cmd.Env, "JUKEBOX_BIN="+self, "ECHO_MESSAGE=changed")
+	diverged, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != ExitDiverged || !strings.Contains(string(diverged), `mcp everything: replay: no recorded tools/call request with params {"name":"echo","arguments":{"message":"changed"}}`) {
+		t.Errorf("replay of a changed MCP call: exit %d\n%s", cmd.ProcessState.ExitCode(), diverged)
+	}
 	if _, errs := wantCode(t, ExitUsage, "record", "--mcp-url", "everything", "--", "true"); !strings.Contains(errs, "want NAME=URL") {
 		t.Errorf("a bad --mcp-url: %s", errs)
 	}

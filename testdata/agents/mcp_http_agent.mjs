@@ -38,7 +38,7 @@ await client.connect(new StreamableHTTPClientTransport(new URL(url)));
 const text = (res) => res.content.map((c) => c.text ?? `[${c.type}]`).join(" ");
 const tools = (await client.listTools()).tools.map((t) => t.name);
 console.log("tools:", tools.includes("echo"), tools.includes("get-sum"));
-console.log("echo:", text(await client.callTool({ name: "echo", arguments: { message: "over HTTP" } })));
+console.log("echo:", text(await client.callTool({ name: "echo", arguments: { message: process.env.ECHO_MESSAGE || "over HTTP" } })));
 console.log("sum:", text(await client.callTool({ name: "get-sum", arguments: { a: 20, b: 22 } })));
 await client.close();
 if (proxy) {
