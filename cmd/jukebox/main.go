@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 
@@ -128,6 +129,7 @@ func main() {
 	// TERM as it was, hidden from package initialisation (termquiet):
 	// first, before anything reads it or starts a process.
 	termquiet.Restore()
+	quietLibraries()
 	// When jukebox re-executes itself as the booth's namespace init, this
 	// runs the child and exits; otherwise it returns at once.
 	sandbox.MaybeRunInit()
@@ -144,6 +146,13 @@ func main() {
 	env.Signals = sigs
 	os.Exit(run(ctx, os.Args[1:], env))
 }
+
+// quietLibraries silences the standard logger, which jukebox never
+// writes to: a library that logs with it wrote its own lines into
+// jukebox's stderr (the S3 transfer manager's "failed to complete
+// multipart upload for upload ID 0xc01a...: ... 412" when two pushes
+// raced, each of which jukebox reports in its own words).
+func quietLibraries() { log.SetOutput(io.Discard) }
 
 // versionOnly says args are --version alone, answered without kong.
 func versionOnly(args []string) bool { return len(args) == 1 && args[0] == "--version" }
