@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -79,14 +81,27 @@ func retryable(err error) bool {
 	if errors.Is(err, errStalled) {
 		return true
 	}
-	if errors.Is(err, io.EOF) {
-		return false
+	if errors.Is(err, io.EOF) && !cutConnection(err) {
+		return false // a listing's end
 	}
 	switch codeOf(err) {
 	case codeNotFound, codeDenied, codeExists, codeInvalid, codeRetried:
 		return false
 	}
 	return !errors.Is(err, context.Canceled)
+}
+
+// cutConnection reports a request whose connection failed under it:
+// refused, reset, or closed before the answer came (a *url.Error over
+// EOF: fake-gcs-server killed mid-upload). Tried again as a stall is; not
+// one the driver's own client tried again already (S3's).
+func cutConnection(err error) bool {
+	var ue *url.Error
+	if !errors.As(err, &ue) || codeOf(err) == codeRetried {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // try runs op, each attempt with the deadline d (none when d is 0: op

@@ -166,7 +166,8 @@ func (s *Store) UploadWith(ctx context.Context, path string, opts UploadOptions)
 	pause := backoff
 	for i := 1; ; i++ {
 		err = s.send(ctx, path, up, gate, opts.Progress)
-		if err == nil || errors.Is(err, ErrTaken) || errors.Is(err, ErrDamaged) || !errors.Is(err, errStalled) || i >= attempts || ctx.Err() != nil {
+		again := errors.Is(err, errStalled) || cutConnection(err) // a connection cut under it was not tried again (GCS)
+		if err == nil || errors.Is(err, ErrTaken) || errors.Is(err, ErrDamaged) || !again || i >= attempts || ctx.Err() != nil {
 			break
 		}
 		if multipart {
