@@ -2,7 +2,6 @@ package diffview
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
 
@@ -132,41 +131,23 @@ func pieceLen(s string) int {
 
 func isBlank(s string) bool { return strings.Trim(s, " ") == "" }
 
-// sanitize makes text safe for a terminal cell grid: tabs become spaces,
-// carriage returns go, emoji sequences terminals draw at different widths
-// are made uniform (termtext.Uniform), and other control characters show as their Unicode
-// control pictures (so an escape sequence in an agent's output prints as
-// text instead of acting on the terminal).
+// sanitize makes text safe for a terminal cell grid: tabs become four
+// spaces, carriage returns go, emoji sequences terminals draw at different
+// widths are made uniform (termtext.Uniform), and the rest is shown as
+// termtext.Sanitize shows it: C0 controls as their Unicode pictures (an
+// escape sequence in an agent's output prints as text), C1 controls, bidi
+// controls and invisible characters as �. It mapped C0 and DEL alone: a
+// tape's U+009B (the 8-bit CSI) reached the terminal from the diff pane
+// and jukebox diff.
 func sanitize(s string) string {
 	s = termtext.Uniform(s)
-	clean := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\n') || c == 0x7f {
-			clean = false
-			break
-		}
+	if strings.ContainsAny(s, "\t\r") {
+		s = tabsAndReturns.Replace(s)
 	}
-	if clean && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\t':
-			b.WriteString("    ")
-		case r == '\r':
-		case r == '\n':
-			b.WriteByte('\n')
-		case r < 0x20:
-			b.WriteRune(0x2400 + r)
-		case r == 0x7f:
-			b.WriteRune('␡')
-		default:
-			b.WriteRune(r) // invalid bytes arrive as U+FFFD
-		}
-	}
-	return b.String()
+	return termtext.Sanitize(s)
 }
+
+var tabsAndReturns = strings.NewReplacer("\t", "    ", "\r", "")
 
 // truncate cuts plain text to at most w cells, ending in "…" when cut.
 func truncate(s string, w int) string {

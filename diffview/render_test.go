@@ -107,14 +107,18 @@ func TestReportJSON(t *testing.T) {
 // over many widths, with wide runes, tabs and escape sequences in bodies.
 func TestRenderersStayInWidth(t *testing.T) {
 	a, b := fixture()
-	b.Frames[1].Body = "日本語のテキスト\tand a tab, \x1b[31mescape\x1b[0m and a very-long-unbreakable-word-" +
+	// U+009B is the 8-bit CSI, U+202E turns the text around: they reached
+	// the terminal from the diff (the frame view shows them as �).
+	b.Frames[1].Body = "日本語のテキスト\tand a tab, \x1b[31mescape\x1b[0m, \u009b31m c1 csi, \u202edesrever and a very-long-unbreakable-word-" +
 		strings.Repeat("x", 200)
 	r := Compare(a, b)
 	for w := MinWidth; w <= 200; w += 7 {
-		for l := range strings.SplitSeq(SideBySide(r, Options{Width: w, All: true, Styles: PlainStyles()}), "\n") {
-			if strings.ContainsRune(l, 0x1b) {
-				t.Fatalf("width %d: raw escape in %q", w, l)
+		for _, out := range []string{SideBySide(r, Options{Width: w, All: true, Styles: PlainStyles()}), Unified(r, Options{All: true})} {
+			if strings.ContainsAny(out, "\x1b\u009b\u202e") {
+				t.Fatalf("width %d: a raw control in %q", w, out)
 			}
+		}
+		for l := range strings.SplitSeq(SideBySide(r, Options{Width: w, All: true, Styles: PlainStyles()}), "\n") {
 			if got := (line{{l, clsPlain}}).width(); got > w {
 				t.Fatalf("width %d: line is %d wide: %q", w, got, l)
 			}
