@@ -328,7 +328,7 @@ func (d *Deck) event(msg tea.Msg) tea.Cmd {
 	case detailMsg:
 		d.frame.gotDetail(msg)
 	case forkStreamMsg: // the call in flight grew: sync shows it
-	case forkEventMsg, forkDoneMsg, forkReloadMsg:
+	case forkEventMsg, forkTapeMsg, forkDoneMsg, forkReloadMsg:
 		return d.forkMsg(msg)
 	case diffReadyMsg:
 		d.diffReady(msg)

@@ -91,6 +91,10 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 		done: make(chan struct{}), at: d.form.at}
 	fo := engine.ForkOptions{
 		RunOptions: engine.RunOptions{Stdout: io.Discard, Stderr: io.Discard,
+			// The tape the fork writes: NAME-2.jbx when NAME.jbx is there,
+			// where the turntable opened (and diffed) NAME.jbx, an
+			// earlier fork's. Told before any event, so before a reload.
+			OnTape: func(path string) { d.send.Send(forkTapeMsg{r, path}) },
 			OnEvent: func(ev engine.Event) {
 				if ev.Kind != engine.EventChunk {
 					d.send.Send(forkEventMsg{ev})
@@ -175,6 +179,14 @@ func (d *Deck) forkMsg(msg tea.Msg) tea.Cmd {
 	case forkEventMsg:
 		r.event(msg.ev)
 		return d.reloadFork()
+	case forkTapeMsg:
+		if msg.run == r && msg.path != r.tape {
+			if i := d.familyIndex(r.tape); i >= 0 {
+				d.family[i].path = msg.path
+			}
+			r.tape = msg.path
+			d.status = "forking to " + baseName(r.tape)
+		}
 	case forkDoneMsg:
 		r.finished, r.res, r.err = true, msg.res, msg.err
 		d.status = forkOutcome(r)

@@ -197,3 +197,47 @@ func cleanEnv() []string {
 	}
 	return env
 }
+
+// TestForkFollowsTheTapeItWrote: a fork named as an earlier one writes
+// NAME-2.jbx (the engine never overwrites a tape), where the turntable
+// opened, showed and diffed NAME.jbx, the earlier fork's. It follows the
+// tape the engine says it made.
+func TestForkFollowsTheTapeItWrote(t *testing.T) {
+	dir := t.TempDir()
+	whole, err := os.ReadFile(agentRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, written := filepath.Join(dir, "try.jbx"), filepath.Join(dir, "try-2.jbx")
+	if err := os.WriteFile(named, []byte("an earlier fork's tape"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions()
+	o.PrepareFork = func(fo *engine.ForkOptions) error { fo.Tape = named; return nil }
+	o.Fork = func(ctx context.Context, fo engine.ForkOptions) (*engine.Result, error) {
+		if err := os.WriteFile(written, whole, 0o644); err != nil {
+			return nil, err
+		}
+		if fo.OnTape != nil {
+			fo.OnTape(written) // as the engine tells the path it made
+		}
+		return &engine.Result{Tape: written}, nil
+	}
+	d := New([]string{agentRun}, o)
+	tm := startDeck(t, d, 100, 30)
+	waitFor(t, tm, "frame 0 of 98")
+	tm.Type("nnf")
+	waitFor(t, tm, "Drop the needle at frame 21")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	waitFor(t, tm, "fork done")
+	final := quit(t, tm)
+	if final.run == nil || final.run.tape != written {
+		t.Fatalf("the fork's tape: %q, want %s", final.run.tape, written)
+	}
+	if i := final.familyIndex(written); i < 0 {
+		t.Errorf("the fork list does not hold %s: %+v", written, final.family)
+	}
+	if len(final.tracks) != 2 || final.tracks[1].tl.Path() != written {
+		t.Errorf("the fork's timeline is not %s", written)
+	}
+}

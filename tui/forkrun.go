@@ -79,6 +79,12 @@ func (r *forkRun) live() string {
 // forkEventMsg is an engine event of the running fork.
 type forkEventMsg struct{ ev engine.Event }
 
+// forkTapeMsg names the tape run's fork writes, once the engine made it.
+type forkTapeMsg struct {
+	run  *forkRun
+	path string
+}
+
 // forkDoneMsg says the fork has ended.
 type forkDoneMsg struct {
 	res *engine.Result
