@@ -231,7 +231,10 @@ func TestForkFollowsTheTapeItWrote(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	waitFor(t, tm, "fork done")
 	final := quit(t, tm)
-	if final.run == nil || final.run.tape != written {
+	if final.run == nil {
+		t.Fatal("no fork ran")
+	}
+	if final.run.tape != written {
 		t.Fatalf("the fork's tape: %q, want %s", final.run.tape, written)
 	}
 	if i := final.familyIndex(written); i < 0 {
