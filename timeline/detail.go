@@ -283,24 +283,60 @@ func (tl *Timeline) fillResult(d *ToolDetail, r *tapefmt.ToolResult, i int) {
 
 func (tl *Timeline) file(p *tapefmt.FileChange) *FileDetail {
 	d := &FileDetail{Op: string(p.Op), Path: p.Where()}
-	body, before := tl.blob(p.Body), tl.blob(p.Before)
+	// The content whole, then cut to what is shown at a character's edge:
+	// cut first, a file over 1 MiB was "1048576 bytes of binary data"
+	// (its size the cut's, a text taken for binary where the cut split
+	// a character) and its diff ended as if the file did.
+	full, fullBefore := tl.whole(p.Body), tl.whole(p.Before)
+	body, before := cutText(full), cutText(fullBefore)
 	if isBinary(body) || isBinary(before) {
 		d.Binary = true
-		d.Content = fmt.Sprintf("(%d bytes of binary data)", len(body))
+		d.Content = fmt.Sprintf("(%d bytes of binary data)", len(full))
 		return d
 	}
 	d.Content = string(body)
 	if p.Target != "" {
 		d.Content = "→ " + p.Target
 	}
+	cut := ""
+	if len(body) < len(full) || len(before) < len(fullBefore) {
+		cut = fmt.Sprintf("\n… cut here: the content is %d bytes (before, %d), shown up to %d; the tape holds it whole (jukebox show --full)",
+			len(full), len(fullBefore), maxShownBody)
+		d.Content += cut
+	}
 	if !p.Before.IsZero() || p.Op == tapefmt.OpWrite {
 		from := "a/" + p.Where()
 		if p.Before.IsZero() {
 			from = "/dev/null" // a new file, as diff -u and git write it
 		}
-		d.Diff = diffview.TextDiff(from, "b/"+p.Where(), string(before), string(body))
+		d.Diff = diffview.TextDiff(from, "b/"+p.Where(), string(before), string(body)) + cut
 	}
 	return d
+}
+
+// whole is a blob's content, all of it (nil for none or one that does
+// not read).
+func (tl *Timeline) whole(h tapefmt.Hash) []byte {
+	if h.IsZero() {
+		return nil
+	}
+	b, _ := tl.t.Blob(h)
+	return b
+}
+
+// cutText is b cut to what is shown, at a character's edge.
+func cutText(b []byte) []byte {
+	c := shown(b)
+	if len(c) == len(b) {
+		return c
+	}
+	for range utf8.UTFMax - 1 {
+		if r, size := utf8.DecodeLastRune(c); r != utf8.RuneError || size != 1 {
+			break
+		}
+		c = c[:len(c)-1]
+	}
+	return c
 }
 
 func isBinary(b []byte) bool { return !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 }

@@ -2,8 +2,10 @@ package timeline
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
@@ -73,5 +75,43 @@ func TestWorkspaceOfATapeWithoutStepRecords(t *testing.T) {
 		if len(got) != len(want) || got["a.txt"] != want["a.txt"] || got["b.txt"] != want["b.txt"] {
 			t.Errorf("frame %d: workspace %q, want %q", frame, got, want)
 		}
+	}
+}
+
+// TestLargeFileChanges: a file over the 1 MiB a detail shows was cut
+// before it was looked at: 3 MiB of binary said "1048576 bytes of binary
+// data", a text whose cut split a character was taken for binary, and a
+// cut text's diff ended as if the file did.
+func TestLargeFileChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.jbx")
+	w, err := tapefmt.Create(path, tapefmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := make([]byte, 3<<20)
+	for i := range bin {
+		bin[i] = byte(i*7 + i/3)
+	}
+	text := []byte(strings.Repeat("a", maxShownBody-1) + "é and more text after the cut\n")
+	hb, _ := w.PutBlob("file", bin)
+	ht, _ := w.PutBlob("file", text)
+	w.Append(0, tapefmt.RunStart{Argv: []string{"agent"}})
+	w.Append(0, tapefmt.FileChange{Op: tapefmt.OpWrite, Path: "bin3m.dat", Body: hb, Size: int64(len(bin)), Mode: 0o644})
+	w.Append(0, tapefmt.FileChange{Op: tapefmt.OpWrite, Path: "utf8.txt", Body: ht, Size: int64(len(text)), Mode: 0o644})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	d, err := tl.Detail(1)
+	if err != nil || d.File == nil || !d.File.Binary || d.File.Content != "(3145728 bytes of binary data)" {
+		t.Errorf("3 MiB of binary: %+v, %v", d.File, err)
+	}
+	d, err = tl.Detail(2)
+	if err != nil || d.File == nil || d.File.Binary || !strings.Contains(d.File.Diff, fmt.Sprintf("cut here: the content is %d bytes", len(text))) {
+		t.Errorf("a text over 1 MiB: binary %v, %v, diff ends %q", d.File != nil && d.File.Binary, err, d.File.Diff[max(0, len(d.File.Diff)-200):])
 	}
 }
