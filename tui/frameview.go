@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -205,15 +206,34 @@ func (m *frameView) refresh() {
 		b.add(m.st.Text, m.live)
 		out = append(out, b.out...)
 	}
+	toAnswer := m.detail != nil && m.detail.Kind == timeline.KindLLMResponse && m.answerAt > 0 && !m.raw
+	answerAt := m.answerAt
 	if len(out) > maxFrameLines {
 		b := lines{w: max(m.w-1, 10)}
-		b.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %s more lines: o pages the whole frame, w writes it to a file", count(int64(len(out)-maxFrameLines))))
-		out = append(out[:maxFrameLines], b.out...)
+		half := maxFrameLines / 2
+		if toAnswer && answerAt-1 > half && answerAt-1 < len(out) {
+			// The answer beyond the cut: the context is cut in its middle
+			// instead. The frame opened scrolled to an answer it had cut,
+			// on blank lines, and paging ended before it.
+			b.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %s lines of the request's context left out: o pages the whole frame, w writes it to a file",
+				count(int64(answerAt-1-half))))
+			rest := out[answerAt-1:]
+			var after lines
+			after.w = b.w
+			if len(rest) > half {
+				after.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %s more lines: o pages the whole frame, w writes it to a file", count(int64(len(rest)-half))))
+				rest = rest[:half]
+			}
+			out = slices.Concat(out[:half], b.out, rest, after.out)
+			answerAt = half + len(b.out) + 1
+		} else {
+			b.add(m.st.Muted, fmt.Sprintf("… cut here on screen, %s more lines: o pages the whole frame, w writes it to a file", count(int64(len(out)-maxFrameLines))))
+			out = append(out[:maxFrameLines], b.out...)
+		}
 	}
-	toAnswer := m.detail != nil && m.detail.Kind == timeline.KindLLMResponse && m.answerAt > 0 && !m.raw
 	if toAnswer {
 		// The answer's rule can scroll to the top however short it is.
-		for len(out) < m.answerAt-1+m.vp.Height {
+		for len(out) < answerAt-1+m.vp.Height {
 			out = append(out, "")
 		}
 	}
@@ -230,7 +250,7 @@ func (m *frameView) refresh() {
 	}
 	if toAnswer && m.answered != m.seq {
 		m.answered = m.seq
-		m.vp.SetYOffset(m.answerAt - 1)
+		m.vp.SetYOffset(answerAt - 1)
 	}
 }
 
