@@ -118,6 +118,17 @@ func (d *Deck) startFork(over engine.Overrides) tea.Cmd {
 			d.form.err = err.Error()
 			return nil
 		}
+		// The agent the fork runs must be in the start: a script beside
+		// the workspace (python3 ../agent.py) is not, and the fork died
+		// at once ("can't open file"), the form having said nothing.
+		if rs := parent.tl.Start(); rs != nil {
+			if p := outsideStart(rs.Argv); p != "" && !commandFound(rs.Argv, dir) {
+				os.RemoveAll(dir)
+				d.form.err = fmt.Sprintf("the recorded command's %s lies outside the workspace, so not in the run's start, which holds the workspace alone: "+
+					"fork in the recorded folder, or run jukebox fork --workspace start with the command after --", p)
+				return nil
+			}
+		}
 		fo.Dir = dir
 	}
 	if name := d.form.name; name != "" && fo.Tape == "" && !timeline.IsRemote(fo.Parent) {
@@ -268,6 +279,21 @@ func forkDir(tl *timeline.Timeline) (dir, note string) {
 		note = strings.TrimPrefix(note+"; ", "; ") + fmt.Sprintf("the recorded command %s is not found there", rs.Argv[0])
 	}
 	return dir, note
+}
+
+// outsideStart is the path of argv's program or script (python
+// ../agent.py) that leads out of the folder it runs in, "" for none: a
+// run's start is rebuilt in a folder of its own, beside nothing.
+func outsideStart(argv []string) string {
+	for i, a := range argv[:min(len(argv), 2)] {
+		if i == 1 && (strings.HasPrefix(a, "-") || !strings.Contains(filepath.Base(a), ".")) {
+			break // a flag, or no script
+		}
+		if c := filepath.Clean(a); !filepath.IsAbs(a) && (c == ".." || strings.HasPrefix(c, ".."+string(filepath.Separator))) {
+			return a
+		}
+	}
+	return ""
 }
 
 // commandFound says whether argv can start in dir: its program on PATH

@@ -19,6 +19,12 @@ import (
 // deletes old.txt; the change set at the end holds the final state.
 func writeBoothTape(t testing.TB) string {
 	t.Helper()
+	return writeBoothTapeOf(t, []string{"python", "agent.py"})
+}
+
+// writeBoothTapeOf is writeBoothTape of a run of the command argv.
+func writeBoothTapeOf(t testing.TB, argv []string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "workspace.jbx")
 	clock := time.Duration(0)
 	w, err := tapefmt.Create(path, tapefmt.Options{Sync: tapefmt.SyncNever, Now: func() time.Duration { clock += 5 * time.Millisecond; return clock }})
@@ -37,7 +43,7 @@ func writeBoothTape(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
-	app(tapefmt.RunStart{Argv: []string{"python", "agent.py"}, Mode: "record", Cwd: "/work/ws"})
+	app(tapefmt.RunStart{Argv: argv, Mode: "record", Cwd: "/work/ws"})
 	app(tapefmt.TxBegin{Tx: "tx1", Workspace: "/nonexistent/ws"})
 	app(tapefmt.Snapshot{Tx: "tx1", Workspace: "/nonexistent/ws", Part: 1, Parts: 1, Files: []tapefmt.SnapshotEntry{
 		{Path: "notes.md", Type: "file", Mode: 0o644, Body: blob("# notes\nfirst line\n")},

@@ -368,3 +368,28 @@ func TestForkFromTheStart(t *testing.T) {
 		}
 	}
 }
+
+// TestForkFromTheStartNeedsTheAgentThere: a run whose script lies beside
+// its workspace (python3 ../agent.py) forked from its start died at once
+// ("can't open file"), the form having said nothing; it says why now, and
+// no fork runs.
+func TestForkFromTheStartNeedsTheAgentThere(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	tape := writeBoothTapeOf(t, []string{"python3", "../agent.py", "files"})
+	o := testOptions()
+	o.Fork = func(context.Context, engine.ForkOptions) (*engine.Result, error) {
+		return nil, errors.New("not run in this test")
+	}
+	d := New([]string{tape}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	press(d, runes("n"), runes("f"))
+	d.form.fields[fieldWorkspace].SetValue("start")
+	press(d, keyEnter)
+	if d.run != nil || !strings.Contains(d.form.err, "../agent.py lies outside the workspace") {
+		t.Fatalf("a fork from the start of a run whose script is beside it: run %v, form error %q", d.run != nil, d.form.err)
+	}
+	if left, _ := os.ReadDir(os.Getenv("TMPDIR")); len(left) != 0 {
+		t.Errorf("the start folder was left: %v", left)
+	}
+}
