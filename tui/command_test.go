@@ -62,9 +62,18 @@ func TestCommandLine(t *testing.T) {
 	if d.tracks[0].view.Only != 0 {
 		t.Errorf(":filter all: showing %v", d.tracks[0].view.Only)
 	}
+	// An empty note on a frame without a marker made an empty marker.
+	runLine(d, "note")
+	if tv := d.tracks[0]; tv.markers[tv.cursor] || !strings.Contains(d.status, "no note on this frame to clear") {
+		t.Errorf(":note with no text and no marker: marker %v, status %q", tv.markers[tv.cursor], d.status)
+	}
 	runLine(d, "note checked by hand")
 	if tv := d.tracks[0]; !tv.markers[tv.cursor] || tv.notes[tv.cursor] != "checked by hand" {
 		t.Errorf(":note: marker %v, note %q", tv.markers[tv.cursor], tv.notes[tv.cursor])
+	}
+	runLine(d, "note")
+	if tv := d.tracks[0]; !tv.markers[tv.cursor] || tv.notes[tv.cursor] != "" {
+		t.Errorf(":note with no text: marker %v, note %q; want the marker, the note gone", tv.markers[tv.cursor], tv.notes[tv.cursor])
 	}
 }
 

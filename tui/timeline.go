@@ -474,6 +474,10 @@ func (m *timelineView) loadMarkers() {
 // marker is set there if there is none; an empty note clears the note),
 // kept as markers are.
 func (m *timelineView) setNote(note string) tea.Cmd {
+	if note == "" && !m.markers[m.cursor] {
+		// Nothing to clear: an empty note made an empty marker.
+		return func() tea.Msg { return notFoundMsg{"no note on this frame to clear (:note TEXT sets one)"} }
+	}
 	m.markers[m.cursor] = true
 	if m.notes == nil {
 		m.notes = map[int]string{}
