@@ -50,22 +50,45 @@ func (m *filesPane) SetSize(w, h int) {
 
 // ShortHelp is the files pane's part of the help line.
 func (m *filesPane) ShortHelp() []key.Binding {
-	return []key.Binding{m.keys.Up, m.keys.Down, m.keys.PageDown, m.keys.Close}
+	return []key.Binding{m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown, m.keys.NextFile, m.keys.Close}
 }
 
 // FullHelp is every files pane key.
 func (m *filesPane) FullHelp() [][]key.Binding {
 	k := m.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Close}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextFile, k.PrevFile, k.Close}}
 }
 
-// update scrolls; esc or W closes the pane.
+// update scrolls; n and N go to the next and previous file, g and G to
+// the top and the end; esc or W closes the pane.
 func (m *filesPane) update(km tea.KeyMsg) verdict {
 	k := m.keys
-	if key.Matches(km, k.Close) {
+	switch {
+	case key.Matches(km, k.Close):
 		return dismissed
+	case key.Matches(km, k.Top):
+		m.vp.GotoTop()
+	case key.Matches(km, k.Bottom):
+		m.vp.GotoBottom()
+	case key.Matches(km, k.NextFile), key.Matches(km, k.PrevFile):
+		lines := strings.Split(m.text, "\n")
+		next := key.Matches(km, k.NextFile)
+		at := m.vp.YOffset
+		for i := at + 1; next && i < len(lines); i++ {
+			if strings.HasPrefix(lines[i], "── ") {
+				m.vp.SetYOffset(i)
+				return stay
+			}
+		}
+		for i := at - 1; !next && i >= 0; i-- {
+			if strings.HasPrefix(lines[i], "── ") {
+				m.vp.SetYOffset(i)
+				return stay
+			}
+		}
+	default:
+		scroll(&m.vp, km, k.Up, k.Down, k.PageUp, k.PageDown)
 	}
-	scroll(&m.vp, km, k.Up, k.Down, k.PageUp, k.PageDown)
 	return stay
 }
 
@@ -113,9 +136,28 @@ func workspaceText(tl *timeline.Timeline, i int) filesReadyMsg {
 		fmt.Fprintf(&b, "  %-8s %s  (%s)\n", f.Op, termtext.Quote(f.Path), at)
 	}
 	for _, f := range changed {
-		b.WriteString("\n" + fileSection(ws, f))
+		b.WriteString("\n" + capSection(fileSection(ws, f)))
 	}
 	return filesReadyMsg{frame: i, changed: len(changed), text: termtext.Sanitize(timeline.ExpandTabs(b.String()))}
+}
+
+// maxSectionLines bounds one file's lines in the pane: a file of 40,000
+// lines came whole, and the files after it were a thousand pages down.
+const maxSectionLines = 200
+
+// capSection cuts a file's section to maxSectionLines, saying so.
+func capSection(s string) string {
+	n := 0
+	for i := range len(s) {
+		if s[i] != '\n' {
+			continue
+		}
+		if n++; n == maxSectionLines && i+1 < len(s) {
+			rest := strings.Count(s[i+1:], "\n")
+			return s[:i+1] + fmt.Sprintf("… %s more lines of this file: its file.change frame shows them (o pages it, w writes it)\n", count(int64(rest)))
+		}
+	}
+	return s
 }
 
 // fileSection is one changed file at the frame: its diff from the start,
@@ -161,7 +203,7 @@ func fileSection(ws *timeline.Workspace, f timeline.WorkspaceFile) string {
 
 // filesKeys scroll the files pane.
 type filesKeys struct {
-	Up, Down, PageUp, PageDown, Close key.Binding
+	Up, Down, PageUp, PageDown, Top, Bottom, NextFile, PrevFile, Close key.Binding
 }
 
 func newFilesKeys() filesKeys {
@@ -170,6 +212,10 @@ func newFilesKeys() filesKeys {
 		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
 		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
+		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g/home", "top")),
+		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G/end", "end")),
+		NextFile: key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/previous file")),
+		PrevFile: key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "previous file")),
 		Close:    key.NewBinding(key.WithKeys("esc", "W"), key.WithHelp("esc", "close")),
 	}
 }

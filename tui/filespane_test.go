@@ -192,3 +192,39 @@ func TestFilesPaneTmux(t *testing.T) {
 	s.keys("Escape")
 	s.waitScreen("timeline · workspace.jbx · frame 10 of 18")
 }
+
+// TestFilesPaneGetsPastALargeFile: a file of 40,000 lines came whole in
+// the pane, with no way past it but a thousand pages down. A file's lines
+// are cut at maxSectionLines, saying how many more its frame holds, and n
+// and N go from file to file, g and G to the top and the end.
+func TestFilesPaneGetsPastALargeFile(t *testing.T) {
+	big := capSection("── write big.txt ──\n" + strings.Repeat("+line\n", 1000))
+	if n := strings.Count(big, "\n"); n > maxSectionLines+1 || !strings.Contains(big, "801 more lines of this file") {
+		t.Fatalf("a section of 1,001 lines cut to %d:\n%s", n, big[len(big)-200:])
+	}
+	d := newDeck(t, 100, 40, writeBoothTape(t))
+	text := "  write big.txt\n  write small.txt\n\n" + big + "\n── write small.txt ──\n+x\n"
+	d.files.SetSize(100, 20)
+	d.files.ready(filesReadyMsg{frame: 5, changed: 2, text: text})
+	lines := strings.Split(text, "\n")
+	at := func(prefix string) int {
+		for i, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return i
+			}
+		}
+		return -1
+	}
+	d.files.update(runes("n"))
+	if got := d.files.vp.YOffset; got != at("── write big.txt") {
+		t.Errorf("n: at line %d, want the first file's %d", got, at("── write big.txt"))
+	}
+	d.files.update(runes("n"))
+	if got := d.files.vp.YOffset; got != at("── write small.txt") && !d.files.vp.AtBottom() {
+		t.Errorf("n again: at line %d, want the second file's %d", got, at("── write small.txt"))
+	}
+	d.files.update(runes("g"))
+	if d.files.vp.YOffset != 0 {
+		t.Errorf("g: at line %d", d.files.vp.YOffset)
+	}
+}
