@@ -120,5 +120,5 @@ func tripExit(res *engine.Result) error {
 		tape, frame = termtext.Quote(res.Tape), strconv.FormatUint(res.Breaker.Evidence[len(res.Breaker.Evidence)-1], 10)
 	}
 	return withCode(ExitTripped, fmt.Errorf("circuit breaker tripped (%s): %s (exit %d, ahead of the agent's %s); continue with jukebox fork %s --frame %s and a raised limit or another model",
-		res.Breaker.Rule, res.Breaker.Reason, ExitTripped, engine.EndText(res.End), tape, frame))
+		res.Breaker.Rule, res.Breaker.Reason, ExitTripped, agentEnd(res.End), tape, frame))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/termtext"
@@ -57,6 +58,16 @@ func report(w io.Writer, err error) int {
 	return codeFor(err)
 }
 
+// agentEnd is how the agent ended, after "ahead of the agent's": "exit
+// 1", or "end (killed by SIGTERM)" (it read "the agent's killed by ...").
+func agentEnd(end tapefmt.RunEnd) string {
+	text := engine.EndText(end)
+	if strings.HasPrefix(text, "exit ") {
+		return text
+	}
+	return "end (" + text + ")"
+}
+
 // codeFor maps an error to its exit code.
 func codeFor(err error) int {
 	var ee *exitError
@@ -93,7 +104,7 @@ func refusedExit(res *engine.Result) error {
 		return nil
 	}
 	return withCode(ExitRefused, fmt.Errorf("booth: refused entries: %d; transaction %s kept open for you to decide "+
-		"(exit %d, ahead of the agent's %s)", res.Booth.RefusedCount(), res.Booth.Tx, ExitRefused, engine.EndText(res.End)))
+		"(exit %d, ahead of the agent's %s)", res.Booth.RefusedCount(), res.Booth.Tx, ExitRefused, agentEnd(res.End)))
 }
 
 // interruptedExit is exit 130 when a stop signal interrupted a booth run,
@@ -104,11 +115,11 @@ func interruptedExit(res *engine.Result) error {
 	if res != nil && res.Booth == nil && res.End.Reason == tapefmt.ReasonInterrupted {
 		// Outside the booth, as in it: Ctrl-C (SIGINT) ends in 130.
 		return withCode(ExitInterrupted, fmt.Errorf("interrupted (exit %d, ahead of the agent's %s)",
-			ExitInterrupted, engine.EndText(res.End)))
+			ExitInterrupted, agentEnd(res.End)))
 	}
 	if res == nil || res.Booth == nil || !res.Booth.Interrupted {
 		return nil
 	}
 	return withCode(ExitInterrupted, fmt.Errorf("booth: interrupted; nothing was committed (exit %d, ahead of the agent's %s)",
-		ExitInterrupted, engine.EndText(res.End)))
+		ExitInterrupted, agentEnd(res.End)))
 }

@@ -31,3 +31,17 @@ func TestExitPrecedence(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentEndReads: "ahead of the agent's killed by SIGTERM" read as a
+// slip; an end other than an exit is said as one.
+func TestAgentEndReads(t *testing.T) {
+	for end, want := range map[tapefmt.RunEnd]string{
+		{ExitCode: 1}:           "exit 1",
+		{Signal: "SIGTERM"}:     "end (killed by SIGTERM)",
+		{Error: "no such file"}: "end (failed: no such file)",
+	} {
+		if got := agentEnd(end); got != want {
+			t.Errorf("%+v: %q, want %q", end, got, want)
+		}
+	}
+}
