@@ -551,6 +551,10 @@ type Divergence struct {
 	// https://api.example.com/search").
 	Endpoint string `json:"endpoint"`
 	Frame    int64  `json:"expected_frame"` // the request frame expected next, -1 when none was
+	// Step is the step of the run that frame is in, counted from 1 as the
+	// turntable and bisect count them (step.commit frames end each); 0
+	// when no frame was expected.
+	Step int `json:"step,omitempty"`
 	// Path is the first field where the live request differs from the one
 	// expected next ("messages.3.content"; "(body)" for the whole body;
 	// "query:NAME" for a query parameter, "header:NAME" for a header).
@@ -582,7 +586,7 @@ type Divergence struct {
 func (d *Divergence) Where() string {
 	switch {
 	case d.Frame >= 0:
-		return fmt.Sprintf("at frame %d", d.Frame)
+		return fmt.Sprintf("at frame %d%s", d.Frame, d.stepText())
 	case d.Cut:
 		return fmt.Sprintf("past the end of the cut tape (it ends at frame %d)", d.TapeEnds)
 	}
@@ -612,7 +616,28 @@ func (d *Divergence) Error() string {
 	if d.Path != "" && d.Path != "(body)" {
 		at = " first at " + d.Path
 	}
-	return fmt.Sprintf("replay diverged at frame %d: the live %s request differs from the recorded one%s:\n%s%s", d.Frame, d.Endpoint, at, d.Diff, envText(d.Env))
+	return fmt.Sprintf("replay diverged at frame %d%s: the live %s request differs from the recorded one%s:\n%s%s", d.Frame, d.stepText(), d.Endpoint, at, d.Diff, envText(d.Env))
+}
+
+// stepText is " (step N)", when the step is known.
+func (d *Divergence) stepText() string {
+	if d.Step <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (step %d)", d.Step)
+}
+
+// stepOf is the step of frame on t, counted from 1: one more than the
+// step.commit frames before it.
+func stepOf(t *tapefmt.Tape, frame int64) int {
+	n := 1
+	for f, err := range t.Frames(tapefmt.KindStep) {
+		if err != nil || int64(f.Seq) >= frame {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // times is "once", "twice" or "N times".

@@ -254,6 +254,9 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 // sessions (an error when the tape's MCP frames do not read).
 func (s *session) replayed(res *Result, tb *tapeBackend) error {
 	res.Divergence, res.Repeated = s.div.Load(), tb.m.Repeats()
+	if d := res.Divergence; d != nil && d.Frame >= 0 {
+		d.Step = stepOf(tb.tape, d.Frame) // README's "(frame, step, what differs)": the step went unsaid
+	}
 	var err error
 	res.MCPMissing, res.MCPNotServed, err = s.proxy.control.mcpVerdict(tb.tape)
 	served := tb.served.Load()

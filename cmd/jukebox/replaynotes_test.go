@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -35,5 +36,14 @@ print(urllib.request.urlopen(req).status)
 	_, errs := wantCode(t, ExitDiverged, "replay", "seed.jbx")
 	if !strings.Contains(errs, "the recording ran with AGENT_MODE=seeded (unset here)") {
 		t.Errorf("a divergence does not name the variable the recording ran with:\n%s", errs)
+	}
+	// README: "reported exactly (frame, step, what differs)"; the step
+	// went unsaid.
+	if !regexp.MustCompile(`replay diverged at frame \d+ \(step 1\): the live POST`).MatchString(errs) {
+		t.Errorf("a divergence does not name its step:\n%s", errs)
+	}
+	out, _ := wantCode(t, ExitDiverged, "replay", "--json", "seed.jbx")
+	if !strings.Contains(out, `"step": 1`) {
+		t.Errorf("replay --json's divergence has no step:\n%s", out)
 	}
 }

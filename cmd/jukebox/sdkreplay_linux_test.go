@@ -135,7 +135,7 @@ func TestSDKTransactionsDiverge(t *testing.T) {
 	dir, env := txFixture(t)
 	write := frameOf(t, dir, env, "rec.jbx", "control", "/write")
 	out, code := runIn(t, dir, env, "replay", "rec.jbx", "--", pythonOf(env), "other.py")
-	want := "replay diverged at frame " + write + ": the live POST /_jukebox/v1/tx/"
+	want := "replay diverged at frame " + write + " (step 1): the live POST /_jukebox/v1/tx/"
 	if code != ExitDiverged || !strings.Contains(out, want) || !strings.Contains(out, "first at content") {
 		t.Errorf("replay of another agent: exit %d, want %d and %q\n%s", code, ExitDiverged, want, out)
 	}
