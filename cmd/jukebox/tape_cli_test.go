@@ -481,6 +481,14 @@ func TestVerifyGoodAndDamaged(t *testing.T) {
 		}
 	}
 
+	// A file too short to be a tape: named once ("FAIL  cut.jbx: cut.jbx: ...").
+	short := filepath.Join(dir, "short.jbx")
+	must(t, os.WriteFile(short, []byte("JBX too short"), 0o644))
+	out, _ = wantCode(t, ExitBadTape, "verify", short)
+	if strings.Count(out, "short.jbx") != 1 {
+		t.Errorf("verify of a file too short names it %d times: %q", strings.Count(out, "short.jbx"), out)
+	}
+
 	out, _ = wantCode(t, ExitBadTape, "verify", "--json", good, tampered, torn)
 	rs := verifyResults(t, out)
 	if len(rs) != 3 || !rs[0].OK || rs[1].OK || rs[2].OK {

@@ -192,7 +192,10 @@ func (r *verifyResult) setErr(err error) {
 
 func (r verifyResult) line() string {
 	if !r.OK {
-		return fmt.Sprintf("FAIL  %s: %s", termtext.Escape(r.Path), termtext.Sanitize(r.Error))
+		// An error that names the tape already is not prefixed with it
+		// again ("FAIL  cut.jbx: cut.jbx: tapefmt: ...").
+		msg := strings.TrimPrefix(r.Error, r.Path+": ")
+		return fmt.Sprintf("FAIL  %s: %s", termtext.Escape(r.Path), termtext.Sanitize(msg))
 	}
 	seal := "unsealed"
 	switch {
