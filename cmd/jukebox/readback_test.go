@@ -129,6 +129,9 @@ func TestShowDamagedFrame(t *testing.T) {
 	if !strings.Contains(errs, fmt.Sprintf("frame %d", bad)) || !strings.Contains(errs, "checksum mismatch") {
 		t.Errorf("stderr does not name the frame and the cause: %s", errs)
 	}
+	if !strings.Contains(errs, path+": ") {
+		t.Errorf("stderr does not name the tape (\"frame N: tapefmt: ...\" alone): %s", errs)
+	}
 	out, _ = wantCode(t, ExitBadTape, "show", "--json", path)
 	lines := jsonLines(t, out)
 	if len(lines) != n || *lines[bad].Seq != uint64(bad) || !strings.Contains(lines[bad].Error, "checksum mismatch") {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
@@ -50,15 +51,25 @@ func (c *ShowCmd) Validate() error {
 	return nil
 }
 
-// Run prints the frames.
+// Run prints the frames. Its errors and warnings name the tape (they
+// said "frame 0: tapefmt: ..." alone).
 func (c *ShowCmd) Run(env *Env) error {
 	t, err := env.openTape(c.Tape)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
+	if err := c.run(env, t); err != nil && !strings.Contains(err.Error(), c.Tape) {
+		return fmt.Errorf("%s: %w", c.Tape, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *ShowCmd) run(env *Env, t *tapefmt.Tape) error {
 	if rec := t.Recovered(); rec != nil && !c.JSON {
-		fmt.Fprintf(env.Stderr, "warning: %s\n", recoveryText(rec))
+		fmt.Fprintf(env.Stderr, "warning: %s: %s\n", c.Tape, recoveryText(rec))
 	}
 	if c.Frame != nil {
 		f, rerr := t.Frame(*c.Frame)
