@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/controlapi"
 	"github.com/jukebox-os/jukebox/sandbox"
 )
 
@@ -42,7 +43,7 @@ func TestIntoViewKeepsInsideTheWorkspace(t *testing.T) {
 			{Path: "first.txt", Op: sandbox.OpWrite, Mode: 0o644},
 			{Path: path, Op: sandbox.OpWrite, Mode: 0o644},
 		}}
-		applied, err := txs.intoView("tx-hostile", cs, content)
+		applied, err := txs.intoView("tx-hostile", cs, content, nil)
 		if !applied || err == nil {
 			t.Fatalf("%s: written (applied %v, %v)", path, applied, err)
 		}
@@ -63,7 +64,55 @@ func TestIntoViewKeepsInsideTheWorkspace(t *testing.T) {
 		t.Fatalf("the change inside the view: %q %v", b, err)
 	}
 	txs.boothView(bt)(nil)
-	if applied, err := txs.intoView("tx-late", sandbox.ChangeSet{Changes: []sandbox.Change{{Path: "late.txt", Op: sandbox.OpWrite}}}, content); applied || err != nil {
+	if applied, err := txs.intoView("tx-late", sandbox.ChangeSet{Changes: []sandbox.Change{{Path: "late.txt", Op: sandbox.OpWrite}}}, content, nil); applied || err != nil {
 		t.Fatalf("a commit once the view was withdrawn: applied %v, %v", applied, err)
+	}
+}
+
+// TestIntoViewChecksWhatTheAgentSaw: a write staged on a file as the
+// agent saw it in its view, which the agent then wrote again, was written
+// over it at the commit, unchecked, where outside the booth it is a
+// conflict. It is a conflict in the booth too, nothing written; a file
+// as it was when staged is written.
+func TestIntoViewChecksWhatTheAgentSaw(t *testing.T) {
+	ws, view := t.TempDir(), t.TempDir()
+	bt, err := sandbox.Begin(ws, sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Rollback(t.Context())
+	root, err := os.OpenRoot(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	txs := &sdkTxs{session: &session{}}
+	txs.boothView(bt)(root)
+	content := func(*sandbox.Change) func() ([]byte, error) {
+		return func() ([]byte, error) { return []byte("committed"), nil }
+	}
+	cs := sandbox.ChangeSet{Changes: []sandbox.Change{{Path: "notes.txt", Op: sandbox.OpWrite, Mode: 0o644}}}
+	// Staged when there was no notes.txt; the agent wrote one since.
+	if err := os.WriteFile(filepath.Join(view, "notes.txt"), []byte("the agent's own"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applied, err := txs.intoView("tx-1", cs, content, map[string]controlapi.FileBase{"notes.txt": {}})
+	if !applied || err == nil || !strings.Contains(err.Error(), "created in the booth after it was staged") {
+		t.Fatalf("a file the agent made after staging: applied %v, %v", applied, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(view, "notes.txt")); string(b) != "the agent's own" {
+		t.Fatalf("the agent's file was written over: %q", b)
+	}
+	// Staged on the file as it is now: written.
+	st, err := os.Lstat(filepath.Join(view, "notes.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := controlapi.FileBase{Exists: true, Size: st.Size(), MtimeNs: st.ModTime().UnixNano()}
+	if _, err := txs.intoView("tx-2", cs, content, map[string]controlapi.FileBase{"notes.txt": base}); err != nil {
+		t.Fatalf("a file as it was staged: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(view, "notes.txt")); string(b) != "committed" {
+		t.Fatalf("the commit: %q", b)
 	}
 }

@@ -33,7 +33,7 @@ func (t *sdkTxs) pendBooth(st *sdkTx) (sandbox.ChangeSet, error) {
 	if len(cs.Refused) > 0 { // all or nothing, as outside the booth (Options.Whole)
 		return cs, &sandbox.RefusedError{Refused: cs.Refused}
 	}
-	applied, err := t.intoView(st.tx.ID(), cs, staged)
+	applied, err := t.intoView(st.tx.ID(), cs, staged, st.viewBase)
 	if err != nil {
 		return cs, err
 	}
@@ -70,11 +70,25 @@ func (t *sdkTxs) boothView(bt *sandbox.Tx) func(v *os.Root) {
 // view cannot take whole is refused before anything is applied; one that
 // fails part way (a link the agent planted leads out of the workspace)
 // leaves what it applied before in the agent's view, and says so.
-func (t *sdkTxs) intoView(id string, cs sandbox.ChangeSet, content func(*sandbox.Change) func() ([]byte, error)) (bool, error) {
+func (t *sdkTxs) intoView(id string, cs sandbox.ChangeSet, content func(*sandbox.Change) func() ([]byte, error), bases map[string]controlapi.FileBase) (bool, error) {
 	t.viewMu.Lock()
 	defer t.viewMu.Unlock()
 	if t.view == nil {
 		return false, nil
+	}
+	// Each write's file as the agent saw it when it staged it (bases):
+	// changed in the view since (the agent wrote it again), it is a
+	// conflict, as outside the booth; the commit wrote over it unchecked.
+	for _, c := range cs.Changes {
+		base, ok := bases[c.Path]
+		if !ok {
+			continue
+		}
+		if why := baseChanged(base, viewFileBase(t.view, c.Path), "in the booth"); why != "" {
+			e := controlapi.Fail(http.StatusConflict, controlapi.TypeCommitConflict, fmt.Errorf("not committed into the booth: %s (%s)", c.Path, why))
+			e.Conflicts = []controlapi.Conflict{{Path: c.Path, Reason: why}}
+			return true, e
+		}
 	}
 	if u := t.unstageable(t.booth, t.view, cs); u != nil {
 		err := fmt.Errorf("not committed into the booth: %s", u.why)
@@ -338,7 +352,7 @@ func (t *sdkTxs) replayedCommit(tp *tapefmt.Tape, id string) error {
 			}
 			return tp.Blob(body)
 		}
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("transaction %s's recorded commit, into the booth: %w", id, err)
 	}

@@ -88,6 +88,10 @@ type sdkTx struct {
 	inBooth bool     // commits into the booth's transaction (intoBooth)
 	applied bool     // committed in a booth run, in the agent's view already (intoView)
 	real    *os.Root // the workspace, opened once for checkBase; closed by forget
+	// viewBase are, in a booth run, the files as the agent saw them when
+	// it staged each write (its FileBase), by path: the commit into its
+	// view checks them (intoView).
+	viewBase map[string]controlapi.FileBase
 	// inPlace are the paths given a staged copy to change in place
 	// (stage-path: SQLite databases), whose WAL the commit checks (walConflict).
 	inPlace []string

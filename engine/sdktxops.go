@@ -107,7 +107,19 @@ func (o txOps) Delete(ctx context.Context, req controlapi.PathOf) (controlapi.Pa
 // real file: no base is checked there. A path that is not a plain one
 // below the workspace is left to the staging, which refuses it.
 func (o txOps) checkBase(rel string, base *controlapi.FileBase, real *sandbox.RealFile) error {
-	if base == nil || o.st.inBooth || !filepath.IsLocal(rel) {
+	if base == nil || !filepath.IsLocal(rel) {
+		return nil
+	}
+	if o.st.inBooth {
+		// The agent saw its view, not the real workspace: its base is kept
+		// for the commit into the view, which checks it (intoView).
+		key := filepath.ToSlash(filepath.Clean(rel))
+		if o.st.viewBase == nil {
+			o.st.viewBase = map[string]controlapi.FileBase{}
+		}
+		if _, seen := o.st.viewBase[key]; !seen {
+			o.st.viewBase[key] = *base
+		}
 		return nil
 	}
 	if real == nil {
@@ -128,19 +140,38 @@ func (o txOps) checkBase(rel string, base *controlapi.FileBase, real *sandbox.Re
 	if real.Exists {
 		now.Size, now.MtimeNs = real.Info.Size(), real.Info.ModTime().UnixNano()
 	}
-	if now == *base {
+	why := baseChanged(*base, now, "on the real side")
+	if why == "" {
 		return nil
-	}
-	why := "changed on the real side after it was staged"
-	switch {
-	case base.Exists && !now.Exists:
-		why = "deleted on the real side after it was staged"
-	case !base.Exists && now.Exists:
-		why = "created on the real side after it was staged"
 	}
 	e := controlapi.Fail(http.StatusConflict, controlapi.TypeCommitConflict, fmt.Errorf("conflicting change on the real side: %s (%s)", rel, why))
 	e.Conflicts = []controlapi.Conflict{{Path: filepath.ToSlash(rel), Reason: why}}
 	return e
+}
+
+// baseChanged says how the file now differs from the base a write was
+// staged on ("changed after it was staged", "deleted ...", "created
+// ..."), "" when it does not.
+func baseChanged(base, now controlapi.FileBase, where string) string {
+	verb := "changed"
+	switch {
+	case now == base:
+		return ""
+	case base.Exists && !now.Exists:
+		verb = "deleted"
+	case !base.Exists && now.Exists:
+		verb = "created"
+	}
+	return verb + " " + where + " after it was staged"
+}
+
+// viewFileBase is the file at rel in the agent's view, as a base.
+func viewFileBase(view *os.Root, rel string) controlapi.FileBase {
+	st, err := view.Lstat(rel)
+	if err != nil {
+		return controlapi.FileBase{}
+	}
+	return controlapi.FileBase{Exists: true, Size: st.Size(), MtimeNs: st.ModTime().UnixNano()}
 }
 
 // StagePath is the staged copy of a file (copied up, created empty when
