@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,26 @@ import (
 	"github.com/jukebox-os/jukebox/sandbox"
 )
 
+// viewed is an SDK transaction set of a booth run whose agent's view is
+// view, a folder of its own (the booth's transaction bt over another).
+func viewed(t *testing.T) (txs *sdkTxs, bt *sandbox.Tx, view string) {
+	t.Helper()
+	bt, err := sandbox.Begin(t.TempDir(), sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bt.Rollback(context.Background()) })
+	view = t.TempDir()
+	root, err := os.OpenRoot(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	txs = &sdkTxs{session: &session{}}
+	txs.boothView(bt)(root)
+	return txs, bt, view
+}
+
 // TestIntoViewKeepsInsideTheWorkspace: the changes a commit writes into
 // the agent's view come from the agent's transaction, or, in a replay,
 // from the tape's file.change frames, which a hostile tape may fill with
@@ -19,22 +40,11 @@ import (
 // absolute one, one through a link the agent planted that leads out; the
 // error names the change and says what was written before it.
 func TestIntoViewKeepsInsideTheWorkspace(t *testing.T) {
-	ws, view, outside := t.TempDir(), t.TempDir(), t.TempDir()
-	bt, err := sandbox.Begin(ws, sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bt.Rollback(t.Context())
+	txs, bt, view := viewed(t)
+	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(view, "out")); err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.OpenRoot(view)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	txs := &sdkTxs{session: &session{}}
-	txs.boothView(bt)(root)
 	content := func(*sandbox.Change) func() ([]byte, error) {
 		return func() ([]byte, error) { return []byte("planted"), nil }
 	}
@@ -75,19 +85,7 @@ func TestIntoViewKeepsInsideTheWorkspace(t *testing.T) {
 // conflict. It is a conflict in the booth too, nothing written; a file
 // as it was when staged is written.
 func TestIntoViewChecksWhatTheAgentSaw(t *testing.T) {
-	ws, view := t.TempDir(), t.TempDir()
-	bt, err := sandbox.Begin(ws, sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bt.Rollback(t.Context())
-	root, err := os.OpenRoot(view)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	txs := &sdkTxs{session: &session{}}
-	txs.boothView(bt)(root)
+	txs, _, view := viewed(t)
 	content := func(*sandbox.Change) func() ([]byte, error) {
 		return func() ([]byte, error) { return []byte("committed"), nil }
 	}
