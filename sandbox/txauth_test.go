@@ -49,6 +49,10 @@ func TestTxMetaTrust(t *testing.T) {
 		{"copied", "another workspace", func(t *testing.T, ws string, tx *Tx) (string, string) {
 			ws2 := t.TempDir()
 			mkTree(t, ws2, map[string]string{"a.txt": "a"})
+			// The names at Begin are written beside it in the background:
+			// cp -a listed their temporary file and then missed it (seen
+			// on CI). The copy is of the state once they are written.
+			tx.begin.wait()
 			copyDir(t, filepath.Join(ws, ".jukebox"), filepath.Join(ws2, ".jukebox"))
 			return ws2, tx.ID()
 		}},
