@@ -133,4 +133,42 @@ func TestPytestPlugin(t *testing.T) {
 	if ok || !strings.Contains(out, "sometimes") {
 		t.Fatalf("an unknown mode:\n%s", out)
 	}
+
+	// A test id too long for a file name gets a tape cut to fit (it
+	// failed with "file name too long"); two ids that make one name do
+	// not share a tape (the second replayed the first's and diverged).
+	must(t, os.WriteFile(filepath.Join(proj, "test_names.py"), []byte(pytestNames), 0o644))
+	out, ok = pytest(nil, "test_names.py")
+	if ok || !strings.Contains(out, "2 passed, 1 error") ||
+		!strings.Contains(out, "test_names.py::test_clash[p/q] and test_names.py::test_clash[p q] would share the tape") {
+		t.Fatalf("long and clashing test ids:\n%s", out)
+	}
+	long, _ := filepath.Glob(filepath.Join(proj, "tapes", "test_names", "test_long-xxx*.jbx"))
+	if len(long) != 1 || len(filepath.Base(long[0])) > 204 {
+		t.Fatalf("the long test id's tape: %v", long)
+	}
+	hits := sim.Hits()
+	if out, ok = pytest(nil, "test_names.py", "-k", "long"); !ok || !strings.Contains(out, "1 passed") || sim.Hits() != hits {
+		t.Fatalf("the long test id's tape replayed (the model asked %d times more):\n%s", sim.Hits()-hits, out)
+	}
 }
+
+// pytestNames is a module whose test ids make a name too long for a file
+// and two that make the same name.
+const pytestNames = `import json, os, urllib.request
+import pytest
+
+def ask(prompt):
+    body = json.dumps({"model": "demo-small", "messages": [{"role": "user", "content": prompt}]}).encode()
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body,
+                                 {"Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"]
+
+@pytest.mark.parametrize("q", ["x" * 300])
+def test_long(jukebox, q):
+    assert ask(q)
+
+@pytest.mark.parametrize("q", ["p q", "p/q"])
+def test_clash(jukebox, q):
+    assert ask(q)
+`

@@ -23,6 +23,7 @@ pytest`. When the test ends the stand-in exits and jukebox closes the tape
 (or says how the replay went).
 """
 
+import hashlib
 import json
 import os
 import re
@@ -161,7 +162,36 @@ def tape_path(item: pytest.Item, tape: Optional[str] = None) -> str:
     name = item.name
     if isinstance(item, pytest.Function) and item.cls is not None:
         name = item.cls.__name__ + "." + name
-    return os.path.join(folder, re.sub(r"[^A-Za-z0-9_.=-]+", "-", name).strip("-") + ".jbx")
+    path = os.path.join(folder, tape_file_name(name))
+    whole = os.path.join(folder, _clean(name) + ".jbx")
+    if whole != path and os.path.exists(whole):
+        return whole  # recorded before names were cut, and the file system took it
+    return path
+
+
+# A tape's name before ".jbx" is at most this many bytes: what a file
+# system takes in a name (255) less what jukebox adds beside the tape
+# (NAME.superseded-TIME.jbx, NAME.jbx.d).
+_NAME_MAX = 200
+
+
+def _clean(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", name).strip("-")
+
+
+def tape_file_name(name: str) -> str:
+    """The file name of the tape of the test named name: what the name
+    holds beyond letters, digits and _.=- made a dash; a name too long for
+    a file cut, with a hash of the whole name after the cut."""
+    clean = _clean(name)
+    if len(clean) > _NAME_MAX:  # ASCII only, a byte a character
+        clean = clean[:_NAME_MAX - 13] + "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+    return clean + ".jbx"
+
+
+# The tapes taken by the tests of this session so far, each with the test's
+# id: two tests whose ids make one tape name must not share the tape.
+_TAPES = pytest.StashKey[Dict[str, str]]()
 
 
 def _mode(item: pytest.Item) -> str:
@@ -183,7 +213,15 @@ def jukebox(request: pytest.FixtureRequest) -> Generator[Recording, None, None]:
     if not isinstance(item, pytest.Item):
         raise TypeError(f"the jukebox fixture is for tests, not {type(item).__name__} scope")
     marker = item.get_closest_marker("jukebox")
-    rec = Recording(tape_path(item, marker.kwargs.get("tape") if marker else None), _mode(item))
+    tape = tape_path(item, marker.kwargs.get("tape") if marker else None)
+    taken = item.config.stash.setdefault(_TAPES, {})
+    other = taken.setdefault(os.path.abspath(tape), item.nodeid)
+    if other != item.nodeid:
+        # The second would replay the first's recording (or record over it).
+        pytest.fail(f"jukebox: {item.nodeid} and {other} would share the tape {tape}: "
+                    "give one a tape of its own with the marker's tape= (a parameter's: "
+                    "pytest.param(..., marks=pytest.mark.jukebox(tape=\"NAME.jbx\")))", pytrace=False)
+    rec = Recording(tape, _mode(item))
     item.stash[_KEY] = rec
     try:
         rec.start()
