@@ -57,6 +57,9 @@ type ForkCmd struct {
 
 // Validate checks flags before anything starts.
 func (c *ForkCmd) Validate() error {
+	if err := commandAfterTape(c.Tape, c.Cmd); err != nil {
+		return err
+	}
 	if _, err := c.tags(); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/mcp"
 	"github.com/jukebox-os/jukebox/tapefmt"
+	"github.com/jukebox-os/jukebox/tapestore"
 )
 
 // RecordCmd records an agent run onto a tape.
@@ -321,6 +322,22 @@ func tapeName(start *tapefmt.RunStart) string {
 		return start.Name
 	}
 	return runName(start.Argv)
+}
+
+// commandAfterTape refuses an agent's command given to a command that
+// takes a tape first (replay, fork) without the "--" before it: a glob
+// that matched two tapes ran the second as the agent, and flags after it
+// went to the agent unread (--strict dropped in silence).
+func commandAfterTape(tape string, argv []string) error {
+	if len(argv) == 0 || argv[0] == "--" {
+		return nil
+	}
+	if strings.HasSuffix(argv[0], tapestore.TapeExt) {
+		return fmt.Errorf("%s: one tape, and %s is a second (a glob that matched more than one?): name the tape, "+
+			"and put the agent's command after --", tape, argv[0])
+	}
+	return fmt.Errorf("%s: the agent's command goes after -- (%s -- %s); flags after it would be the agent's",
+		argv[0], tape, strings.Join(argv, " "))
 }
 
 // commandArgs drops the "--" that kong passes through ahead of the command.

@@ -42,6 +42,9 @@ type ReplayCmd struct {
 
 // Validate checks flags before anything starts.
 func (c *ReplayCmd) Validate() error {
+	if err := commandAfterTape(c.Tape, c.Cmd); err != nil {
+		return err
+	}
 	if _, err := engine.ParseSpeed(c.Speed); err != nil {
 		return fmt.Errorf("--speed: %w", err)
 	}

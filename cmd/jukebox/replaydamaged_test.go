@@ -66,3 +66,23 @@ func TestReplayRefusesAnExistingOutput(t *testing.T) {
 		t.Errorf("the file was changed: %q", b)
 	}
 }
+
+// TestACommandGoesAfterDashes: README's `jukebox replay tapes/agent-*.jbx`
+// once a fork was there ran the fork's tape as the agent (exit 1), and
+// `replay A.jbx B.jbx --strict` ran B, --strict dropped; fork took its
+// flags after the second tape as the command ("missing flags: --frame").
+func TestACommandGoesAfterDashes(t *testing.T) {
+	dir := sampleTapes(t)
+	tape, fork := filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "agent-fork.jbx")
+	for _, args := range [][]string{
+		{"replay", tape, fork, "--strict"},
+		{"fork", tape, fork, "--frame", "1", "--model", "m"},
+	} {
+		if _, errs := wantCode(t, ExitUsage, args...); !strings.Contains(errs, fork+" is a second (a glob that matched more than one?)") {
+			t.Errorf("jukebox %s: %q", strings.Join(args, " "), errs)
+		}
+	}
+	if _, errs := wantCode(t, ExitUsage, "replay", tape, "python3", "agent.py", "--strict"); !strings.Contains(errs, "python3: the agent's command goes after -- ("+tape+" -- python3 agent.py --strict)") {
+		t.Errorf("a command without --: %q", errs)
+	}
+}
