@@ -209,6 +209,12 @@ func TestJSONShapes(t *testing.T) {
 		out, _ = wantCode(t, ExitRefused, "record", "--json", "--booth", "--commit", "never", "-o", filepath.Join(work, "booth.jbx"),
 			"--", "sh", "-c", "echo x > f; mkfifo p; ln -s f l")
 		checkShape(t, doc, "record", out, seen)
+		// Nothing staged: the changes are [] (they were null).
+		out, _ = wantCode(t, ExitOK, "record", "--json", "--booth", "--commit", "never", "-o", filepath.Join(work, "none.jbx"), "--", "true")
+		checkShape(t, doc, "record", out, seen)
+		if !strings.Contains(out, `"changes": []`) {
+			t.Errorf("record --booth of a run that staged nothing:\n%s", out)
+		}
 		out, _ = wantCode(t, ExitOK, "checkout", "--json", filepath.Join(work, "booth.jbx"), "--frame", "4", filepath.Join(work, "out"))
 		checkShape(t, doc, "checkout", out, seen)
 	}
