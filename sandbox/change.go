@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -255,16 +254,6 @@ type ChangeSet struct {
 	// DirTimes are the staged directories' modification times, set last
 	// by Commit (see DirTime).
 	DirTimes []DirTime `json:"dir_times,omitempty"`
-}
-
-// MarshalJSON writes no changes as [], not null: an array always
-// (docs/json.md's booth.changes.changes).
-func (cs ChangeSet) MarshalJSON() ([]byte, error) {
-	type plain ChangeSet
-	if cs.Changes == nil {
-		cs.Changes = []Change{}
-	}
-	return json.Marshal(plain(cs))
 }
 
 // Empty reports whether nothing is staged: no change and no refusal.

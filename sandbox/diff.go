@@ -49,7 +49,7 @@ type linkName struct {
 }
 
 func (tx *Tx) diff() (ChangeSet, error) {
-	cs := ChangeSet{TxID: tx.meta.ID}
+	cs := ChangeSet{TxID: tx.meta.ID, Changes: []Change{}} // [] in JSON when nothing is staged, not null
 	run := &diffRun{ChangeSet: &cs, links: map[uint64][]linkName{}}
 	if err := tx.diffLive(run); err != nil {
 		return ChangeSet{}, err
