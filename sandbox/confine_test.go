@@ -683,6 +683,20 @@ func TestKeyHidden(t *testing.T) {
 	if res.ExitCode != 0 || out.String() != "hidden\n" {
 		t.Errorf("the default key beside another: exit %d, output %q", res.ExitCode, out.String())
 	}
+	// jukebox's cache: compiled WASI tools that jukebox runs unconfined,
+	// the roots it trusts.
+	cache := filepath.Join(dir, "cache")
+	tool := filepath.Join(cache, "jukebox", "wasm", "tool")
+	must(t, os.MkdirAll(filepath.Dir(tool), 0o755))
+	must(t, os.WriteFile(tool, []byte("code"), 0o644))
+	t.Setenv("XDG_CACHE_HOME", cache)
+	out.Reset()
+	res, err = Exec(ctx, tx, ExecOptions{Args: []string{"sh", "-c", `cat "$1" >/dev/null 2>&1 && echo read || echo hidden`, "sh", tool},
+		Stdout: &out, Stderr: io.Discard, Notice: io.Discard})
+	must(t, err)
+	if res.ExitCode != 0 || out.String() != "hidden\n" {
+		t.Errorf("jukebox's cache: exit %d, output %q", res.ExitCode, out.String())
+	}
 }
 
 // TestExecOwnSession: the confined command leads no group of jukebox's. A

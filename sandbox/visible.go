@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,24 +11,16 @@ import (
 )
 
 // hidden are the folders a booth over w hides from the agent: its state
-// (staging areas, journals) and the journal key's folder (an agent that
-// read the key could forge a journal for a later run).
+// (staging areas, journals), the journal key's folder (an agent that
+// read the key could forge a journal for a later run) and jukebox's
+// cache folder (compiled WASI tools that jukebox runs, the roots it
+// trusts, the tapes it read from a store).
 func hidden(w *workspace, opts Options) []string {
 	var out []string
 	if w.stateRel != "" {
 		out = append(out, w.stateRoot)
 	}
-	keys := []string{}
-	if key, err := KeyFile(opts); err == nil {
-		keys = append(keys, filepath.Dir(key))
-	}
-	// The default key's folder too: with XDG_STATE_HOME (or --key-file)
-	// naming another, the key every run without them uses was readable
-	// to the agent.
-	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
-		keys = append(keys, filepath.Join(home, ".local", "state", "jukebox"))
-	}
-	for _, dir := range keys {
+	for _, dir := range ownFolders(opts) {
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && !slices.Contains(out, dir) {
 			out = append(out, dir)
 		}
@@ -35,12 +28,42 @@ func hidden(w *workspace, opts Options) []string {
 	return out
 }
 
+// ownFolders are the folders outside any workspace whose content jukebox
+// trusts (absolute, there or not): the journal key's, the default key's
+// too (with XDG_STATE_HOME or --key-file naming another, the key every
+// run without them uses was readable to the agent), and its cache
+// folders (JUKEBOX_WASM_CACHE_DIR, jukebox in the user's cache folder).
+// An agent that could write one could plant what a later jukebox runs
+// or believes outside the booth.
+func ownFolders(opts Options) []string {
+	var out []string
+	if key, err := KeyFile(opts); err == nil {
+		out = append(out, filepath.Dir(key))
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		out = append(out, filepath.Join(home, ".local", "state", "jukebox"))
+	}
+	if base, err := os.UserCacheDir(); err == nil && filepath.IsAbs(base) {
+		out = append(out, filepath.Join(base, "jukebox"))
+	}
+	if d := wasmCacheDir(); d != "" && !slices.ContainsFunc(out, func(o string) bool { return Within(d, o) }) {
+		out = append(out, d)
+	}
+	for i, d := range out {
+		out[i] = filepath.Clean(d)
+	}
+	return out
+}
+
 // CheckWriteLive says why dir, absolute and clean, cannot be written live
 // by the agent of a booth over the workspace ws, or nil: it is a place
 // the booth gives the agent its own of (/, /tmp, /dev/shm, /run, or
-// anything under /proc, /dev or /sys), or lies in a folder the booth hides
-// (its state, the journal key's folder). Commands call it before they
-// start, to refuse the flag with its name.
+// anything under /proc, /dev or /sys), lies in a folder the booth hides
+// (its state, the journal key's folder, jukebox's cache), or holds one of
+// jukebox's own folders (ownFolders): the booth hides it, but an agent
+// that may write around it renames it away and makes another in its
+// place. Commands call it before they start, to refuse the flag with its
+// name.
 func CheckWriteLive(ws, dir string, opts Options) error {
 	w, err := newWorkspace(ws, opts)
 	if err != nil {
@@ -50,7 +73,16 @@ func CheckWriteLive(ws, dir string, opts Options) error {
 	if key, err := KeyFile(opts); err == nil {
 		hide = append(hide, filepath.Dir(key)) // hidden once a booth has made it
 	}
-	return nsinit.VisibleError(dir, hide)
+	if err := nsinit.VisibleError(dir, hide); err != nil {
+		return err
+	}
+	for _, own := range ownFolders(opts) {
+		if Within(own, dir) {
+			return fmt.Errorf("holds %s, jukebox's own (the booth's key, or the tools and roots it keeps), which the agent could "+
+				"then replace for a later run: name the folders in it the agent may write", own)
+		}
+	}
+	return nil
 }
 
 // Protected are the workspace paths (relative, slash-separated) that a run

@@ -21,19 +21,19 @@ import (
 // wasmCache keeps compiled modules in a folder, so a tool is compiled
 // once, not once a process: a tool built by Go (2 MB) takes seconds to
 // compile, and each `jukebox booth exec` is a process of its own. The
-// folder is JUKEBOX_WASM_CACHE_DIR, else jukebox/wasm in the user's cache
-// folder, where wazero keeps a folder per version of itself. A binary
-// that does not know wazero's version (a test binary) keeps them in
-// memory, as does JUKEBOX_NO_CACHE: a compiled module another version
-// wrote must never load. A booth's agent sees the user's folders
-// read-only: it cannot plant code there for a later run.
+// folder is wasmCacheDir, where wazero keeps a folder per version of
+// itself. A binary that does not know wazero's version (a test binary)
+// keeps them in memory, as does JUKEBOX_NO_CACHE: a compiled module
+// another version wrote must never load. The code there runs in jukebox,
+// unconfined: the booth hides the folder from its agent, and refuses to
+// let it write a folder that holds it (ownFolders).
 var wasmCache = sync.OnceValue(func() wazero.CompilationCache {
 	if v := os.Getenv("JUKEBOX_NO_CACHE"); v != "" && v != "0" && v != "false" {
 		return wazero.NewCompilationCache()
 	}
 	dir := os.Getenv("JUKEBOX_WASM_CACHE_DIR")
-	if base, err := os.UserCacheDir(); dir == "" && err == nil && wazeroVersion() != "" {
-		dir = filepath.Join(base, "jukebox", "wasm")
+	if dir == "" && wazeroVersion() != "" {
+		dir = wasmCacheDir()
 	}
 	if dir != "" {
 		if c, err := wazero.NewCompilationCacheWithDir(dir); err == nil {
@@ -42,6 +42,21 @@ var wasmCache = sync.OnceValue(func() wazero.CompilationCache {
 	}
 	return wazero.NewCompilationCache()
 })
+
+// wasmCacheDir is the folder of compiled WASI tools: JUKEBOX_WASM_CACHE_DIR,
+// else jukebox/wasm in the user's cache folder ("" without one).
+func wasmCacheDir() string {
+	if d := os.Getenv("JUKEBOX_WASM_CACHE_DIR"); d != "" {
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
+		return ""
+	}
+	if base, err := os.UserCacheDir(); err == nil && filepath.IsAbs(base) {
+		return filepath.Join(base, "jukebox", "wasm")
+	}
+	return ""
+}
 
 // wazeroVersion is the version of wazero built in, "" when the binary
 // does not say (test binaries, builds without module information).

@@ -29,7 +29,7 @@ type boothFlags struct {
 	Hermetic bool `help:"With --booth --net none: nothing leaves but through jukebox: every HTTP(S) call goes through its proxy, and plain TCP to other ports (a database, SMTP, a raw socket), which jukebox otherwise carries to the real host and records as net.conn frames, is refused (the agent gets ECONNREFUSED; the tape names each one). Replay and fork never carry plain TCP live, with or without it."`
 	// AllowWriteLive are folders outside the workspace the agent may
 	// write directly: unstaged, never rolled back.
-	AllowWriteLive []string `name:"allow-write-live" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write directly, unstaged and never rolled back (a cache such as ~/.cache, say). Repeatable. Everything else outside the workspace is read-only in the booth."`
+	AllowWriteLive []string `name:"allow-write-live" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write directly, unstaged and never rolled back (a cache such as ~/.cache/pip; not one holding jukebox's own ~/.cache/jukebox). Repeatable. Everything else outside the workspace is read-only in the booth."`
 	// AllowWrite are folders outside the workspace staged with it.
 	AllowWrite []string `name:"allow-write" placeholder:"DIR" help:"With --booth: a folder outside the workspace the agent may write, staged as the workspace is: its changes are listed with the workspace's and committed or rolled back with them, as one. Repeatable. Needs the overlay booth."`
 	// StopGrace is how long the agent has to exit after the first Ctrl-C.

@@ -118,6 +118,7 @@ func TestConfinementFlags(t *testing.T) {
 	state := t.TempDir()
 	keyDir := filepath.Join(state, "jukebox") // the journal key's folder
 	must(t, os.Mkdir(keyDir, 0o700))
+	cacheHome := t.TempDir() // jukebox/ in it: compiled tools jukebox runs
 	for _, c := range []struct {
 		args []string
 		want string
@@ -139,6 +140,11 @@ func TestConfinementFlags(t *testing.T) {
 		{[]string{"--booth", "--allow-write-live", "/dev/shm"}, "its own /dev/shm"},
 		{[]string{"--booth", "--allow-write-live", "/run"}, "its own /run"},
 		{[]string{"--booth", "--allow-write-live", keyDir}, "the booth hides " + keyDir},
+		// Folders holding jukebox's own: the agent renamed the hidden
+		// folder away and planted code a later booth exec ran unconfined.
+		{[]string{"--booth", "--allow-write-live", cacheHome}, "--allow-write-live " + cacheHome + ": holds " + filepath.Join(cacheHome, "jukebox") + ", jukebox's own"},
+		{[]string{"--booth", "--allow-write-live", state}, "holds " + keyDir},
+		{[]string{"--booth", "--allow-write", cacheHome}, "--allow-write " + cacheHome + ": holds " + filepath.Join(cacheHome, "jukebox")},
 		// --allow-write (staged) takes the same checks, and the overlay.
 		{[]string{"--allow-write", outside}, "only apply with --booth"},
 		{[]string{"--booth", "--allow-write", filepath.Join(outside, "missing")}, "--allow-write " + filepath.Join(outside, "missing")},
@@ -153,7 +159,7 @@ func TestConfinementFlags(t *testing.T) {
 	} {
 		args := append(append([]string{"record"}, c.args...), "--", "sh", "-c", "echo ran > ran.txt")
 		cmd := jukeboxCmd(t.Context(), ws, args...)
-		cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state)
+		cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state, "XDG_CACHE_HOME="+cacheHome, "JUKEBOX_WASM_CACHE_DIR=")
 		out, _ := cmd.CombinedOutput()
 		if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
 			t.Errorf("%v: exit %d, want 2 with %q:\n%s", c.args, cmd.ProcessState.ExitCode(), c.want, out)

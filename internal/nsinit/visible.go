@@ -49,6 +49,15 @@ func CheckKept(s Spec) error {
 			return fmt.Errorf("%s cannot stay visible: %w", p, err)
 		}
 	}
+	// A folder the agent may write around a hidden one: it would rename
+	// the hidden folder away and make another in its place.
+	for _, p := range slices.Concat(s.WriteLive, staged) {
+		for _, h := range s.Hide {
+			if Within(h, p) {
+				return fmt.Errorf("%s cannot be writable: it holds %s, which the booth hides", p, h)
+			}
+		}
+	}
 	return nil
 }
 

@@ -66,8 +66,8 @@ func ReadRoots(env map[string]string) *Roots {
 
 // KeptDir is the folder of the kept bundles of roots: jukebox/roots in the
 // user's cache folder, "" (none kept) without one or with JUKEBOX_NO_CACHE.
-// A booth's agent sees the user's folders read-only: it cannot plant a
-// bundle there for a later run.
+// A booth hides jukebox's cache folder from its agent and lets it write
+// no folder holding it: it cannot plant a bundle there for a later run.
 func KeptDir() string {
 	if v := os.Getenv("JUKEBOX_NO_CACHE"); v != "" && v != "0" && v != "false" {
 		return ""
