@@ -67,6 +67,10 @@ type Change struct {
 	Owner string `json:"owner,omitempty"`
 
 	staged string // absolute path of the staged content, for Open
+	// chainOut, on an OpSymlink, is set when the link, followed through
+	// the other links of the workspace as committed, leads out of it
+	// though its own target does not (Tx.markChainsOut).
+	chainOut bool
 }
 
 // ownerText is ", owner UID:GID" for a change of owner, else "".

@@ -3,10 +3,12 @@ package sandbox
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 )
@@ -59,7 +61,55 @@ func (tx *Tx) diff() (ChangeSet, error) {
 		return ChangeSet{}, err
 	}
 	cs.Refused = sortRefusals(append(cs.Refused, kept...))
+	tx.markChainsOut(&cs)
 	return cs, nil
+}
+
+// newFileOwner is the owner of a new staged file, "uid:gid", when it is
+// not the one a file made by this user gets (an agent run as root chowned
+// it; the staged inode, which has it, is linked in), else "".
+func (tx *Tx) newFileOwner(p string, fi fs.FileInfo) string {
+	uid, gid, ok := infoOwner(fi)
+	if !ok || uid == os.Geteuid() && gid == os.Getegid() {
+		return ""
+	}
+	if uid == os.Geteuid() {
+		// A folder with the setgid bit gives what is made in it its group.
+		if dir, err := os.Stat(tx.up(path.Dir(p))); err == nil && dir.Mode()&fs.ModeSetgid != 0 {
+			if _, dgid, ok := infoOwner(dir); ok && dgid == gid {
+				return ""
+			}
+		}
+	}
+	return fmt.Sprintf("%d:%d", uid, gid)
+}
+
+// markChainsOut marks the symlinks of cs that lead out of the workspace
+// through other links (Change.chainOut): the staged ones, and those the
+// workspace holds where cs leaves them.
+func (tx *Tx) markChainsOut(cs *ChangeSet) {
+	byPath := make(map[string]*Change, len(cs.Changes))
+	for i := range cs.Changes {
+		byPath[cs.Changes[i].Path] = &cs.Changes[i]
+	}
+	link := func(rel string) (string, bool) {
+		if c, ok := byPath[rel]; ok {
+			return c.Target, c.Op == OpSymlink
+		}
+		// Each folder above rel is resolved already: no link of them is
+		// followed here.
+		if fi, err := os.Lstat(tx.real(rel)); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return "", false
+		}
+		t, err := os.Readlink(tx.real(rel))
+		return filepath.ToSlash(t), err == nil
+	}
+	for i := range cs.Changes {
+		c := &cs.Changes[i]
+		if c.Op == OpSymlink && !leadsOut(c.Path, c.Target) && resolvesOut(c.Path, c.Target, link) {
+			c.chainOut = true
+		}
+	}
 }
 
 // diffLive is one walk of the staging area into run, its changes sorted:
@@ -261,6 +311,7 @@ func (tx *Tx) stagedFileChange(p string, fi, lower fs.FileInfo) (Change, error) 
 	}
 	c := Change{Path: p, Op: OpWrite, Mode: modeBits(fi.Mode()), Size: fi.Size(), Mtime: fi.ModTime(), Xattrs: attrs, staged: tx.up(p)}
 	if lower == nil || !lower.Mode().IsRegular() {
+		c.Owner = tx.newFileOwner(p, fi)
 		return c, nil
 	}
 	c.Owner = ownerChange(fi, lower)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,7 +44,10 @@ func (c Change) Sensitive() []string {
 			why = append(why, "a folder anyone may write in")
 		}
 	}
-	if c.Op == OpSymlink && leadsOut(c.Path, c.Target) {
+	if c.Owner != "" {
+		why = append(why, "owned by "+c.Owner+", not by you: another account may write it")
+	}
+	if c.Op == OpSymlink && (c.chainOut || leadsOut(c.Path, c.Target)) {
 		why = append(why, "symlink pointing outside the workspace")
 	}
 	return why
@@ -54,6 +58,8 @@ var shellStartup = map[string]bool{
 	".bashrc": true, ".bash_profile": true, ".bash_login": true, ".bash_logout": true,
 	".profile": true, ".zshrc": true, ".zshenv": true, ".zprofile": true, ".zlogin": true,
 	".cshrc": true, ".tcshrc": true, ".kshrc": true, ".envrc": true,
+	".bash_aliases": true, // Debian's and Ubuntu's .bashrc runs it
+	"config.fish":   true, ".inputrc": true,
 }
 
 // sensitiveDirs are folders whose content is sensitive, in the order
@@ -67,6 +73,12 @@ var sensitiveDirs = []struct{ dir, next, why string }{
 	{".github", "workflows", "CI workflow: it runs on push"},
 	{".github", "actions", "CI action: workflows run it"},
 	{".circleci", "", "CI configuration"},
+	{".buildkite", "", "CI configuration"},
+	{".hg", "hgrc", "mercurial config: its hooks run commands"},
+	{".hg", "", "mercurial metadata"},
+	{".config", "fish", "shell start-up file (fish): a shell runs it"},
+	{".config", "git", "git config: it can make git run commands"},
+	{"__pycache__", "", "Python bytecode: Python runs it instead of its source"},
 	{".ssh", "", "ssh keys and configuration"},
 	{".vscode", "tasks.json", "editor task: the editor runs it"},
 	{".vscode", "launch.json", "editor launch configuration: the editor runs what it names"},
@@ -100,6 +112,19 @@ var sensitiveNames = map[string]string{
 	"pip.conf":                "package manager configuration: it names the index pip installs from",
 	".pypirc":                 "package index credentials",
 	".bazelrc":                "build configuration: it can make bazel run commands",
+	".devcontainer.json":      "dev container configuration: the editor builds and runs it",
+	".gitconfig":              "git config: it can make git run commands",
+	"lefthook.yml":            "git hook (lefthook): git runs what it names",
+	"lefthook.yaml":           "git hook (lefthook): git runs what it names",
+	".lefthook.yml":           "git hook (lefthook): git runs what it names",
+	".lefthook.yaml":          "git hook (lefthook): git runs what it names",
+	".pnpmfile.cjs":           "pnpm runs it on every install",
+	"uv.toml":                 "package manager configuration: it names the index uv installs from",
+	"requirements.txt":        "pip installs what it names, from the index it names",
+	"build.rs":                "cargo runs it when it builds",
+	".travis.yml":             "CI configuration",
+	"azure-pipelines.yml":     "CI configuration",
+	"bitbucket-pipelines.yml": "CI configuration",
 }
 
 // sensitivePath says why a workspace path is sensitive, whatever is done
@@ -129,6 +154,10 @@ dirs:
 		why = append(why, "shell start-up file: a shell runs it")
 	case base == ".env" || strings.HasPrefix(base, ".env."):
 		why = append(why, "environment file: often holds secrets")
+	case strings.HasSuffix(base, ".pyc"):
+		why = append(why, "Python bytecode: Python may run it instead of its source")
+	case strings.HasSuffix(base, ".code-workspace"):
+		why = append(why, "editor workspace: its tasks can run when the folder opens")
 	case strings.HasSuffix(base, ".pth"):
 		why = append(why, "Python path file: Python runs its import lines at start-up")
 	case strings.HasSuffix(base, ".jbx"):
@@ -148,6 +177,53 @@ func leadsOut(p, target string) bool {
 	}
 	j := path.Join(path.Dir(p), target)
 	return j == ".." || strings.HasPrefix(j, "../")
+}
+
+// resolvesOut reports whether the symlink at p with target, followed
+// through the links link gives (the workspace's symlinks by path, with
+// their targets), leaves the workspace: each link checked alone may stay
+// inside it while a chain of them leads out (b/c -> ../d/e, d/e -> ..,
+// a -> b/c/..). A loop leads nowhere.
+func resolvesOut(p, target string, link func(rel string) (string, bool)) bool {
+	hops := 0
+	var walk func(dir []string, target string) ([]string, bool)
+	walk = func(dir []string, target string) ([]string, bool) {
+		if path.IsAbs(target) {
+			return nil, true
+		}
+		cur := slices.Clone(dir)
+		for part := range strings.SplitSeq(target, "/") {
+			switch part {
+			case "", ".":
+				continue
+			case "..":
+				if len(cur) == 0 {
+					return nil, true
+				}
+				cur = cur[:len(cur)-1]
+				continue
+			}
+			cur = append(cur, part)
+			t, ok := link(strings.Join(cur, "/"))
+			if !ok {
+				continue
+			}
+			if hops++; hops > 40 {
+				return nil, false // a loop: it leads nowhere
+			}
+			var out bool
+			if cur, out = walk(cur[:len(cur)-1], t); out {
+				return nil, true
+			}
+		}
+		return cur, false
+	}
+	var dir []string
+	if d := path.Dir(p); d != "." {
+		dir = strings.Split(d, "/")
+	}
+	_, out := walk(dir, target)
+	return out
 }
 
 // opOrder is the order Summary counts operations in.

@@ -47,6 +47,29 @@ func TestSensitive(t *testing.T) {
 		{Change{Path: "sitecustomize.py", Op: OpWrite}, "Python runs it"},
 		{Change{Path: "package.json", Op: OpWrite}, "npm runs its scripts"},
 		{Change{Path: ".gitmodules", Op: OpWrite}, "git fetches"},
+		// A hostile agent's second round: bytecode Python loads instead of
+		// its unchanged source, and more of what editors, shells, hook
+		// managers, package managers, cargo, mercurial and CI run.
+		{Change{Path: "__pycache__/utils.cpython-311.pyc", Op: OpWrite}, "Python bytecode: Python runs it instead of its source"},
+		{Change{Path: "lib/old.pyc", Op: OpWrite}, "Python bytecode"},
+		{Change{Path: ".devcontainer.json", Op: OpWrite}, "dev container"},
+		{Change{Path: "team.code-workspace", Op: OpWrite}, "editor workspace"},
+		{Change{Path: ".bash_aliases", Op: OpWrite}, "shell start-up file"},
+		{Change{Path: ".config/fish/config.fish", Op: OpWrite}, "shell start-up file"},
+		{Change{Path: ".config/fish/functions/ls.fish", Op: OpWrite}, "shell start-up file (fish)"},
+		{Change{Path: ".inputrc", Op: OpWrite}, "shell start-up file"},
+		{Change{Path: "lefthook.yml", Op: OpWrite}, "git hook (lefthook)"},
+		{Change{Path: ".pnpmfile.cjs", Op: OpWrite}, "pnpm runs it"},
+		{Change{Path: "uv.toml", Op: OpWrite}, "uv installs from"},
+		{Change{Path: "requirements.txt", Op: OpWrite}, "pip installs what it names"},
+		{Change{Path: "crates/x/build.rs", Op: OpWrite}, "cargo runs it"},
+		{Change{Path: ".hg/hgrc", Op: OpWrite}, "mercurial config"},
+		{Change{Path: ".travis.yml", Op: OpWrite}, "CI configuration"},
+		{Change{Path: "azure-pipelines.yml", Op: OpWrite}, "CI configuration"},
+		{Change{Path: "bitbucket-pipelines.yml", Op: OpWrite}, "CI configuration"},
+		{Change{Path: ".buildkite/pipeline.yml", Op: OpWrite}, "CI configuration"},
+		{Change{Path: ".gitconfig", Op: OpWrite}, "git config"},
+		{Change{Path: ".config/git/config", Op: OpWrite}, "git config"},
 		// Files that decide what yarn, the editor, Python packaging, pip or
 		// bazel run: a hostile agent's committed unmarked.
 		{Change{Path: ".yarnrc.yml", Op: OpWrite}, "yarnPath runs on every yarn"},

@@ -34,6 +34,7 @@ func linkCount(fs.FileInfo) uint64                        { return 0 }
 func ownerChange(_, _ fs.FileInfo) string                 { return "" }
 func ownedByMe(fs.FileInfo) bool                          { return false }
 func entryOwner(fs.DirEntry) (int, int, bool)             { return 0, 0, false }
+func infoOwner(fs.FileInfo) (int, int, bool)              { return 0, 0, false }
 func lockFile(*os.File) error                             { return Supported() }
 func unlockFile(*os.File) error                           { return Supported() }
 func tryLockFile(*os.File) error                          { return Supported() }

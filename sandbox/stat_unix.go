@@ -130,6 +130,11 @@ func entryOwner(e fs.DirEntry) (uid, gid int, ok bool) {
 	if err != nil {
 		return 0, 0, false
 	}
+	return infoOwner(fi)
+}
+
+// infoOwner returns the uid and gid that own the file fi describes.
+func infoOwner(fi fs.FileInfo) (uid, gid int, ok bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return 0, 0, false
