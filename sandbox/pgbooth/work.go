@@ -22,8 +22,11 @@ import (
 func notable(text string, scs bool) bool {
 	l := lexer{s: text, scs: scs}
 	switch w := l.word(l.next()); w {
-	case "show", "fetch", "move", "close", "deallocate", "discard", "reset", "set", "declare", "explain", "":
+	case "show", "fetch", "move", "close", "deallocate", "discard", "reset", "set", "declare", "":
 		return false
+	case "explain":
+		// EXPLAIN ANALYZE runs the statement it explains.
+		return explainRuns(&l, scs)
 	case "select", "values", "table":
 		prev := ""
 		for t := l.next(); t.kind != tEOF; t = l.next() {
@@ -36,6 +39,49 @@ func notable(text string, scs bool) bool {
 		return false
 	}
 	return true
+}
+
+// explainRuns reports whether the EXPLAIN l has read the first word of
+// runs a statement that belongs in the list: with ANALYZE (EXPLAIN
+// ANALYZE [VERBOSE] ..., or EXPLAIN (ANALYZE[ true|on|1], ...) ...),
+// the statement after its options.
+func explainRuns(l *lexer, scs bool) bool {
+	analyze := false
+	save := l.i
+	t := l.next()
+	switch w := l.word(t); {
+	case t.kind == tOpen:
+		depth, prev := 1, ""
+		for depth > 0 {
+			t = l.next()
+			w := l.word(t)
+			switch {
+			case t.kind == tEOF:
+				return false
+			case t.kind == tOpen:
+				depth++
+			case t.kind == tClose:
+				depth--
+			case prev == "analyze" || prev == "analyse":
+				if w == "false" || w == "off" || w == "0" {
+					analyze = false
+				}
+			}
+			if w == "analyze" || w == "analyse" {
+				analyze = true
+			}
+			prev = w
+		}
+	case w == "analyze" || w == "analyse":
+		analyze = true
+		save = l.i
+		if w := l.word(l.next()); w != "verbose" {
+			l.i = save
+		}
+	default:
+		l.i = save
+	}
+	return analyze && notable(l.s[l.i:], scs)
 }
 
 // sqlKeywordParen are words a parenthesis follows that are not calls.

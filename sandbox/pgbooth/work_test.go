@@ -63,9 +63,26 @@ func TestNotable(t *testing.T) {
 		"SELECT * INTO copy FROM t":         true,
 		"INSERT INTO t VALUES (1)":          true,
 		"DROP TABLE t":                      true,
+		// EXPLAIN ANALYZE runs what it explains: its writes were kept,
+		// unlisted and unmarked.
+		"EXPLAIN SELECT 1":                                       false,
+		"EXPLAIN DELETE FROM logt":                               false,
+		"explain analyze delete from logt":                       true,
+		"EXPLAIN ANALYZE VERBOSE UPDATE t SET k = 1":             true,
+		"explain (analyze, format json) update acct set bal = 0": true,
+		"EXPLAIN (ANALYSE TRUE) INSERT INTO t VALUES (1)":        true,
+		"EXPLAIN (ANALYZE false, COSTS off) DELETE FROM t":       false,
+		"EXPLAIN (FORMAT json) DELETE FROM t":                    false,
+		"EXPLAIN ANALYZE SELECT * FROM t":                        false,
+		"EXPLAIN ANALYZE SELECT wipe_everything()":               true,
 	} {
 		if got := notable(sql, true); got != want {
 			t.Errorf("%q: %v, want %v", sql, got, want)
+		}
+	}
+	for _, sql := range []string{"explain analyze delete from logt", "explain (analyze, format json) update acct set bal = 0"} {
+		if why := sensitiveSQL(sql, true); len(why) != 1 || !strings.Contains(why[0], "without WHERE") {
+			t.Errorf("%q: sensitive %q", sql, why)
 		}
 	}
 }
