@@ -153,6 +153,18 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 	res, err := s.run(ctx, true)
 	if res != nil {
 		err = errors.Join(err, s.unreadable(&fb.tapeBackend))
+		fb.mu.Lock()
+		forked := fb.forked || fb.diverged
+		fb.mu.Unlock()
+		if !forked && s.div.Load() == nil && err == nil {
+			// The agent ended on the parent's answers alone: the fork's
+			// tape names overrides it never applied.
+			d := &Divergence{Frame: int64(at), Step: stepOf(t, int64(at)), Ended: EndText(res.End), Actual: "(none: the agent ended)"}
+			if c := m.call(at); c != nil {
+				d.Endpoint = c.Request.Method + " " + c.Request.Path
+			}
+			s.div.CompareAndSwap(nil, d)
+		}
 		res.Divergence = s.div.Load()
 		for _, p := range fromTape {
 			if res.UpstreamFromTape == nil {

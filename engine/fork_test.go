@@ -145,6 +145,26 @@ func TestForkStopsOnEarlyDivergence(t *testing.T) {
 	}
 }
 
+// TestForkEndedBeforeTheForkFrame: an agent that ended on the parent's
+// answers, before the call at the fork frame, was a fork "exit 0" whose
+// tape named a model it never asked (CLI and turntable alike).
+func TestForkEndedBeforeTheForkFrame(t *testing.T) {
+	t.Parallel()
+	srv := startModel(t, nil)
+	run := pythonAgent(t, "demo-large")
+	parent := filepath.Join(t.TempDir(), "parent.jbx")
+	record(t, srv, run, parent)
+	pcalls, _ := calls(t, parent)
+	env := append(cleanEnv(), "AGENT_MODEL=demo-large", "OPENAI_API_KEY="+secretKey)
+	short := &agentRun{argv: []string{"sh", "-c", "exit 0"}, dir: run.dir}
+	res, _ := fork(t, short, parent, pcalls[2].seq, engine.Overrides{Model: "demo-small"}, srv.OpenAIBaseURL(), env)
+	d := res.Divergence
+	if d == nil || d.Frame != int64(pcalls[2].seq) || d.Ended != "exit 0" ||
+		!strings.Contains(d.Error(), "the agent ended (exit 0) before it asked for the call at the fork frame (POST /v1/chat/completions): nothing was forked") {
+		t.Fatalf("divergence = %+v (%v)", d, d)
+	}
+}
+
 func TestOverridesApply(t *testing.T) {
 	prompt := "be terse"
 	temp := 0.2

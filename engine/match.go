@@ -579,6 +579,9 @@ type Divergence struct {
 	// Env names the environment variables the differing values came
 	// from (envSuspects): set otherwise in this run than in the recording.
 	Env []string `json:"environment,omitempty"`
+	// Ended, for a fork, says how the agent ended ("exit 0") before it
+	// asked for the call at the fork frame (Frame): nothing was forked.
+	Ended string `json:"agent_ended_before_fork,omitempty"`
 }
 
 // Where says where the run diverged, for a one-line summary: "at frame
@@ -595,6 +598,10 @@ func (d *Divergence) Where() string {
 
 // Error describes the divergence in one paragraph.
 func (d *Divergence) Error() string {
+	if d.Ended != "" {
+		return fmt.Sprintf("fork diverged at frame %d%s: the agent ended (%s) before it asked for the call at the fork frame (%s): "+
+			"nothing was forked, no call went live and no override was applied", d.Frame, d.stepText(), d.Ended, d.Endpoint)
+	}
 	if d.Frame < 0 && d.Cut {
 		return fmt.Sprintf("replay diverged: the tape is cut: it ends at frame %d, before its recorded run ended (the recording "+
 			"was killed or crashed), and the agent went on to call %s; replay answered it with an error and did not send it", d.TapeEnds, d.Endpoint)
