@@ -60,6 +60,11 @@ func (c *ForkCmd) Validate() error {
 	if err := commandAfterTape(c.Tape, c.Cmd); err != nil {
 		return err
 	}
+	if c.Workspace != "start" { // there, --dir may be a folder to make
+		if err := agentDirFlag(c.Dir); err != nil {
+			return err
+		}
+	}
 	if _, err := c.tags(); err != nil {
 		return err
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -45,6 +47,9 @@ func (c *ReplayCmd) Validate() error {
 	if err := commandAfterTape(c.Tape, c.Cmd); err != nil {
 		return err
 	}
+	if err := agentDirFlag(c.Dir); err != nil {
+		return err
+	}
 	if _, err := engine.ParseSpeed(c.Speed); err != nil {
 		return fmt.Errorf("--speed: %w", err)
 	}
@@ -72,6 +77,24 @@ func (c *ReplayCmd) Validate() error {
 	}
 
 	return c.boothFlags.validate()
+}
+
+// agentDirFlag checks --dir, the agent's folder, before anything starts:
+// a folder named that is not there is a usage error (exit 2), as
+// exit-codes.md says; it was exit 1 once the run was set up.
+func agentDirFlag(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	switch fi, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--dir %s: no such folder", dir)
+	case err != nil:
+		return fmt.Errorf("--dir %s: %w", dir, errors.Unwrap(err))
+	case !fi.IsDir():
+		return fmt.Errorf("--dir %s: not a folder", dir)
+	}
+	return nil
 }
 
 // Run replays and exits 5 on a divergence, else with the agent's exit code.

@@ -86,3 +86,23 @@ func TestACommandGoesAfterDashes(t *testing.T) {
 		t.Errorf("a command without --: %q", errs)
 	}
 }
+
+// TestDirNotThereIsAUsageError: replay and fork --dir naming a folder that
+// is not there were exit 1, once the run was set up; exit-codes.md counts
+// a folder named that is not there among bad arguments (2).
+func TestDirNotThereIsAUsageError(t *testing.T) {
+	dir := sampleTapes(t)
+	tape, missing := filepath.Join(dir, "agent-run.jbx"), filepath.Join(dir, "nodir")
+	for _, cmd := range []string{"replay", "fork"} {
+		args := []string{cmd, tape, "--dir", missing}
+		if cmd == "fork" {
+			args = append(args, "--frame", "1")
+		}
+		if _, errs := wantCode(t, ExitUsage, args...); !strings.Contains(errs, "--dir "+missing+": no such folder") {
+			t.Errorf("%s --dir missing: %q", cmd, errs)
+		}
+	}
+	if _, errs := wantCode(t, ExitUsage, "replay", tape, "--dir", tape); !strings.Contains(errs, "--dir "+tape+": not a folder") {
+		t.Errorf("replay --dir a file: %q", errs)
+	}
+}
