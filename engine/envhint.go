@@ -17,17 +17,29 @@ var notAgentEnv = map[string]bool{"PWD": true, "OLDPWD": true, "SHLVL": true, "_
 
 // envChanged names the variables of recorded (run.start's env: the ones
 // a run is described by) that now has otherwise or not at all, sorted;
-// jukebox's own and TERM are left out.
+// jukebox's own, TERM and the providers' base URLs (a replay sets them
+// to its own, whatever they were) are left out.
 func envChanged(recorded map[string]string, now []string) []string {
 	cur := envMap(now)
 	var names []string
 	for name, v := range recorded {
-		if got, ok := cur[name]; (!ok || got != v) && name != "TERM" && !strings.HasPrefix(name, "JUKEBOX_") {
+		if got, ok := cur[name]; (!ok || got != v) && name != "TERM" && !strings.HasPrefix(name, "JUKEBOX_") && !baseURLEnv(name) {
 			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
 	return names
+}
+
+// baseURLEnv reports whether name is a variable the providers' SDKs read
+// their base URL from.
+func baseURLEnv(name string) bool {
+	for _, p := range providers {
+		if slices.Contains(p.BaseEnv, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // envSuspects names the variables the differing values of a divergence

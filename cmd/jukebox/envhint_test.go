@@ -42,4 +42,17 @@ func TestDivergenceNamesTheEnvironment(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Divergence.Env) != 1 || res.Divergence.Env[0] != "TASK_PROMPT" {
 		t.Fatalf("replay --json: %v %+v\n%s", err, res, out)
 	}
+
+	// A provider's base URL the recording ran with is replay's to set:
+	// unset now, it was named as a change the agent may need.
+	base := filepath.Join(t.TempDir(), "base.jbx")
+	if _, errs, code := jbIn("", []string{"TASK_PROMPT=x", "AGENT_MODE=x", "OPENAI_BASE_URL=" + srv.OpenAIBaseURL()}, "record", "-o", base, "--", py, "-c", agent); code != ExitOK {
+		t.Fatalf("record with OPENAI_BASE_URL: exit %d\n%s", code, errs)
+	}
+	// The agent ends otherwise (exit 3), so the replay says what in the
+	// environment changed: $AGENT_MODE, not the base URL.
+	out, errs, code = jbIn("", []string{"TASK_PROMPT=x", "OPENAI_BASE_URL=", "AGENT_MODE=y"}, "replay", "--json", base, "--", py, "-c", agent+"\nraise SystemExit(3)")
+	if code != 3 || strings.Contains(errs, "OPENAI_BASE_URL") || strings.Contains(out, "OPENAI_BASE_URL") || !strings.Contains(out, `"environment_changed"`) {
+		t.Fatalf("replay without the recorded OPENAI_BASE_URL: exit %d\n%s\n%s", code, out, errs)
+	}
 }
