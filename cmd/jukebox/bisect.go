@@ -142,6 +142,9 @@ func (c *BisectCmd) Run(ctx context.Context, env *Env) error {
 
 // decisionLine is a decision in one line: its tool calls, else its text.
 func decisionLine(d *bisectDecision) string {
+	if d.Error != "" {
+		return "the call failed: " + timeline.OneLine(d.Error, 200)
+	}
 	if len(d.Tools) == 0 {
 		return fmt.Sprintf("answered %q", timeline.OneLine(d.Text, 100))
 	}

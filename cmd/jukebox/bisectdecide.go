@@ -22,6 +22,9 @@ type bisectDecision struct {
 	Frame uint64       `json:"frame"`
 	Tools []bisectTool `json:"tools,omitempty"`
 	Text  string       `json:"text,omitempty"`
+	// Error: the call failed (a refused or reset connection, an HTTP
+	// error): no answer, no decision.
+	Error string `json:"error,omitempty"`
 }
 
 // bisectTool is one tool call of a decision.
@@ -69,6 +72,16 @@ func tapeDecisions(t *tapefmt.Tape) ([]bisectDecision, error) {
 		d := bisectDecision{Call: resp.Call, Frame: f.Seq}
 		if seq, ok := asked[resp.Call]; ok {
 			d.Frame = seq
+		}
+		switch {
+		case resp.Error != "":
+			d.Error = resp.Error
+		case resp.Status >= 400:
+			d.Error = fmt.Sprintf("HTTP %d", resp.Status)
+		}
+		if d.Error != "" {
+			out = append(out, d)
+			continue
 		}
 		for _, u := range uses {
 			d.Tools = append(d.Tools, bisectTool{Name: u.Name, Args: canonicalArgs(u.Args)})
@@ -125,6 +138,12 @@ func decisionChange(g, b *bisectDecision) string {
 		return n
 	}
 	switch {
+	case g.Error != "" && b.Error == "":
+		return "the call failed in the good run"
+	case b.Error != "" && g.Error == "":
+		return "the call failed in the bad run"
+	case g.Error != b.Error:
+		return "the call failed otherwise"
 	case !slices.Equal(names(g), names(b)):
 		return "tool chosen"
 	case !slices.Equal(g.Tools, b.Tools):

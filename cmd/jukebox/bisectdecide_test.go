@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
@@ -109,5 +110,23 @@ func TestBisectTwoTapesCLI(t *testing.T) {
 	must(t, os.WriteFile(flipped, whole, 0o644))
 	if _, errs := wantCode(t, ExitBadTape, "bisect", "--good", run, "--bad", flipped); !strings.Contains(errs, "flipped.jbx") {
 		t.Errorf("a damaged tape: %q", errs)
+	}
+}
+
+// TestBisectNamesAFailedCall: the bad run's call never reached its
+// upstream; bisect said the model 'answered ""' there.
+func TestBisectNamesAFailedCall(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	srv := scriptedModel(t, oneAnswer)
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.jbx"), filepath.Join(dir, "bad.jbx")
+	if _, errs, code := jbIn(dir, nil, "record", "-o", good, "--upstream", "openai="+srv.OpenAIBaseURL(), "--", py, "-c", oneCallAgent); code != ExitOK {
+		t.Fatalf("record: exit %d\n%s", code, errs)
+	}
+	jbIn(dir, nil, "record", "-o", bad, "--upstream", "openai=http://127.0.0.1:1/v1", "--", py, "-c", oneCallAgent)
+	out, errs := wantCode(t, ExitOK, "bisect", "--good", good, "--bad", bad)
+	if !strings.Contains(out, "the call failed in the bad run") || !strings.Contains(out, "bad  frame 1: the call failed: ") || strings.Contains(out, `answered ""`) {
+		t.Errorf("bisect of a run whose call failed:\n%s%s", out, errs)
 	}
 }
