@@ -646,6 +646,18 @@ func (p *proxy) emit(e Event) {
 	}
 }
 
+// asSent keeps Go's server from adding to an answer with header h (the
+// upstream's, or the tape's) a Date or a sniffed Content-Type the
+// upstream did not send: a Date taken now made each replay's answer
+// differ from the recording's.
+func asSent(w http.ResponseWriter, h http.Header) {
+	for _, k := range []string{"Date", "Content-Type"} {
+		if _, ok := h[k]; !ok {
+			w.Header()[k] = nil
+		}
+	}
+}
+
 // apiError answers with an error object both SDK families understand.
 func apiError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")

@@ -146,6 +146,9 @@ func (l *live) upstreamRequest(ctx context.Context, x *exchange) (*http.Request,
 	if strings.EqualFold(x.req.Header.Get("Te"), "trailers") {
 		up.Header.Set("Te", "trailers") // gRPC servers ask for it
 	}
+	if _, ok := up.Header["User-Agent"]; !ok {
+		up.Header["User-Agent"] = []string{""} // none, as the agent sent: not Go's own
+	}
 	return up, nil
 }
 
@@ -195,6 +198,7 @@ func relay(w http.ResponseWriter, x *exchange, resp *http.Response) answer {
 			w.Header()[k] = vs
 		}
 	}
+	asSent(w, resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || (x.plain && resp.ContentLength < 0)
 	rc := http.NewResponseController(w)

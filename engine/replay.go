@@ -191,6 +191,7 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 			w.Header()[k] = vs
 		}
 	}
+	asSent(w, r.Header)
 	w.WriteHeader(r.Status)
 	t.writeChunks(w, body, r.Chunks)
 	if r.Error != "" && !refused {
