@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -76,8 +77,13 @@ func USD(c float64) string {
 	switch {
 	case c == 0:
 		return "$0"
+	case c < 1e-12:
+		return fmt.Sprintf("$%.1e", c)
 	case c < 0.001:
-		return "$" + strings.TrimRight(fmt.Sprintf("%.6f", c), "0")
+		// Six places, or two significant digits where six hold fewer:
+		// six alone left "$0." for a cost under half a millionth.
+		places := max(6, int(-math.Floor(math.Log10(c)))+1)
+		return "$" + strings.TrimRight(fmt.Sprintf("%.*f", places, c), "0")
 	case c < 0.01:
 		return fmt.Sprintf("$%.4f", c)
 	case c < 100:
