@@ -177,7 +177,7 @@ func newMatcher(t *tapefmt.Tape, rules *reqmatch.Rules, window int) (*Matcher, e
 // when it was stopped, not given up on by the agent.
 func markInterrupted(t *tapefmt.Tape, m *Matcher) {
 	end, ok := recordedEnd(t)
-	if !ok || end.Reason != tapefmt.ReasonInterrupted {
+	if !ok || stopSignal(end) == nil {
 		return
 	}
 	last := uint64(0)

@@ -299,10 +299,10 @@ func (c *child) copy(fd int, r *os.File, w io.Writer) {
 
 // wait waits for the child and its output, forwarding what arrives on sigs
 // meanwhile (RunOptions.Signals; nil forwards nothing), and returns its exit
-// status. Cancelling ctx stops the child; a value on replayed interrupts it
-// as the recording was (SIGINT, then the end after the grace), the run's
-// end not counted as interrupted by the user.
-func (c *child) wait(ctx context.Context, sigs <-chan os.Signal, replayed <-chan struct{}) tapefmt.RunEnd {
+// status. Cancelling ctx stops the child; a signal on replayed stops it
+// as the recording was (SIGINT or the recording's stop signal, then the
+// end after the grace), the run's end not counted as stopped by the user.
+func (c *child) wait(ctx context.Context, sigs <-chan os.Signal, replayed <-chan os.Signal) tapefmt.RunEnd {
 	done := make(chan error, 1)
 	go func() { done <- c.cmd.Wait() }()
 	var end tapefmt.RunEnd
@@ -315,12 +315,15 @@ func (c *child) wait(ctx context.Context, sigs <-chan os.Signal, replayed <-chan
 			if s == os.Interrupt {
 				end.Reason = tapefmt.ReasonInterrupted
 			}
+			if sig, ok := s.(syscall.Signal); ok && end.Stopped == "" {
+				end.Stopped = signalName(sig)
+			}
 			c.jobs.forward(c.cmd.Process, s)
 			stops++
 			c.escalate(stops)
-		case <-replayed:
+		case s := <-replayed:
 			byReplay = true
-			c.jobs.forward(c.cmd.Process, os.Interrupt)
+			c.jobs.forward(c.cmd.Process, s)
 			stops++
 			c.escalate(stops)
 			replayed = nil // once
@@ -339,6 +342,9 @@ func (c *child) wait(ctx context.Context, sigs <-chan os.Signal, replayed <-chan
 			c.keep.settle(&end, c.cmd.Process.Pid)
 			if byReplay && !byUser && end.Reason == tapefmt.ReasonInterrupted {
 				end.Reason = "" // the keeper saw the replay's SIGINT, not the user's
+			}
+			if byReplay && !byUser {
+				end.Stopped = ""
 			}
 			return end
 		}

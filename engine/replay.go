@@ -183,7 +183,7 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 	}
 	a := answer{resp: *r, body: body, abort: r.Error != "" && !refused}
 	if r.Status == 0 {
-		t.waitIfAgentGaveUp(x, c)
+		t.waitIfAgentGaveUp(x, c, false)
 		return a // the upstream never answered: reset the connection
 	}
 	for k, vs := range r.Header {
@@ -199,9 +199,14 @@ func (t *tapeBackend) serve(w http.ResponseWriter, x *exchange, c *Call) answer 
 		// the reset, or the wait until it gives up.
 		_ = http.NewResponseController(w).Flush()
 	}
-	t.waitIfAgentGaveUp(x, c)
+	t.waitIfAgentGaveUp(x, c, len(body) > 0)
 	return a
 }
+
+// interruptSettle is how long a replay lets its agent read the part of an
+// answer its recording's agent had been given when the recording was
+// stopped, before it stops the agent there too.
+const interruptSettle = 300 * time.Millisecond
 
 // maxReplayWait bounds how long replay plays a recorded wait.
 const maxReplayWait = 10 * time.Minute
@@ -212,12 +217,23 @@ const maxReplayWait = 10 * time.Minute
 // interruption cut was closed only because the run was stopped, and the
 // agent would wait for ever (up to maxReplayWait, or its client's own
 // timeout and retries, which the tape cannot answer): the session is told
-// to interrupt the agent there, as the recording was.
-func (t *tapeBackend) waitIfAgentGaveUp(x *exchange, c *Call) {
+// to stop the agent there, as the recording was (SIGINT, or the
+// recording's stop signal), interruptSettle after the part of the answer
+// it had been delivered (delivered).
+func (t *tapeBackend) waitIfAgentGaveUp(x *exchange, c *Call, delivered bool) {
 	if !strings.HasPrefix(c.Response.Error, errAgentClosed) {
 		return
 	}
 	if t.interrupted != nil && c.cutByInterrupt {
+		if delivered {
+			// The part of the answer the recording's agent had when it was
+			// stopped reaches this one first: it is given the time to read
+			// it (and print it, as it did) before the signal comes.
+			select {
+			case <-x.req.Context().Done():
+			case <-time.After(interruptSettle):
+			}
+		}
 		t.interrupted(c)
 	}
 	select {

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jukebox-os/jukebox/internal/runca"
@@ -176,10 +178,17 @@ func (s *session) replay(ctx context.Context, o ReplayOptions, t *tapefmt.Tape, 
 		return err
 	}
 	if s.o.Booth == nil { // a booth's child is the booth's: its stop is its own
-		s.replayedStop = make(chan struct{}, 1)
+		s.replayedStop = make(chan os.Signal, 1)
 		tb.interrupted = func(c *Call) {
 			if s.interruptedAt.CompareAndSwap(nil, c) { // noted before the agent can end
-				s.replayedStop <- struct{}{}
+				end, _ := recordedEnd(t)
+				sig := cmp.Or(stopSignal(end), os.Interrupt)
+				name := "SIGINT"
+				if ss, ok := sig.(syscall.Signal); ok && sig != os.Interrupt {
+					name = signalName(ss)
+				}
+				s.stoppedBy.Store(&name)
+				s.replayedStop <- sig
 			}
 		}
 	}
@@ -283,6 +292,26 @@ func (s *session) unreadable(tb *tapeBackend) error {
 
 // recordedEnd returns how the recorded run ended, if the tape says (and
 // its frame reads).
+// stopSignal is the signal that stopped a recorded run: run.end's
+// stopped, else SIGINT for a run interrupted (Ctrl-C); nil when none did.
+func stopSignal(end tapefmt.RunEnd) os.Signal {
+	switch end.Stopped {
+	case "":
+	case "SIGTERM":
+		return syscall.SIGTERM
+	case "SIGHUP":
+		return syscall.SIGHUP
+	case "SIGQUIT":
+		return syscall.SIGQUIT
+	default:
+		return os.Interrupt
+	}
+	if end.Reason == tapefmt.ReasonInterrupted {
+		return os.Interrupt
+	}
+	return nil
+}
+
 func recordedEnd(t *tapefmt.Tape) (tapefmt.RunEnd, bool) {
 	end, ok, err := ReadEnd(t)
 	return end, ok && err == nil

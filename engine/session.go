@@ -196,6 +196,9 @@ type Result struct {
 	// interrupted the agent (SIGINT), because the recording was
 	// interrupted while that call was in flight; nil otherwise.
 	Interrupted *uint64 `json:"interrupted_at_call,omitempty"`
+	// InterruptedBy is the signal it stopped the agent with there: SIGINT,
+	// or the recording's stop signal (run.end stopped).
+	InterruptedBy string `json:"interrupted_by,omitempty"`
 	// Repeated is how often replay --repeat served a recorded answer again.
 	Repeated int `json:"repeated,omitempty"`
 	// MCPMissing counts the MCP requests a replay answered with an error,
@@ -274,9 +277,11 @@ type session struct {
 	// abandoned is the end abandon wrote on the tape: a run whose agent
 	// never ran (unstarted).
 	abandoned *tapefmt.RunEnd
-	// replayedStop interrupts the agent where the recording was
-	// interrupted (a replay of such a tape; nil otherwise).
-	replayedStop chan struct{}
+	// stoppedBy is the signal replayedStop sent, named.
+	stoppedBy atomic.Pointer[string]
+	// replayedStop stops the agent, with the signal given, where the
+	// recording was stopped (a replay of such a tape; nil otherwise).
+	replayedStop chan os.Signal
 	// cancel stops a booth run, whose child the booth owns.
 	cancel atomic.Pointer[context.CancelFunc]
 	div    atomic.Pointer[Divergence] // the first divergence, replay and fork
@@ -555,6 +560,9 @@ func (s *session) close(ctx context.Context, end tapefmt.RunEnd, res *Result, ru
 	if c := s.interruptedAt.Load(); c != nil && c.Request != nil {
 		n := c.Request.Call
 		res.Interrupted = &n
+		if by := s.stoppedBy.Load(); by != nil {
+			res.InterruptedBy = *by
+		}
 	}
 	res.HTTPRequests, res.MCPMessages = int(s.proxy.httpIDs.Load()), s.proxy.control.mcp.count()
 	res.ControlExchanges = int(s.proxy.control.exchanges.Load())

@@ -112,6 +112,10 @@ type RunEnd struct {
 	Signal   string    `json:"signal,omitempty"`
 	Error    string    `json:"error,omitempty"`
 	Reason   EndReason `json:"reason,omitempty"`
+	// Stopped is the stop signal jukebox received and passed on to the
+	// agent ("SIGTERM", "SIGHUP"; SIGINT also makes Reason interrupted): a
+	// replay stops its agent with it at the call the stop cut.
+	Stopped string `json:"stopped,omitempty"`
 	// ExportLost counts the spans a live OpenTelemetry export of the run
 	// lost (its queue full, the receiver down, slow or refusing), and
 	// ExportError is its first error; both are left out when the run was

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -234,11 +235,15 @@ func mcpDiverged(res *engine.Result, onDivergence string, asJSON bool, env *Env)
 
 // finishStrict ends a --strict replay that did not reproduce its
 // recording: exit 6, after what finishRun would say and ahead of the
-// agent's own code (but behind an unreadable tape or refused entries).
+// agent's own code (but behind an unreadable tape, refused entries or
+// the user's interrupt).
 func finishStrict(env *Env, res *engine.Result, asJSON bool, line, why string) error {
 	err := finishRun(env, res, asJSON, line)
 	if res.Unreadable != "" || refusedExit(res) != nil {
 		return err
+	}
+	if res.Interrupted == nil && interruptedExit(res) != nil {
+		return err // the user's Ctrl-C, not one the recording had: 130
 	}
 	return withCode(ExitDiffers, fmt.Errorf("replay --strict: the run did not reproduce the recording: %s", why))
 }
@@ -265,7 +270,7 @@ func replayLine(res *engine.Result) string {
 		s += fmt.Sprintf(", %s served again (--repeat)", termtext.Count(res.Repeated, "answer", "answers"))
 	}
 	if res.Interrupted != nil {
-		s += fmt.Sprintf(", the agent interrupted (SIGINT) at call #%d, where the recording was", *res.Interrupted)
+		s += fmt.Sprintf(", the agent interrupted (%s) at call #%d, where the recording was", cmp.Or(res.InterruptedBy, "SIGINT"), *res.Interrupted)
 	}
 	if res.Divergence != nil {
 		s += ", diverged " + res.Divergence.Where()
