@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +105,31 @@ func TestDirNotThereIsAUsageError(t *testing.T) {
 	}
 	if _, errs := wantCode(t, ExitUsage, "replay", tape, "--dir", tape); !strings.Contains(errs, "--dir "+tape+": not a folder") {
 		t.Errorf("replay --dir a file: %q", errs)
+	}
+}
+
+// TestVerifyATapeBeingRecorded: verify during a recording failed it, "tape
+// has no footer (not closed)", exit 3, while ls said "recording".
+func TestVerifyATapeBeingRecorded(t *testing.T) {
+	dir := t.TempDir()
+	tape := filepath.Join(dir, "live.jbx")
+	rec := jukeboxCmd(t.Context(), dir, "record", "-o", tape, "--", "sh", "-c", "echo started; read x")
+	stdin, err := rec.StdinPipe()
+	must(t, err)
+	out, err := rec.StdoutPipe()
+	must(t, err)
+	must(t, rec.Start())
+	defer func() { stdin.Close(); rec.Wait() }()
+	line := make([]byte, 8)
+	if _, err := io.ReadFull(out, line); err != nil {
+		t.Fatal(err)
+	}
+	vout, errs := wantCode(t, ExitOK, "verify", tape)
+	if !strings.Contains(vout, "ok    "+tape+": still being recorded") {
+		t.Errorf("verify of a tape being recorded: %q %q", vout, errs)
+	}
+	js, _ := wantCode(t, ExitOK, "verify", "--json", tape)
+	if !strings.Contains(js, `"recording": true`) || strings.Contains(js, `"torn"`) {
+		t.Errorf("verify --json of a tape being recorded:\n%s", js)
 	}
 }

@@ -24,19 +24,22 @@ type VerifyCmd struct {
 
 // verifyResult is one tape's outcome.
 type verifyResult struct {
-	Path     string            `json:"path"`
-	OK       bool              `json:"ok"`
-	Frames   int               `json:"frames"`
-	Blobs    int               `json:"blobs"`
-	Steps    int               `json:"steps"`
-	Head     string            `json:"chain_head,omitempty"`
-	Sealed   bool              `json:"sealed"`
-	SealOK   bool              `json:"seal_ok,omitempty"`
-	Torn     *tapefmt.Recovery `json:"torn,omitempty"`
-	Error    string            `json:"error,omitempty"`
-	ErrFrame *int64            `json:"error_frame,omitempty"`
-	ErrOff   *int64            `json:"error_offset,omitempty"`
-	err      error
+	Path   string            `json:"path"`
+	OK     bool              `json:"ok"`
+	Frames int               `json:"frames"`
+	Blobs  int               `json:"blobs"`
+	Steps  int               `json:"steps"`
+	Head   string            `json:"chain_head,omitempty"`
+	Sealed bool              `json:"sealed"`
+	SealOK bool              `json:"seal_ok,omitempty"`
+	Torn   *tapefmt.Recovery `json:"torn,omitempty"`
+	// Recording: a run is still writing the tape; what it holds so far
+	// verified, and it has no end yet (not torn).
+	Recording bool   `json:"recording,omitempty"`
+	Error     string `json:"error,omitempty"`
+	ErrFrame  *int64 `json:"error_frame,omitempty"`
+	ErrOff    *int64 `json:"error_offset,omitempty"`
+	err       error
 }
 
 // Run verifies every tape and exits non-zero if any fails.
@@ -154,7 +157,10 @@ func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOpti
 		// the frames it keeps, which recover writes.
 		r.Head = rep.Head.String()
 	}
-	if rep.Recovery != nil {
+	if rep.Recovery != nil && err == nil && tapefmt.Recording(path) {
+		// Its writer holds it still: no footer yet is no damage.
+		r.Torn, r.Recording = nil, true
+	} else if rep.Recovery != nil {
 		err = tornError(rep.Recovery)
 	}
 	if err != nil {
@@ -203,6 +209,9 @@ func (r verifyResult) line() string {
 		seal = "seal ok"
 	case r.Sealed:
 		seal = "sealed"
+	}
+	if r.Recording {
+		return fmt.Sprintf("ok    %s: still being recorded: %d frames, %d blobs, %d steps so far, chain %s", termtext.Escape(r.Path), r.Frames, r.Blobs, r.Steps, r.Head[:16])
 	}
 	return fmt.Sprintf("ok    %s: %d frames, %d blobs, %d steps, chain %s, %s", termtext.Escape(r.Path), r.Frames, r.Blobs, r.Steps, r.Head[:16], seal)
 }
