@@ -27,6 +27,33 @@ function pathForm(scheme, host, port, path) {
   return '/_jbx/' + scheme.slice(0, -1) + '/' + authority + (path || '/');
 }
 
+// unform is a URL of the proxy's path form as the agent asked for it:
+// http://127.0.0.1:P/_jbx/https/host/path is https://host/path.
+function unform(s) {
+  const p = s.startsWith(proxy.origin + '/') ? s.slice(proxy.origin.length) : s;
+  const m = /^\/_jbx\/(https?)\/([^/?#]+)(.*)$/.exec(p);
+  return m ? m[1] + '://' + m[2] + (m[3] || '/') : s;
+}
+
+const LOCATION = 'x-jukebox-location'; // the Location the server sent, which jukebox rewrote
+
+// asAsked is a fetch response as the agent's code would have had it
+// without jukebox: its url the one asked for (or redirected to), a
+// redirect's Location the server's.
+function asAsked(res) {
+  let out = res;
+  const loc = res.headers.get(LOCATION);
+  if (loc !== null) {
+    const h = new Headers(res.headers);
+    h.delete(LOCATION);
+    h.set('location', loc);
+    out = new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
+    Object.defineProperty(out, 'redirected', { value: res.redirected, configurable: true });
+  }
+  Object.defineProperty(out, 'url', { value: unform(res.url), configurable: true });
+  return out;
+}
+
 if (typeof globalThis.fetch === 'function') {
   const origFetch = globalThis.fetch;
   globalThis.fetch = function fetch(input, init) {
@@ -35,9 +62,24 @@ if (typeof globalThis.fetch === 'function') {
     try { u = new URL(isReq ? input.url : String(input)); } catch { return origFetch(input, init); }
     if (!captured(u.protocol, u.hostname, u.port)) return origFetch(input, init);
     const target = proxy.origin + pathForm(u.protocol, u.hostname, u.port, u.pathname + u.search);
-    if (isReq) return origFetch(new Request(target, input), init);
-    return origFetch(target, init);
+    if (isReq) return origFetch(new Request(target, input), init).then(asAsked);
+    return origFetch(target, init).then(asAsked);
   };
+}
+
+// restoreLocation gives an http response the Location the server sent.
+function restoreLocation(res) {
+  const loc = res.headers[LOCATION];
+  if (loc === undefined) return;
+  res.headers.location = loc;
+  delete res.headers[LOCATION];
+  const raw = [];
+  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+    const k = res.rawHeaders[i].toLowerCase();
+    if (k === LOCATION) continue;
+    raw.push(res.rawHeaders[i], k === 'location' ? loc : res.rawHeaders[i + 1]);
+  }
+  res.rawHeaders.splice(0, res.rawHeaders.length, ...raw);
 }
 
 // options reads the (url, options, callback) forms of http.request.
@@ -70,7 +112,9 @@ function wrap(mod, orig) {
       path: pathForm(opts.protocol, host, opts.port, opts.path), agent: opts.agent === false ? false : agent,
       createConnection: undefined, lookup: undefined,
     });
-    return cb ? http.__jbxRequest(out, cb) : http.__jbxRequest(out);
+    const req = cb ? http.__jbxRequest(out, cb) : http.__jbxRequest(out);
+    req.prependListener('response', restoreLocation);
+    return req;
   };
 }
 

@@ -49,6 +49,10 @@ func startTool(t *testing.T) *httptest.Server {
 	mux.HandleFunc("/go", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "https://other.example/api/search?q=redirected", http.StatusFound)
 	})
+	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "/api/search?q=relative")
+		w.WriteHeader(http.StatusFound)
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -274,19 +278,38 @@ func mustJSON(v any) string {
 }
 
 // TestCaptureFetchRedirect: a redirect to another host, which fetch
-// follows itself, goes through jukebox too.
+// follows itself, goes through jukebox too. The agent's code sees the
+// URLs and Locations it would see without jukebox: r.url was jukebox's
+// http://127.0.0.1:PORT/_jbx/https/other.example/..., a new port each run
+// (a crawler resolved its links against it and reached jukebox, 404), and
+// a redirect not followed said Location /_jbx/... where the server said
+// /api/search?q=relative.
 func TestCaptureFetchRedirect(t *testing.T) {
 	t.Parallel()
 	testenv.RequireNode(t)
 	tool := startTool(t)
-	script := `const r = await fetch("https://search.example/go"); console.log("fetch", r.status, r.url.includes("/_jbx/https/other.example/"));`
+	script := `import http from "node:http";
+const r = await fetch("https://search.example/go");
+console.log("fetch", r.status, r.url, r.redirected);
+const m = await fetch("https://search.example/here", { redirect: "manual" });
+console.log("manual", m.status, m.headers.get("location"), m.headers.has("x-jukebox-location"), m.url);
+const n = await fetch(new URL(m.headers.get("location"), m.url));
+console.log("next", n.status, n.url);
+await new Promise((done) => http.get("http://search.example/here", (res) => {
+  console.log("http", res.statusCode, res.headers.location, "x-jukebox-location" in res.headers, res.rawHeaders.includes("/api/search?q=relative"));
+  res.resume(); res.on("end", done);
+}));`
 	_, tape, out := captureRecord(t, []string{"node", "--input-type=module", "-e", script}, nil,
 		map[string]string{"search.example": tool.URL, "other.example": tool.URL})
-	if out != "fetch 200 true\n" {
-		t.Fatalf("the agent printed %q", out)
+	want := "fetch 200 https://other.example/api/search?q=redirected true\n" +
+		"manual 302 /api/search?q=relative false https://search.example/here\n" +
+		"next 200 https://search.example/api/search?q=relative\n" +
+		"http 302 /api/search?q=relative false true\n"
+	if out != want {
+		t.Fatalf("the agent printed\n%s\nwant\n%s", out, want)
 	}
 	calls, _ := httpCalls(t, tape)
-	if len(calls) != 2 || calls[0].resp.Status != http.StatusFound || calls[1].req.Host != "other.example" || calls[1].resp.Status != 200 {
+	if len(calls) != 5 || calls[0].resp.Status != http.StatusFound || calls[1].req.Host != "other.example" || calls[1].resp.Status != 200 {
 		t.Fatalf("calls on the tape: %+v", calls)
 	}
 }

@@ -187,13 +187,23 @@ type pathFormWriter struct {
 	scheme, host string
 }
 
-// WriteHeader rewrites Location, then writes the header.
+// WriteHeader rewrites Location, then writes the header. The Location
+// the server sent goes beside it (LocationHeader), for the preload to
+// give the agent's code back: a client that does not follow redirects
+// itself (fetch's redirect: "manual", http.request) reads it.
 func (w *pathFormWriter) WriteHeader(code int) {
 	if loc := w.Header().Get("Location"); loc != "" {
-		w.Header().Set("Location", pathFormLocation(loc, w.scheme, w.host))
+		if to := pathFormLocation(loc, w.scheme, w.host); to != loc {
+			w.Header().Set("Location", to)
+			w.Header().Set(LocationHeader, loc)
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// LocationHeader carries a redirect's Location as the server sent it to a
+// path-form client, whose Location jukebox rewrote (pathFormWriter).
+const LocationHeader = "X-Jukebox-Location"
 
 // Unwrap lets http.ResponseController flush and hijack.
 func (w *pathFormWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
