@@ -136,7 +136,7 @@ type BoothStatusCmd struct {
 // boothStatus is one row of `booth status`.
 type boothStatus struct {
 	sandbox.TxInfo
-	Changes map[sandbox.Op]int `json:"changes"`
+	Changes map[sandbox.Op]int `json:"changes,omitempty"` // none while its run uses it
 	// Lost are the kinds of participant work that ended with the run
 	// (sandbox.Tx.Lost): the transaction cannot commit.
 	Lost []string `json:"lost,omitempty"`

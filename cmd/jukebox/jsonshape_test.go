@@ -215,6 +215,14 @@ func TestJSONShapes(t *testing.T) {
 		if !strings.Contains(out, `"changes": []`) {
 			t.Errorf("record --booth of a run that staged nothing:\n%s", out)
 		}
+		// A transaction kept open: booth status and diff.
+		t.Chdir(t.TempDir())
+		wantCode(t, ExitOK, "record", "--booth", "--keep", "-o", filepath.Join(work, "kept.jbx"), "--", "sh", "-c", "echo kept > k.txt")
+		out, _ = wantCode(t, ExitOK, "booth", "status", "--json")
+		checkShape(t, doc, "booth status", out, seen)
+		out, _ = wantCode(t, ExitOK, "booth", "diff", "--json")
+		checkShape(t, doc, "booth diff", out, seen)
+		wantCode(t, ExitOK, "booth", "rollback")
 		out, _ = wantCode(t, ExitOK, "checkout", "--json", filepath.Join(work, "booth.jbx"), "--frame", "4", filepath.Join(work, "out"))
 		checkShape(t, doc, "checkout", out, seen)
 	}
