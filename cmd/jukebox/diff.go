@@ -38,6 +38,10 @@ func (c *DiffCmd) Validate() error {
 	if c.JSON && c.Unified {
 		return errors.New("--json and --unified cannot be combined")
 	}
+	if c.Width != 0 && (c.Unified || c.JSON) {
+		// It was taken and ignored (and below 64, refused for the view not asked for).
+		return errors.New("--width sets the side-by-side view's width: --unified and --json print whole lines")
+	}
 	if c.Width != 0 && c.Width < diffview.MinWidth {
 		return fmt.Errorf("--width %d: the side-by-side view needs at least %d columns", c.Width, diffview.MinWidth)
 	}

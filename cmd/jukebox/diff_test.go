@@ -122,6 +122,9 @@ func TestDiffExitCodes(t *testing.T) {
 		{"one tape", []string{sample}, ExitUsage},
 		{"json and unified", []string{sample, sample, "--json", "--unified"}, ExitUsage},
 		{"narrow", []string{sample, sample, "--width", "20"}, ExitUsage},
+		// Taken and ignored (or refused for the view not asked for).
+		{"width and unified", []string{sample, sample, "--unified", "--width", "100"}, ExitUsage},
+		{"width and json", []string{sample, sample, "--json", "--width", "100"}, ExitUsage},
 		{"bad colour", []string{sample, sample, "--color", "sometimes"}, ExitUsage},
 		{"torn tape", []string{sample, torn, "--color=never"}, ExitOK},
 	}
