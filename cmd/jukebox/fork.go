@@ -172,7 +172,7 @@ func (c *ForkCmd) Run(ctx context.Context, env *Env) error {
 		if err := runFailed(err, res); err != nil {
 			return err
 		}
-		networkNotes(env.Stderr, res, false)
+		networkNotes(env.Stderr, res, true) // the calls before the fork frame are the parent's
 		for _, p := range slices.Sorted(maps.Keys(res.UpstreamFromTape)) {
 			fmt.Fprintf(env.Stderr, "jukebox: the live %s calls went to %s, the upstream the tape was recorded against (--upstream %s=URL sends them elsewhere)\n", p, res.UpstreamFromTape[p], p)
 		}

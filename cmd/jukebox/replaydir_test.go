@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jukebox-os/jukebox/internal/testenv"
 )
 
 // TestReplayElsewhereNamesDir: a run recorded with a relative command
@@ -103,5 +105,26 @@ func TestReplayNamesTheRecordedEnv(t *testing.T) {
 	}
 	if out, code = run(nil, "replay", esc); code != 3 || !strings.Contains(out, "AGENT_TITLE=") || strings.ContainsAny(out, "\x1b\x07") {
 		t.Fatalf("replay of a tape whose variable holds escapes: exit %d, want them shown, not sent:\n%q", code, out)
+	}
+}
+
+// TestReplayElsewhereSaysNotThatTheClientIgnoresJukebox: a recorded agent
+// that called a model, replayed from another folder, could not open its
+// script; the replay led with "the agent made no model call through
+// jukebox ... its client ignores the base URL variables", which was not
+// why, before the note naming --dir.
+func TestReplayElsewhereSaysNotThatTheClientIgnoresJukebox(t *testing.T) {
+	t.Parallel()
+	py := testenv.RequirePython(t)
+	srv := scriptedModel(t, oneAnswer)
+	home, other := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(home, "agent.py"), []byte(oneCallAgent), 0o644))
+	tape := filepath.Join(t.TempDir(), "call.jbx")
+	if _, errs, code := jbIn(home, nil, "record", "-o", tape, "--upstream", "openai="+srv.OpenAIBaseURL(), "--", py, "agent.py"); code != ExitOK {
+		t.Fatalf("record: exit %d\n%s", code, errs)
+	}
+	_, errs, code := jbIn(other, nil, "replay", tape)
+	if code == ExitOK || !strings.Contains(errs, "replays it where it was recorded") || strings.Contains(errs, "made no model call") {
+		t.Errorf("replay from another folder: exit %d\n%s", code, errs)
 	}
 }
