@@ -32,10 +32,10 @@ func networkNotes(w io.Writer, res *engine.Result, replayed bool) {
 		fmt.Fprintf(w, "jukebox: note: the run's %d control-API exchanges (turns, transactions) went through jukebox; "+
 			"it made no model call through jukebox (a model client made outside a track, or one that ignores "+
 			"OPENAI_BASE_URL / ANTHROPIC_BASE_URL and HTTPS_PROXY, is not recorded).\n", res.ControlExchanges)
-	case res.Calls == 0 && !replayed:
-		// A replay's agent asked for none of the calls its recording made
-		// through jukebox: it ended early or elsewhere (the notes on its
-		// folder and environment say why), not past jukebox.
+	case res.Calls == 0 && (!replayed || res.ExitSame != nil && *res.ExitSame):
+		// A replayed agent that ended otherwise than recorded, none of the
+		// calls asked for, failed before them (the notes on its folder and
+		// environment say why): its client did not go past jukebox.
 		fmt.Fprintln(w, "jukebox: note: the agent made no model call through jukebox. If it does call a model, its client "+
 			"ignores both the base URL variables (OPENAI_BASE_URL / ANTHROPIC_BASE_URL) and the proxy variables "+
 			"(HTTPS_PROXY): those calls are not on the tape and would not replay offline (under `--booth --net none` they are refused, "+

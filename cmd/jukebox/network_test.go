@@ -41,7 +41,9 @@ func TestQuietSDKs(t *testing.T) {
 // tape holds calls the agent did not make (its client ignored the base
 // URL this time), not when the recording made none either: the
 // recording said so, and the replay has nothing to add (every replay of
-// a tape of the Python SDK's transactions alone repeated it).
+// a tape of the Python SDK's transactions alone repeated it); nor when the
+// agent ended otherwise than recorded, which failed before its calls (it
+// led a replay from another folder, its script not found there).
 func TestNoModelCallNote(t *testing.T) {
 	tape := filepath.Join(t.TempDir(), "none.jbx")
 	_, errs := wantCode(t, ExitOK, "record", "-o", tape, "--", "true")
@@ -54,6 +56,9 @@ func TestNoModelCallNote(t *testing.T) {
 	calls := filepath.Join("..", "..", "testdata", "tapes", "agent-run.jbx")
 	if _, errs := wantCode(t, ExitOK, "replay", calls, "--", "true"); !strings.Contains(errs, "made no model call through jukebox") {
 		t.Errorf("no note for a replay that made none of the tape's calls: %q", errs)
+	}
+	if _, errs := wantCode(t, 1, "replay", calls, "--", "false"); strings.Contains(errs, "made no model call") {
+		t.Errorf("the note for a replayed agent that failed before its calls: %q", errs)
 	}
 }
 
