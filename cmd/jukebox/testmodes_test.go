@@ -191,7 +191,7 @@ func TestTestFolderAndReportPaths(t *testing.T) {
 	}
 	// The folder a replay runs in, when it is not there, is named.
 	out, errs, code = jbIn(dir, nil, "replay", filepath.Join("cfg", "gone.jbx"), "--dir", filepath.Join(dir, "nowhere"))
-	if code == ExitOK || !strings.Contains(errs, "the agent's folder (--dir)") || strings.Contains(errs, "jukebox-booth") {
+	if code != ExitUsage || !strings.Contains(errs, "--dir "+filepath.Join(dir, "nowhere")+": no such folder") || strings.Contains(errs, "jukebox-booth") {
 		t.Errorf("replay --dir of a folder not there: exit %d\n%s%s", code, out, errs)
 	}
 }

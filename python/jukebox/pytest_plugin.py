@@ -214,7 +214,7 @@ def jukebox(request: pytest.FixtureRequest) -> Generator[Recording, None, None]:
         raise TypeError(f"the jukebox fixture is for tests, not {type(item).__name__} scope")
     marker = item.get_closest_marker("jukebox")
     tape = tape_path(item, marker.kwargs.get("tape") if marker else None)
-    taken = item.config.stash.setdefault(_TAPES, {})
+    taken: Dict[str, str] = item.config.stash.setdefault(_TAPES, {})
     other = taken.setdefault(os.path.abspath(tape), item.nodeid)
     if other != item.nodeid:
         # The second would replay the first's recording (or record over it).
