@@ -30,9 +30,14 @@ func CopyFrame(w *Writer, src *Tape, f Frame) error {
 
 // Rewrite writes every frame src holds (for a torn tape, those up to its
 // last whole step) to a new, closed tape at path, blobs included, with
-// src's created time and id (the same run). On failure nothing is left at
-// path.
+// src's created time and id (the same run). What src keeps is verified
+// first (its step frames' chain values, its blobs): a new tape chains
+// its frames anew, and would vouch for frames changed after they were
+// written. On failure nothing is left at path.
 func Rewrite(src *Tape, path string) (frames int, err error) {
+	if _, err := src.Verify(VerifyOptions{Blobs: true}); err != nil {
+		return 0, fmt.Errorf("%w: nothing written (a new tape would chain the frames anew and vouch for them)", err)
+	}
 	err = CreateWith(path, Options{Created: src.Created(), ID: src.ID()}, func(w *Writer) error {
 		for i := range src.Len() {
 			f, err := src.Frame(i)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -161,7 +162,7 @@ func TestRewriteFailures(t *testing.T) {
 	}
 	// A copy that fails leaves nothing behind.
 	path := filepath.Join(dir, "missing-blob.jbx")
-	if _, err := Rewrite(missingBlobTape(t), path); !errors.Is(err, ErrBlobNotFound) {
+	if _, err := Rewrite(missingBlobTape(t), path); err == nil || !strings.Contains(err.Error(), "which is not on the tape") {
 		t.Errorf("Rewrite of a tape missing a blob: %v", err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
@@ -230,3 +231,40 @@ func TestCreateWith(t *testing.T) {
 }
 
 var errTest = errors.New("test failure")
+
+// TestRewriteRefusesATamperedTornTape: a frame changed and its CRC fixed
+// up, the footer cut off: verify said "no footer" alone, and recover
+// chained the changed frame anew into a tape that verified and sealed.
+func TestRewriteRefusesATamperedTornTape(t *testing.T) {
+	t.Parallel()
+	b := writeSample(t, 3)
+	i := bytes.Index(b, []byte("step 0\\n"))
+	if i < 0 {
+		t.Fatal("no output frame in the sample")
+	}
+	copy(b[i:], "step X")
+	// The record's header starts before its JSON payload: find it by its
+	// type and length, then fix its CRC up.
+	start := bytes.LastIndexByte(b[:i], recFrame)
+	for ; start > 0; start = bytes.LastIndexByte(b[:start], recFrame) {
+		n := int(le.Uint32(b[start+4:]))
+		if start+frameHeaderSize+n > i && b[start+frameHeaderSize] == '{' {
+			le.PutUint32(b[start+20:], crcOf(b[start:start+20], b[start+frameHeaderSize:start+frameHeaderSize+n]))
+			break
+		}
+	}
+	tp := openBytes(t, b[:len(b)-200]) // no footer: torn
+	if tp.Recovered() == nil {
+		t.Fatal("the cut tape is not torn")
+	}
+	if _, err := tp.Verify(VerifyOptions{Blobs: true}); err == nil || !strings.Contains(err.Error(), "hash chain broken") {
+		t.Fatalf("Verify of the tampered torn tape: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "laundered.jbx")
+	if _, err := Rewrite(tp, path); err == nil || !strings.Contains(err.Error(), "hash chain broken") {
+		t.Fatalf("Rewrite of the tampered torn tape: %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Rewrite left %s", path)
+	}
+}

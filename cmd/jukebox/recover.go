@@ -26,7 +26,7 @@ func (c *RecoverCmd) Run(env *Env) error {
 	}
 	n, err := tapefmt.Rewrite(t, c.Output)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", c.Tape, err)
 	}
 	if c.JSON {
 		return writeJSON(env.Stdout, map[string]any{"tape": c.Output, "frames": n, "dropped": rec})

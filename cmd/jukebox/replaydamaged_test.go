@@ -133,3 +133,25 @@ func TestVerifyATapeBeingRecorded(t *testing.T) {
 		t.Errorf("verify --json of a tape being recorded:\n%s", js)
 	}
 }
+
+// TestTornAndTamperedIsSaidSo: tampered.jbx cut short (no footer): verify
+// said "no footer" alone, and recover chained the changed frame anew into
+// a tape that verified and could be sealed.
+func TestTornAndTamperedIsSaidSo(t *testing.T) {
+	dir := sampleTapes(t)
+	b, err := os.ReadFile(filepath.Join(dir, "tampered.jbx"))
+	must(t, err)
+	torn := filepath.Join(dir, "tampered-torn.jbx")
+	must(t, os.WriteFile(torn, b[:len(b)-300], 0o644))
+	out, _ := wantCode(t, ExitBadTape, "verify", torn)
+	if !strings.Contains(out, "hash chain broken") || !strings.Contains(out, "and it is torn") {
+		t.Errorf("verify of a torn tampered tape: %q", out)
+	}
+	rec := filepath.Join(dir, "laundered.jbx")
+	if _, errs := wantCode(t, ExitBadTape, "recover", torn, "-o", rec); !strings.Contains(errs, "hash chain broken") || !strings.Contains(errs, "nothing written") {
+		t.Errorf("recover of a torn tampered tape: %q", errs)
+	}
+	if _, err := os.Stat(rec); err == nil {
+		t.Error("recover wrote a tape of the tampered frames")
+	}
+}

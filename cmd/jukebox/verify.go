@@ -160,8 +160,12 @@ func verifyOne(remote tapefmt.RemoteOpener, path string, opts tapefmt.VerifyOpti
 	if rep.Recovery != nil && err == nil && tapefmt.Recording(path) {
 		// Its writer holds it still: no footer yet is no damage.
 		r.Torn, r.Recording = nil, true
-	} else if rep.Recovery != nil {
+	} else if rep.Recovery != nil && err == nil {
 		err = tornError(rep.Recovery)
+	} else if rep.Recovery != nil {
+		// What the torn tape keeps fails too (its chain broken): that
+		// error first, which "no footer" hid.
+		err = fmt.Errorf("%w; and it is torn: %s", err, recoveryText(rep.Recovery))
 	}
 	if err != nil {
 		r.setErr(err)
