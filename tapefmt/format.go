@@ -58,17 +58,17 @@ var (
 // Sentinel errors. Errors about bytes on disk are *FormatError values instead.
 var (
 	// ErrNotSealed means a tape carries no seal to check.
-	ErrNotSealed = errors.New("tapefmt: tape is not sealed")
+	ErrNotSealed = errors.New("tape is not sealed")
 	// ErrSeal means the seal does not match the key and the chain head.
-	ErrSeal = errors.New("tapefmt: seal does not match")
+	ErrSeal = errors.New("seal does not match")
 	// ErrNoFooter means an operation needs a closed tape and this one has none.
-	ErrNoFooter = errors.New("tapefmt: tape has no footer (it was not closed)")
+	ErrNoFooter = errors.New("tape has no footer (it was not closed)")
 	// ErrBlobNotFound means no blob with the asked hash is on the tape.
-	ErrBlobNotFound = errors.New("tapefmt: blob not found")
+	ErrBlobNotFound = errors.New("blob not found")
 	// ErrFrameRange means a frame number past the end of the tape.
-	ErrFrameRange = errors.New("tapefmt: frame out of range")
+	ErrFrameRange = errors.New("frame out of range")
 	// ErrClosed means a write to a closed Writer.
-	ErrClosed = errors.New("tapefmt: writer is closed")
+	ErrClosed = errors.New("writer is closed")
 )
 
 // FormatError reports bytes that are not a valid tape: where, and what is wrong.
@@ -80,9 +80,9 @@ type FormatError struct {
 
 func (e *FormatError) Error() string {
 	if e.Frame >= 0 {
-		return fmt.Sprintf("tapefmt: frame %d at offset %d: %s", e.Frame, e.Offset, e.Msg)
+		return fmt.Sprintf("frame %d at offset %d: %s", e.Frame, e.Offset, e.Msg)
 	}
-	return fmt.Sprintf("tapefmt: offset %d: %s", e.Offset, e.Msg)
+	return fmt.Sprintf("offset %d: %s", e.Offset, e.Msg)
 }
 
 // ReadError reports bytes that did not arrive (an I/O error; for a tape
@@ -93,7 +93,7 @@ type ReadError struct {
 	Err    error
 }
 
-func (e *ReadError) Error() string { return fmt.Sprintf("tapefmt: read at %d: %v", e.Offset, e.Err) }
+func (e *ReadError) Error() string { return fmt.Sprintf("read at %d: %v", e.Offset, e.Err) }
 
 func (e *ReadError) Unwrap() error { return e.Err }
 

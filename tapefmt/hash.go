@@ -39,10 +39,10 @@ func (h *Hash) UnmarshalText(b []byte) error {
 func ParseHash(s string) (Hash, error) {
 	var h Hash
 	if len(s) != 2*len(h) {
-		return h, fmt.Errorf("tapefmt: hash %q is not 64 hex digits", s)
+		return h, fmt.Errorf("hash %q is not 64 hex digits", s)
 	}
 	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
-		return h, fmt.Errorf("tapefmt: hash %q: %w", s, err)
+		return h, fmt.Errorf("hash %q: %w", s, err)
 	}
 	return h, nil
 }

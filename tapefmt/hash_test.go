@@ -45,7 +45,7 @@ func TestParseHashErrors(t *testing.T) {
 		"spaces": " " + good[1:], "prefixed": "0x" + good[2:],
 	} {
 		h, err := ParseHash(s)
-		if err == nil || !strings.HasPrefix(err.Error(), "tapefmt: hash") {
+		if err == nil || !strings.HasPrefix(err.Error(), "hash") {
 			t.Errorf("%s: ParseHash(%q) = %s, %v; want an error", name, s, h, err)
 		}
 		if err := h.UnmarshalText([]byte(s)); err == nil {
@@ -94,10 +94,10 @@ func TestBytesJSON(t *testing.T) {
 
 func TestFormatErrorText(t *testing.T) {
 	t.Parallel()
-	if s := formatErr(60, "header checksum %s", "mismatch").Error(); s != "tapefmt: offset 60: header checksum mismatch" {
+	if s := formatErr(60, "header checksum %s", "mismatch").Error(); s != "offset 60: header checksum mismatch" {
 		t.Errorf("formatErr: %q", s)
 	}
-	if s := frameErr(189, 1, "checksum mismatch").Error(); s != "tapefmt: frame 1 at offset 189: checksum mismatch" {
+	if s := frameErr(189, 1, "checksum mismatch").Error(); s != "frame 1 at offset 189: checksum mismatch" {
 		t.Errorf("frameErr: %q", s)
 	}
 }

@@ -101,7 +101,7 @@ func ParseKind(name string) (Kind, error) {
 			return Kind(k), nil
 		}
 	}
-	return 0, fmt.Errorf("tapefmt: unknown frame kind %q (known: %s)", name, strings.Join(KindNames(), ", "))
+	return 0, fmt.Errorf("unknown frame kind %q (known: %s)", name, strings.Join(KindNames(), ", "))
 }
 
 // KindNames lists the dotted names of every known kind, in number order.

@@ -793,7 +793,7 @@ func marshalPayload(p Payload) ([]byte, error) {
 		b, err = json.Marshal(p)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tapefmt: encode %s payload: %w", p.Kind(), err)
+		return nil, fmt.Errorf("encode %s payload: %w", p.Kind(), err)
 	}
 	return b, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"strings"
@@ -86,14 +87,23 @@ func OpenWith(path string, remote RemoteOpener) (*Tape, error) {
 
 // Open opens the tape in the file at path (OpenWith opens a store's).
 func Open(path string) (*Tape, error) {
+	// A named pipe is not opened at all: the open would wait for a writer
+	// (every jukebox ls of a folder holding one hung, deaf to Ctrl-C).
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		return nil, fmt.Errorf("%s: %w", path, notRegular(st.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("tapefmt: open tape: %w", err)
+		return nil, fmt.Errorf("open tape: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("tapefmt: open tape: %w", err)
+		return nil, fmt.Errorf("open tape: %w", err)
+	}
+	if !st.Mode().IsRegular() && !st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, notRegular(st.Mode()))
 	}
 	t, err := NewReader(f, st.Size())
 	if err != nil {
@@ -102,6 +112,19 @@ func Open(path string) (*Tape, error) {
 	}
 	t.closer, t.path = f, path
 	return t, nil
+}
+
+// notRegular is the FormatError of a file that is no regular file: a
+// named pipe, a socket or a device holds no tape.
+func notRegular(m fs.FileMode) error {
+	what := "a device"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	}
+	return formatErr(0, "not a tape: %s, not a regular file", what)
 }
 
 // NewReader opens a tape held by ra, size bytes long.
@@ -424,7 +447,7 @@ func NewWholeReader(ra io.ReaderAt, size int64) (*Tape, error) {
 	// taken for a tape cut short.
 	hb := make([]byte, min(size, fileHeaderSize))
 	if _, err := ra.ReadAt(hb, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("tapefmt: read the header: %w", err)
+		return nil, fmt.Errorf("read the header: %w", err)
 	}
 	if len(hb) < 8 || [8]byte(hb[:8]) != fileMagic {
 		return nil, formatErr(0, "not a jukebox tape (bad magic)")
@@ -434,7 +457,7 @@ func NewWholeReader(ra io.ReaderAt, size int64) (*Tape, error) {
 	}
 	fb := make([]byte, footerSize)
 	if _, err := ra.ReadAt(fb, size-footerSize); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("tapefmt: read the footer: %w", err)
+		return nil, fmt.Errorf("read the footer: %w", err)
 	}
 	if _, ok, err := parseFooter(fb, size); err != nil {
 		return nil, err

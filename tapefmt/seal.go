@@ -22,11 +22,11 @@ const (
 // the chain head.
 func sealMAC(key []byte, header []byte, frames uint64, head Hash) (Hash, error) {
 	if len(key) < MinKeySize || len(key) > MaxKeySize {
-		return Hash{}, fmt.Errorf("tapefmt: seal key is %d bytes, want %d to %d", len(key), MinKeySize, MaxKeySize)
+		return Hash{}, fmt.Errorf("seal key is %d bytes, want %d to %d", len(key), MinKeySize, MaxKeySize)
 	}
 	m, err := blake2b.New256(key)
 	if err != nil {
-		return Hash{}, fmt.Errorf("tapefmt: seal: %w", err)
+		return Hash{}, fmt.Errorf("seal: %w", err)
 	}
 	m.Write([]byte(sealContext))
 	m.Write(header[:60])
@@ -78,18 +78,18 @@ func Seal(path string, key []byte) (Hash, error) {
 	ft.seal, ft.flags = mac, ft.flags|footerSealed
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
-		return Hash{}, fmt.Errorf("tapefmt: seal: %w", err)
+		return Hash{}, fmt.Errorf("seal: %w", err)
 	}
 	if _, err := f.WriteAt(ft.marshal(), t.size-footerSize); err != nil {
 		f.Close()
-		return Hash{}, fmt.Errorf("tapefmt: seal: %w", err)
+		return Hash{}, fmt.Errorf("seal: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return Hash{}, fmt.Errorf("tapefmt: seal: %w", err)
+		return Hash{}, fmt.Errorf("seal: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return Hash{}, fmt.Errorf("tapefmt: seal: %w", err)
+		return Hash{}, fmt.Errorf("seal: %w", err)
 	}
 	return mac, ReadBack(path, key)
 }

@@ -171,7 +171,7 @@ const maxLaneBlob = 8 << 20
 func Create(path string, opts Options) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("tapefmt: create tape: %w", err)
+		return nil, fmt.Errorf("create tape: %w", err)
 	}
 	lockWriting(f)
 	w, err := NewWriter(f, opts)
@@ -256,7 +256,7 @@ func (w *Writer) Append(stream uint32, p Payload) (seq uint64, err error) {
 // AppendAt writes p as the next frame with time offset t; a negative t means now.
 func (w *Writer) AppendAt(t time.Duration, stream uint32, p Payload) (uint64, error) {
 	if p.Kind() == KindStep {
-		return 0, errors.New("tapefmt: step frames are written by Commit, which links the hash chain")
+		return 0, errors.New("step frames are written by Commit, which links the hash chain")
 	}
 	if w.opts.Filter != nil {
 		p = w.opts.Filter.Payload(p)
@@ -306,7 +306,7 @@ func (w *Writer) appendLocked(f Frame) (uint64, error) {
 		return 0, err
 	}
 	if len(f.Payload) > MaxPayload {
-		return 0, fmt.Errorf("tapefmt: %s payload of %d bytes exceeds %d: put large data in a blob", f.Kind, len(f.Payload), MaxPayload)
+		return 0, fmt.Errorf("%s payload of %d bytes exceeds %d: put large data in a blob", f.Kind, len(f.Payload), MaxPayload)
 	}
 	if f.Time < 0 {
 		f.Time = w.opts.Now()
@@ -448,7 +448,7 @@ func (w *Writer) storeBlob(laneName string, data []byte) (Hash, error) {
 // frames name them by their hash.
 func (w *Writer) putBlob(laneName string, data []byte) (Hash, error) {
 	if len(data) > MaxBlobSize {
-		return Hash{}, fmt.Errorf("tapefmt: blob of %d bytes exceeds %d", len(data), MaxBlobSize)
+		return Hash{}, fmt.Errorf("blob of %d bytes exceeds %d", len(data), MaxBlobSize)
 	}
 	h := HashOf(data)
 	w.mu.Lock()
@@ -549,7 +549,7 @@ func (w *Writer) Close() error {
 		err = errors.Join(err, c.Close())
 	}
 	if err != nil {
-		return fmt.Errorf("tapefmt: close tape: %w", err)
+		return fmt.Errorf("close tape: %w", err)
 	}
 	return nil
 }
@@ -587,7 +587,7 @@ func (w *Writer) write(parts ...[]byte) error {
 
 func (w *Writer) fail(err error) error {
 	if w.err == nil {
-		w.err = fmt.Errorf("tapefmt: write tape: %w", err)
+		w.err = fmt.Errorf("write tape: %w", err)
 	}
 	return w.err
 }
