@@ -25,6 +25,7 @@ import (
 	"sync"
 
 	"github.com/jukebox-os/jukebox/breaker"
+	"github.com/jukebox-os/jukebox/internal/termtext"
 	"github.com/jukebox-os/jukebox/sidecar"
 	"github.com/jukebox-os/jukebox/tapefmt"
 	"github.com/jukebox-os/jukebox/timeline"
@@ -326,7 +327,7 @@ func (c *BisectCmd) probe(ctx context.Context, env *Env, start *tapefmt.RunStart
 	}
 	ws := filepath.Join(work, "workspace")
 	if err := copyTree(start.Cwd, ws); err != nil {
-		return timeline.BisectVerdict{}, fmt.Errorf("copying the run's folder %s for the probe: %w", start.Cwd, err)
+		return timeline.BisectVerdict{}, fmt.Errorf("copying the run's folder %s for the probe: %w", termtext.Sanitize(start.Cwd), err)
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -276,7 +276,7 @@ func summarizeFile(remote tapefmt.RemoteOpener, path string) lsRow {
 func (r lsRow) line() string {
 	name := termtext.Escape(r.Tape)
 	if r.Error != "" {
-		return fmt.Sprintf("%s\t-\t-\t-\t-\t-\t-\tunreadable: %s\t", name, r.Error)
+		return fmt.Sprintf("%s\t-\t-\t-\t-\t-\t-\tunreadable: %s\t", name, termtext.Sanitize(r.Error))
 	}
 	exit := r.ExitText()
 	switch {
@@ -305,6 +305,9 @@ func (r lsRow) line() string {
 	if r.Parent != nil {
 		parent = fmt.Sprintf("%s@%d", r.Parent.Tape[:min(12, len(r.Parent.Tape))], r.Parent.Frame)
 	}
+	// The exit's signal, the trip's rule and the parent are the tape's
+	// words: a hostile tape's escape sequences reached the terminal.
+	exit, parent = termtext.Sanitize(exit), termtext.Sanitize(parent)
 	return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s%d\t%s\t%s\t%s", name, r.Started.Local().Format("2006-01-02 15:04:05"),
 		timeline.Clock(r.Duration), r.Frames, r.Steps, approx, r.Usage.Total(), cost, exit, parent)
 }

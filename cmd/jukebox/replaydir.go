@@ -62,7 +62,7 @@ func elsewhereNote(w io.Writer, dir string, cmd []string, rec *tapefmt.RunStart,
 		return
 	}
 	fmt.Fprintf(w, "jukebox: note: the recording ran in %s, this replay in %s: what the command names relatively is looked for here; "+
-		"%s\n", rec.Cwd, cwd, dirAdvice("--dir %s replays it where it was recorded", rec.Cwd))
+		"%s\n", termtext.Sanitize(rec.Cwd), termtext.Sanitize(cwd), dirAdvice("--dir %s replays it where it was recorded", rec.Cwd))
 }
 
 // commitNote says, when a replayed agent ended otherwise than the

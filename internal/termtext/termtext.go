@@ -184,10 +184,43 @@ func Count(n int, one, many string) string {
 // ShellQuote quotes s as one word of a POSIX shell command line that a
 // person may paste: as it is when it holds only letters, digits and
 // -_./:= (a path, a URL, a method), else in single quotes (a single
-// quote in it ends them, is escaped, and opens them again).
+// quote in it ends them, is escaped, and opens them again). A word that
+// holds what must not reach a terminal (hidden: an escape sequence, a
+// bidi control) or bytes that are not UTF-8 is quoted as bash's $'...',
+// those written as \xHH or \uHHHH: the word stays the same, nothing of
+// it acts on the terminal.
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=") == "" {
 		return s
 	}
+	if !utf8.ValidString(s) || strings.IndexFunc(s, hidden) >= 0 {
+		return ansiC(s)
+	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ansiC is s quoted as bash's $'...', every hidden character and byte
+// that is not UTF-8 escaped.
+func ansiC(s string) string {
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\'' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x80 && hidden(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case hidden(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('\'')
+	return b.String()
 }

@@ -100,14 +100,21 @@ func TestCount(t *testing.T) {
 // quotes, bare only when nothing in it is special to the shell.
 func TestShellQuote(t *testing.T) {
 	for in, want := range map[string]string{
-		"tapes/run.jbx":          "tapes/run.jbx",
-		"s3://bucket/p/":         "s3://bucket/p/",
-		"":                       "''",
-		"my tape.jbx":            "'my tape.jbx'",
-		"it's":                   `'it'\''s'`,
-		"POST; rm -rf ~ #":       "'POST; rm -rf ~ #'",
-		"$(touch pwned)":         "'$(touch pwned)'",
-		"a\nb":                   "'a\nb'",
+		"tapes/run.jbx":    "tapes/run.jbx",
+		"s3://bucket/p/":   "s3://bucket/p/",
+		"":                 "''",
+		"my tape.jbx":      "'my tape.jbx'",
+		"it's":             `'it'\''s'`,
+		"POST; rm -rf ~ #": "'POST; rm -rf ~ #'",
+		"$(touch pwned)":   "'$(touch pwned)'",
+		"a\nb":             `$'a\x0ab'`,
+		// What would act on the terminal (a tape's folder with an escape
+		// sequence, a bidi control, bytes not UTF-8) is escaped, the word
+		// the same for bash.
+		"ws\x1b]0;t\x07":         `$'ws\x1b]0;t\x07'`,
+		"it's\x1b[2J":            `$'it\'s\x1b[2J'`,
+		"a\u202eb":               `$'a\u202eb'`,
+		"a\xffb\\":               `$'a\xffb\\'`,
 		"http://h:1/v1?x=1&y=$Z": "'http://h:1/v1?x=1&y=$Z'",
 	} {
 		if got := ShellQuote(in); got != want {
