@@ -155,3 +155,13 @@ func TestTornAndTamperedIsSaidSo(t *testing.T) {
 		t.Error("recover wrote a tape of the tampered frames")
 	}
 }
+
+// TestShowJSONOfATornTapeWarns: show --json of a torn tape exited 0 with
+// nothing on stderr: nothing said that frames were dropped.
+func TestShowJSONOfATornTapeWarns(t *testing.T) {
+	torn := filepath.Join(sampleTapes(t), "torn.jbx")
+	out, errs := wantCode(t, ExitOK, "show", "--json", torn)
+	if !strings.Contains(errs, "warning: "+torn+": tape has no footer") || strings.Contains(out, "warning") {
+		t.Errorf("show --json of a torn tape: stderr %q", errs)
+	}
+}

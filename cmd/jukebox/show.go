@@ -68,7 +68,9 @@ func (c *ShowCmd) Run(env *Env) error {
 }
 
 func (c *ShowCmd) run(env *Env, t *tapefmt.Tape) error {
-	if rec := t.Recovered(); rec != nil && !c.JSON {
+	if rec := t.Recovered(); rec != nil {
+		// On stderr with --json too: the frames printed are not all the
+		// tape held, and nothing in them says so.
 		fmt.Fprintf(env.Stderr, "warning: %s: %s\n", c.Tape, recoveryText(rec))
 	}
 	if c.Frame != nil {
