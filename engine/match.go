@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"net/http"
@@ -658,13 +657,9 @@ func times(n int) string {
 	return fmt.Sprintf("%d times", n)
 }
 
-func pretty(b []byte) string {
-	var out bytes.Buffer
-	if json.Indent(&out, b, "", "  ") != nil {
-		return string(b)
-	}
-	return out.String()
-}
+// pretty is b, JSON, indented for a diff to read key by key
+// (llmwire.Indent).
+func pretty(b []byte) string { return llmwire.Indent(b) }
 
 // checkIgnore refuses ignore paths, besides the defaults and those the
 // tape was recorded with, that match no field of any recorded request:

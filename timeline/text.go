@@ -1,7 +1,6 @@
 package timeline
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
+	"github.com/jukebox-os/jukebox/llmwire"
 )
 
 // Text as jukebox shows it on a terminal, shared by the CLI and the
@@ -93,14 +93,8 @@ func USD(c float64) string {
 }
 
 // indentJSON pretty-prints JSON so that a word diff reads key by key; text
-// that is not JSON is returned as it is.
-func indentJSON(raw []byte) string {
-	var out bytes.Buffer
-	if json.Indent(&out, raw, "", "  ") != nil {
-		return string(raw)
-	}
-	return out.String()
-}
+// that is not JSON, or nests too deep to indent, is returned as it is.
+func indentJSON(raw []byte) string { return llmwire.Indent(raw) }
 
 // jsonText returns a JSON string's value, or other JSON indented.
 func jsonText(raw []byte) string {
