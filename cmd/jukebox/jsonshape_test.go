@@ -287,7 +287,9 @@ func TestJSONShapes(t *testing.T) {
 	_, out, errs := jb(t, "fork", "--json", "--no-booth", "--frame", "1", "--upstream", "openai=http://127.0.0.1:1/v1",
 		"-o", filepath.Join(work, "dead.jbx"), demo.Tape)
 	checkShape(t, doc, "fork", out, seen)
-	if !strings.Contains(out, `"live_failed": 1`) || !strings.Contains(errs, "1 live call never reached an upstream") {
+	// --upstream was given: the hint asks whether it is up (it said to give one).
+	if !strings.Contains(out, `"live_failed": 1`) || !strings.Contains(errs, "1 live call never reached an upstream") ||
+		!strings.Contains(errs, "is that upstream up?") {
 		t.Errorf("a fork whose upstream is down:\n%s\n%s", out, errs)
 	}
 	// A fork given no --upstream takes the one the tape recorded (it said

@@ -56,7 +56,7 @@ func networkNotes(w io.Writer, res *engine.Result, replayed bool) {
 			what = "1 live call"
 		}
 		fmt.Fprintf(w, "jukebox: note: %s never reached an upstream, the first with: %s\n"+
-			"jukebox: give the upstream with --upstream NAME=URL (for a tape the demo recorded: run `jukebox demo-model` "+
+			"jukebox: is that upstream up? --upstream NAME=URL names another (for a tape the demo recorded: run `jukebox demo-model` "+
 			"and pass --upstream openai=http://127.0.0.1:8931/v1).\n", what, res.LiveError)
 	}
 	if res.TooLarge > 0 {
