@@ -76,6 +76,10 @@ func EndText(end tapefmt.RunEnd) string {
 		return "killed by " + end.Signal
 	case end.Error != "":
 		return "failed: " + end.Error
+	case end.ExitCode < 0 && end.Reason != "":
+		// Stopped by jukebox before it had an exit status (the turntable's
+		// ctrl+c on a fork in the booth): -1 read as "could not start".
+		return "stopped (" + string(end.Reason) + ")"
 	}
 	return fmt.Sprintf("exit %d", end.ExitCode)
 }

@@ -141,9 +141,7 @@ func Kin(ctx context.Context, tapeURL string) ([]timeline.Kin, error) {
 			continue
 		}
 		k := timeline.Kin{Path: e.URL, Head: r.Head, Parent: r.Summary.Parent, Frames: r.Summary.Frames}
-		if r.Summary.Exit != nil {
-			k.Exit = &r.Summary.Exit.ExitCode
-		}
+		k.End = r.Summary.Exit
 		kin = append(kin, k)
 	}
 	return kin, nil

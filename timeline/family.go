@@ -21,8 +21,8 @@ type Kin struct {
 	Head   string             // chain head, hex
 	Parent *tapefmt.ParentRef // nil for a tape that is no fork
 	Frames int
-	Exit   *int   // the run's exit code, nil when the tape has no run.end
-	Name   string // the run's name (a named fork's, fork --name)
+	End    *tapefmt.RunEnd // how the run ended, nil when the tape has no run.end
+	Name   string          // the run's name (a named fork's, fork --name)
 }
 
 // maxKin bounds the tapes read in one search.
@@ -115,7 +115,7 @@ func readKin(p string) (Kin, bool) {
 	if f, err := t.Frame(t.Len() - 1); err == nil {
 		if p, err := f.Decode(); err == nil {
 			if end, ok := p.(*tapefmt.RunEnd); ok {
-				k.Exit = &end.ExitCode
+				k.End = end
 			}
 		}
 	}

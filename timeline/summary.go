@@ -210,6 +210,8 @@ func (s Summary) ExitText() string {
 		return "no end"
 	case s.Exit.Signal != "":
 		return s.Exit.Signal
+	case s.Exit.ExitCode < 0 && s.Exit.Reason != "":
+		return string(s.Exit.Reason) // stopped before it had an exit status, not -1
 	}
 	return fmt.Sprint(s.Exit.ExitCode)
 }

@@ -278,8 +278,8 @@ func (d *Deck) forksFound(msg forkScanMsg) {
 	for _, k := range msg.kin {
 		byHead[k.Head] = k.Path
 		state := "no end on the tape"
-		if k.Exit != nil {
-			state = fmt.Sprintf("exit %d", *k.Exit)
+		if k.End != nil {
+			state = engine.EndText(*k.End)
 		}
 		if i := d.familyIndex(k.Path); i >= 0 {
 			d.family[i].head = k.Head

@@ -187,7 +187,7 @@ func forkState(r *forkRun) string {
 	case r.res.Divergence != nil:
 		return "diverged before its frame"
 	}
-	return fmt.Sprintf("exit %d", r.res.End.ExitCode)
+	return engine.EndText(r.res.End)
 }
 
 func forkOutcome(r *forkRun) string {
@@ -205,5 +205,5 @@ func forkOutcome(r *forkRun) string {
 		// public API offline) is why such a fork's agent failed.
 		live = fmt.Sprintf(" (%s never reached the upstream: %s)", counted(int64(n), "call", "calls"), timeline.OneLine(r.res.LiveError, 0))
 	}
-	return fmt.Sprintf("fork done: exit %d, %s%s, %s · d diffs it with the parent", r.res.End.ExitCode, counted(int64(r.res.Calls), "call", "calls"), live, counted(int64(r.res.Frames), "frame", "frames"))
+	return fmt.Sprintf("fork done: %s, %s%s, %s · d diffs it with the parent", engine.EndText(r.res.End), counted(int64(r.res.Calls), "call", "calls"), live, counted(int64(r.res.Frames), "frame", "frames"))
 }
