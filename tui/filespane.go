@@ -138,7 +138,7 @@ func workspaceText(tl *timeline.Timeline, i int) filesReadyMsg {
 	for _, f := range changed {
 		b.WriteString("\n" + capSection(fileSection(ws, f)))
 	}
-	return filesReadyMsg{frame: i, changed: len(changed), text: termtext.Sanitize(timeline.ExpandTabs(b.String()))}
+	return filesReadyMsg{frame: i, changed: len(changed), text: termtext.Sanitize(termtext.Uniform(timeline.ExpandTabs(b.String())))}
 }
 
 // maxSectionLines bounds one file's lines in the pane: a file of 40,000

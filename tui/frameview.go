@@ -355,6 +355,10 @@ func (b *lines) add(s interface{ Render(...string) string }, text string) {
 	cut := ""
 	if !b.plain { // text for outside the turntable is never cut
 		text, cut = cutForScreen(text)
+		// Wrapped as drawn: a family emoji counted as one wide grapheme
+		// was drawn as its members side by side, and the screen's last
+		// pass cut what followed it ("emo…", "ji" lost).
+		text = termtext.Uniform(text)
 	}
 	for _, l := range strings.Split(termtext.Sanitize(timeline.ExpandTabs(text)), "\n") {
 		body := strings.TrimLeft(l, " ")
