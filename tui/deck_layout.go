@@ -351,7 +351,8 @@ func (d *Deck) busyText() string {
 
 func (d *Deck) helpLine() string {
 	if d.help.ShowAll {
-		return fit(d.st.Muted.Render(" ?/esc closes this help · ↑↓ pgup pgdn scroll"), d.w)
+		// The key as bound (--keys may move help off ?).
+		return fit(d.st.Muted.Render(" "+d.keys.Help.Help().Key+"/esc closes this help · ↑↓ pgup pgdn scroll"), d.w)
 	}
 	return fit(" "+d.help.ShortHelpView(d.ShortHelp()), d.w)
 }

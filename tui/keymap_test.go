@@ -37,6 +37,24 @@ func TestKeymapRebinds(t *testing.T) {
 	}
 }
 
+// TestHelpSaysItsOwnKey: with help bound to q (quit to Q), the open help
+// said "?/esc closes this help", and ? did nothing.
+func TestHelpSaysItsOwnKey(t *testing.T) {
+	o := testOptions()
+	o.Keys = Keymap{"quit": {"Q"}, "help": {"q"}}
+	d := New([]string{agentRun}, o)
+	t.Cleanup(d.Close)
+	d.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	press(d, runes("q"))
+	if v := d.View(); !strings.Contains(v, "q/esc closes this help") {
+		t.Errorf("the open help does not name its key:\n%s", v)
+	}
+	press(d, runes("q"))
+	if d.help.ShowAll {
+		t.Error("q did not close the help")
+	}
+}
+
 // TestLoadKeymapErrors: what a keys file gets wrong is said with the file,
 // the line and the action.
 func TestLoadKeymapErrors(t *testing.T) {
