@@ -31,8 +31,8 @@ type ForkCmd struct {
 	SystemPromptFile string              `type:"existingfile" placeholder:"FILE" help:"Replace the system prompt with this file's text (its final newline, which editors add, left out)."`
 	Temperature      *float64            `help:"Set the temperature."`
 	Patch            string              `placeholder:"JSON" help:"A JSON merge patch (RFC 7396) applied to the request body last, e.g. '{\"max_tokens\": 50}'."`
-	Output           string              `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<time>.jbx); with several models, the model is added to the name."`
-	Name             string              `placeholder:"NAME" help:"Name the fork: its run's name (the turntable's b lists it so) and its tape's, ./tapes/NAME-<time>.jbx unless -o."`
+	Output           string              `short:"o" type:"path" placeholder:"FILE" help:"Fork tape (default ./tapes/<name>-fork-<model>-<time>.jbx, the model as --model gives it, none without; with several models, -o needs {model} in the name)."`
+	Name             string              `placeholder:"NAME" help:"Name the fork: its run's name (the turntable's b lists it so) and its tape's, ./tapes/NAME-<model>-<time>.jbx unless -o (the model as --model gives it, none without)."`
 	Upstream         upstreams           `placeholder:"NAME=URL" help:"Where live calls go, as in record."`
 	MCPURL           []string            `name:"mcp-url" placeholder:"NAME=URL" help:"The URL of an HTTP MCP server the parent's run was given (record --mcp-url), for the fork's live calls to it: the tape keeps it without the credentials in its query. Repeatable."`
 	Dir              string              `type:"path" help:"Working directory (default: the parent's, when it still exists; else the current one). With --workspace start, the folder the start is written into (empty or missing)."`
