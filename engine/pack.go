@@ -8,6 +8,10 @@ import (
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
 
+// ErrNothingToPack: Pack was given a tape that is no fork, or a fork
+// packed already (a usage error).
+var ErrNothingToPack = errors.New("not a fork, or packed already: it has nothing to pack")
+
 // Pack writes a fork as one self-contained tape: the fork's run.start
 // (marked packed), the parent's frames before the fork frame as they were
 // recorded, then the fork's frames from its fork call on. The parent is
@@ -25,7 +29,7 @@ func Pack(forkPath, parentPath, out string, remote tapefmt.RemoteOpener) (frames
 		return 0, fmt.Errorf("%s: %w", forkPath, err)
 	}
 	if start.Parent == nil || start.Parent.Packed {
-		return 0, fmt.Errorf("%s is not a fork, or is packed already: it has nothing to pack", forkPath)
+		return 0, fmt.Errorf("%s: %w", forkPath, ErrNothingToPack)
 	}
 	named := parentPath == ""
 	if named {

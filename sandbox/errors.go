@@ -47,7 +47,7 @@ var (
 	// area, the transaction's folder, .jukebox) is not the one Begin made.
 	ErrStateReplaced = errors.New("sandbox: the transaction's state was replaced")
 	// ErrNoTx reports that no booth transaction matches the request.
-	ErrNoTx = errors.New("sandbox: no such transaction")
+	ErrNoTx = errors.New("no such booth transaction here (jukebox booth status lists them)")
 	// ErrUntrusted reports a transaction whose tx.json this user's
 	// jukebox did not write for this workspace (planted with a cloned
 	// repository, an earlier release's, tampered or copied): it is

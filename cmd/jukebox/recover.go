@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -23,6 +24,11 @@ func (c *RecoverCmd) Run(env *Env) error {
 	rec := t.Recovered()
 	if rec == nil {
 		return withCode(ExitUsage, fmt.Errorf("%s is whole (it has its footer): nothing to recover", c.Tape))
+	}
+	if _, err := os.Lstat(c.Output); err == nil {
+		// As record and replay say it: it was the writer's "create tape:
+		// open ...: file exists", exit 1.
+		return withCode(ExitUsage, fmt.Errorf("-o %s is there, and recover does not overwrite a tape: remove it or name another", c.Output))
 	}
 	n, err := tapefmt.Rewrite(t, c.Output)
 	if err != nil {

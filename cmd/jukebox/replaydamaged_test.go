@@ -165,3 +165,31 @@ func TestShowJSONOfATornTapeWarns(t *testing.T) {
 		t.Errorf("show --json of a torn tape: stderr %q", errs)
 	}
 }
+
+// TestMessagesNameWhatIsWrong: a new user's mistakes got internal words
+// or exit 1: booth --tx naming no transaction ("sandbox: no such
+// transaction"), recover -o onto a file ("create tape: open ...: file
+// exists"), test of a folder not there ("stat nope/: ..."), pack of a
+// tape that is no fork (exit 1).
+func TestMessagesNameWhatIsWrong(t *testing.T) {
+	dir := sampleTapes(t)
+	run := filepath.Join(dir, "agent-run.jbx")
+	if _, errs := wantCode(t, ExitUsage, "booth", "commit", "-C", t.TempDir(), "--tx", "nope"); !strings.Contains(errs, "no such booth transaction here (jukebox booth status lists them)") {
+		t.Errorf("booth commit --tx nope: %q", errs)
+	}
+	out := filepath.Join(dir, "kept.jbx")
+	must(t, os.WriteFile(out, []byte("the user's"), 0o644))
+	if _, errs := wantCode(t, ExitUsage, "recover", filepath.Join(dir, "torn.jbx"), "-o", out); !strings.Contains(errs, "-o "+out+" is there") {
+		t.Errorf("recover -o over a file: %q", errs)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "the user's" {
+		t.Errorf("recover -o changed the file: %q", b)
+	}
+	nope := filepath.Join(dir, "nope") + "/"
+	if _, errs := wantCode(t, ExitUsage, "test", nope); !strings.Contains(errs, nope+": no such tape or folder") {
+		t.Errorf("test of a folder not there: %q", errs)
+	}
+	if _, errs := wantCode(t, ExitUsage, "pack", run, "-o", filepath.Join(dir, "packed.jbx")); !strings.Contains(errs, "not a fork, or packed already") {
+		t.Errorf("pack of a tape that is no fork: %q", errs)
+	}
+}

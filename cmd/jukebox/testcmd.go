@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -274,6 +275,9 @@ func findTapes(paths []string) ([]string, error) {
 	var tapes []string
 	for _, p := range orDot(paths) {
 		st, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such tape or folder", p) // it was Go's "stat nope/: no such file or directory"
+		}
 		if err != nil {
 			return nil, err
 		}
