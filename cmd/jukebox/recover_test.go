@@ -34,5 +34,5 @@ func TestRecoverThenSeal(t *testing.T) {
 		t.Fatal("recover changed the torn tape")
 	}
 	wantCode(t, ExitUsage, "recover", filepath.Join(dir, "agent-run.jbx"), "-o", filepath.Join(dir, "x.jbx"))
-	wantCode(t, ExitInternal, "recover", torn, "-o", out) // never overwritten
+	wantCode(t, ExitUsage, "recover", torn, "-o", out) // never overwritten, refused before (it was exit 1)
 }
