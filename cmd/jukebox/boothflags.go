@@ -50,6 +50,9 @@ func (b *boothFlags) validate() error {
 	if err := boothUnavailable("run without --booth"); err != nil {
 		return err
 	}
+	if err := boothKeyPlace("run without --booth"); err != nil {
+		return err
+	}
 	if b.Hermetic && b.Net != "none" {
 		return fmt.Errorf("--hermetic needs --net none: only in its own network namespace can jukebox refuse what does not go through it")
 	}
@@ -124,6 +127,19 @@ func writableDir(flag, p, ws string) (string, error) {
 		return "", fmt.Errorf("%s %s: %w", flag, p, err)
 	}
 	return abs, nil
+}
+
+// boothKeyPlace says, before anything starts, that the booth has no
+// place for its journal key (no home folder, no XDG_STATE_HOME), then
+// what to do instead (hint): a fork with HOME unset failed once its tape
+// was begun ("sandbox: booth key: no home directory"), exit 1, a tape of
+// two frames left behind.
+func boothKeyPlace(hint string) error {
+	if _, err := sandbox.KeyFile(sandbox.Options{}); err != nil {
+		return fmt.Errorf("the Shadow Booth keeps its key in $XDG_STATE_HOME/jukebox, else ~/.local/state/jukebox, and neither "+
+			"HOME nor XDG_STATE_HOME is set: set one, or %s", hint)
+	}
+	return nil
 }
 
 // boothSupported is sandbox.Supported, replaced in tests to play a

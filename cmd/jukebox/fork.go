@@ -113,7 +113,10 @@ func (c *ForkCmd) Validate() error {
 	if !c.NoBooth {
 		// No silent fallback: outside the booth the fork's side effects
 		// reach the real workspace, so that must be asked for.
-		return boothUnavailable("fork runs in it by default: pass --no-booth to fork outside it (the agent's writes then reach the workspace)")
+		if err := boothUnavailable("fork runs in it by default: pass --no-booth to fork outside it (the agent's writes then reach the workspace)"); err != nil {
+			return err
+		}
+		return boothKeyPlace("pass --no-booth to fork outside the booth (the agent's writes then reach the workspace)")
 	}
 	return nil
 }

@@ -193,3 +193,29 @@ func TestMessagesNameWhatIsWrong(t *testing.T) {
 		t.Errorf("pack of a tape that is no fork: %q", errs)
 	}
 }
+
+// TestBoothWithoutAHomeIsRefusedFirst: a fork (in the booth by default)
+// with HOME unset failed once its tape was begun, "sandbox: booth key: no
+// home directory", exit 1, a two-frame tape left behind.
+func TestBoothWithoutAHomeIsRefusedFirst(t *testing.T) {
+	if boothSupported() != nil {
+		testenv.Unavailable(t, "the Shadow Booth", "Linux with user namespaces and overlayfs")
+	}
+	dir := t.TempDir()
+	run := filepath.Join(sampleTapes(t), "agent-run.jbx")
+	cmd := jukeboxCmd(t.Context(), dir, "fork", run, "--frame", "1", "-o", filepath.Join(dir, "f.jbx"))
+	var env []string
+	for _, kv := range cmd.Env {
+		if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != ExitUsage || !strings.Contains(string(out), "neither HOME nor XDG_STATE_HOME is set: set one, or pass --no-booth") {
+		t.Errorf("fork with no home: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "f.jbx")); err == nil {
+		t.Error("the refused fork left a tape")
+	}
+}
