@@ -100,6 +100,38 @@ func Free(path string) bool {
 // it is called only when the frame lacks usage or model. Either may be
 // nil. A body that cannot be read counts as empty.
 func ResponseUsage(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, error), request func() Call) CallUsage {
+	return responseUsage(resp, blob, request, nil)
+}
+
+// answer is what ResponseUsage reads of an answer's body: the model and
+// usage it names, and (when it names no usage) the tokens of what the
+// model said.
+type answer struct {
+	model  string
+	usage  tapefmt.Usage
+	output int64
+}
+
+// readAnswer reads resp's body as ResponseUsage does; model is the one a
+// count of the output tokens uses when the body names neither.
+func readAnswer(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, error), call Call) answer {
+	var a answer
+	var body []byte
+	if blob != nil {
+		// A live answer not on a tape yet has no hash: its blob func gives
+		// the body whatever it is asked (the breaker's, engine.answerOf).
+		if raw, err := blob(resp.Body); err == nil && len(raw) > 0 {
+			body = DecodeBody(resp.Header, raw).Text
+			a.model, a.usage = ReadUsage(call.Provider, call.Path, resp.Header, body)
+		}
+	}
+	if resp.Usage == (tapefmt.Usage{}) && a.usage == (tapefmt.Usage{}) && resp.Status/100 == 2 {
+		a.output = answerTokens(cmp.Or(resp.Model, a.model, call.Model), call, body)
+	}
+	return a
+}
+
+func responseUsage(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, error), request func() Call, memo *UsageMemo) CallUsage {
 	c := CallUsage{Model: resp.Model, Usage: resp.Usage}
 	if c.Usage != (tapefmt.Usage{}) && c.Model != "" {
 		c.Price(resp.Rate)
@@ -115,22 +147,14 @@ func ResponseUsage(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, e
 		c.Price(resp.Rate)
 		return c
 	}
-	var body []byte
-	if blob != nil {
-		// A live answer not on a tape yet has no hash: its blob func gives
-		// the body whatever it is asked (the breaker's, engine.answerOf).
-		if raw, err := blob(resp.Body); err == nil && len(raw) > 0 {
-			body = DecodeBody(resp.Header, raw).Text
-			model, u := ReadUsage(call.Provider, call.Path, resp.Header, body)
-			c.Model = cmp.Or(c.Model, model)
-			if c.Usage == (tapefmt.Usage{}) {
-				c.Usage = u
-			}
-		}
+	a := memo.answer(resp, blob, call)
+	c.Model = cmp.Or(c.Model, a.model)
+	if c.Usage == (tapefmt.Usage{}) {
+		c.Usage = a.usage
 	}
 	c.Model = cmp.Or(c.Model, call.Model)
 	if c.Usage == (tapefmt.Usage{}) && resp.Status/100 == 2 {
-		if u := estimateUsage(c.Model, call, body); u.Total() > 0 {
+		if u := (tapefmt.Usage{Input: estimateInput(c.Model, call), Output: a.output}); u.Total() > 0 {
 			c.Usage, c.Estimated = u, true
 		}
 	}
@@ -146,4 +170,45 @@ func (c *CallUsage) Price(recorded *tapefmt.Rate) {
 		return
 	}
 	c.Cost, c.Priced = prices.Cost(c.Model, c.Usage)
+}
+
+// UsageMemo keeps what ResponseUsage read of each answer body, by what
+// that reading depends on, so that a tape's many answers naming one body
+// read and count it once: a 700 KB tape whose thousand answers named one
+// 256 MiB blob made jukebox ls of its folder take a minute, the body's
+// tokens counted for each. Its zero value is ready; a nil one keeps
+// nothing.
+type UsageMemo struct{ m map[answerKey]answer }
+
+// answerKey is what readAnswer's result depends on.
+type answerKey struct {
+	body                  tapefmt.Hash
+	status                int
+	usage                 tapefmt.Usage
+	encoding              string
+	provider, path, model string
+}
+
+// ResponseUsage is ResponseUsage of resp, whose request is req (nil when
+// the tape lacks it), its answer's body read at most once.
+func (u *UsageMemo) ResponseUsage(resp *tapefmt.LLMResponse, req *tapefmt.LLMRequest, blob func(tapefmt.Hash) ([]byte, error)) CallUsage {
+	return responseUsage(resp, blob, func() Call { return RequestCall(req, blob) }, u)
+}
+
+// answer is readAnswer, kept by u.
+func (u *UsageMemo) answer(resp *tapefmt.LLMResponse, blob func(tapefmt.Hash) ([]byte, error), call Call) answer {
+	if u == nil || resp.Body.IsZero() {
+		return readAnswer(resp, blob, call)
+	}
+	k := answerKey{body: resp.Body, status: resp.Status, usage: resp.Usage, encoding: resp.Header.Get("Content-Encoding"),
+		provider: call.Provider, path: call.Path, model: cmp.Or(resp.Model, call.Model)}
+	if a, ok := u.m[k]; ok {
+		return a
+	}
+	a := readAnswer(resp, blob, call)
+	if u.m == nil {
+		u.m = map[answerKey]answer{}
+	}
+	u.m[k] = a
+	return a
 }

@@ -67,8 +67,21 @@ const perMessage = 3
 // estimateUsage counts the tokens of a call whose answer reports none: the
 // input is every string of its request body (the model name left out, an
 // image's data URL counted as 85 tokens) plus 3 tokens for each message
-// and 3 for the reply; the output is what the model said (AnswerText).
+// and 3 for the reply (estimateInput); the output is what the model said
+// (answerTokens).
 func estimateUsage(model string, call Call, answer []byte) tapefmt.Usage {
+	return tapefmt.Usage{Input: estimateInput(model, call), Output: answerTokens(model, call, answer)}
+}
+
+// answerTokens counts the tokens of what the model said in answer.
+func answerTokens(model string, call Call, answer []byte) int64 {
+	n, _ := CountTokens(model, AnswerText(call.Provider, call.Path, answer))
+	return n
+}
+
+// estimateInput counts the tokens of call's request body, as
+// estimateUsage says.
+func estimateInput(model string, call Call) int64 {
 	var strs []string
 	messages := 0
 	var v map[string]any
@@ -90,12 +103,10 @@ func estimateUsage(model string, call Call, answer []byte) tapefmt.Usage {
 		}
 		kept = append(kept, s)
 	}
-	var u tapefmt.Usage
-	if len(kept) > 0 || images > 0 {
-		u.Input = countStrings(model, kept) + int64(85*images+perMessage*messages+perMessage)
+	if len(kept) == 0 && images == 0 {
+		return 0
 	}
-	u.Output, _ = CountTokens(model, AnswerText(call.Provider, call.Path, answer))
-	return u
+	return countStrings(model, kept) + int64(85*images+perMessage*messages+perMessage)
 }
 
 // countStrings counts the tokens of each of strs, as CountTokens does. A

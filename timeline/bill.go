@@ -79,6 +79,7 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 		step  int
 	}
 	reqs := map[uint64]req{}
+	var memo llmwire.UsageMemo
 	step, lastTurn := 0, ""
 	for f, err := range t.Frames(tapefmt.KindRunStart, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindStep, tapefmt.KindAgentTurn) {
 		if err != nil {
@@ -108,7 +109,7 @@ func MakeBill(t *tapefmt.Tape, by string) (Bill, error) {
 			reqs[p.Call] = req{frame: p, agent: llmwire.AgentOf(p.Header, lastTurn), step: step}
 		case *tapefmt.LLMResponse:
 			r := reqs[p.Call]
-			c := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(r.frame, t.Blob) })
+			c := memo.ResponseUsage(p, r.frame, t.Blob)
 			if llmwire.Refused(p) {
 				b.refused(keyOf(by, c.Model, r.agent, r.step))
 				continue

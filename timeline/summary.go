@@ -125,6 +125,7 @@ func summarize(path string, t *tapefmt.Tape, calls *callReader) (Summary, error)
 	s := Summary{Path: path, Started: t.Created(), Frames: t.Len(), Steps: steps,
 		Recovered: t.Recovered(), Sealed: t.Sealed()}
 	reqs := map[uint64]*tapefmt.LLMRequest{} // by call
+	var memo llmwire.UsageMemo
 	kinds := []tapefmt.Kind{tapefmt.KindRunStart, tapefmt.KindRunEnd, tapefmt.KindLLMRequest, tapefmt.KindLLMResponse, tapefmt.KindBreakerTrip, tapefmt.KindAgentTurn}
 	if calls != nil {
 		kinds = append(kinds, tapefmt.KindStep)
@@ -153,7 +154,7 @@ func summarize(path string, t *tapefmt.Tape, calls *callReader) (Summary, error)
 			if llmwire.Refused(p) {
 				continue // never sent: not a call the run made
 			}
-			u := llmwire.ResponseUsage(p, t.Blob, func() llmwire.Call { return llmwire.RequestCall(reqs[p.Call], t.Blob) })
+			u := memo.ResponseUsage(p, reqs[p.Call], t.Blob)
 			s.Models = addModel(s.Models, u, p.Rate)
 			s.Calls++
 			s.Usage = s.Usage.Plus(u.Usage)
