@@ -81,7 +81,7 @@ func codeFor(err error) int {
 		return ExitBadTape // ahead of any other code: the record is at fault
 	case errors.As(err, &ie), errors.As(err, &rc), errors.As(err, &oe), errors.Is(err, engine.ErrNoForkPoint),
 		errors.Is(err, sandbox.ErrCannotConfine), // the flag to run unconfined is named
-		errors.Is(err, sandbox.ErrNoTx), // --tx named one that is not there
+		errors.Is(err, sandbox.ErrNoTx),          // --tx named one that is not there
 		errors.Is(err, engine.ErrNothingToPack):
 		return ExitUsage
 	case errors.As(err, &ee):
