@@ -79,25 +79,43 @@ func JSON(w io.Writer, t *tapefmt.Tape, path string) error {
 		if err != nil {
 			return fmt.Errorf("%s: blob %s: %w", path, h, err)
 		}
-		b := struct {
-			Size   int    `json:"size"`
-			Text   string `json:"text,omitempty"`
-			Base64 string `json:"base64,omitempty"`
-		}{Size: len(data)}
-		if utf8.Valid(data) {
-			b.Text = string(data)
-		} else {
-			b.Base64 = base64.StdEncoding.EncodeToString(data)
-		}
-		bb, err := json.Marshal(b)
-		if err != nil {
-			return err
-		}
 		if i > 0 {
 			bw.WriteString(",")
 		}
-		fmt.Fprintf(bw, "\n%q:%s", h.String(), bb)
+		fmt.Fprintf(bw, "\n%q:{\"size\":%d", h.String(), len(data))
+		writeBlobValue(bw, data)
+		bw.WriteString("}")
 	}
 	bw.WriteString("}}\n")
 	return bw.Flush()
+}
+
+// writeBlobValue writes data as the "text" key of a blob (UTF-8, as a
+// JSON string) or its "base64" one, streamed piece by piece: a blob
+// marshalled whole took 32 times its size (a 256 MiB blob of zeros, each
+// \u0000 six bytes, made the export take 8 GB). Empty data has neither.
+func writeBlobValue(w *bufio.Writer, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	if !utf8.Valid(data) {
+		w.WriteString(`,"base64":"`)
+		enc := base64.NewEncoder(base64.StdEncoding, w)
+		enc.Write(data)
+		enc.Close()
+		w.WriteString(`"`)
+		return
+	}
+	w.WriteString(`,"text":"`)
+	const piece = 64 << 10
+	for len(data) > 0 {
+		n := min(piece, len(data))
+		for n < len(data) && !utf8.RuneStart(data[n]) {
+			n++ // never a character cut in two
+		}
+		q, _ := json.Marshal(string(data[:n])) // escaped as encoding/json escapes a string
+		w.Write(q[1 : len(q)-1])
+		data = data[n:]
+	}
+	w.WriteString(`"`)
 }
