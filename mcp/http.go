@@ -258,7 +258,11 @@ func replayPost(w http.ResponseWriter, r *Replayer, body []byte, rec Recorder) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	for _, m := range append(before, answer) {
+	for i, m := range append(before, answer) {
+		if i == len(before) {
+			http.NewResponseController(w).Flush()
+			settle() // the response apart from its notifications (notifySettle)
+		}
 		rec(Message{Dir: tapefmt.MCPFromServer, Raw: m, Size: len(m)})
 		fmt.Fprintf(w, "event: message\ndata: %s\n\n", m)
 	}

@@ -585,3 +585,34 @@ func TestHeldCallOfASchemaTool(t *testing.T) {
 		t.Errorf("the tape does not keep the listing the client got, marked: %+v", tp.msgs)
 	}
 }
+
+// TestReplayerSettlesBeforeTheResponse: a request's progress notifications
+// and its response were written together; the official TypeScript client
+// read them in one chunk and handled the notifications after the response
+// had removed its progress handler (onprogress got none or some). The
+// replay pauses (notifySettle) between them, over stdio and HTTP.
+func TestReplayerSettlesBeforeTheResponse(t *testing.T) {
+	rec := []Message{
+		{Dir: tapefmt.MCPToServer, Raw: []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":3}}}`)},
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":3,"progress":1,"total":2}}`)},
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":3,"progress":2,"total":2}}`)},
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`)},
+		{Dir: tapefmt.MCPToServer, Raw: []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)},
+		{Dir: tapefmt.MCPFromServer, Raw: []byte(`{"jsonrpc":"2.0","id":4,"result":{"tools":[]}}`)},
+	}
+	var out bytes.Buffer
+	var at []string // what was written when the replay paused
+	old := settle
+	settle = func() { at = append(at, out.String()) }
+	defer func() { settle = old }()
+	in := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":3}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}` + "\n"
+	if err := NewReplayer(rec).Serve(strings.NewReader(in), &out, (&tape{}).rec); err != nil {
+		t.Fatal(err)
+	}
+	// Once, for the request with notifications, after both and before
+	// its response; not for tools/list, which has none.
+	if len(at) != 1 || replayedOrder(t, strings.Split(strings.TrimSpace(at[0]), "\n")) != "1 2" {
+		t.Errorf("paused %d times, the first after %q", len(at), at)
+	}
+}
