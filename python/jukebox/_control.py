@@ -281,11 +281,17 @@ class Control:
                 self.close()
             return status, body
 
-    def breaker(self) -> None:
-        """Raises BreakerTripped when the run's breaker has tripped."""
+    def breaker(self, agent: Optional[str] = None) -> None:
+        """Raises BreakerTripped when the run's breaker has tripped; given
+        an agent, only for a trip that stops it: the run's, or that agent's
+        own (another agent's own limits refuse that agent's calls alone)."""
         out = self.call("GET", "breaker")
-        if out.get("tripped"):
-            raise tripped(out["breaker"])
+        if not out.get("tripped"):
+            return
+        trip = out.get("breaker") or {}
+        if agent is not None and trip.get("agent") and trip.get("agent") != agent:
+            return
+        raise tripped(trip)
 
 
 def tripped(trip: Dict[str, Any]) -> BreakerTripped:

@@ -402,7 +402,7 @@ class Jukebox:
     def _turn(self, agent: str, message: str, model: Optional[str], cost: Optional[float], role: str,
               track: str, turn: int) -> None:
         control = self._control()
-        control.breaker()
+        control.breaker(agent)  # another agent's own trip stops not this one
         body: Dict[str, Any] = {"agent": agent, "turn": turn, "role": role, "text": message}
         if model:
             body["model"] = model

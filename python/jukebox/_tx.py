@@ -392,6 +392,9 @@ class Transaction:
                         Transaction.rollback(self, f"the commit at the block's end failed: {e}")
                     except JukeboxError:
                         pass  # the commit's error says what went wrong
+                # It said False though the block rolled the transaction
+                # back: the error's advice (stage again and commit) failed.
+                e.rolled_back = self.state == "rolled_back"
                 raise
         else:
             Transaction.rollback(self, f"{type(exc).__name__}: {exc}")

@@ -168,6 +168,58 @@ class SDKTest(SDKBase):
                 self.assertNotEqual(proc.returncode, 0)
                 self.assertIn("CircuitBreaker(", proc.stderr)
 
+    def test_an_agents_own_trip_stops_not_the_others(self):
+        # Seen: once the coder's own cap tripped, every turn of the planner
+        # raised BreakerTripped naming the coder (the turn asked for the
+        # run's trip and raised whosever it was), its write never staged.
+        self.script("agents.json", '{"agents": {"coder": {"max_cost_usd": 0.001}}}')
+        self.script("agent.py", '''
+            from jukebox import Jukebox, BreakerTripped
+            jb = Jukebox()
+            try:
+                with jb.record_agent_turn(agent_name="coder", message="coder works", cost_usd=0.002):
+                    pass
+            except BreakerTripped as e:
+                print("coder tripped", e.rule)
+            try:
+                with jb.record_agent_turn(agent_name="coder", message="coder again"):
+                    pass
+            except BreakerTripped as e:
+                print("coder again tripped", e.rule)
+            with jb.record_agent_turn(agent_name="planner", message="planner works") as tx:
+                tx.stage_file_write("plan.txt", "the plan\\n")
+            print("planner", tx.state)
+        ''')
+        proc = subprocess.run([BIN, "record", "--breaker-config", "agents.json", "-o", "t.jbx", "--", sys.executable, "agent.py"],
+                              cwd=self.dir, env=self.env, capture_output=True, text=True, timeout=120)
+        self.assertIn("coder tripped cost", proc.stdout, proc.stderr)
+        self.assertIn("coder again tripped cost", proc.stdout, proc.stderr)
+        self.assertIn("planner committed", proc.stdout, proc.stderr)
+        with open(os.path.join(self.dir, "plan.txt")) as f:
+            self.assertEqual(f.read(), "the plan\n")
+        self.assertEqual(proc.returncode, 7, proc.stderr)  # the run tripped: record says so at the end
+
+    def test_a_block_whose_commit_fails_says_it_rolled_back(self):
+        # Seen: a with-block whose commit failed (CommitConflict) was rolled
+        # back (tx.state rolled_back, a tx.rollback on the tape), but
+        # e.rolled_back said False, so a program following the exception's
+        # advice (stage again and commit) got "transaction ... is rolled back".
+        self.script("agent.py", '''
+            from jukebox import Jukebox, CommitConflict
+            jb = Jukebox(tape_dir="./tapes")
+            with jb.track("conflict"):
+                with open("ledger.json", "w") as f:
+                    f.write("v1")
+                try:
+                    with jb.begin() as tx:
+                        tx.stage_file_write("ledger.json", "agent's version")
+                        tx.flush()
+                        with open("ledger.json", "w") as f:
+                            f.write("someone else's version")
+                except CommitConflict as e:
+                    print("state", tx.state, "rolled_back", e.rolled_back)
+        ''')
+        self.assertIn("state rolled_back rolled_back True", self.python("agent.py").stdout)
     def test_sandbox_violation(self):
         outside = tempfile.mkdtemp(prefix="jukebox-outside-")
         self.addCleanup(subprocess.run, ["rm", "-rf", outside])
