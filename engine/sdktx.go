@@ -26,6 +26,10 @@ type sdkTxs struct {
 	ws      string // the workspace; "" when this run serves no transactions
 	why     string // why it serves none
 	inBooth bool   // a booth run: commits go into the booth's transaction
+	// keeps: the booth run will keep its transaction open for a later
+	// decision (Keep, or CommitAsk with no one to ask), which no
+	// PostgreSQL session outlives.
+	keeps   bool
 	session *session
 
 	mu        sync.Mutex
@@ -118,6 +122,7 @@ func newSDKTxs(s *session) *sdkTxs {
 		// In the booth a transaction commits into the booth's own
 		// (sdkbooth.go), settled with the run as --commit says.
 		t.ws, t.inBooth = s.workspace(), s.o.Booth != nil
+		t.keeps = t.inBooth && (s.o.Booth.Keep || s.o.Booth.Commit == CommitAsk && s.o.Booth.Ask == nil)
 		t.recovered = t.inBooth // the booth recovered the workspace before it began
 	}
 	return t

@@ -43,6 +43,15 @@ func (o txOps) SQL(ctx context.Context, req controlapi.SQL) (controlapi.Rows, er
 			"sql: %s is the booth's own PostgreSQL endpoint (DATABASE_URL under record --pg): give the server's own URL, "+
 				"the one --pg names; the SDK's statements join the booth's decision through it", redact.Text(req.DSN))
 	}
+	if o.t.keeps {
+		// As record refuses --pg with --keep: the session would end with
+		// the run, its work dropped with no word (the SDK's commit said
+		// committed, the booth kept the files alone).
+		return controlapi.Rows{}, controlapi.Fail(http.StatusConflict, controlapi.TypeSQL, fmt.Errorf(
+			"sql: this booth run keeps its transaction open for a later decision (--keep, or --commit ask with no "+
+				"terminal to ask on), and a PostgreSQL session cannot outlive the run: its statements could not be "+
+				"committed with the files. Record with --commit always, on-success or never"))
+	}
 	args, err := sqlParams(req.Params)
 	if err != nil {
 		return controlapi.Rows{}, err

@@ -48,3 +48,39 @@ print("done")
 		t.Errorf("rows %q", got)
 	}
 }
+
+// TestSDKSQLInAKeptBooth: under record --booth --keep an SDK agent's
+// PostgreSQL statements were taken and its commit said committed; the
+// session ended with the run, its work dropped with no word (record said
+// "1 change: 1 write ... kept open", only a later booth status told).
+// record refuses --pg with --keep for that reason; the SDK's statement is
+// refused at once, saying so, and the run keeps the files.
+func TestSDKSQLInAKeptBooth(t *testing.T) {
+	sdk := filepath.Join(testenv.RepoRoot(t), "python")
+	r := newPGRun(t)
+	python := testenv.RequirePython(t)
+	agent := `
+from jukebox import Jukebox, JukeboxError
+jb = Jukebox()
+with jb.record_agent_turn(agent_name="db", message="refund") as tx:
+    tx.stage_file_write("note.txt", "refund-42 recorded")
+    try:
+        tx.stage_sql("` + r.dsn + `", "INSERT INTO ` + r.table + ` VALUES ($1)", ["sdk"])
+        print("staged")
+    except JukeboxError as e:
+        print("refused:", e)
+print("done")
+`
+	must(t, os.WriteFile(filepath.Join(r.ws, "agent.py"), []byte(agent), 0o644))
+	t.Setenv("PYTHONPATH", sdk)
+	t.Setenv("JUKEBOX_BIN", jukeboxBin())
+	code, out, errs := jb(t, "record", "-o", r.tape, "--booth", "--booth-mode", "copy", "--keep", "--commit", "never", "--", python, "agent.py")
+	all := out + errs
+	if code != ExitOK || !strings.Contains(all, "refused:") || !strings.Contains(all, "cannot outlive the run") || strings.Contains(out, "staged\n") {
+		t.Fatalf("exit %d:\n%s", code, all)
+	}
+	wantCode(t, ExitOK, "booth", "rollback", "-C", r.ws)
+	if got := r.rows(t); got != "" {
+		t.Errorf("rows %q", got)
+	}
+}
