@@ -156,7 +156,7 @@ func (s *session) fork(ctx context.Context, o ForkOptions, t *tapefmt.Tape, m *M
 		fb.mu.Lock()
 		forked := fb.forked || fb.diverged
 		fb.mu.Unlock()
-		if !forked && s.div.Load() == nil && err == nil {
+		if !forked && s.div.Load() == nil && err == nil && res.End.Reason == "" { // stopped by the user: not a divergence
 			// The agent ended on the parent's answers alone: the fork's
 			// tape names overrides it never applied.
 			d := &Divergence{Frame: int64(at), Step: stepOf(t, int64(at)), Ended: EndText(res.End), Actual: "(none: the agent ended)"}

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
 	"github.com/jukebox-os/jukebox/internal/testenv"
@@ -162,6 +164,30 @@ func TestForkEndedBeforeTheForkFrame(t *testing.T) {
 	if d == nil || d.Frame != int64(pcalls[2].seq) || d.Ended != "exit 0" ||
 		!strings.Contains(d.Error(), "the agent ended (exit 0) before it asked for the call at the fork frame (POST /v1/chat/completions): nothing was forked") {
 		t.Fatalf("divergence = %+v (%v)", d, d)
+	}
+}
+
+// TestForkStoppedBeforeTheForkFrame: Ctrl-C on a fork whose agent had not
+// reached the fork frame yet is the user's stop (130 in the CLI), not the
+// divergence of an agent that ended before it.
+func TestForkStoppedBeforeTheForkFrame(t *testing.T) {
+	t.Parallel()
+	srv := startModel(t, nil)
+	run := pythonAgent(t, "demo-large")
+	parent := filepath.Join(t.TempDir(), "parent.jbx")
+	record(t, srv, run, parent)
+	pcalls, _ := calls(t, parent)
+	sigs := make(chan os.Signal, 1)
+	go func() { time.Sleep(300 * time.Millisecond); sigs <- os.Interrupt }()
+	res, err := engine.Fork(context.Background(), engine.ForkOptions{
+		RunOptions: engine.RunOptions{Argv: []string{"sh", "-c", "sleep 30"}, Dir: run.dir, Env: cleanEnv(), Stdout: io.Discard, Stderr: io.Discard, Signals: sigs},
+		Parent:     parent, Frame: pcalls[2].seq, Overrides: engine.Overrides{Model: "demo-small"}, Tape: filepath.Join(t.TempDir(), "fork.jbx"),
+		Upstreams: map[string]string{"openai": srv.OpenAIBaseURL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Divergence != nil || res.End.Reason != tapefmt.ReasonInterrupted {
+		t.Errorf("a fork stopped by the user: end %+v, divergence %v", res.End, res.Divergence)
 	}
 }
 
