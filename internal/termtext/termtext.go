@@ -181,14 +181,14 @@ func Count(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// ShellQuote quotes s as one word of a POSIX shell command line that a
-// person may paste: as it is when it holds only letters, digits and
+// ShellQuote quotes s as one word of a shell command line that a person
+// may paste: as it is when it holds only letters, digits and
 // -_./:= (a path, a URL, a method), else in single quotes (a single
 // quote in it ends them, is escaped, and opens them again). A word that
 // holds what must not reach a terminal (hidden: an escape sequence, a
-// bidi control) or bytes that are not UTF-8 is quoted as bash's $'...',
-// those written as \xHH or \uHHHH: the word stays the same, nothing of
-// it acts on the terminal.
+// bidi control) or bytes that are not UTF-8 is quoted as $'...' (bash,
+// zsh, ksh), those written byte by byte as \xHH: the word stays the same,
+// nothing of it acts on the terminal.
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=") == "" {
 		return s
@@ -212,10 +212,12 @@ func ansiC(s string) string {
 		case r == '\'' || r == '\\':
 			b.WriteByte('\\')
 			b.WriteRune(r)
-		case r < 0x80 && hidden(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
 		case hidden(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
+			// Its UTF-8 bytes, which bash reads alike in every locale
+			// (\u is the locale's, and takes four digits at most).
+			for j := range size {
+				fmt.Fprintf(&b, `\x%02x`, s[i+j])
+			}
 		default:
 			b.WriteString(s[i : i+size])
 		}

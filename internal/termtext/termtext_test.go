@@ -113,7 +113,8 @@ func TestShellQuote(t *testing.T) {
 		// the same for bash.
 		"ws\x1b]0;t\x07":         `$'ws\x1b]0;t\x07'`,
 		"it's\x1b[2J":            `$'it\'s\x1b[2J'`,
-		"a\u202eb":               `$'a\u202eb'`,
+		"a\u202eb":               `$'a\xe2\x80\xaeb'`,
+		"tape\U000E0041b.jbx":    `$'tape\xf3\xa0\x81\x81b.jbx'`,
 		"a\xffb\\":               `$'a\xffb\\'`,
 		"http://h:1/v1?x=1&y=$Z": "'http://h:1/v1?x=1&y=$Z'",
 	} {
