@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/jukebox-os/jukebox/internal/termtext"
@@ -44,13 +46,21 @@ func (c Change) Sensitive() []string {
 			why = append(why, "a folder anyone may write in")
 		}
 	}
-	if c.Owner != "" {
+	if c.Owner != "" && !yourOwner(c.Owner) {
 		why = append(why, "owned by "+c.Owner+", not by you: another account may write it")
 	}
 	if c.Op == OpSymlink && (c.chainOut || leadsOut(c.Path, c.Target)) {
 		why = append(why, "symlink pointing outside the workspace")
 	}
 	return why
+}
+
+// yourOwner reports whether owner ("uid:gid") names this process's user:
+// a file an agent gave back to you (it recreated one another account
+// owned) is a change of owner, and no second look.
+func yourOwner(owner string) bool {
+	uid, _, _ := strings.Cut(owner, ":")
+	return uid == strconv.Itoa(os.Geteuid())
 }
 
 // shellStartup are file names a shell (or direnv) runs by itself.

@@ -55,6 +55,10 @@ func TestNewFileOwnerShown(t *testing.T) {
 	}
 	ws := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(ws, "build.sh"), []byte("echo build\n"), 0o644))
+	// Another account's file the agent recreated, now yours: a change of
+	// owner, no second look (it said "owned by 0:0, not by you").
+	must(t, os.WriteFile(filepath.Join(ws, "gen.txt"), []byte("old\n"), 0o644))
+	must(t, os.Lchown(filepath.Join(ws, "gen.txt"), 65534, 65534))
 	tx, err := Begin(ws, Options{})
 	must(t, err)
 	defer tx.Rollback(ctx)
@@ -62,6 +66,8 @@ func TestNewFileOwnerShown(t *testing.T) {
 	must(t, f.WriteFile("deploy.sh", []byte("echo deploying\n"), 0o644))
 	must(t, f.WriteFile("mine.sh", []byte("echo mine\n"), 0o644))
 	must(t, f.WriteFile("build.sh", []byte("echo build v2\n"), 0o644))
+	must(t, f.Remove("gen.txt"))
+	must(t, f.WriteFile("gen.txt", []byte("new!\n"), 0o644))
 	for _, p := range []string{"deploy.sh", "build.sh"} {
 		must(t, os.Lchown(tx.up(p), 65534, 65534))
 	}
@@ -73,6 +79,10 @@ func TestNewFileOwnerShown(t *testing.T) {
 		case "deploy.sh", "build.sh":
 			if c.Owner != "65534:65534" || !strings.Contains(c.String(), "owner 65534:65534") || !strings.Contains(why, "owned by 65534:65534, not by you") {
 				t.Errorf("%s: owner %q, %q, why %q", c.Path, c.Owner, c.String(), why)
+			}
+		case "gen.txt":
+			if c.Owner != "0:0" || why != "" {
+				t.Errorf("%s: owner %q, why %q", c.Path, c.Owner, why)
 			}
 		case "mine.sh":
 			if c.Owner != "" || why != "" {
