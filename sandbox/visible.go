@@ -32,7 +32,8 @@ func hidden(w *workspace, opts Options) []string {
 // trusts (absolute, there or not): the journal key's, the default key's
 // too (with XDG_STATE_HOME or --key-file naming another, the key every
 // run without them uses was readable to the agent), and its cache
-// folders (JUKEBOX_WASM_CACHE_DIR, jukebox in the user's cache folder).
+// folders (jukebox in the user's cache folder, JUKEBOX_WASM_CACHE_DIR,
+// JUKEBOX_CACHE_DIR: a store's tapes and the notes that they verified).
 // An agent that could write one could plant what a later jukebox runs
 // or believes outside the booth.
 func ownFolders(opts Options) []string {
@@ -46,8 +47,13 @@ func ownFolders(opts Options) []string {
 	if base, err := os.UserCacheDir(); err == nil && filepath.IsAbs(base) {
 		out = append(out, filepath.Join(base, "jukebox"))
 	}
-	if d := wasmCacheDir(); d != "" && !slices.ContainsFunc(out, func(o string) bool { return Within(d, o) }) {
-		out = append(out, d)
+	for _, d := range []string{wasmCacheDir(), os.Getenv("JUKEBOX_CACHE_DIR")} { // JUKEBOX_CACHE_DIR: tapes read from a store
+		if d == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil && !slices.ContainsFunc(out, func(o string) bool { return Within(abs, o) }) {
+			out = append(out, abs)
+		}
 	}
 	for i, d := range out {
 		out[i] = filepath.Clean(d)

@@ -119,6 +119,7 @@ func TestConfinementFlags(t *testing.T) {
 	keyDir := filepath.Join(state, "jukebox") // the journal key's folder
 	must(t, os.Mkdir(keyDir, 0o700))
 	cacheHome := t.TempDir() // jukebox/ in it: compiled tools jukebox runs
+	storeParent := t.TempDir()
 	for _, c := range []struct {
 		args []string
 		want string
@@ -145,6 +146,9 @@ func TestConfinementFlags(t *testing.T) {
 		{[]string{"--booth", "--allow-write-live", cacheHome}, "--allow-write-live " + cacheHome + ": holds " + filepath.Join(cacheHome, "jukebox") + ", jukebox's own"},
 		{[]string{"--booth", "--allow-write-live", state}, "holds " + keyDir},
 		{[]string{"--booth", "--allow-write", cacheHome}, "--allow-write " + cacheHome + ": holds " + filepath.Join(cacheHome, "jukebox")},
+		// The store's cache moved (JUKEBOX_CACHE_DIR): its tapes and the
+		// notes that they verified, which verify of a store URL trusts.
+		{[]string{"--booth", "--allow-write-live", storeParent}, "holds " + filepath.Join(storeParent, "tapecache")},
 		// --allow-write (staged) takes the same checks, and the overlay.
 		{[]string{"--allow-write", outside}, "only apply with --booth"},
 		{[]string{"--booth", "--allow-write", filepath.Join(outside, "missing")}, "--allow-write " + filepath.Join(outside, "missing")},
@@ -159,7 +163,8 @@ func TestConfinementFlags(t *testing.T) {
 	} {
 		args := append(append([]string{"record"}, c.args...), "--", "sh", "-c", "echo ran > ran.txt")
 		cmd := jukeboxCmd(t.Context(), ws, args...)
-		cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state, "XDG_CACHE_HOME="+cacheHome, "JUKEBOX_WASM_CACHE_DIR=")
+		cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state, "XDG_CACHE_HOME="+cacheHome, "JUKEBOX_WASM_CACHE_DIR=",
+			"JUKEBOX_CACHE_DIR="+filepath.Join(storeParent, "tapecache"))
 		out, _ := cmd.CombinedOutput()
 		if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
 			t.Errorf("%v: exit %d, want 2 with %q:\n%s", c.args, cmd.ProcessState.ExitCode(), c.want, out)
