@@ -39,7 +39,7 @@ const LOCATION = 'x-jukebox-location'; // the Location the server sent, which ju
 
 // asAsked is a fetch response as the agent's code would have had it
 // without jukebox: its url the one asked for (or redirected to), a
-// redirect's Location the server's.
+// redirect's Location the server's; its clones alike.
 function asAsked(res) {
   let out = res;
   const loc = res.headers.get(LOCATION);
@@ -48,10 +48,20 @@ function asAsked(res) {
     h.delete(LOCATION);
     h.set('location', loc);
     out = new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
-    Object.defineProperty(out, 'redirected', { value: res.redirected, configurable: true });
   }
-  Object.defineProperty(out, 'url', { value: unform(res.url), configurable: true });
-  return out;
+  return pin(out, unform(res.url), res.redirected, res.type);
+}
+
+// pin gives r, and every clone of it, the url, redirected and type given
+// (a clone is built from the response's own state, which holds the
+// proxy's URL, or none for a response rebuilt with its Location).
+function pin(r, url, redirected, type) {
+  Object.defineProperty(r, 'url', { value: url, configurable: true });
+  Object.defineProperty(r, 'redirected', { value: redirected, configurable: true });
+  Object.defineProperty(r, 'type', { value: type, configurable: true });
+  const clone = r.clone;
+  Object.defineProperty(r, 'clone', { value: function () { return pin(clone.call(this), url, redirected, type); }, configurable: true });
+  return r;
 }
 
 if (typeof globalThis.fetch === 'function') {

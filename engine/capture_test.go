@@ -290,9 +290,9 @@ func TestCaptureFetchRedirect(t *testing.T) {
 	tool := startTool(t)
 	script := `import http from "node:http";
 const r = await fetch("https://search.example/go");
-console.log("fetch", r.status, r.url, r.redirected);
+console.log("fetch", r.status, r.url, r.redirected, r.clone().url === r.url, r.clone().clone().url === r.url);
 const m = await fetch("https://search.example/here", { redirect: "manual" });
-console.log("manual", m.status, m.headers.get("location"), m.headers.has("x-jukebox-location"), m.url);
+console.log("manual", m.status, m.headers.get("location"), m.headers.has("x-jukebox-location"), m.url, m.clone().url === m.url, m.type);
 const n = await fetch(new URL(m.headers.get("location"), m.url));
 console.log("next", n.status, n.url);
 await new Promise((done) => http.get("http://search.example/here", (res) => {
@@ -301,8 +301,8 @@ await new Promise((done) => http.get("http://search.example/here", (res) => {
 }));`
 	_, tape, out := captureRecord(t, []string{"node", "--input-type=module", "-e", script}, nil,
 		map[string]string{"search.example": tool.URL, "other.example": tool.URL})
-	want := "fetch 200 https://other.example/api/search?q=redirected true\n" +
-		"manual 302 /api/search?q=relative false https://search.example/here\n" +
+	want := "fetch 200 https://other.example/api/search?q=redirected true true true\n" +
+		"manual 302 /api/search?q=relative false https://search.example/here true basic\n" +
 		"next 200 https://search.example/api/search?q=relative\n" +
 		"http 302 /api/search?q=relative false true\n"
 	if out != want {
