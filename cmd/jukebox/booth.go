@@ -136,7 +136,7 @@ type BoothStatusCmd struct {
 // boothStatus is one row of `booth status`.
 type boothStatus struct {
 	sandbox.TxInfo
-	Changes map[sandbox.Op]int `json:"changes,omitempty"` // none while its run uses it
+	Changes *map[sandbox.Op]int `json:"changes,omitempty"` // none while its run uses it; {} for nothing staged
 	// Lost are the kinds of participant work that ended with the run
 	// (sandbox.Tx.Lost): the transaction cannot commit.
 	Lost []string `json:"lost,omitempty"`
@@ -159,7 +159,11 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 		}
 		if tx, err := sandbox.Open(c.Workspace, info.ID, sandbox.Options{}); err == nil {
 			if cs, err := tx.Diff(); err == nil {
-				row.Changes = cs.Counts()
+				counts := cs.Counts()
+				if counts == nil {
+					counts = map[sandbox.Op]int{}
+				}
+				row.Changes = &counts
 			}
 			for _, l := range tx.Lost() {
 				row.Lost = append(row.Lost, l.Kind)
@@ -175,7 +179,11 @@ func (c *BoothStatusCmd) Run(ctx context.Context, env *Env) error {
 		fmt.Fprintln(env.Stdout, "no open booth transactions")
 	}
 	for _, r := range rows {
-		what := countText(r.Changes)
+		var counts map[sandbox.Op]int
+		if r.Changes != nil {
+			counts = *r.Changes
+		}
+		what := countText(counts)
 		if len(r.Lost) > 0 {
 			what += fmt.Sprintf("; its %s work was lost before the decision: commit refused, roll it back", strings.Join(r.Lost, ", "))
 		}
