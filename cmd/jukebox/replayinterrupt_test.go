@@ -123,24 +123,33 @@ with urllib.request.urlopen(req) as r:
                 sys.stdout.flush()
 `
 
-// TestReplayOfARunStoppedMidStream: Ctrl-C while an answer streamed; the
-// recording's agent printed the part it had. The replay interrupted its
-// agent as soon as it had written that part, before the agent read it:
-// replay --strict failed on every such tape (stdout "(end of output)").
-func TestReplayOfARunStoppedMidStream(t *testing.T) {
-	t.Parallel()
+// streamRecording is a jukebox record, not started, of streamAgent
+// against a scripted model that streams an answer in small chunks 80 ms
+// apart, writing name in a new folder (returned).
+func streamRecording(t *testing.T, name string) (string, *exec.Cmd) {
+	t.Helper()
 	py := testenv.RequirePython(t)
 	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "slow", "chunk_size": 3, "delay_ms": 80,
 		"reply": {"text": "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"}}]}`))
 	must(t, err)
 	sim, _, err := llmsim.Start("127.0.0.1:0", script)
 	must(t, err)
-	defer sim.Close()
+	t.Cleanup(func() { sim.Close() })
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "agent.py"), []byte(streamAgent), 0o644))
-	tape := filepath.Join(dir, "cut.jbx")
-	rec := jukeboxCmd(t.Context(), dir, "record", "-o", tape, "--", py, "agent.py")
+	rec := jukeboxCmd(t.Context(), dir, "record", "-o", filepath.Join(dir, name), "--", py, "agent.py")
 	rec.Env = append(rec.Env, "OPENAI_BASE_URL="+sim.OpenAIBaseURL())
+	return dir, rec
+}
+
+// TestReplayOfARunStoppedMidStream: Ctrl-C while an answer streamed; the
+// recording's agent printed the part it had. The replay interrupted its
+// agent as soon as it had written that part, before the agent read it:
+// replay --strict failed on every such tape (stdout "(end of output)").
+func TestReplayOfARunStoppedMidStream(t *testing.T) {
+	t.Parallel()
+	dir, rec := streamRecording(t, "cut.jbx")
+	tape := filepath.Join(dir, "cut.jbx")
 	out, err := rec.StdoutPipe()
 	must(t, err)
 	rec.Stderr = io.Discard
@@ -170,18 +179,8 @@ func TestReplayOfARunStoppedMidStream(t *testing.T) {
 // 130 (replay without --strict said so).
 func TestStrictReplayInterruptedIs130(t *testing.T) {
 	t.Parallel()
-	py := testenv.RequirePython(t)
-	script, err := llmsim.ParseScript([]byte(`{"version": 1, "rules": [{"name": "slow", "chunk_size": 3, "delay_ms": 100,
-		"reply": {"text": "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"}}]}`))
-	must(t, err)
-	sim, _, err := llmsim.Start("127.0.0.1:0", script)
-	must(t, err)
-	defer sim.Close()
-	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "agent.py"), []byte(streamAgent), 0o644))
+	dir, rec := streamRecording(t, "whole.jbx")
 	tape := filepath.Join(dir, "whole.jbx")
-	rec := jukeboxCmd(t.Context(), dir, "record", "-o", tape, "--", py, "agent.py")
-	rec.Env = append(rec.Env, "OPENAI_BASE_URL="+sim.OpenAIBaseURL())
 	if out, err := rec.CombinedOutput(); err != nil {
 		t.Fatalf("record: %v\n%s", err, out)
 	}
