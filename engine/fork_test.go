@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jukebox-os/jukebox/engine"
+	"github.com/jukebox-os/jukebox/internal/llmsim"
 	"github.com/jukebox-os/jukebox/internal/testenv"
 	"github.com/jukebox-os/jukebox/tapefmt"
 )
@@ -70,17 +71,25 @@ func fork(t *testing.T, run *agentRun, parent string, frame uint64, over engine.
 	return res, out
 }
 
+// recordedParent records the demo agent (model demo-large) against the
+// scripted model, for a fork: the model, the agent, the tape and its calls.
+func recordedParent(t *testing.T) (*llmsim.Server, *agentRun, string, []call) {
+	t.Helper()
+	srv := startModel(t, nil)
+	run := pythonAgent(t, "demo-large")
+	parent := filepath.Join(t.TempDir(), "parent.jbx")
+	record(t, srv, run, parent)
+	pcalls, _ := calls(t, parent)
+	return srv, run, parent, pcalls
+}
+
 // TestForkChangesTheAnswerFromTheForkFrameOn forks the demo run at its third
 // model call with another model: the calls before it are the parent's, byte
 // for byte; the call at the fork frame asks the new model, and the answers
 // from there on differ. A fork of the fork keeps the lineage.
 func TestForkChangesTheAnswerFromTheForkFrameOn(t *testing.T) {
 	t.Parallel()
-	srv := startModel(t, nil)
-	run := pythonAgent(t, "demo-large")
-	parent := filepath.Join(t.TempDir(), "parent.jbx")
-	record(t, srv, run, parent)
-	pcalls, _ := calls(t, parent)
+	srv, run, parent, pcalls := recordedParent(t)
 	at := pcalls[2].seq
 	env := append(cleanEnv(), "AGENT_MODEL=demo-large", "OPENAI_API_KEY="+secretKey)
 
@@ -135,11 +144,7 @@ func TestForkChangesTheAnswerFromTheForkFrameOn(t *testing.T) {
 // the fork frame is stopped and reported, as replay does.
 func TestForkStopsOnEarlyDivergence(t *testing.T) {
 	t.Parallel()
-	srv := startModel(t, nil)
-	run := pythonAgent(t, "demo-large")
-	parent := filepath.Join(t.TempDir(), "parent.jbx")
-	record(t, srv, run, parent)
-	pcalls, _ := calls(t, parent)
+	srv, run, parent, pcalls := recordedParent(t)
 	env := append(cleanEnv(), "AGENT_MODEL=demo-small", "OPENAI_API_KEY="+secretKey)
 	res, _ := fork(t, run, parent, pcalls[3].seq, engine.Overrides{}, srv.OpenAIBaseURL(), env)
 	if res.Divergence == nil || res.Divergence.Frame != int64(pcalls[0].seq) {
@@ -152,11 +157,7 @@ func TestForkStopsOnEarlyDivergence(t *testing.T) {
 // tape named a model it never asked (CLI and turntable alike).
 func TestForkEndedBeforeTheForkFrame(t *testing.T) {
 	t.Parallel()
-	srv := startModel(t, nil)
-	run := pythonAgent(t, "demo-large")
-	parent := filepath.Join(t.TempDir(), "parent.jbx")
-	record(t, srv, run, parent)
-	pcalls, _ := calls(t, parent)
+	srv, run, parent, pcalls := recordedParent(t)
 	env := append(cleanEnv(), "AGENT_MODEL=demo-large", "OPENAI_API_KEY="+secretKey)
 	short := &agentRun{argv: []string{"sh", "-c", "exit 0"}, dir: run.dir}
 	res, _ := fork(t, short, parent, pcalls[2].seq, engine.Overrides{Model: "demo-small"}, srv.OpenAIBaseURL(), env)
@@ -172,11 +173,7 @@ func TestForkEndedBeforeTheForkFrame(t *testing.T) {
 // divergence of an agent that ended before it.
 func TestForkStoppedBeforeTheForkFrame(t *testing.T) {
 	t.Parallel()
-	srv := startModel(t, nil)
-	run := pythonAgent(t, "demo-large")
-	parent := filepath.Join(t.TempDir(), "parent.jbx")
-	record(t, srv, run, parent)
-	pcalls, _ := calls(t, parent)
+	srv, run, parent, pcalls := recordedParent(t)
 	sigs := make(chan os.Signal, 1)
 	go func() { time.Sleep(300 * time.Millisecond); sigs <- os.Interrupt }()
 	res, err := engine.Fork(context.Background(), engine.ForkOptions{
